@@ -20,7 +20,10 @@ endif
 
 CC      ?= cc
 OPT     ?= -O2 -g
-CFLAGS  := -std=c11 -D_GNU_SOURCE $(OPT) -Wall -Wextra -Werror -pthread -I$(CUDA_INC) -I. $(EXTRA_CFLAGS)
+# Everything is PIC (policy/ and stats/ objects go into the shim) and hidden
+# by default: the shim exports exactly its list, fakecuda overrides this.
+CFLAGS  := -std=c11 -D_GNU_SOURCE $(OPT) -Wall -Wextra -Werror -pthread -fPIC \
+           -fvisibility=hidden -I$(CUDA_INC) -I. $(EXTRA_CFLAGS)
 LDLIBS  := -pthread -ldl
 
 # Check is used when present; the GPU host has no Check, so the same suites
@@ -31,9 +34,15 @@ ifeq ($(CHECK_LIBS),)
 CHECK_CFLAGS := -DSPILLWAY_MINICHECK
 endif
 
-# Filled in by the modules.
+# Filled in by the modules (see tests/README.md for the conventions):
+#   ALL_TARGETS  what `make` builds
+#   UNIT_TESTS   programs `make test` runs (Check suites or scripts), in order
 ALL_TARGETS :=
 UNIT_TESTS  :=
+UNIT_MAIN   := $(BUILD)/tests/unit/main.o
+
+# Test sources see Check (or minicheck).
+$(BUILD)/tests/%.o: CFLAGS += $(CHECK_CFLAGS)
 
 .PHONY: all test demo gpu-test bench install clean
 all: build-all
