@@ -1,0 +1,208 @@
+/* shim/options.c: defaults, every accepted form and every rejected form of
+ * every option type, and the limit each device gets. */
+#include "tests/unit/check_compat.h"
+#include "shim/options.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* A fake environment: one variable set to one value. */
+static const char *env_name, *env_value;
+static char *fake_get(const char *name)
+{
+    return env_name && strcmp(name, env_name) == 0 ? (char *)env_value : NULL;
+}
+
+static int load_one(const char *name, const char *value, struct spw_options *o, char *err,
+                    size_t errlen)
+{
+    env_name = name;
+    env_value = value;
+    return spw_options_load(o, fake_get, err, errlen);
+}
+
+START_TEST(defaults)
+{
+    struct spw_options o;
+    char err[256] = "";
+    ck_assert_int_eq(spw_options_load(&o, fake_get, err, sizeof err), 0);
+    ck_assert(o.mem_fraction == 0.75);
+    ck_assert_uint_eq(o.mem_limit.all, 0);
+    ck_assert_int_eq(o.preallocate, 1);
+    ck_assert_int_eq(o.spill, 1);
+    ck_assert_uint_eq(o.host_limit, UINT64_MAX);
+    ck_assert_int_eq(o.stats, 1);
+    ck_assert_int_eq(o.log, SPW_LOG_WARN);
+    ck_assert_int_eq(o.disable, 0);
+    ck_assert_str_eq(o.driver, "libcuda.so.1");
+}
+END_TEST
+
+START_TEST(getenv_is_accepted)
+{
+    struct spw_options o;
+    char err[256];
+    setenv("SPILLWAY_MEM_FRACTION", "0.25", 1);
+    ck_assert_int_eq(spw_options_load(&o, getenv, err, sizeof err), 0);
+    ck_assert(o.mem_fraction == 0.25);
+}
+END_TEST
+
+START_TEST(bytes_forms)
+{
+    static const struct { const char *s; uint64_t v; } ok[] = {
+        {"0", 0}, {"1", 1}, {"1073741824", 1073741824ull}, {"1K", 1024}, {"512m", 512ull << 20},
+        {"8G", 8ull << 30}, {"2T", 2ull << 40}, {"8GB", 8ull << 30}, {"8GiB", 8ull << 30},
+        {"16383T", 16383ull << 40},
+    };
+    static const char *const bad[] = {"", "G", "-1", "1.5G", "8X", "8 G", "8GBB", "0x10",
+                                      "99999999999999999999", "16777216T", "8iB", " 8G"};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        uint64_t v = 12345;
+        ck_assert_msg(spw_parse_bytes(ok[i].s, &v) == 0, "rejected %s", ok[i].s);
+        ck_assert_uint_eq(v, ok[i].v);
+    }
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        uint64_t v;
+        ck_assert_msg(spw_parse_bytes(bad[i], &v) == -1, "accepted '%s'", bad[i]);
+    }
+}
+END_TEST
+
+/* Every option's accepted values. */
+START_TEST(accepted_values)
+{
+    static const struct { const char *name, *value; } ok[] = {
+        {"SPILLWAY_MEM_FRACTION", "1"},    {"SPILLWAY_MEM_FRACTION", "0.001"},
+        {"SPILLWAY_MEM_FRACTION", ".5"},   {"SPILLWAY_MEM_LIMIT", "8G"},
+        {"SPILLWAY_MEM_LIMIT", "0=8G"},    {"SPILLWAY_MEM_LIMIT", "0=8G,1=4G"},
+        {"SPILLWAY_MEM_LIMIT", "63=1M"},   {"SPILLWAY_PREALLOCATE", "no"},
+        {"SPILLWAY_PREALLOCATE", "TRUE"},  {"SPILLWAY_SPILL", "off"},
+        {"SPILLWAY_HOST_LIMIT", "64G"},    {"SPILLWAY_HOST_LIMIT", "unlimited"},
+        {"SPILLWAY_HOST_LIMIT", "0"},      {"SPILLWAY_STATS", "0"},
+        {"SPILLWAY_LOG", "debug"},         {"SPILLWAY_LOG", "ERROR"},
+        {"SPILLWAY_DISABLE", "1"},         {"SPILLWAY_DRIVER", "/opt/x/libcuda.so.1"},
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        struct spw_options o;
+        char err[256] = "";
+        ck_assert_msg(load_one(ok[i].name, ok[i].value, &o, err, sizeof err) == 0, "%s=%s: %s",
+                      ok[i].name, ok[i].value, err);
+    }
+}
+END_TEST
+
+/* Every option's rejected values: -1 and one line naming variable and value. */
+static const struct { const char *name, *value, *accepted; } bad[] = {
+    {"SPILLWAY_MEM_FRACTION", "0", "greater than 0"},
+    {"SPILLWAY_MEM_FRACTION", "1.5", "at most 1"},
+    {"SPILLWAY_MEM_FRACTION", "-0.5", "greater than 0"},
+    {"SPILLWAY_MEM_FRACTION", "half", "number"},
+    {"SPILLWAY_MEM_FRACTION", "0.5x", "number"},
+    {"SPILLWAY_MEM_FRACTION", "nan", "number"},
+    {"SPILLWAY_MEM_FRACTION", "inf", "number"},
+    {"SPILLWAY_MEM_LIMIT", "0", "each > 0"},
+    {"SPILLWAY_MEM_LIMIT", "lots", "K/M/G/T"},
+    {"SPILLWAY_MEM_LIMIT", "8Q", "K/M/G/T"},
+    {"SPILLWAY_MEM_LIMIT", "-8G", "K/M/G/T"},
+    {"SPILLWAY_MEM_LIMIT", "0=8G,", "per device"},
+    {"SPILLWAY_MEM_LIMIT", "0=8G,,1=4G", "per device"},
+    {"SPILLWAY_MEM_LIMIT", "=8G", "per device"},
+    {"SPILLWAY_MEM_LIMIT", "0=", "per device"},
+    {"SPILLWAY_MEM_LIMIT", "0=0", "per device"},
+    {"SPILLWAY_MEM_LIMIT", "64=1G", "index < 64"},
+    {"SPILLWAY_MEM_LIMIT", "a=1G", "per device"},
+    {"SPILLWAY_MEM_LIMIT", "0=1G,0=2G", "per device"},
+    {"SPILLWAY_MEM_LIMIT", "0=1G;1=2G", "per device"},
+    {"SPILLWAY_PREALLOCATE", "maybe", "true, false"},
+    {"SPILLWAY_PREALLOCATE", "2", "true, false"},
+    {"SPILLWAY_SPILL", "enable", "true, false"},
+    {"SPILLWAY_HOST_LIMIT", "none", "unlimited"},
+    {"SPILLWAY_HOST_LIMIT", "1.5G", "unlimited"},
+    {"SPILLWAY_STATS", "y", "true, false"},
+    {"SPILLWAY_LOG", "verbose", "error, warn, info or debug"},
+    {"SPILLWAY_LOG", "3", "error, warn, info or debug"},
+    {"SPILLWAY_DISABLE", "disable", "true, false"},
+};
+
+START_TEST(rejected_values)
+{
+    struct spw_options o;
+    char err[512] = "";
+    ck_assert_int_eq(load_one(bad[_i].name, bad[_i].value, &o, err, sizeof err), -1);
+    char expect[128];
+    snprintf(expect, sizeof expect, "%s='%s'", bad[_i].name, bad[_i].value);
+    ck_assert_msg(strstr(err, expect) != NULL, "'%s' does not name %s", err, expect);
+    ck_assert_msg(strstr(err, bad[_i].accepted) != NULL, "'%s' lacks '%s'", err, bad[_i].accepted);
+    ck_assert_ptr_null(strchr(err, '\n'));
+}
+END_TEST
+
+START_TEST(long_and_odd_values_stay_one_line)
+{
+    char value[5000];
+    memset(value, 'x', sizeof value - 1);
+    value[sizeof value - 1] = '\0';
+    value[10] = '\n';
+    struct spw_options o;
+    char err[256];
+    ck_assert_int_eq(load_one("SPILLWAY_LOG", value, &o, err, sizeof err), -1);
+    ck_assert_ptr_null(strchr(err, '\n'));
+    ck_assert_ptr_nonnull(strstr(err, "SPILLWAY_LOG"));
+    ck_assert_int_eq(load_one("SPILLWAY_DRIVER", value, &o, err, sizeof err), -1);
+}
+END_TEST
+
+START_TEST(device_limits)
+{
+    struct spw_options o;
+    char err[256];
+    const uint64_t total = 16ull << 30;
+    ck_assert_int_eq(load_one("SPILLWAY_MEM_FRACTION", "0.5", &o, err, sizeof err), 0);
+    ck_assert_uint_eq(spw_options_device_limit(&o, 0, total), total / 2);
+    ck_assert_int_eq(load_one("SPILLWAY_MEM_LIMIT", "4G", &o, err, sizeof err), 0);
+    ck_assert_uint_eq(spw_options_device_limit(&o, 3, total), 4ull << 30);
+    ck_assert_int_eq(load_one("SPILLWAY_MEM_LIMIT", "0=8G,1=4G", &o, err, sizeof err), 0);
+    ck_assert_uint_eq(spw_options_device_limit(&o, 0, total), 8ull << 30);
+    ck_assert_uint_eq(spw_options_device_limit(&o, 1, total), 4ull << 30);
+    /* A device the list does not name gets the fraction (default 0.75). */
+    ck_assert_uint_eq(spw_options_device_limit(&o, 2, total), total / 4 * 3);
+    /* Never more than the device has. */
+    ck_assert_int_eq(load_one("SPILLWAY_MEM_LIMIT", "1T", &o, err, sizeof err), 0);
+    ck_assert_uint_eq(spw_options_device_limit(&o, 0, total), total);
+}
+END_TEST
+
+START_TEST(table_lists_every_option)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    spw_options_print_table(f);
+    fclose(f);
+    static const char *const names[] = {"SPILLWAY_MEM_FRACTION", "SPILLWAY_MEM_LIMIT",
+                                        "SPILLWAY_PREALLOCATE", "SPILLWAY_SPILL",
+                                        "SPILLWAY_HOST_LIMIT", "SPILLWAY_STATS",
+                                        "SPILLWAY_LOG", "SPILLWAY_DISABLE", "SPILLWAY_DRIVER"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        ck_assert_msg(strstr(buf, names[i]) != NULL, "%s missing", names[i]);
+    ck_assert_ptr_nonnull(strstr(buf, "0.75"));
+    free(buf);
+}
+END_TEST
+
+Suite *test_suite(void)
+{
+    Suite *s = suite_create("shim_options");
+    TCase *tc = tcase_create("options");
+    tcase_add_test(tc, defaults);
+    tcase_add_test(tc, getenv_is_accepted);
+    tcase_add_test(tc, bytes_forms);
+    tcase_add_test(tc, accepted_values);
+    tcase_add_loop_test(tc, rejected_values, 0, (int)(sizeof bad / sizeof bad[0]));
+    tcase_add_test(tc, long_and_odd_values_stay_one_line);
+    tcase_add_test(tc, device_limits);
+    tcase_add_test(tc, table_lists_every_option);
+    suite_add_tcase(s, tc);
+    return s;
+}
