@@ -1,0 +1,184 @@
+/* Validation and decoding of a copied-out segment image. Everything here
+ * treats the bytes as hostile: every field is checked before it is used and
+ * nothing is dereferenced outside [buf, buf + len). */
+#include "stats/reader.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int reject(char *why, size_t whylen, const char *fmt, ...)
+{
+    if (why && whylen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(why, whylen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+static uint64_t get_u64(const unsigned char *b, size_t off)
+{
+    uint64_t v;
+    memcpy(&v, b + off, sizeof v);
+    return v;
+}
+
+static uint32_t get_u32(const unsigned char *b, size_t off)
+{
+    uint32_t v;
+    memcpy(&v, b + off, sizeof v);
+    return v;
+}
+
+#define HOFF(field) offsetof(struct spw_stats_header, field)
+
+/* Copies a NUL-terminated text field, replacing anything a terminal could
+ * interpret (controls, DEL, bytes >= 0x80) by '?'; keep_newlines for config. */
+static int copy_text(char *dst, const unsigned char *src, size_t cap, int keep_newlines)
+{
+    const unsigned char *nul = memchr(src, '\0', cap);
+    if (!nul)
+        return -1;
+    size_t n = (size_t)(nul - src);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = src[i];
+        dst[i] = (ch >= 0x20 && ch < 0x7f) || (keep_newlines && ch == '\n') ? (char)ch : '?';
+    }
+    dst[n] = '\0';
+    return 0;
+}
+
+int spw_stats_parse_name(const char *name, uint32_t *uid, int32_t *pid)
+{
+    size_t plen = strlen(SPW_STATS_NAME_PREFIX);
+    if (strncmp(name, SPW_STATS_NAME_PREFIX, plen) != 0)
+        return -1;
+    const char *p = name + plen;
+    unsigned long long v[2];
+    for (int i = 0; i < 2; i++) {
+        if (!isdigit((unsigned char)*p))
+            return -1;
+        v[i] = 0;
+        int digits = 0;
+        while (isdigit((unsigned char)*p)) {
+            if (++digits > 10)
+                return -1;
+            v[i] = v[i] * 10 + (unsigned)(*p++ - '0');
+        }
+        if (i == 0 && *p++ != '.')
+            return -1;
+    }
+    if (*p != '\0' || v[0] > UINT32_MAX || v[1] == 0 || v[1] > INT32_MAX)
+        return -1;
+    *uid = (uint32_t)v[0];
+    *pid = (int32_t)v[1];
+    return 0;
+}
+
+static int check_geometry(const unsigned char *b, size_t len, char *why, size_t whylen)
+{
+    uint32_t abi = get_u32(b, HOFF(abi_version));
+    if (abi != SPW_STATS_ABI_VERSION)
+        return reject(why, whylen, "ABI version %u, this reader knows %u", abi, SPW_STATS_ABI_VERSION);
+    uint32_t hs = get_u32(b, HOFF(header_size));
+    if (hs != sizeof(struct spw_stats_header))
+        return reject(why, whylen, "header size %u, expected %zu", hs, sizeof(struct spw_stats_header));
+    uint32_t ds = get_u32(b, HOFF(device_size));
+    if (ds != sizeof(struct spw_stats_device))
+        return reject(why, whylen, "device size %u, expected %zu", ds, sizeof(struct spw_stats_device));
+    uint32_t cc = get_u32(b, HOFF(counter_count));
+    if (cc != SPW_C_COUNT)
+        return reject(why, whylen, "counter count %u, expected %u", cc, (unsigned)SPW_C_COUNT);
+    uint32_t nd = get_u32(b, HOFF(device_count));
+    if (nd < 1 || nd > SPW_STATS_MAX_DEVICES)
+        return reject(why, whylen, "device count %u out of range 1..%u", nd, SPW_STATS_MAX_DEVICES);
+    uint64_t total = get_u64(b, HOFF(total_size));
+    if (total != spw_stats_total_size(nd))
+        return reject(why, whylen, "total size %llu does not match %u devices",
+                      (unsigned long long)total, nd);
+    if (total != len)
+        return reject(why, whylen, "total size %llu but file has %zu bytes (truncated or grown)",
+                      (unsigned long long)total, len);
+    return 0;
+}
+
+static int check_identity(const unsigned char *b, uint32_t file_uid, struct spw_stats_snapshot *out,
+                          char *why, size_t whylen)
+{
+    out->uid = get_u32(b, HOFF(uid));
+    if (out->uid != file_uid)
+        return reject(why, whylen, "uid field %u but file owned by uid %u", out->uid, file_uid);
+    out->pid = (int32_t)get_u32(b, HOFF(pid));
+    out->host_pid = (int32_t)get_u32(b, HOFF(host_pid));
+    if (out->pid <= 0 || out->host_pid <= 0)
+        return reject(why, whylen, "invalid pid %d / host pid %d", out->pid, out->host_pid);
+    out->pid_ns = get_u64(b, HOFF(pid_ns));
+    out->start_time = get_u64(b, HOFF(start_time));
+    out->created_unix_ns = get_u64(b, HOFF(created_unix_ns));
+    if (get_u64(b, HOFF(text_generation)) & 1)
+        return reject(why, whylen, "text fields are being rewritten");
+    return 0;
+}
+
+int spw_stats_decode(const void *buf, size_t len, uint32_t file_uid,
+                     struct spw_stats_snapshot *out, char *why, size_t whylen)
+{
+    const unsigned char *b = buf;
+    if (len < sizeof(struct spw_stats_header))
+        return reject(why, whylen, "%zu bytes, shorter than the header", len);
+    uint64_t magic = get_u64(b, HOFF(magic));
+    if (magic != SPW_STATS_MAGIC)
+        return reject(why, whylen, magic == 0 ? "not initialised" : "bad magic %016llx",
+                      (unsigned long long)magic);
+    if (check_geometry(b, len, why, whylen) != 0 || check_identity(b, file_uid, out, why, whylen) != 0)
+        return -1;
+    if (copy_text(out->cmdline, b + HOFF(cmdline), SPW_STATS_CMDLINE_LEN, 0) != 0)
+        return reject(why, whylen, "command line not terminated");
+    if (copy_text(out->config, b + HOFF(config), SPW_STATS_CONFIG_LEN, 1) != 0)
+        return reject(why, whylen, "config not terminated");
+    out->device_count = get_u32(b, HOFF(device_count));
+    for (uint32_t d = 0; d < out->device_count; d++)
+        for (unsigned k = 0; k < SPW_C_COUNT; k++)
+            out->c[d][k] = get_u64(b, spw_stats_counter_offset(d, (enum spw_counter)k));
+    out->liveness = SPW_UNKNOWN;
+    out->local_pid = 0;
+    return 0;
+}
+
+static const char *const counter_names[] = {
+#define SPW_X(e, n, k, h) #n,
+    SPW_STATS_COUNTERS(SPW_X)
+#undef SPW_X
+};
+static const char *const counter_helps[] = {
+#define SPW_X(e, n, k, h) h,
+    SPW_STATS_COUNTERS(SPW_X)
+#undef SPW_X
+};
+#define SPW_KIND_GAUGE 1
+#define SPW_KIND_COUNTER 0
+static const int counter_gauge[] = {
+#define SPW_X(e, n, k, h) SPW_KIND_##k,
+    SPW_STATS_COUNTERS(SPW_X)
+#undef SPW_X
+};
+
+const char *spw_stats_counter_name(enum spw_counter k)
+{
+    return (unsigned)k < SPW_C_COUNT ? counter_names[k] : "?";
+}
+
+const char *spw_stats_counter_help(enum spw_counter k)
+{
+    return (unsigned)k < SPW_C_COUNT ? counter_helps[k] : "?";
+}
+
+int spw_stats_counter_is_gauge(enum spw_counter k)
+{
+    return (unsigned)k < SPW_C_COUNT ? counter_gauge[k] : 0;
+}

@@ -1,0 +1,119 @@
+/* The stats ABI: the one fixed layout of a spillway stats segment.
+ *
+ * Every process running under spillway publishes one file,
+ * <dir>/spillway.<uid>.<pid> (dir: $SPILLWAY_STATS_DIR or /dev/shm), mode
+ * 0600, created O_CREAT|O_EXCL|O_NOFOLLOW, removed at normal exit. It holds a
+ * struct spw_stats_header followed by device_count struct spw_stats_device.
+ *
+ * Compatibility rules: the layout of a given abi_version never changes.
+ * Adding a counter, a field or changing a size means a new abi_version; a
+ * reader rejects versions it does not know. All integers are the writer's
+ * native byte order (readers on the same host). The writer stores `magic`
+ * last (release), so a file whose magic is still zero is being initialised.
+ *
+ * Consistency: the text fields (cmdline, config) are guarded by
+ * text_generation, a seqlock (odd while they are rewritten). Each counter is
+ * a single 64-bit atomic on its own cache line (no false sharing between
+ * counters hot in different threads); readers take each counter when two
+ * consecutive reads agree. Counters are therefore individually exact but a
+ * snapshot is not atomic across counters (in_use may briefly exceed peak).
+ */
+#ifndef SPILLWAY_STATS_LAYOUT_H
+#define SPILLWAY_STATS_LAYOUT_H
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SPW_STATS_MAGIC        0x5441545357505331ULL /* "1SPWSTAT" little-endian */
+#define SPW_STATS_ABI_VERSION  1u
+#define SPW_STATS_MAX_DEVICES  64u
+#define SPW_STATS_CMDLINE_LEN  1024u
+#define SPW_STATS_CONFIG_LEN   2048u
+#define SPW_STATS_CACHELINE    64u
+#define SPW_STATS_NAME_PREFIX  "spillway."
+#define SPW_STATS_DIR_ENV      "SPILLWAY_STATS_DIR"
+#define SPW_STATS_DEFAULT_DIR  "/dev/shm"
+
+/* The per-device counters, in layout order. Columns: enum suffix, exported
+ * name (JSON keys, Prometheus metric names), kind (GAUGE: a level the writer
+ * adds to and subtracts from or sets; COUNTER: only grows), help text. */
+#define SPW_STATS_COUNTERS(X)                                                              \
+    X(LIMIT,          limit_bytes,          GAUGE,   "device memory limit of the pool")    \
+    X(POOL,           pool_bytes,           GAUGE,   "device memory held by the pool")     \
+    X(IN_USE,         in_use_bytes,         GAUGE,   "bytes allocated by the program")     \
+    X(PEAK,           peak_bytes,           GAUGE,   "highest in_use_bytes seen")          \
+    X(SPILLED,        spilled_bytes,        GAUGE,   "allocated bytes now living in host memory") \
+    X(HOST,           host_bytes,           GAUGE,   "pinned host memory held for spill")  \
+    X(ALLOCS,         allocs,               COUNTER, "allocations served")                 \
+    X(FREES,          frees,                COUNTER, "frees served")                       \
+    X(OOMS,           ooms,                 COUNTER, "allocations answered out-of-memory") \
+    X(SPILL_BYTES,    spill_bytes,          COUNTER, "bytes moved device to host by spill") \
+    X(SPILL_EVENTS,   spill_events,         COUNTER, "spill operations")                   \
+    X(FILL_BYTES,     fill_bytes,           COUNTER, "bytes moved host to device by fill") \
+    X(FILL_EVENTS,    fill_events,          COUNTER, "fill operations")                    \
+    X(COPY_HTOD,      copy_htod_bytes,      COUNTER, "bytes the program copied host to device") \
+    X(COPY_DTOH,      copy_dtoh_bytes,      COUNTER, "bytes the program copied device to host") \
+    X(COPY_DTOD,      copy_dtod_bytes,      COUNTER, "bytes the program copied device to device") \
+    X(PASS_IPC,       passthrough_ipc_bytes,     GAUGE, "bytes allocated outside the pool: IPC/shareable") \
+    X(PASS_MANAGED,   passthrough_managed_bytes, GAUGE, "bytes allocated outside the pool: managed") \
+    X(PASS_CAPTURE,   passthrough_capture_bytes, GAUGE, "bytes allocated outside the pool: stream capture") \
+    X(PASS_OTHER,     passthrough_other_bytes,   GAUGE, "bytes allocated outside the pool: other") \
+    X(UNDERFLOWS,     underflows,           COUNTER, "subtractions that would have gone below zero (a bug)")
+
+enum spw_counter {
+#define SPW_X(e, n, k, h) SPW_C_##e,
+    SPW_STATS_COUNTERS(SPW_X)
+#undef SPW_X
+    SPW_C_COUNT
+};
+
+/* One counter per cache line: the shim updates different counters from
+ * different threads; sharing lines would make every update a miss. */
+struct spw_stats_counter {
+    _Atomic uint64_t value;
+    uint8_t pad[SPW_STATS_CACHELINE - sizeof(uint64_t)];
+};
+
+struct spw_stats_device {
+    struct spw_stats_counter c[SPW_C_COUNT];
+};
+
+struct spw_stats_header {
+    _Atomic uint64_t magic;     /* SPW_STATS_MAGIC, stored last by the writer */
+    uint32_t abi_version;       /* SPW_STATS_ABI_VERSION */
+    uint32_t header_size;       /* sizeof(struct spw_stats_header) */
+    uint64_t total_size;        /* header_size + device_count * device_size */
+    uint32_t device_count;      /* 1..SPW_STATS_MAX_DEVICES */
+    uint32_t device_size;       /* sizeof(struct spw_stats_device) */
+    uint32_t counter_count;     /* SPW_C_COUNT */
+    uint32_t uid;               /* real uid of the writer; must equal the file owner */
+    int32_t pid;                /* getpid() in the writer's pid namespace */
+    int32_t host_pid;           /* first NSpid entry the writer saw (outermost visible); == pid when not nested */
+    uint64_t pid_ns;            /* inode of /proc/self/ns/pid, 0 if unknown */
+    uint64_t start_time;        /* /proc/self/stat starttime (clock ticks since boot): dead-owner detection */
+    uint64_t created_unix_ns;   /* CLOCK_REALTIME at creation */
+    _Atomic uint64_t text_generation; /* seqlock over cmdline and config: odd while writing */
+    uint8_t reserved[48];       /* zero */
+    char cmdline[SPW_STATS_CMDLINE_LEN]; /* arguments joined by spaces, NUL-terminated */
+    char config[SPW_STATS_CONFIG_LEN];   /* effective config, "key=value\n" lines, NUL-terminated */
+};
+
+_Static_assert(sizeof(_Atomic uint64_t) == 8, "atomic u64 must be 8 bytes");
+_Static_assert(sizeof(struct spw_stats_counter) == SPW_STATS_CACHELINE, "counter is one line");
+_Static_assert(sizeof(struct spw_stats_header) % SPW_STATS_CACHELINE == 0, "header is whole lines");
+_Static_assert(offsetof(struct spw_stats_header, cmdline) == 128, "ABI v1 header layout");
+_Static_assert(sizeof(struct spw_stats_header) == 128 + SPW_STATS_CMDLINE_LEN + SPW_STATS_CONFIG_LEN,
+               "ABI v1 header size");
+
+static inline uint64_t spw_stats_total_size(uint32_t device_count)
+{
+    return sizeof(struct spw_stats_header) + (uint64_t)device_count * sizeof(struct spw_stats_device);
+}
+
+/* Byte offset of counter k of device d from the start of the segment. */
+static inline size_t spw_stats_counter_offset(uint32_t d, enum spw_counter k)
+{
+    return sizeof(struct spw_stats_header) + (size_t)d * sizeof(struct spw_stats_device) +
+           (size_t)k * sizeof(struct spw_stats_counter);
+}
+#endif

@@ -1,0 +1,15 @@
+# stats/: the shared-memory ABI (layout.h), the writer the shim links and the
+# reader the tools link. STATS_WRITER_OBJS is what the shim needs.
+STATS_WRITER_OBJS := $(BUILD)/stats/writer.o $(BUILD)/stats/procinfo.o
+STATS_READER_OBJS := $(BUILD)/stats/reader.o $(BUILD)/stats/decode.o $(BUILD)/stats/procinfo.o
+STATS_OBJS        := $(sort $(STATS_WRITER_OBJS) $(STATS_READER_OBJS))
+
+ALL_TARGETS += $(STATS_OBJS)
+
+$(BUILD)/tests/unit/stats_segment: $(BUILD)/tests/unit/stats/test_segment.o $(UNIT_MAIN) $(STATS_OBJS)
+	$(CC) $(CFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
+$(BUILD)/tests/unit/stats_reader: $(BUILD)/tests/unit/stats/test_reader.o $(UNIT_MAIN) $(STATS_OBJS)
+	$(CC) $(CFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
+$(BUILD)/tests/unit/stats_fuzz: $(BUILD)/tests/unit/stats/test_fuzz.o $(UNIT_MAIN) $(STATS_OBJS)
+	$(CC) $(CFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
+UNIT_TESTS += $(BUILD)/tests/unit/stats_segment $(BUILD)/tests/unit/stats_reader $(BUILD)/tests/unit/stats_fuzz

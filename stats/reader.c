@@ -1,0 +1,269 @@
+/* Finding, copying out and judging segments; removal of dead owners'. */
+#include "stats/reader.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define READ_TRIES 8
+
+static enum spw_read_result say(enum spw_read_result r, char *why, size_t whylen, const char *fmt, ...)
+{
+    if (why && whylen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(why, whylen, fmt, ap);
+        va_end(ap);
+    }
+    return r;
+}
+
+static int read_exact(int fd, void *buf, size_t len, off_t off)
+{
+    size_t got = 0;
+    while (got < len) {
+        ssize_t n = pread(fd, (char *)buf + got, len - got, off + (off_t)got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        got += (size_t)n;
+    }
+    return 0;
+}
+
+/* Makes every counter in `a` a value two consecutive reads agreed on: a
+ * counter that differs between a and b is re-read until it settles. A
+ * single pread is not guaranteed atomic per 8 bytes, so agreement is what
+ * rules out a torn value. */
+static int settle_counters(int fd, unsigned char *a, const unsigned char *b, size_t len)
+{
+    size_t first = sizeof(struct spw_stats_header);
+    for (size_t off = first; off + 8 <= len; off += 8) {
+        if (memcmp(a + off, b + off, 8) == 0)
+            continue;
+        unsigned char prev[8], cur[8];
+        memcpy(prev, b + off, 8);
+        int settled = 0;
+        for (int t = 0; t < READ_TRIES && !settled; t++) {
+            if (read_exact(fd, cur, 8, (off_t)off) != 0)
+                return -1;
+            settled = memcmp(prev, cur, 8) == 0;
+            memcpy(prev, cur, 8);
+        }
+        /* A counter hot enough never to settle: the last 8-byte read. */
+        memcpy(a + off, prev, 8);
+    }
+    return 0;
+}
+
+/* Copies the file out twice and settles it; the header (fixed after
+ * publication, text under its seqlock) must be identical in both copies. */
+static int copy_out(int fd, unsigned char *a, unsigned char *b, size_t len)
+{
+    for (int t = 0; t < READ_TRIES; t++) {
+        if (read_exact(fd, a, len, 0) != 0 || read_exact(fd, b, len, 0) != 0)
+            return -1;
+        if (memcmp(a, b, sizeof(struct spw_stats_header)) == 0)
+            return settle_counters(fd, a, b, len);
+    }
+    errno = EAGAIN;
+    return -1;
+}
+
+/* Whether dir/name is still the file fd has open (so that an unlink by name
+ * removes exactly what was judged dead). */
+static int same_file(int dirfd, const char *name, const struct stat *st)
+{
+    struct stat now;
+    return fstatat(dirfd, name, &now, AT_SYMLINK_NOFOLLOW) == 0 && now.st_dev == st->st_dev &&
+           now.st_ino == st->st_ino;
+}
+
+static void judge_liveness(struct spw_stats_snapshot *s)
+{
+    uint64_t my_ns = spw_proc_self_pid_ns();
+    if (s->pid_ns != 0 && s->pid_ns == my_ns) {
+        s->liveness = spw_proc_liveness(s->pid, s->start_time);
+        s->local_pid = s->pid;
+        return;
+    }
+    /* Another (or an unknown) namespace: a pid we can see with the same
+     * start time is the owner; anything else proves nothing. */
+    pid_t candidates[2] = {s->host_pid, s->pid};
+    s->liveness = SPW_UNKNOWN;
+    for (int i = 0; i < 2; i++) {
+        if (spw_proc_liveness(candidates[i], s->start_time) == SPW_ALIVE) {
+            s->liveness = SPW_ALIVE;
+            s->local_pid = candidates[i];
+            return;
+        }
+    }
+}
+
+static enum spw_read_result check_file(int fd, const char *name, unsigned flags, struct stat *st,
+                                       char *why, size_t whylen)
+{
+    uint32_t name_uid;
+    int32_t name_pid;
+    if (spw_stats_parse_name(name, &name_uid, &name_pid) != 0)
+        return say(SPW_READ_NOT_SEGMENT, why, whylen, "not a segment name");
+    if (fstat(fd, st) != 0)
+        return say(SPW_READ_BAD, why, whylen, "fstat: %s", strerror(errno));
+    if (!S_ISREG(st->st_mode))
+        return say(SPW_READ_BAD, why, whylen, "not a regular file");
+    if (st->st_uid != name_uid)
+        return say(SPW_READ_BAD, why, whylen, "owned by uid %u but named for uid %u",
+                   (unsigned)st->st_uid, name_uid);
+    if (st->st_uid != geteuid() && !(flags & SPW_SCAN_ALL_USERS))
+        return say(SPW_READ_OTHER_USER, why, whylen, "belongs to uid %u", (unsigned)st->st_uid);
+    if (st->st_mode & 0077)
+        return say(SPW_READ_BAD, why, whylen, "mode %04o, expected 0600", (unsigned)(st->st_mode & 07777));
+    if (st->st_size < (off_t)sizeof(struct spw_stats_header) ||
+        (uint64_t)st->st_size > spw_stats_total_size(SPW_STATS_MAX_DEVICES))
+        return say(SPW_READ_BAD, why, whylen, "size %lld out of range", (long long)st->st_size);
+    return SPW_READ_OK;
+}
+
+static enum spw_read_result read_open(int dirfd, int fd, const char *name, unsigned flags,
+                                      struct spw_stats_snapshot *out, int *removed,
+                                      char *why, size_t whylen)
+{
+    struct stat st;
+    enum spw_read_result r = check_file(fd, name, flags, &st, why, whylen);
+    if (r != SPW_READ_OK)
+        return r;
+    size_t len = (size_t)st.st_size;
+    unsigned char *a = malloc(len), *b = malloc(len);
+    if (!a || !b) {
+        free(a);
+        free(b);
+        return say(SPW_READ_BAD, why, whylen, "out of memory");
+    }
+    if (copy_out(fd, a, b, len) != 0)
+        r = say(SPW_READ_BAD, why, whylen, "%s while reading",
+                errno == EAGAIN ? "header kept changing" : "truncated");
+    else if (spw_stats_decode(a, len, (uint32_t)st.st_uid, out, why, whylen) != 0)
+        r = memcmp(a, "\0\0\0\0\0\0\0\0", 8) == 0 ? SPW_READ_NOT_READY : SPW_READ_BAD;
+    free(a);
+    free(b);
+    if (r != SPW_READ_OK)
+        return r;
+
+    uint32_t name_uid;
+    int32_t name_pid;
+    spw_stats_parse_name(name, &name_uid, &name_pid);
+    if (name_pid != out->pid)
+        return say(SPW_READ_BAD, why, whylen, "pid field %d but named for pid %d", out->pid, name_pid);
+    snprintf(out->name, sizeof out->name, "%s", name);
+    judge_liveness(out);
+    if (out->liveness != SPW_DEAD)
+        return SPW_READ_OK;
+    if ((flags & SPW_SCAN_REMOVE_DEAD) && st.st_uid == geteuid() && same_file(dirfd, name, &st) &&
+        unlinkat(dirfd, name, 0) == 0) {
+        *removed = 1;
+        return say(SPW_READ_DEAD, why, whylen, "owner pid %d is gone; removed", out->pid);
+    }
+    return say(SPW_READ_DEAD, why, whylen, "owner pid %d is gone; left in place", out->pid);
+}
+
+enum spw_read_result spw_stats_read_at(int dirfd, const char *name, unsigned flags,
+                                       struct spw_stats_snapshot *out, int *removed,
+                                       char *why, size_t whylen)
+{
+    *removed = 0;
+    uint32_t uid;
+    int32_t pid;
+    if (spw_stats_parse_name(name, &uid, &pid) != 0)
+        return say(SPW_READ_NOT_SEGMENT, why, whylen, "not a segment name");
+    /* O_NONBLOCK: a FIFO planted under a segment name must not hang us. */
+    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ELOOP)
+            return say(SPW_READ_BAD, why, whylen, "is a symbolic link");
+        if (errno == EACCES && uid != geteuid() && !(flags & SPW_SCAN_ALL_USERS))
+            return say(SPW_READ_OTHER_USER, why, whylen, "belongs to uid %u", uid);
+        return say(SPW_READ_BAD, why, whylen, "open: %s", strerror(errno));
+    }
+    enum spw_read_result r = read_open(dirfd, fd, name, flags, out, removed, why, whylen);
+    close(fd);
+    return r;
+}
+
+const char *spw_stats_dir(const char *dir)
+{
+    if (dir && *dir)
+        return dir;
+    const char *env = getenv(SPW_STATS_DIR_ENV);
+    return env && *env ? env : SPW_STATS_DEFAULT_DIR;
+}
+
+static int list_push(struct spw_stats_list *list, size_t *cap, const struct spw_stats_snapshot *s)
+{
+    if (list->n == *cap) {
+        size_t ncap = *cap ? *cap * 2 : 8;
+        struct spw_stats_snapshot *p = realloc(list->items, ncap * sizeof *p);
+        if (!p)
+            return -1;
+        list->items = p;
+        *cap = ncap;
+    }
+    list->items[list->n++] = *s;
+    return 0;
+}
+
+static void note_result(enum spw_read_result r, const char *name, const char *why,
+                        struct spw_stats_list *list, int removed, spw_stats_note_fn note, void *ctx)
+{
+    if (r == SPW_READ_BAD)
+        list->skipped++;
+    if (removed)
+        list->removed++;
+    if (note && (r == SPW_READ_BAD || r == SPW_READ_DEAD))
+        note(ctx, name, why);
+}
+
+int spw_stats_scan(const char *dir, unsigned flags, struct spw_stats_list *list,
+                   spw_stats_note_fn note, void *ctx, char *why, size_t whylen)
+{
+    memset(list, 0, sizeof *list);
+    dir = spw_stats_dir(dir);
+    int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = dirfd >= 0 ? fdopendir(dirfd) : NULL;
+    if (!d) {
+        say(SPW_READ_BAD, why, whylen, "cannot read %s: %s", dir, strerror(errno));
+        if (dirfd >= 0)
+            close(dirfd);
+        return -1;
+    }
+    struct spw_stats_snapshot *s = malloc(sizeof *s);
+    size_t cap = 0;
+    int rc = s ? 0 : -1;
+    struct dirent *e;
+    while (rc == 0 && (e = readdir(d)) != NULL) {
+        char reason[256] = "";
+        int removed = 0;
+        enum spw_read_result r = spw_stats_read_at(dirfd, e->d_name, flags, s, &removed, reason, sizeof reason);
+        if (r == SPW_READ_OK)
+            rc = list_push(list, &cap, s);
+        else
+            note_result(r, e->d_name, reason, list, removed, note, ctx);
+    }
+    if (rc != 0)
+        say(SPW_READ_BAD, why, whylen, "out of memory");
+    free(s);
+    closedir(d);
+    return rc;
+}
+
+void spw_stats_list_free(struct spw_stats_list *list)
+{
+    free(list->items);
+    memset(list, 0, sizeof *list);
+}

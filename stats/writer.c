@@ -1,0 +1,281 @@
+/* Creation, publication and removal of this process's stats segment. */
+#include "stats/writer.h"
+#include "stats/procinfo.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The writers this process has open, so that exit can unlink them and fork
+ * can detach them. Owned by this file; guarded by open_lock. A process
+ * normally has one (the shim's); tests open several. */
+#define MAX_OPEN 8
+static struct spw_stats_writer *open_writers[MAX_OPEN];
+static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t hooks_once = PTHREAD_ONCE_INIT;
+
+static void fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || errlen == 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+/* At exit: unlink but keep the mapping, because other threads may still be
+ * inside an update while the process ends. */
+static void unlink_at_exit(void)
+{
+    pthread_mutex_lock(&open_lock);
+    for (int i = 0; i < MAX_OPEN; i++) {
+        struct spw_stats_writer *w = open_writers[i];
+        if (w && !w->unlinked && w->owner_pid == getpid()) {
+            unlinkat(w->dirfd, w->name, 0);
+            w->unlinked = true;
+        }
+    }
+    pthread_mutex_unlock(&open_lock);
+}
+
+/* In a forked child the shared mapping is still the parent's segment:
+ * replace it with private zero pages at the same address so that stray
+ * updates from the child neither corrupt the parent's figures nor fault.
+ * owner_pid stays the parent's, so the child never unlinks it. */
+static void detach_in_child(void)
+{
+    for (int i = 0; i < MAX_OPEN; i++) {
+        struct spw_stats_writer *w = open_writers[i];
+        if (!w)
+            continue;
+        mmap(w->hdr, w->size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+        w->unlinked = true;
+    }
+    pthread_mutex_unlock(&open_lock);
+}
+
+static void lock_for_fork(void) { pthread_mutex_lock(&open_lock); }
+static void unlock_after_fork(void) { pthread_mutex_unlock(&open_lock); }
+
+static void install_hooks(void)
+{
+    atexit(unlink_at_exit);
+    pthread_atfork(lock_for_fork, unlock_after_fork, detach_in_child);
+}
+
+static int register_writer(struct spw_stats_writer *w)
+{
+    pthread_once(&hooks_once, install_hooks);
+    pthread_mutex_lock(&open_lock);
+    int slot = -1;
+    for (int i = 0; i < MAX_OPEN && slot < 0; i++)
+        if (!open_writers[i])
+            slot = i;
+    if (slot >= 0)
+        open_writers[slot] = w;
+    pthread_mutex_unlock(&open_lock);
+    return slot >= 0 ? 0 : -1;
+}
+
+static void unregister_writer(struct spw_stats_writer *w)
+{
+    pthread_mutex_lock(&open_lock);
+    for (int i = 0; i < MAX_OPEN; i++)
+        if (open_writers[i] == w)
+            open_writers[i] = NULL;
+    pthread_mutex_unlock(&open_lock);
+}
+
+/* An existing file with our name is stale when it is ours and was written by
+ * an earlier process with our pid in our pid namespace (or never finished
+ * initialising). A live owner elsewhere (another pid namespace sharing the
+ * directory) is left alone. */
+static bool existing_is_stale(int dirfd, const char *name)
+{
+    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    struct stat st;
+    struct spw_stats_header h;
+    bool stale = false;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid()) {
+        ssize_t n = pread(fd, &h, offsetof(struct spw_stats_header, cmdline), 0);
+        uint64_t mine = 0;
+        if (n < (ssize_t)offsetof(struct spw_stats_header, text_generation) || h.magic != SPW_STATS_MAGIC)
+            stale = true; /* a writer killed during initialisation */
+        else if (h.pid_ns == spw_proc_self_pid_ns() &&
+                 (spw_proc_start_time(getpid(), &mine) != 0 || h.start_time != mine))
+            stale = true;
+    }
+    close(fd);
+    return stale;
+}
+
+static int create_file(struct spw_stats_writer *w, char *err, size_t errlen)
+{
+    for (int attempt = 0; attempt < 2; attempt++) {
+        int fd = openat(w->dirfd, w->name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd >= 0)
+            return fd;
+        if (errno != EEXIST || attempt > 0 || !existing_is_stale(w->dirfd, w->name))
+            break;
+        unlinkat(w->dirfd, w->name, 0);
+    }
+    fail(err, errlen, "stats: cannot create %s: %s", w->path, strerror(errno));
+    return -1;
+}
+
+static void copy_text(char *dst, size_t cap, const char *src)
+{
+    size_t n = src ? strnlen(src, cap - 1) : 0;
+    memcpy(dst, src ? src : "", n);
+    memset(dst + n, 0, cap - n);
+}
+
+static void fill_header(struct spw_stats_writer *w, const struct spw_stats_params *p)
+{
+    struct spw_stats_header *h = w->hdr;
+    h->abi_version = SPW_STATS_ABI_VERSION;
+    h->header_size = sizeof *h;
+    h->total_size = spw_stats_total_size(p->device_count);
+    h->device_count = p->device_count;
+    h->device_size = sizeof(struct spw_stats_device);
+    h->counter_count = SPW_C_COUNT;
+    h->uid = (uint32_t)geteuid();
+    h->pid = (int32_t)getpid();
+    h->host_pid = (int32_t)spw_proc_self_outer_pid();
+    h->pid_ns = spw_proc_self_pid_ns();
+    uint64_t st = 0;
+    if (spw_proc_start_time(getpid(), &st) == 0)
+        h->start_time = st;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    h->created_unix_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    if (p->cmdline)
+        copy_text(h->cmdline, sizeof h->cmdline, p->cmdline);
+    else
+        spw_proc_self_cmdline(h->cmdline, sizeof h->cmdline);
+    copy_text(h->config, sizeof h->config, p->config);
+}
+
+static int map_segment(struct spw_stats_writer *w, int fd, char *err, size_t errlen)
+{
+    /* Reserve the pages now: a tmpfs that is full would otherwise answer a
+     * later counter update with SIGBUS inside the user's program. */
+    int rc = posix_fallocate(fd, 0, (off_t)w->size);
+    if (rc != 0) {
+        fail(err, errlen, "stats: cannot size %s: %s", w->path, strerror(rc));
+        return -1;
+    }
+    void *m = mmap(NULL, w->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (m == MAP_FAILED) {
+        fail(err, errlen, "stats: cannot map %s: %s", w->path, strerror(errno));
+        return -1;
+    }
+    w->hdr = m;
+    w->dev = (struct spw_stats_device *)((char *)m + sizeof(struct spw_stats_header));
+    return 0;
+}
+
+static int open_dir(const struct spw_stats_params *p, char *dir, size_t dirlen)
+{
+    const char *d = p->dir;
+    if (!d || !*d)
+        d = getenv(SPW_STATS_DIR_ENV);
+    if (!d || !*d)
+        d = SPW_STATS_DEFAULT_DIR;
+    snprintf(dir, dirlen, "%s", d);
+    return open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
+int spw_stats_open(struct spw_stats_writer **out, const struct spw_stats_params *p,
+                   char *err, size_t errlen)
+{
+    *out = NULL;
+    if (!p || p->device_count < 1 || p->device_count > SPW_STATS_MAX_DEVICES) {
+        fail(err, errlen, "stats: device count %u out of range 1..%u", p ? p->device_count : 0,
+             SPW_STATS_MAX_DEVICES);
+        return -1;
+    }
+    struct spw_stats_writer *w = calloc(1, sizeof *w);
+    if (!w) {
+        fail(err, errlen, "stats: out of memory");
+        return -1;
+    }
+    char dir[400];
+    w->dirfd = open_dir(p, dir, sizeof dir);
+    if (w->dirfd < 0) {
+        fail(err, errlen, "stats: cannot open directory %s: %s", dir, strerror(errno));
+        free(w);
+        return -1;
+    }
+    snprintf(w->name, sizeof w->name, SPW_STATS_NAME_PREFIX "%u.%d", (unsigned)geteuid(), (int)getpid());
+    snprintf(w->path, sizeof w->path, "%s/%s", dir, w->name);
+    w->device_count = p->device_count;
+    w->size = (size_t)spw_stats_total_size(p->device_count);
+    w->owner_pid = getpid();
+
+    int fd = create_file(w, err, errlen);
+    if (fd < 0)
+        goto fail_dir;
+    if (map_segment(w, fd, err, errlen) != 0)
+        goto fail_file;
+    close(fd);
+    fill_header(w, p);
+    if (register_writer(w) != 0) {
+        fail(err, errlen, "stats: more than %d segments open in one process", MAX_OPEN);
+        munmap(w->hdr, w->size);
+        goto fail_unlink;
+    }
+    /* Publish: readers treat the segment as valid from here on. */
+    atomic_store_explicit(&w->hdr->magic, SPW_STATS_MAGIC, memory_order_release);
+    *out = w;
+    return 0;
+
+fail_file:
+    close(fd);
+fail_unlink:
+    unlinkat(w->dirfd, w->name, 0);
+fail_dir:
+    close(w->dirfd);
+    free(w);
+    return -1;
+}
+
+void spw_stats_set_config(struct spw_stats_writer *w, const char *config)
+{
+    if (!w)
+        return;
+    struct spw_stats_header *h = w->hdr;
+    uint64_t g = atomic_load_explicit(&h->text_generation, memory_order_relaxed);
+    atomic_store_explicit(&h->text_generation, g + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    copy_text(h->config, sizeof h->config, config);
+    atomic_store_explicit(&h->text_generation, g + 2, memory_order_release);
+}
+
+void spw_stats_close(struct spw_stats_writer *w)
+{
+    if (!w)
+        return;
+    unregister_writer(w);
+    if (!w->unlinked && w->owner_pid == getpid())
+        unlinkat(w->dirfd, w->name, 0);
+    munmap(w->hdr, w->size);
+    close(w->dirfd);
+    free(w);
+}
+
+const char *spw_stats_path(const struct spw_stats_writer *w)
+{
+    return w ? w->path : "";
+}

@@ -1,0 +1,52 @@
+/* A fresh private directory per test for stats segments (under /dev/shm
+ * when it exists, like the real thing), removed with its contents. */
+#ifndef SPILLWAY_TEST_SEGDIR_H
+#define SPILLWAY_TEST_SEGDIR_H
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char segdir[256];
+
+static void segdir_setup(void)
+{
+    const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+    snprintf(segdir, sizeof segdir, "%s/spw-test-XXXXXX", base);
+    if (!mkdtemp(segdir)) {
+        perror("mkdtemp");
+        abort();
+    }
+    setenv("SPILLWAY_STATS_DIR", segdir, 1);
+}
+
+static void segdir_teardown(void)
+{
+    DIR *d = opendir(segdir);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL)
+            if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+                if (unlinkat(dirfd(d), e->d_name, 0) != 0)
+                    unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR);
+        closedir(d);
+    }
+    rmdir(segdir);
+}
+
+/* Number of entries in the test directory (besides . and ..). */
+static int segdir_count(void)
+{
+    int n = 0;
+    DIR *d = opendir(segdir);
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL)
+        n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    if (d)
+        closedir(d);
+    return n;
+}
+#endif
