@@ -1,0 +1,287 @@
+/* fakecuda: primary and created contexts, the per-thread context stack,
+ * peer access. */
+#include <stdlib.h>
+
+#include "tests/fakecuda/internal.h"
+
+#define STACK_MAX 16
+static _Thread_local struct CUctx_st *ctx_stack[STACK_MAX];
+static _Thread_local int ctx_depth;
+static struct CUctx_st *all_contexts; /* under fc_lock; never freed (handles stay checkable) */
+
+static struct CUctx_st *ctx_new(int dev, bool primary)
+{
+    struct CUctx_st *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->magic = FC_MAGIC_CTX;
+    c->dev = dev;
+    c->is_primary = primary;
+    pthread_mutex_lock(&fc_lock);
+    c->next = all_contexts;
+    all_contexts = c;
+    pthread_mutex_unlock(&fc_lock);
+    return c;
+}
+
+bool fc_ctx_valid(struct CUctx_st *ctx)
+{
+    bool ok = false;
+    pthread_mutex_lock(&fc_lock);
+    for (struct CUctx_st *c = all_contexts; c; c = c->next)
+        if (c == ctx && !c->destroyed)
+            ok = true;
+    pthread_mutex_unlock(&fc_lock);
+    return ok;
+}
+
+CUresult fc_current_ctx(struct CUctx_st **ctx)
+{
+    CUresult r = fc_initialized();
+    if (r != CUDA_SUCCESS)
+        return r;
+    struct CUctx_st *c = ctx_depth ? ctx_stack[ctx_depth - 1] : NULL;
+    if (!c || c->destroyed)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    *ctx = c;
+    return CUDA_SUCCESS;
+}
+
+FC_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
+{
+    CUresult r = fc_check_device(dev);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!pctx)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct fc_device *d = &fc_devices[dev];
+    pthread_mutex_lock(&fc_lock);
+    struct CUctx_st *p = d->primary;
+    pthread_mutex_unlock(&fc_lock);
+    if (!p) {
+        struct CUctx_st *n = ctx_new(dev, true);
+        if (!n)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        pthread_mutex_lock(&fc_lock);
+        if (!d->primary)
+            d->primary = n;     /* a loser's context stays unused on the list */
+        p = d->primary;
+        pthread_mutex_unlock(&fc_lock);
+    }
+    pthread_mutex_lock(&fc_lock);
+    d->primary_refs++;
+    pthread_mutex_unlock(&fc_lock);
+    *pctx = p;
+    return CUDA_SUCCESS;
+}
+
+FC_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
+{
+    CUresult r = fc_check_device(dev);
+    if (r != CUDA_SUCCESS)
+        return r;
+    pthread_mutex_lock(&fc_lock);
+    struct fc_device *d = &fc_devices[dev];
+    r = d->primary_refs > 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+    if (r == CUDA_SUCCESS)
+        d->primary_refs--;
+    pthread_mutex_unlock(&fc_lock);
+    return r;
+}
+
+FC_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
+{
+    CUresult r = fc_check_device(dev);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!flags || !active)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&fc_lock);
+    *flags = fc_devices[dev].primary_flags;
+    *active = fc_devices[dev].primary_refs > 0;
+    pthread_mutex_unlock(&fc_lock);
+    return CUDA_SUCCESS;
+}
+
+FC_EXPORT CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags)
+{
+    CUresult r = fc_check_device(dev);
+    if (r != CUDA_SUCCESS)
+        return r;
+    pthread_mutex_lock(&fc_lock);
+    fc_devices[dev].primary_flags = flags;
+    pthread_mutex_unlock(&fc_lock);
+    return CUDA_SUCCESS;
+}
+
+FC_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice dev)
+{
+    CUresult r = fc_check_device(dev);
+    if (r != CUDA_SUCCESS)
+        return r;
+    fc_device_drain(dev);
+    pthread_mutex_lock(&fc_lock);
+    fc_devices[dev].primary_refs = 0;
+    pthread_mutex_unlock(&fc_lock);
+    return CUDA_SUCCESS;
+}
+
+static CUresult ctx_create(CUcontext *pctx, CUdevice dev)
+{
+    CUresult r = fc_check_device(dev);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!pctx)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (ctx_depth == STACK_MAX)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    struct CUctx_st *c = ctx_new(dev, false);
+    if (!c)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    ctx_stack[ctx_depth++] = c;
+    *pctx = c;
+    return CUDA_SUCCESS;
+}
+
+/* The pre-12.5 ABI, still asked for by older runtimes through cuGetProcAddress. */
+FC_EXPORT CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
+{
+    (void)flags;
+    return ctx_create(pctx, dev);
+}
+
+FC_EXPORT CUresult cuCtxCreate(CUcontext *pctx, CUctxCreateParams *params, unsigned int flags, CUdevice dev)
+{
+    (void)params;
+    (void)flags;
+    return ctx_create(pctx, dev);
+}
+
+FC_EXPORT CUresult cuCtxDestroy(CUcontext ctx)
+{
+    CUresult r = fc_initialized();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!ctx || !fc_ctx_valid(ctx) || ctx->is_primary)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    fc_ctx_drain(ctx);
+    pthread_mutex_lock(&fc_lock);
+    ctx->destroyed = true;
+    pthread_mutex_unlock(&fc_lock);
+    if (ctx_depth && ctx_stack[ctx_depth - 1] == ctx)
+        ctx_depth--;
+    return CUDA_SUCCESS;
+}
+
+FC_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx)
+{
+    CUresult r = fc_initialized();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!ctx) {
+        if (ctx_depth)
+            ctx_depth--;
+        return CUDA_SUCCESS;
+    }
+    if (!fc_ctx_valid(ctx))
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (ctx_depth == 0)
+        ctx_depth = 1;
+    ctx_stack[ctx_depth - 1] = ctx;
+    return CUDA_SUCCESS;
+}
+
+FC_EXPORT CUresult cuCtxGetCurrent(CUcontext *pctx)
+{
+    CUresult r = fc_initialized();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!pctx)
+        return CUDA_ERROR_INVALID_VALUE;
+    *pctx = ctx_depth ? ctx_stack[ctx_depth - 1] : NULL;
+    return CUDA_SUCCESS;
+}
+
+FC_EXPORT CUresult cuCtxPushCurrent(CUcontext ctx)
+{
+    CUresult r = fc_initialized();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!ctx || !fc_ctx_valid(ctx))
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (ctx_depth == STACK_MAX)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    ctx_stack[ctx_depth++] = ctx;
+    return CUDA_SUCCESS;
+}
+
+FC_EXPORT CUresult cuCtxPopCurrent(CUcontext *pctx)
+{
+    CUresult r = fc_initialized();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (ctx_depth == 0)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    struct CUctx_st *c = ctx_stack[--ctx_depth];
+    if (pctx)
+        *pctx = c;
+    return CUDA_SUCCESS;
+}
+
+FC_EXPORT CUresult cuCtxGetDevice(CUdevice *device)
+{
+    struct CUctx_st *c;
+    CUresult r = fc_current_ctx(&c);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!device)
+        return CUDA_ERROR_INVALID_VALUE;
+    *device = c->dev;
+    return CUDA_SUCCESS;
+}
+
+FC_EXPORT CUresult cuCtxSynchronize(void)
+{
+    struct CUctx_st *c;
+    CUresult r = fc_current_ctx(&c);
+    if (r != CUDA_SUCCESS)
+        return r;
+    fc_ctx_drain(c);
+    return CUDA_SUCCESS;
+}
+
+FC_EXPORT CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned int flags)
+{
+    struct CUctx_st *c;
+    CUresult r = fc_current_ctx(&c);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!peer || !fc_ctx_valid(peer))
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (peer->dev == c->dev)
+        return CUDA_ERROR_INVALID_DEVICE;
+    pthread_mutex_lock(&fc_lock);
+    bool *on = &fc_devices[c->dev].peer_enabled[peer->dev];
+    r = *on ? CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED : CUDA_SUCCESS;
+    *on = true;
+    pthread_mutex_unlock(&fc_lock);
+    return r;
+}
+
+FC_EXPORT CUresult cuCtxDisablePeerAccess(CUcontext peer)
+{
+    struct CUctx_st *c;
+    CUresult r = fc_current_ctx(&c);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!peer || !fc_ctx_valid(peer))
+        return CUDA_ERROR_INVALID_CONTEXT;
+    pthread_mutex_lock(&fc_lock);
+    bool *on = &fc_devices[c->dev].peer_enabled[peer->dev];
+    r = *on ? CUDA_SUCCESS : CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;
+    *on = false;
+    pthread_mutex_unlock(&fc_lock);
+    return r;
+}

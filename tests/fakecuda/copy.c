@@ -1,0 +1,167 @@
+/* fakecuda: copies and memsets, with the real driver's host-synchronisation
+ * rules, because spillway's correctness depends on them:
+ *  - from pageable host memory to the device, the call returns once the
+ *    source is staged; the copy to the device may still be in flight (the
+ *    measured hazard of DESIGN.md: unmapping the destination then faults);
+ *  - from pinned host memory to the device, and from the device to the host,
+ *    the call returns when the copy is done;
+ *  - device to device, and memsets of device memory, do not wait at all. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/fakecuda/internal.h"
+
+struct copy_op {
+    void *dst;
+    const void *src;
+    size_t n;
+    void *staging;
+};
+
+static void run_copy(void *arg)
+{
+    struct copy_op *c = arg;
+    memcpy(c->dst, c->src, c->n);
+    free(c->staging);
+    free(c);
+}
+
+struct set_op {
+    void *dst;
+    uint32_t value;
+    size_t n;
+    unsigned width;
+};
+
+static void run_set(void *arg)
+{
+    struct set_op *s = arg;
+    if (s->width == 1) {
+        memset(s->dst, (int)s->value, s->n);
+    } else if (s->width == 2) {
+        uint16_t *p = s->dst;
+        for (size_t i = 0; i < s->n; i++)
+            p[i] = (uint16_t)s->value;
+    } else {
+        uint32_t *p = s->dst;
+        for (size_t i = 0; i < s->n; i++)
+            p[i] = s->value;
+    }
+    free(s);
+}
+
+enum side { PAGEABLE, PINNED, DEVICE };
+
+static enum side side_of(uintptr_t p)
+{
+    pthread_mutex_lock(&fc_lock);
+    struct fc_region *r = fc_region_find(p);
+    enum side s = !r ? PAGEABLE
+                  : (r->kind == FC_HOST || r->kind == FC_REGISTERED) ? PINNED
+                                                                      : DEVICE;
+    pthread_mutex_unlock(&fc_lock);
+    return s;
+}
+
+static bool device_ok(CUdeviceptr p, size_t n)
+{
+    pthread_mutex_lock(&fc_lock);
+    bool ok = fc_device_range_ok((uintptr_t)p, n);
+    pthread_mutex_unlock(&fc_lock);
+    return ok;
+}
+
+/* One copy. dst_dev/src_dev say which sides must be device memory (the
+ * typed entry points); for cuMemcpy both are classified from the registry.
+ * sync: the synchronous entry points. */
+static CUresult copy(uintptr_t dst, uintptr_t src, size_t n, CUstream h, bool ptds, bool sync,
+                     int dst_dev, int src_dev)
+{
+    struct CUstream_st *s;
+    CUresult r = fc_stream_resolve(h, ptds, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (n == 0)
+        return CUDA_SUCCESS;
+    enum side ds = side_of(dst), ss = side_of(src);
+    if ((dst_dev == 1 && ds != DEVICE) || (src_dev == 1 && ss != DEVICE))
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((ds == DEVICE && !device_ok(dst, n)) || (ss == DEVICE && !device_ok(src, n)))
+        return CUDA_ERROR_INVALID_VALUE;
+    struct copy_op *c = malloc(sizeof *c);
+    if (!c)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *c = (struct copy_op){(void *)dst, (const void *)src, n, NULL};
+    bool wait;
+    if (ss == PAGEABLE && ds != PAGEABLE) {
+        if (sync) /* "a stream sync is performed before the copy is initiated" */
+            fc_stream_wait(s, fc_stream_enqueue(s, NULL, NULL, NULL));
+        c->staging = malloc(n);
+        if (!c->staging) {
+            free(c);
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+        memcpy(c->staging, (const void *)src, n);
+        c->src = c->staging;
+        wait = false;
+    } else if (ds == DEVICE && ss == DEVICE) {
+        wait = false;
+    } else {
+        /* to pageable memory the copy is synchronous even when async */
+        wait = sync || ds == PAGEABLE;
+    }
+    uint64_t seq = fc_stream_enqueue(s, run_copy, c, NULL);
+    if (wait)
+        fc_stream_wait(s, seq);
+    return CUDA_SUCCESS;
+}
+
+static CUresult set(CUdeviceptr dst, uint32_t value, size_t n, unsigned width, CUstream h, bool ptds)
+{
+    struct CUstream_st *s;
+    CUresult r = fc_stream_resolve(h, ptds, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (n == 0)
+        return CUDA_SUCCESS;
+    if ((dst % width) || !device_ok(dst, n * width))
+        return CUDA_ERROR_INVALID_VALUE;
+    struct set_op *op = malloc(sizeof *op);
+    if (!op)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *op = (struct set_op){(void *)dst, value, n, width};
+    fc_stream_enqueue(s, run_set, op, NULL);
+    return CUDA_SUCCESS;
+}
+
+#define P(x) ((uintptr_t)(x))
+/* dst_dev/src_dev: 1 must be device memory, 0 must be host, -1 either. */
+FC_EXPORT CUresult cuMemcpyHtoD(CUdeviceptr d, const void *s, size_t n) { return copy(P(d), P(s), n, NULL, false, true, 1, -1); }
+FC_EXPORT CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr d, const void *s, size_t n) { return copy(P(d), P(s), n, NULL, true, true, 1, -1); }
+FC_EXPORT CUresult cuMemcpyDtoH(void *d, CUdeviceptr s, size_t n) { return copy(P(d), P(s), n, NULL, false, true, -1, 1); }
+FC_EXPORT CUresult cuMemcpyDtoH_v2_ptds(void *d, CUdeviceptr s, size_t n) { return copy(P(d), P(s), n, NULL, true, true, -1, 1); }
+FC_EXPORT CUresult cuMemcpyDtoD(CUdeviceptr d, CUdeviceptr s, size_t n) { return copy(P(d), P(s), n, NULL, false, true, 1, 1); }
+FC_EXPORT CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr d, CUdeviceptr s, size_t n) { return copy(P(d), P(s), n, NULL, true, true, 1, 1); }
+FC_EXPORT CUresult cuMemcpy(CUdeviceptr d, CUdeviceptr s, size_t n) { return copy(P(d), P(s), n, NULL, false, true, -1, -1); }
+FC_EXPORT CUresult cuMemcpy_ptds(CUdeviceptr d, CUdeviceptr s, size_t n) { return copy(P(d), P(s), n, NULL, true, true, -1, -1); }
+FC_EXPORT CUresult cuMemcpyHtoDAsync(CUdeviceptr d, const void *s, size_t n, CUstream h) { return copy(P(d), P(s), n, h, false, false, 1, -1); }
+FC_EXPORT CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr d, const void *s, size_t n, CUstream h) { return copy(P(d), P(s), n, h, true, false, 1, -1); }
+FC_EXPORT CUresult cuMemcpyDtoHAsync(void *d, CUdeviceptr s, size_t n, CUstream h) { return copy(P(d), P(s), n, h, false, false, -1, 1); }
+FC_EXPORT CUresult cuMemcpyDtoHAsync_v2_ptsz(void *d, CUdeviceptr s, size_t n, CUstream h) { return copy(P(d), P(s), n, h, true, false, -1, 1); }
+FC_EXPORT CUresult cuMemcpyDtoDAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream h) { return copy(P(d), P(s), n, h, false, false, 1, 1); }
+FC_EXPORT CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream h) { return copy(P(d), P(s), n, h, true, false, 1, 1); }
+FC_EXPORT CUresult cuMemcpyAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream h) { return copy(P(d), P(s), n, h, false, false, -1, -1); }
+FC_EXPORT CUresult cuMemcpyAsync_ptsz(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream h) { return copy(P(d), P(s), n, h, true, false, -1, -1); }
+
+FC_EXPORT CUresult cuMemsetD8(CUdeviceptr d, unsigned char v, size_t n) { return set(d, v, n, 1, NULL, false); }
+FC_EXPORT CUresult cuMemsetD8_v2_ptds(CUdeviceptr d, unsigned char v, size_t n) { return set(d, v, n, 1, NULL, true); }
+FC_EXPORT CUresult cuMemsetD16(CUdeviceptr d, unsigned short v, size_t n) { return set(d, v, n, 2, NULL, false); }
+FC_EXPORT CUresult cuMemsetD16_v2_ptds(CUdeviceptr d, unsigned short v, size_t n) { return set(d, v, n, 2, NULL, true); }
+FC_EXPORT CUresult cuMemsetD32(CUdeviceptr d, unsigned int v, size_t n) { return set(d, v, n, 4, NULL, false); }
+FC_EXPORT CUresult cuMemsetD32_v2_ptds(CUdeviceptr d, unsigned int v, size_t n) { return set(d, v, n, 4, NULL, true); }
+FC_EXPORT CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream h) { return set(d, v, n, 1, h, false); }
+FC_EXPORT CUresult cuMemsetD8Async_ptsz(CUdeviceptr d, unsigned char v, size_t n, CUstream h) { return set(d, v, n, 1, h, true); }
+FC_EXPORT CUresult cuMemsetD16Async(CUdeviceptr d, unsigned short v, size_t n, CUstream h) { return set(d, v, n, 2, h, false); }
+FC_EXPORT CUresult cuMemsetD16Async_ptsz(CUdeviceptr d, unsigned short v, size_t n, CUstream h) { return set(d, v, n, 2, h, true); }
+FC_EXPORT CUresult cuMemsetD32Async(CUdeviceptr d, unsigned int v, size_t n, CUstream h) { return set(d, v, n, 4, h, false); }
+FC_EXPORT CUresult cuMemsetD32Async_ptsz(CUdeviceptr d, unsigned int v, size_t n, CUstream h) { return set(d, v, n, 4, h, true); }

@@ -1,0 +1,36 @@
+/* fakecuda: what tests may ask the emulation directly (fakecuda.h). */
+#include "tests/fakecuda/internal.h"
+
+FC_EXPORT size_t fakecuda_device_bytes_used(int dev)
+{
+    if (dev < 0 || dev >= fc_ndevices)
+        return 0;
+    pthread_mutex_lock(&fc_lock);
+    size_t n = fc_devices[dev].used;
+    pthread_mutex_unlock(&fc_lock);
+    return n;
+}
+
+FC_EXPORT size_t fakecuda_host_bytes_used(void)
+{
+    pthread_mutex_lock(&fc_lock);
+    size_t n = fc_host_used;
+    pthread_mutex_unlock(&fc_lock);
+    return n;
+}
+
+FC_EXPORT size_t fakecuda_live_mappings(void)
+{
+    pthread_mutex_lock(&fc_lock);
+    size_t n = fc_region_count(FC_VMM);
+    pthread_mutex_unlock(&fc_lock);
+    return n;
+}
+
+FC_EXPORT size_t fakecuda_live_handles(void)
+{
+    pthread_mutex_lock(&fc_lock);
+    size_t n = fc_vmm_live_handles();
+    pthread_mutex_unlock(&fc_lock);
+    return n;
+}

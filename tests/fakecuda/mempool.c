@@ -1,0 +1,208 @@
+/* fakecuda: stream-ordered allocation (cuMemAllocAsync and memory pools).
+ * Memory is usable at once; a cuMemFreeAsync releases it when its stream
+ * reaches the free, so a later touch through a stale pointer faults. */
+#include <stdlib.h>
+
+#include "tests/fakecuda/internal.h"
+
+static struct fc_mempool *pools; /* under fc_lock */
+
+struct fc_mempool *fc_mempool_new(int dev, bool is_default)
+{
+    struct fc_mempool *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->magic = FC_MAGIC_POOL;
+    p->dev = dev;
+    p->is_default = is_default;
+    p->reuse_follow = p->reuse_opportunistic = p->reuse_internal = 1;
+    pthread_mutex_lock(&fc_lock);
+    p->next = pools;
+    pools = p;
+    pthread_mutex_unlock(&fc_lock);
+    return p;
+}
+
+static bool pool_known(CUmemoryPool h)
+{
+    pthread_mutex_lock(&fc_lock);
+    bool ok = false;
+    for (struct fc_mempool *p = pools; p && !ok; p = p->next)
+        ok = (CUmemoryPool)p == h;
+    pthread_mutex_unlock(&fc_lock);
+    return ok;
+}
+
+FC_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool, CUdevice dev)
+{
+    CUresult r = fc_check_device(dev);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!pool)
+        return CUDA_ERROR_INVALID_VALUE;
+    *pool = (CUmemoryPool)fc_devices[dev].default_pool;
+    return CUDA_SUCCESS;
+}
+
+FC_EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
+{
+    CUresult r = fc_check_device(dev);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!pool)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&fc_lock);
+    *pool = (CUmemoryPool)fc_devices[dev].current_pool;
+    pthread_mutex_unlock(&fc_lock);
+    return CUDA_SUCCESS;
+}
+
+FC_EXPORT CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
+{
+    CUresult r = fc_check_device(dev);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!pool_known(pool) || ((struct fc_mempool *)pool)->dev != dev)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&fc_lock);
+    fc_devices[dev].current_pool = (struct fc_mempool *)pool;
+    pthread_mutex_unlock(&fc_lock);
+    return CUDA_SUCCESS;
+}
+
+FC_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
+{
+    CUresult r = fc_initialized();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!pool || !props || props->allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
+        props->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((r = fc_check_device(props->location.id)) != CUDA_SUCCESS)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct fc_mempool *p = fc_mempool_new(props->location.id, false);
+    if (!p)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *pool = (CUmemoryPool)p;
+    return CUDA_SUCCESS;
+}
+
+FC_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
+{
+    CUresult r = fc_initialized();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!pool_known(pool) || ((struct fc_mempool *)pool)->is_default)
+        return CUDA_ERROR_INVALID_VALUE;
+    /* Kept on the list: allocations still refer to it. */
+    return CUDA_SUCCESS;
+}
+
+FC_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
+{
+    (void)minBytesToKeep;
+    return pool_known(pool) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+FC_EXPORT CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+{
+    if (!pool_known(pool) || !value)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct fc_mempool *p = (struct fc_mempool *)pool;
+    CUresult r = CUDA_SUCCESS;
+    pthread_mutex_lock(&fc_lock);
+    switch (attr) {
+    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: p->release_threshold = *(cuuint64_t *)value; break;
+    case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES: p->reuse_follow = *(int *)value; break;
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC: p->reuse_opportunistic = *(int *)value; break;
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES: p->reuse_internal = *(int *)value; break;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH: /* only a reset to 0 is allowed */
+        if (*(cuuint64_t *)value) r = CUDA_ERROR_INVALID_VALUE; else p->reserved_high = p->reserved;
+        break;
+    case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
+        if (*(cuuint64_t *)value) r = CUDA_ERROR_INVALID_VALUE; else p->used_high = p->used;
+        break;
+    default: r = CUDA_ERROR_INVALID_VALUE; break;
+    }
+    pthread_mutex_unlock(&fc_lock);
+    return r;
+}
+
+FC_EXPORT CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+{
+    if (!pool_known(pool) || !value)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct fc_mempool *p = (struct fc_mempool *)pool;
+    CUresult r = CUDA_SUCCESS;
+    pthread_mutex_lock(&fc_lock);
+    switch (attr) {
+    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: *(cuuint64_t *)value = p->release_threshold; break;
+    case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES: *(int *)value = p->reuse_follow; break;
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC: *(int *)value = p->reuse_opportunistic; break;
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES: *(int *)value = p->reuse_internal; break;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT: *(cuuint64_t *)value = p->reserved; break;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH: *(cuuint64_t *)value = p->reserved_high; break;
+    case CU_MEMPOOL_ATTR_USED_MEM_CURRENT: *(cuuint64_t *)value = p->used; break;
+    case CU_MEMPOOL_ATTR_USED_MEM_HIGH: *(cuuint64_t *)value = p->used_high; break;
+    default: r = CUDA_ERROR_INVALID_VALUE; break;
+    }
+    pthread_mutex_unlock(&fc_lock);
+    return r;
+}
+
+static CUresult alloc_async(CUdeviceptr *dptr, size_t size, struct fc_mempool *pool, CUstream h, bool ptds)
+{
+    struct CUstream_st *s;
+    CUresult r = fc_stream_resolve(h, ptds, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!pool) {
+        pthread_mutex_lock(&fc_lock);
+        pool = fc_devices[fc_stream_device(s)].current_pool;
+        pthread_mutex_unlock(&fc_lock);
+    }
+    return fc_alloc_device(size, FC_ASYNC, pool, pool->dev, dptr);
+}
+
+static void run_free(void *arg)
+{
+    pthread_mutex_lock(&fc_lock);
+    struct fc_region *reg = fc_region_find((uintptr_t)arg);
+    if (reg)
+        fc_region_release_locked(reg);
+    pthread_mutex_unlock(&fc_lock);
+}
+
+static CUresult free_async(CUdeviceptr dptr, CUstream h, bool ptds)
+{
+    struct CUstream_st *s;
+    CUresult r = fc_stream_resolve(h, ptds, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    pthread_mutex_lock(&fc_lock);
+    struct fc_region *reg = fc_region_find((uintptr_t)dptr);
+    /* cuMemFreeAsync also frees cuMemAlloc memory, in stream order */
+    bool ok = reg && reg->base == (uintptr_t)dptr && !reg->freeing &&
+              (reg->kind == FC_ASYNC || reg->kind == FC_DEVICE);
+    if (ok)
+        reg->freeing = true;
+    pthread_mutex_unlock(&fc_lock);
+    if (!ok)
+        return CUDA_ERROR_INVALID_VALUE;
+    fc_stream_enqueue(s, run_free, (void *)(uintptr_t)dptr, NULL);
+    return CUDA_SUCCESS;
+}
+
+static CUresult alloc_from_pool(CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream h, bool ptds)
+{
+    if (!pool_known(pool))
+        return CUDA_ERROR_INVALID_VALUE;
+    return alloc_async(dptr, size, (struct fc_mempool *)pool, h, ptds);
+}
+
+FC_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *d, size_t n, CUstream h) { return alloc_async(d, n, NULL, h, false); }
+FC_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *d, size_t n, CUstream h) { return alloc_async(d, n, NULL, h, true); }
+FC_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *d, size_t n, CUmemoryPool p, CUstream h) { return alloc_from_pool(d, n, p, h, false); }
+FC_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *d, size_t n, CUmemoryPool p, CUstream h) { return alloc_from_pool(d, n, p, h, true); }
+FC_EXPORT CUresult cuMemFreeAsync(CUdeviceptr d, CUstream h) { return free_async(d, h, false); }
+FC_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr d, CUstream h) { return free_async(d, h, true); }

@@ -1,0 +1,552 @@
+/* fakecuda: streams and events. Every stream is a worker thread that runs
+ * its queue in order, asynchronously to the caller, so work still queued
+ * when a program (or spillway) unmaps memory really touches unmapped memory.
+ * The legacy default stream keeps CUDA's rules: its work starts after all
+ * earlier work of the blocking streams of its context, and their later work
+ * starts after it. Dependencies are (stream, sequence number) pairs. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/fakecuda/internal.h"
+
+struct fc_op {
+    struct fc_op *next;
+    uint64_t seq;
+    fc_op_fn fn;
+    void *arg;
+    size_t ndeps;
+    struct fc_dep deps[];
+};
+
+struct CUstream_st {
+    uint32_t magic;
+    struct CUctx_st *ctx;
+    unsigned flags;
+    int priority;
+    enum fc_stream_kind kind;
+    bool destroyed;
+    struct fc_op *head, *tail;
+    uint64_t submitted, completed;
+    struct CUstream_st *next;
+};
+
+struct CUevent_st {
+    uint32_t magic;
+    unsigned flags;
+    struct CUstream_st *stream; /* NULL until recorded */
+    uint64_t seq;
+    struct CUevent_st *next;
+};
+
+/* One lock and one condition for all stream state: simple, and tests are
+ * small. Stream structs are never freed, so a dependency or an event can
+ * always look at a stream's counters. */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t progress = PTHREAD_COND_INITIALIZER;
+static struct CUstream_st *streams;
+static struct CUevent_st *events;
+
+#define PT_MAX 8
+static _Thread_local struct {
+    struct CUctx_st *ctx;
+    struct CUstream_st *s;
+} per_thread[PT_MAX];
+
+static bool blocking(const struct CUstream_st *s)
+{
+    return !(s->flags & CU_STREAM_NON_BLOCKING);
+}
+
+static bool deps_met(const struct fc_op *op)
+{
+    for (size_t i = 0; i < op->ndeps; i++)
+        if (op->deps[i].stream->completed < op->deps[i].seq)
+            return false;
+    return true;
+}
+
+static void *worker(void *arg)
+{
+    struct CUstream_st *s = arg;
+    pthread_mutex_lock(&lock);
+    for (;;) {
+        struct fc_op *op = s->head;
+        if (op && deps_met(op)) {
+            s->head = op->next;
+            if (!s->head)
+                s->tail = NULL;
+            pthread_mutex_unlock(&lock);
+            if (op->fn)
+                op->fn(op->arg);
+            pthread_mutex_lock(&lock);
+            s->completed = op->seq;
+            free(op);
+            pthread_cond_broadcast(&progress);
+            continue;
+        }
+        if (!op && s->destroyed)
+            break;
+        pthread_cond_wait(&progress, &lock);
+    }
+    pthread_mutex_unlock(&lock);
+    return NULL;
+}
+
+/* Creates a stream and its worker; NULL when out of resources. */
+static struct CUstream_st *stream_new(struct CUctx_st *ctx, unsigned flags, int prio,
+                                      enum fc_stream_kind kind)
+{
+    struct CUstream_st *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->magic = FC_MAGIC_STREAM;
+    s->ctx = ctx;
+    s->flags = flags;
+    s->priority = prio;
+    s->kind = kind;
+    pthread_t t;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 256 << 10);
+    int err = pthread_create(&t, &attr, worker, s);
+    pthread_attr_destroy(&attr);
+    if (err) {
+        free(s);
+        return NULL;
+    }
+    pthread_mutex_lock(&lock);
+    s->next = streams;
+    streams = s;
+    pthread_mutex_unlock(&lock);
+    return s;
+}
+
+static bool stream_known(struct CUstream_st *s)
+{
+    for (struct CUstream_st *t = streams; t; t = t->next)
+        if (t == s)
+            return !t->destroyed;
+    return false;
+}
+
+static struct CUstream_st *legacy_of(struct CUctx_st *ctx)
+{
+    pthread_mutex_lock(&lock);
+    struct CUstream_st *s = ctx->legacy;
+    pthread_mutex_unlock(&lock);
+    if (s)
+        return s;
+    struct CUstream_st *n = stream_new(ctx, 0, 0, FC_STREAM_LEGACY);
+    if (!n)
+        return NULL;
+    pthread_mutex_lock(&lock);
+    if (!ctx->legacy)
+        ctx->legacy = n;
+    else
+        n->destroyed = true; /* lost a race: retire the spare */
+    s = ctx->legacy;
+    pthread_cond_broadcast(&progress);
+    pthread_mutex_unlock(&lock);
+    return s;
+}
+
+static struct CUstream_st *per_thread_of(struct CUctx_st *ctx)
+{
+    int free_slot = -1;
+    for (int i = 0; i < PT_MAX; i++) {
+        if (per_thread[i].ctx == ctx)
+            return per_thread[i].s;
+        if (!per_thread[i].ctx && free_slot < 0)
+            free_slot = i;
+    }
+    if (free_slot < 0)
+        return NULL;
+    struct CUstream_st *s = stream_new(ctx, 0, 0, FC_STREAM_PER_THREAD);
+    if (s) {
+        per_thread[free_slot].ctx = ctx;
+        per_thread[free_slot].s = s;
+    }
+    return s;
+}
+
+CUresult fc_stream_resolve(CUstream h, bool ptds, struct CUstream_st **out)
+{
+    struct CUctx_st *ctx;
+    CUresult r = fc_current_ctx(&ctx);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!h)
+        h = ptds ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY;
+    struct CUstream_st *s;
+    if (h == CU_STREAM_LEGACY)
+        s = legacy_of(ctx);
+    else if (h == CU_STREAM_PER_THREAD)
+        s = per_thread_of(ctx);
+    else {
+        pthread_mutex_lock(&lock);
+        s = stream_known(h) ? h : NULL;
+        pthread_mutex_unlock(&lock);
+        if (!s)
+            return CUDA_ERROR_INVALID_HANDLE;
+    }
+    if (!s)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *out = s;
+    return CUDA_SUCCESS;
+}
+
+int fc_stream_device(struct CUstream_st *s)
+{
+    return s->ctx->dev;
+}
+
+/* Under lock: the implicit dependencies of new work on s. */
+static size_t implicit_deps(struct CUstream_st *s, struct fc_dep *deps, size_t max)
+{
+    size_t n = 0;
+    if (s->kind == FC_STREAM_LEGACY) {
+        for (struct CUstream_st *t = streams; t && n < max; t = t->next)
+            if (t != s && t->ctx == s->ctx && blocking(t) && t->submitted > t->completed)
+                deps[n++] = (struct fc_dep){t, t->submitted};
+    } else if (blocking(s)) {
+        struct CUstream_st *l = s->ctx->legacy;
+        if (l && l->submitted > l->completed)
+            deps[n++] = (struct fc_dep){l, l->submitted};
+    }
+    return n;
+}
+
+static size_t stream_count(void)
+{
+    size_t n = 0;
+    for (struct CUstream_st *t = streams; t; t = t->next)
+        n++;
+    return n;
+}
+
+uint64_t fc_stream_enqueue(struct CUstream_st *s, fc_op_fn fn, void *arg, const struct fc_dep *extra)
+{
+    pthread_mutex_lock(&lock);
+    size_t max = stream_count() + 1;
+    struct fc_op *op = malloc(sizeof *op + max * sizeof op->deps[0]);
+    if (!op)
+        abort(); /* the emulation cannot report this faithfully; tests are small */
+    op->next = NULL;
+    op->fn = fn;
+    op->arg = arg;
+    op->ndeps = implicit_deps(s, op->deps, max - 1);
+    if (extra && extra->stream->completed < extra->seq)
+        op->deps[op->ndeps++] = *extra;
+    op->seq = ++s->submitted;
+    if (s->tail)
+        s->tail->next = op;
+    else
+        s->head = op;
+    s->tail = op;
+    pthread_cond_broadcast(&progress);
+    pthread_mutex_unlock(&lock);
+    return op->seq;
+}
+
+void fc_stream_wait(struct CUstream_st *s, uint64_t seq)
+{
+    pthread_mutex_lock(&lock);
+    while (s->completed < seq)
+        pthread_cond_wait(&progress, &lock);
+    pthread_mutex_unlock(&lock);
+}
+
+/* Waits for everything queued so far on the matching streams. Work queued
+ * meanwhile by other threads is not waited for, as with the real driver. */
+static void drain_where(struct CUctx_st *ctx, int dev)
+{
+    pthread_mutex_lock(&lock);
+    size_t n = stream_count();
+    struct fc_dep *todo = malloc((n + 1) * sizeof *todo);
+    size_t k = 0;
+    for (struct CUstream_st *t = streams; t && todo; t = t->next)
+        if ((ctx ? t->ctx == ctx : dev < 0 || t->ctx->dev == dev) && t->submitted > t->completed)
+            todo[k++] = (struct fc_dep){t, t->submitted};
+    for (size_t i = 0; i < k; i++)
+        while (todo[i].stream->completed < todo[i].seq)
+            pthread_cond_wait(&progress, &lock);
+    pthread_mutex_unlock(&lock);
+    free(todo);
+}
+
+void fc_ctx_drain(struct CUctx_st *ctx)
+{
+    drain_where(ctx, -1);
+}
+
+void fc_device_drain(int dev)
+{
+    drain_where(NULL, dev);
+}
+
+/* ---- the stream API ---- */
+
+static CUresult stream_create(CUstream *ph, unsigned flags, int prio)
+{
+    struct CUctx_st *ctx;
+    CUresult r = fc_current_ctx(&ctx);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!ph || (flags & ~(unsigned)CU_STREAM_NON_BLOCKING))
+        return CUDA_ERROR_INVALID_VALUE;
+    struct CUstream_st *s = stream_new(ctx, flags, prio, FC_STREAM_USER);
+    if (!s)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *ph = s;
+    return CUDA_SUCCESS;
+}
+
+FC_EXPORT CUresult cuStreamCreate(CUstream *phStream, unsigned int flags)
+{
+    return stream_create(phStream, flags, 0);
+}
+
+FC_EXPORT CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority)
+{
+    return stream_create(phStream, flags, priority);
+}
+
+FC_EXPORT CUresult cuStreamDestroy(CUstream h)
+{
+    CUresult r = fc_initialized();
+    if (r != CUDA_SUCCESS)
+        return r;
+    pthread_mutex_lock(&lock);
+    bool ok = h && stream_known(h) && h->kind == FC_STREAM_USER;
+    if (ok)
+        h->destroyed = true; /* its worker finishes the queue, then exits */
+    pthread_cond_broadcast(&progress);
+    pthread_mutex_unlock(&lock);
+    return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+static CUresult stream_synchronize(CUstream h, bool ptds)
+{
+    struct CUstream_st *s;
+    CUresult r = fc_stream_resolve(h, ptds, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    /* A marker picks up the legacy stream's implicit dependencies. */
+    fc_stream_wait(s, fc_stream_enqueue(s, NULL, NULL, NULL));
+    return CUDA_SUCCESS;
+}
+
+static CUresult stream_query(CUstream h, bool ptds)
+{
+    struct CUstream_st *s;
+    CUresult r = fc_stream_resolve(h, ptds, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    pthread_mutex_lock(&lock);
+    r = s->completed >= s->submitted ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+static CUresult event_known(CUevent e)
+{
+    pthread_mutex_lock(&lock);
+    bool ok = false;
+    for (struct CUevent_st *x = events; x && !ok; x = x->next)
+        ok = x == e;
+    pthread_mutex_unlock(&lock);
+    return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+static CUresult stream_wait_event(CUstream h, CUevent e, unsigned flags, bool ptds)
+{
+    struct CUstream_st *s;
+    CUresult r = fc_stream_resolve(h, ptds, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (flags & ~(unsigned)CU_EVENT_WAIT_EXTERNAL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((r = event_known(e)) != CUDA_SUCCESS)
+        return r;
+    pthread_mutex_lock(&lock);
+    struct fc_dep d = {e->stream, e->seq};
+    pthread_mutex_unlock(&lock);
+    fc_stream_enqueue(s, NULL, NULL, d.stream ? &d : NULL);
+    return CUDA_SUCCESS;
+}
+
+struct host_fn {
+    CUhostFn fn;
+    void *data;
+};
+
+static void run_host_fn(void *arg)
+{
+    struct host_fn *h = arg;
+    h->fn(h->data);
+    free(h);
+}
+
+static CUresult launch_host_func(CUstream h, CUhostFn fn, void *data, bool ptds)
+{
+    struct CUstream_st *s;
+    CUresult r = fc_stream_resolve(h, ptds, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!fn)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct host_fn *a = malloc(sizeof *a);
+    if (!a)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *a = (struct host_fn){fn, data};
+    fc_stream_enqueue(s, run_host_fn, a, NULL);
+    return CUDA_SUCCESS;
+}
+
+static CUresult stream_get_flags(CUstream h, unsigned *flags, bool ptds)
+{
+    struct CUstream_st *s;
+    CUresult r = fc_stream_resolve(h, ptds, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!flags)
+        return CUDA_ERROR_INVALID_VALUE;
+    *flags = s->flags;
+    return CUDA_SUCCESS;
+}
+
+static CUresult stream_get_ctx(CUstream h, CUcontext *pctx, bool ptds)
+{
+    struct CUstream_st *s;
+    CUresult r = fc_stream_resolve(h, ptds, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!pctx)
+        return CUDA_ERROR_INVALID_VALUE;
+    *pctx = s->ctx;
+    return CUDA_SUCCESS;
+}
+
+static CUresult stream_is_capturing(CUstream h, CUstreamCaptureStatus *status, bool ptds)
+{
+    struct CUstream_st *s;
+    CUresult r = fc_stream_resolve(h, ptds, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!status)
+        return CUDA_ERROR_INVALID_VALUE;
+    *status = CU_STREAM_CAPTURE_STATUS_NONE; /* fakecuda has no graphs */
+    return CUDA_SUCCESS;
+}
+
+/* ---- events ---- */
+
+FC_EXPORT CUresult cuEventCreate(CUevent *phEvent, unsigned int flags)
+{
+    CUresult r = fc_initialized();
+    if (r != CUDA_SUCCESS)
+        return r;
+    struct CUctx_st *ctx;
+    if ((r = fc_current_ctx(&ctx)) != CUDA_SUCCESS)
+        return r;
+    if (!phEvent || (flags & ~(unsigned)(CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING |
+                                        CU_EVENT_INTERPROCESS)))
+        return CUDA_ERROR_INVALID_VALUE;
+    struct CUevent_st *e = calloc(1, sizeof *e);
+    if (!e)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    e->magic = FC_MAGIC_EVENT;
+    e->flags = flags;
+    pthread_mutex_lock(&lock);
+    e->next = events;
+    events = e;
+    pthread_mutex_unlock(&lock);
+    *phEvent = e;
+    return CUDA_SUCCESS;
+}
+
+FC_EXPORT CUresult cuEventDestroy(CUevent e)
+{
+    CUresult r = fc_initialized();
+    if (r != CUDA_SUCCESS)
+        return r;
+    pthread_mutex_lock(&lock);
+    struct CUevent_st **pp = &events;
+    while (*pp && *pp != e)
+        pp = &(*pp)->next;
+    bool found = e && *pp;
+    if (found)
+        *pp = e->next;
+    pthread_mutex_unlock(&lock);
+    if (!found)
+        return CUDA_ERROR_INVALID_HANDLE;
+    free(e);
+    return CUDA_SUCCESS;
+}
+
+static CUresult event_record(CUevent e, CUstream h, bool ptds)
+{
+    struct CUstream_st *s;
+    CUresult r = fc_stream_resolve(h, ptds, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if ((r = event_known(e)) != CUDA_SUCCESS)
+        return r;
+    uint64_t seq = fc_stream_enqueue(s, NULL, NULL, NULL);
+    pthread_mutex_lock(&lock);
+    e->stream = s;
+    e->seq = seq;
+    pthread_mutex_unlock(&lock);
+    return CUDA_SUCCESS;
+}
+
+FC_EXPORT CUresult cuEventQuery(CUevent e)
+{
+    CUresult r = fc_initialized();
+    if (r == CUDA_SUCCESS)
+        r = event_known(e);
+    if (r != CUDA_SUCCESS)
+        return r;
+    pthread_mutex_lock(&lock);
+    r = !e->stream || e->stream->completed >= e->seq ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+FC_EXPORT CUresult cuEventSynchronize(CUevent e)
+{
+    CUresult r = fc_initialized();
+    if (r == CUDA_SUCCESS)
+        r = event_known(e);
+    if (r != CUDA_SUCCESS)
+        return r;
+    pthread_mutex_lock(&lock);
+    struct CUstream_st *s = e->stream;
+    uint64_t seq = e->seq;
+    pthread_mutex_unlock(&lock);
+    if (s)
+        fc_stream_wait(s, seq);
+    return CUDA_SUCCESS;
+}
+
+/* ---- entry points: legacy and per-thread (_ptsz) forms ---- */
+
+FC_EXPORT CUresult cuStreamSynchronize(CUstream h) { return stream_synchronize(h, false); }
+FC_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream h) { return stream_synchronize(h, true); }
+FC_EXPORT CUresult cuStreamQuery(CUstream h) { return stream_query(h, false); }
+FC_EXPORT CUresult cuStreamQuery_ptsz(CUstream h) { return stream_query(h, true); }
+FC_EXPORT CUresult cuStreamWaitEvent(CUstream h, CUevent e, unsigned int f) { return stream_wait_event(h, e, f, false); }
+FC_EXPORT CUresult cuStreamWaitEvent_ptsz(CUstream h, CUevent e, unsigned int f) { return stream_wait_event(h, e, f, true); }
+FC_EXPORT CUresult cuEventRecord(CUevent e, CUstream h) { return event_record(e, h, false); }
+FC_EXPORT CUresult cuEventRecord_ptsz(CUevent e, CUstream h) { return event_record(e, h, true); }
+FC_EXPORT CUresult cuEventRecordWithFlags(CUevent e, CUstream h, unsigned int f) { (void)f; return event_record(e, h, false); }
+FC_EXPORT CUresult cuEventRecordWithFlags_ptsz(CUevent e, CUstream h, unsigned int f) { (void)f; return event_record(e, h, true); }
+FC_EXPORT CUresult cuLaunchHostFunc(CUstream h, CUhostFn fn, void *d) { return launch_host_func(h, fn, d, false); }
+FC_EXPORT CUresult cuLaunchHostFunc_ptsz(CUstream h, CUhostFn fn, void *d) { return launch_host_func(h, fn, d, true); }
+FC_EXPORT CUresult cuStreamGetFlags(CUstream h, unsigned int *f) { return stream_get_flags(h, f, false); }
+FC_EXPORT CUresult cuStreamGetFlags_ptsz(CUstream h, unsigned int *f) { return stream_get_flags(h, f, true); }
+FC_EXPORT CUresult cuStreamGetCtx(CUstream h, CUcontext *c) { return stream_get_ctx(h, c, false); }
+FC_EXPORT CUresult cuStreamGetCtx_ptsz(CUstream h, CUcontext *c) { return stream_get_ctx(h, c, true); }
+FC_EXPORT CUresult cuStreamIsCapturing(CUstream h, CUstreamCaptureStatus *s) { return stream_is_capturing(h, s, false); }
+FC_EXPORT CUresult cuStreamIsCapturing_ptsz(CUstream h, CUstreamCaptureStatus *s) { return stream_is_capturing(h, s, true); }

@@ -1,0 +1,404 @@
+/* fakecuda: virtual memory management. A reservation is a PROT_NONE
+ * mapping; a handle is a memfd; cuMemMap maps the memfd at the address, so a
+ * VA remapped to another handle really reads the other handle's bytes, and a
+ * VA with no mapping (or no access) faults. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "tests/fakecuda/internal.h"
+
+struct reservation {
+    uintptr_t base;
+    size_t size;
+    struct reservation *next;
+};
+
+/* Both lists under fc_lock. Released handles are kept (magic cleared) only
+ * until their memory is gone; a stale handle value is then unknown. */
+static struct reservation *reservations;
+static struct fc_handle *handles;
+static size_t live_handles;
+
+static struct reservation *reservation_of(uintptr_t addr, size_t size)
+{
+    for (struct reservation *r = reservations; r; r = r->next)
+        if (addr >= r->base && addr + size <= r->base + r->size && addr + size >= addr)
+            return r;
+    return NULL;
+}
+
+static struct fc_handle *handle_of(CUmemGenericAllocationHandle h)
+{
+    for (struct fc_handle *x = handles; x; x = x->next)
+        if ((CUmemGenericAllocationHandle)(uintptr_t)x == h && x->magic == FC_MAGIC_HANDLE)
+            return x;
+    return NULL;
+}
+
+size_t fc_vmm_live_handles(void)
+{
+    return live_handles;
+}
+
+FC_EXPORT CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop,
+                                                 CUmemAllocationGranularity_flags option)
+{
+    CUresult r = fc_initialized();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!granularity || !prop || prop->type != CU_MEM_ALLOCATION_TYPE_PINNED ||
+        (option != CU_MEM_ALLOC_GRANULARITY_MINIMUM && option != CU_MEM_ALLOC_GRANULARITY_RECOMMENDED))
+        return CUDA_ERROR_INVALID_VALUE;
+    *granularity = FC_GRANULARITY;
+    return CUDA_SUCCESS;
+}
+
+FC_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment,
+                                       CUdeviceptr addr, unsigned long long flags)
+{
+    CUresult r = fc_initialized();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!ptr || size == 0 || size % FC_GRANULARITY || flags != 0 ||
+        (alignment & (alignment - 1)))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (alignment < FC_GRANULARITY)
+        alignment = FC_GRANULARITY;
+    uintptr_t base = 0;
+    if (addr && addr % alignment == 0) {
+        void *p = mmap((void *)addr, size, PROT_NONE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+        if (p != MAP_FAILED)
+            base = (uintptr_t)p;
+    }
+    if (!base) {
+        /* over-reserve, then trim to the alignment */
+        size_t span = size + alignment;
+        char *p = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p == MAP_FAILED)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        base = ((uintptr_t)p + alignment - 1) & ~(alignment - 1);
+        if (base > (uintptr_t)p)
+            munmap(p, base - (uintptr_t)p);
+        munmap((void *)(base + size), (uintptr_t)p + span - (base + size));
+    }
+    struct reservation *res = malloc(sizeof *res);
+    if (!res) {
+        munmap((void *)base, size);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    res->base = base;
+    res->size = size;
+    pthread_mutex_lock(&fc_lock);
+    res->next = reservations;
+    reservations = res;
+    pthread_mutex_unlock(&fc_lock);
+    *ptr = (CUdeviceptr)base;
+    return CUDA_SUCCESS;
+}
+
+static bool any_mapping(struct fc_region *r, void *arg)
+{
+    *(bool *)arg |= r->kind == FC_VMM;
+    return !*(bool *)arg;
+}
+
+FC_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
+{
+    CUresult r = fc_initialized();
+    if (r != CUDA_SUCCESS)
+        return r;
+    pthread_mutex_lock(&fc_lock);
+    struct reservation **pp = &reservations;
+    while (*pp && !((*pp)->base == (uintptr_t)ptr && (*pp)->size == size))
+        pp = &(*pp)->next;
+    bool mapped = false;
+    if (*pp)
+        fc_region_each_in((uintptr_t)ptr, size, any_mapping, &mapped);
+    if (!*pp || mapped) {
+        pthread_mutex_unlock(&fc_lock);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    struct reservation *res = *pp;
+    *pp = res->next;
+    pthread_mutex_unlock(&fc_lock);
+    munmap((void *)res->base, res->size);
+    free(res);
+    return CUDA_SUCCESS;
+}
+
+static CUresult check_location(const CUmemLocation *loc, bool *device)
+{
+    switch (loc->type) {
+    case CU_MEM_LOCATION_TYPE_DEVICE:
+        *device = true;
+        return fc_check_device(loc->id) == CUDA_SUCCESS ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+    case CU_MEM_LOCATION_TYPE_HOST:
+        *device = false;
+        return CUDA_SUCCESS;
+    case CU_MEM_LOCATION_TYPE_HOST_NUMA:
+        *device = false;
+        return loc->id == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    default:
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+}
+
+FC_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+                               const CUmemAllocationProp *prop, unsigned long long flags)
+{
+    CUresult r = fc_initialized();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!handle || !prop || size == 0 || size % FC_GRANULARITY || flags != 0 ||
+        prop->type != CU_MEM_ALLOCATION_TYPE_PINNED)
+        return CUDA_ERROR_INVALID_VALUE;
+    bool device;
+    r = check_location(&prop->location, &device);
+    if (r != CUDA_SUCCESS)
+        return r;
+    pthread_mutex_lock(&fc_lock);
+    r = device ? fc_device_charge(prop->location.id, size) : CUDA_SUCCESS;
+    if (r == CUDA_SUCCESS && !device)
+        fc_host_used += size;
+    pthread_mutex_unlock(&fc_lock);
+    if (r != CUDA_SUCCESS)
+        return r;
+    struct fc_handle *h = calloc(1, sizeof *h);
+    int fd = memfd_create("fakecuda-vmm", MFD_CLOEXEC);
+    if (!h || fd < 0 || ftruncate(fd, (off_t)size) != 0) {
+        free(h);
+        if (fd >= 0)
+            close(fd);
+        pthread_mutex_lock(&fc_lock);
+        if (device)
+            fc_device_uncharge(prop->location.id, size);
+        else
+            fc_host_used -= size;
+        pthread_mutex_unlock(&fc_lock);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    h->magic = FC_MAGIC_HANDLE;
+    h->fd = fd;
+    h->size = size;
+    h->prop = *prop;
+    h->refs = 1;
+    pthread_mutex_lock(&fc_lock);
+    h->next = handles;
+    handles = h;
+    live_handles++;
+    pthread_mutex_unlock(&fc_lock);
+    *handle = (CUmemGenericAllocationHandle)(uintptr_t)h;
+    return CUDA_SUCCESS;
+}
+
+/* Frees the handle's memory once nothing refers to it; under fc_lock. */
+static void handle_maybe_free(struct fc_handle *h)
+{
+    if (h->refs > 0 || h->mappings > 0)
+        return;
+    if (h->prop.location.type == CU_MEM_LOCATION_TYPE_DEVICE)
+        fc_device_uncharge(h->prop.location.id, h->size);
+    else
+        fc_host_used -= h->size;
+    close(h->fd);
+    h->magic = 0;
+    live_handles--;
+    for (struct fc_handle **pp = &handles; *pp; pp = &(*pp)->next)
+        if (*pp == h) {
+            *pp = h->next;
+            break;
+        }
+    free(h);
+}
+
+FC_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
+{
+    CUresult r = fc_initialized();
+    if (r != CUDA_SUCCESS)
+        return r;
+    pthread_mutex_lock(&fc_lock);
+    struct fc_handle *h = handle_of(handle);
+    if (h && h->refs > 0) {
+        h->refs--;
+        handle_maybe_free(h);
+    } else {
+        r = CUDA_ERROR_INVALID_VALUE;
+    }
+    pthread_mutex_unlock(&fc_lock);
+    return r;
+}
+
+FC_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+                            CUmemGenericAllocationHandle handle, unsigned long long flags)
+{
+    CUresult r = fc_initialized();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (flags != 0 || size == 0 || ptr % FC_GRANULARITY)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&fc_lock);
+    struct fc_handle *h = handle_of(handle);
+    bool mapped = false;
+    if (h && reservation_of((uintptr_t)ptr, size))
+        fc_region_each_in((uintptr_t)ptr, size, any_mapping, &mapped);
+    if (!h || h->refs == 0 || !reservation_of((uintptr_t)ptr, size) || mapped)
+        r = CUDA_ERROR_INVALID_VALUE;
+    else if (offset != 0 || size != h->size)
+        r = CUDA_ERROR_NOT_SUPPORTED; /* a handle maps whole, as on the real driver */
+    if (r == CUDA_SUCCESS) {
+        void *p = mmap((void *)ptr, size, PROT_NONE, MAP_SHARED | MAP_FIXED, h->fd, 0);
+        struct fc_region reg = {.base = (uintptr_t)ptr, .size = size, .kind = FC_VMM,
+                                .dev = h->prop.location.type == CU_MEM_LOCATION_TYPE_DEVICE
+                                           ? h->prop.location.id : 0,
+                                .handle = h};
+        if (p == MAP_FAILED || !fc_region_add(&reg))
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+        else
+            h->mappings++;
+    }
+    pthread_mutex_unlock(&fc_lock);
+    return r;
+}
+
+struct unmap_walk {
+    uintptr_t next;
+    uintptr_t end;
+    bool ok;
+    struct fc_region *found[64];
+    size_t n;
+};
+
+static bool collect_mapping(struct fc_region *r, void *arg)
+{
+    struct unmap_walk *w = arg;
+    if (r->kind != FC_VMM || r->base != w->next || r->base + r->size > w->end || w->n == 64) {
+        w->ok = false;
+        return false;
+    }
+    w->found[w->n++] = r;
+    w->next = r->base + r->size;
+    return true;
+}
+
+/* The range must consist of whole mappings, back to back. */
+static bool whole_mappings(uintptr_t addr, size_t size, struct unmap_walk *w)
+{
+    w->next = addr;
+    w->end = addr + size;
+    w->ok = true;
+    w->n = 0;
+    fc_region_each_in(addr, size, collect_mapping, w);
+    return w->ok && w->n > 0 && w->next == w->end;
+}
+
+FC_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+    CUresult r = fc_initialized();
+    if (r != CUDA_SUCCESS)
+        return r;
+    struct unmap_walk w;
+    pthread_mutex_lock(&fc_lock);
+    if (!whole_mappings((uintptr_t)ptr, size, &w)) {
+        pthread_mutex_unlock(&fc_lock);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    /* Back to reserved-but-inaccessible: a later touch faults. */
+    mmap((void *)ptr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+    for (size_t i = 0; i < w.n; i++) {
+        struct fc_handle *h = w.found[i]->handle;
+        fc_region_remove(w.found[i]);
+        h->mappings--;
+        handle_maybe_free(h);
+    }
+    pthread_mutex_unlock(&fc_lock);
+    return CUDA_SUCCESS;
+}
+
+FC_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count)
+{
+    CUresult r = fc_initialized();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!desc || count == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    unsigned flags = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (desc[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
+            fc_check_device(desc[i].location.id) != CUDA_SUCCESS ||
+            desc[i].flags > CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+            return CUDA_ERROR_INVALID_DEVICE;
+        if (desc[i].flags > flags)
+            flags = desc[i].flags;
+    }
+    struct unmap_walk w;
+    pthread_mutex_lock(&fc_lock);
+    if (!whole_mappings((uintptr_t)ptr, size, &w)) {
+        pthread_mutex_unlock(&fc_lock);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    int prot = flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE ? PROT_READ | PROT_WRITE
+               : flags == CU_MEM_ACCESS_FLAGS_PROT_READ   ? PROT_READ
+                                                          : PROT_NONE;
+    mprotect((void *)ptr, size, prot);
+    for (size_t i = 0; i < w.n; i++)
+        w.found[i]->access = flags;
+    pthread_mutex_unlock(&fc_lock);
+    return CUDA_SUCCESS;
+}
+
+FC_EXPORT CUresult cuMemGetAccess(unsigned long long *flags, const CUmemLocation *location, CUdeviceptr ptr)
+{
+    CUresult r = fc_initialized();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!flags || !location)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&fc_lock);
+    struct fc_region *reg = fc_region_find((uintptr_t)ptr);
+    if (reg && reg->kind == FC_VMM)
+        *flags = reg->access;
+    else
+        r = CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_unlock(&fc_lock);
+    return r;
+}
+
+FC_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr)
+{
+    CUresult r = fc_initialized();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!handle)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&fc_lock);
+    struct fc_region *reg = fc_region_find((uintptr_t)addr);
+    if (reg && reg->kind == FC_VMM) {
+        reg->handle->refs++;
+        *handle = (CUmemGenericAllocationHandle)(uintptr_t)reg->handle;
+    } else {
+        r = CUDA_ERROR_INVALID_VALUE;
+    }
+    pthread_mutex_unlock(&fc_lock);
+    return r;
+}
+
+FC_EXPORT CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop,
+                                                          CUmemGenericAllocationHandle handle)
+{
+    CUresult r = fc_initialized();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!prop)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&fc_lock);
+    struct fc_handle *h = handle_of(handle);
+    if (h)
+        *prop = h->prop;
+    else
+        r = CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_unlock(&fc_lock);
+    return r;
+}
