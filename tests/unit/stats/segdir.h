@@ -12,7 +12,7 @@
 
 static char segdir[256];
 
-static void segdir_setup(void)
+static inline void segdir_setup(void)
 {
     const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
     snprintf(segdir, sizeof segdir, "%s/spw-test-XXXXXX", base);
@@ -23,7 +23,7 @@ static void segdir_setup(void)
     setenv("SPILLWAY_STATS_DIR", segdir, 1);
 }
 
-static void segdir_teardown(void)
+static inline void segdir_teardown(void)
 {
     DIR *d = opendir(segdir);
     if (d) {
@@ -38,7 +38,7 @@ static void segdir_teardown(void)
 }
 
 /* Number of entries in the test directory (besides . and ..). */
-static int segdir_count(void)
+static inline int segdir_count(void)
 {
     int n = 0;
     DIR *d = opendir(segdir);
