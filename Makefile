@@ -47,7 +47,12 @@ $(BUILD)/tests/%.o: CFLAGS += $(CHECK_CFLAGS)
 .PHONY: all test demo gpu-test bench install clean
 all: build-all
 
-MODULES := $(sort $(wildcard */module.mk tests/*/module.mk))
+# Well-known outputs, so that any module can depend on them whatever the
+# order in which the modules are included.
+FAKECUDA_LIB := $(BUILD)/fakecuda/libcuda.so.1
+SHIM_LIB     := $(BUILD)/libspillway.so
+
+MODULES := $(sort $(wildcard */module.mk tests/*/module.mk tests/*/*/module.mk))
 include $(MODULES)
 
 build-all: $(ALL_TARGETS)

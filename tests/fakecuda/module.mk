@@ -1,7 +1,6 @@
 # fakecuda: build/fakecuda/libcuda.so.1, the CPU emulation of the driver.
 FAKECUDA_SRCS := $(wildcard tests/fakecuda/*.c)
 FAKECUDA_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(FAKECUDA_SRCS))
-FAKECUDA_LIB  := $(BUILD)/fakecuda/libcuda.so.1
 
 # fakecuda exports the driver's names; what it exports is marked FC_EXPORT.
 $(FAKECUDA_OBJS): CFLAGS += -Wno-deprecated-declarations

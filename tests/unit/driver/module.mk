@@ -1,0 +1,13 @@
+# Driver conformance suites: each tests/unit/driver/test_X.c becomes
+# build/tests/unit/driver_X, linked against libcuda.so.1 by soname. CI runs
+# them with build/fakecuda first on LD_LIBRARY_PATH; scripts/gpu-check.sh runs
+# the same binaries against the real driver.
+DRIVER_TEST_SRCS   := $(sort $(wildcard tests/unit/driver/test_*.c))
+DRIVER_TESTS       := $(patsubst tests/unit/driver/test_%.c,$(BUILD)/tests/unit/driver_%,$(DRIVER_TEST_SRCS))
+DRIVER_TEST_COMMON := $(BUILD)/tests/unit/driver/common.o $(BUILD)/tests/unit/driver/kernels.o
+
+$(BUILD)/tests/unit/driver_%: $(BUILD)/tests/unit/driver/test_%.o $(DRIVER_TEST_COMMON) $(UNIT_MAIN) | $(FAKECUDA_LIB)
+	$(CC) $(CFLAGS) $^ -o $@ -L$(BUILD)/fakecuda -l:libcuda.so.1 $(CHECK_LIBS) $(LDLIBS)
+
+ALL_TARGETS += $(DRIVER_TESTS)
+UNIT_TESTS  += $(DRIVER_TESTS)

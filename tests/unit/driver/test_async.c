@@ -1,0 +1,136 @@
+/* Conformance: stream-ordered allocation and memory pools. */
+#include <signal.h>
+
+#include "tests/unit/driver/common.h"
+
+CUresult cuMemAllocAsync_ptsz(CUdeviceptr *d, size_t n, CUstream h);
+CUresult cuMemFreeAsync_ptsz(CUdeviceptr d, CUstream h);
+
+START_TEST(alloc_use_free_in_stream_order)
+{
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr p;
+    CU_OK(cuMemAllocAsync(&p, 4 * MiB, s));
+    CU_OK(cuMemsetD32Async(p, 11, MiB, s));
+    unsigned back[4];
+    CU_OK(cuMemcpyDtoHAsync(back, p + 100 * 4, sizeof back, s));
+    CU_OK(cuMemFreeAsync(p, s));
+    CU_OK(cuStreamSynchronize(s));
+    for (int i = 0; i < 4; i++)
+        ck_assert_uint_eq(back[i], 11);
+    CU_OK(cuStreamDestroy(s));
+}
+END_TEST
+
+START_TEST(bad_frees)
+{
+    CUdeviceptr p;
+    CU_ERR(cuMemAllocAsync(&p, 0, NULL), CUDA_ERROR_INVALID_VALUE);
+    CU_ERR(cuMemAllocAsync(NULL, 64, NULL), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuMemAllocAsync(&p, 1 * MiB, NULL));
+    CU_ERR(cuMemFreeAsync(p + 64, NULL), CUDA_ERROR_INVALID_VALUE); /* not the start */
+    CU_OK(cuMemFreeAsync(p, NULL));
+    CU_OK(cuCtxSynchronize());
+    CU_ERR(cuMemFreeAsync(p, NULL), CUDA_ERROR_INVALID_VALUE); /* double free */
+}
+END_TEST
+
+START_TEST(default_pool_attributes)
+{
+    CUmemoryPool pool, current;
+    CU_OK(cuDeviceGetDefaultMemPool(&pool, 0));
+    CU_OK(cuDeviceGetMemPool(&current, 0));
+    ck_assert_ptr_eq(pool, current);
+    cuuint64_t used0 = 0, used1 = 0, threshold = 0;
+    CU_OK(cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used0));
+    CUdeviceptr p;
+    CU_OK(cuMemAllocAsync(&p, 8 * MiB, NULL));
+    CU_OK(cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used1));
+    ck_assert_uint_ge(used1, used0 + 8 * MiB);
+    CUmemoryPool owner = NULL;
+    CU_OK(cuPointerGetAttribute(&owner, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, p));
+    ck_assert_ptr_eq(owner, pool);
+    CU_OK(cuMemFreeAsync(p, NULL));
+    CU_OK(cuCtxSynchronize());
+    CU_OK(cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used1));
+    ck_assert_uint_eq(used1, used0);
+    cuuint64_t big = 64 * MiB;
+    CU_OK(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &big));
+    CU_OK(cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold));
+    ck_assert_uint_eq(threshold, 64 * MiB);
+    cuuint64_t zero = 0;
+    CU_OK(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &zero));
+    CU_OK(cuMemPoolTrimTo(pool, 0));
+}
+END_TEST
+
+START_TEST(explicit_pool)
+{
+    CUmemPoolProps props = {0};
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    props.location.id = 0;
+    CUmemoryPool pool;
+    CU_OK(cuMemPoolCreate(&pool, &props));
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, 0));
+    CUdeviceptr p;
+    CU_OK(cuMemAllocFromPoolAsync(&p, 3 * MiB, pool, s));
+    CU_OK(cuMemsetD8Async(p, 0x3c, 3 * MiB, s));
+    CU_OK(cuStreamSynchronize(s));
+    unsigned char b;
+    CU_OK(cuMemcpyDtoH(&b, p + 3 * MiB - 1, 1));
+    ck_assert_uint_eq(b, 0x3c);
+    CU_OK(cuMemFreeAsync(p, s));
+    CU_OK(cuStreamSynchronize(s));
+    CU_OK(cuMemPoolDestroy(pool));
+    CU_OK(cuStreamDestroy(s));
+}
+END_TEST
+
+START_TEST(per_thread_entry_points)
+{
+    CUdeviceptr p;
+    CU_OK(cuMemAllocAsync_ptsz(&p, MiB, NULL)); /* NULL = this thread's default stream */
+    CU_OK(cuMemFreeAsync_ptsz(p, NULL));
+    CU_OK(cuCtxSynchronize());
+}
+END_TEST
+
+START_TEST(async_free_releases_in_stream_order)
+{
+    if (!fakecuda_present())
+        return; /* fakecuda only: introspection */
+    struct test_kernels k;
+    kernels_load(&k);
+    struct flag f;
+    flag_new(&f);
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    size_t used0 = fakecuda_device_bytes_used(0);
+    CUdeviceptr p;
+    CU_OK(cuMemAllocAsync(&p, 4 * MiB, s));
+    stream_block(&k, &f, s);
+    CU_OK(cuMemFreeAsync(p, s));
+    ck_assert_uint_eq(fakecuda_device_bytes_used(0), used0 + 4 * MiB); /* not yet reached */
+    flag_release(&f);
+    CU_OK(cuStreamSynchronize(s));
+    ck_assert_uint_eq(fakecuda_device_bytes_used(0), used0);
+}
+END_TEST
+
+Suite *test_suite(void)
+{
+    Suite *s = suite_create("driver_async");
+    TCase *tc = tcase_create("async");
+    tcase_add_checked_fixture(tc, driver_setup, driver_teardown);
+    tcase_add_test(tc, alloc_use_free_in_stream_order);
+    tcase_add_test(tc, bad_frees);
+    tcase_add_test(tc, default_pool_attributes);
+    tcase_add_test(tc, explicit_pool);
+    tcase_add_test(tc, per_thread_entry_points);
+    tcase_add_test(tc, async_free_releases_in_stream_order);
+    suite_add_tcase(s, tc);
+    return s;
+}

@@ -1,0 +1,135 @@
+/* Conformance: copies and memsets in every direction, sync and async. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/unit/driver/common.h"
+
+CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr d, const void *s, size_t n, CUstream h);
+CUresult cuMemcpyDtoH_v2_ptds(void *d, CUdeviceptr s, size_t n);
+
+static unsigned char *pattern(size_t n, unsigned seed)
+{
+    unsigned char *b = malloc(n);
+    ck_assert_ptr_nonnull(b);
+    for (size_t i = 0; i < n; i++)
+        b[i] = (unsigned char)(i * 31 + seed);
+    return b;
+}
+
+START_TEST(sync_roundtrip_all_directions)
+{
+    size_t n = 3 * MiB + 5;
+    unsigned char *src = pattern(n, 1), *dst = calloc(1, n);
+    CUdeviceptr a, b;
+    CU_OK(cuMemAlloc(&a, n));
+    CU_OK(cuMemAlloc(&b, n));
+    CU_OK(cuMemcpyHtoD(a, src, n));
+    CU_OK(cuMemcpyDtoD(b, a, n));
+    CU_OK(cuMemcpyDtoH(dst, b, n));
+    ck_assert_mem_eq(src, dst, n);
+    memset(dst, 0, n);
+    CU_OK(cuMemcpy((CUdeviceptr)dst, a, n)); /* unified addressing */
+    ck_assert_mem_eq(src, dst, n);
+    CU_ERR(cuMemcpyDtoH(dst, (CUdeviceptr)0x1000, 16), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuMemFree(a));
+    CU_OK(cuMemFree(b));
+    free(src);
+    free(dst);
+}
+END_TEST
+
+START_TEST(async_roundtrip_pinned)
+{
+    size_t n = 2 * MiB;
+    void *hs, *hd;
+    CU_OK(cuMemAllocHost(&hs, n));
+    CU_OK(cuMemAllocHost(&hd, n));
+    unsigned char *p = pattern(n, 7);
+    memcpy(hs, p, n);
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr a, b;
+    CU_OK(cuMemAlloc(&a, n));
+    CU_OK(cuMemAlloc(&b, n));
+    CU_OK(cuMemcpyHtoDAsync(a, hs, n, s));
+    CU_OK(cuMemcpyDtoDAsync(b, a, n, s));
+    CU_OK(cuMemcpyDtoHAsync(hd, b, n, s));
+    CU_OK(cuStreamSynchronize(s));
+    ck_assert_mem_eq(p, hd, n);
+    memset(hd, 0, n);
+    CU_OK(cuMemcpyAsync((CUdeviceptr)hd, a, n, s));
+    CU_OK(cuStreamSynchronize(s));
+    ck_assert_mem_eq(p, hd, n);
+    CU_OK(cuMemcpyHtoDAsync_v2_ptsz(a, hs, 64, NULL));
+    CU_OK(cuMemcpyDtoH_v2_ptds(hd, a, 64));
+    ck_assert_mem_eq(p, hd, 64);
+    CU_OK(cuStreamDestroy(s));
+    CU_OK(cuMemFree(a));
+    CU_OK(cuMemFree(b));
+    CU_OK(cuMemFreeHost(hs));
+    CU_OK(cuMemFreeHost(hd));
+    free(p);
+}
+END_TEST
+
+START_TEST(memsets)
+{
+    CUdeviceptr p;
+    CU_OK(cuMemAlloc(&p, MiB));
+    CU_OK(cuMemsetD8(p, 0x11, MiB));
+    CU_OK(cuMemsetD16(p, 0x2233, 1000));
+    CU_OK(cuMemsetD32(p + 4096, 0x44556677u, 10));
+    unsigned char b[4096 + 48];
+    CU_OK(cuMemcpyDtoH(b, p, sizeof b));
+    ck_assert_uint_eq(b[0], 0x33);
+    ck_assert_uint_eq(b[1], 0x22);
+    ck_assert_uint_eq(b[1999], 0x22);
+    ck_assert_uint_eq(b[2000], 0x11);
+    ck_assert_uint_eq(b[4096], 0x77);
+    ck_assert_uint_eq(b[4096 + 39], 0x44);
+    ck_assert_uint_eq(b[4096 + 40], 0x11);
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, 0));
+    CU_OK(cuMemsetD32Async(p, 5, MiB / 4, s));
+    CU_OK(cuMemsetD8Async(p, 0, 4, s));
+    CU_OK(cuStreamSynchronize(s));
+    unsigned w[2];
+    CU_OK(cuMemcpyDtoH(w, p, sizeof w));
+    ck_assert_uint_eq(w[0], 0);
+    ck_assert_uint_eq(w[1], 5);
+    CU_ERR(cuMemsetD32(p + 2, 1, 4), CUDA_ERROR_INVALID_VALUE); /* misaligned */
+    CU_OK(cuStreamDestroy(s));
+    CU_OK(cuMemFree(p));
+}
+END_TEST
+
+START_TEST(pageable_source_may_be_reused_at_once)
+{
+    /* After cuMemcpyHtoD from pageable memory returns, the source buffer is
+     * the caller's again even though the device copy may still be in flight. */
+    size_t n = MiB;
+    unsigned *src = malloc(n);
+    for (size_t i = 0; i < n / 4; i++)
+        src[i] = 77;
+    CUdeviceptr p;
+    CU_OK(cuMemAlloc(&p, n));
+    CU_OK(cuMemcpyHtoD(p, src, n));
+    memset(src, 0, n);
+    expect_u32(p, 77, n / 4);
+    CU_OK(cuMemFree(p));
+    free(src);
+}
+END_TEST
+
+Suite *test_suite(void)
+{
+    Suite *s = suite_create("driver_copy");
+    TCase *tc = tcase_create("copy");
+    tcase_add_checked_fixture(tc, driver_setup, driver_teardown);
+    tcase_add_test(tc, sync_roundtrip_all_directions);
+    tcase_add_test(tc, async_roundtrip_pinned);
+    tcase_add_test(tc, memsets);
+    tcase_add_test(tc, pageable_source_may_be_reused_at_once);
+    suite_add_tcase(s, tc);
+    return s;
+}

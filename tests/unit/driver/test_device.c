@@ -1,0 +1,179 @@
+/* Conformance: init, version, devices, attributes, contexts, errors. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/unit/driver/common.h"
+
+START_TEST(not_initialized_before_cuInit)
+{
+    int n;
+    CUdevice d;
+    CU_ERR(cuDeviceGetCount(&n), CUDA_ERROR_NOT_INITIALIZED);
+    CU_ERR(cuDeviceGet(&d, 0), CUDA_ERROR_NOT_INITIALIZED);
+    CU_ERR(cuInit(1), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuInit(0));
+    CU_OK(cuInit(0)); /* idempotent */
+    CU_OK(cuDeviceGetCount(&n));
+    ck_assert_int_ge(n, 1);
+}
+END_TEST
+
+START_TEST(driver_version)
+{
+    int v = 0;
+    CU_OK(cuDriverGetVersion(&v)); /* allowed before cuInit */
+    ck_assert_int_ge(v, 12000);
+    if (fakecuda_present())
+        ck_assert_int_eq(v, 13000);
+    CU_ERR(cuDriverGetVersion(NULL), CUDA_ERROR_INVALID_VALUE);
+}
+END_TEST
+
+START_TEST(devices_and_attributes)
+{
+    CU_OK(cuInit(0));
+    int n;
+    CU_OK(cuDeviceGetCount(&n));
+    const char *env = getenv("FAKECUDA_DEVICES");
+    if (fakecuda_present())
+        ck_assert_int_eq(n, env ? atoi(env) : 1);
+    CUdevice d;
+    CU_ERR(cuDeviceGet(&d, n), CUDA_ERROR_INVALID_DEVICE);
+    CU_ERR(cuDeviceGet(&d, -1), CUDA_ERROR_INVALID_DEVICE);
+    CU_OK(cuDeviceGet(&d, 0));
+    int v;
+    CU_OK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, d));
+    ck_assert_int_eq(v, 1);
+    CU_OK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, d));
+    ck_assert_int_eq(v, 1);
+    CU_OK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, d));
+    ck_assert_int_ge(v, 0);
+    CU_OK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, d));
+    ck_assert_int_eq(v, 1);
+    CU_OK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, d));
+    ck_assert_int_eq(v, 1);
+    CU_ERR(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_WARP_SIZE, n), CUDA_ERROR_INVALID_DEVICE);
+    CU_ERR(cuDeviceGetAttribute(NULL, CU_DEVICE_ATTRIBUTE_WARP_SIZE, d), CUDA_ERROR_INVALID_VALUE);
+    char name[64];
+    CU_OK(cuDeviceGetName(name, sizeof name, d));
+    ck_assert_int_gt(strlen(name), 0);
+}
+END_TEST
+
+START_TEST(total_memory)
+{
+    CU_OK(cuInit(0));
+    size_t total = 0;
+    CU_OK(cuDeviceTotalMem(&total, 0));
+    ck_assert_uint_gt(total, 64 * MiB);
+    if (fakecuda_present()) {
+        if (!getenv("FAKECUDA_MEM"))
+            ck_assert_uint_eq(total, 256 * MiB);
+    }
+    CU_ERR(cuDeviceTotalMem(NULL, 0), CUDA_ERROR_INVALID_VALUE);
+}
+END_TEST
+
+START_TEST(primary_context)
+{
+    CU_OK(cuInit(0));
+    CUcontext cur = (CUcontext)1, a, b;
+    CU_OK(cuCtxGetCurrent(&cur));
+    ck_assert_ptr_null(cur);
+    CUdeviceptr p;
+    CU_ERR(cuMemAlloc(&p, 4096), CUDA_ERROR_INVALID_CONTEXT);
+    unsigned flags;
+    int active = 1;
+    CU_OK(cuDevicePrimaryCtxGetState(0, &flags, &active));
+    ck_assert_int_eq(active, 0);
+    CU_OK(cuDevicePrimaryCtxRetain(&a, 0));
+    CU_OK(cuDevicePrimaryCtxRetain(&b, 0));
+    ck_assert_ptr_eq(a, b);
+    CU_OK(cuDevicePrimaryCtxGetState(0, &flags, &active));
+    ck_assert_int_eq(active, 1);
+    CU_OK(cuCtxSetCurrent(a));
+    CU_OK(cuCtxGetCurrent(&cur));
+    ck_assert_ptr_eq(cur, a);
+    CUdevice d = -1;
+    CU_OK(cuCtxGetDevice(&d));
+    ck_assert_int_eq(d, 0);
+    CU_OK(cuMemAlloc(&p, 4096));
+    CU_OK(cuMemFree(p));
+    CU_OK(cuCtxSynchronize());
+    CU_OK(cuDevicePrimaryCtxRelease(0));
+    CU_OK(cuDevicePrimaryCtxRelease(0));
+}
+END_TEST
+
+START_TEST(created_contexts_stack)
+{
+    CU_OK(cuInit(0));
+    CUcontext primary, created, popped, cur;
+    CU_OK(cuDevicePrimaryCtxRetain(&primary, 0));
+    CU_OK(cuCtxPushCurrent(primary));
+    CU_OK(cuCtxCreate(&created, NULL, 0, 0)); /* pushed as current */
+    ck_assert_ptr_ne(created, primary);
+    CU_OK(cuCtxGetCurrent(&cur));
+    ck_assert_ptr_eq(cur, created);
+    CU_OK(cuCtxPopCurrent(&popped));
+    ck_assert_ptr_eq(popped, created);
+    CU_OK(cuCtxGetCurrent(&cur));
+    ck_assert_ptr_eq(cur, primary);
+    CU_OK(cuCtxDestroy(created));
+    CU_OK(cuCtxPopCurrent(&popped));
+    ck_assert_ptr_eq(popped, primary);
+    CU_ERR(cuCtxSynchronize(), CUDA_ERROR_INVALID_CONTEXT);
+}
+END_TEST
+
+START_TEST(error_strings)
+{
+    const char *s = NULL;
+    CU_OK(cuGetErrorName(CUDA_ERROR_OUT_OF_MEMORY, &s));
+    ck_assert_str_eq(s, "CUDA_ERROR_OUT_OF_MEMORY");
+    CU_OK(cuGetErrorString(CUDA_ERROR_OUT_OF_MEMORY, &s));
+    ck_assert_str_eq(s, "out of memory");
+    CU_OK(cuGetErrorName(CUDA_ERROR_INVALID_VALUE, &s));
+    ck_assert_str_eq(s, "CUDA_ERROR_INVALID_VALUE");
+    CU_ERR(cuGetErrorString((CUresult)123456, &s), CUDA_ERROR_INVALID_VALUE);
+    CU_ERR(cuGetErrorName(CUDA_SUCCESS, NULL), CUDA_ERROR_INVALID_VALUE);
+}
+END_TEST
+
+START_TEST(peer_access_needs_two_devices)
+{
+    CU_OK(cuInit(0));
+    int n, can = -1;
+    CU_OK(cuDeviceGetCount(&n));
+    CU_OK(cuDeviceCanAccessPeer(&can, 0, 0));
+    ck_assert_int_eq(can, 0);
+    if (n < 2)
+        return;
+    CUcontext c0, c1;
+    CU_OK(cuDevicePrimaryCtxRetain(&c0, 0));
+    CU_OK(cuDevicePrimaryCtxRetain(&c1, 1));
+    CU_OK(cuDeviceCanAccessPeer(&can, 0, 1));
+    ck_assert_int_eq(can, 1);
+    CU_OK(cuCtxSetCurrent(c0));
+    CU_OK(cuCtxEnablePeerAccess(c1, 0));
+    CU_ERR(cuCtxEnablePeerAccess(c1, 0), CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED);
+    CU_OK(cuCtxDisablePeerAccess(c1));
+    CU_ERR(cuCtxDisablePeerAccess(c1), CUDA_ERROR_PEER_ACCESS_NOT_ENABLED);
+}
+END_TEST
+
+Suite *test_suite(void)
+{
+    Suite *s = suite_create("driver_device");
+    TCase *tc = tcase_create("device");
+    tcase_add_test(tc, not_initialized_before_cuInit);
+    tcase_add_test(tc, driver_version);
+    tcase_add_test(tc, devices_and_attributes);
+    tcase_add_test(tc, total_memory);
+    tcase_add_test(tc, primary_context);
+    tcase_add_test(tc, created_contexts_stack);
+    tcase_add_test(tc, error_strings);
+    tcase_add_test(tc, peer_access_needs_two_devices);
+    suite_add_tcase(s, tc);
+    return s;
+}

@@ -1,0 +1,136 @@
+/* Conformance: modules, kernel launches (kernelParams, the packed extra
+ * buffer, cuLaunchKernelEx) and cuFuncGetParamInfo. */
+#include <string.h>
+
+#include "tests/unit/driver/common.h"
+
+static struct test_kernels k;
+
+static void setup(void)
+{
+    driver_setup();
+    kernels_load(&k);
+}
+
+START_TEST(launch_with_params)
+{
+    CUdeviceptr p;
+    size_t n = 1 << 20;
+    CU_OK(cuMemAlloc(&p, n * 4));
+    CU_OK(launch_u32(k.fill_u32, p, 0xfeed, n, NULL));
+    expect_u32(p, 0xfeed, n);
+    CU_OK(cuMemFree(p));
+}
+END_TEST
+
+START_TEST(param_info)
+{
+    size_t off = 99, size = 99;
+    CU_OK(cuFuncGetParamInfo(k.fill_u32, 0, &off, &size));
+    ck_assert_uint_eq(off, 0);
+    ck_assert_uint_eq(size, 8);
+    CU_OK(cuFuncGetParamInfo(k.fill_u32, 1, &off, &size));
+    ck_assert_uint_eq(off, 8);
+    ck_assert_uint_eq(size, 4);
+    CU_OK(cuFuncGetParamInfo(k.fill_u32, 2, &off, &size));
+    ck_assert_uint_eq(off, 16);
+    ck_assert_uint_eq(size, 8);
+    CU_ERR(cuFuncGetParamInfo(k.fill_u32, 3, &off, &size), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuFuncGetParamInfo(k.wait_flag, 0, &off, &size));
+    ck_assert_uint_eq(size, 8);
+}
+END_TEST
+
+START_TEST(launch_with_extra_buffer)
+{
+    CUdeviceptr p;
+    CU_OK(cuMemAlloc(&p, 4096));
+    unsigned char buf[24];
+    memset(buf, 0, sizeof buf);
+    unsigned v = 31;
+    unsigned long long n = 1024;
+    memcpy(buf + 0, &p, 8);
+    memcpy(buf + 8, &v, 4);
+    memcpy(buf + 16, &n, 8);
+    size_t len = sizeof buf;
+    void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, buf, CU_LAUNCH_PARAM_BUFFER_SIZE, &len,
+                     CU_LAUNCH_PARAM_END};
+    CU_OK(cuLaunchKernel(k.fill_u32, 4, 1, 1, 64, 1, 1, 0, NULL, NULL, extra));
+    expect_u32(p, 31, 1024);
+    CU_OK(cuMemFree(p));
+}
+END_TEST
+
+START_TEST(launch_ex)
+{
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr p;
+    CU_OK(cuMemAlloc(&p, 4096));
+    CUlaunchConfig cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.gridDimX = cfg.gridDimY = cfg.gridDimZ = 1;
+    cfg.blockDimX = 32;
+    cfg.blockDimY = cfg.blockDimZ = 1;
+    cfg.hStream = s;
+    unsigned v = 4;
+    unsigned long long n = 1024;
+    void *args[] = {&p, &v, &n};
+    CU_OK(cuLaunchKernelEx(&cfg, k.fill_u32, args, NULL));
+    CU_OK(cuStreamSynchronize(s));
+    expect_u32(p, 4, 1024);
+    CU_OK(cuMemFree(p));
+    CU_OK(cuStreamDestroy(s));
+}
+END_TEST
+
+START_TEST(arguments_are_copied_at_launch)
+{
+    struct flag f;
+    flag_new(&f);
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr p;
+    CU_OK(cuMemAlloc(&p, 4096));
+    stream_block(&k, &f, s);
+    unsigned v = 1;
+    unsigned long long n = 1024;
+    void *args[] = {&p, &v, &n};
+    CU_OK(cuLaunchKernel(k.fill_u32, 1, 1, 1, 32, 1, 1, 0, s, args, NULL));
+    v = 2; /* after the launch call: must not matter */
+    flag_release(&f);
+    CU_OK(cuStreamSynchronize(s));
+    expect_u32(p, 1, 1024);
+    CU_OK(cuMemFree(p));
+    CU_OK(cuStreamDestroy(s));
+}
+END_TEST
+
+START_TEST(bad_launches)
+{
+    CUfunction fn;
+    CU_ERR(cuModuleGetFunction(&fn, k.module, "no_such_kernel"), CUDA_ERROR_NOT_FOUND);
+    CUdeviceptr p = 0;
+    unsigned v = 0;
+    unsigned long long n = 0;
+    void *args[] = {&p, &v, &n};
+    CU_ERR(cuLaunchKernel(k.fill_u32, 1, 1, 1, 2048, 1, 1, 0, NULL, args, NULL), CUDA_ERROR_INVALID_VALUE);
+    CU_ERR(cuLaunchKernel(k.fill_u32, 0, 1, 1, 32, 1, 1, 0, NULL, args, NULL), CUDA_ERROR_INVALID_VALUE);
+}
+END_TEST
+
+Suite *test_suite(void)
+{
+    Suite *s = suite_create("driver_kernel");
+    TCase *tc = tcase_create("kernel");
+    tcase_add_checked_fixture(tc, setup, driver_teardown);
+    tcase_set_timeout(tc, 20);
+    tcase_add_test(tc, launch_with_params);
+    tcase_add_test(tc, param_info);
+    tcase_add_test(tc, launch_with_extra_buffer);
+    tcase_add_test(tc, launch_ex);
+    tcase_add_test(tc, arguments_are_copied_at_launch);
+    tcase_add_test(tc, bad_launches);
+    suite_add_tcase(s, tc);
+    return s;
+}

@@ -1,0 +1,225 @@
+/* Conformance: linear device memory, pinned host memory, managed memory,
+ * cuMemGetInfo, address ranges and pointer attributes. */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/unit/driver/common.h"
+
+START_TEST(alloc_write_read_free)
+{
+    CUdeviceptr p;
+    CU_OK(cuMemAlloc(&p, 1 * MiB));
+    ck_assert_uint_ne(p, 0);
+    ck_assert_uint_eq(p % 256, 0);
+    CU_OK(cuMemsetD32(p, 0xabcd1234u, MiB / 4));
+    expect_u32(p, 0xabcd1234u, MiB / 4);
+    CU_OK(cuMemFree(p));
+}
+END_TEST
+
+START_TEST(alloc_bad_arguments)
+{
+    CUdeviceptr p;
+    CU_ERR(cuMemAlloc(NULL, 4096), CUDA_ERROR_INVALID_VALUE);
+    CU_ERR(cuMemAlloc(&p, 0), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuMemAlloc(&p, 4096));
+    CU_OK(cuMemFree(p));
+    CU_ERR(cuMemFree(p), CUDA_ERROR_INVALID_VALUE);           /* double free */
+    CU_ERR(cuMemFree((CUdeviceptr)0x1234), CUDA_ERROR_INVALID_VALUE); /* never allocated */
+}
+END_TEST
+
+START_TEST(out_of_memory_and_get_info)
+{
+    size_t free0, total;
+    CU_OK(cuMemGetInfo(&free0, &total));
+    ck_assert_uint_le(free0, total);
+    CUdeviceptr p;
+    CU_ERR(cuMemAlloc(&p, total + 64 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
+    CU_OK(cuMemAlloc(&p, 64 * MiB));
+    size_t free1;
+    CU_OK(cuMemGetInfo(&free1, &total));
+    ck_assert_uint_le(free1, free0 - 64 * MiB);
+    CU_OK(cuMemFree(p));
+    CU_OK(cuMemGetInfo(&free1, &total));
+    ck_assert_uint_ge(free1 + 8 * MiB, free0); /* the driver may keep a little */
+    CU_ERR(cuMemGetInfo(NULL, &total), CUDA_ERROR_INVALID_VALUE);
+    CU_ERR(cuMemGetInfo(&free1, NULL), CUDA_ERROR_INVALID_VALUE);
+}
+END_TEST
+
+START_TEST(capacity_is_fixed)
+{
+    if (!fakecuda_present())
+        return; /* fakecuda only: the real card's free memory moves */
+    size_t total, free;
+    CU_OK(cuMemGetInfo(&free, &total));
+    CUdeviceptr ps[64];
+    int n = 0;
+    while (n < 64 && cuMemAlloc(&ps[n], 16 * MiB) == CUDA_SUCCESS)
+        n++;
+    ck_assert_int_eq(n, (int)(total / (16 * MiB)));
+    ck_assert_uint_eq(fakecuda_device_bytes_used(0), (size_t)n * 16 * MiB);
+    CU_OK(cuMemGetInfo(&free, &total));
+    ck_assert_uint_lt(free, 16 * MiB);
+    CU_OK(cuMemFree(ps[--n]));
+    CU_OK(cuMemAlloc(&ps[n++], 16 * MiB));
+    while (n)
+        CU_OK(cuMemFree(ps[--n]));
+    ck_assert_uint_eq(fakecuda_device_bytes_used(0), 0);
+}
+END_TEST
+
+START_TEST(pitch)
+{
+    CUdeviceptr p;
+    size_t pitch = 0;
+    CU_OK(cuMemAllocPitch(&p, &pitch, 1000, 10, 4));
+    ck_assert_uint_ge(pitch, 1000);
+    ck_assert_uint_eq(pitch % 256, 0);
+    size_t size;
+    CU_OK(cuMemGetAddressRange(NULL, &size, p));
+    ck_assert_uint_ge(size, pitch * 10);
+    CU_ERR(cuMemAllocPitch(&p, &pitch, 1000, 10, 3), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuMemFree(p));
+}
+END_TEST
+
+START_TEST(address_range)
+{
+    CUdeviceptr p, base = 0;
+    size_t size = 0;
+    CU_OK(cuMemAlloc(&p, 3 * MiB + 100));
+    CU_OK(cuMemGetAddressRange(&base, &size, p + 2 * MiB + 17));
+    ck_assert_uint_eq(base, p);
+    ck_assert_uint_ge(size, 3 * MiB + 100);
+    CU_OK(cuMemGetAddressRange(&base, NULL, p));
+    ck_assert_uint_eq(base, p);
+    CU_OK(cuMemFree(p));
+    int on_stack;
+    ck_assert_int_ne(cuMemGetAddressRange(&base, &size, (CUdeviceptr)&on_stack), CUDA_SUCCESS);
+}
+END_TEST
+
+START_TEST(pointer_attributes)
+{
+    CUdeviceptr p;
+    CU_OK(cuMemAlloc(&p, 2 * MiB));
+    unsigned type = 0;
+    CU_OK(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p + 100));
+    ck_assert_uint_eq(type, CU_MEMORYTYPE_DEVICE);
+    int ordinal = -1;
+    CU_OK(cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p));
+    ck_assert_int_eq(ordinal, 0);
+    CUdeviceptr start = 0;
+    size_t size = 0;
+    CU_OK(cuPointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, p + 4096));
+    CU_OK(cuPointerGetAttribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, p + 4096));
+    ck_assert_uint_eq(start, p);
+    ck_assert_uint_eq(size, 2 * MiB);
+    unsigned managed = 7;
+    CU_OK(cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, p));
+    ck_assert_uint_eq(managed, 0);
+    CUcontext ctx = NULL;
+    CU_OK(cuPointerGetAttribute(&ctx, CU_POINTER_ATTRIBUTE_CONTEXT, p));
+    ck_assert_ptr_eq(ctx, test_ctx);
+
+    CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_DEVICE_POINTER};
+    CUdeviceptr dp = 0;
+    void *data[] = {&type, &dp};
+    type = 0;
+    CU_OK(cuPointerGetAttributes(2, attrs, data, p));
+    ck_assert_uint_eq(type, CU_MEMORYTYPE_DEVICE);
+    ck_assert_uint_eq(dp, p);
+    CU_OK(cuMemFree(p));
+
+    /* unknown memory: an error for one attribute, zeroes for several */
+    static char host_buf[64];
+    CU_ERR(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)host_buf),
+           CUDA_ERROR_INVALID_VALUE);
+    type = 99;
+    CU_OK(cuPointerGetAttributes(1, attrs, data, (CUdeviceptr)host_buf));
+    ck_assert_uint_eq(type, 0);
+}
+END_TEST
+
+START_TEST(host_memory)
+{
+    size_t host0 = fakecuda_present() ? fakecuda_host_bytes_used() : 0;
+    size_t dev0 = fakecuda_present() ? fakecuda_device_bytes_used(0) : 0;
+    void *a, *b;
+    CU_OK(cuMemHostAlloc(&a, 1 * MiB, CU_MEMHOSTALLOC_PORTABLE));
+    CU_OK(cuMemAllocHost(&b, 1 * MiB));
+    memset(a, 1, MiB);
+    memset(b, 2, MiB);
+    unsigned type = 0;
+    CU_OK(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)a));
+    ck_assert_uint_eq(type, CU_MEMORYTYPE_HOST);
+    if (fakecuda_present()) {
+        ck_assert_uint_eq(fakecuda_host_bytes_used(), host0 + 2 * MiB);
+        ck_assert_uint_eq(fakecuda_device_bytes_used(0), dev0); /* counted separately */
+    }
+    CU_OK(cuMemFreeHost(a));
+    CU_OK(cuMemFreeHost(b));
+    CU_ERR(cuMemFreeHost(b), CUDA_ERROR_INVALID_VALUE);
+
+    size_t len = 1 * MiB;
+    void *r = aligned_alloc(4096, len);
+    ck_assert_ptr_nonnull(r);
+    CU_OK(cuMemHostRegister(r, len, 0));
+    CU_ERR(cuMemHostRegister(r, len, 0), CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
+    CU_OK(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)r));
+    ck_assert_uint_eq(type, CU_MEMORYTYPE_HOST);
+    CU_OK(cuMemHostUnregister(r));
+    CU_ERR(cuMemHostUnregister(r), CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
+    free(r);
+    if (fakecuda_present())
+        ck_assert_uint_eq(fakecuda_host_bytes_used(), host0);
+}
+END_TEST
+
+START_TEST(managed_memory)
+{
+    CUdeviceptr p;
+    CU_ERR(cuMemAllocManaged(&p, MiB, 0), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuMemAllocManaged(&p, MiB, CU_MEM_ATTACH_GLOBAL));
+    unsigned managed = 0;
+    CU_OK(cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, p));
+    ck_assert_uint_eq(managed, 1);
+    memset((void *)p, 0x5a, MiB); /* the host may touch managed memory */
+    CU_OK(cuCtxSynchronize());
+    CU_OK(cuMemFree(p));
+}
+END_TEST
+
+START_TEST(freed_memory_faults)
+{
+    /* fakecuda only: the emulation's stand-in for a GPU fault */
+    if (!fakecuda_present())
+        raise(SIGSEGV);
+    CUdeviceptr p;
+    CU_OK(cuMemAlloc(&p, MiB));
+    CU_OK(cuMemFree(p));
+    *(volatile char *)p = 1;
+}
+END_TEST
+
+Suite *test_suite(void)
+{
+    Suite *s = suite_create("driver_memory");
+    TCase *tc = tcase_create("memory");
+    tcase_add_checked_fixture(tc, driver_setup, driver_teardown);
+    tcase_add_test(tc, alloc_write_read_free);
+    tcase_add_test(tc, alloc_bad_arguments);
+    tcase_add_test(tc, out_of_memory_and_get_info);
+    tcase_add_test(tc, capacity_is_fixed);
+    tcase_add_test(tc, pitch);
+    tcase_add_test(tc, address_range);
+    tcase_add_test(tc, pointer_attributes);
+    tcase_add_test(tc, host_memory);
+    tcase_add_test(tc, managed_memory);
+    tcase_add_test_raise_signal(tc, freed_memory_faults, SIGSEGV);
+    suite_add_tcase(s, tc);
+    return s;
+}

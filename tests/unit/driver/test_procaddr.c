@@ -1,0 +1,107 @@
+/* Conformance: cuGetProcAddress as the CUDA runtime uses it. Results are
+ * compared with the driver's exported symbols found by dlsym. */
+#include <dlfcn.h>
+
+#include "tests/unit/driver/common.h"
+
+static void *driver;
+
+static void setup(void)
+{
+    driver_setup();
+    driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    ck_assert_ptr_nonnull(driver);
+}
+
+static void *exported(const char *name)
+{
+    void *p = dlsym(driver, name);
+    ck_assert_msg(p != NULL, "driver does not export %s", name);
+    return p;
+}
+
+static void *resolve(const char *name, int version, cuuint64_t flags)
+{
+    void *fn = NULL;
+    CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    CU_OK(cuGetProcAddress(name, &fn, version, flags, &st));
+    ck_assert_int_eq(st, CU_GET_PROC_ADDRESS_SUCCESS);
+    return fn;
+}
+
+START_TEST(self_lookup)
+{
+    /* what the runtime does first: look the resolver itself up */
+    ck_assert_ptr_eq(resolve("cuGetProcAddress", 12000, 0), exported("cuGetProcAddress_v2"));
+    ck_assert_ptr_eq(resolve("cuGetProcAddress", 13000, 0), exported("cuGetProcAddress_v2"));
+    ck_assert_ptr_eq(resolve("cuGetProcAddress", 11030, 0), exported("cuGetProcAddress"));
+}
+END_TEST
+
+START_TEST(base_name_and_version_select_the_abi)
+{
+    ck_assert_ptr_eq(resolve("cuMemAlloc", 12000, 0), exported("cuMemAlloc_v2"));
+    ck_assert_ptr_eq(resolve("cuMemFree", 13000, 0), exported("cuMemFree_v2"));
+    ck_assert_ptr_eq(resolve("cuMemGetInfo", 11030, 0), exported("cuMemGetInfo_v2"));
+    ck_assert_ptr_eq(resolve("cuDeviceTotalMem", 12000, 0), exported("cuDeviceTotalMem_v2"));
+    ck_assert_ptr_eq(resolve("cuMemCreate", 12000, 0), exported("cuMemCreate"));
+    ck_assert_ptr_eq(resolve("cuMemAllocAsync", 12000, 0), exported("cuMemAllocAsync"));
+    ck_assert_ptr_eq(resolve("cuStreamDestroy", 12000, 0), exported("cuStreamDestroy_v2"));
+}
+END_TEST
+
+START_TEST(per_thread_variants)
+{
+    cuuint64_t pt = CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+    ck_assert_ptr_eq(resolve("cuMemcpyHtoDAsync", 12000, pt), exported("cuMemcpyHtoDAsync_v2_ptsz"));
+    ck_assert_ptr_eq(resolve("cuMemcpyHtoD", 12000, pt), exported("cuMemcpyHtoD_v2_ptds"));
+    ck_assert_ptr_eq(resolve("cuMemAllocAsync", 12000, pt), exported("cuMemAllocAsync_ptsz"));
+    ck_assert_ptr_eq(resolve("cuMemFreeAsync", 12000, pt), exported("cuMemFreeAsync_ptsz"));
+    ck_assert_ptr_eq(resolve("cuLaunchKernel", 12000, pt), exported("cuLaunchKernel_ptsz"));
+    ck_assert_ptr_eq(resolve("cuStreamSynchronize", 12000, pt), exported("cuStreamSynchronize_ptsz"));
+    /* no variant: the plain function */
+    ck_assert_ptr_eq(resolve("cuMemAlloc", 12000, pt), exported("cuMemAlloc_v2"));
+    /* explicit legacy */
+    ck_assert_ptr_eq(resolve("cuMemcpyHtoDAsync", 12000, CU_GET_PROC_ADDRESS_LEGACY_STREAM),
+                     exported("cuMemcpyHtoDAsync_v2"));
+}
+END_TEST
+
+START_TEST(not_found)
+{
+    void *fn = (void *)1;
+    CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SUCCESS;
+    CU_ERR(cuGetProcAddress("cuNoSuchFunction", &fn, 13000, 0, &st), CUDA_ERROR_NOT_FOUND);
+    ck_assert_int_eq(st, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
+    ck_assert_ptr_null(fn);
+    CU_ERR(cuGetProcAddress("cuMemCreate", &fn, 10000, 0, &st), CUDA_ERROR_NOT_FOUND);
+    ck_assert_int_eq(st, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+    CU_ERR(cuGetProcAddress("cuMemAlloc_v2", &fn, 13000, 0, &st), CUDA_ERROR_NOT_FOUND); /* base names only */
+    CU_ERR(cuGetProcAddress(NULL, &fn, 13000, 0, &st), CUDA_ERROR_INVALID_VALUE);
+    CU_ERR(cuGetProcAddress("cuMemAlloc", NULL, 13000, 0, &st), CUDA_ERROR_INVALID_VALUE);
+}
+END_TEST
+
+START_TEST(resolved_functions_work)
+{
+    CUresult (*alloc)(CUdeviceptr *, size_t) = (CUresult (*)(CUdeviceptr *, size_t))resolve("cuMemAlloc", 12000, 0);
+    CUresult (*release)(CUdeviceptr) = (CUresult (*)(CUdeviceptr))resolve("cuMemFree", 12000, 0);
+    CUdeviceptr p;
+    CU_OK(alloc(&p, 4096));
+    CU_OK(release(p));
+}
+END_TEST
+
+Suite *test_suite(void)
+{
+    Suite *s = suite_create("driver_procaddr");
+    TCase *tc = tcase_create("procaddr");
+    tcase_add_checked_fixture(tc, setup, driver_teardown);
+    tcase_add_test(tc, self_lookup);
+    tcase_add_test(tc, base_name_and_version_select_the_abi);
+    tcase_add_test(tc, per_thread_variants);
+    tcase_add_test(tc, not_found);
+    tcase_add_test(tc, resolved_functions_work);
+    suite_add_tcase(s, tc);
+    return s;
+}

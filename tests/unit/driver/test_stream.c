@@ -1,0 +1,212 @@
+/* Conformance: streams run asynchronously and in order; the legacy default
+ * stream synchronises with blocking streams and not with non-blocking ones;
+ * events order work across streams. A kernel spinning on a host flag keeps a
+ * stream busy for exactly as long as a test needs. */
+#include "tests/unit/driver/common.h"
+
+static struct test_kernels k;
+static struct flag f;
+
+static void setup(void)
+{
+    driver_setup();
+    kernels_load(&k);
+    flag_new(&f);
+}
+
+START_TEST(stream_is_asynchronous)
+{
+    CUstream s;
+    CUevent e;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CU_OK(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+    CU_OK(cuEventQuery(e)); /* never recorded: complete */
+    stream_block(&k, &f, s);
+    CU_OK(cuEventRecord(e, s));
+    CU_ERR(cuStreamQuery(s), CUDA_ERROR_NOT_READY);
+    CU_ERR(cuEventQuery(e), CUDA_ERROR_NOT_READY);
+    flag_release(&f);
+    CU_OK(cuEventSynchronize(e));
+    CU_OK(cuEventQuery(e));
+    CU_OK(cuStreamSynchronize(s));
+    CU_OK(cuStreamQuery(s));
+    CU_OK(cuEventDestroy(e));
+    CU_OK(cuStreamDestroy(s));
+}
+END_TEST
+
+START_TEST(work_runs_in_order)
+{
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, 0));
+    CUdeviceptr p;
+    size_t n = 256 * 1024;
+    CU_OK(cuMemAlloc(&p, n * 4));
+    CU_OK(launch_u32(k.fill_u32, p, 1, n, s));
+    CU_OK(launch_u32(k.add_u32, p, 2, n, s));
+    CU_OK(cuMemsetD32Async(p, 100, n / 2, s));
+    CU_OK(launch_u32(k.add_u32, p, 3, n, s));
+    CU_OK(cuStreamSynchronize(s));
+    expect_u32(p, 103, n / 2);
+    expect_u32(p + n / 2 * 4, 6, n / 2);
+    CU_OK(cuMemFree(p));
+    CU_OK(cuStreamDestroy(s));
+}
+END_TEST
+
+START_TEST(legacy_stream_waits_for_blocking_streams)
+{
+    CUstream blocking;
+    CUevent e;
+    CU_OK(cuStreamCreate(&blocking, CU_STREAM_DEFAULT));
+    CU_OK(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+    stream_block(&k, &f, blocking);
+    CU_OK(cuEventRecord(e, NULL)); /* legacy stream: behind the blocked stream */
+    CU_ERR(cuEventQuery(e), CUDA_ERROR_NOT_READY);
+    flag_release(&f);
+    CU_OK(cuEventSynchronize(e));
+    CU_OK(cuStreamDestroy(blocking));
+    CU_OK(cuEventDestroy(e));
+}
+END_TEST
+
+START_TEST(blocking_stream_waits_for_legacy_stream)
+{
+    CUstream blocking;
+    CUevent e;
+    CU_OK(cuStreamCreate(&blocking, CU_STREAM_DEFAULT));
+    CU_OK(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+    stream_block(&k, &f, NULL);
+    CU_OK(cuEventRecord(e, blocking));
+    CU_ERR(cuEventQuery(e), CUDA_ERROR_NOT_READY);
+    flag_release(&f);
+    CU_OK(cuStreamSynchronize(blocking));
+    CU_OK(cuEventQuery(e));
+    CU_OK(cuStreamDestroy(blocking));
+    CU_OK(cuEventDestroy(e));
+}
+END_TEST
+
+START_TEST(non_blocking_stream_ignores_legacy_stream)
+{
+    CUstream nb;
+    CU_OK(cuStreamCreate(&nb, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr p;
+    CU_OK(cuMemAlloc(&p, 4096));
+    stream_block(&k, &f, NULL);
+    CU_OK(cuMemsetD32Async(p, 9, 1024, nb));
+    CU_OK(cuStreamSynchronize(nb)); /* would hang if it waited for the legacy stream */
+    unsigned v = 0;
+    CU_OK(cuMemcpyDtoHAsync(&v, p, 4, nb));
+    CU_OK(cuStreamSynchronize(nb));
+    ck_assert_uint_eq(v, 9);
+    CU_ERR(cuStreamQuery(NULL), CUDA_ERROR_NOT_READY);
+    flag_release(&f);
+    CU_OK(cuCtxSynchronize());
+    CU_OK(cuMemFree(p));
+    CU_OK(cuStreamDestroy(nb));
+}
+END_TEST
+
+START_TEST(wait_event_orders_streams)
+{
+    CUstream a, b;
+    CUevent ea, eb;
+    CU_OK(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING));
+    CU_OK(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING));
+    CU_OK(cuEventCreate(&ea, CU_EVENT_DISABLE_TIMING));
+    CU_OK(cuEventCreate(&eb, CU_EVENT_DISABLE_TIMING));
+    CUdeviceptr p;
+    CU_OK(cuMemAlloc(&p, 4096));
+    CU_OK(cuMemsetD32(p, 1, 1024));
+    CU_OK(cuCtxSynchronize());
+    stream_block(&k, &f, a);
+    CU_OK(launch_u32(k.fill_u32, p, 5, 1024, a));
+    CU_OK(cuEventRecord(ea, a));
+    CU_OK(cuStreamWaitEvent(b, ea, 0));
+    CU_OK(launch_u32(k.add_u32, p, 10, 1024, b)); /* must see 5, not 1 */
+    CU_OK(cuEventRecord(eb, b));
+    CU_ERR(cuEventQuery(eb), CUDA_ERROR_NOT_READY);
+    flag_release(&f);
+    CU_OK(cuStreamSynchronize(b));
+    expect_u32(p, 15, 1024);
+    CU_OK(cuMemFree(p));
+    CU_OK(cuStreamDestroy(a));
+    CU_OK(cuStreamDestroy(b));
+    CU_OK(cuEventDestroy(ea));
+    CU_OK(cuEventDestroy(eb));
+}
+END_TEST
+
+START_TEST(destroyed_stream_finishes_its_work)
+{
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr p;
+    CU_OK(cuMemAlloc(&p, 4096));
+    stream_block(&k, &f, s);
+    CU_OK(launch_u32(k.fill_u32, p, 8, 1024, s));
+    CU_OK(cuStreamDestroy(s));
+    flag_release(&f);
+    CU_OK(cuCtxSynchronize());
+    expect_u32(p, 8, 1024);
+    CU_OK(cuMemFree(p));
+}
+END_TEST
+
+static void CUDA_CB count_call(void *arg)
+{
+    __atomic_add_fetch((int *)arg, 1, __ATOMIC_SEQ_CST);
+}
+
+START_TEST(host_function_runs_in_order)
+{
+    static int calls;
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    stream_block(&k, &f, s);
+    CU_OK(cuLaunchHostFunc(s, count_call, &calls));
+    ck_assert_int_eq(__atomic_load_n(&calls, __ATOMIC_SEQ_CST), 0);
+    flag_release(&f);
+    CU_OK(cuStreamSynchronize(s));
+    ck_assert_int_eq(calls, 1);
+    CU_OK(cuStreamDestroy(s));
+}
+END_TEST
+
+START_TEST(bad_stream_arguments)
+{
+    CUstream s;
+    CU_ERR(cuStreamCreate(&s, 0x100), CUDA_ERROR_INVALID_VALUE);
+    CU_ERR(cuStreamCreate(NULL, 0), CUDA_ERROR_INVALID_VALUE);
+    unsigned flags = 7;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CU_OK(cuStreamGetFlags(s, &flags));
+    ck_assert_uint_eq(flags, CU_STREAM_NON_BLOCKING);
+    CUcontext c = NULL;
+    CU_OK(cuStreamGetCtx(s, &c));
+    ck_assert_ptr_eq(c, test_ctx);
+    CU_OK(cuStreamDestroy(s));
+    CUevent e;
+    CU_ERR(cuEventCreate(&e, 0x100), CUDA_ERROR_INVALID_VALUE);
+}
+END_TEST
+
+Suite *test_suite(void)
+{
+    Suite *s = suite_create("driver_stream");
+    TCase *tc = tcase_create("stream");
+    tcase_add_checked_fixture(tc, setup, driver_teardown);
+    tcase_set_timeout(tc, 20);
+    tcase_add_test(tc, stream_is_asynchronous);
+    tcase_add_test(tc, work_runs_in_order);
+    tcase_add_test(tc, legacy_stream_waits_for_blocking_streams);
+    tcase_add_test(tc, blocking_stream_waits_for_legacy_stream);
+    tcase_add_test(tc, non_blocking_stream_ignores_legacy_stream);
+    tcase_add_test(tc, wait_event_orders_streams);
+    tcase_add_test(tc, destroyed_stream_finishes_its_work);
+    tcase_add_test(tc, host_function_runs_in_order);
+    tcase_add_test(tc, bad_stream_arguments);
+    suite_add_tcase(s, tc);
+    return s;
+}

@@ -1,0 +1,268 @@
+/* Conformance: virtual memory management, as spillway uses it to keep a
+ * VA while changing the physical page (device or host) behind it. */
+#include <signal.h>
+#include <string.h>
+
+#include "tests/unit/driver/common.h"
+
+static CUmemAllocationProp prop_device(int dev)
+{
+    CUmemAllocationProp p;
+    memset(&p, 0, sizeof p);
+    p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    p.location.id = dev;
+    return p;
+}
+
+static CUmemAllocationProp prop_host_numa(void)
+{
+    CUmemAllocationProp p = prop_device(0);
+    int numa = 0;
+    CU_OK(cuDeviceGetAttribute(&numa, CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, 0));
+    p.location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
+    p.location.id = numa;
+    return p;
+}
+
+static size_t granularity(void)
+{
+    CUmemAllocationProp p = prop_device(0);
+    size_t g = 0;
+    CU_OK(cuMemGetAllocationGranularity(&g, &p, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    return g;
+}
+
+static void set_rw(CUdeviceptr va, size_t size)
+{
+    CUmemAccessDesc d;
+    memset(&d, 0, sizeof d);
+    d.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    d.location.id = 0;
+    d.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    CU_OK(cuMemSetAccess(va, size, &d, 1));
+}
+
+START_TEST(granularity_is_2mib)
+{
+    ck_assert_uint_eq(granularity(), 2 * MiB);
+    CUmemAllocationProp p = prop_device(0);
+    size_t g;
+    CU_OK(cuMemGetAllocationGranularity(&g, &p, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED));
+    ck_assert_uint_ge(g, 2 * MiB);
+}
+END_TEST
+
+START_TEST(create_map_access_roundtrip)
+{
+    size_t g = granularity();
+    CUdeviceptr va;
+    CU_OK(cuMemAddressReserve(&va, 4 * g, 0, 0, 0));
+    ck_assert_uint_eq(va % g, 0);
+    CUmemAllocationProp p = prop_device(0);
+    CUmemGenericAllocationHandle h;
+    CU_OK(cuMemCreate(&h, g, &p, 0));
+    CU_OK(cuMemMap(va + g, g, 0, h, 0));
+    set_rw(va + g, g);
+    CU_OK(cuMemsetD32(va + g, 42, g / 4));
+    expect_u32(va + g, 42, g / 4);
+    size_t size = 0;
+    CUdeviceptr base = 0;
+    CU_OK(cuMemGetAddressRange(&base, &size, va + g + 100));
+    ck_assert_uint_eq(base, va + g);
+    ck_assert_uint_eq(size, g);
+    CU_OK(cuMemUnmap(va + g, g));
+    CU_OK(cuMemRelease(h));
+    CU_OK(cuMemAddressFree(va, 4 * g));
+}
+END_TEST
+
+START_TEST(create_bad_arguments)
+{
+    size_t g = granularity();
+    CUmemAllocationProp p = prop_device(0);
+    CUmemGenericAllocationHandle h;
+    CU_ERR(cuMemCreate(&h, g + 4096, &p, 0), CUDA_ERROR_INVALID_VALUE); /* not a multiple */
+    CU_ERR(cuMemCreate(&h, g, NULL, 0), CUDA_ERROR_INVALID_VALUE);
+    int n;
+    CU_OK(cuDeviceGetCount(&n));
+    p.location.id = n;
+    ck_assert_int_ne(cuMemCreate(&h, g, &p, 0), CUDA_SUCCESS);
+    CUdeviceptr va;
+    CU_ERR(cuMemAddressReserve(&va, g + 4096, 0, 0, 0), CUDA_ERROR_INVALID_VALUE);
+}
+END_TEST
+
+START_TEST(partial_map_not_supported)
+{
+    size_t g = granularity();
+    CUdeviceptr va;
+    CU_OK(cuMemAddressReserve(&va, 4 * g, 0, 0, 0));
+    CUmemAllocationProp p = prop_device(0);
+    CUmemGenericAllocationHandle h;
+    CU_OK(cuMemCreate(&h, 2 * g, &p, 0));
+    CU_ERR(cuMemMap(va, g, 0, h, 0), CUDA_ERROR_NOT_SUPPORTED); /* part of the handle */
+    CU_ERR(cuMemMap(va, g, g, h, 0), CUDA_ERROR_NOT_SUPPORTED); /* at an offset */
+    CU_OK(cuMemMap(va, 2 * g, 0, h, 0));
+    CU_OK(cuMemUnmap(va, 2 * g));
+    CU_OK(cuMemRelease(h));
+    CU_OK(cuMemAddressFree(va, 4 * g));
+}
+END_TEST
+
+/* The spill primitive: the same VA reads another page after a remap. */
+START_TEST(remap_changes_contents)
+{
+    size_t g = granularity();
+    CUdeviceptr va, tmp;
+    CU_OK(cuMemAddressReserve(&va, g, 0, 0, 0));
+    CU_OK(cuMemAddressReserve(&tmp, g, 0, 0, 0));
+    CUmemAllocationProp pd = prop_device(0), ph = prop_host_numa();
+    CUmemGenericAllocationHandle dev_page, host_page;
+    CU_OK(cuMemCreate(&dev_page, g, &pd, 0));
+    CU_OK(cuMemCreate(&host_page, g, &ph, 0));
+    CU_OK(cuMemMap(va, g, 0, dev_page, 0));
+    set_rw(va, g);
+    CU_OK(cuMemsetD32(va, 7, g / 4));
+    CU_OK(cuMemMap(tmp, g, 0, host_page, 0));
+    set_rw(tmp, g);
+    CU_OK(cuMemcpyDtoD(tmp, va, g)); /* device page -> host page */
+    CU_OK(cuCtxSynchronize());
+    CU_OK(cuMemUnmap(tmp, g));
+    CU_OK(cuMemsetD32(va, 9, g / 4));
+    CU_OK(cuCtxSynchronize());
+    CU_OK(cuMemUnmap(va, g));
+    CU_OK(cuMemMap(va, g, 0, host_page, 0)); /* same VA, now the host page */
+    set_rw(va, g);
+    expect_u32(va, 7, g / 4);
+    unsigned type = 0;
+    CU_OK(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, va));
+    CU_OK(cuMemUnmap(va, g));
+    CU_OK(cuMemMap(va, g, 0, dev_page, 0)); /* and back */
+    set_rw(va, g);
+    expect_u32(va, 9, g / 4);
+    CU_OK(cuMemUnmap(va, g));
+    CU_OK(cuMemRelease(dev_page));
+    CU_OK(cuMemRelease(host_page));
+    CU_OK(cuMemAddressFree(va, g));
+    CU_OK(cuMemAddressFree(tmp, g));
+}
+END_TEST
+
+START_TEST(host_locations_counted_as_host)
+{
+    size_t g = granularity();
+    size_t dev0 = fakecuda_present() ? fakecuda_device_bytes_used(0) : 0;
+    size_t host0 = fakecuda_present() ? fakecuda_host_bytes_used() : 0;
+    CUmemAllocationProp ph = prop_host_numa(), pd = prop_device(0);
+    CUmemGenericAllocationHandle a, b;
+    CU_OK(cuMemCreate(&a, g, &ph, 0));
+    CU_OK(cuMemCreate(&b, 2 * g, &pd, 0));
+    if (fakecuda_present()) {
+        ck_assert_uint_eq(fakecuda_host_bytes_used(), host0 + g);
+        ck_assert_uint_eq(fakecuda_device_bytes_used(0), dev0 + 2 * g);
+        ck_assert_uint_eq(fakecuda_live_handles(), 2);
+    }
+    CUmemAllocationProp out;
+    CU_OK(cuMemGetAllocationPropertiesFromHandle(&out, a));
+    ck_assert_int_eq(out.location.type, CU_MEM_LOCATION_TYPE_HOST_NUMA);
+    CU_OK(cuMemGetAllocationPropertiesFromHandle(&out, b));
+    ck_assert_int_eq(out.location.type, CU_MEM_LOCATION_TYPE_DEVICE);
+    ck_assert_int_eq(out.location.id, 0);
+    CU_OK(cuMemRelease(a));
+    CU_OK(cuMemRelease(b));
+    if (fakecuda_present()) {
+        ck_assert_uint_eq(fakecuda_host_bytes_used(), host0);
+        ck_assert_uint_eq(fakecuda_device_bytes_used(0), dev0);
+        ck_assert_uint_eq(fakecuda_live_handles(), 0);
+    }
+}
+END_TEST
+
+START_TEST(release_while_mapped_keeps_memory)
+{
+    size_t g = granularity();
+    CUdeviceptr va;
+    CU_OK(cuMemAddressReserve(&va, g, 0, 0, 0));
+    CUmemAllocationProp p = prop_device(0);
+    CUmemGenericAllocationHandle h, again;
+    CU_OK(cuMemCreate(&h, g, &p, 0));
+    CU_OK(cuMemMap(va, g, 0, h, 0));
+    CU_OK(cuMemRelease(h)); /* the mapping keeps it alive */
+    set_rw(va, g);
+    CU_OK(cuMemsetD32(va, 3, g / 4));
+    expect_u32(va, 3, g / 4);
+    CU_OK(cuMemRetainAllocationHandle(&again, (void *)(va + 4096))); /* any address inside */
+    ck_assert_uint_eq(again, h);
+    CU_OK(cuMemRelease(again));
+    if (fakecuda_present())
+        ck_assert_uint_eq(fakecuda_live_mappings(), 1);
+    CU_OK(cuMemUnmap(va, g));
+    if (fakecuda_present()) {
+        ck_assert_uint_eq(fakecuda_live_mappings(), 0);
+        ck_assert_uint_eq(fakecuda_live_handles(), 0);
+    }
+    CU_OK(cuMemAddressFree(va, g));
+}
+END_TEST
+
+START_TEST(unmap_must_cover_whole_mappings)
+{
+    size_t g = granularity();
+    CUdeviceptr va;
+    CU_OK(cuMemAddressReserve(&va, 2 * g, 0, 0, 0));
+    CUmemAllocationProp p = prop_device(0);
+    CUmemGenericAllocationHandle h;
+    CU_OK(cuMemCreate(&h, 2 * g, &p, 0));
+    CU_OK(cuMemMap(va, 2 * g, 0, h, 0));
+    ck_assert_int_ne(cuMemUnmap(va, g), CUDA_SUCCESS);
+    CU_OK(cuMemUnmap(va, 2 * g));
+    CU_OK(cuMemRelease(h));
+    CU_OK(cuMemAddressFree(va, 2 * g));
+}
+END_TEST
+
+START_TEST(unmapped_va_faults)
+{
+    if (!fakecuda_present())
+        raise(SIGSEGV); /* fakecuda only: on a GPU this is a sticky context error */
+    size_t g = granularity();
+    CUdeviceptr va;
+    CU_OK(cuMemAddressReserve(&va, g, 0, 0, 0));
+    *(volatile char *)va = 1;
+}
+END_TEST
+
+START_TEST(mapped_without_access_faults)
+{
+    if (!fakecuda_present())
+        raise(SIGSEGV);
+    size_t g = granularity();
+    CUdeviceptr va;
+    CU_OK(cuMemAddressReserve(&va, g, 0, 0, 0));
+    CUmemAllocationProp p = prop_device(0);
+    CUmemGenericAllocationHandle h;
+    CU_OK(cuMemCreate(&h, g, &p, 0));
+    CU_OK(cuMemMap(va, g, 0, h, 0));
+    *(volatile char *)va = 1;
+}
+END_TEST
+
+Suite *test_suite(void)
+{
+    Suite *s = suite_create("driver_vmm");
+    TCase *tc = tcase_create("vmm");
+    tcase_add_checked_fixture(tc, driver_setup, driver_teardown);
+    tcase_add_test(tc, granularity_is_2mib);
+    tcase_add_test(tc, create_map_access_roundtrip);
+    tcase_add_test(tc, create_bad_arguments);
+    tcase_add_test(tc, partial_map_not_supported);
+    tcase_add_test(tc, remap_changes_contents);
+    tcase_add_test(tc, host_locations_counted_as_host);
+    tcase_add_test(tc, release_while_mapped_keeps_memory);
+    tcase_add_test(tc, unmap_must_cover_whole_mappings);
+    tcase_add_test_raise_signal(tc, unmapped_va_faults, SIGSEGV);
+    tcase_add_test_raise_signal(tc, mapped_without_access_faults, SIGSEGV);
+    suite_add_tcase(s, tc);
+    return s;
+}
