@@ -1,0 +1,66 @@
+/* The one narrow interface through which policy/ reaches the CUDA driver.
+ *
+ * policy/ never calls the driver itself: the shim fills a sw_backend with
+ * functions built on the real driver entry points (cuMemCreate, cuMemMap, ...)
+ * and the unit tests fill it with a fake that keeps real bytes. Every
+ * function returns the driver's CUresult; policy/ hands errors back to its
+ * caller unchanged.
+ *
+ * Physical memory is handled one page at a time (a page = the device's VMM
+ * granularity, 2 MiB on H100): a driver handle cannot be mapped in parts, so
+ * every page is its own handle. Calls are made from any thread, possibly
+ * concurrently, with no policy/ lock held for the driver's sake; the backend
+ * makes the right context current for `dev` itself. */
+#ifndef SPILLWAY_POLICY_BACKEND_H
+#define SPILLWAY_POLICY_BACKEND_H
+#include <cuda.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Where a physical page lives. */
+typedef enum sw_loc {
+    SW_LOC_DEVICE = 0, /* device memory of the owning device */
+    SW_LOC_HOST = 1,   /* pinned host memory the owning device can map */
+} sw_loc;
+
+typedef struct sw_backend {
+    void *ctx; /* passed back unchanged as the first argument */
+
+    /* VMM granularity of dev in bytes (a power of two). */
+    CUresult (*granularity)(void *ctx, int dev, size_t *bytes);
+
+    /* One physical page of `size` bytes (= granularity) for dev, in device
+     * memory or in pinned host memory the device can map. */
+    CUresult (*page_create)(void *ctx, int dev, sw_loc loc, size_t size,
+                            CUmemGenericAllocationHandle *handle);
+    CUresult (*page_release)(void *ctx, CUmemGenericAllocationHandle handle);
+
+    /* Virtual address space: one reservation, aligned to `align`. */
+    CUresult (*va_reserve)(void *ctx, int dev, size_t size, size_t align, CUdeviceptr *va);
+    CUresult (*va_free)(void *ctx, CUdeviceptr va, size_t size);
+
+    /* Map exactly one page (size = granularity) at va, or unmap it. */
+    CUresult (*map)(void *ctx, CUdeviceptr va, size_t size, CUmemGenericAllocationHandle handle);
+    CUresult (*unmap)(void *ctx, CUdeviceptr va, size_t size);
+
+    /* Grant read-write access to [va, va+size) to every device whose bit is
+     * set in dev_mask (bit d = device ordinal d). The range is a run of
+     * consecutive mapped pages; a backend may split it page by page. */
+    CUresult (*set_access)(void *ctx, CUdeviceptr va, size_t size, uint64_t dev_mask);
+
+    /* Device-to-device copy between two mapped VAs of dev on `stream`
+     * (policy/ passes NULL: the legacy default stream) and a device-wide
+     * synchronize that covers all work issued on dev before the call. */
+    CUresult (*copy)(void *ctx, int dev, CUdeviceptr dst, CUdeviceptr src, size_t size,
+                     CUstream stream);
+    CUresult (*synchronize)(void *ctx, int dev);
+
+    /* Events mark the point of an async free in its stream. event_query
+     * returns CUDA_SUCCESS once complete, CUDA_ERROR_NOT_READY before. */
+    CUresult (*event_create)(void *ctx, int dev, CUevent *ev);
+    CUresult (*event_record)(void *ctx, CUevent ev, CUstream stream);
+    CUresult (*event_query)(void *ctx, CUevent ev);
+    CUresult (*event_destroy)(void *ctx, CUevent ev);
+} sw_backend;
+
+#endif

@@ -1,0 +1,288 @@
+/* Pending frees of one device: blocks the program freed that may still be
+ * used by work already issued, so they are not handed to a new owner yet.
+ *
+ * cuMemFree'd blocks wait for a device-wide sync point. Sync points are
+ * numbered: a free records the current epoch, a sync bumps the epoch when it
+ * begins and, once it returned, marks every epoch up to the one it bumped as
+ * covered. The list is in epoch order, so releasing is popping its head.
+ *
+ * cuMemFreeAsync'd blocks carry an event recorded on their stream at the
+ * free: the same stream may take them back at once (stream order protects
+ * it), other streams once the event completed or a sync covered the free.
+ * Events are recycled (record again), never created on the fast path once
+ * warm. The queue lock is innermost: releasing a block (class and device
+ * locks) happens after it is dropped. */
+#include <stdlib.h>
+
+#include "policy/internal.h"
+
+#define SAME_STREAM_SCAN 64 /* newest entries looked at for same-stream reuse */
+
+static void list_append(sw_pend_list *l, sw_pend *e)
+{
+    e->next = NULL;
+    e->prev = l->tail;
+    if (l->tail)
+        l->tail->next = e;
+    else
+        l->head = e;
+    l->tail = e;
+}
+
+static void list_unlink(sw_pend_list *l, sw_pend *e)
+{
+    if (e->prev)
+        e->prev->next = e->next;
+    else
+        l->head = e->next;
+    if (e->next)
+        e->next->prev = e->prev;
+    else
+        l->tail = e->prev;
+}
+
+int sw_freeq_init(sw_freeq *q)
+{
+    pthread_mutex_init(&q->lock, NULL);
+    atomic_init(&q->epoch, 1);
+    atomic_init(&q->covered, 0);
+    return 0;
+}
+
+static void event_put(sw_freeq *q, CUevent ev)
+{
+    if (q->nevents == q->cap_events) {
+        size_t cap = q->cap_events ? 2 * q->cap_events : 16;
+        CUevent *n = realloc(q->events, cap * sizeof *n);
+        if (!n)
+            return; /* leaks one event rather than failing a release */
+        q->events = n;
+        q->cap_events = cap;
+    }
+    q->events[q->nevents++] = ev;
+}
+
+static void rec_put(sw_freeq *q, sw_pend *e)
+{
+    e->next = q->spare;
+    q->spare = e;
+}
+
+/* An event recorded on stream now; from the idle ones when possible. */
+static CUresult event_at(sw_device *d, CUstream stream, CUevent *out)
+{
+    sw_freeq *q = &d->q;
+    const sw_backend *be = &d->pol->be;
+    CUevent ev = NULL;
+    pthread_mutex_lock(&q->lock);
+    if (q->nevents)
+        ev = q->events[--q->nevents];
+    pthread_mutex_unlock(&q->lock);
+    if (!ev) {
+        CUresult r = be->event_create(be->ctx, d->id, &ev);
+        if (r != CUDA_SUCCESS)
+            return r;
+    }
+    CUresult r = be->event_record(be->ctx, ev, stream);
+    if (r != CUDA_SUCCESS) {
+        pthread_mutex_lock(&q->lock);
+        event_put(q, ev);
+        pthread_mutex_unlock(&q->lock);
+        return r;
+    }
+    *out = ev;
+    return CUDA_SUCCESS;
+}
+
+CUresult sw_freeq_push(sw_device *d, CUdeviceptr ptr, uint32_t bucket, size_t bytes,
+                       bool async, CUstream stream)
+{
+    sw_freeq *q = &d->q;
+    CUevent ev = NULL;
+    if (async) {
+        CUresult r = event_at(d, stream, &ev);
+        if (r != CUDA_SUCCESS)
+            return r;
+    }
+    pthread_mutex_lock(&q->lock);
+    sw_pend *e = q->spare;
+    if (e)
+        q->spare = e->next;
+    else if (!(e = malloc(sizeof *e))) {
+        if (ev)
+            event_put(q, ev);
+        pthread_mutex_unlock(&q->lock);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    e->ptr = ptr;
+    e->bucket = bucket;
+    e->bytes = bytes;
+    e->stream = stream;
+    e->ev = ev;
+    e->same_stream_ok = async && stream != CU_STREAM_PER_THREAD;
+    /* Read under the lock so that each list stays in epoch order. */
+    e->epoch = atomic_load_explicit(&q->epoch, memory_order_acquire);
+    if (async) {
+        list_append(&q->async_list, e);
+        q->async_bytes += bytes;
+    } else {
+        list_append(&q->sync_list, e);
+        q->sync_bytes += bytes;
+    }
+    pthread_mutex_unlock(&q->lock);
+    return CUDA_SUCCESS;
+}
+
+bool sw_freeq_take_stream(sw_device *d, CUstream stream, uint32_t bucket, CUdeviceptr *ptr)
+{
+    sw_freeq *q = &d->q;
+    bool found = false;
+    pthread_mutex_lock(&q->lock);
+    int n = 0;
+    for (sw_pend *e = q->async_list.tail; e && n < SAME_STREAM_SCAN; e = e->prev, n++) {
+        if (!e->same_stream_ok || e->stream != stream || e->bucket != bucket)
+            continue;
+        list_unlink(&q->async_list, e);
+        q->async_bytes -= e->bytes;
+        event_put(q, e->ev);
+        *ptr = e->ptr;
+        rec_put(q, e);
+        found = true;
+        break;
+    }
+    pthread_mutex_unlock(&q->lock);
+    return found;
+}
+
+size_t sw_freeq_collect(sw_device *d, bool poll_events)
+{
+    sw_freeq *q = &d->q;
+    const sw_backend *be = &d->pol->be;
+    sw_pend_list done = {NULL, NULL};
+    size_t bytes = 0;
+    pthread_mutex_lock(&q->lock);
+    uint64_t covered = atomic_load_explicit(&q->covered, memory_order_acquire);
+    while (q->sync_list.head && q->sync_list.head->epoch <= covered) {
+        sw_pend *e = q->sync_list.head;
+        list_unlink(&q->sync_list, e);
+        q->sync_bytes -= e->bytes;
+        list_append(&done, e);
+    }
+    for (sw_pend *e = q->async_list.head, *n; e; e = n) {
+        n = e->next;
+        /* An error from the query (a lost context) leaves the block to a
+         * sync point, which will report the error itself. */
+        if (e->epoch > covered &&
+            (!poll_events || be->event_query(be->ctx, e->ev) != CUDA_SUCCESS))
+            continue;
+        list_unlink(&q->async_list, e);
+        q->async_bytes -= e->bytes;
+        event_put(q, e->ev);
+        list_append(&done, e);
+    }
+    pthread_mutex_unlock(&q->lock);
+    if (!done.head)
+        return 0;
+    for (sw_pend *e = done.head; e; e = e->next) {
+        sw_release(d, e->ptr, e->bucket);
+        bytes += e->bytes;
+    }
+    pthread_mutex_lock(&q->lock);
+    for (sw_pend *e = done.head, *n; e; e = n) {
+        n = e->next;
+        rec_put(q, e);
+    }
+    pthread_mutex_unlock(&q->lock);
+    return bytes;
+}
+
+size_t sw_freeq_pending(sw_device *d)
+{
+    pthread_mutex_lock(&d->q.lock);
+    size_t b = d->q.sync_bytes + d->q.async_bytes;
+    pthread_mutex_unlock(&d->q.lock);
+    return b;
+}
+
+uint64_t sw_sync_begin(sw_policy *p, int dev)
+{
+    sw_device *d = sw_dev(p, dev);
+    if (!d)
+        return 0;
+    return atomic_fetch_add_explicit(&d->q.epoch, 1, memory_order_acq_rel);
+}
+
+void sw_sync_end(sw_policy *p, int dev, uint64_t ticket)
+{
+    sw_device *d = sw_dev(p, dev);
+    if (!d)
+        return;
+    uint64_t cur = atomic_load_explicit(&d->q.covered, memory_order_relaxed);
+    while (cur < ticket && !atomic_compare_exchange_weak_explicit(
+                               &d->q.covered, &cur, ticket, memory_order_acq_rel,
+                               memory_order_relaxed))
+        ;
+}
+
+CUresult sw_sync_and_collect(sw_device *d)
+{
+    uint64_t t = sw_sync_begin(d->pol, d->id);
+    CUresult r = d->pol->be.synchronize(d->pol->be.ctx, d->id);
+    if (r != CUDA_SUCCESS)
+        return r;
+    atomic_fetch_add_explicit(&d->c.syncs, 1, memory_order_relaxed);
+    sw_sync_end(d->pol, d->id, t);
+    sw_freeq_collect(d, false);
+    return CUDA_SUCCESS;
+}
+
+void sw_freeq_forget_stream(sw_device *d, CUstream stream)
+{
+    pthread_mutex_lock(&d->q.lock);
+    for (sw_pend *e = d->q.async_list.head; e; e = e->next)
+        if (e->stream == stream)
+            e->same_stream_ok = false;
+    pthread_mutex_unlock(&d->q.lock);
+}
+
+void sw_stream_destroyed(sw_policy *p, int dev, CUstream stream)
+{
+    sw_device *d = sw_dev(p, dev);
+    if (d)
+        sw_freeq_forget_stream(d, stream);
+}
+
+CUresult sw_freeq_destroy(sw_device *d)
+{
+    sw_freeq *q = &d->q;
+    const sw_backend *be = &d->pol->be;
+    CUresult first = CUDA_SUCCESS;
+    sw_pend_list *lists[2] = {&q->sync_list, &q->async_list};
+    for (int l = 0; l < 2; l++) {
+        for (sw_pend *e = lists[l]->head, *n; e; e = n) {
+            n = e->next;
+            if (e->ev) {
+                CUresult r = be->event_destroy(be->ctx, e->ev);
+                if (first == CUDA_SUCCESS)
+                    first = r;
+            }
+            free(e);
+        }
+        lists[l]->head = lists[l]->tail = NULL;
+    }
+    for (size_t i = 0; i < q->nevents; i++) {
+        CUresult r = be->event_destroy(be->ctx, q->events[i]);
+        if (first == CUDA_SUCCESS)
+            first = r;
+    }
+    free(q->events);
+    q->events = NULL;
+    q->nevents = q->cap_events = 0;
+    while (q->spare) {
+        sw_pend *n = q->spare->next;
+        free(q->spare);
+        q->spare = n;
+    }
+    pthread_mutex_destroy(&q->lock);
+    return first;
+}

@@ -1,0 +1,17 @@
+# policy/: page pool, VA arena, sub-allocator, page table, residency.
+# Its objects go into the shim (the lead links $(POLICY_OBJS) there); the
+# unit suites link them with a fake backend (tests/unit/policy/fakebackend.c).
+POLICY_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(wildcard policy/*.c))
+POLICY_FAKE := $(BUILD)/tests/unit/policy/fakebackend.o
+POLICY_SUITES := alloc free vmm lookup residency stress
+POLICY_TESTS := $(addprefix $(BUILD)/tests/unit/policy_,$(POLICY_SUITES))
+
+$(BUILD)/tests/unit/policy_%: $(BUILD)/tests/unit/policy/test_%.o $(POLICY_FAKE) $(UNIT_MAIN) $(POLICY_OBJS)
+	$(CC) $(CFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
+
+# Alloc+free pair latency against the fake backend (not run by `make test`).
+$(BUILD)/policy_bench: $(BUILD)/tests/unit/policy/bench.o $(POLICY_FAKE) $(POLICY_OBJS)
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+ALL_TARGETS += $(POLICY_OBJS) $(POLICY_TESTS) $(BUILD)/policy_bench
+UNIT_TESTS  += $(POLICY_TESTS)

@@ -1,0 +1,161 @@
+/* policy/: spillway's memory manager, with no knowledge of how calls arrived.
+ *
+ * One sw_policy serves every device of the process. Per device it owns a pool
+ * of physical pages (one driver handle per page, up to the limit, never
+ * beyond), a VA arena (one large reservation) from which cuMemAlloc-class
+ * allocations get their addresses, a sub-allocator (size classes packed into
+ * pages for small requests, page-aligned ranges for large ones), and one
+ * page table shared by all devices: VA page -> physical page + residency.
+ *
+ * The shim calls the functions below from its hooks; they are thread-safe.
+ * Every function returns the CUresult the driver would return for the same
+ * mistake (e.g. CUDA_ERROR_INVALID_VALUE for a bad pointer or double free).
+ * CUDA_ERROR_NOT_FOUND means "not spillway's": the shim passes the call
+ * through to the driver.
+ *
+ * Free semantics (DESIGN.md): a block freed with sw_free is not handed to a
+ * new owner before a device-wide sync point covers work issued before the
+ * free (spillway batches them and synchronizes once per batch, only when it
+ * needs the memory); a block freed with sw_free_async(stream) is reusable at
+ * once on that stream and on others once an event recorded at the free has
+ * completed. A VA page is unmapped only after a sync point that covers all
+ * work issued before the decision. */
+#ifndef SPILLWAY_POLICY_H
+#define SPILLWAY_POLICY_H
+#include <cuda.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "policy/backend.h"
+
+#define SW_MAX_DEVICES 64
+
+typedef struct sw_policy sw_policy;
+
+typedef struct sw_device_config {
+    size_t limit;     /* device bytes spillway may hold (rounded down to pages) */
+    bool preallocate; /* create every page up to the limit at sw_device_init */
+    size_t va_factor; /* arena reservation = va_factor x limit (0: default 4) */
+    /* When freed-but-unsynced bytes reach this, an allocation that would
+     * otherwise map fresh pages synchronizes instead (0: limit / 16). */
+    size_t sync_batch;
+    size_t host_limit; /* pinned host bytes residency changes may use */
+} sw_device_config;
+
+/* Lifetime. The backend is copied; it must outlive the policy. */
+CUresult sw_policy_create(const sw_backend *backend, sw_policy **out);
+/* Releases every page, event and reservation (returns the first error). */
+CUresult sw_policy_destroy(sw_policy *p);
+/* Sets up device dev (0 <= dev < SW_MAX_DEVICES) once, before its first use:
+ * reserves the arena and, with preallocate, creates the pages up to limit.
+ * CUDA_ERROR_INVALID_VALUE if already set up or the config is unusable. */
+CUresult sw_device_init(sw_policy *p, int dev, const sw_device_config *cfg);
+bool sw_device_ready(const sw_policy *p, int dev);
+size_t sw_page_size(const sw_policy *p); /* granularity (same on all devices) */
+
+/* ---- cuMemAlloc-class allocations --------------------------------------
+ * size 0 -> CUDA_ERROR_INVALID_VALUE; no room -> CUDA_ERROR_OUT_OF_MEMORY.
+ * Every pointer is 256-byte aligned; large ones are page aligned. */
+CUresult sw_alloc(sw_policy *p, int dev, size_t size, CUdeviceptr *out);
+/* cuMemAllocAsync / cuMemAllocFromPoolAsync: may reuse blocks freed on the
+ * same stream without waiting. The shim passes CU_STREAM_PER_THREAD for the
+ * per-thread default stream (also for stream 0 in a _ptsz call): it is never
+ * treated as "the same stream" across threads. */
+CUresult sw_alloc_async(sw_policy *p, int dev, size_t size, CUstream stream, CUdeviceptr *out);
+/* cuMemFree: dptr must be the base of a live allocation, else
+ * CUDA_ERROR_INVALID_VALUE (a double free included). */
+CUresult sw_free(sw_policy *p, CUdeviceptr dptr);
+/* cuMemFreeAsync: records an event on stream (its error is returned). */
+CUresult sw_free_async(sw_policy *p, CUdeviceptr dptr, CUstream stream);
+
+/* ---- sync points reported by the shim ----------------------------------
+ * A device-wide sync the program makes (cuCtxSynchronize, cudaDeviceSynchronize)
+ * also covers pending frees: call begin before forwarding it, end with the
+ * ticket after it returned CUDA_SUCCESS. */
+uint64_t sw_sync_begin(sw_policy *p, int dev);
+void sw_sync_end(sw_policy *p, int dev, uint64_t ticket);
+/* cuStreamDestroy: blocks freed on stream lose their same-stream reuse (a new
+ * stream may get the same handle value). */
+void sw_stream_destroyed(sw_policy *p, int dev, CUstream stream);
+
+/* ---- lookups (cuMemGetAddressRange, cuPointerGetAttribute(s)) ----------
+ * True when ptr lies in a spillway arena or a page spillway mapped for the
+ * program: then the call is spillway's to answer. Lock-free. */
+bool sw_owns(const sw_policy *p, CUdeviceptr ptr);
+/* The program's allocation containing ptr: its base, its size as requested
+ * (a program VMM mapping: the mapped range), and the device. Memory that
+ * lives on the host for now is still device memory for the program.
+ * CUDA_ERROR_NOT_FOUND when ptr is not inside a live allocation. */
+CUresult sw_lookup(sw_policy *p, CUdeviceptr ptr, CUdeviceptr *base, size_t *size, int *dev);
+
+/* ---- peer access ---------------------------------------------------------
+ * The program enabled access from device `peer` to dev's memory (cuCtxEnable-
+ * PeerAccess in peer's context): spillway grants it on dev's arena mappings,
+ * now and for every page it maps later. Program VMM mappings are the
+ * program's own to grant (it calls cuMemSetAccess). */
+CUresult sw_grant_access(sw_policy *p, int dev, int peer);
+
+/* ---- program-managed VMM (cuMemCreate & co.) ---------------------------
+ * Handles are spillway's own values (never a driver handle value); the shim
+ * passes a handle through to the driver when !sw_vmm_is_handle(). */
+bool sw_vmm_is_handle(sw_policy *p, CUmemGenericAllocationHandle h);
+/* size must be a multiple of the page size. Pages come from dev's pool. */
+CUresult sw_vmm_create(sw_policy *p, int dev, size_t size, CUmemGenericAllocationHandle *out);
+CUresult sw_vmm_release(sw_policy *p, CUmemGenericAllocationHandle h);
+/* Maps the whole handle at va (page aligned, inside a range the program
+ * reserved): offset != 0 or size != the handle's size -> NOT_SUPPORTED, as
+ * the driver; any page of the range already mapped -> INVALID_VALUE. */
+CUresult sw_vmm_map(sw_policy *p, CUdeviceptr va, size_t size, size_t offset,
+                    CUmemGenericAllocationHandle h);
+/* NOT_FOUND when no page of the range is spillway's; INVALID_VALUE when only
+ * part of it is, or the range splits one mapping. */
+CUresult sw_vmm_unmap(sw_policy *p, CUdeviceptr va, size_t size);
+/* rw_dev_mask: devices given read-write access (bit d = device d). */
+CUresult sw_vmm_set_access(sw_policy *p, CUdeviceptr va, size_t size, uint64_t rw_dev_mask);
+/* cuMemRetainAllocationHandle: the handle mapped at va (+1 reference). */
+CUresult sw_vmm_retain(sw_policy *p, CUdeviceptr va, CUmemGenericAllocationHandle *out);
+/* cuMemGetAllocationPropertiesFromHandle: size and device of the handle. */
+CUresult sw_vmm_properties(sw_policy *p, CUmemGenericAllocationHandle h, size_t *size, int *dev);
+
+/* ---- residency (spill/fill stand on this) ------------------------------
+ * Moves the page containing va to device or host memory; the VA and the
+ * bytes stay. Synchronizes dev first (one sync for the whole range of
+ * npages pages). NOT_SUPPORTED for a page mapped at more than one VA. */
+typedef enum sw_residency { SW_RES_DEVICE = SW_LOC_DEVICE, SW_RES_HOST = SW_LOC_HOST } sw_residency;
+CUresult sw_set_residency(sw_policy *p, CUdeviceptr va, size_t npages, sw_residency where);
+CUresult sw_get_residency(sw_policy *p, CUdeviceptr va, sw_residency *where);
+
+/* ---- counters for the stats publisher ---------------------------------- */
+typedef enum sw_passthrough_reason {
+    SW_PT_IPC = 0,      /* handle asks for a shareable (IPC) handle type */
+    SW_PT_MANAGED,      /* cuMemAllocManaged */
+    SW_PT_CAPTURE,      /* allocation during stream capture */
+    SW_PT_HOST_LOCATION,/* cuMemCreate for a non-device location */
+    SW_PT_DISABLED,     /* device not managed by spillway */
+    SW_PT_OTHER,
+    SW_PT_NREASONS
+} sw_passthrough_reason;
+const char *sw_passthrough_reason_name(sw_passthrough_reason r);
+/* Counts one pass-through allocation of `bytes` on dev. */
+void sw_count_passthrough(sw_policy *p, int dev, sw_passthrough_reason r, size_t bytes);
+
+typedef struct sw_counters {
+    uint64_t limit_bytes;    /* device bytes spillway may hold */
+    uint64_t pool_bytes;     /* device pages created (held from the driver) */
+    uint64_t mapped_bytes;   /* pages mapped in the arena or for program VMM */
+    uint64_t in_use_bytes;   /* bytes the program holds (requested sizes + VMM) */
+    uint64_t peak_in_use_bytes;
+    uint64_t backing_bytes;  /* pages that back at least one live allocation */
+    uint64_t peak_backing_bytes;
+    uint64_t pending_bytes;  /* freed, waiting for a sync point or an event */
+    uint64_t host_bytes;     /* pinned host pages created */
+    uint64_t host_in_use_bytes; /* host pages backing program data (spilled) */
+    uint64_t allocs, frees, ooms, syncs, maps, unmaps, reclaims;
+    uint64_t passthrough_count[SW_PT_NREASONS];
+    uint64_t passthrough_bytes[SW_PT_NREASONS];
+} sw_counters;
+/* A snapshot of dev's counters (each read atomically). */
+CUresult sw_get_counters(sw_policy *p, int dev, sw_counters *out);
+
+#endif

@@ -1,0 +1,425 @@
+/* Program-managed VMM: cuMemCreate and the calls around it, served with pool
+ * pages at the program's own addresses.
+ *
+ * A spillway handle is a list of pool pages (one driver handle each: the
+ * driver cannot map part of a handle, and spill moves single pages). Mapping
+ * it maps its pages one by one at the program's VA and records the mapping in
+ * the page table, so lookups, stats and residency see program VMM memory
+ * exactly like arena memory. As in the driver, a handle's memory goes back
+ * when it is released and no longer mapped.
+ *
+ * All of it runs under the policy's handle lock (then the device lock for
+ * page work), so a handle or mapping is never changed under a reader. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy/internal.h"
+
+#define IDX_BITS 20u
+#define IDX_MASK ((1ull << IDX_BITS) - 1)
+#define TAG_MASK 0xffff000000000000ull
+
+/* The live handle with value h; under the handle lock. */
+static sw_vmm *handle_get(sw_policy *p, CUmemGenericAllocationHandle h)
+{
+    if ((h & TAG_MASK) != p->handle_tag)
+        return NULL;
+    size_t idx = (size_t)(h & IDX_MASK);
+    if (idx >= p->nhandles || !p->handles[idx] || p->handles[idx]->id != h)
+        return NULL;
+    return p->handles[idx];
+}
+
+bool sw_vmm_is_handle(sw_policy *p, CUmemGenericAllocationHandle h)
+{
+    if (!p)
+        return false;
+    pthread_mutex_lock(&p->handles_lock);
+    sw_vmm *v = handle_get(p, h);
+    bool ok = v && v->refs > 0;
+    pthread_mutex_unlock(&p->handles_lock);
+    return ok;
+}
+
+static CUresult handle_register(sw_policy *p, sw_vmm *v)
+{
+    size_t idx = 0;
+    while (idx < p->nhandles && p->handles[idx])
+        idx++;
+    if (idx == p->nhandles) {
+        if (idx > IDX_MASK)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        if (p->nhandles == p->cap_handles) {
+            size_t cap = p->cap_handles ? 2 * p->cap_handles : 64;
+            sw_vmm **n = realloc(p->handles, cap * sizeof *n);
+            if (!n)
+                return CUDA_ERROR_OUT_OF_MEMORY;
+            p->handles = n;
+            p->cap_handles = cap;
+        }
+        p->nhandles++;
+    }
+    p->handle_seq = (p->handle_seq + 1) & ((1ull << (48 - IDX_BITS)) - 1);
+    v->id = p->handle_tag | p->handle_seq << IDX_BITS | idx;
+    p->handles[idx] = v;
+    return CUDA_SUCCESS;
+}
+
+CUresult sw_take_pages(sw_device *d, size_t n, CUmemGenericAllocationHandle *out)
+{
+    for (int attempt = 0; attempt < 2; attempt++) {
+        pthread_mutex_lock(&d->lock);
+        if (attempt == 1 && sw_pool_available(d) < n) {
+            size_t got;
+            CUresult r = sw_arena_reclaim(d, n - sw_pool_available(d), &got);
+            if (r != CUDA_SUCCESS) {
+                pthread_mutex_unlock(&d->lock);
+                return r;
+            }
+        }
+        if (sw_pool_available(d) >= n) {
+            for (size_t i = 0; i < n; i++) {
+                CUresult r = sw_pool_take(d, SW_LOC_DEVICE, &out[i]);
+                if (r != CUDA_SUCCESS) {
+                    while (i)
+                        sw_pool_put(d, SW_LOC_DEVICE, out[--i]);
+                    pthread_mutex_unlock(&d->lock);
+                    return r;
+                }
+            }
+            pthread_mutex_unlock(&d->lock);
+            return CUDA_SUCCESS;
+        }
+        pthread_mutex_unlock(&d->lock);
+        if (attempt == 0) {
+            /* Releases pending frees into the arena and covers the unmaps. */
+            CUresult r = sw_sync_and_collect(d);
+            if (r != CUDA_SUCCESS)
+                return r;
+        }
+    }
+    return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+/* Gives a handle's pages back to the pool and forgets it; device lock held. */
+static void handle_free(sw_policy *p, sw_vmm *v)
+{
+    sw_device *d = v->dev;
+    for (uint32_t i = 0; i < v->npages; i++) {
+        sw_pool_put(d, (sw_loc)v->pages[i]->loc, v->pages[i]->handle);
+        if (v->pages[i]->loc == SW_LOC_HOST)
+            sw_count_sub(&d->c.host_in_use, d->page);
+        sw_page_free(d, v->pages[i]);
+    }
+    p->handles[v->id & IDX_MASK] = NULL;
+    sw_count_sub(&d->c.in_use, v->size);
+    sw_count_sub(&d->c.backing, v->size);
+    free(v->pages);
+    free(v);
+}
+
+CUresult sw_vmm_create(sw_policy *p, int dev, size_t size, CUmemGenericAllocationHandle *out)
+{
+    sw_device *d = sw_dev(p, dev);
+    if (!d)
+        return CUDA_ERROR_INVALID_DEVICE;
+    if (!out || !size || size % d->page)
+        return CUDA_ERROR_INVALID_VALUE;
+    size_t n = size >> d->shift;
+    if (n > d->pool.limit_pages) {
+        atomic_fetch_add_explicit(&d->c.ooms, 1, memory_order_relaxed);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    sw_vmm *v = calloc(1, sizeof *v);
+    CUmemGenericAllocationHandle *hs = malloc(n * sizeof *hs);
+    if (v)
+        v->pages = calloc(n, sizeof *v->pages);
+    if (!v || !hs || !v->pages) {
+        free(hs);
+        if (v)
+            free(v->pages);
+        free(v);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    CUresult r = sw_take_pages(d, n, hs);
+    if (r != CUDA_SUCCESS) {
+        if (r == CUDA_ERROR_OUT_OF_MEMORY)
+            atomic_fetch_add_explicit(&d->c.ooms, 1, memory_order_relaxed);
+        free(hs);
+        free(v->pages);
+        free(v);
+        return r;
+    }
+    v->dev = d;
+    v->size = size;
+    v->npages = (uint32_t)n;
+    v->refs = 1;
+    pthread_mutex_lock(&p->handles_lock);
+    pthread_mutex_lock(&d->lock);
+    for (size_t i = 0; i < n; i++)
+        if (!(v->pages[i] = sw_page_new(d, hs[i], SW_LOC_DEVICE)))
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+    if (r == CUDA_SUCCESS)
+        r = handle_register(p, v);
+    if (r != CUDA_SUCCESS) {
+        for (size_t i = 0; i < n; i++) {
+            sw_pool_put(d, SW_LOC_DEVICE, hs[i]);
+            if (v->pages[i])
+                sw_page_free(d, v->pages[i]);
+        }
+        free(v->pages);
+        free(v);
+    } else {
+        sw_count_add(&d->c.in_use, size, &d->c.peak_in_use);
+        sw_count_add(&d->c.backing, size, &d->c.peak_backing);
+        atomic_fetch_add_explicit(&d->c.allocs, 1, memory_order_relaxed);
+        *out = v->id;
+    }
+    pthread_mutex_unlock(&d->lock);
+    pthread_mutex_unlock(&p->handles_lock);
+    free(hs);
+    return r;
+}
+
+CUresult sw_vmm_release(sw_policy *p, CUmemGenericAllocationHandle h)
+{
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&p->handles_lock);
+    sw_vmm *v = handle_get(p, h);
+    CUresult r = CUDA_ERROR_INVALID_VALUE;
+    if (v && v->refs > 0) {
+        r = CUDA_SUCCESS;
+        if (--v->refs == 0 && v->maps == 0) {
+            pthread_mutex_lock(&v->dev->lock);
+            atomic_fetch_add_explicit(&v->dev->c.frees, 1, memory_order_relaxed);
+            handle_free(p, v);
+            pthread_mutex_unlock(&v->dev->lock);
+        }
+    }
+    pthread_mutex_unlock(&p->handles_lock);
+    return r;
+}
+
+static sw_vmap *vmap_at(sw_policy *p, CUdeviceptr va)
+{
+    sw_pte *e = sw_pt_get(&p->pt, va);
+    if (!e)
+        return NULL;
+    uintptr_t o = atomic_load_explicit(&e->owner, memory_order_acquire);
+    return SW_OWN_TAG(o) == SW_OWN_VMM ? SW_OWN_PTR(o) : NULL;
+}
+
+/* Unmaps the first `done` pages of mapping m; device lock held. */
+static CUresult unmap_pages(sw_policy *p, sw_vmap *m, uint32_t done)
+{
+    CUresult first = CUDA_SUCCESS;
+    for (uint32_t i = 0; i < done; i++) {
+        CUdeviceptr va = m->va + ((CUdeviceptr)i << p->shift);
+        CUresult r = sw_unmap_page(m->h->dev, va);
+        if (r != CUDA_SUCCESS && first == CUDA_SUCCESS)
+            first = r;
+        atomic_store_explicit(&sw_pt_get(&p->pt, va)->owner, 0, memory_order_release);
+    }
+    return first;
+}
+
+CUresult sw_vmm_map(sw_policy *p, CUdeviceptr va, size_t size, size_t offset,
+                    CUmemGenericAllocationHandle h)
+{
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&p->handles_lock);
+    sw_vmm *v = handle_get(p, h);
+    CUresult r = CUDA_SUCCESS;
+    if (!v || v->refs == 0 || !va || va % p->page)
+        r = CUDA_ERROR_INVALID_VALUE;
+    else if (offset || size != v->size)
+        r = CUDA_ERROR_NOT_SUPPORTED; /* the driver cannot map part of a handle */
+    for (uint32_t i = 0; r == CUDA_SUCCESS && i < v->npages; i++) {
+        sw_pte *e = sw_pt_ensure(&p->pt, va + ((CUdeviceptr)i << p->shift));
+        if (!e)
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+        else if (atomic_load(&e->owner) || atomic_load(&e->page))
+            r = CUDA_ERROR_INVALID_VALUE; /* already mapped */
+    }
+    sw_vmap *m = NULL;
+    if (r == CUDA_SUCCESS) {
+        if ((m = p->spare_vmaps))
+            p->spare_vmaps = m->next;
+        else if (!(m = calloc(1, sizeof *m)))
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    if (r != CUDA_SUCCESS) {
+        pthread_mutex_unlock(&p->handles_lock);
+        return r;
+    }
+    m->va = va;
+    m->size = size;
+    m->h = v;
+    m->access = 0;
+    sw_device *d = v->dev;
+    pthread_mutex_lock(&d->lock);
+    uint32_t i = 0;
+    for (; i < v->npages; i++) {
+        CUdeviceptr pva = va + ((CUdeviceptr)i << p->shift);
+        if ((r = sw_map_page(d, pva, v->pages[i])) != CUDA_SUCCESS)
+            break;
+        atomic_store_explicit(&sw_pt_get(&p->pt, pva)->owner, SW_OWN(m, SW_OWN_VMM),
+                              memory_order_release);
+    }
+    if (r != CUDA_SUCCESS) {
+        (void)unmap_pages(p, m, i); /* nothing ran there: safe to unmap */
+        m->h = NULL;
+        m->next = p->spare_vmaps;
+        p->spare_vmaps = m;
+    } else {
+        v->maps++;
+        m->prev = NULL;
+        m->next = p->vmaps;
+        if (p->vmaps)
+            p->vmaps->prev = m;
+        p->vmaps = m;
+    }
+    pthread_mutex_unlock(&d->lock);
+    pthread_mutex_unlock(&p->handles_lock);
+    return r;
+}
+
+/* Checks [va, va+size) is made of whole spillway mappings; handle lock held. */
+static CUresult check_range(sw_policy *p, CUdeviceptr va, size_t size)
+{
+    if (!size || va % p->page || size % p->page)
+        return vmap_at(p, va) ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_NOT_FOUND;
+    size_t n = size >> p->shift, ours = 0;
+    for (size_t i = 0; i < n; i++) {
+        sw_vmap *m = vmap_at(p, va + ((CUdeviceptr)i << p->shift));
+        if (!m)
+            continue;
+        ours++;
+        if (m->va < va || m->va + m->size > va + size)
+            return CUDA_ERROR_INVALID_VALUE; /* splits a mapping */
+    }
+    if (!ours)
+        return CUDA_ERROR_NOT_FOUND;
+    return ours == n ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult sw_vmm_unmap(sw_policy *p, CUdeviceptr va, size_t size)
+{
+    if (!p || !p->page)
+        return CUDA_ERROR_NOT_FOUND;
+    pthread_mutex_lock(&p->handles_lock);
+    CUresult r = check_range(p, va, size);
+    for (CUdeviceptr at = va; r == CUDA_SUCCESS && at < va + size;) {
+        sw_vmap *m = vmap_at(p, at);
+        sw_vmm *v = m->h;
+        sw_device *d = v->dev;
+        pthread_mutex_lock(&d->lock);
+        /* The program's own unmap: ordering it after the program's work is
+         * the program's business, as without spillway. */
+        r = unmap_pages(p, m, v->npages);
+        at = m->va + m->size;
+        if (m->prev)
+            m->prev->next = m->next;
+        else
+            p->vmaps = m->next;
+        if (m->next)
+            m->next->prev = m->prev;
+        m->h = NULL;
+        m->next = p->spare_vmaps;
+        p->spare_vmaps = m;
+        if (--v->maps == 0 && v->refs == 0) {
+            atomic_fetch_add_explicit(&d->c.frees, 1, memory_order_relaxed);
+            handle_free(p, v);
+        }
+        pthread_mutex_unlock(&d->lock);
+    }
+    pthread_mutex_unlock(&p->handles_lock);
+    return r;
+}
+
+CUresult sw_vmm_set_access(sw_policy *p, CUdeviceptr va, size_t size, uint64_t rw_dev_mask)
+{
+    if (!p || !p->page)
+        return CUDA_ERROR_NOT_FOUND;
+    pthread_mutex_lock(&p->handles_lock);
+    CUresult r = check_range(p, va, size);
+    if (r == CUDA_SUCCESS)
+        r = p->be.set_access(p->be.ctx, va, size, rw_dev_mask);
+    for (CUdeviceptr at = va; r == CUDA_SUCCESS && at < va + size;) {
+        sw_vmap *m = vmap_at(p, at);
+        m->access = rw_dev_mask; /* re-granted when a page changes residency */
+        at = m->va + m->size;
+    }
+    pthread_mutex_unlock(&p->handles_lock);
+    return r;
+}
+
+CUresult sw_vmm_retain(sw_policy *p, CUdeviceptr va, CUmemGenericAllocationHandle *out)
+{
+    if (!p || !out)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!p->page)
+        return CUDA_ERROR_NOT_FOUND;
+    pthread_mutex_lock(&p->handles_lock);
+    sw_vmap *m = vmap_at(p, va);
+    CUresult r = CUDA_ERROR_NOT_FOUND;
+    if (m && m->h) {
+        m->h->refs++;
+        *out = m->h->id;
+        r = CUDA_SUCCESS;
+    }
+    pthread_mutex_unlock(&p->handles_lock);
+    return r;
+}
+
+CUresult sw_vmm_properties(sw_policy *p, CUmemGenericAllocationHandle h, size_t *size, int *dev)
+{
+    if (!p || !size || !dev)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&p->handles_lock);
+    sw_vmm *v = handle_get(p, h);
+    CUresult r = CUDA_ERROR_INVALID_VALUE;
+    if (v && v->refs > 0) {
+        *size = v->size;
+        *dev = v->dev->id;
+        r = CUDA_SUCCESS;
+    }
+    pthread_mutex_unlock(&p->handles_lock);
+    return r;
+}
+
+CUresult sw_vmm_destroy_all(sw_policy *p)
+{
+    CUresult first = CUDA_SUCCESS;
+    pthread_mutex_lock(&p->handles_lock);
+    while (p->vmaps) {
+        sw_vmap *m = p->vmaps;
+        p->vmaps = m->next;
+        pthread_mutex_lock(&m->h->dev->lock);
+        CUresult r = unmap_pages(p, m, m->h->npages);
+        pthread_mutex_unlock(&m->h->dev->lock);
+        if (first == CUDA_SUCCESS)
+            first = r;
+        free(m);
+    }
+    while (p->spare_vmaps) {
+        sw_vmap *n = p->spare_vmaps->next;
+        free(p->spare_vmaps);
+        p->spare_vmaps = n;
+    }
+    for (size_t i = 0; i < p->nhandles; i++) {
+        sw_vmm *v = p->handles[i];
+        if (!v)
+            continue;
+        pthread_mutex_lock(&v->dev->lock);
+        handle_free(p, v);
+        pthread_mutex_unlock(&v->dev->lock);
+    }
+    free(p->handles);
+    p->handles = NULL;
+    p->nhandles = p->cap_handles = 0;
+    pthread_mutex_unlock(&p->handles_lock);
+    return first;
+}
