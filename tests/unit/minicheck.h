@@ -55,7 +55,8 @@ static inline void mc_fail(const char *file, int line, const char *fmt, ...)
 #define ck_assert_msg(e, ...) do { if (!(e)) mc_fail(__FILE__, __LINE__, __VA_ARGS__); } while (0)
 #define ck_assert(e) ck_assert_msg(e, "Assertion '%s' failed", #e)
 #define MC_CMP(T, fmt, x, op, y) do {                                        \
-        T mc_x = (x), mc_y = (y);                                            \
+        T mc_x = (x);                                                        \
+        T mc_y = (y);                                                        \
         if (!(mc_x op mc_y))                                                 \
             mc_fail(__FILE__, __LINE__, "Assertion '%s %s %s' failed: %s == " fmt ", %s == " fmt, \
                     #x, #op, #y, #x, mc_x, #y, mc_y);                        \

@@ -1,6 +1,7 @@
 #include "tests/unit/driver/common.h"
 
 #include <stdlib.h>
+#include <time.h>
 
 #include "tests/unit/driver/kernels_ptx.h"
 
@@ -66,4 +67,26 @@ void expect_u32(CUdeviceptr p, unsigned v, size_t n)
         if (buf[i] != v)
             ck_abort_msg("word %zu of %zu is %u, expected %u", i, n, buf[i], v);
     free(buf);
+}
+
+static void pause_1ms(void)
+{
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+}
+
+void expect_event_pending(CUevent e)
+{
+    for (int i = 0; i < 50; i++) {
+        CU_ERR(cuEventQuery(e), CUDA_ERROR_NOT_READY);
+        pause_1ms();
+    }
+}
+
+void expect_stream_pending(CUstream s)
+{
+    for (int i = 0; i < 50; i++) {
+        CU_ERR(cuStreamQuery(s), CUDA_ERROR_NOT_READY);
+        pause_1ms();
+    }
 }

@@ -43,6 +43,11 @@ void flag_release(struct flag *f);
 /* Makes stream s busy until flag_release. */
 void stream_block(const struct test_kernels *k, struct flag *f, CUstream s);
 
+/* Asserts that e stays incomplete for a while (polls for ~50 ms): a single
+ * query could pass only because the work had not been picked up yet. */
+void expect_event_pending(CUevent e);
+void expect_stream_pending(CUstream s);
+
 /* Reads n words of device memory back (synchronously) and checks each is v. */
 void expect_u32(CUdeviceptr p, unsigned v, size_t n);
 
