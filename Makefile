@@ -37,8 +37,11 @@ endif
 # Filled in by the modules (see tests/README.md for the conventions):
 #   ALL_TARGETS  what `make` builds
 #   UNIT_TESTS   programs `make test` runs (Check suites or scripts), in order
+#   GPU_TARGETS  what scripts/gpu-check.sh needs built on the GPU host
+#                (which has no Check and maybe no ncurses)
 ALL_TARGETS :=
 UNIT_TESTS  :=
+GPU_TARGETS :=
 UNIT_MAIN   := $(BUILD)/tests/unit/main.o
 
 # Test sources see Check (or minicheck).
@@ -61,6 +64,11 @@ build-all: $(ALL_TARGETS)
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+gpu-build: $(GPU_TARGETS)
+gpu-test:
+	scripts/gpu-check.sh
+.PHONY: gpu-build
 
 test: build-all $(UNIT_TESTS)
 	@BUILD=$(BUILD) scripts/run-tests.sh $(UNIT_TESTS)

@@ -11,3 +11,4 @@ $(BUILD)/tests/unit/driver_%: $(BUILD)/tests/unit/driver/test_%.o $(DRIVER_TEST_
 
 ALL_TARGETS += $(DRIVER_TESTS)
 UNIT_TESTS  += $(DRIVER_TESTS)
+GPU_TARGETS += $(DRIVER_TESTS)
