@@ -6,3 +6,38 @@ ALL_TARGETS += $(SHIM_OPTIONS_OBJ)
 $(BUILD)/tests/unit/shim_options: $(BUILD)/tests/unit/shim/test_options.o $(UNIT_MAIN) $(SHIM_OPTIONS_OBJ)
 	$(CC) $(CFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
 UNIT_TESTS += $(BUILD)/tests/unit/shim_options
+
+# The library: every shim/*.c. The exported names and their aliases are
+# generated from hooks.def (see exports.map.in and exports.ld.in).
+SHIM_SRCS := $(wildcard shim/*.c)
+SHIM_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(SHIM_SRCS))
+SHIM_LIB  := $(BUILD)/libspillway.so
+ALL_TARGETS += $(SHIM_LIB)
+
+$(BUILD)/shim/exports.map: shim/exports.map.in shim/hooks.def
+	@mkdir -p $(dir $@)
+	$(CC) -E -P -x c -I. $< -o $@
+$(BUILD)/shim/exports.ld: shim/exports.ld.in shim/hooks.def
+	@mkdir -p $(dir $@)
+	$(CC) -E -P -x c -I. $< -o $@
+
+# No CUDA library on the link line: the driver is dlopen'ed, the runtime
+# found with dlsym(RTLD_NEXT).
+$(SHIM_LIB): $(SHIM_OBJS) $(BUILD)/shim/exports.map $(BUILD)/shim/exports.ld
+	$(CC) -shared -Wl,--no-undefined -Wl,--version-script=$(BUILD)/shim/exports.map \
+	    $(SHIM_OBJS) $(BUILD)/shim/exports.ld -o $@ $(LDLIBS)
+
+# ---- tests ----
+# Integration programs link fakecuda (-lcuda) and fakecudart (-lcudart) by
+# path; rules of other modules are not read yet when this file is.
+SHIM_FAKE_LIBS := $(BUILD)/fakecuda/libcuda.so.1 $(BUILD)/fakecudart/libcudart.so
+SHIM_FAKE_LINK := -L$(BUILD)/fakecuda -L$(BUILD)/fakecudart \
+                  -Wl,-rpath,'$$ORIGIN/../../fakecuda:$$ORIGIN/../../fakecudart'
+SHIM_IT := $(BUILD)/tests/integration
+
+$(SHIM_IT)/shim_paths: $(SHIM_IT)/shim/test_paths.o $(SHIM_IT)/shim/driver_api.o $(UNIT_MAIN) \
+                       $(SHIM_OPTIONS_OBJ) $(SHIM_FAKE_LIBS)
+	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcudart -lcuda $(CHECK_LIBS) $(LDLIBS)
+
+ALL_TARGETS += $(SHIM_IT)/shim_paths
+UNIT_TESTS += tests/integration/shim/paths.sh

@@ -1,0 +1,210 @@
+/* Owner of the counters and the allocation maps. */
+#include "shim/account.h"
+
+#include "shim/log.h"
+#include "shim/ptrmap.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+struct counters {
+    _Atomic uint64_t limit; /* 0 = not computed yet */
+    _Atomic uint64_t used, peak, allocs, frees, ooms;
+    _Atomic int oom_logged;
+} __attribute__((aligned(64))); /* one device's hot counters per cache line pair */
+
+static struct counters devices[SPW_MAX_DEVICES];
+static struct counters host;
+static struct spw_map maps[SPW_KINDS];
+static pthread_once_t maps_once = PTHREAD_ONCE_INIT;
+static _Atomic(const struct spw_options *) options;
+static uint64_t (*_Atomic total_of)(int dev);
+
+static void init_maps(void)
+{
+    for (int i = 0; i < SPW_KINDS; i++)
+        spw_map_init(&maps[i]);
+}
+
+static struct spw_map *map_of(enum spw_kind kind)
+{
+    pthread_once(&maps_once, init_maps);
+    return &maps[kind];
+}
+
+void spw_account_init(const struct spw_options *opts, uint64_t (*total)(int dev))
+{
+    const struct spw_options *none = NULL;
+    if (atomic_compare_exchange_strong(&options, &none, opts))
+        atomic_store(&total_of, total);
+    pthread_once(&maps_once, init_maps);
+}
+
+int spw_account_tracks(int dev)
+{
+    return dev == SPILLWAY_HOST || (dev >= 0 && dev < SPW_MAX_DEVICES);
+}
+
+static struct counters *counters_of(int dev)
+{
+    return dev == SPILLWAY_HOST ? &host : &devices[dev];
+}
+
+uint64_t spw_account_limit(int dev)
+{
+    if (dev == SPILLWAY_HOST)
+        return 0;
+    struct counters *c = &devices[dev];
+    uint64_t limit = atomic_load_explicit(&c->limit, memory_order_relaxed);
+    if (limit)
+        return limit;
+    const struct spw_options *o = atomic_load(&options);
+    uint64_t (*total)(int) = atomic_load(&total_of);
+    if (!o || !total)
+        return UINT64_MAX;
+    uint64_t t = total(dev);
+    /* A driver that cannot tell the total gets the explicit limit only. */
+    limit = spw_options_device_limit(o, dev, t ? t : UINT64_MAX);
+    if (limit == 0)
+        limit = 1; /* 0 means "not computed"; a 0-byte device takes nothing anyway */
+    uint64_t unset = 0;
+    if (atomic_compare_exchange_strong(&c->limit, &unset, limit) && t)
+        spw_info("device %d: limit %llu bytes of %llu", dev, (unsigned long long)limit,
+                 (unsigned long long)t);
+    return atomic_load(&c->limit);
+}
+
+uint64_t spw_account_used(int dev)
+{
+    return atomic_load_explicit(&counters_of(dev)->used, memory_order_relaxed);
+}
+
+static void note_refusal(int dev, uint64_t bytes, uint64_t used, uint64_t limit)
+{
+    struct counters *c = &devices[dev];
+    atomic_fetch_add_explicit(&c->ooms, 1, memory_order_relaxed);
+    enum spw_log_level level =
+        atomic_exchange_explicit(&c->oom_logged, 1, memory_order_relaxed) ? SPW_LOG_DEBUG
+                                                                          : SPW_LOG_WARN;
+    spw_log(level,
+            "device %d: out of memory: allocating %llu bytes would pass the limit of %llu "
+            "bytes (%llu in use)%s",
+            dev, (unsigned long long)bytes, (unsigned long long)limit, (unsigned long long)used,
+            level == SPW_LOG_WARN ? "; later refusals are logged at debug level" : "");
+}
+
+int spw_account_reserve(int dev, uint64_t bytes)
+{
+    struct counters *c = counters_of(dev);
+    if (dev == SPILLWAY_HOST) {
+        atomic_fetch_add_explicit(&c->used, bytes, memory_order_relaxed);
+        return 0;
+    }
+    uint64_t limit = spw_account_limit(dev);
+    uint64_t used = atomic_load_explicit(&c->used, memory_order_relaxed);
+    do {
+        if (bytes > limit || used > limit - bytes) {
+            note_refusal(dev, bytes, used, limit);
+            return -1;
+        }
+    } while (!atomic_compare_exchange_weak_explicit(&c->used, &used, used + bytes,
+                                                    memory_order_relaxed, memory_order_relaxed));
+    return 0;
+}
+
+/* Subtracts without ever wrapping below zero. */
+static void sub_floor(_Atomic uint64_t *v, uint64_t bytes)
+{
+    uint64_t cur = atomic_load_explicit(v, memory_order_relaxed);
+    uint64_t next;
+    do {
+        next = cur > bytes ? cur - bytes : 0;
+    } while (!atomic_compare_exchange_weak_explicit(v, &cur, next, memory_order_relaxed,
+                                                    memory_order_relaxed));
+}
+
+void spw_account_unreserve(int dev, uint64_t bytes)
+{
+    sub_floor(&counters_of(dev)->used, bytes);
+}
+
+static void raise_peak(struct counters *c)
+{
+    uint64_t used = atomic_load_explicit(&c->used, memory_order_relaxed);
+    uint64_t peak = atomic_load_explicit(&c->peak, memory_order_relaxed);
+    while (used > peak && !atomic_compare_exchange_weak_explicit(
+                              &c->peak, &peak, used, memory_order_relaxed, memory_order_relaxed))
+        ;
+}
+
+void spw_account_commit(enum spw_kind kind, uint64_t key, int dev, uint64_t bytes)
+{
+    struct counters *c = counters_of(dev);
+    struct spw_map_entry stale;
+    int r = spw_map_insert(map_of(kind), key, dev, bytes, &stale);
+    if (r < 0) {
+        /* Untracked memory could never be released: give the bytes back so
+         * the counters stay exact, at the price of not counting it. */
+        spw_warn("out of memory for the allocation table: %llu bytes on device %d not counted",
+                 (unsigned long long)bytes, dev);
+        sub_floor(&c->used, bytes);
+        return;
+    }
+    if (r == 1) {
+        /* The driver reused a key spillway still held: its memory went away
+         * without a free spillway saw (e.g. a destroyed context). */
+        spw_debug("key %#llx reused: releasing its stale %llu bytes", (unsigned long long)key,
+                  (unsigned long long)stale.size);
+        sub_floor(&counters_of(stale.dev)->used, stale.size);
+        atomic_fetch_add_explicit(&counters_of(stale.dev)->frees, 1, memory_order_relaxed);
+    }
+    atomic_fetch_add_explicit(&c->allocs, 1, memory_order_relaxed);
+    raise_peak(c);
+}
+
+int spw_account_forget(enum spw_kind kind, uint64_t key, int *dev, uint64_t *bytes)
+{
+    struct spw_map_entry e;
+    if (spw_map_remove(map_of(kind), key, &e))
+        return -1;
+    *dev = e.dev;
+    *bytes = e.size;
+    return 0;
+}
+
+void spw_account_release(int dev, uint64_t bytes)
+{
+    struct counters *c = counters_of(dev);
+    sub_floor(&c->used, bytes);
+    atomic_fetch_add_explicit(&c->frees, 1, memory_order_relaxed);
+}
+
+void spw_account_restore(enum spw_kind kind, uint64_t key, int dev, uint64_t bytes)
+{
+    if (spw_map_insert(map_of(kind), key, dev, bytes, NULL) < 0) {
+        spw_warn("out of memory for the allocation table: %llu bytes on device %d forgotten",
+                 (unsigned long long)bytes, dev);
+        sub_floor(&counters_of(dev)->used, bytes);
+    }
+}
+
+void spw_account_note_oom(int dev)
+{
+    atomic_fetch_add_explicit(&counters_of(dev)->ooms, 1, memory_order_relaxed);
+}
+
+int spw_account_read(int dev, struct spillway_counters *out)
+{
+    if (!spw_account_tracks(dev))
+        return -1;
+    struct counters *c = counters_of(dev);
+    out->limit = dev == SPILLWAY_HOST ? 0 : spw_account_limit(dev);
+    if (out->limit == UINT64_MAX)
+        out->limit = 0;
+    out->used = atomic_load(&c->used);
+    out->peak = atomic_load(&c->peak);
+    out->allocs = atomic_load(&c->allocs);
+    out->frees = atomic_load(&c->frees);
+    out->ooms = atomic_load(&c->ooms);
+    return 0;
+}

@@ -1,0 +1,62 @@
+/* Per-device accounting of every allocation spillway sees, and the limit.
+ * Counters are atomics; which allocation belongs to which device and how
+ * big it is lives in three concurrent maps (ptrmap.h). Pure bookkeeping: it
+ * never calls the driver except through the total-memory callback. */
+#ifndef SPILLWAY_SHIM_ACCOUNT_H
+#define SPILLWAY_SHIM_ACCOUNT_H
+#include "shim/options.h"
+#include "shim/spillway.h"
+
+#include <stdint.h>
+
+/* What an allocation's key is. */
+enum spw_kind {
+    SPW_KIND_DEVPTR, /* cuMemAlloc*, managed, stream-ordered: a CUdeviceptr */
+    SPW_KIND_HANDLE, /* cuMemCreate: a CUmemGenericAllocationHandle */
+    SPW_KIND_HOSTPTR /* pinned host memory: a host pointer */
+};
+#define SPW_KINDS 3
+
+/* Sets the options the limits come from and how to learn a device's total
+ * memory (called on a device's first use). Safe to call more than once, the
+ * first call wins; before it, every device is unlimited. */
+void spw_account_init(const struct spw_options *opts, uint64_t (*total_of)(int dev));
+
+/* Whether dev is a device index accounting tracks (0 <= dev < 64) or
+ * SPILLWAY_HOST. */
+int spw_account_tracks(int dev);
+
+/* The device's limit in bytes (computed on first use). */
+uint64_t spw_account_limit(int dev);
+uint64_t spw_account_used(int dev);
+
+/* Reserves bytes on a device before the driver allocates them: 0, or -1
+ * (and the OOM counted and logged) if that would pass the limit. Check and
+ * reservation are one atomic step. Host memory (SPILLWAY_HOST) is never
+ * refused. */
+int spw_account_reserve(int dev, uint64_t bytes);
+
+/* Gives back a reservation whose allocation failed. */
+void spw_account_unreserve(int dev, uint64_t bytes);
+
+/* Records a reserved allocation that succeeded under key: counts it and
+ * updates the peak. */
+void spw_account_commit(enum spw_kind kind, uint64_t key, int dev, uint64_t bytes);
+
+/* Forgets key before the driver frees it. Returns 0 with its device and
+ * size, or -1 if spillway never counted it (nothing changes). */
+int spw_account_forget(enum spw_kind kind, uint64_t key, int *dev, uint64_t *bytes);
+
+/* After a successful free of a forgotten key: releases its bytes and counts
+ * the free. Never goes below zero. */
+void spw_account_release(int dev, uint64_t bytes);
+
+/* After a failed free of a forgotten key: records it again, uncounted. */
+void spw_account_restore(enum spw_kind kind, uint64_t key, int dev, uint64_t bytes);
+
+/* Counts an out-of-memory answer of the driver itself. */
+void spw_account_note_oom(int dev);
+
+/* A consistent-enough copy of the counters (each field read atomically). */
+int spw_account_read(int dev, struct spillway_counters *out);
+#endif

@@ -1,0 +1,46 @@
+/* Pinned host memory: cuMemHostAlloc, cuMemAllocHost, cuMemHostRegister and
+ * their frees, counted as host (SPILLWAY_HOST), never refused. */
+#include "shim/handler.h"
+
+CUresult spw_h_mem_host_alloc(void **pp, size_t bytesize, unsigned int Flags)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_mem_host_alloc);
+    if (spw_disabled() || !pp)
+        return real(pp, bytesize, Flags);
+    SPW_ACCOUNTED_ALLOC(SPW_KIND_HOSTPTR, SPILLWAY_HOST, bytesize, real(pp, bytesize, Flags),
+                        (uintptr_t)*pp);
+}
+
+CUresult spw_h_mem_alloc_host(void **pp, size_t bytesize)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_mem_alloc_host);
+    if (spw_disabled() || !pp)
+        return real(pp, bytesize);
+    SPW_ACCOUNTED_ALLOC(SPW_KIND_HOSTPTR, SPILLWAY_HOST, bytesize, real(pp, bytesize),
+                        (uintptr_t)*pp);
+}
+
+CUresult spw_h_mem_free_host(void *p)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_mem_free_host);
+    if (spw_disabled() || !p)
+        return real(p);
+    SPW_ACCOUNTED_FREE(SPW_KIND_HOSTPTR, (uintptr_t)p, real(p));
+}
+
+CUresult spw_h_mem_host_register(void *p, size_t bytesize, unsigned int Flags)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_mem_host_register);
+    if (spw_disabled() || !p)
+        return real(p, bytesize, Flags);
+    SPW_ACCOUNTED_ALLOC(SPW_KIND_HOSTPTR, SPILLWAY_HOST, bytesize, real(p, bytesize, Flags),
+                        (uintptr_t)p);
+}
+
+CUresult spw_h_mem_host_unregister(void *p)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_mem_host_unregister);
+    if (spw_disabled() || !p)
+        return real(p);
+    SPW_ACCOUNTED_FREE(SPW_KIND_HOSTPTR, (uintptr_t)p, real(p));
+}

@@ -1,0 +1,123 @@
+/* cudaMalloc, cudaFree, cudaMemGetInfo and cudaMemcpy of programs that use
+ * the shared runtime (PyTorch's allocator calls cudaMalloc through the PLT).
+ * Each forwards to the real runtime. The runtime then reaches the driver
+ * through cuGetProcAddress, i.e. through spillway's handlers, which count
+ * the allocation; the thread-local guard tells the wrapper that this
+ * happened, so that it counts only what no handler saw (a runtime that
+ * resolved the driver behind spillway's back). Exactly once either way. */
+#include "shim/handler.h"
+#include "shim/info.h"
+#include "shim/log.h"
+
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+#include <stdatomic.h>
+
+_Thread_local struct spw_rt_guard spw_rt_guard;
+
+#define SPW_EXPORT __attribute__((visibility("default")))
+
+/* The real runtime's function: the next definition after spillway. */
+static void *runtime_fn(void *_Atomic *cache, const char *name)
+{
+    void *fn = atomic_load_explicit(cache, memory_order_acquire);
+    if (!fn) {
+        fn = spw_real_dlsym()(RTLD_NEXT, name);
+        atomic_store_explicit(cache, fn, memory_order_release);
+    }
+    return fn;
+}
+
+#define RUNTIME_FN(var, name)                                                   \
+    static void *_Atomic var##_cache;                                           \
+    __typeof__(&name) var = (__typeof__(&name))runtime_fn(&var##_cache, #name); \
+    if (!var)                                                                   \
+        return cudaErrorInitializationError /* no runtime in this process */
+
+static struct spw_rt_guard guard_enter(void)
+{
+    struct spw_rt_guard saved = spw_rt_guard;
+    spw_rt_guard = (struct spw_rt_guard){.active = 1, .counted = 0};
+    return saved;
+}
+
+/* Returns whether a handler counted the call, and restores the guard. */
+static int guard_leave(struct spw_rt_guard saved)
+{
+    int counted = spw_rt_guard.counted;
+    spw_rt_guard = saved;
+    return counted;
+}
+
+/* Counts an allocation the runtime made without a handler seeing it; frees
+ * it again if it passes the limit. */
+static cudaError_t adopt(void *ptr, size_t size, cudaError_t (*real_free)(void *))
+{
+    int dev;
+    CUdeviceptr p = (CUdeviceptr)(uintptr_t)ptr;
+    if (spw_driver_pointer_device(p, &dev) != CUDA_SUCCESS &&
+        spw_driver_ctx_device(&dev) != CUDA_SUCCESS)
+        return cudaSuccess;
+    if (dev < 0 || !spw_account_tracks(dev))
+        return cudaSuccess;
+    if (spw_account_reserve(dev, size)) {
+        struct spw_rt_guard saved = guard_enter();
+        real_free(ptr);
+        guard_leave(saved);
+        return cudaErrorMemoryAllocation;
+    }
+    spw_account_commit(SPW_KIND_DEVPTR, p, dev, size);
+    return cudaSuccess;
+}
+
+SPW_EXPORT cudaError_t cudaMalloc(void **devPtr, size_t size)
+{
+    RUNTIME_FN(real, cudaMalloc);
+    if (spw_disabled() || !devPtr)
+        return real(devPtr, size);
+    struct spw_rt_guard saved = guard_enter();
+    cudaError_t e = real(devPtr, size);
+    int counted = guard_leave(saved);
+    if (e != cudaSuccess || counted || !*devPtr)
+        return e;
+    RUNTIME_FN(real_free, cudaFree);
+    spw_debug("cudaMalloc reached the driver unseen: counting it here");
+    return adopt(*devPtr, size, real_free);
+}
+
+SPW_EXPORT cudaError_t cudaFree(void *devPtr)
+{
+    RUNTIME_FN(real, cudaFree);
+    if (spw_disabled() || !devPtr)
+        return real(devPtr);
+    struct spw_rt_guard saved = guard_enter();
+    cudaError_t e = real(devPtr);
+    int counted = guard_leave(saved);
+    int dev;
+    uint64_t bytes;
+    if (e == cudaSuccess && !counted &&
+        spw_account_forget(SPW_KIND_DEVPTR, (uintptr_t)devPtr, &dev, &bytes) == 0)
+        spw_account_release(dev, bytes);
+    return e;
+}
+
+SPW_EXPORT cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes)
+{
+    RUNTIME_FN(real, cudaMemGetInfo);
+    cudaError_t e = real(free_bytes, total_bytes);
+    int dev;
+    /* The handler already clamped if the runtime went through it; clamping
+     * is idempotent. */
+    if (e == cudaSuccess && !spw_disabled() && spw_driver_ctx_device(&dev) == CUDA_SUCCESS &&
+        dev >= 0 && spw_account_tracks(dev))
+        spw_info_clamp(dev, free_bytes, total_bytes);
+    return e;
+}
+
+/* Pass-through for now: the page pool (policy/) will need to see copies. */
+SPW_EXPORT cudaError_t cudaMemcpy(void *dst, const void *src, size_t count,
+                                  enum cudaMemcpyKind kind)
+{
+    RUNTIME_FN(real, cudaMemcpy);
+    return real(dst, src, count, kind);
+}

@@ -1,0 +1,157 @@
+/* Owner of the driver handle and of spw_real. */
+#include "shim/driver.h"
+
+#include "shim/account.h"
+#include "shim/config.h"
+#include "shim/hooks.h"
+#include "shim/log.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+struct spw_real spw_real;
+
+enum { DRIVER_UNLOADED, DRIVER_READY, DRIVER_FAILED };
+static _Atomic int driver_state = DRIVER_UNLOADED;
+static pthread_once_t driver_once = PTHREAD_ONCE_INIT;
+/* Set while this thread runs the driver's dlopen: calls that come back from
+ * the driver's constructors pass through instead of waiting on themselves. */
+static _Thread_local int loading_here;
+static const void *driver_base;
+
+/* Unhooked driver functions the shim calls. */
+static CUresult (*real_ctx_get_device)(CUdevice *);
+static CUresult (*real_stream_get_device)(CUstream, CUdevice *);
+static CUresult (*real_pointer_get_attribute)(void *, CUpointer_attribute, CUdeviceptr);
+
+static _Atomic(spw_dlsym_fn) real_dlsym;
+
+spw_dlsym_fn spw_real_dlsym(void)
+{
+    spw_dlsym_fn fn = atomic_load_explicit(&real_dlsym, memory_order_acquire);
+    if (fn)
+        return fn;
+    /* dlvsym is not overridden, so this cannot come back here. */
+    static const char *const versions[] = {"GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17"};
+    for (size_t i = 0; !fn && i < sizeof versions / sizeof versions[0]; i++)
+        fn = (spw_dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", versions[i]);
+    if (!fn) {
+        /* Without dlsym nothing can work; say so before crashing. */
+        spw_error("cannot find glibc's dlsym (dlvsym: %s)", dlerror());
+        abort();
+    }
+    atomic_store_explicit(&real_dlsym, fn, memory_order_release);
+    return fn;
+}
+
+static void resolve_hooks(void *handle, spw_dlsym_fn sym)
+{
+    for (unsigned i = 0; i < spw_hooks_count; i++) {
+        const struct spw_hook *h = &spw_hooks[i];
+        *h->real = sym(handle, h->symbol);
+        if (h->pt_suffix) {
+            char name[128];
+            snprintf(name, sizeof name, "%s%s", h->symbol, h->pt_suffix);
+            *h->real_pt = sym(handle, name);
+        }
+        if (!*h->real)
+            spw_debug("the driver does not export %s", h->symbol);
+    }
+}
+
+static void load_driver(void)
+{
+    const char *path = spw_config()->driver;
+    loading_here = 1;
+    void *handle = dlopen(path, RTLD_LAZY | RTLD_LOCAL);
+    loading_here = 0;
+    if (!handle) {
+        /* A program linked with -lcuda still has its driver: the next
+         * definitions after spillway. */
+        spw_warn("cannot load the CUDA driver '%s' (%s): using the driver already loaded, if any",
+                 path, dlerror());
+        handle = RTLD_NEXT;
+    }
+    spw_dlsym_fn sym = spw_real_dlsym();
+    resolve_hooks(handle, sym);
+    real_ctx_get_device = (CUresult(*)(CUdevice *))sym(handle, "cuCtxGetDevice");
+    real_stream_get_device = (CUresult(*)(CUstream, CUdevice *))sym(handle, "cuStreamGetDevice");
+    real_pointer_get_attribute = (CUresult(*)(void *, CUpointer_attribute, CUdeviceptr))sym(
+        handle, "cuPointerGetAttribute");
+    if (!real_ctx_get_device) {
+        spw_warn("no CUDA driver found: passing every call through");
+        atomic_store_explicit(&driver_state, DRIVER_FAILED, memory_order_release);
+        return;
+    }
+    Dl_info info;
+    if (dladdr((void *)real_ctx_get_device, &info))
+        driver_base = info.dli_fbase;
+    /* Limits need the driver's totals: accounting starts with the driver. */
+    spw_account_init(spw_config(), spw_driver_device_total);
+    spw_debug("driver '%s' loaded", handle == RTLD_NEXT ? "(already loaded)" : path);
+    atomic_store_explicit(&driver_state, DRIVER_READY, memory_order_release);
+}
+
+int spw_driver_ready(void)
+{
+    int state = atomic_load_explicit(&driver_state, memory_order_acquire);
+    if (state == DRIVER_UNLOADED && !loading_here) {
+        pthread_once(&driver_once, load_driver);
+        state = atomic_load_explicit(&driver_state, memory_order_acquire);
+    }
+    return state == DRIVER_READY;
+}
+
+int spw_driver_owns(const void *addr)
+{
+    Dl_info info;
+    return driver_base && dladdr(addr, &info) && info.dli_fbase == driver_base;
+}
+
+CUresult spw_driver_ctx_device(int *dev)
+{
+    if (!spw_driver_ready() || !real_ctx_get_device)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    CUdevice d;
+    CUresult r = real_ctx_get_device(&d);
+    if (r == CUDA_SUCCESS)
+        *dev = (int)d;
+    return r;
+}
+
+CUresult spw_driver_stream_device(CUstream stream, int *dev)
+{
+    int special = stream == NULL || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD;
+    if (!special && spw_driver_ready() && real_stream_get_device) {
+        CUdevice d;
+        if (real_stream_get_device(stream, &d) == CUDA_SUCCESS) {
+            *dev = (int)d;
+            return CUDA_SUCCESS;
+        }
+    }
+    return spw_driver_ctx_device(dev);
+}
+
+CUresult spw_driver_pointer_device(CUdeviceptr ptr, int *dev)
+{
+    if (!spw_driver_ready() || !real_pointer_get_attribute)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    int ordinal;
+    CUresult r = real_pointer_get_attribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr);
+    if (r == CUDA_SUCCESS)
+        *dev = ordinal;
+    return r;
+}
+
+uint64_t spw_driver_device_total(int dev)
+{
+    size_t total = 0;
+    if (!spw_driver_ready() || !spw_real.spw_h_device_total_mem)
+        return 0;
+    if (spw_real.spw_h_device_total_mem(&total, (CUdevice)dev) != CUDA_SUCCESS)
+        return 0;
+    return total;
+}

@@ -1,0 +1,70 @@
+/* What every handler shares: the pass-through test and the thread-local
+ * mark that tells the runtime wrappers (cudart.c) that the driver call they
+ * caused was counted. */
+#ifndef SPILLWAY_SHIM_HANDLER_H
+#define SPILLWAY_SHIM_HANDLER_H
+#include "shim/account.h"
+#include "shim/config.h"
+#include "shim/driver.h"
+#include "shim/hooks.h"
+
+/* Set by a runtime wrapper around its call of the real runtime; handlers
+ * set counted when they accounted the call, so that the wrapper does not. */
+struct spw_rt_guard {
+    int active;
+    int counted;
+};
+extern _Thread_local struct spw_rt_guard spw_rt_guard;
+
+static inline void spw_mark_counted(void)
+{
+    if (spw_rt_guard.active)
+        spw_rt_guard.counted = 1;
+}
+
+/* Returns the real function or, if there is none, the error to return. */
+#define SPW_REAL_OR_RETURN(var, handler)         \
+    __typeof__(spw_real.handler) var = SPW_REAL(handler); \
+    if (!var)                                    \
+        return CUDA_ERROR_NOT_INITIALIZED
+
+/* Device memory about to be allocated on dev: reserve, call, then commit or
+ * give back. The allocation is the expression call (a CUresult) and its key
+ * the expression key, read only after success. */
+#define SPW_ACCOUNTED_ALLOC(kind, dev, bytes, call, key)                 \
+    do {                                                                 \
+        if (spw_account_reserve((dev), (bytes)))                         \
+            return CUDA_ERROR_OUT_OF_MEMORY;                             \
+        CUresult spw_r_ = (call);                                        \
+        if (spw_r_ == CUDA_SUCCESS) {                                    \
+            spw_account_commit((kind), (uint64_t)(key), (dev), (bytes)); \
+            spw_mark_counted();                                          \
+        } else {                                                         \
+            spw_account_unreserve((dev), (bytes));                       \
+            if (spw_r_ == CUDA_ERROR_OUT_OF_MEMORY)                      \
+                spw_account_note_oom(dev);                               \
+        }                                                                \
+        return spw_r_;                                                   \
+    } while (0)
+
+/* A free of key: forget it first (so that a new allocation the driver
+ * gives the same key cannot be confused with it), call, then release, or
+ * restore the entry if the driver refused. */
+#define SPW_ACCOUNTED_FREE(kind, key, call)                                   \
+    do {                                                                      \
+        int spw_dev_;                                                         \
+        uint64_t spw_bytes_;                                                  \
+        int spw_known_ = spw_account_forget((kind), (uint64_t)(key), &spw_dev_, \
+                                            &spw_bytes_) == 0;                \
+        CUresult spw_r_ = (call);                                             \
+        if (spw_known_) {                                                     \
+            if (spw_r_ == CUDA_SUCCESS) {                                     \
+                spw_account_release(spw_dev_, spw_bytes_);                    \
+                spw_mark_counted();                                           \
+            } else {                                                          \
+                spw_account_restore((kind), (uint64_t)(key), spw_dev_, spw_bytes_); \
+            }                                                                 \
+        }                                                                     \
+        return spw_r_;                                                        \
+    } while (0)
+#endif

@@ -1,0 +1,43 @@
+/* cuMemGetInfo and cuDeviceTotalMem: the program sizes itself from these,
+ * so they answer with spillway's limit. The driver answers first, so bad
+ * arguments get exactly its error. */
+#include "shim/handler.h"
+
+#include "shim/info.h"
+
+void spw_info_clamp(int dev, size_t *free_bytes, size_t *total_bytes)
+{
+    uint64_t limit = spw_account_limit(dev);
+    if (limit == UINT64_MAX)
+        return; /* accounting not started: the driver's answer stands */
+    uint64_t used = spw_account_used(dev);
+    uint64_t avail = used < limit ? limit - used : 0;
+    if (total_bytes)
+        *total_bytes = (size_t)limit;
+    if (free_bytes && avail < *free_bytes)
+        *free_bytes = (size_t)avail;
+}
+
+CUresult spw_h_mem_get_info(size_t *free_bytes, size_t *total_bytes)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_mem_get_info);
+    CUresult r = real(free_bytes, total_bytes);
+    int dev;
+    if (r != CUDA_SUCCESS || spw_disabled() || spw_driver_ctx_device(&dev) != CUDA_SUCCESS ||
+        dev < 0 || !spw_account_tracks(dev))
+        return r;
+    spw_info_clamp(dev, free_bytes, total_bytes);
+    return r;
+}
+
+CUresult spw_h_device_total_mem(size_t *bytes, CUdevice dev)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_device_total_mem);
+    CUresult r = real(bytes, dev);
+    if (r != CUDA_SUCCESS || spw_disabled() || !bytes || dev < 0 || !spw_account_tracks(dev))
+        return r;
+    uint64_t limit = spw_account_limit(dev);
+    if (limit < *bytes)
+        *bytes = (size_t)limit;
+    return r;
+}

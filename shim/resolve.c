@@ -1,0 +1,76 @@
+/* Lookups over the hook table. The table is small (tens of rows) and these
+ * run when a program resolves a name, not when it calls it. */
+#include "shim/resolve.h"
+
+#include "shim/config.h"
+#include "shim/driver.h"
+#include "shim/hooks.h"
+
+#include <string.h>
+
+/* Handlers are handed out only when they have something to forward to. */
+static void *usable(void *handler, void **real)
+{
+    return real && *real ? handler : NULL;
+}
+
+int spw_is_driver_name(const char *name)
+{
+    return name && name[0] == 'c' && name[1] == 'u';
+}
+
+void *spw_handler_for_symbol(const char *name)
+{
+    if (!spw_is_driver_name(name))
+        return NULL;
+    for (unsigned i = 0; i < spw_hooks_count; i++) {
+        const struct spw_hook *h = &spw_hooks[i];
+        size_t n = strlen(h->symbol);
+        if (strncmp(name, h->symbol, n) != 0)
+            continue;
+        int base = name[n] == '\0';
+        int pt = !base && h->pt_suffix && strcmp(name + n, h->pt_suffix) == 0;
+        if (!base && !pt)
+            continue;
+        if (spw_disabled() || !spw_driver_ready())
+            return NULL;
+        return base ? usable(h->handler, h->real) : usable(h->handler_pt, h->real_pt);
+    }
+    return NULL;
+}
+
+static int is_handler(const void *p)
+{
+    for (unsigned i = 0; i < spw_hooks_count; i++)
+        if (p == spw_hooks[i].handler || (p && p == spw_hooks[i].handler_pt))
+            return 1;
+    return 0;
+}
+
+void *spw_handler_for_proc(const char *symbol, void *real, int version, cuuint64_t flags)
+{
+    if (!symbol || !real || symbol[0] != 'c' || symbol[1] != 'u' || spw_disabled() ||
+        !spw_driver_ready() || is_handler(real))
+        return real;
+    /* The driver knows which ABI (symbol, version, flags) means: when its
+     * answer is one of the functions behind a handler, that handler is it. */
+    const struct spw_hook *best = NULL;
+    for (unsigned i = 0; i < spw_hooks_count; i++) {
+        const struct spw_hook *h = &spw_hooks[i];
+        if (strcmp(symbol, h->base) != 0)
+            continue;
+        if (real == *h->real)
+            return h->handler;
+        if (h->real_pt && real == *h->real_pt)
+            return h->handler_pt;
+        if (version >= h->version && (!best || h->version > best->version))
+            best = h;
+    }
+    /* A driver whose cuGetProcAddress answers with other addresses than its
+     * exported symbols: map (symbol, version, flags) the documented way. */
+    if (!best)
+        return real;
+    if (best->pt_suffix && (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM))
+        return usable(best->handler_pt, best->real_pt) ? best->handler_pt : real;
+    return usable(best->handler, best->real) ? best->handler : real;
+}

@@ -1,0 +1,52 @@
+/* The driver functions the shim integration tests call, obtained by each of
+ * the three paths programs use (DESIGN.md, "How programs reach CUDA"):
+ *   SPW_PATH_LINKED  the program's own references (linked with -lcuda)
+ *   SPW_PATH_DLSYM   dlopen("libcuda.so.1") + dlsym of versioned names, as XLA
+ *   SPW_PATH_GPA     cuGetProcAddress found with dlsym, asked first for
+ *                    "cuGetProcAddress" itself, then for base names, as the
+ *                    CUDA runtime */
+#ifndef SPILLWAY_TEST_DRIVER_API_H
+#define SPILLWAY_TEST_DRIVER_API_H
+#include <cuda.h>
+
+enum spw_path { SPW_PATH_LINKED, SPW_PATH_DLSYM, SPW_PATH_GPA, SPW_PATHS };
+
+/* F(field, base name, versioned symbol) */
+#define SPW_TEST_DRIVER_FUNCS(F)                                              \
+    F(init, cuInit, cuInit)                                                   \
+    F(device_get_count, cuDeviceGetCount, cuDeviceGetCount)                   \
+    F(primary_ctx_retain, cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain) \
+    F(ctx_set_current, cuCtxSetCurrent, cuCtxSetCurrent)                      \
+    F(mem_alloc, cuMemAlloc, cuMemAlloc_v2)                                   \
+    F(mem_alloc_pitch, cuMemAllocPitch, cuMemAllocPitch_v2)                   \
+    F(mem_alloc_managed, cuMemAllocManaged, cuMemAllocManaged)                \
+    F(mem_free, cuMemFree, cuMemFree_v2)                                      \
+    F(mem_alloc_async, cuMemAllocAsync, cuMemAllocAsync)                      \
+    F(mem_alloc_from_pool_async, cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync) \
+    F(mem_free_async, cuMemFreeAsync, cuMemFreeAsync)                         \
+    F(device_get_default_mem_pool, cuDeviceGetDefaultMemPool, cuDeviceGetDefaultMemPool) \
+    F(stream_synchronize, cuStreamSynchronize, cuStreamSynchronize)           \
+    F(mem_create, cuMemCreate, cuMemCreate)                                   \
+    F(mem_release, cuMemRelease, cuMemRelease)                                \
+    F(mem_get_allocation_granularity, cuMemGetAllocationGranularity,          \
+      cuMemGetAllocationGranularity)                                          \
+    F(mem_host_alloc, cuMemHostAlloc, cuMemHostAlloc)                         \
+    F(mem_alloc_host, cuMemAllocHost, cuMemAllocHost_v2)                      \
+    F(mem_free_host, cuMemFreeHost, cuMemFreeHost)                            \
+    F(mem_host_register, cuMemHostRegister, cuMemHostRegister_v2)             \
+    F(mem_host_unregister, cuMemHostUnregister, cuMemHostUnregister)          \
+    F(mem_get_info, cuMemGetInfo, cuMemGetInfo_v2)                            \
+    F(device_total_mem, cuDeviceTotalMem, cuDeviceTotalMem_v2)
+
+struct spw_driver_api {
+#define SPW_TEST_FIELD(field, base, symbol) __typeof__(&symbol) field;
+    SPW_TEST_DRIVER_FUNCS(SPW_TEST_FIELD)
+#undef SPW_TEST_FIELD
+};
+
+/* Fills api by path. Returns NULL, or what failed. */
+const char *spw_driver_api_load(enum spw_path path, struct spw_driver_api *api);
+
+/* cuInit, then device dev's primary context made current on this thread. */
+CUresult spw_driver_api_use_device(const struct spw_driver_api *api, int dev);
+#endif

@@ -1,0 +1,7 @@
+#!/bin/sh
+# The path suite (test_paths.c) under spillway against fakecuda: one
+# 256 MiB device, a 64 MiB limit.
+set -eu
+B=${SPILLWAY_BUILD:-$(pwd)/build}
+exec env LD_PRELOAD="$B/libspillway.so" FAKECUDA_DEVICES=1 FAKECUDA_MEM=256M \
+    SPILLWAY_MEM_LIMIT=64M SPILLWAY_LOG=error "$B/tests/integration/shim_paths"
