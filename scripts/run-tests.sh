@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs each test program given as argument, prints its output, and ends with
 # one total line "tests: N passed, M failed". A Check suite contributes its
-# own counts (from its summary line); any other program counts as one test
+# own counts (from its summary lines); any other program counts as one test
 # that passes when it exits 0.
 set -u
 BUILD=${BUILD:-build}
@@ -12,14 +12,18 @@ for t in "$@"; do
     echo "== $t"
     out=$(timeout 300 "$t" 2>&1); rc=$?
     printf '%s\n' "$out"
-    summary=$(printf '%s\n' "$out" | grep -E '^[0-9]+%: Checks: [0-9]+, Failures: [0-9]+, Errors: [0-9]+' | tail -1)
-    if [ -n "$summary" ]; then
-        n=$(sed -E 's/.*Checks: ([0-9]+).*/\1/' <<<"$summary")
-        f=$(sed -E 's/.*Failures: ([0-9]+).*/\1/' <<<"$summary")
-        e=$(sed -E 's/.*Errors: ([0-9]+).*/\1/' <<<"$summary")
-        passed=$((passed + n - f - e)); failed=$((failed + f + e))
-        [ $((f + e)) -eq 0 ] && [ $rc -eq 0 ] || bad+=("$t")
-        [ $((f + e)) -eq 0 ] && [ $rc -ne 0 ] && failed=$((failed + 1))
+    # A program may run several suites: add up every summary line.
+    summaries=$(printf '%s\n' "$out" | grep -E '^[0-9]+%: Checks: [0-9]+, Failures: [0-9]+, Errors: [0-9]+')
+    if [ -n "$summaries" ]; then
+        n=0 f=0
+        while read -r line; do
+            c=$(sed -E 's/.*Checks: ([0-9]+), Failures: ([0-9]+), Errors: ([0-9]+).*/\1 \2 \3/' <<<"$line")
+            read -r cn cf ce <<<"$c"
+            n=$((n + cn)); f=$((f + cf + ce))
+        done <<<"$summaries"
+        passed=$((passed + n - f)); failed=$((failed + f))
+        if [ $f -ne 0 ] || [ $rc -ne 0 ]; then bad+=("$t"); fi
+        if [ $f -eq 0 ] && [ $rc -ne 0 ]; then failed=$((failed + 1)); fi
     elif [ $rc -eq 0 ]; then
         passed=$((passed + 1))
     else

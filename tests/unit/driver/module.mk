@@ -10,5 +10,5 @@ $(BUILD)/tests/unit/driver_%: $(BUILD)/tests/unit/driver/test_%.o $(DRIVER_TEST_
 	$(CC) $(CFLAGS) $^ -o $@ -L$(BUILD)/fakecuda -l:libcuda.so.1 $(CHECK_LIBS) $(LDLIBS)
 
 ALL_TARGETS += $(DRIVER_TESTS)
-UNIT_TESTS  += $(DRIVER_TESTS)
+UNIT_TESTS  += $(DRIVER_TESTS) tests/unit/driver/multi_device.sh
 GPU_TARGETS += $(DRIVER_TESTS)

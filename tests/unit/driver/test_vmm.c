@@ -179,6 +179,26 @@ START_TEST(host_locations_counted_as_host)
 }
 END_TEST
 
+START_TEST(plain_host_location)
+{
+    size_t g = granularity();
+    CUmemAllocationProp p = prop_device(0);
+    p.location.type = CU_MEM_LOCATION_TYPE_HOST;
+    p.location.id = 0;
+    CUmemGenericAllocationHandle h;
+    CU_OK(cuMemCreate(&h, g, &p, 0));
+    CUdeviceptr va;
+    CU_OK(cuMemAddressReserve(&va, g, 0, 0, 0));
+    CU_OK(cuMemMap(va, g, 0, h, 0));
+    set_rw(va, g);
+    CU_OK(cuMemsetD32(va, 5, g / 4));
+    expect_u32(va, 5, g / 4);
+    CU_OK(cuMemUnmap(va, g));
+    CU_OK(cuMemRelease(h));
+    CU_OK(cuMemAddressFree(va, g));
+}
+END_TEST
+
 START_TEST(release_while_mapped_keeps_memory)
 {
     size_t g = granularity();
@@ -259,6 +279,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, partial_map_not_supported);
     tcase_add_test(tc, remap_changes_contents);
     tcase_add_test(tc, host_locations_counted_as_host);
+    tcase_add_test(tc, plain_host_location);
     tcase_add_test(tc, release_while_mapped_keeps_memory);
     tcase_add_test(tc, unmap_must_cover_whole_mappings);
     tcase_add_test_raise_signal(tc, unmapped_va_faults, SIGSEGV);
