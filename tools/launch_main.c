@@ -1,0 +1,195 @@
+/* spillway: the launcher.
+ *   spillway run [options] [--] COMMAND [ARG]...  run COMMAND under spillway
+ *   spillway top [spillway-top options]            the monitor
+ *   spillway options                               the SPILLWAY_* variables
+ * `run` turns its options into SPILLWAY_* variables, validates the whole
+ * environment with the shim's own parser (so a bad value stops here, with
+ * the same message the library would give), prepends the library to
+ * LD_PRELOAD and execs the command. */
+#include "shim/options.h"
+#include "tools/launch_paths.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define VERSION "0.1"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "Usage: spillway run [OPTION]... [--] COMMAND [ARG]...\n"
+            "       spillway top [spillway-top OPTION]...\n"
+            "       spillway options\n"
+            "Run an unmodified CUDA program with its GPU memory limited, pooled and\n"
+            "spilled to host memory; watch it with spillway top.\n\n"
+            "run options (each sets the SPILLWAY_* variable named):\n"
+            "  -l, --limit SIZE       device memory limit: 8G, 512M, or per device 0=8G,1=4G\n"
+            "                         (SPILLWAY_MEM_LIMIT; wins over --fraction)\n"
+            "  -f, --fraction F       fraction of each device's memory, 0 < F <= 1\n"
+            "                         (SPILLWAY_MEM_FRACTION)\n"
+            "      --no-spill         fail allocations beyond the limit instead of spilling\n"
+            "                         (SPILLWAY_SPILL=0)\n"
+            "      --no-preallocate   grow the pool on demand (SPILLWAY_PREALLOCATE=0)\n"
+            "      --host-limit SIZE  pinned host memory spill may use (SPILLWAY_HOST_LIMIT)\n"
+            "      --no-stats         publish no stats for spillway top (SPILLWAY_STATS=0)\n"
+            "      --log LEVEL        error, warn, info or debug (SPILLWAY_LOG)\n"
+            "      --lib PATH         library to preload (default: $SPILLWAY_LIB, else\n"
+            "                         ../lib/libspillway.so next to this program)\n"
+            "  -v, --verbose          print the settings before running\n\n"
+            "Other SPILLWAY_* variables already in the environment are kept and checked.\n"
+            "Exit status: COMMAND's, or 2 for a bad option or value, 126/127 when\n"
+            "COMMAND cannot be run. See spillway(1), spillway-top(1), 'spillway options'.\n");
+}
+
+static int fail(int status, const char *fmt, const char *a, const char *b)
+{
+    fprintf(stderr, "spillway: ");
+    fprintf(stderr, fmt, a, b);
+    fputc('\n', stderr);
+    return status;
+}
+
+static int set(const char *name, const char *value)
+{
+    if (setenv(name, value, 1) != 0)
+        return fail(2, "cannot set %s: %s", name, strerror(errno));
+    return 0;
+}
+
+/* Prepends lib to LD_PRELOAD unless it is already there. */
+static int add_preload(const char *lib)
+{
+    const char *old = getenv("LD_PRELOAD");
+    if (!old || !*old)
+        return set("LD_PRELOAD", lib);
+    size_t n = strlen(lib);
+    for (const char *p = strstr(old, lib); p; p = strstr(p + 1, lib))
+        if ((p == old || p[-1] == ' ' || p[-1] == ':') && (p[n] == '\0' || p[n] == ' ' || p[n] == ':'))
+            return 0;
+    size_t len = n + 1 + strlen(old) + 1;
+    char *v = malloc(len);
+    if (!v)
+        return fail(2, "out of memory%s%s", "", "");
+    snprintf(v, len, "%s:%s", lib, old);
+    int rc = set("LD_PRELOAD", v);
+    free(v);
+    return rc;
+}
+
+struct run_opts {
+    const char *lib;
+    int verbose;
+};
+
+/* Parses run's options into the environment. Returns the index of the
+ * command in argv, or -(exit status). */
+static int parse_run(int argc, char **argv, struct run_opts *o)
+{
+    enum { NO_SPILL = 256, NO_PREALLOC, HOST_LIMIT, NO_STATS, LOG, LIB };
+    static const struct option longs[] = {
+        {"limit", required_argument, NULL, 'l'},       {"fraction", required_argument, NULL, 'f'},
+        {"no-spill", no_argument, NULL, NO_SPILL},     {"no-preallocate", no_argument, NULL, NO_PREALLOC},
+        {"host-limit", required_argument, NULL, HOST_LIMIT}, {"no-stats", no_argument, NULL, NO_STATS},
+        {"log", required_argument, NULL, LOG},         {"lib", required_argument, NULL, LIB},
+        {"verbose", no_argument, NULL, 'v'},           {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    opterr = 0;
+    optind = 1;
+    int c, rc = 0;
+    /* '+': stop at the command, whose own options are not ours. */
+    while (rc == 0 && (c = getopt_long(argc, argv, "+:l:f:vh", longs, NULL)) != -1) {
+        switch (c) {
+        case 'l': rc = set("SPILLWAY_MEM_LIMIT", optarg); break;
+        case 'f': rc = set("SPILLWAY_MEM_FRACTION", optarg); break;
+        case NO_SPILL: rc = set("SPILLWAY_SPILL", "0"); break;
+        case NO_PREALLOC: rc = set("SPILLWAY_PREALLOCATE", "0"); break;
+        case HOST_LIMIT: rc = set("SPILLWAY_HOST_LIMIT", optarg); break;
+        case NO_STATS: rc = set("SPILLWAY_STATS", "0"); break;
+        case LOG: rc = set("SPILLWAY_LOG", optarg); break;
+        case LIB: o->lib = optarg; break;
+        case 'v': o->verbose = 1; break;
+        case 'h': usage(stdout); return -0x100;
+        case ':': return -fail(2, "option '%s' needs a value%s", argv[optind - 1], "");
+        default: return -fail(2, "unknown option '%s' (see spillway --help)%s", argv[optind - 1], "");
+        }
+    }
+    if (rc)
+        return -rc;
+    if (optind >= argc)
+        return -fail(2, "no command to run (usage: spillway run [OPTION]... [--] COMMAND [ARG]...)%s%s", "", "");
+    return optind;
+}
+
+static void print_settings(void)
+{
+    extern char **environ;
+    for (char **e = environ; *e; e++)
+        if (strncmp(*e, "SPILLWAY_", 9) == 0 || strncmp(*e, "LD_PRELOAD=", 11) == 0)
+            fprintf(stderr, "spillway: %s\n", *e);
+}
+
+static int cmd_run(int argc, char **argv)
+{
+    struct run_opts o = {0};
+    int cmd = parse_run(argc, argv, &o);
+    if (cmd == -0x100)
+        return 0;
+    if (cmd < 0)
+        return -cmd;
+    static struct spw_options opts; /* large: not on the stack */
+    char err[512];
+    if (spw_options_load(&opts, getenv, err, sizeof err) != 0)
+        return fail(2, "%s%s", err, "");
+    char lib[PATH_MAX];
+    if (spw_find_library(o.lib, lib, sizeof lib, err, sizeof err) != 0)
+        return fail(2, "%s%s", err, "");
+    if (add_preload(lib) != 0)
+        return 2;
+    if (o.verbose)
+        print_settings();
+    execvp(argv[cmd], argv + cmd);
+    int e = errno;
+    fail(e == ENOENT ? 127 : 126, "cannot run '%s': %s", argv[cmd], strerror(e));
+    return e == ENOENT ? 127 : 126;
+}
+
+static int cmd_top(int argc, char **argv)
+{
+    char tool[PATH_MAX + 32];
+    spw_sibling_tool("spillway-top", tool, sizeof tool);
+    argv[0] = "spillway-top";
+    (void)argc;
+    execvp(tool, argv);
+    return fail(127, "cannot run '%s': %s", tool, strerror(errno));
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        return usage(stderr), 2;
+    const char *sub = argv[1];
+    if (strcmp(sub, "run") == 0)
+        return cmd_run(argc - 1, argv + 1);
+    if (strcmp(sub, "top") == 0)
+        return cmd_top(argc - 1, argv + 1);
+    if (strcmp(sub, "options") == 0) {
+        spw_options_print_table(stdout);
+        return 0;
+    }
+    if (strcmp(sub, "--help") == 0 || strcmp(sub, "-h") == 0 || strcmp(sub, "help") == 0) {
+        usage(stdout);
+        printf("\nVariables (spillway options):\n");
+        spw_options_print_table(stdout);
+        return 0;
+    }
+    if (strcmp(sub, "--version") == 0 || strcmp(sub, "-V") == 0) {
+        printf("spillway " VERSION "\n");
+        return 0;
+    }
+    return fail(2, "unknown command '%s' (expected run, top or options; see spillway --help)%s", sub, "");
+}

@@ -1,0 +1,85 @@
+#include "tools/launch_paths.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int spw_exe_dir(char *dir, size_t len)
+{
+    char exe[PATH_MAX];
+    if (!realpath("/proc/self/exe", exe))
+        return -1;
+    char *slash = strrchr(exe, '/');
+    if (!slash)
+        return -1;
+    *slash = '\0';
+    if ((size_t)snprintf(dir, len, "%s", exe[0] ? exe : "/") >= len)
+        return -1;
+    return 0;
+}
+
+/* Resolves path to an absolute, readable file and checks LD_PRELOAD can
+ * carry it. 0, or -1 with errno (EINVAL: unusable characters). */
+static int usable(const char *path, char *out, size_t len)
+{
+    char abs[PATH_MAX];
+    if (!realpath(path, abs) || access(abs, R_OK) != 0)
+        return -1;
+    if (strpbrk(abs, " :\t\n")) {
+        errno = EINVAL;
+        return -1;
+    }
+    if ((size_t)snprintf(out, len, "%s", abs) >= len) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    return 0;
+}
+
+static int explicit_library(const char *path, const char *source, char *out, size_t len, char *err,
+                            size_t errlen)
+{
+    if (usable(path, out, len) == 0)
+        return 0;
+    snprintf(err, errlen, "library '%s' (from %s): %s", path, source,
+             errno == EINVAL ? "its path has a space or colon, which LD_PRELOAD cannot carry" : strerror(errno));
+    return -1;
+}
+
+int spw_find_library(const char *override, char *out, size_t len, char *err, size_t errlen)
+{
+    if (override && *override)
+        return explicit_library(override, "--lib", out, len, err, errlen);
+    const char *env = getenv(SPW_LIB_ENV);
+    if (env && *env)
+        return explicit_library(env, SPW_LIB_ENV, out, len, err, errlen);
+    char dir[PATH_MAX];
+    if (spw_exe_dir(dir, sizeof dir) != 0) {
+        snprintf(err, errlen, "cannot find my own executable to locate " SPW_LIB_NAME "; set " SPW_LIB_ENV);
+        return -1;
+    }
+    static const char *const rel[] = {"/../lib/" SPW_LIB_NAME, "/../" SPW_LIB_NAME, "/" SPW_LIB_NAME};
+    for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
+        char cand[PATH_MAX + 32];
+        snprintf(cand, sizeof cand, "%s%s", dir, rel[i]);
+        if (usable(cand, out, len) == 0)
+            return 0;
+    }
+    snprintf(err, errlen, "cannot find " SPW_LIB_NAME " (tried %s%s, %s%s, %s%s); use --lib or set " SPW_LIB_ENV,
+             dir, rel[0], dir, rel[1], dir, rel[2]);
+    return -1;
+}
+
+void spw_sibling_tool(const char *name, char *out, size_t len)
+{
+    char dir[PATH_MAX];
+    if (spw_exe_dir(dir, sizeof dir) == 0) {
+        snprintf(out, len, "%s/%s", dir, name);
+        if (access(out, X_OK) == 0)
+            return;
+    }
+    snprintf(out, len, "%s", name);
+}

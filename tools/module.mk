@@ -1,0 +1,35 @@
+# tools/: spillway-top (the monitor) and spillway (the launcher), their man
+# pages and the install rules. Tools link the stats reader, never the shim;
+# the launcher links only shim/options.o to validate SPILLWAY_* before exec.
+TOOLS_BIN   := $(BUILD)/tools
+TOP_OBJS    := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tools/top_*.c))
+LAUNCH_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tools/launch*.c))
+CURSES_LIBS := $(shell pkg-config --libs ncurses 2>/dev/null || echo -lncurses)
+
+$(TOOLS_BIN)/spillway-top: $(TOP_OBJS) $(STATS_READER_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $^ -o $@ $(CURSES_LIBS) -lm $(LDLIBS)
+$(TOOLS_BIN)/spillway: $(LAUNCH_OBJS) $(BUILD)/shim/options.o
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $^ -o $@ -lm $(LDLIBS)
+ALL_TARGETS += $(TOOLS_BIN)/spillway-top $(TOOLS_BIN)/spillway
+
+# Test helpers: a program that publishes known counters through the writer,
+# and an empty library to preload in launcher tests.
+$(BUILD)/tests/unit/tools/stats_writer: $(BUILD)/tests/unit/tools/stats_writer.o $(STATS_WRITER_OBJS)
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+$(BUILD)/tests/unit/tools/libempty.so: $(BUILD)/tests/unit/tools/empty.o
+	$(CC) $(CFLAGS) -shared $^ -o $@
+ALL_TARGETS += $(BUILD)/tests/unit/tools/stats_writer $(BUILD)/tests/unit/tools/libempty.so
+UNIT_TESTS  += tests/unit/tools/test_top.sh tests/unit/tools/test_top_tmux.sh tests/unit/tools/test_launcher.sh
+
+# make install PREFIX=/usr/local DESTDIR=: bin/, lib/, share/man/man1/. The
+# launcher finds the library as ../lib/libspillway.so from its own path.
+MANDIR ?= $(PREFIX)/share/man
+install: install-spillway
+install-spillway: $(TOOLS_BIN)/spillway-top $(TOOLS_BIN)/spillway $(BUILD)/libspillway.so
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(MANDIR)/man1
+	install -m 0755 $(TOOLS_BIN)/spillway $(TOOLS_BIN)/spillway-top $(DESTDIR)$(PREFIX)/bin/
+	install -m 0755 $(BUILD)/libspillway.so $(DESTDIR)$(PREFIX)/lib/
+	install -m 0644 tools/man/spillway.1 tools/man/spillway-top.1 $(DESTDIR)$(MANDIR)/man1/
+.PHONY: install-spillway

@@ -1,0 +1,345 @@
+#include "tools/top_draw.h"
+#include "tools/top_format.h"
+
+#include <curses.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+/* Prints at (y, x), cut at the right edge: ncurses would wrap otherwise. */
+static void put(int y, int x, attr_t attr, const char *fmt, ...)
+{
+    if (y < 0 || y >= LINES || x >= COLS)
+        return;
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    attron(attr);
+    mvaddnstr(y, x, buf, COLS - x);
+    attroff(attr);
+}
+
+static attr_t color(const struct ui *u, enum ui_color c)
+{
+    return u->color ? COLOR_PAIR(c) : A_NORMAL;
+}
+
+static attr_t level_color(const struct ui *u, uint64_t used, uint64_t limit)
+{
+    if (!u->color || limit == 0)
+        return A_NORMAL;
+    double f = (double)used / (double)limit;
+    return color(u, f >= 0.9 ? UI_RED : f >= 0.7 ? UI_YELLOW : UI_GREEN);
+}
+
+/* "[|||||    3.2G]" of total width w: the fill shows used/limit, the value
+ * sits at the right inside the brackets, as htop does. Without a limit the
+ * bar stays empty. */
+static void draw_bar(const struct ui *u, int y, int x, int w, uint64_t used, uint64_t limit)
+{
+    if (w < 8)
+        return;
+    char val[8];
+    top_fmt_bytes(val, sizeof val, used);
+    int inner = w - 2;
+    int fill = limit ? (int)((double)inner * ((double)used / (double)limit) + 0.5) : 0;
+    if (fill > inner)
+        fill = inner;
+    char bar[256];
+    int vlen = (int)strlen(val);
+    for (int i = 0; i < inner && i < (int)sizeof bar - 1; i++)
+        bar[i] = i < fill ? '|' : ' ';
+    bar[inner] = '\0';
+    put(y, x, A_BOLD, "[");
+    put(y, x + 1, level_color(u, used, limit) | A_BOLD, "%.*s", inner - vlen, bar);
+    put(y, x + 1 + inner - vlen, A_NORMAL, "%s", val);
+    put(y, x + w - 1, A_BOLD, "]");
+}
+
+static void title_line(const struct ui *u, const char *what)
+{
+    char when[16];
+    time_t t = (time_t)u->m->time;
+    struct tm tm;
+    localtime_r(&t, &tm);
+    strftime(when, sizeof when, "%H:%M:%S", &tm);
+    attr_t a = u->color ? color(u, UI_TITLE) : A_REVERSE;
+    attron(a);
+    mvhline(0, 0, ' ', COLS);
+    attroff(a);
+    put(0, 0, a | A_BOLD, " spillway-top  %s  %s", when, what);
+    const char *keys = "h help  q quit ";
+    if (COLS > (int)strlen(keys) + 50)
+        put(0, COLS - (int)strlen(keys), a, "%s", keys);
+}
+
+static int draw_devices(const struct ui *u, int y)
+{
+    const struct top_model *m = u->m;
+    int barw = COLS - 58;
+    if (barw > 40)
+        barw = 40;
+    for (size_t i = 0; i < m->ndevices && y < LINES - 4; i++, y++) {
+        const struct top_device *d = &m->devices[i];
+        char lim[8], pool[8], sp[8], host[8];
+        top_fmt_bytes(lim, sizeof lim, d->limit);
+        top_fmt_bytes(pool, sizeof pool, d->pool);
+        top_fmt_bytes(sp, sizeof sp, d->spilled);
+        top_fmt_bytes(host, sizeof host, d->host);
+        put(y, 0, color(u, UI_CYAN) | A_BOLD, "GPU%-2u", d->index);
+        int x = 6;
+        if (barw >= 8) {
+            draw_bar(u, y, x, barw, d->in_use, d->limit);
+            x += barw + 1;
+        }
+        put(y, x, A_NORMAL, "lim %-5s pool %-5s spill %-5s host %-5s %2up", lim, pool, sp, host, d->procs);
+    }
+    return y;
+}
+
+/* Column widths of the process list: the in-use bar and the command share
+ * what is left after the fixed columns (57 characters). */
+struct columns {
+    int bar, cmd;
+};
+
+static struct columns list_columns(void)
+{
+    struct columns c;
+    c.bar = COLS - 57 - 16;
+    c.bar = c.bar < 10 ? 10 : c.bar > 30 ? 30 : c.bar;
+    c.cmd = COLS - 57 - c.bar;
+    return c;
+}
+
+static void header_row(const struct ui *u, int y, struct columns c)
+{
+    attr_t a = A_REVERSE | A_BOLD;
+    attron(a);
+    mvhline(y, 0, ' ', COLS);
+    attroff(a);
+    put(y, 0, a, "%7s %-8s %3s %-*s %5s %5s %6s %5s %5s %3s %s", "PID", "USER", "GPU", c.bar, "IN USE", "PEAK",
+        "SPILL", "ALLC/s", "SPL/s", "FIL/s", "OOM", "COMMAND");
+    (void)u;
+}
+
+static void process_row(const struct ui *u, int y, const struct top_row *r, struct columns c, bool selected)
+{
+    const uint64_t *v = r->p->snap.c[r->dev];
+    char peak[8], sp[8], ar[8], sr[8], fr[8];
+    top_fmt_bytes(peak, sizeof peak, v[SPW_C_PEAK]);
+    top_fmt_bytes(sp, sizeof sp, v[SPW_C_SPILLED]);
+    top_fmt_count_rate(ar, sizeof ar, r->p->alloc_rate[r->dev]);
+    top_fmt_bytes(sr, sizeof sr, (uint64_t)r->p->spill_rate[r->dev]);
+    top_fmt_bytes(fr, sizeof fr, (uint64_t)r->p->fill_rate[r->dev]);
+    attr_t a = selected ? A_REVERSE : A_NORMAL;
+    if (selected) {
+        attron(a);
+        mvhline(y, 0, ' ', COLS);
+        attroff(a);
+    }
+    put(y, 0, a, "%7d %-8.8s %3u", top_proc_pid(r->p), r->p->user, r->dev);
+    draw_bar(u, y, 21, c.bar, v[SPW_C_IN_USE], v[SPW_C_LIMIT]);
+    int x = 22 + c.bar;
+    attr_t oom = v[SPW_C_OOMS] ? color(u, UI_RED) | A_BOLD : A_NORMAL;
+    put(y, x, a, "%5s %5s %6s %5s %5s ", peak, sp, ar, sr, fr);
+    put(y, x + 31, a | oom, "%3llu", (unsigned long long)(v[SPW_C_OOMS] > 999 ? 999 : v[SPW_C_OOMS]));
+    put(y, x + 35, a, "%.*s", c.cmd > 0 ? c.cmd : 0, r->p->snap.cmdline);
+}
+
+void ui_draw_list(struct ui *u)
+{
+    struct top_model *m = u->m;
+    char what[200];
+    snprintf(what, sizeof what, "%zu proc%s  every %.1fs  sort %s %s%s%s", m->nprocs, m->nprocs == 1 ? "" : "s",
+             u->s->interval, top_sort_name(u->s->sort), u->s->reverse ? "^" : "v",
+             u->s->filter[0] ? "  filter " : "", u->s->filter);
+    title_line(u, what);
+    int y = draw_devices(u, 1);
+    struct columns c = list_columns();
+    header_row(u, y++, c);
+    int visible = LINES - 1 - y;
+    if (visible < 1)
+        return;
+    if (u->selected < u->first)
+        u->first = u->selected < 0 ? 0 : u->selected;
+    if (u->selected >= u->first + visible)
+        u->first = u->selected - visible + 1;
+    for (int i = 0; i < visible && (size_t)(u->first + i) < m->nrows; i++)
+        process_row(u, y + i, &m->rows[u->first + i], c, u->first + i == u->selected);
+    if (m->nrows == 0)
+        put(y + 1, 2, A_NORMAL, m->nprocs ? "(no process matches the filter)" : "(no processes running under spillway)");
+}
+
+const struct top_proc *ui_detail_proc(const struct ui *u)
+{
+    for (size_t i = 0; i < u->m->nprocs; i++) {
+        const struct top_proc *p = u->m->procs[i];
+        if (p->snap.start_time == u->detail_start && strcmp(p->snap.name, u->detail_name) == 0)
+            return p;
+    }
+    return NULL;
+}
+
+/* A bar graph of the last samples of ring, h rows tall, scaled to scale. */
+static void draw_graph(const struct ui *u, int y, int h, const struct top_proc *p, const uint64_t *ring,
+                       uint64_t scale, enum ui_color col)
+{
+    int w = COLS - 8;
+    if (w < 4 || h < 1 || scale == 0)
+        return;
+    char top[8], mid[8];
+    top_fmt_bytes(top, sizeof top, scale);
+    top_fmt_bytes(mid, sizeof mid, scale / 2);
+    put(y, 0, A_NORMAL, "%6s", top);
+    if (h > 2)
+        put(y + h / 2, 0, A_NORMAL, "%6s", mid);
+    put(y + h - 1, 0, A_NORMAL, "%6s", "0");
+    size_t n = p->hist_len;
+    size_t first = n > (size_t)w ? n - (size_t)w : 0;
+    int x0 = 7 + w - (int)(n - first);
+    for (size_t i = first; i < n; i++) {
+        double v = (double)top_proc_hist(p, ring, i) / (double)scale;
+        int filled = (int)(v * h + 0.5);
+        if (filled > h)
+            filled = h;
+        if (v > 0 && filled == 0)
+            filled = 1; /* a non-zero value is always visible */
+        for (int r = 0; r < filled; r++)
+            put(y + h - 1 - r, x0 + (int)(i - first), color(u, col), u->color ? " " : "#");
+    }
+    (void)col;
+}
+
+static uint64_t hist_max(const struct top_proc *p, const uint64_t *ring)
+{
+    uint64_t mx = 0;
+    for (size_t i = 0; i < p->hist_len; i++)
+        if (top_proc_hist(p, ring, i) > mx)
+            mx = top_proc_hist(p, ring, i);
+    return mx;
+}
+
+static int detail_counters(const struct top_proc *p, int y)
+{
+    const struct spw_stats_snapshot *s = &p->snap;
+    put(y++, 0, A_REVERSE | A_BOLD, "%-3s %6s %6s %6s %6s %6s %6s %7s %7s %4s %6s %6s", "GPU", "LIMIT", "POOL",
+        "IN USE", "PEAK", "SPILL", "HOST", "ALLOCS", "FREES", "OOM", "OUT", "IN");
+    for (uint32_t d = 0; d < s->device_count && y < LINES / 2; d++) {
+        const uint64_t *c = s->c[d];
+        char b[8][8];
+        enum spw_counter ks[8] = {SPW_C_LIMIT, SPW_C_POOL, SPW_C_IN_USE, SPW_C_PEAK, SPW_C_SPILLED, SPW_C_HOST,
+                                  SPW_C_SPILL_BYTES, SPW_C_FILL_BYTES};
+        for (int k = 0; k < 8; k++)
+            top_fmt_bytes(b[k], sizeof b[k], c[ks[k]]);
+        char al[8], fr[8];
+        top_fmt_count(al, sizeof al, c[SPW_C_ALLOCS]);
+        top_fmt_count(fr, sizeof fr, c[SPW_C_FREES]);
+        put(y++, 0, A_NORMAL, "%-3u %6s %6s %6s %6s %6s %6s %7s %7s %4llu %6s %6s", d, b[0], b[1], b[2], b[3], b[4],
+            b[5], al, fr, (unsigned long long)(c[SPW_C_OOMS] > 9999 ? 9999 : c[SPW_C_OOMS]), b[6], b[7]);
+        char h2d[8], d2h[8], d2d[8], ipc[8], man[8], cap[8], oth[8];
+        top_fmt_bytes(h2d, sizeof h2d, c[SPW_C_COPY_HTOD]);
+        top_fmt_bytes(d2h, sizeof d2h, c[SPW_C_COPY_DTOH]);
+        top_fmt_bytes(d2d, sizeof d2d, c[SPW_C_COPY_DTOD]);
+        top_fmt_bytes(ipc, sizeof ipc, c[SPW_C_PASS_IPC]);
+        top_fmt_bytes(man, sizeof man, c[SPW_C_PASS_MANAGED]);
+        top_fmt_bytes(cap, sizeof cap, c[SPW_C_PASS_CAPTURE]);
+        top_fmt_bytes(oth, sizeof oth, c[SPW_C_PASS_OTHER]);
+        put(y++, 4, A_DIM, "copies H2D %s D2H %s D2D %s  outside pool: ipc %s managed %s capture %s other %s", h2d,
+            d2h, d2d, ipc, man, cap, oth);
+    }
+    return y;
+}
+
+void ui_draw_detail(struct ui *u)
+{
+    const struct top_proc *p = ui_detail_proc(u);
+    if (!p)
+        return;
+    const struct spw_stats_snapshot *s = &p->snap;
+    char what[160];
+    snprintf(what, sizeof what, "PID %d  %s  (Esc back)", top_proc_pid(p),
+             s->liveness == SPW_ALIVE ? "alive" : "liveness unknown");
+    title_line(u, what);
+    char when[32];
+    time_t t = (time_t)(s->created_unix_ns / 1000000000u);
+    struct tm tm;
+    localtime_r(&t, &tm);
+    strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
+    put(1, 0, A_NORMAL, "user %s (uid %u)  pid %d in its namespace, %d outermost  since %s", p->user, s->uid,
+        s->pid, s->host_pid, when);
+    put(2, 0, A_BOLD, "command: %s", s->cmdline);
+    /* Config lines joined on one line: a summary, --json has it all. */
+    char cfg[SPW_STATS_CONFIG_LEN];
+    snprintf(cfg, sizeof cfg, "%s", s->config);
+    for (char *c = cfg; *c; c++)
+        if (*c == '\n')
+            *c = ' ';
+    put(3, 0, A_NORMAL, "config: %s", cfg[0] ? cfg : "(none)");
+    int y = detail_counters(p, 5);
+    uint64_t limit = 0, mx_use = hist_max(p, p->hist_in_use), mx_sp = hist_max(p, p->hist_spilled);
+    for (uint32_t d = 0; d < s->device_count; d++)
+        limit += s->c[d][SPW_C_LIMIT];
+    int h = (LINES - 1 - y - 2) / 2;
+    if (h < 2)
+        return;
+    char now[8], mx[8];
+    top_fmt_bytes(now, sizeof now, top_proc_hist(p, p->hist_in_use, p->hist_len - 1));
+    top_fmt_bytes(mx, sizeof mx, mx_use);
+    put(y++, 0, A_BOLD, "In use: now %s, max %s over %zu samples", now, mx, p->hist_len);
+    draw_graph(u, y, h, p, p->hist_in_use, limit > mx_use ? limit : mx_use, UI_GREEN);
+    y += h;
+    top_fmt_bytes(now, sizeof now, top_proc_hist(p, p->hist_spilled, p->hist_len - 1));
+    top_fmt_bytes(mx, sizeof mx, mx_sp);
+    put(y++, 0, A_BOLD, "Spilled: now %s, max %s", now, mx);
+    draw_graph(u, y, h, p, p->hist_spilled, mx_sp, UI_YELLOW);
+}
+
+void ui_draw_help(struct ui *u)
+{
+    title_line(u, "help  (any key returns)");
+    static const char *const lines[] = {
+        "q, F10          quit (from the detail view: back to the list)",
+        "h, ?, F1        this help",
+        "Up/Down, j/k    select a process; PgUp/PgDn, Home/End (g/G) jump",
+        "Enter, d, Right detail view: all counters, history graphs of in use and spilled",
+        "Esc, Left       back to the list",
+        "s or >, <       next / previous sort column (the title shows it)",
+        "r               reverse the sort order",
+        "P, M, S         sort by pid, by memory in use, by spilled memory",
+        "/               filter by pid, user or command as you type (Enter keeps, Esc undoes)",
+        "c               clear the filter",
+        "K               send SIGTERM to the selected process (asks y/N first)",
+        "+, -            double / halve the refresh interval",
+        "space           refresh now",
+        "",
+        "Columns: IN USE bar against the process's limit on that GPU; PEAK highest in use;",
+        "SPILL bytes now in host memory; ALLC/s allocations per second; SPL/s FIL/s bytes",
+        "per second spilled to host / filled back; OOM allocations refused.",
+        "GPU lines sum every process on the device: limit, pool, spilled, host, process count.",
+    };
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
+        put(2 + (int)i, 2, A_NORMAL, "%s", lines[i]);
+}
+
+void ui_draw_status(struct ui *u)
+{
+    int y = LINES - 1;
+    struct top_model *m = u->m;
+    if (u->confirm_kill)
+        put(y, 0, A_BOLD | color(u, UI_RED), "Send SIGTERM to pid %d? [y/N]", (int)u->kill_pid);
+    else if (u->editing_filter)
+        put(y, 0, A_BOLD, "Filter: %s_", u->s->filter);
+    else if (u->message[0])
+        put(y, 0, A_BOLD, "%s", u->message);
+    else if (m->error[0])
+        put(y, 0, color(u, UI_RED), "%s", m->error);
+    else if (m->skipped)
+        put(y, 0, color(u, UI_YELLOW), "%zu invalid segment%s skipped (last: %s)", m->skipped,
+            m->skipped == 1 ? "" : "s", m->last_note);
+    else
+        put(y, 0, A_DIM, "h help  Enter details  s sort  / filter  K kill  q quit");
+}

@@ -1,0 +1,39 @@
+/* State of the interactive screen and the drawing of its views. */
+#ifndef SPILLWAY_TOOLS_TOP_DRAW_H
+#define SPILLWAY_TOOLS_TOP_DRAW_H
+#include "tools/top_ui.h"
+
+#include <sys/types.h>
+
+enum ui_view { VIEW_LIST, VIEW_DETAIL, VIEW_HELP };
+enum ui_color { UI_GREEN = 1, UI_YELLOW, UI_RED, UI_CYAN, UI_TITLE };
+
+struct ui {
+    struct top_model *m;
+    struct top_settings *s;
+    enum ui_view view, help_from;
+    bool color;
+    int selected;              /* index into m->rows, -1 when empty */
+    int first;                 /* first row shown (scrolling) */
+    char sel_name[64];         /* identity of the selected row across re-sorts */
+    uint64_t sel_start;
+    uint32_t sel_dev;
+    char detail_name[64];      /* the process the detail view shows */
+    uint64_t detail_start;
+    bool editing_filter;
+    char saved_filter[128];
+    bool confirm_kill;
+    pid_t kill_pid;
+    uint64_t kill_start;
+    bool force_sample;
+    char message[160];         /* one-shot status message */
+};
+
+void ui_draw_list(struct ui *u);
+void ui_draw_detail(struct ui *u);
+void ui_draw_help(struct ui *u);
+void ui_draw_status(struct ui *u);
+
+/* The process the detail view shows, or NULL once it has gone. */
+const struct top_proc *ui_detail_proc(const struct ui *u);
+#endif

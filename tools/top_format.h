@@ -1,0 +1,23 @@
+/* Number formatting and the non-interactive outputs of spillway-top. */
+#ifndef SPILLWAY_TOOLS_TOP_FORMAT_H
+#define SPILLWAY_TOOLS_TOP_FORMAT_H
+#include "tools/top_model.h"
+
+#include <stdio.h>
+
+/* At most 5 characters: "0B", "1023B", "1.5K", "12M", "3.2G", "16E". */
+void top_fmt_bytes(char *out, size_t len, uint64_t v);
+/* A count in at most 5 characters: "0", "99999", "117K" (1024 based). */
+void top_fmt_count(char *out, size_t len, uint64_t v);
+/* A count per second in at most 5 characters: "0", "12.5", "9999", "12K". */
+void top_fmt_count_rate(char *out, size_t len, double v);
+
+/* --once: device headers and one line per row, plain text. with_rates: the
+ * model has two samples, so rate columns replace the totals. width: cut the
+ * command to fit this many columns (at least 80 is readable), 0 = no cut. */
+void top_print_table(FILE *f, const struct top_model *m, bool with_rates, int width);
+/* --json: every process with all its counters. */
+void top_print_json(FILE *f, const struct top_model *m);
+/* --prometheus: text exposition format 0.0.4. */
+void top_print_prometheus(FILE *f, const struct top_model *m);
+#endif

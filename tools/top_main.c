@@ -1,0 +1,189 @@
+/* spillway-top: command line, then the interactive screen or one of the
+ * non-interactive outputs (--once, --json, --prometheus). */
+#include "tools/top_format.h"
+#include "tools/top_model.h"
+#include "tools/top_ui.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#define VERSION "0.1"
+
+enum mode { MODE_UI, MODE_ONCE, MODE_JSON, MODE_PROMETHEUS };
+
+struct args {
+    enum mode mode;
+    struct top_settings ui;
+    bool interval_given;
+    const char *dir;
+    unsigned scan_flags;
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "Usage: spillway-top [OPTION]...\n"
+            "Show the GPU memory of processes running under spillway.\n\n"
+            "  -1, --once           print one table and exit\n"
+            "  -j, --json           print every process and counter as JSON and exit\n"
+            "  -p, --prometheus     print Prometheus text format and exit (node_exporter\n"
+            "                       textfile collector)\n"
+            "  -d, --interval SEC   seconds between refreshes (default 1; 0.1 to 3600);\n"
+            "                       with --once, sample twice SEC apart and show rates\n"
+            "  -s, --sort KEY       pid, user, gpu, in-use (default), peak, spilled,\n"
+            "                       alloc-rate, spill-rate, fill-rate, ooms, command\n"
+            "  -r, --reverse        reverse the sort order\n"
+            "  -f, --filter TEXT    only processes whose pid, user or command contains TEXT\n"
+            "      --dir DIR        segment directory (default $SPILLWAY_STATS_DIR or /dev/shm)\n"
+            "  -a, --all-users      include other users' processes (needs root)\n"
+            "      --keep-dead      do not remove segments left by dead processes\n"
+            "      --no-color       no colours (also when NO_COLOR is set)\n"
+            "  -h, --help           this help\n"
+            "  -V, --version        version\n\n"
+            "Keys: q quit, h/? help, arrows/j/k move, Enter details, s/< > sort column,\n"
+            "r reverse, / filter, K kill (asks first), +/- interval. See spillway-top(1).\n");
+}
+
+static int bad_usage(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "spillway-top: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\nTry 'spillway-top --help'.\n");
+    return 2;
+}
+
+static int parse_interval(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v) || v < 0.1 || v > 3600)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* Returns -1 to go on, or an exit status. */
+static int parse_args(int argc, char **argv, struct args *a)
+{
+    enum { OPT_DIR = 256, OPT_KEEP_DEAD, OPT_NO_COLOR };
+    static const struct option longs[] = {
+        {"once", no_argument, NULL, '1'},          {"json", no_argument, NULL, 'j'},
+        {"prometheus", no_argument, NULL, 'p'},    {"interval", required_argument, NULL, 'd'},
+        {"sort", required_argument, NULL, 's'},    {"reverse", no_argument, NULL, 'r'},
+        {"filter", required_argument, NULL, 'f'},  {"dir", required_argument, NULL, OPT_DIR},
+        {"all-users", no_argument, NULL, 'a'},     {"keep-dead", no_argument, NULL, OPT_KEEP_DEAD},
+        {"no-color", no_argument, NULL, OPT_NO_COLOR}, {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},       {NULL, 0, NULL, 0}};
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":1jpd:s:rf:ahV", longs, NULL)) != -1) {
+        switch (c) {
+        case '1': a->mode = MODE_ONCE; break;
+        case 'j': a->mode = MODE_JSON; break;
+        case 'p': a->mode = MODE_PROMETHEUS; break;
+        case 'd':
+            if (parse_interval(optarg, &a->ui.interval) != 0)
+                return bad_usage("invalid interval '%s': expected seconds from 0.1 to 3600", optarg);
+            a->interval_given = true;
+            break;
+        case 's':
+            if (top_sort_parse(optarg, &a->ui.sort) != 0)
+                return bad_usage("invalid sort key '%s': expected pid, user, gpu, in-use, peak, spilled, "
+                                 "alloc-rate, spill-rate, fill-rate, ooms or command", optarg);
+            break;
+        case 'r': a->ui.reverse = true; break;
+        case 'f': snprintf(a->ui.filter, sizeof a->ui.filter, "%s", optarg); break;
+        case OPT_DIR: a->dir = optarg; break;
+        case 'a': a->scan_flags |= SPW_SCAN_ALL_USERS; break;
+        case OPT_KEEP_DEAD: a->scan_flags &= ~(unsigned)SPW_SCAN_REMOVE_DEAD; break;
+        case OPT_NO_COLOR: a->ui.color = false; break;
+        case 'h': usage(stdout); return 0;
+        case 'V': printf("spillway-top " VERSION " (stats ABI %u)\n", SPW_STATS_ABI_VERSION); return 0;
+        case ':': return bad_usage("option '%s' needs a value", argv[optind - 1]);
+        default: return bad_usage("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return bad_usage("unexpected argument '%s'", argv[optind]);
+    return -1;
+}
+
+static double mono_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void note_stderr(void *ctx, const char *name, const char *why)
+{
+    (void)ctx;
+    fprintf(stderr, "spillway-top: skipped %s: %s\n", name, why);
+}
+
+static int terminal_width(void)
+{
+    struct winsize ws;
+    if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+        return ws.ws_col;
+    return 0;
+}
+
+static int run_batch(struct top_model *m, const struct args *a)
+{
+    if (top_model_sample(m, mono_now(), note_stderr, NULL) != 0) {
+        fprintf(stderr, "spillway-top: %s\n", m->error);
+        return 1;
+    }
+    bool rates = a->mode == MODE_ONCE && a->interval_given;
+    if (rates) {
+        struct timespec ts = {(time_t)a->ui.interval, (long)((a->ui.interval - (time_t)a->ui.interval) * 1e9)};
+        nanosleep(&ts, NULL);
+        if (top_model_sample(m, mono_now(), NULL, NULL) != 0) {
+            fprintf(stderr, "spillway-top: %s\n", m->error);
+            return 1;
+        }
+    }
+    top_model_arrange(m, a->ui.sort, a->ui.reverse, a->ui.filter);
+    if (a->mode == MODE_ONCE)
+        top_print_table(stdout, m, rates, terminal_width());
+    else if (a->mode == MODE_JSON)
+        top_print_json(stdout, m);
+    else
+        top_print_prometheus(stdout, m);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "spillway-top: write error: %s\n", strerror(errno));
+        return 1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct args a = {.mode = MODE_UI,
+                     .ui = {.interval = 1.0, .sort = TOP_SORT_IN_USE, .color = true},
+                     .scan_flags = SPW_SCAN_REMOVE_DEAD};
+    const char *nc = getenv("NO_COLOR");
+    if (nc && *nc)
+        a.ui.color = false;
+    int rc = parse_args(argc, argv, &a);
+    if (rc >= 0)
+        return rc;
+    struct top_model m;
+    top_model_init(&m, a.dir, a.scan_flags);
+    if (a.mode == MODE_UI && !isatty(STDOUT_FILENO)) {
+        fprintf(stderr, "spillway-top: standard output is not a terminal; use --once, --json or --prometheus\n");
+        return 2;
+    }
+    rc = a.mode == MODE_UI ? top_ui_run(&m, &a.ui) : run_batch(&m, &a);
+    top_model_free(&m);
+    return rc;
+}

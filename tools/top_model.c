@@ -1,0 +1,307 @@
+#include "tools/top_model.h"
+
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+/* Saturating: hostile values must not wrap the totals. */
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+    return a + b < a ? UINT64_MAX : a + b;
+}
+
+void top_model_init(struct top_model *m, const char *dir, unsigned scan_flags)
+{
+    memset(m, 0, sizeof *m);
+    m->dir = dir;
+    m->scan_flags = scan_flags;
+}
+
+void top_model_free(struct top_model *m)
+{
+    for (size_t i = 0; i < m->nprocs; i++)
+        free(m->procs[i]);
+    free(m->procs);
+    free(m->rows);
+    memset(m, 0, sizeof *m);
+}
+
+static void user_name(uint32_t uid, char *out, size_t len)
+{
+    struct passwd pw, *res = NULL;
+    char buf[1024];
+    if (getpwuid_r((uid_t)uid, &pw, buf, sizeof buf, &res) == 0 && res && res->pw_name)
+        snprintf(out, len, "%s", res->pw_name);
+    else
+        snprintf(out, len, "%u", uid);
+}
+
+static struct top_proc *find_proc(struct top_model *m, const struct spw_stats_snapshot *s)
+{
+    for (size_t i = 0; i < m->nprocs; i++) {
+        struct top_proc *p = m->procs[i];
+        /* The name carries uid and pid; the start time tells a reused pid. */
+        if (strcmp(p->snap.name, s->name) == 0 && p->snap.start_time == s->start_time)
+            return p;
+    }
+    return NULL;
+}
+
+static struct top_proc *add_proc(struct top_model *m, const struct spw_stats_snapshot *s)
+{
+    if (m->nprocs == m->cap) {
+        size_t ncap = m->cap ? m->cap * 2 : 16;
+        struct top_proc **np = realloc(m->procs, ncap * sizeof *np);
+        if (!np)
+            return NULL;
+        m->procs = np;
+        m->cap = ncap;
+    }
+    struct top_proc *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    user_name(s->uid, p->user, sizeof p->user);
+    m->procs[m->nprocs++] = p;
+    return p;
+}
+
+/* Rate of a counter between two samples; a counter that went backwards
+ * (a hostile or restarted writer) gives 0 rather than a huge figure. */
+static double rate(uint64_t now, uint64_t prev, double dt)
+{
+    return now >= prev && dt > 0 ? (double)(now - prev) / dt : 0.0;
+}
+
+static void update_proc(struct top_proc *p, const struct spw_stats_snapshot *s, double mono_now)
+{
+    p->snap = *s;
+    p->seen = true;
+    double dt = mono_now - p->prev_time;
+    uint64_t in_use = 0, spilled = 0;
+    for (uint32_t d = 0; d < s->device_count; d++) {
+        const uint64_t *c = s->c[d];
+        if (p->has_prev) {
+            p->alloc_rate[d] = rate(c[SPW_C_ALLOCS], p->prev_allocs[d], dt);
+            p->spill_rate[d] = rate(c[SPW_C_SPILL_BYTES], p->prev_spill[d], dt);
+            p->fill_rate[d] = rate(c[SPW_C_FILL_BYTES], p->prev_fill[d], dt);
+        }
+        p->prev_allocs[d] = c[SPW_C_ALLOCS];
+        p->prev_spill[d] = c[SPW_C_SPILL_BYTES];
+        p->prev_fill[d] = c[SPW_C_FILL_BYTES];
+        in_use = sat_add(in_use, c[SPW_C_IN_USE]);
+        spilled = sat_add(spilled, c[SPW_C_SPILLED]);
+    }
+    p->has_prev = true;
+    p->prev_time = mono_now;
+    size_t slot = (p->hist_start + p->hist_len) % TOP_HISTORY;
+    p->hist_in_use[slot] = in_use;
+    p->hist_spilled[slot] = spilled;
+    if (p->hist_len < TOP_HISTORY)
+        p->hist_len++;
+    else
+        p->hist_start = (p->hist_start + 1) % TOP_HISTORY;
+}
+
+uint64_t top_proc_hist(const struct top_proc *p, const uint64_t *ring, size_t i)
+{
+    return i < p->hist_len ? ring[(p->hist_start + i) % TOP_HISTORY] : 0;
+}
+
+int top_proc_pid(const struct top_proc *p)
+{
+    return p->snap.local_pid > 0 ? (int)p->snap.local_pid : p->snap.host_pid;
+}
+
+struct note_relay {
+    struct top_model *m;
+    spw_stats_note_fn note;
+    void *ctx;
+};
+
+static void relay_note(void *ctx, const char *name, const char *why)
+{
+    struct note_relay *r = ctx;
+    snprintf(r->m->last_note, sizeof r->m->last_note, "%s: %s", name, why);
+    if (r->note)
+        r->note(r->ctx, name, why);
+}
+
+static void drop_unseen(struct top_model *m)
+{
+    size_t keep = 0;
+    for (size_t i = 0; i < m->nprocs; i++) {
+        if (m->procs[i]->seen)
+            m->procs[keep++] = m->procs[i];
+        else
+            free(m->procs[i]);
+    }
+    m->nprocs = keep;
+}
+
+int top_model_sample(struct top_model *m, double mono_now, spw_stats_note_fn note, void *ctx)
+{
+    struct spw_stats_list list;
+    struct note_relay relay = {m, note, ctx};
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    m->time = (double)ts.tv_sec + ts.tv_nsec / 1e9;
+    m->error[0] = '\0';
+    if (spw_stats_scan(m->dir, m->scan_flags, &list, relay_note, &relay, m->error, sizeof m->error) != 0)
+        return -1;
+    for (size_t i = 0; i < m->nprocs; i++)
+        m->procs[i]->seen = false;
+    int rc = 0;
+    for (size_t i = 0; i < list.n; i++) {
+        struct top_proc *p = find_proc(m, &list.items[i]);
+        if (!p)
+            p = add_proc(m, &list.items[i]);
+        if (!p) {
+            snprintf(m->error, sizeof m->error, "out of memory");
+            rc = -1;
+            break;
+        }
+        update_proc(p, &list.items[i], mono_now);
+    }
+    m->skipped = list.skipped;
+    m->removed = list.removed;
+    spw_stats_list_free(&list);
+    drop_unseen(m);
+    return rc;
+}
+
+static bool device_in_use(const uint64_t *c)
+{
+    return c[SPW_C_LIMIT] || c[SPW_C_POOL] || c[SPW_C_IN_USE] || c[SPW_C_ALLOCS] || c[SPW_C_HOST] ||
+           c[SPW_C_SPILLED] || c[SPW_C_OOMS];
+}
+
+static bool matches(const struct top_proc *p, const char *filter)
+{
+    if (!filter || !*filter)
+        return true;
+    char pid[16];
+    snprintf(pid, sizeof pid, "%d", top_proc_pid(p));
+    return strstr(pid, filter) || strcasestr(p->user, filter) || strcasestr(p->snap.cmdline, filter);
+}
+
+static bool push_row(struct top_model *m, struct top_proc *p, uint32_t dev)
+{
+    if (m->nrows == m->rows_cap) {
+        size_t ncap = m->rows_cap ? m->rows_cap * 2 : 32;
+        struct top_row *nr = realloc(m->rows, ncap * sizeof *nr);
+        if (!nr)
+            return false;
+        m->rows = nr;
+        m->rows_cap = ncap;
+    }
+    m->rows[m->nrows++] = (struct top_row){p, dev};
+    return true;
+}
+
+static void add_to_device(struct top_model *m, const struct top_row *r)
+{
+    const uint64_t *c = r->p->snap.c[r->dev];
+    struct top_device *d = NULL;
+    for (size_t i = 0; i < m->ndevices && !d; i++)
+        if (m->devices[i].index == r->dev)
+            d = &m->devices[i];
+    if (!d) {
+        d = &m->devices[m->ndevices++];
+        memset(d, 0, sizeof *d);
+        d->index = r->dev;
+    }
+    d->procs++;
+    d->limit = sat_add(d->limit, c[SPW_C_LIMIT]);
+    d->pool = sat_add(d->pool, c[SPW_C_POOL]);
+    d->in_use = sat_add(d->in_use, c[SPW_C_IN_USE]);
+    d->spilled = sat_add(d->spilled, c[SPW_C_SPILLED]);
+    d->host = sat_add(d->host, c[SPW_C_HOST]);
+}
+
+/* qsort has no context argument: the key lives here for one sort call. */
+static enum top_sort sort_key;
+static int sort_sign;
+
+static int cmp_u64(uint64_t a, uint64_t b) { return a < b ? -1 : a > b; }
+static int cmp_dbl(double a, double b) { return a < b ? -1 : a > b; }
+
+static int cmp_rows(const void *va, const void *vb)
+{
+    const struct top_row *a = va, *b = vb;
+    const uint64_t *ca = a->p->snap.c[a->dev], *cb = b->p->snap.c[b->dev];
+    int c = 0;
+    switch (sort_key) {
+    case TOP_SORT_PID: c = cmp_u64((uint64_t)top_proc_pid(a->p), (uint64_t)top_proc_pid(b->p)); break;
+    case TOP_SORT_USER: c = strcmp(a->p->user, b->p->user); break;
+    case TOP_SORT_DEVICE: c = cmp_u64(a->dev, b->dev); break;
+    case TOP_SORT_IN_USE: c = -cmp_u64(ca[SPW_C_IN_USE], cb[SPW_C_IN_USE]); break;
+    case TOP_SORT_PEAK: c = -cmp_u64(ca[SPW_C_PEAK], cb[SPW_C_PEAK]); break;
+    case TOP_SORT_SPILLED: c = -cmp_u64(ca[SPW_C_SPILLED], cb[SPW_C_SPILLED]); break;
+    case TOP_SORT_ALLOC_RATE: c = -cmp_dbl(a->p->alloc_rate[a->dev], b->p->alloc_rate[b->dev]); break;
+    case TOP_SORT_SPILL_RATE: c = -cmp_dbl(a->p->spill_rate[a->dev], b->p->spill_rate[b->dev]); break;
+    case TOP_SORT_FILL_RATE: c = -cmp_dbl(a->p->fill_rate[a->dev], b->p->fill_rate[b->dev]); break;
+    case TOP_SORT_OOMS: c = -cmp_u64(ca[SPW_C_OOMS], cb[SPW_C_OOMS]); break;
+    case TOP_SORT_COMMAND: c = strcmp(a->p->snap.cmdline, b->p->snap.cmdline); break;
+    default: break;
+    }
+    if (c == 0) /* stable, predictable order for ties */
+        c = cmp_u64((uint64_t)top_proc_pid(a->p), (uint64_t)top_proc_pid(b->p)) * 2 + cmp_u64(a->dev, b->dev);
+    return c * sort_sign;
+}
+
+void top_model_arrange(struct top_model *m, enum top_sort key, bool reverse, const char *filter)
+{
+    m->nrows = 0;
+    m->ndevices = 0;
+    for (size_t i = 0; i < m->nprocs; i++) {
+        struct top_proc *p = m->procs[i];
+        if (!matches(p, filter))
+            continue;
+        size_t before = m->nrows;
+        for (uint32_t d = 0; d < p->snap.device_count; d++)
+            if (device_in_use(p->snap.c[d]) && !push_row(m, p, d))
+                return;
+        if (m->nrows == before && !push_row(m, p, 0))
+            return;
+    }
+    for (size_t i = 0; i < m->nrows; i++)
+        add_to_device(m, &m->rows[i]);
+    sort_key = key;
+    sort_sign = reverse ? -1 : 1;
+    qsort(m->rows, m->nrows, sizeof *m->rows, cmp_rows);
+    /* Devices in index order. */
+    for (size_t i = 1; i < m->ndevices; i++)
+        for (size_t j = i; j > 0 && m->devices[j - 1].index > m->devices[j].index; j--) {
+            struct top_device t = m->devices[j];
+            m->devices[j] = m->devices[j - 1];
+            m->devices[j - 1] = t;
+        }
+}
+
+static const char *const sort_names[TOP_SORT_COUNT] = {
+    "PID", "USER", "GPU", "IN USE", "PEAK", "SPILLED", "ALLOC/s", "SPILL/s", "FILL/s", "OOM", "COMMAND"};
+static const char *const sort_args[TOP_SORT_COUNT] = {
+    "pid", "user", "gpu", "in-use", "peak", "spilled", "alloc-rate", "spill-rate", "fill-rate", "ooms", "command"};
+
+const char *top_sort_name(enum top_sort key)
+{
+    return (unsigned)key < TOP_SORT_COUNT ? sort_names[key] : "?";
+}
+
+const char *top_sort_arg(enum top_sort key)
+{
+    return (unsigned)key < TOP_SORT_COUNT ? sort_args[key] : "?";
+}
+
+int top_sort_parse(const char *arg, enum top_sort *out)
+{
+    for (int k = 0; k < TOP_SORT_COUNT; k++)
+        if (strcmp(arg, sort_args[k]) == 0) {
+            *out = (enum top_sort)k;
+            return 0;
+        }
+    return -1;
+}

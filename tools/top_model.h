@@ -1,0 +1,86 @@
+/* spillway-top's model: the processes seen across samples, their rates and
+ * history, and the rows (one per process and device) in display order. No
+ * terminal code here, so that every output mode shares it. */
+#ifndef SPILLWAY_TOOLS_TOP_MODEL_H
+#define SPILLWAY_TOOLS_TOP_MODEL_H
+#include "stats/reader.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define TOP_HISTORY 512 /* samples kept per process for the graphs */
+
+enum top_sort {
+    TOP_SORT_PID, TOP_SORT_USER, TOP_SORT_DEVICE, TOP_SORT_IN_USE, TOP_SORT_PEAK,
+    TOP_SORT_SPILLED, TOP_SORT_ALLOC_RATE, TOP_SORT_SPILL_RATE, TOP_SORT_FILL_RATE,
+    TOP_SORT_OOMS, TOP_SORT_COMMAND, TOP_SORT_COUNT
+};
+
+struct top_proc {
+    struct spw_stats_snapshot snap;   /* latest */
+    char user[33];
+    bool seen;                        /* in the latest scan */
+    bool has_prev;
+    double prev_time;
+    uint64_t prev_allocs[SPW_STATS_MAX_DEVICES];
+    uint64_t prev_spill[SPW_STATS_MAX_DEVICES];
+    uint64_t prev_fill[SPW_STATS_MAX_DEVICES];
+    double alloc_rate[SPW_STATS_MAX_DEVICES];   /* per second */
+    double spill_rate[SPW_STATS_MAX_DEVICES];   /* bytes per second */
+    double fill_rate[SPW_STATS_MAX_DEVICES];
+    /* Totals over devices, one entry per sample, oldest first from hist_start. */
+    uint64_t hist_in_use[TOP_HISTORY];
+    uint64_t hist_spilled[TOP_HISTORY];
+    size_t hist_len, hist_start;
+};
+
+struct top_row {
+    struct top_proc *p;
+    uint32_t dev;
+};
+
+struct top_device {
+    uint32_t index;
+    unsigned procs;
+    uint64_t limit, pool, in_use, spilled, host;
+};
+
+struct top_model {
+    const char *dir;       /* NULL: default */
+    unsigned scan_flags;
+    struct top_proc **procs;
+    size_t nprocs, cap;
+    struct top_row *rows;   /* after top_model_arrange */
+    size_t nrows, rows_cap;
+    struct top_device devices[SPW_STATS_MAX_DEVICES];
+    size_t ndevices;
+    size_t skipped, removed;  /* in the latest scan */
+    char last_note[256];      /* latest skip/removal, for the status line */
+    char error[256];          /* the directory could not be read, or "" */
+    double time;              /* of the latest sample (CLOCK_REALTIME, seconds) */
+};
+
+void top_model_init(struct top_model *m, const char *dir, unsigned scan_flags);
+void top_model_free(struct top_model *m);
+
+/* Scans the segments and updates rates and history. mono_now is a monotonic
+ * time in seconds (for rates). 0, or -1 with m->error set. Notes about
+ * skipped segments go to note (may be NULL) and m->last_note. */
+int top_model_sample(struct top_model *m, double mono_now, spw_stats_note_fn note, void *ctx);
+
+/* Rebuilds m->rows: one per process and device in use (at least one per
+ * process), kept if filter (NULL/"" for all) is a substring of the pid, the
+ * user or the command, sorted by key (descending for sizes and rates,
+ * ascending for names and ids; reverse flips it). Also fills m->devices. */
+void top_model_arrange(struct top_model *m, enum top_sort key, bool reverse, const char *filter);
+
+const char *top_sort_name(enum top_sort key);  /* column title */
+const char *top_sort_arg(enum top_sort key);   /* --sort value */
+int top_sort_parse(const char *arg, enum top_sort *out);
+
+/* History sample i (0 = oldest) of p. */
+uint64_t top_proc_hist(const struct top_proc *p, const uint64_t *ring, size_t i);
+
+/* pid to show: the pid in our namespace when known, else the host pid. */
+int top_proc_pid(const struct top_proc *p);
+#endif
