@@ -71,7 +71,10 @@ CUresult sw_policy_create(const sw_backend *backend, sw_policy **out)
 static CUresult device_teardown(sw_device *d)
 {
     sw_policy *p = d->pol;
-    CUresult first = sw_freeq_destroy(d), r;
+    /* Unmapping below must not race work the program left queued. */
+    CUresult first = d->arena.used ? p->be.synchronize(p->be.ctx, d->id) : CUDA_SUCCESS, r;
+    if ((r = sw_freeq_destroy(d)) != CUDA_SUCCESS && first == CUDA_SUCCESS)
+        first = r;
     pthread_mutex_lock(&d->lock);
     sw_classes_destroy(d);
     if (d->arena.used && (r = sw_arena_unmap_all(d)) != CUDA_SUCCESS && first == CUDA_SUCCESS)
@@ -95,7 +98,15 @@ CUresult sw_policy_destroy(sw_policy *p)
 {
     if (!p)
         return CUDA_ERROR_INVALID_VALUE;
-    CUresult first = sw_vmm_destroy_all(p);
+    CUresult first = CUDA_SUCCESS;
+    for (int i = 0; i < SW_MAX_DEVICES; i++) {
+        CUresult r = sw_dev(p, i) ? p->be.synchronize(p->be.ctx, i) : CUDA_SUCCESS;
+        if (first == CUDA_SUCCESS)
+            first = r;
+    }
+    CUresult r = sw_vmm_destroy_all(p);
+    if (first == CUDA_SUCCESS)
+        first = r;
     for (int i = 0; i < SW_MAX_DEVICES; i++) {
         if (!sw_dev(p, i))
             continue;
