@@ -209,9 +209,9 @@ static void draw_graph(const struct ui *u, int y, int h, const struct top_proc *
         if (v > 0 && filled == 0)
             filled = 1; /* a non-zero value is always visible */
         for (int r = 0; r < filled; r++)
-            put(y + h - 1 - r, x0 + (int)(i - first), color(u, col), u->color ? " " : "#");
+            put(y + h - 1 - r, x0 + (int)(i - first), color(u, col) | (u->color ? A_REVERSE : A_NORMAL),
+                u->color ? " " : "#");
     }
-    (void)col;
 }
 
 static uint64_t hist_max(const struct top_proc *p, const uint64_t *ring)
@@ -248,8 +248,8 @@ static int detail_counters(const struct top_proc *p, int y)
         top_fmt_bytes(man, sizeof man, c[SPW_C_PASS_MANAGED]);
         top_fmt_bytes(cap, sizeof cap, c[SPW_C_PASS_CAPTURE]);
         top_fmt_bytes(oth, sizeof oth, c[SPW_C_PASS_OTHER]);
-        put(y++, 4, A_DIM, "copies H2D %s D2H %s D2D %s  outside pool: ipc %s managed %s capture %s other %s", h2d,
-            d2h, d2d, ipc, man, cap, oth);
+        put(y++, 4, A_DIM, "copy H2D %s D2H %s D2D %s  passthru ipc %s mgd %s capt %s other %s", h2d, d2h, d2d,
+            ipc, man, cap, oth);
     }
     return y;
 }
@@ -269,8 +269,10 @@ void ui_draw_detail(struct ui *u)
     struct tm tm;
     localtime_r(&t, &tm);
     strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
-    put(1, 0, A_NORMAL, "user %s (uid %u)  pid %d in its namespace, %d outermost  since %s", p->user, s->uid,
-        s->pid, s->host_pid, when);
+    char pids[64] = "";
+    if (s->pid != top_proc_pid(p) || s->host_pid != top_proc_pid(p))
+        snprintf(pids, sizeof pids, "  pid %d in its namespace, %d outer", s->pid, s->host_pid);
+    put(1, 0, A_NORMAL, "user %s (uid %u)  started %s%s", p->user, s->uid, when, pids);
     put(2, 0, A_BOLD, "command: %s", s->cmdline);
     /* Config lines joined on one line: a summary, --json has it all. */
     char cfg[SPW_STATS_CONFIG_LEN];
@@ -302,24 +304,25 @@ void ui_draw_help(struct ui *u)
 {
     title_line(u, "help  (any key returns)");
     static const char *const lines[] = {
-        "q, F10          quit (from the detail view: back to the list)",
+        "q, F10          quit (in the detail view: back to the list)",
         "h, ?, F1        this help",
-        "Up/Down, j/k    select a process; PgUp/PgDn, Home/End (g/G) jump",
-        "Enter, d, Right detail view: all counters, history graphs of in use and spilled",
+        "Up/Down, j/k    select; PgUp/PgDn, Home/End or g/G jump",
+        "Enter, d, Right details: all counters, history of in use and spilled",
         "Esc, Left       back to the list",
-        "s or >, <       next / previous sort column (the title shows it)",
+        "s or >, <       next / previous sort column (shown in the title)",
         "r               reverse the sort order",
         "P, M, S         sort by pid, by memory in use, by spilled memory",
-        "/               filter by pid, user or command as you type (Enter keeps, Esc undoes)",
+        "/               filter by pid, user or command (Enter keeps, Esc undoes)",
         "c               clear the filter",
-        "K               send SIGTERM to the selected process (asks y/N first)",
+        "K               send SIGTERM to the selected process (asks y/N)",
         "+, -            double / halve the refresh interval",
         "space           refresh now",
         "",
-        "Columns: IN USE bar against the process's limit on that GPU; PEAK highest in use;",
-        "SPILL bytes now in host memory; ALLC/s allocations per second; SPL/s FIL/s bytes",
-        "per second spilled to host / filled back; OOM allocations refused.",
-        "GPU lines sum every process on the device: limit, pool, spilled, host, process count.",
+        "IN USE  bar of in use against the process's limit on that GPU",
+        "PEAK    highest in use      SPILL   bytes now in host memory",
+        "ALLC/s  allocations/second  SPL/s, FIL/s  bytes/s spilled, filled",
+        "OOM     allocations refused",
+        "GPU lines add up every process on the device (p = processes).",
     };
     for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
         put(2 + (int)i, 2, A_NORMAL, "%s", lines[i]);

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# The spillway launcher: options become SPILLWAY_* variables, the library is
+# found next to the binary (installed and build-tree layouts) or through
+# $SPILLWAY_LIB/--lib, bad values stop before exec with exit 2 and one line,
+# and `spillway top` runs the monitor. Preloads an empty library, so that
+# these tests do not depend on the shim.
+set -u
+. "$(dirname "$0")/lib.sh"
+[ -x "$SPW" ] || { echo "FAIL: $SPW not built"; exit 1; }
+unset LD_PRELOAD SPILLWAY_LIB SPILLWAY_MEM_LIMIT SPILLWAY_MEM_FRACTION SPILLWAY_SPILL SPILLWAY_LOG
+
+show='echo "LD_PRELOAD=$LD_PRELOAD LIMIT=${SPILLWAY_MEM_LIMIT-} FRACTION=${SPILLWAY_MEM_FRACTION-} SPILL=${SPILLWAY_SPILL-} PREALLOC=${SPILLWAY_PREALLOCATE-} HOST=${SPILLWAY_HOST_LIMIT-} STATS=${SPILLWAY_STATS-} LOG=${SPILLWAY_LOG-}"'
+lib=$(realpath "$EMPTY_LIB")
+
+out=$(SPILLWAY_LIB=$lib "$SPW" run --limit 8G --no-spill -- sh -c "$show")
+check "run sets LD_PRELOAD, limit and spill" [ "$out" = "LD_PRELOAD=$lib LIMIT=8G FRACTION= SPILL=0 PREALLOC= HOST= STATS= LOG=" ]
+out=$(SPILLWAY_LIB=$lib "$SPW" run -f 0.5 --no-preallocate --host-limit 16G --no-stats --log debug sh -c "$show")
+check "run sets the other variables" [ "$out" = "LD_PRELOAD=$lib LIMIT= FRACTION=0.5 SPILL= PREALLOC=0 HOST=16G STATS=0 LOG=debug" ]
+other="$STATS_DIR/other.so"
+cp "$lib" "$other"
+out=$(LD_PRELOAD=$other SPILLWAY_LIB=$lib "$SPW" run sh -c 'echo "$LD_PRELOAD"')
+check "keeps an existing LD_PRELOAD after spillway" [ "$out" = "$lib:$other" ]
+out=$(LD_PRELOAD=$lib SPILLWAY_LIB=$lib "$SPW" run sh -c 'echo "$LD_PRELOAD"')
+check "does not preload twice" [ "$out" = "$lib" ]
+out=$(SPILLWAY_LIB=$lib "$SPW" run -- sh -c 'echo "$@"' x --limit 1G)
+check "the command's own options are left alone" [ "$out" = "--limit 1G" ]
+SPILLWAY_LIB=$lib "$SPW" run sh -c 'exit 7'
+check "exit status is the command's" [ $? -eq 7 ]
+
+# Bad values stop before exec: exit 2, one line naming the variable.
+refused() {
+    local want=$1; shift
+    local err; err=$(SPILLWAY_LIB=$lib "$@" 2>&1 >/dev/null); local rc=$?
+    [ $rc -eq 2 ] && [ "$(wc -l <<<"$err")" -eq 1 ] && grep -q -- "$want" <<<"$err"
+}
+check "bad --limit" refused "SPILLWAY_MEM_LIMIT='lots'" "$SPW" run --limit lots -- true
+check "bad --fraction" refused "SPILLWAY_MEM_FRACTION='1.5'" "$SPW" run --fraction 1.5 true
+check "bad --log" refused "SPILLWAY_LOG='loud'" "$SPW" run --log loud true
+check "bad variable already in the environment" refused "SPILLWAY_SPILL='maybe'" env SPILLWAY_SPILL=maybe "$SPW" run true
+check "command not run when refused" bash -c '! SPILLWAY_LIB=$1 "$2" run --limit x -- touch "$3/ran" 2>/dev/null; [ ! -e "$3/ran" ]' _ "$lib" "$SPW" "$STATS_DIR"
+check "unknown option" refused "unknown option '--frob'" "$SPW" run --frob true
+check "missing value" refused "option '--limit' needs a value" "$SPW" run --limit
+check "no command" refused "no command to run" "$SPW" run --limit 1G
+check "unknown subcommand" refused "unknown command 'walk'" "$SPW" walk
+check "missing library" refused "library '/nonexistent/lib.so' (from SPILLWAY_LIB)" env SPILLWAY_LIB=/nonexistent/lib.so "$SPW" run true
+check "--lib wins over SPILLWAY_LIB" bash -c '[ "$(SPILLWAY_LIB=/nonexistent "$1" run --lib "$2" sh -c "echo \$LD_PRELOAD")" = "$2" ]' _ "$SPW" "$lib"
+SPILLWAY_LIB=$lib "$SPW" run /nonexistent/program 2>/dev/null
+check "missing command: 127" [ $? -eq 127 ]
+
+# Finding the library next to the binary: installed layout, build layout.
+root="$STATS_DIR/prefix"
+mkdir -p "$root/bin" "$root/lib"
+cp "$SPW" "$root/bin/spillway"
+cp "$lib" "$root/lib/libspillway.so"
+out=$(env -u SPILLWAY_LIB "$root/bin/spillway" run sh -c 'echo "$LD_PRELOAD"')
+check "installed layout: PREFIX/lib/libspillway.so" [ "$out" = "$(realpath "$root/lib/libspillway.so")" ]
+rm -r "$root/lib"
+cp "$lib" "$root/libspillway.so"
+out=$(env -u SPILLWAY_LIB "$root/bin/spillway" run sh -c 'echo "$LD_PRELOAD"')
+check "build layout: ../libspillway.so" [ "$out" = "$(realpath "$root/libspillway.so")" ]
+rm "$root/libspillway.so"
+check "no library anywhere: says where it looked" refused "tried $root/bin/../lib/libspillway.so" env -u SPILLWAY_LIB "$root/bin/spillway" run true
+
+# spillway top runs the spillway-top next to it.
+start_writer --cmd "launched job"
+check "spillway top --once" grep -q "launched job" <<<"$("$SPW" top --once)"
+check "spillway --help documents run and the variables" bash -c '"$1" --help | grep -q -- "--no-spill" && "$1" --help | grep -q SPILLWAY_MEM_FRACTION' _ "$SPW"
+check "spillway options lists the variables" grep -q SPILLWAY_HOST_LIMIT <<<"$("$SPW" options)"
+
+# Man pages: present and free of roff warnings when groff is there.
+man_dir="$(dirname "$0")/../../../tools/man"
+for page in spillway.1 spillway-top.1; do
+    check "man page $page exists" [ -s "$man_dir/$page" ]
+    if command -v groff >/dev/null; then
+        check "man page $page renders cleanly" bash -c '[ -z "$(groff -man -Tutf8 -ww -z "$1" 2>&1)" ]' _ "$man_dir/$page"
+    fi
+done
+finish

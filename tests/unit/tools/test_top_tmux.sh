@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# spillway-top's interactive screen, driven through tmux: it shows the
+# process rows, sorts, filters, opens the detail view with its graphs, shows
+# the help, kills with confirmation and quits cleanly. Every wait polls the
+# screen with a timeout; nothing sleeps a fixed long time.
+set -u
+. "$(dirname "$0")/lib.sh"
+
+if ! command -v tmux >/dev/null 2>&1; then
+    echo "SKIP: tmux is not installed (scripts/setup.sh installs it); interactive screen not tested"
+    exit 0
+fi
+# A private tmux server: never touch the user's sessions.
+SOCK="spw-test-$$"
+T() { tmux -L "$SOCK" -f /dev/null "$@"; }
+cleanup_tmux() { T kill-server 2>/dev/null; cleanup; }
+trap cleanup_tmux EXIT
+
+start_writer --cmd "alpha job" --inuse 2147483648; A=$WPID
+start_writer --cmd "beta job" --inuse 4294967296 --ramp; Bp=$WPID
+
+screen() { T capture-pane -p -t top; }
+shows() { screen | grep -qE -- "$1"; }
+hides() { ! screen | grep -qE -- "$1"; }
+# Line number on screen of the first line matching a pattern.
+line_of() { screen | grep -nE -- "$1" | head -1 | cut -d: -f1; }
+above() { local a b; a=$(line_of "$1"); b=$(line_of "$2"); [ -n "$a" ] && [ -n "$b" ] && [ "$a" -lt "$b" ]; }
+key() { T send-keys -t top "$@"; }
+
+T new-session -d -s top -x 100 -y 30 \
+    "env SPILLWAY_STATS_DIR='$STATS_DIR' '$TOP' --interval 0.2 --no-color" || {
+    echo "FAIL: cannot start tmux"; exit 1; }
+T set-option -t top remain-on-exit on >/dev/null
+
+check "shows alpha's row" poll 10 shows "^ +$A +[^ ]+ +0 .*alpha job"
+check "shows beta's row" poll 10 shows "^ +$Bp +[^ ]+ +0 .*beta job"
+check "shows the device header" poll 5 shows '^GPU0 '
+check "title shows the sort" poll 5 shows 'sort IN USE v'
+check "in-use sort: beta above alpha" poll 5 above "^ +$Bp .*beta job" "^ +$A .*alpha job"
+
+first=$(printf '%s\n' "$A" "$Bp" | sort -n | head -1); second=$(printf '%s\n' "$A" "$Bp" | sort -n | tail -1)
+key P
+check "P sorts by pid" poll 5 shows 'sort PID v'
+check "pid order" poll 5 above "^ +$first +[^ ]+ +0 " "^ +$second +[^ ]+ +0 "
+key r
+check "r reverses" poll 5 shows 'sort PID \^'
+check "reversed pid order" poll 5 above "^ +$second +[^ ]+ +0 " "^ +$first +[^ ]+ +0 "
+key s
+check "s cycles to the next column" poll 5 shows 'sort USER'
+key M r
+check "M sorts by memory again" poll 5 shows 'sort IN USE v'
+
+key / a l p h a
+check "filter prompt" poll 5 shows 'Filter: alpha_'
+key Enter
+check "filter hides beta" poll 5 hides "beta job"
+check "filter keeps alpha" poll 5 shows "alpha job"
+key c
+check "c clears the filter" poll 5 shows "beta job"
+
+# Detail view of the first row (beta: most in use).
+key g Enter
+check "detail view opens" poll 5 shows "command: beta job"
+check "detail shows config" poll 5 shows "config: mem_limit=8G spill=1"
+check "detail shows the counters" poll 5 shows "^GPU +LIMIT +POOL +IN USE"
+check "detail graph of in use" poll 5 shows "^In use: now"
+check "detail graph of spilled" poll 5 shows "^Spilled: now"
+check "graphs have bars" poll 10 shows "#"
+key Escape
+check "Esc returns to the list" poll 5 shows "^ +PID +USER +GPU"
+
+key h
+check "h shows the help" poll 5 shows "this help"
+key x
+check "any key leaves the help" poll 5 shows "^ +PID +USER +GPU"
+
+# Kill with confirmation: n keeps it, y sends SIGTERM.
+key g K
+check "K asks first" poll 5 shows "Send SIGTERM to pid $Bp\? \[y/N\]"
+key n
+check "n keeps the process" poll 5 hides "Send SIGTERM"
+check "beta still running" kill -0 "$Bp"
+key K y
+check "y sends SIGTERM" poll 5 shows "sent SIGTERM to pid $Bp"
+check "beta exited" poll 5 bash -c "! kill -0 $Bp 2>/dev/null"
+check "beta's row goes" poll 5 hides "beta job"
+
+key q
+check "q quits" poll 5 bash -c "[ \"\$(tmux -L '$SOCK' display-message -p -t top '#{pane_dead}')\" = 1 ]"
+check "exit status 0" [ "$(T display-message -p -t top '#{pane_dead_status}')" = 0 ]
+finish
