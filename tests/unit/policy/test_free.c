@@ -1,0 +1,297 @@
+/* Free semantics: cuMemFree'd blocks wait for a sync point (batched),
+ * cuMemFreeAsync'd blocks are reusable on their stream at once and elsewhere
+ * after their event; bad pointers and double frees are refused. */
+#include "tests/unit/policy/helpers.h"
+
+#define NOSTREAM ((CUstream)0xdead) /* "any stream" for conflict checks */
+
+START_TEST(sync_free_is_not_reused_before_a_sync)
+{
+    env_up(16, false, 64 * PG); /* batch large: no sync while pages remain */
+    CUdeviceptr a, b;
+    ck_assert_int_eq(sw_alloc(P, 0, 2 * PG, &a), CUDA_SUCCESS);
+    fake_launch(FB, S1, a, 2 * PG);
+    ck_assert_int_eq(sw_free(P, a), CUDA_SUCCESS);
+    ck_assert_uint_eq(counters().pending_bytes, 2 * PG);
+    ck_assert_int_eq(sw_alloc(P, 0, 2 * PG, &b), CUDA_SUCCESS);
+    ck_assert_uint_ne(b, a);
+    ck_assert(!fake_conflict(FB, b, 2 * PG, NOSTREAM));
+    ck_assert_uint_eq(fstats().syncs, 0);
+    sw_free(P, b);
+    env_down();
+}
+END_TEST
+
+START_TEST(sync_free_reused_after_the_pool_needs_it)
+{
+    env_up(4, false, 0);
+    CUdeviceptr a, b;
+    ck_assert_int_eq(sw_alloc(P, 0, 4 * PG, &a), CUDA_SUCCESS);
+    fill(a, 4 * PG, 3);
+    fake_launch(FB, S1, a, 4 * PG);
+    ck_assert_int_eq(sw_free(P, a), CUDA_SUCCESS);
+    uint64_t maps = fstats().maps;
+    ck_assert_int_eq(sw_alloc(P, 0, 4 * PG, &b), CUDA_SUCCESS);
+    ck_assert_uint_eq(b, a);                 /* the same block, after one sync */
+    ck_assert_uint_eq(fstats().syncs, 1);
+    ck_assert_uint_eq(fstats().maps, maps);  /* its mapping was kept */
+    ck_assert(!fake_conflict(FB, b, 4 * PG, NOSTREAM));
+    sw_free(P, b);
+    env_down();
+}
+END_TEST
+
+START_TEST(sync_frees_are_batched_one_sync_per_batch)
+{
+    /* Batch threshold 4 pages: the 2nd free of 2 pages reaches it. */
+    env_up(64, false, 4 * PG);
+    CUdeviceptr p;
+    for (int i = 0; i < 40; i++) {
+        ck_assert_int_eq(sw_alloc(P, 0, 2 * PG, &p), CUDA_SUCCESS);
+        ck_assert(!fake_conflict(FB, p, 2 * PG, NOSTREAM));
+        fake_launch(FB, S1, p, 2 * PG);
+        ck_assert_int_eq(sw_free(P, p), CUDA_SUCCESS);
+    }
+    /* 40 allocations, one sync per two frees at most, and few pages. */
+    ck_assert_uint_le(fstats().syncs, 20);
+    ck_assert_uint_ge(fstats().syncs, 1);
+    ck_assert_uint_le(fstats().max_dev_pages, 8);
+    env_down();
+}
+END_TEST
+
+START_TEST(program_sync_points_release_without_a_backend_sync)
+{
+    env_up(4, false, 0);
+    CUdeviceptr a, b;
+    ck_assert_int_eq(sw_alloc(P, 0, 4 * PG, &a), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_free(P, a), CUDA_SUCCESS);
+    /* The program synchronizes the device itself (the shim reports it). */
+    uint64_t t = sw_sync_begin(P, 0);
+    sw_sync_end(P, 0, t);
+    ck_assert_int_eq(sw_alloc(P, 0, 4 * PG, &b), CUDA_SUCCESS);
+    ck_assert_uint_eq(b, a);
+    ck_assert_uint_eq(fstats().syncs, 0);
+    sw_free(P, b);
+    env_down();
+}
+END_TEST
+
+START_TEST(program_sync_covers_frees_before_it_only)
+{
+    env_up(8, false, 64 * PG);
+    CUdeviceptr a, b, c;
+    ck_assert_int_eq(sw_alloc(P, 0, 4 * PG, &a), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_alloc(P, 0, 4 * PG, &b), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_free(P, a), CUDA_SUCCESS);
+    uint64_t t = sw_sync_begin(P, 0);
+    ck_assert_int_eq(sw_free(P, b), CUDA_SUCCESS); /* after the sync began */
+    sw_sync_end(P, 0, t);
+    ck_assert_int_eq(sw_alloc(P, 0, 4 * PG, &c), CUDA_SUCCESS);
+    ck_assert_uint_eq(c, a);
+    ck_assert_uint_eq(fstats().syncs, 0);
+    ck_assert_uint_eq(counters().pending_bytes, 4 * PG); /* b still waits */
+    sw_free(P, c);
+    env_down();
+}
+END_TEST
+
+START_TEST(async_free_reused_at_once_on_its_stream)
+{
+    env_up(8, false, 0);
+    CUdeviceptr a, b;
+    ck_assert_int_eq(sw_alloc_async(P, 0, 3 * PG, S1, &a), CUDA_SUCCESS);
+    fake_launch(FB, S1, a, 3 * PG);
+    ck_assert_int_eq(sw_free_async(P, a, S1), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_alloc_async(P, 0, 3 * PG - 5, S1, &b), CUDA_SUCCESS);
+    ck_assert_uint_eq(b, a);
+    ck_assert_uint_eq(fstats().syncs, 0);
+    CUdeviceptr base;
+    size_t size;
+    int dev;
+    ck_assert_int_eq(sw_lookup(P, b, &base, &size, &dev), CUDA_SUCCESS);
+    ck_assert_uint_eq(size, 3 * PG - 5);
+    /* Small blocks too. */
+    CUdeviceptr s, t;
+    ck_assert_int_eq(sw_alloc_async(P, 0, 300, S1, &s), CUDA_SUCCESS);
+    fake_launch(FB, S1, s, 300);
+    ck_assert_int_eq(sw_free_async(P, s, S1), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_alloc_async(P, 0, 400, S1, &t), CUDA_SUCCESS);
+    ck_assert_uint_eq(t, s);
+    sw_free_async(P, b, S1);
+    sw_free_async(P, t, S1);
+    env_down();
+}
+END_TEST
+
+START_TEST(async_free_waits_for_its_event_on_other_streams)
+{
+    env_up(64, false, 64 * PG);
+    CUdeviceptr a, b, c;
+    ck_assert_int_eq(sw_alloc_async(P, 0, 2 * PG, S1, &a), CUDA_SUCCESS);
+    fake_launch(FB, S1, a, 2 * PG);
+    ck_assert_int_eq(sw_free_async(P, a, S1), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_alloc_async(P, 0, 2 * PG, S2, &b), CUDA_SUCCESS);
+    ck_assert_uint_ne(b, a);
+    ck_assert(!fake_conflict(FB, b, 2 * PG, S2));
+    ck_assert_int_eq(sw_alloc(P, 0, 2 * PG, &c), CUDA_SUCCESS); /* no stream: same rule */
+    ck_assert_uint_ne(c, a);
+    fake_complete(FB, S1); /* the event completes */
+    CUdeviceptr d;
+    ck_assert_int_eq(sw_free(P, c), CUDA_SUCCESS);
+    /* The cached range is found without mapping after the event is polled. */
+    ck_assert_int_eq(sw_free_async(P, b, S2), CUDA_SUCCESS);
+    fake_complete(FB, S2);
+    uint64_t maps = fstats().maps;
+    ck_assert_int_eq(sw_alloc_async(P, 0, 2 * PG, S2, &d), CUDA_SUCCESS);
+    ck_assert_uint_eq(fstats().maps, maps);
+    ck_assert_uint_eq(fstats().syncs, 0);
+    ck_assert(!fake_conflict(FB, d, 2 * PG, S2));
+    sw_free(P, d);
+    env_down();
+}
+END_TEST
+
+START_TEST(per_thread_stream_is_never_the_same_stream)
+{
+    env_up(64, false, 64 * PG);
+    CUdeviceptr a, b;
+    ck_assert_int_eq(sw_alloc_async(P, 0, 2 * PG, CU_STREAM_PER_THREAD, &a), CUDA_SUCCESS);
+    fake_launch(FB, CU_STREAM_PER_THREAD, a, 2 * PG);
+    ck_assert_int_eq(sw_free_async(P, a, CU_STREAM_PER_THREAD), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_alloc_async(P, 0, 2 * PG, CU_STREAM_PER_THREAD, &b), CUDA_SUCCESS);
+    ck_assert_uint_ne(b, a);
+    sw_free(P, b);
+    env_down();
+}
+END_TEST
+
+START_TEST(destroyed_stream_loses_same_stream_reuse)
+{
+    env_up(64, false, 64 * PG);
+    CUdeviceptr a, b;
+    ck_assert_int_eq(sw_alloc_async(P, 0, 2 * PG, S1, &a), CUDA_SUCCESS);
+    fake_launch(FB, S1, a, 2 * PG);
+    ck_assert_int_eq(sw_free_async(P, a, S1), CUDA_SUCCESS);
+    sw_stream_destroyed(P, 0, S1);
+    ck_assert_int_eq(sw_alloc_async(P, 0, 2 * PG, S1, &b), CUDA_SUCCESS); /* a new S1 */
+    ck_assert_uint_ne(b, a);
+    sw_free(P, b);
+    env_down();
+}
+END_TEST
+
+START_TEST(pending_async_frees_released_by_a_sync_when_needed)
+{
+    env_up(4, false, 0);
+    CUdeviceptr a, b;
+    ck_assert_int_eq(sw_alloc_async(P, 0, 4 * PG, S1, &a), CUDA_SUCCESS);
+    fake_launch(FB, S1, a, 4 * PG);
+    ck_assert_int_eq(sw_free_async(P, a, S1), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_alloc_async(P, 0, 4 * PG, S2, &b), CUDA_SUCCESS);
+    ck_assert_uint_eq(b, a);
+    ck_assert_uint_eq(fstats().syncs, 1);
+    ck_assert(!fake_conflict(FB, b, 4 * PG, S2));
+    sw_free(P, b);
+    env_down();
+}
+END_TEST
+
+START_TEST(bad_pointers_and_double_frees_are_refused)
+{
+    env_up(8, false, 0);
+    CUdeviceptr small, big;
+    ck_assert_int_eq(sw_alloc(P, 0, 1000, &small), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_alloc(P, 0, 3 * PG, &big), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_free(P, small + 8), CUDA_ERROR_INVALID_VALUE);
+    ck_assert_int_eq(sw_free(P, big + PG), CUDA_ERROR_INVALID_VALUE);
+    ck_assert_int_eq(sw_free(P, small + 1024), CUDA_ERROR_INVALID_VALUE); /* free slot */
+    ck_assert_int_eq(sw_free(P, 0), CUDA_ERROR_INVALID_VALUE);
+    ck_assert_int_eq(sw_free(P, (CUdeviceptr)&small), CUDA_ERROR_INVALID_VALUE);
+    ck_assert_int_eq(sw_free(P, ~(CUdeviceptr)0), CUDA_ERROR_INVALID_VALUE);
+    ck_assert_int_eq(sw_free(P, small), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_free(P, small), CUDA_ERROR_INVALID_VALUE);   /* pending */
+    ck_assert_int_eq(sw_free_async(P, small, S1), CUDA_ERROR_INVALID_VALUE);
+    ck_assert_int_eq(sw_free_async(P, big, S1), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_free_async(P, big, S1), CUDA_ERROR_INVALID_VALUE);
+    ck_assert_int_eq(sw_free(P, big), CUDA_ERROR_INVALID_VALUE);
+    CUdeviceptr x;
+    ck_assert_int_eq(sw_alloc(P, 0, 8 * PG, &x), CUDA_SUCCESS); /* syncs, releases both */
+    ck_assert_uint_ne(x, big);
+    ck_assert_int_eq(sw_free(P, big), CUDA_ERROR_INVALID_VALUE); /* released, inside x */
+    sw_counters c = counters();
+    ck_assert_uint_eq(c.frees, 2);
+    ck_assert_uint_eq(c.in_use_bytes, 8 * PG);
+    ck_assert_int_eq(sw_free(P, x), CUDA_SUCCESS);
+    env_down();
+}
+END_TEST
+
+START_TEST(event_failure_keeps_the_block_live)
+{
+    env_up(8, false, 0);
+    CUdeviceptr a;
+    ck_assert_int_eq(sw_alloc(P, 0, 5000, &a), CUDA_SUCCESS);
+    fake_fail_next(FB, "event_record", CUDA_ERROR_INVALID_HANDLE);
+    ck_assert_int_eq(sw_free_async(P, a, S1), CUDA_ERROR_INVALID_HANDLE);
+    CUdeviceptr base;
+    size_t size;
+    int dev;
+    ck_assert_int_eq(sw_lookup(P, a, &base, &size, &dev), CUDA_SUCCESS);
+    ck_assert_uint_eq(counters().in_use_bytes, 5000);
+    ck_assert_int_eq(sw_free_async(P, a, S1), CUDA_SUCCESS);
+    env_down();
+}
+END_TEST
+
+START_TEST(sync_failure_is_returned)
+{
+    env_up(2, false, 0);
+    CUdeviceptr a, b;
+    ck_assert_int_eq(sw_alloc(P, 0, 2 * PG, &a), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_free(P, a), CUDA_SUCCESS);
+    fake_fail_next(FB, "synchronize", CUDA_ERROR_LAUNCH_FAILED);
+    ck_assert_int_eq(sw_alloc(P, 0, 2 * PG, &b), CUDA_ERROR_LAUNCH_FAILED);
+    ck_assert_int_eq(sw_alloc(P, 0, 2 * PG, &b), CUDA_SUCCESS);
+    ck_assert_uint_eq(b, a);
+    sw_free(P, b);
+    env_down();
+}
+END_TEST
+
+START_TEST(events_are_recycled)
+{
+    env_up(8, false, 0);
+    CUdeviceptr a;
+    for (int i = 0; i < 200; i++) {
+        ck_assert_int_eq(sw_alloc_async(P, 0, 4096, S1, &a), CUDA_SUCCESS);
+        ck_assert_int_eq(sw_free_async(P, a, S1), CUDA_SUCCESS);
+    }
+    ck_assert_uint_le(fstats().ev_create, 2);
+    ck_assert_uint_eq(fstats().ev_record, 200);
+    env_down();
+}
+END_TEST
+
+Suite *test_suite(void)
+{
+    Suite *s = suite_create("policy_free");
+    TCase *tc = tcase_create("free");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, sync_free_is_not_reused_before_a_sync);
+    tcase_add_test(tc, sync_free_reused_after_the_pool_needs_it);
+    tcase_add_test(tc, sync_frees_are_batched_one_sync_per_batch);
+    tcase_add_test(tc, program_sync_points_release_without_a_backend_sync);
+    tcase_add_test(tc, program_sync_covers_frees_before_it_only);
+    tcase_add_test(tc, async_free_reused_at_once_on_its_stream);
+    tcase_add_test(tc, async_free_waits_for_its_event_on_other_streams);
+    tcase_add_test(tc, per_thread_stream_is_never_the_same_stream);
+    tcase_add_test(tc, destroyed_stream_loses_same_stream_reuse);
+    tcase_add_test(tc, pending_async_frees_released_by_a_sync_when_needed);
+    tcase_add_test(tc, bad_pointers_and_double_frees_are_refused);
+    tcase_add_test(tc, event_failure_keeps_the_block_live);
+    tcase_add_test(tc, sync_failure_is_returned);
+    tcase_add_test(tc, events_are_recycled);
+    suite_add_tcase(s, tc);
+    return s;
+}
