@@ -312,8 +312,9 @@ CUresult sw_arena_reclaim(sw_device *d, size_t want, size_t *got)
     *got = 0;
     for (int b = SW_NBINS - 1; b >= 1 && *got < want; b--) {
         for (uint32_t r = a->bin_head[b]; r != SW_NONE && *got < want; r = a->next[r]) {
-            uint32_t len = a->rlen[r];
-            for (uint32_t i = r; i < r + len && *got < want; i++) {
+            /* From the range's end: allocations are placed at the start of a
+             * range, so the mapped pages left there stay usable. */
+            for (uint32_t i = r + a->rlen[r]; i-- > r && *got < want;) {
                 if (!page_mapped(d, i))
                     continue;
                 CUresult res = drop_page(d, i);

@@ -191,10 +191,11 @@ CUresult sw_vmm_release(sw_policy *p, CUmemGenericAllocationHandle h)
     if (v && v->refs > 0) {
         r = CUDA_SUCCESS;
         if (--v->refs == 0 && v->maps == 0) {
-            pthread_mutex_lock(&v->dev->lock);
-            atomic_fetch_add_explicit(&v->dev->c.frees, 1, memory_order_relaxed);
+            sw_device *d = v->dev; /* v is gone after handle_free */
+            pthread_mutex_lock(&d->lock);
+            atomic_fetch_add_explicit(&d->c.frees, 1, memory_order_relaxed);
             handle_free(p, v);
-            pthread_mutex_unlock(&v->dev->lock);
+            pthread_mutex_unlock(&d->lock);
         }
     }
     pthread_mutex_unlock(&p->handles_lock);
@@ -413,9 +414,10 @@ CUresult sw_vmm_destroy_all(sw_policy *p)
         sw_vmm *v = p->handles[i];
         if (!v)
             continue;
-        pthread_mutex_lock(&v->dev->lock);
+        sw_device *d = v->dev;
+        pthread_mutex_lock(&d->lock);
         handle_free(p, v);
-        pthread_mutex_unlock(&v->dev->lock);
+        pthread_mutex_unlock(&d->lock);
     }
     free(p->handles);
     p->handles = NULL;

@@ -360,8 +360,7 @@ static CUresult b_map(void *ctx, CUdeviceptr va, size_t size, CUmemGenericAlloca
     uint32_t idx = (uint32_t)(h - 1);
     if (injected(fb, "map", &r)) {
     } else if (!res || size != fb->page || va % fb->page) {
-        violate(fb, "map outside a reservation at %llx", (unsigned long long)va);
-        r = CUDA_ERROR_INVALID_VALUE;
+        r = CUDA_ERROR_INVALID_VALUE; /* a program's mistake, forwarded */
     } else if (h == 0 || idx >= MAX_PAGES || !fb->kind[idx]) {
         r = CUDA_ERROR_INVALID_HANDLE;
     } else if (res->mapped[(va - res->base) / fb->page]) {

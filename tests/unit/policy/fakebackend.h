@@ -12,8 +12,8 @@
  * the device is synchronized. Events complete with their stream. Violations
  * (counted, and the first described) are: unmapping a page with work in
  * flight, creating a device page beyond the limit, mapping over a mapping,
- * unmapping what is not mapped, releasing a page still mapped, mapping or
- * granting access outside a reservation. */
+ * unmapping what is not mapped, releasing a page still mapped, granting
+ * access outside a reservation or on an unmapped page. */
 #ifndef SPILLWAY_TEST_FAKEBACKEND_H
 #define SPILLWAY_TEST_FAKEBACKEND_H
 #include <stdbool.h>
