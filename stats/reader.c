@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define READ_TRIES 8
@@ -131,6 +132,26 @@ static enum spw_read_result check_file(int fd, const char *name, unsigned flags,
     return SPW_READ_OK;
 }
 
+/* Initialisation takes microseconds: a segment still without its magic long
+ * after it was created belongs to a writer killed in between. Ours is
+ * removed like a dead owner's. */
+#define ABANDONED_AFTER_S 60
+
+static enum spw_read_result remove_abandoned(int dirfd, const char *name, unsigned flags,
+                                             const struct stat *st, int *removed, char *why, size_t whylen)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    if (now.tv_sec - st->st_mtim.tv_sec < ABANDONED_AFTER_S)
+        return say(SPW_READ_NOT_READY, why, whylen, "being initialised");
+    if ((flags & SPW_SCAN_REMOVE_DEAD) && st->st_uid == geteuid() && same_file(dirfd, name, st) &&
+        unlinkat(dirfd, name, 0) == 0) {
+        *removed = 1;
+        return say(SPW_READ_DEAD, why, whylen, "never initialised; removed");
+    }
+    return say(SPW_READ_DEAD, why, whylen, "never initialised; left in place");
+}
+
 static enum spw_read_result read_open(int dirfd, int fd, const char *name, unsigned flags,
                                       struct spw_stats_snapshot *out, int *removed,
                                       char *why, size_t whylen)
@@ -153,6 +174,8 @@ static enum spw_read_result read_open(int dirfd, int fd, const char *name, unsig
         r = memcmp(a, "\0\0\0\0\0\0\0\0", 8) == 0 ? SPW_READ_NOT_READY : SPW_READ_BAD;
     free(a);
     free(b);
+    if (r == SPW_READ_NOT_READY)
+        return remove_abandoned(dirfd, name, flags, &st, removed, why, whylen);
     if (r != SPW_READ_OK)
         return r;
 

@@ -21,7 +21,11 @@ $(BUILD)/tests/unit/tools/stats_writer: $(BUILD)/tests/unit/tools/stats_writer.o
 $(BUILD)/tests/unit/tools/libempty.so: $(BUILD)/tests/unit/tools/empty.o
 	$(CC) $(CFLAGS) -shared $^ -o $@
 ALL_TARGETS += $(BUILD)/tests/unit/tools/stats_writer $(BUILD)/tests/unit/tools/libempty.so
-UNIT_TESTS  += tests/unit/tools/test_top.sh tests/unit/tools/test_top_tmux.sh tests/unit/tools/test_launcher.sh
+TOP_MODEL_OBJS := $(BUILD)/tools/top_model.o $(BUILD)/tools/top_format.o
+$(BUILD)/tests/unit/tools_model: $(BUILD)/tests/unit/tools/test_model.o $(UNIT_MAIN) $(TOP_MODEL_OBJS) $(STATS_OBJS)
+	$(CC) $(CFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
+UNIT_TESTS  += $(BUILD)/tests/unit/tools_model
+UNIT_TESTS  += tests/unit/tools/test_top.sh tests/unit/tools/test_top_tmux.sh tests/unit/tools/test_launcher.sh tests/unit/tools/test_install.sh
 
 # make install PREFIX=/usr/local DESTDIR=: bin/, lib/, share/man/man1/. The
 # launcher finds the library as ../lib/libspillway.so from its own path.

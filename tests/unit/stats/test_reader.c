@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <time.h>
 
 static unsigned char *img;
 static size_t img_len;
@@ -127,6 +128,26 @@ START_TEST(not_initialised_is_quietly_skipped)
     put_u64(OFF(magic), 0);
     plant_file(own_name(), img, img_len, 0600);
     ck_assert_int_eq(read_planted(why, sizeof why), SPW_READ_NOT_READY);
+}
+END_TEST
+
+START_TEST(abandoned_initialisation_is_removed)
+{
+    put_u64(OFF(magic), 0);
+    plant_file(own_name(), img, img_len, 0600);
+    char path[512], why[256] = "";
+    snprintf(path, sizeof path, "%s/%s", segdir, own_name());
+    struct timespec old[2] = {{time(NULL) - 3600, 0}, {time(NULL) - 3600, 0}};
+    ck_assert_int_eq(utimensat(AT_FDCWD, path, old, 0), 0);
+    int dfd = open(segdir, O_RDONLY | O_DIRECTORY), removed = 0;
+    ck_assert_int_eq(spw_stats_read_at(dfd, own_name(), 0, &snap, &removed, why, sizeof why), SPW_READ_DEAD);
+    ck_assert_int_eq(removed, 0);
+    ck_assert_int_eq(spw_stats_read_at(dfd, own_name(), SPW_SCAN_REMOVE_DEAD, &snap, &removed, why, sizeof why),
+                     SPW_READ_DEAD);
+    ck_assert_int_eq(removed, 1);
+    ck_assert_msg(strstr(why, "never initialised") != NULL, "%s", why);
+    ck_assert_int_eq(segdir_count(), 0);
+    close(dfd);
 }
 END_TEST
 
@@ -293,6 +314,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, world_readable);
     tcase_add_test(tc, text_being_rewritten);
     tcase_add_test(tc, not_initialised_is_quietly_skipped);
+    tcase_add_test(tc, abandoned_initialisation_is_removed);
     tcase_add_test(tc, symlink_is_refused);
     tcase_add_test(tc, directory_and_fifo_are_refused);
     tcase_add_test(tc, other_users_segment);

@@ -1,0 +1,176 @@
+/* spillway-top's model and formatting without a terminal: byte and rate
+ * formatting at the unit boundaries, rates across samples (including
+ * counters that go backwards), rows per device, sorting and filtering. */
+#include "tests/unit/check_compat.h"
+#include "tests/unit/stats/segdir.h"
+#include "stats/writer.h"
+#include "tools/top_format.h"
+#include "tools/top_model.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+
+static void bytes_is(uint64_t v, const char *want)
+{
+    char out[16];
+    top_fmt_bytes(out, sizeof out, v);
+    ck_assert_msg(strcmp(out, want) == 0, "%llu -> '%s', want '%s'", (unsigned long long)v, out, want);
+    ck_assert_uint_le(strlen(out), 5);
+}
+
+START_TEST(bytes_formatting)
+{
+    bytes_is(0, "0B");
+    bytes_is(1023, "1023B");
+    bytes_is(1024, "1.0K");
+    bytes_is(1536, "1.5K");
+    bytes_is(10 * 1024 - 52, "9.9K");
+    bytes_is(10 * 1024, "10K");
+    bytes_is(1023 * 1024, "1023K");
+    bytes_is(1024 * 1024 - 1, "1.0M");
+    bytes_is(8ull << 30, "8.0G");
+    bytes_is(80ull << 30, "80G");
+    bytes_is(UINT64_MAX, "16E");
+}
+END_TEST
+
+START_TEST(count_formatting)
+{
+    char out[16];
+    top_fmt_count(out, sizeof out, 0);
+    ck_assert_str_eq(out, "0");
+    top_fmt_count(out, sizeof out, 99999);
+    ck_assert_str_eq(out, "99999");
+    top_fmt_count(out, sizeof out, 100000);
+    ck_assert_str_eq(out, "98K");
+    top_fmt_count(out, sizeof out, UINT64_MAX);
+    ck_assert_str_eq(out, "16E");
+    top_fmt_count_rate(out, sizeof out, 0);
+    ck_assert_str_eq(out, "0");
+    top_fmt_count_rate(out, sizeof out, 2.5);
+    ck_assert_str_eq(out, "2.5");
+    top_fmt_count_rate(out, sizeof out, 1234.4);
+    ck_assert_str_eq(out, "1234");
+    top_fmt_count_rate(out, sizeof out, -5);
+    ck_assert_str_eq(out, "0");
+}
+END_TEST
+
+static struct spw_stats_writer *writer(const char *cmd, uint32_t ndev)
+{
+    struct spw_stats_params p = {.device_count = ndev, .cmdline = cmd};
+    struct spw_stats_writer *w;
+    char err[256];
+    ck_assert_msg(spw_stats_open(&w, &p, err, sizeof err) == 0, "%s", err);
+    return w;
+}
+
+START_TEST(rates_rows_and_history)
+{
+    struct spw_stats_writer *w = writer("trainer --big", 3);
+    spw_stats_set(w, 2, SPW_C_LIMIT, 1000);
+    spw_stats_alloc(w, 2, 100);
+    struct top_model m;
+    top_model_init(&m, NULL, SPW_SCAN_REMOVE_DEAD);
+    ck_assert_int_eq(top_model_sample(&m, 10.0, NULL, NULL), 0);
+    ck_assert_uint_eq(m.nprocs, 1);
+    for (int i = 0; i < 50; i++)
+        spw_stats_alloc(w, 2, 10);
+    spw_stats_spill(w, 2, 4096);
+    ck_assert_int_eq(top_model_sample(&m, 12.0, NULL, NULL), 0);
+    const struct top_proc *p = m.procs[0];
+    ck_assert_msg(p->alloc_rate[2] == 25.0, "alloc rate %f", p->alloc_rate[2]);
+    ck_assert_msg(p->spill_rate[2] == 2048.0, "spill rate %f", p->spill_rate[2]);
+    ck_assert_uint_eq(p->hist_len, 2);
+    ck_assert_uint_eq(top_proc_hist(p, p->hist_in_use, 0), 100);
+    ck_assert_uint_eq(top_proc_hist(p, p->hist_in_use, 1), 600);
+    ck_assert_uint_eq(top_proc_hist(p, p->hist_spilled, 1), 4096);
+    /* A counter that goes backwards (a restarted or hostile writer) gives
+     * a zero rate, not 1.8e19 per second. */
+    spw_stats_set(w, 2, SPW_C_ALLOCS, 0);
+    ck_assert_int_eq(top_model_sample(&m, 13.0, NULL, NULL), 0);
+    ck_assert_msg(m.procs[0]->alloc_rate[2] == 0.0, "rate %f", m.procs[0]->alloc_rate[2]);
+    /* Only device 2 is in use: one row, and its device header. */
+    top_model_arrange(&m, TOP_SORT_IN_USE, false, NULL);
+    ck_assert_uint_eq(m.nrows, 1);
+    ck_assert_uint_eq(m.rows[0].dev, 2);
+    ck_assert_uint_eq(m.ndevices, 1);
+    ck_assert_uint_eq(m.devices[0].index, 2);
+    ck_assert_uint_eq(m.devices[0].limit, 1000);
+    ck_assert_uint_eq(m.devices[0].in_use, 600);
+    spw_stats_close(w);
+    ck_assert_int_eq(top_model_sample(&m, 14.0, NULL, NULL), 0);
+    ck_assert_uint_eq(m.nprocs, 0);
+    top_model_free(&m);
+}
+END_TEST
+
+/* Children publish known figures; the model sorts and filters them. */
+static pid_t child_writer(const char *cmd, uint64_t in_use, const int pfd[2])
+{
+    pid_t c = fork();
+    if (c == 0) {
+        struct spw_stats_writer *w = writer(cmd, 1);
+        spw_stats_alloc(w, 0, in_use);
+        if (write(pfd[1], "x", 1) != 1)
+            _exit(3);
+        pause();
+        _exit(0);
+    }
+    char ch;
+    ck_assert_int_eq(read(pfd[0], &ch, 1), 1);
+    return c;
+}
+
+START_TEST(sorting_and_filtering)
+{
+    int pfd[2];
+    ck_assert_int_eq(pipe(pfd), 0);
+    pid_t a = child_writer("alpha", 300, pfd);
+    pid_t b = child_writer("beta", 100, pfd);
+    pid_t c = child_writer("gamma", 200, pfd);
+    struct top_model m;
+    top_model_init(&m, NULL, 0);
+    ck_assert_int_eq(top_model_sample(&m, 1.0, NULL, NULL), 0);
+    top_model_arrange(&m, TOP_SORT_IN_USE, false, NULL);
+    ck_assert_uint_eq(m.nrows, 3);
+    ck_assert_int_eq(top_proc_pid(m.rows[0].p), a);
+    ck_assert_int_eq(top_proc_pid(m.rows[1].p), c);
+    ck_assert_int_eq(top_proc_pid(m.rows[2].p), b);
+    top_model_arrange(&m, TOP_SORT_COMMAND, true, NULL);
+    ck_assert_int_eq(top_proc_pid(m.rows[0].p), c);
+    ck_assert_int_eq(top_proc_pid(m.rows[2].p), a);
+    top_model_arrange(&m, TOP_SORT_IN_USE, false, "MM");
+    ck_assert_uint_eq(m.nrows, 1); /* case-insensitive on the command */
+    ck_assert_int_eq(top_proc_pid(m.rows[0].p), c);
+    char pid[16];
+    snprintf(pid, sizeof pid, "%d", (int)b);
+    top_model_arrange(&m, TOP_SORT_IN_USE, false, pid);
+    ck_assert_uint_ge(m.nrows, 1);
+    top_model_arrange(&m, TOP_SORT_IN_USE, false, "nothing-matches");
+    ck_assert_uint_eq(m.nrows, 0);
+    enum top_sort k;
+    ck_assert_int_eq(top_sort_parse("spill-rate", &k), 0);
+    ck_assert_int_eq(k, TOP_SORT_SPILL_RATE);
+    ck_assert_int_eq(top_sort_parse("memory", &k), -1);
+    kill(a, SIGKILL);
+    kill(b, SIGKILL);
+    kill(c, SIGKILL);
+    while (wait(NULL) > 0)
+        ;
+    top_model_free(&m);
+}
+END_TEST
+
+Suite *test_suite(void)
+{
+    Suite *s = suite_create("tools_model");
+    TCase *tc = tcase_create("model");
+    tcase_add_checked_fixture(tc, segdir_setup, segdir_teardown);
+    tcase_add_test(tc, bytes_formatting);
+    tcase_add_test(tc, count_formatting);
+    tcase_add_test(tc, rates_rows_and_history);
+    tcase_add_test(tc, sorting_and_filtering);
+    suite_add_tcase(s, tc);
+    return s;
+}
