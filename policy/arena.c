@@ -315,7 +315,8 @@ CUresult sw_arena_reclaim(sw_device *d, size_t want, size_t *got)
             /* From the range's end: allocations are placed at the start of a
              * range, so the mapped pages left there stay usable. */
             for (uint32_t i = r + a->rlen[r]; i-- > r && *got < want;) {
-                if (!page_mapped(d, i))
+                sw_page *pg = atomic_load_explicit(&arena_pte(d, i)->page, memory_order_relaxed);
+                if (!pg || pg->loc != SW_LOC_DEVICE) /* a host page frees no device page */
                     continue;
                 CUresult res = drop_page(d, i);
                 if (res != CUDA_SUCCESS)
