@@ -27,6 +27,13 @@ $(BUILD)/tests/unit/tools_model: $(BUILD)/tests/unit/tools/test_model.o $(UNIT_M
 UNIT_TESTS  += $(BUILD)/tests/unit/tools_model
 UNIT_TESTS  += tests/unit/tools/test_top.sh tests/unit/tools/test_top_tmux.sh tests/unit/tools/test_launcher.sh tests/unit/tools/test_install.sh
 
+# End to end through the shim and fakecuda (skips until the shim links the
+# stats writer).
+$(BUILD)/tests/integration/tools/cuda_hold: $(BUILD)/tests/integration/tools/cuda_hold.o $(FAKECUDA_LIB)
+	$(CC) $(CFLAGS) $< -o $@ -L$(BUILD)/fakecuda -lcuda $(LDLIBS)
+ALL_TARGETS += $(BUILD)/tests/integration/tools/cuda_hold
+UNIT_TESTS  += tests/integration/tools/test_shim_stats.sh
+
 # make install PREFIX=/usr/local DESTDIR=: bin/, lib/, share/man/man1/. The
 # launcher finds the library as ../lib/libspillway.so from its own path.
 MANDIR ?= $(PREFIX)/share/man
