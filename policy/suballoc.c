@@ -66,8 +66,11 @@ void sw_classes_destroy(sw_device *d)
         uintptr_t o = atomic_load(&e->owner);
         if (SW_OWN_TAG(o) == SW_OWN_SLAB && !((sw_slab *)SW_OWN_PTR(o))->on_partial)
             free(SW_OWN_PTR(o));
-        if (SW_OWN_TAG(o) == SW_OWN_BLOCK && ((sw_block *)SW_OWN_PTR(o))->start == i)
-            free(SW_OWN_PTR(o));
+        if (SW_OWN_TAG(o) == SW_OWN_BLOCK) {
+            sw_block *b = SW_OWN_PTR(o);
+            i = b->start + b->npages - 1; /* its other pages point to it too */
+            free(b);
+        }
     }
     for (int i = 0; i < d->nclasses; i++) {
         slab_list_free(d->classes[i].partial);
@@ -337,13 +340,14 @@ void sw_release(sw_device *d, CUdeviceptr ptr, uint32_t bucket)
     if (bucket & LARGE_BUCKET) {
         sw_block *b = SW_OWN_PTR(o);
         pthread_mutex_lock(&d->lock);
+        uint32_t n = b->npages; /* b may be reused once the lock is dropped */
         atomic_store_explicit(&b->state, SW_DEAD, memory_order_release);
-        set_owner(d, b->start, b->npages, 0);
-        sw_arena_free(d, b->start, b->npages);
+        set_owner(d, b->start, n, 0);
+        sw_arena_free(d, b->start, n);
         b->next_free = d->spare_blocks;
         d->spare_blocks = b;
         pthread_mutex_unlock(&d->lock);
-        sw_count_sub(&d->c.backing, (uint64_t)b->npages << d->shift);
+        sw_count_sub(&d->c.backing, (uint64_t)n << d->shift);
         return;
     }
     sw_slab *s = SW_OWN_PTR(o);
