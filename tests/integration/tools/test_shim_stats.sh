@@ -18,7 +18,7 @@ out="$STATS_DIR/.hold"
 "$SPW" run --lib "$LIB" --limit 64M --no-spill -- "$HOLD" $((8 * MiB)) >"$out" &
 H=$!
 writers+=("$H")
-check "program starts under spillway" poll 10 grep -q '^ready' "$out"
+check "program starts under spillway" poll 10 grep -qs '^ready' "$out"
 check "the driver refused the 1 TiB allocation" grep -q 'oom=1' "$out"
 check "a segment appears" poll 5 test -e "$STATS_DIR/spillway.$(id -u).$H"
 json=$("$TOP" --json)
@@ -29,7 +29,7 @@ for kv in limit_bytes=$((64 * MiB)) in_use_bytes=$((16 * MiB)) peak_bytes=$((24 
     k=${kv%%=*}; v=${kv#*=}
     check "segment device 0 $k = $v" [ "$(field "$dev0" "$k")" = "$v" ]
 done
-check "config published" grep -q '"config":"[^"]*mem_limit' <<<"$proc"
+check "config published" grep -qi '"config":"[^"]*limit' <<<"$proc"
 row=$("$TOP" --once | awk -v p="$H" '$1 == p && $3 == 0')
 check "--once row: 16M of 64M" grep -qE " 16M +64M +24M " <<<"$row"
 check "--once row: command" grep -q "cuda_hold" <<<"$row"

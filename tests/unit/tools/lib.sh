@@ -47,7 +47,7 @@ start_writer() {
     "$WRITER" "$@" >"$out" &
     WPID=$!
     writers+=("$WPID")
-    if ! poll 10 grep -q '^ready ' "$out"; then
+    if ! poll 10 grep -qs '^ready ' "$out"; then
         echo "FAIL: writer $* did not start"; exit 1
     fi
 }
