@@ -33,7 +33,16 @@ static sw_pte *arena_pte(sw_device *d, uint32_t i)
 
 static bool page_mapped(sw_device *d, uint32_t i)
 {
-    return atomic_load_explicit(&arena_pte(d, i)->page, memory_order_relaxed) != NULL;
+    return d->arena.mapped[i];
+}
+
+/* Arena page index of va, or SW_NONE for a VA outside the arena. */
+static uint32_t arena_index(const sw_device *d, CUdeviceptr va)
+{
+    const sw_arena *a = &d->arena;
+    if (!a->mapped || va < a->base || va >= a->base + ((CUdeviceptr)a->npages << d->shift))
+        return SW_NONE;
+    return (uint32_t)((va - a->base) >> d->shift);
 }
 
 static void bin_insert(sw_arena *a, uint32_t s, uint32_t n)
@@ -81,11 +90,12 @@ int sw_arena_init(sw_device *d, CUdeviceptr base, uint32_t npages)
     a->base = base;
     a->npages = npages;
     a->used = calloc(npages, 1);
+    a->mapped = calloc(npages, 1);
     a->rlen = calloc(npages, sizeof *a->rlen);
     a->rstart = calloc(npages, sizeof *a->rstart);
     a->next = calloc(npages, sizeof *a->next);
     a->prev = calloc(npages, sizeof *a->prev);
-    if (!a->used || !a->rlen || !a->rstart || !a->next || !a->prev)
+    if (!a->used || !a->mapped || !a->rlen || !a->rstart || !a->next || !a->prev)
         return -1;
     /* Entries for the whole arena exist from the start: the hot paths then
      * never allocate page-table levels. */
@@ -105,6 +115,7 @@ void sw_arena_destroy(sw_device *d)
 {
     sw_arena *a = &d->arena;
     free(a->used);
+    free(a->mapped);
     free(a->rlen);
     free(a->rstart);
     free(a->next);
@@ -112,13 +123,17 @@ void sw_arena_destroy(sw_device *d)
     memset(a, 0, sizeof *a);
 }
 
-/* Unmapped pages among n from s, counting no further than `enough`. */
+/* Unmapped pages among n from s; with enough == 1 only whether there is one
+ * (a byte scan either way: this runs on every allocation). */
 static uint32_t count_unmapped(sw_device *d, uint32_t s, uint32_t n, uint32_t enough)
 {
-    uint32_t m = 0;
-    for (uint32_t i = 0; i < n && m < enough; i++)
-        m += !page_mapped(d, s + i);
-    return m;
+    const uint8_t *m = d->arena.mapped + s;
+    if (enough == 1)
+        return memchr(m, 0, n) != NULL;
+    uint32_t c = 0;
+    for (uint32_t i = 0; i < n; i++)
+        c += !m[i];
+    return c;
 }
 
 typedef struct placement {
@@ -175,6 +190,9 @@ CUresult sw_map_page(sw_device *d, CUdeviceptr va, sw_page *pg)
         return r;
     pg->nmaps++;
     atomic_store_explicit(&sw_pt_get(&d->pol->pt, va)->page, pg, memory_order_release);
+    uint32_t i = arena_index(d, va);
+    if (i != SW_NONE)
+        d->arena.mapped[i] = 1;
     atomic_fetch_add_explicit(&d->c.maps, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&d->c.mapped, d->page, memory_order_relaxed);
     return CUDA_SUCCESS;
@@ -189,6 +207,9 @@ CUresult sw_unmap_page(sw_device *d, CUdeviceptr va)
         return r;
     pg->nmaps--;
     atomic_store_explicit(&e->page, NULL, memory_order_release);
+    uint32_t i = arena_index(d, va);
+    if (i != SW_NONE)
+        d->arena.mapped[i] = 0;
     atomic_fetch_add_explicit(&d->c.unmaps, 1, memory_order_relaxed);
     atomic_fetch_sub_explicit(&d->c.mapped, d->page, memory_order_relaxed);
     return CUDA_SUCCESS;
@@ -286,7 +307,7 @@ void sw_arena_free(sw_device *d, uint32_t s, uint32_t n)
     sw_arena *a = &d->arena;
     uint32_t mapped = 0;
     for (uint32_t i = 0; i < n; i++)
-        mapped += page_mapped(d, s + i);
+        mapped += a->mapped[s + i];
     memset(a->used + s, 0, n);
     a->free_pages += n;
     a->free_mapped += mapped;

@@ -129,6 +129,7 @@ CUresult sw_freeq_push(sw_device *d, CUdeviceptr ptr, uint32_t bucket, size_t by
         list_append(&q->sync_list, e);
         q->sync_bytes += bytes;
     }
+    q->count++;
     pthread_mutex_unlock(&q->lock);
     return CUDA_SUCCESS;
 }
@@ -144,6 +145,7 @@ bool sw_freeq_take_stream(sw_device *d, CUstream stream, uint32_t bucket, CUdevi
             continue;
         list_unlink(&q->async_list, e);
         q->async_bytes -= e->bytes;
+        q->count--;
         event_put(q, e->ev);
         *ptr = e->ptr;
         rec_put(q, e);
@@ -166,6 +168,7 @@ size_t sw_freeq_collect(sw_device *d, bool poll_events)
         sw_pend *e = q->sync_list.head;
         list_unlink(&q->sync_list, e);
         q->sync_bytes -= e->bytes;
+        q->count--;
         list_append(&done, e);
     }
     for (sw_pend *e = q->async_list.head, *n; e; e = n) {
@@ -177,6 +180,7 @@ size_t sw_freeq_collect(sw_device *d, bool poll_events)
             continue;
         list_unlink(&q->async_list, e);
         q->async_bytes -= e->bytes;
+        q->count--;
         event_put(q, e->ev);
         list_append(&done, e);
     }
@@ -196,10 +200,12 @@ size_t sw_freeq_collect(sw_device *d, bool poll_events)
     return bytes;
 }
 
-size_t sw_freeq_pending(sw_device *d)
+size_t sw_freeq_pending(sw_device *d, size_t *count)
 {
     pthread_mutex_lock(&d->q.lock);
     size_t b = d->q.sync_bytes + d->q.async_bytes;
+    if (count)
+        *count = d->q.count;
     pthread_mutex_unlock(&d->q.lock);
     return b;
 }

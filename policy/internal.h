@@ -19,6 +19,10 @@
 #define SW_BIN_EXACT 64 /* ranges of 1..63 pages have a bin each */
 #define SW_NBINS (SW_BIN_EXACT + 40)
 #define SW_NONE UINT32_MAX
+/* Pending frees that make an allocation miss synchronize rather than map
+ * fresh pages: a sync costs ~1 us on an idle device, a page map + access
+ * ~40 us, and a short queue stays in cache. */
+#define SW_SYNC_BATCH_FREES 1024
 
 typedef struct sw_device sw_device;
 
@@ -94,6 +98,7 @@ typedef struct sw_arena {
     CUdeviceptr base;
     uint32_t npages;
     uint8_t *used;     /* per page: 1 while in an allocated range */
+    uint8_t *mapped;   /* per page: 1 while a physical page is mapped there */
     uint32_t *rlen;    /* free range length, at its first page */
     uint32_t *rstart;  /* free range start, at its last page */
     uint32_t *next, *prev; /* bin list links, at a free range's first page */
@@ -202,6 +207,7 @@ typedef struct sw_freeq {
     CUevent *events;         /* idle events to record again */
     size_t nevents, cap_events;
     size_t sync_bytes, async_bytes;
+    size_t count;             /* entries on both lists */
     _Atomic uint64_t epoch;   /* bumped when a sync begins */
     _Atomic uint64_t covered; /* frees with epoch <= covered are synced */
 } sw_freeq;
@@ -214,7 +220,7 @@ CUresult sw_freeq_push(sw_device *d, CUdeviceptr ptr, uint32_t bucket, size_t by
 bool sw_freeq_take_stream(sw_device *d, CUstream stream, uint32_t bucket, CUdeviceptr *ptr);
 /* Releases what is covered by a sync or a completed event; returns bytes. */
 size_t sw_freeq_collect(sw_device *d, bool poll_events);
-size_t sw_freeq_pending(sw_device *d);
+size_t sw_freeq_pending(sw_device *d, size_t *count);
 /* Synchronizes dev (one backend call) and releases everything it covers. */
 CUresult sw_sync_and_collect(sw_device *d);
 void sw_freeq_forget_stream(sw_device *d, CUstream stream);
@@ -282,6 +288,7 @@ struct sw_policy {
     unsigned shift;
     sw_pagetable pt;
     sw_device dev[SW_MAX_DEVICES];
+    _Atomic int ndev_hi; /* 1 + the highest device index set up */
     pthread_mutex_t handles_lock;
     sw_vmm **handles;         /* by index; NULL slots are free */
     size_t nhandles, cap_handles;

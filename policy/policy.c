@@ -5,7 +5,7 @@
  *   2. free space whose pages are still mapped (no driver call),
  *   3. the same after releasing frees already covered by a sync or event,
  *   4. a device synchronize that releases the pending batch, when enough is
- *      pending or the pool could not back the request otherwise,
+ *      pending (bytes or frees) or the pool could not back it otherwise,
  *   5. mapping pool pages (creating them up to the limit),
  *   6. a synchronize and unmapping cached free pages (reclaim),
  * and fails with CUDA_ERROR_OUT_OF_MEMORY after that. */
@@ -199,6 +199,9 @@ CUresult sw_device_init(sw_policy *p, int dev, const sw_device_config *cfg)
         return r;
     }
     atomic_store_explicit(&d->ready, true, memory_order_release);
+    int hi = atomic_load(&p->ndev_hi);
+    while (hi < dev + 1 && !atomic_compare_exchange_weak(&p->ndev_hi, &hi, dev + 1))
+        ;
     return CUDA_SUCCESS;
 }
 
@@ -228,9 +231,10 @@ static CUresult alloc_slow(sw_device *d, int cls, size_t size, CUdeviceptr *out)
         (r = alloc_at(d, cls, size, SW_CACHED_ONLY, out)) != CUDA_ERROR_OUT_OF_MEMORY)
         return r;
     size_t need = cls >= 0 ? 1 : (size + d->page - 1) >> d->shift;
-    size_t pending = sw_freeq_pending(d);
+    size_t npend, pending = sw_freeq_pending(d, &npend);
     bool synced = false;
-    if (pending && (pending >= d->cfg.sync_batch || pool_available_locked(d) < need)) {
+    if (pending && (pending >= d->cfg.sync_batch || npend >= SW_SYNC_BATCH_FREES ||
+                    pool_available_locked(d) < need)) {
         if ((r = sw_sync_and_collect(d)) != CUDA_SUCCESS)
             return r;
         synced = true;
@@ -323,7 +327,8 @@ bool sw_owns(const sw_policy *p, CUdeviceptr ptr)
 {
     if (!p || !p->page)
         return false;
-    for (int i = 0; i < SW_MAX_DEVICES; i++) {
+    int hi = atomic_load_explicit(&p->ndev_hi, memory_order_acquire);
+    for (int i = 0; i < hi; i++) {
         const sw_device *d = &p->dev[i];
         if (atomic_load_explicit(&d->ready, memory_order_acquire) && ptr >= d->reserve_base &&
             ptr < d->reserve_base + d->reserve_size)
@@ -409,7 +414,7 @@ CUresult sw_get_counters(sw_policy *p, int dev, sw_counters *out)
     out->pool_bytes = (uint64_t)d->pool.created << d->shift;
     out->host_bytes = (uint64_t)d->pool.host_created << d->shift;
     pthread_mutex_unlock(&d->lock);
-    out->pending_bytes = sw_freeq_pending(d);
+    out->pending_bytes = sw_freeq_pending(d, NULL);
     out->mapped_bytes = atomic_load(&c->mapped);
     out->in_use_bytes = atomic_load(&c->in_use);
     out->peak_in_use_bytes = atomic_load(&c->peak_in_use);
