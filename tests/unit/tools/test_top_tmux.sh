@@ -86,6 +86,11 @@ check "beta exited" poll 5 bash -c "! kill -0 $Bp 2>/dev/null"
 check "beta's row goes" poll 5 hides "beta job"
 
 key q
-check "q quits" poll 5 bash -c "[ \"\$(tmux -L '$SOCK' display-message -p -t top '#{pane_dead}')\" = 1 ]"
-check "exit status 0" [ "$(T display-message -p -t top '#{pane_dead_status}')" = 0 ]
+# tmux marks the pane dead slightly before it records how it died: wait
+# for the status too.
+dead_status() { T display-message -p -t top "#{pane_dead}:#{pane_dead_status}:#{pane_dead_signal}"; }
+quit_recorded() { [[ "$(dead_status)" =~ ^1:([0-9]+:|:[0-9]+) ]]; }
+check "q quits" poll 5 quit_recorded
+status=$(dead_status)
+check "exit status 0, no signal (got $status)" [ "$status" = "1:0:" ]
 finish
