@@ -41,3 +41,14 @@ $(SHIM_IT)/shim_paths: $(SHIM_IT)/shim/test_paths.o $(SHIM_IT)/shim/driver_api.o
 
 ALL_TARGETS += $(SHIM_IT)/shim_paths
 UNIT_TESTS += tests/integration/shim/paths.sh
+
+$(SHIM_IT)/shim_probe: $(SHIM_IT)/shim/probe.o $(BUILD)/fakecuda/libcuda.so.1
+	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(LDLIBS)
+
+# Runs shim_probe itself, with and without spillway.
+$(SHIM_IT)/shim_env: $(SHIM_IT)/shim/test_env.o $(UNIT_MAIN) $(SHIM_OPTIONS_OBJ) \
+                     $(SHIM_IT)/shim_probe $(SHIM_LIB)
+	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(CHECK_LIBS) $(LDLIBS)
+
+ALL_TARGETS += $(SHIM_IT)/shim_probe $(SHIM_IT)/shim_env
+UNIT_TESTS += $(SHIM_IT)/shim_env

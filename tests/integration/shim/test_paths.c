@@ -110,10 +110,9 @@ static CUresult dev_free(enum dev_api which, uint64_t key)
 {
     switch (which) {
     case DEV_ASYNC:
-    case DEV_POOL: {
-        CUresult r = api.mem_free_async(key, NULL);
-        return r != CUDA_SUCCESS ? r : api.stream_synchronize(NULL);
-    }
+    case DEV_POOL:
+        /* Released when enqueued; no need to wait for the stream. */
+        return api.mem_free_async(key, NULL);
     case DEV_CREATE: return api.mem_release(key);
     default: return api.mem_free(key);
     }

@@ -92,48 +92,19 @@ START_TEST(accepted_values)
 }
 END_TEST
 
-/* Every option's rejected values: -1 and one line naming variable and value. */
-static const struct { const char *name, *value, *accepted; } bad[] = {
-    {"SPILLWAY_MEM_FRACTION", "0", "greater than 0"},
-    {"SPILLWAY_MEM_FRACTION", "1.5", "at most 1"},
-    {"SPILLWAY_MEM_FRACTION", "-0.5", "greater than 0"},
-    {"SPILLWAY_MEM_FRACTION", "half", "number"},
-    {"SPILLWAY_MEM_FRACTION", "0.5x", "number"},
-    {"SPILLWAY_MEM_FRACTION", "nan", "number"},
-    {"SPILLWAY_MEM_FRACTION", "inf", "number"},
-    {"SPILLWAY_MEM_LIMIT", "0", "each > 0"},
-    {"SPILLWAY_MEM_LIMIT", "lots", "K/M/G/T"},
-    {"SPILLWAY_MEM_LIMIT", "8Q", "K/M/G/T"},
-    {"SPILLWAY_MEM_LIMIT", "-8G", "K/M/G/T"},
-    {"SPILLWAY_MEM_LIMIT", "0=8G,", "per device"},
-    {"SPILLWAY_MEM_LIMIT", "0=8G,,1=4G", "per device"},
-    {"SPILLWAY_MEM_LIMIT", "=8G", "per device"},
-    {"SPILLWAY_MEM_LIMIT", "0=", "per device"},
-    {"SPILLWAY_MEM_LIMIT", "0=0", "per device"},
-    {"SPILLWAY_MEM_LIMIT", "64=1G", "index < 64"},
-    {"SPILLWAY_MEM_LIMIT", "a=1G", "per device"},
-    {"SPILLWAY_MEM_LIMIT", "0=1G,0=2G", "per device"},
-    {"SPILLWAY_MEM_LIMIT", "0=1G;1=2G", "per device"},
-    {"SPILLWAY_PREALLOCATE", "maybe", "true, false"},
-    {"SPILLWAY_PREALLOCATE", "2", "true, false"},
-    {"SPILLWAY_SPILL", "enable", "true, false"},
-    {"SPILLWAY_HOST_LIMIT", "none", "unlimited"},
-    {"SPILLWAY_HOST_LIMIT", "1.5G", "unlimited"},
-    {"SPILLWAY_STATS", "y", "true, false"},
-    {"SPILLWAY_LOG", "verbose", "error, warn, info or debug"},
-    {"SPILLWAY_LOG", "3", "error, warn, info or debug"},
-    {"SPILLWAY_DISABLE", "disable", "true, false"},
-};
+/* Every option's rejected values: -1 and one line naming variable, value
+ * and what is accepted. */
+#include "tests/unit/shim/bad_options.h"
 
 START_TEST(rejected_values)
 {
     struct spw_options o;
     char err[512] = "";
-    ck_assert_int_eq(load_one(bad[_i].name, bad[_i].value, &o, err, sizeof err), -1);
+    ck_assert_int_eq(load_one(spw_bad_options[_i].name, spw_bad_options[_i].value, &o, err, sizeof err), -1);
     char expect[128];
-    snprintf(expect, sizeof expect, "%s='%s'", bad[_i].name, bad[_i].value);
+    snprintf(expect, sizeof expect, "%s='%s'", spw_bad_options[_i].name, spw_bad_options[_i].value);
     ck_assert_msg(strstr(err, expect) != NULL, "'%s' does not name %s", err, expect);
-    ck_assert_msg(strstr(err, bad[_i].accepted) != NULL, "'%s' lacks '%s'", err, bad[_i].accepted);
+    ck_assert_msg(strstr(err, spw_bad_options[_i].accepted) != NULL, "'%s' lacks '%s'", err, spw_bad_options[_i].accepted);
     ck_assert_ptr_null(strchr(err, '\n'));
 }
 END_TEST
@@ -199,7 +170,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, getenv_is_accepted);
     tcase_add_test(tc, bytes_forms);
     tcase_add_test(tc, accepted_values);
-    tcase_add_loop_test(tc, rejected_values, 0, (int)(sizeof bad / sizeof bad[0]));
+    tcase_add_loop_test(tc, rejected_values, 0, (int)SPW_BAD_OPTIONS);
     tcase_add_test(tc, long_and_odd_values_stay_one_line);
     tcase_add_test(tc, device_limits);
     tcase_add_test(tc, table_lists_every_option);

@@ -1,0 +1,146 @@
+/* A CUDA program (linked with -lcuda) that the env suite runs with and
+ * without spillway, under different environments. One command per run:
+ *   info              per device: total and free (cuMemGetInfo_v2), cuDeviceTotalMem_v2
+ *   fill DEV CHUNK    cuMemAlloc_v2 CHUNK bytes on DEV until it fails
+ *   alloc DEV BYTES   one cuMemAlloc_v2
+ *   errors            the codes of bad calls (bad pointer, double free, NULL ...)
+ * It prints "probe: main" first, so a run that stops before main shows. */
+#include <cuda.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The CUDA 11.3 ABI, which cuda.h declares only for its own build. */
+#undef cuGetProcAddress
+CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
+
+static int use_device(int dev)
+{
+    CUcontext ctx;
+    CUresult r = cuInit(0);
+    if (r == CUDA_SUCCESS)
+        r = cuDevicePrimaryCtxRetain(&ctx, dev);
+    if (r == CUDA_SUCCESS)
+        r = cuCtxSetCurrent(ctx);
+    if (r != CUDA_SUCCESS)
+        printf("cannot use device %d: %d\n", dev, r);
+    return r == CUDA_SUCCESS ? 0 : -1;
+}
+
+static int info(void)
+{
+    int n = 0;
+    if (cuInit(0) != CUDA_SUCCESS || cuDeviceGetCount(&n) != CUDA_SUCCESS)
+        return 1;
+    printf("devices %d\n", n);
+    for (int d = 0; d < n; d++) {
+        size_t f = 0, t = 0, dt = 0;
+        if (use_device(d) || cuMemGetInfo_v2(&f, &t) || cuDeviceTotalMem_v2(&dt, d))
+            return 1;
+        printf("dev %d total %zu free %zu devtotal %zu\n", d, t, f, dt);
+    }
+    return 0;
+}
+
+static int fill(int dev, size_t chunk)
+{
+    if (use_device(dev))
+        return 1;
+    size_t bytes = 0;
+    CUresult r;
+    CUdeviceptr p;
+    while ((r = cuMemAlloc_v2(&p, chunk)) == CUDA_SUCCESS)
+        bytes += chunk;
+    printf("fill %d bytes %zu err %d\n", dev, bytes, r);
+    return 0;
+}
+
+static int alloc(int dev, size_t size)
+{
+    if (use_device(dev))
+        return 1;
+    CUdeviceptr p;
+    printf("alloc %d err %d\n", dev, cuMemAlloc_v2(&p, size));
+    return 0;
+}
+
+#define SHOW(name, call) printf("%s %d\n", name, (int)(call))
+
+static int errors(void)
+{
+    CUdeviceptr p;
+    size_t f, t, pitch;
+    void *hp;
+    SHOW("alloc_before_init", cuMemAlloc_v2(&p, 1 << 20));
+    cuInit(0);
+    SHOW("alloc_without_context", cuMemAlloc_v2(&p, 1 << 20));
+    SHOW("get_info_without_context", cuMemGetInfo_v2(&f, &t));
+    if (use_device(0))
+        return 1;
+    SHOW("free_bad_pointer", cuMemFree_v2((CUdeviceptr)0xdead0000));
+    SHOW("free_null", cuMemFree_v2(0));
+    cuMemAlloc_v2(&p, 1 << 20);
+    SHOW("free_first", cuMemFree_v2(p));
+    SHOW("free_double", cuMemFree_v2(p));
+    SHOW("alloc_null_out", cuMemAlloc_v2(NULL, 1 << 20));
+    SHOW("alloc_zero", cuMemAlloc_v2(&p, 0));
+    SHOW("pitch_null_out", cuMemAllocPitch_v2(NULL, &pitch, 1024, 16, 4));
+    SHOW("pitch_null_pitch", cuMemAllocPitch_v2(&p, NULL, 1024, 16, 4));
+    SHOW("managed_null_out", cuMemAllocManaged(NULL, 1 << 20, CU_MEM_ATTACH_GLOBAL));
+    SHOW("async_null_out", cuMemAllocAsync(NULL, 1 << 20, NULL));
+    SHOW("free_async_bad_pointer", cuMemFreeAsync((CUdeviceptr)0xdead0000, NULL));
+    cuMemAllocAsync(&p, 1 << 20, NULL);
+    SHOW("free_async_first", cuMemFreeAsync(p, NULL));
+    SHOW("free_async_double", cuMemFreeAsync(p, NULL));
+    SHOW("get_info_null_null", cuMemGetInfo_v2(NULL, NULL));
+    SHOW("get_info_null_free", cuMemGetInfo_v2(NULL, &t));
+    SHOW("get_info_null_total", cuMemGetInfo_v2(&f, NULL));
+    SHOW("total_mem_null", cuDeviceTotalMem_v2(NULL, 0));
+    SHOW("total_mem_bad_device", cuDeviceTotalMem_v2(&t, 99));
+    CUmemAllocationProp prop = {0};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    CUmemGenericAllocationHandle h;
+    SHOW("create_null_handle", cuMemCreate(NULL, 2 << 20, &prop, 0));
+    SHOW("create_null_prop", cuMemCreate(&h, 2 << 20, NULL, 0));
+    SHOW("create_bad_size", cuMemCreate(&h, 12345, &prop, 0));
+    SHOW("release_bad_handle", cuMemRelease((CUmemGenericAllocationHandle)0x12345678));
+    if (cuMemCreate(&h, 2 << 20, &prop, 0) == CUDA_SUCCESS) {
+        SHOW("release_first", cuMemRelease(h));
+        SHOW("release_double", cuMemRelease(h));
+    }
+    SHOW("alloc_host_null_out", cuMemAllocHost_v2(NULL, 1 << 20));
+    SHOW("host_alloc_null_out", cuMemHostAlloc(NULL, 1 << 20, 0));
+    SHOW("free_host_bad_pointer", cuMemFreeHost((void *)0xdead0000));
+    cuMemAllocHost_v2(&hp, 1 << 20);
+    SHOW("free_host_first", cuMemFreeHost(hp));
+    SHOW("free_host_double", cuMemFreeHost(hp));
+    static char page[8192] __attribute__((aligned(4096)));
+    SHOW("host_unregister_unknown", cuMemHostUnregister(page));
+    SHOW("host_register_null", cuMemHostRegister_v2(NULL, 4096, 0));
+    void *fn = NULL;
+    CUdriverProcAddressQueryResult st;
+    SHOW("gpa_null_symbol", cuGetProcAddress_v2(NULL, &fn, 12000, 0, &st));
+    SHOW("gpa_null_out", cuGetProcAddress_v2("cuMemAlloc", NULL, 12000, 0, &st));
+    SHOW("gpa_unknown", cuGetProcAddress_v2("cuNoSuchFunction", &fn, 12000, 0, &st));
+    printf("gpa_unknown_status %d null %d\n", (int)st, fn == NULL);
+    SHOW("gpa_v1_unknown", cuGetProcAddress("cuNoSuchFunction", &fn, 12000, 0));
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    printf("probe: main\n");
+    fflush(stdout);
+    if (argc >= 2 && strcmp(argv[1], "info") == 0)
+        return info();
+    if (argc >= 4 && strcmp(argv[1], "fill") == 0)
+        return fill(atoi(argv[2]), strtoull(argv[3], NULL, 0));
+    if (argc >= 4 && strcmp(argv[1], "alloc") == 0)
+        return alloc(atoi(argv[2]), strtoull(argv[3], NULL, 0));
+    if (argc >= 2 && strcmp(argv[1], "errors") == 0)
+        return errors();
+    fprintf(stderr, "usage: probe info|fill DEV CHUNK|alloc DEV BYTES|errors\n");
+    return 64;
+}

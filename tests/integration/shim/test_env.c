@@ -1,0 +1,325 @@
+/* spillway's configuration end to end: the probe program (probe.c) run
+ * with and without spillway under different environments. Limits by
+ * fraction, bytes and device; invalid values stop the program before main;
+ * SPILLWAY_DISABLE; the driver's own error codes; logging. */
+#include "tests/unit/check_compat.h"
+
+#include "shim/options.h"
+#include "tests/unit/shim/bad_options.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MiB (1ull << 20)
+#define DEVICE_MEM (256 * MiB) /* FAKECUDA_MEM of every run */
+
+extern char **environ;
+
+struct run {
+    int status; /* exit status, or 128 + signal */
+    char out[16384], err[16384];
+};
+
+static const char *build_dir(void)
+{
+    const char *b = getenv("SPILLWAY_BUILD");
+    return b && *b ? b : "build";
+}
+
+/* The child's environment: this one without spillway's, fakecuda's or the
+ * preload variables, then fakecuda's defaults, then env ("NAME=value"). */
+static void child_env(int preload, const char *const *env)
+{
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    char **names = calloc(n + 1, sizeof *names);
+    for (size_t i = 0; i < n; i++)
+        names[i] = strndup(environ[i], strcspn(environ[i], "="));
+    for (size_t i = 0; i < n; i++)
+        if ((strncmp(names[i], "SPILLWAY_", 9) == 0 && strcmp(names[i], "SPILLWAY_BUILD") != 0) ||
+            strncmp(names[i], "FAKECUDA_", 9) == 0 || strcmp(names[i], "LD_PRELOAD") == 0)
+            unsetenv(names[i]);
+    setenv("FAKECUDA_MEM", "256M", 1);
+    setenv("FAKECUDA_DEVICES", "1", 1);
+    for (; env && *env; env++)
+        putenv(strdup(*env));
+    if (preload) {
+        char lib[4096];
+        snprintf(lib, sizeof lib, "%s/libspillway.so", build_dir());
+        setenv("LD_PRELOAD", lib, 1);
+    }
+}
+
+static void drain(int fd, char *buf, size_t cap, size_t *len, int *open_)
+{
+    ssize_t k = read(fd, buf + *len, cap - 1 - *len);
+    if (k > 0)
+        *len += (size_t)k;
+    else if (k == 0 || errno != EINTR)
+        *open_ = 0;
+    if (*len == cap - 1) /* full: drop the rest */
+        *len = cap - 1;
+    buf[*len] = '\0';
+}
+
+/* Runs the probe with args; preload puts spillway in front of it. */
+static void run_probe(struct run *r, int preload, const char *const *env, const char *const *args)
+{
+    int out[2], err[2];
+    ck_assert_int_eq(pipe(out), 0);
+    ck_assert_int_eq(pipe(err), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        dup2(out[1], 1);
+        dup2(err[1], 2);
+        close(out[0]);
+        close(err[0]);
+        child_env(preload, env);
+        char path[4096];
+        snprintf(path, sizeof path, "%s/tests/integration/shim_probe", build_dir());
+        char *argv[8] = {path};
+        for (int i = 0; args[i] && i < 6; i++)
+            argv[i + 1] = (char *)args[i];
+        execv(path, argv);
+        _exit(127);
+    }
+    close(out[1]);
+    close(err[1]);
+    size_t lo = 0, le = 0;
+    int oo = 1, eo = 1;
+    r->out[0] = r->err[0] = '\0';
+    while (oo || eo) {
+        struct pollfd p[2] = {{oo ? out[0] : -1, POLLIN, 0}, {eo ? err[0] : -1, POLLIN, 0}};
+        if (poll(p, 2, -1) < 0)
+            continue;
+        if (p[0].revents)
+            drain(out[0], r->out, sizeof r->out, &lo, &oo);
+        if (p[1].revents)
+            drain(err[0], r->err, sizeof r->err, &le, &eo);
+    }
+    close(out[0]);
+    close(err[0]);
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+#define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
+#define ENV(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+/* Reads "dev D total T free F devtotal X" of device dev. */
+static void device_info(const struct run *r, int dev, uint64_t *total, uint64_t *free_,
+                        uint64_t *devtotal)
+{
+    char key[32];
+    snprintf(key, sizeof key, "dev %d total ", dev);
+    const char *line = strstr(r->out, key);
+    ck_assert_msg(line != NULL, "no device %d in: %s / %s", dev, r->out, r->err);
+    unsigned long long t, f, d;
+    int dummy;
+    ck_assert_int_eq(sscanf(line, "dev %d total %llu free %llu devtotal %llu", &dummy, &t, &f, &d),
+                     4);
+    *total = t;
+    *free_ = f;
+    *devtotal = d;
+}
+
+/* Info with env; checks that every device in limits reports that limit. */
+static void expect_limits(const char *const *env, const uint64_t *limits, int ndev)
+{
+    struct run r;
+    run_probe(&r, 1, env, ARGS("info"));
+    ck_assert_msg(r.status == 0, "status %d: %s %s", r.status, r.out, r.err);
+    for (int d = 0; d < ndev; d++) {
+        uint64_t t, f, dt;
+        device_info(&r, d, &t, &f, &dt);
+        ck_assert_msg(t == limits[d] && dt == limits[d] && f <= limits[d],
+                      "device %d: total %llu devtotal %llu free %llu, expected limit %llu", d,
+                      (unsigned long long)t, (unsigned long long)dt, (unsigned long long)f,
+                      (unsigned long long)limits[d]);
+    }
+}
+
+/* Allocating chunk after chunk on dev stops at the limit with OOM. */
+static void expect_fill_stops(const char *const *env, int dev, uint64_t limit, uint64_t chunk)
+{
+    char d[8], c[32];
+    snprintf(d, sizeof d, "%d", dev);
+    snprintf(c, sizeof c, "%llu", (unsigned long long)chunk);
+    struct run r;
+    run_probe(&r, 1, env, ARGS("fill", d, c));
+    unsigned long long bytes;
+    int dd, err;
+    const char *line = strstr(r.out, "fill ");
+    ck_assert_msg(line && sscanf(line, "fill %d bytes %llu err %d", &dd, &bytes, &err) == 3, "%s %s",
+                  r.out, r.err);
+    ck_assert_int_eq(err, 2 /* CUDA_ERROR_OUT_OF_MEMORY */);
+    ck_assert_msg(bytes <= limit && bytes + chunk > limit, "device %d filled %llu of %llu", dev,
+                  bytes, (unsigned long long)limit);
+}
+
+START_TEST(default_fraction)
+{
+    uint64_t limit = DEVICE_MEM / 4 * 3;
+    expect_limits(NULL, &limit, 1);
+    expect_fill_stops(NULL, 0, limit, 7 * MiB);
+}
+END_TEST
+
+START_TEST(fraction)
+{
+    const char *const *env = ENV("SPILLWAY_MEM_FRACTION=0.5");
+    uint64_t limit = DEVICE_MEM / 2;
+    expect_limits(env, &limit, 1);
+    expect_fill_stops(env, 0, limit, 5 * MiB);
+}
+END_TEST
+
+START_TEST(absolute)
+{
+    const char *const *env = ENV("SPILLWAY_MEM_LIMIT=100M", "SPILLWAY_MEM_FRACTION=0.1");
+    uint64_t limit = 100 * MiB; /* the byte limit wins over the fraction */
+    expect_limits(env, &limit, 1);
+    expect_fill_stops(env, 0, limit, 3 * MiB);
+}
+END_TEST
+
+START_TEST(per_device)
+{
+    const char *const *env = ENV("FAKECUDA_DEVICES=2", "SPILLWAY_MEM_LIMIT=0=64M,1=32M");
+    uint64_t limits[2] = {64 * MiB, 32 * MiB};
+    expect_limits(env, limits, 2);
+    expect_fill_stops(env, 0, limits[0], 3 * MiB);
+    expect_fill_stops(env, 1, limits[1], 3 * MiB);
+}
+END_TEST
+
+START_TEST(per_device_others_get_the_fraction)
+{
+    const char *const *env =
+        ENV("FAKECUDA_DEVICES=2", "SPILLWAY_MEM_LIMIT=1=32M", "SPILLWAY_MEM_FRACTION=0.5");
+    uint64_t limits[2] = {DEVICE_MEM / 2, 32 * MiB};
+    expect_limits(env, limits, 2);
+    expect_fill_stops(env, 1, limits[1], 5 * MiB);
+}
+END_TEST
+
+START_TEST(limit_above_the_device_is_the_device)
+{
+    uint64_t limit = DEVICE_MEM;
+    expect_limits(ENV("SPILLWAY_MEM_LIMIT=1T"), &limit, 1);
+}
+END_TEST
+
+START_TEST(invalid_value_stops_before_main)
+{
+    char var[256];
+    snprintf(var, sizeof var, "%s=%s", spw_bad_options[_i].name, spw_bad_options[_i].value);
+    struct run r;
+    run_probe(&r, 1, ENV(var), ARGS("info"));
+    ck_assert_msg(r.status == 2, "%s: status %d", var, r.status);
+    ck_assert_msg(strstr(r.out, "probe: main") == NULL, "%s: main ran", var);
+    char named[256];
+    snprintf(named, sizeof named, "%s='%s'", spw_bad_options[_i].name, spw_bad_options[_i].value);
+    ck_assert_msg(strncmp(r.err, "spillway: ", 10) == 0 && strstr(r.err, named) &&
+                      strstr(r.err, spw_bad_options[_i].accepted),
+                  "%s: stderr '%s'", var, r.err);
+    ck_assert_msg(strchr(r.err, '\n') == r.err + strlen(r.err) - 1, "not one line: '%s'", r.err);
+}
+END_TEST
+
+START_TEST(disable_passes_through)
+{
+    const char *const *env = ENV("SPILLWAY_DISABLE=1", "SPILLWAY_MEM_LIMIT=16M");
+    uint64_t limit = DEVICE_MEM;
+    expect_limits(env, &limit, 1);
+    struct run r;
+    run_probe(&r, 1, env, ARGS("alloc", "0", "67108864"));
+    ck_assert_msg(strstr(r.out, "alloc 0 err 0"), "%s %s", r.out, r.err);
+    /* Still validated: a bad value stops the program even when disabled. */
+    run_probe(&r, 1, ENV("SPILLWAY_DISABLE=1", "SPILLWAY_MEM_LIMIT=lots"), ARGS("info"));
+    ck_assert_int_eq(r.status, 2);
+}
+END_TEST
+
+START_TEST(errors_are_the_drivers)
+{
+    struct run bare, shim;
+    run_probe(&bare, 0, NULL, ARGS("errors"));
+    run_probe(&shim, 1, ENV("SPILLWAY_MEM_LIMIT=64M"), ARGS("errors"));
+    ck_assert_msg(bare.status == 0 && shim.status == 0, "%d %d %s", bare.status, shim.status,
+                  shim.err);
+    ck_assert_msg(strstr(bare.out, "free_double 1") != NULL, "the probe tests nothing: %s",
+                  bare.out);
+    ck_assert_str_eq(shim.out, bare.out);
+}
+END_TEST
+
+static int count(const char *hay, const char *needle)
+{
+    int n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)); p++)
+        n++;
+    return n;
+}
+
+START_TEST(oom_logged_once)
+{
+    struct run r;
+    run_probe(&r, 1, ENV("SPILLWAY_MEM_LIMIT=16M"), ARGS("fill", "0", "3145728"));
+    ck_assert_msg(count(r.err, "spillway: device 0: out of memory") == 1, "'%s'", r.err);
+    run_probe(&r, 1, ENV("SPILLWAY_MEM_LIMIT=16M", "SPILLWAY_LOG=error"), ARGS("fill", "0", "3145728"));
+    ck_assert_msg(r.err[0] == '\0', "'%s'", r.err);
+    run_probe(&r, 1, ENV("SPILLWAY_MEM_LIMIT=16M", "SPILLWAY_LOG=debug"), ARGS("fill", "0", "3145728"));
+    ck_assert_msg(count(r.err, "out of memory") == 1 && count(r.err, "spillway: ") > 1 &&
+                      count(r.err, "\n") == count(r.err, "spillway: "),
+                  "'%s'", r.err);
+}
+END_TEST
+
+/* A SPILLWAY_DRIVER that cannot be loaded: a program linked with -lcuda
+ * still works, limited, through the driver it loaded itself. */
+START_TEST(missing_driver_falls_back)
+{
+    const char *const *env = ENV("SPILLWAY_DRIVER=/nonexistent/libcuda.so.1", "SPILLWAY_MEM_LIMIT=32M");
+    struct run r;
+    run_probe(&r, 1, env, ARGS("info"));
+    ck_assert_msg(r.status == 0 && strstr(r.err, "cannot load the CUDA driver"), "%d '%s'",
+                  r.status, r.err);
+    uint64_t limit = 32 * MiB;
+    expect_limits(env, &limit, 1);
+}
+END_TEST
+
+Suite *test_suite(void)
+{
+    Suite *s = suite_create("shim_env");
+    TCase *limits = tcase_create("limits");
+    tcase_set_timeout(limits, 30);
+    tcase_add_test(limits, default_fraction);
+    tcase_add_test(limits, fraction);
+    tcase_add_test(limits, absolute);
+    tcase_add_test(limits, per_device);
+    tcase_add_test(limits, per_device_others_get_the_fraction);
+    tcase_add_test(limits, limit_above_the_device_is_the_device);
+    suite_add_tcase(s, limits);
+    TCase *options = tcase_create("options");
+    tcase_set_timeout(options, 30);
+    tcase_add_loop_test(options, invalid_value_stops_before_main, 0, (int)SPW_BAD_OPTIONS);
+    tcase_add_test(options, disable_passes_through);
+    tcase_add_test(options, oom_logged_once);
+    tcase_add_test(options, missing_driver_falls_back);
+    suite_add_tcase(s, options);
+    TCase *errors = tcase_create("errors");
+    tcase_set_timeout(errors, 30);
+    tcase_add_test(errors, errors_are_the_drivers);
+    suite_add_tcase(s, errors);
+    return s;
+}

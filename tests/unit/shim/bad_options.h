@@ -1,0 +1,40 @@
+/* Every invalid-value case of every SPILLWAY_* option, with a piece of the
+ * "accepted" text its error line must contain. Used by the parser's unit
+ * suite and, end to end (exit status 2 before main), by the env suite. */
+#ifndef SPILLWAY_TEST_BAD_OPTIONS_H
+#define SPILLWAY_TEST_BAD_OPTIONS_H
+static const struct {
+    const char *name, *value, *accepted;
+} spw_bad_options[] = {
+    {"SPILLWAY_MEM_FRACTION", "0", "greater than 0"},
+    {"SPILLWAY_MEM_FRACTION", "1.5", "at most 1"},
+    {"SPILLWAY_MEM_FRACTION", "-0.5", "greater than 0"},
+    {"SPILLWAY_MEM_FRACTION", "half", "number"},
+    {"SPILLWAY_MEM_FRACTION", "0.5x", "number"},
+    {"SPILLWAY_MEM_FRACTION", "nan", "number"},
+    {"SPILLWAY_MEM_FRACTION", "inf", "number"},
+    {"SPILLWAY_MEM_LIMIT", "0", "each > 0"},
+    {"SPILLWAY_MEM_LIMIT", "lots", "K/M/G/T"},
+    {"SPILLWAY_MEM_LIMIT", "8Q", "K/M/G/T"},
+    {"SPILLWAY_MEM_LIMIT", "-8G", "K/M/G/T"},
+    {"SPILLWAY_MEM_LIMIT", "0=8G,", "per device"},
+    {"SPILLWAY_MEM_LIMIT", "0=8G,,1=4G", "per device"},
+    {"SPILLWAY_MEM_LIMIT", "=8G", "per device"},
+    {"SPILLWAY_MEM_LIMIT", "0=", "per device"},
+    {"SPILLWAY_MEM_LIMIT", "0=0", "per device"},
+    {"SPILLWAY_MEM_LIMIT", "64=1G", "index < 64"},
+    {"SPILLWAY_MEM_LIMIT", "a=1G", "per device"},
+    {"SPILLWAY_MEM_LIMIT", "0=1G,0=2G", "per device"},
+    {"SPILLWAY_MEM_LIMIT", "0=1G;1=2G", "per device"},
+    {"SPILLWAY_PREALLOCATE", "maybe", "true, false"},
+    {"SPILLWAY_PREALLOCATE", "2", "true, false"},
+    {"SPILLWAY_SPILL", "enable", "true, false"},
+    {"SPILLWAY_HOST_LIMIT", "none", "unlimited"},
+    {"SPILLWAY_HOST_LIMIT", "1.5G", "unlimited"},
+    {"SPILLWAY_STATS", "y", "true, false"},
+    {"SPILLWAY_LOG", "verbose", "error, warn, info or debug"},
+    {"SPILLWAY_LOG", "3", "error, warn, info or debug"},
+    {"SPILLWAY_DISABLE", "disable", "true, false"},
+};
+#define SPW_BAD_OPTIONS (sizeof spw_bad_options / sizeof spw_bad_options[0])
+#endif
