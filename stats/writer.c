@@ -95,11 +95,24 @@ static void unregister_writer(struct spw_stats_writer *w)
     pthread_mutex_unlock(&open_lock);
 }
 
-/* An existing file with our name is stale when it is ours and was written by
- * an earlier process with our pid in our pid namespace (or never finished
- * initialising). A live owner elsewhere (another pid namespace sharing the
- * directory) is left alone. */
-static bool existing_is_stale(int dirfd, const char *name)
+/* Whether this process has a writer open on path. */
+static bool open_here(const char *path)
+{
+    bool found = false;
+    pthread_mutex_lock(&open_lock);
+    for (int i = 0; i < MAX_OPEN && !found; i++)
+        found = open_writers[i] && strcmp(open_writers[i]->path, path) == 0;
+    pthread_mutex_unlock(&open_lock);
+    return found;
+}
+
+/* An existing file with our name is stale when it is ours (same owner, same
+ * pid namespace) and no writer of this process has it open: it was left by
+ * an earlier process with our pid (other start time), by this very process
+ * before an exec (same pid and start time, but exec skips atexit), or by a
+ * writer killed during initialisation. A live owner in another pid
+ * namespace sharing the directory is left alone. */
+static bool existing_is_stale(int dirfd, const char *name, const char *path)
 {
     int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
@@ -109,12 +122,10 @@ static bool existing_is_stale(int dirfd, const char *name)
     bool stale = false;
     if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid()) {
         ssize_t n = pread(fd, &h, offsetof(struct spw_stats_header, cmdline), 0);
-        uint64_t mine = 0;
         if (n < (ssize_t)offsetof(struct spw_stats_header, text_generation) || h.magic != SPW_STATS_MAGIC)
-            stale = true; /* a writer killed during initialisation */
-        else if (h.pid_ns == spw_proc_self_pid_ns() &&
-                 (spw_proc_start_time(getpid(), &mine) != 0 || h.start_time != mine))
             stale = true;
+        else if (h.pid_ns == spw_proc_self_pid_ns())
+            stale = !open_here(path);
     }
     close(fd);
     return stale;
@@ -126,7 +137,7 @@ static int create_file(struct spw_stats_writer *w, char *err, size_t errlen)
         int fd = openat(w->dirfd, w->name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd >= 0)
             return fd;
-        if (errno != EEXIST || attempt > 0 || !existing_is_stale(w->dirfd, w->name))
+        if (errno != EEXIST || attempt > 0 || !existing_is_stale(w->dirfd, w->name, w->path))
             break;
         unlinkat(w->dirfd, w->name, 0);
     }

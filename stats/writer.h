@@ -10,7 +10,10 @@
  *                           no locks;
  *   spw_stats_close()       optional; at normal exit the segment is unlinked
  *                           automatically (atexit), and a forked child never
- *                           writes into nor removes its parent's segment.
+ *                           writes into nor removes its parent's segment
+ *                           (it may open its own). exec skips atexit: the
+ *                           new image's spw_stats_open replaces the segment
+ *                           the old image left under the same pid.
  *
  * Updates with a device index >= device_count are ignored. spw_stats_sub
  * never wraps below zero: it clamps and counts an underflow instead (a shim

@@ -316,6 +316,35 @@ START_TEST(stale_segment_with_our_pid_is_replaced)
 }
 END_TEST
 
+/* exec keeps the pid and the start time but skips atexit: the new image's
+ * writer must replace the segment the old image left. */
+START_TEST(segment_left_before_exec_is_replaced)
+{
+    struct spw_stats_writer *w = open_writer(1, NULL);
+    spw_stats_add(w, 0, SPW_C_ALLOCS, 77);
+    size_t len = w->size;
+    unsigned char *copy = malloc(len);
+    memcpy(copy, w->hdr, len);
+    spw_stats_close(w);
+    char name[64];
+    snprintf(name, sizeof name, "spillway.%u.%d", (unsigned)geteuid(), (int)getpid());
+    plant(name, copy, len, 0600);
+    free(copy);
+    w = open_writer(1, NULL);
+    struct spw_stats_snapshot *s = malloc(sizeof *s);
+    read_own(s);
+    ck_assert_uint_eq(s->c[0][SPW_C_ALLOCS], 0);
+    free(s);
+    /* But a second open of a segment this process holds is refused. */
+    struct spw_stats_params p = {.device_count = 1};
+    struct spw_stats_writer *w2 = NULL;
+    char err[256] = "";
+    ck_assert_int_eq(spw_stats_open(&w2, &p, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "File exists") != NULL, "%s", err);
+    spw_stats_close(w);
+}
+END_TEST
+
 START_TEST(live_segment_in_other_namespace_is_not_clobbered)
 {
     struct spw_stats_writer *w = open_writer(1, NULL);
@@ -346,6 +375,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, kill_9_leaves_segment_next_reader_removes);
     tcase_add_test(tc, forked_child_neither_writes_nor_removes);
     tcase_add_test(tc, stale_segment_with_our_pid_is_replaced);
+    tcase_add_test(tc, segment_left_before_exec_is_replaced);
     tcase_add_test(tc, live_segment_in_other_namespace_is_not_clobbered);
     suite_add_tcase(s, tc);
     return s;
