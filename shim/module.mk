@@ -52,3 +52,4 @@ $(SHIM_IT)/shim_env: $(SHIM_IT)/shim/test_env.o $(UNIT_MAIN) $(SHIM_OPTIONS_OBJ)
 
 ALL_TARGETS += $(SHIM_IT)/shim_probe $(SHIM_IT)/shim_env
 UNIT_TESTS += $(SHIM_IT)/shim_env
+UNIT_TESTS += tests/integration/shim/demo.sh

@@ -1,0 +1,111 @@
+/* spillway's demo: a plain CUDA driver-API program that sizes itself from
+ * what the driver reports and then allocates until the driver refuses.
+ * It finds the driver as XLA does (dlopen + dlsym), so the same binary runs
+ * against the real driver or fakecuda, with or without spillway.
+ *   spillway-demo         report, then fill device 0 in chunks of 1/8 of its total
+ *   spillway-demo info    report only
+ * Exits 0 when the fill ended in CUDA_ERROR_OUT_OF_MEMORY at or under the
+ * reported total, 1 otherwise. */
+#include <cuda.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MiB (1024.0 * 1024.0)
+#define CHUNKS_MAX 64
+
+static struct {
+    CUresult (*init)(unsigned);
+    CUresult (*device_get)(CUdevice *, int);
+    CUresult (*device_get_name)(char *, int, CUdevice);
+    CUresult (*device_total_mem)(size_t *, CUdevice);
+    CUresult (*primary_ctx_retain)(CUcontext *, CUdevice);
+    CUresult (*ctx_set_current)(CUcontext);
+    CUresult (*mem_get_info)(size_t *, size_t *);
+    CUresult (*mem_alloc)(CUdeviceptr *, size_t);
+    CUresult (*mem_free)(CUdeviceptr);
+    CUresult (*get_error_name)(CUresult, const char **);
+} cu;
+
+static int load(void)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        fprintf(stderr, "demo: cannot load libcuda.so.1: %s\n", dlerror());
+        return -1;
+    }
+    static const char *const names[] = {
+        "cuInit", "cuDeviceGet", "cuDeviceGetName", "cuDeviceTotalMem_v2",
+        "cuDevicePrimaryCtxRetain", "cuCtxSetCurrent", "cuMemGetInfo_v2", "cuMemAlloc_v2",
+        "cuMemFree_v2", "cuGetErrorName"};
+    void **slots = (void **)&cu;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!(slots[i] = dlsym(h, names[i]))) {
+            fprintf(stderr, "demo: the driver lacks %s\n", names[i]);
+            return -1;
+        }
+    return 0;
+}
+
+static const char *err_name(CUresult r)
+{
+    const char *s = "?";
+    cu.get_error_name(r, &s);
+    return s;
+}
+
+static void report(const char *when, CUdevice dev)
+{
+    size_t total = 0, free_ = 0, devtotal = 0;
+    cu.device_total_mem(&devtotal, dev);
+    cu.mem_get_info(&free_, &total);
+    printf("demo: %s: cuDeviceTotalMem %.0f MiB, cuMemGetInfo free %.0f MiB of %.0f MiB\n", when,
+           devtotal / MiB, free_ / MiB, total / MiB);
+}
+
+int main(int argc, char **argv)
+{
+    int info_only = argc > 1 && strcmp(argv[1], "info") == 0;
+    setvbuf(stdout, NULL, _IOLBF, 0); /* in order with spillway's stderr */
+    CUdevice dev;
+    CUcontext ctx;
+    char name[128] = "";
+    CUresult r;
+    if (load())
+        return 1;
+    if ((r = cu.init(0)) || (r = cu.device_get(&dev, 0)) || (r = cu.primary_ctx_retain(&ctx, dev)) ||
+        (r = cu.ctx_set_current(ctx))) {
+        fprintf(stderr, "demo: cannot use device 0: %s\n", err_name(r));
+        return 1;
+    }
+    cu.device_get_name(name, sizeof name, dev);
+    printf("demo: device 0 is '%s'\n", name);
+    report("at start", dev);
+    if (info_only)
+        return 0;
+
+    size_t total = 0, free_ = 0;
+    cu.mem_get_info(&free_, &total);
+    size_t gran = 2u << 20, chunk = total / 8 / gran * gran;
+    if (chunk < gran)
+        chunk = gran;
+    printf("demo: allocating %.0f MiB chunks until the driver refuses\n", chunk / MiB);
+    CUdeviceptr held[CHUNKS_MAX];
+    int n = 0;
+    size_t got = 0;
+    while (n < CHUNKS_MAX && (r = cu.mem_alloc(&held[n], chunk)) == CUDA_SUCCESS) {
+        got += chunk;
+        n++;
+        printf("demo:   %2d allocations, %.0f MiB\n", n, got / MiB);
+    }
+    printf("demo: allocation %d failed with %s after %.0f MiB (the program was told %.0f MiB)\n",
+           n + 1, err_name(r), got / MiB, total / MiB);
+    report("full", dev);
+    for (int i = 0; i < n; i++)
+        cu.mem_free(held[i]);
+    report("after freeing", dev);
+    int stopped = r == CUDA_ERROR_OUT_OF_MEMORY && got <= total;
+    printf("demo: %s\n", stopped ? "stopped at the limit it was told" : "NOT stopped at the limit");
+    return stopped ? 0 : 1;
+}

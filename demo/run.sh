@@ -1,0 +1,35 @@
+#!/bin/sh
+# `make demo`: runs the demo program without and then with spillway, against
+# the real CUDA driver when this machine has a GPU, else against fakecuda.
+#   SPILLWAY_DEMO_DRIVER=real|fakecuda  force the choice
+#   SPILLWAY_DEMO_ENV                   spillway's settings (default: SPILLWAY_MEM_FRACTION=0.25)
+set -eu
+B=${BUILD:-build}
+case $B in /*) ;; *) B=$(pwd)/$B ;; esac
+demo=$B/demo/spillway-demo
+settings=${SPILLWAY_DEMO_ENV:-SPILLWAY_MEM_FRACTION=0.25}
+
+driver=${SPILLWAY_DEMO_DRIVER:-}
+if [ -z "$driver" ]; then
+    driver=fakecuda
+    # A GPU: nvidia-smi lists one, or the system's libcuda.so.1 loads and sees a device.
+    if nvidia-smi -L >/dev/null 2>&1 || env -u LD_LIBRARY_PATH "$demo" info >/dev/null 2>&1; then
+        driver=real
+    fi
+fi
+if [ "$driver" = real ]; then
+    echo "== spillway demo against the REAL CUDA driver"
+    nvidia-smi -L 2>/dev/null || true
+    run() { env -u LD_LIBRARY_PATH "$@"; }
+else
+    echo "== spillway demo against FAKECUDA (no GPU here): $B/fakecuda/libcuda.so.1, a 1 GiB device"
+    run() { env LD_LIBRARY_PATH="$B/fakecuda" FAKECUDA_MEM=1G FAKECUDA_DEVICES=1 "$@"; }
+fi
+
+echo
+echo "-- without spillway, the program sees the whole device:"
+run "$demo" info
+echo
+echo "-- with spillway: LD_PRELOAD=$B/libspillway.so $settings"
+# shellcheck disable=SC2086 # settings is a list of NAME=value words
+run LD_PRELOAD="$B/libspillway.so" $settings "$demo"
