@@ -10,7 +10,29 @@
  * granularity, 2 MiB on H100): a driver handle cannot be mapped in parts, so
  * every page is its own handle. Calls are made from any thread, possibly
  * concurrently, with no policy/ lock held for the driver's sake; the backend
- * makes the right context current for `dev` itself. */
+ * makes the right context current for `dev` itself.
+ *
+ * Implementing it with the driver (the shim; always the real entry points,
+ * never spillway's own hooks, with dev's primary context current):
+ *   granularity   cuMemGetAllocationGranularity(prop: PINNED, DEVICE dev,
+ *                 CU_MEM_ALLOC_GRANULARITY_MINIMUM)
+ *   page_create   cuMemCreate(&h, size, prop, 0), prop.type PINNED,
+ *                 requestedHandleTypes NONE, location DEVICE dev, or for host
+ *                 HOST_NUMA (id = CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID; HOST / 0
+ *                 where that is not supported)
+ *   page_release  cuMemRelease(h)
+ *   va_reserve    cuMemAddressReserve(&va, size, align, 0, 0)
+ *   va_free       cuMemAddressFree(va, size)
+ *   map / unmap   cuMemMap(va, size, 0, h, 0) / cuMemUnmap(va, size)
+ *   set_access    cuMemSetAccess(va, size, desc, n): one CUmemAccessDesc
+ *                 {DEVICE d, PROT_READWRITE} per bit d of dev_mask (also for
+ *                 host pages: it is the device that gets access)
+ *   copy          cuMemcpyDtoDAsync(dst, src, size, stream)
+ *   synchronize   cuCtxSynchronize() in every context of dev the program
+ *                 uses (normally just the primary one)
+ *   event_*       cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING), cuEventRecord
+ *                 (called in the freeing thread, so CU_STREAM_PER_THREAD
+ *                 means that thread's stream), cuEventQuery, cuEventDestroy */
 #ifndef SPILLWAY_POLICY_BACKEND_H
 #define SPILLWAY_POLICY_BACKEND_H
 #include <cuda.h>

@@ -5,7 +5,8 @@
  *   2. free space whose pages are still mapped (no driver call),
  *   3. the same after releasing frees already covered by a sync or event,
  *   4. a device synchronize that releases the pending batch, when enough is
- *      pending (bytes or frees) or the pool could not back it otherwise,
+ *      pending (bytes or frees) or backing the request would mean creating
+ *      or reclaiming pages,
  *   5. mapping pool pages (creating them up to the limit),
  *   6. a synchronize and unmapping cached free pages (reclaim),
  * and fails with CUDA_ERROR_OUT_OF_MEMORY after that. */
@@ -213,10 +214,13 @@ static CUresult alloc_at(sw_device *d, int cls, size_t size, sw_map_mode mode, C
                     : sw_block_alloc(d, size, mode, out);
 }
 
-static size_t pool_available_locked(sw_device *d)
+/* Created pages not mapped anywhere: what backs a request without creating
+ * (a sync costs ~1 us on an idle device, creating a page 10-40 us, and the
+ * freed-but-pending pages are already held). */
+static size_t pool_free_locked(sw_device *d)
 {
     pthread_mutex_lock(&d->lock);
-    size_t n = sw_pool_available(d);
+    size_t n = d->pool.nfree;
     pthread_mutex_unlock(&d->lock);
     return n;
 }
@@ -234,7 +238,7 @@ static CUresult alloc_slow(sw_device *d, int cls, size_t size, CUdeviceptr *out)
     size_t npend, pending = sw_freeq_pending(d, &npend);
     bool synced = false;
     if (pending && (pending >= d->cfg.sync_batch || npend >= SW_SYNC_BATCH_FREES ||
-                    pool_available_locked(d) < need)) {
+                    pool_free_locked(d) < need)) {
         if ((r = sw_sync_and_collect(d)) != CUDA_SUCCESS)
             return r;
         synced = true;

@@ -127,7 +127,7 @@ static uint64_t rnd(uint64_t *s)
 
 /* The issue's workload: sizes uniform up to 64 MiB, 73% alloc / 27% free,
  * 10,000 operations, requested bytes kept below the limit. */
-static void random_workload(bool prealloc)
+static void random_workload(bool prealloc, double capf)
 {
     const size_t limit_pages = 2048; /* 4 GiB */
     env e = up(limit_pages, prealloc);
@@ -135,7 +135,7 @@ static void random_workload(bool prealloc)
     static CUdeviceptr ptr[MAXLIVE];
     static size_t sz[MAXLIVE];
     int live = 0;
-    size_t used = 0, cap = limit_pages * PG * 9 / 10;
+    size_t used = 0, cap = (size_t)((double)(limit_pages * PG) * capf);
     uint64_t seed = 42, ooms = 0;
     double t0 = now();
     for (int op = 0; op < 10000; op++) {
@@ -167,10 +167,10 @@ static void random_workload(bool prealloc)
     sw_get_counters(e.p, 0, &c);
     fake_stats f;
     fake_get_stats(e.fb, &f);
-    printf("random workload (prealloc %-3s): %.1f ms, peak requested %.0f MiB, peak backing %.0f MiB,"
+    printf("random workload (cap %.2f of the limit, prealloc %-3s): %.1f ms, peak requested %.0f MiB, peak backing %.0f MiB,"
            " device pages created %.0f MiB, efficiency %.3f (vs created %.3f), ooms %llu,"
            " syncs %llu, maps %llu, unmaps %llu\n",
-           prealloc ? "on" : "off", dt * 1e3, (double)c.peak_in_use_bytes / MiB,
+           capf, prealloc ? "on" : "off", dt * 1e3, (double)c.peak_in_use_bytes / MiB,
            (double)c.peak_backing_bytes / MiB, (double)f.max_dev_pages * PG / MiB,
            (double)c.peak_in_use_bytes / (double)c.peak_backing_bytes,
            (double)c.peak_in_use_bytes / ((double)f.max_dev_pages * PG),
@@ -205,7 +205,8 @@ int main(void)
     for (size_t i = 0; i < sizeof nt / sizeof *nt; i++)
         printf("  %d: %.2f", nt[i], threads_mops(nt[i], 1024));
     printf("\n\n");
-    random_workload(false);
-    random_workload(true);
+    random_workload(false, 0.75);
+    random_workload(false, 0.9);
+    random_workload(true, 0.9);
     return 0;
 }

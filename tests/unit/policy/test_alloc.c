@@ -284,6 +284,48 @@ START_TEST(peer_access_covers_existing_and_new_mappings)
 }
 END_TEST
 
+/* The issue's workload (sizes uniform up to 64 MiB, 73% allocate / 27%
+ * free, 10,000 operations, requested bytes capped below the limit: 3/4 of
+ * it here, so that the pool need not fill up) on demand-created pages:
+ * peak requested / peak device bytes held >= 0.9. */
+START_TEST(pool_efficiency_on_the_random_workload)
+{
+    enum { MAXLIVE = 4096 };
+    const size_t limit_pages = 2048;
+    env_up(limit_pages, false, 0);
+    static CUdeviceptr ptr[MAXLIVE];
+    static size_t sz[MAXLIVE];
+    int live = 0;
+    size_t used = 0, cap = limit_pages * PG * 3 / 4;
+    uint64_t seed = 42;
+    for (int op = 0; op < 10000; op++) {
+        bool do_alloc = rnd(&seed) % 100 < 73 || live == 0;
+        size_t s = 1 + rnd(&seed) % (64 * MiB);
+        if (do_alloc && used + s <= cap && live < MAXLIVE) {
+            CUresult r = sw_alloc(P, 0, s, &ptr[live]);
+            if (r != CUDA_SUCCESS)
+                ck_abort_msg("alloc of %zu with %zu in use: %d", s, used, r);
+            sz[live++] = s;
+            used += s;
+        } else if (live) {
+            int k = (int)(rnd(&seed) % (uint64_t)live);
+            if (sw_free(P, ptr[k]) != CUDA_SUCCESS)
+                ck_abort_msg("free");
+            used -= sz[k];
+            ptr[k] = ptr[--live];
+            sz[k] = sz[live];
+        }
+    }
+    sw_counters c = counters();
+    double held = (double)fstats().max_dev_pages * PG;
+    ck_assert_msg((double)c.peak_in_use_bytes / held >= 0.9, "efficiency %.3f",
+                  (double)c.peak_in_use_bytes / held);
+    ck_assert_uint_le(fstats().max_dev_pages, limit_pages);
+    ck_assert_uint_eq(c.ooms, 0);
+    env_down();
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("policy_alloc");
@@ -301,6 +343,7 @@ Suite *test_suite(void)
     tcase_add_loop_test(tc, randomized_sequences_keep_every_byte, 0, 4);
     tcase_add_test(tc, map_failure_is_returned_and_leaves_no_trace);
     tcase_add_test(tc, peer_access_covers_existing_and_new_mappings);
+    tcase_add_test(tc, pool_efficiency_on_the_random_workload);
     suite_add_tcase(s, tc);
     return s;
 }
