@@ -45,11 +45,12 @@ static void init_colors(struct ui *u)
     if (!u->color)
         return;
     start_color();
-    use_default_colors();
-    init_pair(UI_GREEN, COLOR_GREEN, -1);
-    init_pair(UI_YELLOW, COLOR_YELLOW, -1);
-    init_pair(UI_RED, COLOR_RED, -1);
-    init_pair(UI_CYAN, COLOR_CYAN, -1);
+    /* The terminal's own background when it has one (-1), else black. */
+    short bg = use_default_colors() == OK ? -1 : COLOR_BLACK;
+    init_pair(UI_GREEN, COLOR_GREEN, bg);
+    init_pair(UI_YELLOW, COLOR_YELLOW, bg);
+    init_pair(UI_RED, COLOR_RED, bg);
+    init_pair(UI_CYAN, COLOR_CYAN, bg);
     init_pair(UI_TITLE, COLOR_BLACK, COLOR_CYAN);
 }
 
@@ -198,9 +199,9 @@ static bool handle_key(struct ui *u, int ch)
         edit_filter(u, ch);
         return true;
     }
-    if (u->view == VIEW_HELP) {
+    if (u->view == VIEW_HELP) { /* any key, q included, leaves the help */
         u->view = u->help_from;
-        return ch != 'q' && ch != 'Q';
+        return true;
     }
     switch (ch) {
     case 'q': case 'Q': case KEY_F(10):

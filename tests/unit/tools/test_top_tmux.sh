@@ -89,4 +89,16 @@ check "beta's row goes" poll 5 hides "beta job"
 key q
 check "q quits" poll 5 test -s "$EXIT_FILE"
 check "exit status 0" [ "$(cat "$EXIT_FILE" 2>/dev/null)" = 0 ]
+
+# The same screen with colours (tmux's terminal has them): rows, detail, quit.
+rm -f "$EXIT_FILE"
+T new-session -d -s top -x 80 -y 24 \
+    "env SPILLWAY_STATS_DIR='$STATS_DIR' '$TOP' --interval 0.2; echo \$? >'$EXIT_FILE'"
+check "colour: shows alpha's row in 80 columns" poll 10 shows "^ +$A +[^ ]+ +0 .*alpha"
+has_colour() { T capture-pane -e -p -t top | grep -qE $'\e\\[([0-9]+;)*(3[0-7]|4[0-7])m'; }
+check "colour: colours are drawn" poll 5 has_colour
+key Enter
+check "colour: detail view" poll 5 shows "command: alpha job"
+key q q
+check "colour: quits with status 0" poll 5 grep -qsx 0 "$EXIT_FILE"
 finish
