@@ -7,6 +7,22 @@ $(BUILD)/tests/unit/shim_options: $(BUILD)/tests/unit/shim/test_options.o $(UNIT
 	$(CC) $(CFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
 UNIT_TESTS += $(BUILD)/tests/unit/shim_options
 
+$(BUILD)/tests/unit/shim_ptrmap: $(BUILD)/tests/unit/shim/test_ptrmap.o $(UNIT_MAIN) $(BUILD)/shim/ptrmap.o
+	$(CC) $(CFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
+$(BUILD)/tests/unit/shim_account: $(BUILD)/tests/unit/shim/test_account.o $(UNIT_MAIN) \
+    $(BUILD)/shim/account.o $(BUILD)/shim/ptrmap.o $(BUILD)/shim/log.o $(SHIM_OPTIONS_OBJ)
+	$(CC) $(CFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
+UNIT_TESTS += $(BUILD)/tests/unit/shim_ptrmap $(BUILD)/tests/unit/shim_account
+
+# The shim dlopen'ed in front of a spy driver (SPILLWAY_DRIVER).
+$(BUILD)/tests/unit/shim/libspydriver.so: $(BUILD)/tests/unit/shim/spydriver.o
+	$(CC) -shared -Wl,--no-undefined $^ -o $@
+$(BUILD)/tests/unit/shim_resolve: $(BUILD)/tests/unit/shim/test_resolve.o $(UNIT_MAIN) \
+    $(BUILD)/tests/unit/shim/libspydriver.so $(BUILD)/libspillway.so
+	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(CHECK_LIBS) $(LDLIBS)
+ALL_TARGETS += $(BUILD)/tests/unit/shim/libspydriver.so
+UNIT_TESTS += $(BUILD)/tests/unit/shim_resolve
+
 # The library: every shim/*.c. The exported names and their aliases are
 # generated from hooks.def (see exports.map.in and exports.ld.in).
 SHIM_SRCS := $(wildcard shim/*.c)

@@ -1,0 +1,102 @@
+/* A stand-in driver for test_resolve.c (loaded by the shim through
+ * SPILLWAY_DRIVER): each allocation function records its own exported name
+ * in spy_last, so a test sees which real function a handler forwarded to.
+ * spy_gpa_mode 0: cuGetProcAddress answers with the exported functions;
+ * 1: with other addresses (trampolines), as a driver may. */
+#include <cuda.h>
+#include <stdint.h>
+#include <string.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+EXPORT char spy_last[64];
+EXPORT int spy_gpa_mode;
+static CUdeviceptr next_ptr = 0x10000000;
+
+static void record(const char *name)
+{
+    strncpy(spy_last, name, sizeof spy_last - 1);
+}
+
+static CUresult give(CUdeviceptr *p, const char *name)
+{
+    record(name);
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    *p = next_ptr;
+    next_ptr += 0x100000;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCtxGetDevice(CUdevice *d) { *d = 0; return CUDA_SUCCESS; }
+EXPORT CUresult cuDeviceTotalMem_v2(size_t *b, CUdevice d) { (void)d; if (!b) return CUDA_ERROR_INVALID_VALUE; *b = 1ull << 30; return CUDA_SUCCESS; }
+EXPORT CUresult cuGetExportTable(const void **t, const CUuuid *id) { (void)id; *t = NULL; return CUDA_ERROR_NOT_SUPPORTED; }
+
+EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) { (void)n; return give(p, "cuMemAlloc_v2"); }
+EXPORT CUresult cuMemFree_v2(CUdeviceptr p) { (void)p; record("cuMemFree_v2"); return CUDA_SUCCESS; }
+
+EXPORT CUresult cuMemAllocAsync(CUdeviceptr *p, size_t n, CUstream s) { (void)n; (void)s; return give(p, "cuMemAllocAsync"); }
+EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *p, size_t n, CUstream s) { (void)n; (void)s; return give(p, "cuMemAllocAsync_ptsz"); }
+EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *p, size_t n, CUmemoryPool m, CUstream s) { (void)n; (void)m; (void)s; return give(p, "cuMemAllocFromPoolAsync"); }
+EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *p, size_t n, CUmemoryPool m, CUstream s) { (void)n; (void)m; (void)s; return give(p, "cuMemAllocFromPoolAsync_ptsz"); }
+EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) { (void)p; (void)s; record("cuMemFreeAsync"); return CUDA_SUCCESS; }
+EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s) { (void)p; (void)s; record("cuMemFreeAsync_ptsz"); return CUDA_SUCCESS; }
+
+/* Mode 1's addresses: same behaviour, other functions. */
+static CUresult t_alloc_async(CUdeviceptr *p, size_t n, CUstream s) { return cuMemAllocAsync(p, n, s); }
+static CUresult t_alloc_async_ptsz(CUdeviceptr *p, size_t n, CUstream s) { return cuMemAllocAsync_ptsz(p, n, s); }
+static CUresult t_free_async(CUdeviceptr p, CUstream s) { return cuMemFreeAsync(p, s); }
+static CUresult t_free_async_ptsz(CUdeviceptr p, CUstream s) { return cuMemFreeAsync_ptsz(p, s); }
+static CUresult t_alloc(CUdeviceptr *p, size_t n) { return cuMemAlloc_v2(p, n); }
+
+#undef cuGetProcAddress
+EXPORT CUresult cuGetProcAddress(const char *, void **, int, cuuint64_t);
+EXPORT CUresult cuGetProcAddress_v2(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
+
+static const struct {
+    const char *base;
+    void *fn, *pt, *tramp, *tramp_pt;
+} procs[] = {
+    {"cuMemAlloc", (void *)cuMemAlloc_v2, NULL, (void *)t_alloc, NULL},
+    {"cuMemAllocAsync", (void *)cuMemAllocAsync, (void *)cuMemAllocAsync_ptsz, (void *)t_alloc_async, (void *)t_alloc_async_ptsz},
+    {"cuMemFreeAsync", (void *)cuMemFreeAsync, (void *)cuMemFreeAsync_ptsz, (void *)t_free_async, (void *)t_free_async_ptsz},
+    {"cuMemAllocFromPoolAsync", (void *)cuMemAllocFromPoolAsync, (void *)cuMemAllocFromPoolAsync_ptsz, NULL, NULL},
+    {"cuGetExportTable", (void *)cuGetExportTable, NULL, NULL, NULL},
+    {"cuCtxGetDevice", (void *)cuCtxGetDevice, NULL, NULL, NULL},
+};
+
+static CUresult lookup(const char *symbol, void **pfn, int version, cuuint64_t flags)
+{
+    if (!symbol || !pfn)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (strcmp(symbol, "cuGetProcAddress") == 0) {
+        *pfn = version >= 12000 ? (void *)cuGetProcAddress_v2 : (void *)cuGetProcAddress;
+        return CUDA_SUCCESS;
+    }
+    for (size_t i = 0; i < sizeof procs / sizeof procs[0]; i++) {
+        if (strcmp(symbol, procs[i].base) != 0)
+            continue;
+        int pt = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) && procs[i].pt;
+        void *fn = pt ? procs[i].pt : procs[i].fn;
+        if (spy_gpa_mode == 1 && procs[i].tramp)
+            fn = pt ? procs[i].tramp_pt : procs[i].tramp;
+        *pfn = fn;
+        return CUDA_SUCCESS;
+    }
+    *pfn = NULL;
+    return CUDA_ERROR_NOT_FOUND;
+}
+
+EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags)
+{
+    return lookup(symbol, pfn, version, flags);
+}
+
+EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
+                                    CUdriverProcAddressQueryResult *status)
+{
+    CUresult r = lookup(symbol, pfn, version, flags);
+    if (status)
+        *status = r == CUDA_SUCCESS ? CU_GET_PROC_ADDRESS_SUCCESS : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    return r;
+}

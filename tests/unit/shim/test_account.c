@@ -1,0 +1,182 @@
+/* shim/account.c on its own: limits, reservation, release, no underflow,
+ * and the limit under concurrent reservations. */
+#include "tests/unit/check_compat.h"
+#include "shim/account.h"
+#include "shim/log.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+#define MiB (1ull << 20)
+
+static struct spw_options opts;
+
+static uint64_t total_of(int dev)
+{
+    return (uint64_t)(dev + 1) * 1024 * MiB; /* device d has (d+1) GiB */
+}
+
+static void setup(void)
+{
+    char err[256];
+    ck_assert_int_eq(spw_options_load(&opts, NULL, err, sizeof err), 0);
+    opts.mem_limit.dev[1] = 100 * MiB;
+    spw_log_set_level(SPW_LOG_ERROR);
+    spw_account_init(&opts, total_of);
+}
+
+static struct spillway_counters read_dev(int dev)
+{
+    struct spillway_counters c;
+    ck_assert_int_eq(spw_account_read(dev, &c), 0);
+    return c;
+}
+
+START_TEST(limits)
+{
+    setup();
+    ck_assert_uint_eq(spw_account_limit(0), 768 * MiB); /* 0.75 of 1 GiB */
+    ck_assert_uint_eq(spw_account_limit(1), 100 * MiB);
+    ck_assert_uint_eq(spw_account_limit(SPILLWAY_HOST), 0);
+    struct spillway_counters c;
+    ck_assert_int_eq(spw_account_read(64, &c), -1);
+    ck_assert_int_eq(spw_account_read(-2, &c), -1);
+    ck_assert(spw_account_tracks(63) && spw_account_tracks(SPILLWAY_HOST) && !spw_account_tracks(64));
+}
+END_TEST
+
+START_TEST(reserve_commit_forget_release)
+{
+    setup();
+    ck_assert_int_eq(spw_account_reserve(1, 60 * MiB), 0);
+    spw_account_commit(SPW_KIND_DEVPTR, 0x1000, 1, 60 * MiB);
+    ck_assert_int_eq(spw_account_reserve(1, 41 * MiB), -1);
+    ck_assert_int_eq(spw_account_reserve(1, 40 * MiB), 0); /* exactly up to the limit */
+    spw_account_unreserve(1, 40 * MiB);
+    struct spillway_counters c = read_dev(1);
+    ck_assert_uint_eq(c.used, 60 * MiB);
+    ck_assert_uint_eq(c.allocs, 1);
+    ck_assert_uint_eq(c.ooms, 1);
+    ck_assert_uint_eq(c.peak, 60 * MiB);
+    int dev;
+    uint64_t bytes;
+    ck_assert_int_eq(spw_account_forget(SPW_KIND_HANDLE, 0x1000, &dev, &bytes), -1); /* other kind */
+    ck_assert_int_eq(spw_account_forget(SPW_KIND_DEVPTR, 0x1000, &dev, &bytes), 0);
+    ck_assert_int_eq(dev, 1);
+    ck_assert_uint_eq(bytes, 60 * MiB);
+    ck_assert_int_eq(spw_account_forget(SPW_KIND_DEVPTR, 0x1000, &dev, &bytes), -1);
+    spw_account_release(dev, bytes);
+    c = read_dev(1);
+    ck_assert_uint_eq(c.used, 0);
+    ck_assert_uint_eq(c.frees, 1);
+}
+END_TEST
+
+START_TEST(restore_after_failed_free)
+{
+    setup();
+    ck_assert_int_eq(spw_account_reserve(0, MiB), 0);
+    spw_account_commit(SPW_KIND_DEVPTR, 0x2000, 0, MiB);
+    int dev;
+    uint64_t bytes;
+    ck_assert_int_eq(spw_account_forget(SPW_KIND_DEVPTR, 0x2000, &dev, &bytes), 0);
+    spw_account_restore(SPW_KIND_DEVPTR, 0x2000, dev, bytes);
+    ck_assert_uint_eq(read_dev(0).used, MiB);
+    ck_assert_uint_eq(read_dev(0).frees, 0);
+    ck_assert_int_eq(spw_account_forget(SPW_KIND_DEVPTR, 0x2000, &dev, &bytes), 0);
+}
+END_TEST
+
+START_TEST(never_underflows)
+{
+    setup();
+    spw_account_release(0, 5 * MiB);
+    spw_account_unreserve(0, 5 * MiB);
+    ck_assert_uint_eq(read_dev(0).used, 0);
+    ck_assert_int_eq(spw_account_reserve(0, MiB), 0);
+    spw_account_release(0, 3 * MiB);
+    ck_assert_uint_eq(read_dev(0).used, 0);
+}
+END_TEST
+
+START_TEST(stale_key_is_released)
+{
+    setup();
+    ck_assert_int_eq(spw_account_reserve(0, 8 * MiB), 0);
+    spw_account_commit(SPW_KIND_DEVPTR, 0x3000, 0, 8 * MiB);
+    /* The driver hands the same address out again: the first one is gone. */
+    ck_assert_int_eq(spw_account_reserve(0, 2 * MiB), 0);
+    spw_account_commit(SPW_KIND_DEVPTR, 0x3000, 0, 2 * MiB);
+    ck_assert_uint_eq(read_dev(0).used, 2 * MiB);
+}
+END_TEST
+
+START_TEST(host_is_never_refused)
+{
+    setup();
+    ck_assert_int_eq(spw_account_reserve(SPILLWAY_HOST, 1ull << 50), 0);
+    spw_account_commit(SPW_KIND_HOSTPTR, 0x4000, SPILLWAY_HOST, 1ull << 50);
+    struct spillway_counters c = read_dev(SPILLWAY_HOST);
+    ck_assert_uint_eq(c.used, 1ull << 50);
+    ck_assert_uint_eq(c.limit, 0);
+}
+END_TEST
+
+#define THREADS 8
+/* Each thread holds up to 4 reservations of up to 30 MiB against a 100 MiB
+ * limit: alone it reaches the limit, together they race for it. */
+static void *race(void *arg)
+{
+    unsigned seed = (unsigned)(uintptr_t)arg;
+    uint64_t held[4] = {0};
+    for (int i = 0; i < 100000; i++) {
+        int slot = rand_r(&seed) % 4;
+        if (held[slot]) {
+            spw_account_unreserve(1, held[slot]);
+            held[slot] = 0;
+            continue;
+        }
+        uint64_t n = (uint64_t)(rand_r(&seed) % 30 + 1) * MiB;
+        if (spw_account_reserve(1, n) == 0) {
+            held[slot] = n;
+            if (spw_account_used(1) > 100 * MiB)
+                return (void *)1;
+        }
+    }
+    for (int slot = 0; slot < 4; slot++)
+        spw_account_unreserve(1, held[slot]);
+    return NULL;
+}
+
+START_TEST(limit_holds_under_races)
+{
+    setup();
+    pthread_t t[THREADS];
+    for (uintptr_t i = 0; i < THREADS; i++)
+        ck_assert_int_eq(pthread_create(&t[i], NULL, race, (void *)(i + 1)), 0);
+    for (int i = 0; i < THREADS; i++) {
+        void *r;
+        pthread_join(t[i], &r);
+        ck_assert_msg(r == NULL, "used passed the limit");
+    }
+    struct spillway_counters c = read_dev(1);
+    ck_assert_uint_eq(c.used, 0);
+    ck_assert_uint_gt(c.ooms, 0);
+}
+END_TEST
+
+Suite *test_suite(void)
+{
+    Suite *s = suite_create("shim_account");
+    TCase *tc = tcase_create("account");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, limits);
+    tcase_add_test(tc, reserve_commit_forget_release);
+    tcase_add_test(tc, restore_after_failed_free);
+    tcase_add_test(tc, never_underflows);
+    tcase_add_test(tc, stale_key_is_released);
+    tcase_add_test(tc, host_is_never_refused);
+    tcase_add_test(tc, limit_holds_under_races);
+    suite_add_tcase(s, tc);
+    return s;
+}
