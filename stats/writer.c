@@ -36,7 +36,11 @@ static void fail(char *err, size_t errlen, const char *fmt, ...)
  * inside an update while the process ends. */
 static void unlink_at_exit(void)
 {
-    pthread_mutex_lock(&open_lock);
+    /* Never hang an exiting program: if another thread is inside open or
+     * close right now, leave the segment; the next reader removes it once
+     * the process is gone. */
+    if (pthread_mutex_trylock(&open_lock) != 0)
+        return;
     for (int i = 0; i < MAX_OPEN; i++) {
         struct spw_stats_writer *w = open_writers[i];
         if (w && !w->unlinked && w->owner_pid == getpid()) {
