@@ -271,7 +271,8 @@ void top_model_arrange(struct top_model *m, enum top_sort key, bool reverse, con
         add_to_device(m, &m->rows[i]);
     sort_key = key;
     sort_sign = reverse ? -1 : 1;
-    qsort(m->rows, m->nrows, sizeof *m->rows, cmp_rows);
+    if (m->nrows > 1)
+        qsort(m->rows, m->nrows, sizeof *m->rows, cmp_rows);
     /* Devices in index order. */
     for (size_t i = 1; i < m->ndevices; i++)
         for (size_t j = i; j > 0 && m->devices[j - 1].index > m->devices[j].index; j--) {
