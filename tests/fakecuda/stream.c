@@ -238,7 +238,7 @@ uint64_t fc_stream_enqueue(struct CUstream_st *s, fc_op_fn fn, void *arg, const 
     op->ndeps = implicit_deps(s, op->deps, max - 1);
     if (extra && extra->stream->completed < extra->seq)
         op->deps[op->ndeps++] = *extra;
-    op->seq = ++s->submitted;
+    uint64_t seq = op->seq = ++s->submitted;
     if (s->tail)
         s->tail->next = op;
     else
@@ -246,7 +246,7 @@ uint64_t fc_stream_enqueue(struct CUstream_st *s, fc_op_fn fn, void *arg, const 
     s->tail = op;
     pthread_cond_broadcast(&progress);
     pthread_mutex_unlock(&lock);
-    return op->seq;
+    return seq; /* not op->seq: the worker may already have run and freed op */
 }
 
 void fc_stream_wait(struct CUstream_st *s, uint64_t seq)
