@@ -17,6 +17,7 @@
 #include "policy/internal.h"
 
 #define SAME_STREAM_SCAN 64 /* newest entries looked at for same-stream reuse */
+#define MAX_POLLS 64        /* event queries per collection */
 
 static void list_append(sw_pend_list *l, sw_pend *e)
 {
@@ -171,12 +172,15 @@ size_t sw_freeq_collect(sw_device *d, bool poll_events)
         q->count--;
         list_append(&done, e);
     }
+    int polls = 0;
     for (sw_pend *e = q->async_list.head, *n; e; e = n) {
         n = e->next;
-        /* An error from the query (a lost context) leaves the block to a
-         * sync point, which will report the error itself. */
+        /* Oldest first, a bounded number of queries per call (each is a
+         * driver call); an error from one (a lost context) leaves the block
+         * to a sync point, which will report the error itself. */
         if (e->epoch > covered &&
-            (!poll_events || be->event_query(be->ctx, e->ev) != CUDA_SUCCESS))
+            (!poll_events || polls++ >= MAX_POLLS ||
+             be->event_query(be->ctx, e->ev) != CUDA_SUCCESS))
             continue;
         list_unlink(&q->async_list, e);
         q->async_bytes -= e->bytes;

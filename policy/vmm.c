@@ -202,6 +202,18 @@ CUresult sw_vmm_release(sw_policy *p, CUmemGenericAllocationHandle h)
     return r;
 }
 
+/* Whether [va, va+size) touches a spillway arena (never the program's). */
+static bool in_arena(sw_policy *p, CUdeviceptr va, size_t size)
+{
+    int hi = atomic_load(&p->ndev_hi);
+    for (int i = 0; i < hi; i++) {
+        sw_device *d = sw_dev(p, i);
+        if (d && va < d->reserve_base + d->reserve_size && d->reserve_base < va + size)
+            return true;
+    }
+    return false;
+}
+
 static sw_vmap *vmap_at(sw_policy *p, CUdeviceptr va)
 {
     sw_pte *e = sw_pt_get(&p->pt, va);
@@ -233,7 +245,7 @@ CUresult sw_vmm_map(sw_policy *p, CUdeviceptr va, size_t size, size_t offset,
     pthread_mutex_lock(&p->handles_lock);
     sw_vmm *v = handle_get(p, h);
     CUresult r = CUDA_SUCCESS;
-    if (!v || v->refs == 0 || !va || va % p->page)
+    if (!v || v->refs == 0 || !va || va % p->page || in_arena(p, va, size))
         r = CUDA_ERROR_INVALID_VALUE;
     else if (offset || size != v->size)
         r = CUDA_ERROR_NOT_SUPPORTED; /* the driver cannot map part of a handle */

@@ -98,6 +98,11 @@ START_TEST(driver_rules_for_map_unmap_and_handles)
     ck_assert_int_eq(sw_vmm_map(P, va, 4 * PG, PG, h), CUDA_ERROR_NOT_SUPPORTED);
     ck_assert_int_eq(sw_vmm_map(P, va + 4096, 4 * PG, 0, h), CUDA_ERROR_INVALID_VALUE);
     ck_assert_int_eq(sw_vmm_map(P, va, 4 * PG, 0, 12345), CUDA_ERROR_INVALID_VALUE);
+    CUdeviceptr arena;
+    ck_assert_int_eq(sw_alloc(P, 0, 100, &arena), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_map(P, (arena & ~(CUdeviceptr)(PG - 1)) + 8 * PG, 4 * PG, 0, h),
+                     CUDA_ERROR_INVALID_VALUE); /* spillway's own address space */
+    ck_assert_int_eq(sw_free(P, arena), CUDA_SUCCESS);
     ck_assert_int_eq(sw_vmm_map(P, va, 4 * PG, 0, h), CUDA_SUCCESS);
     ck_assert_int_eq(sw_vmm_map(P, va + 2 * PG, 2 * PG, 0, g), CUDA_ERROR_INVALID_VALUE); /* overlap */
     /* Outside the program's reservation: the backend's error comes back. */
