@@ -83,6 +83,75 @@ static void *work(void *arg)
     return NULL;
 }
 
+/* A program-VMM user (create, map, access, write, unmap, release) racing the
+ * allocators: creates may have to sync and reclaim cached arena pages. */
+static void *vmm_work(void *arg)
+{
+    worker *w = arg;
+    uint64_t seed = 0x51ull * (uint64_t)(w->id + 1);
+    CUdeviceptr va;
+    if (fake_reserve(FB, 8 * PG, &va) != CUDA_SUCCESS) {
+        w->error = "reserve";
+        return NULL;
+    }
+    while (!atomic_load(&start_flag))
+        ;
+    for (int op = 0; op < OPS / 30 && !w->error; op++) {
+        size_t n = 1 + rnd(&seed) % 4;
+        CUmemGenericAllocationHandle h;
+        CUresult r = sw_vmm_create(P, 0, n * PG, &h);
+        if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+            w->ooms++;
+            continue;
+        }
+        if (r != CUDA_SUCCESS || sw_vmm_map(P, va, n * PG, 0, h) != CUDA_SUCCESS ||
+            sw_vmm_set_access(P, va, n * PG, 1) != CUDA_SUCCESS) {
+            w->error = "create/map/set_access";
+            break;
+        }
+        w->allocs++;
+        uint64_t tag = rnd(&seed);
+        fill(va, n * PG, tag);
+        CUdeviceptr base;
+        size_t bs;
+        int dev;
+        if (!verify(va, n * PG, tag) || sw_lookup(P, va + PG / 2, &base, &bs, &dev) ||
+            base != va || bs != n * PG)
+            w->error = "vmm bytes or lookup";
+        if (sw_vmm_unmap(P, va, n * PG) != CUDA_SUCCESS || sw_vmm_release(P, h) != CUDA_SUCCESS)
+            w->error = "unmap/release";
+        w->frees++;
+    }
+    fake_free_va(FB, va, 8 * PG);
+    return NULL;
+}
+
+START_TEST(allocators_and_vmm_users_together)
+{
+    env_up(64, true, 0);
+    pthread_t t[THREADS];
+    worker w[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        w[i] = (worker){.id = i};
+        ck_assert_int_eq(pthread_create(&t[i], NULL, i < 4 ? vmm_work : work, &w[i]), 0);
+    }
+    atomic_store(&start_flag, 1);
+    uint64_t allocs = 0, frees = 0;
+    for (int i = 0; i < THREADS; i++) {
+        pthread_join(t[i], NULL);
+        ck_assert_msg(!w[i].error, "thread %d: %s", i, w[i].error ? w[i].error : "");
+        allocs += w[i].allocs;
+        frees += w[i].frees;
+    }
+    sw_counters c = counters();
+    ck_assert_uint_eq(c.allocs, allocs);
+    ck_assert_uint_eq(c.frees, frees);
+    ck_assert_uint_eq(c.in_use_bytes, 0);
+    ck_assert_uint_le(fstats().max_dev_pages, 64);
+    env_down();
+}
+END_TEST
+
 START_TEST(threads_32_exact_counters)
 {
     env_up(64, _i == 1, 0);
@@ -120,6 +189,7 @@ Suite *test_suite(void)
     TCase *tc = tcase_create("stress");
     tcase_set_timeout(tc, 60);
     tcase_add_loop_test(tc, threads_32_exact_counters, 0, 2);
+    tcase_add_test(tc, allocators_and_vmm_users_together);
     suite_add_tcase(s, tc);
     return s;
 }
