@@ -84,6 +84,7 @@ CUresult sw_pool_prefill(sw_device *d);
 size_t sw_pool_available(const sw_device *d); /* free + still creatable */
 CUresult sw_pool_take(sw_device *d, sw_loc loc, CUmemGenericAllocationHandle *h);
 void sw_pool_put(sw_device *d, sw_loc loc, CUmemGenericAllocationHandle h);
+CUresult sw_pool_grow_host(sw_device *d); /* one more free host page */
 CUresult sw_pool_destroy(sw_device *d);
 sw_page *sw_page_new(sw_device *d, CUmemGenericAllocationHandle h, sw_loc loc);
 void sw_page_free(sw_device *d, sw_page *pg);

@@ -125,6 +125,10 @@ CUresult sw_vmm_properties(sw_policy *p, CUmemGenericAllocationHandle h, size_t 
 typedef enum sw_residency { SW_RES_DEVICE = SW_LOC_DEVICE, SW_RES_HOST = SW_LOC_HOST } sw_residency;
 CUresult sw_set_residency(sw_policy *p, CUdeviceptr va, size_t npages, sw_residency where);
 CUresult sw_get_residency(sw_policy *p, CUdeviceptr va, sw_residency *where);
+/* Creates pinned host pages ahead of need until n are free (within the host
+ * limit): creating one costs 400-800 us, never paid on the spill path.
+ * OUT_OF_MEMORY when the host limit stops it short. */
+CUresult sw_reserve_host_pages(sw_policy *p, int dev, size_t n);
 
 /* ---- counters for the stats publisher ---------------------------------- */
 typedef enum sw_passthrough_reason {

@@ -36,6 +36,28 @@ size_t sw_pool_available(const sw_device *d)
     return d->pool.nfree + (d->pool.limit_pages - d->pool.created);
 }
 
+/* A new pinned host page, within the host limit. */
+static CUresult create_host(sw_device *d, CUmemGenericAllocationHandle *h)
+{
+    sw_pool *pl = &d->pool;
+    if (pl->host_created >= pl->host_limit_pages)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    if (pl->host_cap == pl->host_created) {
+        /* The stack holds at most every host page created: grow it first so
+         * that giving a page back can never fail. */
+        size_t cap = pl->host_cap ? 2 * pl->host_cap : 16;
+        CUmemGenericAllocationHandle *n = realloc(pl->host_free, cap * sizeof *n);
+        if (!n)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        pl->host_free = n;
+        pl->host_cap = cap;
+    }
+    CUresult r = d->pol->be.page_create(d->pol->be.ctx, d->id, SW_LOC_HOST, d->page, h);
+    if (r == CUDA_SUCCESS)
+        pl->host_created++;
+    return r;
+}
+
 /* A free page of loc, created when none is free and the limit allows. */
 CUresult sw_pool_take(sw_device *d, sw_loc loc, CUmemGenericAllocationHandle *h)
 {
@@ -56,21 +78,15 @@ CUresult sw_pool_take(sw_device *d, sw_loc loc, CUmemGenericAllocationHandle *h)
         *h = pl->host_free[--pl->host_nfree];
         return CUDA_SUCCESS;
     }
-    if (pl->host_created >= pl->host_limit_pages)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    if (pl->host_cap == pl->host_created) {
-        /* The stack holds at most every host page created: grow it first so
-         * that giving a page back can never fail. */
-        size_t cap = pl->host_cap ? 2 * pl->host_cap : 16;
-        CUmemGenericAllocationHandle *n = realloc(pl->host_free, cap * sizeof *n);
-        if (!n)
-            return CUDA_ERROR_OUT_OF_MEMORY;
-        pl->host_free = n;
-        pl->host_cap = cap;
-    }
-    CUresult r = d->pol->be.page_create(d->pol->be.ctx, d->id, loc, d->page, h);
+    return create_host(d, h);
+}
+
+CUresult sw_pool_grow_host(sw_device *d)
+{
+    CUmemGenericAllocationHandle h;
+    CUresult r = create_host(d, &h);
     if (r == CUDA_SUCCESS)
-        pl->host_created++;
+        sw_pool_put(d, SW_LOC_HOST, h);
     return r;
 }
 

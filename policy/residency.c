@@ -131,3 +131,16 @@ CUresult sw_get_residency(sw_policy *p, CUdeviceptr va, sw_residency *where)
     *where = (sw_residency)pg->loc;
     return CUDA_SUCCESS;
 }
+
+CUresult sw_reserve_host_pages(sw_policy *p, int dev, size_t n)
+{
+    sw_device *d = sw_dev(p, dev);
+    if (!d)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = CUDA_SUCCESS;
+    pthread_mutex_lock(&d->lock);
+    while (r == CUDA_SUCCESS && d->pool.host_nfree < n)
+        r = sw_pool_grow_host(d);
+    pthread_mutex_unlock(&d->lock);
+    return r;
+}

@@ -158,6 +158,26 @@ START_TEST(reclaim_takes_device_pages_only)
 }
 END_TEST
 
+START_TEST(host_pages_reserved_ahead)
+{
+    sw_device_config cfg = {.limit = 8 * PG, .host_limit = 3 * PG};
+    env_up_cfg(&cfg, 8);
+    ck_assert_int_eq(sw_reserve_host_pages(P, 0, 2), CUDA_SUCCESS);
+    ck_assert_uint_eq(fstats().live_host_pages, 2);
+    ck_assert_int_eq(sw_reserve_host_pages(P, 0, 2), CUDA_SUCCESS); /* already there */
+    ck_assert_uint_eq(fstats().creates, 2);
+    CUdeviceptr a;
+    ck_assert_int_eq(sw_alloc(P, 0, 2 * PG, &a), CUDA_SUCCESS);
+    uint64_t creates = fstats().creates;
+    ck_assert_int_eq(sw_set_residency(P, a, 2, SW_RES_HOST), CUDA_SUCCESS);
+    ck_assert_uint_eq(fstats().creates, creates); /* none created on the move */
+    ck_assert_int_eq(sw_reserve_host_pages(P, 0, 2), CUDA_ERROR_OUT_OF_MEMORY);
+    ck_assert_uint_eq(counters().host_bytes, 3 * PG);
+    ck_assert_int_eq(sw_reserve_host_pages(P, 9, 1), CUDA_ERROR_INVALID_VALUE);
+    env_down();
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("policy_residency");
@@ -168,6 +188,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, refused_moves);
     tcase_add_test(tc, host_limit_and_copy_failure);
     tcase_add_test(tc, reclaim_takes_device_pages_only);
+    tcase_add_test(tc, host_pages_reserved_ahead);
     suite_add_tcase(s, tc);
     return s;
 }
