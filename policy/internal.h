@@ -112,8 +112,10 @@ typedef struct sw_arena {
 /* How far an arena allocation may go to find backing. */
 typedef enum sw_map_mode {
     SW_CACHED_ONLY = 0, /* only pages already mapped */
-    SW_MAP_FRESH = 1,   /* may map pages from the pool (creating up to the limit) */
-    SW_RECLAIM = 2,     /* may also unmap free cached pages: caller synchronized */
+    SW_MAP_FRESH = 1,   /* may map free pool pages, and create pages up to the
+                         * limit unless too many free pages sit cached */
+    SW_RECLAIM = 2,     /* reclaims (unmaps) free cached pages before creating
+                         * any: the caller synchronized */
 } sw_map_mode;
 
 int sw_arena_init(sw_device *d, CUdeviceptr base, uint32_t npages);

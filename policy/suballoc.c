@@ -392,11 +392,15 @@ CUresult sw_lookup_owner(sw_policy *p, CUdeviceptr ptr, CUdeviceptr *base, size_
     switch (SW_OWN_TAG(o)) {
     case SW_OWN_BLOCK: {
         sw_block *b = SW_OWN_PTR(o);
+        /* State first: a live block's fields were written before it became
+         * live. A lookup racing the free of the same block is the program's
+         * race (as with the driver); a recycled block fails the range check. */
+        if (atomic_load_explicit(&b->state, memory_order_acquire) != SW_LIVE)
+            return CUDA_ERROR_NOT_FOUND;
         CUdeviceptr bb = b->base;
         size_t bs = b->size;
         int dv = b->dev->id;
-        if (atomic_load_explicit(&b->state, memory_order_acquire) != SW_LIVE || ptr < bb ||
-            ptr >= bb + ((CUdeviceptr)b->npages << p->shift))
+        if (ptr < bb || ptr >= bb + ((CUdeviceptr)b->npages << p->shift))
             return CUDA_ERROR_NOT_FOUND;
         *base = bb;
         *size = bs;
