@@ -3,6 +3,7 @@
 
 #include "shim/log.h"
 #include "shim/ptrmap.h"
+#include "stats/writer.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -19,6 +20,13 @@ static struct spw_map maps[SPW_KINDS];
 static pthread_once_t maps_once = PTHREAD_ONCE_INIT;
 static _Atomic(const struct spw_options *) options;
 static uint64_t (*_Atomic total_of)(int dev);
+/* The stats segment every device event is mirrored to (publish.c owns it). */
+static struct spw_stats_writer *_Atomic stats;
+
+static struct spw_stats_writer *stats_for(int dev)
+{
+    return dev == SPILLWAY_HOST ? NULL : atomic_load_explicit(&stats, memory_order_acquire);
+}
 
 static void init_maps(void)
 {
@@ -68,7 +76,9 @@ uint64_t spw_account_limit(int dev)
     if (limit == 0)
         limit = 1; /* 0 means "not computed"; a 0-byte device takes nothing anyway */
     uint64_t unset = 0;
-    if (atomic_compare_exchange_strong(&c->limit, &unset, limit) && t)
+    if (atomic_compare_exchange_strong(&c->limit, &unset, limit))
+        spw_stats_set(stats_for(dev), (uint32_t)dev, SPW_C_LIMIT, limit);
+    if (t && unset == 0)
         spw_info("device %d: limit %llu bytes of %llu", dev, (unsigned long long)limit,
                  (unsigned long long)t);
     return atomic_load(&c->limit);
@@ -83,6 +93,7 @@ static void note_refusal(int dev, uint64_t bytes, uint64_t used, uint64_t limit)
 {
     struct counters *c = &devices[dev];
     atomic_fetch_add_explicit(&c->ooms, 1, memory_order_relaxed);
+    spw_stats_add(stats_for(dev), (uint32_t)dev, SPW_C_OOMS, 1);
     enum spw_log_level level =
         atomic_exchange_explicit(&c->oom_logged, 1, memory_order_relaxed) ? SPW_LOG_DEBUG
                                                                           : SPW_LOG_WARN;
@@ -157,9 +168,11 @@ void spw_account_commit(enum spw_kind kind, uint64_t key, int dev, uint64_t byte
                   (unsigned long long)stale.size);
         sub_floor(&counters_of(stale.dev)->used, stale.size);
         atomic_fetch_add_explicit(&counters_of(stale.dev)->frees, 1, memory_order_relaxed);
+        spw_stats_free(stats_for(stale.dev), (uint32_t)stale.dev, stale.size);
     }
     atomic_fetch_add_explicit(&c->allocs, 1, memory_order_relaxed);
     raise_peak(c);
+    spw_stats_alloc(stats_for(dev), (uint32_t)dev, bytes);
 }
 
 int spw_account_forget(enum spw_kind kind, uint64_t key, int *dev, uint64_t *bytes)
@@ -177,6 +190,7 @@ void spw_account_release(int dev, uint64_t bytes)
     struct counters *c = counters_of(dev);
     sub_floor(&c->used, bytes);
     atomic_fetch_add_explicit(&c->frees, 1, memory_order_relaxed);
+    spw_stats_free(stats_for(dev), (uint32_t)dev, bytes);
 }
 
 void spw_account_restore(enum spw_kind kind, uint64_t key, int dev, uint64_t bytes)
@@ -191,6 +205,25 @@ void spw_account_restore(enum spw_kind kind, uint64_t key, int dev, uint64_t byt
 void spw_account_note_oom(int dev)
 {
     atomic_fetch_add_explicit(&counters_of(dev)->ooms, 1, memory_order_relaxed);
+    spw_stats_add(stats_for(dev), (uint32_t)dev, SPW_C_OOMS, 1);
+}
+
+void spw_account_publish_to(struct spw_stats_writer *w)
+{
+    /* Events between this copy and the store below go to neither: the
+     * publisher attaches before the first allocation it needs to see. */
+    for (uint32_t d = 0; w && d < w->device_count && d < SPW_MAX_DEVICES; d++) {
+        struct counters *c = &devices[d];
+        uint64_t limit = atomic_load(&c->limit);
+        if (limit)
+            spw_stats_set(w, d, SPW_C_LIMIT, limit);
+        spw_stats_set(w, d, SPW_C_IN_USE, atomic_load(&c->used));
+        spw_stats_set(w, d, SPW_C_PEAK, atomic_load(&c->peak));
+        spw_stats_set(w, d, SPW_C_ALLOCS, atomic_load(&c->allocs));
+        spw_stats_set(w, d, SPW_C_FREES, atomic_load(&c->frees));
+        spw_stats_set(w, d, SPW_C_OOMS, atomic_load(&c->ooms));
+    }
+    atomic_store_explicit(&stats, w, memory_order_release);
 }
 
 int spw_account_read(int dev, struct spillway_counters *out)

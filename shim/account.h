@@ -57,6 +57,12 @@ void spw_account_restore(enum spw_kind kind, uint64_t key, int dev, uint64_t byt
 /* Counts an out-of-memory answer of the driver itself. */
 void spw_account_note_oom(int dev);
 
+/* From now on, mirror every device's counters into the stats segment w
+ * (limit, in use, peak, allocs, frees, OOMs); counts from before are
+ * copied in first. NULL stops publishing. */
+struct spw_stats_writer;
+void spw_account_publish_to(struct spw_stats_writer *w);
+
 /* A consistent-enough copy of the counters (each field read atomically). */
 int spw_account_read(int dev, struct spillway_counters *out);
 #endif

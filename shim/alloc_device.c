@@ -60,6 +60,7 @@ CUresult spw_h_mem_alloc_pitch(CUdeviceptr *dptr, size_t *pPitch, size_t WidthIn
         (Height && row > UINT64_MAX / Height))
         return real(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
     uint64_t guess = row * Height;
+    spw_publish_ensure();
     if (spw_account_reserve(dev, guess))
         return CUDA_ERROR_OUT_OF_MEMORY;
     CUresult r = real(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);

@@ -60,6 +60,7 @@ static cudaError_t adopt(void *ptr, size_t size, cudaError_t (*real_free)(void *
         return cudaSuccess;
     if (dev < 0 || !spw_account_tracks(dev))
         return cudaSuccess;
+    spw_publish_ensure();
     if (spw_account_reserve(dev, size)) {
         struct spw_rt_guard saved = guard_enter();
         real_free(ptr);

@@ -26,6 +26,7 @@ static const void *driver_base;
 static CUresult (*real_ctx_get_device)(CUdevice *);
 static CUresult (*real_stream_get_device)(CUstream, CUdevice *);
 static CUresult (*real_pointer_get_attribute)(void *, CUpointer_attribute, CUdeviceptr);
+static CUresult (*real_device_get_count)(int *);
 
 static _Atomic(spw_dlsym_fn) real_dlsym;
 
@@ -81,6 +82,7 @@ static void load_driver(void)
     real_stream_get_device = (CUresult(*)(CUstream, CUdevice *))sym(handle, "cuStreamGetDevice");
     real_pointer_get_attribute = (CUresult(*)(void *, CUpointer_attribute, CUdeviceptr))sym(
         handle, "cuPointerGetAttribute");
+    real_device_get_count = (CUresult(*)(int *))sym(handle, "cuDeviceGetCount");
     if (!real_ctx_get_device) {
         spw_warn("no CUDA driver found: passing every call through");
         atomic_store_explicit(&driver_state, DRIVER_FAILED, memory_order_release);
@@ -144,6 +146,14 @@ CUresult spw_driver_pointer_device(CUdeviceptr ptr, int *dev)
     if (r == CUDA_SUCCESS)
         *dev = ordinal;
     return r;
+}
+
+int spw_driver_device_count(void)
+{
+    int n;
+    if (!spw_driver_ready() || !real_device_get_count || real_device_get_count(&n) != CUDA_SUCCESS)
+        return -1;
+    return n;
 }
 
 uint64_t spw_driver_device_total(int dev)

@@ -31,6 +31,9 @@ CUresult spw_driver_stream_device(CUstream stream, int *dev);
  * being made). */
 CUresult spw_driver_pointer_device(CUdeviceptr ptr, int *dev);
 
+/* The number of devices, or -1 if the driver cannot tell (yet). */
+int spw_driver_device_count(void);
+
 /* Total memory of a device as the driver reports it, 0 if unknown. */
 uint64_t spw_driver_device_total(int dev);
 

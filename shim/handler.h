@@ -7,6 +7,7 @@
 #include "shim/config.h"
 #include "shim/driver.h"
 #include "shim/hooks.h"
+#include "shim/publish.h"
 
 /* Set by a runtime wrapper around its call of the real runtime; handlers
  * set counted when they accounted the call, so that the wrapper does not. */
@@ -33,6 +34,7 @@ static inline void spw_mark_counted(void)
  * the expression key, read only after success. */
 #define SPW_ACCOUNTED_ALLOC(kind, dev, bytes, call, key)                 \
     do {                                                                 \
+        spw_publish_ensure();                                            \
         if (spw_account_reserve((dev), (bytes)))                         \
             return CUDA_ERROR_OUT_OF_MEMORY;                             \
         CUresult spw_r_ = (call);                                        \

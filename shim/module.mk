@@ -1,6 +1,9 @@
 # shim/: build/libspillway.so, the LD_PRELOAD library (issue 3), and
 # build/shim/options.o, which the launcher links on its own.
 SHIM_OPTIONS_OBJ := $(BUILD)/shim/options.o
+# The stats writer (stats/module.mk's STATS_WRITER_OBJS, named here because
+# that file is read after this one).
+SHIM_STATS_OBJS := $(BUILD)/stats/writer.o $(BUILD)/stats/procinfo.o
 ALL_TARGETS += $(SHIM_OPTIONS_OBJ)
 
 $(BUILD)/tests/unit/shim_options: $(BUILD)/tests/unit/shim/test_options.o $(UNIT_MAIN) $(SHIM_OPTIONS_OBJ)
@@ -10,7 +13,8 @@ UNIT_TESTS += $(BUILD)/tests/unit/shim_options
 $(BUILD)/tests/unit/shim_ptrmap: $(BUILD)/tests/unit/shim/test_ptrmap.o $(UNIT_MAIN) $(BUILD)/shim/ptrmap.o
 	$(CC) $(CFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
 $(BUILD)/tests/unit/shim_account: $(BUILD)/tests/unit/shim/test_account.o $(UNIT_MAIN) \
-    $(BUILD)/shim/account.o $(BUILD)/shim/ptrmap.o $(BUILD)/shim/log.o $(SHIM_OPTIONS_OBJ)
+    $(BUILD)/shim/account.o $(BUILD)/shim/ptrmap.o $(BUILD)/shim/log.o $(SHIM_OPTIONS_OBJ) \
+    $(SHIM_STATS_OBJS)
 	$(CC) $(CFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
 UNIT_TESTS += $(BUILD)/tests/unit/shim_ptrmap $(BUILD)/tests/unit/shim_account
 
@@ -39,9 +43,9 @@ $(BUILD)/shim/exports.ld: shim/exports.ld.in shim/hooks.def
 
 # No CUDA library on the link line: the driver is dlopen'ed, the runtime
 # found with dlsym(RTLD_NEXT).
-$(SHIM_LIB): $(SHIM_OBJS) $(BUILD)/shim/exports.map $(BUILD)/shim/exports.ld
+$(SHIM_LIB): $(SHIM_OBJS) $(SHIM_STATS_OBJS) $(BUILD)/shim/exports.map $(BUILD)/shim/exports.ld
 	$(CC) -shared -Wl,--no-undefined -Wl,--version-script=$(BUILD)/shim/exports.map \
-	    $(SHIM_OBJS) $(BUILD)/shim/exports.ld -o $@ $(LDLIBS)
+	    $(SHIM_OBJS) $(SHIM_STATS_OBJS) $(BUILD)/shim/exports.ld -o $@ $(LDLIBS)
 
 # ---- tests ----
 # Integration programs link fakecuda (-lcuda) and fakecudart (-lcudart) by

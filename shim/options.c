@@ -202,6 +202,53 @@ void spw_options_print_table(FILE *f)
 #undef SPW_OPTION
 }
 
+/* Formatters: the inverse of the parsers, one value per call. */
+static int format_bool(char *b, size_t n, const spw_opt_bool *v) { return snprintf(b, n, "%d", *v); }
+static int format_fraction(char *b, size_t n, const spw_opt_fraction *v) { return snprintf(b, n, "%g", *v); }
+static int format_loglevel(char *b, size_t n, const spw_opt_loglevel *v)
+{
+    return snprintf(b, n, "%s", spw_log_level_name(*v));
+}
+static int format_string(char *b, size_t n, const spw_opt_string *v) { return snprintf(b, n, "%s", *v); }
+static int format_bytes(char *b, size_t n, const spw_opt_bytes *v)
+{
+    return *v == UINT64_MAX ? snprintf(b, n, "unlimited") : snprintf(b, n, "%llu", (unsigned long long)*v);
+}
+static int format_devlimit(char *b, size_t n, const spw_opt_devlimit *v)
+{
+    if (v->all)
+        return snprintf(b, n, "%llu", (unsigned long long)v->all);
+    int used = 0;
+    for (int d = 0; d < SPW_MAX_DEVICES; d++) {
+        if (!v->dev[d])
+            continue;
+        size_t off = (size_t)used < n ? (size_t)used : n;
+        used += snprintf(b + off, n - off, "%s%d=%llu", used ? "," : "", d,
+                         (unsigned long long)v->dev[d]);
+    }
+    if (used == 0 && n)
+        b[0] = '\0';
+    return used;
+}
+
+int spw_options_format(const struct spw_options *o, char *buf, size_t len)
+{
+    int used = 0;
+    size_t off;
+    if (len)
+        buf[0] = '\0';
+#define SPW_OPTION(name, field, type, def, doc)                                       \
+    off = (size_t)used < len ? (size_t)used : len;                                    \
+    used += snprintf(buf + off, len - off, "%s=", #name);                             \
+    off = (size_t)used < len ? (size_t)used : len;                                    \
+    used += format_##type(buf + off, len - off, &o->field);                           \
+    off = (size_t)used < len ? (size_t)used : len;                                    \
+    used += snprintf(buf + off, len - off, "\n");
+#include "shim/options.def"
+#undef SPW_OPTION
+    return used;
+}
+
 uint64_t spw_options_device_limit(const struct spw_options *o, int dev, uint64_t total)
 {
     uint64_t limit;

@@ -49,6 +49,10 @@ void spw_options_print_table(FILE *f);
  * than total. */
 uint64_t spw_options_device_limit(const struct spw_options *o, int dev, uint64_t total);
 
+/* Writes the effective configuration as "NAME=value\n" lines (what the
+ * stats segment publishes). Returns the length it needed, as snprintf. */
+int spw_options_format(const struct spw_options *o, char *buf, size_t len);
+
 /* Parses a byte count with an optional K/M/G/T suffix (powers of 1024,
  * optionally followed by B or iB). Returns 0, or -1 if s is not one. */
 int spw_parse_bytes(const char *s, uint64_t *out);

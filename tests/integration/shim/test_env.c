@@ -25,6 +25,36 @@ struct run {
     char out[16384], err[16384];
 };
 
+/* Each test's stats directory (mkdtemp), so that no run leaves anything in
+ * /dev/shm and the suite can look at what a run left. */
+static char stats_dir[] = "/tmp/spillway-env-XXXXXX";
+
+static void make_stats_dir(void)
+{
+    ck_assert_ptr_nonnull(mkdtemp(stats_dir));
+}
+
+static int stats_dir_entries(void)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "ls -A %s | wc -l", stats_dir);
+    FILE *p = popen(cmd, "r");
+    int n = -1;
+    if (p && fscanf(p, "%d", &n) != 1)
+        n = -1;
+    if (p)
+        pclose(p);
+    return n;
+}
+
+static void remove_stats_dir(void)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", stats_dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "cannot remove %s\n", stats_dir);
+}
+
 static const char *build_dir(void)
 {
     const char *b = getenv("SPILLWAY_BUILD");
@@ -47,6 +77,7 @@ static void child_env(int preload, const char *const *env)
             unsetenv(names[i]);
     setenv("FAKECUDA_MEM", "256M", 1);
     setenv("FAKECUDA_DEVICES", "1", 1);
+    setenv("SPILLWAY_STATS_DIR", stats_dir, 1);
     for (; env && *env; env++)
         putenv(strdup(*env));
     if (preload) {
@@ -298,11 +329,27 @@ START_TEST(missing_driver_falls_back)
 }
 END_TEST
 
+/* The segment exists while the program runs (stderr says where at info
+ * level) and is gone when it exits. */
+START_TEST(stats_segment_published_and_removed)
+{
+    struct run r;
+    run_probe(&r, 1, ENV("SPILLWAY_MEM_LIMIT=16M", "SPILLWAY_LOG=info"), ARGS("fill", "0", "3145728"));
+    ck_assert_msg(r.status == 0 && strstr(r.err, "stats: publishing to ") &&
+                      strstr(r.err, stats_dir),
+                  "'%s'", r.err);
+    ck_assert_int_eq(stats_dir_entries(), 0);
+    run_probe(&r, 1, ENV("SPILLWAY_STATS=0", "SPILLWAY_LOG=info"), ARGS("fill", "0", "3145728"));
+    ck_assert_msg(r.status == 0 && !strstr(r.err, "stats:"), "'%s'", r.err);
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("shim_env");
     TCase *limits = tcase_create("limits");
     tcase_set_timeout(limits, 30);
+    tcase_add_checked_fixture(limits, make_stats_dir, remove_stats_dir);
     tcase_add_test(limits, default_fraction);
     tcase_add_test(limits, fraction);
     tcase_add_test(limits, absolute);
@@ -312,13 +359,16 @@ Suite *test_suite(void)
     suite_add_tcase(s, limits);
     TCase *options = tcase_create("options");
     tcase_set_timeout(options, 30);
+    tcase_add_checked_fixture(options, make_stats_dir, remove_stats_dir);
     tcase_add_loop_test(options, invalid_value_stops_before_main, 0, (int)SPW_BAD_OPTIONS);
     tcase_add_test(options, disable_passes_through);
     tcase_add_test(options, oom_logged_once);
     tcase_add_test(options, missing_driver_falls_back);
     suite_add_tcase(s, options);
+    tcase_add_test(options, stats_segment_published_and_removed);
     TCase *errors = tcase_create("errors");
     tcase_set_timeout(errors, 30);
+    tcase_add_checked_fixture(errors, make_stats_dir, remove_stats_dir);
     tcase_add_test(errors, errors_are_the_drivers);
     suite_add_tcase(s, errors);
     return s;

@@ -154,11 +154,56 @@ START_TEST(table_lists_every_option)
     static const char *const names[] = {"SPILLWAY_MEM_FRACTION", "SPILLWAY_MEM_LIMIT",
                                         "SPILLWAY_PREALLOCATE", "SPILLWAY_SPILL",
                                         "SPILLWAY_HOST_LIMIT", "SPILLWAY_STATS",
-                                        "SPILLWAY_LOG", "SPILLWAY_DISABLE", "SPILLWAY_DRIVER"};
+                                        "SPILLWAY_LOG", "SPILLWAY_DISABLE", "SPILLWAY_DRIVER",
+                                        "SPILLWAY_STATS_DIR"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         ck_assert_msg(strstr(buf, names[i]) != NULL, "%s missing", names[i]);
     ck_assert_ptr_nonnull(strstr(buf, "0.75"));
     free(buf);
+}
+END_TEST
+
+/* What spw_options_format writes parses back to the same options. */
+static char formatted[4096];
+static char *formatted_get(const char *name)
+{
+    static char value[512];
+    size_t n = strlen(name);
+    for (const char *line = formatted; *line; line = strchr(line, '\n') + 1) {
+        if (strncmp(line, name, n) == 0 && line[n] == '=') {
+            size_t len = strcspn(line + n + 1, "\n");
+            memcpy(value, line + n + 1, len);
+            value[len] = '\0';
+            return value;
+        }
+    }
+    return NULL;
+}
+
+START_TEST(format_round_trips)
+{
+    static const char *const settings[][2] = {
+        {"SPILLWAY_MEM_LIMIT", "0=8G,3=512M"}, {"SPILLWAY_MEM_LIMIT", "4G"},
+        {"SPILLWAY_HOST_LIMIT", "64G"},        {"SPILLWAY_MEM_FRACTION", "0.3"},
+        {"SPILLWAY_LOG", "debug"},             {"SPILLWAY_DISABLE", "yes"},
+    };
+    for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++) {
+        struct spw_options a, b;
+        char err[256];
+        ck_assert_int_eq(load_one(settings[i][0], settings[i][1], &a, err, sizeof err), 0);
+        int n = spw_options_format(&a, formatted, sizeof formatted);
+        ck_assert_int_gt(n, 0);
+        ck_assert_uint_lt((size_t)n, sizeof formatted);
+        ck_assert_int_eq(spw_options_load(&b, formatted_get, err, sizeof err), 0);
+        ck_assert_msg(memcmp(&a, &b, sizeof a) == 0, "%s=%s: %s", settings[i][0], settings[i][1],
+                      formatted);
+    }
+    char small[16];
+    struct spw_options o;
+    char err[256];
+    ck_assert_int_eq(spw_options_load(&o, NULL, err, sizeof err), 0);
+    ck_assert_int_gt(spw_options_format(&o, small, sizeof small), (int)sizeof small);
+    ck_assert_uint_eq(strlen(small), sizeof small - 1);
 }
 END_TEST
 
@@ -174,6 +219,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, long_and_odd_values_stay_one_line);
     tcase_add_test(tc, device_limits);
     tcase_add_test(tc, table_lists_every_option);
+    tcase_add_test(tc, format_round_trips);
     suite_add_tcase(s, tc);
     return s;
 }
