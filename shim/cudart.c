@@ -11,19 +11,54 @@
 
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
+#include <link.h>
 #include <stdatomic.h>
+#include <string.h>
 
 _Thread_local struct spw_rt_guard spw_rt_guard;
 
 #define SPW_EXPORT __attribute__((visibility("default")))
 
-/* The real runtime's function: the next definition after spillway. */
+/* dl_iterate_phdr callback: the path of the first loaded runtime. */
+static int find_runtime(struct dl_phdr_info *info, size_t size, void *out)
+{
+    (void)size;
+    const char *base = strrchr(info->dlpi_name, '/');
+    base = base ? base + 1 : info->dlpi_name;
+    if (strncmp(base, "libcudart.so", 12) != 0)
+        return 0;
+    *(const char **)out = info->dlpi_name;
+    return 1;
+}
+
+/* The runtime loaded in a library's local scope only (Python loads
+ * extension modules, and the libcudart they need, with RTLD_LOCAL): not
+ * reachable with RTLD_NEXT from spillway, but loaded all the same. */
+static void *from_loaded_runtime(const char *name)
+{
+    const char *path = NULL;
+    dl_iterate_phdr(find_runtime, &path);
+    if (!path)
+        return NULL;
+    void *h = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
+    if (!h)
+        return NULL;
+    void *fn = spw_real_dlsym()(h, name);
+    dlclose(h); /* only drops the reference RTLD_NOLOAD took */
+    return fn;
+}
+
+/* The real runtime's function: the next definition after spillway, else
+ * the one of the runtime that is loaded. */
 static void *runtime_fn(void *_Atomic *cache, const char *name)
 {
     void *fn = atomic_load_explicit(cache, memory_order_acquire);
     if (!fn) {
         fn = spw_real_dlsym()(RTLD_NEXT, name);
-        atomic_store_explicit(cache, fn, memory_order_release);
+        if (!fn)
+            fn = from_loaded_runtime(name);
+        if (fn)
+            atomic_store_explicit(cache, fn, memory_order_release);
     }
     return fn;
 }

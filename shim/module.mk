@@ -73,3 +73,11 @@ $(SHIM_IT)/shim_env: $(SHIM_IT)/shim/test_env.o $(UNIT_MAIN) $(SHIM_OPTIONS_OBJ)
 ALL_TARGETS += $(SHIM_IT)/shim_probe $(SHIM_IT)/shim_env
 UNIT_TESTS += $(SHIM_IT)/shim_env
 UNIT_TESTS += tests/integration/shim/demo.sh
+
+# The runtime in a library's local scope (rtlocal.c).
+$(SHIM_IT)/libshim_rtuser.so: $(SHIM_IT)/shim/rtuser.o $(BUILD)/fakecudart/libcudart.so
+	$(CC) -shared $(filter %.o,$^) -o $@ -L$(BUILD)/fakecudart -Wl,-rpath,'$$ORIGIN/../../fakecudart' -lcudart
+$(SHIM_IT)/shim_rtlocal: $(SHIM_IT)/shim/rtlocal.o $(SHIM_IT)/libshim_rtuser.so
+	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(LDLIBS)
+ALL_TARGETS += $(SHIM_IT)/libshim_rtuser.so $(SHIM_IT)/shim_rtlocal
+UNIT_TESTS += tests/integration/shim/rtlocal.sh
