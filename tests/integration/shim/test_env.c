@@ -142,6 +142,14 @@ static void run_probe(struct run *r, int preload, const char *const *env, const 
     r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+static int count_lines(const char *s)
+{
+    int n = 0;
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
 #define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
 #define ENV(...) ((const char *const[]){__VA_ARGS__, NULL})
 
@@ -266,6 +274,24 @@ START_TEST(invalid_value_stops_before_main)
 }
 END_TEST
 
+/* The string options' one invalid case: too long for their field. */
+START_TEST(overlong_string_stops_before_main)
+{
+    static const char *const names[] = {"SPILLWAY_DRIVER", "SPILLWAY_STATS_DIR"};
+    static char var[5000];
+    int n = snprintf(var, sizeof var, "%s=", names[_i]);
+    memset(var + n, 'x', sizeof var - (size_t)n - 1);
+    var[sizeof var - 1] = '\0';
+    struct run r;
+    run_probe(&r, 1, ENV(var), ARGS("info"));
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_null(strstr(r.out, "probe: main"));
+    ck_assert_msg(strncmp(r.err, "spillway: ", 10) == 0 && strstr(r.err, names[_i]) &&
+                      strstr(r.err, "shorter than 4096") && count_lines(r.err) == 1,
+                  "'%s'", r.err);
+}
+END_TEST
+
 START_TEST(disable_passes_through)
 {
     const char *const *env = ENV("SPILLWAY_DISABLE=1", "SPILLWAY_MEM_LIMIT=16M");
@@ -361,6 +387,7 @@ Suite *test_suite(void)
     tcase_set_timeout(options, 30);
     tcase_add_checked_fixture(options, make_stats_dir, remove_stats_dir);
     tcase_add_loop_test(options, invalid_value_stops_before_main, 0, (int)SPW_BAD_OPTIONS);
+    tcase_add_loop_test(options, overlong_string_stops_before_main, 0, 2);
     tcase_add_test(options, disable_passes_through);
     tcase_add_test(options, oom_logged_once);
     tcase_add_test(options, missing_driver_falls_back);
