@@ -4,14 +4,15 @@
  * cuMemFree'd blocks wait for a device-wide sync point. Sync points are
  * numbered: a free records the current epoch, a sync bumps the epoch when it
  * begins and, once it returned, marks every epoch up to the one it bumped as
- * covered. The list is in epoch order, so releasing is popping its head.
+ * covered. Each list is in epoch order, so releasing is popping its head.
  *
  * cuMemFreeAsync'd blocks carry an event recorded on their stream at the
  * free: the same stream may take them back at once (stream order protects
  * it), other streams once the event completed or a sync covered the free.
  * Events are recycled (record again), never created on the fast path once
- * warm. The queue lock is innermost: releasing a block (class and device
- * locks) happens after it is dropped. */
+ * warm. The queue is sharded (see sw_freeq_shard) so that threads freeing
+ * at once rarely meet; a shard lock is innermost: releasing a block (class
+ * and device locks) happens after it is dropped. */
 #include <stdlib.h>
 
 #include "policy/internal.h"
@@ -44,13 +45,33 @@ static void list_unlink(sw_pend_list *l, sw_pend *e)
 
 int sw_freeq_init(sw_freeq *q)
 {
-    pthread_mutex_init(&q->lock, NULL);
+    for (int i = 0; i < SW_FREEQ_SHARDS; i++)
+        pthread_mutex_init(&q->shard[i].lock, NULL);
     atomic_init(&q->epoch, 1);
     atomic_init(&q->covered, 0);
     return 0;
 }
 
-static void event_put(sw_freeq *q, CUevent ev)
+/* The shard of an async free: by stream, where allocations on it look. */
+static sw_freeq_shard *stream_shard(sw_freeq *q, CUstream s)
+{
+    uintptr_t h = (uintptr_t)s;
+    h ^= h >> 17;
+    h *= 0x9e3779b97f4a7c15ull;
+    return &q->shard[(h >> 32) % SW_FREEQ_SHARDS];
+}
+
+/* The shard of a sync free: the calling thread's own. */
+static sw_freeq_shard *thread_shard(sw_freeq *q)
+{
+    static _Atomic unsigned next;
+    static _Thread_local unsigned mine = UINT32_MAX;
+    if (mine == UINT32_MAX)
+        mine = atomic_fetch_add_explicit(&next, 1, memory_order_relaxed) % SW_FREEQ_SHARDS;
+    return &q->shard[mine];
+}
+
+static void event_put(sw_freeq_shard *q, CUevent ev)
 {
     if (q->nevents == q->cap_events) {
         size_t cap = q->cap_events ? 2 * q->cap_events : 16;
@@ -63,16 +84,15 @@ static void event_put(sw_freeq *q, CUevent ev)
     q->events[q->nevents++] = ev;
 }
 
-static void rec_put(sw_freeq *q, sw_pend *e)
+static void rec_put(sw_freeq_shard *q, sw_pend *e)
 {
     e->next = q->spare;
     q->spare = e;
 }
 
-/* An event recorded on stream now; from the idle ones when possible. */
-static CUresult event_at(sw_device *d, CUstream stream, CUevent *out)
+/* An event recorded on stream now; from the shard's idle ones when possible. */
+static CUresult event_at(sw_device *d, sw_freeq_shard *q, CUstream stream, CUevent *out)
 {
-    sw_freeq *q = &d->q;
     const sw_backend *be = &d->pol->be;
     CUevent ev = NULL;
     pthread_mutex_lock(&q->lock);
@@ -98,10 +118,10 @@ static CUresult event_at(sw_device *d, CUstream stream, CUevent *out)
 CUresult sw_freeq_push(sw_device *d, CUdeviceptr ptr, uint32_t bucket, size_t bytes,
                        bool async, CUstream stream)
 {
-    sw_freeq *q = &d->q;
+    sw_freeq_shard *q = async ? stream_shard(&d->q, stream) : thread_shard(&d->q);
     CUevent ev = NULL;
     if (async) {
-        CUresult r = event_at(d, stream, &ev);
+        CUresult r = event_at(d, q, stream, &ev);
         if (r != CUDA_SUCCESS)
             return r;
     }
@@ -122,7 +142,7 @@ CUresult sw_freeq_push(sw_device *d, CUdeviceptr ptr, uint32_t bucket, size_t by
     e->ev = ev;
     e->same_stream_ok = async && stream != CU_STREAM_PER_THREAD;
     /* Read under the lock so that each list stays in epoch order. */
-    e->epoch = atomic_load_explicit(&q->epoch, memory_order_acquire);
+    e->epoch = atomic_load_explicit(&d->q.epoch, memory_order_acquire);
     if (async) {
         list_append(&q->async_list, e);
         q->async_bytes += bytes;
@@ -137,7 +157,7 @@ CUresult sw_freeq_push(sw_device *d, CUdeviceptr ptr, uint32_t bucket, size_t by
 
 bool sw_freeq_take_stream(sw_device *d, CUstream stream, uint32_t bucket, CUdeviceptr *ptr)
 {
-    sw_freeq *q = &d->q;
+    sw_freeq_shard *q = stream_shard(&d->q, stream);
     bool found = false;
     pthread_mutex_lock(&q->lock);
     int n = 0;
@@ -157,22 +177,20 @@ bool sw_freeq_take_stream(sw_device *d, CUstream stream, uint32_t bucket, CUdevi
     return found;
 }
 
-size_t sw_freeq_collect(sw_device *d, bool poll_events)
+/* Moves what is releasable from shard q to done; returns event queries made. */
+static int shard_collect(sw_device *d, sw_freeq_shard *q, bool poll_events, int polls,
+                         sw_pend_list *done)
 {
-    sw_freeq *q = &d->q;
     const sw_backend *be = &d->pol->be;
-    sw_pend_list done = {NULL, NULL};
-    size_t bytes = 0;
     pthread_mutex_lock(&q->lock);
-    uint64_t covered = atomic_load_explicit(&q->covered, memory_order_acquire);
+    uint64_t covered = atomic_load_explicit(&d->q.covered, memory_order_acquire);
     while (q->sync_list.head && q->sync_list.head->epoch <= covered) {
         sw_pend *e = q->sync_list.head;
         list_unlink(&q->sync_list, e);
         q->sync_bytes -= e->bytes;
         q->count--;
-        list_append(&done, e);
+        list_append(done, e);
     }
-    int polls = 0;
     for (sw_pend *e = q->async_list.head, *n; e; e = n) {
         n = e->next;
         /* Oldest first, a bounded number of queries per call (each is a
@@ -186,31 +204,49 @@ size_t sw_freeq_collect(sw_device *d, bool poll_events)
         q->async_bytes -= e->bytes;
         q->count--;
         event_put(q, e->ev);
-        list_append(&done, e);
+        list_append(done, e);
     }
     pthread_mutex_unlock(&q->lock);
-    if (!done.head)
-        return 0;
-    for (sw_pend *e = done.head; e; e = e->next) {
-        sw_release(d, e->ptr, e->bucket);
-        bytes += e->bytes;
+    return polls;
+}
+
+size_t sw_freeq_collect(sw_device *d, bool poll_events)
+{
+    size_t bytes = 0;
+    int polls = 0;
+    for (int i = 0; i < SW_FREEQ_SHARDS; i++) {
+        sw_freeq_shard *q = &d->q.shard[i];
+        sw_pend_list done = {NULL, NULL};
+        polls = shard_collect(d, q, poll_events, polls, &done);
+        if (!done.head)
+            continue;
+        /* Released outside the shard lock: it is the innermost lock. */
+        for (sw_pend *e = done.head; e; e = e->next) {
+            sw_release(d, e->ptr, e->bucket);
+            bytes += e->bytes;
+        }
+        pthread_mutex_lock(&q->lock);
+        for (sw_pend *e = done.head, *n; e; e = n) {
+            n = e->next;
+            rec_put(q, e);
+        }
+        pthread_mutex_unlock(&q->lock);
     }
-    pthread_mutex_lock(&q->lock);
-    for (sw_pend *e = done.head, *n; e; e = n) {
-        n = e->next;
-        rec_put(q, e);
-    }
-    pthread_mutex_unlock(&q->lock);
     return bytes;
 }
 
 size_t sw_freeq_pending(sw_device *d, size_t *count)
 {
-    pthread_mutex_lock(&d->q.lock);
-    size_t b = d->q.sync_bytes + d->q.async_bytes;
+    size_t b = 0, c = 0;
+    for (int i = 0; i < SW_FREEQ_SHARDS; i++) {
+        sw_freeq_shard *q = &d->q.shard[i];
+        pthread_mutex_lock(&q->lock);
+        b += q->sync_bytes + q->async_bytes;
+        c += q->count;
+        pthread_mutex_unlock(&q->lock);
+    }
     if (count)
-        *count = d->q.count;
-    pthread_mutex_unlock(&d->q.lock);
+        *count = c;
     return b;
 }
 
@@ -248,11 +284,12 @@ CUresult sw_sync_and_collect(sw_device *d)
 
 void sw_freeq_forget_stream(sw_device *d, CUstream stream)
 {
-    pthread_mutex_lock(&d->q.lock);
-    for (sw_pend *e = d->q.async_list.head; e; e = e->next)
+    sw_freeq_shard *q = stream_shard(&d->q, stream);
+    pthread_mutex_lock(&q->lock);
+    for (sw_pend *e = q->async_list.head; e; e = e->next)
         if (e->stream == stream)
             e->same_stream_ok = false;
-    pthread_mutex_unlock(&d->q.lock);
+    pthread_mutex_unlock(&q->lock);
 }
 
 void sw_stream_destroyed(sw_policy *p, int dev, CUstream stream)
@@ -262,9 +299,8 @@ void sw_stream_destroyed(sw_policy *p, int dev, CUstream stream)
         sw_freeq_forget_stream(d, stream);
 }
 
-CUresult sw_freeq_destroy(sw_device *d)
+static CUresult shard_destroy(sw_device *d, sw_freeq_shard *q)
 {
-    sw_freeq *q = &d->q;
     const sw_backend *be = &d->pol->be;
     CUresult first = CUDA_SUCCESS;
     sw_pend_list *lists[2] = {&q->sync_list, &q->async_list};
@@ -294,5 +330,16 @@ CUresult sw_freeq_destroy(sw_device *d)
         q->spare = n;
     }
     pthread_mutex_destroy(&q->lock);
+    return first;
+}
+
+CUresult sw_freeq_destroy(sw_device *d)
+{
+    CUresult first = CUDA_SUCCESS;
+    for (int i = 0; i < SW_FREEQ_SHARDS; i++) {
+        CUresult r = shard_destroy(d, &d->q.shard[i]);
+        if (first == CUDA_SUCCESS)
+            first = r;
+    }
     return first;
 }

@@ -202,7 +202,11 @@ typedef struct sw_pend_list {
     sw_pend *head, *tail;
 } sw_pend_list;
 
-typedef struct sw_freeq {
+/* One shard of the queue: its own lock, lists, records and idle events.
+ * cuMemFree'd blocks go to the freeing thread's shard, cuMemFreeAsync'd ones
+ * to their stream's (where an allocation on that stream looks), so threads
+ * freeing at once rarely share a lock. */
+typedef struct sw_freeq_shard {
     pthread_mutex_t lock;
     sw_pend_list sync_list;  /* cuMemFree: wait for a covering sync */
     sw_pend_list async_list; /* cuMemFreeAsync: wait for the event or a sync */
@@ -210,7 +214,13 @@ typedef struct sw_freeq {
     CUevent *events;         /* idle events to record again */
     size_t nevents, cap_events;
     size_t sync_bytes, async_bytes;
-    size_t count;             /* entries on both lists */
+    size_t count;            /* entries on both lists */
+} __attribute__((aligned(64))) sw_freeq_shard;
+
+#define SW_FREEQ_SHARDS 8
+
+typedef struct sw_freeq {
+    sw_freeq_shard shard[SW_FREEQ_SHARDS];
     _Atomic uint64_t epoch;   /* bumped when a sync begins */
     _Atomic uint64_t covered; /* frees with epoch <= covered are synced */
 } sw_freeq;

@@ -54,9 +54,12 @@ CUresult sw_policy_create(const sw_backend *backend, sw_policy **out)
 {
     if (!backend || !out)
         return CUDA_ERROR_INVALID_VALUE;
-    sw_policy *p = calloc(1, sizeof *p);
+    /* Over-aligned members (queue shards on their own cache lines). */
+    size_t size = (sizeof(sw_policy) + 63) / 64 * 64;
+    sw_policy *p = aligned_alloc(64, size);
     if (!p)
         return CUDA_ERROR_OUT_OF_MEMORY;
+    memset(p, 0, size);
     p->be = *backend;
     p->handle_tag = HANDLE_TAG;
     pthread_mutex_init(&p->handles_lock, NULL);
