@@ -37,8 +37,9 @@ typedef struct sw_device_config {
     size_t limit;     /* device bytes spillway may hold (rounded down to pages) */
     bool preallocate; /* create every page up to the limit at sw_device_init */
     size_t va_factor; /* arena reservation = va_factor x limit (0: default 4) */
-    /* When freed-but-unsynced bytes reach this, an allocation that would
-     * otherwise map fresh pages synchronizes instead (0: limit / 16). */
+    /* When freed-but-unsynced bytes reach this (or 1024 frees), an
+     * allocation that would otherwise map fresh pages synchronizes instead
+     * (0: limit / 16). Without free pages it synchronizes anyway. */
     size_t sync_batch;
     size_t host_limit; /* pinned host bytes residency changes may use */
 } sw_device_config;
@@ -49,7 +50,9 @@ CUresult sw_policy_create(const sw_backend *backend, sw_policy **out);
 CUresult sw_policy_destroy(sw_policy *p);
 /* Sets up device dev (0 <= dev < SW_MAX_DEVICES) once, before its first use:
  * reserves the arena and, with preallocate, creates the pages up to limit.
- * CUDA_ERROR_INVALID_VALUE if already set up or the config is unusable. */
+ * CUDA_ERROR_INVALID_VALUE if already set up or the config is unusable.
+ * Not concurrently with other calls for the same device (the shim guards it
+ * with its own once-per-device lock); devices may be set up concurrently. */
 CUresult sw_device_init(sw_policy *p, int dev, const sw_device_config *cfg);
 bool sw_device_ready(const sw_policy *p, int dev);
 size_t sw_page_size(const sw_policy *p); /* granularity (same on all devices) */
