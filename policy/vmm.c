@@ -302,7 +302,7 @@ CUresult sw_vmm_map(sw_policy *p, CUdeviceptr va, size_t size, size_t offset,
 /* Checks [va, va+size) is made of whole spillway mappings; handle lock held. */
 static CUresult check_range(sw_policy *p, CUdeviceptr va, size_t size)
 {
-    if (!size || va % p->page || size % p->page)
+    if (!size || va % p->page || size % p->page || va + size < va)
         return vmap_at(p, va) ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_NOT_FOUND;
     size_t n = size >> p->shift, ours = 0;
     for (size_t i = 0; i < n; i++) {

@@ -113,6 +113,8 @@ START_TEST(driver_rules_for_map_unmap_and_handles)
     ck_assert_int_eq(sw_vmm_unmap(P, va, 2 * PG), CUDA_ERROR_INVALID_VALUE);
     ck_assert_int_eq(sw_vmm_unmap(P, va + 4 * PG, 4 * PG), CUDA_ERROR_INVALID_VALUE);
     ck_assert_int_eq(sw_vmm_unmap(P, va + 8 * PG, 2 * PG), CUDA_ERROR_NOT_FOUND);
+    ck_assert_int_eq(sw_vmm_unmap(P, va, ~(size_t)0 - PG + 1), CUDA_ERROR_INVALID_VALUE);
+    ck_assert_int_eq(sw_vmm_unmap(P, va, 0), CUDA_ERROR_INVALID_VALUE);
     ck_assert_int_eq(sw_vmm_set_access(P, va + 8 * PG, 2 * PG, 1), CUDA_ERROR_NOT_FOUND);
     ck_assert_int_eq(sw_vmm_set_access(P, va, 2 * PG, 1), CUDA_ERROR_INVALID_VALUE);
     ck_assert_int_eq(sw_vmm_set_access(P, va, 6 * PG, 1), CUDA_SUCCESS);
