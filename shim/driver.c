@@ -20,7 +20,8 @@ static pthread_once_t driver_once = PTHREAD_ONCE_INIT;
 /* Set while this thread runs the driver's dlopen: calls that come back from
  * the driver's constructors pass through instead of waiting on themselves. */
 static _Thread_local int loading_here;
-static const void *driver_base;
+/* Load address of the driver, for spw_driver_owns (read by dlsym at any time). */
+static _Atomic(const void *) driver_base;
 
 /* Unhooked driver functions the shim calls. */
 static CUresult (*real_ctx_get_device)(CUdevice *);
@@ -90,7 +91,7 @@ static void load_driver(void)
     }
     Dl_info info;
     if (dladdr((void *)real_ctx_get_device, &info))
-        driver_base = info.dli_fbase;
+        atomic_store_explicit(&driver_base, info.dli_fbase, memory_order_release);
     /* Limits need the driver's totals: accounting starts with the driver. */
     spw_account_init(spw_config(), spw_driver_device_total);
     spw_debug("driver '%s' loaded", handle == RTLD_NEXT ? "(already loaded)" : path);
@@ -109,8 +110,9 @@ int spw_driver_ready(void)
 
 int spw_driver_owns(const void *addr)
 {
+    const void *base = atomic_load_explicit(&driver_base, memory_order_acquire);
     Dl_info info;
-    return driver_base && dladdr(addr, &info) && info.dli_fbase == driver_base;
+    return base && dladdr(addr, &info) && info.dli_fbase == base;
 }
 
 CUresult spw_driver_ctx_device(int *dev)
