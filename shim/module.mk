@@ -81,3 +81,9 @@ $(SHIM_IT)/shim_rtlocal: $(SHIM_IT)/shim/rtlocal.o $(SHIM_IT)/libshim_rtuser.so
 	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(LDLIBS)
 ALL_TARGETS += $(SHIM_IT)/libshim_rtuser.so $(SHIM_IT)/shim_rtlocal
 UNIT_TESTS += tests/integration/shim/rtlocal.sh
+
+# The driver's own dlsym (drvself.c, with the spy driver).
+$(SHIM_IT)/shim_drvself: $(SHIM_IT)/shim/drvself.o $(BUILD)/tests/unit/shim/libspydriver.so
+	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(LDLIBS)
+ALL_TARGETS += $(SHIM_IT)/shim_drvself
+UNIT_TESTS += tests/integration/shim/drvself.sh

@@ -4,6 +4,7 @@
  * spy_gpa_mode 0: cuGetProcAddress answers with the exported functions;
  * 1: with other addresses (trampolines), as a driver may. */
 #include <cuda.h>
+#include <dlfcn.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -99,4 +100,20 @@ EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version,
     if (status)
         *status = r == CUDA_SUCCESS ? CU_GET_PROC_ADDRESS_SUCCESS : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
     return r;
+}
+
+/* What the driver gets when it looks up one of its own hooked names with
+ * dlsym (drvself.c): its own function, not spillway's handler. */
+EXPORT void *spy_self_lookup(void)
+{
+    Dl_info info;
+    if (!dladdr((void *)spy_self_lookup, &info))
+        return NULL;
+    void *self = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+    if (!self)
+        return NULL;
+    /* Not a tail call: the lookup must come from inside the driver. */
+    void *volatile p = dlsym(self, "cuMemAllocAsync");
+    dlclose(self);
+    return p;
 }
