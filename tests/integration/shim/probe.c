@@ -53,6 +53,15 @@ static int fill(int dev, size_t chunk)
     while ((r = cuMemAlloc_v2(&p, chunk)) == CUDA_SUCCESS)
         bytes += chunk;
     printf("fill %d bytes %zu err %d\n", dev, bytes, r);
+    /* What every device reports now: only dev's memory was taken. */
+    int n = 0;
+    cuDeviceGetCount(&n);
+    for (int d = 0; d < n; d++) {
+        size_t f = 0, t = 0;
+        if (use_device(d) || cuMemGetInfo_v2(&f, &t))
+            return 1;
+        printf("after dev %d total %zu free %zu\n", d, t, f);
+    }
     return 0;
 }
 

@@ -202,6 +202,29 @@ static void expect_fill_stops(const char *const *env, int dev, uint64_t limit, u
     ck_assert_int_eq(err, 2 /* CUDA_ERROR_OUT_OF_MEMORY */);
     ck_assert_msg(bytes <= limit && bytes + chunk > limit, "device %d filled %llu of %llu", dev,
                   bytes, (unsigned long long)limit);
+    char key[64];
+    snprintf(key, sizeof key, "after dev %d total ", dev);
+    const char *after = strstr(r.out, key);
+    unsigned long long t, f;
+    ck_assert_msg(after && sscanf(after + strlen(key), "%llu free %llu", &t, &f) == 2, "%s", r.out);
+    ck_assert_uint_eq(t, limit);
+    ck_assert_uint_eq(f, limit - bytes);
+}
+
+/* Filling one device leaves the other's count alone. */
+static void expect_untouched(const char *const *env, int filled, int other, uint64_t other_limit)
+{
+    char d[8];
+    snprintf(d, sizeof d, "%d", filled);
+    struct run r;
+    run_probe(&r, 1, env, ARGS("fill", d, "4194304"));
+    char key[64];
+    snprintf(key, sizeof key, "after dev %d total ", other);
+    const char *after = strstr(r.out, key);
+    unsigned long long t, f;
+    ck_assert_msg(after && sscanf(after + strlen(key), "%llu free %llu", &t, &f) == 2, "%s", r.out);
+    ck_assert_uint_eq(t, other_limit);
+    ck_assert_uint_eq(f, other_limit);
 }
 
 START_TEST(default_fraction)
@@ -237,6 +260,8 @@ START_TEST(per_device)
     expect_limits(env, limits, 2);
     expect_fill_stops(env, 0, limits[0], 3 * MiB);
     expect_fill_stops(env, 1, limits[1], 3 * MiB);
+    expect_untouched(env, 0, 1, limits[1]);
+    expect_untouched(env, 1, 0, limits[0]);
 }
 END_TEST
 
