@@ -28,10 +28,25 @@ static struct spw_stats_writer *stats_for(int dev)
     return dev == SPILLWAY_HOST ? NULL : atomic_load_explicit(&stats, memory_order_acquire);
 }
 
+static void lock_maps(void)
+{
+    for (int i = 0; i < SPW_KINDS; i++)
+        spw_map_lock_all(&maps[i]);
+}
+
+static void unlock_maps(void)
+{
+    for (int i = SPW_KINDS - 1; i >= 0; i--)
+        spw_map_unlock_all(&maps[i]);
+}
+
 static void init_maps(void)
 {
     for (int i = 0; i < SPW_KINDS; i++)
         spw_map_init(&maps[i]);
+    /* A child forked while another thread updated a map would find its
+     * shard locked forever. */
+    pthread_atfork(lock_maps, unlock_maps, unlock_maps);
 }
 
 static struct spw_map *map_of(enum spw_kind kind)

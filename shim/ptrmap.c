@@ -154,3 +154,15 @@ size_t spw_map_count(struct spw_map *m)
     }
     return n;
 }
+
+void spw_map_lock_all(struct spw_map *m)
+{
+    for (int i = 0; i < SPW_MAP_SHARDS; i++)
+        pthread_mutex_lock(&m->shard[i].lock);
+}
+
+void spw_map_unlock_all(struct spw_map *m)
+{
+    for (int i = SPW_MAP_SHARDS - 1; i >= 0; i--)
+        pthread_mutex_unlock(&m->shard[i].lock);
+}

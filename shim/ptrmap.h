@@ -41,6 +41,11 @@ int spw_map_remove(struct spw_map *m, uint64_t key, struct spw_map_entry *out);
 /* Looks key up without removing it. Returns 0 or -1. */
 int spw_map_find(struct spw_map *m, uint64_t key, struct spw_map_entry *out);
 
+/* Take and release every shard's lock, around fork(): the child must not
+ * inherit a lock another thread of the parent held. */
+void spw_map_lock_all(struct spw_map *m);
+void spw_map_unlock_all(struct spw_map *m);
+
 /* Number of entries (not a snapshot: shards are counted one by one). */
 size_t spw_map_count(struct spw_map *m);
 #endif

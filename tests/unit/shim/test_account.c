@@ -6,6 +6,8 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define MiB (1ull << 20)
 
@@ -165,6 +167,45 @@ START_TEST(limit_holds_under_races)
 }
 END_TEST
 
+/* A fork while other threads account: the child can still account. */
+static void *account_forever(void *arg)
+{
+    (void)arg;
+    for (uint64_t k = 1;; k++) {
+        if (spw_account_reserve(0, 1) == 0)
+            spw_account_commit(SPW_KIND_DEVPTR, k << 12, 0, 1);
+        int dev;
+        uint64_t bytes;
+        if (spw_account_forget(SPW_KIND_DEVPTR, k << 12, &dev, &bytes) == 0)
+            spw_account_release(dev, bytes);
+    }
+    return NULL;
+}
+
+START_TEST(fork_while_accounting)
+{
+    setup();
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(pthread_create(&t[i], NULL, account_forever, NULL), 0);
+    for (int round = 0; round < 50; round++) {
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+            alarm(5); /* a deadlock ends the child with SIGALRM */
+            for (uint64_t k = 1; k < 1000; k++) {
+                if (spw_account_reserve(1, 1) == 0)
+                    spw_account_commit(SPW_KIND_DEVPTR, (k << 40) | 1, 1, 1);
+            }
+            _exit(0);
+        }
+        int st;
+        ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %#x", st);
+    }
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("shim_account");
@@ -177,6 +218,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, stale_key_is_released);
     tcase_add_test(tc, host_is_never_refused);
     tcase_add_test(tc, limit_holds_under_races);
+    tcase_add_test(tc, fork_while_accounting);
     suite_add_tcase(s, tc);
     return s;
 }
