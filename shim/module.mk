@@ -87,3 +87,4 @@ $(SHIM_IT)/shim_drvself: $(SHIM_IT)/shim/drvself.o $(BUILD)/tests/unit/shim/libs
 	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(LDLIBS)
 ALL_TARGETS += $(SHIM_IT)/shim_drvself
 UNIT_TESTS += tests/integration/shim/drvself.sh
+UNIT_TESTS += tests/integration/shim/rtbypass.sh
