@@ -5,8 +5,11 @@
 # that passes when it exits 0.
 set -u
 BUILD=${BUILD:-build}
-export LD_LIBRARY_PATH="$PWD/$BUILD/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export SPILLWAY_BUILD="$PWD/$BUILD"
+case $BUILD in
+/*) export SPILLWAY_BUILD="$BUILD" ;;
+*) export SPILLWAY_BUILD="$PWD/$BUILD" ;;
+esac
+export LD_LIBRARY_PATH="$SPILLWAY_BUILD/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 passed=0 failed=0 bad=()
 for t in "$@"; do
     echo "== $t"

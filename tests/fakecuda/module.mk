@@ -3,11 +3,13 @@ FAKECUDA_SRCS := $(wildcard tests/fakecuda/*.c)
 FAKECUDA_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(FAKECUDA_SRCS))
 
 # fakecuda exports the driver's names; what it exports is marked FC_EXPORT.
+# -Bsymbolic: like the real driver, the addresses cuGetProcAddress hands out
+# are fakecuda's own, never a preloaded library's functions of the same name.
 $(FAKECUDA_OBJS): CFLAGS += -Wno-deprecated-declarations
 
 $(FAKECUDA_LIB): $(FAKECUDA_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) -shared -Wl,-soname,libcuda.so.1 -Wl,--no-undefined $^ -o $@ $(LDLIBS)
+	$(CC) -shared -Wl,-soname,libcuda.so.1 -Wl,--no-undefined -Wl,-Bsymbolic $^ -o $@ $(LDLIBS)
 	ln -sf libcuda.so.1 $(dir $@)libcuda.so
 
 ALL_TARGETS += $(FAKECUDA_LIB)
