@@ -47,6 +47,10 @@ UNIT_MAIN   := $(BUILD)/tests/unit/main.o
 # Test sources see Check (or minicheck).
 $(BUILD)/tests/%.o: CFLAGS += $(CHECK_CFLAGS)
 
+# Keep every intermediate object: no rebuilds, and nothing printed after the
+# test summary.
+.SECONDARY:
+
 .PHONY: all test demo gpu-test bench install clean
 all: build-all
 
