@@ -111,7 +111,9 @@ START_TEST(created_contexts_stack)
     CUcontext primary, created, popped, cur;
     CU_OK(cuDevicePrimaryCtxRetain(&primary, 0));
     CU_OK(cuCtxPushCurrent(primary));
-    CU_OK(cuCtxCreate(&created, NULL, 0, 0)); /* pushed as current */
+    CUctxCreateParams params;
+    memset(&params, 0, sizeof params); /* both members NULL: a regular context */
+    CU_OK(cuCtxCreate(&created, &params, 0, 0)); /* pushed as current */
     ck_assert_ptr_ne(created, primary);
     CU_OK(cuCtxGetCurrent(&cur));
     ck_assert_ptr_eq(cur, created);
