@@ -33,18 +33,7 @@ static bool pool_known(CUmemoryPool h)
     return ok;
 }
 
-FC_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool, CUdevice dev)
-{
-    CUresult r = fc_check_device(dev);
-    if (r != CUDA_SUCCESS)
-        return r;
-    if (!pool)
-        return CUDA_ERROR_INVALID_VALUE;
-    *pool = (CUmemoryPool)fc_devices[dev].default_pool;
-    return CUDA_SUCCESS;
-}
-
-FC_EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
+static CUresult device_pool(CUmemoryPool *pool, CUdevice dev, bool current)
 {
     CUresult r = fc_check_device(dev);
     if (r != CUDA_SUCCESS)
@@ -52,9 +41,19 @@ FC_EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
     if (!pool)
         return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&fc_lock);
-    *pool = (CUmemoryPool)fc_devices[dev].current_pool;
+    *pool = (CUmemoryPool)(current ? fc_devices[dev].current_pool : fc_devices[dev].default_pool);
     pthread_mutex_unlock(&fc_lock);
     return CUDA_SUCCESS;
+}
+
+FC_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool, CUdevice dev)
+{
+    return device_pool(pool, dev, false);
+}
+
+FC_EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
+{
+    return device_pool(pool, dev, true);
 }
 
 FC_EXPORT CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)

@@ -404,40 +404,38 @@ static CUresult launch_host_func(CUstream h, CUhostFn fn, void *data, bool ptds)
     return CUDA_SUCCESS;
 }
 
+/* The checks every stream getter makes: a known stream, somewhere to write. */
+static CUresult resolve_for_query(CUstream h, bool ptds, const void *out, struct CUstream_st **s)
+{
+    CUresult r = fc_stream_resolve(h, ptds, s);
+    return r == CUDA_SUCCESS && !out ? CUDA_ERROR_INVALID_VALUE : r;
+}
+
 static CUresult stream_get_flags(CUstream h, unsigned *flags, bool ptds)
 {
     struct CUstream_st *s;
-    CUresult r = fc_stream_resolve(h, ptds, &s);
-    if (r != CUDA_SUCCESS)
-        return r;
-    if (!flags)
-        return CUDA_ERROR_INVALID_VALUE;
-    *flags = s->flags;
-    return CUDA_SUCCESS;
+    CUresult r = resolve_for_query(h, ptds, flags, &s);
+    if (r == CUDA_SUCCESS)
+        *flags = s->flags;
+    return r;
 }
 
 static CUresult stream_get_ctx(CUstream h, CUcontext *pctx, bool ptds)
 {
     struct CUstream_st *s;
-    CUresult r = fc_stream_resolve(h, ptds, &s);
-    if (r != CUDA_SUCCESS)
-        return r;
-    if (!pctx)
-        return CUDA_ERROR_INVALID_VALUE;
-    *pctx = s->ctx;
-    return CUDA_SUCCESS;
+    CUresult r = resolve_for_query(h, ptds, pctx, &s);
+    if (r == CUDA_SUCCESS)
+        *pctx = s->ctx;
+    return r;
 }
 
 static CUresult stream_is_capturing(CUstream h, CUstreamCaptureStatus *status, bool ptds)
 {
     struct CUstream_st *s;
-    CUresult r = fc_stream_resolve(h, ptds, &s);
-    if (r != CUDA_SUCCESS)
-        return r;
-    if (!status)
-        return CUDA_ERROR_INVALID_VALUE;
-    *status = CU_STREAM_CAPTURE_STATUS_NONE; /* fakecuda has no graphs */
-    return CUDA_SUCCESS;
+    CUresult r = resolve_for_query(h, ptds, status, &s);
+    if (r == CUDA_SUCCESS)
+        *status = CU_STREAM_CAPTURE_STATUS_NONE; /* fakecuda has no graphs */
+    return r;
 }
 
 /* ---- events ---- */
