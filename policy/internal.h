@@ -269,6 +269,7 @@ CUresult sw_take_pages(sw_device *d, size_t n, CUmemGenericAllocationHandle *out
 typedef struct sw_dev_counters {
     _Atomic uint64_t in_use, peak_in_use, backing, peak_backing, mapped, host_in_use;
     _Atomic uint64_t allocs, frees, ooms, syncs, maps, unmaps, reclaims;
+    _Atomic uint64_t pool_bytes; /* mirror of pool.created, for lock-free readers */
     _Atomic uint64_t pt_count[SW_PT_NREASONS], pt_bytes[SW_PT_NREASONS];
 } sw_dev_counters;
 

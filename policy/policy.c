@@ -299,7 +299,8 @@ CUresult sw_alloc_async(sw_policy *p, int dev, size_t size, CUstream stream, CUd
     return alloc_common(p, dev, size, true, stream, out);
 }
 
-static CUresult free_common(sw_policy *p, CUdeviceptr dptr, bool async, CUstream stream)
+static CUresult free_common(sw_policy *p, CUdeviceptr dptr, bool async, CUstream stream,
+                            int *dev_out, size_t *bytes_out)
 {
     if (!p)
         return CUDA_ERROR_INVALID_VALUE;
@@ -315,17 +316,27 @@ static CUresult free_common(sw_policy *p, CUdeviceptr dptr, bool async, CUstream
     }
     sw_count_sub(&d->c.in_use, bytes);
     atomic_fetch_add_explicit(&d->c.frees, 1, memory_order_relaxed);
+    if (dev_out)
+        *dev_out = d->id;
+    if (bytes_out)
+        *bytes_out = bytes;
     return CUDA_SUCCESS;
 }
 
 CUresult sw_free(sw_policy *p, CUdeviceptr dptr)
 {
-    return free_common(p, dptr, false, NULL);
+    return free_common(p, dptr, false, NULL, NULL, NULL);
 }
 
 CUresult sw_free_async(sw_policy *p, CUdeviceptr dptr, CUstream stream)
 {
-    return free_common(p, dptr, true, stream);
+    return free_common(p, dptr, true, stream, NULL, NULL);
+}
+
+CUresult sw_free_sized(sw_policy *p, CUdeviceptr dptr, bool async, CUstream stream, int *dev,
+                       size_t *bytes)
+{
+    return free_common(p, dptr, async, async ? stream : NULL, dev, bytes);
 }
 
 /* ---- lookups ------------------------------------------------------------- */
@@ -401,6 +412,13 @@ void sw_count_passthrough(sw_policy *p, int dev, sw_passthrough_reason r, size_t
     sw_dev_counters *c = &p->dev[dev].c;
     atomic_fetch_add_explicit(&c->pt_count[r], 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&c->pt_bytes[r], bytes, memory_order_relaxed);
+}
+
+uint64_t sw_pool_bytes(const sw_policy *p, int dev)
+{
+    if (!p || dev < 0 || dev >= SW_MAX_DEVICES)
+        return 0;
+    return atomic_load_explicit(&p->dev[dev].c.pool_bytes, memory_order_relaxed);
 }
 
 CUresult sw_get_counters(sw_policy *p, int dev, sw_counters *out)

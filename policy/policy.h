@@ -71,6 +71,11 @@ CUresult sw_alloc_async(sw_policy *p, int dev, size_t size, CUstream stream, CUd
 CUresult sw_free(sw_policy *p, CUdeviceptr dptr);
 /* cuMemFreeAsync: records an event on stream (its error is returned). */
 CUresult sw_free_async(sw_policy *p, CUdeviceptr dptr, CUstream stream);
+/* Either free (async picks sw_free_async's rules), also telling the caller
+ * the device and requested size of what it freed: the shim keeps its byte
+ * count without a table of its own. */
+CUresult sw_free_sized(sw_policy *p, CUdeviceptr dptr, bool async, CUstream stream, int *dev,
+                       size_t *bytes);
 
 /* ---- sync points reported by the shim ----------------------------------
  * A device-wide sync the program makes (cuCtxSynchronize, cudaDeviceSynchronize)
@@ -162,6 +167,9 @@ typedef struct sw_counters {
     uint64_t passthrough_count[SW_PT_NREASONS];
     uint64_t passthrough_bytes[SW_PT_NREASONS];
 } sw_counters;
+/* Device pages dev holds from the driver (pool_bytes), lock-free: cheap
+ * enough for the shim to publish after every allocation. */
+uint64_t sw_pool_bytes(const sw_policy *p, int dev);
 /* A snapshot of dev's counters (each read atomically). */
 CUresult sw_get_counters(sw_policy *p, int dev, sw_counters *out);
 

@@ -26,6 +26,7 @@ CUresult sw_pool_prefill(sw_device *d)
         if (r != CUDA_SUCCESS)
             return r;
         pl->created++;
+        atomic_fetch_add_explicit(&d->c.pool_bytes, d->page, memory_order_relaxed);
         pl->free[pl->nfree++] = h;
     }
     return CUDA_SUCCESS;
@@ -70,8 +71,10 @@ CUresult sw_pool_take(sw_device *d, sw_loc loc, CUmemGenericAllocationHandle *h)
         if (pl->created >= pl->limit_pages)
             return CUDA_ERROR_OUT_OF_MEMORY;
         CUresult r = d->pol->be.page_create(d->pol->be.ctx, d->id, loc, d->page, h);
-        if (r == CUDA_SUCCESS)
+        if (r == CUDA_SUCCESS) {
             pl->created++;
+            atomic_fetch_add_explicit(&d->c.pool_bytes, d->page, memory_order_relaxed);
+        }
         return r;
     }
     if (pl->host_nfree) {
@@ -119,6 +122,7 @@ CUresult sw_pool_destroy(sw_device *d)
     free(pl->host_free);
     pl->free = pl->host_free = NULL;
     pl->nfree = pl->host_nfree = 0;
+    atomic_store_explicit(&d->c.pool_bytes, 0, memory_order_relaxed);
     return first;
 }
 

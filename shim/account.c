@@ -1,6 +1,7 @@
 /* Owner of the counters and the allocation maps. */
 #include "shim/account.h"
 
+#include "policy/policy.h"
 #include "shim/log.h"
 #include "shim/ptrmap.h"
 #include "stats/writer.h"
@@ -163,11 +164,49 @@ static void raise_peak(struct counters *c)
         ;
 }
 
-void spw_account_commit(enum spw_kind kind, uint64_t key, int dev, uint64_t bytes)
+/* A map entry's dev field also carries the pass-through reason of the
+ * allocation (0: none, else reason + 1) above the device's 16 bits. */
+static int32_t pack_dev(int dev, int reason)
+{
+    return (int32_t)((uint32_t)(dev & 0xffff) | (uint32_t)(reason + 1) << 16);
+}
+
+static int unpack_dev(int32_t v, int *reason)
+{
+    if (reason)
+        *reason = (int)((uint32_t)v >> 16 & 0xff) - 1;
+    return (int16_t)(v & 0xffff);
+}
+
+/* The stats gauge of a reason (host-location memory is host memory: none). */
+static int pt_gauge(int reason)
+{
+    switch (reason) {
+    case SW_PT_IPC: return SPW_C_PASS_IPC;
+    case SW_PT_MANAGED: return SPW_C_PASS_MANAGED;
+    case SW_PT_CAPTURE: return SPW_C_PASS_CAPTURE;
+    case SW_PT_DISABLED:
+    case SW_PT_OTHER: return SPW_C_PASS_OTHER;
+    default: return -1;
+    }
+}
+
+static void pt_gauge_add(int dev, int reason, uint64_t bytes, int sign)
+{
+    int g = pt_gauge(reason);
+    if (g < 0 || dev < 0)
+        return;
+    if (sign > 0)
+        spw_stats_add(stats_for(dev), (uint32_t)dev, (enum spw_counter)g, bytes);
+    else
+        spw_stats_sub(stats_for(dev), (uint32_t)dev, (enum spw_counter)g, bytes);
+}
+
+static void commit_tagged(enum spw_kind kind, uint64_t key, int dev, uint64_t bytes, int reason)
 {
     struct counters *c = counters_of(dev);
     struct spw_map_entry stale;
-    int r = spw_map_insert(map_of(kind), key, dev, bytes, &stale);
+    int r = spw_map_insert(map_of(kind), key, pack_dev(dev, reason), bytes, &stale);
     if (r < 0) {
         /* Untracked memory could never be released: give the bytes back so
          * the counters stay exact, at the price of not counting it. */
@@ -179,42 +218,91 @@ void spw_account_commit(enum spw_kind kind, uint64_t key, int dev, uint64_t byte
     if (r == 1) {
         /* The driver reused a key spillway still held: its memory went away
          * without a free spillway saw (e.g. a destroyed context). */
+        int sreason, sdev = unpack_dev(stale.dev, &sreason);
         spw_debug("key %#llx reused: releasing its stale %llu bytes", (unsigned long long)key,
                   (unsigned long long)stale.size);
-        sub_floor(&counters_of(stale.dev)->used, stale.size);
-        atomic_fetch_add_explicit(&counters_of(stale.dev)->frees, 1, memory_order_relaxed);
-        spw_stats_free(stats_for(stale.dev), (uint32_t)stale.dev, stale.size);
+        sub_floor(&counters_of(sdev)->used, stale.size);
+        atomic_fetch_add_explicit(&counters_of(sdev)->frees, 1, memory_order_relaxed);
+        spw_stats_free(stats_for(sdev), (uint32_t)sdev, stale.size);
+        pt_gauge_add(sdev, sreason, stale.size, -1);
     }
+    atomic_fetch_add_explicit(&c->allocs, 1, memory_order_relaxed);
+    raise_peak(c);
+    spw_stats_alloc(stats_for(dev), (uint32_t)dev, bytes);
+    pt_gauge_add(dev, reason, bytes, 1);
+}
+
+void spw_account_commit(enum spw_kind kind, uint64_t key, int dev, uint64_t bytes)
+{
+    commit_tagged(kind, key, dev, bytes, -1);
+}
+
+void spw_account_commit_pt(enum spw_kind kind, uint64_t key, int dev, uint64_t bytes, int reason)
+{
+    commit_tagged(kind, key, dev, bytes, reason);
+}
+
+void spw_account_commit_pool(int dev, uint64_t bytes)
+{
+    struct counters *c = counters_of(dev);
     atomic_fetch_add_explicit(&c->allocs, 1, memory_order_relaxed);
     raise_peak(c);
     spw_stats_alloc(stats_for(dev), (uint32_t)dev, bytes);
 }
 
-int spw_account_forget(enum spw_kind kind, uint64_t key, int *dev, uint64_t *bytes)
+void spw_account_set_pool_bytes(int dev, uint64_t bytes)
+{
+    _Atomic uint64_t *v = spw_stats_slot(stats_for(dev), (uint32_t)dev, SPW_C_POOL);
+    /* Stored only when it changed: every allocation calls this, and a
+     * store would bounce the line between threads. */
+    if (v && atomic_load_explicit(v, memory_order_relaxed) != bytes)
+        atomic_store_explicit(v, bytes, memory_order_relaxed);
+}
+
+int spw_account_forget_pt(enum spw_kind kind, uint64_t key, int *dev, uint64_t *bytes,
+                          int *reason)
 {
     struct spw_map_entry e;
     if (spw_map_remove(map_of(kind), key, &e))
         return -1;
-    *dev = e.dev;
+    *dev = unpack_dev(e.dev, reason);
     *bytes = e.size;
     return 0;
 }
 
-void spw_account_release(int dev, uint64_t bytes)
+int spw_account_forget(enum spw_kind kind, uint64_t key, int *dev, uint64_t *bytes)
+{
+    return spw_account_forget_pt(kind, key, dev, bytes, NULL);
+}
+
+void spw_account_release_pt(int dev, uint64_t bytes, int reason)
 {
     struct counters *c = counters_of(dev);
     sub_floor(&c->used, bytes);
     atomic_fetch_add_explicit(&c->frees, 1, memory_order_relaxed);
     spw_stats_free(stats_for(dev), (uint32_t)dev, bytes);
+    pt_gauge_add(dev, reason, bytes, -1);
+}
+
+void spw_account_release(int dev, uint64_t bytes)
+{
+    spw_account_release_pt(dev, bytes, -1);
+}
+
+void spw_account_restore_pt(enum spw_kind kind, uint64_t key, int dev, uint64_t bytes,
+                            int reason)
+{
+    if (spw_map_insert(map_of(kind), key, pack_dev(dev, reason), bytes, NULL) < 0) {
+        spw_warn("out of memory for the allocation table: %llu bytes on device %d forgotten",
+                 (unsigned long long)bytes, dev);
+        sub_floor(&counters_of(dev)->used, bytes);
+        pt_gauge_add(dev, reason, bytes, -1);
+    }
 }
 
 void spw_account_restore(enum spw_kind kind, uint64_t key, int dev, uint64_t bytes)
 {
-    if (spw_map_insert(map_of(kind), key, dev, bytes, NULL) < 0) {
-        spw_warn("out of memory for the allocation table: %llu bytes on device %d forgotten",
-                 (unsigned long long)bytes, dev);
-        sub_floor(&counters_of(dev)->used, bytes);
-    }
+    spw_account_restore_pt(kind, key, dev, bytes, -1);
 }
 
 void spw_account_note_oom(int dev)

@@ -43,9 +43,28 @@ void spw_account_unreserve(int dev, uint64_t bytes);
  * updates the peak. */
 void spw_account_commit(enum spw_kind kind, uint64_t key, int dev, uint64_t bytes);
 
+/* Records a reserved allocation served from the page pool (policy/ keeps
+ * its size: no entry in the maps), counting it as spw_account_commit does. */
+void spw_account_commit_pool(int dev, uint64_t bytes);
+
+/* Records a reserved allocation that passed the pool by (reason: a
+ * sw_passthrough_reason), counted and also in the stats' pass-through
+ * gauge of its reason until freed. */
+void spw_account_commit_pt(enum spw_kind kind, uint64_t key, int dev, uint64_t bytes, int reason);
+
+/* Sets the stats' pool_bytes gauge of dev (device pages held). */
+void spw_account_set_pool_bytes(int dev, uint64_t bytes);
+
 /* Forgets key before the driver frees it. Returns 0 with its device and
  * size, or -1 if spillway never counted it (nothing changes). */
 int spw_account_forget(enum spw_kind kind, uint64_t key, int *dev, uint64_t *bytes);
+/* The same, with the pass-through reason it was committed with (-1: none),
+ * for spw_account_release_pt / spw_account_restore_pt. */
+int spw_account_forget_pt(enum spw_kind kind, uint64_t key, int *dev, uint64_t *bytes,
+                          int *reason);
+void spw_account_release_pt(int dev, uint64_t bytes, int reason);
+void spw_account_restore_pt(enum spw_kind kind, uint64_t key, int dev, uint64_t bytes,
+                            int reason);
 
 /* After a successful free of a forgotten key: releases its bytes and counts
  * the free. Never goes below zero. */

@@ -1,8 +1,11 @@
 /* Stream-ordered allocation: cuMemAllocAsync, cuMemAllocFromPoolAsync and
- * cuMemFreeAsync, each also as its _ptsz variant, which forwards to the
- * driver's _ptsz function (the per-thread default stream must stay per
- * thread). Counted on the stream's device when the allocation is enqueued,
- * released when the free is. */
+ * cuMemFreeAsync, each also as its _ptsz variant (whose stream 0 is the
+ * per-thread stream, and which forwards to the driver's _ptsz function).
+ * Served from the stream's device's page pool; an allocation on a stream
+ * being captured into a graph passes through (the graph must own a memory
+ * node), counted. cuMemAllocFromPoolAsync is served from spillway's pool
+ * whatever CUmemoryPool the program names: that pool's attributes (used
+ * and reserved memory) do not show it. */
 #include "shim/handler.h"
 
 static int stream_device(CUstream stream)
@@ -14,72 +17,120 @@ static int stream_device(CUstream stream)
     return dev;
 }
 
-static CUresult alloc_async(CUresult (*real)(CUdeviceptr *, size_t, CUstream), CUdeviceptr *dptr,
-                            size_t bytesize, CUstream stream)
+/* 1 when stream is capturing, 0 when not, -1 when the driver cannot say
+ * (a bad stream: the driver's allocation call will answer). */
+static int capturing(CUstream stream, int per_thread)
+{
+    CUresult (*is)(CUstream, CUstreamCaptureStatus *) =
+        per_thread ? spw_drv.cuStreamIsCapturing_ptsz : spw_drv.cuStreamIsCapturing;
+    if (!is)
+        return 0;
+    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+    if (is(stream, &st) != CUDA_SUCCESS)
+        return -1;
+    return st != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+/* The pool to serve an allocation on stream from (NULL: pass through, with
+ * the reason in *why), its device in *dev (-1: not even counted). */
+static sw_policy *route(CUstream stream, int per_thread, int *dev, sw_passthrough_reason *why)
+{
+    *why = SW_PT_DISABLED;
+    if (spw_disabled() || (*dev = stream_device(stream)) < 0)
+        return *dev = -1, NULL;
+    spw_publish_ensure();
+    sw_policy *p = spw_pool_for(*dev);
+    if (!p)
+        return NULL;
+    int c = capturing(stream, per_thread);
+    if (c == 0)
+        return p;
+    *why = c > 0 ? SW_PT_CAPTURE : SW_PT_OTHER;
+    return NULL;
+}
+
+static CUresult alloc_async(CUresult (*real)(CUdeviceptr *, size_t, CUstream), int per_thread,
+                            CUdeviceptr *dptr, size_t bytesize, CUstream stream)
 {
     if (!real)
         return CUDA_ERROR_NOT_INITIALIZED;
     int dev;
-    if (spw_disabled() || !dptr || (dev = stream_device(stream)) < 0)
+    sw_passthrough_reason why;
+    sw_policy *p = dptr ? route(stream, per_thread, &dev, &why) : (dev = -1, NULL);
+    if (p)
+        return spw_serve_alloc(p, dev, bytesize, 1, spw_pool_stream(stream, per_thread), dptr);
+    if (dev < 0)
         return real(dptr, bytesize, stream);
-    SPW_ACCOUNTED_ALLOC(SPW_KIND_DEVPTR, dev, bytesize, real(dptr, bytesize, stream), *dptr);
+    SPW_PASSTHROUGH_ALLOC(SPW_KIND_DEVPTR, dev, bytesize, why, "cuMemAllocAsync",
+                          real(dptr, bytesize, stream), *dptr);
 }
 
-/* A pool's memory lives on the pool's device, which the driver cannot be
- * asked for; the stream's device is the same in every program we know. */
 static CUresult alloc_from_pool(CUresult (*real)(CUdeviceptr *, size_t, CUmemoryPool, CUstream),
-                                CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
-                                CUstream stream)
+                                int per_thread, CUdeviceptr *dptr, size_t bytesize,
+                                CUmemoryPool pool, CUstream stream)
 {
     if (!real)
         return CUDA_ERROR_NOT_INITIALIZED;
     int dev;
-    if (spw_disabled() || !dptr || (dev = stream_device(stream)) < 0)
+    sw_passthrough_reason why;
+    sw_policy *p = dptr && pool ? route(stream, per_thread, &dev, &why) : (dev = -1, NULL);
+    if (p)
+        return spw_serve_alloc(p, dev, bytesize, 1, spw_pool_stream(stream, per_thread), dptr);
+    if (dev < 0)
         return real(dptr, bytesize, pool, stream);
-    SPW_ACCOUNTED_ALLOC(SPW_KIND_DEVPTR, dev, bytesize, real(dptr, bytesize, pool, stream),
-                        *dptr);
+    SPW_PASSTHROUGH_ALLOC(SPW_KIND_DEVPTR, dev, bytesize, why, "cuMemAllocFromPoolAsync",
+                          real(dptr, bytesize, pool, stream), *dptr);
 }
 
-static CUresult free_async(CUresult (*real)(CUdeviceptr, CUstream), CUdeviceptr dptr,
-                           CUstream stream)
+/* A pool block freed on a capturing stream is freed as by cuMemFree (reused
+ * only after a device-wide sync point): no event can be recorded there. */
+static CUresult free_async(CUresult (*real)(CUdeviceptr, CUstream), int per_thread,
+                           CUdeviceptr dptr, CUstream stream)
 {
     if (!real)
         return CUDA_ERROR_NOT_INITIALIZED;
     if (spw_disabled() || !dptr)
         return real(dptr, stream);
+    sw_policy *p = spw_pool_owner(dptr);
+    if (p) {
+        int c = capturing(stream, per_thread);
+        if (c < 0)
+            return CUDA_ERROR_INVALID_HANDLE; /* the driver's answer for a bad stream */
+        return spw_serve_free(p, dptr, !c, spw_pool_stream(stream, per_thread));
+    }
     SPW_ACCOUNTED_FREE(SPW_KIND_DEVPTR, dptr, real(dptr, stream));
 }
 
 CUresult spw_h_mem_alloc_async(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
 {
-    return alloc_async(SPW_REAL(spw_h_mem_alloc_async), dptr, bytesize, hStream);
+    return alloc_async(SPW_REAL(spw_h_mem_alloc_async), 0, dptr, bytesize, hStream);
 }
 
 CUresult spw_h_mem_alloc_async_pt(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
 {
-    return alloc_async(SPW_REAL(spw_h_mem_alloc_async_pt), dptr, bytesize, hStream);
+    return alloc_async(SPW_REAL(spw_h_mem_alloc_async_pt), 1, dptr, bytesize, hStream);
 }
 
 CUresult spw_h_mem_alloc_from_pool_async(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
                                          CUstream hStream)
 {
-    return alloc_from_pool(SPW_REAL(spw_h_mem_alloc_from_pool_async), dptr, bytesize, pool,
+    return alloc_from_pool(SPW_REAL(spw_h_mem_alloc_from_pool_async), 0, dptr, bytesize, pool,
                            hStream);
 }
 
 CUresult spw_h_mem_alloc_from_pool_async_pt(CUdeviceptr *dptr, size_t bytesize,
                                             CUmemoryPool pool, CUstream hStream)
 {
-    return alloc_from_pool(SPW_REAL(spw_h_mem_alloc_from_pool_async_pt), dptr, bytesize, pool,
+    return alloc_from_pool(SPW_REAL(spw_h_mem_alloc_from_pool_async_pt), 1, dptr, bytesize, pool,
                            hStream);
 }
 
 CUresult spw_h_mem_free_async(CUdeviceptr dptr, CUstream hStream)
 {
-    return free_async(SPW_REAL(spw_h_mem_free_async), dptr, hStream);
+    return free_async(SPW_REAL(spw_h_mem_free_async), 0, dptr, hStream);
 }
 
 CUresult spw_h_mem_free_async_pt(CUdeviceptr dptr, CUstream hStream)
 {
-    return free_async(SPW_REAL(spw_h_mem_free_async_pt), dptr, hStream);
+    return free_async(SPW_REAL(spw_h_mem_free_async_pt), 1, dptr, hStream);
 }

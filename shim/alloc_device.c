@@ -1,5 +1,7 @@
 /* cuMemAlloc, cuMemAllocPitch, cuMemAllocManaged and cuMemFree: device
- * memory on the current context's device, counted against its limit. */
+ * memory on the current context's device, served from its page pool;
+ * managed memory (and everything on a device without a pool) passes
+ * through to the driver, counted against the same limit. */
 #include "shim/handler.h"
 
 /* The device a context-bound allocation goes to, or -1 when accounting
@@ -12,13 +14,25 @@ static int current_device(void)
     return dev;
 }
 
+/* The pool of dev, with the stats segment opened first so that the pool's
+ * first numbers reach it. */
+static sw_policy *pool_of(int dev)
+{
+    spw_publish_ensure();
+    return spw_pool_for(dev);
+}
+
 CUresult spw_h_mem_alloc(CUdeviceptr *dptr, size_t bytesize)
 {
     SPW_REAL_OR_RETURN(real, spw_h_mem_alloc);
     int dev;
     if (spw_disabled() || !dptr || (dev = current_device()) < 0)
         return real(dptr, bytesize);
-    SPW_ACCOUNTED_ALLOC(SPW_KIND_DEVPTR, dev, bytesize, real(dptr, bytesize), *dptr);
+    sw_policy *p = pool_of(dev);
+    if (p)
+        return spw_serve_alloc(p, dev, bytesize, 0, NULL, dptr);
+    SPW_PASSTHROUGH_ALLOC(SPW_KIND_DEVPTR, dev, bytesize, SW_PT_DISABLED, "cuMemAlloc",
+                          real(dptr, bytesize), *dptr);
 }
 
 CUresult spw_h_mem_alloc_managed(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
@@ -27,13 +41,33 @@ CUresult spw_h_mem_alloc_managed(CUdeviceptr *dptr, size_t bytesize, unsigned in
     int dev;
     if (spw_disabled() || !dptr || (dev = current_device()) < 0)
         return real(dptr, bytesize, flags);
-    SPW_ACCOUNTED_ALLOC(SPW_KIND_DEVPTR, dev, bytesize, real(dptr, bytesize, flags), *dptr);
+    SPW_PASSTHROUGH_ALLOC(SPW_KIND_DEVPTR, dev, bytesize, SW_PT_MANAGED, "cuMemAllocManaged",
+                          real(dptr, bytesize, flags), *dptr);
 }
 
-/* The driver picks the pitch; reserve what it will most likely take
- * (rows padded to 512 bytes), then settle the difference. */
-#define PITCH_GUESS_ALIGN 512u
+/* The driver's texture pitch alignment (512 bytes on every GPU we know):
+ * what spillway gives as pitch, and what it guesses the driver will take. */
+#define PITCH_ALIGN 512u
 
+/* cuMemAllocPitch from the pool: the driver's argument checks, then rows
+ * padded to the pitch. */
+static CUresult pool_pitch(sw_policy *p, int dev, CUdeviceptr *dptr, size_t *pPitch,
+                           size_t width, size_t height, unsigned elem)
+{
+    if (width == 0 || height == 0 || (elem != 4 && elem != 8 && elem != 16) ||
+        width > SIZE_MAX - PITCH_ALIGN)
+        return CUDA_ERROR_INVALID_VALUE;
+    size_t pitch = (width + PITCH_ALIGN - 1) / PITCH_ALIGN * PITCH_ALIGN;
+    if (pitch > SIZE_MAX / height)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult r = spw_serve_alloc(p, dev, pitch * height, 0, NULL, dptr);
+    if (r == CUDA_SUCCESS)
+        *pPitch = pitch;
+    return r;
+}
+
+/* A pass-through cuMemAllocPitch reserved a guess: settle the difference
+ * once the driver told its pitch. */
 static CUresult settle_pitch(CUresult (*real_free)(CUdeviceptr), int dev, CUdeviceptr ptr,
                              uint64_t reserved, uint64_t actual)
 {
@@ -45,7 +79,8 @@ static CUresult settle_pitch(CUresult (*real_free)(CUdeviceptr), int dev, CUdevi
     }
     if (actual < reserved)
         spw_account_unreserve(dev, reserved - actual);
-    spw_account_commit(SPW_KIND_DEVPTR, ptr, dev, actual);
+    spw_account_commit_pt(SPW_KIND_DEVPTR, ptr, dev, actual, SW_PT_DISABLED);
+    spw_pool_passthrough(dev, SW_PT_DISABLED, actual, "cuMemAllocPitch");
     spw_mark_counted();
     return CUDA_SUCCESS;
 }
@@ -55,12 +90,14 @@ CUresult spw_h_mem_alloc_pitch(CUdeviceptr *dptr, size_t *pPitch, size_t WidthIn
 {
     SPW_REAL_OR_RETURN(real, spw_h_mem_alloc_pitch);
     int dev;
-    uint64_t row = ((uint64_t)WidthInBytes + PITCH_GUESS_ALIGN - 1) / PITCH_GUESS_ALIGN * PITCH_GUESS_ALIGN;
+    uint64_t row = ((uint64_t)WidthInBytes + PITCH_ALIGN - 1) / PITCH_ALIGN * PITCH_ALIGN;
     if (spw_disabled() || !dptr || !pPitch || (dev = current_device()) < 0 ||
         (Height && row > UINT64_MAX / Height))
         return real(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
+    sw_policy *p = pool_of(dev);
+    if (p)
+        return pool_pitch(p, dev, dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
     uint64_t guess = row * Height;
-    spw_publish_ensure();
     if (spw_account_reserve(dev, guess))
         return CUDA_ERROR_OUT_OF_MEMORY;
     CUresult r = real(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
@@ -78,5 +115,8 @@ CUresult spw_h_mem_free(CUdeviceptr dptr)
     SPW_REAL_OR_RETURN(real, spw_h_mem_free);
     if (spw_disabled() || !dptr)
         return real(dptr);
+    sw_policy *p = spw_pool_owner(dptr);
+    if (p)
+        return spw_serve_free(p, dptr, 0, NULL);
     SPW_ACCOUNTED_FREE(SPW_KIND_DEVPTR, dptr, real(dptr));
 }

@@ -1,6 +1,9 @@
-/* cuMemCreate and cuMemRelease: a handle on a device location counts
- * against that device's limit, one on a host location as host memory.
- * Mapping does not allocate and is not counted. */
+/* cuMemCreate and cuMemRelease. A handle for plain device memory (pinned,
+ * on a device, no shareable handle types, no special flags) is spillway's
+ * own: pool pages that cuMemMap maps at the program's addresses (vmm_map.c);
+ * spillway's handle values carry a tag no driver handle has. Everything else
+ * passes through, counted with its reason: shareable (IPC) handles and
+ * special memory against the device's limit, host locations as host. */
 #include "shim/handler.h"
 
 /* The account a handle's properties charge, or -2 if none (a location
@@ -20,6 +23,29 @@ static int location_account(const CUmemAllocationProp *prop)
     }
 }
 
+/* Why a device handle cannot be pool pages (-1: it can). */
+static int passthrough_reason(const CUmemAllocationProp *prop, unsigned long long flags)
+{
+    if (prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+        return SW_PT_HOST_LOCATION;
+    if (prop->requestedHandleTypes != CU_MEM_HANDLE_TYPE_NONE)
+        return SW_PT_IPC;
+    if (prop->type != CU_MEM_ALLOCATION_TYPE_PINNED || flags || prop->win32HandleMetaData ||
+        prop->allocFlags.compressionType || prop->allocFlags.gpuDirectRDMACapable ||
+        prop->allocFlags.usage)
+        return SW_PT_OTHER;
+    return -1;
+}
+
+/* The device whose counters note a host-location pass-through. */
+static int noting_device(int account)
+{
+    int dev;
+    if (account != SPILLWAY_HOST)
+        return account;
+    return spw_driver_ctx_device(&dev) == CUDA_SUCCESS ? dev : 0;
+}
+
 CUresult spw_h_mem_create(CUmemGenericAllocationHandle *handle, size_t size,
                           const CUmemAllocationProp *prop, unsigned long long flags)
 {
@@ -27,7 +53,29 @@ CUresult spw_h_mem_create(CUmemGenericAllocationHandle *handle, size_t size,
     int account;
     if (spw_disabled() || !handle || !prop || (account = location_account(prop)) == -2)
         return real(handle, size, prop, flags);
-    SPW_ACCOUNTED_ALLOC(SPW_KIND_HANDLE, account, size, real(handle, size, prop, flags), *handle);
+    spw_publish_ensure();
+    int why = passthrough_reason(prop, flags);
+    sw_policy *p = why < 0 ? spw_pool_for(account) : NULL;
+    if (p) {
+        /* Keyed by spillway's handle, like a driver handle. */
+        SPW_ACCOUNTED_ALLOC(SPW_KIND_HANDLE, account, size, sw_vmm_create(p, account, size, handle),
+                            *handle);
+    }
+    if (why < 0)
+        why = SW_PT_DISABLED;
+    int noted = noting_device(account);
+    if (account == SPILLWAY_HOST) {
+        /* Host memory: never refused, no device gauge. */
+        CUresult r = real(handle, size, prop, flags);
+        if (r == CUDA_SUCCESS) {
+            spw_account_reserve(SPILLWAY_HOST, size);
+            spw_account_commit(SPW_KIND_HANDLE, *handle, SPILLWAY_HOST, size);
+            spw_pool_passthrough(noted, (sw_passthrough_reason)why, size, "cuMemCreate");
+        }
+        return r;
+    }
+    SPW_PASSTHROUGH_ALLOC(SPW_KIND_HANDLE, account, size, (sw_passthrough_reason)why, "cuMemCreate",
+                          real(handle, size, prop, flags), *handle);
 }
 
 CUresult spw_h_mem_release(CUmemGenericAllocationHandle handle)
@@ -35,5 +83,8 @@ CUresult spw_h_mem_release(CUmemGenericAllocationHandle handle)
     SPW_REAL_OR_RETURN(real, spw_h_mem_release);
     if (spw_disabled())
         return real(handle);
+    sw_policy *p = spw_pool_policy();
+    if (p && sw_vmm_is_handle(p, handle))
+        SPW_ACCOUNTED_FREE(SPW_KIND_HANDLE, handle, sw_vmm_release(p, handle));
     SPW_ACCOUNTED_FREE(SPW_KIND_HANDLE, handle, real(handle));
 }

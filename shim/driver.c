@@ -13,6 +13,7 @@
 #include <string.h>
 
 struct spw_real spw_real;
+struct spw_drv spw_drv;
 
 enum { DRIVER_UNLOADED, DRIVER_READY, DRIVER_FAILED };
 static _Atomic int driver_state = DRIVER_UNLOADED;
@@ -84,6 +85,9 @@ static void load_driver(void)
     real_pointer_get_attribute = (CUresult(*)(void *, CUpointer_attribute, CUdeviceptr))sym(
         handle, "cuPointerGetAttribute");
     real_device_get_count = (CUresult(*)(int *))sym(handle, "cuDeviceGetCount");
+#define SPW_DRV_LOAD(name, type) spw_drv.name = (type)sym(handle, #name);
+    SPW_DRV_FUNCS(SPW_DRV_LOAD)
+#undef SPW_DRV_LOAD
     if (!real_ctx_get_device) {
         spw_warn("no CUDA driver found: passing every call through");
         atomic_store_explicit(&driver_state, DRIVER_FAILED, memory_order_release);

@@ -37,6 +37,36 @@ int spw_driver_device_count(void);
 /* Total memory of a device as the driver reports it, 0 if unknown. */
 uint64_t spw_driver_device_total(int dev);
 
+/* Unhooked driver functions the pool's backend and handlers call (always
+ * the real driver's, never a handler). NULL when the driver lacks one. */
+#define SPW_DRV_FUNCS(X)                                                                   \
+    X(cuCtxGetCurrent, CUresult (*)(CUcontext *))                                          \
+    X(cuCtxPushCurrent_v2, CUresult (*)(CUcontext))                                        \
+    X(cuCtxPopCurrent_v2, CUresult (*)(CUcontext *))                                       \
+    X(cuCtxGetDevice, CUresult (*)(CUdevice *))                                            \
+    X(cuDevicePrimaryCtxRetain, CUresult (*)(CUcontext *, CUdevice))                       \
+    X(cuDeviceGetAttribute, CUresult (*)(int *, CUdevice_attribute, CUdevice))             \
+    X(cuMemGetAllocationGranularity,                                                       \
+      CUresult (*)(size_t *, const CUmemAllocationProp *, CUmemAllocationGranularity_flags)) \
+    X(cuMemAddressReserve, CUresult (*)(CUdeviceptr *, size_t, size_t, CUdeviceptr,        \
+                                        unsigned long long))                               \
+    X(cuMemAddressFree, CUresult (*)(CUdeviceptr, size_t))                                 \
+    X(cuMemcpyDtoDAsync_v2, CUresult (*)(CUdeviceptr, CUdeviceptr, size_t, CUstream))      \
+    X(cuEventCreate, CUresult (*)(CUevent *, unsigned int))                                \
+    X(cuEventRecord, CUresult (*)(CUevent, CUstream))                                      \
+    X(cuEventQuery, CUresult (*)(CUevent))                                                 \
+    X(cuEventDestroy_v2, CUresult (*)(CUevent))                                            \
+    X(cuStreamIsCapturing, CUresult (*)(CUstream, CUstreamCaptureStatus *))                \
+    X(cuStreamIsCapturing_ptsz, CUresult (*)(CUstream, CUstreamCaptureStatus *))
+
+struct spw_drv {
+#define SPW_DRV_FIELD(name, type) __typeof__(type) name;
+    SPW_DRV_FUNCS(SPW_DRV_FIELD)
+#undef SPW_DRV_FIELD
+};
+/* Filled with spw_real when the driver loads; read-only afterwards. */
+extern struct spw_drv spw_drv;
+
 /* The real function behind a handler, NULL if there is none (no driver, or
  * this driver does not export it). */
 #define SPW_REAL(handler) (spw_driver_ready() ? spw_real.handler : NULL)

@@ -7,6 +7,7 @@
 #include "shim/config.h"
 #include "shim/driver.h"
 #include "shim/hooks.h"
+#include "shim/pool.h"
 #include "shim/publish.h"
 
 /* Set by a runtime wrapper around its call of the real runtime; handlers
@@ -49,22 +50,44 @@ static inline void spw_mark_counted(void)
         return spw_r_;                                                   \
     } while (0)
 
+/* The same for memory that passes the pool by, counted with its reason
+ * (sw_passthrough_reason) in the policy's counters, the debug log and the
+ * stats' pass-through gauges. */
+#define SPW_PASSTHROUGH_ALLOC(kind, dev, bytes, reason, what, call, key)          \
+    do {                                                                          \
+        spw_publish_ensure();                                                     \
+        if (spw_account_reserve((dev), (bytes)))                                  \
+            return CUDA_ERROR_OUT_OF_MEMORY;                                      \
+        CUresult spw_r_ = (call);                                                 \
+        if (spw_r_ == CUDA_SUCCESS) {                                             \
+            spw_account_commit_pt((kind), (uint64_t)(key), (dev), (bytes), (reason)); \
+            spw_pool_passthrough((dev), (reason), (bytes), (what));               \
+            spw_mark_counted();                                                   \
+        } else {                                                                  \
+            spw_account_unreserve((dev), (bytes));                                \
+            if (spw_r_ == CUDA_ERROR_OUT_OF_MEMORY)                               \
+                spw_account_note_oom(dev);                                        \
+        }                                                                         \
+        return spw_r_;                                                            \
+    } while (0)
+
 /* A free of key: forget it first (so that a new allocation the driver
  * gives the same key cannot be confused with it), call, then release, or
  * restore the entry if the driver refused. */
 #define SPW_ACCOUNTED_FREE(kind, key, call)                                   \
     do {                                                                      \
-        int spw_dev_;                                                         \
+        int spw_dev_, spw_why_;                                               \
         uint64_t spw_bytes_;                                                  \
-        int spw_known_ = spw_account_forget((kind), (uint64_t)(key), &spw_dev_, \
-                                            &spw_bytes_) == 0;                \
+        int spw_known_ = spw_account_forget_pt((kind), (uint64_t)(key), &spw_dev_, \
+                                               &spw_bytes_, &spw_why_) == 0;  \
         CUresult spw_r_ = (call);                                             \
         if (spw_known_) {                                                     \
             if (spw_r_ == CUDA_SUCCESS) {                                     \
-                spw_account_release(spw_dev_, spw_bytes_);                    \
+                spw_account_release_pt(spw_dev_, spw_bytes_, spw_why_);       \
                 spw_mark_counted();                                           \
             } else {                                                          \
-                spw_account_restore((kind), (uint64_t)(key), spw_dev_, spw_bytes_); \
+                spw_account_restore_pt((kind), (uint64_t)(key), spw_dev_, spw_bytes_, \
+                                       spw_why_);                             \
             }                                                                 \
         }                                                                     \
         return spw_r_;                                                        \

@@ -4,6 +4,7 @@
 #include "shim/handler.h"
 
 #include "shim/info.h"
+#include "shim/pool.h"
 
 void spw_info_clamp(int dev, size_t *free_bytes, size_t *total_bytes)
 {
@@ -14,7 +15,10 @@ void spw_info_clamp(int dev, size_t *free_bytes, size_t *total_bytes)
     uint64_t avail = used < limit ? limit - used : 0;
     if (total_bytes)
         *total_bytes = (size_t)limit;
-    if (free_bytes && avail < *free_bytes)
+    /* The pool holds its pages from the driver (all of them when
+     * preallocated): the driver's free figure says nothing of what the
+     * program may still allocate. Without a pool, the smaller one stands. */
+    if (free_bytes && (spw_pool_serves(dev) || avail < *free_bytes))
         *free_bytes = (size_t)avail;
 }
 

@@ -4,6 +4,8 @@ SHIM_OPTIONS_OBJ := $(BUILD)/shim/options.o
 # The stats writer (stats/module.mk's STATS_WRITER_OBJS, named here because
 # that file is read after this one).
 SHIM_STATS_OBJS := $(BUILD)/stats/writer.o $(BUILD)/stats/procinfo.o
+# The page pool (policy/), served through shim/backend.c.
+SHIM_POLICY_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(wildcard policy/*.c))
 ALL_TARGETS += $(SHIM_OPTIONS_OBJ)
 
 $(BUILD)/tests/unit/shim_options: $(BUILD)/tests/unit/shim/test_options.o $(UNIT_MAIN) $(SHIM_OPTIONS_OBJ)
@@ -43,9 +45,9 @@ $(BUILD)/shim/exports.ld: shim/exports.ld.in shim/hooks.def
 
 # No CUDA library on the link line: the driver is dlopen'ed, the runtime
 # found with dlsym(RTLD_NEXT).
-$(SHIM_LIB): $(SHIM_OBJS) $(SHIM_STATS_OBJS) $(BUILD)/shim/exports.map $(BUILD)/shim/exports.ld
+$(SHIM_LIB): $(SHIM_OBJS) $(SHIM_STATS_OBJS) $(SHIM_POLICY_OBJS) $(BUILD)/shim/exports.map $(BUILD)/shim/exports.ld
 	$(CC) -shared -Wl,--no-undefined -Wl,--version-script=$(BUILD)/shim/exports.map \
-	    $(SHIM_OBJS) $(SHIM_STATS_OBJS) $(BUILD)/shim/exports.ld -o $@ $(LDLIBS)
+	    $(SHIM_OBJS) $(SHIM_STATS_OBJS) $(SHIM_POLICY_OBJS) $(BUILD)/shim/exports.ld -o $@ $(LDLIBS)
 
 # ---- tests ----
 # Integration programs link fakecuda (-lcuda) and fakecudart (-lcudart) by

@@ -1,0 +1,305 @@
+/* policy/'s backend over the real driver (policy/backend.h): every call goes
+ * to the driver's own entry points (spw_real for hooked names, spw_drv for
+ * the others), never to a handler.
+ *
+ * Contexts: the policy calls from whichever program thread needs memory,
+ * whatever context that thread has current (maybe another device's, maybe
+ * none). Calls that belong to a device run with that device's primary
+ * context current: pushed for the call and popped after, unless it already
+ * is current (the common case: one cuCtxGetCurrent, a thread-local read in
+ * the driver). Calls without a device (unmap, release, access, events) only
+ * need some context, so they push one only when the thread has none. */
+#include "shim/backend.h"
+
+#include "shim/driver.h"
+#include "shim/hooks.h"
+#include "shim/log.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+static _Atomic(CUcontext) primary[SW_MAX_DEVICES];
+static pthread_mutex_t primary_lock = PTHREAD_MUTEX_INITIALIZER;
+/* A device whose primary context serves device-less calls. */
+static _Atomic int some_device = -1;
+
+CUcontext spw_backend_primary(int dev)
+{
+    if (dev < 0 || dev >= SW_MAX_DEVICES)
+        return NULL;
+    CUcontext c = atomic_load_explicit(&primary[dev], memory_order_acquire);
+    if (c || !spw_drv.cuDevicePrimaryCtxRetain)
+        return c;
+    pthread_mutex_lock(&primary_lock);
+    c = atomic_load_explicit(&primary[dev], memory_order_relaxed);
+    /* Retained once and never released: pool pages live in it until exit. */
+    if (!c && spw_drv.cuDevicePrimaryCtxRetain(&c, (CUdevice)dev) == CUDA_SUCCESS) {
+        atomic_store_explicit(&primary[dev], c, memory_order_release);
+        int none = -1;
+        atomic_compare_exchange_strong(&some_device, &none, dev);
+    }
+    pthread_mutex_unlock(&primary_lock);
+    return c;
+}
+
+/* Makes want current for one call; *pushed tells ctx_leave to pop it. */
+static CUresult ctx_enter_ctx(CUcontext want, int *pushed)
+{
+    *pushed = 0;
+    CUcontext cur = NULL;
+    if (!spw_drv.cuCtxGetCurrent || !spw_drv.cuCtxPushCurrent_v2)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (spw_drv.cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == want)
+        return CUDA_SUCCESS;
+    CUresult r = spw_drv.cuCtxPushCurrent_v2(want);
+    *pushed = r == CUDA_SUCCESS;
+    return r;
+}
+
+static CUresult ctx_enter(int dev, int *pushed)
+{
+    CUcontext want = spw_backend_primary(dev);
+    if (!want) {
+        *pushed = 0;
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    return ctx_enter_ctx(want, pushed);
+}
+
+/* Some context current (the thread's own if it has one). */
+static CUresult ctx_enter_any(int *pushed)
+{
+    *pushed = 0;
+    CUcontext cur = NULL;
+    if (spw_drv.cuCtxGetCurrent && spw_drv.cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur)
+        return CUDA_SUCCESS;
+    return ctx_enter(atomic_load(&some_device), pushed);
+}
+
+static void ctx_leave(int pushed)
+{
+    CUcontext c;
+    if (pushed)
+        spw_drv.cuCtxPopCurrent_v2(&c);
+}
+
+/* Runs call with dev's primary context current. */
+#define IN_DEVICE(dev, call)                         \
+    do {                                             \
+        int pushed_;                                 \
+        CUresult r_ = ctx_enter((dev), &pushed_);    \
+        if (r_ != CUDA_SUCCESS)                      \
+            return r_;                               \
+        r_ = (call);                                 \
+        ctx_leave(pushed_);                          \
+        return r_;                                   \
+    } while (0)
+
+#define IN_ANY(call)                                 \
+    do {                                             \
+        int pushed_;                                 \
+        CUresult r_ = ctx_enter_any(&pushed_);       \
+        if (r_ != CUDA_SUCCESS)                      \
+            return r_;                               \
+        r_ = (call);                                 \
+        ctx_leave(pushed_);                          \
+        return r_;                                   \
+    } while (0)
+
+#define NEED(fn)                                     \
+    if (!(fn))                                       \
+    return CUDA_ERROR_NOT_SUPPORTED
+
+static CUmemAllocationProp device_prop(int dev)
+{
+    CUmemAllocationProp prop = {0};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = dev;
+    return prop;
+}
+
+static CUresult be_granularity(void *ctx, int dev, size_t *bytes)
+{
+    (void)ctx;
+    NEED(spw_drv.cuMemGetAllocationGranularity);
+    CUmemAllocationProp prop = device_prop(dev);
+    IN_DEVICE(dev, spw_drv.cuMemGetAllocationGranularity(bytes, &prop,
+                                                         CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+}
+
+/* Host pages go on the device's NUMA node where the driver knows it. */
+static CUresult create_host_page(int dev, size_t size, CUmemGenericAllocationHandle *h)
+{
+    CUmemAllocationProp prop = device_prop(dev);
+    int numa = -1;
+    if (spw_drv.cuDeviceGetAttribute &&
+        spw_drv.cuDeviceGetAttribute(&numa, CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, (CUdevice)dev) !=
+            CUDA_SUCCESS)
+        numa = -1;
+    if (numa >= 0) {
+        prop.location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
+        prop.location.id = numa;
+        if (spw_real.spw_h_mem_create(h, size, &prop, 0) == CUDA_SUCCESS)
+            return CUDA_SUCCESS;
+    }
+    prop.location.type = CU_MEM_LOCATION_TYPE_HOST;
+    prop.location.id = 0;
+    return spw_real.spw_h_mem_create(h, size, &prop, 0);
+}
+
+static CUresult be_page_create(void *ctx, int dev, sw_loc loc, size_t size,
+                               CUmemGenericAllocationHandle *handle)
+{
+    (void)ctx;
+    NEED(spw_real.spw_h_mem_create);
+    if (loc == SW_LOC_HOST)
+        IN_DEVICE(dev, create_host_page(dev, size, handle));
+    CUmemAllocationProp prop = device_prop(dev);
+    IN_DEVICE(dev, spw_real.spw_h_mem_create(handle, size, &prop, 0));
+}
+
+static CUresult be_page_release(void *ctx, CUmemGenericAllocationHandle handle)
+{
+    (void)ctx;
+    NEED(spw_real.spw_h_mem_release);
+    IN_ANY(spw_real.spw_h_mem_release(handle));
+}
+
+static CUresult be_va_reserve(void *ctx, int dev, size_t size, size_t align, CUdeviceptr *va)
+{
+    (void)ctx;
+    NEED(spw_drv.cuMemAddressReserve);
+    IN_DEVICE(dev, spw_drv.cuMemAddressReserve(va, size, align, 0, 0));
+}
+
+static CUresult be_va_free(void *ctx, CUdeviceptr va, size_t size)
+{
+    (void)ctx;
+    NEED(spw_drv.cuMemAddressFree);
+    IN_ANY(spw_drv.cuMemAddressFree(va, size));
+}
+
+static CUresult be_map(void *ctx, CUdeviceptr va, size_t size, CUmemGenericAllocationHandle h)
+{
+    (void)ctx;
+    NEED(spw_real.spw_h_mem_map);
+    IN_ANY(spw_real.spw_h_mem_map(va, size, 0, h, 0));
+}
+
+static CUresult be_unmap(void *ctx, CUdeviceptr va, size_t size)
+{
+    (void)ctx;
+    NEED(spw_real.spw_h_mem_unmap);
+    IN_ANY(spw_real.spw_h_mem_unmap(va, size));
+}
+
+static CUresult set_access(CUdeviceptr va, size_t size, uint64_t mask)
+{
+    CUmemAccessDesc desc[SW_MAX_DEVICES];
+    size_t n = 0;
+    for (int d = 0; d < SW_MAX_DEVICES; d++) {
+        if (!(mask >> d & 1))
+            continue;
+        desc[n].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        desc[n].location.id = d;
+        desc[n].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+        n++;
+    }
+    if (!n)
+        return CUDA_ERROR_INVALID_VALUE;
+    return spw_real.spw_h_mem_set_access(va, size, desc, n);
+}
+
+static CUresult be_set_access(void *ctx, CUdeviceptr va, size_t size, uint64_t dev_mask)
+{
+    (void)ctx;
+    NEED(spw_real.spw_h_mem_set_access);
+    IN_ANY(set_access(va, size, dev_mask));
+}
+
+static CUresult be_copy(void *ctx, int dev, CUdeviceptr dst, CUdeviceptr src, size_t size,
+                        CUstream stream)
+{
+    (void)ctx;
+    NEED(spw_drv.cuMemcpyDtoDAsync_v2);
+    IN_DEVICE(dev, spw_drv.cuMemcpyDtoDAsync_v2(dst, src, size, stream));
+}
+
+/* The primary context only: work the program queued in contexts it created
+ * itself is not covered (README, known limits). */
+static CUresult be_synchronize(void *ctx, int dev)
+{
+    (void)ctx;
+    NEED(spw_real.spw_h_ctx_synchronize);
+    IN_DEVICE(dev, spw_real.spw_h_ctx_synchronize());
+}
+
+static CUresult be_event_create(void *ctx, int dev, CUevent *ev)
+{
+    (void)ctx;
+    NEED(spw_drv.cuEventCreate);
+    IN_DEVICE(dev, spw_drv.cuEventCreate(ev, CU_EVENT_DISABLE_TIMING));
+}
+
+/* In the freeing thread's own context: the per-thread and legacy streams
+ * are the ones of the context it has current. */
+static CUresult be_event_record(void *ctx, CUevent ev, CUstream stream)
+{
+    (void)ctx;
+    NEED(spw_drv.cuEventRecord);
+    IN_ANY(spw_drv.cuEventRecord(ev, stream));
+}
+
+static CUresult be_event_query(void *ctx, CUevent ev)
+{
+    (void)ctx;
+    NEED(spw_drv.cuEventQuery);
+    IN_ANY(spw_drv.cuEventQuery(ev));
+}
+
+static CUresult be_event_destroy(void *ctx, CUevent ev)
+{
+    (void)ctx;
+    NEED(spw_drv.cuEventDestroy_v2);
+    IN_ANY(spw_drv.cuEventDestroy_v2(ev));
+}
+
+const sw_backend *spw_backend(void)
+{
+    static const sw_backend be = {
+        .ctx = NULL,
+        .granularity = be_granularity,
+        .page_create = be_page_create,
+        .page_release = be_page_release,
+        .va_reserve = be_va_reserve,
+        .va_free = be_va_free,
+        .map = be_map,
+        .unmap = be_unmap,
+        .set_access = be_set_access,
+        .copy = be_copy,
+        .synchronize = be_synchronize,
+        .event_create = be_event_create,
+        .event_record = be_event_record,
+        .event_query = be_event_query,
+        .event_destroy = be_event_destroy,
+    };
+    return &be;
+}
+
+CUresult spw_backend_ctx_device(CUcontext ctx, int *dev)
+{
+    if (!ctx || !spw_drv.cuCtxGetDevice)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    int pushed;
+    CUresult r = ctx_enter_ctx(ctx, &pushed);
+    if (r != CUDA_SUCCESS)
+        return r;
+    CUdevice d;
+    r = spw_drv.cuCtxGetDevice(&d);
+    ctx_leave(pushed);
+    if (r == CUDA_SUCCESS)
+        *dev = (int)d;
+    return r;
+}

@@ -1,0 +1,14 @@
+/* policy/'s backend built on the real driver (backend.c). */
+#ifndef SPILLWAY_SHIM_BACKEND_H
+#define SPILLWAY_SHIM_BACKEND_H
+#include "policy/policy.h"
+
+/* The backend the shim's policy is created with (static, never freed). */
+const sw_backend *spw_backend(void);
+
+/* dev's primary context, retained on first use (NULL if the driver refuses). */
+CUcontext spw_backend_primary(int dev);
+
+/* The device of a context (pushed for the question when not current). */
+CUresult spw_backend_ctx_device(CUcontext ctx, int *dev);
+#endif

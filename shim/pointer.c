@@ -1,0 +1,130 @@
+/* cuMemGetAddressRange and cuPointerGetAttribute(s) on pool memory: the
+ * driver only sees spillway's pages and reservation, so spillway answers
+ * with the program's allocation, as the driver would for a cuMemAlloc
+ * pointer: device memory (also while a page lives on the host), the
+ * device's ordinal and primary context. Attributes it does not know are
+ * asked of the driver. BUFFER_ID is the allocation's base address (unique
+ * among live allocations, but reused with the address);
+ * IS_LEGACY_CUDA_IPC_CAPABLE is 0 (pool memory cannot be exported). */
+#include "shim/backend.h"
+#include "shim/handler.h"
+
+/* What spillway knows of a pool pointer; found = 0 for pool addresses that
+ * are not inside a live allocation (answered as unknown memory). */
+struct pool_ptr {
+    int found;
+    CUdeviceptr base;
+    size_t size;
+    int dev;
+};
+
+static struct pool_ptr look_up(sw_policy *p, CUdeviceptr ptr)
+{
+    struct pool_ptr pp = {0};
+    pp.found = sw_lookup(p, ptr, &pp.base, &pp.size, &pp.dev) == CUDA_SUCCESS;
+    return pp;
+}
+
+CUresult spw_h_mem_get_address_range(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_mem_get_address_range);
+    sw_policy *p = spw_disabled() ? NULL : spw_pool_owner(dptr);
+    if (!p)
+        return real(pbase, psize, dptr);
+    struct pool_ptr pp = look_up(p, dptr);
+    if (!pp.found)
+        return CUDA_ERROR_NOT_FOUND;
+    if (pbase)
+        *pbase = pp.base;
+    if (psize)
+        *psize = pp.size;
+    return CUDA_SUCCESS;
+}
+
+/* Answers attribute a for pp (CUDA_ERROR_NOT_SUPPORTED: ask the driver). An
+ * unknown pointer gets the defaults the driver gives cuPointerGetAttributes. */
+static CUresult answer(CUpointer_attribute a, void *data, const struct pool_ptr *pp,
+                       CUdeviceptr ptr)
+{
+    int k = pp->found;
+    switch (a) {
+    case CU_POINTER_ATTRIBUTE_CONTEXT:
+        *(CUcontext *)data = k ? spw_backend_primary(pp->dev) : NULL;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+        *(unsigned *)data = k ? CU_MEMORYTYPE_DEVICE : 0;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+        *(CUdeviceptr *)data = k ? ptr : 0;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+        if (k)
+            return CUDA_ERROR_INVALID_VALUE;
+        *(void **)data = NULL;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+        *(unsigned *)data = 0;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+        *(int *)data = k ? pp->dev : -2;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+        *(CUdeviceptr *)data = k ? pp->base : 0;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+        *(size_t *)data = k ? pp->size : 0;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MAPPED:
+        *(unsigned *)data = k;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+        *(unsigned long long *)data = k ? (unsigned long long)pp->base : 0;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
+        *(unsigned *)data = k ? CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE : 0;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
+        *(CUmemoryPool *)data = NULL;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
+        *(unsigned long long *)data = 0;
+        return CUDA_SUCCESS;
+    default:
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+}
+
+CUresult spw_h_pointer_get_attribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_pointer_get_attribute);
+    sw_policy *p = spw_disabled() || !data ? NULL : spw_pool_owner(ptr);
+    if (!p)
+        return real(data, attribute, ptr);
+    struct pool_ptr pp = look_up(p, ptr);
+    if (!pp.found)
+        return CUDA_ERROR_INVALID_VALUE; /* the driver's answer for unknown memory */
+    CUresult r = answer(attribute, data, &pp, ptr);
+    return r == CUDA_ERROR_NOT_SUPPORTED ? real(data, attribute, ptr) : r;
+}
+
+CUresult spw_h_pointer_get_attributes(unsigned int numAttributes, CUpointer_attribute *attributes,
+                                      void **data, CUdeviceptr ptr)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_pointer_get_attributes);
+    sw_policy *p = spw_disabled() || !numAttributes || !attributes || !data
+                       ? NULL
+                       : spw_pool_owner(ptr);
+    if (!p)
+        return real(numAttributes, attributes, data, ptr);
+    struct pool_ptr pp = look_up(p, ptr);
+    CUresult r = CUDA_SUCCESS;
+    for (unsigned i = 0; i < numAttributes && r == CUDA_SUCCESS; i++) {
+        if (!data[i])
+            continue;
+        r = answer(attributes[i], data[i], &pp, ptr);
+        if (r == CUDA_ERROR_NOT_SUPPORTED)
+            r = real(1, &attributes[i], &data[i], ptr);
+    }
+    return r;
+}

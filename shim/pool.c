@@ -1,0 +1,146 @@
+/* Owner of the process's sw_policy and of each device's pool state. */
+#include "shim/pool.h"
+
+#include "shim/account.h"
+#include "shim/backend.h"
+#include "shim/config.h"
+#include "shim/driver.h"
+#include "shim/log.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+enum { DEV_UNKNOWN = 0, DEV_POOL = 1, DEV_PASS = 2 };
+
+static sw_policy *_Atomic policy;
+static _Atomic int state[SW_MAX_DEVICES];
+/* Devices given access to each device's memory before its pool existed. */
+static _Atomic uint64_t early_peers[SW_MAX_DEVICES];
+/* Device set-up is rare (once per device): one lock for all of it. */
+static pthread_mutex_t setup_lock = PTHREAD_MUTEX_INITIALIZER;
+
+sw_policy *spw_pool_policy(void)
+{
+    return atomic_load_explicit(&policy, memory_order_acquire);
+}
+
+static sw_policy *create_policy(void)
+{
+    sw_policy *p = atomic_load_explicit(&policy, memory_order_relaxed);
+    if (p)
+        return p;
+    CUresult r = sw_policy_create(spw_backend(), &p);
+    if (r != CUDA_SUCCESS) {
+        spw_warn("cannot create the page pool (error %d): capping bytes only", (int)r);
+        return NULL;
+    }
+    atomic_store_explicit(&policy, p, memory_order_release);
+    return p;
+}
+
+static void apply_early_peers(sw_policy *p, int dev)
+{
+    uint64_t mask = atomic_load(&early_peers[dev]);
+    for (int a = 0; a < SW_MAX_DEVICES; a++) {
+        if (!(mask >> a & 1))
+            continue;
+        CUresult r = sw_grant_access(p, dev, a);
+        if (r != CUDA_SUCCESS)
+            spw_warn("device %d: cannot grant device %d access to the pool (error %d)", dev, a,
+                     (int)r);
+    }
+}
+
+/* Under setup_lock: builds dev's pool; DEV_POOL or DEV_PASS. */
+static int set_up(int dev)
+{
+    const struct spw_options *o = spw_config();
+    uint64_t limit = spw_account_limit(dev);
+    sw_policy *p = create_policy();
+    if (!p || limit == UINT64_MAX)
+        return DEV_PASS;
+    sw_device_config cfg = {
+        .limit = (size_t)limit,
+        .preallocate = o->preallocate,
+        .va_factor = 0,
+        .sync_batch = 0,
+        .host_limit = o->host_limit == UINT64_MAX ? SIZE_MAX : (size_t)o->host_limit,
+    };
+    CUresult r = sw_device_init(p, dev, &cfg);
+    if (r != CUDA_SUCCESS) {
+        spw_warn("device %d: cannot set up the page pool for %llu bytes (error %d): "
+                 "allocations pass through to the driver, capped",
+                 dev, (unsigned long long)limit, (int)r);
+        return DEV_PASS;
+    }
+    apply_early_peers(p, dev);
+    spw_info("device %d: page pool of %llu bytes (%s)", dev, (unsigned long long)limit,
+             o->preallocate ? "preallocated" : "on demand");
+    return DEV_POOL;
+}
+
+sw_policy *spw_pool_for(int dev)
+{
+    if (dev < 0 || dev >= SW_MAX_DEVICES)
+        return NULL;
+    int s = atomic_load_explicit(&state[dev], memory_order_acquire);
+    if (s == DEV_UNKNOWN) {
+        if (spw_disabled() || !spw_driver_ready())
+            return NULL;
+        pthread_mutex_lock(&setup_lock);
+        s = atomic_load_explicit(&state[dev], memory_order_relaxed);
+        if (s == DEV_UNKNOWN) {
+            s = set_up(dev);
+            atomic_store_explicit(&state[dev], s, memory_order_release);
+        }
+        pthread_mutex_unlock(&setup_lock);
+        if (s == DEV_POOL)
+            spw_pool_publish(dev);
+    }
+    return s == DEV_POOL ? spw_pool_policy() : NULL;
+}
+
+int spw_pool_serves(int dev)
+{
+    return dev >= 0 && dev < SW_MAX_DEVICES &&
+           atomic_load_explicit(&state[dev], memory_order_acquire) == DEV_POOL;
+}
+
+void spw_pool_grant_peer(int owner, int accessor)
+{
+    if (owner < 0 || owner >= SW_MAX_DEVICES || accessor < 0 || accessor >= SW_MAX_DEVICES)
+        return;
+    /* Recorded first, under the set-up lock: a device set up concurrently
+     * either sees the bit or is ready for the grant below. */
+    pthread_mutex_lock(&setup_lock);
+    atomic_fetch_or(&early_peers[owner], 1ull << accessor);
+    int s = atomic_load(&state[owner]);
+    pthread_mutex_unlock(&setup_lock);
+    if (s != DEV_POOL)
+        return;
+    CUresult r = sw_grant_access(spw_pool_policy(), owner, accessor);
+    if (r != CUDA_SUCCESS)
+        spw_warn("device %d: cannot grant device %d access to the pool (error %d)", owner,
+                 accessor, (int)r);
+    else
+        spw_debug("device %d: pool mappings now accessible from device %d", owner, accessor);
+}
+
+void spw_pool_publish(int dev)
+{
+    spw_account_set_pool_bytes(dev, sw_pool_bytes(spw_pool_policy(), dev));
+}
+
+void spw_pool_passthrough(int dev, sw_passthrough_reason reason, size_t bytes, const char *what)
+{
+    sw_policy *p = spw_pool_policy();
+    if (!p) { /* counters live in the policy, pool or not */
+        pthread_mutex_lock(&setup_lock);
+        p = create_policy();
+        pthread_mutex_unlock(&setup_lock);
+    }
+    if (p && dev >= 0)
+        sw_count_passthrough(p, dev, reason, bytes);
+    spw_debug("%s of %zu bytes on device %d passes through to the driver (%s)", what, bytes, dev,
+              sw_passthrough_reason_name(reason));
+}

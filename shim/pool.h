@@ -1,0 +1,55 @@
+/* The process's page pool (policy/), as the handlers see it: created on the
+ * first allocation, one device at a time, and never destroyed (at exit the
+ * driver may already be unloading; the OS takes the memory back). */
+#ifndef SPILLWAY_SHIM_POOL_H
+#define SPILLWAY_SHIM_POOL_H
+#include "policy/policy.h"
+
+/* The policy, or NULL before the first device was set up (lock-free). */
+sw_policy *spw_pool_policy(void);
+
+/* The policy when dev's allocations are served from the pool, setting the
+ * device up on first use (limit, SPILLWAY_PREALLOCATE, SPILLWAY_HOST_LIMIT);
+ * NULL when they pass through (SPILLWAY_DISABLE, or the pool could not be
+ * set up: then spillway only caps bytes on dev). One atomic load once set up. */
+sw_policy *spw_pool_for(int dev);
+
+/* Whether dev is served from the pool (without setting it up). */
+int spw_pool_serves(int dev);
+
+/* Whether ptr lies in memory the pool owns (lock-free). */
+static inline sw_policy *spw_pool_owner(CUdeviceptr ptr)
+{
+    sw_policy *p = spw_pool_policy();
+    return p && sw_owns(p, ptr) ? p : NULL;
+}
+
+/* The program enabled access from accessor to owner's memory: granted on
+ * the pool's mappings of owner now, or when owner is set up. */
+void spw_pool_grant_peer(int owner, int accessor);
+
+/* Publishes dev's pool size in the stats segment if it changed. */
+void spw_pool_publish(int dev);
+
+/* Counts an allocation that passes through (policy counter and debug log). */
+void spw_pool_passthrough(int dev, sw_passthrough_reason reason, size_t bytes, const char *what);
+
+/* Serves a cuMemAlloc-class allocation of bytes on dev from the pool
+ * (async: cuMemAllocAsync's reuse rules on stream): reserves the bytes
+ * against the limit, allocates, counts (serve.c). */
+CUresult spw_serve_alloc(sw_policy *p, int dev, size_t bytes, int async, CUstream stream,
+                         CUdeviceptr *out);
+/* Frees a pool pointer (async: on stream) and releases its bytes. */
+CUresult spw_serve_free(sw_policy *p, CUdeviceptr ptr, int async, CUstream stream);
+
+/* The stream value the policy keys async reuse by: the legacy stream is
+ * NULL, and stream 0 of a _ptsz call is the per-thread stream. */
+static inline CUstream spw_pool_stream(CUstream s, int per_thread)
+{
+    if (s == CU_STREAM_LEGACY)
+        return NULL;
+    if (!s && per_thread)
+        return CU_STREAM_PER_THREAD;
+    return s;
+}
+#endif

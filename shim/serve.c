@@ -1,0 +1,41 @@
+/* The hot path: allocations and frees served from the page pool, kept in
+ * the one byte count per device (account.c) that the limit, cuMemGetInfo
+ * and the stats read. policy/ knows each allocation's size, so the shim
+ * keeps no table of its own for pool memory. */
+#include "shim/account.h"
+#include "shim/handler.h"
+#include "shim/pool.h"
+
+CUresult spw_serve_alloc(sw_policy *p, int dev, size_t bytes, int async, CUstream stream,
+                         CUdeviceptr *out)
+{
+    if (bytes == 0)
+        return CUDA_ERROR_INVALID_VALUE; /* before reserving: the driver's answer */
+    if (spw_account_reserve(dev, bytes))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    CUdeviceptr ptr;
+    CUresult r = async ? sw_alloc_async(p, dev, bytes, stream, &ptr) : sw_alloc(p, dev, bytes, &ptr);
+    if (r != CUDA_SUCCESS) {
+        spw_account_unreserve(dev, bytes);
+        if (r == CUDA_ERROR_OUT_OF_MEMORY)
+            spw_account_note_oom(dev);
+        return r;
+    }
+    *out = ptr;
+    spw_account_commit_pool(dev, bytes);
+    spw_pool_publish(dev);
+    spw_mark_counted();
+    return CUDA_SUCCESS;
+}
+
+CUresult spw_serve_free(sw_policy *p, CUdeviceptr ptr, int async, CUstream stream)
+{
+    int dev;
+    size_t bytes;
+    CUresult r = sw_free_sized(p, ptr, async, stream, &dev, &bytes);
+    if (r != CUDA_SUCCESS)
+        return r;
+    spw_account_release(dev, bytes);
+    spw_mark_counted();
+    return CUDA_SUCCESS;
+}

@@ -1,0 +1,51 @@
+/* What the pool must learn from the program: its device-wide sync points
+ * (they also cover frees waiting for one), destroyed streams (their handle
+ * value may come back as a new stream) and peer access (granted on the
+ * pool's mappings too). Each forwards first; the driver's answer stands. */
+#include "shim/backend.h"
+#include "shim/handler.h"
+
+static int current_device(void)
+{
+    int dev;
+    return spw_driver_ctx_device(&dev) == CUDA_SUCCESS ? dev : -1;
+}
+
+CUresult spw_h_ctx_synchronize(void)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_ctx_synchronize);
+    int dev;
+    if (spw_disabled() || (dev = current_device()) < 0 || !spw_pool_serves(dev))
+        return real();
+    sw_policy *p = spw_pool_policy();
+    uint64_t ticket = sw_sync_begin(p, dev);
+    CUresult r = real();
+    if (r == CUDA_SUCCESS)
+        sw_sync_end(p, dev, ticket);
+    return r;
+}
+
+CUresult spw_h_stream_destroy(CUstream hStream)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_stream_destroy);
+    int dev = -1;
+    if (!spw_disabled() && hStream && spw_pool_policy() &&
+        spw_driver_stream_device(hStream, &dev) != CUDA_SUCCESS)
+        dev = -1;
+    CUresult r = real(hStream);
+    if (r == CUDA_SUCCESS && dev >= 0 && spw_pool_serves(dev))
+        sw_stream_destroyed(spw_pool_policy(), dev, hStream);
+    return r;
+}
+
+CUresult spw_h_ctx_enable_peer_access(CUcontext peerContext, unsigned int Flags)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_ctx_enable_peer_access);
+    CUresult r = real(peerContext, Flags);
+    int accessor, owner;
+    if (r != CUDA_SUCCESS || spw_disabled() || (accessor = current_device()) < 0 ||
+        spw_backend_ctx_device(peerContext, &owner) != CUDA_SUCCESS)
+        return r;
+    spw_pool_grant_peer(owner, accessor);
+    return r;
+}
