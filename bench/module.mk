@@ -1,0 +1,43 @@
+# bench/: the benchmarks of issue 4, written once against bench/gpuapi.h and
+# linked twice:
+#   $(BUILD)/bench/rt-static/X, rt-shared/X  the CUDA runtime, linked by nvcc
+#       (-cudart static|shared) on the GPU host: what `make bench` and
+#       scripts/gpu-check.sh time (GPU_TARGETS, never built by plain `make`,
+#       since CI has no nvcc);
+#   $(BUILD)/bench/drv/X  the driver API, gcc -lcuda: runs against fakecuda
+#       (`make bench-smoke`, tests/gpu/selftest.sh).
+# tests/gpu/ links the same objects for its CUDA C acceptance program.
+NVCC ?= $(CUDA_HOME)/bin/nvcc
+BENCH_PROGS  := alloc_lat alloc_random prealloc
+BENCH_COMMON := $(BUILD)/bench/util.o $(BUILD)/bench/selfstats.o
+BENCH_DRV    := $(addprefix $(BUILD)/bench/drv/,$(BENCH_PROGS))
+BENCH_RT     := $(addprefix $(BUILD)/bench/rt-static/,$(BENCH_PROGS)) \
+                $(addprefix $(BUILD)/bench/rt-shared/,$(BENCH_PROGS))
+
+# Objects come from the generic gcc rule (C11, -Werror); nvcc only links, so
+# that the runtime is the one nvcc programs get (-cudart static is nvcc's
+# default, shared is what PyTorch uses).
+$(BUILD)/bench/drv/%: $(BUILD)/bench/%.o $(BUILD)/bench/gpuapi_drv.o $(BENCH_COMMON) | $(FAKECUDA_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $^ -o $@ -L$(BUILD)/fakecuda -l:libcuda.so.1 $(LDLIBS)
+$(BUILD)/bench/rt-static/%: $(BUILD)/bench/%.o $(BUILD)/bench/gpuapi_rt.o $(BENCH_COMMON)
+	@mkdir -p $(dir $@)
+	$(NVCC) -cudart static $^ -o $@ -lpthread -ldl
+$(BUILD)/bench/rt-shared/%: $(BUILD)/bench/%.o $(BUILD)/bench/gpuapi_rt.o $(BENCH_COMMON)
+	@mkdir -p $(dir $@)
+	$(NVCC) -cudart shared $^ -o $@ -lpthread -ldl
+
+ALL_TARGETS += $(BENCH_DRV)
+GPU_TARGETS += $(BENCH_RT) $(BENCH_DRV)
+
+# `make bench` (GPU host): every benchmark, ratios from one run, markdown
+# tables on stdout and in $(BUILD)/bench-out/. scripts/gpu-check.sh runs the
+# same bench/run.py inside its own time budget.
+bench: $(BENCH_RT) $(BENCH_DRV) $(SHIM_LIB)
+	python3 bench/run.py --build $(BUILD) --out $(BUILD)/bench-out
+
+# `make bench-smoke` (no GPU): the driver-API builds under the shim against
+# fakecuda, briefly, checking the data they read back.
+bench-smoke: $(BENCH_DRV) $(SHIM_LIB) $(FAKECUDA_LIB)
+	BUILD=$(BUILD) bench/smoke.sh
+.PHONY: bench-smoke

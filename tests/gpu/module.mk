@@ -1,0 +1,25 @@
+# tests/gpu/: what only a real GPU can check (scripts/gpu-check.sh runs it).
+# The CUDA C acceptance program is linked like the benchmarks (bench/module.mk):
+# by nvcc with the static and the shared runtime for the GPU rows, and
+# against the driver API for the fakecuda self-test (tests/gpu/selftest.sh).
+GPU_OOM_OBJS := $(BUILD)/tests/gpu/alloc_until_oom.o $(BUILD)/bench/util.o
+GPU_OOM_DRV  := $(BUILD)/tests/gpu/drv/alloc_until_oom
+GPU_OOM_RT   := $(BUILD)/tests/gpu/rt-static/alloc_until_oom $(BUILD)/tests/gpu/rt-shared/alloc_until_oom
+
+$(GPU_OOM_DRV): $(GPU_OOM_OBJS) $(BUILD)/bench/gpuapi_drv.o | $(FAKECUDA_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $^ -o $@ -L$(BUILD)/fakecuda -l:libcuda.so.1 $(LDLIBS)
+$(BUILD)/tests/gpu/rt-static/alloc_until_oom: $(GPU_OOM_OBJS) $(BUILD)/bench/gpuapi_rt.o
+	@mkdir -p $(dir $@)
+	$(NVCC) -cudart static $^ -o $@ -lpthread -ldl
+$(BUILD)/tests/gpu/rt-shared/alloc_until_oom: $(GPU_OOM_OBJS) $(BUILD)/bench/gpuapi_rt.o
+	@mkdir -p $(dir $@)
+	$(NVCC) -cudart shared $^ -o $@ -lpthread -ldl
+
+ALL_TARGETS += $(GPU_OOM_DRV)
+# The GPU host also needs the library and the launcher (literal paths: the
+# shim's and the tools' module.mk are read after this one). spillway-top is
+# left out: it needs ncurses, which the GPU host may lack; gpu-check.sh
+# builds it when it can and reads the segments itself otherwise.
+GPU_TARGETS += $(GPU_OOM_RT) $(GPU_OOM_DRV) $(SHIM_LIB) $(BUILD)/tools/spillway
+UNIT_TESTS  += tests/gpu/selftest.sh
