@@ -305,6 +305,21 @@ void spw_account_restore(enum spw_kind kind, uint64_t key, int dev, uint64_t byt
     spw_account_restore_pt(kind, key, dev, bytes, -1);
 }
 
+void spw_account_note_pool_oom(int dev, uint64_t bytes)
+{
+    struct counters *c = &devices[dev];
+    spw_account_note_oom(dev);
+    enum spw_log_level level =
+        atomic_exchange_explicit(&c->oom_logged, 1, memory_order_relaxed) ? SPW_LOG_DEBUG
+                                                                          : SPW_LOG_WARN;
+    spw_log(level,
+            "device %d: out of memory: the pool has no room for %llu bytes (%llu in use, "
+            "limit %llu; allocations take whole pages from 1 page up)%s",
+            dev, (unsigned long long)bytes, (unsigned long long)atomic_load(&c->used),
+            (unsigned long long)spw_account_limit(dev),
+            level == SPW_LOG_WARN ? "; later refusals are logged at debug level" : "");
+}
+
 void spw_account_note_oom(int dev)
 {
     atomic_fetch_add_explicit(&counters_of(dev)->ooms, 1, memory_order_relaxed);

@@ -75,6 +75,9 @@ void spw_account_restore(enum spw_kind kind, uint64_t key, int dev, uint64_t byt
 
 /* Counts an out-of-memory answer of the driver itself. */
 void spw_account_note_oom(int dev);
+/* The same for the pool's own refusal (no room in its pages), logged as the
+ * limit's refusals are (warning once per device, then debug). */
+void spw_account_note_pool_oom(int dev, uint64_t bytes);
 
 /* From now on, mirror every device's counters into the stats segment w
  * (limit, in use, peak, allocs, frees, OOMs); counts from before are

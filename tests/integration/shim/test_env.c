@@ -186,7 +186,9 @@ static void expect_limits(const char *const *env, const uint64_t *limits, int nd
     }
 }
 
-/* Allocating chunk after chunk on dev stops at the limit with OOM. */
+/* Allocating chunk after chunk on dev stops at the limit with OOM. Each
+ * chunk takes whole pool pages (2 MiB under fakecuda): the fill stops when
+ * the next chunk's pages no longer fit. */
 static void expect_fill_stops(const char *const *env, int dev, uint64_t limit, uint64_t chunk)
 {
     char d[8], c[32];
@@ -200,8 +202,9 @@ static void expect_fill_stops(const char *const *env, int dev, uint64_t limit, u
     ck_assert_msg(line && sscanf(line, "fill %d bytes %llu err %d", &dd, &bytes, &err) == 3, "%s %s",
                   r.out, r.err);
     ck_assert_int_eq(err, 2 /* CUDA_ERROR_OUT_OF_MEMORY */);
-    ck_assert_msg(bytes <= limit && bytes + chunk > limit, "device %d filled %llu of %llu", dev,
-                  bytes, (unsigned long long)limit);
+    uint64_t page = 2 * 1048576, pages = (chunk + page - 1) / page * page;
+    ck_assert_msg(bytes <= limit && bytes / chunk * pages + pages > limit,
+                  "device %d filled %llu of %llu", dev, bytes, (unsigned long long)limit);
     char key[64];
     snprintf(key, sizeof key, "after dev %d total ", dev);
     const char *after = strstr(r.out, key);
