@@ -36,6 +36,15 @@ size_t fakecuda_device_bytes_used(int dev) __attribute__((weak)); /* device memo
 size_t fakecuda_host_bytes_used(void) __attribute__((weak));      /* pinned host memory held */
 size_t fakecuda_live_mappings(void) __attribute__((weak));        /* VMM mappings currently mapped */
 size_t fakecuda_live_handles(void) __attribute__((weak));         /* cuMemCreate handles not yet freed */
+/* Devices (bit d) the last cuMemSetAccess over the VMM mapping at ptr gave
+ * access; 0 when ptr is not in a mapping. */
+unsigned long long fakecuda_access_devices(unsigned long long ptr) __attribute__((weak));
+
+/* Marks a stream (a CUstream, not the NULL or per-thread stream) as being
+ * captured or not: cuStreamIsCapturing then answers ACTIVE. fakecuda has
+ * no graphs; this only lets tests see how a library treats capture.
+ * Returns 0, or -1 for a bad stream. */
+int fakecuda_set_capturing(void *stream, int capturing) __attribute__((weak));
 
 static inline int fakecuda_present(void)
 {

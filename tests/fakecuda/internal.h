@@ -83,6 +83,7 @@ struct fc_region {
     struct fc_mempool *pool;
     struct fc_handle *handle; /* FC_VMM */
     unsigned access;        /* FC_VMM: CUmemAccess_flags set by cuMemSetAccess */
+    unsigned long long access_devs; /* FC_VMM: devices cuMemSetAccess gave access (bit d) */
 };
 
 /* All under fc_lock. Lookup finds the region containing addr. */

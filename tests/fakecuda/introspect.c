@@ -34,3 +34,12 @@ FC_EXPORT size_t fakecuda_live_handles(void)
     pthread_mutex_unlock(&fc_lock);
     return n;
 }
+
+FC_EXPORT unsigned long long fakecuda_access_devices(unsigned long long ptr)
+{
+    pthread_mutex_lock(&fc_lock);
+    struct fc_region *reg = fc_region_find((uintptr_t)ptr);
+    unsigned long long devs = reg && reg->kind == FC_VMM ? reg->access_devs : 0;
+    pthread_mutex_unlock(&fc_lock);
+    return devs;
+}

@@ -25,6 +25,7 @@ struct CUstream_st {
     int priority;
     enum fc_stream_kind kind;
     bool destroyed;
+    bool capturing; /* fakecuda_set_capturing (tests only: no graphs here) */
     struct fc_op *head, *tail;
     uint64_t submitted, completed;
     struct CUstream_st *next;
@@ -433,9 +434,24 @@ static CUresult stream_is_capturing(CUstream h, CUstreamCaptureStatus *status, b
 {
     struct CUstream_st *s;
     CUresult r = resolve_for_query(h, ptds, status, &s);
-    if (r == CUDA_SUCCESS)
-        *status = CU_STREAM_CAPTURE_STATUS_NONE; /* fakecuda has no graphs */
+    if (r == CUDA_SUCCESS) {
+        pthread_mutex_lock(&lock);
+        /* fakecuda has no graphs: only a test marks a stream capturing. */
+        *status = s->capturing ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+        pthread_mutex_unlock(&lock);
+    }
     return r;
+}
+
+FC_EXPORT int fakecuda_set_capturing(void *stream, int capturing)
+{
+    struct CUstream_st *s;
+    if (fc_stream_resolve((CUstream)stream, false, &s) != CUDA_SUCCESS)
+        return -1;
+    pthread_mutex_lock(&lock);
+    s->capturing = capturing != 0;
+    pthread_mutex_unlock(&lock);
+    return 0;
 }
 
 /* ---- events ---- */

@@ -325,6 +325,7 @@ FC_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAcces
     if (!desc || count == 0)
         return CUDA_ERROR_INVALID_VALUE;
     unsigned flags = 0;
+    unsigned long long devs = 0;
     for (size_t i = 0; i < count; i++) {
         if (desc[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
             fc_check_device(desc[i].location.id) != CUDA_SUCCESS ||
@@ -332,6 +333,8 @@ FC_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAcces
             return CUDA_ERROR_INVALID_DEVICE;
         if (desc[i].flags > flags)
             flags = desc[i].flags;
+        if (desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_NONE && desc[i].location.id < 64)
+            devs |= 1ull << desc[i].location.id;
     }
     struct unmap_walk w;
     pthread_mutex_lock(&fc_lock);
@@ -343,8 +346,10 @@ FC_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAcces
                : flags == CU_MEM_ACCESS_FLAGS_PROT_READ   ? PROT_READ
                                                           : PROT_NONE;
     mprotect((void *)ptr, size, prot);
-    for (size_t i = 0; i < w.n; i++)
+    for (size_t i = 0; i < w.n; i++) {
         w.found[i]->access = flags;
+        w.found[i]->access_devs = devs;
+    }
     pthread_mutex_unlock(&fc_lock);
     return CUDA_SUCCESS;
 }
