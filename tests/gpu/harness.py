@@ -1,0 +1,221 @@
+"""The parts every GPU row and benchmark run shares: running one program
+with a timeout and the hold handshake, parsing its RESULT line, the time
+budget, and the results file (one JSON object per line) that report.py turns
+into the README's tables.
+
+Hold handshake: a program that prints a line "SWGPU_HOLD" waits for a line
+on stdin; meanwhile the harness samples what it needs at the program's peak
+(NVML, the stats segment, spillway-top), then writes "go".
+"""
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+GRANULE = 2 << 20
+MiB, GiB = 1 << 20, 1 << 30
+
+
+def parse_result(line):
+    """'RESULT a=1 b=x' -> {'a': 1, 'b': 'x'} (ints and floats converted)."""
+    out = {}
+    for tok in line.split()[1:]:
+        if "=" not in tok:
+            continue
+        k, v = tok.split("=", 1)
+        for conv in (int, float):
+            try:
+                v = conv(v)
+                break
+            except ValueError:
+                pass
+        out[k] = v
+    return out
+
+
+def size_bytes(s):
+    """'4G', '512M', '123' -> bytes."""
+    s = str(s).strip().upper()
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    if s and s[-1] in mult:
+        return int(float(s[:-1]) * mult[s[-1]])
+    return int(s)
+
+
+class Budget:
+    """Absolute deadline (time.time()) shared by every stage of one check."""
+
+    def __init__(self, deadline=None, reserve=10):
+        self.deadline, self.reserve = deadline, reserve
+
+    def left(self):
+        if self.deadline is None:
+            return float("inf")
+        return self.deadline - self.reserve - time.time()
+
+    def timeout(self, want, need):
+        """Seconds to give a run that wants `want` and is useless with less
+        than `need`; None when the budget cannot afford it."""
+        left = self.left()
+        if left < need:
+            return None
+        return min(want, left)
+
+
+class Log:
+    def __init__(self, path=None):
+        self.f = open(path, "a") if path else None
+        self.lock = threading.Lock()
+
+    def write(self, text):
+        with self.lock:
+            if self.f:
+                self.f.write(text if text.endswith("\n") else text + "\n")
+                self.f.flush()
+
+
+class Results:
+    def __init__(self, path):
+        self.path = path
+
+    def add(self, rec):
+        with open(self.path, "a") as f:
+            f.write(json.dumps(rec, sort_keys=True) + "\n")
+
+    def load(self):
+        try:
+            with open(self.path) as f:
+                return [json.loads(l) for l in f if l.strip()]
+        except OSError:
+            return []
+
+
+class Run:
+    """Outcome of one program run."""
+
+    def __init__(self):
+        self.rc, self.timed_out, self.wall = None, False, 0.0
+        self.stdout, self.stderr, self.result, self.hold, self.pid = [], [], None, None, None
+
+    def ok(self):
+        return self.rc == 0 and not self.timed_out and self.result is not None and "error" not in self.result
+
+    def why(self):
+        if self.timed_out:
+            return "timed out after %.0f s" % self.wall
+        if self.result is None:
+            tail = [l for l in self.stderr if l.strip()][-2:]
+            return "no RESULT line (exit %s)%s" % (self.rc, ": " + " | ".join(tail) if tail else "")
+        if self.rc != 0:
+            return "exit %s" % self.rc
+        if "error" in self.result:
+            return "error in %s (code %s)" % (self.result.get("what"), self.result.get("code"))
+        return "ok"
+
+
+def base_env(extra=None, preload=None, stats_dir=None):
+    """The environment of a run: the caller's, never fakecuda or an earlier
+    preload, Python unbuffered, spillway only when preload is given."""
+    env = dict(os.environ)
+    for k in list(env):
+        if k.startswith(("SPILLWAY_", "XLA_PYTHON_CLIENT_", "PYTORCH_CUDA_ALLOC_CONF", "FAKECUDA_")):
+            del env[k]
+    env.pop("LD_PRELOAD", None)
+    env["PYTHONUNBUFFERED"] = "1"
+    if stats_dir:
+        env["SPILLWAY_STATS_DIR"] = stats_dir
+    if preload:
+        env["LD_PRELOAD"] = preload
+    env.update(extra or {})
+    return env
+
+
+def run(cmd, env, timeout, log=None, on_hold=None, on_start=None, label=""):
+    """Runs cmd; on_start(pid) right after the spawn, on_hold(pid) at the
+    hold line (its return value is kept as run.hold). Kills the whole process
+    group at the timeout."""
+    r = Run()
+    log = log or Log()
+    log.write("== %s\n$ %s\n  env: %s" % (label, " ".join(cmd), " ".join(
+        "%s=%s" % (k, v) for k, v in sorted(env.items())
+        if k.startswith(("SPILLWAY_", "XLA_", "PYTORCH_", "LD_PRELOAD", "FAKECUDA_", "LD_LIBRARY_PATH")))))
+    t0 = time.monotonic()
+    try:
+        p = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, bufsize=1, start_new_session=True)
+    except OSError as e:
+        r.rc, r.stderr = 127, [str(e)]
+        log.write("  cannot start: %s" % e)
+        return r
+    r.pid = p.pid
+    if on_start:
+        on_start(p.pid)
+    lines = queue.Queue()
+
+    def pump(stream, tag):
+        for line in stream:
+            lines.put((tag, line.rstrip("\n")))
+        lines.put((tag, None))
+
+    for stream, tag in ((p.stdout, "out"), (p.stderr, "err")):
+        threading.Thread(target=pump, args=(stream, tag), daemon=True).start()
+    open_streams = 2
+    deadline = t0 + timeout
+    while open_streams:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            r.timed_out = True
+            break
+        try:
+            tag, line = lines.get(timeout=min(left, 1.0))
+        except queue.Empty:
+            continue
+        if line is None:
+            open_streams -= 1
+            continue
+        (r.stdout if tag == "out" else r.stderr).append(line)
+        log.write(("  | " if tag == "out" else "  ! ") + line)
+        if tag == "out" and line.startswith("RESULT"):
+            r.result = parse_result(line)
+        if tag == "out" and line.strip() == "SWGPU_HOLD":
+            try:
+                r.hold = on_hold(p.pid) if on_hold else None
+            finally:
+                try:
+                    p.stdin.write("go\n")
+                    p.stdin.flush()
+                except OSError:
+                    pass
+    if r.timed_out:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except OSError:
+            pass
+    try:
+        r.rc = p.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        r.rc = p.wait()
+    r.wall = time.monotonic() - t0
+    log.write("  exit %s after %.2f s%s" % (r.rc, r.wall, " (TIMED OUT)" if r.timed_out else ""))
+    return r
+
+
+def fmt_bytes(v):
+    if v is None:
+        return "n/a"
+    neg = v < 0
+    v = abs(v)
+    for unit, s in (("GiB", GiB), ("MiB", MiB), ("KiB", 1 << 10)):
+        if v >= s:
+            return "%s%.2f %s" % ("-" if neg else "", v / s, unit)
+    return "%s%d B" % ("-" if neg else "", v)
+
+
+def python():
+    return sys.executable or "python3"
