@@ -1,6 +1,12 @@
-/* spillway_get_counters (spillway.h): the counters, for tests and programs
- * that want to see them without the stats segment. */
+/* spillway_get_counters and spillway_get_pool_counters (spillway.h): the
+ * counters, for tests and programs that want to see them without the stats
+ * segment. */
 #include "shim/account.h"
+#include "shim/pool.h"
+
+#include <string.h>
+
+_Static_assert((int)SPILLWAY_PT_COUNT == (int)SW_PT_NREASONS, "pass-through reasons");
 
 __attribute__((visibility("default"))) int spillway_get_counters(int device,
                                                                  struct spillway_counters *out)
@@ -8,4 +14,25 @@ __attribute__((visibility("default"))) int spillway_get_counters(int device,
     if (!out)
         return -1;
     return spw_account_read(device, out);
+}
+
+__attribute__((visibility("default"))) int
+spillway_get_pool_counters(int device, struct spillway_pool_counters *out)
+{
+    if (!out)
+        return -1;
+    memset(out, 0, sizeof *out);
+    sw_counters c;
+    sw_policy *p = spw_pool_policy();
+    if (!p || sw_get_counters(p, device, &c) != CUDA_SUCCESS)
+        return -1;
+    out->pool_bytes = c.pool_bytes;
+    out->in_use_bytes = c.in_use_bytes;
+    out->pending_bytes = c.pending_bytes;
+    out->syncs = c.syncs;
+    for (int i = 0; i < SPILLWAY_PT_COUNT; i++) {
+        out->passthrough_count[i] = c.passthrough_count[i];
+        out->passthrough_bytes[i] = c.passthrough_bytes[i];
+    }
+    return 0;
 }

@@ -25,6 +25,30 @@ struct spillway_counters {
  * index spillway does not track. */
 int spillway_get_counters(int device, struct spillway_counters *out);
 
+/* Why an allocation passed the pool by (index of the arrays below). */
+enum spillway_passthrough {
+    SPILLWAY_PT_IPC = 0,       /* cuMemCreate asking for a shareable handle type */
+    SPILLWAY_PT_MANAGED,       /* cuMemAllocManaged */
+    SPILLWAY_PT_CAPTURE,       /* stream-ordered allocation during stream capture */
+    SPILLWAY_PT_HOST_LOCATION, /* cuMemCreate on a host location */
+    SPILLWAY_PT_DISABLED,      /* the device has no pool (it could not be set up) */
+    SPILLWAY_PT_OTHER,         /* special properties (compression, RDMA flags ...) */
+    SPILLWAY_PT_COUNT
+};
+
+struct spillway_pool_counters {
+    uint64_t pool_bytes;    /* device pages the pool holds (0: no pool on the device) */
+    uint64_t in_use_bytes;  /* pool memory the program holds (requested sizes) */
+    uint64_t pending_bytes; /* freed, waiting for a sync point or an event */
+    uint64_t syncs;         /* device synchronizations the pool made */
+    uint64_t passthrough_count[SPILLWAY_PT_COUNT]; /* since the start */
+    uint64_t passthrough_bytes[SPILLWAY_PT_COUNT];
+};
+
+/* The page pool's view of a device. Returns 0, or -1 for a bad index or
+ * before spillway has seen any allocation (all zero then). */
+int spillway_get_pool_counters(int device, struct spillway_pool_counters *out);
+
 #ifdef __cplusplus
 }
 #endif
