@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""Issue 5 acceptance: a JAX process and a PyTorch process at once, each
+under its own limit through `spillway run`, both shown by `spillway-top
+--once` while they hold memory, with in-use figures that match what the
+frameworks report. Saves the --once output (for the README) and --json in
+<out>/, one JSON record in <out>/results.jsonl.
+
+Matching: spillway counts what a process holds from the driver, so its
+in-use figure is compared with what each framework holds from the driver:
+JAX's memory_stats() pool_bytes (its BFC arena; bytes_in_use, what its arrays
+use inside it, is shown beside), PyTorch's memory_reserved() (its cached
+segments; memory_allocated beside). Tolerance: --tolerance MiB.
+
+  pair.py --build build-gpu --out DIR [--top PATH] [--fake] [--dry-run]
+  --fake: two CUDA C holders on fakecuda instead (self-test of the plumbing)
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import harness  # noqa: E402
+import swstats  # noqa: E402
+from harness import MiB, fmt_bytes  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default="build-gpu")
+    ap.add_argument("--out", default="build-gpu/gpu-out")
+    ap.add_argument("--top", help="spillway-top binary (default <build>/tools/spillway-top)")
+    ap.add_argument("--deadline", type=float)
+    ap.add_argument("--tolerance", type=int, default=96, help="MiB")
+    ap.add_argument("--fake", action="store_true")
+    ap.add_argument("--dry-run", action="store_true")
+    a = ap.parse_args()
+    build, out = os.path.abspath(a.build), os.path.abspath(a.out)
+    os.makedirs(out, exist_ok=True)
+    log = harness.Log(os.path.join(out, "gpu-check.log"))
+    results = harness.Results(os.path.join(out, "results.jsonl"))
+    launcher = os.path.join(build, "tools", "spillway")
+    top = a.top or os.path.join(build, "tools", "spillway-top")
+    stats_dir = tempfile.mkdtemp(prefix="swgpu-pair.")
+    py = harness.python()
+    if a.fake:
+        holder = os.path.join(build, "tests", "gpu", "drv", "alloc_until_oom")
+        procs = [("cudac-a", "64M", [holder, "--hold", "--baseline", "--chunk", "24M"]),
+                 ("cudac-b", "96M", [holder, "--hold", "--baseline", "--chunk", "40M"])]
+    else:
+        procs = [("jax", "6G", [py, os.path.join(HERE, "row_jax.py"), "--mode", "hold", "--hold-bytes", "1G"]),
+                 ("torch", "3G", [py, os.path.join(HERE, "row_torch.py"), "--mode", "hold", "--hold-bytes", "768M"])]
+    budget = harness.Budget(a.deadline)
+    timeout = budget.timeout(150, 40 if not a.fake else 5)
+    cmds = [[launcher, "run", "--limit", lim, "--"] + cmd for _, lim, cmd in procs]
+    if a.dry_run or timeout is None:
+        for c in cmds:
+            print("would run: " + " ".join(c))
+        if timeout is None and not a.dry_run:
+            results.add({"table": "pair", "status": "SKIP", "why": "time budget"})
+        return 0
+    env = harness.base_env(stats_dir=stats_dir)
+    if a.fake:
+        env["LD_LIBRARY_PATH"] = os.path.join(build, "fakecuda")
+        env["FAKECUDA_MEM"] = "512M"
+    # Both hold until the snapshot is taken: a barrier of the two hold
+    # callbacks and this thread.
+    barrier = threading.Barrier(3, timeout=timeout)
+    released = threading.Event()
+    runs = [None, None]
+    pids = [None, None]
+
+    def on_hold(pid):
+        try:
+            barrier.wait()
+        except threading.BrokenBarrierError:
+            return None
+        released.wait(60)
+        return None
+
+    def worker(i):
+        def on_start(pid):
+            pids[i] = pid
+        runs[i] = harness.run(cmds[i], env, timeout, log, on_hold=on_hold, on_start=on_start,
+                              label="pair " + procs[i][0])
+        try:
+            barrier.abort()  # a process that ends without holding frees the others
+        except threading.BrokenBarrierError:
+            pass
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    snap = {"once": None, "json": None, "segments": {}, "top": None}
+    try:
+        barrier.wait()
+        topenv = dict(env, SPILLWAY_STATS_DIR=stats_dir, NO_COLOR="1", COLUMNS="100")
+        if os.access(top, os.X_OK):
+            snap["top"] = top
+            for mode, key in (("--once", "once"), ("--json", "json")):
+                p = subprocess.run([top, mode], env=topenv, capture_output=True, text=True, timeout=20)
+                snap[key] = p.stdout
+                log.write("$ spillway-top %s (exit %d)\n%s%s" % (mode, p.returncode, p.stdout, p.stderr))
+        else:
+            # No spillway-top on this host (no ncurses): the same segments
+            # through the Python reader, said so in the table.
+            p = subprocess.run([py, os.path.join(HERE, "swstats.py"), "--dir", stats_dir], env=topenv,
+                               capture_output=True, text=True, timeout=20)
+            snap["once"] = "(spillway-top not built here; swstats.py fallback)\n" + p.stdout
+        for pid in pids:
+            seg, why = swstats.read_pid(pid, stats_dir)
+            snap["segments"][pid] = seg or why
+    except threading.BrokenBarrierError:
+        pass
+    finally:
+        released.set()
+        for t in threads:
+            t.join()
+        try:
+            os.rmdir(stats_dir)
+        except OSError:
+            pass
+    with open(os.path.join(out, "spillway-top-once.txt"), "w") as f:
+        f.write(snap["once"] or "(no snapshot: a process did not reach its hold)\n")
+    if snap["json"]:
+        with open(os.path.join(out, "spillway-top.json"), "w") as f:
+            f.write(snap["json"])
+    rec = {"table": "pair", "procs": [], "top": snap["top"], "once_file": "spillway-top-once.txt"}
+    checks = []
+    top_procs = {}
+    if snap["json"]:
+        try:
+            top_procs = {p["pid"]: p for p in json.loads(snap["json"]).get("processes", [])}
+        except ValueError:
+            checks.append(["spillway-top --json", False, "unparsable"])
+    for i, (name, lim, _) in enumerate(procs):
+        r, pid = runs[i], pids[i]
+        res = (r.result or {}) if r else {}
+        seg = snap["segments"].get(pid)
+        entry = {"name": name, "pid": pid, "limit": harness.size_bytes(lim), "result": res}
+        if not (r and r.ok()):
+            checks.append(["%s ran" % name, False, r.why() if r else "not started"])
+            rec["procs"].append(entry)
+            continue
+        if not isinstance(seg, dict):
+            checks.append(["%s segment" % name, False, str(seg)])
+            rec["procs"].append(entry)
+            continue
+        d = seg["devices"][0]
+        in_use, seg_limit = d.get("in_use_bytes"), d.get("limit_bytes")
+        fw_fig = {"jax": "fw_pool", "torch": "fw_reserved"}.get(name, "held")
+        fw_val = res.get(fw_fig)
+        if not isinstance(fw_val, int) and name == "jax":  # no pool_bytes: another allocator's figure
+            fw_fig, fw_val = "fw_reserved", res.get("fw_reserved")
+            if not isinstance(fw_val, int):
+                fw_fig, fw_val = "fw_in_use", res.get("fw_in_use")
+        entry.update(in_use=in_use, seg_limit=seg_limit, fw_figure=fw_fig, fw_value=fw_val,
+                     fw_in_use=res.get("fw_in_use", res.get("fw_allocated")))
+        checks.append(["%s limit" % name, seg_limit == entry["limit"],
+                       "segment limit %s, launcher --limit %s" % (fmt_bytes(seg_limit), lim)])
+        ok = isinstance(fw_val, int) and in_use is not None and abs(in_use - fw_val) <= a.tolerance * MiB
+        checks.append(["%s in use matches" % name, ok, "spillway %s, %s %s" % (
+            fmt_bytes(in_use), fw_fig, fmt_bytes(fw_val) if isinstance(fw_val, int) else fw_val)])
+        if snap["top"]:
+            shown = pid in top_procs and any(l.split()[:1] == [str(pid)] for l in (snap["once"] or "").splitlines())
+            checks.append(["%s in spillway-top" % name, shown, "pid %s in --once and --json" % pid])
+        else:
+            checks.append(["%s in spillway-top" % name, False, "spillway-top not built on this host"])
+        rec["procs"].append(entry)
+    rec.update(status="pass" if checks and all(c[1] for c in checks) else "FAIL", checks=checks)
+    results.add(rec)
+    failed = [c[0] for c in checks if not c[1]]
+    print("RESULT table=pair pass=%d failed=%s" % (rec["status"] == "pass", ",".join(failed).replace(" ", "_") or "none"))
+    print(snap["once"] or "")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
