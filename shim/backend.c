@@ -227,19 +227,42 @@ static CUresult be_copy(void *ctx, int dev, CUdeviceptr dst, CUdeviceptr src, si
     IN_DEVICE(dev, spw_drv.cuMemcpyDtoDAsync_v2(dst, src, size, stream));
 }
 
-/* The primary context only: work the program queued in contexts it created
- * itself is not covered (README, known limits). */
+/* The thread's current context when it is one of dev's other than the
+ * primary (a context the program created), else NULL. */
+static CUcontext own_context_of(int dev)
+{
+    CUcontext cur = NULL;
+    CUdevice d;
+    if (!spw_drv.cuCtxGetCurrent || spw_drv.cuCtxGetCurrent(&cur) != CUDA_SUCCESS || !cur ||
+        cur == spw_backend_primary(dev) || !spw_drv.cuCtxGetDevice ||
+        spw_drv.cuCtxGetDevice(&d) != CUDA_SUCCESS || (int)d != dev)
+        return NULL;
+    return cur;
+}
+
+/* The primary context, and the calling thread's own context of dev if it
+ * uses one (the policy synchronizes from the allocating thread). Work the
+ * program queued in yet other contexts is not covered (README). */
 static CUresult be_synchronize(void *ctx, int dev)
 {
     (void)ctx;
     NEED(spw_real.spw_h_ctx_synchronize);
+    if (own_context_of(dev)) {
+        CUresult r = spw_real.spw_h_ctx_synchronize();
+        if (r != CUDA_SUCCESS)
+            return r;
+    }
     IN_DEVICE(dev, spw_real.spw_h_ctx_synchronize());
 }
 
+/* In the freeing thread's context when it is dev's: an event is recorded on
+ * the program's streams, which must belong to the event's context. */
 static CUresult be_event_create(void *ctx, int dev, CUevent *ev)
 {
     (void)ctx;
     NEED(spw_drv.cuEventCreate);
+    if (own_context_of(dev))
+        return spw_drv.cuEventCreate(ev, CU_EVENT_DISABLE_TIMING);
     IN_DEVICE(dev, spw_drv.cuEventCreate(ev, CU_EVENT_DISABLE_TIMING));
 }
 

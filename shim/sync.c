@@ -11,11 +11,22 @@ static int current_device(void)
     return spw_driver_ctx_device(&dev) == CUDA_SUCCESS ? dev : -1;
 }
 
+/* Only a sync of the primary context counts as the device's: the pool's
+ * own work and most programs' live there; a context the program created
+ * covers only its own streams. */
+static int primary_current(int dev)
+{
+    CUcontext cur = NULL;
+    return spw_drv.cuCtxGetCurrent && spw_drv.cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur &&
+           cur == spw_backend_primary(dev);
+}
+
 CUresult spw_h_ctx_synchronize(void)
 {
     SPW_REAL_OR_RETURN(real, spw_h_ctx_synchronize);
     int dev;
-    if (spw_disabled() || (dev = current_device()) < 0 || !spw_pool_serves(dev))
+    if (spw_disabled() || (dev = current_device()) < 0 || !spw_pool_serves(dev) ||
+        !primary_current(dev))
         return real();
     sw_policy *p = spw_pool_policy();
     uint64_t ticket = sw_sync_begin(p, dev);

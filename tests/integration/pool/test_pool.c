@@ -279,6 +279,41 @@ START_TEST(sync_free_reused_after_queued_work)
 }
 END_TEST
 
+/* The same in a context the program created (not the primary one): the
+ * pool's sync and its events must cover that context's streams. */
+START_TEST(own_context_free_waits_for_its_work)
+{
+    CU_OK(cuInit(0));
+    CUctxCreateParams params;
+    memset(&params, 0, sizeof params);
+    CUcontext own;
+    CU_OK(cuCtxCreate(&own, &params, 0, 0));
+    CUfunction slow = slow_kernel();
+    CUstream a, b;
+    CU_OK(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING));
+    CU_OK(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING));
+    size_t half = limit_bytes() / 2;
+    CUdeviceptr p, filler, q, r;
+    CU_OK(cuMemAlloc(&p, half));
+    CU_OK(cuMemAlloc(&filler, half));
+    launch_slow(slow, p, 0xAA, half, 150, a);
+    CU_OK(cuMemFree(p));
+    CU_OK(cuMemAlloc(&q, half));
+    CU_OK(cuMemsetD8(q, 0x55, half));
+    CU_OK(cuCtxSynchronize());
+    expect_byte(q, half, 0x55);
+    launch_slow(slow, q, 0xAA, half, 150, a);
+    CU_OK(cuMemFreeAsync(q, a));
+    CU_OK(cuMemAllocAsync(&r, half, b));
+    CU_OK(cuMemsetD8Async(r, 0x66, half, b));
+    CU_OK(cuCtxSynchronize());
+    expect_byte(r, half, 0x66);
+    CU_OK(cuMemFree(r));
+    CU_OK(cuMemFree(filler));
+    CU_OK(cuCtxDestroy(own));
+}
+END_TEST
+
 /* Small blocks freed behind queued work, then one allocation that needs
  * every page: their pages are unmapped only after the kernel is done
  * (unmapping earlier makes fakecuda's worker fault, as a GPU would). */
@@ -702,6 +737,7 @@ Suite *test_suite(void)
     tcase_add_test(both, async_free_reused_on_another_stream);
     tcase_add_test(both, sync_free_reused_after_queued_work);
     tcase_add_test(both, reclaim_waits_for_queued_work);
+    tcase_add_test(both, own_context_free_waits_for_its_work);
     tcase_add_test(both, jax_like_arena);
     tcase_add_test(both, address_range_and_attributes);
     tcase_add_test(both, threads_32);
