@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "shim/spillway.h"
+
 #define MiB (1024.0 * 1024.0)
 #define CHUNKS_MAX 64
 
@@ -64,6 +66,22 @@ static void report(const char *when, CUdevice dev)
            devtotal / MiB, free_ / MiB, total / MiB);
 }
 
+/* Under spillway: how the memory was served (its pool, or passed through). */
+static void pool_report(void)
+{
+    int (*get)(int, struct spillway_pool_counters *);
+    *(void **)&get = dlsym(RTLD_DEFAULT, "spillway_get_pool_counters");
+    struct spillway_pool_counters c;
+    if (!get || get(0, &c) != 0 || !c.pool_bytes)
+        return;
+    uint64_t passed = 0;
+    for (int i = 0; i < SPILLWAY_PT_COUNT; i++)
+        passed += c.passthrough_bytes[i];
+    printf("demo: spillway served it from its page pool: %.0f MiB of device pages held, "
+           "%.0f MiB in use, %.0f MiB passed through\n",
+           c.pool_bytes / MiB, c.in_use_bytes / MiB, passed / MiB);
+}
+
 int main(int argc, char **argv)
 {
     int info_only = argc > 1 && strcmp(argv[1], "info") == 0;
@@ -102,6 +120,7 @@ int main(int argc, char **argv)
     printf("demo: allocation %d failed with %s after %.0f MiB (the program was told %.0f MiB)\n",
            n + 1, err_name(r), got / MiB, total / MiB);
     report("full", dev);
+    pool_report();
     for (int i = 0; i < n; i++)
         cu.mem_free(held[i]);
     report("after freeing", dev);

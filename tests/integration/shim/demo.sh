@@ -7,3 +7,4 @@ out=$(SPILLWAY_DEMO_DRIVER=fakecuda BUILD="${SPILLWAY_BUILD:-build}" "$here/../.
 printf '%s\n' "$out"
 printf '%s\n' "$out" | grep -q 'cuMemGetInfo free 256 MiB of 256 MiB'
 printf '%s\n' "$out" | grep -q 'failed with CUDA_ERROR_OUT_OF_MEMORY after 256 MiB'
+printf '%s\n' "$out" | grep -q 'served it from its page pool: 256 MiB of device pages held'
