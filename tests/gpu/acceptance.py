@@ -102,8 +102,9 @@ def run_one(ctx, label, fw, cmd, env, want):
         ctx.sampler.watch(pid, dev_base)
 
     def on_hold(pid):
-        time.sleep(0.25)  # NVML's per-process figure lags the allocation a little
-        ctx.sampler.sample()
+        if ctx.sampler.mode:
+            time.sleep(0.25)  # NVML's per-process figure lags the allocation a little
+            ctx.sampler.sample()
         seg, why = swstats.read_pid(pid, ctx.stats_dir)
         return {"seg": seg, "why": why}
 

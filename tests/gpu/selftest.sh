@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# CI self-test of the GPU harness, without a GPU (in UNIT_TESTS): everything
+# scripts/gpu-check.sh runs that can run on fakecuda.
+#  1. bench/smoke.sh: the benchmarks' driver-API builds under the shim;
+#  2. acceptance.py --fake: the CUDA C rows (baseline, 64M limit, fraction
+#     0.1) through the whole pipeline (hold handshake, stats segment at the
+#     peak, judgement) must pass;
+#  3. the negative control: the same row with SPILLWAY_DISABLE=1 must FAIL
+#     (a check that cannot fail is no check);
+#  4. pair.py --fake: two processes under `spillway run`, both in
+#     spillway-top --once with matching in-use figures;
+#  5. bench/run.py --fake (random and preallocation groups), then report.py
+#     renders every table.
+# Parts 2-5 need python3; without it they are skipped, saying so.
+set -u
+B=${SPILLWAY_BUILD:-${BUILD:-build}}
+case $B in /*) ;; *) B=$PWD/$B ;; esac
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+failures=0
+ok() { echo "ok - $1"; }
+not_ok() { echo "FAIL - $1"; failures=$((failures + 1)); }
+
+if SPILLWAY_BUILD=$B "$ROOT/bench/smoke.sh"; then ok "bench smoke"; else not_ok "bench smoke"; fi
+
+if ! command -v python3 >/dev/null; then
+    echo "SKIP: no python3; the harness's Python parts are not checked here"
+    [ "$failures" -eq 0 ]
+    exit
+fi
+# The interpreter itself, not a wrapper (a pyenv shim costs 0.4 s a call).
+PY=$(python3 -c 'import sys; print(sys.executable)')
+OUT=$(mktemp -d "${TMPDIR:-/tmp}/spw-gpu-selftest.XXXXXX")
+trap 'rm -rf "$OUT"' EXIT
+R=$OUT/results.jsonl
+unset SPILLWAY_STATS_DIR
+
+"$PY" "$HERE/acceptance.py" --build "$B" --out "$OUT" --fake >"$OUT/acc.txt" 2>&1
+cat "$OUT/acc.txt"
+n_pass=$(grep -c '^RESULT table=acceptance .* pass=1 ' "$OUT/acc.txt")
+if [ "$n_pass" -eq 4 ] && grep -q '^RESULT table=baseline fw=cudac status=pass' "$OUT/acc.txt"; then
+    ok "CUDA C rows pass on fakecuda (64M limit and fraction 0.1, static and shared names)"
+else
+    not_ok "CUDA C rows: $n_pass of 4 passed"
+fi
+
+mkdir -p "$OUT/neg"
+"$PY" "$HERE/acceptance.py" --build "$B" --out "$OUT/neg" --fake --phase limit --rows cudac-static \
+    --limits 4G --native-total 268435456 --extra-env SPILLWAY_DISABLE=1 >"$OUT/neg.txt" 2>&1
+if grep -q '^RESULT table=acceptance name=cudac-static .* pass=0 .*failed=limit reported,stops at limit' "$OUT/neg.txt"; then
+    ok "negative control: without spillway the row fails (limit reported, stops at limit)"
+else
+    not_ok "negative control did not fail: $(cat "$OUT/neg.txt")"
+fi
+
+"$PY" "$HERE/pair.py" --build "$B" --out "$OUT" --fake >"$OUT/pair.txt" 2>&1
+if grep -q '^RESULT table=pair pass=1' "$OUT/pair.txt"; then ok "two processes in spillway-top --once with matching in-use"
+else not_ok "pair: $(cat "$OUT/pair.txt")"; fi
+
+# Latency is left to the smoke test above (time: this runs in `make test`).
+"$PY" "$ROOT/bench/run.py" --build "$B" --out "$OUT" --fake --only random,prealloc >"$OUT/bench.txt" 2>&1
+bad=$(grep -c '^RESULT table=bench .*status=[^o]' "$OUT/bench.txt")
+if [ "$bad" -eq 0 ] && [ "$(grep -c '^RESULT table=bench' "$OUT/bench.txt")" -eq 10 ]; then ok "10 benchmark runs on fakecuda"
+else not_ok "benchmark runs: $(cat "$OUT/bench.txt")"; fi
+
+"$PY" "$HERE/report.py" "$R" >"$OUT/report.md" 2>&1
+for want in "### Limits (issue 3) and pool (issue 4)" "| CUDA C, nvcc -cudart static | SPILLWAY_MEM_LIMIT=64M | 64 MiB | 64 MiB |" \
+    "### Two processes at once (issue 5)" "spillway-top  " "### Alloc+free pair latency" "verify: ok, 0 errors" \
+    "### Time to preallocate 75% of the device"; do
+    if grep -qF -- "$want" "$OUT/report.md"; then ok "report shows '$want'"; else not_ok "report lacks '$want'"; fi
+done
+if "$PY" "$HERE/report.py" --self-test >/dev/null 2>&1; then ok "report self-test"; else not_ok "report self-test"; fi
+
+[ "$failures" -eq 0 ] && echo "gpu harness self-test: all passed" || echo "gpu harness self-test: $failures failed"
+[ "$failures" -eq 0 ]
