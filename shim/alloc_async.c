@@ -17,16 +17,16 @@ static int stream_device(CUstream stream)
     return dev;
 }
 
-/* 1 when stream is capturing, 0 when not, -1 when the driver cannot say
- * (a bad stream: the driver's allocation call will answer). */
-static int capturing(CUstream stream, int per_thread)
+/* 1 when stream is capturing, 0 when not, -1 when the driver cannot say (a
+ * bad stream: *err holds its answer, which the allocation call repeats). */
+static int capturing(CUstream stream, int per_thread, CUresult *err)
 {
     CUresult (*is)(CUstream, CUstreamCaptureStatus *) =
         per_thread ? spw_drv.cuStreamIsCapturing_ptsz : spw_drv.cuStreamIsCapturing;
     if (!is)
         return 0;
     CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
-    if (is(stream, &st) != CUDA_SUCCESS)
+    if ((*err = is(stream, &st)) != CUDA_SUCCESS)
         return -1;
     return st != CU_STREAM_CAPTURE_STATUS_NONE;
 }
@@ -42,7 +42,8 @@ static sw_policy *route(CUstream stream, int per_thread, int *dev, sw_passthroug
     sw_policy *p = spw_pool_for(*dev);
     if (!p)
         return NULL;
-    int c = capturing(stream, per_thread);
+    CUresult err;
+    int c = capturing(stream, per_thread, &err);
     if (c == 0)
         return p;
     *why = c > 0 ? SW_PT_CAPTURE : SW_PT_OTHER;
@@ -93,9 +94,10 @@ static CUresult free_async(CUresult (*real)(CUdeviceptr, CUstream), int per_thre
         return real(dptr, stream);
     sw_policy *p = spw_pool_owner(dptr);
     if (p) {
-        int c = capturing(stream, per_thread);
+        CUresult err = CUDA_SUCCESS;
+        int c = capturing(stream, per_thread, &err);
         if (c < 0)
-            return CUDA_ERROR_INVALID_HANDLE; /* the driver's answer for a bad stream */
+            return err; /* the driver's answer for this stream */
         return spw_serve_free(p, dptr, !c, spw_pool_stream(stream, per_thread));
     }
     SPW_ACCOUNTED_FREE(SPW_KIND_DEVPTR, dptr, real(dptr, stream));
