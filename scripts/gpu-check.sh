@@ -1,46 +1,127 @@
 #!/usr/bin/env bash
-# GPU check: builds spillway's test programs with gcc on a GPU host and runs
-# them against the real driver, then prints one markdown table (device,
-# driver, date, one row per check) for the README. Writes the table and the
-# full log to $OUT (or build-gpu/) as gpu-check.md and gpu-check.log.
+# GPU check: one call on a GPU host builds spillway and its GPU programs (gcc
+# and nvcc), runs the driver conformance suites against the real driver, the
+# acceptance rows of issues 3-5 (CUDA C, JAX, PyTorch, CuPy under a limit;
+# two processes in spillway-top) and the benchmarks of issue 4, and prints
+# markdown tables for the README: to stdout and $OUT/gpu-check.md, the full
+# log in $OUT/gpu-check.log, the raw records in $OUT/results.jsonl.
 #
-#   scripts/gpu-check.sh            build + every check
+#   scripts/gpu-check.sh             everything, within SWGPU_BUDGET seconds
+#                                    (default 540: the device tool's command
+#                                    limit is 600)
+#   scripts/gpu-check.sh --quick     conformance, baselines, 4G rows, the two
+#                                    processes; no fraction rows, no benchmarks
+#   scripts/gpu-check.sh --dry-run   print what would run (no GPU needed)
+#   scripts/gpu-check.sh --fake      the whole script without a GPU: fakecuda
+#                                    instead of the driver, CUDA C rows only
+#                                    (checks this script itself)
 #
-# Needs gcc, make, the CUDA headers and a driver; not Check (the suites fall
-# back to tests/unit/minicheck.h) and not ncurses (the tools are not built).
-set -u
-cd "$(dirname "$0")/.."
-BUILD=build-gpu
-OUT=${OUT:-$BUILD}
+# Stages run in order of importance; each row has its own timeout and the
+# whole run one deadline, so a hang costs one row, and what the deadline
+# leaves out shows as "skipped". Needs gcc, make, nvcc, the CUDA headers, a
+# driver, python3 with the frameworks (rows of a missing framework fail);
+# not Check (suites fall back to minicheck) and not ncurses (spillway-top is
+# built when it can be; else a binary carried in build/tools/ is used, else
+# the Python segment reader stands in and the issue-5 row says so).
+# No managed memory anywhere: asking for more than the card has can hang it.
+set -u -o pipefail
+cd "$(dirname "$0")/.." || exit 1
+START=$(date +%s)
+BUDGET=${SWGPU_BUDGET:-540}
+DEADLINE=$((START + BUDGET))
+BUILD=${GPU_BUILD:-build-gpu}
+OUT=${OUT:-$BUILD/gpu-out}
+MODE=full
+case "${1:-}" in
+--quick) MODE=quick ;;
+--dry-run) MODE=dry ;;
+--fake) MODE=fake ;;
+"") ;;
+*) echo "usage: scripts/gpu-check.sh [--quick|--dry-run|--fake]" >&2; exit 2 ;;
+esac
+FAKE=()
+[ "$MODE" = fake ] && FAKE=(--fake)
 mkdir -p "$OUT" "$BUILD"
+OUT=$(cd "$OUT" && pwd)
 LOG="$OUT/gpu-check.log"
 TABLE="$OUT/gpu-check.md"
+RESULTS="$OUT/results.jsonl"
 : >"$LOG"
+: >"$RESULTS"
 rows=()
 
+# The real driver must be the one loaded: never fakecuda, never a preload.
+unset LD_LIBRARY_PATH LD_PRELOAD
+export PYTHONUNBUFFERED=1
+
+say() { printf '%s\n' "$*" | tee -a "$LOG"; }
+stage() { say "== $* (at $(($(date +%s) - START)) s)"; }
+left() { echo $((DEADLINE - $(date +%s))); }
 row() { # check, result, detail
     rows+=("| $1 | $2 | $3 |")
-    printf '%-40s %-6s %s\n' "$1" "$2" "$3"
+    printf '%-40s %-6s %s\n' "$1" "$2" "$3" | tee -a "$LOG"
 }
 
-# --- build ----------------------------------------------------------------
-if ! make -j"$(nproc)" BUILD="$BUILD" gpu-build >>"$LOG" 2>&1; then
+# --- toolchain --------------------------------------------------------------
+if [ -z "${CUDA_HOME:-}" ]; then
+    for d in /usr/local/cuda "$(dirname "$(dirname "$(command -v nvcc 2>/dev/null || echo /none/bin/nvcc)")")"; do
+        [ -f "$d/include/cuda.h" ] && { CUDA_HOME=$d; break; }
+    done
+fi
+CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+NVCC=${NVCC:-$(command -v nvcc || echo "$CUDA_HOME/bin/nvcc")}
+PY=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null || echo python3)
+MAKEVARS=(BUILD="$BUILD" CUDA_HOME="$CUDA_HOME" NVCC="$NVCC")
+
+if [ "$MODE" = dry ]; then
+    echo "would build: make -j$(nproc) ${MAKEVARS[*]} gpu-build (+ $BUILD/tools/spillway-top if ncurses)"
+    echo "would run the conformance suites: $BUILD/tests/unit/driver_*"
+    "$PY" tests/gpu/acceptance.py --build "$BUILD" --out "$OUT" --dry-run --native-total $((80 << 30))
+    "$PY" tests/gpu/pair.py --build "$BUILD" --out "$OUT" --dry-run
+    "$PY" bench/run.py --build "$BUILD" --out "$OUT" --dry-run
+    exit 0
+fi
+
+# --- build ------------------------------------------------------------------
+stage "build (CUDA_HOME=$CUDA_HOME, NVCC=$NVCC)"
+if ! timeout 300 make -j"$(nproc)" "${MAKEVARS[@]}" gpu-build >>"$LOG" 2>&1; then
     echo "gpu-check: build failed, see $LOG" >&2
     tail -30 "$LOG" >&2
     exit 1
 fi
+TOP=""
+if timeout 120 make -j"$(nproc)" "${MAKEVARS[@]}" "$BUILD/tools/spillway-top" >>"$LOG" 2>&1; then
+    TOP=$PWD/$BUILD/tools/spillway-top
+elif [ -x build/tools/spillway-top ] && build/tools/spillway-top --version >/dev/null 2>&1; then
+    TOP=$PWD/build/tools/spillway-top # carried from a machine with ncurses
+    say "spillway-top: not buildable here (ncurses?); using the carried build/tools/spillway-top"
+else
+    say "spillway-top: not buildable here and none carried; the issue-5 row will say so"
+fi
 
-# The real driver must be the one loaded: never fakecuda.
-unset LD_LIBRARY_PATH LD_PRELOAD
-device=$(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>/dev/null | head -1)
-driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)
-[ -n "$device" ] || { echo "gpu-check: no GPU (nvidia-smi found none)" >&2; exit 1; }
+if [ "$MODE" = fake ]; then
+    device="fakecuda (no GPU: self-check of this script)" driver=fake cuda_drv=13.0
+    export LD_LIBRARY_PATH=$PWD/$BUILD/fakecuda
+else
+    device=$(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>/dev/null | head -1)
+    driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)
+    [ -n "$device" ] || { echo "gpu-check: no GPU (nvidia-smi found none)" >&2; exit 1; }
+    cuda_drv=$(nvidia-smi 2>/dev/null | grep -oE 'CUDA Version: [0-9.]+' | head -1 | cut -d' ' -f3)
+fi
+nvcc_ver=$("$NVCC" --version 2>/dev/null | grep -oE 'release [0-9.]+' | cut -d' ' -f2)
+fw_vers=$(timeout 60 "$PY" -m pip list 2>/dev/null | awk '$1 ~ /^(jax|jaxlib|torch|cupy-cuda[0-9x]+|nvidia-ml-py)$/ {printf "%s %s, ", $1, $2}')
+fw_vers=${fw_vers:-"frameworks: none found by pip, "}
+rev=$(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet HEAD 2>/dev/null || echo "+changes")
+say "device: $device; driver $driver (CUDA $cuda_drv); nvcc $nvcc_ver; ${fw_vers%, }; spillway $rev"
 
-# --- driver conformance: the suites CI runs against fakecuda -------------
+# --- driver conformance: the suites CI runs against fakecuda ---------------
+stage "driver conformance"
 for t in "$BUILD"/tests/unit/driver_*; do
     [ -x "$t" ] || continue
     name=${t##*/}
-    out=$(timeout 300 "$t" 2>&1); rc=$?
+    # Seconds each: the rows after this need most of the budget.
+    if [ "$(left)" -lt 360 ]; then row "conformance: $name" skipped "time budget"; continue; fi
+    out=$(timeout 30 "$t" 2>&1); rc=$?
     printf '== %s (exit %d)\n%s\n' "$name" "$rc" "$out" >>"$LOG"
     summary=$(grep -E '^[0-9]+%: Checks:' <<<"$out" | tail -1)
     if [ "$rc" -eq 0 ] && [ -n "$summary" ]; then
@@ -50,14 +131,46 @@ for t in "$BUILD"/tests/unit/driver_*; do
     fi
 done
 
-# --- table ----------------------------------------------------------------
+# --- acceptance and benchmarks ---------------------------------------------
+# Each Python stage gets the time left (minus what rendering needs) as its
+# hard limit; inside, every run has its own timeout under the same deadline.
+py_stage() { # description, script, args...
+    local desc=$1; shift
+    stage "$desc"
+    local t=$(($(left) - 5))
+    if [ "$t" -le 10 ]; then say "   skipped: time budget"; return; fi
+    timeout "$t" "$PY" "$@" "${FAKE[@]+"${FAKE[@]}"}" --deadline "$DEADLINE" 2>&1 | tee -a "$LOG" |
+        grep -E '^RESULT' || true
+}
+A=(tests/gpu/acceptance.py --build "$BUILD" --out "$OUT")
+py_stage "baselines without spillway" "${A[@]}" --phase baseline
+py_stage "issue 3/4 rows, SPILLWAY_MEM_LIMIT=4G" "${A[@]}" --phase limit --limits 4G
+py_stage "issue 3/4 CUDA C rows, SPILLWAY_MEM_FRACTION=0.1" "${A[@]}" --phase limit --limits 0.1 \
+    --rows cudac-static,cudac-shared
+py_stage "issue 5: JAX and PyTorch at once" tests/gpu/pair.py --build "$BUILD" --out "$OUT" ${TOP:+--top "$TOP"}
+if [ "$MODE" = full ] || [ "$MODE" = fake ]; then
+    py_stage "benchmarks (issue 4, stats cost)" bench/run.py --build "$BUILD" --out "$OUT"
+    py_stage "issue 3/4 framework rows, SPILLWAY_MEM_FRACTION=0.1" "${A[@]}" --phase limit --limits 0.1 \
+        --rows jax-default,jax-noprealloc,jax-platform,jax-cuda_async,torch-default,torch-expandable,torch-async,cupy
+fi
+
+# --- tables -----------------------------------------------------------------
+stage "tables"
 {
-    echo "GPU check on $device, driver $driver, $(date -u +%Y-%m-%d)"
+    echo "## GPU check"
+    echo
+    echo "$device; driver $driver (CUDA $cuda_drv); nvcc $nvcc_ver; ${fw_vers%, }; spillway $rev;" \
+        "$(date -u '+%Y-%m-%d %H:%M UTC'); $(($(date +%s) - START)) s wall (scripts/gpu-check.sh${1:+ $1})."
+    echo
+    echo "### Driver conformance (the CI suites, against the real driver)"
     echo
     echo "| check | result | detail |"
     echo "| --- | --- | --- |"
-    printf '%s\n' "${rows[@]}"
+    printf '%s\n' "${rows[@]+"${rows[@]}"}"
+    echo
+    timeout 60 "$PY" tests/gpu/report.py "$RESULTS" || echo "(report.py failed: see $LOG)"
 } >"$TABLE"
 echo
 cat "$TABLE"
-! grep -q '| FAIL |' "$TABLE"
+say "gpu-check: done in $(($(date +%s) - START)) s; $TABLE, $LOG"
+! grep -qE '\| FAIL \||\*\*FAIL\*\*' "$TABLE"

@@ -167,7 +167,8 @@ def latency_section(runs):
 def random_section(runs):
     t = {rid: (res(runs, rid) or {}).get("total_ns") for rid in (
         "rnd-native-sync", "rnd-native-async", "rnd-spw-sync", "rnd-spw-async")}
-    ops = (res(runs, "rnd-native-sync") or res(runs, "rnd-spw-sync") or {}).get("ops")
+    any_run = res(runs, "rnd-native-sync") or res(runs, "rnd-spw-sync") or {}
+    ops, cap = any_run.get("ops"), any_run.get("cap")
     rows = []
     for rid, label in (("rnd-native-sync", "cudaMalloc/cudaFree"), ("rnd-native-async", "cudaMallocAsync/FreeAsync"),
                        ("rnd-spw-sync", "spillway (cudaMalloc/cudaFree)"), ("rnd-spw-async", "spillway (async calls)")):
@@ -188,8 +189,8 @@ def random_section(runs):
         e = "n/a (pool_bytes stayed 0: allocations not served from the pool)"
     else:
         e = state(runs, "rnd-spw-eff")
-    return ("### Random allocations (%s operations, sizes uniform ≤ 64 MiB, 73%% allocate, capped at 3.5 GiB "
-            "under a 4 GiB limit, seed 42)\n\n" % (ops or "10,000")
+    return ("### Random allocations (%s operations, sizes uniform ≤ 64 MiB, 73%% allocate, live bytes capped at %s "
+            "under a 4 GiB limit, seed 42)\n\n" % (ops or "10,000", b(cap) if cap else "3.50 GiB")
             + table(["calls", "total ms", "µs per op", "time / spillway's"], rows)
             + "\nData verified under spillway (%s). Pool efficiency (SPILLWAY_PREALLOCATE=0): %s.\n" % (
                 "; ".join(ver), e))
