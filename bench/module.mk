@@ -34,7 +34,9 @@ GPU_TARGETS += $(BENCH_RT) $(BENCH_DRV)
 # tables on stdout and in $(BUILD)/bench-out/. scripts/gpu-check.sh runs the
 # same bench/run.py inside its own time budget.
 bench: $(BENCH_RT) $(BENCH_DRV) $(SHIM_LIB)
+	@mkdir -p $(BUILD)/bench-out && rm -f $(BUILD)/bench-out/results.jsonl
 	python3 bench/run.py --build $(BUILD) --out $(BUILD)/bench-out
+	python3 tests/gpu/report.py $(BUILD)/bench-out/results.jsonl --section bench | tee $(BUILD)/bench-out/bench.md
 
 # `make bench-smoke` (no GPU): the driver-API builds under the shim against
 # fakecuda, briefly, checking the data they read back.

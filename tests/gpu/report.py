@@ -190,7 +190,7 @@ def random_section(runs):
     else:
         e = state(runs, "rnd-spw-eff")
     return ("### Random allocations (%s operations, sizes uniform ≤ 64 MiB, 73%% allocate, live bytes capped at %s "
-            "under a 4 GiB limit, seed 42)\n\n" % (ops or "10,000", b(cap) if cap else "3.50 GiB")
+            "under a 5 GiB spillway limit, seed 42)\n\n" % (ops or "10,000", b(cap) if cap else "3.50 GiB")
             + table(["calls", "total ms", "µs per op", "time / spillway's"], rows)
             + "\nData verified under spillway (%s). Pool efficiency (SPILLWAY_PREALLOCATE=0): %s.\n" % (
                 "; ".join(ver), e))
