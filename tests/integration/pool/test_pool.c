@@ -612,6 +612,44 @@ START_TEST(peer_access)
 }
 END_TEST
 
+/* A handle created for device 1 while device 0's context is current: the
+ * pool of device 1 is set up in device 1's primary context (pushed for it),
+ * and the program's current context is left as it was. */
+START_TEST(other_device_keeps_the_current_context)
+{
+    if (!pooled())
+        return;
+    CUcontext c0 = use_device(0);
+    size_t before1 = fakecuda_device_bytes_used(1);
+    CUmemAllocationProp prop = device_prop(1);
+    CUmemGenericAllocationHandle h;
+    CU_OK(cuMemCreate(&h, 4 * MiB, &prop, 0));
+    CUcontext cur = NULL;
+    CU_OK(cuCtxGetCurrent(&cur));
+    ck_assert_ptr_eq(cur, c0);
+    size_t grown = fakecuda_device_bytes_used(1) - before1;
+    ck_assert_uint_eq(grown, preallocating() ? limit_bytes() : 4 * MiB);
+    CUdeviceptr va, p;
+    CU_OK(cuMemAddressReserve(&va, 4 * MiB, PAGE, 0, 0));
+    CU_OK(cuMemMap(va, 4 * MiB, 0, h, 0));
+    set_rw(va, 4 * MiB, 1);
+    put(va, 4 * MiB, 3);
+    expect(va, 4 * MiB, 3);
+    int ordinal = -1;
+    CU_OK(cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, va + MiB));
+    ck_assert_int_eq(ordinal, 1);
+    CU_OK(cuMemAlloc(&p, MiB)); /* still device 0's */
+    CU_OK(cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p));
+    ck_assert_int_eq(ordinal, 0);
+    CU_OK(cuMemUnmap(va, 4 * MiB));
+    CU_OK(cuMemRelease(h));
+    CU_OK(cuMemAddressFree(va, 4 * MiB));
+    CU_OK(cuMemFree(p));
+    CU_OK(cuCtxGetCurrent(&cur));
+    ck_assert_ptr_eq(cur, c0);
+}
+END_TEST
+
 static int read_stats(struct spw_stats_snapshot *snap)
 {
     const char *dir = getenv("SPILLWAY_STATS_DIR");
@@ -746,6 +784,7 @@ Suite *test_suite(void)
     tcase_set_timeout(pool, 60);
     tcase_add_test(pool, preallocation);
     tcase_add_test(pool, peer_access);
+    tcase_add_test(pool, other_device_keeps_the_current_context);
     tcase_add_test(pool, passthrough_by_reason);
     tcase_add_test(pool, limit_covers_pool_and_passthrough);
     tcase_add_test(pool, disabled_passes_everything);
