@@ -3,6 +3,8 @@
 #include "tests/unit/check_compat.h"
 #include "shim/account.h"
 #include "shim/log.h"
+#include "policy/policy.h"
+#include "stats/writer.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -206,6 +208,56 @@ START_TEST(fork_while_accounting)
 }
 END_TEST
 
+/* Pool allocations (no map entry) and pass-through ones (with a reason)
+ * share one count; the pass-through gauges of the stats follow their
+ * reason through free, failed free and a key the driver reused. */
+START_TEST(pool_and_passthrough_share_the_count)
+{
+    setup();
+    char dir[] = "/tmp/spw_account_XXXXXX", err[256];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    struct spw_stats_params p = {.dir = dir, .device_count = 2, .cmdline = "t", .config = ""};
+    struct spw_stats_writer *w;
+    ck_assert_int_eq(spw_stats_open(&w, &p, err, sizeof err), 0);
+    spw_account_publish_to(w);
+    ck_assert_int_eq(spw_account_reserve(1, 30 * MiB), 0);
+    spw_account_commit_pool(1, 30 * MiB);
+    ck_assert_int_eq(spw_account_reserve(1, 50 * MiB), 0);
+    spw_account_commit_pt(SPW_KIND_DEVPTR, 0x2000, 1, 50 * MiB, SW_PT_MANAGED);
+    ck_assert_int_eq(spw_account_reserve(1, 21 * MiB), -1); /* 80 + 21 > 100 */
+    ck_assert_uint_eq(read_dev(1).used, 80 * MiB);
+    ck_assert_uint_eq(*spw_stats_slot(w, 1, SPW_C_IN_USE), 80 * MiB);
+    ck_assert_uint_eq(*spw_stats_slot(w, 1, SPW_C_PASS_MANAGED), 50 * MiB);
+    spw_account_set_pool_bytes(1, 64 * MiB);
+    ck_assert_uint_eq(*spw_stats_slot(w, 1, SPW_C_POOL), 64 * MiB);
+    int dev, why;
+    uint64_t bytes;
+    ck_assert_int_eq(spw_account_forget_pt(SPW_KIND_DEVPTR, 0x2000, &dev, &bytes, &why), 0);
+    ck_assert(dev == 1 && bytes == 50 * MiB && why == SW_PT_MANAGED);
+    spw_account_restore_pt(SPW_KIND_DEVPTR, 0x2000, dev, bytes, why); /* the free failed */
+    ck_assert_int_eq(spw_account_forget_pt(SPW_KIND_DEVPTR, 0x2000, &dev, &bytes, &why), 0);
+    ck_assert_int_eq(why, SW_PT_MANAGED);
+    spw_account_release_pt(dev, bytes, why);
+    ck_assert_uint_eq(*spw_stats_slot(w, 1, SPW_C_PASS_MANAGED), 0);
+    spw_account_release(1, 30 * MiB); /* the pool allocation */
+    ck_assert_uint_eq(read_dev(1).used, 0);
+    ck_assert_uint_eq(read_dev(1).peak, 80 * MiB);
+    /* A key the driver handed out again releases the stale gauge too. */
+    ck_assert_int_eq(spw_account_reserve(0, MiB), 0);
+    spw_account_commit_pt(SPW_KIND_DEVPTR, 0x3000, 0, MiB, SW_PT_CAPTURE);
+    ck_assert_int_eq(spw_account_reserve(0, 2 * MiB), 0);
+    spw_account_commit_pt(SPW_KIND_DEVPTR, 0x3000, 0, 2 * MiB, SW_PT_IPC);
+    ck_assert_uint_eq(*spw_stats_slot(w, 0, SPW_C_PASS_CAPTURE), 0);
+    ck_assert_uint_eq(*spw_stats_slot(w, 0, SPW_C_PASS_IPC), 2 * MiB);
+    ck_assert_int_eq(spw_account_forget(SPW_KIND_DEVPTR, 0x3000, &dev, &bytes), 0);
+    ck_assert_int_eq(dev, 0); /* the plain API strips the reason */
+    ck_assert_uint_eq(*spw_stats_slot(w, 0, SPW_C_UNDERFLOWS), 0);
+    spw_account_publish_to(NULL);
+    spw_stats_close(w);
+    rmdir(dir);
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("shim_account");
@@ -219,6 +271,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, host_is_never_refused);
     tcase_add_test(tc, limit_holds_under_races);
     tcase_add_test(tc, fork_while_accounting);
+    tcase_add_test(tc, pool_and_passthrough_share_the_count);
     suite_add_tcase(s, tc);
     return s;
 }
