@@ -122,6 +122,13 @@ CUresult spw_h_pointer_get_attributes(unsigned int numAttributes, CUpointer_attr
     for (unsigned i = 0; i < numAttributes && r == CUDA_SUCCESS; i++) {
         if (!data[i])
             continue;
+        /* The plural call does not fail on device memory: the runtime's
+         * cudaPointerGetAttributes asks for the host pointer of every
+         * pointer and expects NULL. */
+        if (attributes[i] == CU_POINTER_ATTRIBUTE_HOST_POINTER) {
+            *(void **)data[i] = NULL;
+            continue;
+        }
         r = answer(attributes[i], data[i], &pp, ptr);
         if (r == CUDA_ERROR_NOT_SUPPORTED)
             r = real(1, &attributes[i], &data[i], ptr);

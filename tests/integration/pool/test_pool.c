@@ -468,6 +468,16 @@ START_TEST(address_range_and_attributes)
     ordinal = -1;
     CU_OK(cuPointerGetAttributes(4, attrs, data, q + 1));
     ck_assert(managed == 0 && mapped == 1 && devptr == q + 1 && ordinal == 0);
+    if (pooled()) {
+        /* As the runtime's cudaPointerGetAttributes asks (the real driver
+         * answers NULL; fakecuda's plural call fails instead). */
+        CUpointer_attribute rt[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                    CU_POINTER_ATTRIBUTE_HOST_POINTER,
+                                    CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
+        void *rtdata[] = {&type, &host, &ordinal};
+        CU_OK(cuPointerGetAttributes(3, rt, rtdata, q));
+        ck_assert(type == CU_MEMORYTYPE_DEVICE && host == NULL && ordinal == 0);
+    }
     /* Freed: unknown memory, with the driver's answers. */
     CU_OK(cuMemFree(p));
     ck_assert_int_eq(cuMemGetAddressRange(&base, &size, p), CUDA_ERROR_NOT_FOUND);
