@@ -13,8 +13,9 @@
 #                                    processes; no fraction rows, no benchmarks
 #   scripts/gpu-check.sh --dry-run   print what would run (no GPU needed)
 #   scripts/gpu-check.sh --fake      the whole script without a GPU: fakecuda
-#                                    instead of the driver, CUDA C rows only
-#                                    (checks this script itself)
+#                                    instead of the driver, the frameworks
+#                                    replaced by tests/gpu/mock's stand-ins
+#                                    (checks this script and the harness)
 #
 # Stages run in order of importance; each row has its own timeout and the
 # whole run one deadline, so a hang costs one row, and what the deadline
@@ -143,6 +144,7 @@ py_stage() { # description, script, args...
         grep -E '^RESULT' || true
 }
 A=(tests/gpu/acceptance.py --build "$BUILD" --out "$OUT")
+[ "$MODE" = fake ] && A+=(--mock) # the framework rows on tests/gpu/mock's stand-ins
 py_stage "baselines without spillway" "${A[@]}" --phase baseline
 py_stage "issue 3/4 rows, SPILLWAY_MEM_LIMIT=4G" "${A[@]}" --phase limit --limits 4G
 py_stage "issue 3/4 CUDA C rows, SPILLWAY_MEM_FRACTION=0.1" "${A[@]}" --phase limit --limits 0.1 \

@@ -11,6 +11,9 @@ here against its limit; one JSON record per row in <out>/results.jsonl
                                     and/or SPILLWAY_MEM_FRACTION=0.1
   --fake    self-test without a GPU: the CUDA C rows only, built against
             the driver API, on fakecuda (64M limit), no NVML
+  --mock    --fake plus the framework rows, run on the stand-ins in
+            tests/gpu/mock (their allocations go through spillway to
+            fakecuda): checks the row scripts and the judging, not JAX
   --dry-run print the plan and exit
 
 A row passes when every check passes: it ran; the limit it was told equals
@@ -88,6 +91,9 @@ class Ctx:
         if self.a.fake:
             env["LD_LIBRARY_PATH"] = os.path.join(self.build, "fakecuda")
             env["FAKECUDA_MEM"] = "256M"
+        if self.a.mock:  # the framework rows on stand-ins allocating from fakecuda
+            env["PYTHONPATH"] = os.path.join(HERE, "mock")
+            env["MOCK_CUDA"] = "1"
         for kv in self.a.extra_env:
             k, _, v = kv.partition("=")
             env[k] = v
@@ -127,7 +133,7 @@ def run_one(ctx, label, fw, cmd, env, want):
 
 def baselines(ctx):
     for fw, extra in BASELINES:
-        if fw != "cudac" and ctx.a.fake:
+        if fw != "cudac" and ctx.a.fake and not ctx.a.mock:
             continue
         if fw == "cudac":
             cmd = [ctx.cudac_bin("cudac-static"), "--hold", "--baseline"]
@@ -271,7 +277,7 @@ def limit_rows(ctx):
         var, val = (FAKE_LIMITS if ctx.a.fake else LIMITS)[cfg]
         limit = expected_limit(cfg, native_total, ctx.a.fake)
         for row_id, label, fw, extra in ROWS:
-            if (only and row_id not in only) or (ctx.a.fake and fw != "cudac"):
+            if (only and row_id not in only) or (ctx.a.fake and not ctx.a.mock and fw != "cudac"):
                 continue
             cap = (limit or 8 * GiB) + (GiB if not ctx.a.fake else 64 * MiB)
             if fw == "cudac":
@@ -313,8 +319,11 @@ def main():
     ap.add_argument("--extra-env", action="append", default=[], metavar="K=V",
                     help="added to every run (the self-test's negative control: SPILLWAY_DISABLE=1)")
     ap.add_argument("--fake", action="store_true")
+    ap.add_argument("--mock", action="store_true",
+                    help="with --fake: the framework rows too, on tests/gpu/mock's stand-ins")
     ap.add_argument("--dry-run", action="store_true")
     a = ap.parse_args()
+    a.fake = a.fake or a.mock
     ctx = Ctx(a)
     try:
         if a.phase in ("baseline", "all"):

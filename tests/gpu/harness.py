@@ -18,6 +18,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GRANULE = 2 << 20
+MAX_LOG = 300
 MiB, GiB = 1 << 20, 1 << 30
 
 
@@ -179,7 +180,13 @@ def run(cmd, env, timeout, log=None, on_hold=None, on_start=None, label=""):
             open_streams -= 1
             continue
         (r.stdout if tag == "out" else r.stderr).append(line)
-        log.write(("  | " if tag == "out" else "  ! ") + line)
+        # XLA and PyTorch print long allocator dumps at OOM: the log keeps
+        # the first MAX_LOG lines of each stream, and RESULT lines always.
+        n = len(r.stdout if tag == "out" else r.stderr)
+        if n <= MAX_LOG or line.startswith("RESULT"):
+            log.write(("  | " if tag == "out" else "  ! ") + line)
+        elif n == MAX_LOG + 1:
+            log.write("  ... (more lines of this stream left out of the log)")
         if tag == "out" and line.startswith("RESULT"):
             r.result = parse_result(line)
         if tag == "out" and line.strip() == "SWGPU_HOLD":

@@ -12,7 +12,8 @@ use inside it, is shown beside), PyTorch's memory_reserved() (its cached
 segments; memory_allocated beside). Tolerance: --tolerance MiB.
 
   pair.py --build build-gpu --out DIR [--top PATH] [--fake] [--dry-run]
-  --fake: two CUDA C holders on fakecuda instead (self-test of the plumbing)
+  --fake: the JAX and PyTorch stand-ins of tests/gpu/mock on fakecuda
+          (self-test of the plumbing and the matching, not of the frameworks)
 """
 import argparse
 import json
@@ -47,15 +48,15 @@ def main():
     top = a.top or os.path.join(build, "tools", "spillway-top")
     stats_dir = tempfile.mkdtemp(prefix="swgpu-pair.")
     py = harness.python()
-    if a.fake:
-        holder = os.path.join(build, "tests", "gpu", "drv", "alloc_until_oom")
-        procs = [("cudac-a", "64M", [holder, "--hold", "--baseline", "--chunk", "24M"]),
-                 ("cudac-b", "96M", [holder, "--hold", "--baseline", "--chunk", "40M"])]
+    jax = [py, os.path.join(HERE, "row_jax.py"), "--mode", "hold"]
+    torch = [py, os.path.join(HERE, "row_torch.py"), "--mode", "hold"]
+    if a.fake:  # the stand-ins of tests/gpu/mock, allocating from fakecuda
+        procs = [("jax", "64M", jax + ["--hold-bytes", "24M", "--chunk", "8M"]),
+                 ("torch", "96M", torch + ["--hold-bytes", "40M", "--chunk", "8M"])]
     else:
-        procs = [("jax", "6G", [py, os.path.join(HERE, "row_jax.py"), "--mode", "hold", "--hold-bytes", "1G"]),
-                 ("torch", "3G", [py, os.path.join(HERE, "row_torch.py"), "--mode", "hold", "--hold-bytes", "768M"])]
+        procs = [("jax", "6G", jax + ["--hold-bytes", "1G"]), ("torch", "3G", torch + ["--hold-bytes", "768M"])]
     budget = harness.Budget(a.deadline)
-    timeout = budget.timeout(150, 40 if not a.fake else 5)
+    timeout = 30 if a.fake else budget.timeout(150, 40)
     cmds = [[launcher, "run", "--limit", lim, "--"] + cmd for _, lim, cmd in procs]
     if a.dry_run or timeout is None:
         for c in cmds:
@@ -65,8 +66,8 @@ def main():
         return 0
     env = harness.base_env(stats_dir=stats_dir)
     if a.fake:
-        env["LD_LIBRARY_PATH"] = os.path.join(build, "fakecuda")
-        env["FAKECUDA_MEM"] = "512M"
+        env.update(LD_LIBRARY_PATH=os.path.join(build, "fakecuda"), FAKECUDA_MEM="512M",
+                   PYTHONPATH=os.path.join(HERE, "mock"), MOCK_CUDA="1")
     # Both hold until the snapshot is taken: a barrier of the two hold
     # callbacks and this thread.
     barrier = threading.Barrier(3, timeout=timeout)

@@ -1,0 +1,2 @@
+class Precision:
+    HIGHEST = "highest"
