@@ -741,6 +741,44 @@ START_TEST(passthrough_by_reason)
 }
 END_TEST
 
+/* cuMemAllocFromPoolAsync is served from spillway's pool whatever pool the
+ * program names (that pool's own figures do not show it). */
+START_TEST(from_pool_async_is_pool_served)
+{
+    if (!pooled())
+        return;
+    use_device(0);
+    CUmemPoolProps props;
+    memset(&props, 0, sizeof props);
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    props.location.id = 0;
+    CUmemoryPool mp;
+    CU_OK(cuMemPoolCreate(&mp, &props));
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr p;
+    CU_OK(cuMemAlloc(&p, 1)); /* the device's pool exists */
+    CU_OK(cuMemFree(p));
+    size_t before = fakecuda_device_bytes_used(0);
+    CU_OK(cuMemAllocFromPoolAsync(&p, 5 * MiB, mp, s));
+    ck_assert_uint_eq(pool_counters(0).in_use_bytes, 5 * MiB);
+    if (preallocating())
+        ck_assert_uint_eq(fakecuda_device_bytes_used(0), before);
+    CU_OK(cuMemsetD8Async(p, 0x33, 5 * MiB, s));
+    CU_OK(cuStreamSynchronize(s));
+    expect_byte(p, 5 * MiB, 0x33);
+    cuuint64_t used = 1;
+    CU_OK(cuMemPoolGetAttribute(mp, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used));
+    ck_assert_uint_eq(used, 0);
+    CU_OK(cuMemFreeAsync(p, s));
+    CU_OK(cuStreamSynchronize(s));
+    ck_assert_uint_eq(pool_counters(0).in_use_bytes, 0);
+    CU_OK(cuStreamDestroy(s));
+    CU_OK(cuMemPoolDestroy(mp));
+}
+END_TEST
+
 /* The limit holds for the pool and pass-through together. */
 START_TEST(limit_covers_pool_and_passthrough)
 {
@@ -797,6 +835,7 @@ Suite *test_suite(void)
     tcase_add_test(pool, other_device_keeps_the_current_context);
     tcase_add_test(pool, passthrough_by_reason);
     tcase_add_test(pool, limit_covers_pool_and_passthrough);
+    tcase_add_test(pool, from_pool_async_is_pool_served);
     tcase_add_test(pool, disabled_passes_everything);
     suite_add_tcase(s, pool);
     return s;
