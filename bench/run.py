@@ -12,7 +12,9 @@ the tables (ratios are computed there). Ordered by importance: when the
 """
 import argparse
 import os
+import shutil
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -97,8 +99,19 @@ def main():
     results = harness.Results(os.path.join(out, "results.jsonl"))
     budget = harness.Budget(a.deadline)
     lib = os.path.join(build, "libspillway.so")
+    # A private stats directory: the benchmarks read their own segment
+    # (pool_bytes) and must not meet another process's.
+    stats_dir = tempfile.mkdtemp(prefix="swbench-stats.")
+    try:
+        run_all(a, build, lib, stats_dir, log, results, budget)
+    finally:
+        shutil.rmtree(stats_dir, ignore_errors=True)
+    return 0
+
+
+def run_all(a, build, lib, stats_dir, log, results, budget):
     for group, rid, label, cmd, extra, spw, want in plan(a, build):
-        env = harness.base_env(extra, preload=lib if spw else None)
+        env = harness.base_env(extra, preload=lib if spw else None, stats_dir=stats_dir)
         if a.fake:
             env["LD_LIBRARY_PATH"] = os.path.join(build, "fakecuda")
             # fakecuda returns async frees to the device only as the stream
@@ -119,7 +132,6 @@ def main():
         print("RESULT table=bench run=%s status=%s wall=%s%s" % (
             rid, rec["status"], rec.get("wall"), "" if rec["status"] == "ok" else " why=" + rec["why"].replace(" ", "_")),
             flush=True)
-    return 0
 
 
 if __name__ == "__main__":
