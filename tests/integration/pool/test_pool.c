@@ -695,6 +695,21 @@ START_TEST(passthrough_by_reason)
     CUmemAllocationProp host = device_prop(0);
     host.location.type = CU_MEM_LOCATION_TYPE_HOST;
     CU_OK(cuMemCreate(&hh, 2 * MiB, &host, 0));
+    /* The driver's handle stays the driver's: mapped, answered by it. */
+    CUmemAllocationProp got;
+    CU_OK(cuMemGetAllocationPropertiesFromHandle(&got, h));
+    ck_assert_int_eq(got.requestedHandleTypes, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    CUdeviceptr va, base;
+    size_t size;
+    CU_OK(cuMemAddressReserve(&va, 2 * MiB, PAGE, 0, 0));
+    CU_OK(cuMemMap(va, 2 * MiB, 0, h, 0));
+    set_rw(va, 2 * MiB, 0);
+    put(va, 2 * MiB, 9);
+    expect(va, 2 * MiB, 9);
+    CU_OK(cuMemGetAddressRange(&base, &size, va + 5));
+    ck_assert(base == va && size == 2 * MiB);
+    CU_OK(cuMemUnmap(va, 2 * MiB));
+    CU_OK(cuMemAddressFree(va, 2 * MiB));
     CUstream s;
     CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     ck_assert_int_eq(fakecuda_set_capturing(s, 1), 0);
