@@ -136,6 +136,25 @@ def base_env(extra=None, preload=None, stats_dir=None):
     return env
 
 
+LIVE = set()  # process groups of the runs in flight
+
+
+def _kill_live(signum, _frame):
+    """A stage killed from outside (gpu-check.sh's own timeout) takes its
+    rows with it: they run in their own sessions and would otherwise keep
+    holding GPU memory into the next stage."""
+    for pg in list(LIVE):
+        try:
+            os.killpg(pg, signal.SIGKILL)
+        except OSError:
+            pass
+    sys.exit(128 + signum)
+
+
+if threading.current_thread() is threading.main_thread():
+    signal.signal(signal.SIGTERM, _kill_live)
+
+
 def run(cmd, env, timeout, log=None, on_hold=None, on_start=None, label=""):
     """Runs cmd; on_start(pid) right after the spawn, on_hold(pid) at the
     hold line (its return value is kept as run.hold). Kills the whole process
@@ -154,6 +173,7 @@ def run(cmd, env, timeout, log=None, on_hold=None, on_start=None, label=""):
         log.write("  cannot start: %s" % e)
         return r
     r.pid = p.pid
+    LIVE.add(p.pid)
     if on_start:
         on_start(p.pid)
     lines = queue.Queue()
@@ -208,6 +228,7 @@ def run(cmd, env, timeout, log=None, on_hold=None, on_start=None, label=""):
     except subprocess.TimeoutExpired:
         os.killpg(p.pid, signal.SIGKILL)
         r.rc = p.wait()
+    LIVE.discard(p.pid)
     r.wall = time.monotonic() - t0
     log.write("  exit %s after %.2f s%s" % (r.rc, r.wall, " (TIMED OUT)" if r.timed_out else ""))
     return r
