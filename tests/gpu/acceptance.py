@@ -258,11 +258,17 @@ def judge(ctx, fw, row_id, r, nv, limit, overheads):
     else:
         d = seg["devices"][0]
         lim, use = d.get("limit_bytes"), d.get("in_use_bytes")
-        passthrough = sum(v for k, v in d.items() if k.startswith("passthrough_"))
+        # Keys this layout lacks show as n/a (the pool's counters are new).
+        pt = [v for k, v in d.items() if k.startswith("passthrough_")]
+        passthrough = sum(pt) if pt else None
         pool = d.get("pool_bytes")
+        served = None
+        if pool is not None and use is not None:
+            served = (use - (passthrough or 0)) if pool else 0
         f.update(stats_limit=lim, stats_in_use=use, stats_peak=d.get("peak_bytes"), pool_bytes=pool,
-                 passthrough=passthrough, spillway_ooms=d.get("ooms"),
-                 served=(use - passthrough) if pool and use is not None else 0)
+                 passthrough=passthrough, spillway_ooms=d.get("ooms"), served=served,
+                 passthrough_by_reason={k[len("passthrough_"):]: v for k, v in d.items()
+                                        if k.startswith("passthrough_") and v})
         ok = (lim is not None and abs(lim - limit) <= GRANULE and use is not None and use <= lim
               and use + GRANULE >= reached and d.get("underflows", 0) == 0)
         check("stats", ok, "limit %s, in use %s (program reached %s), underflows %s" % (
