@@ -33,7 +33,8 @@ DEADLINE=$((START + BUDGET))
 BUILD=${GPU_BUILD:-build-gpu}
 OUT=${OUT:-$BUILD/gpu-out}
 MODE=full
-case "${1:-}" in
+ARG=${1:-}
+case "$ARG" in
 --quick) MODE=quick ;;
 --dry-run) MODE=dry ;;
 --fake) MODE=fake ;;
@@ -132,6 +133,25 @@ for t in "$BUILD"/tests/unit/driver_*; do
     fi
 done
 
+# --- tables -----------------------------------------------------------------
+# Rewritten after every stage, so that a run cut short still leaves the
+# tables of what it finished in $OUT.
+write_tables() {
+    {
+        echo "## GPU check"
+        echo
+        echo "$device; driver $driver (CUDA $cuda_drv); nvcc $nvcc_ver; ${fw_vers%, }; spillway $rev;" \
+            "$(date -u '+%Y-%m-%d %H:%M UTC'); $(($(date +%s) - START)) s wall (scripts/gpu-check.sh${ARG:+ $ARG})."
+        echo
+        echo "### Driver conformance (the CI suites, against the real driver)"
+        echo
+        echo "| check | result | detail |"
+        echo "| --- | --- | --- |"
+        printf '%s\n' "${rows[@]+"${rows[@]}"}"
+        echo
+        timeout 60 "$PY" tests/gpu/report.py "$RESULTS" || echo "(report.py failed: see $LOG)"
+    } >"$TABLE"
+}
 # --- acceptance and benchmarks ---------------------------------------------
 # Each Python stage gets the time left (minus what rendering needs) as its
 # hard limit; inside, every run has its own timeout under the same deadline.
@@ -142,6 +162,7 @@ py_stage() { # description, script, args...
     if [ "$t" -le 10 ]; then say "   skipped: time budget"; return; fi
     timeout "$t" "$PY" "$@" "${FAKE[@]+"${FAKE[@]}"}" --deadline "$DEADLINE" 2>&1 | tee -a "$LOG" |
         grep -E '^RESULT' || true
+    write_tables
 }
 A=(tests/gpu/acceptance.py --build "$BUILD" --out "$OUT")
 [ "$MODE" = fake ] && A+=(--mock) # the framework rows on tests/gpu/mock's stand-ins
@@ -156,22 +177,9 @@ if [ "$MODE" = full ] || [ "$MODE" = fake ]; then
         --rows jax-default,jax-noprealloc,jax-platform,jax-cuda_async,torch-default,torch-expandable,torch-async,cupy
 fi
 
-# --- tables -----------------------------------------------------------------
+# --- done -------------------------------------------------------------------
 stage "tables"
-{
-    echo "## GPU check"
-    echo
-    echo "$device; driver $driver (CUDA $cuda_drv); nvcc $nvcc_ver; ${fw_vers%, }; spillway $rev;" \
-        "$(date -u '+%Y-%m-%d %H:%M UTC'); $(($(date +%s) - START)) s wall (scripts/gpu-check.sh${1:+ $1})."
-    echo
-    echo "### Driver conformance (the CI suites, against the real driver)"
-    echo
-    echo "| check | result | detail |"
-    echo "| --- | --- | --- |"
-    printf '%s\n' "${rows[@]+"${rows[@]}"}"
-    echo
-    timeout 60 "$PY" tests/gpu/report.py "$RESULTS" || echo "(report.py failed: see $LOG)"
-} >"$TABLE"
+write_tables
 echo
 cat "$TABLE"
 say "gpu-check: done in $(($(date +%s) - START)) s; $TABLE, $LOG"
