@@ -23,6 +23,8 @@ static _Atomic(const struct spw_options *) options;
 static uint64_t (*_Atomic total_of)(int dev);
 /* The stats segment every device event is mirrored to (publish.c owns it). */
 static struct spw_stats_writer *_Atomic stats;
+/* Entries of the maps that are device memory (not SPILLWAY_HOST). */
+static _Atomic uint64_t unpooled;
 
 static struct spw_stats_writer *stats_for(int dev)
 {
@@ -178,6 +180,39 @@ static int unpack_dev(int32_t v, int *reason)
     return (int16_t)(v & 0xffff);
 }
 
+/* Keeps `unpooled` in step with the maps: +1 / -1 for an entry that is
+ * device memory outside the pool. Handles committed without a reason are
+ * the pool's own (alloc_vmm.c); device pointers without one were adopted
+ * from a runtime that bypassed the handlers (cudart.c). */
+static void unpooled_step(enum spw_kind kind, int dev, int reason, int sign)
+{
+    if (dev == SPILLWAY_HOST || kind == SPW_KIND_HOSTPTR ||
+        (kind == SPW_KIND_HANDLE && reason < 0))
+        return;
+    if (sign > 0)
+        atomic_fetch_add_explicit(&unpooled, 1, memory_order_relaxed);
+    else
+        atomic_fetch_sub_explicit(&unpooled, 1, memory_order_relaxed);
+}
+
+int spw_account_unpooled_live(void)
+{
+    return atomic_load_explicit(&unpooled, memory_order_relaxed) != 0;
+}
+
+void spw_account_copy(int dev, enum spw_copy_dir dir, uint64_t bytes)
+{
+    static const enum spw_counter counter[] = {
+        [SPW_COPY_HTOD] = SPW_C_COPY_HTOD,
+        [SPW_COPY_DTOH] = SPW_C_COPY_DTOH,
+        [SPW_COPY_DTOD] = SPW_C_COPY_DTOD,
+    };
+    if (dev < 0 || !bytes || (unsigned)dir >= sizeof counter / sizeof counter[0])
+        return;
+    spw_stats_add(atomic_load_explicit(&stats, memory_order_acquire), (uint32_t)dev, counter[dir],
+                  bytes);
+}
+
 /* The stats gauge of a reason (host-location memory is host memory: none). */
 static int pt_gauge(int reason)
 {
@@ -225,7 +260,9 @@ static void commit_tagged(enum spw_kind kind, uint64_t key, int dev, uint64_t by
         atomic_fetch_add_explicit(&counters_of(sdev)->frees, 1, memory_order_relaxed);
         spw_stats_free(stats_for(sdev), (uint32_t)sdev, stale.size);
         pt_gauge_add(sdev, sreason, stale.size, -1);
+        unpooled_step(kind, sdev, sreason, -1);
     }
+    unpooled_step(kind, dev, reason, 1);
     atomic_fetch_add_explicit(&c->allocs, 1, memory_order_relaxed);
     raise_peak(c);
     spw_stats_alloc(stats_for(dev), (uint32_t)dev, bytes);
@@ -265,7 +302,11 @@ int spw_account_forget_pt(enum spw_kind kind, uint64_t key, int *dev, uint64_t *
     struct spw_map_entry e;
     if (spw_map_remove(map_of(kind), key, &e))
         return -1;
-    *dev = unpack_dev(e.dev, reason);
+    int why;
+    *dev = unpack_dev(e.dev, &why);
+    if (reason)
+        *reason = why;
+    unpooled_step(kind, *dev, why, -1);
     *bytes = e.size;
     return 0;
 }
@@ -292,12 +333,20 @@ void spw_account_release(int dev, uint64_t bytes)
 void spw_account_restore_pt(enum spw_kind kind, uint64_t key, int dev, uint64_t bytes,
                             int reason)
 {
-    if (spw_map_insert(map_of(kind), key, pack_dev(dev, reason), bytes, NULL) < 0) {
+    struct spw_map_entry stale;
+    int r = spw_map_insert(map_of(kind), key, pack_dev(dev, reason), bytes, &stale);
+    if (r < 0) {
         spw_warn("out of memory for the allocation table: %llu bytes on device %d forgotten",
                  (unsigned long long)bytes, dev);
         sub_floor(&counters_of(dev)->used, bytes);
         pt_gauge_add(dev, reason, bytes, -1);
+        return;
     }
+    if (r == 1) { /* replaced, not added: the entry it replaced is gone */
+        int sreason, sdev = unpack_dev(stale.dev, &sreason);
+        unpooled_step(kind, sdev, sreason, -1);
+    }
+    unpooled_step(kind, dev, reason, 1);
 }
 
 void spw_account_restore(enum spw_kind kind, uint64_t key, int dev, uint64_t bytes)

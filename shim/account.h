@@ -79,6 +79,16 @@ void spw_account_note_oom(int dev);
  * limit's refusals are (warning once per device, then debug). */
 void spw_account_note_pool_oom(int dev, uint64_t bytes);
 
+/* Whether device memory outside the pool is live (pass-through or adopted
+ * allocations in the maps): one atomic load. Copies ask the driver where a
+ * pointer lives only then (copy_side.c). */
+int spw_account_unpooled_live(void);
+
+/* Bytes the program copied, by direction, on dev: one relaxed add to the
+ * stats segment (nothing before it is published or for dev < 0). */
+enum spw_copy_dir { SPW_COPY_HTOD, SPW_COPY_DTOH, SPW_COPY_DTOD };
+void spw_account_copy(int dev, enum spw_copy_dir dir, uint64_t bytes);
+
 /* From now on, mirror every device's counters into the stats segment w
  * (limit, in use, peak, allocs, frees, OOMs); counts from before are
  * copied in first. NULL stops publishing. */

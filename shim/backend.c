@@ -11,6 +11,7 @@
  * need some context, so they push one only when the thread has none. */
 #include "shim/backend.h"
 
+#include "shim/copy_side.h"
 #include "shim/driver.h"
 #include "shim/hooks.h"
 #include "shim/log.h"
@@ -167,17 +168,28 @@ static CUresult be_page_release(void *ctx, CUmemGenericAllocationHandle handle)
     IN_ANY(spw_real.spw_h_mem_release(handle));
 }
 
+static CUresult va_reserve_in(int dev, size_t size, size_t align, CUdeviceptr *va)
+{
+    NEED(spw_drv.cuMemAddressReserve);
+    IN_DEVICE(dev, spw_drv.cuMemAddressReserve(va, size, align, 0, 0));
+}
+
+/* The policy reserves VA only for its arenas: the copy handlers learn here
+ * which device an arena address belongs to, without asking the policy. */
 static CUresult be_va_reserve(void *ctx, int dev, size_t size, size_t align, CUdeviceptr *va)
 {
     (void)ctx;
-    NEED(spw_drv.cuMemAddressReserve);
-    IN_DEVICE(dev, spw_drv.cuMemAddressReserve(va, size, align, 0, 0));
+    CUresult r = va_reserve_in(dev, size, align, va);
+    if (r == CUDA_SUCCESS)
+        spw_side_note_arena(dev, *va, size);
+    return r;
 }
 
 static CUresult be_va_free(void *ctx, CUdeviceptr va, size_t size)
 {
     (void)ctx;
     NEED(spw_drv.cuMemAddressFree);
+    spw_side_forget_arena(va);
     IN_ANY(spw_drv.cuMemAddressFree(va, size));
 }
 
@@ -223,8 +235,9 @@ static CUresult be_copy(void *ctx, int dev, CUdeviceptr dst, CUdeviceptr src, si
                         CUstream stream)
 {
     (void)ctx;
-    NEED(spw_drv.cuMemcpyDtoDAsync_v2);
-    IN_DEVICE(dev, spw_drv.cuMemcpyDtoDAsync_v2(dst, src, size, stream));
+    /* The driver's own function: spillway's copies are not the program's. */
+    NEED(spw_real.spw_h_memcpy_dtod_async);
+    IN_DEVICE(dev, spw_real.spw_h_memcpy_dtod_async(dst, src, size, stream));
 }
 
 /* The thread's current context when it is one of dev's other than the

@@ -4,7 +4,9 @@
  * through cuGetProcAddress, i.e. through spillway's handlers, which count
  * the allocation; the thread-local guard tells the wrapper that this
  * happened, so that it counts only what no handler saw (a runtime that
- * resolved the driver behind spillway's back). Exactly once either way. */
+ * resolved the driver behind spillway's back). Exactly once either way;
+ * cudaMemcpy's bytes the same. */
+#include "shim/copy.h"
 #include "shim/handler.h"
 #include "shim/info.h"
 #include "shim/log.h"
@@ -150,10 +152,26 @@ SPW_EXPORT cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes)
     return e;
 }
 
-/* Pass-through for now: the page pool (policy/) will need to see copies. */
+/* The runtime's copy reaches a driver copy handler, which counts it; the
+ * wrapper counts only a copy no handler saw (a runtime that bypassed
+ * spillway), by the direction the program named. */
 SPW_EXPORT cudaError_t cudaMemcpy(void *dst, const void *src, size_t count,
                                   enum cudaMemcpyKind kind)
 {
     RUNTIME_FN(real, cudaMemcpy);
-    return real(dst, src, count, kind);
+    if (spw_disabled())
+        return real(dst, src, count, kind);
+    struct spw_rt_guard saved = guard_enter();
+    cudaError_t e = real(dst, src, count, kind);
+    if (guard_leave(saved) || e != cudaSuccess)
+        return e;
+    CUdeviceptr d = (CUdeviceptr)(uintptr_t)dst, s = (CUdeviceptr)(uintptr_t)src;
+    switch (kind) {
+    case cudaMemcpyHostToDevice: spw_copy_count(SPW_COPY_HTOD, d, s, count); break;
+    case cudaMemcpyDeviceToHost: spw_copy_count(SPW_COPY_DTOH, s, d, count); break;
+    case cudaMemcpyDeviceToDevice: spw_copy_count(SPW_COPY_DTOD, d, s, count); break;
+    case cudaMemcpyDefault: spw_copy_count_unified(d, s, count); break;
+    default: break; /* host to host */
+    }
+    return e;
 }

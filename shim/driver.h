@@ -51,7 +51,6 @@ uint64_t spw_driver_device_total(int dev);
     X(cuMemAddressReserve, CUresult (*)(CUdeviceptr *, size_t, size_t, CUdeviceptr,        \
                                         unsigned long long))                               \
     X(cuMemAddressFree, CUresult (*)(CUdeviceptr, size_t))                                 \
-    X(cuMemcpyDtoDAsync_v2, CUresult (*)(CUdeviceptr, CUdeviceptr, size_t, CUstream))      \
     X(cuEventCreate, CUresult (*)(CUevent *, unsigned int))                                \
     X(cuEventRecord, CUresult (*)(CUevent, CUstream))                                      \
     X(cuEventQuery, CUresult (*)(CUevent))                                                 \

@@ -387,8 +387,8 @@ START_TEST(per_thread_variants)
         ck_assert_ptr_eq(legacy, dlsym(h, names[i]));
     }
     /* An unhooked per-thread function is the driver's own variant. */
-    ck_assert(is_driver_function(gpa("cuMemcpyHtoD", 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM),
-                                 "cuMemcpyHtoD_v2_ptds"));
+    ck_assert(is_driver_function(gpa("cuMemsetD8", 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM),
+                                 "cuMemsetD8_v2_ptds"));
     /* The per-thread handlers count like the others. */
     setup_path(SPW_PATH_LINKED);
     CUresult (*alloc)(CUdeviceptr *, size_t, CUstream) =
@@ -407,7 +407,7 @@ END_TEST
 
 START_TEST(unhooked_names_are_the_drivers)
 {
-    static const char *const names[] = {"cuDeviceGet", "cuStreamSynchronize", "cuMemcpyHtoD_v2",
+    static const char *const names[] = {"cuDeviceGet", "cuStreamSynchronize", "cuMemsetD8_v2",
                                          "cuGetExportTable", "cuMemAddressReserve", "cuInit",
                                          "cuMemAllocAsync_ptds" /* no such symbol */};
     void *h = driver_handle();
@@ -420,7 +420,7 @@ START_TEST(unhooked_names_are_the_drivers)
     ck_assert_ptr_null(dlsym(h, "cuMemAlloc_v2x"));
     ck_assert(is_driver_function((void *)&cuDeviceGet, "cuDeviceGet"));
     ck_assert(is_driver_function(gpa("cuDeviceGet", 12000, 0), "cuDeviceGet"));
-    ck_assert(is_driver_function(gpa("cuMemcpyHtoD", 12000, 0), "cuMemcpyHtoD_v2"));
+    ck_assert(is_driver_function(gpa("cuMemsetD8", 12000, 0), "cuMemsetD8_v2"));
     /* Never wrapped: the runtime's private tables. */
     ck_assert(is_driver_function(gpa("cuGetExportTable", 12000, 0), "cuGetExportTable"));
     /* Names that are not the driver's at all. */

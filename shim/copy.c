@@ -1,0 +1,114 @@
+/* The driver's copy family: cuMemcpy, cuMemcpyAsync and the typed
+ * cuMemcpy{HtoD,DtoH,DtoD}[Async]_v2, each also as its per-thread variant
+ * (_ptds for the synchronous ones, _ptsz for the stream ones), which
+ * forwards to the driver's same variant. Each forwards first and returns
+ * the driver's answer unchanged; a successful copy adds its bytes to the
+ * stats counter of its direction and device (one relaxed atomic add). A
+ * failed copy counts nothing.
+ *
+ * The hot path takes no lock and makes no syscall: typed copies know their
+ * direction, and their device comes from the pool's arenas (a few
+ * compares), else is the only device or the current context's
+ * (cuCtxGetDevice, a thread-local read in the driver, only in processes
+ * with several devices). How cuMemcpy's sides are told apart: copy_side.c. */
+#include "shim/copy.h"
+
+#include "shim/copy_side.h"
+#include "shim/handler.h"
+
+void spw_copy_count(enum spw_copy_dir dir, CUdeviceptr dev_side, CUdeviceptr other,
+                    size_t bytes)
+{
+    int dev = spw_side_arena_device(dev_side);
+    if (dev < 0 && dir == SPW_COPY_DTOD)
+        dev = spw_side_arena_device(other);
+    if (dev < 0)
+        dev = spw_side_fallback_device();
+    spw_publish_ensure();
+    spw_account_copy(dev, dir, bytes);
+}
+
+void spw_copy_count_unified(CUdeviceptr dst, CUdeviceptr src, size_t bytes)
+{
+    int ddev, sdev;
+    int to_dev = spw_side_is_device(dst, &ddev), from_dev = spw_side_is_device(src, &sdev);
+    if (!to_dev && !from_dev)
+        return; /* host to host */
+    enum spw_copy_dir dir = !from_dev ? SPW_COPY_HTOD : !to_dev ? SPW_COPY_DTOH : SPW_COPY_DTOD;
+    int dev = to_dev && ddev >= 0 ? ddev : from_dev ? sdev : -1;
+    if (dev < 0)
+        dev = spw_side_fallback_device();
+    spw_publish_ensure();
+    spw_account_copy(dev, dir, bytes);
+}
+
+/* After the driver answered r for a copy: counts it on success. The
+ * runtime wrapper learns that a handler saw its copy (spw_mark_counted)
+ * even when nothing was counted (host to host), so it never counts it
+ * again. */
+static inline CUresult typed(CUresult r, enum spw_copy_dir dir, CUdeviceptr dev_side,
+                             CUdeviceptr other, size_t bytes)
+{
+    if (r == CUDA_SUCCESS && !spw_disabled()) {
+        spw_copy_count(dir, dev_side, other, bytes);
+        spw_mark_counted();
+    }
+    return r;
+}
+
+static inline CUresult unified(CUresult r, CUdeviceptr dst, CUdeviceptr src, size_t bytes)
+{
+    if (r == CUDA_SUCCESS && !spw_disabled()) {
+        spw_copy_count_unified(dst, src, bytes);
+        spw_mark_counted();
+    }
+    return r;
+}
+
+#define HOST(p) ((CUdeviceptr)(uintptr_t)(p))
+
+/* One handler and its per-thread variant: name, the hooks.def handler,
+ * parameters, the forwarded arguments, and the counting expression. */
+#define COPY_HANDLERS(handler, params, args, count)                  \
+    CUresult handler params                                          \
+    {                                                                \
+        SPW_REAL_OR_RETURN(real, handler);                           \
+        CUresult r = real args;                                      \
+        return count;                                                \
+    }                                                                \
+    CUresult handler##_pt params                                     \
+    {                                                                \
+        SPW_REAL_OR_RETURN(real, handler##_pt);                      \
+        CUresult r = real args;                                      \
+        return count;                                                \
+    }
+
+COPY_HANDLERS(spw_h_memcpy, (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount),
+              (dst, src, ByteCount), unified(r, dst, src, ByteCount))
+COPY_HANDLERS(spw_h_memcpy_async,
+              (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream),
+              (dst, src, ByteCount, hStream), unified(r, dst, src, ByteCount))
+
+COPY_HANDLERS(spw_h_memcpy_htod, (CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount),
+              (dstDevice, srcHost, ByteCount),
+              typed(r, SPW_COPY_HTOD, dstDevice, HOST(srcHost), ByteCount))
+COPY_HANDLERS(spw_h_memcpy_dtoh, (void *dstHost, CUdeviceptr srcDevice, size_t ByteCount),
+              (dstHost, srcDevice, ByteCount),
+              typed(r, SPW_COPY_DTOH, srcDevice, HOST(dstHost), ByteCount))
+COPY_HANDLERS(spw_h_memcpy_dtod,
+              (CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount),
+              (dstDevice, srcDevice, ByteCount),
+              typed(r, SPW_COPY_DTOD, dstDevice, srcDevice, ByteCount))
+
+COPY_HANDLERS(spw_h_memcpy_htod_async,
+              (CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount, CUstream hStream),
+              (dstDevice, srcHost, ByteCount, hStream),
+              typed(r, SPW_COPY_HTOD, dstDevice, HOST(srcHost), ByteCount))
+COPY_HANDLERS(spw_h_memcpy_dtoh_async,
+              (void *dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream),
+              (dstHost, srcDevice, ByteCount, hStream),
+              typed(r, SPW_COPY_DTOH, srcDevice, HOST(dstHost), ByteCount))
+COPY_HANDLERS(spw_h_memcpy_dtod_async,
+              (CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream),
+              (dstDevice, srcDevice, ByteCount, hStream),
+              typed(r, SPW_COPY_DTOD, dstDevice, srcDevice, ByteCount))

@@ -1,0 +1,112 @@
+/* Owner of the arena table copies are classified by.
+ *
+ * A pointer is device memory when
+ *   1. it lies in a pool arena: its device is the arena's (this table, a
+ *      copy of what the policy reserved, so that the answer needs no policy
+ *      lock: sw_lookup locks slabs and VMM mappings);
+ *   2. the pool owns it otherwise (a program VMM range mapped on pool pages,
+ *      sw_owns: lock-free): its device is the current context's;
+ *   3. spillway counts device memory outside the pool (pass-through
+ *      allocations: managed, IPC, capture, a device without pool, or a
+ *      runtime that reached the driver behind spillway's back) and the
+ *      driver says so (cuPointerGetAttribute). Only then is the driver
+ *      asked: a process whose device memory all comes from the pool never
+ *      pays for it.
+ * Anything else is host memory. Device memory spillway never saw being
+ * allocated (impossible under LD_PRELOAD, but for a driver-internal
+ * allocation) is taken for host memory. */
+#include "shim/copy_side.h"
+
+#include "shim/account.h"
+#include "shim/driver.h"
+#include "shim/hooks.h"
+#include "shim/pool.h"
+
+#include <stdatomic.h>
+
+struct arena {
+    _Atomic CUdeviceptr base; /* 0: none */
+    _Atomic size_t size;      /* written before base, read after it */
+};
+
+static struct arena arenas[SW_MAX_DEVICES];
+static _Atomic int arenas_hi; /* 1 + the highest device with an arena */
+static _Atomic int devices;   /* the driver's device count, 0 until known */
+
+void spw_side_note_arena(int dev, CUdeviceptr base, size_t size)
+{
+    if (dev < 0 || dev >= SW_MAX_DEVICES)
+        return;
+    atomic_store_explicit(&arenas[dev].size, size, memory_order_relaxed);
+    atomic_store_explicit(&arenas[dev].base, base, memory_order_release);
+    int hi = atomic_load_explicit(&arenas_hi, memory_order_relaxed);
+    while (hi < dev + 1 &&
+           !atomic_compare_exchange_weak_explicit(&arenas_hi, &hi, dev + 1, memory_order_release,
+                                                  memory_order_relaxed))
+        ;
+}
+
+void spw_side_forget_arena(CUdeviceptr base)
+{
+    int hi = atomic_load_explicit(&arenas_hi, memory_order_acquire);
+    for (int d = 0; base && d < hi; d++) {
+        CUdeviceptr b = base;
+        atomic_compare_exchange_strong(&arenas[d].base, &b, 0);
+    }
+}
+
+int spw_side_arena_device(CUdeviceptr ptr)
+{
+    int hi = atomic_load_explicit(&arenas_hi, memory_order_acquire);
+    for (int d = 0; d < hi; d++) {
+        CUdeviceptr b = atomic_load_explicit(&arenas[d].base, memory_order_acquire);
+        if (b && ptr >= b && ptr - b < atomic_load_explicit(&arenas[d].size, memory_order_relaxed))
+            return d;
+    }
+    return -1;
+}
+
+static int device_count(void)
+{
+    int n = atomic_load_explicit(&devices, memory_order_relaxed);
+    if (n > 0)
+        return n;
+    /* Fixed for the life of the process: asked once it is known. */
+    n = spw_driver_device_count();
+    if (n > 0)
+        atomic_store_explicit(&devices, n, memory_order_relaxed);
+    return n;
+}
+
+int spw_side_fallback_device(void)
+{
+    if (device_count() == 1)
+        return 0;
+    int dev;
+    return spw_driver_ctx_device(&dev) == CUDA_SUCCESS ? dev : -1;
+}
+
+/* The driver's answer for memory outside the pool. */
+static int driver_says_device(CUdeviceptr ptr, int *dev)
+{
+    CUresult (*get)(void *, CUpointer_attribute, CUdeviceptr) = spw_real.spw_h_pointer_get_attribute;
+    unsigned type = 0;
+    if (!get || get(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, ptr) != CUDA_SUCCESS ||
+        type != CU_MEMORYTYPE_DEVICE)
+        return 0;
+    if (device_count() == 1)
+        *dev = 0;
+    else if (spw_driver_pointer_device(ptr, dev) != CUDA_SUCCESS)
+        *dev = -1;
+    return 1;
+}
+
+int spw_side_is_device(CUdeviceptr ptr, int *dev)
+{
+    if ((*dev = spw_side_arena_device(ptr)) >= 0)
+        return 1;
+    sw_policy *p = spw_pool_policy();
+    if (p && sw_owns(p, ptr))
+        return 1;
+    return spw_account_unpooled_live() && driver_says_device(ptr, dev);
+}
