@@ -76,6 +76,14 @@ ALL_TARGETS += $(SHIM_IT)/shim_probe $(SHIM_IT)/shim_env
 UNIT_TESTS += $(SHIM_IT)/shim_env
 UNIT_TESTS += tests/integration/shim/demo.sh
 
+# The copy family by every path, read back from the stats segment (copies.sh).
+$(SHIM_IT)/shim_copies: $(SHIM_IT)/shim/test_copies.o $(SHIM_IT)/shim/driver_api.o $(UNIT_MAIN) \
+                        $(BUILD)/stats/reader.o $(BUILD)/stats/decode.o $(BUILD)/stats/procinfo.o \
+                        $(SHIM_FAKE_LIBS)
+	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcudart -lcuda $(CHECK_LIBS) $(LDLIBS)
+ALL_TARGETS += $(SHIM_IT)/shim_copies
+UNIT_TESTS += tests/integration/shim/copies.sh
+
 # The runtime in a library's local scope (rtlocal.c).
 $(SHIM_IT)/libshim_rtuser.so: $(SHIM_IT)/shim/rtuser.o $(BUILD)/fakecudart/libcudart.so
 	$(CC) -shared $(filter %.o,$^) -o $@ -L$(BUILD)/fakecudart -Wl,-rpath,'$$ORIGIN/../../fakecudart' -lcudart

@@ -3,7 +3,8 @@
  *   info              per device: total and free (cuMemGetInfo_v2), cuDeviceTotalMem_v2
  *   fill DEV CHUNK    cuMemAlloc_v2 CHUNK bytes on DEV until it fails
  *   alloc DEV BYTES   one cuMemAlloc_v2
- *   errors            the codes of bad calls (bad pointer, double free, NULL ...)
+ *   errors            the codes of bad calls (bad pointer, double free, NULL,
+ *                     copies the driver refuses ...)
  * It prints "probe: main" first, so a run that stops before main shows. */
 #include <cuda.h>
 #include <stdint.h>
@@ -14,6 +15,10 @@
 /* The CUDA 11.3 ABI, which cuda.h declares only for its own build. */
 #undef cuGetProcAddress
 CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
+
+/* Per-thread variants, which cuda.h declares only for its own build. */
+__typeof__(cuMemcpyHtoD_v2) cuMemcpyHtoD_v2_ptds;
+__typeof__(cuMemcpyDtoDAsync_v2) cuMemcpyDtoDAsync_v2_ptsz;
 
 static int use_device(int dev)
 {
@@ -85,8 +90,24 @@ static int errors(void)
     cuInit(0);
     SHOW("alloc_without_context", cuMemAlloc_v2(&p, 1 << 20));
     SHOW("get_info_without_context", cuMemGetInfo_v2(&f, &t));
+    CUdeviceptr bad = (CUdeviceptr)0xdead0000;
+    char hbuf[64] = "probe";
+    SHOW("copy_without_context", cuMemcpy(bad, bad, 16));
+    SHOW("htod_without_context", cuMemcpyHtoD_v2(bad, hbuf, 16));
     if (use_device(0))
         return 1;
+    /* Copies the driver refuses (a pointer it does not know as device
+     * memory, a stream that does not exist). */
+    CUstream bad_stream = (CUstream)(uintptr_t)0x1234;
+    SHOW("htod_bad_pointer", cuMemcpyHtoD_v2(bad, hbuf, 16));
+    SHOW("htod_ptds_bad_pointer", cuMemcpyHtoD_v2_ptds(bad, hbuf, 16));
+    SHOW("dtoh_bad_pointer", cuMemcpyDtoH_v2(hbuf, bad, 16));
+    SHOW("dtod_bad_pointer", cuMemcpyDtoD_v2(bad, bad, 16));
+    SHOW("htod_async_bad_pointer", cuMemcpyHtoDAsync_v2(bad, hbuf, 16, NULL));
+    SHOW("dtoh_async_bad_pointer", cuMemcpyDtoHAsync_v2(hbuf, bad, 16, NULL));
+    SHOW("dtod_async_ptsz_bad_pointer", cuMemcpyDtoDAsync_v2_ptsz(bad, bad, 16, NULL));
+    SHOW("copy_async_bad_stream", cuMemcpyAsync(bad, bad, 16, bad_stream));
+    SHOW("htod_async_bad_stream", cuMemcpyHtoDAsync_v2(bad, hbuf, 16, bad_stream));
     SHOW("free_bad_pointer", cuMemFree_v2((CUdeviceptr)0xdead0000));
     SHOW("free_null", cuMemFree_v2(0));
     cuMemAlloc_v2(&p, 1 << 20);

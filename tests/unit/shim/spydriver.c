@@ -1,6 +1,7 @@
 /* A stand-in driver for test_resolve.c (loaded by the shim through
  * SPILLWAY_DRIVER): each allocation function records its own exported name
- * in spy_last, so a test sees which real function a handler forwarded to.
+ * in spy_last (copies also their byte count in spy_bytes), so a test sees
+ * which real function a handler forwarded to.
  * spy_gpa_mode 0: cuGetProcAddress answers with the exported functions;
  * 1: with other addresses (trampolines), as a driver may. */
 #include <cuda.h>
@@ -43,12 +44,45 @@ EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *p, size_t n, CUmemoryP
 EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) { (void)p; (void)s; record("cuMemFreeAsync"); return CUDA_SUCCESS; }
 EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s) { (void)p; (void)s; record("cuMemFreeAsync_ptsz"); return CUDA_SUCCESS; }
 
+/* The copy family, each variant recording its name and byte count. */
+EXPORT size_t spy_bytes;
+#define SPY_COPY(name, dst_t, src_t)                                   \
+    EXPORT CUresult name(dst_t d, src_t s, size_t n)                   \
+    {                                                                  \
+        (void)d; (void)s; spy_bytes = n; record(#name);                \
+        return CUDA_SUCCESS;                                           \
+    }
+#define SPY_COPY_ASYNC(name, dst_t, src_t)                             \
+    EXPORT CUresult name(dst_t d, src_t s, size_t n, CUstream h)       \
+    {                                                                  \
+        (void)d; (void)s; (void)h; spy_bytes = n; record(#name);       \
+        return CUDA_SUCCESS;                                           \
+    }
+SPY_COPY(cuMemcpy, CUdeviceptr, CUdeviceptr)
+SPY_COPY(cuMemcpy_ptds, CUdeviceptr, CUdeviceptr)
+SPY_COPY(cuMemcpyHtoD_v2, CUdeviceptr, const void *)
+SPY_COPY(cuMemcpyHtoD_v2_ptds, CUdeviceptr, const void *)
+SPY_COPY(cuMemcpyDtoH_v2, void *, CUdeviceptr)
+SPY_COPY(cuMemcpyDtoH_v2_ptds, void *, CUdeviceptr)
+SPY_COPY(cuMemcpyDtoD_v2, CUdeviceptr, CUdeviceptr)
+SPY_COPY(cuMemcpyDtoD_v2_ptds, CUdeviceptr, CUdeviceptr)
+SPY_COPY_ASYNC(cuMemcpyAsync, CUdeviceptr, CUdeviceptr)
+SPY_COPY_ASYNC(cuMemcpyAsync_ptsz, CUdeviceptr, CUdeviceptr)
+SPY_COPY_ASYNC(cuMemcpyHtoDAsync_v2, CUdeviceptr, const void *)
+SPY_COPY_ASYNC(cuMemcpyHtoDAsync_v2_ptsz, CUdeviceptr, const void *)
+SPY_COPY_ASYNC(cuMemcpyDtoHAsync_v2, void *, CUdeviceptr)
+SPY_COPY_ASYNC(cuMemcpyDtoHAsync_v2_ptsz, void *, CUdeviceptr)
+SPY_COPY_ASYNC(cuMemcpyDtoDAsync_v2, CUdeviceptr, CUdeviceptr)
+SPY_COPY_ASYNC(cuMemcpyDtoDAsync_v2_ptsz, CUdeviceptr, CUdeviceptr)
+
 /* Mode 1's addresses: same behaviour, other functions. */
 static CUresult t_alloc_async(CUdeviceptr *p, size_t n, CUstream s) { return cuMemAllocAsync(p, n, s); }
 static CUresult t_alloc_async_ptsz(CUdeviceptr *p, size_t n, CUstream s) { return cuMemAllocAsync_ptsz(p, n, s); }
 static CUresult t_free_async(CUdeviceptr p, CUstream s) { return cuMemFreeAsync(p, s); }
 static CUresult t_free_async_ptsz(CUdeviceptr p, CUstream s) { return cuMemFreeAsync_ptsz(p, s); }
 static CUresult t_alloc(CUdeviceptr *p, size_t n) { return cuMemAlloc_v2(p, n); }
+static CUresult t_htod(CUdeviceptr d, const void *s, size_t n) { return cuMemcpyHtoD_v2(d, s, n); }
+static CUresult t_htod_ptds(CUdeviceptr d, const void *s, size_t n) { return cuMemcpyHtoD_v2_ptds(d, s, n); }
 
 #undef cuGetProcAddress
 EXPORT CUresult cuGetProcAddress(const char *, void **, int, cuuint64_t);
@@ -62,6 +96,14 @@ static const struct {
     {"cuMemAllocAsync", (void *)cuMemAllocAsync, (void *)cuMemAllocAsync_ptsz, (void *)t_alloc_async, (void *)t_alloc_async_ptsz},
     {"cuMemFreeAsync", (void *)cuMemFreeAsync, (void *)cuMemFreeAsync_ptsz, (void *)t_free_async, (void *)t_free_async_ptsz},
     {"cuMemAllocFromPoolAsync", (void *)cuMemAllocFromPoolAsync, (void *)cuMemAllocFromPoolAsync_ptsz, NULL, NULL},
+    {"cuMemcpy", (void *)cuMemcpy, (void *)cuMemcpy_ptds, NULL, NULL},
+    {"cuMemcpyAsync", (void *)cuMemcpyAsync, (void *)cuMemcpyAsync_ptsz, NULL, NULL},
+    {"cuMemcpyHtoD", (void *)cuMemcpyHtoD_v2, (void *)cuMemcpyHtoD_v2_ptds, (void *)t_htod, (void *)t_htod_ptds},
+    {"cuMemcpyDtoH", (void *)cuMemcpyDtoH_v2, (void *)cuMemcpyDtoH_v2_ptds, NULL, NULL},
+    {"cuMemcpyDtoD", (void *)cuMemcpyDtoD_v2, (void *)cuMemcpyDtoD_v2_ptds, NULL, NULL},
+    {"cuMemcpyHtoDAsync", (void *)cuMemcpyHtoDAsync_v2, (void *)cuMemcpyHtoDAsync_v2_ptsz, NULL, NULL},
+    {"cuMemcpyDtoHAsync", (void *)cuMemcpyDtoHAsync_v2, (void *)cuMemcpyDtoHAsync_v2_ptsz, NULL, NULL},
+    {"cuMemcpyDtoDAsync", (void *)cuMemcpyDtoDAsync_v2, (void *)cuMemcpyDtoDAsync_v2_ptsz, NULL, NULL},
     {"cuGetExportTable", (void *)cuGetExportTable, NULL, NULL, NULL},
     {"cuCtxGetDevice", (void *)cuCtxGetDevice, NULL, NULL, NULL},
 };

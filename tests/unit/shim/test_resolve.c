@@ -1,6 +1,7 @@
 /* The shim's resolution against a spy driver (spydriver.c), loaded with
  * dlopen (not preloaded): which real function each handler forwards to
- * (_ptsz stays _ptsz), cuGetProcAddress's flags, a driver whose
+ * (_ptsz stays _ptsz, _ptds stays _ptds, for allocations and copies),
+ * cuGetProcAddress's flags, a driver whose
  * cuGetProcAddress answers with other addresses than its symbols,
  * cuGetExportTable untouched, and the dlsym override. */
 #include "tests/unit/check_compat.h"
@@ -127,6 +128,72 @@ START_TEST(gpa_flags_select_the_variant)
 }
 END_TEST
 
+/* The copy family: every handler, exported, handed out by the dlsym
+ * override or by cuGetProcAddress (with or without the per-thread flag),
+ * forwards to the driver's same variant with the same arguments. */
+enum copy_sig { SYNC_DD, SYNC_DH, SYNC_HD, ASYNC_DD, ASYNC_DH, ASYNC_HD };
+static const struct {
+    const char *base, *symbol, *pt;
+    enum copy_sig sig;
+} copies[] = {
+    {"cuMemcpy", "cuMemcpy", "_ptds", SYNC_DD},
+    {"cuMemcpyAsync", "cuMemcpyAsync", "_ptsz", ASYNC_DD},
+    {"cuMemcpyHtoD", "cuMemcpyHtoD_v2", "_ptds", SYNC_DH},
+    {"cuMemcpyDtoH", "cuMemcpyDtoH_v2", "_ptds", SYNC_HD},
+    {"cuMemcpyDtoD", "cuMemcpyDtoD_v2", "_ptds", SYNC_DD},
+    {"cuMemcpyHtoDAsync", "cuMemcpyHtoDAsync_v2", "_ptsz", ASYNC_DH},
+    {"cuMemcpyDtoHAsync", "cuMemcpyDtoHAsync_v2", "_ptsz", ASYNC_HD},
+    {"cuMemcpyDtoDAsync", "cuMemcpyDtoDAsync_v2", "_ptsz", ASYNC_DD},
+};
+
+/* Calls fn, a copy of signature sig, for n bytes; returns its answer. */
+static CUresult call_copy(void *fn, enum copy_sig sig, size_t n)
+{
+    static char host[64];
+    CUdeviceptr dev = 0x10000000;
+    switch (sig) {
+    case SYNC_DD: return ((CUresult(*)(CUdeviceptr, CUdeviceptr, size_t))fn)(dev, dev + 64, n);
+    case SYNC_DH: return ((CUresult(*)(CUdeviceptr, const void *, size_t))fn)(dev, host, n);
+    case SYNC_HD: return ((CUresult(*)(void *, CUdeviceptr, size_t))fn)(host, dev, n);
+    case ASYNC_DD:
+        return ((CUresult(*)(CUdeviceptr, CUdeviceptr, size_t, CUstream))fn)(dev, dev + 64, n, NULL);
+    case ASYNC_DH:
+        return ((CUresult(*)(CUdeviceptr, const void *, size_t, CUstream))fn)(dev, host, n, NULL);
+    case ASYNC_HD:
+        return ((CUresult(*)(void *, CUdeviceptr, size_t, CUstream))fn)(host, dev, n, NULL);
+    }
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
+/* Loop as gpa_flags_select_the_variant. */
+START_TEST(copies_forward_to_the_same_variant)
+{
+    setup();
+    *spy_gpa_mode = _i / 2;
+    int v1 = _i % 2;
+    size_t *spy_bytes = dlsym(spy, "spy_bytes");
+    void *(*over)(void *, const char *) = (void *(*)(void *, const char *))shim_fn("dlsym");
+    ck_assert_ptr_nonnull(spy_bytes);
+    for (size_t i = 0; i < sizeof copies / sizeof copies[0]; i++) {
+        for (int pt = 0; pt < 2; pt++) {
+            char name[64];
+            snprintf(name, sizeof name, "%s%s", copies[i].symbol, pt ? copies[i].pt : "");
+            void *exported = shim_fn(name);
+            void *by_gpa = lookup(v1, copies[i].base,
+                                  pt ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM
+                                     : CU_GET_PROC_ADDRESS_LEGACY_STREAM);
+            ck_assert_msg(by_gpa == exported, "cuGetProcAddress(%s, pt %d) is not %s",
+                          copies[i].base, pt, name);
+            ck_assert_msg(over(spy, name) == exported, "dlsym(%s)", name);
+            size_t n = 1000 + 10 * i + (size_t)pt;
+            ck_assert_int_eq(call_copy(exported, copies[i].sig, n), CUDA_SUCCESS);
+            ck_assert_str_eq(spy_last, name);
+            ck_assert_uint_eq(*spy_bytes, n);
+        }
+    }
+}
+END_TEST
+
 START_TEST(dlsym_override)
 {
     setup();
@@ -154,6 +221,7 @@ Suite *test_suite(void)
     TCase *tc = tcase_create("resolve");
     tcase_add_test(tc, exported_ptsz_forward_to_ptsz);
     tcase_add_loop_test(tc, gpa_flags_select_the_variant, 0, 4);
+    tcase_add_loop_test(tc, copies_forward_to_the_same_variant, 0, 4);
     tcase_add_test(tc, dlsym_override);
     suite_add_tcase(s, tc);
     return s;
