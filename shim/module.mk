@@ -81,8 +81,10 @@ $(SHIM_IT)/shim_copies: $(SHIM_IT)/shim/test_copies.o $(SHIM_IT)/shim/driver_api
                         $(BUILD)/stats/reader.o $(BUILD)/stats/decode.o $(BUILD)/stats/procinfo.o \
                         $(SHIM_FAKE_LIBS)
 	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcudart -lcuda $(CHECK_LIBS) $(LDLIBS)
-ALL_TARGETS += $(SHIM_IT)/shim_copies
-UNIT_TESTS += tests/integration/shim/copies.sh
+$(SHIM_IT)/shim_copy_hold: $(SHIM_IT)/shim/copy_hold.o $(BUILD)/fakecuda/libcuda.so.1
+	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(LDLIBS)
+ALL_TARGETS += $(SHIM_IT)/shim_copies $(SHIM_IT)/shim_copy_hold
+UNIT_TESTS += tests/integration/shim/copies.sh tests/integration/shim/copies_top.sh
 
 # The runtime in a library's local scope (rtlocal.c).
 $(SHIM_IT)/libshim_rtuser.so: $(SHIM_IT)/shim/rtuser.o $(BUILD)/fakecudart/libcudart.so
