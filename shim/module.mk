@@ -84,6 +84,10 @@ $(SHIM_IT)/shim_copies: $(SHIM_IT)/shim/test_copies.o $(SHIM_IT)/shim/driver_api
 $(SHIM_IT)/shim_copy_hold: $(SHIM_IT)/shim/copy_hold.o $(BUILD)/fakecuda/libcuda.so.1
 	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(LDLIBS)
 ALL_TARGETS += $(SHIM_IT)/shim_copies $(SHIM_IT)/shim_copy_hold
+# Timings of the copy handlers, run by hand (copy_bench.c).
+$(SHIM_IT)/shim_copy_bench: $(SHIM_IT)/shim/copy_bench.o $(BUILD)/fakecuda/libcuda.so.1
+	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(LDLIBS)
+ALL_TARGETS += $(SHIM_IT)/shim_copy_bench
 UNIT_TESTS += tests/integration/shim/copies.sh tests/integration/shim/copies_top.sh
 
 # The runtime in a library's local scope (rtlocal.c).

@@ -31,6 +31,17 @@ static CUresult give(CUdeviceptr *p, const char *name)
 }
 
 EXPORT CUresult cuCtxGetDevice(CUdevice *d) { *d = 0; return CUDA_SUCCESS; }
+/* Unknown (as before cuInit) until a test sets spy_device_count. */
+EXPORT int spy_device_count = -1;
+EXPORT CUresult cuDeviceGetCount(int *n)
+{
+    if (!n)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (spy_device_count < 0)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    *n = spy_device_count;
+    return CUDA_SUCCESS;
+}
 EXPORT CUresult cuDeviceTotalMem_v2(size_t *b, CUdevice d) { (void)d; if (!b) return CUDA_ERROR_INVALID_VALUE; *b = 1ull << 30; return CUDA_SUCCESS; }
 EXPORT CUresult cuGetExportTable(const void **t, const CUuuid *id) { (void)id; *t = NULL; return CUDA_ERROR_NOT_SUPPORTED; }
 
