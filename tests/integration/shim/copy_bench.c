@@ -1,8 +1,9 @@
 /* What spillway's copy handlers cost (not run by `make test`: timings).
- *   copy_bench fakecuda   4-byte copies against the driver the program is
- *                         linked with (fakecuda): run it with and without
- *                         LD_PRELOAD=libspillway.so and compare; also the
- *                         driver's cuPointerGetAttribute and cuCtxGetDevice
+ *   copy_bench fakecuda   4-byte and empty copies against the driver the
+ *                         program is linked with (fakecuda): run it with and
+ *                         without LD_PRELOAD=libspillway.so and compare; also
+ *                         the driver's cuPointerGetAttribute and
+ *                         cuCtxGetDevice
  *   copy_bench spy BUILD  the handler alone: the spy driver (a copy is a
  *                         function call) called directly, then through
  *                         libspillway.so dlopen'ed in front of it
@@ -75,6 +76,16 @@ static int bench_fakecuda(void)
     TIME("cuMemcpy 4 B host to device", n, cuMemcpy(a, h, 4));
     TIME("cuMemcpyAsync 4 B device to device", n,
          cuMemcpyAsync(b, a, 4, NULL) || sync_every(i_, 1000));
+    /* fakecuda answers a copy of nothing after finding the stream, before
+     * any queueing: what is left is mostly spillway's handler, which
+     * classifies the sides all the same (only the final add is skipped). */
+    TIME("cuMemcpyHtoD 0 B", n, cuMemcpyHtoD(a, host, 0));
+    TIME("cuMemcpy 0 B host to device", n, cuMemcpy(a, h, 0));
+    TIME("cuMemcpy 0 B host to host", n, cuMemcpy(h, h, 0));
+    CUdeviceptr m;
+    CHECK(cuMemAllocManaged(&m, 4096, CU_MEM_ATTACH_GLOBAL));
+    TIME("cuMemcpy 0 B h to d, managed live", n, cuMemcpy(a, h, 0));
+    CHECK(cuMemFree(m));
     unsigned type;
     TIME("cuPointerGetAttribute host ptr", n,
          (cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, h), CUDA_SUCCESS));
