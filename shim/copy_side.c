@@ -12,9 +12,9 @@
  *      driver says so (cuPointerGetAttribute). Only then is the driver
  *      asked: a process whose device memory all comes from the pool never
  *      pays for it.
- * Anything else is host memory. Device memory spillway never saw being
- * allocated (impossible under LD_PRELOAD, but for a driver-internal
- * allocation) is taken for host memory. */
+ * Anything else is host memory: also device memory spillway never saw
+ * allocated (the driver's own, or a bypassing runtime's that no wrapper
+ * adopted), the price of not asking the driver about every host pointer. */
 #include "shim/copy_side.h"
 
 #include "shim/account.h"
