@@ -5,6 +5,7 @@
 #   make demo       the main job: build spillway and run the demo under it
 #   make gpu-test   build the conformance programs against the real driver
 #   make bench      benchmarks (GPU host)
+#   make sanitize   the test suite under ASan + UBSan (build-asan/)
 #   make install    PREFIX=/usr/local
 
 CUDA_HOME ?= /usr/local/cuda
@@ -76,6 +77,15 @@ gpu-test:
 
 test: build-all $(UNIT_TESTS)
 	@BUILD=$(BUILD) scripts/run-tests.sh $(UNIT_TESTS)
+
+# The whole suite again with every program and library (the preloaded shim
+# too) built under AddressSanitizer and UndefinedBehaviorSanitizer.
+SANITIZE_ENV := ASAN_OPTIONS=detect_leaks=0:handle_segv=0:verify_asan_link_order=0:halt_on_error=1 \
+                UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+sanitize:
+	$(SANITIZE_ENV) $(MAKE) BUILD=$(BUILD)-asan \
+	    CC="$(CC) -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" test
+.PHONY: sanitize
 
 clean:
 	rm -rf $(BUILD)

@@ -32,7 +32,7 @@ static CUresult (*real_device_get_count)(int *);
 
 static _Atomic(spw_dlsym_fn) real_dlsym;
 
-spw_dlsym_fn spw_real_dlsym(void)
+SPW_EARLY spw_dlsym_fn spw_real_dlsym(void)
 {
     spw_dlsym_fn fn = atomic_load_explicit(&real_dlsym, memory_order_acquire);
     if (fn)

@@ -6,6 +6,12 @@
 #include <cuda.h>
 #include <stdint.h>
 
+/* dlsym runs before every other runtime of the process is ready (the
+ * AddressSanitizer runtime resolves its interceptors through it while it
+ * initialises): the functions on dlsym's pass-through path must not be
+ * instrumented, or a sanitizer build of spillway crashes at start-up. */
+#define SPW_EARLY __attribute__((no_sanitize("address", "undefined")))
+
 typedef void *(*spw_dlsym_fn)(void *handle, const char *name);
 
 /* glibc's dlsym, not the override. */

@@ -9,7 +9,7 @@
 /* The pass-through must be a tail call: glibc's dlsym finds RTLD_NEXT's
  * "next" from its return address, which must be the program's, not
  * spillway's. */
-__attribute__((visibility("default"), optimize("optimize-sibling-calls"))) void *
+__attribute__((visibility("default"), optimize("optimize-sibling-calls"))) SPW_EARLY void *
 dlsym(void *handle, const char *name)
 {
     spw_dlsym_fn real = spw_real_dlsym();

@@ -14,7 +14,7 @@ static void *usable(void *handler, void **real)
     return real && *real ? handler : NULL;
 }
 
-int spw_is_driver_name(const char *name)
+SPW_EARLY int spw_is_driver_name(const char *name)
 {
     return name && name[0] == 'c' && name[1] == 'u';
 }
