@@ -84,11 +84,12 @@ static void ctx_leave(int pushed)
         spw_drv.cuCtxPopCurrent_v2(&c);
 }
 
-/* Runs call with dev's primary context current. */
-#define IN_DEVICE(dev, call)                         \
+/* Runs call with a context made current by enter (which sets pushed_), and
+ * returns its result. */
+#define WITH_CTX(enter, call)                        \
     do {                                             \
         int pushed_;                                 \
-        CUresult r_ = ctx_enter((dev), &pushed_);    \
+        CUresult r_ = (enter);                       \
         if (r_ != CUDA_SUCCESS)                      \
             return r_;                               \
         r_ = (call);                                 \
@@ -96,16 +97,9 @@ static void ctx_leave(int pushed)
         return r_;                                   \
     } while (0)
 
-#define IN_ANY(call)                                 \
-    do {                                             \
-        int pushed_;                                 \
-        CUresult r_ = ctx_enter_any(&pushed_);       \
-        if (r_ != CUDA_SUCCESS)                      \
-            return r_;                               \
-        r_ = (call);                                 \
-        ctx_leave(pushed_);                          \
-        return r_;                                   \
-    } while (0)
+/* dev's primary context; any context (the thread's own if it has one). */
+#define IN_DEVICE(dev, call) WITH_CTX(ctx_enter((dev), &pushed_), call)
+#define IN_ANY(call) WITH_CTX(ctx_enter_any(&pushed_), call)
 
 #define NEED(fn)                                     \
     if (!(fn))                                       \

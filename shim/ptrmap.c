@@ -107,7 +107,8 @@ int spw_map_insert(struct spw_map *m, uint64_t key, int32_t dev, uint64_t size,
     return ret;
 }
 
-int spw_map_remove(struct spw_map *m, uint64_t key, struct spw_map_entry *out)
+/* Finds key: copies its entry to out and, with erase, removes it. */
+static int lookup(struct spw_map *m, uint64_t key, struct spw_map_entry *out, int erase)
 {
     uint64_t h = mix(key);
     struct spw_map_shard *s = shard_of(m, h);
@@ -118,7 +119,8 @@ int spw_map_remove(struct spw_map *m, uint64_t key, struct spw_map_entry *out)
         if (s->slots[i].key == key) {
             if (out)
                 *out = s->slots[i];
-            erase_slot(s, i);
+            if (erase)
+                erase_slot(s, i);
             ret = 0;
         }
     }
@@ -126,22 +128,14 @@ int spw_map_remove(struct spw_map *m, uint64_t key, struct spw_map_entry *out)
     return ret;
 }
 
+int spw_map_remove(struct spw_map *m, uint64_t key, struct spw_map_entry *out)
+{
+    return lookup(m, key, out, 1);
+}
+
 int spw_map_find(struct spw_map *m, uint64_t key, struct spw_map_entry *out)
 {
-    uint64_t h = mix(key);
-    struct spw_map_shard *s = shard_of(m, h);
-    int ret = -1;
-    pthread_mutex_lock(&s->lock);
-    if (s->cap) {
-        size_t i = probe(s, key, h);
-        if (s->slots[i].key == key) {
-            if (out)
-                *out = s->slots[i];
-            ret = 0;
-        }
-    }
-    pthread_mutex_unlock(&s->lock);
-    return ret;
+    return lookup(m, key, out, 0);
 }
 
 size_t spw_map_count(struct spw_map *m)
