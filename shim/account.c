@@ -107,19 +107,28 @@ uint64_t spw_account_used(int dev)
     return atomic_load_explicit(&counters_of(dev)->used, memory_order_relaxed);
 }
 
+/* The first refusal on a device is a warning, later ones debug: programs
+ * probe for the limit by allocating until refused, and must not flood stderr. */
+static enum spw_log_level refusal_level(struct counters *c)
+{
+    return atomic_exchange_explicit(&c->oom_logged, 1, memory_order_relaxed) ? SPW_LOG_DEBUG
+                                                                               : SPW_LOG_WARN;
+}
+
+static const char *later_at_debug(enum spw_log_level level)
+{
+    return level == SPW_LOG_WARN ? "; later refusals are logged at debug level" : "";
+}
+
 static void note_refusal(int dev, uint64_t bytes, uint64_t used, uint64_t limit)
 {
-    struct counters *c = &devices[dev];
-    atomic_fetch_add_explicit(&c->ooms, 1, memory_order_relaxed);
-    spw_stats_add(stats_for(dev), (uint32_t)dev, SPW_C_OOMS, 1);
-    enum spw_log_level level =
-        atomic_exchange_explicit(&c->oom_logged, 1, memory_order_relaxed) ? SPW_LOG_DEBUG
-                                                                          : SPW_LOG_WARN;
+    spw_account_note_oom(dev);
+    enum spw_log_level level = refusal_level(&devices[dev]);
     spw_log(level,
             "device %d: out of memory: allocating %llu bytes would pass the limit of %llu "
             "bytes (%llu in use)%s",
             dev, (unsigned long long)bytes, (unsigned long long)limit, (unsigned long long)used,
-            level == SPW_LOG_WARN ? "; later refusals are logged at debug level" : "");
+            later_at_debug(level));
 }
 
 int spw_account_reserve(int dev, uint64_t bytes)
@@ -358,15 +367,12 @@ void spw_account_note_pool_oom(int dev, uint64_t bytes)
 {
     struct counters *c = &devices[dev];
     spw_account_note_oom(dev);
-    enum spw_log_level level =
-        atomic_exchange_explicit(&c->oom_logged, 1, memory_order_relaxed) ? SPW_LOG_DEBUG
-                                                                          : SPW_LOG_WARN;
+    enum spw_log_level level = refusal_level(c);
     spw_log(level,
             "device %d: out of memory: the pool has no room for %llu bytes (%llu in use, "
             "limit %llu; allocations take whole pages from 1 page up)%s",
             dev, (unsigned long long)bytes, (unsigned long long)atomic_load(&c->used),
-            (unsigned long long)spw_account_limit(dev),
-            level == SPW_LOG_WARN ? "; later refusals are logged at debug level" : "");
+            (unsigned long long)spw_account_limit(dev), later_at_debug(level));
 }
 
 void spw_account_note_oom(int dev)

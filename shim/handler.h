@@ -33,14 +33,28 @@ static inline void spw_mark_counted(void)
 /* Device memory about to be allocated on dev: reserve, call, then commit or
  * give back. The allocation is the expression call (a CUresult) and its key
  * the expression key, read only after success. */
-#define SPW_ACCOUNTED_ALLOC(kind, dev, bytes, call, key)                 \
+#define SPW_ACCOUNTED_ALLOC(kind, dev, bytes, call, key)                       \
+    SPW_RESERVED_CALL(dev, bytes, call,                                        \
+                      spw_account_commit((kind), (uint64_t)(key), (dev), (bytes)))
+
+/* The same for memory that passes the pool by, counted with its reason
+ * (sw_passthrough_reason) in the policy's counters, the debug log and the
+ * stats' pass-through gauges. */
+#define SPW_PASSTHROUGH_ALLOC(kind, dev, bytes, reason, what, call, key)          \
+    SPW_RESERVED_CALL(dev, bytes, call,                                           \
+                      (spw_account_commit_pt((kind), (uint64_t)(key), (dev), (bytes), (reason)), \
+                       spw_pool_passthrough((dev), (reason), (bytes), (what))))
+
+/* Both of the above: reserve bytes against dev's limit, make the call,
+ * then settle (the statement committed) or give the reservation back. */
+#define SPW_RESERVED_CALL(dev, bytes, call, committed)                   \
     do {                                                                 \
         spw_publish_ensure();                                            \
         if (spw_account_reserve((dev), (bytes)))                         \
             return CUDA_ERROR_OUT_OF_MEMORY;                             \
         CUresult spw_r_ = (call);                                        \
         if (spw_r_ == CUDA_SUCCESS) {                                    \
-            spw_account_commit((kind), (uint64_t)(key), (dev), (bytes)); \
+            committed;                                                   \
             spw_mark_counted();                                          \
         } else {                                                         \
             spw_account_unreserve((dev), (bytes));                       \
@@ -48,27 +62,6 @@ static inline void spw_mark_counted(void)
                 spw_account_note_oom(dev);                               \
         }                                                                \
         return spw_r_;                                                   \
-    } while (0)
-
-/* The same for memory that passes the pool by, counted with its reason
- * (sw_passthrough_reason) in the policy's counters, the debug log and the
- * stats' pass-through gauges. */
-#define SPW_PASSTHROUGH_ALLOC(kind, dev, bytes, reason, what, call, key)          \
-    do {                                                                          \
-        spw_publish_ensure();                                                     \
-        if (spw_account_reserve((dev), (bytes)))                                  \
-            return CUDA_ERROR_OUT_OF_MEMORY;                                      \
-        CUresult spw_r_ = (call);                                                 \
-        if (spw_r_ == CUDA_SUCCESS) {                                             \
-            spw_account_commit_pt((kind), (uint64_t)(key), (dev), (bytes), (reason)); \
-            spw_pool_passthrough((dev), (reason), (bytes), (what));               \
-            spw_mark_counted();                                                   \
-        } else {                                                                  \
-            spw_account_unreserve((dev), (bytes));                                \
-            if (spw_r_ == CUDA_ERROR_OUT_OF_MEMORY)                               \
-                spw_account_note_oom(dev);                                        \
-        }                                                                         \
-        return spw_r_;                                                            \
     } while (0)
 
 /* A free of key: forget it first (so that a new allocation the driver
