@@ -321,8 +321,19 @@ void sw_arena_free(sw_device *d, uint32_t s, uint32_t n)
 {
     sw_arena *a = &d->arena;
     uint32_t mapped = 0;
-    for (uint32_t i = 0; i < n; i++)
+    for (uint32_t i = 0; i < n; i++) {
+        /* A spilled page goes back to the host pool rather than stay cached:
+         * the next allocation here should get device memory. Nothing uses a
+         * range being freed (its sync point or event is behind us), so the
+         * unmap is safe; if it fails, the page stays mapped and the next
+         * owner counts it as host-resident. */
+        sw_page *pg = a->mapped[s + i]
+                          ? atomic_load_explicit(&arena_pte(d, s + i)->page, memory_order_relaxed)
+                          : NULL;
+        if (pg && pg->loc == SW_LOC_HOST)
+            (void)drop_page(d, s + i);
         mapped += a->mapped[s + i];
+    }
     memset(a->used + s, 0, n);
     a->free_pages += n;
     a->free_mapped += mapped;

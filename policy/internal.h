@@ -38,6 +38,15 @@ typedef struct sw_page {
     struct sw_page *next_free;
 } sw_page;
 
+/* How recently the program used an owner (a block, a slab or a program
+ * mapping) and how many of its pages live on the host: what spill picks its
+ * victims by and what tells sw_touch that a fill may help. Written lock-free
+ * by sw_touch; host_pages under the device lock. */
+typedef struct sw_heat {
+    _Atomic uint64_t touched; /* sw_policy.clock when last used */
+    _Atomic uint32_t host_pages;
+} sw_heat;
+
 /* What owns a VA page, as a tagged pointer in sw_pte.owner. */
 enum { SW_OWN_NONE = 0, SW_OWN_BLOCK = 1, SW_OWN_SLAB = 2, SW_OWN_VMM = 3 };
 #define SW_OWN_TAG(o) ((unsigned)((o) & 3u))
@@ -145,6 +154,7 @@ typedef struct sw_block {
     uint32_t start, npages;
     _Atomic int state;
     sw_device *dev;
+    sw_heat heat;
     struct sw_block *next_free;
 } sw_block;
 
@@ -153,6 +163,7 @@ typedef struct sw_slab {
     uint32_t cls, nslots, nused, hint;
     uint32_t start; /* arena page */
     sw_device *dev;
+    sw_heat heat;
     struct sw_slab *next, *prev; /* class partial list / recycle list */
     bool on_partial;
     uint64_t *live;   /* slot held by the program */
@@ -256,6 +267,7 @@ typedef struct sw_vmap {
     size_t size;
     sw_vmm *h;        /* NULL once unmapped (the record is recycled) */
     uint64_t access;  /* devices the program granted access (cuMemSetAccess) */
+    sw_heat heat;
     struct sw_vmap *next, *prev;
 } sw_vmap;
 
@@ -269,6 +281,7 @@ CUresult sw_take_pages(sw_device *d, size_t n, CUmemGenericAllocationHandle *out
 typedef struct sw_dev_counters {
     _Atomic uint64_t in_use, peak_in_use, backing, peak_backing, mapped, host_in_use;
     _Atomic uint64_t allocs, frees, ooms, syncs, maps, unmaps, reclaims;
+    _Atomic uint64_t spill_bytes, spill_events, fill_bytes, fill_events;
     _Atomic uint64_t pool_bytes; /* mirror of pool.created, for lock-free readers */
     _Atomic uint64_t pt_count[SW_PT_NREASONS], pt_bytes[SW_PT_NREASONS];
 } sw_dev_counters;
@@ -310,7 +323,37 @@ struct sw_policy {
     uint64_t handle_seq;      /* makes a reused index a new handle value */
     sw_vmap *vmaps;           /* live program mappings */
     sw_vmap *spare_vmaps;
+    /* Held shared by every bracket of program work (sw_work_begin), taken
+     * exclusively while pages change residency: no work is submitted
+     * between the covering sync and the remap. Outermost lock of all. */
+    pthread_rwlock_t gate;
+    _Atomic uint64_t clock;   /* ticks once per touch: the heat scale */
 };
+
+/* ---- work gate (gate.c) ----------------------------------------------- */
+
+int sw_gate_init(sw_policy *p);
+void sw_gate_destroy(sw_policy *p);
+/* Waits for the work brackets in progress and holds new ones back.
+ * NOT_PERMITTED when the calling thread is inside a bracket itself. */
+CUresult sw_gate_close(sw_policy *p);
+void sw_gate_open(sw_policy *p);
+
+/* ---- residency moves and spill (residency.c, spill.c) ------------------ */
+
+/* The heat of the owner of the page at va (NULL: no owner). */
+sw_heat *sw_heat_of(sw_policy *p, CUdeviceptr va);
+/* A fresh owner: used now, host pages counted over [va, va + n pages).
+ * Device lock held. */
+void sw_heat_init(sw_policy *p, sw_heat *h, CUdeviceptr va, uint32_t n);
+/* Moves the page mapped at va to `where` (no-op when it is there). The gate
+ * is closed, the device synchronized since; handle and device locks held. */
+CUresult sw_move_page(sw_policy *p, sw_device *d, CUdeviceptr va, sw_loc where);
+/* Makes at least `need` device pages available to d (free in the pool or
+ * still creatable): releases covered frees, reclaims cached free pages, and
+ * with cfg.spill moves the coldest pages of live data to the host.
+ * OUT_OF_MEMORY when that cannot reach `need`. No lock held by the caller. */
+CUresult sw_make_room(sw_device *d, size_t need);
 
 void sw_count_add(_Atomic uint64_t *v, uint64_t n, _Atomic uint64_t *peak);
 void sw_count_sub(_Atomic uint64_t *v, uint64_t n);

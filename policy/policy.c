@@ -9,6 +9,7 @@
  *      or reclaiming pages,
  *   5. mapping pool pages (creating them up to the limit),
  *   6. a synchronize and unmapping cached free pages (reclaim),
+ *   7. with spill on, moving the coldest live pages to the host (spill.c),
  * and fails with CUDA_ERROR_OUT_OF_MEMORY after that. */
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +63,10 @@ CUresult sw_policy_create(const sw_backend *backend, sw_policy **out)
     memset(p, 0, size);
     p->be = *backend;
     p->handle_tag = HANDLE_TAG;
+    if (sw_gate_init(p)) {
+        free(p);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
     pthread_mutex_init(&p->handles_lock, NULL);
     for (int i = 0; i < SW_MAX_DEVICES; i++) {
         p->dev[i].pol = p;
@@ -120,6 +125,7 @@ CUresult sw_policy_destroy(sw_policy *p)
     }
     sw_pt_destroy(&p->pt);
     pthread_mutex_destroy(&p->handles_lock);
+    sw_gate_destroy(p);
     free(p);
     return first;
 }
@@ -253,7 +259,15 @@ static CUresult alloc_slow(sw_device *d, int cls, size_t size, CUdeviceptr *out)
     /* Reclaim unmaps pages: a sync must cover all work issued before now. */
     if (!synced && (r = sw_sync_and_collect(d)) != CUDA_SUCCESS)
         return r;
-    return alloc_at(d, cls, size, SW_RECLAIM, out);
+    r = alloc_at(d, cls, size, SW_RECLAIM, out);
+    /* Another thread may take the pages spill frees before we map them:
+     * a few rounds, then the allocation fails as without spill. */
+    for (int round = 0; round < 4 && r == CUDA_ERROR_OUT_OF_MEMORY && d->cfg.spill; round++) {
+        if ((r = sw_make_room(d, need)) != CUDA_SUCCESS)
+            return r;
+        r = alloc_at(d, cls, size, SW_RECLAIM, out);
+    }
+    return r;
 }
 
 static CUresult alloc_common(sw_policy *p, int dev, size_t size, bool async, CUstream stream,
@@ -285,6 +299,7 @@ static CUresult alloc_common(sw_policy *p, int dev, size_t size, bool async, CUs
     }
     sw_count_add(&d->c.in_use, size, &d->c.peak_in_use);
     atomic_fetch_add_explicit(&d->c.allocs, 1, memory_order_relaxed);
+    (void)sw_touch(p, ptr); /* the newest data is the last to spill */
     *out = ptr;
     return CUDA_SUCCESS;
 }
@@ -453,5 +468,9 @@ CUresult sw_get_counters(sw_policy *p, int dev, sw_counters *out)
     out->maps = atomic_load(&c->maps);
     out->unmaps = atomic_load(&c->unmaps);
     out->reclaims = atomic_load(&c->reclaims);
+    out->spill_bytes = atomic_load(&c->spill_bytes);
+    out->spill_events = atomic_load(&c->spill_events);
+    out->fill_bytes = atomic_load(&c->fill_bytes);
+    out->fill_events = atomic_load(&c->fill_events);
     return CUDA_SUCCESS;
 }

@@ -42,6 +42,11 @@ typedef struct sw_device_config {
      * (0: limit / 16). Without free pages it synchronizes anyway. */
     size_t sync_batch;
     size_t host_limit; /* pinned host bytes residency changes may use */
+    /* When the pool has no device page left (after syncing and reclaiming
+     * cached pages), move the coldest pages that back live data to pinned
+     * host pages (within host_limit) and use the device pages they free.
+     * Off: that allocation fails with OUT_OF_MEMORY. */
+    bool spill;
 } sw_device_config;
 
 /* Lifetime. The backend is copied; it must outlive the policy. */
@@ -138,6 +143,32 @@ CUresult sw_get_residency(sw_policy *p, CUdeviceptr va, sw_residency *where);
  * OUT_OF_MEMORY when the host limit stops it short. */
 CUresult sw_reserve_host_pages(sw_policy *p, int dev, size_t n);
 
+/* ---- spill, fill and the work gate ------------------------------------
+ * A page changes residency only when no work can touch it (DESIGN.md
+ * "Spill": an unmap racing in-flight work kills the context). The shim
+ * brackets every call that submits device work on the program's behalf
+ * (launches, copies, sets) with sw_work_begin/sw_work_end; a residency
+ * change waits for the brackets in progress, holds new ones back,
+ * synchronizes the device and remaps. Brackets nest per thread (a nested
+ * begin is free). Cheap when no residency change is under way. */
+void sw_work_begin(sw_policy *p);
+void sw_work_end(sw_policy *p);
+
+/* The program is about to use the live allocation containing ptr (a kernel
+ * argument, a copy's side): it becomes the last to spill. Lock-free, no
+ * driver call. Returns true when some page of that allocation lives on the
+ * host now (the caller may sw_fill it); false otherwise, also when ptr is
+ * not spillway's. */
+bool sw_touch(sw_policy *p, CUdeviceptr ptr);
+
+/* Moves the host-resident pages of the live allocation containing ptr back
+ * to device memory, as far as device pages are free (after a sync and
+ * reclaiming cached free pages); it never spills other data to make room,
+ * so pages that find none stay on the host (still correct, slower).
+ * CUDA_SUCCESS also when nothing moved; NOT_FOUND when ptr is not
+ * spillway's. Never call it between sw_work_begin and sw_work_end. */
+CUresult sw_fill(sw_policy *p, CUdeviceptr ptr);
+
 /* ---- counters for the stats publisher ---------------------------------- */
 typedef enum sw_passthrough_reason {
     SW_PT_IPC = 0,      /* handle asks for a shareable (IPC) handle type */
@@ -163,6 +194,8 @@ typedef struct sw_counters {
     uint64_t pending_bytes;  /* freed, waiting for a sync point or an event */
     uint64_t host_bytes;     /* pinned host pages created */
     uint64_t host_in_use_bytes; /* host pages backing program data (spilled) */
+    uint64_t spill_bytes, spill_events; /* device -> host moves (an event = one batch) */
+    uint64_t fill_bytes, fill_events;   /* host -> device moves */
     uint64_t allocs, frees, ooms, syncs, maps, unmaps, reclaims;
     uint64_t passthrough_count[SW_PT_NREASONS];
     uint64_t passthrough_bytes[SW_PT_NREASONS];

@@ -60,7 +60,7 @@ static CUresult take_for(sw_device *d, sw_loc loc, CUmemGenericAllocationHandle 
     return r;
 }
 
-static CUresult set_one(sw_policy *p, sw_device *d, CUdeviceptr va, sw_loc where)
+CUresult sw_move_page(sw_policy *p, sw_device *d, CUdeviceptr va, sw_loc where)
 {
     sw_page *pg = atomic_load(&sw_pt_get(&p->pt, va)->page);
     if (pg->loc == where)
@@ -78,10 +78,18 @@ static CUresult set_one(sw_policy *p, sw_device *d, CUdeviceptr va, sw_loc where
     sw_pool_put(d, (sw_loc)pg->loc, pg->handle);
     pg->handle = h;
     pg->loc = (uint8_t)where;
-    if (where == SW_LOC_HOST)
+    sw_heat *heat = sw_heat_of(p, va);
+    if (where == SW_LOC_HOST) {
         atomic_fetch_add(&d->c.host_in_use, d->page);
-    else
+        atomic_fetch_add_explicit(&d->c.spill_bytes, d->page, memory_order_relaxed);
+        if (heat)
+            atomic_fetch_add(&heat->host_pages, 1);
+    } else {
         sw_count_sub(&d->c.host_in_use, d->page);
+        atomic_fetch_add_explicit(&d->c.fill_bytes, d->page, memory_order_relaxed);
+        if (heat)
+            atomic_fetch_sub(&heat->host_pages, 1);
+    }
     return CUDA_SUCCESS;
 }
 
@@ -90,9 +98,11 @@ CUresult sw_set_residency(sw_policy *p, CUdeviceptr va, size_t npages, sw_reside
     if (!p || !p->page || !npages || (where != SW_RES_DEVICE && where != SW_RES_HOST))
         return CUDA_ERROR_INVALID_VALUE;
     va &= ~(CUdeviceptr)(p->page - 1);
+    CUresult r = sw_gate_close(p);
+    if (r != CUDA_SUCCESS)
+        return r;
     pthread_mutex_lock(&p->handles_lock);
     sw_device *d = NULL;
-    CUresult r = CUDA_SUCCESS;
     for (size_t i = 0; i < npages && r == CUDA_SUCCESS; i++) {
         sw_pte *e = sw_pt_get(&p->pt, va + ((CUdeviceptr)i << p->shift));
         sw_page *pg = e ? atomic_load(&e->page) : NULL;
@@ -110,11 +120,18 @@ CUresult sw_set_residency(sw_policy *p, CUdeviceptr va, size_t npages, sw_reside
             sw_sync_end(p, d->id, t);
             atomic_fetch_add_explicit(&d->c.syncs, 1, memory_order_relaxed);
         }
+        size_t moved = 0;
         for (size_t i = 0; i < npages && r == CUDA_SUCCESS; i++)
-            r = set_one(p, d, va + ((CUdeviceptr)i << p->shift), (sw_loc)where);
+            if ((r = sw_move_page(p, d, va + ((CUdeviceptr)i << p->shift), (sw_loc)where)) ==
+                CUDA_SUCCESS)
+                moved++;
+        if (moved)
+            atomic_fetch_add_explicit(where == SW_RES_HOST ? &d->c.spill_events : &d->c.fill_events,
+                                      1, memory_order_relaxed);
         pthread_mutex_unlock(&d->lock);
     }
     pthread_mutex_unlock(&p->handles_lock);
+    sw_gate_open(p);
     return r;
 }
 

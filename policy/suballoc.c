@@ -170,6 +170,7 @@ static CUresult slab_new(sw_device *d, int cls, sw_map_mode mode)
         s->base = sw_arena_va(&d->arena, start, d->shift);
         atomic_store_explicit(&pte_of(d, s->base)->owner, SW_OWN(s, SW_OWN_SLAB),
                               memory_order_release);
+        sw_heat_init(d->pol, &s->heat, s->base, 1);
     }
     pthread_mutex_unlock(&d->lock);
     if (r != CUDA_SUCCESS) {
@@ -285,6 +286,7 @@ CUresult sw_block_alloc(sw_device *d, size_t size, sw_map_mode mode, CUdeviceptr
         b->dev = d;
         atomic_store_explicit(&b->state, SW_LIVE, memory_order_release);
         set_owner(d, start, n, SW_OWN(b, SW_OWN_BLOCK));
+        sw_heat_init(d->pol, &b->heat, b->base, n);
     }
     pthread_mutex_unlock(&d->lock);
     if (r != CUDA_SUCCESS)

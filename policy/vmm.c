@@ -65,40 +65,49 @@ static CUresult handle_register(sw_policy *p, sw_vmm *v)
     return CUDA_SUCCESS;
 }
 
-CUresult sw_take_pages(sw_device *d, size_t n, CUmemGenericAllocationHandle *out)
+/* n device pages off the pool, all or none; device lock held.
+ * OUT_OF_MEMORY when fewer are free or creatable. */
+static CUresult take_n(sw_device *d, size_t n, CUmemGenericAllocationHandle *out)
 {
-    for (int attempt = 0; attempt < 2; attempt++) {
-        pthread_mutex_lock(&d->lock);
-        if (attempt == 1 && sw_pool_available(d) < n) {
-            size_t got;
-            CUresult r = sw_arena_reclaim(d, n - sw_pool_available(d), &got);
-            if (r != CUDA_SUCCESS) {
-                pthread_mutex_unlock(&d->lock);
-                return r;
-            }
-        }
-        if (sw_pool_available(d) >= n) {
-            for (size_t i = 0; i < n; i++) {
-                CUresult r = sw_pool_take(d, SW_LOC_DEVICE, &out[i]);
-                if (r != CUDA_SUCCESS) {
-                    while (i)
-                        sw_pool_put(d, SW_LOC_DEVICE, out[--i]);
-                    pthread_mutex_unlock(&d->lock);
-                    return r;
-                }
-            }
-            pthread_mutex_unlock(&d->lock);
-            return CUDA_SUCCESS;
-        }
-        pthread_mutex_unlock(&d->lock);
-        if (attempt == 0) {
-            /* Releases pending frees into the arena and covers the unmaps. */
-            CUresult r = sw_sync_and_collect(d);
-            if (r != CUDA_SUCCESS)
-                return r;
+    if (sw_pool_available(d) < n)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    for (size_t i = 0; i < n; i++) {
+        CUresult r = sw_pool_take(d, SW_LOC_DEVICE, &out[i]);
+        if (r != CUDA_SUCCESS) {
+            while (i)
+                sw_pool_put(d, SW_LOC_DEVICE, out[--i]);
+            return r;
         }
     }
-    return CUDA_ERROR_OUT_OF_MEMORY;
+    return CUDA_SUCCESS;
+}
+
+CUresult sw_take_pages(sw_device *d, size_t n, CUmemGenericAllocationHandle *out)
+{
+    pthread_mutex_lock(&d->lock);
+    CUresult r = take_n(d, n, out);
+    pthread_mutex_unlock(&d->lock);
+    if (r != CUDA_ERROR_OUT_OF_MEMORY)
+        return r;
+    /* Releases pending frees into the arena and covers the unmaps. */
+    if ((r = sw_sync_and_collect(d)) != CUDA_SUCCESS)
+        return r;
+    pthread_mutex_lock(&d->lock);
+    size_t have = sw_pool_available(d), got;
+    if (have < n)
+        r = sw_arena_reclaim(d, n - have, &got);
+    if (r == CUDA_SUCCESS)
+        r = take_n(d, n, out);
+    pthread_mutex_unlock(&d->lock);
+    /* Pages spill frees may go to another thread first: a few rounds. */
+    for (int round = 0; round < 4 && r == CUDA_ERROR_OUT_OF_MEMORY && d->cfg.spill; round++) {
+        if ((r = sw_make_room(d, n)) != CUDA_SUCCESS)
+            return r;
+        pthread_mutex_lock(&d->lock);
+        r = take_n(d, n, out);
+        pthread_mutex_unlock(&d->lock);
+    }
+    return r;
 }
 
 /* Gives a handle's pages back to the pool and forgets it; device lock held. */
@@ -287,6 +296,7 @@ CUresult sw_vmm_map(sw_policy *p, CUdeviceptr va, size_t size, size_t offset,
         m->next = p->spare_vmaps;
         p->spare_vmaps = m;
     } else {
+        sw_heat_init(p, &m->heat, va, v->npages);
         v->maps++;
         m->prev = NULL;
         m->next = p->vmaps;

@@ -1,0 +1,350 @@
+/* Spill and fill: a full pool moves its coldest live pages to the host and
+ * keeps every byte and address; fill brings them back when device pages are
+ * free; no page moves while a work bracket is open or work is in flight. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
+
+#include "tests/unit/policy/helpers.h"
+
+static void env_spill(size_t limit_pages, size_t host_pages)
+{
+    sw_device_config cfg = {
+        .limit = limit_pages * PG, .host_limit = host_pages * PG, .spill = true,
+    };
+    env_up_cfg(&cfg, limit_pages);
+}
+
+static sw_residency where_is(CUdeviceptr va)
+{
+    sw_residency w;
+    ck_assert_int_eq(sw_get_residency(P, va, &w), CUDA_SUCCESS);
+    return w;
+}
+
+static size_t host_pages_in(CUdeviceptr va, size_t npages)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < npages; i++)
+        n += where_is(va + i * PG) == SW_RES_HOST;
+    return n;
+}
+
+START_TEST(full_pool_spills_coldest_and_keeps_bytes)
+{
+    env_spill(8, 16);
+    CUdeviceptr a, b;
+    ck_assert_int_eq(sw_alloc(P, 0, 6 * PG, &a), CUDA_SUCCESS);
+    fill(a, 6 * PG, 1);
+    fake_launch(FB, S1, a, 6 * PG); /* in flight: the spill must sync first */
+    ck_assert_int_eq(sw_alloc(P, 0, 6 * PG, &b), CUDA_SUCCESS);
+    assert_no_violation();
+    fill(b, 6 * PG, 2);
+    ck_assert(verify(a, 6 * PG, 1));
+    ck_assert(verify(b, 6 * PG, 2));
+    ck_assert_uint_eq(host_pages_in(a, 6), 4);
+    ck_assert_uint_eq(host_pages_in(b, 6), 0); /* the new allocation is on the device */
+    sw_counters c = counters();
+    ck_assert_uint_eq(c.host_in_use_bytes, 4 * PG);
+    ck_assert_uint_eq(c.spill_bytes, 4 * PG);
+    ck_assert_uint_eq(c.spill_events, 1);
+    ck_assert_uint_eq(c.in_use_bytes, 12 * PG);
+    ck_assert_uint_le(fstats().max_dev_pages, 8);
+    /* Addresses answer as before: the program's allocation, device memory. */
+    CUdeviceptr base;
+    size_t size;
+    int dev;
+    ck_assert_int_eq(sw_lookup(P, a + 5 * PG, &base, &size, &dev), CUDA_SUCCESS);
+    ck_assert_uint_eq(base, a);
+    ck_assert_uint_eq(size, 6 * PG);
+    ck_assert_int_eq(sw_free(P, a), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_free(P, b), CUDA_SUCCESS);
+    env_down();
+}
+END_TEST
+
+START_TEST(least_recently_touched_spills_first)
+{
+    env_spill(6, 16);
+    CUdeviceptr a, b, c, d;
+    ck_assert_int_eq(sw_alloc(P, 0, 2 * PG, &a), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_alloc(P, 0, 2 * PG, &b), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_alloc(P, 0, 2 * PG, &c), CUDA_SUCCESS);
+    fill(b, 2 * PG, 7);
+    ck_assert(!sw_touch(P, a + 100)); /* a is now warmer than b; on the device */
+    ck_assert_int_eq(sw_alloc(P, 0, 2 * PG, &d), CUDA_SUCCESS);
+    ck_assert_uint_eq(host_pages_in(a, 2), 0);
+    ck_assert_uint_eq(host_pages_in(b, 2), 2);
+    ck_assert_uint_eq(host_pages_in(c, 2), 0);
+    ck_assert(verify(b, 2 * PG, 7));
+    ck_assert(sw_touch(P, b + PG + 1)); /* tells the caller a fill may help */
+    env_down();
+}
+END_TEST
+
+START_TEST(spill_off_fails_at_the_limit)
+{
+    env_up(4, false, 0);
+    CUdeviceptr a, b;
+    ck_assert_int_eq(sw_alloc(P, 0, 3 * PG, &a), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_alloc(P, 0, 2 * PG, &b), CUDA_ERROR_OUT_OF_MEMORY);
+    sw_counters c = counters();
+    ck_assert_uint_eq(c.host_bytes, 0);
+    ck_assert_uint_eq(c.spill_events, 0);
+    ck_assert_uint_eq(c.ooms, 1);
+    env_down();
+}
+END_TEST
+
+START_TEST(host_limit_bounds_spill_and_loses_nothing)
+{
+    env_spill(4, 2);
+    CUdeviceptr a, b, c;
+    ck_assert_int_eq(sw_alloc(P, 0, 4 * PG, &a), CUDA_SUCCESS);
+    fill(a, 4 * PG, 3);
+    ck_assert_int_eq(sw_alloc(P, 0, 2 * PG, &b), CUDA_SUCCESS); /* 2 pages spill */
+    ck_assert_int_eq(sw_alloc(P, 0, 2 * PG, &c), CUDA_ERROR_OUT_OF_MEMORY);
+    ck_assert(verify(a, 4 * PG, 3));
+    sw_counters k = counters();
+    ck_assert_uint_eq(k.host_bytes, 2 * PG);
+    ck_assert_uint_eq(k.ooms, 1);
+    /* An allocation larger than the device limit never fits. */
+    ck_assert_int_eq(sw_alloc(P, 0, 5 * PG, &c), CUDA_ERROR_OUT_OF_MEMORY);
+    env_down();
+}
+END_TEST
+
+START_TEST(fill_uses_free_device_pages_only)
+{
+    env_spill(4, 8);
+    CUdeviceptr a, b;
+    ck_assert_int_eq(sw_alloc(P, 0, 2 * PG, &a), CUDA_SUCCESS);
+    fill(a, 2 * PG, 11);
+    ck_assert_int_eq(sw_alloc(P, 0, 4 * PG, &b), CUDA_SUCCESS);
+    ck_assert_uint_eq(host_pages_in(a, 2), 2);
+    /* No free device page: nothing moves, and no sync is spent finding out. */
+    uint64_t syncs = fstats().syncs;
+    ck_assert_int_eq(sw_fill(P, a), CUDA_SUCCESS);
+    ck_assert_uint_eq(fstats().syncs, syncs);
+    ck_assert_uint_eq(host_pages_in(a, 2), 2);
+    ck_assert_uint_eq(host_pages_in(b, 4), 0); /* fill never spills others */
+    /* Freed memory makes room: the fill takes it and the bytes come along. */
+    fake_launch(FB, S1, b, 4 * PG);
+    ck_assert_int_eq(sw_free(P, b), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_fill(P, a + 3), CUDA_SUCCESS);
+    assert_no_violation();
+    ck_assert_uint_eq(host_pages_in(a, 2), 0);
+    ck_assert(verify(a, 2 * PG, 11));
+    ck_assert(!sw_touch(P, a));
+    sw_counters c = counters();
+    ck_assert_uint_eq(c.host_in_use_bytes, 0);
+    ck_assert_uint_eq(c.fill_bytes, 2 * PG);
+    ck_assert_uint_eq(c.fill_events, 1);
+    ck_assert_int_eq(sw_fill(P, a), CUDA_SUCCESS); /* nothing left to do */
+    ck_assert_uint_eq(counters().fill_events, 1);
+    env_down();
+}
+END_TEST
+
+START_TEST(small_allocations_spill_with_their_slab)
+{
+    env_spill(3, 8);
+    CUdeviceptr s[8], big;
+    for (int i = 0; i < 8; i++) {
+        ck_assert_int_eq(sw_alloc(P, 0, 1000, &s[i]), CUDA_SUCCESS);
+        fill(s[i], 1000, 100 + (uint64_t)i);
+    }
+    ck_assert_int_eq(sw_alloc(P, 0, 3 * PG, &big), CUDA_SUCCESS);
+    ck_assert_int_eq(where_is(s[0]), SW_RES_HOST);
+    for (int i = 0; i < 8; i++)
+        ck_assert(verify(s[i], 1000, 100 + (uint64_t)i));
+    ck_assert_int_eq(sw_free(P, big), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_fill(P, s[5]), CUDA_SUCCESS);
+    ck_assert_int_eq(where_is(s[0]), SW_RES_DEVICE);
+    for (int i = 0; i < 8; i++)
+        ck_assert(verify(s[i], 1000, 100 + (uint64_t)i));
+    env_down();
+}
+END_TEST
+
+START_TEST(program_vmm_pages_spill_and_make_room_for_handles)
+{
+    env_spill(4, 8);
+    CUdeviceptr va, a;
+    ck_assert_int_eq(fake_reserve(FB, 2 * PG, &va), CUDA_SUCCESS);
+    CUmemGenericAllocationHandle h, h2;
+    ck_assert_int_eq(sw_vmm_create(P, 0, 2 * PG, &h), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_map(P, va, 2 * PG, 0, h), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_set_access(P, va, 2 * PG, 1), CUDA_SUCCESS);
+    fill(va, 2 * PG, 21);
+    ck_assert_int_eq(sw_alloc(P, 0, 2 * PG, &a), CUDA_SUCCESS);
+    fill(a, 2 * PG, 22);
+    /* A new handle needs 2 pages: the mapping is colder than a. */
+    ck_assert_int_eq(sw_vmm_create(P, 0, 2 * PG, &h2), CUDA_SUCCESS);
+    ck_assert_uint_eq(host_pages_in(va, 2), 2);
+    ck_assert(verify(va, 2 * PG, 21)); /* access granted again on the host pages */
+    ck_assert(verify(a, 2 * PG, 22));
+    ck_assert_int_eq(sw_vmm_release(P, h2), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_fill(P, va + PG), CUDA_SUCCESS);
+    ck_assert_uint_eq(host_pages_in(va, 2), 0);
+    ck_assert(verify(va, 2 * PG, 21));
+    ck_assert_int_eq(sw_vmm_unmap(P, va, 2 * PG), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_release(P, h), CUDA_SUCCESS);
+    ck_assert_int_eq(fake_free_va(FB, va, 2 * PG), CUDA_SUCCESS);
+    env_down();
+}
+END_TEST
+
+START_TEST(foreign_pointers)
+{
+    env_spill(4, 4);
+    int x;
+    ck_assert(!sw_touch(P, (CUdeviceptr)(uintptr_t)&x));
+    ck_assert(!sw_touch(P, 0));
+    ck_assert_int_eq(sw_fill(P, (CUdeviceptr)(uintptr_t)&x), CUDA_ERROR_NOT_FOUND);
+    ck_assert(!sw_touch(NULL, 1));
+    ck_assert_int_eq(sw_fill(NULL, 1), CUDA_ERROR_NOT_FOUND);
+    env_down();
+}
+END_TEST
+
+/* ---- the gate ---------------------------------------------------------------- */
+
+typedef struct alloc_job {
+    CUdeviceptr ptr;
+    CUresult r;
+    atomic_bool done;
+} alloc_job;
+
+static void *alloc_big(void *arg)
+{
+    alloc_job *j = arg;
+    j->r = sw_alloc(P, 0, 4 * PG, &j->ptr);
+    atomic_store(&j->done, true);
+    return NULL;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {0, ms * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+START_TEST(spill_waits_for_open_work_brackets)
+{
+    env_spill(4, 8);
+    CUdeviceptr a;
+    ck_assert_int_eq(sw_alloc(P, 0, 4 * PG, &a), CUDA_SUCCESS);
+    fill(a, 4 * PG, 31);
+    sw_work_begin(P);
+    sw_work_begin(P); /* nested: free */
+    /* Inside a bracket, a move would wait for itself: refused. */
+    ck_assert_int_eq(sw_set_residency(P, a, 1, SW_RES_HOST), CUDA_ERROR_NOT_PERMITTED);
+    alloc_job j = {0};
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, alloc_big, &j), 0);
+    sleep_ms(100);
+    ck_assert_msg(!atomic_load(&j.done), "a spill ran while a work bracket was open");
+    sw_work_end(P);
+    sleep_ms(50);
+    ck_assert(!atomic_load(&j.done));
+    sw_work_end(P);
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    ck_assert_int_eq(j.r, CUDA_SUCCESS);
+    ck_assert(verify(a, 4 * PG, 31));
+    ck_assert_uint_eq(host_pages_in(a, 4), 4);
+    env_down();
+}
+END_TEST
+
+/* Threads that allocate, write, verify and free under a pool far smaller
+ * than what they hold together: every byte survives the spills. */
+typedef struct churn {
+    int id;
+    int fails;
+} churn;
+
+static void *churn_work(void *arg)
+{
+    churn *c = arg;
+    uint64_t s = (uint64_t)c->id * 7919 + 1;
+    CUdeviceptr held[4] = {0};
+    size_t sizes[4] = {0};
+    uint64_t seeds[4] = {0};
+    for (int it = 0; it < 80; it++) {
+        int k = (int)(rnd(&s) % 4);
+        if (held[k]) {
+            /* As the shim does before a launch: touch, fill, bracket. */
+            if (sw_touch(P, held[k]) && sw_fill(P, held[k]) != CUDA_SUCCESS)
+                c->fails++;
+            /* The CPU reading pages stands for a kernel: it runs in a
+             * bracket, or a spill could move the page under it. */
+            sw_work_begin(P);
+            if (!verify(held[k], sizes[k], seeds[k]))
+                c->fails++;
+            sw_work_end(P);
+            if (sw_free(P, held[k]) != CUDA_SUCCESS)
+                c->fails++;
+            held[k] = 0;
+        } else {
+            sizes[k] = rnd(&s) % 2 ? 1 + rnd(&s) % (3 * PG) : 1 + rnd(&s) % 5000;
+            seeds[k] = rnd(&s);
+            if (sw_alloc(P, 0, sizes[k], &held[k]) != CUDA_SUCCESS) {
+                held[k] = 0;
+                continue; /* the host limit can be reached: allowed */
+            }
+            sw_work_begin(P);
+            fill(held[k], sizes[k], seeds[k]);
+            sw_work_end(P);
+        }
+    }
+    for (int k = 0; k < 4; k++)
+        if (held[k]) {
+            sw_work_begin(P);
+            if (!verify(held[k], sizes[k], seeds[k]))
+                c->fails++;
+            sw_work_end(P);
+            (void)sw_free(P, held[k]);
+        }
+    return NULL;
+}
+
+START_TEST(threads_churn_through_spill)
+{
+    env_spill(8, 64);
+    pthread_t t[8];
+    churn w[8];
+    for (int i = 0; i < 8; i++) {
+        w[i] = (churn){.id = i};
+        ck_assert_int_eq(pthread_create(&t[i], NULL, churn_work, &w[i]), 0);
+    }
+    for (int i = 0; i < 8; i++) {
+        ck_assert_int_eq(pthread_join(t[i], NULL), 0);
+        ck_assert_int_eq(w[i].fails, 0);
+    }
+    sw_counters c = counters();
+    ck_assert_uint_gt(c.spill_events, 0);
+    ck_assert_uint_eq(c.in_use_bytes, 0);
+    ck_assert_uint_le(fstats().max_dev_pages, 8);
+    env_down();
+}
+END_TEST
+
+Suite *test_suite(void)
+{
+    Suite *s = suite_create("policy_spill");
+    TCase *tc = tcase_create("spill");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, full_pool_spills_coldest_and_keeps_bytes);
+    tcase_add_test(tc, least_recently_touched_spills_first);
+    tcase_add_test(tc, spill_off_fails_at_the_limit);
+    tcase_add_test(tc, host_limit_bounds_spill_and_loses_nothing);
+    tcase_add_test(tc, fill_uses_free_device_pages_only);
+    tcase_add_test(tc, small_allocations_spill_with_their_slab);
+    tcase_add_test(tc, program_vmm_pages_spill_and_make_room_for_handles);
+    tcase_add_test(tc, foreign_pointers);
+    tcase_add_test(tc, spill_waits_for_open_work_brackets);
+    tcase_add_test(tc, threads_churn_through_spill);
+    suite_add_tcase(s, tc);
+    return s;
+}
