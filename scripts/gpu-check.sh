@@ -51,6 +51,7 @@ RESULTS="$OUT/results.jsonl"
 : >"$LOG"
 : >"$RESULTS"
 rows=()
+spill_rows=()
 
 # The real driver must be the one loaded: never fakecuda, never a preload.
 unset LD_LIBRARY_PATH LD_PRELOAD
@@ -149,6 +150,14 @@ write_tables() {
         echo "| --- | --- | --- |"
         printf '%s\n' "${rows[@]+"${rows[@]}"}"
         echo
+        if [ ${#spill_rows[@]} -gt 0 ]; then
+            echo "### Spill (tests/gpu/spill_check: hold 1.5x the limit, compute on all of it, check every word)"
+            echo
+            echo "| run | result | held | alloc s | compute s | verify s | detail |"
+            echo "| --- | --- | --- | --- | --- | --- | --- |"
+            printf '%s\n' "${spill_rows[@]}"
+            echo
+        fi
         timeout 60 "$PY" tests/gpu/report.py "$RESULTS" || echo "(report.py failed: see $LOG)"
     } >"$TABLE"
 }
@@ -171,6 +180,31 @@ py_stage "issue 3/4 rows, SPILLWAY_MEM_LIMIT=4G" "${A[@]}" --phase limit --limit
 py_stage "issue 3/4 CUDA C rows, SPILLWAY_MEM_FRACTION=0.1" "${A[@]}" --phase limit --limits 0.1 \
     --rows cudac-static,cudac-shared
 py_stage "issue 5: JAX and PyTorch at once" tests/gpu/pair.py --build "$BUILD" --out "$OUT" ${TOP:+--top "$TOP"}
+
+# --- spill: the same work natively and under spillway past its limit -------
+spill_run() { # label, env..., -- args...
+    local label=$1; shift
+    local envs=() t=$(($(left) - 20))
+    while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
+    if [ "$t" -lt 20 ]; then spill_rows+=("| $label | skipped | | | | | time budget |"); return; fi
+    [ "$t" -gt 120 ] && t=120
+    local out rc
+    out=$(env "${envs[@]}" timeout "$t" "$BUILD/tests/gpu/spill_check" "$@" 2>&1); rc=$?
+    printf '== spill: %s (exit %d)\n%s\n' "$label" "$rc" "$out" >>"$LOG"
+    local res=$(grep -m1 '^RESULT' <<<"$out")
+    val() { grep -oE "$1=[^ ]+" <<<"$res" | cut -d= -f2; }
+    local verdict=pass
+    [ "$rc" -eq 0 ] && [ "$(val data_ok)" = 1 ] || verdict=FAIL
+    local held; held=$(val held)
+    spill_rows+=("| $label | $verdict | $(( ${held:-0} >> 20 )) MiB | $(val alloc_s) | $(val compute_s) | $(val verify_s) | $(val err) $(grep -m1 -vE '^RESULT' <<<"$out" | cut -c1-80) |")
+    say "spill: $label: $verdict $res"
+}
+stage "spill"
+if [ "$MODE" = fake ]; then SPILL_LIMIT=64M SPILL_BYTES=96M SPILL_CHUNK=16M; else SPILL_LIMIT=4G SPILL_BYTES=6G SPILL_CHUNK=256M; fi
+spill_run "native, $SPILL_BYTES" -- --chunk "$SPILL_CHUNK" --bytes "$SPILL_BYTES"
+spill_run "spillway SPILLWAY_MEM_LIMIT=$SPILL_LIMIT, $SPILL_BYTES" LD_PRELOAD="$PWD/$BUILD/libspillway.so" \
+    SPILLWAY_MEM_LIMIT="$SPILL_LIMIT" SPILLWAY_HOST_LIMIT=16G -- --chunk "$SPILL_CHUNK" --bytes "$SPILL_BYTES"
+write_tables
 if [ "$MODE" = full ] || [ "$MODE" = fake ]; then
     py_stage "benchmarks (issue 4, stats cost)" bench/run.py --build "$BUILD" --out "$OUT"
     py_stage "issue 3/4 framework rows, SPILLWAY_MEM_FRACTION=0.1" "${A[@]}" --phase limit --limits 0.1 \

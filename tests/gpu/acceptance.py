@@ -290,7 +290,9 @@ def limit_rows(ctx):
                 cmd = [ctx.cudac_bin(row_id), "--hold", "--cap", str(cap)]
             else:
                 cmd = ctx.cmd(fw, "oom", cap)
-            env = ctx.env(dict(extra, **{var: val}), True)
+            # These rows check the hard limit (issue 3): with spill on, the
+            # allocations past it would succeed from pinned host memory.
+            env = ctx.env(dict(extra, **{var: val, "SPILLWAY_SPILL": "0"}), True)
             name = "%s @ %s=%s" % (label, var, val)
             got = run_one(ctx, name, fw, cmd, env, TIMEOUT[fw])
             rec = {"table": "acceptance", "row": row_id, "label": label, "fw": fw, "cfg": "%s=%s" % (var, val),

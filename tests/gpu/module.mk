@@ -23,3 +23,13 @@ ALL_TARGETS += $(GPU_OOM_DRV)
 # builds it when it can and reads the segments itself otherwise.
 GPU_TARGETS += $(GPU_OOM_RT) $(GPU_OOM_DRV) $(SHIM_LIB) $(BUILD)/tools/spillway
 UNIT_TESTS  += tests/gpu/selftest.sh
+
+# The spill row: a driver-API program holding more than its limit, computing
+# on all of it (kernels of the conformance suites: PTX on a GPU, C on
+# fakecuda), linked by soname like those suites.
+GPU_SPILL := $(BUILD)/tests/gpu/spill_check
+$(GPU_SPILL): $(BUILD)/tests/gpu/spill_check.o $(BUILD)/bench/util.o $(BUILD)/bench/gpuapi_drv.o $(BUILD)/tests/unit/driver/kernels.o | $(FAKECUDA_LIB)
+	$(CC) $(CFLAGS) $^ -o $@ -L$(BUILD)/fakecuda -l:libcuda.so.1 $(CHECK_LIBS) $(LDLIBS)
+
+ALL_TARGETS += $(GPU_SPILL)
+GPU_TARGETS += $(GPU_SPILL)

@@ -1,0 +1,134 @@
+/* The spill row of the GPU check: a driver-API program that holds more than
+ * the memory it was told it has, keeps computing on all of it, and checks
+ * every byte. Under spillway with spill on, the allocations past the limit
+ * succeed (cold chunks move to pinned host memory) and the answers stay
+ * right; without spillway it measures the same work natively for the ratio.
+ *
+ *   spill_check [--chunk 256M] [--factor 1.5] [--bytes SIZE] [--passes 2]
+ *   --factor  hold factor x the total cuMemGetInfo reports (the limit under
+ *             spillway); --bytes holds exactly SIZE instead (the native run
+ *             of the same work)
+ *
+ * Each chunk i is filled with i+1 by a kernel; then every pass adds 1 to
+ * every chunk (a kernel over all of it: spilled chunks are read and written
+ * through their host pages, or filled back); finally each chunk is copied
+ * back and every word checked. Runs against the real driver (PTX kernels)
+ * and fakecuda (C kernels). One line:
+ *   RESULT total=.. held=.. chunks=.. data_ok=0|1 alloc_s=.. compute_s=..
+ *          verify_s=.. err=NAME */
+#include <cuda.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench/util.h"
+#include "tests/fakecuda/fakecuda.h"
+#include "tests/unit/driver/kernels_ptx.h"
+
+void fakecuda_kernels_register(void); /* tests/unit/driver/kernels.c */
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + t.tv_nsec / 1e9;
+}
+
+static const char *name_of(CUresult r)
+{
+    const char *s = "?";
+    cuGetErrorName(r, &s);
+    return s;
+}
+
+static CUresult launch(CUfunction f, CUdeviceptr p, unsigned v, size_t words)
+{
+    unsigned long long n = words;
+    void *args[] = {&p, &v, &n};
+    return cuLaunchKernel(f, 264, 1, 1, 256, 1, 1, 0, NULL, args, NULL);
+}
+
+int main(int argc, char **argv)
+{
+    uint64_t chunk = 256u << 20, bytes = 0;
+    double factor = 1.5;
+    int passes = 2;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--chunk") && v && !parse_size(v, &chunk) && chunk >= 4096)
+            i++;
+        else if (!strcmp(a, "--bytes") && v && !parse_size(v, &bytes))
+            i++;
+        else if (!strcmp(a, "--factor") && v && (factor = atof(v)) > 0)
+            i++;
+        else if (!strcmp(a, "--passes") && v && (passes = atoi(v)) >= 0)
+            i++;
+        else {
+            fprintf(stderr, "usage: spill_check [--chunk SIZE] [--factor F | --bytes SIZE] [--passes N]\n");
+            return 2;
+        }
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    CUdevice dev;
+    CUcontext ctx;
+    CUmodule mod;
+    CUfunction fill, add;
+    CUresult r;
+    if (fakecuda_present())
+        fakecuda_kernels_register();
+    if ((r = cuInit(0)) || (r = cuDeviceGet(&dev, 0)) || (r = cuDevicePrimaryCtxRetain(&ctx, dev)) ||
+        (r = cuCtxSetCurrent(ctx)) || (r = cuModuleLoadData(&mod, kernels_ptx)) ||
+        (r = cuModuleGetFunction(&fill, mod, "fill_u32")) ||
+        (r = cuModuleGetFunction(&add, mod, "add_u32"))) {
+        printf("RESULT total=0 held=0 chunks=0 data_ok=0 err=%s\n", name_of(r));
+        return 1;
+    }
+    size_t free0, total;
+    cuMemGetInfo(&free0, &total);
+    if (!bytes)
+        bytes = (uint64_t)(factor * (double)total);
+    size_t n = (size_t)((bytes + chunk - 1) / chunk), words = chunk / 4;
+    CUdeviceptr *p = calloc(n, sizeof *p);
+    unsigned *host = malloc(chunk);
+    if (!p || !host)
+        return 1;
+
+    double t0 = now();
+    size_t got = 0;
+    for (; got < n; got++) {
+        if ((r = cuMemAlloc(&p[got], chunk)) != CUDA_SUCCESS ||
+            (r = launch(fill, p[got], (unsigned)got + 1, words)) != CUDA_SUCCESS)
+            break;
+    }
+    if (r == CUDA_SUCCESS)
+        r = cuCtxSynchronize();
+    double t1 = now();
+    for (int pass = 0; pass < passes && r == CUDA_SUCCESS; pass++)
+        for (size_t i = 0; i < got && r == CUDA_SUCCESS; i++)
+            r = launch(add, p[i], 1, words);
+    if (r == CUDA_SUCCESS)
+        r = cuCtxSynchronize();
+    double t2 = now();
+    int ok = r == CUDA_SUCCESS && got == n;
+    for (size_t i = 0; i < got && ok; i++) {
+        if ((r = cuMemcpyDtoH(host, p[i], chunk)) != CUDA_SUCCESS) {
+            ok = 0;
+            break;
+        }
+        unsigned want = (unsigned)i + 1 + (unsigned)passes;
+        for (size_t w = 0; w < words; w++)
+            if (host[w] != want) {
+                fprintf(stderr, "spill_check: chunk %zu word %zu is %u, not %u\n", i, w, host[w], want);
+                ok = 0;
+                break;
+            }
+    }
+    double t3 = now();
+    printf("RESULT total=%zu held=%zu chunks=%zu data_ok=%d alloc_s=%.3f compute_s=%.3f verify_s=%.3f err=%s\n",
+           total, got * (size_t)chunk, got, ok, t1 - t0, t2 - t1, t3 - t2, name_of(r));
+    for (size_t i = 0; i < got; i++)
+        cuMemFree(p[i]);
+    return ok ? 0 : 1;
+}
