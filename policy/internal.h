@@ -283,6 +283,7 @@ typedef struct sw_dev_counters {
     _Atomic uint64_t allocs, frees, ooms, syncs, maps, unmaps, reclaims;
     _Atomic uint64_t spill_bytes, spill_events, fill_bytes, fill_events;
     _Atomic uint64_t pool_bytes; /* mirror of pool.created, for lock-free readers */
+    _Atomic uint64_t host_pool_bytes; /* mirror of pool.host_created, likewise */
     _Atomic uint64_t pt_count[SW_PT_NREASONS], pt_bytes[SW_PT_NREASONS];
 } sw_dev_counters;
 

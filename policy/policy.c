@@ -436,6 +436,22 @@ uint64_t sw_pool_bytes(const sw_policy *p, int dev)
     return atomic_load_explicit(&p->dev[dev].c.pool_bytes, memory_order_relaxed);
 }
 
+void sw_get_spill_stats(const sw_policy *p, int dev, sw_spill_stats *out)
+{
+    if (!out)
+        return;
+    *out = (sw_spill_stats){0};
+    if (!p || dev < 0 || dev >= SW_MAX_DEVICES)
+        return;
+    const sw_dev_counters *c = &p->dev[dev].c;
+    out->host_bytes = atomic_load_explicit(&c->host_pool_bytes, memory_order_relaxed);
+    out->host_in_use_bytes = atomic_load_explicit(&c->host_in_use, memory_order_relaxed);
+    out->spill_bytes = atomic_load_explicit(&c->spill_bytes, memory_order_relaxed);
+    out->spill_events = atomic_load_explicit(&c->spill_events, memory_order_relaxed);
+    out->fill_bytes = atomic_load_explicit(&c->fill_bytes, memory_order_relaxed);
+    out->fill_events = atomic_load_explicit(&c->fill_events, memory_order_relaxed);
+}
+
 CUresult sw_get_counters(sw_policy *p, int dev, sw_counters *out)
 {
     if (!p || !out || dev < 0 || dev >= SW_MAX_DEVICES)

@@ -206,4 +206,15 @@ uint64_t sw_pool_bytes(const sw_policy *p, int dev);
 /* A snapshot of dev's counters (each read atomically). */
 CUresult sw_get_counters(sw_policy *p, int dev, sw_counters *out);
 
+/* dev's spill gauges and counters, lock-free (relaxed loads): cheap enough
+ * for the shim to publish after every allocation, free and fill. host_in_use
+ * counts freed data until its free is collected (at the next pool miss or
+ * move). All zero for a device that is not set up. */
+typedef struct sw_spill_stats {
+    uint64_t host_bytes;        /* pinned host pages created */
+    uint64_t host_in_use_bytes; /* host pages backing program data (spilled) */
+    uint64_t spill_bytes, spill_events, fill_bytes, fill_events;
+} sw_spill_stats;
+void sw_get_spill_stats(const sw_policy *p, int dev, sw_spill_stats *out);
+
 #endif

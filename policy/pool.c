@@ -54,8 +54,10 @@ static CUresult create_host(sw_device *d, CUmemGenericAllocationHandle *h)
         pl->host_cap = cap;
     }
     CUresult r = d->pol->be.page_create(d->pol->be.ctx, d->id, SW_LOC_HOST, d->page, h);
-    if (r == CUDA_SUCCESS)
+    if (r == CUDA_SUCCESS) {
         pl->host_created++;
+        atomic_fetch_add_explicit(&d->c.host_pool_bytes, d->page, memory_order_relaxed);
+    }
     return r;
 }
 
@@ -123,6 +125,7 @@ CUresult sw_pool_destroy(sw_device *d)
     pl->free = pl->host_free = NULL;
     pl->nfree = pl->host_nfree = 0;
     atomic_store_explicit(&d->c.pool_bytes, 0, memory_order_relaxed);
+    atomic_store_explicit(&d->c.host_pool_bytes, 0, memory_order_relaxed);
     return first;
 }
 

@@ -56,7 +56,11 @@ bool sw_touch(sw_policy *p, CUdeviceptr ptr)
     sw_heat *h = sw_heat_of(p, ptr);
     if (!h)
         return false;
-    atomic_store_explicit(&h->touched, tick(p), memory_order_relaxed);
+    /* The clock is one cache line for all threads: an owner that is already
+     * the newest (a buffer used launch after launch) costs no write to it. */
+    if (atomic_load_explicit(&h->touched, memory_order_relaxed) !=
+        atomic_load_explicit(&p->clock, memory_order_relaxed))
+        atomic_store_explicit(&h->touched, tick(p), memory_order_relaxed);
     return atomic_load_explicit(&h->host_pages, memory_order_relaxed) != 0;
 }
 

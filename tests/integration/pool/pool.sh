@@ -1,6 +1,7 @@
 #!/bin/sh
 # The pool suite (test_pool.c) against fakecuda: two 256 MiB devices, a
-# 64 MiB limit; with preallocation on and off, without spillway (the same
+# 64 MiB limit; with preallocation on (spill on) and off (spill off: the hard
+# cap), without spillway (the same
 # answers: tests of the "both" case) and with SPILLWAY_DISABLE=1.
 set -eu
 B=${SPILLWAY_BUILD:-$(pwd)/build}
@@ -12,6 +13,6 @@ run() {
         SPILLWAY_STATS_DIR="$stats" "$@" "$B/tests/integration/pool_suite"
 }
 run LD_PRELOAD="$B/libspillway.so" SPILLWAY_PREALLOCATE=1
-run LD_PRELOAD="$B/libspillway.so" SPILLWAY_PREALLOCATE=0
+run LD_PRELOAD="$B/libspillway.so" SPILLWAY_PREALLOCATE=0 SPILLWAY_SPILL=0
 run SPILLWAY_PREALLOCATE=1
 run LD_PRELOAD="$B/libspillway.so" SPILLWAY_DISABLE=1

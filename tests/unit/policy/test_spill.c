@@ -50,6 +50,14 @@ START_TEST(full_pool_spills_coldest_and_keeps_bytes)
     ck_assert_uint_eq(c.spill_events, 1);
     ck_assert_uint_eq(c.in_use_bytes, 12 * PG);
     ck_assert_uint_le(fstats().max_dev_pages, 8);
+    sw_spill_stats st; /* the lock-free view agrees */
+    sw_get_spill_stats(P, 0, &st);
+    ck_assert_uint_eq(st.host_in_use_bytes, c.host_in_use_bytes);
+    ck_assert_uint_eq(st.host_bytes, c.host_bytes);
+    ck_assert_uint_eq(st.spill_bytes, c.spill_bytes);
+    ck_assert_uint_eq(st.spill_events, 1);
+    sw_get_spill_stats(P, 7, &st);
+    ck_assert_uint_eq(st.host_bytes + st.spill_events, 0);
     /* Addresses answer as before: the program's allocation, device memory. */
     CUdeviceptr base;
     size_t size;
