@@ -23,6 +23,8 @@ static _Atomic(const struct spw_options *) options;
 static uint64_t (*_Atomic total_of)(int dev);
 /* The stats segment every device event is mirrored to (publish.c owns it). */
 static struct spw_stats_writer *_Atomic stats;
+/* Bytes of a device in host memory now (pool.c sets it when a pool spills). */
+static uint64_t (*_Atomic spilled_of)(int dev);
 /* Entries of the maps that are device memory (not SPILLWAY_HOST). */
 static _Atomic uint64_t unpooled;
 
@@ -131,6 +133,17 @@ static void note_refusal(int dev, uint64_t bytes, uint64_t used, uint64_t limit)
             later_at_debug(level));
 }
 
+void spw_account_set_spilled_source(uint64_t (*spilled)(int dev))
+{
+    uint64_t (*none)(int) = NULL;
+    atomic_compare_exchange_strong(&spilled_of, &none, spilled);
+}
+
+void spw_account_add(int dev, uint64_t bytes)
+{
+    atomic_fetch_add_explicit(&counters_of(dev)->used, bytes, memory_order_relaxed);
+}
+
 int spw_account_reserve(int dev, uint64_t bytes)
 {
     struct counters *c = counters_of(dev);
@@ -139,10 +152,15 @@ int spw_account_reserve(int dev, uint64_t bytes)
         return 0;
     }
     uint64_t limit = spw_account_limit(dev);
+    /* Spilled bytes hold no device memory. Read once: a spill or fill
+     * racing this check moves pool pages only, never past the limit. */
+    uint64_t (*spilled)(int) = atomic_load_explicit(&spilled_of, memory_order_acquire);
+    uint64_t away = spilled ? spilled(dev) : 0;
     uint64_t used = atomic_load_explicit(&c->used, memory_order_relaxed);
     do {
-        if (bytes > limit || used > limit - bytes) {
-            note_refusal(dev, bytes, used, limit);
+        uint64_t resident = used > away ? used - away : 0;
+        if (bytes > limit || resident > limit - bytes) {
+            note_refusal(dev, bytes, resident, limit);
             return -1;
         }
     } while (!atomic_compare_exchange_weak_explicit(&c->used, &used, used + bytes,
@@ -296,13 +314,28 @@ void spw_account_commit_pool(int dev, uint64_t bytes)
     spw_stats_alloc(stats_for(dev), (uint32_t)dev, bytes);
 }
 
+/* Stored only when it changed: every allocation publishes the pool's
+ * figures, and a store would bounce the line between threads. */
+static void set_if_changed(int dev, enum spw_counter k, uint64_t value)
+{
+    _Atomic uint64_t *v = spw_stats_slot(stats_for(dev), (uint32_t)dev, k);
+    if (v && atomic_load_explicit(v, memory_order_relaxed) != value)
+        atomic_store_explicit(v, value, memory_order_relaxed);
+}
+
 void spw_account_set_pool_bytes(int dev, uint64_t bytes)
 {
-    _Atomic uint64_t *v = spw_stats_slot(stats_for(dev), (uint32_t)dev, SPW_C_POOL);
-    /* Stored only when it changed: every allocation calls this, and a
-     * store would bounce the line between threads. */
-    if (v && atomic_load_explicit(v, memory_order_relaxed) != bytes)
-        atomic_store_explicit(v, bytes, memory_order_relaxed);
+    set_if_changed(dev, SPW_C_POOL, bytes);
+}
+
+void spw_account_set_spill(int dev, const struct spw_spill_figures *f)
+{
+    set_if_changed(dev, SPW_C_SPILLED, f->spilled);
+    set_if_changed(dev, SPW_C_HOST, f->host);
+    set_if_changed(dev, SPW_C_SPILL_BYTES, f->spill_bytes);
+    set_if_changed(dev, SPW_C_SPILL_EVENTS, f->spill_events);
+    set_if_changed(dev, SPW_C_FILL_BYTES, f->fill_bytes);
+    set_if_changed(dev, SPW_C_FILL_EVENTS, f->fill_events);
 }
 
 int spw_account_forget_pt(enum spw_kind kind, uint64_t key, int *dev, uint64_t *bytes,
@@ -363,16 +396,18 @@ void spw_account_restore(enum spw_kind kind, uint64_t key, int dev, uint64_t byt
     spw_account_restore_pt(kind, key, dev, bytes, -1);
 }
 
-void spw_account_note_pool_oom(int dev, uint64_t bytes)
+void spw_account_note_pool_oom(int dev, uint64_t bytes, int spilling)
 {
     struct counters *c = &devices[dev];
     spw_account_note_oom(dev);
     enum spw_log_level level = refusal_level(c);
     spw_log(level,
             "device %d: out of memory: the pool has no room for %llu bytes (%llu in use, "
-            "limit %llu; allocations take whole pages from 1 page up)%s",
+            "limit %llu; allocations take whole pages from 1 page up%s)%s",
             dev, (unsigned long long)bytes, (unsigned long long)atomic_load(&c->used),
-            (unsigned long long)spw_account_limit(dev), later_at_debug(level));
+            (unsigned long long)spw_account_limit(dev),
+            spilling ? "; spill found no host memory within SPILLWAY_HOST_LIMIT" : "",
+            later_at_debug(level));
 }
 
 void spw_account_note_oom(int dev)

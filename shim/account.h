@@ -36,6 +36,17 @@ uint64_t spw_account_used(int dev);
  * refused. */
 int spw_account_reserve(int dev, uint64_t bytes);
 
+/* The same for memory whose bound is not the limit but the pool (a pool
+ * that spills never holds more device pages than the limit; what does not
+ * fit lives in host memory): counted in use, never refused here. */
+void spw_account_add(int dev, uint64_t bytes);
+
+/* Where the bytes of a device that live in host memory now (spilled) are
+ * learnt: spw_account_reserve checks only the device-resident part
+ * (in use - spilled) against the limit. Before it is set, nothing is
+ * spilled. The first call wins. */
+void spw_account_set_spilled_source(uint64_t (*spilled)(int dev));
+
 /* Gives back a reservation whose allocation failed. */
 void spw_account_unreserve(int dev, uint64_t bytes);
 
@@ -54,6 +65,16 @@ void spw_account_commit_pt(enum spw_kind kind, uint64_t key, int dev, uint64_t b
 
 /* Sets the stats' pool_bytes gauge of dev (device pages held). */
 void spw_account_set_pool_bytes(int dev, uint64_t bytes);
+
+/* The pool's spill figures of dev, as the policy counts them: the stats'
+ * spilled_bytes and host_bytes gauges and the spill/fill counters. */
+struct spw_spill_figures {
+    uint64_t spilled;      /* bytes of live data in host memory now */
+    uint64_t host;         /* pinned host memory the pool holds */
+    uint64_t spill_bytes, spill_events;
+    uint64_t fill_bytes, fill_events;
+};
+void spw_account_set_spill(int dev, const struct spw_spill_figures *f);
 
 /* Forgets key before the driver frees it. Returns 0 with its device and
  * size, or -1 if spillway never counted it (nothing changes). */
@@ -75,9 +96,10 @@ void spw_account_restore(enum spw_kind kind, uint64_t key, int dev, uint64_t byt
 
 /* Counts an out-of-memory answer of the driver itself. */
 void spw_account_note_oom(int dev);
-/* The same for the pool's own refusal (no room in its pages), logged as the
- * limit's refusals are (warning once per device, then debug). */
-void spw_account_note_pool_oom(int dev, uint64_t bytes);
+/* The same for the pool's own refusal (no room in its pages and, when it
+ * spills, none in host memory), logged as the limit's refusals are
+ * (warning once per device, then debug). */
+void spw_account_note_pool_oom(int dev, uint64_t bytes, int spilling);
 
 /* Whether device memory outside the pool is live (pass-through or adopted
  * allocations in the maps): one atomic load. Copies ask the driver where a

@@ -58,8 +58,8 @@ CUresult spw_h_mem_create(CUmemGenericAllocationHandle *handle, size_t size,
     sw_policy *p = why < 0 ? spw_pool_for(account) : NULL;
     if (p) {
         /* Keyed by spillway's handle, like a driver handle. */
-        SPW_ACCOUNTED_ALLOC(SPW_KIND_HANDLE, account, size, sw_vmm_create(p, account, size, handle),
-                            *handle);
+        SPW_POOL_ALLOC(SPW_KIND_HANDLE, account, size, sw_vmm_create(p, account, size, handle),
+                       *handle);
     }
     if (why < 0)
         why = SW_PT_DISABLED;

@@ -10,10 +10,14 @@
  * direction, and their device comes from the pool's arenas (a few
  * compares), else is the only device or the current context's
  * (cuCtxGetDevice, a thread-local read in the driver, only in processes
- * with several devices). How cuMemcpy's sides are told apart: copy_side.c. */
+ * with several devices). How cuMemcpy's sides are told apart: copy_side.c.
+ * When a pool spills, each copy also touches its sides, fills back those
+ * that live on the host and is submitted inside the work gate (gate.h):
+ * without spill that is one atomic load. */
 #include "shim/copy.h"
 
 #include "shim/copy_side.h"
+#include "shim/gate.h"
 #include "shim/handler.h"
 
 void spw_copy_count(enum spw_copy_dir dir, CUdeviceptr dev_side, CUdeviceptr other,
@@ -68,47 +72,58 @@ static inline CUresult unified(CUresult r, CUdeviceptr dst, CUdeviceptr src, siz
 #define HOST(p) ((CUdeviceptr)(uintptr_t)(p))
 
 /* One handler and its per-thread variant: name, the hooks.def handler,
- * parameters, the forwarded arguments, and the counting expression. */
-#define COPY_HANDLERS(handler, params, args, count)                  \
+ * parameters, the forwarded arguments, the two sides that may be spillway
+ * memory (0: none), and the counting expression. With spill, a side that
+ * lives on the host is filled back first and the copy is submitted inside
+ * the work gate (gate.h). */
+#define COPY_HANDLERS(handler, params, args, side_a, side_b, count)  \
     CUresult handler params                                          \
     {                                                                \
         SPW_REAL_OR_RETURN(real, handler);                           \
-        CUresult r = real args;                                      \
+        CUresult r;                                                  \
+        sw_policy *g = spw_gate();                                   \
+        if (g)                                                       \
+            spw_gate_use2(g, (side_a), (side_b));                    \
+        SPW_GATED_CALL(g, r, real args);                             \
         return count;                                                \
     }                                                                \
     CUresult handler##_pt params                                     \
     {                                                                \
         SPW_REAL_OR_RETURN(real, handler##_pt);                      \
-        CUresult r = real args;                                      \
+        CUresult r;                                                  \
+        sw_policy *g = spw_gate();                                   \
+        if (g)                                                       \
+            spw_gate_use2(g, (side_a), (side_b));                    \
+        SPW_GATED_CALL(g, r, real args);                             \
         return count;                                                \
     }
 
 COPY_HANDLERS(spw_h_memcpy, (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount),
-              (dst, src, ByteCount), unified(r, dst, src, ByteCount))
+              (dst, src, ByteCount), dst, src, unified(r, dst, src, ByteCount))
 COPY_HANDLERS(spw_h_memcpy_async,
               (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream),
-              (dst, src, ByteCount, hStream), unified(r, dst, src, ByteCount))
+              (dst, src, ByteCount, hStream), dst, src, unified(r, dst, src, ByteCount))
 
 COPY_HANDLERS(spw_h_memcpy_htod, (CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount),
-              (dstDevice, srcHost, ByteCount),
+              (dstDevice, srcHost, ByteCount), dstDevice, 0,
               typed(r, SPW_COPY_HTOD, dstDevice, HOST(srcHost), ByteCount))
 COPY_HANDLERS(spw_h_memcpy_dtoh, (void *dstHost, CUdeviceptr srcDevice, size_t ByteCount),
-              (dstHost, srcDevice, ByteCount),
+              (dstHost, srcDevice, ByteCount), srcDevice, 0,
               typed(r, SPW_COPY_DTOH, srcDevice, HOST(dstHost), ByteCount))
 COPY_HANDLERS(spw_h_memcpy_dtod,
               (CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount),
-              (dstDevice, srcDevice, ByteCount),
+              (dstDevice, srcDevice, ByteCount), dstDevice, srcDevice,
               typed(r, SPW_COPY_DTOD, dstDevice, srcDevice, ByteCount))
 
 COPY_HANDLERS(spw_h_memcpy_htod_async,
               (CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount, CUstream hStream),
-              (dstDevice, srcHost, ByteCount, hStream),
+              (dstDevice, srcHost, ByteCount, hStream), dstDevice, 0,
               typed(r, SPW_COPY_HTOD, dstDevice, HOST(srcHost), ByteCount))
 COPY_HANDLERS(spw_h_memcpy_dtoh_async,
               (void *dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream),
-              (dstHost, srcDevice, ByteCount, hStream),
+              (dstHost, srcDevice, ByteCount, hStream), srcDevice, 0,
               typed(r, SPW_COPY_DTOH, srcDevice, HOST(dstHost), ByteCount))
 COPY_HANDLERS(spw_h_memcpy_dtod_async,
               (CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream),
-              (dstDevice, srcDevice, ByteCount, hStream),
+              (dstDevice, srcDevice, ByteCount, hStream), dstDevice, srcDevice,
               typed(r, SPW_COPY_DTOD, dstDevice, srcDevice, ByteCount))

@@ -62,7 +62,9 @@ uint64_t spw_driver_device_total(int dev);
     X(cuEventQuery, CUresult (*)(CUevent))                                                 \
     X(cuEventDestroy_v2, CUresult (*)(CUevent))                                            \
     X(cuStreamIsCapturing, CUresult (*)(CUstream, CUstreamCaptureStatus *))                \
-    X(cuStreamIsCapturing_ptsz, CUresult (*)(CUstream, CUstreamCaptureStatus *))
+    X(cuStreamIsCapturing_ptsz, CUresult (*)(CUstream, CUstreamCaptureStatus *))          \
+    X(cuFuncGetParamInfo, CUresult (*)(CUfunction, size_t, size_t *, size_t *))           \
+    X(cuKernelGetParamInfo, CUresult (*)(CUkernel, size_t, size_t *, size_t *))
 
 struct spw_drv {
 #define SPW_DRV_FIELD(name, type) __typeof__(type) name;

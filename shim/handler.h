@@ -34,23 +34,30 @@ static inline void spw_mark_counted(void)
  * give back. The allocation is the expression call (a CUresult) and its key
  * the expression key, read only after success. */
 #define SPW_ACCOUNTED_ALLOC(kind, dev, bytes, call, key)                       \
-    SPW_RESERVED_CALL(dev, bytes, call,                                        \
+    SPW_RESERVED_CALL(spw_account_reserve, dev, bytes, call,                   \
+                      spw_account_commit((kind), (uint64_t)(key), (dev), (bytes)))
+
+/* The same for pool pages (cuMemCreate served by the pool): a pool that
+ * spills is bounded by itself and the host limit, not the byte count. */
+#define SPW_POOL_ALLOC(kind, dev, bytes, call, key)                            \
+    SPW_RESERVED_CALL(spw_pool_reserve, dev, bytes, call,                      \
                       spw_account_commit((kind), (uint64_t)(key), (dev), (bytes)))
 
 /* The same for memory that passes the pool by, counted with its reason
  * (sw_passthrough_reason) in the policy's counters, the debug log and the
  * stats' pass-through gauges. */
 #define SPW_PASSTHROUGH_ALLOC(kind, dev, bytes, reason, what, call, key)          \
-    SPW_RESERVED_CALL(dev, bytes, call,                                           \
+    SPW_RESERVED_CALL(spw_account_reserve, dev, bytes, call,                      \
                       (spw_account_commit_pt((kind), (uint64_t)(key), (dev), (bytes), (reason)), \
                        spw_pool_passthrough((dev), (reason), (bytes), (what))))
 
-/* Both of the above: reserve bytes against dev's limit, make the call,
- * then settle (the statement committed) or give the reservation back. */
-#define SPW_RESERVED_CALL(dev, bytes, call, committed)                   \
+/* All of the above: reserve bytes on dev (reserve: spw_account_reserve
+ * or spw_pool_reserve), make the call, then settle (the statement
+ * committed) or give the reservation back. */
+#define SPW_RESERVED_CALL(reserve, dev, bytes, call, committed)          \
     do {                                                                 \
         spw_publish_ensure();                                            \
-        if (spw_account_reserve((dev), (bytes)))                         \
+        if (reserve((dev), (bytes)))                                     \
             return CUDA_ERROR_OUT_OF_MEMORY;                             \
         CUresult spw_r_ = (call);                                        \
         if (spw_r_ == CUDA_SUCCESS) {                                    \

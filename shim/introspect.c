@@ -34,5 +34,11 @@ spillway_get_pool_counters(int device, struct spillway_pool_counters *out)
         out->passthrough_count[i] = c.passthrough_count[i];
         out->passthrough_bytes[i] = c.passthrough_bytes[i];
     }
+    out->spilled_bytes = c.host_in_use_bytes;
+    out->host_bytes = c.host_bytes;
+    out->spill_bytes = c.spill_bytes;
+    out->spill_events = c.spill_events;
+    out->fill_bytes = c.fill_bytes;
+    out->fill_events = c.fill_events;
     return 0;
 }

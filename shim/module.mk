@@ -90,6 +90,14 @@ $(SHIM_IT)/shim_copy_bench: $(SHIM_IT)/shim/copy_bench.o $(BUILD)/fakecuda/libcu
 ALL_TARGETS += $(SHIM_IT)/shim_copy_bench
 UNIT_TESTS += tests/integration/shim/copies.sh tests/integration/shim/copies_top.sh
 
+# Spill through the shim: data, kernels, fill, a race, the two options (spill.sh).
+$(SHIM_IT)/shim_spill: $(SHIM_IT)/shim/test_spill.o $(UNIT_MAIN) \
+                       $(BUILD)/stats/reader.o $(BUILD)/stats/decode.o $(BUILD)/stats/procinfo.o \
+                       $(BUILD)/fakecuda/libcuda.so.1
+	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(CHECK_LIBS) $(LDLIBS)
+ALL_TARGETS += $(SHIM_IT)/shim_spill
+UNIT_TESTS += tests/integration/shim/spill.sh
+
 # The runtime in a library's local scope (rtlocal.c).
 $(SHIM_IT)/libshim_rtuser.so: $(SHIM_IT)/shim/rtuser.o $(BUILD)/fakecudart/libcudart.so
 	$(CC) -shared $(filter %.o,$^) -o $@ -L$(BUILD)/fakecudart -Wl,-rpath,'$$ORIGIN/../../fakecudart' -lcudart

@@ -5,6 +5,7 @@
 #include "shim/backend.h"
 #include "shim/config.h"
 #include "shim/driver.h"
+#include "shim/gate.h"
 #include "shim/log.h"
 
 #include <pthread.h>
@@ -14,6 +15,8 @@ enum { DEV_UNKNOWN = 0, DEV_POOL = 1, DEV_PASS = 2 };
 
 static sw_policy *_Atomic policy;
 static _Atomic int state[SW_MAX_DEVICES];
+/* Devices whose pool spills (SPILLWAY_SPILL), set before state says POOL. */
+static _Atomic bool spills[SW_MAX_DEVICES];
 /* Devices given access to each device's memory before its pool existed. */
 static _Atomic uint64_t early_peers[SW_MAX_DEVICES];
 /* Device set-up is rare (once per device): one lock for all of it. */
@@ -65,6 +68,7 @@ static int set_up(int dev)
         .va_factor = 0,
         .sync_batch = 0,
         .host_limit = o->host_limit == UINT64_MAX ? SIZE_MAX : (size_t)o->host_limit,
+        .spill = o->spill,
     };
     CUresult r = sw_device_init(p, dev, &cfg);
     if (r != CUDA_SUCCESS) {
@@ -74,8 +78,16 @@ static int set_up(int dev)
         return DEV_PASS;
     }
     apply_early_peers(p, dev);
-    spw_info("device %d: page pool of %llu bytes (%s)", dev, (unsigned long long)limit,
-             o->preallocate ? "preallocated" : "on demand");
+    if (o->spill) {
+        atomic_store(&spills[dev], true);
+        /* Before any allocation of this pool exists: a submission that
+         * could use one already sees the gate. */
+        spw_account_set_spilled_source(spw_pool_spilled_bytes);
+        spw_gate_enable(p);
+    }
+    spw_info("device %d: page pool of %llu bytes (%s, %s)", dev, (unsigned long long)limit,
+             o->preallocate ? "preallocated" : "on demand",
+             o->spill ? "spills to host memory when full" : "no spill");
     return DEV_POOL;
 }
 
@@ -106,6 +118,39 @@ int spw_pool_serves(int dev)
            atomic_load_explicit(&state[dev], memory_order_acquire) == DEV_POOL;
 }
 
+int spw_pool_spills(int dev)
+{
+    return dev >= 0 && dev < SW_MAX_DEVICES &&
+           atomic_load_explicit(&spills[dev], memory_order_acquire);
+}
+
+/* dev's spill figures. sw_get_counters takes the device's lock: asked only
+ * for devices that spill. */
+static int spill_figures(int dev, struct spw_spill_figures *f)
+{
+    sw_counters c;
+    sw_policy *p = spw_pool_policy();
+    if (!p || sw_get_counters(p, dev, &c) != CUDA_SUCCESS)
+        return -1;
+    *f = (struct spw_spill_figures){
+        .spilled = c.host_in_use_bytes,
+        .host = c.host_bytes,
+        .spill_bytes = c.spill_bytes,
+        .spill_events = c.spill_events,
+        .fill_bytes = c.fill_bytes,
+        .fill_events = c.fill_events,
+    };
+    return 0;
+}
+
+uint64_t spw_pool_spilled_bytes(int dev)
+{
+    struct spw_spill_figures f;
+    if (!spw_pool_spills(dev) || spill_figures(dev, &f))
+        return 0;
+    return f.spilled;
+}
+
 void spw_pool_grant_peer(int owner, int accessor)
 {
     if (owner < 0 || owner >= SW_MAX_DEVICES || accessor < 0 || accessor >= SW_MAX_DEVICES)
@@ -129,6 +174,9 @@ void spw_pool_grant_peer(int owner, int accessor)
 void spw_pool_publish(int dev)
 {
     spw_account_set_pool_bytes(dev, sw_pool_bytes(spw_pool_policy(), dev));
+    struct spw_spill_figures f;
+    if (spw_pool_spills(dev) && !spill_figures(dev, &f))
+        spw_account_set_spill(dev, &f);
 }
 
 void spw_pool_passthrough(int dev, sw_passthrough_reason reason, size_t bytes, const char *what)

@@ -17,6 +17,14 @@ sw_policy *spw_pool_for(int dev);
 /* Whether dev is served from the pool (without setting it up). */
 int spw_pool_serves(int dev);
 
+/* Whether dev's pool spills (SPILLWAY_SPILL): its allocations are bounded by
+ * the pool and the host limit, not by the shim's byte count. */
+int spw_pool_spills(int dev);
+
+/* Bytes of dev's allocations that live in host memory now (0 without a
+ * spilling pool): what the limit of pass-through allocations discounts. */
+uint64_t spw_pool_spilled_bytes(int dev);
+
 /* Whether ptr lies in memory the pool owns (lock-free). */
 static inline sw_policy *spw_pool_owner(CUdeviceptr ptr)
 {
@@ -28,7 +36,8 @@ static inline sw_policy *spw_pool_owner(CUdeviceptr ptr)
  * the pool's mappings of owner now, or when owner is set up. */
 void spw_pool_grant_peer(int owner, int accessor);
 
-/* Publishes dev's pool size in the stats segment if it changed. */
+/* Publishes dev's pool size, and with spill its spill gauges and counters,
+ * in the stats segment where they changed. */
 void spw_pool_publish(int dev);
 
 /* Counts an allocation that passes through (policy counter and debug log). */
@@ -39,6 +48,10 @@ void spw_pool_passthrough(int dev, sw_passthrough_reason reason, size_t bytes, c
  * against the limit, allocates, counts (serve.c). */
 CUresult spw_serve_alloc(sw_policy *p, int dev, size_t bytes, int async, CUstream stream,
                          CUdeviceptr *out);
+/* Takes bytes of dev's count for a pool allocation about to be made: with
+ * spill counted without a check (the pool bounds it), else reserved
+ * against the limit (spw_account_reserve). 0, or -1 when refused. */
+int spw_pool_reserve(int dev, uint64_t bytes);
 /* Frees a pool pointer (async: on stream) and releases its bytes. */
 CUresult spw_serve_free(sw_policy *p, CUdeviceptr ptr, int async, CUstream stream);
 

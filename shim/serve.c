@@ -1,29 +1,42 @@
 /* The hot path: allocations and frees served from the page pool, kept in
  * the one byte count per device (account.c) that the limit, cuMemGetInfo
  * and the stats read. policy/ knows each allocation's size, so the shim
- * keeps no table of its own for pool memory. */
+ * keeps no table of its own for pool memory. With spill the count may pass
+ * the limit: the pool never holds more device pages than the limit and
+ * moves what does not fit to host memory; it answers out of memory only
+ * when the host limit (or host memory) is exhausted too. */
 #include "shim/account.h"
 #include "shim/handler.h"
 #include "shim/pool.h"
+
+int spw_pool_reserve(int dev, uint64_t bytes)
+{
+    if (!spw_pool_spills(dev))
+        return spw_account_reserve(dev, bytes);
+    spw_account_add(dev, bytes);
+    return 0;
+}
 
 CUresult spw_serve_alloc(sw_policy *p, int dev, size_t bytes, int async, CUstream stream,
                          CUdeviceptr *out)
 {
     if (bytes == 0)
         return CUDA_ERROR_INVALID_VALUE; /* before reserving: the driver's answer */
-    if (spw_account_reserve(dev, bytes))
+    if (spw_pool_reserve(dev, bytes))
         return CUDA_ERROR_OUT_OF_MEMORY;
     CUdeviceptr ptr;
     CUresult r = async ? sw_alloc_async(p, dev, bytes, stream, &ptr) : sw_alloc(p, dev, bytes, &ptr);
     if (r != CUDA_SUCCESS) {
         spw_account_unreserve(dev, bytes);
         if (r == CUDA_ERROR_OUT_OF_MEMORY)
-            spw_account_note_pool_oom(dev, bytes);
+            spw_account_note_pool_oom(dev, bytes, spw_pool_spills(dev));
+        if (spw_pool_spills(dev))
+            spw_pool_publish(dev); /* it may have spilled before giving up */
         return r;
     }
     *out = ptr;
     spw_account_commit_pool(dev, bytes);
-    spw_pool_publish(dev);
+    spw_pool_publish(dev); /* pool size, and what a spill just moved */
     spw_mark_counted();
     return CUDA_SUCCESS;
 }
@@ -36,6 +49,8 @@ CUresult spw_serve_free(sw_policy *p, CUdeviceptr ptr, int async, CUstream strea
     if (r != CUDA_SUCCESS)
         return r;
     spw_account_release(dev, bytes);
+    if (spw_pool_spills(dev))
+        spw_pool_publish(dev); /* freeing spilled data shrinks the spilled gauge */
     spw_mark_counted();
     return CUDA_SUCCESS;
 }

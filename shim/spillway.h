@@ -43,6 +43,14 @@ struct spillway_pool_counters {
     uint64_t syncs;         /* device synchronizations the pool made */
     uint64_t passthrough_count[SPILLWAY_PT_COUNT]; /* since the start */
     uint64_t passthrough_bytes[SPILLWAY_PT_COUNT];
+    /* Spill (SPILLWAY_SPILL): pool pages now in pinned host memory, the
+     * pinned host memory the pool holds, and the moves so far (an event is
+     * one batch). Freed data keeps its host pages until the pool collects
+     * the free. */
+    uint64_t spilled_bytes;
+    uint64_t host_bytes;
+    uint64_t spill_bytes, spill_events;
+    uint64_t fill_bytes, fill_events;
 };
 
 /* The page pool's view of a device. Returns 0, or -1 for a bad index or

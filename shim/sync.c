@@ -31,8 +31,11 @@ CUresult spw_h_ctx_synchronize(void)
     sw_policy *p = spw_pool_policy();
     uint64_t ticket = sw_sync_begin(p, dev);
     CUresult r = real();
-    if (r == CUDA_SUCCESS)
+    if (r == CUDA_SUCCESS) {
         sw_sync_end(p, dev, ticket);
+        if (spw_pool_spills(dev))
+            spw_pool_publish(dev); /* freed spilled data gives its host pages back here */
+    }
     return r;
 }
 

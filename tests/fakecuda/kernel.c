@@ -225,6 +225,25 @@ FC_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, u
     return launch(f, DIM(gx, gy, gz), DIM(bx, by, bz), h, params, extra, true);
 }
 
+/* A cooperative launch runs like any other here: fakecuda runs the whole
+ * grid in one call, so its blocks can always synchronize. */
+FC_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                                             unsigned bx, unsigned by, unsigned bz, unsigned shmem,
+                                             CUstream h, void **params)
+{
+    (void)shmem;
+    return launch(f, DIM(gx, gy, gz), DIM(bx, by, bz), h, params, NULL, false);
+}
+
+FC_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, unsigned gy,
+                                                  unsigned gz, unsigned bx, unsigned by,
+                                                  unsigned bz, unsigned shmem, CUstream h,
+                                                  void **params)
+{
+    (void)shmem;
+    return launch(f, DIM(gx, gy, gz), DIM(bx, by, bz), h, params, NULL, true);
+}
+
 static CUresult launch_ex(const CUlaunchConfig *c, CUfunction f, void **params, void **extra, bool ptds)
 {
     if (!c)

@@ -78,6 +78,8 @@ static void child_env(int preload, const char *const *env)
     setenv("FAKECUDA_MEM", "256M", 1);
     setenv("FAKECUDA_DEVICES", "1", 1);
     setenv("SPILLWAY_STATS_DIR", stats_dir, 1);
+    /* These cases check the byte cap, which spill lifts (spill.sh). */
+    setenv("SPILLWAY_SPILL", "0", 1);
     for (; env && *env; env++)
         putenv(strdup(*env));
     if (preload) {

@@ -386,9 +386,20 @@ START_TEST(per_thread_variants)
         ck_assert_ptr_eq(pt, dlsym(h, ptsz));
         ck_assert_ptr_eq(legacy, dlsym(h, names[i]));
     }
+    /* So are the sets and launches (hooked for spill), _ptds and _ptsz. */
+    static const char *const work[][2] = {{"cuMemsetD8", "cuMemsetD8_v2_ptds"},
+                                          {"cuMemsetD32Async", "cuMemsetD32Async_ptsz"},
+                                          {"cuLaunchKernel", "cuLaunchKernel_ptsz"},
+                                          {"cuLaunchKernelEx", "cuLaunchKernelEx_ptsz"},
+                                          {"cuLaunchCooperativeKernel",
+                                           "cuLaunchCooperativeKernel_ptsz"}};
+    for (size_t i = 0; i < sizeof work / sizeof work[0]; i++) {
+        void *pt = gpa(work[i][0], 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
+        ck_assert_msg(in_spillway(pt) && pt == dlsym(h, work[i][1]), "%s", work[i][1]);
+    }
     /* An unhooked per-thread function is the driver's own variant. */
-    ck_assert(is_driver_function(gpa("cuMemsetD8", 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM),
-                                 "cuMemsetD8_v2_ptds"));
+    ck_assert(is_driver_function(gpa("cuStreamQuery", 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM),
+                                 "cuStreamQuery_ptsz"));
     /* The per-thread handlers count like the others. */
     setup_path(SPW_PATH_LINKED);
     CUresult (*alloc)(CUdeviceptr *, size_t, CUstream) =
@@ -407,7 +418,7 @@ END_TEST
 
 START_TEST(unhooked_names_are_the_drivers)
 {
-    static const char *const names[] = {"cuDeviceGet", "cuStreamSynchronize", "cuMemsetD8_v2",
+    static const char *const names[] = {"cuDeviceGet", "cuStreamSynchronize", "cuStreamQuery",
                                          "cuGetExportTable", "cuMemAddressReserve", "cuInit",
                                          "cuMemAllocAsync_ptds" /* no such symbol */};
     void *h = driver_handle();
@@ -420,7 +431,7 @@ START_TEST(unhooked_names_are_the_drivers)
     ck_assert_ptr_null(dlsym(h, "cuMemAlloc_v2x"));
     ck_assert(is_driver_function((void *)&cuDeviceGet, "cuDeviceGet"));
     ck_assert(is_driver_function(gpa("cuDeviceGet", 12000, 0), "cuDeviceGet"));
-    ck_assert(is_driver_function(gpa("cuMemsetD8", 12000, 0), "cuMemsetD8_v2"));
+    ck_assert(is_driver_function(gpa("cuStreamQuery", 12000, 0), "cuStreamQuery"));
     /* Never wrapped: the runtime's private tables. */
     ck_assert(is_driver_function(gpa("cuGetExportTable", 12000, 0), "cuGetExportTable"));
     /* Names that are not the driver's at all. */

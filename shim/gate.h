@@ -1,0 +1,65 @@
+/* The work gate (policy.h, "spill, fill and the work gate") as the handlers
+ * that submit device work use it: launches (launch.c), sets (memset.c) and
+ * copies (copy.c).
+ *
+ * A page's residency may change only while no submission is in flight
+ * (DESIGN.md "Spill": an unmap racing work kills the context), so each
+ * submission runs between sw_work_begin and sw_work_end. Its spillway
+ * pointers are touched first (they become the last to spill) and filled
+ * back when they live on the host: before the bracket, because a fill
+ * waits for the brackets in progress and would wait for itself.
+ *
+ * Nothing of this runs unless some device's pool spills: the handlers ask
+ * spw_gate() once (one atomic load) and otherwise forward untouched. */
+#ifndef SPILLWAY_SHIM_GATE_H
+#define SPILLWAY_SHIM_GATE_H
+#include "policy/policy.h"
+
+#include <stdatomic.h>
+
+/* Set once, when the first device whose pool spills is set up (pool.c);
+ * never cleared: a device without spill has no host pages, and touching
+ * its pointers answers false at once. */
+extern sw_policy *_Atomic spw_gate_policy;
+
+static inline sw_policy *spw_gate(void)
+{
+    return atomic_load_explicit(&spw_gate_policy, memory_order_acquire);
+}
+
+void spw_gate_enable(sw_policy *p);
+
+/* The submission is about to use ptr: touch it, and fill its allocation
+ * back to device memory if some of it lives on the host. Never between
+ * sw_work_begin and sw_work_end. Returns whether a fill was asked for. */
+int spw_gate_use(sw_policy *p, CUdeviceptr ptr);
+/* The fill half of it, for a pointer sw_touch answered true for. */
+void spw_gate_fill(sw_policy *p, CUdeviceptr ptr);
+
+/* After one or more fills: the stats' spill gauges of every spilling
+ * device (which one a pointer was on would cost a lookup). */
+void spw_gate_filled(void);
+
+/* spw_gate_use for the (up to two) device sides of a copy or set; 0 is
+ * no side. */
+static inline void spw_gate_use2(sw_policy *p, CUdeviceptr a, CUdeviceptr b)
+{
+    int filled = 0;
+    if (a)
+        filled |= spw_gate_use(p, a);
+    if (b && b != a)
+        filled |= spw_gate_use(p, b);
+    if (filled)
+        spw_gate_filled();
+}
+
+/* r = call, bracketed when g (a spw_gate() answer) is not NULL. */
+#define SPW_GATED_CALL(g, r, call)  \
+    do {                            \
+        if (g)                      \
+            sw_work_begin(g);       \
+        (r) = (call);               \
+        if (g)                      \
+            sw_work_end(g);         \
+    } while (0)
+#endif

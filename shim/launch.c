@@ -1,0 +1,113 @@
+/* Kernel and graph launches: cuLaunchKernel, cuLaunchKernelEx,
+ * cuLaunchCooperativeKernel and cuGraphLaunch, each also as its _ptsz
+ * variant (forwarded to the driver's same variant), and the unloads that
+ * end a function's life. They are hooked only for spill: without a
+ * spilling pool each forwards untouched after one atomic load.
+ *
+ * With spill, a launch's arguments are scanned for pool pointers
+ * (param_scan.c); each is touched, and the allocations that live on the
+ * host are filled back, before the launch enters the work gate (gate.h):
+ * a page is never remapped while a launch that may use it is being
+ * submitted, and the sync that precedes a remap covers it once submitted.
+ * A graph's kernels are not looked into: the launch is only gated. */
+#include "shim/gate.h"
+#include "shim/handler.h"
+#include "shim/param_scan.h"
+
+/* Values already filled in this launch: a kernel often gets one buffer
+ * several times, and a fill that finds no room would sync each time. */
+struct use {
+    sw_policy *p;
+    unsigned nfilled;
+    CUdeviceptr filled[8];
+};
+
+static void use_word(void *ctx, CUdeviceptr w)
+{
+    struct use *u = ctx;
+    if (!sw_touch(u->p, w))
+        return;
+    for (unsigned i = 0; i < u->nfilled && i < 8; i++)
+        if (u->filled[i] == w)
+            return;
+    spw_gate_fill(u->p, w);
+    u->filled[u->nfilled++ % 8] = w;
+}
+
+static void use_arguments(sw_policy *g, CUfunction f, void **params, void **extra)
+{
+    struct use u = {.p = g};
+    spw_param_scan(f, params, extra, use_word, &u);
+    if (u.nfilled)
+        spw_gate_filled();
+}
+
+#define LAUNCH_HANDLER(handler, params, f, kparams, extra, args) \
+    CUresult handler params                                      \
+    {                                                            \
+        SPW_REAL_OR_RETURN(real, handler);                       \
+        sw_policy *g = spw_gate();                               \
+        if (!g)                                                  \
+            return real args;                                    \
+        use_arguments(g, (f), (kparams), (extra));               \
+        CUresult r;                                              \
+        SPW_GATED_CALL(g, r, real args);                         \
+        return r;                                                \
+    }
+
+#define LAUNCH_HANDLERS(handler, params, f, kparams, extra, args) \
+    LAUNCH_HANDLER(handler, params, f, kparams, extra, args)      \
+    LAUNCH_HANDLER(handler##_pt, params, f, kparams, extra, args)
+
+LAUNCH_HANDLERS(spw_h_launch_kernel,
+                (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
+                 unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
+                 unsigned int sharedMemBytes, CUstream hStream, void **kernelParams,
+                 void **extra),
+                f, kernelParams, extra,
+                (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,
+                 hStream, kernelParams, extra))
+
+LAUNCH_HANDLERS(spw_h_launch_kernel_ex,
+                (const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra),
+                f, kernelParams, extra, (config, f, kernelParams, extra))
+
+LAUNCH_HANDLERS(spw_h_launch_cooperative_kernel,
+                (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
+                 unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
+                 unsigned int sharedMemBytes, CUstream hStream, void **kernelParams),
+                f, kernelParams, NULL,
+                (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,
+                 hStream, kernelParams))
+
+#define GRAPH_HANDLER(handler)                                 \
+    CUresult handler(CUgraphExec hGraphExec, CUstream hStream) \
+    {                                                          \
+        SPW_REAL_OR_RETURN(real, handler);                     \
+        sw_policy *g = spw_gate();                             \
+        CUresult r;                                            \
+        SPW_GATED_CALL(g, r, real(hGraphExec, hStream));       \
+        return r;                                              \
+    }
+GRAPH_HANDLER(spw_h_graph_launch)
+GRAPH_HANDLER(spw_h_graph_launch_pt)
+
+/* Forgotten before (a launch racing the unload must not cache the dying
+ * layout under the current generation) and after (nor one asked between). */
+CUresult spw_h_module_unload(CUmodule hmod)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_module_unload);
+    spw_param_scan_forget();
+    CUresult r = real(hmod);
+    spw_param_scan_forget();
+    return r;
+}
+
+CUresult spw_h_library_unload(CUlibrary library)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_library_unload);
+    spw_param_scan_forget();
+    CUresult r = real(library);
+    spw_param_scan_forget();
+    return r;
+}

@@ -1,0 +1,42 @@
+/* cuMemsetD8/D16/D32_v2 and their Async forms, each also as its per-thread
+ * variant (_ptds for the synchronous ones, _ptsz for the stream ones),
+ * which forwards to the driver's same variant. They are hooked only for
+ * spill: a set writes device memory, so its destination is touched (and
+ * filled back when it lives on the host) and the set is submitted inside
+ * the work gate (gate.h). Without a spilling pool each forwards untouched
+ * after one atomic load. */
+#include "shim/gate.h"
+#include "shim/handler.h"
+
+#define SET_HANDLER(handler, params, args, dst)  \
+    CUresult handler params                      \
+    {                                            \
+        SPW_REAL_OR_RETURN(real, handler);       \
+        sw_policy *g = spw_gate();               \
+        if (!g)                                  \
+            return real args;                    \
+        spw_gate_use2(g, (dst), 0);              \
+        CUresult r;                              \
+        SPW_GATED_CALL(g, r, real args);         \
+        return r;                                \
+    }
+
+#define SET_HANDLERS(handler, params, args, dst) \
+    SET_HANDLER(handler, params, args, dst)      \
+    SET_HANDLER(handler##_pt, params, args, dst)
+
+SET_HANDLERS(spw_h_memset_d8, (CUdeviceptr dstDevice, unsigned char uc, size_t N),
+             (dstDevice, uc, N), dstDevice)
+SET_HANDLERS(spw_h_memset_d16, (CUdeviceptr dstDevice, unsigned short us, size_t N),
+             (dstDevice, us, N), dstDevice)
+SET_HANDLERS(spw_h_memset_d32, (CUdeviceptr dstDevice, unsigned int ui, size_t N),
+             (dstDevice, ui, N), dstDevice)
+SET_HANDLERS(spw_h_memset_d8_async,
+             (CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream),
+             (dstDevice, uc, N, hStream), dstDevice)
+SET_HANDLERS(spw_h_memset_d16_async,
+             (CUdeviceptr dstDevice, unsigned short us, size_t N, CUstream hStream),
+             (dstDevice, us, N, hStream), dstDevice)
+SET_HANDLERS(spw_h_memset_d32_async,
+             (CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream),
+             (dstDevice, ui, N, hStream), dstDevice)

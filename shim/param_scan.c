@@ -1,0 +1,184 @@
+/* Owner of the cache of kernel parameter layouts.
+ *
+ * Asking the driver the layout costs a call per parameter, and programs
+ * launch the same few functions millions of times: the answer is cached
+ * per CUfunction in a fixed open-addressing table read without a lock. An
+ * entry is immutable once published; an entry made stale by an unload is
+ * replaced, never freed (another thread may be reading it; unloads are
+ * rare, so the leak stays small). When the table is full (more live
+ * functions than slots), layouts are asked for at each launch. */
+#include "shim/param_scan.h"
+
+#include "shim/driver.h"
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+    SLOTS = 4096, /* a power of two */
+    PROBES = 32,
+    MAX_PARAMS = 32768, /* the driver's argument space is 32764 bytes */
+    MAX_EXTRA = 64,     /* option pairs of extra looked at */
+};
+
+struct layout {
+    uint64_t generation; /* of spw_param_scan_forget when it was asked */
+    int scannable;
+    unsigned n;
+    struct {
+        uint32_t offset, size;
+    } p[];
+};
+
+struct slot {
+    _Atomic(CUfunction) key;
+    _Atomic(struct layout *) value;
+};
+
+static struct slot table[SLOTS];
+static _Atomic uint64_t generation;
+
+void spw_param_scan_forget(void)
+{
+    atomic_fetch_add_explicit(&generation, 1, memory_order_acq_rel);
+}
+
+/* The driver's answer for parameter i (f may be a CUkernel cast, as
+ * cuLaunchKernel accepts: then only cuKernelGetParamInfo knows it). */
+static CUresult param_info(CUfunction f, int as_kernel, size_t i, size_t *off, size_t *size)
+{
+    if (as_kernel)
+        return spw_drv.cuKernelGetParamInfo ? spw_drv.cuKernelGetParamInfo((CUkernel)f, i, off, size)
+                                            : CUDA_ERROR_NOT_SUPPORTED;
+    return spw_drv.cuFuncGetParamInfo ? spw_drv.cuFuncGetParamInfo(f, i, off, size)
+                                      : CUDA_ERROR_NOT_SUPPORTED;
+}
+
+/* Asks the driver f's layout: past the last parameter it answers
+ * INVALID_VALUE; any other error makes f unscannable. NULL without memory. */
+static struct layout *ask(CUfunction f, uint64_t gen)
+{
+    unsigned cap = 16, n = 0;
+    struct layout *l = malloc(sizeof *l + cap * sizeof l->p[0]);
+    if (!l)
+        return NULL;
+    l->generation = gen;
+    l->scannable = 0;
+    int as_kernel = 0;
+    for (;;) {
+        size_t off = 0, size = 0;
+        CUresult r = param_info(f, as_kernel, n, &off, &size);
+        if (r != CUDA_SUCCESS && n == 0 && !as_kernel && r != CUDA_ERROR_INVALID_VALUE) {
+            as_kernel = 1;
+            continue;
+        }
+        if (r == CUDA_ERROR_INVALID_VALUE) {
+            l->scannable = 1;
+            break;
+        }
+        if (r != CUDA_SUCCESS || n == MAX_PARAMS || off > UINT32_MAX || size > UINT32_MAX)
+            break;
+        if (n == cap) {
+            struct layout *g = realloc(l, sizeof *l + 2 * cap * sizeof l->p[0]);
+            if (!g)
+                break; /* unscannable: gated, never wrong */
+            l = g;
+            cap *= 2;
+        }
+        l->p[n].offset = (uint32_t)off;
+        l->p[n].size = (uint32_t)size;
+        n++;
+    }
+    l->n = l->scannable ? n : 0;
+    return l;
+}
+
+/* f's layout; *owned tells the caller to free it (not cached). */
+static struct layout *layout_of(CUfunction f, int *owned)
+{
+    uint64_t gen = atomic_load_explicit(&generation, memory_order_acquire);
+    size_t h = (size_t)(((uint64_t)(uintptr_t)f >> 4) * 0x9E3779B97F4A7C15ull >> 52);
+    *owned = 0;
+    for (unsigned i = 0; i < PROBES; i++) {
+        struct slot *s = &table[(h + i) & (SLOTS - 1)];
+        CUfunction k = atomic_load_explicit(&s->key, memory_order_acquire);
+        if (!k) {
+            CUfunction none = NULL;
+            if (!atomic_compare_exchange_strong(&s->key, &none, f) && none != f)
+                continue; /* another function took the slot */
+            k = f;
+        }
+        if (k != f)
+            continue;
+        struct layout *cur = atomic_load_explicit(&s->value, memory_order_acquire);
+        if (cur && cur->generation == gen)
+            return cur;
+        struct layout *l = ask(f, gen);
+        if (!l)
+            return NULL;
+        /* The stale one is left to whoever still reads it. */
+        if (!atomic_compare_exchange_strong_explicit(&s->value, &cur, l, memory_order_acq_rel,
+                                                     memory_order_acquire))
+            *owned = 1; /* another thread published first: use ours once */
+        return l;
+    }
+    struct layout *l = ask(f, gen);
+    *owned = l != NULL;
+    return l;
+}
+
+/* The 8-byte-aligned words of a value at offset off of the argument
+ * layout, size bytes long (the source may be unaligned in memory). */
+static unsigned scan_words(const unsigned char *v, size_t off, size_t size,
+                           void (*each)(void *, CUdeviceptr), void *ctx)
+{
+    unsigned seen = 0;
+    for (size_t k = (8 - off % 8) % 8; k + 8 <= size; k += 8) {
+        uint64_t w;
+        memcpy(&w, v + k, sizeof w);
+        if (w < 0x10000)
+            continue; /* counts, flags, sizes: never an address */
+        each(ctx, (CUdeviceptr)w);
+        seen++;
+    }
+    return seen;
+}
+
+static unsigned scan_extra(void **extra, void (*each)(void *, CUdeviceptr), void *ctx)
+{
+    const unsigned char *buf = NULL;
+    size_t size = 0;
+    int sized = 0;
+    for (unsigned i = 0; i < 2 * MAX_EXTRA && extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+        if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
+            buf = extra[i + 1];
+        else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && extra[i + 1]) {
+            size = *(const size_t *)extra[i + 1];
+            sized = 1;
+        }
+    }
+    /* The driver refuses a buffer without its size: nothing to touch. */
+    return buf && sized ? scan_words(buf, 0, size, each, ctx) : 0;
+}
+
+unsigned spw_param_scan(CUfunction f, void **kernelParams, void **extra,
+                        void (*each)(void *ctx, CUdeviceptr word), void *ctx)
+{
+    if (!kernelParams)
+        return extra ? scan_extra(extra, each, ctx) : 0;
+    if (!f)
+        return 0;
+    int owned;
+    struct layout *l = layout_of(f, &owned);
+    if (!l)
+        return 0;
+    unsigned seen = 0;
+    for (unsigned i = 0; i < l->n; i++)
+        if (kernelParams[i])
+            seen += scan_words(kernelParams[i], l->p[i].offset, l->p[i].size, each, ctx);
+    if (owned)
+        free(l);
+    return seen;
+}

@@ -1,0 +1,512 @@
+/* Spill through the shim (LD_PRELOAD) against fakecuda: a 64 MiB limit on
+ * a 256 MiB device. With spill on, allocations past the limit succeed and
+ * the data of every buffer stays exact whether it lives in device or host
+ * memory; kernels read and write spilled buffers; a launch fills its
+ * arguments back once pages are free; a thread that allocates and frees
+ * while another launches on the same buffer neither crashes the process
+ * (fakecuda runs kernels on worker threads: an unmapped page faults, as on
+ * a GPU) nor loses a write. Stats come from the process's segment.
+ *
+ * Run by spill.sh, which sets the environment and runs it again with
+ * SPW_SPILL_ONLY=off (SPILLWAY_SPILL=0: the byte cap as before) and
+ * SPW_SPILL_ONLY=host_limit (SPILLWAY_HOST_LIMIT=16M). */
+#include "tests/unit/check_compat.h"
+
+#include "shim/spillway.h"
+#include "stats/reader.h"
+#include "tests/fakecuda/fakecuda.h"
+
+#include <cuda.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MiB ((size_t)1 << 20)
+#define LIMIT (64 * MiB)
+
+#define CU_OK(call)                                                            \
+    do {                                                                       \
+        CUresult r_ = (call);                                                  \
+        ck_assert_msg(r_ == CUDA_SUCCESS, "%s: error %d", #call, (int)r_);     \
+    } while (0)
+
+static CUcontext ctx;
+
+static void setup(void)
+{
+    ck_assert_msg(dlsym(RTLD_DEFAULT, "spillway_get_counters") != NULL,
+                  "not running under spillway (LD_PRELOAD)");
+    ck_assert_msg(fakecuda_present(), "needs fakecuda");
+    CU_OK(cuInit(0));
+    CU_OK(cuDevicePrimaryCtxRetain(&ctx, 0));
+    CU_OK(cuCtxSetCurrent(ctx));
+}
+
+/* ---- the stats segment and the counters ---------------------------------- */
+
+static struct spw_stats_snapshot snap;
+
+static const uint64_t *segment(void)
+{
+    const char *dir = getenv("SPILLWAY_STATS_DIR");
+    ck_assert_msg(dir != NULL, "run me through spill.sh");
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    ck_assert_int_ge(fd, 0);
+    char name[64], why[256];
+    snprintf(name, sizeof name, SPW_STATS_NAME_PREFIX "%u.%d", (unsigned)geteuid(), (int)getpid());
+    int removed = 0;
+    enum spw_read_result r = spw_stats_read_at(fd, name, 0, &snap, &removed, why, sizeof why);
+    close(fd);
+    ck_assert_msg(r == SPW_READ_OK, "segment %s: %d %s", name, r, why);
+    return snap.c[0];
+}
+
+static uint64_t stat_of(enum spw_counter k)
+{
+    return segment()[k];
+}
+
+static struct spillway_counters counters(void)
+{
+    int (*get)(int, struct spillway_counters *) =
+        (int (*)(int, struct spillway_counters *))dlsym(RTLD_DEFAULT, "spillway_get_counters");
+    struct spillway_counters c;
+    ck_assert_ptr_nonnull((void *)get);
+    ck_assert_int_eq(get(0, &c), 0);
+    return c;
+}
+
+/* ---- buffers with a known content ------------------------------------------ */
+
+static uint32_t pattern(size_t i, unsigned seed)
+{
+    return (uint32_t)(i * 2654435761u + seed * 40503u + 1u);
+}
+
+static uint32_t *expected(size_t bytes, unsigned seed)
+{
+    uint32_t *w = malloc(bytes);
+    ck_assert_ptr_nonnull(w);
+    for (size_t i = 0; i < bytes / 4; i++)
+        w[i] = pattern(i, seed);
+    return w;
+}
+
+static CUdeviceptr filled(size_t bytes, unsigned seed)
+{
+    CUdeviceptr p = 0;
+    CU_OK(cuMemAlloc(&p, bytes));
+    uint32_t *w = expected(bytes, seed);
+    CU_OK(cuMemcpyHtoD(p, w, bytes));
+    free(w);
+    return p;
+}
+
+/* The device buffer equals want, word for word. */
+static void expect_words(CUdeviceptr p, const uint32_t *want, size_t bytes, const char *what)
+{
+    uint32_t *got = malloc(bytes);
+    ck_assert_ptr_nonnull(got);
+    CU_OK(cuMemcpyDtoH(got, p, bytes));
+    if (memcmp(got, want, bytes) != 0) {
+        size_t i = 0;
+        while (got[i] == want[i])
+            i++;
+        ck_abort_msg("%s: word %zu of %zu is %#x, expected %#x", what, i, bytes / 4, got[i],
+                     want[i]);
+    }
+    free(got);
+}
+
+static void expect_pattern(CUdeviceptr p, size_t bytes, unsigned seed, const char *what)
+{
+    uint32_t *w = expected(bytes, seed);
+    expect_words(p, w, bytes, what);
+    free(w);
+}
+
+/* ---- kernels ----------------------------------------------------------- */
+
+/* sum_u32(words, n, out): *out = the sum of n 32-bit words. */
+static void sum_u32(fakecuda_dim3 g, fakecuda_dim3 b, void **params)
+{
+    (void)g;
+    (void)b;
+    const uint32_t *w = (const uint32_t *)(uintptr_t)(*(CUdeviceptr *)params[0]);
+    size_t n = *(size_t *)params[1];
+    uint64_t *out = (uint64_t *)(uintptr_t)(*(CUdeviceptr *)params[2]);
+    uint64_t s = 0;
+    for (size_t i = 0; i < n; i++)
+        s += w[i];
+    *out = s;
+}
+
+/* step_u32(words, n, k): every word w becomes w * 1664525 + 1013904223 + k. */
+static uint32_t step(uint32_t w, unsigned k)
+{
+    return w * 1664525u + 1013904223u + k;
+}
+
+static void step_u32(fakecuda_dim3 g, fakecuda_dim3 b, void **params)
+{
+    (void)g;
+    (void)b;
+    uint32_t *w = (uint32_t *)(uintptr_t)(*(CUdeviceptr *)params[0]);
+    size_t n = *(size_t *)params[1];
+    unsigned k = *(unsigned *)params[2];
+    for (size_t i = 0; i < n; i++)
+        w[i] = step(w[i], k);
+}
+
+static CUfunction kernel(const char *name)
+{
+    static const size_t sum_sizes[] = {sizeof(CUdeviceptr), sizeof(size_t), sizeof(CUdeviceptr)};
+    static const size_t step_sizes[] = {sizeof(CUdeviceptr), sizeof(size_t), sizeof(unsigned)};
+    ck_assert_int_eq(fakecuda_register_kernel("sum_u32", sum_u32, 3, sum_sizes), 0);
+    ck_assert_int_eq(fakecuda_register_kernel("step_u32", step_u32, 3, step_sizes), 0);
+    CUmodule m;
+    CUfunction f;
+    CU_OK(cuModuleLoadData(&m, "fakecuda"));
+    CU_OK(cuModuleGetFunction(&f, m, name));
+    return f;
+}
+
+static uint64_t host_sum(size_t bytes, unsigned seed)
+{
+    uint64_t s = 0;
+    for (size_t i = 0; i < bytes / 4; i++)
+        s += pattern(i, seed);
+    return s;
+}
+
+/* How a launch passes its arguments. */
+enum how { PARAMS, EXTRA, EX, COOPERATIVE };
+
+static void launch_sum(CUfunction f, enum how how, CUdeviceptr p, size_t bytes, CUdeviceptr out)
+{
+    size_t n = bytes / 4;
+    void *args[] = {&p, &n, &out};
+    struct {
+        CUdeviceptr p;
+        size_t n;
+        CUdeviceptr out;
+    } packed = {p, n, out};
+    size_t packed_size = sizeof packed;
+    void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &packed, CU_LAUNCH_PARAM_BUFFER_SIZE,
+                     &packed_size, CU_LAUNCH_PARAM_END};
+    CUlaunchConfig cfg = {.gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
+                          .blockDimX = 1, .blockDimY = 1, .blockDimZ = 1};
+    switch (how) {
+    case PARAMS: CU_OK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL)); break;
+    case EXTRA: CU_OK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, extra)); break;
+    case EX: CU_OK(cuLaunchKernelEx(&cfg, f, args, NULL)); break;
+    case COOPERATIVE: CU_OK(cuLaunchCooperativeKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, args)); break;
+    }
+    CU_OK(cuCtxSynchronize());
+}
+
+static uint64_t result(CUdeviceptr out)
+{
+    uint64_t v = 0;
+    CU_OK(cuMemcpyDtoH(&v, out, sizeof v));
+    return v;
+}
+
+/* ---- (a) past the limit, both buffers exact ---------------------------- */
+
+START_TEST(past_the_limit_through_spill)
+{
+    setup();
+    CUdeviceptr a = filled(48 * MiB, 1);
+    CUdeviceptr b = filled(48 * MiB, 2); /* only through spill */
+    ck_assert_uint_eq(counters().used, 96 * MiB);
+    ck_assert_uint_gt(stat_of(SPW_C_SPILLED), 0);
+    ck_assert_uint_gt(stat_of(SPW_C_HOST), 0);
+    ck_assert_uint_gt(stat_of(SPW_C_SPILL_BYTES), 0);
+    ck_assert_uint_gt(stat_of(SPW_C_SPILL_EVENTS), 0);
+    ck_assert_uint_eq(stat_of(SPW_C_IN_USE), 96 * MiB);
+    ck_assert_uint_le(stat_of(SPW_C_POOL), LIMIT); /* device pages never pass the limit */
+    expect_pattern(a, 48 * MiB, 1, "a");
+    expect_pattern(b, 48 * MiB, 2, "b");
+    /* What the program sizes itself from: the limit, nothing free. */
+    size_t free_ = 1, total = 0;
+    CU_OK(cuMemGetInfo(&free_, &total));
+    ck_assert_uint_eq(total, LIMIT);
+    ck_assert_uint_eq(free_, 0);
+    CU_OK(cuMemFree(a));
+    CU_OK(cuMemFree(b));
+    ck_assert_uint_eq(counters().used, 0);
+    CU_OK(cuMemGetInfo(&free_, &total));
+    ck_assert_uint_eq(free_, LIMIT);
+    /* Freed memory keeps its pages until a sync point covers the free and
+     * the pool collects it (at its next allocation). */
+    CU_OK(cuCtxSynchronize());
+    CUdeviceptr c = filled(4 * MiB, 3);
+    ck_assert_uint_eq(stat_of(SPW_C_SPILLED), 0);
+    CU_OK(cuMemFree(c));
+}
+END_TEST
+
+/* Copies in and out of a spilled buffer, and sets, by every form. */
+START_TEST(copies_and_sets_on_spilled_memory)
+{
+    setup();
+    CUdeviceptr a = filled(48 * MiB, 3);
+    CUdeviceptr b = filled(48 * MiB, 4);
+    ck_assert_uint_gt(stat_of(SPW_C_SPILLED), 0);
+    uint32_t *w = expected(48 * MiB, 3);
+    /* DtoD both ways between the two, then sets over what was spilled. */
+    CUdeviceptr c = 0;
+    CU_OK(cuMemAlloc(&c, 48 * MiB));
+    CU_OK(cuMemcpyDtoD(c, a, 48 * MiB));
+    expect_words(c, w, 48 * MiB, "copy of a");
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CU_OK(cuMemsetD32Async(a, 0x01020304u, 12 * MiB / 4, s));
+    CU_OK(cuMemsetD16(a + 12 * MiB, 0x0506, 12 * MiB / 2));
+    CU_OK(cuMemsetD8Async(a + 24 * MiB, 0x07, 12 * MiB, s));
+    CU_OK(cuMemsetD32(a + 36 * MiB, 0x08090a0bu, 12 * MiB / 4));
+    CU_OK(cuStreamSynchronize(s));
+    for (size_t i = 0; i < 12 * MiB / 4; i++) {
+        w[i] = 0x01020304u;
+        w[3 * MiB + i] = 0x05060506u;
+        w[6 * MiB + i] = 0x07070707u;
+        w[9 * MiB + i] = 0x08090a0bu;
+    }
+    expect_words(a, w, 48 * MiB, "a after the sets");
+    CU_OK(cuMemcpyDtoDAsync(c, a, 48 * MiB, s));
+    CU_OK(cuStreamSynchronize(s));
+    expect_words(c, w, 48 * MiB, "c after an async copy");
+    expect_pattern(b, 48 * MiB, 4, "b");
+    CU_OK(cuStreamDestroy(s));
+    free(w);
+}
+END_TEST
+
+/* ---- (b) kernels on spilled memory, and fill ----------------------------- */
+
+static void kernel_and_fill(enum how how)
+{
+    setup();
+    CUfunction sum = kernel("sum_u32");
+    CUdeviceptr out = 0;
+    CU_OK(cuMemAlloc(&out, sizeof(uint64_t)));
+    CUdeviceptr a = filled(48 * MiB, 5);
+    CUdeviceptr b = filled(48 * MiB, 6);
+    uint64_t spilled = stat_of(SPW_C_SPILLED);
+    ck_assert_uint_gt(spilled, 0);
+    /* No room to fill: the kernel reads a where it lives. */
+    launch_sum(sum, how, a, 48 * MiB, out);
+    ck_assert_uint_eq(result(out), host_sum(48 * MiB, 5));
+    uint64_t fills = stat_of(SPW_C_FILL_EVENTS);
+    /* Room again: the launch fills a back first. */
+    CU_OK(cuMemFree(b));
+    launch_sum(sum, how, a, 48 * MiB, out);
+    ck_assert_uint_eq(result(out), host_sum(48 * MiB, 5));
+    ck_assert_uint_gt(stat_of(SPW_C_FILL_EVENTS), fills);
+    ck_assert_uint_gt(stat_of(SPW_C_FILL_BYTES), 0);
+    ck_assert_uint_lt(stat_of(SPW_C_SPILLED), spilled);
+    ck_assert_uint_eq(stat_of(SPW_C_SPILLED), 0);
+    expect_pattern(a, 48 * MiB, 5, "a after the fill");
+}
+
+START_TEST(kernel_params_fill)
+{
+    kernel_and_fill(PARAMS);
+}
+END_TEST
+
+START_TEST(kernel_extra_buffer_fill)
+{
+    kernel_and_fill(EXTRA);
+}
+END_TEST
+
+START_TEST(kernel_ex_fill)
+{
+    kernel_and_fill(EX);
+}
+END_TEST
+
+START_TEST(cooperative_kernel_fill)
+{
+    kernel_and_fill(COOPERATIVE);
+}
+END_TEST
+
+/* Pass-through memory is capped by what is resident, not by what is held. */
+START_TEST(passthrough_counts_resident_bytes)
+{
+    setup();
+    CUdeviceptr a = filled(48 * MiB, 7);
+    CUdeviceptr b = filled(48 * MiB, 8);
+    CUdeviceptr m = 0;
+    /* 64 MiB resident: no room for managed memory. */
+    ck_assert_int_eq(cuMemAllocManaged(&m, 8 * MiB, CU_MEM_ATTACH_GLOBAL), CUDA_ERROR_OUT_OF_MEMORY);
+    CU_OK(cuMemFree(b));
+    /* a still lives partly on the host: its spilled bytes are not held
+     * against the limit. */
+    ck_assert_uint_gt(stat_of(SPW_C_SPILLED), 0);
+    CU_OK(cuMemAllocManaged(&m, 24 * MiB, CU_MEM_ATTACH_GLOBAL));
+    CU_OK(cuMemFree(m));
+    expect_pattern(a, 48 * MiB, 7, "a");
+}
+END_TEST
+
+/* ---- (e) launches racing spill and fill ----------------------------------- */
+
+#define RACE_BYTES (8 * MiB)
+#define RACE_LAUNCHES 400u
+
+struct churn {
+    _Atomic int stop;
+    unsigned rounds;
+    CUresult failed;
+};
+
+/* Allocates what leaves no room for the racing buffer, writes it, frees
+ * it: the buffer spills at each allocation, and the next launch fills it. */
+static void *churn(void *arg)
+{
+    struct churn *c = arg;
+    if ((c->failed = cuCtxSetCurrent(ctx)) != CUDA_SUCCESS)
+        return NULL;
+    while (!atomic_load(&c->stop)) {
+        CUdeviceptr x = 0;
+        CUresult r = cuMemAlloc(&x, LIMIT - 4 * MiB);
+        if (r == CUDA_SUCCESS)
+            r = cuMemsetD32(x, 0xdeadbeefu, (LIMIT - 4 * MiB) / 4);
+        if (r == CUDA_SUCCESS)
+            r = cuMemFree(x);
+        if (r != CUDA_SUCCESS) {
+            c->failed = r;
+            return NULL;
+        }
+        c->rounds++;
+    }
+    return NULL;
+}
+
+START_TEST(launches_race_spill_and_fill)
+{
+    setup();
+    CUfunction f = kernel("step_u32");
+    CUdeviceptr a = filled(RACE_BYTES, 9);
+    uint32_t *want = expected(RACE_BYTES, 9);
+    /* A copy from pageable memory may still be in flight when it returns,
+     * and a non-blocking stream does not wait for it. */
+    CU_OK(cuCtxSynchronize());
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    struct churn c = {0};
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, churn, &c), 0);
+    size_t n = RACE_BYTES / 4;
+    for (unsigned k = 0; k < RACE_LAUNCHES; k++) {
+        void *args[] = {&a, &n, &k};
+        CU_OK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, args, NULL));
+        for (size_t i = 0; i < n; i++)
+            want[i] = step(want[i], k);
+        if (k % 16 == 15)
+            CU_OK(cuStreamSynchronize(s));
+    }
+    CU_OK(cuStreamSynchronize(s));
+    atomic_store(&c.stop, 1);
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    ck_assert_msg(c.failed == CUDA_SUCCESS, "the churning thread failed: error %d", (int)c.failed);
+    expect_words(a, want, RACE_BYTES, "the raced buffer");
+    /* It did race: the buffer moved both ways, more than once. */
+    ck_assert_uint_gt(c.rounds, 1);
+    ck_assert_uint_gt(stat_of(SPW_C_SPILL_EVENTS), 1);
+    ck_assert_uint_gt(stat_of(SPW_C_FILL_EVENTS), 1);
+    CU_OK(cuStreamDestroy(s));
+    free(want);
+}
+END_TEST
+
+/* ---- (c) SPILLWAY_SPILL=0: the byte cap as before -------------------------- */
+
+START_TEST(spill_off_refuses_past_the_limit)
+{
+    setup();
+    CUdeviceptr a = filled(48 * MiB, 10);
+    CUdeviceptr b = 0;
+    ck_assert_int_eq(cuMemAlloc(&b, 48 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
+    ck_assert_uint_eq(counters().used, 48 * MiB);
+    ck_assert_uint_eq(stat_of(SPW_C_SPILLED), 0);
+    ck_assert_uint_eq(stat_of(SPW_C_SPILL_EVENTS), 0);
+    expect_pattern(a, 48 * MiB, 10, "a");
+    /* Launches and sets pass through untouched. */
+    CUfunction sum = kernel("sum_u32");
+    CUdeviceptr out = 0;
+    CU_OK(cuMemAlloc(&out, sizeof(uint64_t)));
+    launch_sum(sum, PARAMS, a, 48 * MiB, out);
+    ck_assert_uint_eq(result(out), host_sum(48 * MiB, 10));
+    CU_OK(cuMemsetD8(a, 0, 48 * MiB));
+}
+END_TEST
+
+/* ---- (d) SPILLWAY_HOST_LIMIT=16M: the limit plus 16 MiB, no more ---------- */
+
+START_TEST(host_limit_bounds_spill)
+{
+    setup();
+    enum { CHUNK = 8 * MiB, MAX = 20 };
+    CUdeviceptr p[MAX];
+    unsigned n = 0;
+    CUresult r = CUDA_SUCCESS;
+    for (; n < MAX; n++) {
+        r = cuMemAlloc(&p[n], CHUNK);
+        if (r != CUDA_SUCCESS)
+            break;
+        uint32_t *w = expected(CHUNK, 20 + n);
+        CU_OK(cuMemcpyHtoD(p[n], w, CHUNK));
+        free(w);
+    }
+    ck_assert_int_eq(r, CUDA_ERROR_OUT_OF_MEMORY);
+    ck_assert_uint_gt((size_t)n * CHUNK, LIMIT);            /* it did spill */
+    ck_assert_uint_le((size_t)n * CHUNK, LIMIT + 16 * MiB); /* within the host limit */
+    ck_assert_uint_le(stat_of(SPW_C_SPILLED), 16 * MiB);
+    ck_assert_uint_eq(counters().used, (size_t)n * CHUNK);
+    CUdeviceptr q = 0;
+    ck_assert_int_eq(cuMemAlloc(&q, 2 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
+    for (unsigned i = 0; i < n; i++)
+        expect_pattern(p[i], CHUNK, 20 + i, "a chunk");
+}
+END_TEST
+
+Suite *test_suite(void)
+{
+    Suite *s = suite_create("shim_spill");
+    const char *only = getenv("SPW_SPILL_ONLY");
+    TCase *tc;
+    if (!only) {
+        tc = tcase_create("spill");
+        tcase_set_timeout(tc, 60);
+        tcase_add_test(tc, past_the_limit_through_spill);
+        tcase_add_test(tc, copies_and_sets_on_spilled_memory);
+        tcase_add_test(tc, kernel_params_fill);
+        tcase_add_test(tc, kernel_extra_buffer_fill);
+        tcase_add_test(tc, kernel_ex_fill);
+        tcase_add_test(tc, cooperative_kernel_fill);
+        tcase_add_test(tc, passthrough_counts_resident_bytes);
+        tcase_add_test(tc, launches_race_spill_and_fill);
+        suite_add_tcase(s, tc);
+    } else if (strcmp(only, "off") == 0) {
+        tc = tcase_create("off");
+        tcase_add_test(tc, spill_off_refuses_past_the_limit);
+        suite_add_tcase(s, tc);
+    } else if (strcmp(only, "host_limit") == 0) {
+        tc = tcase_create("host_limit");
+        tcase_set_timeout(tc, 30);
+        tcase_add_test(tc, host_limit_bounds_spill);
+        suite_add_tcase(s, tc);
+    }
+    return s;
+}
