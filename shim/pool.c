@@ -124,14 +124,15 @@ int spw_pool_spills(int dev)
            atomic_load_explicit(&spills[dev], memory_order_acquire);
 }
 
-/* dev's spill figures. sw_get_counters takes the device's lock: asked only
- * for devices that spill. */
+/* dev's spill figures: a few relaxed loads, no lock (cheap enough after
+ * every pool allocation, free and fill). */
 static int spill_figures(int dev, struct spw_spill_figures *f)
 {
-    sw_counters c;
+    sw_spill_stats c;
     sw_policy *p = spw_pool_policy();
-    if (!p || sw_get_counters(p, dev, &c) != CUDA_SUCCESS)
+    if (!p)
         return -1;
+    sw_get_spill_stats(p, dev, &c);
     *f = (struct spw_spill_figures){
         .spilled = c.host_in_use_bytes,
         .host = c.host_bytes,
