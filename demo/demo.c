@@ -4,8 +4,11 @@
  * against the real driver or fakecuda, with or without spillway.
  *   spillway-demo         report, then fill device 0 in chunks of 1/8 of its total
  *   spillway-demo info    report only
+ *   spillway-demo spill   hold 1.5x the reported total in chunks of 1/8, each
+ *                         set to its own value, then read every word back
  * Exits 0 when the fill ended in CUDA_ERROR_OUT_OF_MEMORY at or under the
- * reported total, 1 otherwise. */
+ * reported total (spill: when every chunk was allocated and read back
+ * intact), 1 otherwise. */
 #include <cuda.h>
 #include <dlfcn.h>
 #include <stdio.h>
@@ -28,6 +31,8 @@ static struct {
     CUresult (*mem_alloc)(CUdeviceptr *, size_t);
     CUresult (*mem_free)(CUdeviceptr);
     CUresult (*get_error_name)(CUresult, const char **);
+    CUresult (*memset_d32)(CUdeviceptr, unsigned, size_t);
+    CUresult (*memcpy_dtoh)(void *, CUdeviceptr, size_t);
 } cu;
 
 static int load(void)
@@ -40,7 +45,7 @@ static int load(void)
     static const char *const names[] = {
         "cuInit", "cuDeviceGet", "cuDeviceGetName", "cuDeviceTotalMem_v2",
         "cuDevicePrimaryCtxRetain", "cuCtxSetCurrent", "cuMemGetInfo_v2", "cuMemAlloc_v2",
-        "cuMemFree_v2", "cuGetErrorName"};
+        "cuMemFree_v2", "cuGetErrorName", "cuMemsetD32_v2", "cuMemcpyDtoH_v2"};
     void **slots = (void **)&cu;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (!(slots[i] = dlsym(h, names[i]))) {
@@ -80,11 +85,55 @@ static void pool_report(void)
     printf("demo: spillway served it from its page pool: %.0f MiB of device pages held, "
            "%.0f MiB in use, %.0f MiB passed through\n",
            c.pool_bytes / MiB, c.in_use_bytes / MiB, passed / MiB);
+    if (c.spilled_bytes || c.spill_events)
+        printf("demo: spillway spilled the coldest %.0f MiB to pinned host memory "
+               "(%llu spill and %llu fill batches so far)\n",
+               c.spilled_bytes / MiB, (unsigned long long)c.spill_events,
+               (unsigned long long)c.fill_events);
+}
+
+/* Holds 1.5x what the program was told, each chunk set to its own value,
+ * then reads every word back: with spill, nothing is lost. */
+static int spill(size_t total)
+{
+    size_t gran = 2u << 20, chunk = total / 8 / gran * gran;
+    if (chunk < gran)
+        chunk = gran;
+    int want = 12; /* 12/8 = 1.5x */
+    if (want > CHUNKS_MAX)
+        want = CHUNKS_MAX;
+    printf("demo: holding %d chunks of %.0f MiB (%.0f MiB, 1.5x what it was told)\n", want,
+           chunk / MiB, want * (double)chunk / MiB);
+    CUdeviceptr held[CHUNKS_MAX];
+    int n = 0;
+    CUresult r = CUDA_SUCCESS;
+    while (n < want && (r = cu.mem_alloc(&held[n], chunk)) == CUDA_SUCCESS &&
+           (r = cu.memset_d32(held[n], 0xC0DE0000u + (unsigned)n, chunk / 4)) == CUDA_SUCCESS)
+        n++;
+    if (n < want)
+        printf("demo: chunk %d failed with %s\n", n + 1, err_name(r));
+    unsigned *buf = malloc(chunk);
+    int bad = n < want || !buf;
+    for (int i = 0; i < n && !bad; i++) {
+        if ((r = cu.memcpy_dtoh(buf, held[i], chunk)) != CUDA_SUCCESS) {
+            printf("demo: reading chunk %d failed with %s\n", i + 1, err_name(r));
+            bad = 1;
+        }
+        for (size_t w = 0; w < chunk / 4 && !bad; w++)
+            bad = buf[w] != 0xC0DE0000u + (unsigned)i;
+    }
+    printf("demo: %d chunks held, every word read back %s\n", n, bad ? "NOT intact" : "intact");
+    pool_report();
+    free(buf);
+    for (int i = 0; i < n; i++)
+        cu.mem_free(held[i]);
+    return bad;
 }
 
 int main(int argc, char **argv)
 {
     int info_only = argc > 1 && strcmp(argv[1], "info") == 0;
+    int spill_mode = argc > 1 && strcmp(argv[1], "spill") == 0;
     setvbuf(stdout, NULL, _IOLBF, 0); /* in order with spillway's stderr */
     CUdevice dev;
     CUcontext ctx;
@@ -105,6 +154,8 @@ int main(int argc, char **argv)
 
     size_t total = 0, free_ = 0;
     cu.mem_get_info(&free_, &total);
+    if (spill_mode)
+        return spill(total);
     size_t gran = 2u << 20, chunk = total / 8 / gran * gran;
     if (chunk < gran)
         chunk = gran;

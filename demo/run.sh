@@ -1,6 +1,8 @@
 #!/bin/sh
-# `make demo`: runs the demo program without and then with spillway, against
-# the real CUDA driver when this machine has a GPU, else against fakecuda.
+# `make demo`: runs the demo program without spillway, then under it twice:
+# with spill off (stopped at its limit) and with spill on (holding 1.5x its
+# limit, every word intact) — against the real CUDA driver when this machine
+# has a GPU, else against fakecuda.
 #   SPILLWAY_DEMO_DRIVER=real|fakecuda  force the choice
 #   SPILLWAY_DEMO_ENV                   spillway's settings (default: SPILLWAY_MEM_FRACTION=0.25)
 set -eu
@@ -30,6 +32,10 @@ echo
 echo "-- without spillway, the program sees the whole device:"
 run "$demo" info
 echo
-echo "-- with spillway: LD_PRELOAD=$B/libspillway.so $settings"
+echo "-- with spillway, spill off: LD_PRELOAD=$B/libspillway.so $settings SPILLWAY_SPILL=0"
 # shellcheck disable=SC2086 # settings is a list of NAME=value words
-run LD_PRELOAD="$B/libspillway.so" $settings "$demo"
+run LD_PRELOAD="$B/libspillway.so" $settings SPILLWAY_SPILL=0 "$demo"
+echo
+echo "-- with spillway, spill on (the default): LD_PRELOAD=$B/libspillway.so $settings"
+# shellcheck disable=SC2086
+run LD_PRELOAD="$B/libspillway.so" $settings SPILLWAY_HOST_LIMIT=${SPILLWAY_DEMO_HOST_LIMIT:-4G} "$demo" spill
