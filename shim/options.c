@@ -16,7 +16,7 @@ static const char accepted_fraction[] = "a number greater than 0 and at most 1, 
 static const char accepted_devlimit[] =
     "bytes with an optional K/M/G/T suffix (8G, 512M, 1073741824), "
     "or per device <index>=<bytes>[,...] (0=8G,1=4G), each > 0, index < 64";
-static const char accepted_bytes[] = "bytes with an optional K/M/G/T suffix (8G, 512M, 1073741824) or unlimited";
+static const char accepted_bytes[] = "bytes with an optional K/M/G/T suffix (8G, 512M, 1073741824), auto or unlimited";
 static const char accepted_loglevel[] = "error, warn, info or debug";
 static const char accepted_string[] = "a string shorter than 4096 bytes";
 
@@ -131,7 +131,12 @@ static int parse_bytes(const char *v, spw_opt_bytes *out)
         *out = UINT64_MAX;
         return 0;
     }
-    return spw_parse_bytes(v, out);
+    if (strcasecmp(v, "auto") == 0) {
+        *out = SPW_BYTES_AUTO;
+        return 0;
+    }
+    int r = spw_parse_bytes(v, out);
+    return r == 0 && *out >= SPW_BYTES_AUTO ? -1 : r; /* the keywords' values */
 }
 
 static int parse_loglevel(const char *v, spw_opt_loglevel *out)
@@ -212,7 +217,11 @@ static int format_loglevel(char *b, size_t n, const spw_opt_loglevel *v)
 static int format_string(char *b, size_t n, const spw_opt_string *v) { return snprintf(b, n, "%s", *v); }
 static int format_bytes(char *b, size_t n, const spw_opt_bytes *v)
 {
-    return *v == UINT64_MAX ? snprintf(b, n, "unlimited") : snprintf(b, n, "%llu", (unsigned long long)*v);
+    if (*v == UINT64_MAX)
+        return snprintf(b, n, "unlimited");
+    if (*v == SPW_BYTES_AUTO)
+        return snprintf(b, n, "auto");
+    return snprintf(b, n, "%llu", (unsigned long long)*v);
 }
 static int format_devlimit(char *b, size_t n, const spw_opt_devlimit *v)
 {

@@ -23,7 +23,8 @@ struct spw_devlimit {
 typedef int spw_opt_bool;                   /* 0 or 1 */
 typedef double spw_opt_fraction;            /* in (0, 1] */
 typedef struct spw_devlimit spw_opt_devlimit;
-typedef uint64_t spw_opt_bytes;             /* UINT64_MAX = unlimited */
+typedef uint64_t spw_opt_bytes;             /* UINT64_MAX = unlimited, SPW_BYTES_AUTO = auto */
+#define SPW_BYTES_AUTO (UINT64_MAX - 1)
 typedef enum spw_log_level spw_opt_loglevel;
 typedef char spw_opt_string[SPW_OPT_STRING_MAX];
 

@@ -10,6 +10,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <unistd.h>
 
 enum { DEV_UNKNOWN = 0, DEV_POOL = 1, DEV_PASS = 2 };
 
@@ -54,6 +55,22 @@ static void apply_early_peers(sw_policy *p, int dev)
     }
 }
 
+/* SPILLWAY_HOST_LIMIT for one device. auto: half of the machine's memory,
+ * split evenly among the devices, because pinned pages cannot be swapped
+ * and a program spilling all of RAM would take the machine down with it. */
+static size_t host_limit_of(uint64_t opt)
+{
+    if (opt == UINT64_MAX)
+        return SIZE_MAX;
+    if (opt != SPW_BYTES_AUTO)
+        return (size_t)opt;
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
+    int ndev = spw_driver_device_count();
+    if (pages <= 0 || size <= 0)
+        return 0; /* unknown: no spill rather than a guess */
+    return (size_t)pages * (size_t)size / 2 / (size_t)(ndev > 0 ? ndev : 1);
+}
+
 /* Under setup_lock: builds dev's pool; DEV_POOL or DEV_PASS. */
 static int set_up(int dev)
 {
@@ -67,7 +84,7 @@ static int set_up(int dev)
         .preallocate = o->preallocate,
         .va_factor = 0,
         .sync_batch = 0,
-        .host_limit = o->host_limit == UINT64_MAX ? SIZE_MAX : (size_t)o->host_limit,
+        .host_limit = host_limit_of(o->host_limit),
         .spill = o->spill,
     };
     CUresult r = sw_device_init(p, dev, &cfg);

@@ -31,6 +31,8 @@ static const struct {
     {"SPILLWAY_SPILL", "enable", "true, false"},
     {"SPILLWAY_HOST_LIMIT", "none", "unlimited"},
     {"SPILLWAY_HOST_LIMIT", "1.5G", "unlimited"},
+    {"SPILLWAY_HOST_LIMIT", "autox", "auto or unlimited"},
+    {"SPILLWAY_HOST_LIMIT", "18446744073709551614", "auto or unlimited"}, /* auto's own value */
     {"SPILLWAY_STATS", "y", "true, false"},
     {"SPILLWAY_LOG", "verbose", "error, warn, info or debug"},
     {"SPILLWAY_LOG", "3", "error, warn, info or debug"},

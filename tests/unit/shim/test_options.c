@@ -30,7 +30,7 @@ START_TEST(defaults)
     ck_assert_uint_eq(o.mem_limit.all, 0);
     ck_assert_int_eq(o.preallocate, 1);
     ck_assert_int_eq(o.spill, 1);
-    ck_assert_uint_eq(o.host_limit, UINT64_MAX);
+    ck_assert_uint_eq(o.host_limit, SPW_BYTES_AUTO);
     ck_assert_int_eq(o.stats, 1);
     ck_assert_int_eq(o.log, SPW_LOG_WARN);
     ck_assert_int_eq(o.disable, 0);
@@ -79,7 +79,8 @@ START_TEST(accepted_values)
         {"SPILLWAY_MEM_LIMIT", "63=1M"},   {"SPILLWAY_PREALLOCATE", "no"},
         {"SPILLWAY_PREALLOCATE", "TRUE"},  {"SPILLWAY_SPILL", "off"},
         {"SPILLWAY_HOST_LIMIT", "64G"},    {"SPILLWAY_HOST_LIMIT", "unlimited"},
-        {"SPILLWAY_HOST_LIMIT", "0"},      {"SPILLWAY_STATS", "0"},
+        {"SPILLWAY_HOST_LIMIT", "0"},      {"SPILLWAY_HOST_LIMIT", "AUTO"},
+        {"SPILLWAY_STATS", "0"},
         {"SPILLWAY_LOG", "debug"},         {"SPILLWAY_LOG", "ERROR"},
         {"SPILLWAY_DISABLE", "1"},         {"SPILLWAY_DRIVER", "/opt/x/libcuda.so.1"},
     };
