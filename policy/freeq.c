@@ -235,6 +235,12 @@ size_t sw_freeq_collect(sw_device *d, bool poll_events)
     return bytes;
 }
 
+size_t sw_collect(sw_policy *p, int dev)
+{
+    sw_device *d = sw_dev(p, dev);
+    return d ? sw_freeq_collect(d, false) : 0;
+}
+
 size_t sw_freeq_pending(sw_device *d, size_t *count)
 {
     size_t b = 0, c = 0;

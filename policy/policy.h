@@ -88,6 +88,12 @@ CUresult sw_free_sized(sw_policy *p, CUdeviceptr dptr, bool async, CUstream stre
  * ticket after it returned CUDA_SUCCESS. */
 uint64_t sw_sync_begin(sw_policy *p, int dev);
 void sw_sync_end(sw_policy *p, int dev, uint64_t ticket);
+/* Releases the frees that sync points or completed events already cover:
+ * their blocks become reusable and the host pages of freed spilled data go
+ * back to the host pool. No synchronize; call with no policy lock held
+ * (the shim calls it after a program's sync on a spilling device, so that
+ * the spill stats stop counting freed data there). Returns the bytes. */
+size_t sw_collect(sw_policy *p, int dev);
 /* cuStreamDestroy: blocks freed on stream lose their same-stream reuse (a new
  * stream may get the same handle value). */
 void sw_stream_destroyed(sw_policy *p, int dev, CUstream stream);

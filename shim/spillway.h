@@ -45,8 +45,8 @@ struct spillway_pool_counters {
     uint64_t passthrough_bytes[SPILLWAY_PT_COUNT];
     /* Spill (SPILLWAY_SPILL): pool pages now in pinned host memory, the
      * pinned host memory the pool holds, and the moves so far (an event is
-     * one batch). Freed data keeps its host pages until the pool collects
-     * the free. */
+     * one batch). Freed data keeps its host pages until a sync point (the
+     * program's or the pool's) covers the free. */
     uint64_t spilled_bytes;
     uint64_t host_bytes;
     uint64_t spill_bytes, spill_events;

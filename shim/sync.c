@@ -33,8 +33,10 @@ CUresult spw_h_ctx_synchronize(void)
     CUresult r = real();
     if (r == CUDA_SUCCESS) {
         sw_sync_end(p, dev, ticket);
-        if (spw_pool_spills(dev))
-            spw_pool_publish(dev); /* freed spilled data gives its host pages back here */
+        if (spw_pool_spills(dev)) {
+            sw_collect(p, dev); /* freed spilled data gives its host pages back here */
+            spw_pool_publish(dev);
+        }
     }
     return r;
 }
