@@ -2,7 +2,8 @@
 # GPU check: one call on a GPU host builds spillway and its GPU programs (gcc
 # and nvcc), runs the driver conformance suites against the real driver, the
 # acceptance rows of issues 3-5 (CUDA C, JAX, PyTorch, CuPy under a limit;
-# two processes in spillway-top) and the benchmarks of issue 4, and prints
+# two processes in spillway-top), spill (a program holding 1.5x its limit,
+# and what spill costs a launch), the benchmarks of issue 4, and prints
 # markdown tables for the README: to stdout and $OUT/gpu-check.md, the full
 # log in $OUT/gpu-check.log, the raw records in $OUT/results.jsonl.
 #
@@ -52,6 +53,7 @@ RESULTS="$OUT/results.jsonl"
 : >"$RESULTS"
 rows=()
 spill_rows=()
+launch_rows=()
 
 # The real driver must be the one loaded: never fakecuda, never a preload.
 unset LD_LIBRARY_PATH LD_PRELOAD
@@ -158,6 +160,14 @@ write_tables() {
             printf '%s\n' "${spill_rows[@]}"
             echo
         fi
+        if [ ${#launch_rows[@]} -gt 0 ]; then
+            echo "### What spill costs a launch that never spills (tests/gpu/launch_cost: submission time, pool pointer argument)"
+            echo
+            echo "| run | result | us per launch | vs native |"
+            echo "| --- | --- | --- | --- |"
+            printf '%s\n' "${launch_rows[@]}"
+            echo
+        fi
         timeout 60 "$PY" tests/gpu/report.py "$RESULTS" || echo "(report.py failed: see $LOG)"
     } >"$TABLE"
 }
@@ -204,6 +214,25 @@ if [ "$MODE" = fake ]; then SPILL_LIMIT=64M SPILL_BYTES=96M SPILL_CHUNK=16M; els
 spill_run "native, $SPILL_BYTES" -- --chunk "$SPILL_CHUNK" --bytes "$SPILL_BYTES"
 spill_run "spillway SPILLWAY_MEM_LIMIT=$SPILL_LIMIT, $SPILL_BYTES" LD_PRELOAD="$PWD/$BUILD/libspillway.so" \
     SPILLWAY_MEM_LIMIT="$SPILL_LIMIT" SPILLWAY_HOST_LIMIT=16G -- --chunk "$SPILL_CHUNK" --bytes "$SPILL_BYTES"
+launch_native=""
+launch_run() { # label, env...
+    local label=$1; shift
+    if [ "$(left)" -lt 30 ]; then launch_rows+=("| $label | skipped | | time budget |"); return; fi
+    local out rc us ratio
+    out=$(env "$@" timeout 60 "$BUILD/tests/gpu/launch_cost" --launches "$LAUNCHES" 2>&1); rc=$?
+    printf '== launch cost: %s (exit %d)\n%s\n' "$label" "$rc" "$out" >>"$LOG"
+    us=$(grep -m1 '^RESULT' <<<"$out" | grep -oE 'us_per_launch=[^ ]+' | cut -d= -f2)
+    if [ "$rc" -ne 0 ] || [ -z "$us" ]; then launch_rows+=("| $label | FAIL | | exit $rc |"); return; fi
+    [ -z "$launch_native" ] && launch_native=$us
+    ratio=$(awk -v a="$us" -v b="$launch_native" 'BEGIN { if (b > 0) printf "%.2fx", a / b }')
+    launch_rows+=("| $label | pass | $us | $ratio |")
+    say "launch cost: $label: $us us"
+}
+if [ "$MODE" = fake ]; then LAUNCHES=20000; else LAUNCHES=200000; fi
+launch_run "native"
+launch_run "spillway, SPILLWAY_SPILL=0" LD_PRELOAD="$PWD/$BUILD/libspillway.so" \
+    SPILLWAY_MEM_LIMIT="$SPILL_LIMIT" SPILLWAY_SPILL=0
+launch_run "spillway, spill on" LD_PRELOAD="$PWD/$BUILD/libspillway.so" SPILLWAY_MEM_LIMIT="$SPILL_LIMIT"
 write_tables
 if [ "$MODE" = full ] || [ "$MODE" = fake ]; then
     py_stage "benchmarks (issue 4, stats cost)" bench/run.py --build "$BUILD" --out "$OUT"

@@ -33,3 +33,11 @@ $(GPU_SPILL): $(BUILD)/tests/gpu/spill_check.o $(BUILD)/bench/util.o $(BUILD)/be
 
 ALL_TARGETS += $(GPU_SPILL)
 GPU_TARGETS += $(GPU_SPILL)
+
+# What spill costs a launch that never spills (the spill section of the check).
+GPU_LAUNCH := $(BUILD)/tests/gpu/launch_cost
+$(GPU_LAUNCH): $(BUILD)/tests/gpu/launch_cost.o $(BUILD)/tests/unit/driver/kernels.o | $(FAKECUDA_LIB)
+	$(CC) $(CFLAGS) $^ -o $@ -L$(BUILD)/fakecuda -l:libcuda.so.1 $(CHECK_LIBS) $(LDLIBS)
+
+ALL_TARGETS += $(GPU_LAUNCH)
+GPU_TARGETS += $(GPU_LAUNCH)
