@@ -299,7 +299,8 @@ static CUresult alloc_common(sw_policy *p, int dev, size_t size, bool async, CUs
     }
     sw_count_add(&d->c.in_use, size, &d->c.peak_in_use);
     atomic_fetch_add_explicit(&d->c.allocs, 1, memory_order_relaxed);
-    (void)sw_touch(p, ptr); /* the newest data is the last to spill */
+    if (d->cfg.spill)
+        (void)sw_touch(p, ptr); /* the newest data is the last to spill */
     *out = ptr;
     return CUDA_SUCCESS;
 }

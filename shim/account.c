@@ -328,10 +328,10 @@ void spw_account_set_pool_bytes(int dev, uint64_t bytes)
     set_if_changed(dev, SPW_C_POOL, bytes);
 }
 
-void spw_account_set_spill(int dev, const struct spw_spill_figures *f)
+void spw_account_set_spill(int dev, const sw_spill_stats *f)
 {
-    set_if_changed(dev, SPW_C_SPILLED, f->spilled);
-    set_if_changed(dev, SPW_C_HOST, f->host);
+    set_if_changed(dev, SPW_C_SPILLED, f->host_in_use_bytes);
+    set_if_changed(dev, SPW_C_HOST, f->host_bytes);
     set_if_changed(dev, SPW_C_SPILL_BYTES, f->spill_bytes);
     set_if_changed(dev, SPW_C_SPILL_EVENTS, f->spill_events);
     set_if_changed(dev, SPW_C_FILL_BYTES, f->fill_bytes);

@@ -4,6 +4,7 @@
  * never calls the driver except through the total-memory callback. */
 #ifndef SPILLWAY_SHIM_ACCOUNT_H
 #define SPILLWAY_SHIM_ACCOUNT_H
+#include "policy/policy.h"
 #include "shim/options.h"
 #include "shim/spillway.h"
 
@@ -66,15 +67,9 @@ void spw_account_commit_pt(enum spw_kind kind, uint64_t key, int dev, uint64_t b
 /* Sets the stats' pool_bytes gauge of dev (device pages held). */
 void spw_account_set_pool_bytes(int dev, uint64_t bytes);
 
-/* The pool's spill figures of dev, as the policy counts them: the stats'
- * spilled_bytes and host_bytes gauges and the spill/fill counters. */
-struct spw_spill_figures {
-    uint64_t spilled;      /* bytes of live data in host memory now */
-    uint64_t host;         /* pinned host memory the pool holds */
-    uint64_t spill_bytes, spill_events;
-    uint64_t fill_bytes, fill_events;
-};
-void spw_account_set_spill(int dev, const struct spw_spill_figures *f);
+/* Sets the stats' spilled_bytes and host_bytes gauges and the spill/fill
+ * counters of dev from the pool's figures. */
+void spw_account_set_spill(int dev, const sw_spill_stats *f);
 
 /* Forgets key before the driver frees it. Returns 0 with its device and
  * size, or -1 if spillway never counted it (nothing changes). */

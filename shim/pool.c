@@ -141,32 +141,13 @@ int spw_pool_spills(int dev)
            atomic_load_explicit(&spills[dev], memory_order_acquire);
 }
 
-/* dev's spill figures: a few relaxed loads, no lock (cheap enough after
- * every pool allocation, free and fill). */
-static int spill_figures(int dev, struct spw_spill_figures *f)
-{
-    sw_spill_stats c;
-    sw_policy *p = spw_pool_policy();
-    if (!p)
-        return -1;
-    sw_get_spill_stats(p, dev, &c);
-    *f = (struct spw_spill_figures){
-        .spilled = c.host_in_use_bytes,
-        .host = c.host_bytes,
-        .spill_bytes = c.spill_bytes,
-        .spill_events = c.spill_events,
-        .fill_bytes = c.fill_bytes,
-        .fill_events = c.fill_events,
-    };
-    return 0;
-}
-
 uint64_t spw_pool_spilled_bytes(int dev)
 {
-    struct spw_spill_figures f;
-    if (!spw_pool_spills(dev) || spill_figures(dev, &f))
+    sw_spill_stats f;
+    if (!spw_pool_spills(dev))
         return 0;
-    return f.spilled;
+    sw_get_spill_stats(spw_pool_policy(), dev, &f); /* relaxed loads, no lock */
+    return f.host_in_use_bytes;
 }
 
 void spw_pool_grant_peer(int owner, int accessor)
@@ -192,9 +173,11 @@ void spw_pool_grant_peer(int owner, int accessor)
 void spw_pool_publish(int dev)
 {
     spw_account_set_pool_bytes(dev, sw_pool_bytes(spw_pool_policy(), dev));
-    struct spw_spill_figures f;
-    if (spw_pool_spills(dev) && !spill_figures(dev, &f))
+    if (spw_pool_spills(dev)) {
+        sw_spill_stats f;
+        sw_get_spill_stats(spw_pool_policy(), dev, &f);
         spw_account_set_spill(dev, &f);
+    }
 }
 
 void spw_pool_passthrough(int dev, sw_passthrough_reason reason, size_t bytes, const char *what)
