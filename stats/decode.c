@@ -120,13 +120,14 @@ static int check_identity(const unsigned char *b, uint32_t file_uid, struct spw_
     out->pid_ns = get_u64(b, HOFF(pid_ns));
     out->start_time = get_u64(b, HOFF(start_time));
     out->created_unix_ns = get_u64(b, HOFF(created_unix_ns));
-    if (get_u64(b, HOFF(text_generation)) & 1)
-        return reject(why, whylen, "text fields are being rewritten");
+    out->device_count = get_u32(b, HOFF(device_count));
+    out->liveness = SPW_UNKNOWN;
+    out->local_pid = 0;
     return 0;
 }
 
-int spw_stats_decode(const void *buf, size_t len, uint32_t file_uid,
-                     struct spw_stats_snapshot *out, char *why, size_t whylen)
+int spw_stats_decode_owner(const void *buf, size_t len, uint32_t file_uid,
+                           struct spw_stats_snapshot *out, char *why, size_t whylen)
 {
     const unsigned char *b = buf;
     if (len < sizeof(struct spw_stats_header))
@@ -135,18 +136,33 @@ int spw_stats_decode(const void *buf, size_t len, uint32_t file_uid,
     if (magic != SPW_STATS_MAGIC)
         return reject(why, whylen, magic == 0 ? "not initialised" : "bad magic %016llx",
                       (unsigned long long)magic);
-    if (check_geometry(b, len, why, whylen) != 0 || check_identity(b, file_uid, out, why, whylen) != 0)
+    if (check_geometry(b, len, why, whylen) != 0)
         return -1;
+    out->cmdline[0] = out->config[0] = '\0';
+    return check_identity(b, file_uid, out, why, whylen);
+}
+
+int spw_stats_text_busy(const void *buf, size_t len)
+{
+    return len >= sizeof(struct spw_stats_header) &&
+           (get_u64((const unsigned char *)buf, HOFF(text_generation)) & 1) != 0;
+}
+
+int spw_stats_decode(const void *buf, size_t len, uint32_t file_uid,
+                     struct spw_stats_snapshot *out, char *why, size_t whylen)
+{
+    const unsigned char *b = buf;
+    if (spw_stats_decode_owner(buf, len, file_uid, out, why, whylen) != 0)
+        return -1;
+    if (spw_stats_text_busy(buf, len))
+        return reject(why, whylen, "text fields are being rewritten");
     if (copy_text(out->cmdline, b + HOFF(cmdline), SPW_STATS_CMDLINE_LEN, 0) != 0)
         return reject(why, whylen, "command line not terminated");
     if (copy_text(out->config, b + HOFF(config), SPW_STATS_CONFIG_LEN, 1) != 0)
         return reject(why, whylen, "config not terminated");
-    out->device_count = get_u32(b, HOFF(device_count));
     for (uint32_t d = 0; d < out->device_count; d++)
         for (unsigned k = 0; k < SPW_C_COUNT; k++)
             out->c[d][k] = get_u64(b, spw_stats_counter_offset(d, (enum spw_counter)k));
-    out->liveness = SPW_UNKNOWN;
-    out->local_pid = 0;
     return 0;
 }
 

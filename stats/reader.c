@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,6 +133,20 @@ static enum spw_read_result check_file(int fd, const char *name, unsigned flags,
     return SPW_READ_OK;
 }
 
+/* Unlinks the segment of a dead owner when asked to and it is ours, and
+ * only if the name still holds the file that was judged. what: why it is
+ * dead, for the note. */
+static enum spw_read_result bury(int dirfd, const char *name, unsigned flags, const struct stat *st,
+                                 int *removed, const char *what, char *why, size_t whylen)
+{
+    if ((flags & SPW_SCAN_REMOVE_DEAD) && st->st_uid == geteuid() && same_file(dirfd, name, st) &&
+        unlinkat(dirfd, name, 0) == 0) {
+        *removed = 1;
+        return say(SPW_READ_DEAD, why, whylen, "%s; removed", what);
+    }
+    return say(SPW_READ_DEAD, why, whylen, "%s; left in place", what);
+}
+
 /* Initialisation takes microseconds: a segment still without its magic long
  * after it was created belongs to a writer killed in between. Ours is
  * removed like a dead owner's. */
@@ -144,12 +159,60 @@ static enum spw_read_result remove_abandoned(int dirfd, const char *name, unsign
     clock_gettime(CLOCK_REALTIME, &now);
     if (now.tv_sec - st->st_mtim.tv_sec < ABANDONED_AFTER_S)
         return say(SPW_READ_NOT_READY, why, whylen, "being initialised");
-    if ((flags & SPW_SCAN_REMOVE_DEAD) && st->st_uid == geteuid() && same_file(dirfd, name, st) &&
-        unlinkat(dirfd, name, 0) == 0) {
-        *removed = 1;
-        return say(SPW_READ_DEAD, why, whylen, "never initialised; removed");
+    return bury(dirfd, name, flags, st, removed, "never initialised", why, whylen);
+}
+
+/* Copies the segment out and decodes it. One whose text seqlock is odd is
+ * decoded only as far as its owner, with *text_busy set and SPW_READ_OK:
+ * rejecting it outright would skip, on every scan and forever, the segment
+ * of a writer that died in the middle of a rewrite, since only a decoded
+ * owner is ever judged dead. */
+static enum spw_read_result copy_and_decode(int fd, size_t len, uint32_t file_uid,
+                                            struct spw_stats_snapshot *out, bool *text_busy,
+                                            char *why, size_t whylen)
+{
+    unsigned char *a = malloc(len), *b = malloc(len);
+    enum spw_read_result r = SPW_READ_OK;
+    if (!a || !b)
+        r = say(SPW_READ_BAD, why, whylen, "out of memory");
+    else if (copy_out(fd, a, b, len) != 0)
+        r = say(SPW_READ_BAD, why, whylen, "%s while reading",
+                errno == EAGAIN ? "header kept changing" : "truncated");
+    else if (spw_stats_decode(a, len, file_uid, out, why, whylen) == 0)
+        r = SPW_READ_OK;
+    else if (memcmp(a, "\0\0\0\0\0\0\0\0", 8) == 0)
+        r = SPW_READ_NOT_READY;
+    else if (spw_stats_text_busy(a, len) && spw_stats_decode_owner(a, len, file_uid, out, NULL, 0) == 0)
+        *text_busy = true;
+    else
+        r = SPW_READ_BAD;
+    free(a);
+    free(b);
+    return r;
+}
+
+/* The owner of a decoded segment: a live one's snapshot is returned (unless
+ * its text is mid-rewrite), a dead one's segment removed when asked. */
+static enum spw_read_result judge_owner(int dirfd, const char *name, unsigned flags, const struct stat *st,
+                                        bool text_busy, struct spw_stats_snapshot *out, int *removed,
+                                        char *why, size_t whylen)
+{
+    uint32_t name_uid;
+    int32_t name_pid;
+    spw_stats_parse_name(name, &name_uid, &name_pid);
+    if (name_pid != out->pid)
+        return say(SPW_READ_BAD, why, whylen, "pid field %d but named for pid %d", out->pid, name_pid);
+    snprintf(out->name, sizeof out->name, "%s", name);
+    judge_liveness(out);
+    if (out->liveness == SPW_DEAD) {
+        char what[96];
+        snprintf(what, sizeof what, "owner pid %d is gone%s", out->pid,
+                 text_busy ? " (died rewriting its text)" : "");
+        return bury(dirfd, name, flags, st, removed, what, why, whylen);
     }
-    return say(SPW_READ_DEAD, why, whylen, "never initialised; left in place");
+    if (text_busy)
+        return say(SPW_READ_BAD, why, whylen, "text fields are being rewritten");
+    return SPW_READ_OK;
 }
 
 static enum spw_read_result read_open(int dirfd, int fd, const char *name, unsigned flags,
@@ -160,40 +223,13 @@ static enum spw_read_result read_open(int dirfd, int fd, const char *name, unsig
     enum spw_read_result r = check_file(fd, name, flags, &st, why, whylen);
     if (r != SPW_READ_OK)
         return r;
-    size_t len = (size_t)st.st_size;
-    unsigned char *a = malloc(len), *b = malloc(len);
-    if (!a || !b) {
-        free(a);
-        free(b);
-        return say(SPW_READ_BAD, why, whylen, "out of memory");
-    }
-    if (copy_out(fd, a, b, len) != 0)
-        r = say(SPW_READ_BAD, why, whylen, "%s while reading",
-                errno == EAGAIN ? "header kept changing" : "truncated");
-    else if (spw_stats_decode(a, len, (uint32_t)st.st_uid, out, why, whylen) != 0)
-        r = memcmp(a, "\0\0\0\0\0\0\0\0", 8) == 0 ? SPW_READ_NOT_READY : SPW_READ_BAD;
-    free(a);
-    free(b);
+    bool text_busy = false;
+    r = copy_and_decode(fd, (size_t)st.st_size, (uint32_t)st.st_uid, out, &text_busy, why, whylen);
     if (r == SPW_READ_NOT_READY)
         return remove_abandoned(dirfd, name, flags, &st, removed, why, whylen);
     if (r != SPW_READ_OK)
         return r;
-
-    uint32_t name_uid;
-    int32_t name_pid;
-    spw_stats_parse_name(name, &name_uid, &name_pid);
-    if (name_pid != out->pid)
-        return say(SPW_READ_BAD, why, whylen, "pid field %d but named for pid %d", out->pid, name_pid);
-    snprintf(out->name, sizeof out->name, "%s", name);
-    judge_liveness(out);
-    if (out->liveness != SPW_DEAD)
-        return SPW_READ_OK;
-    if ((flags & SPW_SCAN_REMOVE_DEAD) && st.st_uid == geteuid() && same_file(dirfd, name, &st) &&
-        unlinkat(dirfd, name, 0) == 0) {
-        *removed = 1;
-        return say(SPW_READ_DEAD, why, whylen, "owner pid %d is gone; removed", out->pid);
-    }
-    return say(SPW_READ_DEAD, why, whylen, "owner pid %d is gone; left in place", out->pid);
+    return judge_owner(dirfd, name, flags, &st, text_busy, out, removed, why, whylen);
 }
 
 enum spw_read_result spw_stats_read_at(int dirfd, const char *name, unsigned flags,

@@ -52,6 +52,18 @@ enum {
 int spw_stats_decode(const void *buf, size_t len, uint32_t file_uid,
                      struct spw_stats_snapshot *out, char *why, size_t whylen);
 
+/* The part of spw_stats_decode that identifies the writer: magic, geometry,
+ * uid, pids, pid namespace, start time. These are fixed once the segment is
+ * published, so they can be trusted when the text fields cannot (a writer
+ * that died while rewriting them): enough to judge the owner's liveness.
+ * Leaves text empty and counters unset. 0, or -1 with why. */
+int spw_stats_decode_owner(const void *buf, size_t len, uint32_t file_uid,
+                           struct spw_stats_snapshot *out, char *why, size_t whylen);
+
+/* Whether the image's text seqlock is odd: its writer was rewriting the
+ * text fields when the image was taken (or died doing so). */
+int spw_stats_text_busy(const void *buf, size_t len);
+
 /* Parses "spillway.<uid>.<pid>"; 0 or -1. */
 int spw_stats_parse_name(const char *name, uint32_t *uid, int32_t *pid);
 

@@ -12,6 +12,7 @@
 
 #define MEMORY_ROUNDS 120000
 #define FILE_ROUNDS 3000
+#define TEXT_ROUNDS 1000
 
 static uint64_t rng_state;
 static uint64_t rnd(void)
@@ -182,6 +183,38 @@ START_TEST(reader_survives_mutated_files)
 }
 END_TEST
 
+/* A writer may die anywhere inside a text rewrite, leaving any bytes in the
+ * text fields and the seqlock odd. Whatever it left, a dead owner's segment
+ * must be removed, never skipped forever. */
+START_TEST(dead_writer_mid_rewrite_is_always_removed)
+{
+    size_t len;
+    unsigned char *img = valid_image(&len);
+    uint64_t dead_start = 1, gen;
+    memcpy(img + offsetof(struct spw_stats_header, start_time), &dead_start, 8);
+    struct spw_stats_snapshot *s = malloc(sizeof *s);
+    rng_state = seed_from_env();
+    int dfd = open(segdir, O_RDONLY | O_DIRECTORY);
+    size_t text = offsetof(struct spw_stats_header, cmdline);
+    size_t text_len = SPW_STATS_CMDLINE_LEN + SPW_STATS_CONFIG_LEN;
+    for (int i = 0; i < TEXT_ROUNDS; i++) {
+        gen = rnd() | 1;
+        memcpy(img + offsetof(struct spw_stats_header, text_generation), &gen, 8);
+        for (int n = 1 + (int)(rnd() % 64); n > 0; n--)
+            img[text + rnd() % text_len] = (unsigned char)rnd();
+        plant_file(own_name(), img, len, 0600);
+        char why[256] = "";
+        int removed = 0;
+        enum spw_read_result r = spw_stats_read_at(dfd, own_name(), SPW_SCAN_REMOVE_DEAD, s, &removed, why, sizeof why);
+        if (r != SPW_READ_DEAD || !removed)
+            ck_abort_msg("round %d: result %d, removed %d: %s", i, r, removed, why);
+    }
+    close(dfd);
+    free(s);
+    free(img);
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("stats_fuzz");
@@ -190,6 +223,7 @@ Suite *test_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, decoder_survives_mutations_in_memory);
     tcase_add_test(tc, reader_survives_mutated_files);
+    tcase_add_test(tc, dead_writer_mid_rewrite_is_always_removed);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -122,6 +122,68 @@ END_TEST
 START_TEST(text_being_rewritten) { put_u64(OFF(text_generation), 3); expect_bad(img, img_len, 0600, "rewritten"); }
 END_TEST
 
+/* Reads own_name() with flags; *removed gets whether it was unlinked. */
+static enum spw_read_result read_planted_flags(unsigned flags, int *removed, char *why, size_t whylen)
+{
+    int dfd = open(segdir, O_RDONLY | O_DIRECTORY);
+    enum spw_read_result r = spw_stats_read_at(dfd, own_name(), flags, &snap, removed, why, whylen);
+    close(dfd);
+    return r;
+}
+
+/* A live writer in the middle of a rewrite is skipped for now, never
+ * removed: its next read will find the text settled. */
+START_TEST(live_writer_mid_rewrite_is_kept)
+{
+    put_u64(OFF(text_generation), 3);
+    plant_file(own_name(), img, img_len, 0600);
+    char why[256] = "";
+    int removed = -1;
+    ck_assert_int_eq(read_planted_flags(SPW_SCAN_REMOVE_DEAD, &removed, why, sizeof why), SPW_READ_BAD);
+    ck_assert_int_eq(removed, 0);
+    ck_assert_msg(strstr(why, "rewritten") != NULL, "%s", why);
+    ck_assert_int_eq(segdir_count(), 1);
+}
+END_TEST
+
+/* A writer that died while rewriting its text (seqlock left odd, text half
+ * written: here without its terminator) is judged by its owner fields like
+ * any dead writer: reported dead, and removed when asked. */
+START_TEST(dead_writer_mid_rewrite_is_removed)
+{
+    put_u64(OFF(text_generation), 5);
+    put_u64(OFF(start_time), 1); /* our pid, another start time: the owner is gone */
+    memset(img + OFF(config), 'C', SPW_STATS_CONFIG_LEN);
+    plant_file(own_name(), img, img_len, 0600);
+    char why[256] = "";
+    int removed = -1;
+    ck_assert_int_eq(read_planted_flags(0, &removed, why, sizeof why), SPW_READ_DEAD);
+    ck_assert_int_eq(removed, 0);
+    ck_assert_int_eq(segdir_count(), 1);
+    ck_assert_int_eq(read_planted_flags(SPW_SCAN_REMOVE_DEAD, &removed, why, sizeof why), SPW_READ_DEAD);
+    ck_assert_int_eq(removed, 1);
+    ck_assert_msg(strstr(why, "is gone") != NULL && strstr(why, "rewriting") != NULL, "%s", why);
+    ck_assert_int_eq(segdir_count(), 0);
+}
+END_TEST
+
+/* Mid-rewrite does not excuse a broken owner: a segment whose identity
+ * fields are bad is still refused, never judged dead and removed. */
+START_TEST(mid_rewrite_with_bad_identity_is_not_removed)
+{
+    put_u64(OFF(text_generation), 1);
+    put_u64(OFF(start_time), 1);
+    put_u32(OFF(pid), (uint32_t)getpid() + 1); /* pid field disagrees with the name */
+    plant_file(own_name(), img, img_len, 0600);
+    char why[256] = "";
+    int removed = -1;
+    ck_assert_int_eq(read_planted_flags(SPW_SCAN_REMOVE_DEAD, &removed, why, sizeof why), SPW_READ_BAD);
+    ck_assert_int_eq(removed, 0);
+    ck_assert_msg(strstr(why, "named for pid") != NULL, "%s", why);
+    ck_assert_int_eq(segdir_count(), 1);
+}
+END_TEST
+
 START_TEST(not_initialised_is_quietly_skipped)
 {
     char why[256];
@@ -313,6 +375,9 @@ Suite *test_suite(void)
     tcase_add_test(tc, negative_pid);
     tcase_add_test(tc, world_readable);
     tcase_add_test(tc, text_being_rewritten);
+    tcase_add_test(tc, live_writer_mid_rewrite_is_kept);
+    tcase_add_test(tc, dead_writer_mid_rewrite_is_removed);
+    tcase_add_test(tc, mid_rewrite_with_bad_identity_is_not_removed);
     tcase_add_test(tc, not_initialised_is_quietly_skipped);
     tcase_add_test(tc, abandoned_initialisation_is_removed);
     tcase_add_test(tc, symlink_is_refused);

@@ -274,6 +274,49 @@ START_TEST(kill_9_leaves_segment_next_reader_removes)
 }
 END_TEST
 
+/* A writer killed while it rewrites its text leaves the seqlock odd for
+ * good. While it lives the reader skips it; once it is dead the next reader
+ * that may remove dead segments removes it, as after any kill -9. */
+START_TEST(kill_9_mid_rewrite_next_reader_removes)
+{
+    int pfd[2];
+    ck_assert_int_eq(pipe(pfd), 0);
+    pid_t c = fork();
+    if (c == 0) {
+        struct spw_stats_params p = {.device_count = 1, .config = "mem_limit=8G\n"};
+        struct spw_stats_writer *w;
+        char err[256];
+        if (spw_stats_open(&w, &p, err, sizeof err) != 0)
+            _exit(3);
+        /* What spw_stats_set_config leaves when killed halfway. */
+        atomic_fetch_add(&w->hdr->text_generation, 1);
+        memset(w->hdr->config, 'x', 100);
+        if (write(pfd[1], "x", 1) != 1)
+            _exit(4);
+        for (;;)
+            pause();
+    }
+    char ch;
+    ck_assert_int_eq(read(pfd[0], &ch, 1), 1);
+    struct spw_stats_list list;
+    char why[256];
+    ck_assert_int_eq(spw_stats_scan(NULL, SPW_SCAN_REMOVE_DEAD, &list, NULL, NULL, why, sizeof why), 0);
+    ck_assert_uint_eq(list.n, 0);       /* text unsettled: not listed */
+    ck_assert_uint_eq(list.skipped, 1);
+    ck_assert_uint_eq(list.removed, 0); /* alive: kept */
+    spw_stats_list_free(&list);
+    kill(c, SIGKILL);
+    waitpid(c, NULL, 0);
+    ck_assert_int_eq(segdir_count(), 1);
+    ck_assert_int_eq(spw_stats_scan(NULL, SPW_SCAN_REMOVE_DEAD, &list, NULL, NULL, why, sizeof why), 0);
+    ck_assert_uint_eq(list.n, 0);
+    ck_assert_uint_eq(list.skipped, 0);
+    ck_assert_uint_eq(list.removed, 1);
+    ck_assert_int_eq(segdir_count(), 0);
+    spw_stats_list_free(&list);
+}
+END_TEST
+
 START_TEST(forked_child_neither_writes_nor_removes)
 {
     struct spw_stats_writer *w = open_writer(1, NULL);
@@ -377,6 +420,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, update_cost);
     tcase_add_test(tc, normal_exit_removes_segment);
     tcase_add_test(tc, kill_9_leaves_segment_next_reader_removes);
+    tcase_add_test(tc, kill_9_mid_rewrite_next_reader_removes);
     tcase_add_test(tc, forked_child_neither_writes_nor_removes);
     tcase_add_test(tc, stale_segment_with_our_pid_is_replaced);
     tcase_add_test(tc, segment_left_before_exec_is_replaced);
