@@ -21,10 +21,12 @@ $(BUILD)/tests/unit/tools/stats_writer: $(BUILD)/tests/unit/tools/stats_writer.o
 $(BUILD)/tests/unit/tools/libempty.so: $(BUILD)/tests/unit/tools/empty.o
 	$(CC) $(CFLAGS) -shared $^ -o $@
 ALL_TARGETS += $(BUILD)/tests/unit/tools/stats_writer $(BUILD)/tests/unit/tools/libempty.so
-TOP_MODEL_OBJS := $(BUILD)/tools/top_model.o $(BUILD)/tools/top_format.o
+TOP_MODEL_OBJS := $(BUILD)/tools/top_model.o $(BUILD)/tools/top_format.o $(BUILD)/tools/top_layout.o
 $(BUILD)/tests/unit/tools_model: $(BUILD)/tests/unit/tools/test_model.o $(UNIT_MAIN) $(TOP_MODEL_OBJS) $(STATS_OBJS)
 	$(CC) $(CFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
-UNIT_TESTS  += $(BUILD)/tests/unit/tools_model
+$(BUILD)/tests/unit/tools_layout: $(BUILD)/tests/unit/tools/test_layout.o $(UNIT_MAIN) $(TOP_MODEL_OBJS) $(STATS_OBJS)
+	$(CC) $(CFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
+UNIT_TESTS  += $(BUILD)/tests/unit/tools_model $(BUILD)/tests/unit/tools_layout
 UNIT_TESTS  += tests/unit/tools/test_top.sh tests/unit/tools/test_top_tmux.sh tests/unit/tools/test_launcher.sh tests/unit/tools/test_install.sh
 
 # End to end through the shim and fakecuda (skips until the shim links the

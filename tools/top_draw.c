@@ -1,5 +1,6 @@
 #include "tools/top_draw.h"
 #include "tools/top_format.h"
+#include "tools/top_layout.h"
 
 #include <curses.h>
 #include <stdarg.h>
@@ -59,21 +60,30 @@ static void draw_bar(const struct ui *u, int y, int x, int w, uint64_t used, uin
     put(y, x + w - 1, A_BOLD, "]");
 }
 
-static void title_line(const struct ui *u, const char *what)
+static void clock_text(const struct ui *u, char *out, size_t len)
 {
-    char when[16];
     time_t t = (time_t)u->m->time;
     struct tm tm;
     localtime_r(&t, &tm);
-    strftime(when, sizeof when, "%H:%M:%S", &tm);
+    strftime(out, len, "%H:%M:%S", &tm);
+}
+
+static void title_bar(const struct ui *u, const char *line)
+{
     attr_t a = u->color ? color(u, UI_TITLE) : A_REVERSE;
     attron(a);
     mvhline(0, 0, ' ', COLS);
     attroff(a);
-    put(0, 0, a | A_BOLD, " spillway-top  %s  %s", when, what);
-    const char *keys = "h help  q quit ";
-    if (COLS > (int)strlen(keys) + 50)
-        put(0, COLS - (int)strlen(keys), a, "%s", keys);
+    put(0, 0, a | A_BOLD, "%s", line);
+}
+
+/* The title bar of the other views: parts shrink in the order of steps (see
+ * top_fit_line), so that what is shown is whole at any width. */
+static void title_line(const struct ui *u, const struct top_part *parts, int n, const int *steps, int nsteps)
+{
+    char line[512];
+    top_fit_line(line, sizeof line, COLS, parts, n, steps, nsteps);
+    title_bar(u, line);
 }
 
 static int draw_devices(const struct ui *u, int y)
@@ -100,67 +110,92 @@ static int draw_devices(const struct ui *u, int y)
     return y;
 }
 
-/* Column widths of the process list: the in-use bar and the command share
- * what is left after the fixed columns (57 characters). */
-struct columns {
-    int bar, cmd;
-};
-
-static struct columns list_columns(void)
-{
-    struct columns c;
-    c.bar = COLS - 57 - 16;
-    c.bar = c.bar < 10 ? 10 : c.bar > 30 ? 30 : c.bar;
-    c.cmd = COLS - 57 - c.bar;
-    return c;
-}
-
-static void header_row(const struct ui *u, int y, struct columns c)
+/* The header, with the sort column set apart as htop does. */
+static void header_row(const struct ui *u, int y, const struct top_columns *c)
 {
     attr_t a = A_REVERSE | A_BOLD;
     attron(a);
     mvhline(y, 0, ' ', COLS);
     attroff(a);
-    put(y, 0, a, "%7s %-8s %3s %-*s %5s %5s %6s %5s %5s %3s %s", "PID", "USER", "GPU", c.bar, "IN USE", "PEAK",
-        "SPILL", "ALLC/s", "SPL/s", "FIL/s", "OOM", "COMMAND");
-    (void)u;
+    int x = 0;
+    for (int k = 0; k < TOP_COL_COUNT; k++) {
+        const struct top_col_info *ci = top_col_info((enum top_col)k);
+        if (!c->shown[k])
+            continue;
+        attr_t at = ci->sort == u->s->sort ? (u->color ? color(u, UI_TITLE) | A_BOLD : A_BOLD) : a;
+        int w = k == TOP_COL_COMMAND ? (int)strlen(ci->title) : c->width[k];
+        put(y, x, at, ci->left ? "%-*s" : "%*s", w, ci->title);
+        x += c->width[k] + 1;
+    }
 }
 
-static void process_row(const struct ui *u, int y, const struct top_row *r, struct columns c, bool selected)
+/* The text of cell k of a row (not IN USE, drawn as a bar, nor COMMAND). */
+static void cell_text(char *out, size_t len, enum top_col k, const struct top_row *r)
 {
     const uint64_t *v = r->p->snap.c[r->dev];
-    char peak[8], sp[8], ar[8], sr[8], fr[8];
-    top_fmt_bytes(peak, sizeof peak, v[SPW_C_PEAK]);
-    top_fmt_bytes(sp, sizeof sp, v[SPW_C_SPILLED]);
-    top_fmt_count_rate(ar, sizeof ar, r->p->alloc_rate[r->dev]);
-    top_fmt_bytes(sr, sizeof sr, (uint64_t)r->p->spill_rate[r->dev]);
-    top_fmt_bytes(fr, sizeof fr, (uint64_t)r->p->fill_rate[r->dev]);
+    switch (k) {
+    case TOP_COL_PID: snprintf(out, len, "%d", top_proc_pid(r->p)); break;
+    case TOP_COL_USER: snprintf(out, len, "%.8s", r->p->user); break;
+    case TOP_COL_GPU: snprintf(out, len, "%u", r->dev); break;
+    case TOP_COL_PEAK: top_fmt_bytes(out, len, v[SPW_C_PEAK]); break;
+    case TOP_COL_SPILL: top_fmt_bytes(out, len, v[SPW_C_SPILLED]); break;
+    case TOP_COL_ALLOC_RATE: top_fmt_count_rate(out, len, r->p->alloc_rate[r->dev]); break;
+    case TOP_COL_SPILL_RATE: top_fmt_bytes(out, len, (uint64_t)r->p->spill_rate[r->dev]); break;
+    case TOP_COL_FILL_RATE: top_fmt_bytes(out, len, (uint64_t)r->p->fill_rate[r->dev]); break;
+    case TOP_COL_OOM:
+        snprintf(out, len, "%llu", (unsigned long long)(v[SPW_C_OOMS] > 999 ? 999 : v[SPW_C_OOMS]));
+        break;
+    default: out[0] = '\0';
+    }
+}
+
+static void process_row(const struct ui *u, int y, const struct top_row *r, const struct top_columns *c,
+                        bool selected)
+{
+    const uint64_t *v = r->p->snap.c[r->dev];
     attr_t a = selected ? A_REVERSE : A_NORMAL;
     if (selected) {
         attron(a);
         mvhline(y, 0, ' ', COLS);
         attroff(a);
     }
-    put(y, 0, a, "%7d %-8.8s %3u", top_proc_pid(r->p), r->p->user, r->dev);
-    draw_bar(u, y, 21, c.bar, v[SPW_C_IN_USE], v[SPW_C_LIMIT]);
-    int x = 22 + c.bar;
-    attr_t oom = v[SPW_C_OOMS] ? color(u, UI_RED) | A_BOLD : A_NORMAL;
-    put(y, x, a, "%5s %5s %6s %5s %5s ", peak, sp, ar, sr, fr);
-    put(y, x + 31, a | oom, "%3llu", (unsigned long long)(v[SPW_C_OOMS] > 999 ? 999 : v[SPW_C_OOMS]));
-    put(y, x + 35, a, "%.*s", c.cmd > 0 ? c.cmd : 0, r->p->snap.cmdline);
+    int x = 0;
+    for (int k = 0; k < TOP_COL_COUNT; k++) {
+        const struct top_col_info *ci = top_col_info((enum top_col)k);
+        if (!c->shown[k])
+            continue;
+        char text[SPW_STATS_CMDLINE_LEN];
+        if (k == TOP_COL_IN_USE) {
+            draw_bar(u, y, x, c->width[k], v[SPW_C_IN_USE], v[SPW_C_LIMIT]);
+        } else if (k == TOP_COL_COMMAND) {
+            top_fmt_command(text, sizeof text, r->p->snap.cmdline, c->width[k]);
+            put(y, x, a, "%s", text);
+        } else {
+            cell_text(text, sizeof text, (enum top_col)k, r);
+            attr_t oom = k == TOP_COL_OOM && v[SPW_C_OOMS] ? color(u, UI_RED) | A_BOLD : A_NORMAL;
+            put(y, x, a | oom, ci->left ? "%-*s" : "%*s", c->width[k], text);
+        }
+        x += c->width[k] + 1;
+    }
+}
+
+static void list_title(const struct ui *u)
+{
+    char when[16], line[512];
+    clock_text(u, when, sizeof when);
+    const struct top_title t = {when, u->m->nprocs, u->s->interval, u->s->sort, u->s->reverse, u->s->filter};
+    top_list_title(line, sizeof line, COLS, &t);
+    title_bar(u, line);
 }
 
 void ui_draw_list(struct ui *u)
 {
     struct top_model *m = u->m;
-    char what[200];
-    snprintf(what, sizeof what, "%zu proc%s  every %.1fs  sort %s %s%s%s", m->nprocs, m->nprocs == 1 ? "" : "s",
-             u->s->interval, top_sort_name(u->s->sort), u->s->reverse ? "^" : "v",
-             u->s->filter[0] ? "  filter " : "", u->s->filter);
-    title_line(u, what);
+    list_title(u);
     int y = draw_devices(u, 1);
-    struct columns c = list_columns();
-    header_row(u, y++, c);
+    struct top_columns c;
+    top_list_columns(COLS, u->s->sort, &c);
+    header_row(u, y++, &c);
     int visible = LINES - 1 - y;
     if (visible < 1)
         return;
@@ -169,7 +204,7 @@ void ui_draw_list(struct ui *u)
     if (u->selected >= u->first + visible)
         u->first = u->selected - visible + 1;
     for (int i = 0; i < visible && (size_t)(u->first + i) < m->nrows; i++)
-        process_row(u, y + i, &m->rows[u->first + i], c, u->first + i == u->selected);
+        process_row(u, y + i, &m->rows[u->first + i], &c, u->first + i == u->selected);
     if (m->nrows == 0)
         put(y + 1, 2, A_NORMAL, m->nprocs ? "(no process matches the filter)" : "(no processes running under spillway)");
 }
@@ -254,16 +289,31 @@ static int detail_counters(const struct top_proc *p, int y)
     return y;
 }
 
+static void detail_title(const struct ui *u, const struct top_proc *p)
+{
+    char when[16], pid[32];
+    clock_text(u, when, sizeof when);
+    snprintf(pid, sizeof pid, "PID %d", top_proc_pid(p));
+    bool alive = p->snap.liveness == SPW_ALIVE;
+    enum { NAME, CLOCK, PID, LIVENESS, KEYS };
+    const struct top_part parts[] = {
+        [NAME] = {{" spillway-top"}, false, false},
+        [CLOCK] = {{when, ""}, false, false},
+        [PID] = {{pid}, false, false},
+        [LIVENESS] = {{alive ? "alive" : "liveness unknown", alive ? "alive" : "unknown"}, false, false},
+        [KEYS] = {{"Esc back  q quit ", "Esc back ", ""}, true, false},
+    };
+    static const int steps[] = {KEYS, LIVENESS, CLOCK, KEYS};
+    title_line(u, parts, (int)(sizeof parts / sizeof parts[0]), steps, (int)(sizeof steps / sizeof steps[0]));
+}
+
 void ui_draw_detail(struct ui *u)
 {
     const struct top_proc *p = ui_detail_proc(u);
     if (!p)
         return;
     const struct spw_stats_snapshot *s = &p->snap;
-    char what[160];
-    snprintf(what, sizeof what, "PID %d  %s  (Esc back)", top_proc_pid(p),
-             s->liveness == SPW_ALIVE ? "alive" : "liveness unknown");
-    title_line(u, what);
+    detail_title(u, p);
     char when[32];
     time_t t = (time_t)(s->created_unix_ns / 1000000000u);
     struct tm tm;
@@ -302,7 +352,17 @@ void ui_draw_detail(struct ui *u)
 
 void ui_draw_help(struct ui *u)
 {
-    title_line(u, "help  (any key returns)");
+    char when[16];
+    clock_text(u, when, sizeof when);
+    enum { NAME, CLOCK, HELP, KEYS };
+    const struct top_part parts[] = {
+        [NAME] = {{" spillway-top"}, false, false},
+        [CLOCK] = {{when, ""}, false, false},
+        [HELP] = {{"help"}, false, false},
+        [KEYS] = {{"any key returns ", ""}, true, false},
+    };
+    static const int steps[] = {CLOCK, KEYS};
+    title_line(u, parts, (int)(sizeof parts / sizeof parts[0]), steps, (int)(sizeof steps / sizeof steps[0]));
     static const char *const lines[] = {
         "q, F10          quit (in the detail view: back to the list)",
         "h, ?, F1        this help",
@@ -328,6 +388,21 @@ void ui_draw_help(struct ui *u)
         put(2 + (int)i, 2, A_NORMAL, "%s", lines[i]);
 }
 
+/* The bottom line's key hints: help and quit stay, the others go first. */
+static void key_hints(int y)
+{
+    enum { HELP, DETAILS, SORT, FILTER, KILL, QUIT };
+    const struct top_part parts[] = {
+        [HELP] = {{"h help"}, false, false},     [DETAILS] = {{"Enter details", ""}, false, false},
+        [SORT] = {{"s sort", ""}, false, false}, [FILTER] = {{"/ filter", ""}, false, false},
+        [KILL] = {{"K kill", ""}, false, false}, [QUIT] = {{"q quit"}, false, false},
+    };
+    static const int steps[] = {DETAILS, KILL, SORT, FILTER};
+    char line[128];
+    top_fit_line(line, sizeof line, COLS, parts, 6, steps, 4);
+    put(y, 0, A_DIM, "%s", line);
+}
+
 void ui_draw_status(struct ui *u)
 {
     int y = LINES - 1;
@@ -344,5 +419,5 @@ void ui_draw_status(struct ui *u)
         put(y, 0, color(u, UI_YELLOW), "%zu invalid segment%s skipped (last: %s)", m->skipped,
             m->skipped == 1 ? "" : "s", m->last_note);
     else
-        put(y, 0, A_DIM, "h help  Enter details  s sort  / filter  K kill  q quit");
+        key_hints(y);
 }

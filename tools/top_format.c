@@ -1,4 +1,5 @@
 #include "tools/top_format.h"
+#include "tools/top_layout.h"
 
 #include <inttypes.h>
 #include <string.h>
@@ -94,9 +95,10 @@ void top_print_table(FILE *f, const struct top_model *m, bool with_rates, int wi
             top_fmt_count(a, sizeof a, c[SPW_C_ALLOCS]);
             top_fmt_bytes(s, sizeof s, c[SPW_C_SPILL_BYTES]);
         }
-        fprintf(f, "%7d %-8.8s %3u %5s %5s %5s %5s %6s %5s %3" PRIu64 " %.*s\n", top_proc_pid(r->p), r->p->user,
-                r->dev, use, lim, peak, sp, a, s, c[SPW_C_OOMS] > 999 ? 999 : c[SPW_C_OOMS], cmd,
-                r->p->snap.cmdline);
+        char command[SPW_STATS_CMDLINE_LEN];
+        top_fmt_command(command, sizeof command, r->p->snap.cmdline, cmd);
+        fprintf(f, "%7d %-8.8s %3u %5s %5s %5s %5s %6s %5s %3" PRIu64 " %s\n", top_proc_pid(r->p), r->p->user,
+                r->dev, use, lim, peak, sp, a, s, c[SPW_C_OOMS] > 999 ? 999 : c[SPW_C_OOMS], command);
     }
     if (m->nrows == 0)
         fprintf(f, "(no processes running under spillway)\n");

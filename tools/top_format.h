@@ -13,8 +13,9 @@ void top_fmt_count(char *out, size_t len, uint64_t v);
 void top_fmt_count_rate(char *out, size_t len, double v);
 
 /* --once: device headers and one line per row, plain text. with_rates: the
- * model has two samples, so rate columns replace the totals. width: cut the
- * command to fit this many columns (at least 80 is readable), 0 = no cut. */
+ * model has two samples, so rate columns replace the totals. width: shorten
+ * the command to fit this many columns (top_fmt_command; at least 80 is
+ * readable), 0 = the whole command. */
 void top_print_table(FILE *f, const struct top_model *m, bool with_rates, int width);
 /* --json: every process with all its counters. */
 void top_print_json(FILE *f, const struct top_model *m);

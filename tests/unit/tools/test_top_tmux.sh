@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # spillway-top's interactive screen, driven through tmux: it shows the
 # process rows, sorts, filters, opens the detail view with its graphs, shows
-# the help, kills with confirmation and quits cleanly. Every wait polls the
-# screen with a timeout; nothing sleeps a fixed long time.
+# the help, kills with confirmation and quits cleanly; its title, header and
+# command column stay readable at 80, 100, 132 and 200 columns. Every wait
+# polls the screen with a timeout; nothing sleeps a fixed long time.
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -19,13 +20,14 @@ trap cleanup_tmux EXIT
 start_writer --cmd "alpha job" --inuse 2147483648; A=$WPID
 start_writer --cmd "beta job" --inuse 4294967296 --ramp; Bp=$WPID
 
-screen() { T capture-pane -p -t top; }
+S=top # the session screen and key look at
+screen() { T capture-pane -p -t "$S"; }
 shows() { screen | grep -qE -- "$1"; }
 hides() { ! screen | grep -qE -- "$1"; }
 # Line number on screen of the first line matching a pattern.
 line_of() { screen | grep -nE -- "$1" | head -1 | cut -d: -f1; }
 above() { local a b; a=$(line_of "$1"); b=$(line_of "$2"); [ -n "$a" ] && [ -n "$b" ] && [ "$a" -lt "$b" ]; }
-key() { T send-keys -t top "$@"; }
+key() { T send-keys -t "$S" "$@"; }
 
 # The exit status goes to a file: tmux's own record of it is not reliable.
 EXIT_FILE="$STATS_DIR/.top-exit"
@@ -101,4 +103,68 @@ key Enter
 check "colour: detail view" poll 5 shows "command: alpha job"
 key q q
 check "colour: quits with status 0" poll 5 grep -qsx 0 "$EXIT_FILE"
+
+# Layout at 80, 100, 132 and 200 columns with a filter typed and the sort on
+# SPILLED (issue 11): every word of the title and the header is whole, the
+# filter shows in full, and the command column shows the program and its
+# arguments, dropping directories only where the width requires it.
+LONG_CMD="/opt/ml/venv/bin/trainer --epochs 10 --data /datasets/imagenet/train"
+start_writer --cmd "$LONG_CMD" --inuse 1073741824; Tp=$WPID
+title_words_whole() {
+    local w words
+    read -ra words <<<"$(screen | head -1)"
+    for w in "${words[@]}"; do
+        case $w in
+        spillway-top|proc|procs|every|sort|SPILLED|v|filter|trainer|h|help|q|quit) ;;
+        *) [[ $w =~ ^([0-9]+|[0-9]+p|[0-9.]+s|[0-9]{2}:[0-9]{2}:[0-9]{2})$ ]] || {
+               echo "  title word '$w' in: $(screen | head -1)"; return 1; } ;;
+        esac
+    done
+}
+header_words_whole() {
+    local w header words
+    header=$(screen | grep -m1 -E '^ +PID ')
+    [[ $header == *' COMMAND' ]] || { echo "  header: $header"; return 1; }
+    read -ra words <<<"$header"
+    for w in "${words[@]}"; do
+        case $w in PID|USER|GPU|IN|USE|PEAK|SPILL|ALLC/s|SPL/s|FIL/s|OOM|COMMAND) ;;
+        *) echo "  header word '$w' in: $header"; return 1 ;; esac
+    done
+}
+# The text of the trainer's row under the COMMAND heading.
+command_cell() {
+    local header row col
+    header=$(screen | grep -m1 -E '^ +PID ')
+    row=$(screen | grep -m1 -E "^ +$Tp ")
+    col=${header%%COMMAND*}
+    printf '%s\n' "${row:${#col}}"
+}
+bottom_hints() { screen | tail -1 | grep -q '^h help  Enter details  s sort  / filter  K kill  q quit$'; }
+command_is() { [ "$(command_cell)" = "$1" ]; }
+command_shows() { poll 5 command_is "$1" || { echo "  command cell: '$(command_cell)', want '$1'"; return 1; }; }
+expect_cmd() {
+    case $1 in
+    80) echo "trainer --epochs 10" ;;
+    100) echo "trainer --epochs 10 --data train" ;;
+    132) echo "trainer --epochs 10 --data /datasets/imagenet/train" ;;
+    *) echo "$LONG_CMD" ;;
+    esac
+}
+for W in 80 100 132 200; do
+    # The previous width's session goes once this one runs: killing the
+    # last session first would stop the tmux server under the next start.
+    prev=$S; S=layout$W
+    T new-session -d -s "$S" -x "$W" -y 24 \
+        "env SPILLWAY_STATS_DIR='$STATS_DIR' '$TOP' --interval 0.2 --no-color"
+    T kill-session -t "$prev" 2>/dev/null
+    check "$W cols: trainer's row" poll 10 shows "^ +$Tp "
+    key S / t r a i n e r Enter
+    check "$W cols: title shows the sort" poll 5 shows '^ spillway-top .* sort SPILLED v'
+    check "$W cols: title shows the whole filter" poll 5 shows '  filter trainer( {2,}|$)'
+    check "$W cols: filter hides alpha" poll 5 hides 'alpha job'
+    check "$W cols: every title word whole" title_words_whole
+    check "$W cols: every header word whole" header_words_whole
+    check "$W cols: command column" command_shows "$(expect_cmd "$W")"
+    check "$W cols: key hints on the bottom line" bottom_hints
+done
 finish
