@@ -145,7 +145,7 @@ static int create_file(struct spw_stats_writer *w, char *err, size_t errlen)
             break;
         unlinkat(w->dirfd, w->name, 0);
     }
-    fail(err, errlen, "stats: cannot create %s: %s", w->path, strerror(errno));
+    fail(err, errlen, "cannot create %s: %s", w->path, strerror(errno));
     return -1;
 }
 
@@ -188,12 +188,12 @@ static int map_segment(struct spw_stats_writer *w, int fd, char *err, size_t err
      * later counter update with SIGBUS inside the user's program. */
     int rc = posix_fallocate(fd, 0, (off_t)w->size);
     if (rc != 0) {
-        fail(err, errlen, "stats: cannot size %s: %s", w->path, strerror(rc));
+        fail(err, errlen, "cannot size %s: %s", w->path, strerror(rc));
         return -1;
     }
     void *m = mmap(NULL, w->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (m == MAP_FAILED) {
-        fail(err, errlen, "stats: cannot map %s: %s", w->path, strerror(errno));
+        fail(err, errlen, "cannot map %s: %s", w->path, strerror(errno));
         return -1;
     }
     w->hdr = m;
@@ -217,19 +217,19 @@ int spw_stats_open(struct spw_stats_writer **out, const struct spw_stats_params 
 {
     *out = NULL;
     if (!p || p->device_count < 1 || p->device_count > SPW_STATS_MAX_DEVICES) {
-        fail(err, errlen, "stats: device count %u out of range 1..%u", p ? p->device_count : 0,
+        fail(err, errlen, "device count %u out of range 1..%u", p ? p->device_count : 0,
              SPW_STATS_MAX_DEVICES);
         return -1;
     }
     struct spw_stats_writer *w = calloc(1, sizeof *w);
     if (!w) {
-        fail(err, errlen, "stats: out of memory");
+        fail(err, errlen, "out of memory");
         return -1;
     }
     char dir[400];
     w->dirfd = open_dir(p, dir, sizeof dir);
     if (w->dirfd < 0) {
-        fail(err, errlen, "stats: cannot open directory %s: %s", dir, strerror(errno));
+        fail(err, errlen, "cannot open directory %s: %s", dir, strerror(errno));
         free(w);
         return -1;
     }
@@ -247,7 +247,7 @@ int spw_stats_open(struct spw_stats_writer **out, const struct spw_stats_params 
     close(fd);
     fill_header(w, p);
     if (register_writer(w) != 0) {
-        fail(err, errlen, "stats: more than %d segments open in one process", MAX_OPEN);
+        fail(err, errlen, "more than %d segments open in one process", MAX_OPEN);
         munmap(w->hdr, w->size);
         goto fail_unlink;
     }

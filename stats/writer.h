@@ -47,7 +47,8 @@ struct spw_stats_writer {
 };
 
 /* Creates and publishes the segment. 0 and *out, or -1 with a one-line
- * message in err (the caller logs it and runs on without stats). */
+ * message in err (the caller logs it, under its own prefix, and runs on
+ * without stats). */
 int spw_stats_open(struct spw_stats_writer **out, const struct spw_stats_params *p,
                    char *err, size_t errlen);
 
