@@ -5,7 +5,7 @@
 # both call modes, the latency loop and the preallocation probe. Pure bash:
 # CI needs no Python for it.
 set -u
-B=${SPILLWAY_BUILD:-${BUILD:-build}}
+B=${SPW_TEST_BUILD:-${BUILD:-build}}
 case $B in /*) ;; *) B=$PWD/$B ;; esac
 LIB=$B/libspillway.so
 for f in "$LIB" "$B/bench/drv/alloc_random" "$B/bench/drv/alloc_lat" "$B/bench/drv/prealloc" "$B/fakecuda/libcuda.so.1"; do

@@ -3,15 +3,17 @@
 # with spill off (stopped at its limit) and with spill on (holding 1.5x its
 # limit, every word intact) — against the real CUDA driver when this machine
 # has a GPU, else against fakecuda.
-#   SPILLWAY_DEMO_DRIVER=real|fakecuda  force the choice
-#   SPILLWAY_DEMO_ENV                   spillway's settings (default: SPILLWAY_MEM_FRACTION=0.25)
+#   SPW_DEMO_DRIVER=real|fakecuda  force the choice
+#   SPW_DEMO_ENV                   spillway's settings (default: SPILLWAY_MEM_FRACTION=0.25)
+#   SPW_DEMO_HOST_LIMIT            the spill run's SPILLWAY_HOST_LIMIT (default: 4G)
+# (Not SPILLWAY_*: every SPILLWAY_* name the library does not know is an error.)
 set -eu
 B=${BUILD:-build}
 case $B in /*) ;; *) B=$(pwd)/$B ;; esac
 demo=$B/demo/spillway-demo
-settings=${SPILLWAY_DEMO_ENV:-SPILLWAY_MEM_FRACTION=0.25}
+settings=${SPW_DEMO_ENV:-SPILLWAY_MEM_FRACTION=0.25}
 
-driver=${SPILLWAY_DEMO_DRIVER:-}
+driver=${SPW_DEMO_DRIVER:-}
 if [ -z "$driver" ]; then
     driver=fakecuda
     # A GPU: nvidia-smi lists one, or the system's libcuda.so.1 loads and sees a device.
@@ -38,4 +40,4 @@ run LD_PRELOAD="$B/libspillway.so" $settings SPILLWAY_SPILL=0 "$demo"
 echo
 echo "-- with spillway, spill on (the default): LD_PRELOAD=$B/libspillway.so $settings"
 # shellcheck disable=SC2086
-run LD_PRELOAD="$B/libspillway.so" $settings SPILLWAY_HOST_LIMIT=${SPILLWAY_DEMO_HOST_LIMIT:-4G} "$demo" spill
+run LD_PRELOAD="$B/libspillway.so" $settings SPILLWAY_HOST_LIMIT=${SPW_DEMO_HOST_LIMIT:-4G} "$demo" spill

@@ -6,10 +6,10 @@
 set -u
 BUILD=${BUILD:-build}
 case $BUILD in
-/*) export SPILLWAY_BUILD="$BUILD" ;;
-*) export SPILLWAY_BUILD="$PWD/$BUILD" ;;
+/*) export SPW_TEST_BUILD="$BUILD" ;;
+*) export SPW_TEST_BUILD="$PWD/$BUILD" ;;
 esac
-export LD_LIBRARY_PATH="$SPILLWAY_BUILD/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export LD_LIBRARY_PATH="$SPW_TEST_BUILD/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 passed=0 failed=0 bad=()
 for t in "$@"; do
     echo "== $t"

@@ -20,7 +20,9 @@ static struct counters host;
 static struct spw_map maps[SPW_KINDS];
 static pthread_once_t maps_once = PTHREAD_ONCE_INIT;
 static _Atomic(const struct spw_options *) options;
-static uint64_t (*_Atomic total_of)(int dev);
+static _Atomic(const struct spw_device_query *) query;
+/* Whether the devices SPILLWAY_MEM_LIMIT names were checked against the count. */
+static _Atomic int devices_checked;
 /* The stats segment every device event is mirrored to (publish.c owns it). */
 static struct spw_stats_writer *_Atomic stats;
 /* Bytes of a device in host memory now (pool.c sets it when a pool spills). */
@@ -60,11 +62,11 @@ static struct spw_map *map_of(enum spw_kind kind)
     return &maps[kind];
 }
 
-void spw_account_init(const struct spw_options *opts, uint64_t (*total)(int dev))
+void spw_account_init(const struct spw_options *opts, const struct spw_device_query *q)
 {
     const struct spw_options *none = NULL;
     if (atomic_compare_exchange_strong(&options, &none, opts))
-        atomic_store(&total_of, total);
+        atomic_store(&query, q);
     pthread_once(&maps_once, init_maps);
 }
 
@@ -78,6 +80,21 @@ static struct counters *counters_of(int dev)
     return dev == SPILLWAY_HOST ? &host : &devices[dev];
 }
 
+/* Once the driver can count the devices: a per-device limit for a device
+ * that is not there is a mistake the user should hear of (it limits
+ * nothing). Retried until the count is known. */
+static void check_listed_devices(const struct spw_options *o, const struct spw_device_query *q)
+{
+    if (atomic_load_explicit(&devices_checked, memory_order_relaxed) || !q->count)
+        return;
+    int n = q->count();
+    if (n < 0 || atomic_exchange(&devices_checked, 1))
+        return;
+    char note[512];
+    if (spw_options_missing_devices(o, n, note, sizeof note))
+        spw_warn("%s", note);
+}
+
 uint64_t spw_account_limit(int dev)
 {
     if (dev == SPILLWAY_HOST)
@@ -87,21 +104,26 @@ uint64_t spw_account_limit(int dev)
     if (limit)
         return limit;
     const struct spw_options *o = atomic_load(&options);
-    uint64_t (*total)(int) = atomic_load(&total_of);
-    if (!o || !total)
+    const struct spw_device_query *q = atomic_load(&query);
+    if (!o || !q)
         return UINT64_MAX;
-    uint64_t t = total(dev);
+    check_listed_devices(o, q);
+    uint64_t t = q->total(dev), page = q->page ? q->page(dev) : 0;
+    char note[512];
     /* A driver that cannot tell the total gets the explicit limit only. */
-    limit = spw_options_device_limit(o, dev, t ? t : UINT64_MAX);
+    limit = spw_options_resolve_limit(o, dev, t ? t : UINT64_MAX, page, note, sizeof note);
     if (limit == 0)
         limit = 1; /* 0 means "not computed"; a 0-byte device takes nothing anyway */
     uint64_t unset = 0;
-    if (atomic_compare_exchange_strong(&c->limit, &unset, limit))
-        spw_stats_set(stats_for(dev), (uint32_t)dev, SPW_C_LIMIT, limit);
-    if (t && unset == 0)
+    if (!atomic_compare_exchange_strong(&c->limit, &unset, limit))
+        return unset; /* another thread computed it (and said what it had to) */
+    spw_stats_set(stats_for(dev), (uint32_t)dev, SPW_C_LIMIT, limit);
+    if (note[0])
+        spw_warn("%s", note);
+    if (t)
         spw_info("device %d: limit %llu bytes of %llu", dev, (unsigned long long)limit,
                  (unsigned long long)t);
-    return atomic_load(&c->limit);
+    return limit;
 }
 
 uint64_t spw_account_used(int dev)

@@ -1,7 +1,7 @@
 /* Per-device accounting of every allocation spillway sees, and the limit.
  * Counters are atomics; which allocation belongs to which device and how
  * big it is lives in three concurrent maps (ptrmap.h). Pure bookkeeping: it
- * never calls the driver except through the total-memory callback. */
+ * never calls the driver except through the device callbacks. */
 #ifndef SPILLWAY_SHIM_ACCOUNT_H
 #define SPILLWAY_SHIM_ACCOUNT_H
 #include "policy/policy.h"
@@ -18,16 +18,27 @@ enum spw_kind {
 };
 #define SPW_KINDS 3
 
-/* Sets the options the limits come from and how to learn a device's total
- * memory (called on a device's first use). Safe to call more than once, the
- * first call wins; before it, every device is unlimited. */
-void spw_account_init(const struct spw_options *opts, uint64_t (*total_of)(int dev));
+/* What the limits need to know of the devices (the driver answers; asked
+ * when a device's limit is first computed). */
+struct spw_device_query {
+    uint64_t (*total)(int dev); /* total memory; 0 if unknown */
+    uint64_t (*page)(int dev);  /* the pool's page (VMM granularity); 0 if unknown; may be NULL */
+    int (*count)(void);         /* devices there are; -1 if unknown yet; may be NULL */
+};
+
+/* Sets the options the limits come from and how to learn about a device
+ * (q must outlive the process). Safe to call more than once, the first call
+ * wins; before it, every device is unlimited. */
+void spw_account_init(const struct spw_options *opts, const struct spw_device_query *q);
 
 /* Whether dev is a device index accounting tracks (0 <= dev < 64) or
  * SPILLWAY_HOST. */
 int spw_account_tracks(int dev);
 
-/* The device's limit in bytes (computed on first use). */
+/* The device's limit in bytes, computed on first use: one page at least,
+ * the device's total at most, each with a warning when it is not what the
+ * options ask. The first computation also warns about devices
+ * SPILLWAY_MEM_LIMIT names that the machine lacks. */
 uint64_t spw_account_limit(int dev);
 uint64_t spw_account_used(int dev);
 

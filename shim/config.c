@@ -19,7 +19,8 @@ static int disabled;
 static void load_options(void)
 {
     char err[512];
-    if (spw_options_load(&options, getenv, err, sizeof err)) {
+    /* Unknown SPILLWAY_* names too: a misspelt limit must not run unlimited. */
+    if (spw_options_load_environ(&options, err, sizeof err)) {
         fprintf(stderr, "spillway: %s\n", err);
         fflush(stderr);
         _exit(2); /* not exit(): other libraries' constructors may not have run */

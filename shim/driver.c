@@ -96,8 +96,13 @@ static void load_driver(void)
     Dl_info info;
     if (dladdr((void *)real_ctx_get_device, &info))
         atomic_store_explicit(&driver_base, info.dli_fbase, memory_order_release);
-    /* Limits need the driver's totals: accounting starts with the driver. */
-    spw_account_init(spw_config(), spw_driver_device_total);
+    /* Limits need the driver's answers: accounting starts with the driver. */
+    static const struct spw_device_query query = {
+        .total = spw_driver_device_total,
+        .page = spw_driver_page_size,
+        .count = spw_driver_device_count,
+    };
+    spw_account_init(spw_config(), &query);
     spw_debug("driver '%s' loaded", handle == RTLD_NEXT ? "(already loaded)" : path);
     atomic_store_explicit(&driver_state, DRIVER_READY, memory_order_release);
 }
@@ -170,4 +175,23 @@ uint64_t spw_driver_device_total(int dev)
     if (spw_real.spw_h_device_total_mem(&total, (CUdevice)dev) != CUDA_SUCCESS)
         return 0;
     return total;
+}
+
+uint64_t spw_driver_page_size(int dev)
+{
+    if (!spw_driver_ready() || !spw_drv.cuMemGetAllocationGranularity)
+        return 0;
+    CUmemAllocationProp prop = {0};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = dev;
+    size_t page = 0;
+    /* Asked with no context pushed: a limit is computed for a device the
+     * program only asked about (cuDeviceTotalMem), and a context there would
+     * cost it device memory. A driver that wants one answers an error: the
+     * page is then unknown, and a limit below it fails the pool's set-up. */
+    if (spw_drv.cuMemGetAllocationGranularity(&page, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) !=
+        CUDA_SUCCESS)
+        return 0;
+    return page;
 }

@@ -43,6 +43,10 @@ int spw_driver_device_count(void);
 /* Total memory of a device as the driver reports it, 0 if unknown. */
 uint64_t spw_driver_device_total(int dev);
 
+/* The device's VMM granularity (the pool's page: 2 MiB on H100 and
+ * fakecuda), 0 if the driver cannot tell. */
+uint64_t spw_driver_page_size(int dev);
+
 /* Unhooked driver functions the pool's backend and handlers call (always
  * the real driver's, never a handler). NULL when the driver lacks one. */
 #define SPW_DRV_FUNCS(X)                                                                   \

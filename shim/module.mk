@@ -74,6 +74,8 @@ $(SHIM_IT)/shim_env: $(SHIM_IT)/shim/test_env.o $(UNIT_MAIN) $(SHIM_OPTIONS_OBJ)
 
 ALL_TARGETS += $(SHIM_IT)/shim_probe $(SHIM_IT)/shim_env
 UNIT_TESTS += $(SHIM_IT)/shim_env
+# Strict configuration through the launcher and the library (strict.sh).
+UNIT_TESTS += tests/integration/shim/strict.sh
 UNIT_TESTS += tests/integration/shim/demo.sh
 
 # The copy family by every path, read back from the stats segment (copies.sh).

@@ -9,10 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 /* What each type accepts, for the error line. */
 static const char accepted_bool[] = "1, 0, true, false, yes, no, on or off";
-static const char accepted_fraction[] = "a number greater than 0 and at most 1, e.g. 0.5";
+static const char accepted_fraction[] = "a number from 0.000001 to 1, e.g. 0.5";
 static const char accepted_devlimit[] =
     "bytes with an optional K/M/G/T suffix (8G, 512M, 1073741824), "
     "or per device <index>=<bytes>[,...] (0=8G,1=4G), each > 0, index < 64";
@@ -76,7 +77,9 @@ static int parse_fraction(const char *v, spw_opt_fraction *out)
     char *end;
     errno = 0;
     double d = strtod(v, &end);
-    if (errno || *end != '\0' || !isfinite(d) || d <= 0.0 || d > 1.0)
+    /* Below SPW_MIN_FRACTION no device has a page's worth: a typo (1e-300,
+     * a missing digit), not a setting. strtod's ERANGE (underflow) is one. */
+    if (errno || *end != '\0' || !isfinite(d) || d < SPW_MIN_FRACTION || d > 1.0)
         return -1;
     *out = d;
     return 0;
@@ -181,6 +184,16 @@ static void set_error(char *err, size_t errlen, const char *name, const char *va
                  accepted);
 }
 
+/* An empty value is refused rather than read as unset: `VAR=` is what a
+ * script leaves when the variable it meant to expand is missing. */
+static void set_empty_error(char *err, size_t errlen, const char *name, const char *def,
+                            const char *accepted)
+{
+    if (err && errlen)
+        snprintf(err, errlen, "invalid %s='': empty; unset it for the default (%s); accepted: %s",
+                 name, *def ? def : "none", accepted);
+}
+
 int spw_options_load(struct spw_options *out, char *(*get)(const char *name), char *err,
                      size_t errlen)
 {
@@ -188,7 +201,11 @@ int spw_options_load(struct spw_options *out, char *(*get)(const char *name), ch
     const char *v;
 #define SPW_OPTION(name, field, type, def, doc)                                   \
     v = get ? get(#name) : NULL;                                                  \
-    if (!v || !*v)                                                                \
+    if (v && !*v) {                                                               \
+        set_empty_error(err, errlen, #name, def, accepted_##type);                \
+        return -1;                                                                \
+    }                                                                             \
+    if (!v)                                                                       \
         v = def;                                                                  \
     if (parse_##type(v, &out->field)) {                                           \
         set_error(err, errlen, #name, v, accepted_##type);                        \
@@ -197,6 +214,138 @@ int spw_options_load(struct spw_options *out, char *(*get)(const char *name), ch
 #include "shim/options.def"
 #undef SPW_OPTION
     return 0;
+}
+
+/* ---- names: the table is the list of variables that exist ---- */
+
+static const char *const option_names[] = {
+#define SPW_OPTION(name, field, type, def, doc) #name,
+#include "shim/options.def"
+#undef SPW_OPTION
+};
+#define OPTION_COUNT (sizeof option_names / sizeof option_names[0])
+#define PREFIX "SPILLWAY_"
+#define PREFIX_LEN (sizeof PREFIX - 1)
+#define NAME_MAX_LEN 64 /* longer names get no suggestion */
+
+/* Optimal string alignment distance (edits, adjacent swaps count one),
+ * ignoring case: "MEM_LIMT" is 1 from "MEM_LIMIT", "MEM_LIMTI" too. Three
+ * rolling rows: this may run in a library constructor, on any stack. */
+static size_t edit_distance(const char *a, size_t n, const char *b, size_t m)
+{
+    size_t rows[3][NAME_MAX_LEN + 1];
+    size_t *prev2 = rows[0], *prev = rows[1], *cur = rows[2];
+    for (size_t j = 0; j <= m; j++)
+        prev[j] = j;
+    for (size_t i = 1; i <= n; i++) {
+        cur[0] = i;
+        int ai = toupper((unsigned char)a[i - 1]);
+        for (size_t j = 1; j <= m; j++) {
+            int bj = toupper((unsigned char)b[j - 1]);
+            size_t best = prev[j - 1] + (ai != bj);
+            if (prev[j] + 1 < best)
+                best = prev[j] + 1;
+            if (cur[j - 1] + 1 < best)
+                best = cur[j - 1] + 1;
+            if (i > 1 && j > 1 && ai == toupper((unsigned char)b[j - 2]) &&
+                toupper((unsigned char)a[i - 2]) == bj && prev2[j - 2] + 1 < best)
+                best = prev2[j - 2] + 1;
+            cur[j] = best;
+        }
+        size_t *t = prev2;
+        prev2 = prev;
+        prev = cur;
+        cur = t;
+    }
+    return prev[m];
+}
+
+static int contains_nocase(const char *hay, size_t hn, const char *needle, size_t nn)
+{
+    for (size_t i = 0; nn && i + nn <= hn; i++)
+        if (strncasecmp(hay + i, needle, nn) == 0)
+            return 1;
+    return 0;
+}
+
+const char *spw_options_suggest(const char *name, size_t len)
+{
+    if (len < PREFIX_LEN || strncasecmp(name, PREFIX, PREFIX_LEN) != 0 || len > NAME_MAX_LEN)
+        return NULL;
+    const char *u = name + PREFIX_LEN;
+    size_t un = len - PREFIX_LEN, best_d = SIZE_MAX;
+    const char *best = NULL;
+    for (size_t i = 0; i < OPTION_COUNT; i++) {
+        const char *k = option_names[i] + PREFIX_LEN;
+        size_t kn = strlen(k), d = edit_distance(u, un, k, kn);
+        /* A few slips for the name's length, or a part of it ("LIMIT",
+         * "FRACTION"); anything else would be a guess. */
+        int near = d * 3 <= kn || (un >= 3 && (contains_nocase(k, kn, u, un) ||
+                                               contains_nocase(u, un, k, kn)));
+        if (near && d < best_d) {
+            best_d = d;
+            best = option_names[i];
+        }
+    }
+    return best;
+}
+
+/* "SPILLWAY_A, SPILLWAY_B, ..." into buf. */
+static void list_names(char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < OPTION_COUNT && used < len; i++)
+        used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ", " : "", option_names[i]);
+}
+
+static int known_name(const char *name, size_t len)
+{
+    for (size_t i = 0; i < OPTION_COUNT; i++)
+        if (strlen(option_names[i]) == len && strncmp(option_names[i], name, len) == 0)
+            return 1;
+    return 0;
+}
+
+/* The error line for the unknown variable e (its name is len bytes). */
+static void unknown_error(const char *e, size_t len, char *err, size_t errlen)
+{
+    char shown[96], qn[96], qv[64], hint[512];
+    size_t n = len < sizeof shown - 1 ? len : sizeof shown - 1;
+    memcpy(shown, e, n);
+    shown[n] = '\0';
+    const char *near = spw_options_suggest(e, len);
+    if (near) {
+        snprintf(hint, sizeof hint, "did you mean %s?", near);
+    } else {
+        char names[400];
+        list_names(names, sizeof names);
+        snprintf(hint, sizeof hint, "spillway's variables are %s", names);
+    }
+    snprintf(err, errlen, "unknown variable %s (set to '%s'): %s", quote_value(shown, qn, sizeof qn),
+             quote_value(e[len] ? e + len + 1 : "", qv, sizeof qv), hint);
+}
+
+int spw_options_check_names(char *const *env, char *err, size_t errlen)
+{
+    for (; env && *env; env++) {
+        const char *e = *env;
+        size_t len = strcspn(e, "=");
+        /* Any case: spillway_mem_limit is as much a slip as a misspelling. */
+        if (len < PREFIX_LEN || strncasecmp(e, PREFIX, PREFIX_LEN) != 0 || known_name(e, len))
+            continue;
+        if (err && errlen)
+            unknown_error(e, len, err, errlen);
+        return -1;
+    }
+    return 0;
+}
+
+int spw_options_load_environ(struct spw_options *out, char *err, size_t errlen)
+{
+    if (spw_options_check_names(environ, err, errlen))
+        return -1;
+    return spw_options_load(out, getenv, err, errlen);
 }
 
 void spw_options_print_table(FILE *f)
@@ -258,14 +407,111 @@ int spw_options_format(const struct spw_options *o, char *buf, size_t len)
     return used;
 }
 
+/* A byte count as a user writes it: 99999T, 8G, 1. */
+static void format_written(char *b, size_t n, uint64_t v)
+{
+    static const char units[] = "KMGT";
+    int u = -1;
+    for (int i = 3; i >= 0 && u < 0; i--)
+        if (v && v % (1ull << (10 * (i + 1))) == 0)
+            u = i;
+    if (u < 0)
+        snprintf(b, n, "%llu", (unsigned long long)v);
+    else
+        snprintf(b, n, "%llu%c", (unsigned long long)(v >> (10 * (u + 1))), units[u]);
+}
+
+/* A byte count for a reader: 2 MiB, 81559 MiB, 268 bytes. */
+static void format_human(char *b, size_t n, uint64_t v)
+{
+    static const char units[] = "KMGT";
+    for (int i = 3; i >= 0; i--) {
+        if (v && v % (1ull << (10 * (i + 1))) == 0) {
+            snprintf(b, n, "%llu %ciB", (unsigned long long)(v >> (10 * (i + 1))), units[i]);
+            return;
+        }
+    }
+    if (v >= (1ull << 30))
+        snprintf(b, n, "%llu bytes (%.1f GiB)", (unsigned long long)v, (double)v / (1ull << 30));
+    else
+        snprintf(b, n, "%llu byte%s", (unsigned long long)v, v == 1 ? "" : "s");
+}
+
+/* What the options ask for device dev, and in which words (for a note). */
+static uint64_t asked_limit(const struct spw_options *o, int dev, uint64_t total, char *what,
+                            size_t len)
+{
+    char v[32], t[48];
+    if (dev >= 0 && dev < SPW_MAX_DEVICES && o->mem_limit.dev[dev]) {
+        format_written(v, sizeof v, o->mem_limit.dev[dev]);
+        snprintf(what, len, "SPILLWAY_MEM_LIMIT (%d=%s)", dev, v);
+        return o->mem_limit.dev[dev];
+    }
+    if (o->mem_limit.all) {
+        format_written(v, sizeof v, o->mem_limit.all);
+        snprintf(what, len, "SPILLWAY_MEM_LIMIT=%s", v);
+        return o->mem_limit.all;
+    }
+    uint64_t limit = (uint64_t)((double)total * o->mem_fraction);
+    format_human(v, sizeof v, limit);
+    format_human(t, sizeof t, total);
+    snprintf(what, len, "SPILLWAY_MEM_FRACTION=%g of %s (%s)", o->mem_fraction, t, v);
+    return limit;
+}
+
+uint64_t spw_options_resolve_limit(const struct spw_options *o, int dev, uint64_t total,
+                                   uint64_t page, char *note, size_t len)
+{
+    char what[192], a[48], b[48];
+    uint64_t limit = asked_limit(o, dev, total, what, sizeof what);
+    if (note && len)
+        note[0] = '\0';
+    /* The pool holds whole pages: less than one would be no pool at all. */
+    if (page && limit < page) {
+        format_human(a, sizeof a, page);
+        if (note && len)
+            snprintf(note, len, "device %d: %s is below one page (%s): using %s", dev, what, a, a);
+        limit = page;
+    }
+    if (total && limit > total) {
+        format_human(b, sizeof b, total);
+        if (note && len)
+            snprintf(note, len, "device %d: %s is more than the device has (%s): using %s", dev,
+                     what, b, b);
+        limit = total;
+    }
+    return limit;
+}
+
 uint64_t spw_options_device_limit(const struct spw_options *o, int dev, uint64_t total)
 {
-    uint64_t limit;
-    if (dev >= 0 && dev < SPW_MAX_DEVICES && o->mem_limit.dev[dev])
-        limit = o->mem_limit.dev[dev];
-    else if (o->mem_limit.all)
-        limit = o->mem_limit.all;
+    return spw_options_resolve_limit(o, dev, total, 0, NULL, 0);
+}
+
+int spw_options_missing_devices(const struct spw_options *o, int count, char *note, size_t len)
+{
+    char list[256] = "";
+    size_t used = 0;
+    int missing = 0;
+    for (int d = count < 0 ? 0 : count; d < SPW_MAX_DEVICES; d++) {
+        if (!o->mem_limit.dev[d])
+            continue;
+        if (used < sizeof list)
+            used += (size_t)snprintf(list + used, sizeof list - used, "%s%d", missing ? ", " : "", d);
+        missing++;
+    }
+    if (!missing || !note || !len)
+        return missing;
+    char have[32];
+    if (count <= 0)
+        snprintf(have, sizeof have, "no device");
+    else if (count == 1)
+        snprintf(have, sizeof have, "1 device (0)");
     else
-        limit = (uint64_t)((double)total * o->mem_fraction);
-    return limit < total ? limit : total;
+        snprintf(have, sizeof have, "%d devices (0-%d)", count, count - 1);
+    snprintf(note, len,
+             "SPILLWAY_MEM_LIMIT names device%s %s, but CUDA sees %s: %s unused "
+             "(devices are numbered after CUDA_VISIBLE_DEVICES)",
+             missing > 1 ? "s" : "", list, have, missing > 1 ? "those limits are" : "its limit is");
+    return missing;
 }

@@ -34,12 +34,32 @@ struct spw_options {
 #undef SPW_OPTION
 };
 
-/* Parses every SPILLWAY_* variable through get (pass getenv); an unset or
- * empty variable takes its default. Returns 0, or -1 with err holding one
- * line naming the variable, the value and what is accepted. get returns
- * char * (not const char *) so that getenv itself can be passed. */
+/* The smallest SPILLWAY_MEM_FRACTION accepted: below it no device has a
+ * page's worth, so the value can only be a typo. */
+#define SPW_MIN_FRACTION 1e-6
+
+/* Parses every SPILLWAY_* variable through get (pass getenv); an unset
+ * variable takes its default, an empty one is an error. Returns 0, or -1
+ * with err holding one line naming the variable, the value and what is
+ * accepted. get returns char * (not const char *) so that getenv itself can
+ * be passed. */
 int spw_options_load(struct spw_options *out, char *(*get)(const char *name),
                      char *err, size_t errlen);
+
+/* Checks that every SPILLWAY_* name in env ("NAME=value" strings, NULL
+ * terminated, like environ; the prefix in any case) is an option of the
+ * table. Returns 0, or -1 with err naming the first unknown one and the
+ * option it is nearest to ("did you mean"), or listing them all. */
+int spw_options_check_names(char *const *env, char *err, size_t errlen);
+
+/* The option nearest to the name (len bytes, prefix SPILLWAY_ in any case)
+ * if one is near enough to be a slip of it, else NULL. */
+const char *spw_options_suggest(const char *name, size_t len);
+
+/* spw_options_check_names(environ) then spw_options_load(getenv): what the
+ * library and the launcher both run, so both refuse the same things with
+ * the same line. */
+int spw_options_load_environ(struct spw_options *out, char *err, size_t errlen);
 
 /* Writes the table (name, default, doc), one option per line: for --help
  * and the README. */
@@ -49,6 +69,19 @@ void spw_options_print_table(FILE *f);
  * SPILLWAY_MEM_LIMIT, else the global one, else fraction x total; never more
  * than total. */
 uint64_t spw_options_device_limit(const struct spw_options *o, int dev, uint64_t total);
+
+/* The same, knowing the device's page (the VMM granularity; 0: unknown) and
+ * total (0: unknown): never less than one page (the pool holds whole
+ * pages), never more than total. When that is not what the options ask,
+ * note gets one line saying what was asked and what is used instead (for a
+ * warning); else it is left empty. */
+uint64_t spw_options_resolve_limit(const struct spw_options *o, int dev, uint64_t total,
+                                   uint64_t page, char *note, size_t len);
+
+/* How many devices SPILLWAY_MEM_LIMIT's per-device form names that a
+ * machine with count devices lacks; when some, note gets one line naming
+ * them and the devices there are. */
+int spw_options_missing_devices(const struct spw_options *o, int count, char *note, size_t len);
 
 /* Writes the effective configuration as "NAME=value\n" lines (what the
  * stats segment publishes). Returns the length it needed, as snprintf. */

@@ -30,7 +30,7 @@ static void usage(FILE *f)
             "run options (each sets the SPILLWAY_* variable named):\n"
             "  -l, --limit SIZE       device memory limit: 8G, 512M, or per device 0=8G,1=4G\n"
             "                         (SPILLWAY_MEM_LIMIT; wins over --fraction)\n"
-            "  -f, --fraction F       fraction of each device's memory, 0 < F <= 1\n"
+            "  -f, --fraction F       fraction of each device's memory, 0.000001 <= F <= 1\n"
             "                         (SPILLWAY_MEM_FRACTION)\n"
             "      --no-spill         fail allocations beyond the limit instead of spilling\n"
             "                         (SPILLWAY_SPILL=0)\n"
@@ -41,7 +41,8 @@ static void usage(FILE *f)
             "      --lib PATH         library to preload (default: $SPILLWAY_LIB, else\n"
             "                         ../lib/libspillway.so next to this program)\n"
             "  -v, --verbose          print the settings before running\n\n"
-            "Other SPILLWAY_* variables already in the environment are kept and checked.\n"
+            "Other SPILLWAY_* variables already in the environment are kept and checked:\n"
+            "an unknown SPILLWAY_* name or an empty value is refused like a bad value.\n"
             "Exit status: COMMAND's, or 2 for a bad option or value, 126/127 when\n"
             "COMMAND cannot be run. See spillway(1), spillway-top(1), 'spillway options'.\n");
 }
@@ -143,7 +144,9 @@ static int cmd_run(int argc, char **argv)
         return -cmd;
     static struct spw_options opts; /* large: not on the stack */
     char err[512];
-    if (spw_options_load(&opts, getenv, err, sizeof err) != 0)
+    /* Before -v prints anything: a misspelt or empty variable stops here
+     * with the library's own line, verbose or not. */
+    if (spw_options_load_environ(&opts, err, sizeof err) != 0)
         return fail(2, "%s%s", err, "");
     char lib[PATH_MAX];
     if (spw_find_library(o.lib, lib, sizeof lib, err, sizeof err) != 0)

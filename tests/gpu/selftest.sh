@@ -13,7 +13,7 @@
 #     renders every table.
 # Parts 2-5 need python3; without it they are skipped, saying so.
 set -u
-B=${SPILLWAY_BUILD:-${BUILD:-build}}
+B=${SPW_TEST_BUILD:-${BUILD:-build}}
 case $B in /*) ;; *) B=$PWD/$B ;; esac
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -21,7 +21,7 @@ failures=0
 ok() { echo "ok - $1"; }
 not_ok() { echo "FAIL - $1"; failures=$((failures + 1)); }
 
-if SPILLWAY_BUILD=$B "$ROOT/bench/smoke.sh"; then ok "bench smoke"; else not_ok "bench smoke"; fi
+if SPW_TEST_BUILD=$B "$ROOT/bench/smoke.sh"; then ok "bench smoke"; else not_ok "bench smoke"; fi
 
 if ! command -v python3 >/dev/null; then
     echo "SKIP: no python3; the harness's Python parts are not checked here"

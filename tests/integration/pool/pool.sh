@@ -4,7 +4,7 @@
 # cap), without spillway (the same
 # answers: tests of the "both" case) and with SPILLWAY_DISABLE=1.
 set -eu
-B=${SPILLWAY_BUILD:-$(pwd)/build}
+B=${SPW_TEST_BUILD:-$(pwd)/build}
 stats=$(mktemp -d)
 trap 'rm -rf "$stats"' EXIT
 run() {

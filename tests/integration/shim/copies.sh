@@ -5,7 +5,7 @@
 # allocation passes through and cuMemcpy asks the driver), and the runtime
 # case with a runtime that reaches the driver behind spillway's back.
 set -eu
-B=${SPILLWAY_BUILD:-$(pwd)/build}
+B=${SPW_TEST_BUILD:-$(pwd)/build}
 stats=$(mktemp -d)
 trap 'rm -rf "$stats"' EXIT
 run() {

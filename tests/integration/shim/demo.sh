@@ -3,7 +3,7 @@
 # spillway at the limit it reports (the demo exits 1 otherwise).
 set -eu
 here=$(dirname "$0")
-out=$(SPILLWAY_DEMO_DRIVER=fakecuda BUILD="${SPILLWAY_BUILD:-build}" "$here/../../../demo/run.sh" 2>&1)
+out=$(SPW_DEMO_DRIVER=fakecuda BUILD="${SPW_TEST_BUILD:-build}" "$here/../../../demo/run.sh" 2>&1)
 printf '%s\n' "$out"
 printf '%s\n' "$out" | grep -q 'cuMemGetInfo free 256 MiB of 256 MiB'
 printf '%s\n' "$out" | grep -q 'failed with CUDA_ERROR_OUT_OF_MEMORY after 256 MiB'

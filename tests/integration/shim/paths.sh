@@ -3,7 +3,7 @@
 # 256 MiB device, a 64 MiB limit, stats published into a scratch directory.
 # It checks the byte cap, so spill is off (spill.sh covers spill).
 set -eu
-B=${SPILLWAY_BUILD:-$(pwd)/build}
+B=${SPW_TEST_BUILD:-$(pwd)/build}
 stats=$(mktemp -d)
 trap 'rm -rf "$stats"' EXIT
 env LD_PRELOAD="$B/libspillway.so" FAKECUDA_DEVICES=1 FAKECUDA_MEM=256M \

@@ -21,7 +21,7 @@
 
 int main(void)
 {
-    const char *b = getenv("SPILLWAY_BUILD");
+    const char *b = getenv("SPW_TEST_BUILD");
     char path[4096];
     snprintf(path, sizeof path, "%s/tests/integration/libshim_rtuser.so", b && *b ? b : "build");
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);

@@ -3,7 +3,7 @@
 # 256 MiB device, a 64 MiB limit, stats in a scratch directory. Then the
 # byte cap with spill off, and spill bounded by SPILLWAY_HOST_LIMIT.
 set -eu
-B=${SPILLWAY_BUILD:-$(pwd)/build}
+B=${SPW_TEST_BUILD:-$(pwd)/build}
 stats=$(mktemp -d)
 trap 'rm -rf "$stats"' EXIT
 run() {

@@ -57,7 +57,7 @@ static void remove_stats_dir(void)
 
 static const char *build_dir(void)
 {
-    const char *b = getenv("SPILLWAY_BUILD");
+    const char *b = getenv("SPW_TEST_BUILD");
     return b && *b ? b : "build";
 }
 
@@ -72,7 +72,7 @@ static void child_env(int preload, const char *const *env)
     for (size_t i = 0; i < n; i++)
         names[i] = strndup(environ[i], strcspn(environ[i], "="));
     for (size_t i = 0; i < n; i++)
-        if ((strncmp(names[i], "SPILLWAY_", 9) == 0 && strcmp(names[i], "SPILLWAY_BUILD") != 0) ||
+        if (strncmp(names[i], "SPILLWAY_", 9) == 0 ||
             strncmp(names[i], "FAKECUDA_", 9) == 0 || strcmp(names[i], "LD_PRELOAD") == 0)
             unsetenv(names[i]);
     setenv("FAKECUDA_MEM", "256M", 1);
@@ -280,10 +280,66 @@ START_TEST(per_device_others_get_the_fraction)
 }
 END_TEST
 
+static int count(const char *hay, const char *needle)
+{
+    int n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)); p++)
+        n++;
+    return n;
+}
+
+/* Runs info (and an allocation) under env: status 0, and stderr says
+ * warning, once. */
+static void expect_warning(const char *const *env, const char *warning)
+{
+    struct run r;
+    run_probe(&r, 1, env, ARGS("alloc", "0", "1048576"));
+    ck_assert_msg(r.status == 0 && strstr(r.out, "alloc 0 err 0"), "status %d: %s %s", r.status,
+                  r.out, r.err);
+    ck_assert_msg(count(r.err, warning) == 1, "'%s' not once in '%s'", warning, r.err);
+}
+
+/* Issue 11: 99999T was cut to the device silently. */
 START_TEST(limit_above_the_device_is_the_device)
 {
     uint64_t limit = DEVICE_MEM;
-    expect_limits(ENV("SPILLWAY_MEM_LIMIT=1T"), &limit, 1);
+    expect_limits(ENV("SPILLWAY_MEM_LIMIT=99999T"), &limit, 1);
+    expect_warning(ENV("SPILLWAY_MEM_LIMIT=99999T"),
+                   "spillway: device 0: SPILLWAY_MEM_LIMIT=99999T is more than the device has "
+                   "(256 MiB): using 256 MiB\n");
+}
+END_TEST
+
+/* Issue 11: SPILLWAY_MEM_LIMIT=1 (spillway run --limit 1) failed at run
+ * time ("cannot set up the page pool for 1 bytes"); now one page, said so. */
+START_TEST(limit_below_a_page_is_a_page)
+{
+    uint64_t limit = 2 * MiB;
+    expect_limits(ENV("SPILLWAY_MEM_LIMIT=1"), &limit, 1);
+    expect_warning(ENV("SPILLWAY_MEM_LIMIT=1"),
+                   "spillway: device 0: SPILLWAY_MEM_LIMIT=1 is below one page (2 MiB): using 2 MiB\n");
+    expect_warning(ENV("SPILLWAY_MEM_FRACTION=0.000001"),
+                   "spillway: device 0: SPILLWAY_MEM_FRACTION=1e-06 of 256 MiB (268 bytes) is "
+                   "below one page (2 MiB): using 2 MiB\n");
+    struct run r;
+    run_probe(&r, 1, ENV("SPILLWAY_MEM_LIMIT=1"), ARGS("alloc", "0", "1048576"));
+    ck_assert_msg(!strstr(r.err, "cannot set up the page pool"), "'%s'", r.err);
+    expect_fill_stops(ENV("SPILLWAY_MEM_LIMIT=1", "SPILLWAY_LOG=error"), 0, limit, 1 * MiB);
+}
+END_TEST
+
+/* Issue 11: 0=8G,5=1G on a machine without device 5 said nothing. */
+START_TEST(missing_device_is_reported)
+{
+    expect_warning(ENV("SPILLWAY_MEM_LIMIT=0=8G,5=1G"),
+                   "spillway: SPILLWAY_MEM_LIMIT names device 5, but CUDA sees 1 device (0): its "
+                   "limit is unused (devices are numbered after CUDA_VISIBLE_DEVICES)\n");
+    expect_warning(ENV("FAKECUDA_DEVICES=2", "SPILLWAY_MEM_LIMIT=1=8M,2=1G,3=1G"),
+                   "names devices 2, 3, but CUDA sees 2 devices (0-1): those limits are unused");
+    /* Every listed device there: no word. */
+    struct run r;
+    run_probe(&r, 1, ENV("FAKECUDA_DEVICES=2", "SPILLWAY_MEM_LIMIT=0=8M,1=8M"), ARGS("info"));
+    ck_assert_msg(r.status == 0 && r.err[0] == '\0', "'%s'", r.err);
 }
 END_TEST
 
@@ -301,6 +357,56 @@ START_TEST(invalid_value_stops_before_main)
                       strstr(r.err, spw_bad_options[_i].accepted),
                   "%s: stderr '%s'", var, r.err);
     ck_assert_msg(strchr(r.err, '\n') == r.err + strlen(r.err) - 1, "not one line: '%s'", r.err);
+}
+END_TEST
+
+/* Stops before main with one line on stderr containing each of want. */
+static void expect_refused(const char *const *env, const char *want1, const char *want2)
+{
+    struct run r;
+    run_probe(&r, 1, env, ARGS("info"));
+    ck_assert_msg(r.status == 2, "%s: status %d", env[0], r.status);
+    ck_assert_msg(strstr(r.out, "probe: main") == NULL, "%s: main ran", env[0]);
+    ck_assert_msg(strncmp(r.err, "spillway: ", 10) == 0 && strstr(r.err, want1) &&
+                      strstr(r.err, want2) && count_lines(r.err) == 1,
+                  "%s: stderr '%s'", env[0], r.err);
+}
+
+/* Issue 11: a misspelt variable ran with no limit, even with SPILLWAY_LOG=debug. */
+START_TEST(misspelt_variable_stops_before_main)
+{
+    expect_refused(ENV("SPILLWAY_MEM_LIMT=8G"),
+                   "spillway: unknown variable SPILLWAY_MEM_LIMT (set to '8G'): did you mean "
+                   "SPILLWAY_MEM_LIMIT?\n",
+                   "");
+    expect_refused(ENV("SPILLWAY_MEM_LIMT=8G", "SPILLWAY_LOG=debug"), "SPILLWAY_MEM_LIMT", "did you mean");
+    /* Even when spillway passes everything through: the user meant something. */
+    expect_refused(ENV("SPILLWAY_DISABLE=1", "SPILLWAY_FRACTION=0.5"),
+                   "unknown variable SPILLWAY_FRACTION", "did you mean SPILLWAY_MEM_FRACTION?");
+}
+END_TEST
+
+/* Issue 11: any unknown SPILLWAY_* was ignored. */
+START_TEST(unknown_variable_stops_before_main)
+{
+    expect_refused(ENV("SPILLWAY_VERBOSE=1"), "unknown variable SPILLWAY_VERBOSE (set to '1')",
+                   "spillway's variables are SPILLWAY_MEM_FRACTION, SPILLWAY_MEM_LIMIT, ");
+}
+END_TEST
+
+/* Issue 11: an empty value took the default. Every option of the table. */
+static const char *const option_names[] = {
+#define SPW_OPTION(name, field, type, def, doc) #name,
+#include "shim/options.def"
+#undef SPW_OPTION
+};
+
+START_TEST(empty_value_stops_before_main)
+{
+    char var[64], want[80];
+    snprintf(var, sizeof var, "%s=", option_names[_i]);
+    snprintf(want, sizeof want, "invalid %s='': empty", option_names[_i]);
+    expect_refused(ENV(var), want, "unset it for the default");
 }
 END_TEST
 
@@ -349,14 +455,6 @@ START_TEST(errors_are_the_drivers)
 }
 END_TEST
 
-static int count(const char *hay, const char *needle)
-{
-    int n = 0;
-    for (const char *p = hay; (p = strstr(p, needle)); p++)
-        n++;
-    return n;
-}
-
 START_TEST(oom_logged_once)
 {
     struct run r;
@@ -400,6 +498,19 @@ START_TEST(stats_segment_published_and_removed)
 }
 END_TEST
 
+/* Issue 11: a log line read "stats: stats: cannot open directory". */
+START_TEST(stats_failure_said_once)
+{
+    struct run r;
+    run_probe(&r, 1, ENV("SPILLWAY_STATS_DIR=/nonexistent/spillway-env", "SPILLWAY_MEM_LIMIT=16M"),
+              ARGS("fill", "0", "3145728"));
+    ck_assert_msg(r.status == 0 && count(r.err, "spillway: stats: cannot open directory "
+                                                "/nonexistent/spillway-env: ") == 1 &&
+                      !strstr(r.err, "stats: stats:"),
+                  "'%s'", r.err);
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("shim_env");
@@ -412,17 +523,24 @@ Suite *test_suite(void)
     tcase_add_test(limits, per_device);
     tcase_add_test(limits, per_device_others_get_the_fraction);
     tcase_add_test(limits, limit_above_the_device_is_the_device);
+    tcase_add_test(limits, limit_below_a_page_is_a_page);
+    tcase_add_test(limits, missing_device_is_reported);
     suite_add_tcase(s, limits);
     TCase *options = tcase_create("options");
     tcase_set_timeout(options, 30);
     tcase_add_checked_fixture(options, make_stats_dir, remove_stats_dir);
     tcase_add_loop_test(options, invalid_value_stops_before_main, 0, (int)SPW_BAD_OPTIONS);
     tcase_add_loop_test(options, overlong_string_stops_before_main, 0, 2);
+    tcase_add_test(options, misspelt_variable_stops_before_main);
+    tcase_add_test(options, unknown_variable_stops_before_main);
+    tcase_add_loop_test(options, empty_value_stops_before_main, 0,
+                        (int)(sizeof option_names / sizeof option_names[0]));
     tcase_add_test(options, disable_passes_through);
     tcase_add_test(options, oom_logged_once);
     tcase_add_test(options, missing_driver_falls_back);
     suite_add_tcase(s, options);
     tcase_add_test(options, stats_segment_published_and_removed);
+    tcase_add_test(options, stats_failure_said_once);
     TCase *errors = tcase_create("errors");
     tcase_set_timeout(errors, 30);
     tcase_add_checked_fixture(errors, make_stats_dir, remove_stats_dir);

@@ -3,6 +3,6 @@
 # each, so that FAKECUDA_DEVICES, FAKECUDA_MEM and per-device memory are
 # exercised (the suites read both variables).
 set -eu
-B=${SPILLWAY_BUILD:?run through scripts/run-tests.sh}
+B=${SPW_TEST_BUILD:?run through scripts/run-tests.sh}
 FAKECUDA_DEVICES=2 FAKECUDA_MEM=64M "$B/tests/unit/driver_device"
 FAKECUDA_DEVICES=2 FAKECUDA_MEM=64M "$B/tests/unit/driver_memory"

@@ -6,14 +6,18 @@
 static const struct {
     const char *name, *value, *accepted;
 } spw_bad_options[] = {
-    {"SPILLWAY_MEM_FRACTION", "0", "greater than 0"},
-    {"SPILLWAY_MEM_FRACTION", "1.5", "at most 1"},
-    {"SPILLWAY_MEM_FRACTION", "-0.5", "greater than 0"},
+    {"SPILLWAY_MEM_FRACTION", "0", "from 0.000001 to 1"},
+    {"SPILLWAY_MEM_FRACTION", "1.5", "from 0.000001 to 1"},
+    {"SPILLWAY_MEM_FRACTION", "-0.5", "from 0.000001 to 1"},
+    {"SPILLWAY_MEM_FRACTION", "1e-300", "from 0.000001 to 1"}, /* issue 11: ran with a 1-byte pool */
+    {"SPILLWAY_MEM_FRACTION", "0.0000009", "from 0.000001 to 1"},
+    {"SPILLWAY_MEM_FRACTION", "", "empty"},
     {"SPILLWAY_MEM_FRACTION", "half", "number"},
     {"SPILLWAY_MEM_FRACTION", "0.5x", "number"},
     {"SPILLWAY_MEM_FRACTION", "nan", "number"},
     {"SPILLWAY_MEM_FRACTION", "inf", "number"},
     {"SPILLWAY_MEM_LIMIT", "0", "each > 0"},
+    {"SPILLWAY_MEM_LIMIT", "", "empty"}, /* issue 11: ran with the default */
     {"SPILLWAY_MEM_LIMIT", "lots", "K/M/G/T"},
     {"SPILLWAY_MEM_LIMIT", "8Q", "K/M/G/T"},
     {"SPILLWAY_MEM_LIMIT", "-8G", "K/M/G/T"},
@@ -37,6 +41,8 @@ static const struct {
     {"SPILLWAY_LOG", "verbose", "error, warn, info or debug"},
     {"SPILLWAY_LOG", "3", "error, warn, info or debug"},
     {"SPILLWAY_DISABLE", "disable", "true, false"},
+    {"SPILLWAY_DISABLE", "", "empty"},
+    {"SPILLWAY_STATS_DIR", "", "empty"},
 };
 #define SPW_BAD_OPTIONS (sizeof spw_bad_options / sizeof spw_bad_options[0])
 #endif

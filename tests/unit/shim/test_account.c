@@ -20,13 +20,28 @@ static uint64_t total_of(int dev)
     return (uint64_t)(dev + 1) * 1024 * MiB; /* device d has (d+1) GiB */
 }
 
+static uint64_t page_of(int dev)
+{
+    (void)dev;
+    return 2 * MiB;
+}
+
+static int count_of(void)
+{
+    return 4;
+}
+
+static const struct spw_device_query query = {total_of, page_of, count_of};
+
 static void setup(void)
 {
     char err[256];
     ck_assert_int_eq(spw_options_load(&opts, NULL, err, sizeof err), 0);
     opts.mem_limit.dev[1] = 100 * MiB;
+    opts.mem_limit.dev[2] = 1;  /* below one page: one page */
+    opts.mem_limit.dev[3] = 1ull << 50; /* more than the device: the device */
     spw_log_set_level(SPW_LOG_ERROR);
-    spw_account_init(&opts, total_of);
+    spw_account_init(&opts, &query);
 }
 
 static struct spillway_counters read_dev(int dev)
@@ -41,6 +56,8 @@ START_TEST(limits)
     setup();
     ck_assert_uint_eq(spw_account_limit(0), 768 * MiB); /* 0.75 of 1 GiB */
     ck_assert_uint_eq(spw_account_limit(1), 100 * MiB);
+    ck_assert_uint_eq(spw_account_limit(2), 2 * MiB); /* 1 byte asked: one page */
+    ck_assert_uint_eq(spw_account_limit(3), 4096 * MiB); /* 1 PiB asked: the device's 4 GiB */
     ck_assert_uint_eq(spw_account_limit(SPILLWAY_HOST), 0);
     struct spillway_counters c;
     ck_assert_int_eq(spw_account_read(64, &c), -1);

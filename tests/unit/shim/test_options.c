@@ -35,6 +35,7 @@ START_TEST(defaults)
     ck_assert_int_eq(o.log, SPW_LOG_WARN);
     ck_assert_int_eq(o.disable, 0);
     ck_assert_str_eq(o.driver, "libcuda.so.1");
+    ck_assert_str_eq(o.lib, "");
 }
 END_TEST
 
@@ -74,7 +75,8 @@ START_TEST(accepted_values)
 {
     static const struct { const char *name, *value; } ok[] = {
         {"SPILLWAY_MEM_FRACTION", "1"},    {"SPILLWAY_MEM_FRACTION", "0.001"},
-        {"SPILLWAY_MEM_FRACTION", ".5"},   {"SPILLWAY_MEM_LIMIT", "8G"},
+        {"SPILLWAY_MEM_FRACTION", ".5"},   {"SPILLWAY_MEM_FRACTION", "0.000001"},
+        {"SPILLWAY_MEM_FRACTION", "1e-6"}, {"SPILLWAY_MEM_LIMIT", "8G"},
         {"SPILLWAY_MEM_LIMIT", "0=8G"},    {"SPILLWAY_MEM_LIMIT", "0=8G,1=4G"},
         {"SPILLWAY_MEM_LIMIT", "63=1M"},   {"SPILLWAY_PREALLOCATE", "no"},
         {"SPILLWAY_PREALLOCATE", "TRUE"},  {"SPILLWAY_SPILL", "off"},
@@ -83,6 +85,7 @@ START_TEST(accepted_values)
         {"SPILLWAY_STATS", "0"},
         {"SPILLWAY_LOG", "debug"},         {"SPILLWAY_LOG", "ERROR"},
         {"SPILLWAY_DISABLE", "1"},         {"SPILLWAY_DRIVER", "/opt/x/libcuda.so.1"},
+        {"SPILLWAY_LIB", "/opt/x/libspillway.so"},
     };
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         struct spw_options o;
@@ -156,7 +159,7 @@ START_TEST(table_lists_every_option)
                                         "SPILLWAY_PREALLOCATE", "SPILLWAY_SPILL",
                                         "SPILLWAY_HOST_LIMIT", "SPILLWAY_STATS",
                                         "SPILLWAY_LOG", "SPILLWAY_DISABLE", "SPILLWAY_DRIVER",
-                                        "SPILLWAY_STATS_DIR"};
+                                        "SPILLWAY_STATS_DIR", "SPILLWAY_LIB"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         ck_assert_msg(strstr(buf, names[i]) != NULL, "%s missing", names[i]);
     ck_assert_ptr_nonnull(strstr(buf, "0.75"));
@@ -164,7 +167,8 @@ START_TEST(table_lists_every_option)
 }
 END_TEST
 
-/* What spw_options_format writes parses back to the same options. */
+/* What spw_options_format writes parses back to the same options ("NAME="
+ * is how it writes an option without value: read back as unset). */
 static char formatted[4096];
 static char *formatted_get(const char *name)
 {
@@ -173,6 +177,8 @@ static char *formatted_get(const char *name)
     for (const char *line = formatted; *line; line = strchr(line, '\n') + 1) {
         if (strncmp(line, name, n) == 0 && line[n] == '=') {
             size_t len = strcspn(line + n + 1, "\n");
+            if (len == 0)
+                return NULL;
             memcpy(value, line + n + 1, len);
             value[len] = '\0';
             return value;
@@ -208,6 +214,193 @@ START_TEST(format_round_trips)
 }
 END_TEST
 
+/* Issue 11: `VAR=` ran with the default. Every option of the table. */
+static const char *const all_names[] = {
+#define SPW_OPTION(name, field, type, def, doc) #name,
+#include "shim/options.def"
+#undef SPW_OPTION
+};
+#define ALL_NAMES ((int)(sizeof all_names / sizeof all_names[0]))
+
+START_TEST(empty_value_is_an_error)
+{
+    struct spw_options o;
+    char err[512] = "", expect[64];
+    ck_assert_int_eq(load_one(all_names[_i], "", &o, err, sizeof err), -1);
+    snprintf(expect, sizeof expect, "invalid %s='': empty;", all_names[_i]);
+    ck_assert_msg(strstr(err, expect) && strstr(err, "unset it for the default") &&
+                      strstr(err, "accepted: ") && !strchr(err, '\n'),
+                  "'%s'", err);
+}
+END_TEST
+
+static int check_names(const char *var, char *err, size_t len)
+{
+    char *env[] = {"PATH=/bin", "SPW_TEST_BUILD=/tmp/b", (char *)var, "SPILLWAY_LOG=info", NULL};
+    return spw_options_check_names(env, err, len);
+}
+
+/* Issue 11: SPILLWAY_MEM_LIMT=8G ran without a limit. */
+START_TEST(unknown_name_is_an_error_with_a_suggestion)
+{
+    char err[512] = "";
+    ck_assert_int_eq(check_names("SPILLWAY_MEM_LIMT=8G", err, sizeof err), -1);
+    ck_assert_str_eq(err, "unknown variable SPILLWAY_MEM_LIMT (set to '8G'): did you mean "
+                          "SPILLWAY_MEM_LIMIT?");
+    /* Any case of the prefix is ours. */
+    ck_assert_int_eq(check_names("spillway_mem_limit=8G", err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "did you mean SPILLWAY_MEM_LIMIT?"));
+}
+END_TEST
+
+START_TEST(unknown_name_far_from_all_lists_them)
+{
+    char err[512] = "";
+    ck_assert_int_eq(check_names("SPILLWAY_BUILD=/tmp/b", err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "unknown variable SPILLWAY_BUILD (set to '/tmp/b'): spillway's "
+                              "variables are SPILLWAY_MEM_FRACTION, SPILLWAY_MEM_LIMIT, "),
+                  "'%s'", err);
+    for (int i = 0; i < ALL_NAMES; i++)
+        ck_assert_msg(strstr(err, all_names[i]), "%s not listed: '%s'", all_names[i], err);
+    ck_assert_ptr_null(strstr(err, "did you mean"));
+    /* The bare prefix, no value, odd bytes and a long name: one line still. */
+    ck_assert_int_eq(check_names("SPILLWAY_", err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "unknown variable SPILLWAY_ (set to '')"));
+    ck_assert_int_eq(check_names("SPILLWAY_X\nY=a\nb", err, sizeof err), -1);
+    ck_assert_ptr_null(strchr(err, '\n'));
+    char big[600];
+    memset(big, 'A', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    memcpy(big, "SPILLWAY_", 9);
+    ck_assert_int_eq(check_names(big, err, 64), -1);
+    ck_assert_uint_eq(strlen(err), 63);
+}
+END_TEST
+
+START_TEST(known_and_foreign_names_pass)
+{
+    char err[512] = "";
+    for (int i = 0; i < ALL_NAMES; i++) {
+        char var[64];
+        snprintf(var, sizeof var, "%s=x", all_names[i]);
+        ck_assert_msg(check_names(var, err, sizeof err) == 0, "%s: %s", var, err);
+    }
+    ck_assert_int_eq(check_names("SPILLWAYS=1", err, sizeof err), 0);
+    ck_assert_int_eq(check_names("MY_SPILLWAY_LIMIT=1", err, sizeof err), 0);
+    ck_assert_int_eq(spw_options_check_names(NULL, err, sizeof err), 0);
+}
+END_TEST
+
+START_TEST(suggestions)
+{
+    static const char *const cases[][2] = {
+        {"SPILLWAY_MEM_LIMITS", "SPILLWAY_MEM_LIMIT"},   {"SPILLWAY_MEM_LIMTI", "SPILLWAY_MEM_LIMIT"},
+        {"SPILLWAY_LIMIT", "SPILLWAY_MEM_LIMIT"},        {"SPILLWAY_FRACTION", "SPILLWAY_MEM_FRACTION"},
+        {"SPILLWAY_MEMORY_FRACTION", "SPILLWAY_MEM_FRACTION"},
+        {"SPILLWAY_HOSTLIMIT", "SPILLWAY_HOST_LIMIT"},   {"SPILLWAY_STAT", "SPILLWAY_STATS"},
+        {"SPILLWAY_STATSDIR", "SPILLWAY_STATS_DIR"},     {"SPILLWAY_PREALOCATE", "SPILLWAY_PREALLOCATE"},
+        {"SPILLWAY_DISABLED", "SPILLWAY_DISABLE"},       {"Spillway_Log", "SPILLWAY_LOG"},
+        {"SPILLWAY_FOO", NULL},                          {"SPILLWAY_BUILD", NULL},
+        {"SPILLWAY_", NULL},                             {"SPILLWAY_VERBOSE", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *got = spw_options_suggest(cases[i][0], strlen(cases[i][0]));
+        ck_assert_msg(cases[i][1] ? got && strcmp(got, cases[i][1]) == 0 : got == NULL,
+                      "%s: %s, expected %s", cases[i][0], got ? got : "none",
+                      cases[i][1] ? cases[i][1] : "none");
+    }
+}
+END_TEST
+
+/* The library and the launcher call this one: environ, then getenv. */
+START_TEST(load_environ_checks_names_then_values)
+{
+    struct spw_options o;
+    char err[512] = "";
+    unsetenv("SPILLWAY_MEM_LIMT");
+    setenv("SPILLWAY_MEM_FRACTION", "0.5", 1);
+    ck_assert_int_eq(spw_options_load_environ(&o, err, sizeof err), 0);
+    ck_assert(o.mem_fraction == 0.5);
+    setenv("SPILLWAY_MEM_LIMT", "8G", 1);
+    ck_assert_int_eq(spw_options_load_environ(&o, err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "did you mean SPILLWAY_MEM_LIMIT?"));
+    unsetenv("SPILLWAY_MEM_LIMT");
+    setenv("SPILLWAY_MEM_FRACTION", "", 1);
+    ck_assert_int_eq(spw_options_load_environ(&o, err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "SPILLWAY_MEM_FRACTION=''"));
+    unsetenv("SPILLWAY_MEM_FRACTION");
+}
+END_TEST
+
+#define MiB (1ull << 20)
+
+static uint64_t resolve(const char *name, const char *value, int dev, uint64_t total, char *note,
+                        size_t len)
+{
+    struct spw_options o;
+    char err[256];
+    ck_assert_msg(load_one(name, value, &o, err, sizeof err) == 0, "%s", err);
+    return spw_options_resolve_limit(&o, dev, total, 2 * MiB, note, len);
+}
+
+/* Issue 11: --limit 1 failed at the pool's set-up, 99999T was cut silently. */
+START_TEST(limit_below_a_page_or_above_the_device_is_noted)
+{
+    char note[256];
+    const uint64_t total = 256 * MiB;
+    ck_assert_uint_eq(resolve("SPILLWAY_MEM_LIMIT", "1", 0, total, note, sizeof note), 2 * MiB);
+    ck_assert_str_eq(note, "device 0: SPILLWAY_MEM_LIMIT=1 is below one page (2 MiB): using 2 MiB");
+    ck_assert_uint_eq(resolve("SPILLWAY_MEM_LIMIT", "0=8G,5=1K", 5, total, note, sizeof note), 2 * MiB);
+    ck_assert_str_eq(note, "device 5: SPILLWAY_MEM_LIMIT (5=1K) is below one page (2 MiB): using 2 MiB");
+    ck_assert_uint_eq(resolve("SPILLWAY_MEM_FRACTION", "0.000001", 1, total, note, sizeof note), 2 * MiB);
+    ck_assert_str_eq(note, "device 1: SPILLWAY_MEM_FRACTION=1e-06 of 256 MiB (268 bytes) is below "
+                           "one page (2 MiB): using 2 MiB");
+    ck_assert_uint_eq(resolve("SPILLWAY_MEM_LIMIT", "99999T", 0, total, note, sizeof note), total);
+    ck_assert_str_eq(note, "device 0: SPILLWAY_MEM_LIMIT=99999T is more than the device has "
+                           "(256 MiB): using 256 MiB");
+    ck_assert_uint_eq(resolve("SPILLWAY_MEM_LIMIT", "0=8G", 0, total + 1, note, sizeof note), total + 1);
+    ck_assert_str_eq(note, "device 0: SPILLWAY_MEM_LIMIT (0=8G) is more than the device has "
+                           "(268435457 bytes): using 268435457 bytes");
+    /* As asked: no note. Exactly one page and exactly the device are fine. */
+    static const char *const fine[][2] = {{"SPILLWAY_MEM_LIMIT", "2M"}, {"SPILLWAY_MEM_LIMIT", "256M"},
+                                          {"SPILLWAY_MEM_LIMIT", "3M"}, {"SPILLWAY_MEM_FRACTION", "1"},
+                                          {"SPILLWAY_MEM_FRACTION", "0.5"}};
+    for (size_t i = 0; i < sizeof fine / sizeof fine[0]; i++) {
+        strcpy(note, "untouched");
+        resolve(fine[i][0], fine[i][1], 0, total, note, sizeof note);
+        ck_assert_msg(note[0] == '\0', "%s=%s: '%s'", fine[i][0], fine[i][1], note);
+    }
+    /* Unknown page or total: nothing to compare with. */
+    struct spw_options o;
+    char err[256];
+    ck_assert_int_eq(load_one("SPILLWAY_MEM_LIMIT", "1", &o, err, sizeof err), 0);
+    ck_assert_uint_eq(spw_options_resolve_limit(&o, 0, 0, 0, note, sizeof note), 1);
+    ck_assert_str_eq(note, "");
+    ck_assert_uint_eq(spw_options_resolve_limit(&o, 0, total, 2 * MiB, NULL, 0), 2 * MiB);
+}
+END_TEST
+
+/* Issue 11: 0=8G,5=1G on a machine without device 5 said nothing. */
+START_TEST(missing_devices_are_named)
+{
+    struct spw_options o;
+    char err[256], note[512];
+    ck_assert_int_eq(load_one("SPILLWAY_MEM_LIMIT", "0=8G,5=1G", &o, err, sizeof err), 0);
+    ck_assert_int_eq(spw_options_missing_devices(&o, 1, note, sizeof note), 1);
+    ck_assert_str_eq(note, "SPILLWAY_MEM_LIMIT names device 5, but CUDA sees 1 device (0): its "
+                           "limit is unused (devices are numbered after CUDA_VISIBLE_DEVICES)");
+    ck_assert_int_eq(spw_options_missing_devices(&o, 6, note, sizeof note), 0);
+    ck_assert_int_eq(load_one("SPILLWAY_MEM_LIMIT", "1=1G,3=1G,63=1G", &o, err, sizeof err), 0);
+    ck_assert_int_eq(spw_options_missing_devices(&o, 2, note, sizeof note), 2);
+    ck_assert_msg(strstr(note, "names devices 3, 63, but CUDA sees 2 devices (0-1): those limits are unused"),
+                  "'%s'", note);
+    ck_assert_int_eq(spw_options_missing_devices(&o, 0, note, sizeof note), 3);
+    ck_assert_ptr_nonnull(strstr(note, "CUDA sees no device"));
+    ck_assert_int_eq(load_one("SPILLWAY_MEM_LIMIT", "8G", &o, err, sizeof err), 0);
+    ck_assert_int_eq(spw_options_missing_devices(&o, 1, note, sizeof note), 0);
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("shim_options");
@@ -221,6 +414,14 @@ Suite *test_suite(void)
     tcase_add_test(tc, device_limits);
     tcase_add_test(tc, table_lists_every_option);
     tcase_add_test(tc, format_round_trips);
+    tcase_add_loop_test(tc, empty_value_is_an_error, 0, ALL_NAMES);
+    tcase_add_test(tc, unknown_name_is_an_error_with_a_suggestion);
+    tcase_add_test(tc, unknown_name_far_from_all_lists_them);
+    tcase_add_test(tc, known_and_foreign_names_pass);
+    tcase_add_test(tc, suggestions);
+    tcase_add_test(tc, load_environ_checks_names_then_values);
+    tcase_add_test(tc, limit_below_a_page_or_above_the_device_is_noted);
+    tcase_add_test(tc, missing_devices_are_named);
     suite_add_tcase(s, tc);
     return s;
 }

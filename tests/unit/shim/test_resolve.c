@@ -27,7 +27,7 @@ typedef CUresult (*gpa_v2_fn)(const char *, void **, int, cuuint64_t,
 
 static void setup(void)
 {
-    const char *b = getenv("SPILLWAY_BUILD");
+    const char *b = getenv("SPW_TEST_BUILD");
     char path[4096];
     snprintf(path, sizeof path, "%s/tests/unit/shim/libspydriver.so", b && *b ? b : "build");
     setenv("SPILLWAY_DRIVER", path, 1);

@@ -1,6 +1,6 @@
 # Shared by the tools' test scripts: paths, a private stats directory,
 # writers with known counters, polling with a timeout, and the verdict.
-B=${SPILLWAY_BUILD:-$PWD/build}
+B=${SPW_TEST_BUILD:-$PWD/build}
 # run-tests.sh prefixes $PWD to BUILD; an absolute BUILD is used as is.
 case "${BUILD:-}" in /*) [ -d "$B" ] || B=$BUILD ;; esac
 TOP=$B/tools/spillway-top

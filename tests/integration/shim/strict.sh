@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Issue 11, strict configuration, through both doors: every mistake the
+# issue reproduced is refused before the program runs, by `spillway run`
+# (with and without -v) and by the preloaded library alone, with exit status
+# 2 and the same one line; a limit below one page, above the device, or for
+# a device the machine lacks runs, with one warning saying what is used.
+set -u
+B=${SPW_TEST_BUILD:-$(pwd)/build}
+SPW=$B/tools/spillway LIB=$B/libspillway.so PROBE=$B/tests/integration/shim_probe
+# shellcheck disable=SC2046 # names, one word each
+unset LD_PRELOAD $(env | sed -n 's/^\([Ss][Pp][Ii][Ll][Ll][Ww][Aa][Yy]_[A-Za-z0-9_]*\)=.*/\1/p')
+export LD_LIBRARY_PATH=$B/fakecuda FAKECUDA_DEVICES=1 FAKECUDA_MEM=256M
+STATS=$(mktemp -d)
+trap 'rm -rf "$STATS"' EXIT
+export SPILLWAY_STATS_DIR=$STATS
+failed=0
+check() { if [ "$2" = 0 ]; then echo "ok - $1"; else echo "not ok - $1"; failed=$((failed + 1)); fi; }
+
+# refused 'NAME=VALUE' WANT: the launcher, the launcher with -v and the
+# library each exit 2 before main with one identical line containing WANT.
+refused() {
+    local var=$1 want=$2 a b c ra rb rc
+    a=$(env "$var" SPILLWAY_LIB="$LIB" "$SPW" run -- "$PROBE" info 2>&1); ra=$?
+    b=$(env "$var" SPILLWAY_LIB="$LIB" "$SPW" run -v -- "$PROBE" info 2>&1); rb=$?
+    c=$(env "$var" LD_PRELOAD="$LIB" "$PROBE" info 2>&1); rc=$?
+    local bad=0
+    [ $ra = 2 ] && [ $rb = 2 ] && [ $rc = 2 ] || bad=1
+    [ "$a" = "$c" ] && [ "$b" = "$c" ] || bad=1
+    [ "$(printf '%s\n' "$c" | wc -l)" = 1 ] && [[ $c == "spillway: "*"$want"* ]] || bad=1
+    [ $bad = 0 ] || printf '  %s: exit %s/%s/%s\n  launcher: %s\n  -v:       %s\n  library:  %s\n' \
+        "$var" $ra $rb $rc "$a" "$b" "$c"
+    check "$var refused: $want" $bad
+}
+
+refused SPILLWAY_MEM_LIMT=8G "unknown variable SPILLWAY_MEM_LIMT (set to '8G'): did you mean SPILLWAY_MEM_LIMIT?"
+refused spillway_mem_limit=8G "did you mean SPILLWAY_MEM_LIMIT?"
+refused SPILLWAY_VERBOSE=1 "spillway's variables are SPILLWAY_MEM_FRACTION, SPILLWAY_MEM_LIMIT,"
+refused SPILLWAY_MEM_LIMIT= "invalid SPILLWAY_MEM_LIMIT='': empty; unset it for the default (none)"
+refused SPILLWAY_LOG= "invalid SPILLWAY_LOG='': empty; unset it for the default (warn)"
+refused SPILLWAY_MEM_FRACTION=1e-300 "invalid SPILLWAY_MEM_FRACTION='1e-300': accepted: a number from 0.000001 to 1"
+# The launcher's own options go through the same check.
+out=$(SPILLWAY_LIB=$LIB "$SPW" run --fraction 1e-300 -- "$PROBE" info 2>&1); rc=$?
+[ $rc = 2 ] && [ "$out" = "spillway: invalid SPILLWAY_MEM_FRACTION='1e-300': accepted: a number from 0.000001 to 1, e.g. 0.5" ]
+check "--fraction 1e-300 refused" $?
+
+# warned ARGS -- WANT...: spillway run ARGS -- probe alloc 0 1M succeeds,
+# and its stderr has each WANT exactly once.
+warned() {
+    local args=() out rc bad=0
+    while [ "$1" != -- ]; do args+=("$1"); shift; done
+    shift
+    out=$(SPILLWAY_LIB=$LIB "$SPW" run "${args[@]}" -- "$PROBE" alloc 0 1048576 2>&1); rc=$?
+    [ $rc = 0 ] && [[ $out == *"alloc 0 err 0"* ]] || bad=1
+    for w in "$@"; do [ "$(grep -cF -- "$w" <<<"$out")" = 1 ] || bad=1; done
+    [ $bad = 0 ] || printf '  %s: exit %s\n%s\n' "${args[*]}" $rc "$out"
+    check "run ${args[*]} warns: $1" $bad
+}
+
+warned --limit 1 -- "spillway: device 0: SPILLWAY_MEM_LIMIT=1 is below one page (2 MiB): using 2 MiB"
+warned --limit 99999T -- "spillway: device 0: SPILLWAY_MEM_LIMIT=99999T is more than the device has (256 MiB): using 256 MiB"
+warned --limit 0=8G,5=1G -- \
+    "spillway: SPILLWAY_MEM_LIMIT names device 5, but CUDA sees 1 device (0): its limit is unused" \
+    "spillway: device 0: SPILLWAY_MEM_LIMIT (0=8G) is more than the device has (256 MiB): using 256 MiB"
+warned --fraction 0.000001 -- "is below one page (2 MiB): using 2 MiB"
+
+# The limit the program sees is what the warning says.
+out=$(SPILLWAY_LIB=$LIB "$SPW" run --limit 1 -- "$PROBE" info 2>/dev/null)
+[[ $out == *"dev 0 total 2097152 "*"devtotal 2097152"* ]]
+check "--limit 1: the program sees one page" $?
+
+# One "stats:" prefix, not two.
+out=$(SPILLWAY_LIB=$LIB SPILLWAY_STATS_DIR=/nonexistent/spillway-strict "$SPW" run -- "$PROBE" alloc 0 1048576 2>&1)
+[[ $out == *"spillway: stats: cannot open directory /nonexistent/spillway-strict: "* ]] && [[ $out != *"stats: stats:"* ]]
+check "stats failure said with one prefix" $?
+
+[ $failed = 0 ] && echo "all checks passed"
+[ $failed = 0 ]
