@@ -1,11 +1,33 @@
 /* Structures shared by the policy/ files; not part of the shim's API.
+ * docs/design.md ("The pool") tells the whole story; this header groups the
+ * declarations by the file that defines them, lowest layer first. A file
+ * calls only files above it in this list (never the other way round):
+ *
+ *   device.c     per-device counters, sw_dev             (calls nothing)
+ *   pagetable.c  VA page -> owner, users, logical page
+ *   pool.c       physical pages (device up to the limit, host up to its limit)
+ *   extent.c     VA segments and extents: bins, placement, carving, merging
+ *   heat.c       the heat clock, touch, page stamps, host page counts
+ *   pages.c      page users and owners, mapping, the cached list and the ring
+ *   residency.c  moving one page between device and host
+ *   suballoc.c   slabs and blocks on extents; free, release, revive, lookup
+ *   freeq.c      pending frees (calls suballoc.c to release)
+ *   gate.c       the work gate
+ *   spill.c      victims, spill, fill
+ *   acquire.c    backing a carved range: pool, reclaim, sync, spill, host
+ *   vmm.c        program-managed VMM
+ *   policy.c     the API of policy.h
  *
  * Locks, always taken in this order (never the reverse):
- *   handle-table lock -> class lock (one per size class) -> device lock
- *   -> free-queue lock; the page-table grow lock is a leaf.
- * The device lock guards the arena, the pool, page objects, block records
- * and program VMM handles of its device. Backend calls may happen under the
- * device lock (creating or mapping a page, a synchronize on the slow path). */
+ *   work gate (exclusive: spill, fill) -> class lock (one per size class)
+ *   -> handle-table lock -> device lock -> free-queue shard lock;
+ *   the page-table grow lock is a leaf. No thread waits for the gate while
+ *   it holds any other of these (allocation escalates with none held), and
+ *   work brackets (the gate held shared) take none of them.
+ * The device lock guards the extents, the page pool, page objects, page
+ * users/owners and the lists of its device, and program VMM handles' pages.
+ * Backend calls may happen under the device lock (creating or mapping a
+ * page, a synchronize on the slow path). */
 #ifndef SPILLWAY_POLICY_INTERNAL_H
 #define SPILLWAY_POLICY_INTERNAL_H
 #include <pthread.h>
@@ -15,40 +37,76 @@
 #include "policy/policy.h"
 
 #define SW_MIN_ALIGN 256u
-#define SW_MAX_CLASSES 64
-#define SW_BIN_EXACT 64 /* ranges of 1..63 pages have a bin each */
-#define SW_NBINS (SW_BIN_EXACT + 40)
+#define SW_MAX_CLASSES 32
 #define SW_NONE UINT32_MAX
 /* Pending frees that make an allocation miss synchronize rather than map
  * fresh pages: a sync costs ~1 us on an idle device, a page map + access
  * ~40 us, and a short queue stays in cache. */
 #define SW_SYNC_BATCH_FREES 1024
+/* A mixed page (several allocations share it) indexes its extents by this
+ * many equal chunks, so that finding the one at an address walks at most a
+ * chunk's worth of extents. */
+#define SW_MIXED_SLOTS 32
+/* VA reservations of one device: the first one, then each new one as large
+ * as all before it, so 24 cover 2^23 times the first. */
+#define SW_MAX_SEGS 24
+/* Pages of VA one device keeps for moving pages (mapped while copying). */
+#define SW_SCRATCH_PAGES 1
 
 typedef struct sw_device sw_device;
+typedef struct sw_ext sw_ext;
 
-/* ---- page table (pagetable.c) ----------------------------------------- */
+/* ---- device.c ----------------------------------------------------------- */
+
+typedef struct sw_dev_counters {
+    _Atomic uint64_t in_use, peak_in_use, backing, peak_backing, mapped, host_in_use;
+    _Atomic uint64_t allocs, frees, ooms, syncs, maps, unmaps, reclaims;
+    _Atomic uint64_t spill_bytes, spill_events, fill_bytes, fill_events;
+    _Atomic uint64_t pool_bytes;      /* mirror of pool.created, for lock-free readers */
+    _Atomic uint64_t host_pool_bytes; /* mirror of pool.host_created, likewise */
+    _Atomic uint64_t va_bytes;        /* VA reserved for the arena */
+    _Atomic uint64_t pt_count[SW_PT_NREASONS], pt_bytes[SW_PT_NREASONS];
+    _Atomic uint64_t oom[SW_OOM_NREASONS];
+} sw_dev_counters;
+
+void sw_count_add(_Atomic uint64_t *v, uint64_t n, _Atomic uint64_t *peak);
+void sw_count_sub(_Atomic uint64_t *v, uint64_t n);
+sw_device *sw_dev(sw_policy *p, int dev); /* NULL unless ready */
+/* Counts a refusal of dev by reason and remembers it for the calling
+ * thread (sw_refusal_reason). Returns CUDA_ERROR_OUT_OF_MEMORY. */
+CUresult sw_refuse(sw_device *d, sw_oom_reason why);
+
+/* ---- pagetable.c -------------------------------------------------------- */
 
 /* A logical page: what one VA page of spillway shows the program. Its backing
- * (handle, loc) changes when it changes residency; the VA does not. */
+ * (handle, loc) changes when it changes residency; the VA does not. A page
+ * that backs live data on the device sits on its device's ring (spill's
+ * clock); a free arena page still mapped sits on the cached list. */
 typedef struct sw_page {
     CUmemGenericAllocationHandle handle; /* current physical backing */
     uint8_t loc;                         /* sw_loc */
+    uint8_t list;                        /* SW_LIST_* */
     uint32_t nmaps;                      /* VAs it is mapped at */
+    CUdeviceptr va;                      /* where it is mapped (the first VA) */
+    uint64_t seen;                       /* heat clock when spill last looked */
     sw_device *dev;
-    struct sw_page *next_free;
+    struct sw_page *next, *prev;         /* ring / cached list / free objects */
 } sw_page;
 
-/* How recently the program used an owner (a block, a slab or a program
- * mapping) and how many of its pages live on the host: what spill picks its
- * victims by and what tells sw_touch that a fill may help. Written lock-free
- * by sw_touch; host_pages under the device lock. */
+enum { SW_LIST_NONE = 0, SW_LIST_RING = 1, SW_LIST_CACHED = 2 };
+
+/* How recently the program used an owner (a block, a slab, a program
+ * mapping) and how many pages it overlaps live on the host: what spill
+ * picks victims by and what tells sw_touch that a fill may help. touched
+ * is written lock-free by sw_touch; host_pages under the device lock. */
 typedef struct sw_heat {
-    _Atomic uint64_t touched; /* sw_policy.clock when last used */
+    _Atomic uint64_t touched; /* heat clock when last used */
     _Atomic uint32_t host_pages;
 } sw_heat;
 
-/* What owns a VA page, as a tagged pointer in sw_pte.owner. */
-enum { SW_OWN_NONE = 0, SW_OWN_BLOCK = 1, SW_OWN_SLAB = 2, SW_OWN_VMM = 3 };
+/* What owns a VA page, as a tagged pointer in sw_pte.owner: one extent, a
+ * mixed page (several extents share it), or a program VMM mapping. */
+enum { SW_OWN_NONE = 0, SW_OWN_EXT = 1, SW_OWN_MIXED = 2, SW_OWN_VMM = 3 };
 #define SW_OWN_TAG(o) ((unsigned)((o) & 3u))
 #define SW_OWN_PTR(o) ((void *)((o) & ~(uintptr_t)3u))
 #define SW_OWN(ptr, tag) ((uintptr_t)(ptr) | (uintptr_t)(tag))
@@ -56,6 +114,7 @@ enum { SW_OWN_NONE = 0, SW_OWN_BLOCK = 1, SW_OWN_SLAB = 2, SW_OWN_VMM = 3 };
 typedef struct sw_pte {
     _Atomic uintptr_t owner;  /* SW_OWN(...) */
     _Atomic(sw_page *) page;  /* mapped page, NULL when the VA is unmapped */
+    uint32_t users;           /* live or pending extents overlapping (device lock) */
 } sw_pte;
 
 /* Four-level radix table indexed by VA page number; levels are created once
@@ -73,7 +132,7 @@ void sw_pt_destroy(sw_pagetable *pt);
 sw_pte *sw_pt_get(const sw_pagetable *pt, CUdeviceptr va);  /* NULL: never created */
 sw_pte *sw_pt_ensure(sw_pagetable *pt, CUdeviceptr va);     /* NULL: out of memory */
 
-/* ---- physical page pool (pool.c) -------------------------------------- */
+/* ---- pool.c: physical pages --------------------------------------------- */
 
 typedef struct sw_pool {
     size_t limit_pages;     /* device pages never exceed this */
@@ -91,7 +150,12 @@ typedef struct sw_pool {
 int sw_pool_init(sw_device *d, size_t limit_pages, size_t host_limit_pages);
 CUresult sw_pool_prefill(sw_device *d);
 size_t sw_pool_available(const sw_device *d); /* free + still creatable */
-CUresult sw_pool_take(sw_device *d, sw_loc loc, CUmemGenericAllocationHandle *h);
+/* A free page of loc, created when none is free and the limit allows.
+ * OUT_OF_MEMORY with *why = LIMIT / HOST_LIMIT when the limit stops it, or
+ * DRIVER when the driver has no page to give; any other driver error as
+ * the driver said. */
+CUresult sw_pool_take(sw_device *d, sw_loc loc, CUmemGenericAllocationHandle *h,
+                      sw_oom_reason *why);
 void sw_pool_put(sw_device *d, sw_loc loc, CUmemGenericAllocationHandle h);
 CUresult sw_pool_grow_host(sw_device *d); /* one more free host page */
 CUresult sw_pool_destroy(sw_device *d);
@@ -99,71 +163,163 @@ sw_page *sw_page_new(sw_device *d, CUmemGenericAllocationHandle h, sw_loc loc);
 void sw_page_free(sw_device *d, sw_page *pg);
 void sw_page_objs_destroy(sw_device *d);
 
-/* ---- VA arena (arena.c) ----------------------------------------------- */
+/* ---- extent.c: VA segments and extents ----------------------------------- */
 
-/* Page-granular ranges of one reservation. Free ranges are coalesced with
- * their neighbours whatever their pages' mapping state and kept in size
- * bins; a free page keeps its mapping (cached) until reclaimed. */
-typedef struct sw_arena {
+/* One VA reservation of the arena. */
+typedef struct sw_seg {
     CUdeviceptr base;
-    uint32_t npages;
-    uint8_t *used;     /* per page: 1 while in an allocated range */
-    uint8_t *mapped;   /* per page: 1 while a physical page is mapped there */
-    uint32_t *rlen;    /* free range length, at its first page */
-    uint32_t *rstart;  /* free range start, at its last page */
-    uint32_t *next, *prev; /* bin list links, at a free range's first page */
-    uint32_t bin_head[SW_NBINS];
-    uint64_t binmap[(SW_NBINS + 63) / 64];
-    size_t free_pages;
-    size_t free_mapped; /* free pages still mapped */
-} sw_arena;
+    size_t size;
+} sw_seg;
 
-/* How far an arena allocation may go to find backing. */
-typedef enum sw_map_mode {
-    SW_CACHED_ONLY = 0, /* only pages already mapped */
-    SW_MAP_FRESH = 1,   /* may map free pool pages, and create pages up to the
-                         * limit unless too many free pages sit cached */
-    SW_RECLAIM = 2,     /* reclaims (unmaps) free cached pages before creating
-                         * any: the caller synchronized */
-} sw_map_mode;
-
-int sw_arena_init(sw_device *d, CUdeviceptr base, uint32_t npages);
-void sw_arena_destroy(sw_device *d);
-/* Under the device lock: a range of n mapped pages, its first page index in
- * *start. OUT_OF_MEMORY when mode does not allow finding one. */
-CUresult sw_arena_alloc(sw_device *d, uint32_t n, sw_map_mode mode, uint32_t *start);
-void sw_arena_free(sw_device *d, uint32_t start, uint32_t n);
-/* Unmaps up to want free cached pages back into the pool (caller synchronized). */
-CUresult sw_arena_reclaim(sw_device *d, size_t want, size_t *got);
-/* Unmaps every mapped page of the arena (destroy). */
-CUresult sw_arena_unmap_all(sw_device *d);
-CUresult sw_map_page(sw_device *d, CUdeviceptr va, sw_page *pg);
-CUresult sw_unmap_page(sw_device *d, CUdeviceptr va);
-static inline CUdeviceptr sw_arena_va(const sw_arena *a, uint32_t i, unsigned shift)
-{
-    return a->base + ((CUdeviceptr)i << shift);
-}
-
-/* ---- large blocks and slabs (suballoc.c) ------------------------------- */
-
+enum { SW_EXT_FREE = 0, SW_EXT_BLOCK = 1, SW_EXT_SLAB = 2 };
 enum { SW_LIVE = 1, SW_PENDING = 2, SW_DEAD = 0 };
 
-typedef struct sw_block {
-    CUdeviceptr base;
-    size_t size;      /* requested */
-    uint32_t start, npages;
-    _Atomic int state;
+struct sw_slab;
+
+/* A range of one segment, free or used, in address order with its
+ * neighbours; the extents of a segment tile it exactly. A used extent is a
+ * block (one program allocation) or a slab (a chunk cut into equal slots).
+ * Records are recycled, never freed while the policy lives: lock-free
+ * readers (sw_touch) may hold one; the fields they read are atomic. */
+struct sw_ext {
+    _Atomic CUdeviceptr base;
+    _Atomic uint64_t size;        /* bytes, a multiple of the granule */
+    _Atomic(sw_ext *) next;       /* address order; NULL at the segment's end */
+    sw_ext *prev;
+    sw_ext *bnext, *bprev;        /* size bin while free; recycle list when dead */
+    _Atomic int kind;             /* SW_EXT_* */
+    _Atomic int state;            /* blocks: SW_LIVE / SW_PENDING */
+    size_t req;                   /* blocks: bytes the program asked for */
     sw_device *dev;
+    struct sw_slab *slab;         /* kind SLAB */
     sw_heat heat;
-    struct sw_block *next_free;
-} sw_block;
+};
+
+/* Page-granular bins over extent sizes: exact below 8 granules, then eight
+ * per power of two. */
+#define SW_EXT_BINS 496
+
+typedef struct sw_arena {
+    sw_seg seg[SW_MAX_SEGS];
+    _Atomic unsigned nsegs;
+    size_t granule;          /* placement unit (page / 512, at least 256) */
+    size_t chunk;            /* a slab's size and a mixed page's index step */
+    sw_ext *bin[SW_EXT_BINS];
+    uint64_t binmap[(SW_EXT_BINS + 63) / 64];
+    sw_ext *spare;           /* recycled records */
+    size_t free_bytes;       /* in free extents */
+} sw_arena;
+
+/* How thorough a placement search is. */
+typedef enum sw_place_mode {
+    SW_PLACE_MAPPED = 0, /* only where every page is mapped already */
+    SW_PLACE_ANY = 1,    /* fewest pages to map among a few candidates */
+    SW_PLACE_BEST = 2,   /* fewest pages to map among every free extent */
+} sw_place_mode;
+
+int sw_arena_init(sw_device *d, size_t first_va);
+void sw_arena_destroy(sw_device *d); /* records only; the VA is freed by the caller */
+/* Carves a used extent of `size` bytes (a multiple of the granule) aligned
+ * to `align`, reserving more VA when no free extent fits (except in mode
+ * MAPPED). *unmapped: pages of it with no mapping yet. OUT_OF_MEMORY when
+ * mode finds no place, or *why = ADDRESS when the driver refuses more VA.
+ * Device lock held. */
+CUresult sw_ext_carve(sw_device *d, size_t size, size_t align, sw_place_mode mode, int kind,
+                      sw_ext **out, size_t *unmapped, sw_oom_reason *why);
+/* Makes a used extent free and merges it with free neighbours; returns the
+ * merged free extent (e's record may be gone). The page bookkeeping
+ * (pages.c) is the caller's: sw_pages_unuse before, sw_pages_settle after.
+ * Device lock held. */
+sw_ext *sw_ext_release(sw_device *d, sw_ext *e);
+/* The extent of d containing va, under the device lock (NULL: none). */
+sw_ext *sw_ext_at(sw_device *d, CUdeviceptr va);
+/* Whether va lies in one of d's segments (lock-free). */
+bool sw_arena_contains(const sw_device *d, CUdeviceptr va);
+static inline CUdeviceptr sw_ext_base(const sw_ext *e)
+{
+    return atomic_load_explicit(&e->base, memory_order_relaxed);
+}
+static inline CUdeviceptr sw_ext_end(const sw_ext *e)
+{
+    return sw_ext_base(e) + atomic_load_explicit(&e->size, memory_order_relaxed);
+}
+static inline bool sw_ext_used(const sw_ext *e)
+{
+    return atomic_load_explicit(&e->kind, memory_order_relaxed) != SW_EXT_FREE;
+}
+
+/* A page shared by several used extents: the extent at the start of each of
+ * its chunks. Recycled, never freed while the policy lives. */
+typedef struct sw_mixed {
+    _Atomic(sw_ext *) at[SW_MIXED_SLOTS];
+    struct sw_mixed *next_free;
+} sw_mixed;
+
+/* The used extent containing va in a mixed page, lock-free: a bounded walk
+ * that may miss (NULL) when it races a change of the page. */
+sw_ext *sw_mixed_find(const sw_device *d, const sw_mixed *m, CUdeviceptr va);
+
+/* ---- heat.c --------------------------------------------------------------- */
+
+/* The heat of what the program uses at va (NULL: nothing live there). */
+sw_heat *sw_heat_at(sw_policy *p, CUdeviceptr va);
+/* A fresh owner over [va, va + n) bytes: used now, host pages counted. */
+void sw_heat_init(sw_policy *p, sw_heat *h, CUdeviceptr va, size_t n);
+/* The newest touch of anything live in the page at va (0: none). */
+uint64_t sw_page_stamp(sw_policy *p, CUdeviceptr va);
+/* The page at va moved to (delta +1) or from (-1) the host: every owner
+ * overlapping it counts it. Device lock held. */
+void sw_heat_host_pages(sw_policy *p, CUdeviceptr va, int delta);
+/* The heat clock: advanced by allocations and by spill's inspections. */
+uint64_t sw_clock_tick(sw_policy *p);
+
+/* ---- pages.c -------------------------------------------------------------- */
+
+/* Page bookkeeping for a used extent over its pages: users, owners, the
+ * mixed index, and the lists (a page used again leaves the cached list).
+ * Device lock held. */
+void sw_pages_use(sw_device *d, sw_ext *e);
+/* The reverse, before sw_ext_release: pages nobody uses any more go to the
+ * cached list (device) or back to the pool (host: the next owner should get
+ * device memory). The range's frees are covered: unmapping is safe. */
+void sw_pages_unuse(sw_device *d, sw_ext *e);
+/* After sw_ext_release merged [lo, hi) into the free extent `merged`: the
+ * owners of the pages at both ranges' ends. */
+void sw_pages_settle(sw_device *d, sw_ext *merged, CUdeviceptr lo, CUdeviceptr hi);
+/* Maps a free pool page at each unmapped page of [va, va + n pages), taking
+ * device pages first (free, created up to the limit, reclaimed from the
+ * cached list) and, with host_ok, pinned host pages when no device page is
+ * left. *missing: pages still unmapped when the pool ran dry, *why the
+ * limit that stopped it. A driver error is returned (pages mapped so far
+ * stay). Device lock held. */
+CUresult sw_pages_map(sw_device *d, CUdeviceptr va, size_t n, bool host_ok, size_t *missing,
+                      sw_oom_reason *why);
+/* Unmaps up to want cached pages (newest first) back into the pool. Their
+ * frees were covered when they were released, so no sync is needed. */
+CUresult sw_pages_reclaim(sw_device *d, size_t want, size_t *got);
+/* Maps page pg at va (the page table follows) / unmaps va's page. */
+CUresult sw_map_page(sw_device *d, CUdeviceptr va, sw_page *pg);
+CUresult sw_unmap_page(sw_device *d, CUdeviceptr va);
+/* Puts pg on d's ring (just behind the clock hand) / takes it off any list. */
+void sw_ring_insert(sw_device *d, sw_page *pg, uint64_t seen);
+void sw_list_remove(sw_device *d, sw_page *pg);
+/* Unmaps every mapped page of the arena (teardown). */
+CUresult sw_pages_unmap_all(sw_device *d);
+
+/* ---- residency.c ---------------------------------------------------------- */
+
+/* Moves the page mapped at va to `where` (no-op when it is there), taking
+ * the new page from the pool. The gate is closed, the device synchronized
+ * since; handle and device locks held. NOT_SUPPORTED for an aliased page. */
+CUresult sw_move_page(sw_policy *p, sw_device *d, CUdeviceptr va, sw_loc where);
+
+/* ---- suballoc.c: slabs and blocks --------------------------------------- */
 
 typedef struct sw_slab {
+    sw_ext *ext;
     CUdeviceptr base;
     uint32_t cls, nslots, nused, hint;
-    uint32_t start; /* arena page */
     sw_device *dev;
-    sw_heat heat;
     struct sw_slab *next, *prev; /* class partial list / recycle list */
     bool on_partial;
     uint64_t *live;   /* slot held by the program */
@@ -181,9 +337,16 @@ typedef struct sw_class {
 
 int sw_classes_init(sw_device *d);
 void sw_classes_destroy(sw_device *d);
-int sw_class_of(const sw_device *d, size_t size); /* -1: large */
-CUresult sw_slab_alloc(sw_device *d, int cls, size_t size, sw_map_mode mode, CUdeviceptr *out);
-CUresult sw_block_alloc(sw_device *d, size_t size, sw_map_mode mode, CUdeviceptr *out);
+int sw_class_of(const sw_device *d, size_t size); /* -1: not a slab size */
+/* A slot of class cls from a slab with room (no driver call, no device
+ * lock): OUT_OF_MEMORY when every slab of the class is full. */
+CUresult sw_slab_take(sw_device *d, int cls, size_t size, CUdeviceptr *out);
+/* Makes the used, backed extent e a slab of class cls and takes a slot. */
+CUresult sw_slab_install(sw_device *d, int cls, sw_ext *e, size_t size, CUdeviceptr *out);
+/* Makes the used, backed extent e a live block of `size` requested bytes. */
+CUdeviceptr sw_block_install(sw_device *d, sw_ext *e, size_t size);
+/* Gives a carved extent that never became a block or slab back. */
+void sw_ext_discard(sw_device *d, sw_ext *e);
 /* Marks the allocation at ptr not live (not yet reusable): *bucket and
  * *bytes describe it for the free queue. INVALID_VALUE if not a live base. */
 CUresult sw_mark_freed(sw_policy *p, CUdeviceptr ptr, sw_device **dev, uint32_t *bucket,
@@ -195,8 +358,12 @@ void sw_revive(sw_device *d, CUdeviceptr ptr, uint32_t bucket, size_t size);
 uint32_t sw_bucket_of(const sw_device *d, size_t size);
 CUresult sw_lookup_owner(sw_policy *p, CUdeviceptr ptr, CUdeviceptr *base, size_t *size,
                          int *dev);
+/* The live owner at ptr: its range in pages [*va, *va + *n pages) and its
+ * heat; device lock held. False when ptr is in no live allocation. */
+bool sw_owner_range(sw_policy *p, sw_device *d, CUdeviceptr ptr, CUdeviceptr *va, size_t *n,
+                    sw_heat **heat);
 
-/* ---- pending frees (freeq.c) ------------------------------------------ */
+/* ---- freeq.c: pending frees --------------------------------------------- */
 
 typedef struct sw_pend {
     CUdeviceptr ptr;
@@ -249,7 +416,43 @@ size_t sw_freeq_pending(sw_device *d, size_t *count);
 CUresult sw_sync_and_collect(sw_device *d);
 void sw_freeq_forget_stream(sw_device *d, CUstream stream);
 
-/* ---- program VMM handles (vmm.c) -------------------------------------- */
+/* ---- gate.c ----------------------------------------------------------------- */
+
+int sw_gate_init(sw_policy *p);
+void sw_gate_destroy(sw_policy *p);
+/* Waits for the work brackets in progress and holds new ones back.
+ * NOT_PERMITTED when the calling thread is inside a bracket itself. */
+CUresult sw_gate_close(sw_policy *p);
+void sw_gate_open(sw_policy *p);
+
+/* ---- spill.c ---------------------------------------------------------------- */
+
+/* Closes the gate and synchronizes d (no work in flight or submitted until
+ * sw_gate_open); the sync also releases the frees it covers. */
+CUresult sw_quiesce(sw_device *d);
+/* Moves up to want of d's coldest pages of live data to the host, never a
+ * page of [keep_lo, keep_hi) (what the caller is backing); returns how many
+ * moved (their device pages are free in the pool). *err: why it stopped
+ * short (OUT_OF_MEMORY: the host limit). Quiesced; handle and device locks
+ * held. */
+size_t sw_spill_coldest(sw_device *d, size_t want, CUdeviceptr keep_lo, CUdeviceptr keep_hi,
+                        CUresult *err);
+
+/* ---- acquire.c -------------------------------------------------------------- */
+
+/* Backs every unmapped page of the carved extent e, escalating as far as
+ * it must: the pool, reclaimed cached pages, a sync releasing pending
+ * frees, spilling colder pages (cfg.spill), then host pages (cfg.spill,
+ * within the host limit). OUT_OF_MEMORY with *why when that is not enough;
+ * e stays carved either way (the caller discards it on failure). Called
+ * without locks. */
+CUresult sw_acquire(sw_device *d, sw_ext *e, bool synced, sw_oom_reason *why);
+/* n pages for a program VMM handle, the same way: device pages first, then
+ * (with spill) host pages; locs[i] tells where out[i] lives. */
+CUresult sw_acquire_pages(sw_device *d, size_t n, CUmemGenericAllocationHandle *out,
+                          sw_loc *locs, sw_oom_reason *why);
+
+/* ---- vmm.c ------------------------------------------------------------------ */
 
 typedef struct sw_vmm {
     uint64_t id;      /* handle value handed to the program */
@@ -272,20 +475,8 @@ typedef struct sw_vmap {
 } sw_vmap;
 
 CUresult sw_vmm_destroy_all(sw_policy *p);
-/* n device pages from dev's pool for a program handle, escalating to a sync
- * and reclaiming cached arena pages; called without the device lock. */
-CUresult sw_take_pages(sw_device *d, size_t n, CUmemGenericAllocationHandle *out);
 
 /* ---- device and policy (policy.c) ------------------------------------- */
-
-typedef struct sw_dev_counters {
-    _Atomic uint64_t in_use, peak_in_use, backing, peak_backing, mapped, host_in_use;
-    _Atomic uint64_t allocs, frees, ooms, syncs, maps, unmaps, reclaims;
-    _Atomic uint64_t spill_bytes, spill_events, fill_bytes, fill_events;
-    _Atomic uint64_t pool_bytes; /* mirror of pool.created, for lock-free readers */
-    _Atomic uint64_t host_pool_bytes; /* mirror of pool.host_created, likewise */
-    _Atomic uint64_t pt_count[SW_PT_NREASONS], pt_bytes[SW_PT_NREASONS];
-} sw_dev_counters;
 
 struct sw_device {
     sw_policy *pol;
@@ -298,10 +489,13 @@ struct sw_device {
     pthread_mutex_t lock;
     sw_pool pool;
     sw_arena arena;
-    CUdeviceptr reserve_base; /* whole reservation: arena + scratch page */
-    size_t reserve_size;
-    CUdeviceptr scratch;      /* one page of VA used while moving a page */
-    sw_block *spare_blocks;
+    CUdeviceptr scratch;      /* SW_SCRATCH_PAGES pages of VA for moving pages */
+    sw_mixed *spare_mixed;
+    /* Pages backing live data on the device, in a circle (spill's clock,
+     * the hand at ring) and free arena pages still mapped (cached, in the
+     * order they were freed), with their lengths. */
+    sw_page *ring, *cached;
+    size_t nring, ncached;
     int nclasses;
     sw_class classes[SW_MAX_CLASSES];
     uint8_t *class_of;        /* (size + 255) / 256 -> class */
@@ -326,38 +520,11 @@ struct sw_policy {
     sw_vmap *spare_vmaps;
     /* Held shared by every bracket of program work (sw_work_begin), taken
      * exclusively while pages change residency: no work is submitted
-     * between the covering sync and the remap. Outermost lock of all. */
+     * between the covering sync and the remap. */
     pthread_rwlock_t gate;
-    _Atomic uint64_t clock;   /* ticks once per touch: the heat scale */
+    /* The heat scale: advanced by allocations and spill's inspections, read
+     * (not written) by touches, so that a launch costs no shared write. */
+    _Atomic uint64_t clock;
 };
-
-/* ---- work gate (gate.c) ----------------------------------------------- */
-
-int sw_gate_init(sw_policy *p);
-void sw_gate_destroy(sw_policy *p);
-/* Waits for the work brackets in progress and holds new ones back.
- * NOT_PERMITTED when the calling thread is inside a bracket itself. */
-CUresult sw_gate_close(sw_policy *p);
-void sw_gate_open(sw_policy *p);
-
-/* ---- residency moves and spill (residency.c, spill.c) ------------------ */
-
-/* The heat of the owner of the page at va (NULL: no owner). */
-sw_heat *sw_heat_of(sw_policy *p, CUdeviceptr va);
-/* A fresh owner: used now, host pages counted over [va, va + n pages).
- * Device lock held. */
-void sw_heat_init(sw_policy *p, sw_heat *h, CUdeviceptr va, uint32_t n);
-/* Moves the page mapped at va to `where` (no-op when it is there). The gate
- * is closed, the device synchronized since; handle and device locks held. */
-CUresult sw_move_page(sw_policy *p, sw_device *d, CUdeviceptr va, sw_loc where);
-/* Makes at least `need` device pages available to d (free in the pool or
- * still creatable): releases covered frees, reclaims cached free pages, and
- * with cfg.spill moves the coldest pages of live data to the host.
- * OUT_OF_MEMORY when that cannot reach `need`. No lock held by the caller. */
-CUresult sw_make_room(sw_device *d, size_t need);
-
-void sw_count_add(_Atomic uint64_t *v, uint64_t n, _Atomic uint64_t *peak);
-void sw_count_sub(_Atomic uint64_t *v, uint64_t n);
-sw_device *sw_dev(sw_policy *p, int dev); /* NULL unless ready */
 
 #endif

@@ -2,44 +2,23 @@
  *
  * An allocation escalates only as far as it must, cheapest first:
  *   1. a block freed async on the same stream (no wait),
- *   2. free space whose pages are still mapped (no driver call),
+ *   2. a free slot in a slab, or free space over pages already mapped (no
+ *      driver call),
  *   3. the same after releasing frees already covered by a sync or event,
  *   4. a device synchronize that releases the pending batch, when enough is
  *      pending (bytes or frees) or backing the request would mean creating
  *      or reclaiming pages,
- *   5. mapping pool pages (creating them up to the limit),
- *   6. a synchronize and unmapping cached free pages (reclaim),
- *   7. with spill on, moving the coldest live pages to the host (spill.c),
- * and fails with CUDA_ERROR_OUT_OF_MEMORY after that. */
+ *   5. a place with the fewest pages to map, backed by acquire.c (pool,
+ *      reclaim, sync, spill, host pages);
+ *   6. with spill off, once more with the best place among every free
+ *      extent (fragmentation),
+ * and fails with CUDA_ERROR_OUT_OF_MEMORY and a reason after that. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "policy/internal.h"
 
 #define HANDLE_TAG 0x5357000000000000ull /* "SW": never a canonical pointer */
-
-void sw_count_add(_Atomic uint64_t *v, uint64_t n, _Atomic uint64_t *peak)
-{
-    uint64_t now = atomic_fetch_add_explicit(v, n, memory_order_relaxed) + n;
-    uint64_t p = atomic_load_explicit(peak, memory_order_relaxed);
-    while (p < now &&
-           !atomic_compare_exchange_weak_explicit(peak, &p, now, memory_order_relaxed,
-                                                  memory_order_relaxed))
-        ;
-}
-
-void sw_count_sub(_Atomic uint64_t *v, uint64_t n)
-{
-    atomic_fetch_sub_explicit(v, n, memory_order_relaxed);
-}
-
-sw_device *sw_dev(sw_policy *p, int dev)
-{
-    if (!p || dev < 0 || dev >= SW_MAX_DEVICES)
-        return NULL;
-    sw_device *d = &p->dev[dev];
-    return atomic_load_explicit(&d->ready, memory_order_acquire) ? d : NULL;
-}
 
 bool sw_device_ready(const sw_policy *p, int dev)
 {
@@ -63,6 +42,7 @@ CUresult sw_policy_create(const sw_backend *backend, sw_policy **out)
     memset(p, 0, size);
     p->be = *backend;
     p->handle_tag = HANDLE_TAG;
+    atomic_init(&p->clock, 1);
     if (sw_gate_init(p)) {
         free(p);
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -80,24 +60,37 @@ CUresult sw_policy_create(const sw_backend *backend, sw_policy **out)
 static CUresult device_teardown(sw_device *d)
 {
     sw_policy *p = d->pol;
+    unsigned nsegs = atomic_load(&d->arena.nsegs);
     /* Unmapping below must not race work the program left queued. */
-    CUresult first = d->arena.used ? p->be.synchronize(p->be.ctx, d->id) : CUDA_SUCCESS, r;
+    CUresult first = nsegs ? p->be.synchronize(p->be.ctx, d->id) : CUDA_SUCCESS, r;
     if ((r = sw_freeq_destroy(d)) != CUDA_SUCCESS && first == CUDA_SUCCESS)
         first = r;
     pthread_mutex_lock(&d->lock);
     sw_classes_destroy(d);
-    if (d->arena.used && (r = sw_arena_unmap_all(d)) != CUDA_SUCCESS && first == CUDA_SUCCESS)
+    if ((r = sw_pages_unmap_all(d)) != CUDA_SUCCESS && first == CUDA_SUCCESS)
         first = r;
     if ((r = sw_pool_destroy(d)) != CUDA_SUCCESS && first == CUDA_SUCCESS)
         first = r;
     sw_page_objs_destroy(d);
     sw_arena_destroy(d);
+    while (d->spare_mixed) {
+        sw_mixed *m = d->spare_mixed->next_free;
+        free(d->spare_mixed);
+        d->spare_mixed = m;
+    }
     pthread_mutex_unlock(&d->lock);
-    if (d->reserve_size &&
-        (r = p->be.va_free(p->be.ctx, d->reserve_base, d->reserve_size)) != CUDA_SUCCESS &&
+    for (unsigned i = 0; i < nsegs; i++)
+        if ((r = p->be.va_free(p->be.ctx, d->arena.seg[i].base, d->arena.seg[i].size)) !=
+                CUDA_SUCCESS &&
+            first == CUDA_SUCCESS)
+            first = r;
+    atomic_store(&d->arena.nsegs, 0);
+    if (d->scratch &&
+        (r = p->be.va_free(p->be.ctx, d->scratch, (size_t)SW_SCRATCH_PAGES << d->shift)) !=
+            CUDA_SUCCESS &&
         first == CUDA_SUCCESS)
         first = r;
-    d->reserve_size = 0;
+    d->scratch = 0;
     pthread_mutex_destroy(&d->lock);
     atomic_store(&d->ready, false);
     return first;
@@ -130,13 +123,16 @@ CUresult sw_policy_destroy(sw_policy *p)
     return first;
 }
 
-/* The page size is the same for every device: the page table is shared. */
+/* The page size is the same for every device: the page table is shared.
+ * At least 32 KiB, so that a slab chunk (page / 32) holds four of the
+ * smallest class. */
 static CUresult set_page_size(sw_policy *p, size_t g)
 {
     CUresult r = CUDA_SUCCESS;
     pthread_mutex_lock(&p->handles_lock);
     if (!p->page) {
-        if (g < 4096 || (g & (g - 1)) || sw_pt_init(&p->pt, (unsigned)__builtin_ctzll(g)))
+        if (g < SW_MIXED_SLOTS * 4 * SW_MIN_ALIGN || (g & (g - 1)) ||
+            sw_pt_init(&p->pt, (unsigned)__builtin_ctzll(g)))
             r = CUDA_ERROR_NOT_SUPPORTED;
         else {
             p->page = g;
@@ -153,19 +149,17 @@ static CUresult device_build(sw_device *d, const sw_device_config *cfg, size_t l
 {
     sw_policy *p = d->pol;
     size_t factor = cfg->va_factor ? cfg->va_factor : 4;
-    size_t va_pages = limit_pages * factor;
-    if (va_pages > UINT32_MAX - 2)
-        va_pages = UINT32_MAX - 2;
-    d->reserve_size = (va_pages + 1) << d->shift; /* + the scratch page */
-    CUresult r = p->be.va_reserve(p->be.ctx, d->id, d->reserve_size, d->page, &d->reserve_base);
+    size_t first_va = limit_pages > SIZE_MAX / factor / d->page ? SIZE_MAX / 2 + 1
+                                                                 : limit_pages * factor * d->page;
+    CUresult r = p->be.va_reserve(p->be.ctx, d->id, (size_t)SW_SCRATCH_PAGES << d->shift, d->page,
+                                  &d->scratch);
     if (r != CUDA_SUCCESS) {
-        d->reserve_size = 0;
+        d->scratch = 0;
         return r;
     }
-    d->scratch = d->reserve_base + ((CUdeviceptr)va_pages << d->shift);
-    if (!sw_pt_ensure(&p->pt, d->scratch) || sw_pool_init(d, limit_pages, cfg->host_limit >> d->shift) ||
-        sw_classes_init(d) || sw_arena_init(d, d->reserve_base, (uint32_t)va_pages) ||
-        sw_freeq_init(&d->q))
+    if (!sw_pt_ensure(&p->pt, d->scratch) ||
+        sw_pool_init(d, limit_pages, cfg->host_limit >> d->shift) || sw_arena_init(d, first_va) ||
+        sw_classes_init(d) || sw_freeq_init(&d->q))
         return CUDA_ERROR_OUT_OF_MEMORY;
     if (cfg->preallocate) {
         pthread_mutex_lock(&d->lock);
@@ -217,12 +211,6 @@ CUresult sw_device_init(sw_policy *p, int dev, const sw_device_config *cfg)
 
 /* ---- allocation ---------------------------------------------------------- */
 
-static CUresult alloc_at(sw_device *d, int cls, size_t size, sw_map_mode mode, CUdeviceptr *out)
-{
-    return cls >= 0 ? sw_slab_alloc(d, cls, size, mode, out)
-                    : sw_block_alloc(d, size, mode, out);
-}
-
 /* Created pages not mapped anywhere: what backs a request without creating
  * (a sync costs ~1 us on an idle device, creating a page 10-40 us, and the
  * freed-but-pending pages are already held). */
@@ -234,39 +222,119 @@ static size_t pool_free_locked(sw_device *d)
     return n;
 }
 
-/* Steps 2 to 6 of the escalation above. */
-static CUresult alloc_slow(sw_device *d, int cls, size_t size, CUdeviceptr *out)
+/* What an extent for `size` bytes of a block or slab looks like. */
+typedef struct shape {
+    size_t size, align;
+    int kind;
+} shape;
+
+static shape shape_of(sw_device *d, int cls, size_t size)
 {
-    CUresult r = alloc_at(d, cls, size, SW_CACHED_ONLY, out);
-    if (r != CUDA_ERROR_OUT_OF_MEMORY)
-        return r;
-    if (sw_freeq_collect(d, true) &&
-        (r = alloc_at(d, cls, size, SW_CACHED_ONLY, out)) != CUDA_ERROR_OUT_OF_MEMORY)
-        return r;
-    size_t need = cls >= 0 ? 1 : (size + d->page - 1) >> d->shift;
+    if (cls >= 0)
+        return (shape){d->arena.chunk, d->arena.granule, SW_EXT_SLAB};
+    size_t g = d->arena.granule, placed = (size + g - 1) / g * g;
+    /* By the placed size, so that blocks of one bucket share alignment. */
+    return (shape){placed, placed >= d->page / 2 ? d->page : g, SW_EXT_BLOCK};
+}
+
+static CUresult carve(sw_device *d, shape sh, sw_place_mode mode, sw_ext **e, size_t *cost,
+                      sw_oom_reason *why)
+{
+    pthread_mutex_lock(&d->lock);
+    CUresult r = sw_ext_carve(d, sh.size, sh.align, mode, sh.kind, e, cost, why);
+    if (r == CUDA_SUCCESS) {
+        /* Heat first: the pages it gets are stamped with it, so that only
+         * a later touch counts as a use (spill.c). */
+        sw_heat_init(d->pol, &(*e)->heat, sw_ext_base(*e), sh.size);
+        sw_pages_use(d, *e);
+    }
+    pthread_mutex_unlock(&d->lock);
+    return r;
+}
+
+static void discard(sw_device *d, sw_ext *e)
+{
+    pthread_mutex_lock(&d->lock);
+    sw_ext_discard(d, e);
+    pthread_mutex_unlock(&d->lock);
+}
+
+/* Steps 2 to 4: an extent over mapped pages, or *synced telling whether
+ * the search synchronized on the way. */
+static CUresult carve_mapped(sw_device *d, shape sh, sw_ext **e, bool *synced)
+{
+    size_t cost;
+    *synced = false;
+    if (carve(d, sh, SW_PLACE_MAPPED, e, &cost, NULL) == CUDA_SUCCESS)
+        return CUDA_SUCCESS;
+    if (sw_freeq_collect(d, true) && carve(d, sh, SW_PLACE_MAPPED, e, &cost, NULL) == CUDA_SUCCESS)
+        return CUDA_SUCCESS;
     size_t npend, pending = sw_freeq_pending(d, &npend);
-    bool synced = false;
-    if (pending && (pending >= d->cfg.sync_batch || npend >= SW_SYNC_BATCH_FREES ||
-                    pool_free_locked(d) < need)) {
-        if ((r = sw_sync_and_collect(d)) != CUDA_SUCCESS)
-            return r;
-        synced = true;
-        if ((r = alloc_at(d, cls, size, SW_CACHED_ONLY, out)) != CUDA_ERROR_OUT_OF_MEMORY)
-            return r;
-    }
-    if ((r = alloc_at(d, cls, size, SW_MAP_FRESH, out)) != CUDA_ERROR_OUT_OF_MEMORY)
+    size_t need = (sh.size + d->page - 1) >> d->shift;
+    if (!pending || (pending < d->cfg.sync_batch && npend < SW_SYNC_BATCH_FREES &&
+                     pool_free_locked(d) >= need))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult r = sw_sync_and_collect(d);
+    if (r != CUDA_SUCCESS)
         return r;
-    /* Reclaim unmaps pages: a sync must cover all work issued before now. */
-    if (!synced && (r = sw_sync_and_collect(d)) != CUDA_SUCCESS)
-        return r;
-    r = alloc_at(d, cls, size, SW_RECLAIM, out);
-    /* Another thread may take the pages spill frees before we map them:
-     * a few rounds, then the allocation fails as without spill. */
-    for (int round = 0; round < 4 && r == CUDA_ERROR_OUT_OF_MEMORY && d->cfg.spill; round++) {
-        if ((r = sw_make_room(d, need)) != CUDA_SUCCESS)
+    *synced = true;
+    return carve(d, sh, SW_PLACE_MAPPED, e, &cost, NULL);
+}
+
+/* Steps 5 and 6: a backed extent, or the refusal's reason. */
+static CUresult carve_backed(sw_device *d, shape sh, bool synced, sw_ext **out,
+                             sw_oom_reason *why)
+{
+    sw_place_mode modes[2] = {SW_PLACE_ANY, SW_PLACE_BEST};
+    CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
+    for (int i = 0; i < (d->cfg.spill ? 1 : 2) && r == CUDA_ERROR_OUT_OF_MEMORY; i++) {
+        sw_ext *e;
+        size_t cost;
+        if ((r = carve(d, sh, modes[i], &e, &cost, why)) != CUDA_SUCCESS)
             return r;
-        r = alloc_at(d, cls, size, SW_RECLAIM, out);
+        if ((r = sw_acquire(d, e, synced || i > 0, why)) == CUDA_SUCCESS) {
+            *out = e;
+            return r;
+        }
+        discard(d, e);
+        if (*why == SW_OOM_ADDRESS)
+            break;
     }
+    return r;
+}
+
+/* Whether one allocation of size bytes can ever be served. */
+static bool fits(const sw_device *d, size_t size)
+{
+    size_t cap = d->cfg.limit;
+    if (d->cfg.spill)
+        cap = d->cfg.host_limit > SIZE_MAX - cap ? SIZE_MAX : cap + d->cfg.host_limit;
+    return size <= cap;
+}
+
+static CUresult alloc_new(sw_device *d, int cls, size_t size, CUdeviceptr *out)
+{
+    if (cls >= 0 && sw_slab_take(d, cls, size, out) == CUDA_SUCCESS)
+        return CUDA_SUCCESS;
+    shape sh = shape_of(d, cls, size);
+    sw_ext *e;
+    bool synced;
+    sw_oom_reason why = SW_OOM_LIMIT;
+    CUresult r = carve_mapped(d, sh, &e, &synced);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY)
+        r = carve_backed(d, sh, synced, &e, &why);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY)
+        return sw_refuse(d, why);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (cls < 0) {
+        *out = sw_block_install(d, e, size);
+        return CUDA_SUCCESS;
+    }
+    /* Another thread may have made a slab of this class meanwhile: ours is
+     * one more on its partial list. */
+    if ((r = sw_slab_install(d, cls, e, size, out)) != CUDA_SUCCESS)
+        discard(d, e);
     return r;
 }
 
@@ -278,25 +346,16 @@ static CUresult alloc_common(sw_policy *p, int dev, size_t size, bool async, CUs
     sw_device *d = sw_dev(p, dev);
     if (!d)
         return CUDA_ERROR_INVALID_DEVICE;
-    CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
+    if (!fits(d, size))
+        return sw_refuse(d, SW_OOM_TOO_LARGE);
     int cls = sw_class_of(d, size);
+    uint32_t bucket = sw_bucket_of(d, size);
     CUdeviceptr ptr = 0;
-    if (size <= d->cfg.limit) {
-        uint32_t bucket = sw_bucket_of(d, size);
-        if (async && sw_freeq_take_stream(d, stream, bucket, &ptr)) {
-            sw_revive(d, ptr, bucket, size);
-            r = CUDA_SUCCESS;
-        } else {
-            r = alloc_at(d, cls, size, SW_CACHED_ONLY, &ptr);
-            if (r == CUDA_ERROR_OUT_OF_MEMORY)
-                r = alloc_slow(d, cls, size, &ptr);
-        }
-    }
-    if (r != CUDA_SUCCESS) {
-        if (r == CUDA_ERROR_OUT_OF_MEMORY)
-            atomic_fetch_add_explicit(&d->c.ooms, 1, memory_order_relaxed);
+    CUresult r = CUDA_SUCCESS;
+    if (async && sw_freeq_take_stream(d, stream, bucket, &ptr))
+        sw_revive(d, ptr, bucket, size);
+    else if ((r = alloc_new(d, cls, size, &ptr)) != CUDA_SUCCESS)
         return r;
-    }
     sw_count_add(&d->c.in_use, size, &d->c.peak_in_use);
     atomic_fetch_add_explicit(&d->c.allocs, 1, memory_order_relaxed);
     if (d->cfg.spill)
@@ -364,8 +423,7 @@ bool sw_owns(const sw_policy *p, CUdeviceptr ptr)
     int hi = atomic_load_explicit(&p->ndev_hi, memory_order_acquire);
     for (int i = 0; i < hi; i++) {
         const sw_device *d = &p->dev[i];
-        if (atomic_load_explicit(&d->ready, memory_order_acquire) && ptr >= d->reserve_base &&
-            ptr < d->reserve_base + d->reserve_size)
+        if (atomic_load_explicit(&d->ready, memory_order_acquire) && sw_arena_contains(d, ptr))
             return true;
     }
     sw_pte *e = sw_pt_get(&p->pt, ptr);
@@ -383,6 +441,26 @@ CUresult sw_lookup(sw_policy *p, CUdeviceptr ptr, CUdeviceptr *base, size_t *siz
 
 /* ---- peers --------------------------------------------------------------- */
 
+/* Grants access to every mapped run of d's arena, free (cached) or not. */
+static CUresult grant_all(sw_device *d, uint64_t mask)
+{
+    sw_policy *p = d->pol;
+    CUresult r = CUDA_SUCCESS;
+    unsigned n = atomic_load(&d->arena.nsegs);
+    for (unsigned s = 0; s < n && r == CUDA_SUCCESS; s++) {
+        const sw_seg *g = &d->arena.seg[s];
+        for (CUdeviceptr va = g->base; va < g->base + g->size && r == CUDA_SUCCESS;) {
+            CUdeviceptr end = va;
+            while (end < g->base + g->size && atomic_load(&sw_pt_get(&p->pt, end)->page))
+                end += d->page;
+            if (end > va)
+                r = p->be.set_access(p->be.ctx, va, (size_t)(end - va), mask);
+            va = end + d->page;
+        }
+    }
+    return r;
+}
+
 CUresult sw_grant_access(sw_policy *p, int dev, int peer)
 {
     sw_device *d = sw_dev(p, dev);
@@ -393,17 +471,7 @@ CUresult sw_grant_access(sw_policy *p, int dev, int peer)
     uint64_t mask = d->access_mask | 1ull << peer;
     if (mask != d->access_mask) {
         d->access_mask = mask;
-        /* Every mapped run of the arena, free (cached) or not. */
-        for (uint32_t i = 0; i < d->arena.npages && r == CUDA_SUCCESS;) {
-            uint32_t j = i;
-            while (j < d->arena.npages &&
-                   atomic_load(&sw_pt_get(&p->pt, sw_arena_va(&d->arena, j, d->shift))->page))
-                j++;
-            if (j > i)
-                r = p->be.set_access(p->be.ctx, sw_arena_va(&d->arena, i, d->shift),
-                                     (size_t)(j - i) << d->shift, mask);
-            i = j + 1;
-        }
+        r = grant_all(d, mask);
     }
     pthread_mutex_unlock(&d->lock);
     return r;
@@ -485,6 +553,9 @@ CUresult sw_get_counters(sw_policy *p, int dev, sw_counters *out)
     out->maps = atomic_load(&c->maps);
     out->unmaps = atomic_load(&c->unmaps);
     out->reclaims = atomic_load(&c->reclaims);
+    out->va_bytes = atomic_load(&c->va_bytes);
+    for (int i = 0; i < SW_OOM_NREASONS; i++)
+        out->ooms_by[i] = atomic_load(&c->oom[i]);
     out->spill_bytes = atomic_load(&c->spill_bytes);
     out->spill_events = atomic_load(&c->spill_events);
     out->fill_bytes = atomic_load(&c->fill_bytes);

@@ -36,7 +36,10 @@ typedef struct sw_policy sw_policy;
 typedef struct sw_device_config {
     size_t limit;     /* device bytes spillway may hold (rounded down to pages) */
     bool preallocate; /* create every page up to the limit at sw_device_init */
-    size_t va_factor; /* arena reservation = va_factor x limit (0: default 4) */
+    /* The arena's first VA reservation = va_factor x limit (0: default 4);
+     * it grows by further reservations as allocations need, so this bounds
+     * nothing (the driver's refusal of VA is a refusal reason of its own). */
+    size_t va_factor;
     /* When freed-but-unsynced bytes reach this (or 1024 frees), an
      * allocation that would otherwise map fresh pages synchronizes instead
      * (0: limit / 16). Without free pages it synchronizes anyway. */
@@ -44,8 +47,10 @@ typedef struct sw_device_config {
     size_t host_limit; /* pinned host bytes residency changes may use */
     /* When the pool has no device page left (after syncing and reclaiming
      * cached pages), move the coldest pages that back live data to pinned
-     * host pages (within host_limit) and use the device pages they free.
-     * Off: that allocation fails with OUT_OF_MEMORY. */
+     * host pages (within host_limit) and use the device pages they free;
+     * when nothing more can move, back the rest with host pages. An
+     * allocation then fails only past the host limit. Off: it fails with
+     * OUT_OF_MEMORY once the device pages are used. */
     bool spill;
 } sw_device_config;
 
@@ -61,6 +66,24 @@ CUresult sw_policy_destroy(sw_policy *p);
 CUresult sw_device_init(sw_policy *p, int dev, const sw_device_config *cfg);
 bool sw_device_ready(const sw_policy *p, int dev);
 size_t sw_page_size(const sw_policy *p); /* granularity (same on all devices) */
+
+/* ---- refusals -------------------------------------------------------------
+ * Why an allocation got CUDA_ERROR_OUT_OF_MEMORY. Each is counted per device
+ * (sw_counters.ooms_by) and the last one of the calling thread can be asked
+ * right after the refusal, as errno. */
+typedef enum sw_oom_reason {
+    SW_OOM_NONE = 0,
+    SW_OOM_LIMIT,      /* no device page left within the limit (spill off) */
+    SW_OOM_HOST_LIMIT, /* spill: no pinned host page left within the host limit */
+    SW_OOM_ADDRESS,    /* the driver refused more virtual address space */
+    SW_OOM_TOO_LARGE,  /* one allocation larger than the limit (spill: than the
+                        * limit and the host limit together) */
+    SW_OOM_DRIVER,     /* the driver refused a page within the limits (the device
+                        * or the machine is out of memory) */
+    SW_OOM_NREASONS
+} sw_oom_reason;
+const char *sw_oom_reason_name(sw_oom_reason r);
+sw_oom_reason sw_refusal_reason(void);
 
 /* ---- cuMemAlloc-class allocations --------------------------------------
  * size 0 -> CUDA_ERROR_INVALID_VALUE; no room -> CUDA_ERROR_OUT_OF_MEMORY.
@@ -203,6 +226,8 @@ typedef struct sw_counters {
     uint64_t spill_bytes, spill_events; /* device -> host moves (an event = one batch) */
     uint64_t fill_bytes, fill_events;   /* host -> device moves */
     uint64_t allocs, frees, ooms, syncs, maps, unmaps, reclaims;
+    uint64_t ooms_by[SW_OOM_NREASONS]; /* refusals by reason */
+    uint64_t va_bytes;       /* virtual address space reserved for the arena */
     uint64_t passthrough_count[SW_PT_NREASONS];
     uint64_t passthrough_bytes[SW_PT_NREASONS];
 } sw_counters;

@@ -38,18 +38,22 @@ size_t sw_pool_available(const sw_device *d)
 }
 
 /* A new pinned host page, within the host limit. */
-static CUresult create_host(sw_device *d, CUmemGenericAllocationHandle *h)
+static CUresult create_host(sw_device *d, CUmemGenericAllocationHandle *h, sw_oom_reason *why)
 {
     sw_pool *pl = &d->pool;
-    if (pl->host_created >= pl->host_limit_pages)
+    if (pl->host_created >= pl->host_limit_pages) {
+        *why = SW_OOM_HOST_LIMIT;
         return CUDA_ERROR_OUT_OF_MEMORY;
+    }
     if (pl->host_cap == pl->host_created) {
         /* The stack holds at most every host page created: grow it first so
          * that giving a page back can never fail. */
         size_t cap = pl->host_cap ? 2 * pl->host_cap : 16;
         CUmemGenericAllocationHandle *n = realloc(pl->host_free, cap * sizeof *n);
-        if (!n)
+        if (!n) {
+            *why = SW_OOM_DRIVER;
             return CUDA_ERROR_OUT_OF_MEMORY;
+        }
         pl->host_free = n;
         pl->host_cap = cap;
     }
@@ -57,25 +61,34 @@ static CUresult create_host(sw_device *d, CUmemGenericAllocationHandle *h)
     if (r == CUDA_SUCCESS) {
         pl->host_created++;
         atomic_fetch_add_explicit(&d->c.host_pool_bytes, d->page, memory_order_relaxed);
+    } else if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+        *why = SW_OOM_DRIVER;
     }
     return r;
 }
 
-/* A free page of loc, created when none is free and the limit allows. */
-CUresult sw_pool_take(sw_device *d, sw_loc loc, CUmemGenericAllocationHandle *h)
+CUresult sw_pool_take(sw_device *d, sw_loc loc, CUmemGenericAllocationHandle *h,
+                      sw_oom_reason *why)
 {
     sw_pool *pl = &d->pool;
+    sw_oom_reason ignored;
+    if (!why)
+        why = &ignored;
     if (loc == SW_LOC_DEVICE) {
         if (pl->nfree) {
             *h = pl->free[--pl->nfree];
             return CUDA_SUCCESS;
         }
-        if (pl->created >= pl->limit_pages)
+        if (pl->created >= pl->limit_pages) {
+            *why = SW_OOM_LIMIT;
             return CUDA_ERROR_OUT_OF_MEMORY;
+        }
         CUresult r = d->pol->be.page_create(d->pol->be.ctx, d->id, loc, d->page, h);
         if (r == CUDA_SUCCESS) {
             pl->created++;
             atomic_fetch_add_explicit(&d->c.pool_bytes, d->page, memory_order_relaxed);
+        } else if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+            *why = SW_OOM_DRIVER;
         }
         return r;
     }
@@ -83,13 +96,14 @@ CUresult sw_pool_take(sw_device *d, sw_loc loc, CUmemGenericAllocationHandle *h)
         *h = pl->host_free[--pl->host_nfree];
         return CUDA_SUCCESS;
     }
-    return create_host(d, h);
+    return create_host(d, h, why);
 }
 
 CUresult sw_pool_grow_host(sw_device *d)
 {
     CUmemGenericAllocationHandle h;
-    CUresult r = create_host(d, &h);
+    sw_oom_reason why;
+    CUresult r = create_host(d, &h, &why);
     if (r == CUDA_SUCCESS)
         sw_pool_put(d, SW_LOC_HOST, h);
     return r;
@@ -135,27 +149,24 @@ sw_page *sw_page_new(sw_device *d, CUmemGenericAllocationHandle h, sw_loc loc)
 {
     sw_page *pg = d->pool.page_objs;
     if (pg)
-        d->pool.page_objs = pg->next_free;
+        d->pool.page_objs = pg->next;
     else if (!(pg = malloc(sizeof *pg)))
         return NULL;
-    pg->handle = h;
-    pg->loc = (uint8_t)loc;
-    pg->nmaps = 0;
-    pg->dev = d;
-    pg->next_free = NULL;
+    *pg = (sw_page){.handle = h, .loc = (uint8_t)loc, .dev = d};
     return pg;
 }
 
 void sw_page_free(sw_device *d, sw_page *pg)
 {
-    pg->next_free = d->pool.page_objs;
+    pg->list = SW_LIST_NONE;
+    pg->next = d->pool.page_objs;
     d->pool.page_objs = pg;
 }
 
 void sw_page_objs_destroy(sw_device *d)
 {
     while (d->pool.page_objs) {
-        sw_page *n = d->pool.page_objs->next_free;
+        sw_page *n = d->pool.page_objs->next;
         free(d->pool.page_objs);
         d->pool.page_objs = n;
     }

@@ -47,15 +47,15 @@ static CUresult move_page(sw_policy *p, sw_device *d, CUdeviceptr va, sw_page *p
     return r;
 }
 
-/* A free physical page at loc; a device page may need reclaiming (the
- * caller synchronized). Device lock held. */
+/* A free physical page at loc; a device page may come from the cached
+ * list. Device lock held. */
 static CUresult take_for(sw_device *d, sw_loc loc, CUmemGenericAllocationHandle *h)
 {
-    CUresult r = sw_pool_take(d, loc, h);
-    if (r == CUDA_ERROR_OUT_OF_MEMORY && loc == SW_LOC_DEVICE) {
+    CUresult r = sw_pool_take(d, loc, h, NULL);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY && loc == SW_LOC_DEVICE && d->ncached) {
         size_t got;
-        if ((r = sw_arena_reclaim(d, 1, &got)) == CUDA_SUCCESS)
-            r = got ? sw_pool_take(d, loc, h) : CUDA_ERROR_OUT_OF_MEMORY;
+        if ((r = sw_pages_reclaim(d, 1, &got)) == CUDA_SUCCESS)
+            r = got ? sw_pool_take(d, loc, h, NULL) : CUDA_ERROR_OUT_OF_MEMORY;
     }
     return r;
 }
@@ -78,17 +78,17 @@ CUresult sw_move_page(sw_policy *p, sw_device *d, CUdeviceptr va, sw_loc where)
     sw_pool_put(d, (sw_loc)pg->loc, pg->handle);
     pg->handle = h;
     pg->loc = (uint8_t)where;
-    sw_heat *heat = sw_heat_of(p, va);
     if (where == SW_LOC_HOST) {
+        sw_list_remove(d, pg);
         atomic_fetch_add(&d->c.host_in_use, d->page);
         atomic_fetch_add_explicit(&d->c.spill_bytes, d->page, memory_order_relaxed);
-        if (heat)
-            atomic_fetch_add(&heat->host_pages, 1);
+        sw_heat_host_pages(p, va, +1);
     } else {
+        /* Behind the hand, not yet referenced: the newest on the device. */
+        sw_ring_insert(d, pg, sw_page_stamp(p, va));
         sw_count_sub(&d->c.host_in_use, d->page);
         atomic_fetch_add_explicit(&d->c.fill_bytes, d->page, memory_order_relaxed);
-        if (heat)
-            atomic_fetch_sub(&heat->host_pages, 1);
+        sw_heat_host_pages(p, va, -1);
     }
     return CUDA_SUCCESS;
 }

@@ -1,15 +1,19 @@
-/* The sub-allocator: what a cuMemAlloc-class request gets.
+/* The sub-allocator: what a cuMemAlloc-class request becomes on the arena.
  *
- * Small requests (up to half a page) are rounded to a size class and packed
- * into slabs: one arena page cut into equal slots, with a bitmap of slots the
- * program holds (live) and of slots not reusable yet (used = live or waiting
- * for their sync point). Each class has its own lock, so threads allocating
- * different sizes do not meet. Larger requests get a page-aligned range of
- * arena pages (sw_block) under the device lock.
+ * Small requests (up to a quarter of a chunk: 16 KiB for 2 MiB pages) are
+ * rounded to a size class and packed into slabs: one chunk-sized extent
+ * (64 KiB) cut into equal slots, with a bitmap of slots the program holds
+ * (live) and of slots not reusable yet (used = live or waiting for their
+ * sync point). Slabs of different classes share pages like any extents, so
+ * a class holding one object costs a chunk, not a page. Each class has its
+ * own lock, so threads allocating different sizes do not meet. Larger
+ * requests are blocks: one extent each, aligned to the page from half a
+ * page up (a page's worth of TLB reach, and what programs expect of big
+ * buffers), to the granule below.
  *
- * Block and slab objects are recycled, never freed while the policy lives, so
- * a lock-free page-table reader never touches freed memory; readers check the
- * object's state after loading it. */
+ * Slab objects and extent records are recycled, never freed while the
+ * policy lives, so a lock-free page-table reader never touches freed
+ * memory; readers check the object's state after loading it. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,22 +21,22 @@
 
 #define LARGE_BUCKET 0x80000000u
 
-/* 256, 512, 768, then four classes per power of two, up to half a page:
- * at most 25% rounding waste, and at least two slots per slab. */
+/* 256, 512, 768, then four classes per power of two, up to a quarter of a
+ * chunk: at most 25% rounding waste, and at least four slots per slab. */
 int sw_classes_init(sw_device *d)
 {
-    size_t max = d->page / 2;
+    size_t max = d->arena.chunk / 4;
     int n = 0;
     for (size_t sz = SW_MIN_ALIGN; sz <= max && n < SW_MAX_CLASSES;) {
         sw_class *c = &d->classes[n++];
         pthread_mutex_init(&c->lock, NULL);
         c->size = (uint32_t)sz;
-        c->nslots = (uint32_t)(d->page / sz);
+        c->nslots = (uint32_t)(d->arena.chunk / sz);
         size_t step = sz < 1024 ? SW_MIN_ALIGN : ((size_t)1 << (63 - __builtin_clzll(sz))) / 4;
         sz += step;
     }
     d->nclasses = n;
-    d->class_max = d->classes[n - 1].size;
+    d->class_max = n ? d->classes[n - 1].size : 0;
     size_t entries = d->class_max / SW_MIN_ALIGN + 1;
     d->class_of = malloc(entries);
     if (!d->class_of)
@@ -55,32 +59,32 @@ static void slab_list_free(sw_slab *s)
     }
 }
 
+/* Full slabs sit on no list: the caller finds them through their extents
+ * (slab_of_ext) before the class lists are freed. */
 void sw_classes_destroy(sw_device *d)
 {
-    /* Full slabs and blocks sit on no list: find them through the arena's
-     * owners first, while the slabs on the class lists still exist. */
-    for (uint32_t i = 0; d->arena.used && i < d->arena.npages; i++) {
-        if (!d->arena.used[i])
-            continue;
-        sw_pte *e = sw_pt_get(&d->pol->pt, sw_arena_va(&d->arena, i, d->shift));
-        uintptr_t o = atomic_load(&e->owner);
-        if (SW_OWN_TAG(o) == SW_OWN_SLAB && !((sw_slab *)SW_OWN_PTR(o))->on_partial)
-            free(SW_OWN_PTR(o));
-        if (SW_OWN_TAG(o) == SW_OWN_BLOCK) {
-            sw_block *b = SW_OWN_PTR(o);
-            i = b->start + b->npages - 1; /* its other pages point to it too */
-            free(b);
+    unsigned n = atomic_load(&d->arena.nsegs);
+    for (unsigned i = 0; i < n; i++) {
+        const sw_seg *g = &d->arena.seg[i];
+        for (CUdeviceptr va = g->base; va < g->base + g->size; va += d->page) {
+            sw_pte *e = sw_pt_get(&d->pol->pt, va);
+            uintptr_t o = e ? atomic_load(&e->owner) : 0;
+            if (!o || SW_OWN_TAG(o) == SW_OWN_VMM)
+                continue;
+            /* Every used extent starting in this page, once. */
+            sw_ext *x = SW_OWN_TAG(o) == SW_OWN_EXT ? SW_OWN_PTR(o)
+                                                    : atomic_load(&((sw_mixed *)SW_OWN_PTR(o))->at[0]);
+            for (; x && sw_ext_base(x) < va + d->page; x = atomic_load(&x->next))
+                if (sw_ext_base(x) >= va && x->slab && !x->slab->on_partial) {
+                    free(x->slab);
+                    x->slab = NULL;
+                }
         }
     }
     for (int i = 0; i < d->nclasses; i++) {
         slab_list_free(d->classes[i].partial);
         slab_list_free(d->classes[i].spare);
         pthread_mutex_destroy(&d->classes[i].lock);
-    }
-    while (d->spare_blocks) {
-        sw_block *n = d->spare_blocks->next_free;
-        free(d->spare_blocks);
-        d->spare_blocks = n;
     }
     free(d->class_of);
     d->class_of = NULL;
@@ -98,12 +102,7 @@ uint32_t sw_bucket_of(const sw_device *d, size_t size)
     int c = sw_class_of(d, size);
     if (c >= 0)
         return (uint32_t)c;
-    return LARGE_BUCKET | (uint32_t)((size + d->page - 1) >> d->shift);
-}
-
-static sw_pte *pte_of(sw_device *d, CUdeviceptr va)
-{
-    return sw_pt_get(&d->pol->pt, va);
+    return LARGE_BUCKET | (uint32_t)((size + d->arena.granule - 1) / d->arena.granule);
 }
 
 /* ---- slabs --------------------------------------------------------------- */
@@ -153,36 +152,6 @@ static void partial_remove(sw_class *c, sw_slab *s)
     s->on_partial = false;
 }
 
-/* A new slab on a fresh arena page; under the class lock. */
-static CUresult slab_new(sw_device *d, int cls, sw_map_mode mode)
-{
-    sw_class *c = &d->classes[cls];
-    sw_slab *s = slab_get(c);
-    if (!s)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    uint32_t start;
-    pthread_mutex_lock(&d->lock);
-    CUresult r = sw_arena_alloc(d, 1, mode, &start);
-    if (r == CUDA_SUCCESS) {
-        s->cls = (uint32_t)cls;
-        s->dev = d;
-        s->start = start;
-        s->base = sw_arena_va(&d->arena, start, d->shift);
-        atomic_store_explicit(&pte_of(d, s->base)->owner, SW_OWN(s, SW_OWN_SLAB),
-                              memory_order_release);
-        sw_heat_init(d->pol, &s->heat, s->base, 1);
-    }
-    pthread_mutex_unlock(&d->lock);
-    if (r != CUDA_SUCCESS) {
-        s->next = c->spare;
-        c->spare = s;
-        return r;
-    }
-    sw_count_add(&d->c.backing, d->page, &d->c.peak_backing);
-    partial_push(c, s);
-    return CUDA_SUCCESS;
-}
-
 static uint32_t slab_take_slot(sw_slab *s)
 {
     uint32_t words = (s->nslots + 63) / 64;
@@ -199,17 +168,9 @@ static uint32_t slab_take_slot(sw_slab *s)
     return SW_NONE; /* not reached: slabs on the partial list have a free slot */
 }
 
-CUresult sw_slab_alloc(sw_device *d, int cls, size_t size, sw_map_mode mode, CUdeviceptr *out)
+/* A slot of the first partial slab; class lock held. */
+static CUdeviceptr take_slot(sw_class *c, size_t size)
 {
-    sw_class *c = &d->classes[cls];
-    pthread_mutex_lock(&c->lock);
-    if (!c->partial) {
-        CUresult r = slab_new(d, cls, mode);
-        if (r != CUDA_SUCCESS) {
-            pthread_mutex_unlock(&c->lock);
-            return r;
-        }
-    }
     sw_slab *s = c->partial;
     uint32_t slot = slab_take_slot(s);
     s->used[slot / 64] |= 1ull << (slot % 64);
@@ -217,19 +178,66 @@ CUresult sw_slab_alloc(sw_device *d, int cls, size_t size, sw_map_mode mode, CUd
     s->req[slot] = (uint32_t)size;
     if (++s->nused == s->nslots)
         partial_remove(c, s);
+    return s->base + (CUdeviceptr)slot * c->size;
+}
+
+CUresult sw_slab_take(sw_device *d, int cls, size_t size, CUdeviceptr *out)
+{
+    sw_class *c = &d->classes[cls];
+    pthread_mutex_lock(&c->lock);
+    CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
+    if (c->partial) {
+        *out = take_slot(c, size);
+        r = CUDA_SUCCESS;
+    }
     pthread_mutex_unlock(&c->lock);
-    *out = s->base + (CUdeviceptr)slot * c->size;
+    return r;
+}
+
+CUresult sw_slab_install(sw_device *d, int cls, sw_ext *e, size_t size, CUdeviceptr *out)
+{
+    sw_class *c = &d->classes[cls];
+    pthread_mutex_lock(&c->lock);
+    sw_slab *s = slab_get(c);
+    if (!s) {
+        pthread_mutex_unlock(&c->lock);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    s->cls = (uint32_t)cls;
+    s->dev = d;
+    s->ext = e;
+    s->base = sw_ext_base(e);
+    pthread_mutex_lock(&d->lock);
+    e->slab = s;
+    pthread_mutex_unlock(&d->lock);
+    partial_push(c, s);
+    *out = take_slot(c, size);
+    pthread_mutex_unlock(&c->lock);
     return CUDA_SUCCESS;
 }
 
 /* The slab at ptr with its class locked, or NULL. */
-static sw_slab *slab_lock(sw_policy *p, uintptr_t owner, CUdeviceptr ptr, sw_class **cp)
+static sw_slab *slab_lock(sw_policy *p, CUdeviceptr ptr, sw_class **cp)
 {
-    sw_slab *s = SW_OWN_PTR(owner);
-    sw_class *c = &s->dev->classes[s->cls];
+    sw_pte *pte = sw_pt_get(&p->pt, ptr);
+    sw_page *pg = pte ? atomic_load_explicit(&pte->page, memory_order_acquire) : NULL;
+    if (!pg)
+        return NULL;
+    sw_device *d = pg->dev;
+    pthread_mutex_lock(&d->lock);
+    sw_ext *e = sw_ext_at(d, ptr);
+    sw_slab *s = e && atomic_load(&e->kind) == SW_EXT_SLAB ? e->slab : NULL;
+    pthread_mutex_unlock(&d->lock);
+    if (!s)
+        return NULL;
+    sw_class *c = &d->classes[s->cls];
     pthread_mutex_lock(&c->lock);
-    /* The slab may have been retired between the load and the lock. */
-    if (atomic_load_explicit(&sw_pt_get(&p->pt, ptr)->owner, memory_order_acquire) != owner) {
+    /* The slab may have been retired between the look-up and the lock. */
+    pthread_mutex_lock(&d->lock);
+    bool same = sw_ext_at(d, ptr) == e && atomic_load(&e->kind) == SW_EXT_SLAB && e->slab == s &&
+                s->ext == e;
+    pthread_mutex_unlock(&d->lock);
+    if (!same) {
         pthread_mutex_unlock(&c->lock);
         return NULL;
     }
@@ -237,89 +245,75 @@ static sw_slab *slab_lock(sw_policy *p, uintptr_t owner, CUdeviceptr ptr, sw_cla
     return s;
 }
 
-/* Gives an empty slab's page back to the arena; under the class lock. */
+/* Gives an empty slab's extent back to the arena; under the class lock. */
 static void slab_retire(sw_device *d, sw_class *c, sw_slab *s)
 {
     if (s->on_partial)
         partial_remove(c, s);
     pthread_mutex_lock(&d->lock);
-    atomic_store_explicit(&pte_of(d, s->base)->owner, 0, memory_order_release);
-    sw_arena_free(d, s->start, 1);
+    sw_ext_discard(d, s->ext);
     pthread_mutex_unlock(&d->lock);
-    sw_count_sub(&d->c.backing, d->page);
+    s->ext = NULL;
     s->next = c->spare;
     c->spare = s;
 }
 
-/* ---- large blocks ------------------------------------------------------- */
+/* ---- blocks and extents --------------------------------------------------- */
 
-static void set_owner(sw_device *d, uint32_t start, uint32_t n, uintptr_t owner)
+CUdeviceptr sw_block_install(sw_device *d, sw_ext *e, size_t size)
 {
-    for (uint32_t i = 0; i < n; i++)
-        atomic_store_explicit(&pte_of(d, sw_arena_va(&d->arena, start + i, d->shift))->owner,
-                              owner, memory_order_release);
+    pthread_mutex_lock(&d->lock);
+    e->req = size;
+    atomic_store_explicit(&e->state, SW_LIVE, memory_order_release);
+    pthread_mutex_unlock(&d->lock);
+    return sw_ext_base(e);
 }
 
-CUresult sw_block_alloc(sw_device *d, size_t size, sw_map_mode mode, CUdeviceptr *out)
+void sw_ext_discard(sw_device *d, sw_ext *e)
 {
-    size_t np = (size + d->page - 1) >> d->shift;
-    if (np > d->pool.limit_pages || np > d->arena.npages)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    uint32_t n = (uint32_t)np, start;
-    pthread_mutex_lock(&d->lock);
-    CUresult r = sw_arena_alloc(d, n, mode, &start);
-    sw_block *b = NULL;
-    if (r == CUDA_SUCCESS) {
-        b = d->spare_blocks;
-        if (b)
-            d->spare_blocks = b->next_free;
-        else if (!(b = malloc(sizeof *b))) {
-            sw_arena_free(d, start, n);
-            r = CUDA_ERROR_OUT_OF_MEMORY;
-        }
-    }
-    if (r == CUDA_SUCCESS) {
-        b->base = sw_arena_va(&d->arena, start, d->shift);
-        b->size = size;
-        b->start = start;
-        b->npages = n;
-        b->dev = d;
-        atomic_store_explicit(&b->state, SW_LIVE, memory_order_release);
-        set_owner(d, start, n, SW_OWN(b, SW_OWN_BLOCK));
-        sw_heat_init(d->pol, &b->heat, b->base, n);
-    }
-    pthread_mutex_unlock(&d->lock);
-    if (r != CUDA_SUCCESS)
-        return r;
-    sw_count_add(&d->c.backing, (uint64_t)n << d->shift, &d->c.peak_backing);
-    *out = b->base;
-    return CUDA_SUCCESS;
+    CUdeviceptr lo = sw_ext_base(e), hi = sw_ext_end(e);
+    sw_pages_unuse(d, e);
+    sw_pages_settle(d, sw_ext_release(d, e), lo, hi);
 }
 
 /* ---- free, release, revive ---------------------------------------------- */
 
+/* The block whose base is ptr, lock-free when its first page is its own. */
+static sw_ext *block_at(sw_policy *p, CUdeviceptr ptr)
+{
+    sw_pte *pte = sw_pt_get(&p->pt, ptr);
+    uintptr_t o = pte ? atomic_load_explicit(&pte->owner, memory_order_acquire) : 0;
+    sw_ext *e = NULL;
+    if (SW_OWN_TAG(o) == SW_OWN_EXT) {
+        e = SW_OWN_PTR(o);
+    } else if (SW_OWN_TAG(o) == SW_OWN_MIXED) {
+        sw_page *pg = atomic_load_explicit(&pte->page, memory_order_acquire);
+        if (pg) {
+            pthread_mutex_lock(&pg->dev->lock);
+            e = sw_ext_at(pg->dev, ptr);
+            pthread_mutex_unlock(&pg->dev->lock);
+        }
+    }
+    if (e && (atomic_load(&e->kind) != SW_EXT_BLOCK || sw_ext_base(e) != ptr))
+        e = NULL;
+    return e;
+}
+
 CUresult sw_mark_freed(sw_policy *p, CUdeviceptr ptr, sw_device **dev, uint32_t *bucket,
                        size_t *bytes)
 {
-    sw_pte *e = sw_pt_get(&p->pt, ptr);
-    if (!e)
-        return CUDA_ERROR_INVALID_VALUE;
-    uintptr_t o = atomic_load_explicit(&e->owner, memory_order_acquire);
-    if (SW_OWN_TAG(o) == SW_OWN_BLOCK) {
-        sw_block *b = SW_OWN_PTR(o);
+    sw_ext *e = block_at(p, ptr);
+    if (e) {
         int live = SW_LIVE;
-        if (b->base != ptr ||
-            !atomic_compare_exchange_strong(&b->state, &live, SW_PENDING))
+        if (!atomic_compare_exchange_strong(&e->state, &live, SW_PENDING))
             return CUDA_ERROR_INVALID_VALUE;
-        *dev = b->dev;
-        *bucket = LARGE_BUCKET | b->npages;
-        *bytes = b->size;
+        *dev = e->dev;
+        *bucket = sw_bucket_of(e->dev, e->req);
+        *bytes = e->req;
         return CUDA_SUCCESS;
     }
-    if (SW_OWN_TAG(o) != SW_OWN_SLAB)
-        return CUDA_ERROR_INVALID_VALUE;
     sw_class *c;
-    sw_slab *s = slab_lock(p, o, ptr, &c);
+    sw_slab *s = slab_lock(p, ptr, &c);
     if (!s)
         return CUDA_ERROR_INVALID_VALUE;
     CUdeviceptr off = ptr - s->base;
@@ -338,23 +332,20 @@ CUresult sw_mark_freed(sw_policy *p, CUdeviceptr ptr, sw_device **dev, uint32_t 
 
 void sw_release(sw_device *d, CUdeviceptr ptr, uint32_t bucket)
 {
-    uintptr_t o = atomic_load_explicit(&pte_of(d, ptr)->owner, memory_order_acquire);
     if (bucket & LARGE_BUCKET) {
-        sw_block *b = SW_OWN_PTR(o);
         pthread_mutex_lock(&d->lock);
-        uint32_t n = b->npages; /* b may be reused once the lock is dropped */
-        atomic_store_explicit(&b->state, SW_DEAD, memory_order_release);
-        set_owner(d, b->start, n, 0);
-        sw_arena_free(d, b->start, n);
-        b->next_free = d->spare_blocks;
-        d->spare_blocks = b;
+        sw_ext *e = sw_ext_at(d, ptr);
+        if (e && atomic_load(&e->kind) == SW_EXT_BLOCK && sw_ext_base(e) == ptr) {
+            atomic_store_explicit(&e->state, SW_DEAD, memory_order_release);
+            sw_ext_discard(d, e);
+        }
         pthread_mutex_unlock(&d->lock);
-        sw_count_sub(&d->c.backing, (uint64_t)n << d->shift);
         return;
     }
-    sw_slab *s = SW_OWN_PTR(o);
-    sw_class *c = &d->classes[bucket];
-    pthread_mutex_lock(&c->lock);
+    sw_class *c;
+    sw_slab *s = slab_lock(d->pol, ptr, &c);
+    if (!s)
+        return;
     uint32_t slot = (uint32_t)((ptr - s->base) / c->size);
     s->used[slot / 64] &= ~(1ull << (slot % 64));
     if (--s->nused == 0)
@@ -366,16 +357,18 @@ void sw_release(sw_device *d, CUdeviceptr ptr, uint32_t bucket)
 
 void sw_revive(sw_device *d, CUdeviceptr ptr, uint32_t bucket, size_t size)
 {
-    uintptr_t o = atomic_load_explicit(&pte_of(d, ptr)->owner, memory_order_acquire);
     if (bucket & LARGE_BUCKET) {
-        sw_block *b = SW_OWN_PTR(o);
-        b->size = size;
-        atomic_store_explicit(&b->state, SW_LIVE, memory_order_release);
+        sw_ext *e = block_at(d->pol, ptr);
+        if (e) {
+            e->req = size;
+            atomic_store_explicit(&e->state, SW_LIVE, memory_order_release);
+        }
         return;
     }
-    sw_slab *s = SW_OWN_PTR(o);
-    sw_class *c = &d->classes[bucket];
-    pthread_mutex_lock(&c->lock);
+    sw_class *c;
+    sw_slab *s = slab_lock(d->pol, ptr, &c);
+    if (!s)
+        return;
     uint32_t slot = (uint32_t)((ptr - s->base) / c->size);
     s->live[slot / 64] |= 1ull << (slot % 64);
     s->req[slot] = (uint32_t)size;
@@ -384,48 +377,33 @@ void sw_revive(sw_device *d, CUdeviceptr ptr, uint32_t bucket, size_t size)
 
 /* ---- lookup ------------------------------------------------------------- */
 
+static CUresult lookup_slab(sw_policy *p, CUdeviceptr ptr, CUdeviceptr *base, size_t *size,
+                            int *dev)
+{
+    sw_class *c;
+    sw_slab *s = slab_lock(p, ptr, &c);
+    if (!s)
+        return CUDA_ERROR_NOT_FOUND;
+    uint32_t slot = (uint32_t)((ptr - s->base) / c->size);
+    CUresult r = CUDA_ERROR_NOT_FOUND;
+    if (slot < s->nslots && (s->live[slot / 64] >> (slot % 64) & 1)) {
+        *base = s->base + (CUdeviceptr)slot * c->size;
+        *size = s->req[slot];
+        *dev = s->dev->id;
+        r = CUDA_SUCCESS;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return r;
+}
+
 CUresult sw_lookup_owner(sw_policy *p, CUdeviceptr ptr, CUdeviceptr *base, size_t *size,
                          int *dev)
 {
-    sw_pte *e = sw_pt_get(&p->pt, ptr);
-    if (!e)
+    sw_pte *pte = sw_pt_get(&p->pt, ptr);
+    if (!pte)
         return CUDA_ERROR_NOT_FOUND;
-    uintptr_t o = atomic_load_explicit(&e->owner, memory_order_acquire);
-    switch (SW_OWN_TAG(o)) {
-    case SW_OWN_BLOCK: {
-        sw_block *b = SW_OWN_PTR(o);
-        /* State first: a live block's fields were written before it became
-         * live. A lookup racing the free of the same block is the program's
-         * race (as with the driver); a recycled block fails the range check. */
-        if (atomic_load_explicit(&b->state, memory_order_acquire) != SW_LIVE)
-            return CUDA_ERROR_NOT_FOUND;
-        CUdeviceptr bb = b->base;
-        size_t bs = b->size;
-        int dv = b->dev->id;
-        if (ptr < bb || ptr >= bb + ((CUdeviceptr)b->npages << p->shift))
-            return CUDA_ERROR_NOT_FOUND;
-        *base = bb;
-        *size = bs;
-        *dev = dv;
-        return CUDA_SUCCESS;
-    }
-    case SW_OWN_SLAB: {
-        sw_class *c;
-        sw_slab *s = slab_lock(p, o, ptr, &c);
-        if (!s)
-            return CUDA_ERROR_NOT_FOUND;
-        uint32_t slot = (uint32_t)((ptr - s->base) / c->size);
-        CUresult r = CUDA_ERROR_NOT_FOUND;
-        if (slot < s->nslots && (s->live[slot / 64] >> (slot % 64) & 1)) {
-            *base = s->base + (CUdeviceptr)slot * c->size;
-            *size = s->req[slot];
-            *dev = s->dev->id;
-            r = CUDA_SUCCESS;
-        }
-        pthread_mutex_unlock(&c->lock);
-        return r;
-    }
-    case SW_OWN_VMM: {
+    uintptr_t o = atomic_load_explicit(&pte->owner, memory_order_acquire);
+    if (SW_OWN_TAG(o) == SW_OWN_VMM) {
         sw_vmap *m = SW_OWN_PTR(o);
         pthread_mutex_lock(&p->handles_lock);
         CUresult r = CUDA_ERROR_NOT_FOUND;
@@ -438,7 +416,49 @@ CUresult sw_lookup_owner(sw_policy *p, CUdeviceptr ptr, CUdeviceptr *base, size_
         pthread_mutex_unlock(&p->handles_lock);
         return r;
     }
-    default:
+    sw_page *pg = atomic_load_explicit(&pte->page, memory_order_acquire);
+    if (!o || !pg)
         return CUDA_ERROR_NOT_FOUND;
+    sw_device *d = pg->dev;
+    pthread_mutex_lock(&d->lock);
+    sw_ext *e = sw_ext_at(d, ptr);
+    int kind = e ? atomic_load(&e->kind) : SW_EXT_FREE;
+    CUresult r = CUDA_ERROR_NOT_FOUND;
+    /* A live block's fields were written before it became live; a look-up
+     * racing the free of the same block is the program's race, as with the
+     * driver. */
+    if (kind == SW_EXT_BLOCK && atomic_load(&e->state) == SW_LIVE) {
+        *base = sw_ext_base(e);
+        *size = e->req;
+        *dev = d->id;
+        r = CUDA_SUCCESS;
     }
+    pthread_mutex_unlock(&d->lock);
+    return kind == SW_EXT_SLAB ? lookup_slab(p, ptr, base, size, dev) : r;
+}
+
+bool sw_owner_range(sw_policy *p, sw_device *d, CUdeviceptr ptr, CUdeviceptr *va, size_t *n,
+                    sw_heat **heat)
+{
+    sw_pte *pte = sw_pt_get(&p->pt, ptr);
+    uintptr_t o = pte ? atomic_load_explicit(&pte->owner, memory_order_acquire) : 0;
+    CUdeviceptr lo, hi;
+    if (SW_OWN_TAG(o) == SW_OWN_VMM) {
+        sw_vmap *m = SW_OWN_PTR(o);
+        if (!m->h)
+            return false;
+        lo = m->va;
+        hi = m->va + m->size;
+        *heat = &m->heat;
+    } else {
+        sw_ext *e = sw_ext_at(d, ptr);
+        if (!e || (atomic_load(&e->kind) == SW_EXT_BLOCK && atomic_load(&e->state) != SW_LIVE))
+            return false;
+        lo = sw_ext_base(e);
+        hi = sw_ext_end(e);
+        *heat = &e->heat;
+    }
+    *va = lo & ~(CUdeviceptr)(p->page - 1);
+    *n = (size_t)((hi - *va + p->page - 1) >> p->shift);
+    return true;
 }

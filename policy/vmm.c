@@ -65,51 +65,6 @@ static CUresult handle_register(sw_policy *p, sw_vmm *v)
     return CUDA_SUCCESS;
 }
 
-/* n device pages off the pool, all or none; device lock held.
- * OUT_OF_MEMORY when fewer are free or creatable. */
-static CUresult take_n(sw_device *d, size_t n, CUmemGenericAllocationHandle *out)
-{
-    if (sw_pool_available(d) < n)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    for (size_t i = 0; i < n; i++) {
-        CUresult r = sw_pool_take(d, SW_LOC_DEVICE, &out[i]);
-        if (r != CUDA_SUCCESS) {
-            while (i)
-                sw_pool_put(d, SW_LOC_DEVICE, out[--i]);
-            return r;
-        }
-    }
-    return CUDA_SUCCESS;
-}
-
-CUresult sw_take_pages(sw_device *d, size_t n, CUmemGenericAllocationHandle *out)
-{
-    pthread_mutex_lock(&d->lock);
-    CUresult r = take_n(d, n, out);
-    pthread_mutex_unlock(&d->lock);
-    if (r != CUDA_ERROR_OUT_OF_MEMORY)
-        return r;
-    /* Releases pending frees into the arena and covers the unmaps. */
-    if ((r = sw_sync_and_collect(d)) != CUDA_SUCCESS)
-        return r;
-    pthread_mutex_lock(&d->lock);
-    size_t have = sw_pool_available(d), got;
-    if (have < n)
-        r = sw_arena_reclaim(d, n - have, &got);
-    if (r == CUDA_SUCCESS)
-        r = take_n(d, n, out);
-    pthread_mutex_unlock(&d->lock);
-    /* Pages spill frees may go to another thread first: a few rounds. */
-    for (int round = 0; round < 4 && r == CUDA_ERROR_OUT_OF_MEMORY && d->cfg.spill; round++) {
-        if ((r = sw_make_room(d, n)) != CUDA_SUCCESS)
-            return r;
-        pthread_mutex_lock(&d->lock);
-        r = take_n(d, n, out);
-        pthread_mutex_unlock(&d->lock);
-    }
-    return r;
-}
-
 /* Gives a handle's pages back to the pool and forgets it; device lock held. */
 static void handle_free(sw_policy *p, sw_vmm *v)
 {
@@ -127,6 +82,16 @@ static void handle_free(sw_policy *p, sw_vmm *v)
     free(v);
 }
 
+/* Whether a handle of n pages can be backed at all: within the limit, or
+ * with spill within the limit and the host limit together. */
+static bool fits(const sw_device *d, size_t n)
+{
+    size_t cap = d->pool.limit_pages;
+    if (d->cfg.spill)
+        cap = d->pool.host_limit_pages > SIZE_MAX - cap ? SIZE_MAX : cap + d->pool.host_limit_pages;
+    return n <= cap;
+}
+
 CUresult sw_vmm_create(sw_policy *p, int dev, size_t size, CUmemGenericAllocationHandle *out)
 {
     sw_device *d = sw_dev(p, dev);
@@ -135,26 +100,28 @@ CUresult sw_vmm_create(sw_policy *p, int dev, size_t size, CUmemGenericAllocatio
     if (!out || !size || size % d->page)
         return CUDA_ERROR_INVALID_VALUE;
     size_t n = size >> d->shift;
-    if (n > d->pool.limit_pages) {
-        atomic_fetch_add_explicit(&d->c.ooms, 1, memory_order_relaxed);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
+    if (!fits(d, n))
+        return sw_refuse(d, SW_OOM_TOO_LARGE);
     sw_vmm *v = calloc(1, sizeof *v);
     CUmemGenericAllocationHandle *hs = malloc(n * sizeof *hs);
+    sw_loc *locs = malloc(n * sizeof *locs);
     if (v)
         v->pages = calloc(n, sizeof *v->pages);
-    if (!v || !hs || !v->pages) {
+    if (!v || !hs || !locs || !v->pages) {
         free(hs);
+        free(locs);
         if (v)
             free(v->pages);
         free(v);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    CUresult r = sw_take_pages(d, n, hs);
+    sw_oom_reason why;
+    CUresult r = sw_acquire_pages(d, n, hs, locs, &why);
     if (r != CUDA_SUCCESS) {
         if (r == CUDA_ERROR_OUT_OF_MEMORY)
-            atomic_fetch_add_explicit(&d->c.ooms, 1, memory_order_relaxed);
+            sw_refuse(d, why);
         free(hs);
+        free(locs);
         free(v->pages);
         free(v);
         return r;
@@ -166,19 +133,22 @@ CUresult sw_vmm_create(sw_policy *p, int dev, size_t size, CUmemGenericAllocatio
     pthread_mutex_lock(&p->handles_lock);
     pthread_mutex_lock(&d->lock);
     for (size_t i = 0; i < n; i++)
-        if (!(v->pages[i] = sw_page_new(d, hs[i], SW_LOC_DEVICE)))
+        if (!(v->pages[i] = sw_page_new(d, hs[i], locs[i])))
             r = CUDA_ERROR_OUT_OF_MEMORY;
     if (r == CUDA_SUCCESS)
         r = handle_register(p, v);
     if (r != CUDA_SUCCESS) {
         for (size_t i = 0; i < n; i++) {
-            sw_pool_put(d, SW_LOC_DEVICE, hs[i]);
+            sw_pool_put(d, locs[i], hs[i]);
             if (v->pages[i])
                 sw_page_free(d, v->pages[i]);
         }
         free(v->pages);
         free(v);
     } else {
+        for (size_t i = 0; i < n; i++)
+            if (locs[i] == SW_LOC_HOST)
+                atomic_fetch_add(&d->c.host_in_use, d->page);
         sw_count_add(&d->c.in_use, size, &d->c.peak_in_use);
         sw_count_add(&d->c.backing, size, &d->c.peak_backing);
         atomic_fetch_add_explicit(&d->c.allocs, 1, memory_order_relaxed);
@@ -187,6 +157,7 @@ CUresult sw_vmm_create(sw_policy *p, int dev, size_t size, CUmemGenericAllocatio
     pthread_mutex_unlock(&d->lock);
     pthread_mutex_unlock(&p->handles_lock);
     free(hs);
+    free(locs);
     return r;
 }
 
@@ -217,8 +188,12 @@ static bool in_arena(sw_policy *p, CUdeviceptr va, size_t size)
     int hi = atomic_load(&p->ndev_hi);
     for (int i = 0; i < hi; i++) {
         sw_device *d = sw_dev(p, i);
-        if (d && va < d->reserve_base + d->reserve_size && d->reserve_base < va + size)
-            return true;
+        if (!d)
+            continue;
+        unsigned n = atomic_load_explicit(&d->arena.nsegs, memory_order_acquire);
+        for (unsigned k = 0; k < n; k++)
+            if (va < d->arena.seg[k].base + d->arena.seg[k].size && d->arena.seg[k].base < va + size)
+                return true;
     }
     return false;
 }
@@ -238,6 +213,7 @@ static CUresult unmap_pages(sw_policy *p, sw_vmap *m, uint32_t done)
     CUresult first = CUDA_SUCCESS;
     for (uint32_t i = 0; i < done; i++) {
         CUdeviceptr va = m->va + ((CUdeviceptr)i << p->shift);
+        sw_list_remove(m->h->dev, m->h->pages[i]);
         CUresult r = sw_unmap_page(m->h->dev, va);
         if (r != CUDA_SUCCESS && first == CUDA_SUCCESS)
             first = r;
@@ -296,7 +272,11 @@ CUresult sw_vmm_map(sw_policy *p, CUdeviceptr va, size_t size, size_t offset,
         m->next = p->spare_vmaps;
         p->spare_vmaps = m;
     } else {
-        sw_heat_init(p, &m->heat, va, v->npages);
+        sw_heat_init(p, &m->heat, va, size);
+        uint64_t now = atomic_load(&m->heat.touched);
+        for (uint32_t k = 0; k < v->npages; k++)
+            if (v->pages[k]->loc == SW_LOC_DEVICE && v->pages[k]->nmaps == 1)
+                sw_ring_insert(d, v->pages[k], now);
         v->maps++;
         m->prev = NULL;
         m->next = p->vmaps;

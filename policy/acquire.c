@@ -1,0 +1,160 @@
+/* Backing a carved range with physical pages, escalating only as far as it
+ * must, cheapest first:
+ *   1. free pool pages, pages created up to the limit, cached pages
+ *      reclaimed (their frees were covered when released: no sync),
+ *   2. a device sync that releases pending frees into cached pages,
+ *   3. with spill: the coldest pages of live data moved to the host, their
+ *      device pages mapped here while the gate is still closed (another
+ *      thread cannot take them first: issue 11 saw 8 threads refused),
+ *   4. with spill: host pages for what is still missing (the new range
+ *      lives partly on the host; fill brings it back when room appears),
+ * and refuses with the reason of the last step that ran dry.
+ *
+ * The range was carved before any of this, so its VA is the caller's
+ * alone; a page of it that another allocation sharing the page maps in the
+ * meantime simply counts as backed. */
+#include "policy/internal.h"
+
+static CUresult map_locked(sw_device *d, CUdeviceptr va, size_t n, bool host_ok,
+                           size_t *missing, sw_oom_reason *why)
+{
+    pthread_mutex_lock(&d->lock);
+    CUresult r = sw_pages_map(d, va, n, host_ok, missing, why);
+    pthread_mutex_unlock(&d->lock);
+    return r;
+}
+
+/* Steps 3 and 4, quiesced. */
+static CUresult spill_for(sw_device *d, CUdeviceptr va, size_t n, size_t *missing,
+                          sw_oom_reason *why)
+{
+    sw_policy *p = d->pol;
+    CUresult r = sw_quiesce(d);
+    if (r != CUDA_SUCCESS)
+        return r;
+    pthread_mutex_lock(&p->handles_lock);
+    pthread_mutex_lock(&d->lock);
+    r = sw_pages_map(d, va, n, false, missing, why);
+    while (r == CUDA_SUCCESS && *missing) {
+        CUresult err;
+        size_t moved = sw_spill_coldest(d, *missing, va, va + ((CUdeviceptr)n << d->shift), &err);
+        if (err != CUDA_SUCCESS && err != CUDA_ERROR_OUT_OF_MEMORY)
+            r = err;
+        if (!moved || r != CUDA_SUCCESS)
+            break;
+        r = sw_pages_map(d, va, n, false, missing, why);
+    }
+    if (r == CUDA_SUCCESS && *missing)
+        r = sw_pages_map(d, va, n, true, missing, why);
+    pthread_mutex_unlock(&d->lock);
+    pthread_mutex_unlock(&p->handles_lock);
+    sw_gate_open(p);
+    return r;
+}
+
+CUresult sw_acquire(sw_device *d, sw_ext *e, bool synced, sw_oom_reason *why)
+{
+    CUdeviceptr va = sw_ext_base(e) & ~(CUdeviceptr)(d->page - 1);
+    size_t n = (size_t)((sw_ext_end(e) - va + d->page - 1) >> d->shift), missing;
+    *why = SW_OOM_LIMIT;
+    CUresult r = map_locked(d, va, n, false, &missing, why);
+    if (r != CUDA_SUCCESS || !missing)
+        return r;
+    if (!synced && sw_freeq_pending(d, NULL)) {
+        if ((r = sw_sync_and_collect(d)) != CUDA_SUCCESS)
+            return r;
+        if ((r = map_locked(d, va, n, false, &missing, why)) != CUDA_SUCCESS || !missing)
+            return r;
+    }
+    if (!d->cfg.spill)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    if ((r = spill_for(d, va, n, &missing, why)) != CUDA_SUCCESS)
+        return r;
+    return missing ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
+}
+
+/* n pages from the pool into out, all or none; device lock held. With
+ * host_ok, host pages make up for missing device pages. */
+static CUresult take_n(sw_device *d, size_t n, bool host_ok, CUmemGenericAllocationHandle *out,
+                       sw_loc *locs, sw_oom_reason *why)
+{
+    size_t i = 0;
+    CUresult r = CUDA_SUCCESS;
+    for (; i < n; i++) {
+        locs[i] = SW_LOC_DEVICE;
+        r = sw_pool_take(d, SW_LOC_DEVICE, &out[i], why);
+        if (r == CUDA_ERROR_OUT_OF_MEMORY && d->ncached) {
+            size_t got;
+            if ((r = sw_pages_reclaim(d, 1, &got)) == CUDA_SUCCESS)
+                r = sw_pool_take(d, SW_LOC_DEVICE, &out[i], why);
+        }
+        if (r == CUDA_ERROR_OUT_OF_MEMORY && host_ok) {
+            locs[i] = SW_LOC_HOST;
+            r = sw_pool_take(d, SW_LOC_HOST, &out[i], why);
+        }
+        if (r != CUDA_SUCCESS)
+            break;
+    }
+    if (r != CUDA_SUCCESS)
+        while (i--)
+            sw_pool_put(d, locs[i], out[i]);
+    return r;
+}
+
+static CUresult take_locked(sw_device *d, size_t n, bool host_ok,
+                            CUmemGenericAllocationHandle *out, sw_loc *locs, sw_oom_reason *why)
+{
+    pthread_mutex_lock(&d->lock);
+    CUresult r = take_n(d, n, host_ok, out, locs, why);
+    pthread_mutex_unlock(&d->lock);
+    return r;
+}
+
+/* Spills until n device pages are free or creatable, then takes them (and
+ * host pages for the rest). Quiesce first. */
+static CUresult spill_and_take(sw_device *d, size_t n, CUmemGenericAllocationHandle *out,
+                               sw_loc *locs, sw_oom_reason *why)
+{
+    sw_policy *p = d->pol;
+    CUresult r = sw_quiesce(d);
+    if (r != CUDA_SUCCESS)
+        return r;
+    pthread_mutex_lock(&p->handles_lock);
+    pthread_mutex_lock(&d->lock);
+    size_t have = sw_pool_available(d) + d->ncached;
+    while (have < n) {
+        CUresult err;
+        size_t moved = sw_spill_coldest(d, n - have, 0, 0, &err);
+        if (err != CUDA_SUCCESS && err != CUDA_ERROR_OUT_OF_MEMORY) {
+            r = err;
+            break;
+        }
+        if (!moved)
+            break;
+        have += moved;
+    }
+    if (r == CUDA_SUCCESS)
+        r = take_n(d, n, true, out, locs, why);
+    pthread_mutex_unlock(&d->lock);
+    pthread_mutex_unlock(&p->handles_lock);
+    sw_gate_open(p);
+    return r;
+}
+
+CUresult sw_acquire_pages(sw_device *d, size_t n, CUmemGenericAllocationHandle *out,
+                          sw_loc *locs, sw_oom_reason *why)
+{
+    *why = SW_OOM_LIMIT;
+    CUresult r = take_locked(d, n, false, out, locs, why);
+    if (r != CUDA_ERROR_OUT_OF_MEMORY)
+        return r;
+    if (sw_freeq_pending(d, NULL)) {
+        if ((r = sw_sync_and_collect(d)) != CUDA_SUCCESS)
+            return r;
+        if ((r = take_locked(d, n, false, out, locs, why)) != CUDA_ERROR_OUT_OF_MEMORY)
+            return r;
+    }
+    if (!d->cfg.spill)
+        return r;
+    return spill_and_take(d, n, out, locs, why);
+}

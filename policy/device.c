@@ -1,0 +1,58 @@
+/* Per-device counters and the device table: the lowest layer of policy/,
+ * which every other file may call and which calls none of them. */
+#include "policy/internal.h"
+
+void sw_count_add(_Atomic uint64_t *v, uint64_t n, _Atomic uint64_t *peak)
+{
+    uint64_t now = atomic_fetch_add_explicit(v, n, memory_order_relaxed) + n;
+    uint64_t p = atomic_load_explicit(peak, memory_order_relaxed);
+    while (p < now &&
+           !atomic_compare_exchange_weak_explicit(peak, &p, now, memory_order_relaxed,
+                                                  memory_order_relaxed))
+        ;
+}
+
+void sw_count_sub(_Atomic uint64_t *v, uint64_t n)
+{
+    atomic_fetch_sub_explicit(v, n, memory_order_relaxed);
+}
+
+sw_device *sw_dev(sw_policy *p, int dev)
+{
+    if (!p || dev < 0 || dev >= SW_MAX_DEVICES)
+        return NULL;
+    sw_device *d = &p->dev[dev];
+    return atomic_load_explicit(&d->ready, memory_order_acquire) ? d : NULL;
+}
+
+static const char *const oom_names[SW_OOM_NREASONS] = {
+    [SW_OOM_NONE] = "none",
+    [SW_OOM_LIMIT] = "limit",
+    [SW_OOM_HOST_LIMIT] = "host-limit",
+    [SW_OOM_ADDRESS] = "address-space",
+    [SW_OOM_TOO_LARGE] = "too-large",
+    [SW_OOM_DRIVER] = "driver",
+};
+
+const char *sw_oom_reason_name(sw_oom_reason r)
+{
+    return (unsigned)r < SW_OOM_NREASONS ? oom_names[r] : "unknown";
+}
+
+/* As errno: the caller asks right after the refusal, on the same thread. */
+static _Thread_local sw_oom_reason last_refusal;
+
+sw_oom_reason sw_refusal_reason(void)
+{
+    return last_refusal;
+}
+
+CUresult sw_refuse(sw_device *d, sw_oom_reason why)
+{
+    if ((unsigned)why >= SW_OOM_NREASONS || why == SW_OOM_NONE)
+        why = SW_OOM_LIMIT;
+    last_refusal = why;
+    atomic_fetch_add_explicit(&d->c.ooms, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&d->c.oom[why], 1, memory_order_relaxed);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+}

@@ -1,0 +1,382 @@
+/* Pages of the arena: which used extents overlap each VA page (users, the
+ * owner the lock-free readers follow), which physical page backs it, and
+ * the two lists spill and reclaim work from.
+ *
+ * A page is backed while any used extent overlaps it. When its last user
+ * goes, a device page stays mapped (cached: the next allocation there costs
+ * no map or access grant, 35-40 us per page on the driver) and joins the
+ * cached list, from which reclaim takes pages back into the pool in O(1)
+ * each; a host page goes back to the pool at once (the next
+ * owner should get device memory). A device page backing live data is on
+ * the device's ring, spill's clock (spill.c).
+ *
+ * Owners: a page covered by one used extent points at it; a page shared by
+ * several points at a mixed record that indexes them by chunk, so that a
+ * lock-free reader finds the one at an address in a few steps. Everything
+ * here runs under the device lock. */
+#include <stdlib.h>
+
+#include "policy/internal.h"
+
+static sw_pte *pte_at(sw_device *d, CUdeviceptr va)
+{
+    return sw_pt_get(&d->pol->pt, va);
+}
+
+static CUdeviceptr page_of(const sw_device *d, CUdeviceptr va)
+{
+    return va & ~(CUdeviceptr)(d->page - 1);
+}
+
+/* ---- lists ---------------------------------------------------------------- */
+
+/* Circular lists; *head is the ring's hand or the cached list's oldest. */
+static void list_push_back(sw_page **head, sw_page *pg)
+{
+    if (!*head) {
+        pg->next = pg->prev = pg;
+        *head = pg;
+        return;
+    }
+    pg->next = *head;
+    pg->prev = (*head)->prev;
+    (*head)->prev->next = pg;
+    (*head)->prev = pg;
+}
+
+static void list_unlink(sw_page **head, sw_page *pg)
+{
+    if (pg->next == pg) {
+        *head = NULL;
+    } else {
+        pg->prev->next = pg->next;
+        pg->next->prev = pg->prev;
+        if (*head == pg)
+            *head = pg->next;
+    }
+    pg->next = pg->prev = NULL;
+}
+
+/* New pages go just behind the hand: the last the clock reaches. */
+void sw_ring_insert(sw_device *d, sw_page *pg, uint64_t seen)
+{
+    sw_list_remove(d, pg);
+    pg->seen = seen;
+    list_push_back(&d->ring, pg);
+    pg->list = SW_LIST_RING;
+    d->nring++;
+}
+
+static void cache_insert(sw_device *d, sw_page *pg)
+{
+    sw_list_remove(d, pg);
+    list_push_back(&d->cached, pg);
+    pg->list = SW_LIST_CACHED;
+    d->ncached++;
+}
+
+void sw_list_remove(sw_device *d, sw_page *pg)
+{
+    if (pg->list == SW_LIST_RING) {
+        list_unlink(&d->ring, pg);
+        d->nring--;
+    } else if (pg->list == SW_LIST_CACHED) {
+        list_unlink(&d->cached, pg);
+        d->ncached--;
+    }
+    pg->list = SW_LIST_NONE;
+}
+
+/* ---- mapping ---------------------------------------------------------------- */
+
+CUresult sw_map_page(sw_device *d, CUdeviceptr va, sw_page *pg)
+{
+    CUresult r = d->pol->be.map(d->pol->be.ctx, va, d->page, pg->handle);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (pg->nmaps++ == 0)
+        pg->va = va;
+    atomic_store_explicit(&pte_at(d, va)->page, pg, memory_order_release);
+    atomic_fetch_add_explicit(&d->c.maps, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&d->c.mapped, d->page, memory_order_relaxed);
+    return CUDA_SUCCESS;
+}
+
+CUresult sw_unmap_page(sw_device *d, CUdeviceptr va)
+{
+    sw_pte *e = pte_at(d, va);
+    sw_page *pg = atomic_load_explicit(&e->page, memory_order_relaxed);
+    CUresult r = d->pol->be.unmap(d->pol->be.ctx, va, d->page);
+    if (r != CUDA_SUCCESS)
+        return r;
+    pg->nmaps--;
+    atomic_store_explicit(&e->page, NULL, memory_order_release);
+    atomic_fetch_add_explicit(&d->c.unmaps, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&d->c.mapped, d->page, memory_order_relaxed);
+    return CUDA_SUCCESS;
+}
+
+/* Unmaps the arena page at va and gives its physical page to the pool. */
+static CUresult drop_page(sw_device *d, CUdeviceptr va)
+{
+    sw_page *pg = atomic_load_explicit(&pte_at(d, va)->page, memory_order_relaxed);
+    CUresult r = sw_unmap_page(d, va);
+    if (r != CUDA_SUCCESS)
+        return r;
+    sw_list_remove(d, pg);
+    sw_pool_put(d, (sw_loc)pg->loc, pg->handle);
+    if (pg->loc == SW_LOC_HOST)
+        sw_count_sub(&d->c.host_in_use, d->page);
+    sw_page_free(d, pg);
+    return CUDA_SUCCESS;
+}
+
+/* Newest first: a freed extent's pages join the list in address order, and
+ * placements go to the start of a free extent, so its low pages are the
+ * ones worth keeping mapped. */
+CUresult sw_pages_reclaim(sw_device *d, size_t want, size_t *got)
+{
+    *got = 0;
+    while (*got < want && d->cached) {
+        CUresult r = drop_page(d, d->cached->prev->va);
+        if (r != CUDA_SUCCESS)
+            return r;
+        ++*got;
+    }
+    if (*got)
+        atomic_fetch_add_explicit(&d->c.reclaims, *got, memory_order_relaxed);
+    return CUDA_SUCCESS;
+}
+
+/* Free cached pages beyond a slack of 1/32 of the pool are better reclaimed
+ * than new pages created: the pages held stay close to the pages used
+ * (pool efficiency) for an unmap (~15 us) instead of a create (10-40 us). */
+static bool cache_in_excess(const sw_device *d)
+{
+    return d->ncached > d->pool.created / 32;
+}
+
+/* A device page for a new mapping: free, else reclaimed when the cache is
+ * in excess, else created, else reclaimed (sw_pool_take's answers). */
+static CUresult take_device(sw_device *d, CUmemGenericAllocationHandle *h, sw_oom_reason *why)
+{
+    sw_pool *pl = &d->pool;
+    size_t got;
+    if (!pl->nfree && d->ncached && (cache_in_excess(d) || pl->created >= pl->limit_pages)) {
+        CUresult r = sw_pages_reclaim(d, 1, &got);
+        if (r != CUDA_SUCCESS)
+            return r;
+    }
+    CUresult r = sw_pool_take(d, SW_LOC_DEVICE, h, why);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY && d->ncached) {
+        /* The driver itself is out of pages: ours that sit idle will do. */
+        if ((r = sw_pages_reclaim(d, 1, &got)) == CUDA_SUCCESS)
+            r = sw_pool_take(d, SW_LOC_DEVICE, h, why);
+    }
+    return r;
+}
+
+/* Maps one fresh page at va: device first, host when allowed and no device
+ * page is left. OUT_OF_MEMORY (with *why) when none can be had. */
+static CUresult map_fresh(sw_device *d, CUdeviceptr va, bool host_ok, sw_oom_reason *why)
+{
+    CUmemGenericAllocationHandle h;
+    sw_loc loc = SW_LOC_DEVICE;
+    CUresult r = take_device(d, &h, why);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY && host_ok) {
+        loc = SW_LOC_HOST;
+        r = sw_pool_take(d, loc, &h, why);
+    }
+    if (r != CUDA_SUCCESS)
+        return r;
+    sw_page *pg = sw_page_new(d, h, loc);
+    if (!pg) {
+        sw_pool_put(d, loc, h);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    if ((r = sw_map_page(d, va, pg)) != CUDA_SUCCESS) {
+        sw_pool_put(d, loc, h);
+        sw_page_free(d, pg);
+        return r;
+    }
+    if (loc == SW_LOC_HOST) {
+        atomic_fetch_add(&d->c.host_in_use, d->page);
+        sw_heat_host_pages(d->pol, va, +1);
+    } else {
+        sw_ring_insert(d, pg, sw_page_stamp(d->pol, va));
+    }
+    return CUDA_SUCCESS;
+}
+
+/* Grants access to the n pages mapped from va; on failure they are dropped
+ * again (nothing ran on them: unmapping is safe). */
+static CUresult grant_run(sw_device *d, CUdeviceptr va, size_t n)
+{
+    CUresult r = d->pol->be.set_access(d->pol->be.ctx, va, n << d->shift, d->access_mask);
+    if (r != CUDA_SUCCESS)
+        for (size_t i = 0; i < n; i++)
+            (void)drop_page(d, va + ((CUdeviceptr)i << d->shift));
+    return r;
+}
+
+CUresult sw_pages_map(sw_device *d, CUdeviceptr va, size_t n, bool host_ok, size_t *missing,
+                      sw_oom_reason *why)
+{
+    *missing = 0;
+    size_t i = 0;
+    while (i < n) {
+        CUdeviceptr at = va + ((CUdeviceptr)i << d->shift);
+        if (atomic_load_explicit(&pte_at(d, at)->page, memory_order_relaxed)) {
+            i++;
+            continue;
+        }
+        size_t run = 0;
+        CUresult r = CUDA_SUCCESS;
+        while (i + run < n &&
+               !atomic_load_explicit(&pte_at(d, at + ((CUdeviceptr)run << d->shift))->page,
+                                     memory_order_relaxed) &&
+               (r = map_fresh(d, at + ((CUdeviceptr)run << d->shift), host_ok, why)) ==
+                   CUDA_SUCCESS)
+            run++;
+        if (run) {
+            CUresult g = grant_run(d, at, run);
+            if (g != CUDA_SUCCESS)
+                return g;
+        }
+        if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+            /* The pool ran dry: count what stays unmapped. */
+            for (i += run; i < n; i++)
+                *missing += !atomic_load_explicit(&pte_at(d, va + ((CUdeviceptr)i << d->shift))->page,
+                                                  memory_order_relaxed);
+            return CUDA_SUCCESS;
+        }
+        if (r != CUDA_SUCCESS)
+            return r;
+        i += run;
+    }
+    return CUDA_SUCCESS;
+}
+
+/* ---- users and owners ----------------------------------------------------- */
+
+static sw_mixed *mixed_new(sw_device *d)
+{
+    sw_mixed *m = d->spare_mixed;
+    if (m)
+        d->spare_mixed = m->next_free;
+    else
+        m = calloc(1, sizeof *m);
+    return m;
+}
+
+/* Sets the owner of the page at `page` from the used extents overlapping
+ * it; e is an extent at or next to the page (extents tile the segment). */
+static void refresh(sw_device *d, sw_ext *e, CUdeviceptr page)
+{
+    sw_pte *pte = pte_at(d, page);
+    uintptr_t old = atomic_load_explicit(&pte->owner, memory_order_relaxed);
+    while (e && sw_ext_base(e) > page)
+        e = e->prev;
+    while (e && sw_ext_end(e) <= page)
+        e = atomic_load_explicit(&e->next, memory_order_relaxed);
+    sw_ext *slots[SW_MIXED_SLOTS], *only = NULL;
+    unsigned s = 0, used = 0;
+    for (; e && sw_ext_base(e) < page + d->page; e = atomic_load(&e->next)) {
+        if (sw_ext_used(e)) {
+            used++;
+            only = e;
+        }
+        while (s < SW_MIXED_SLOTS && page + s * d->arena.chunk < sw_ext_end(e))
+            slots[s++] = e;
+    }
+    uintptr_t owner = used == 0 ? 0 : used == 1 ? SW_OWN(only, SW_OWN_EXT) : old;
+    if (used > 1) {
+        sw_mixed *m = SW_OWN_TAG(old) == SW_OWN_MIXED ? SW_OWN_PTR(old) : mixed_new(d);
+        if (m) {
+            for (unsigned i = 0; i < s; i++)
+                atomic_store_explicit(&m->at[i], slots[i], memory_order_release);
+            owner = SW_OWN(m, SW_OWN_MIXED);
+        } else {
+            owner = SW_OWN(only, SW_OWN_EXT); /* no memory for the index: one of them */
+        }
+    }
+    atomic_store_explicit(&pte->owner, owner, memory_order_release);
+    if (SW_OWN_TAG(old) == SW_OWN_MIXED && owner != old) {
+        /* Recycled, not freed: a lock-free reader may still walk it. */
+        sw_mixed *m = SW_OWN_PTR(old);
+        m->next_free = d->spare_mixed;
+        d->spare_mixed = m;
+    }
+}
+
+static void refresh_ends(sw_device *d, sw_ext *e, CUdeviceptr lo, CUdeviceptr hi)
+{
+    refresh(d, e, page_of(d, lo));
+    if (page_of(d, hi - 1) != page_of(d, lo))
+        refresh(d, e, page_of(d, hi - 1));
+}
+
+void sw_pages_use(sw_device *d, sw_ext *e)
+{
+    CUdeviceptr lo = sw_ext_base(e), hi = sw_ext_end(e);
+    for (CUdeviceptr pg = page_of(d, lo); pg < hi; pg += d->page) {
+        sw_pte *pte = pte_at(d, pg);
+        if (pte->users++ == 0) {
+            sw_count_add(&d->c.backing, d->page, &d->c.peak_backing);
+            atomic_store_explicit(&pte->owner, SW_OWN(e, SW_OWN_EXT), memory_order_release);
+            sw_page *p = atomic_load_explicit(&pte->page, memory_order_relaxed);
+            if (p && p->loc == SW_LOC_DEVICE)
+                sw_ring_insert(d, p, atomic_load(&e->heat.touched));
+        }
+    }
+    /* Neighbouring free extents changed too: their end pages may be mixed. */
+    sw_ext *l = e->prev, *r = atomic_load_explicit(&e->next, memory_order_relaxed);
+    refresh_ends(d, e, l ? sw_ext_base(l) : lo, r ? sw_ext_end(r) : hi);
+    refresh_ends(d, e, lo, hi);
+}
+
+void sw_pages_unuse(sw_device *d, sw_ext *e)
+{
+    CUdeviceptr lo = sw_ext_base(e), hi = sw_ext_end(e);
+    for (CUdeviceptr pg = page_of(d, lo); pg < hi; pg += d->page) {
+        sw_pte *pte = pte_at(d, pg);
+        if (--pte->users)
+            continue;
+        sw_count_sub(&d->c.backing, d->page);
+        atomic_store_explicit(&pte->owner, 0, memory_order_release);
+        sw_page *p = atomic_load_explicit(&pte->page, memory_order_relaxed);
+        if (!p)
+            continue;
+        /* If the unmap fails the page stays mapped; the next owner counts
+         * it as host-resident. */
+        if (p->loc == SW_LOC_HOST)
+            (void)drop_page(d, pg);
+        else
+            cache_insert(d, p);
+    }
+}
+
+void sw_pages_settle(sw_device *d, sw_ext *merged, CUdeviceptr lo, CUdeviceptr hi)
+{
+    /* Pages strictly inside the merged free extent have no user left; its
+     * end pages, and those of the range freed, may be shared still. */
+    refresh_ends(d, merged, lo, hi);
+    refresh_ends(d, merged, sw_ext_base(merged), sw_ext_end(merged));
+}
+
+CUresult sw_pages_unmap_all(sw_device *d)
+{
+    CUresult first = CUDA_SUCCESS;
+    unsigned n = atomic_load(&d->arena.nsegs);
+    for (unsigned s = 0; s < n; s++) {
+        const sw_seg *g = &d->arena.seg[s];
+        for (CUdeviceptr va = g->base; va < g->base + g->size; va += d->page) {
+            if (!atomic_load_explicit(&pte_at(d, va)->page, memory_order_relaxed))
+                continue;
+            CUresult r = drop_page(d, va);
+            if (first == CUDA_SUCCESS)
+                first = r;
+        }
+    }
+    return first;
+}
