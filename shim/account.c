@@ -144,9 +144,27 @@ static const char *later_at_debug(enum spw_log_level level)
     return level == SPW_LOG_WARN ? "; later refusals are logged at debug level" : "";
 }
 
+/* The stats counter of each refusal reason (sw_oom_reason). */
+static const enum spw_counter refusal_counter[SW_OOM_NREASONS] = {
+    [SW_OOM_NONE] = SPW_C_OOM_LIMIT,
+    [SW_OOM_LIMIT] = SPW_C_OOM_LIMIT,
+    [SW_OOM_HOST_LIMIT] = SPW_C_OOM_HOST_LIMIT,
+    [SW_OOM_ADDRESS] = SPW_C_OOM_ADDRESS,
+    [SW_OOM_TOO_LARGE] = SPW_C_OOM_TOO_LARGE,
+    [SW_OOM_DRIVER] = SPW_C_OOM_DRIVER,
+};
+
+static void count_refusal(int dev, sw_oom_reason why)
+{
+    atomic_fetch_add_explicit(&counters_of(dev)->ooms, 1, memory_order_relaxed);
+    spw_stats_add(stats_for(dev), (uint32_t)dev, SPW_C_OOMS, 1);
+    if ((unsigned)why < SW_OOM_NREASONS && dev != SPILLWAY_HOST)
+        spw_stats_add(stats_for(dev), (uint32_t)dev, refusal_counter[why], 1);
+}
+
 static void note_refusal(int dev, uint64_t bytes, uint64_t used, uint64_t limit)
 {
-    spw_account_note_oom(dev);
+    count_refusal(dev, bytes > limit ? SW_OOM_TOO_LARGE : SW_OOM_LIMIT);
     enum spw_log_level level = refusal_level(&devices[dev]);
     spw_log(level,
             "device %d: out of memory: allocating %llu bytes would pass the limit of %llu "
@@ -418,24 +436,50 @@ void spw_account_restore(enum spw_kind kind, uint64_t key, int dev, uint64_t byt
     spw_account_restore_pt(kind, key, dev, bytes, -1);
 }
 
-void spw_account_note_pool_oom(int dev, uint64_t bytes, int spilling)
+/* Why the pool said no, in words a user can act on. */
+static void pool_refusal_text(sw_oom_reason why, int dev, char *buf, size_t len)
 {
+    uint64_t limit = spw_account_limit(dev);
+    switch (why) {
+    case SW_OOM_HOST_LIMIT:
+        snprintf(buf, len, "spill found no pinned host memory left within SPILLWAY_HOST_LIMIT");
+        break;
+    case SW_OOM_ADDRESS:
+        snprintf(buf, len, "the driver refused more virtual address space");
+        break;
+    case SW_OOM_TOO_LARGE:
+        snprintf(buf, len,
+                 "one allocation larger than the limit of %llu bytes (with spill: than the "
+                 "limit and SPILLWAY_HOST_LIMIT together)",
+                 (unsigned long long)limit);
+        break;
+    case SW_OOM_DRIVER:
+        snprintf(buf, len, "the driver has no memory left to give (the device or the host is "
+                           "full: other processes?)");
+        break;
+    default:
+        snprintf(buf, len, "no device memory left within the limit of %llu bytes",
+                 (unsigned long long)limit);
+        break;
+    }
+}
+
+void spw_account_note_pool_oom(int dev, uint64_t bytes, int reason)
+{
+    sw_oom_reason why = (unsigned)reason < SW_OOM_NREASONS ? (sw_oom_reason)reason : SW_OOM_LIMIT;
     struct counters *c = &devices[dev];
-    spw_account_note_oom(dev);
+    count_refusal(dev, why);
+    char text[160];
+    pool_refusal_text(why, dev, text, sizeof text);
     enum spw_log_level level = refusal_level(c);
-    spw_log(level,
-            "device %d: out of memory: the pool has no room for %llu bytes (%llu in use, "
-            "limit %llu; allocations take whole pages from 1 page up%s)%s",
-            dev, (unsigned long long)bytes, (unsigned long long)atomic_load(&c->used),
-            (unsigned long long)spw_account_limit(dev),
-            spilling ? "; spill found no host memory within SPILLWAY_HOST_LIMIT" : "",
-            later_at_debug(level));
+    spw_log(level, "device %d: out of memory: %llu bytes refused (%s): %s (%llu bytes in use)%s",
+            dev, (unsigned long long)bytes, sw_oom_reason_name(why), text,
+            (unsigned long long)atomic_load(&c->used), later_at_debug(level));
 }
 
 void spw_account_note_oom(int dev)
 {
-    atomic_fetch_add_explicit(&counters_of(dev)->ooms, 1, memory_order_relaxed);
-    spw_stats_add(stats_for(dev), (uint32_t)dev, SPW_C_OOMS, 1);
+    count_refusal(dev, SW_OOM_DRIVER);
 }
 
 void spw_account_publish_to(struct spw_stats_writer *w)

@@ -100,12 +100,13 @@ void spw_account_release(int dev, uint64_t bytes);
 /* After a failed free of a forgotten key: records it again, uncounted. */
 void spw_account_restore(enum spw_kind kind, uint64_t key, int dev, uint64_t bytes);
 
-/* Counts an out-of-memory answer of the driver itself. */
+/* Counts an out-of-memory answer of the driver itself (reason "driver"). */
 void spw_account_note_oom(int dev);
-/* The same for the pool's own refusal (no room in its pages and, when it
- * spills, none in host memory), logged as the limit's refusals are
- * (warning once per device, then debug). */
-void spw_account_note_pool_oom(int dev, uint64_t bytes, int spilling);
+/* The same for the pool's own refusal, with its reason (a sw_oom_reason,
+ * as sw_refusal_reason() told right after it): counted by reason in the
+ * stats and logged as the limit's refusals are (warning once per device,
+ * then debug). */
+void spw_account_note_pool_oom(int dev, uint64_t bytes, int reason);
 
 /* Whether device memory outside the pool is live (pass-through or adopted
  * allocations in the maps): one atomic load. Copies ask the driver where a

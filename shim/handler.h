@@ -35,13 +35,15 @@ static inline void spw_mark_counted(void)
  * the expression key, read only after success. */
 #define SPW_ACCOUNTED_ALLOC(kind, dev, bytes, call, key)                       \
     SPW_RESERVED_CALL(spw_account_reserve, dev, bytes, call,                   \
-                      spw_account_commit((kind), (uint64_t)(key), (dev), (bytes)))
+                      spw_account_commit((kind), (uint64_t)(key), (dev), (bytes)), \
+                      spw_account_note_oom(dev))
 
 /* The same for pool pages (cuMemCreate served by the pool): a pool that
  * spills is bounded by itself and the host limit, not the byte count. */
 #define SPW_POOL_ALLOC(kind, dev, bytes, call, key)                            \
     SPW_RESERVED_CALL(spw_pool_reserve, dev, bytes, call,                      \
-                      spw_account_commit((kind), (uint64_t)(key), (dev), (bytes)))
+                      spw_account_commit((kind), (uint64_t)(key), (dev), (bytes)), \
+                      spw_account_note_pool_oom((dev), (bytes), (int)sw_refusal_reason()))
 
 /* The same for memory that passes the pool by, counted with its reason
  * (sw_passthrough_reason) in the policy's counters, the debug log and the
@@ -49,12 +51,14 @@ static inline void spw_mark_counted(void)
 #define SPW_PASSTHROUGH_ALLOC(kind, dev, bytes, reason, what, call, key)          \
     SPW_RESERVED_CALL(spw_account_reserve, dev, bytes, call,                      \
                       (spw_account_commit_pt((kind), (uint64_t)(key), (dev), (bytes), (reason)), \
-                       spw_pool_passthrough((dev), (reason), (bytes), (what))))
+                       spw_pool_passthrough((dev), (reason), (bytes), (what))),         \
+                      spw_account_note_oom(dev))
 
 /* All of the above: reserve bytes on dev (reserve: spw_account_reserve
  * or spw_pool_reserve), make the call, then settle (the statement
- * committed) or give the reservation back. */
-#define SPW_RESERVED_CALL(reserve, dev, bytes, call, committed)          \
+ * committed) or give the reservation back (and on out-of-memory run the
+ * statement refused, which counts it by reason). */
+#define SPW_RESERVED_CALL(reserve, dev, bytes, call, committed, refused) \
     do {                                                                 \
         spw_publish_ensure();                                            \
         if (reserve((dev), (bytes)))                                     \
@@ -66,7 +70,7 @@ static inline void spw_mark_counted(void)
         } else {                                                         \
             spw_account_unreserve((dev), (bytes));                       \
             if (spw_r_ == CUDA_ERROR_OUT_OF_MEMORY)                      \
-                spw_account_note_oom(dev);                               \
+                refused;                                                 \
         }                                                                \
         return spw_r_;                                                   \
     } while (0)

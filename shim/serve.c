@@ -29,7 +29,7 @@ CUresult spw_serve_alloc(sw_policy *p, int dev, size_t bytes, int async, CUstrea
     if (r != CUDA_SUCCESS) {
         spw_account_unreserve(dev, bytes);
         if (r == CUDA_ERROR_OUT_OF_MEMORY)
-            spw_account_note_pool_oom(dev, bytes, spw_pool_spills(dev));
+            spw_account_note_pool_oom(dev, bytes, (int)sw_refusal_reason());
         if (spw_pool_spills(dev))
             spw_pool_publish(dev); /* it may have spilled before giving up */
         return r;

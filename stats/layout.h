@@ -25,7 +25,7 @@
 #include <stdint.h>
 
 #define SPW_STATS_MAGIC        0x5441545357505331ULL /* "1SPWSTAT" little-endian */
-#define SPW_STATS_ABI_VERSION  1u
+#define SPW_STATS_ABI_VERSION  2u
 #define SPW_STATS_MAX_DEVICES  64u
 #define SPW_STATS_CMDLINE_LEN  1024u
 #define SPW_STATS_CONFIG_LEN   2048u
@@ -47,6 +47,11 @@
     X(ALLOCS,         allocs,               COUNTER, "allocations served")                 \
     X(FREES,          frees,                COUNTER, "frees served")                       \
     X(OOMS,           ooms,                 COUNTER, "allocations answered out-of-memory") \
+    X(OOM_LIMIT,      oom_limit,            COUNTER, "refusals: no device memory left within the limit") \
+    X(OOM_HOST_LIMIT, oom_host_limit,       COUNTER, "refusals: spill found no pinned host memory within SPILLWAY_HOST_LIMIT") \
+    X(OOM_ADDRESS,    oom_address_space,    COUNTER, "refusals: the driver refused more virtual address space") \
+    X(OOM_TOO_LARGE,  oom_too_large,        COUNTER, "refusals: one allocation larger than the limit (with spill: than the limit and host limit)") \
+    X(OOM_DRIVER,     oom_driver,           COUNTER, "refusals: the driver itself had no memory to give") \
     X(SPILL_BYTES,    spill_bytes,          COUNTER, "bytes moved device to host by spill") \
     X(SPILL_EVENTS,   spill_events,         COUNTER, "spill operations")                   \
     X(FILL_BYTES,     fill_bytes,           COUNTER, "bytes moved host to device by fill") \
@@ -101,9 +106,10 @@ struct spw_stats_header {
 _Static_assert(sizeof(_Atomic uint64_t) == 8, "atomic u64 must be 8 bytes");
 _Static_assert(sizeof(struct spw_stats_counter) == SPW_STATS_CACHELINE, "counter is one line");
 _Static_assert(sizeof(struct spw_stats_header) % SPW_STATS_CACHELINE == 0, "header is whole lines");
-_Static_assert(offsetof(struct spw_stats_header, cmdline) == 128, "ABI v1 header layout");
+/* The header is the same since v1; v2 added per-device counters. */
+_Static_assert(offsetof(struct spw_stats_header, cmdline) == 128, "ABI v2 header layout");
 _Static_assert(sizeof(struct spw_stats_header) == 128 + SPW_STATS_CMDLINE_LEN + SPW_STATS_CONFIG_LEN,
-               "ABI v1 header size");
+               "ABI v2 header size");
 
 static inline uint64_t spw_stats_total_size(uint32_t device_count)
 {
