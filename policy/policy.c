@@ -297,8 +297,8 @@ static CUresult carve_backed(sw_device *d, shape sh, bool synced, sw_ext **out,
             return r;
         }
         discard(d, e);
-        if (*why == SW_OOM_ADDRESS)
-            break;
+        if (*why != SW_OOM_LIMIT)
+            break; /* a better place helps against fragmentation only */
     }
     return r;
 }

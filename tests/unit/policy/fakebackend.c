@@ -59,6 +59,7 @@ struct fake_backend {
     char violation[256];
     char fail_op[32];
     CUresult fail_r;
+    int fail_times;
 };
 
 static void violate(fake_backend *fb, const char *fmt, unsigned long long a)
@@ -70,19 +71,26 @@ static void violate(fake_backend *fb, const char *fmt, unsigned long long a)
 static bool injected(fake_backend *fb, const char *op, CUresult *r)
 {
     if (fb->fail_op[0] && !strcmp(fb->fail_op, op)) {
-        fb->fail_op[0] = 0;
+        if (--fb->fail_times <= 0)
+            fb->fail_op[0] = 0;
         *r = fb->fail_r;
         return true;
     }
     return false;
 }
 
-void fake_fail_next(fake_backend *fb, const char *op, CUresult r)
+void fake_fail_times(fake_backend *fb, const char *op, CUresult r, int times)
 {
     pthread_mutex_lock(&fb->lock);
     snprintf(fb->fail_op, sizeof fb->fail_op, "%s", op);
     fb->fail_r = r;
+    fb->fail_times = times;
     pthread_mutex_unlock(&fb->lock);
+}
+
+void fake_fail_next(fake_backend *fb, const char *op, CUresult r)
+{
+    fake_fail_times(fb, op, r, 1);
 }
 
 fake_backend *fake_create(size_t page, size_t dev_limit_pages)
@@ -341,7 +349,9 @@ static CUresult b_va_reserve(void *ctx, int dev, size_t size, size_t align, CUde
     fake_backend *fb = ctx;
     (void)dev;
     pthread_mutex_lock(&fb->lock);
-    CUresult r = reserve_locked(fb, size, align, va);
+    CUresult r;
+    if (!injected(fb, "va_reserve", &r))
+        r = reserve_locked(fb, size, align, va);
     pthread_mutex_unlock(&fb->lock);
     return r;
 }
