@@ -226,8 +226,24 @@ static size_t unmapped(sw_device *d, CUdeviceptr at, size_t size, size_t bound)
     return n;
 }
 
-/* The cheaper end of free extent e for size bytes aligned to align, if it
- * beats *best. */
+/* Whether a place at `at` beats *best: fewer pages to map, then page
+ * aligned when the request is half a page or more (a buffer's TLB reach;
+ * never at the price of a page), then the smaller free extent. */
+static bool better(const sw_device *d, const place *best, size_t cost, CUdeviceptr at,
+                   uint64_t len, size_t size)
+{
+    if (!best->e || cost != best->cost)
+        return !best->e || cost < best->cost;
+    if (size >= d->page / 2) {
+        bool a = (at & (d->page - 1)) == 0, b = (best->at & (d->page - 1)) == 0;
+        if (a != b)
+            return a;
+    }
+    return len < best->len;
+}
+
+/* The best of the places free extent e offers for size bytes aligned to
+ * align: its two ends, and the first page boundary inside it. */
 static void consider(sw_device *d, sw_ext *e, size_t size, size_t align, place *best)
 {
     CUdeviceptr b = sw_ext_base(e), end = sw_ext_end(e);
@@ -235,13 +251,16 @@ static void consider(sw_device *d, sw_ext *e, size_t size, size_t align, place *
     if (lo < b || lo + size > end)
         return;
     CUdeviceptr hi = (end - size) & ~(CUdeviceptr)(align - 1);
+    CUdeviceptr pa = (lo + d->page - 1) & ~(CUdeviceptr)(d->page - 1);
     uint64_t len = atomic_load_explicit(&e->size, memory_order_relaxed);
-    CUdeviceptr ends[2] = {lo, hi};
-    for (int i = 0; i < (hi > lo ? 2 : 1); i++) {
+    CUdeviceptr at[3] = {lo, hi, pa};
+    for (int i = 0; i < 3; i++) {
+        if ((i == 1 && hi == lo) || (i == 2 && (pa == lo || pa == hi || pa + size > end)))
+            continue;
         size_t bound = best->e ? best->cost + 1 : SIZE_MAX;
-        size_t c = unmapped(d, ends[i], size, bound);
-        if (!best->e || c < best->cost || (c == best->cost && len < best->len))
-            *best = (place){e, ends[i], c, len};
+        size_t c = unmapped(d, at[i], size, bound);
+        if (better(d, best, c, at[i], len, size))
+            *best = (place){e, at[i], c, len};
     }
 }
 

@@ -232,9 +232,10 @@ static shape shape_of(sw_device *d, int cls, size_t size)
 {
     if (cls >= 0)
         return (shape){d->arena.chunk, d->arena.granule, SW_EXT_SLAB};
-    size_t g = d->arena.granule, placed = (size + g - 1) / g * g;
-    /* By the placed size, so that blocks of one bucket share alignment. */
-    return (shape){placed, placed >= d->page / 2 ? d->page : g, SW_EXT_BLOCK};
+    /* Granule-aligned: a block may start in the page another one ends in
+     * (placement prefers a page boundary when it costs no page). */
+    size_t g = d->arena.granule;
+    return (shape){(size + g - 1) / g * g, g, SW_EXT_BLOCK};
 }
 
 static CUresult carve(sw_device *d, shape sh, sw_place_mode mode, sw_ext **e, size_t *cost,

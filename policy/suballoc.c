@@ -7,9 +7,9 @@
  * sync point). Slabs of different classes share pages like any extents, so
  * a class holding one object costs a chunk, not a page. Each class has its
  * own lock, so threads allocating different sizes do not meet. Larger
- * requests are blocks: one extent each, aligned to the page from half a
- * page up (a page's worth of TLB reach, and what programs expect of big
- * buffers), to the granule below.
+ * requests are blocks: one extent each, aligned to the granule (4 KiB);
+ * placement puts blocks of half a page and more on a page boundary when
+ * that costs no extra page.
  *
  * Slab objects and extent records are recycled, never freed while the
  * policy lives, so a lock-free page-table reader never touches freed
