@@ -5,7 +5,7 @@ set -euo pipefail
 
 need=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-for pkg in gcc make pkg-config check libncurses-dev tmux; do
+for pkg in gcc make pkg-config check libncurses-dev libmicrohttpd-dev tmux; do
     have_pkg "$pkg" || need+=("$pkg")
 done
 [ ${#need[@]} -eq 0 ] && exit 0

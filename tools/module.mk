@@ -6,9 +6,24 @@ TOP_OBJS    := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tools/top_*.c))
 LAUNCH_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tools/launch*.c))
 CURSES_LIBS := $(shell pkg-config --libs ncurses 2>/dev/null || echo -lncurses)
 
+# --serve needs libmicrohttpd; without it (the GPU host may lack it)
+# spillway-top still builds and says so in --help. The stamp's name records
+# which way top_serve.o was built, so installing the library rebuilds it.
+MHD_LIBS    := $(shell pkg-config --libs libmicrohttpd 2>/dev/null)
+MHD_STATE   := $(if $(MHD_LIBS),with,without)
+MHD_STAMP   := $(BUILD)/tools/.serve-$(MHD_STATE)-libmicrohttpd
+ifneq ($(MHD_LIBS),)
+$(BUILD)/tools/top_serve.o: CFLAGS += -DSPW_HAVE_MHD $(shell pkg-config --cflags libmicrohttpd 2>/dev/null)
+endif
+$(BUILD)/tools/top_serve.o: $(MHD_STAMP)
+$(MHD_STAMP):
+	@mkdir -p $(dir $@)
+	@rm -f $(BUILD)/tools/.serve-*-libmicrohttpd
+	@touch $@
+
 $(TOOLS_BIN)/spillway-top: $(TOP_OBJS) $(STATS_READER_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $^ -o $@ $(CURSES_LIBS) -lm $(LDLIBS)
+	$(CC) $(CFLAGS) $^ -o $@ $(CURSES_LIBS) $(MHD_LIBS) -lm $(LDLIBS)
 $(TOOLS_BIN)/spillway: $(LAUNCH_OBJS) $(BUILD)/shim/options.o
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $^ -o $@ -lm $(LDLIBS)
@@ -21,13 +36,15 @@ $(BUILD)/tests/unit/tools/stats_writer: $(BUILD)/tests/unit/tools/stats_writer.o
 $(BUILD)/tests/unit/tools/libempty.so: $(BUILD)/tests/unit/tools/empty.o
 	$(CC) $(CFLAGS) -shared $^ -o $@
 ALL_TARGETS += $(BUILD)/tests/unit/tools/stats_writer $(BUILD)/tests/unit/tools/libempty.so
-TOP_MODEL_OBJS := $(BUILD)/tools/top_model.o $(BUILD)/tools/top_format.o $(BUILD)/tools/top_layout.o
+TOP_MODEL_OBJS := $(patsubst %,$(BUILD)/tools/top_%.o,model format layout ident container environ gpumap nvml prom)
 $(BUILD)/tests/unit/tools_model: $(BUILD)/tests/unit/tools/test_model.o $(UNIT_MAIN) $(TOP_MODEL_OBJS) $(STATS_OBJS)
 	$(CC) $(CFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
 $(BUILD)/tests/unit/tools_layout: $(BUILD)/tests/unit/tools/test_layout.o $(UNIT_MAIN) $(TOP_MODEL_OBJS) $(STATS_OBJS)
 	$(CC) $(CFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
-UNIT_TESTS  += $(BUILD)/tests/unit/tools_model $(BUILD)/tests/unit/tools_layout
-UNIT_TESTS  += tests/unit/tools/test_top.sh tests/unit/tools/test_top_tmux.sh tests/unit/tools/test_launcher.sh tests/unit/tools/test_install.sh
+$(BUILD)/tests/unit/tools_ident: $(BUILD)/tests/unit/tools/test_ident.o $(UNIT_MAIN) $(TOP_MODEL_OBJS) $(BUILD)/tools/top_listen.o $(STATS_OBJS)
+	$(CC) $(CFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
+UNIT_TESTS  += $(BUILD)/tests/unit/tools_model $(BUILD)/tests/unit/tools_layout $(BUILD)/tests/unit/tools_ident
+UNIT_TESTS  += tests/unit/tools/test_top.sh tests/unit/tools/test_top_tmux.sh tests/unit/tools/test_top_nvml.sh tests/unit/tools/test_launcher.sh tests/unit/tools/test_install.sh
 
 # End to end through the shim and fakecuda (skips until the shim links the
 # stats writer).

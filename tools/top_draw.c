@@ -106,6 +106,12 @@ static int draw_devices(const struct ui *u, int y)
             x += barw + 1;
         }
         put(y, x, A_NORMAL, "lim %-5s pool %-5s spill %-5s host %-5s %2up", lim, pool, sp, host, d->procs);
+        /* The device's own view under spillway's, as nvitop shows it. */
+        if (d->hw && y + 1 < LINES - 4) {
+            char line[256];
+            top_fmt_gpu_hw(line, sizeof line, COLS - 6, d->hw);
+            put(++y, 6, color(u, UI_CYAN), "%s", line);
+        }
     }
     return y;
 }
@@ -136,7 +142,7 @@ static void cell_text(char *out, size_t len, enum top_col k, const struct top_ro
     switch (k) {
     case TOP_COL_PID: snprintf(out, len, "%d", top_proc_pid(r->p)); break;
     case TOP_COL_USER: snprintf(out, len, "%.8s", r->p->user); break;
-    case TOP_COL_GPU: snprintf(out, len, "%u", r->dev); break;
+    case TOP_COL_GPU: snprintf(out, len, "%u", r->gpu); break;
     case TOP_COL_PEAK: top_fmt_bytes(out, len, v[SPW_C_PEAK]); break;
     case TOP_COL_SPILL: top_fmt_bytes(out, len, v[SPW_C_SPILLED]); break;
     case TOP_COL_ALLOC_RATE: top_fmt_count_rate(out, len, r->p->alloc_rate[r->dev]); break;
@@ -258,7 +264,7 @@ static uint64_t hist_max(const struct top_proc *p, const uint64_t *ring)
     return mx;
 }
 
-static int detail_counters(const struct top_proc *p, int y)
+static int detail_counters(const struct ui *u, const struct top_proc *p, int y)
 {
     const struct spw_stats_snapshot *s = &p->snap;
     put(y++, 0, A_REVERSE | A_BOLD, "%-3s %6s %6s %6s %6s %6s %6s %7s %7s %4s %6s %6s", "GPU", "LIMIT", "POOL",
@@ -273,7 +279,7 @@ static int detail_counters(const struct top_proc *p, int y)
         char al[8], fr[8];
         top_fmt_count(al, sizeof al, c[SPW_C_ALLOCS]);
         top_fmt_count(fr, sizeof fr, c[SPW_C_FREES]);
-        put(y++, 0, A_NORMAL, "%-3u %6s %6s %6s %6s %6s %6s %7s %7s %4llu %6s %6s", d, b[0], b[1], b[2], b[3], b[4],
+        put(y++, 0, A_NORMAL, "%-3u %6s %6s %6s %6s %6s %6s %7s %7s %4llu %6s %6s", top_proc_gpu(u->m, p, d, NULL), b[0], b[1], b[2], b[3], b[4],
             b[5], al, fr, (unsigned long long)(c[SPW_C_OOMS] > 9999 ? 9999 : c[SPW_C_OOMS]), b[6], b[7]);
         char h2d[8], d2h[8], d2d[8], ipc[8], man[8], cap[8], oth[8];
         top_fmt_bytes(h2d, sizeof h2d, c[SPW_C_COPY_HTOD]);
@@ -287,6 +293,20 @@ static int detail_counters(const struct top_proc *p, int y)
             ipc, man, cap, oth);
     }
     return y;
+}
+
+/* "containerd 0123456789ab  pod ns/name container NAME", or false. */
+static bool container_text(const struct top_ident *id, char *out, size_t len)
+{
+    if (!id->ctr.id[0] && !id->ctr.pod_uid[0])
+        return false;
+    int n = snprintf(out, len, "%s %.12s", id->ctr.runtime[0] ? id->ctr.runtime : "id", id->ctr.id[0] ? id->ctr.id : "-");
+    if (n > 0 && (size_t)n < len && id->ctr.pod_uid[0])
+        n += snprintf(out + n, len - (size_t)n, "  pod %s%s%s", id->ns, id->ns[0] ? "/" : "",
+                      id->pod[0] ? id->pod : id->ctr.pod_uid);
+    if (n > 0 && (size_t)n < len && id->container[0])
+        snprintf(out + n, len - (size_t)n, " container %s", id->container);
+    return true;
 }
 
 static void detail_title(const struct ui *u, const struct top_proc *p)
@@ -331,7 +351,10 @@ void ui_draw_detail(struct ui *u)
         if (*c == '\n')
             *c = ' ';
     put(3, 0, A_NORMAL, "config: %s", cfg[0] ? cfg : "(none)");
-    int y = detail_counters(p, 5);
+    char ctr[256];
+    if (container_text(&p->ident, ctr, sizeof ctr))
+        put(4, 0, A_NORMAL, "container: %s", ctr);
+    int y = detail_counters(u, p, 5);
     uint64_t limit = 0, mx_use = hist_max(p, p->hist_in_use), mx_sp = hist_max(p, p->hist_spilled);
     for (uint32_t d = 0; d < s->device_count; d++)
         limit += s->c[d][SPW_C_LIMIT];
@@ -382,7 +405,9 @@ void ui_draw_help(struct ui *u)
         "PEAK    highest in use      SPILL   bytes now in host memory",
         "ALLC/s  allocations/second  SPL/s, FIL/s  bytes/s spilled, filled",
         "OOM     allocations refused",
-        "GPU lines add up every process on the device (p = processes).",
+        "GPU lines add up every process on the device (p = processes); under",
+        "each, with NVML: the device's own utilization, memory of all processes,",
+        "temperature and power. GPU numbers are the host's (as nvidia-smi's).",
     };
     for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
         put(2 + (int)i, 2, A_NORMAL, "%s", lines[i]);

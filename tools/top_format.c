@@ -51,6 +51,50 @@ static const char *liveness_name(enum spw_liveness l)
     return l == SPW_ALIVE ? "alive" : l == SPW_DEAD ? "dead" : "unknown";
 }
 
+int top_fmt_gpu_hw(char *out, size_t len, int width, const struct top_gpu *g)
+{
+    char util[24] = "", mem[64] = "", mem_short[32] = "", temp[16] = "", power[32] = "", power_short[16] = "";
+    char used[8], total[8];
+    if (g->have_util)
+        snprintf(util, sizeof util, "util %u%%", g->util_gpu);
+    if (g->have_mem) {
+        top_fmt_bytes(used, sizeof used, g->mem_used);
+        top_fmt_bytes(total, sizeof total, g->mem_total);
+        snprintf(mem, sizeof mem, "mem %s/%s all procs", used, total);
+        snprintf(mem_short, sizeof mem_short, "mem %s/%s", used, total);
+    }
+    if (g->have_temp)
+        snprintf(temp, sizeof temp, "%uC", g->temp_c);
+    if (g->have_power) {
+        snprintf(power_short, sizeof power_short, "%uW", (g->power_mw + 500) / 1000);
+        if (g->have_power_limit)
+            snprintf(power, sizeof power, "%uW/%uW", (g->power_mw + 500) / 1000, (g->power_limit_mw + 500) / 1000);
+        else
+            snprintf(power, sizeof power, "%s", power_short);
+    }
+    /* "NVIDIA " starts every current board's name and says nothing here. */
+    const char *name = g->name[0] ? g->name : "GPU";
+    const char *short_name = strncmp(name, "NVIDIA ", 7) == 0 ? name + 7 : name;
+    enum { NAME, UTIL, MEM, TEMP, POWER };
+    const struct top_part parts[] = {
+        [NAME] = {{name, short_name}, false, true},
+        [UTIL] = {{util}, false, false},
+        [MEM] = {{mem, mem_short}, false, false},
+        [TEMP] = {{temp}, false, false},
+        [POWER] = {{power, power_short}, false, false},
+    };
+    static const int steps[] = {MEM, NAME, POWER};
+    return top_fit_line(out, len, width, parts, 5, steps, 3);
+}
+
+/* --once's line under a GPU: its own figures, as wide as the table. */
+static void print_hw_line(FILE *f, const struct top_gpu *g, int width)
+{
+    char line[256];
+    top_fmt_gpu_hw(line, sizeof line, width > 0 ? width - 7 : 200, g);
+    fprintf(f, "       %s\n", line);
+}
+
 static void print_device_line(FILE *f, const struct top_device *d)
 {
     char lim[8], pool[8], use[8], sp[8], host[8];
@@ -75,8 +119,11 @@ void top_print_table(FILE *f, const struct top_model *m, bool with_rates, int wi
     localtime_r(&t, &tm);
     strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
     fprintf(f, "spillway-top  %s  %zu process%s\n", when, m->nprocs, m->nprocs == 1 ? "" : "es");
-    for (size_t i = 0; i < m->ndevices; i++)
+    for (size_t i = 0; i < m->ndevices; i++) {
         print_device_line(f, &m->devices[i]);
+        if (m->devices[i].hw)
+            print_hw_line(f, m->devices[i].hw, width);
+    }
     int cmd = width > 0 ? (width - TABLE_FIXED > 8 ? width - TABLE_FIXED : 8) : (int)SPW_STATS_CMDLINE_LEN;
     fprintf(f, "\n%7s %-8s %3s %5s %5s %5s %5s %6s %5s %3s %s\n", "PID", "USER", "GPU", "USED", "LIMIT", "PEAK",
             "SPILL", with_rates ? "ALLC/s" : "ALLOCS", with_rates ? "OUT/s" : "OUT", "OOM", "COMMAND");
@@ -98,7 +145,7 @@ void top_print_table(FILE *f, const struct top_model *m, bool with_rates, int wi
         char command[SPW_STATS_CMDLINE_LEN];
         top_fmt_command(command, sizeof command, r->p->snap.cmdline, cmd);
         fprintf(f, "%7d %-8.8s %3u %5s %5s %5s %5s %6s %5s %3" PRIu64 " %s\n", top_proc_pid(r->p), r->p->user,
-                r->dev, use, lim, peak, sp, a, s, c[SPW_C_OOMS] > 999 ? 999 : c[SPW_C_OOMS], command);
+                r->gpu, use, lim, peak, sp, a, s, c[SPW_C_OOMS] > 999 ? 999 : c[SPW_C_OOMS], command);
     }
     if (m->nrows == 0)
         fprintf(f, "(no processes running under spillway)\n");
@@ -122,7 +169,31 @@ static void json_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
-static void json_process(FILE *f, const struct top_proc *p)
+/* "key":"value" when value is not empty, after a comma. */
+static void json_opt(FILE *f, const char *key, const char *value)
+{
+    if (!value[0])
+        return;
+    fprintf(f, ",\"%s\":", key);
+    json_string(f, value);
+}
+
+static void json_container(FILE *f, const struct top_ident *id)
+{
+    if (!id->ctr.id[0] && !id->ctr.pod_uid[0])
+        return;
+    fputs(",\"container\":{\"runtime\":", f);
+    json_string(f, id->ctr.runtime);
+    fputs(",\"id\":", f);
+    json_string(f, id->ctr.id);
+    json_opt(f, "pod_uid", id->ctr.pod_uid);
+    json_opt(f, "pod", id->pod);
+    json_opt(f, "namespace", id->ns);
+    json_opt(f, "name", id->container);
+    fputc('}', f);
+}
+
+static void json_process(FILE *f, const struct top_model *m, const struct top_proc *p)
 {
     const struct spw_stats_snapshot *s = &p->snap;
     fprintf(f, "{\"pid\":%d,\"ns_pid\":%d,\"host_pid\":%d,\"uid\":%u,\"user\":", top_proc_pid(p), s->pid,
@@ -135,14 +206,51 @@ static void json_process(FILE *f, const struct top_proc *p)
     json_string(f, s->name);
     fputs(",\"config\":", f);
     json_string(f, s->config);
+    json_container(f, &p->ident);
     fputs(",\"devices\":[", f);
     for (uint32_t d = 0; d < s->device_count; d++) {
+        bool mapped;
+        uint32_t gpu = top_proc_gpu(m, p, d, &mapped);
         fprintf(f, "%s{\"index\":%u", d ? "," : "", d);
+        if (mapped) {
+            const struct top_gpu *g = top_nvml_gpu(m->nvml, gpu);
+            fprintf(f, ",\"gpu\":%u", gpu);
+            if (g)
+                json_opt(f, "uuid", g->uuid);
+        }
         for (unsigned k = 0; k < SPW_C_COUNT; k++)
             fprintf(f, ",\"%s\":%" PRIu64, spw_stats_counter_name((enum spw_counter)k), s->c[d][k]);
         fputc('}', f);
     }
     fputs("]}", f);
+}
+
+/* The devices' own figures, when NVML is open; a figure NVML refuses is left out. */
+static void json_gpus(FILE *f, const struct top_nvml *n)
+{
+    if (!n || !n->lib)
+        return;
+    fputs(",\"gpus\":[", f);
+    for (unsigned i = 0; i < n->count; i++) {
+        const struct top_gpu *g = &n->gpu[i];
+        fprintf(f, "%s\n{\"index\":%u,\"uuid\":", i ? "," : "", g->index);
+        json_string(f, g->uuid);
+        fputs(",\"name\":", f);
+        json_string(f, g->name);
+        if (g->have_util)
+            fprintf(f, ",\"utilization_gpu_percent\":%u,\"utilization_memory_percent\":%u", g->util_gpu, g->util_mem);
+        if (g->have_mem)
+            fprintf(f, ",\"memory_used_bytes\":%" PRIu64 ",\"memory_total_bytes\":%" PRIu64, g->mem_used,
+                    g->mem_total);
+        if (g->have_temp)
+            fprintf(f, ",\"temperature_celsius\":%u", g->temp_c);
+        if (g->have_power)
+            fprintf(f, ",\"power_watts\":%.3f", g->power_mw / 1000.0);
+        if (g->have_power_limit)
+            fprintf(f, ",\"power_limit_watts\":%.3f", g->power_limit_mw / 1000.0);
+        fputc('}', f);
+    }
+    fputs("\n]", f);
 }
 
 void top_print_json(FILE *f, const struct top_model *m)
@@ -151,59 +259,9 @@ void top_print_json(FILE *f, const struct top_model *m)
             SPW_STATS_ABI_VERSION, m->time, m->skipped, m->removed);
     for (size_t i = 0; i < m->nprocs; i++) {
         fputs(i ? ",\n" : "\n", f);
-        json_process(f, m->procs[i]);
+        json_process(f, m, m->procs[i]);
     }
-    fputs("\n]}\n", f);
-}
-
-/* Label values escape backslash, double quote and newline. */
-static void prom_label(FILE *f, const char *s, size_t max)
-{
-    for (size_t i = 0; s[i] && i < max; i++) {
-        if (s[i] == '\\' || s[i] == '"')
-            fprintf(f, "\\%c", s[i]);
-        else if (s[i] == '\n')
-            fputs("\\n", f);
-        else
-            fputc(s[i], f);
-    }
-}
-
-/* The program name: the first word of the command line without its path,
- * so that label values stay short and series stay few. */
-static void prom_command(FILE *f, const char *cmdline)
-{
-    size_t len = strcspn(cmdline, " ");
-    const char *base = cmdline;
-    for (size_t i = 0; i < len; i++)
-        if (cmdline[i] == '/')
-            base = cmdline + i + 1;
-    prom_label(f, base, (size_t)(cmdline + len - base));
-}
-
-void top_print_prometheus(FILE *f, const struct top_model *m)
-{
-    for (unsigned k = 0; k < SPW_C_COUNT; k++) {
-        enum spw_counter ck = (enum spw_counter)k;
-        int gauge = spw_stats_counter_is_gauge(ck);
-        const char *name = spw_stats_counter_name(ck);
-        fprintf(f, "# HELP spillway_%s%s %s\n# TYPE spillway_%s%s %s\n", name, gauge ? "" : "_total",
-                spw_stats_counter_help(ck), name, gauge ? "" : "_total", gauge ? "gauge" : "counter");
-        for (size_t i = 0; i < m->nprocs; i++) {
-            const struct top_proc *p = m->procs[i];
-            for (uint32_t d = 0; d < p->snap.device_count; d++) {
-                fprintf(f, "spillway_%s%s{pid=\"%d\",user=\"", name, gauge ? "" : "_total", top_proc_pid(p));
-                prom_label(f, p->user, sizeof p->user);
-                fprintf(f, "\",gpu=\"%u\",command=\"", d);
-                prom_command(f, p->snap.cmdline);
-                fprintf(f, "\"} %" PRIu64 "\n", p->snap.c[d][k]);
-            }
-        }
-    }
-    fprintf(f, "# HELP spillway_processes processes publishing spillway stats\n"
-               "# TYPE spillway_processes gauge\nspillway_processes %zu\n",
-            m->nprocs);
-    fprintf(f, "# HELP spillway_skipped_segments stats segments skipped as invalid in this scan\n"
-               "# TYPE spillway_skipped_segments gauge\nspillway_skipped_segments %zu\n",
-            m->skipped);
+    fputs("\n]", f);
+    json_gpus(f, m->nvml);
+    fputs("}\n", f);
 }

@@ -12,13 +12,18 @@ void top_fmt_count(char *out, size_t len, uint64_t v);
 /* A count per second in at most 5 characters: "0", "12.5", "9999", "12K". */
 void top_fmt_count_rate(char *out, size_t len, double v);
 
+/* The device's own figures (NVML) in width columns (see top_fit_line):
+ * name, utilization, memory used by all processes of the device against
+ * its total, temperature, power against its limit. Parts shrink whole;
+ * the name is cut last. Returns the length written. */
+int top_fmt_gpu_hw(char *out, size_t len, int width, const struct top_gpu *g);
+
 /* --once: device headers and one line per row, plain text. with_rates: the
  * model has two samples, so rate columns replace the totals. width: shorten
  * the command to fit this many columns (top_fmt_command; at least 80 is
  * readable), 0 = the whole command. */
 void top_print_table(FILE *f, const struct top_model *m, bool with_rates, int width);
-/* --json: every process with all its counters. */
+/* --json: every process with all its counters (and the devices' own
+ * figures when NVML is open). */
 void top_print_json(FILE *f, const struct top_model *m);
-/* --prometheus: text exposition format 0.0.4. */
-void top_print_prometheus(FILE *f, const struct top_model *m);
 #endif

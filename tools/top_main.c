@@ -1,7 +1,11 @@
-/* spillway-top: command line, then the interactive screen or one of the
- * non-interactive outputs (--once, --json, --prometheus). */
+/* spillway-top: command line, then the interactive screen, one of the
+ * non-interactive outputs (--once, --json, --prometheus) or the HTTP
+ * exporter (--serve). */
 #include "tools/top_format.h"
+#include "tools/top_listen.h"
 #include "tools/top_model.h"
+#include "tools/top_prom.h"
+#include "tools/top_serve.h"
 #include "tools/top_ui.h"
 
 #include <errno.h>
@@ -16,7 +20,7 @@
 
 #define VERSION "0.1"
 
-enum mode { MODE_UI, MODE_ONCE, MODE_JSON, MODE_PROMETHEUS };
+enum mode { MODE_UI, MODE_ONCE, MODE_JSON, MODE_PROMETHEUS, MODE_SERVE };
 
 struct args {
     enum mode mode;
@@ -24,6 +28,9 @@ struct args {
     bool interval_given;
     const char *dir;
     unsigned scan_flags;
+    bool nvml;                     /* show the devices' own figures when NVML is there */
+    struct sockaddr_storage serve; /* --serve's address */
+    socklen_t serve_len;
 };
 
 static void usage(FILE *f)
@@ -35,6 +42,9 @@ static void usage(FILE *f)
             "  -j, --json           print every process and counter as JSON and exit\n"
             "  -p, --prometheus     print Prometheus text format and exit (node_exporter\n"
             "                       textfile collector)\n"
+            "      --serve ADDR:PORT  serve the same on http://ADDR:PORT/metrics until\n"
+            "                       stopped; a bare PORT listens on 127.0.0.1 only,\n"
+            "                       0.0.0.0:PORT on every interface%s\n"
             "  -d, --interval SEC   seconds between refreshes (default 1; 0.1 to 3600);\n"
             "                       with --once, sample twice SEC apart and show rates\n"
             "  -s, --sort KEY       pid, user, gpu, in-use (default), peak, spilled,\n"
@@ -45,10 +55,12 @@ static void usage(FILE *f)
             "  -a, --all-users      include other users' processes (needs root)\n"
             "      --keep-dead      do not remove segments left by dead processes\n"
             "      --no-color       no colours (also when NO_COLOR is set)\n"
+            "      --no-nvml        do not show the devices' own figures (NVML)\n"
             "  -h, --help           this help\n"
             "  -V, --version        version\n\n"
             "Keys: q quit, h/? help, arrows/j/k move, Enter details, s/< > sort column,\n"
-            "r reverse, / filter, K kill (asks first), +/- interval. See spillway-top(1).\n");
+            "r reverse, / filter, K kill (asks first), +/- interval. See spillway-top(1).\n",
+            top_serve_available() ? "" : "\n                       (not available: built without libmicrohttpd)");
 }
 
 static int bad_usage(const char *fmt, const char *arg)
@@ -73,7 +85,7 @@ static int parse_interval(const char *s, double *out)
 /* Returns -1 to go on, or an exit status. */
 static int parse_args(int argc, char **argv, struct args *a)
 {
-    enum { OPT_DIR = 256, OPT_KEEP_DEAD, OPT_NO_COLOR };
+    enum { OPT_DIR = 256, OPT_KEEP_DEAD, OPT_NO_COLOR, OPT_SERVE, OPT_NO_NVML };
     static const struct option longs[] = {
         {"once", no_argument, NULL, '1'},          {"json", no_argument, NULL, 'j'},
         {"prometheus", no_argument, NULL, 'p'},    {"interval", required_argument, NULL, 'd'},
@@ -81,6 +93,7 @@ static int parse_args(int argc, char **argv, struct args *a)
         {"filter", required_argument, NULL, 'f'},  {"dir", required_argument, NULL, OPT_DIR},
         {"all-users", no_argument, NULL, 'a'},     {"keep-dead", no_argument, NULL, OPT_KEEP_DEAD},
         {"no-color", no_argument, NULL, OPT_NO_COLOR}, {"help", no_argument, NULL, 'h'},
+        {"serve", required_argument, NULL, OPT_SERVE}, {"no-nvml", no_argument, NULL, OPT_NO_NVML},
         {"version", no_argument, NULL, 'V'},       {NULL, 0, NULL, 0}};
     opterr = 0;
     int c;
@@ -105,6 +118,17 @@ static int parse_args(int argc, char **argv, struct args *a)
         case 'a': a->scan_flags |= SPW_SCAN_ALL_USERS; break;
         case OPT_KEEP_DEAD: a->scan_flags &= ~(unsigned)SPW_SCAN_REMOVE_DEAD; break;
         case OPT_NO_COLOR: a->ui.color = false; break;
+        case OPT_NO_NVML: a->nvml = false; break;
+        case OPT_SERVE: {
+            char why[160];
+            if (!top_serve_available())
+                return bad_usage("--serve is not available: this spillway-top was built without "
+                                 "libmicrohttpd%s", "");
+            if (top_listen_parse(optarg, &a->serve, &a->serve_len, why, sizeof why) != 0)
+                return bad_usage("%s", why);
+            a->mode = MODE_SERVE;
+            break;
+        }
         case 'h': usage(stdout); return 0;
         case 'V': printf("spillway-top " VERSION " (stats ABI %u)\n", SPW_STATS_ABI_VERSION); return 0;
         case ':': return bad_usage("option '%s' needs a value", argv[optind - 1]);
@@ -170,20 +194,32 @@ int main(int argc, char **argv)
 {
     struct args a = {.mode = MODE_UI,
                      .ui = {.interval = 1.0, .sort = TOP_SORT_IN_USE, .color = true},
-                     .scan_flags = SPW_SCAN_REMOVE_DEAD};
+                     .scan_flags = SPW_SCAN_REMOVE_DEAD,
+                     .nvml = true};
     const char *nc = getenv("NO_COLOR");
     if (nc && *nc)
         a.ui.color = false;
     int rc = parse_args(argc, argv, &a);
     if (rc >= 0)
         return rc;
-    struct top_model m;
-    top_model_init(&m, a.dir, a.scan_flags);
     if (a.mode == MODE_UI && !isatty(STDOUT_FILENO)) {
         fprintf(stderr, "spillway-top: standard output is not a terminal; use --once, --json or --prometheus\n");
         return 2;
     }
-    rc = a.mode == MODE_UI ? top_ui_run(&m, &a.ui) : run_batch(&m, &a);
+    struct top_model m;
+    top_model_init(&m, a.dir, a.scan_flags);
+    /* No NVML (no driver, no GPU) is the common case on a test machine and
+     * not worth a word: the device line is simply not shown. */
+    static struct top_nvml nvml;
+    if (a.nvml && top_nvml_open(&nvml, NULL) == 0)
+        top_model_use_nvml(&m, &nvml);
+    if (a.mode == MODE_UI)
+        rc = top_ui_run(&m, &a.ui);
+    else if (a.mode == MODE_SERVE)
+        rc = top_serve(&m, (const struct sockaddr *)&a.serve, a.serve_len);
+    else
+        rc = run_batch(&m, &a);
     top_model_free(&m);
+    top_nvml_close(&nvml);
     return rc;
 }

@@ -20,6 +20,11 @@ void top_model_init(struct top_model *m, const char *dir, unsigned scan_flags)
     m->scan_flags = scan_flags;
 }
 
+void top_model_use_nvml(struct top_model *m, struct top_nvml *n)
+{
+    m->nvml = n;
+}
+
 void top_model_free(struct top_model *m)
 {
     for (size_t i = 0; i < m->nprocs; i++)
@@ -79,6 +84,10 @@ static void update_proc(struct top_proc *p, const struct spw_stats_snapshot *s, 
 {
     p->snap = *s;
     p->seen = true;
+    /* Once its pid is known here: a process's container and start-up
+     * environment do not change. */
+    if (!p->ident.probed)
+        top_ident_probe(&p->ident, s->local_pid);
     double dt = mono_now - p->prev_time;
     uint64_t in_use = 0, spilled = 0;
     for (uint32_t d = 0; d < s->device_count; d++) {
@@ -113,6 +122,15 @@ uint64_t top_proc_hist(const struct top_proc *p, const uint64_t *ring, size_t i)
 int top_proc_pid(const struct top_proc *p)
 {
     return p->snap.local_pid > 0 ? (int)p->snap.local_pid : p->snap.host_pid;
+}
+
+uint32_t top_proc_gpu(const struct top_model *m, const struct top_proc *p, uint32_t dev, bool *mapped)
+{
+    const struct top_nvml *n = m->nvml && m->nvml->lib ? m->nvml : NULL;
+    int host = top_gpu_host_index(&p->ident.gpu_env, dev, n ? n->gpu : NULL, n ? n->count : 0);
+    if (mapped)
+        *mapped = host >= 0;
+    return host >= 0 ? (uint32_t)host : dev;
 }
 
 struct note_relay {
@@ -167,12 +185,14 @@ int top_model_sample(struct top_model *m, double mono_now, spw_stats_note_fn not
     }
     m->skipped = list.skipped;
     m->removed = list.removed;
+    if (m->nvml)
+        top_nvml_sample(m->nvml);
     spw_stats_list_free(&list);
     drop_unseen(m);
     return rc;
 }
 
-static bool device_in_use(const uint64_t *c)
+bool top_device_in_use(const uint64_t *c)
 {
     return c[SPW_C_LIMIT] || c[SPW_C_POOL] || c[SPW_C_IN_USE] || c[SPW_C_ALLOCS] || c[SPW_C_HOST] ||
            c[SPW_C_SPILLED] || c[SPW_C_OOMS];
@@ -197,7 +217,7 @@ static bool push_row(struct top_model *m, struct top_proc *p, uint32_t dev)
         m->rows = nr;
         m->rows_cap = ncap;
     }
-    m->rows[m->nrows++] = (struct top_row){p, dev};
+    m->rows[m->nrows++] = (struct top_row){p, dev, top_proc_gpu(m, p, dev, NULL)};
     return true;
 }
 
@@ -206,12 +226,13 @@ static void add_to_device(struct top_model *m, const struct top_row *r)
     const uint64_t *c = r->p->snap.c[r->dev];
     struct top_device *d = NULL;
     for (size_t i = 0; i < m->ndevices && !d; i++)
-        if (m->devices[i].index == r->dev)
+        if (m->devices[i].index == r->gpu)
             d = &m->devices[i];
     if (!d) {
         d = &m->devices[m->ndevices++];
         memset(d, 0, sizeof *d);
-        d->index = r->dev;
+        d->index = r->gpu;
+        d->hw = top_nvml_gpu(m->nvml, r->gpu);
     }
     d->procs++;
     d->limit = sat_add(d->limit, c[SPW_C_LIMIT]);
@@ -236,7 +257,7 @@ static int cmp_rows(const void *va, const void *vb)
     switch (sort_key) {
     case TOP_SORT_PID: c = cmp_u64((uint64_t)top_proc_pid(a->p), (uint64_t)top_proc_pid(b->p)); break;
     case TOP_SORT_USER: c = strcmp(a->p->user, b->p->user); break;
-    case TOP_SORT_DEVICE: c = cmp_u64(a->dev, b->dev); break;
+    case TOP_SORT_DEVICE: c = cmp_u64(a->gpu, b->gpu); break;
     case TOP_SORT_IN_USE: c = -cmp_u64(ca[SPW_C_IN_USE], cb[SPW_C_IN_USE]); break;
     case TOP_SORT_PEAK: c = -cmp_u64(ca[SPW_C_PEAK], cb[SPW_C_PEAK]); break;
     case TOP_SORT_SPILLED: c = -cmp_u64(ca[SPW_C_SPILLED], cb[SPW_C_SPILLED]); break;
@@ -262,7 +283,7 @@ void top_model_arrange(struct top_model *m, enum top_sort key, bool reverse, con
             continue;
         size_t before = m->nrows;
         for (uint32_t d = 0; d < p->snap.device_count; d++)
-            if (device_in_use(p->snap.c[d]) && !push_row(m, p, d))
+            if (top_device_in_use(p->snap.c[d]) && !push_row(m, p, d))
                 return;
         if (m->nrows == before && !push_row(m, p, 0))
             return;

@@ -4,6 +4,8 @@
 #ifndef SPILLWAY_TOOLS_TOP_MODEL_H
 #define SPILLWAY_TOOLS_TOP_MODEL_H
 #include "stats/reader.h"
+#include "tools/top_ident.h"
+#include "tools/top_nvml.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -19,6 +21,7 @@ enum top_sort {
 struct top_proc {
     struct spw_stats_snapshot snap;   /* latest */
     char user[33];
+    struct top_ident ident;           /* container, pod, device variables */
     bool seen;                        /* in the latest scan */
     bool has_prev;
     double prev_time;
@@ -36,13 +39,15 @@ struct top_proc {
 
 struct top_row {
     struct top_proc *p;
-    uint32_t dev;
+    uint32_t dev;         /* the device as the process numbers it (its stats index) */
+    uint32_t gpu;         /* the host's GPU index when known, else dev (see top_proc_gpu) */
 };
 
 struct top_device {
-    uint32_t index;
+    uint32_t index;       /* host GPU index (top_row.gpu) */
     unsigned procs;
     uint64_t limit, pool, in_use, spilled, host;
+    const struct top_gpu *hw; /* NVML's figures for it, or NULL */
 };
 
 struct top_model {
@@ -58,10 +63,14 @@ struct top_model {
     char last_note[256];      /* latest skip/removal, for the status line */
     char error[256];          /* the directory could not be read, or "" */
     double time;              /* of the latest sample (CLOCK_REALTIME, seconds) */
+    struct top_nvml *nvml;    /* the device's own figures, or NULL (top_model_use_nvml) */
 };
 
 void top_model_init(struct top_model *m, const char *dir, unsigned scan_flags);
 void top_model_free(struct top_model *m);
+
+/* Samples NVML along with the segments (n stays the caller's; opened). */
+void top_model_use_nvml(struct top_model *m, struct top_nvml *n);
 
 /* Scans the segments and updates rates and history. mono_now is a monotonic
  * time in seconds (for rates). 0, or -1 with m->error set. Notes about
@@ -74,6 +83,10 @@ int top_model_sample(struct top_model *m, double mono_now, spw_stats_note_fn not
  * ascending for names and ids; reverse flips it). Also fills m->devices. */
 void top_model_arrange(struct top_model *m, enum top_sort key, bool reverse, const char *filter);
 
+/* Whether a process's device's counters show it in use (a limit, a pool,
+ * memory, an allocation or a refusal): the devices rows and series show. */
+bool top_device_in_use(const uint64_t *c);
+
 const char *top_sort_name(enum top_sort key);  /* column title */
 const char *top_sort_arg(enum top_sort key);   /* --sort value */
 int top_sort_parse(const char *arg, enum top_sort *out);
@@ -83,4 +96,8 @@ uint64_t top_proc_hist(const struct top_proc *p, const uint64_t *ring, size_t i)
 
 /* pid to show: the pid in our namespace when known, else the host pid. */
 int top_proc_pid(const struct top_proc *p);
+
+/* The host GPU index of p's device dev (see top_gpumap.h): *mapped tells
+ * whether it could be told; when not, dev itself is returned. */
+uint32_t top_proc_gpu(const struct top_model *m, const struct top_proc *p, uint32_t dev, bool *mapped);
 #endif

@@ -50,7 +50,13 @@ check "--json lists both processes" [ "$(grep -c '"pid":' <<<"$json")" = 2 ]
 
 # --prometheus: one sample per process and device, counters typed as such.
 prom=$("$TOP" --prometheus)
-check "--prometheus in use of A" grep -qxF "spillway_in_use_bytes{pid=\"$A\",user=\"$(id -un)\",gpu=\"0\",command=\"alpha\"} $((2 * GiB))" <<<"$prom"
+check "--prometheus in use of A" grep -qE "^spillway_in_use_bytes\{pid=\"$A\",user=\"$(id -un)\",command=\"alpha\",gpu=\"0\",cuda_device=\"0\",Hostname=\"$(uname -n)\"[^}]*\} $((2 * GiB))$" <<<"$prom"
+check "--prometheus counters end in _total" bash -c '! grep -E "^# TYPE .* counter$" <<<"$1" | grep -v "_total counter$"' _ "$prom"
+# One source of names: every counter --json shows is a family of --prometheus.
+json_keys=$(grep -oE '"[a-z_]+":[0-9]+' <<<"$dev0" | cut -d'"' -f2 | grep -vx gpu) # gpu: the host index, not a counter
+missing=""
+for k in $json_keys; do grep -qE "^# TYPE spillway_${k}(_total)? (gauge|counter)$" <<<"$prom" || missing+=" $k"; done
+check "--prometheus has a family for every --json counter${missing:+ (missing:$missing)}" [ -z "$missing" ]
 check "--prometheus counter type" grep -qx '# TYPE spillway_allocs_total counter' <<<"$prom"
 check "--prometheus gauge type" grep -qx '# TYPE spillway_in_use_bytes gauge' <<<"$prom"
 check "--prometheus process count" grep -qx 'spillway_processes 2' <<<"$prom"

@@ -1,0 +1,29 @@
+/* Who a process is beyond its stats segment: its container or pod (from
+ * the kernel's cgroup record), the Kubernetes names its environment
+ * carries, and the device variables that say which host GPUs its CUDA
+ * devices are. Read once per process from /proc. */
+#ifndef SPILLWAY_TOOLS_TOP_IDENT_H
+#define SPILLWAY_TOOLS_TOP_IDENT_H
+#include "tools/top_container.h"
+#include "tools/top_gpumap.h"
+
+#define TOP_K8S_NAME 64
+
+struct top_ident {
+    bool probed;                 /* looked up (needs the pid in our namespace) */
+    struct top_container ctr;
+    struct top_gpu_env gpu_env;
+    /* Inside a pod only, from the environment (downward API variables
+     * POD_NAME, POD_NAMESPACE, CONTAINER_NAME; else the pod's hostname and
+     * its service account's namespace file). What the process says, unlike
+     * ctr: a label to read, not a proof. */
+    char pod[TOP_K8S_NAME], ns[TOP_K8S_NAME], container[TOP_K8S_NAME];
+};
+
+/* Fills id from /proc/<pid>; pid <= 0 leaves it unprobed. */
+void top_ident_probe(struct top_ident *id, pid_t pid);
+
+/* Fills the environment's parts of id from an environ image (for tests and
+ * for top_ident_probe). */
+void top_ident_from_environ(struct top_ident *id, const char *env, size_t len);
+#endif

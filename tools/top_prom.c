@@ -1,0 +1,139 @@
+#include "tools/top_prom.h"
+
+#include <inttypes.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Label values escape backslash, double quote and newline; anything else
+ * unprintable (the reader already sanitises segment text; a host name is
+ * not checked) becomes '?'. */
+static void label_value(FILE *f, const char *s, size_t max)
+{
+    for (size_t i = 0; i < max && s[i]; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '\\' || c == '"')
+            fprintf(f, "\\%c", c);
+        else if (c == '\n')
+            fputs("\\n", f);
+        else
+            fputc(c >= 0x20 && c < 0x7f ? c : '?', f);
+    }
+}
+
+/* ,name="value" — left out when value is empty: an empty label is the same
+ * series as no label, and shorter. */
+static void label(FILE *f, const char *name, const char *value)
+{
+    if (!value[0])
+        return;
+    fprintf(f, ",%s=\"", name);
+    label_value(f, value, strlen(value));
+    fputc('"', f);
+}
+
+/* The program name: the first word of the command line without its path,
+ * so that label values stay short and series stay few. */
+static void command_label(FILE *f, const char *cmdline)
+{
+    size_t len = strcspn(cmdline, " ");
+    const char *base = cmdline;
+    for (size_t i = 0; i < len; i++)
+        if (cmdline[i] == '/')
+            base = cmdline + i + 1;
+    fputs(",command=\"", f);
+    label_value(f, base, (size_t)(cmdline + len - base));
+    fputc('"', f);
+}
+
+static void series_labels(FILE *f, const struct top_model *m, const struct top_proc *p, uint32_t d,
+                          const char *host)
+{
+    bool mapped;
+    uint32_t gpu = top_proc_gpu(m, p, d, &mapped);
+    const struct top_gpu *g = mapped ? top_nvml_gpu(m->nvml, gpu) : NULL;
+    fprintf(f, "{pid=\"%d\",user=\"", top_proc_pid(p));
+    label_value(f, p->user, sizeof p->user);
+    fputc('"', f);
+    command_label(f, p->snap.cmdline);
+    fprintf(f, ",gpu=\"%u\",cuda_device=\"%u\"", gpu, d);
+    label(f, "UUID", g ? g->uuid : "");
+    label(f, "Hostname", host);
+    const struct top_ident *id = &p->ident;
+    label(f, "container_id", id->ctr.id);
+    label(f, "pod_uid", id->ctr.pod_uid);
+    label(f, "pod", id->pod);
+    label(f, "namespace", id->ns);
+    label(f, "container", id->container);
+    fputc('}', f);
+}
+
+/* Two segments shown with the same pid and user would make two series
+ * with one label set, and Prometheus rejects the whole scrape for that; it
+ * takes a writer in a pid namespace we cannot see whose pid equals one of
+ * ours. The first one wins. */
+static bool duplicate(const struct top_model *m, size_t i)
+{
+    const struct top_proc *p = m->procs[i];
+    for (size_t j = 0; j < i; j++)
+        if (top_proc_pid(m->procs[j]) == top_proc_pid(p) && m->procs[j]->snap.uid == p->snap.uid)
+            return true;
+    return false;
+}
+
+static void counter_family(FILE *f, const struct top_model *m, enum spw_counter k, const char *host)
+{
+    int gauge = spw_stats_counter_is_gauge(k);
+    const char *name = spw_stats_counter_name(k), *suffix = gauge ? "" : "_total";
+    fprintf(f, "# HELP spillway_%s%s %s\n# TYPE spillway_%s%s %s\n", name, suffix, spw_stats_counter_help(k), name,
+            suffix, gauge ? "gauge" : "counter");
+    for (size_t i = 0; i < m->nprocs; i++) {
+        const struct top_proc *p = m->procs[i];
+        if (duplicate(m, i))
+            continue;
+        bool none = true;
+        for (uint32_t d = 0; d < p->snap.device_count && none; d++)
+            none = !top_device_in_use(p->snap.c[d]);
+        for (uint32_t d = 0; d < p->snap.device_count; d++) {
+            /* Devices in use, or the first one: every process shows. */
+            if (!top_device_in_use(p->snap.c[d]) && !(none && d == 0))
+                continue;
+            fprintf(f, "spillway_%s%s", name, suffix);
+            series_labels(f, m, p, d, host);
+            fprintf(f, " %" PRIu64 "\n", p->snap.c[d][k]);
+        }
+    }
+}
+
+static void gpu_info(FILE *f, const struct top_nvml *n, const char *host)
+{
+    if (!n || !n->lib || n->count == 0)
+        return;
+    fputs("# HELP spillway_gpu_info the host's GPUs as NVML names them (value 1)\n"
+          "# TYPE spillway_gpu_info gauge\n",
+          f);
+    for (unsigned i = 0; i < n->count; i++) {
+        const struct top_gpu *g = &n->gpu[i];
+        fprintf(f, "spillway_gpu_info{gpu=\"%u\"", g->index);
+        label(f, "UUID", g->uuid);
+        label(f, "model_name", g->name);
+        label(f, "Hostname", host);
+        fputs("} 1\n", f);
+    }
+}
+
+void top_print_prometheus(FILE *f, const struct top_model *m)
+{
+    char host[256] = "";
+    if (gethostname(host, sizeof host) != 0)
+        host[0] = '\0';
+    host[sizeof host - 1] = '\0';
+    for (unsigned k = 0; k < SPW_C_COUNT; k++)
+        counter_family(f, m, (enum spw_counter)k, host);
+    gpu_info(f, m->nvml, host);
+    fprintf(f, "# HELP spillway_processes processes publishing spillway stats\n"
+               "# TYPE spillway_processes gauge\nspillway_processes %zu\n",
+            m->nprocs);
+    fprintf(f, "# HELP spillway_skipped_segments stats segments skipped as invalid in this scan\n"
+               "# TYPE spillway_skipped_segments gauge\nspillway_skipped_segments %zu\n",
+            m->skipped);
+}
