@@ -2,12 +2,16 @@
  * must, cheapest first:
  *   1. free pool pages, pages created up to the limit, cached pages
  *      reclaimed (their frees were covered when released: no sync),
- *   2. a device sync that releases pending frees into cached pages,
+ *   2. a device sync that releases pending frees into cached pages (through
+ *      the device's syncer, so that a busy device is not waited for),
  *   3. with spill: the coldest pages of live data moved to the host, their
  *      device pages mapped here while the gate is still closed (another
  *      thread cannot take them first: issue 11 saw 8 threads refused),
  *   4. with spill: host pages for what is still missing (the new range
- *      lives partly on the host; fill brings it back when room appears),
+ *      lives partly on the host; fill brings it back when room appears);
+ *      also at once when the device cannot be quiesced in time (busy,
+ *      stream capture): a new range's pages can be mapped under running
+ *      work, existing pages cannot be moved,
  * and refuses with the reason of the last step that ran dry.
  *
  * The range was carved before any of this, so its VA is the caller's
@@ -29,7 +33,10 @@ static CUresult spill_for(sw_device *d, CUdeviceptr va, size_t n, size_t *missin
                           sw_oom_reason *why)
 {
     sw_policy *p = d->pol;
-    CUresult r = sw_quiesce(d);
+    uint64_t held;
+    CUresult r = sw_quiesce(d, &held);
+    if (r == CUDA_ERROR_NOT_READY)
+        return map_locked(d, va, n, true, missing, why); /* busy: host pages now */
     if (r != CUDA_SUCCESS)
         return r;
     pthread_mutex_lock(&p->handles_lock);
@@ -48,7 +55,7 @@ static CUresult spill_for(sw_device *d, CUdeviceptr va, size_t n, size_t *missin
         r = sw_pages_map(d, va, n, true, missing, why);
     pthread_mutex_unlock(&d->lock);
     pthread_mutex_unlock(&p->handles_lock);
-    sw_gate_open(p);
+    sw_gate_open(p, held);
     return r;
 }
 
@@ -61,9 +68,11 @@ CUresult sw_acquire(sw_device *d, sw_ext *e, bool synced, sw_oom_reason *why)
     if (r != CUDA_SUCCESS || !missing)
         return r;
     if (!synced && sw_freeq_pending(d, NULL)) {
-        if ((r = sw_sync_and_collect(d)) != CUDA_SUCCESS)
+        r = sw_sync_and_collect(d);
+        if (r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY)
             return r;
-        if ((r = map_locked(d, va, n, false, &missing, why)) != CUDA_SUCCESS || !missing)
+        if (r == CUDA_SUCCESS &&
+            ((r = map_locked(d, va, n, false, &missing, why)) != CUDA_SUCCESS || !missing))
             return r;
     }
     if (!d->cfg.spill)
@@ -116,7 +125,10 @@ static CUresult spill_and_take(sw_device *d, size_t n, CUmemGenericAllocationHan
                                sw_loc *locs, sw_oom_reason *why)
 {
     sw_policy *p = d->pol;
-    CUresult r = sw_quiesce(d);
+    uint64_t held;
+    CUresult r = sw_quiesce(d, &held);
+    if (r == CUDA_ERROR_NOT_READY)
+        return take_locked(d, n, true, out, locs, why); /* busy: host pages now */
     if (r != CUDA_SUCCESS)
         return r;
     pthread_mutex_lock(&p->handles_lock);
@@ -137,7 +149,7 @@ static CUresult spill_and_take(sw_device *d, size_t n, CUmemGenericAllocationHan
         r = take_n(d, n, true, out, locs, why);
     pthread_mutex_unlock(&d->lock);
     pthread_mutex_unlock(&p->handles_lock);
-    sw_gate_open(p);
+    sw_gate_open(p, held);
     return r;
 }
 
@@ -149,10 +161,13 @@ CUresult sw_acquire_pages(sw_device *d, size_t n, CUmemGenericAllocationHandle *
     if (r != CUDA_ERROR_OUT_OF_MEMORY)
         return r;
     if (sw_freeq_pending(d, NULL)) {
-        if ((r = sw_sync_and_collect(d)) != CUDA_SUCCESS)
+        r = sw_sync_and_collect(d);
+        if (r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY)
             return r;
-        if ((r = take_locked(d, n, false, out, locs, why)) != CUDA_ERROR_OUT_OF_MEMORY)
+        if (r == CUDA_SUCCESS &&
+            (r = take_locked(d, n, false, out, locs, why)) != CUDA_ERROR_OUT_OF_MEMORY)
             return r;
+        r = CUDA_ERROR_OUT_OF_MEMORY;
     }
     if (!d->cfg.spill)
         return r;

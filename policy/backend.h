@@ -30,12 +30,17 @@
  *   copy          cuMemcpyDtoDAsync(dst, src, size, stream)
  *   synchronize   cuCtxSynchronize() in every context of dev the program
  *                 uses (normally just the primary one)
+ *   stream_create cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) in dev's
+ *                 primary context; stream_sync cuStreamSynchronize(s);
+ *                 stream_destroy cuStreamDestroy(s)
+ *   capturing     the shim's count of captures begun and not ended
  *   event_*       cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING), cuEventRecord
  *                 (called in the freeing thread, so CU_STREAM_PER_THREAD
  *                 means that thread's stream), cuEventQuery, cuEventDestroy */
 #ifndef SPILLWAY_POLICY_BACKEND_H
 #define SPILLWAY_POLICY_BACKEND_H
 #include <cuda.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -71,11 +76,30 @@ typedef struct sw_backend {
     CUresult (*set_access)(void *ctx, CUdeviceptr va, size_t size, uint64_t dev_mask);
 
     /* Device-to-device copy between two mapped VAs of dev on `stream`
-     * (policy/ passes NULL: the legacy default stream) and a device-wide
+     * (policy/ passes its own stream, stream_create's) and a device-wide
      * synchronize that covers all work issued on dev before the call. */
     CUresult (*copy)(void *ctx, int dev, CUdeviceptr dst, CUdeviceptr src, size_t size,
                      CUstream stream);
     CUresult (*synchronize)(void *ctx, int dev);
+    /* synchronize runs on a thread of policy/'s own (syncer.c), where the
+     * program's contexts are not current: sync_token names the calling
+     * thread's own context of dev when it is not the one synchronize
+     * covers (NULL: none), and sync_context syncs such a context. Both may
+     * be NULL. */
+    void *(*sync_token)(void *ctx, int dev);
+    CUresult (*sync_context)(void *ctx, int dev, void *token);
+
+    /* A stream of dev's own for moving pages (non-blocking: it never waits
+     * for, nor joins, the program's legacy stream or its captures), and a
+     * wait for the work queued on it. */
+    CUresult (*stream_create)(void *ctx, int dev, CUstream *stream);
+    CUresult (*stream_sync)(void *ctx, int dev, CUstream stream);
+    CUresult (*stream_destroy)(void *ctx, int dev, CUstream stream);
+
+    /* Whether any stream capture is under way in the process: then
+     * policy/ neither synchronizes nor remaps on its own account (a sync
+     * during a capture invalidates it). NULL: never. */
+    bool (*capturing)(void *ctx);
 
     /* Events mark the point of an async free in its stream. event_query
      * returns CUDA_SUCCESS once complete, CUDA_ERROR_NOT_READY before. */

@@ -278,12 +278,11 @@ void sw_sync_end(sw_policy *p, int dev, uint64_t ticket)
 
 CUresult sw_sync_and_collect(sw_device *d)
 {
-    uint64_t t = sw_sync_begin(d->pol, d->id);
-    CUresult r = d->pol->be.synchronize(d->pol->be.ctx, d->id);
+    /* Through the device's syncer: the program's own thread must never
+     * wait on a sync that may depend on its later launches. */
+    CUresult r = sw_syncer_wait(d, sw_deadline(d));
     if (r != CUDA_SUCCESS)
         return r;
-    atomic_fetch_add_explicit(&d->c.syncs, 1, memory_order_relaxed);
-    sw_sync_end(d->pol, d->id, t);
     sw_freeq_collect(d, false);
     return CUDA_SUCCESS;
 }

@@ -11,8 +11,9 @@
  *   pages.c      page users and owners, mapping, the cached list and the ring
  *   residency.c  moving one page between device and host
  *   suballoc.c   slabs and blocks on extents; free, release, revive, lookup
+ *   gate.c       the work gates (one per device)
  *   freeq.c      pending frees (calls suballoc.c to release)
- *   gate.c       the work gate
+ *   syncer.c     device syncs a caller can stop waiting for
  *   spill.c      victims, spill, fill
  *   acquire.c    backing a carved range: pool, reclaim, sync, spill, host
  *   vmm.c        program-managed VMM
@@ -50,8 +51,9 @@
 /* VA reservations of one device: the first one, then each new one as large
  * as all before it, so 24 cover 2^23 times the first. */
 #define SW_MAX_SEGS 24
-/* Pages of VA one device keeps for moving pages (mapped while copying). */
-#define SW_SCRATCH_PAGES 1
+/* Pages of VA one device keeps for moving pages (mapped while copying):
+ * two windows, one copying while the other is remapped. */
+#define SW_SCRATCH_PAGES 16
 
 typedef struct sw_device sw_device;
 typedef struct sw_ext sw_ext;
@@ -308,9 +310,14 @@ CUresult sw_pages_unmap_all(sw_device *d);
 
 /* ---- residency.c ---------------------------------------------------------- */
 
-/* Moves the page mapped at va to `where` (no-op when it is there), taking
- * the new page from the pool. The gate is closed, the device synchronized
- * since; handle and device locks held. NOT_SUPPORTED for an aliased page. */
+/* Moves the pages mapped at vas[0..n) to `where` (those already there, or
+ * aliased, are skipped), taking new pages from the pool, pipelined on the
+ * device's own streams. Returns how many moved; *err why it stopped short
+ * (OUT_OF_MEMORY: no page left at `where`). Quiesced (sw_quiesce); handle
+ * and device locks held. */
+size_t sw_move_pages(sw_policy *p, sw_device *d, const CUdeviceptr *vas, size_t n, sw_loc where,
+                     CUresult *err);
+/* One page of it; NOT_SUPPORTED for an aliased page. */
 CUresult sw_move_page(sw_policy *p, sw_device *d, CUdeviceptr va, sw_loc where);
 
 /* ---- suballoc.c: slabs and blocks --------------------------------------- */
@@ -412,24 +419,83 @@ bool sw_freeq_take_stream(sw_device *d, CUstream stream, uint32_t bucket, CUdevi
 /* Releases what is covered by a sync or a completed event; returns bytes. */
 size_t sw_freeq_collect(sw_device *d, bool poll_events);
 size_t sw_freeq_pending(sw_device *d, size_t *count);
-/* Synchronizes dev (one backend call) and releases everything it covers. */
+/* Synchronizes dev (through its syncer, until its deadline) and releases
+ * everything the sync covers. NOT_READY: no sync could be had in time
+ * (busy device, stream capture): nothing released. */
 CUresult sw_sync_and_collect(sw_device *d);
 void sw_freeq_forget_stream(sw_device *d, CUstream stream);
 
 /* ---- gate.c ----------------------------------------------------------------- */
 
-int sw_gate_init(sw_policy *p);
-void sw_gate_destroy(sw_policy *p);
-/* Waits for the work brackets in progress and holds new ones back.
- * NOT_PERMITTED when the calling thread is inside a bracket itself. */
-CUresult sw_gate_close(sw_policy *p);
-void sw_gate_open(sw_policy *p);
+#define SW_GATE_SLOTS 32
+
+typedef struct sw_gate_slot {
+    _Atomic uint32_t n; /* brackets in progress of the threads of this slot */
+    char pad[60];
+} sw_gate_slot;
+
+/* One device's gate: brackets count themselves in slots, a mover sets
+ * closed and waits for the slots to drain; parked brackets wait on
+ * reopened. writer: one mover at a time. */
+typedef struct sw_gate {
+    _Atomic int closed;
+    pthread_mutex_t writer, park;
+    pthread_cond_t reopened;
+    sw_gate_slot slot[SW_GATE_SLOTS];
+} __attribute__((aligned(64))) sw_gate;
+
+int sw_gate_init(sw_gate *g);
+void sw_gate_destroy(sw_gate *g);
+/* Closes the gates of devices (a mask) in ascending order, waiting for the
+ * brackets in progress until deadline_ns (sw_now_ns clock; UINT64_MAX: no
+ * deadline). NOT_READY at the deadline (nothing stays closed); NOT_PERMITTED
+ * when the calling thread holds one of them itself. */
+CUresult sw_gate_close(sw_policy *p, uint64_t devices, uint64_t deadline_ns);
+void sw_gate_open(sw_policy *p, uint64_t devices);
+/* Whether the calling thread is inside a bracket holding one of devices. */
+bool sw_gate_held(uint64_t devices);
+uint64_t sw_now_ns(void); /* CLOCK_MONOTONIC */
+
+/* ---- syncer.c ---------------------------------------------------------------- */
+
+#define SW_SYNC_TOKENS 8
+
+typedef struct sw_syncer {
+    pthread_mutex_t m;
+    pthread_cond_t ask, answered;
+    uint64_t asked, done; /* generations */
+    CUresult result;      /* of the sync that answered `done` */
+    bool running, busy, stop;
+    pthread_t thread;
+    /* Askers' own contexts (backend sync_token) the next sync covers too. */
+    void *tokens[SW_SYNC_TOKENS];
+    size_t ntokens;
+} sw_syncer;
+
+int sw_syncer_init(sw_device *d);
+void sw_syncer_destroy(sw_device *d);
+/* A device sync that began after this call, waited for until deadline_ns:
+ * its result, or NOT_READY when it did not end in time or a stream capture
+ * is under way (then no sync was made for the caller). */
+CUresult sw_syncer_wait(sw_device *d, uint64_t deadline_ns);
+/* Whether a sync of d is running now (it may never end). */
+bool sw_syncer_busy(sw_device *d);
+/* Now + the device's patience (cfg.quiesce_wait_ns). */
+uint64_t sw_deadline(const sw_device *d);
 
 /* ---- spill.c ---------------------------------------------------------------- */
 
-/* Closes the gate and synchronizes d (no work in flight or submitted until
- * sw_gate_open); the sync also releases the frees it covers. */
-CUresult sw_quiesce(sw_device *d);
+/* Devices whose work can reach d's pages: d, its peers, and the devices
+ * the program gave access to its VMM mappings of d. Device lock held. */
+uint64_t sw_reach(sw_device *d);
+/* Closes the gates of *devices (sw_reach(d), computed here) and syncs each
+ * of them, until the device's deadline: afterwards no work that can touch
+ * d's pages is in flight or can be submitted through a bracket until
+ * sw_gate_open(p, *devices). The sync also releases the frees it covers.
+ * NOT_READY (nothing held) when a bracket, a sync or a stream capture would
+ * keep it waiting past the deadline: the caller goes on without moving
+ * pages. */
+CUresult sw_quiesce(sw_device *d, uint64_t *devices);
 /* Moves up to want of d's coldest pages of live data to the host, never a
  * page of [keep_lo, keep_hi) (what the caller is backing); returns how many
  * moved (their device pages are free in the pool). *err: why it stopped
@@ -490,12 +556,15 @@ struct sw_device {
     sw_pool pool;
     sw_arena arena;
     CUdeviceptr scratch;      /* SW_SCRATCH_PAGES pages of VA for moving pages */
+    CUstream mover[2];        /* the device's own streams for moving pages */
+    _Atomic uint64_t vmm_access; /* devices given access to its VMM mappings */
     sw_mixed *spare_mixed;
     /* Pages backing live data on the device, in a circle (spill's clock,
      * the hand at ring) and free arena pages still mapped (cached, in the
      * order they were freed), with their lengths. */
     sw_page *ring, *cached;
     size_t nring, ncached;
+    sw_syncer syncer;
     int nclasses;
     sw_class classes[SW_MAX_CLASSES];
     uint8_t *class_of;        /* (size + 255) / 256 -> class */
@@ -518,10 +587,9 @@ struct sw_policy {
     uint64_t handle_seq;      /* makes a reused index a new handle value */
     sw_vmap *vmaps;           /* live program mappings */
     sw_vmap *spare_vmaps;
-    /* Held shared by every bracket of program work (sw_work_begin), taken
-     * exclusively while pages change residency: no work is submitted
-     * between the covering sync and the remap. */
-    pthread_rwlock_t gate;
+    /* Each device's work gate, ready before any device is set up: brackets
+     * name devices whether or not they have a pool. */
+    sw_gate gate[SW_MAX_DEVICES];
     /* The heat scale: advanced by allocations and spill's inspections, read
      * (not written) by touches, so that a launch costs no shared write. */
     _Atomic uint64_t clock;

@@ -43,14 +43,16 @@ CUresult sw_policy_create(const sw_backend *backend, sw_policy **out)
     p->be = *backend;
     p->handle_tag = HANDLE_TAG;
     atomic_init(&p->clock, 1);
-    if (sw_gate_init(p)) {
-        free(p);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
     pthread_mutex_init(&p->handles_lock, NULL);
+    /* Every device's gate exists from the start: brackets name devices
+     * whether or not their pool is set up yet. */
     for (int i = 0; i < SW_MAX_DEVICES; i++) {
         p->dev[i].pol = p;
         p->dev[i].id = i;
+        if (sw_gate_init(&p->gate[i])) {
+            free(p);
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
     }
     *out = p;
     return CUDA_SUCCESS;
@@ -63,6 +65,12 @@ static CUresult device_teardown(sw_device *d)
     unsigned nsegs = atomic_load(&d->arena.nsegs);
     /* Unmapping below must not race work the program left queued. */
     CUresult first = nsegs ? p->be.synchronize(p->be.ctx, d->id) : CUDA_SUCCESS, r;
+    sw_syncer_destroy(d);
+    for (int i = 0; i < 2; i++)
+        if (d->mover[i] && (r = p->be.stream_destroy(p->be.ctx, d->id, d->mover[i])) !=
+                               CUDA_SUCCESS &&
+            first == CUDA_SUCCESS)
+            first = r;
     if ((r = sw_freeq_destroy(d)) != CUDA_SUCCESS && first == CUDA_SUCCESS)
         first = r;
     pthread_mutex_lock(&d->lock);
@@ -118,7 +126,8 @@ CUresult sw_policy_destroy(sw_policy *p)
     }
     sw_pt_destroy(&p->pt);
     pthread_mutex_destroy(&p->handles_lock);
-    sw_gate_destroy(p);
+    for (int i = 0; i < SW_MAX_DEVICES; i++)
+        sw_gate_destroy(&p->gate[i]);
     free(p);
     return first;
 }
@@ -157,7 +166,7 @@ static CUresult device_build(sw_device *d, const sw_device_config *cfg, size_t l
         d->scratch = 0;
         return r;
     }
-    if (!sw_pt_ensure(&p->pt, d->scratch) ||
+    if (!sw_pt_ensure(&p->pt, d->scratch) || sw_syncer_init(d) ||
         sw_pool_init(d, limit_pages, cfg->host_limit >> d->shift) || sw_arena_init(d, first_va) ||
         sw_classes_init(d) || sw_freeq_init(&d->q))
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -192,6 +201,8 @@ CUresult sw_device_init(sw_policy *p, int dev, const sw_device_config *cfg)
     d->cfg.limit = limit_pages * g;
     if (!d->cfg.sync_batch)
         d->cfg.sync_batch = d->cfg.limit / 16;
+    if (!d->cfg.quiesce_wait_ns)
+        d->cfg.quiesce_wait_ns = 500 * 1000000ull;
     d->page = g;
     d->shift = p->shift;
     d->access_mask = 1ull << dev;
@@ -275,10 +286,13 @@ static CUresult carve_mapped(sw_device *d, shape sh, sw_ext **e, bool *synced)
     if (!pending || (pending < d->cfg.sync_batch && npend < SW_SYNC_BATCH_FREES &&
                      pool_free_locked(d) >= need))
         return CUDA_ERROR_OUT_OF_MEMORY;
+    /* Tried once per allocation: a busy device is not asked again. */
+    *synced = true;
     CUresult r = sw_sync_and_collect(d);
+    if (r == CUDA_ERROR_NOT_READY)
+        return CUDA_ERROR_OUT_OF_MEMORY;
     if (r != CUDA_SUCCESS)
         return r;
-    *synced = true;
     return carve(d, sh, SW_PLACE_MAPPED, e, &cost, NULL);
 }
 

@@ -52,6 +52,12 @@ typedef struct sw_device_config {
      * allocation then fails only past the host limit. Off: it fails with
      * OUT_OF_MEMORY once the device pages are used. */
     bool spill;
+    /* How long an allocation or a fill waits for the device to go idle (its
+     * brackets to end, its work to drain) before it goes on without moving
+     * pages: backed by host pages, or the fill left for later (0: 500 ms).
+     * Work that waits for work the program has yet to submit never
+     * drains. */
+    uint64_t quiesce_wait_ns;
 } sw_device_config;
 
 /* Lifetime. The backend is copied; it must outlive the policy. */
@@ -172,15 +178,17 @@ CUresult sw_get_residency(sw_policy *p, CUdeviceptr va, sw_residency *where);
  * OUT_OF_MEMORY when the host limit stops it short. */
 CUresult sw_reserve_host_pages(sw_policy *p, int dev, size_t n);
 
-/* ---- spill, fill and the work gate ------------------------------------
- * A page changes residency only when no work can touch it (DESIGN.md
- * "Spill": an unmap racing in-flight work kills the context). The shim
- * brackets every call that submits device work on the program's behalf
- * (launches, copies, sets) with sw_work_begin/sw_work_end; a residency
- * change waits for the brackets in progress, holds new ones back,
- * synchronizes the device and remaps. Brackets nest per thread (a nested
- * begin is free). Cheap when no residency change is under way. */
-void sw_work_begin(sw_policy *p);
+/* ---- spill, fill and the work gates ------------------------------------
+ * A page changes residency only when no work can touch it (docs/design.md:
+ * an unmap racing in-flight work kills the context). The shim brackets
+ * every call that submits device work on the program's behalf (launches,
+ * copies, sets) with sw_work_begin/sw_work_end, naming the devices it runs
+ * on or reads (a mask, bit d = device d); a residency change closes the
+ * gates of the devices that can reach its pages, waits for the brackets in
+ * progress, synchronizes them and remaps. Brackets nest per thread (a
+ * nested begin for the same devices is free). Cheap when no residency
+ * change is under way: one atomic add on a per-thread line and one load. */
+void sw_work_begin(sw_policy *p, uint64_t devices);
 void sw_work_end(sw_policy *p);
 
 /* The program is about to use the live allocation containing ptr (a kernel

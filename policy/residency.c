@@ -1,13 +1,24 @@
-/* Residency: moving one page's bytes between device and pinned host memory
- * while its VA stays where it is (DESIGN.md "Spill").
+/* Residency: moving pages' bytes between device and pinned host memory
+ * while their VAs stay where they are (docs/design.md, "Spill").
  *
- * The new physical page is first mapped at the device's scratch VA, the bytes
- * are copied VA to VA by the copy engine, and only after a synchronize are
- * the old mapping dropped and the new page mapped at the program's VA, with
- * access granted again. Remapping is not stream ordered, so the whole batch
- * starts with a device synchronize that covers every earlier piece of work:
- * an unmap racing in-flight work kills the context (measured). */
+ * Each new physical page is first mapped at one of the device's scratch
+ * VAs and the bytes copied VA to VA by the copy engine, on the device's own
+ * non-blocking streams (never the legacy stream: work there during a
+ * capture breaks it); only after those copies completed is the old page
+ * unmapped and the new one mapped at the program's VA, with access granted
+ * again. Remapping is not stream ordered, so the caller quiesced the
+ * devices that can reach the pages first: an unmap racing in-flight work
+ * kills the context (measured).
+ *
+ * Moves are pipelined in windows on two streams: while window k's copies
+ * run, window k-1 is remapped, so the copy engine's time (the physical
+ * limit, ~55 GB/s) and the driver's remap time (~35 us of set-access per
+ * page) overlap instead of adding up (issue 14). */
+#include <stdlib.h>
+
 #include "policy/internal.h"
+
+#define WINDOW (SW_SCRATCH_PAGES / 2)
 
 /* Devices that must see va after a remap; handle lock held. */
 static uint64_t access_of(sw_policy *p, sw_device *d, CUdeviceptr va)
@@ -16,35 +27,6 @@ static uint64_t access_of(sw_policy *p, sw_device *d, CUdeviceptr va)
     if (SW_OWN_TAG(o) == SW_OWN_VMM)
         return ((sw_vmap *)SW_OWN_PTR(o))->access;
     return d->access_mask;
-}
-
-/* Copies page va into the new physical page h and maps h at va. Device
- * synchronized before; device lock held. */
-static CUresult move_page(sw_policy *p, sw_device *d, CUdeviceptr va, sw_page *pg,
-                          CUmemGenericAllocationHandle h, uint64_t access)
-{
-    const sw_backend *be = &p->be;
-    CUresult r = be->map(be->ctx, d->scratch, d->page, h);
-    if (r != CUDA_SUCCESS)
-        return r;
-    if ((r = be->set_access(be->ctx, d->scratch, d->page, 1ull << d->id)) == CUDA_SUCCESS &&
-        (r = be->copy(be->ctx, d->id, d->scratch, va, d->page, NULL)) == CUDA_SUCCESS)
-        r = be->synchronize(be->ctx, d->id);
-    if (r == CUDA_SUCCESS && (r = be->unmap(be->ctx, va, d->page)) == CUDA_SUCCESS) {
-        r = be->map(be->ctx, va, d->page, h);
-        if (r == CUDA_SUCCESS && access)
-            r = be->set_access(be->ctx, va, d->page, access);
-        if (r != CUDA_SUCCESS) {
-            /* Put the old page back: the VA must never be left unbacked. */
-            (void)be->unmap(be->ctx, va, d->page);
-            if (be->map(be->ctx, va, d->page, pg->handle) == CUDA_SUCCESS && access)
-                (void)be->set_access(be->ctx, va, d->page, access);
-        }
-    }
-    CUresult u = be->unmap(be->ctx, d->scratch, d->page);
-    if (r == CUDA_SUCCESS)
-        r = u;
-    return r;
 }
 
 /* A free physical page at loc; a device page may come from the cached
@@ -60,37 +42,204 @@ static CUresult take_for(sw_device *d, sw_loc loc, CUmemGenericAllocationHandle 
     return r;
 }
 
-CUresult sw_move_page(sw_policy *p, sw_device *d, CUdeviceptr va, sw_loc where)
+static CUresult movers(sw_device *d)
 {
-    sw_page *pg = atomic_load(&sw_pt_get(&p->pt, va)->page);
-    if (pg->loc == where)
-        return CUDA_SUCCESS;
-    if (pg->nmaps != 1)
-        return CUDA_ERROR_NOT_SUPPORTED; /* would have to move every alias */
+    const sw_backend *be = &d->pol->be;
+    for (int i = 0; i < 2; i++)
+        if (!d->mover[i]) {
+            CUresult r = be->stream_create(be->ctx, d->id, &d->mover[i]);
+            if (r != CUDA_SUCCESS)
+                return r;
+        }
+    return CUDA_SUCCESS;
+}
+
+/* One page on its way: where it is going and through which scratch page. */
+typedef struct move {
+    CUdeviceptr va, scratch;
+    sw_page *pg;
     CUmemGenericAllocationHandle h;
-    CUresult r = take_for(d, where, &h);
+    uint64_t access;
+    bool staged; /* new page mapped at scratch and its copy queued */
+} move;
+
+/* Takes the new page, maps it at the scratch VA and queues the copy. */
+static CUresult stage(sw_policy *p, sw_device *d, move *m, sw_loc where, CUstream s)
+{
+    const sw_backend *be = &p->be;
+    CUresult r = take_for(d, where, &m->h);
     if (r != CUDA_SUCCESS)
         return r;
-    if ((r = move_page(p, d, va, pg, h, access_of(p, d, va))) != CUDA_SUCCESS) {
-        sw_pool_put(d, where, h);
+    if ((r = be->map(be->ctx, m->scratch, d->page, m->h)) != CUDA_SUCCESS) {
+        sw_pool_put(d, where, m->h);
         return r;
     }
+    if ((r = be->set_access(be->ctx, m->scratch, d->page, 1ull << d->id)) == CUDA_SUCCESS)
+        r = be->copy(be->ctx, d->id, m->scratch, m->va, d->page, s);
+    if (r != CUDA_SUCCESS) {
+        (void)be->unmap(be->ctx, m->scratch, d->page);
+        sw_pool_put(d, where, m->h);
+        return r;
+    }
+    m->staged = true;
+    return CUDA_SUCCESS;
+}
+
+/* Undoes a staged move that will not happen. */
+static void unstage(sw_policy *p, sw_device *d, move *m, sw_loc where)
+{
+    (void)p->be.unmap(p->be.ctx, m->scratch, d->page);
+    sw_pool_put(d, where, m->h);
+    m->staged = false;
+}
+
+/* The bookkeeping of a page that now lives at `where`. */
+static void moved(sw_policy *p, sw_device *d, move *m, sw_loc where)
+{
+    sw_page *pg = m->pg;
     sw_pool_put(d, (sw_loc)pg->loc, pg->handle);
-    pg->handle = h;
+    pg->handle = m->h;
     pg->loc = (uint8_t)where;
     if (where == SW_LOC_HOST) {
         sw_list_remove(d, pg);
         atomic_fetch_add(&d->c.host_in_use, d->page);
         atomic_fetch_add_explicit(&d->c.spill_bytes, d->page, memory_order_relaxed);
-        sw_heat_host_pages(p, va, +1);
+        sw_heat_host_pages(p, m->va, +1);
     } else {
         /* Behind the hand, not yet referenced: the newest on the device. */
-        sw_ring_insert(d, pg, sw_page_stamp(p, va));
+        sw_ring_insert(d, pg, sw_page_stamp(p, m->va));
         sw_count_sub(&d->c.host_in_use, d->page);
         atomic_fetch_add_explicit(&d->c.fill_bytes, d->page, memory_order_relaxed);
-        sw_heat_host_pages(p, va, -1);
+        sw_heat_host_pages(p, m->va, -1);
     }
-    return CUDA_SUCCESS;
+}
+
+/* Swaps the program's VA over to the staged page. On failure the old page
+ * goes back: the VA must never be left unbacked. */
+static CUresult remap(sw_policy *p, sw_device *d, move *m)
+{
+    const sw_backend *be = &p->be;
+    CUresult r = be->unmap(be->ctx, m->va, d->page);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if ((r = be->map(be->ctx, m->va, d->page, m->h)) != CUDA_SUCCESS) {
+        if (be->map(be->ctx, m->va, d->page, m->pg->handle) == CUDA_SUCCESS && m->access)
+            (void)be->set_access(be->ctx, m->va, d->page, m->access);
+    }
+    return r;
+}
+
+/* Grants access to the remapped pages of w, a run of equal masks at a
+ * time; a page whose grant fails goes back to its old page. */
+static CUresult grant(sw_policy *p, sw_device *d, move *w, size_t n, bool *ok)
+{
+    const sw_backend *be = &p->be;
+    CUresult first = CUDA_SUCCESS;
+    for (size_t i = 0; i < n;) {
+        size_t j = i + 1;
+        while (j < n && ok[j] == ok[i] && w[j].access == w[i].access &&
+               w[j].va == w[j - 1].va + d->page)
+            j++;
+        if (ok[i] && w[i].access) {
+            CUresult r = be->set_access(be->ctx, w[i].va, (j - i) << d->shift, w[i].access);
+            if (r != CUDA_SUCCESS) {
+                for (size_t k = i; k < j; k++) {
+                    (void)be->unmap(be->ctx, w[k].va, d->page);
+                    if (be->map(be->ctx, w[k].va, d->page, w[k].pg->handle) == CUDA_SUCCESS)
+                        (void)be->set_access(be->ctx, w[k].va, d->page, w[k].access);
+                    ok[k] = false;
+                }
+                if (first == CUDA_SUCCESS)
+                    first = r;
+            }
+        }
+        i = j;
+    }
+    return first;
+}
+
+/* Remaps the staged pages of one window once its stream is done. */
+static size_t finish(sw_policy *p, sw_device *d, move *w, size_t n, sw_loc where, CUstream s,
+                     CUresult *err)
+{
+    const sw_backend *be = &p->be;
+    bool ok[WINDOW] = {0};
+    CUresult r = be->stream_sync(be->ctx, d->id, s);
+    for (size_t i = 0; i < n; i++) {
+        if (!w[i].staged)
+            continue;
+        if (r == CUDA_SUCCESS) {
+            CUresult m = remap(p, d, &w[i]);
+            ok[i] = m == CUDA_SUCCESS;
+            if (m != CUDA_SUCCESS && *err == CUDA_SUCCESS)
+                *err = m;
+        }
+    }
+    if (r != CUDA_SUCCESS && *err == CUDA_SUCCESS)
+        *err = r;
+    CUresult g = grant(p, d, w, n, ok);
+    if (g != CUDA_SUCCESS && *err == CUDA_SUCCESS)
+        *err = g;
+    size_t done = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!w[i].staged)
+            continue;
+        if (ok[i]) {
+            (void)be->unmap(be->ctx, w[i].scratch, d->page);
+            moved(p, d, &w[i], where);
+            w[i].staged = false;
+            done++;
+        } else {
+            unstage(p, d, &w[i], where);
+        }
+    }
+    return done;
+}
+
+size_t sw_move_pages(sw_policy *p, sw_device *d, const CUdeviceptr *vas, size_t n, sw_loc where,
+                     CUresult *err)
+{
+    move win[2][WINDOW];
+    size_t fill[2] = {0, 0}, done = 0, next = 0;
+    *err = movers(d);
+    int cur = 0;
+    while (*err == CUDA_SUCCESS && (next < n || fill[0] || fill[1])) {
+        /* Stage the next window on this stream while the other one copies. */
+        while (*err == CUDA_SUCCESS && next < n && fill[cur] < WINDOW) {
+            sw_page *pg = atomic_load(&sw_pt_get(&p->pt, vas[next])->page);
+            CUdeviceptr va = vas[next++];
+            if (!pg || pg->loc == where || pg->nmaps != 1)
+                continue; /* already there, gone, or aliased: every alias would have to move */
+            move *m = &win[cur][fill[cur]];
+            *m = (move){va, d->scratch + ((CUdeviceptr)(cur * WINDOW + fill[cur]) << d->shift), pg,
+                        0, access_of(p, d, va), false};
+            CUresult r = stage(p, d, m, where, d->mover[cur]);
+            if (r != CUDA_SUCCESS) {
+                *err = r; /* no page left at `where`, or the driver refused */
+                break;
+            }
+            fill[cur]++;
+        }
+        cur ^= 1;
+        if (fill[cur]) { /* the older window: remap it */
+            done += finish(p, d, win[cur], fill[cur], where, d->mover[cur], err);
+            fill[cur] = 0;
+        }
+    }
+    for (int k = 0; k < 2; k++)
+        if (fill[k])
+            done += finish(p, d, win[k], fill[k], where, d->mover[k], err);
+    return done;
+}
+
+CUresult sw_move_page(sw_policy *p, sw_device *d, CUdeviceptr va, sw_loc where)
+{
+    CUresult r;
+    sw_page *pg = atomic_load(&sw_pt_get(&p->pt, va)->page);
+    if (pg && pg->loc != where && pg->nmaps != 1)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    sw_move_pages(p, d, &va, 1, where, &r);
+    return r;
 }
 
 CUresult sw_set_residency(sw_policy *p, CUdeviceptr va, size_t npages, sw_residency where)
@@ -98,40 +247,38 @@ CUresult sw_set_residency(sw_policy *p, CUdeviceptr va, size_t npages, sw_reside
     if (!p || !p->page || !npages || (where != SW_RES_DEVICE && where != SW_RES_HOST))
         return CUDA_ERROR_INVALID_VALUE;
     va &= ~(CUdeviceptr)(p->page - 1);
-    CUresult r = sw_gate_close(p);
-    if (r != CUDA_SUCCESS)
-        return r;
-    pthread_mutex_lock(&p->handles_lock);
     sw_device *d = NULL;
-    for (size_t i = 0; i < npages && r == CUDA_SUCCESS; i++) {
+    for (size_t i = 0; i < npages; i++) {
         sw_pte *e = sw_pt_get(&p->pt, va + ((CUdeviceptr)i << p->shift));
         sw_page *pg = e ? atomic_load(&e->page) : NULL;
         if (!pg || (d && pg->dev != d))
-            r = CUDA_ERROR_INVALID_VALUE; /* unmapped, or spans two devices */
-        else
-            d = pg->dev;
+            return CUDA_ERROR_INVALID_VALUE; /* unmapped, or spans two devices */
+        if (pg->loc != (uint8_t)where && pg->nmaps != 1)
+            return CUDA_ERROR_NOT_SUPPORTED; /* every alias would have to move */
+        d = pg->dev;
     }
-    if (r == CUDA_SUCCESS) {
-        pthread_mutex_lock(&d->lock);
-        /* One sync for the batch; it is a sync point for pending frees too. */
-        uint64_t t = sw_sync_begin(p, d->id);
-        r = p->be.synchronize(p->be.ctx, d->id);
-        if (r == CUDA_SUCCESS) {
-            sw_sync_end(p, d->id, t);
-            atomic_fetch_add_explicit(&d->c.syncs, 1, memory_order_relaxed);
-        }
-        size_t moved = 0;
-        for (size_t i = 0; i < npages && r == CUDA_SUCCESS; i++)
-            if ((r = sw_move_page(p, d, va + ((CUdeviceptr)i << p->shift), (sw_loc)where)) ==
-                CUDA_SUCCESS)
-                moved++;
-        if (moved)
-            atomic_fetch_add_explicit(where == SW_RES_HOST ? &d->c.spill_events : &d->c.fill_events,
-                                      1, memory_order_relaxed);
-        pthread_mutex_unlock(&d->lock);
+    uint64_t held;
+    CUresult r = sw_quiesce(d, &held);
+    if (r != CUDA_SUCCESS)
+        return r;
+    pthread_mutex_lock(&p->handles_lock);
+    pthread_mutex_lock(&d->lock);
+    CUdeviceptr *vas = malloc(npages * sizeof *vas);
+    size_t moved = 0;
+    if (!vas) {
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    } else {
+        for (size_t i = 0; i < npages; i++)
+            vas[i] = va + ((CUdeviceptr)i << p->shift);
+        moved = sw_move_pages(p, d, vas, npages, (sw_loc)where, &r);
+        free(vas);
     }
+    if (moved)
+        atomic_fetch_add_explicit(where == SW_RES_HOST ? &d->c.spill_events : &d->c.fill_events,
+                                  1, memory_order_relaxed);
+    pthread_mutex_unlock(&d->lock);
     pthread_mutex_unlock(&p->handles_lock);
-    sw_gate_open(p);
+    sw_gate_open(p, held);
     return r;
 }
 

@@ -353,6 +353,8 @@ CUresult sw_vmm_set_access(sw_policy *p, CUdeviceptr va, size_t size, uint64_t r
     for (CUdeviceptr at = va; r == CUDA_SUCCESS && at < va + size;) {
         sw_vmap *m = vmap_at(p, at);
         m->access = rw_dev_mask; /* re-granted when a page changes residency */
+        /* Work on those devices can reach the mapping: a move waits for it. */
+        atomic_fetch_or(&m->h->dev->vmm_access, rw_dev_mask);
         at = m->va + m->size;
     }
     pthread_mutex_unlock(&p->handles_lock);

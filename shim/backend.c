@@ -11,6 +11,7 @@
  * need some context, so they push one only when the thread has none. */
 #include "shim/backend.h"
 
+#include "shim/capture.h"
 #include "shim/copy_side.h"
 #include "shim/driver.h"
 #include "shim/hooks.h"
@@ -262,6 +263,50 @@ static CUresult be_synchronize(void *ctx, int dev)
     IN_DEVICE(dev, spw_real.spw_h_ctx_synchronize());
 }
 
+/* The device's own streams for moving pages: non-blocking, so they never
+ * wait for the program's legacy stream, and work on them is never part of
+ * a capture. */
+static CUresult be_stream_create(void *ctx, int dev, CUstream *stream)
+{
+    (void)ctx;
+    NEED(spw_drv.cuStreamCreate);
+    IN_DEVICE(dev, spw_drv.cuStreamCreate(stream, CU_STREAM_NON_BLOCKING));
+}
+
+static CUresult be_stream_sync(void *ctx, int dev, CUstream stream)
+{
+    (void)ctx;
+    NEED(spw_drv.cuStreamSynchronize);
+    IN_DEVICE(dev, spw_drv.cuStreamSynchronize(stream));
+}
+
+static CUresult be_stream_destroy(void *ctx, int dev, CUstream stream)
+{
+    (void)ctx;
+    NEED(spw_drv.cuStreamDestroy_v2);
+    IN_DEVICE(dev, spw_drv.cuStreamDestroy_v2(stream));
+}
+
+static bool be_capturing(void *ctx)
+{
+    (void)ctx;
+    return spw_capture_active();
+}
+
+static void *be_sync_token(void *ctx, int dev)
+{
+    (void)ctx;
+    return own_context_of(dev);
+}
+
+static CUresult be_sync_context(void *ctx, int dev, void *token)
+{
+    (void)ctx;
+    (void)dev;
+    NEED(spw_real.spw_h_ctx_synchronize);
+    WITH_CTX(ctx_enter_ctx((CUcontext)token, &pushed_), spw_real.spw_h_ctx_synchronize());
+}
+
 /* In the freeing thread's context when it is dev's: an event is recorded on
  * the program's streams, which must belong to the event's context. */
 static CUresult be_event_create(void *ctx, int dev, CUevent *ev)
@@ -310,6 +355,12 @@ const sw_backend *spw_backend(void)
         .set_access = be_set_access,
         .copy = be_copy,
         .synchronize = be_synchronize,
+        .sync_token = be_sync_token,
+        .sync_context = be_sync_context,
+        .stream_create = be_stream_create,
+        .stream_sync = be_stream_sync,
+        .stream_destroy = be_stream_destroy,
+        .capturing = be_capturing,
         .event_create = be_event_create,
         .event_record = be_event_record,
         .event_query = be_event_query,

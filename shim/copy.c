@@ -84,7 +84,7 @@ static inline CUresult unified(CUresult r, CUdeviceptr dst, CUdeviceptr src, siz
         sw_policy *g = spw_gate();                                   \
         if (g)                                                       \
             spw_gate_use2(g, (side_a), (side_b));                    \
-        SPW_GATED_CALL(g, r, real args);                             \
+        SPW_GATED_CALL(g, g ? spw_gate_devices((side_a), (side_b)) : 0, r, real args); \
         return count;                                                \
     }                                                                \
     CUresult handler##_pt params                                     \
@@ -94,7 +94,7 @@ static inline CUresult unified(CUresult r, CUdeviceptr dst, CUdeviceptr src, siz
         sw_policy *g = spw_gate();                                   \
         if (g)                                                       \
             spw_gate_use2(g, (side_a), (side_b));                    \
-        SPW_GATED_CALL(g, r, real args);                             \
+        SPW_GATED_CALL(g, g ? spw_gate_devices((side_a), (side_b)) : 0, r, real args); \
         return count;                                                \
     }
 

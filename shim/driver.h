@@ -65,6 +65,9 @@ uint64_t spw_driver_page_size(int dev);
     X(cuEventRecord, CUresult (*)(CUevent, CUstream))                                      \
     X(cuEventQuery, CUresult (*)(CUevent))                                                 \
     X(cuEventDestroy_v2, CUresult (*)(CUevent))                                            \
+    X(cuStreamCreate, CUresult (*)(CUstream *, unsigned int))                              \
+    X(cuStreamSynchronize, CUresult (*)(CUstream))                                         \
+    X(cuStreamDestroy_v2, CUresult (*)(CUstream))                                          \
     X(cuStreamIsCapturing, CUresult (*)(CUstream, CUstreamCaptureStatus *))                \
     X(cuStreamIsCapturing_ptsz, CUresult (*)(CUstream, CUstreamCaptureStatus *))          \
     X(cuFuncGetParamInfo, CUresult (*)(CUfunction, size_t, size_t *, size_t *))           \

@@ -2,6 +2,8 @@
  * submission takes before its bracket. */
 #include "shim/gate.h"
 
+#include "shim/copy_side.h"
+#include "shim/driver.h"
 #include "shim/log.h"
 #include "shim/pool.h"
 
@@ -35,4 +37,29 @@ void spw_gate_filled(void)
     for (int dev = 0; dev < SW_MAX_DEVICES; dev++)
         if (spw_pool_spills(dev))
             spw_pool_publish(dev);
+}
+
+/* Two thread-local reads in the driver; no context: only the sides. */
+static int current_device(void)
+{
+    CUcontext c = NULL;
+    CUdevice d;
+    if (!spw_drv.cuCtxGetCurrent || spw_drv.cuCtxGetCurrent(&c) != CUDA_SUCCESS || !c ||
+        !spw_drv.cuCtxGetDevice || spw_drv.cuCtxGetDevice(&d) != CUDA_SUCCESS || d < 0 ||
+        d >= SW_MAX_DEVICES)
+        return -1;
+    return (int)d;
+}
+
+uint64_t spw_gate_devices(CUdeviceptr a, CUdeviceptr b)
+{
+    uint64_t m = 0;
+    int d = current_device();
+    if (d >= 0)
+        m |= 1ull << d;
+    if (a && (d = spw_side_arena_device(a)) >= 0 && d < SW_MAX_DEVICES)
+        m |= 1ull << d;
+    if (b && (d = spw_side_arena_device(b)) >= 0 && d < SW_MAX_DEVICES)
+        m |= 1ull << d;
+    return m;
 }

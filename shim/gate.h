@@ -16,6 +16,7 @@
 #include "policy/policy.h"
 
 #include <stdatomic.h>
+#include <stdint.h>
 
 /* Set once, when the first device whose pool spills is set up (pool.c);
  * never cleared: a device without spill has no host pages, and touching
@@ -53,13 +54,21 @@ static inline void spw_gate_use2(sw_policy *p, CUdeviceptr a, CUdeviceptr b)
         spw_gate_filled();
 }
 
-/* r = call, bracketed when g (a spw_gate() answer) is not NULL. */
-#define SPW_GATED_CALL(g, r, call)  \
-    do {                            \
-        if (g)                      \
-            sw_work_begin(g);       \
-        (r) = (call);               \
-        if (g)                      \
-            sw_work_end(g);         \
+/* The devices a submission runs on or reads: the current context's, and
+ * the pool devices of the (up to two, 0: none) pointers it names. Work on
+ * a device that can reach another's pages (peer access) is covered by
+ * that device's gate: a move closes the gates of every device that can
+ * reach its pages (policy's sw_reach). */
+uint64_t spw_gate_devices(CUdeviceptr a, CUdeviceptr b);
+
+/* r = call, bracketed on the gates of devices when g (a spw_gate()
+ * answer) is not NULL. */
+#define SPW_GATED_CALL(g, devices, r, call) \
+    do {                                    \
+        if (g)                              \
+            sw_work_begin((g), (devices));  \
+        (r) = (call);                       \
+        if (g)                              \
+            sw_work_end(g);                 \
     } while (0)
 #endif

@@ -51,7 +51,7 @@ static void use_arguments(sw_policy *g, CUfunction f, void **params, void **extr
             return real args;                                    \
         use_arguments(g, (f), (kparams), (extra));               \
         CUresult r;                                              \
-        SPW_GATED_CALL(g, r, real args);                         \
+        SPW_GATED_CALL(g, spw_gate_devices(0, 0), r, real args); \
         return r;                                                \
     }
 
@@ -86,7 +86,7 @@ LAUNCH_HANDLERS(spw_h_launch_cooperative_kernel,
         SPW_REAL_OR_RETURN(real, handler);                     \
         sw_policy *g = spw_gate();                             \
         CUresult r;                                            \
-        SPW_GATED_CALL(g, r, real(hGraphExec, hStream));       \
+        SPW_GATED_CALL(g, g ? spw_gate_devices(0, 0) : 0, r, real(hGraphExec, hStream)); \
         return r;                                              \
     }
 GRAPH_HANDLER(spw_h_graph_launch)

@@ -17,7 +17,7 @@
             return real args;                    \
         spw_gate_use2(g, (dst), 0);              \
         CUresult r;                              \
-        SPW_GATED_CALL(g, r, real args);         \
+        SPW_GATED_CALL(g, spw_gate_devices((dst), 0), r, real args); \
         return r;                                \
     }
 

@@ -60,6 +60,10 @@ struct fake_backend {
     char fail_op[32];
     CUresult fail_r;
     int fail_times;
+    int nmovers;         /* streams handed out by stream_create */
+    bool capturing;
+    bool sync_held;      /* synchronize blocks until released */
+    pthread_cond_t sync_release;
 };
 
 static void violate(fake_backend *fb, const char *fmt, unsigned long long a)
@@ -99,6 +103,7 @@ fake_backend *fake_create(size_t page, size_t dev_limit_pages)
     if (!fb)
         return NULL;
     pthread_mutex_init(&fb->lock, NULL);
+    pthread_cond_init(&fb->sync_release, NULL);
     fb->page = page;
     fb->dev_limit = dev_limit_pages;
     fb->fd = memfd_create("fake-vram", 0);
@@ -465,6 +470,8 @@ static CUresult b_synchronize(void *ctx, int dev)
     (void)dev;
     CUresult r = CUDA_SUCCESS;
     pthread_mutex_lock(&fb->lock);
+    while (fb->sync_held) /* in-flight work waiting for work not yet submitted */
+        pthread_cond_wait(&fb->sync_release, &fb->lock);
     if (!injected(fb, "synchronize", &r)) {
         for (int i = 0; i < fb->nstreams; i++)
             fb->streams[i].completed = fb->streams[i].issued;
@@ -473,6 +480,64 @@ static CUresult b_synchronize(void *ctx, int dev)
     }
     pthread_mutex_unlock(&fb->lock);
     return r;
+}
+
+static CUresult b_stream_create(void *ctx, int dev, CUstream *out)
+{
+    fake_backend *fb = ctx;
+    (void)dev;
+    pthread_mutex_lock(&fb->lock);
+    *out = (CUstream)(uintptr_t)(0x5000 + ++fb->nmovers);
+    pthread_mutex_unlock(&fb->lock);
+    return CUDA_SUCCESS;
+}
+
+/* Completes the work of one stream only (the mover's own copies). */
+static CUresult b_stream_sync(void *ctx, int dev, CUstream s)
+{
+    fake_backend *fb = ctx;
+    (void)dev;
+    CUresult r = CUDA_SUCCESS;
+    pthread_mutex_lock(&fb->lock);
+    if (!injected(fb, "stream_sync", &r)) {
+        stream_state *st = stream_of(fb, s);
+        st->completed = st->issued;
+        purge_work(fb);
+    }
+    pthread_mutex_unlock(&fb->lock);
+    return r;
+}
+
+static CUresult b_stream_destroy(void *ctx, int dev, CUstream s)
+{
+    (void)ctx;
+    (void)dev;
+    (void)s;
+    return CUDA_SUCCESS;
+}
+
+static bool b_capturing(void *ctx)
+{
+    fake_backend *fb = ctx;
+    pthread_mutex_lock(&fb->lock);
+    bool c = fb->capturing;
+    pthread_mutex_unlock(&fb->lock);
+    return c;
+}
+
+void fake_set_capturing(fake_backend *fb, bool on)
+{
+    pthread_mutex_lock(&fb->lock);
+    fb->capturing = on;
+    pthread_mutex_unlock(&fb->lock);
+}
+
+void fake_hold_sync(fake_backend *fb, bool held)
+{
+    pthread_mutex_lock(&fb->lock);
+    fb->sync_held = held;
+    pthread_cond_broadcast(&fb->sync_release);
+    pthread_mutex_unlock(&fb->lock);
 }
 
 static CUresult b_event_create(void *ctx, int dev, CUevent *ev)
@@ -539,6 +604,10 @@ sw_backend fake_ops(fake_backend *fb)
         .set_access = b_set_access,
         .copy = b_copy,
         .synchronize = b_synchronize,
+        .stream_create = b_stream_create,
+        .stream_sync = b_stream_sync,
+        .stream_destroy = b_stream_destroy,
+        .capturing = b_capturing,
         .event_create = b_event_create,
         .event_record = b_event_record,
         .event_query = b_event_query,

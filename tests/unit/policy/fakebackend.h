@@ -44,10 +44,16 @@ void fake_complete(fake_backend *fb, CUstream s);
 bool fake_conflict(fake_backend *fb, CUdeviceptr ptr, size_t size, CUstream s);
 
 /* The next call of op ("map", "set_access", "page_create", "synchronize",
- * "event_record", "copy", "unmap", "va_reserve") returns r. */
+ * "event_record", "copy", "unmap", "va_reserve", "stream_sync") returns r. */
 void fake_fail_next(fake_backend *fb, const char *op, CUresult r);
 /* The same for the next `times` calls of op. */
 void fake_fail_times(fake_backend *fb, const char *op, CUresult r, int times);
+
+/* A stream capture is under way (or no longer). */
+void fake_set_capturing(fake_backend *fb, bool on);
+/* While held, synchronize blocks (in-flight work that waits for work the
+ * program has not submitted yet); released, it completes. */
+void fake_hold_sync(fake_backend *fb, bool held);
 
 /* cuMemAddressReserve / cuMemAddressFree as the program would call them. */
 CUresult fake_reserve(fake_backend *fb, size_t size, CUdeviceptr *va);

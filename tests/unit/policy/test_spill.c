@@ -244,8 +244,8 @@ START_TEST(spill_waits_for_open_work_brackets)
     CUdeviceptr a;
     ck_assert_int_eq(sw_alloc(P, 0, 4 * PG, &a), CUDA_SUCCESS);
     fill(a, 4 * PG, 31);
-    sw_work_begin(P);
-    sw_work_begin(P); /* nested: free */
+    sw_work_begin(P, 1);
+    sw_work_begin(P, 1); /* nested: free */
     /* Inside a bracket, a move would wait for itself: refused. */
     ck_assert_int_eq(sw_set_residency(P, a, 1, SW_RES_HOST), CUDA_ERROR_NOT_PERMITTED);
     alloc_job j = {0};
@@ -287,7 +287,7 @@ static void *churn_work(void *arg)
                 c->fails++;
             /* The CPU reading pages stands for a kernel: it runs in a
              * bracket, or a spill could move the page under it. */
-            sw_work_begin(P);
+            sw_work_begin(P, 1);
             if (!verify(held[k], sizes[k], seeds[k]))
                 c->fails++;
             sw_work_end(P);
@@ -301,14 +301,14 @@ static void *churn_work(void *arg)
                 held[k] = 0;
                 continue; /* the host limit can be reached: allowed */
             }
-            sw_work_begin(P);
+            sw_work_begin(P, 1);
             fill(held[k], sizes[k], seeds[k]);
             sw_work_end(P);
         }
     }
     for (int k = 0; k < 4; k++)
         if (held[k]) {
-            sw_work_begin(P);
+            sw_work_begin(P, 1);
             if (!verify(held[k], sizes[k], seeds[k]))
                 c->fails++;
             sw_work_end(P);

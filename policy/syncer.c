@@ -1,0 +1,155 @@
+/* Device syncs that the caller can stop waiting for.
+ *
+ * A cuCtxSynchronize waits for every piece of work queued on the device,
+ * and some work waits for work the program has yet to submit: half of a
+ * collective on device 0 waits for its other half on device 1, which the
+ * thread now allocating will launch once the allocation returns (issue 12
+ * reproduced the deadlock). So policy/ never syncs on the program's thread:
+ * each device has a thread that runs the syncs asked of it, and a caller
+ * waits for its answer only until a deadline, then goes on without it (an
+ * allocation is then backed by host pages, a fill waits for a later turn).
+ *
+ * A sync answers an asker only if it began after the ask: work queued
+ * before the ask is then covered. Each sync also marks the pending frees it
+ * covers (freeq.c's epochs). */
+#include <stdlib.h>
+#include <time.h>
+
+#include "policy/internal.h"
+
+static void *syncer_main(void *arg)
+{
+    sw_device *d = arg;
+    sw_syncer *s = &d->syncer;
+    pthread_mutex_lock(&s->m);
+    for (;;) {
+        while (s->asked == s->done && !s->stop)
+            pthread_cond_wait(&s->ask, &s->m);
+        if (s->stop)
+            break;
+        uint64_t gen = s->asked;
+        void *tokens[SW_SYNC_TOKENS];
+        size_t ntokens = s->ntokens;
+        for (size_t i = 0; i < ntokens; i++)
+            tokens[i] = s->tokens[i];
+        s->ntokens = 0;
+        s->busy = true;
+        pthread_mutex_unlock(&s->m);
+        const sw_backend *be = &d->pol->be;
+        uint64_t ticket = sw_sync_begin(d->pol, d->id);
+        CUresult r = CUDA_SUCCESS;
+        for (size_t i = 0; i < ntokens && r == CUDA_SUCCESS; i++)
+            r = be->sync_context(be->ctx, d->id, tokens[i]);
+        if (r == CUDA_SUCCESS)
+            r = be->synchronize(be->ctx, d->id);
+        if (r == CUDA_SUCCESS) {
+            sw_sync_end(d->pol, d->id, ticket);
+            atomic_fetch_add_explicit(&d->c.syncs, 1, memory_order_relaxed);
+        }
+        pthread_mutex_lock(&s->m);
+        s->busy = false;
+        s->done = gen;
+        s->result = r;
+        pthread_cond_broadcast(&s->answered);
+    }
+    s->running = false;
+    pthread_cond_broadcast(&s->answered);
+    pthread_mutex_unlock(&s->m);
+    return NULL;
+}
+
+int sw_syncer_init(sw_device *d)
+{
+    sw_syncer *s = &d->syncer;
+    *s = (sw_syncer){0};
+    if (pthread_mutex_init(&s->m, NULL) || pthread_cond_init(&s->ask, NULL))
+        return -1;
+    pthread_condattr_t a;
+    pthread_condattr_init(&a);
+    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    int r = pthread_cond_init(&s->answered, &a);
+    pthread_condattr_destroy(&a);
+    return r ? -1 : 0;
+}
+
+/* Started on first use: a program that never spills never has it. */
+static CUresult start(sw_device *d)
+{
+    sw_syncer *s = &d->syncer;
+    if (s->running)
+        return CUDA_SUCCESS;
+    if (pthread_create(&s->thread, NULL, syncer_main, d))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    s->running = true;
+    return CUDA_SUCCESS;
+}
+
+CUresult sw_syncer_wait(sw_device *d, uint64_t deadline_ns)
+{
+    const sw_backend *be = &d->pol->be;
+    if (be->capturing && be->capturing(be->ctx))
+        return CUDA_ERROR_NOT_READY; /* a sync would invalidate the capture */
+    sw_syncer *s = &d->syncer;
+    pthread_mutex_lock(&s->m);
+    CUresult r = start(d);
+    if (r != CUDA_SUCCESS) {
+        pthread_mutex_unlock(&s->m);
+        return r;
+    }
+    /* The asker's own context, if the program uses one besides the
+     * primary: its work counts too. */
+    void *token = be->sync_token ? be->sync_token(be->ctx, d->id) : NULL;
+    if (token && be->sync_context) {
+        size_t i = 0;
+        while (i < s->ntokens && s->tokens[i] != token)
+            i++;
+        if (i == s->ntokens && s->ntokens < SW_SYNC_TOKENS)
+            s->tokens[s->ntokens++] = token;
+    }
+    uint64_t mine = ++s->asked;
+    pthread_cond_signal(&s->ask);
+    struct timespec ts = {(time_t)(deadline_ns / 1000000000ull),
+                          (long)(deadline_ns % 1000000000ull)};
+    while (s->done < mine && s->running) {
+        if (deadline_ns == UINT64_MAX) {
+            pthread_cond_wait(&s->answered, &s->m);
+        } else if (pthread_cond_timedwait(&s->answered, &s->m, &ts)) {
+            pthread_mutex_unlock(&s->m);
+            return CUDA_ERROR_NOT_READY;
+        }
+    }
+    r = s->done >= mine ? s->result : CUDA_ERROR_NOT_READY;
+    pthread_mutex_unlock(&s->m);
+    return r;
+}
+
+bool sw_syncer_busy(sw_device *d)
+{
+    sw_syncer *s = &d->syncer;
+    pthread_mutex_lock(&s->m);
+    bool busy = s->busy;
+    pthread_mutex_unlock(&s->m);
+    return busy;
+}
+
+void sw_syncer_destroy(sw_device *d)
+{
+    sw_syncer *s = &d->syncer;
+    pthread_mutex_lock(&s->m);
+    bool running = s->running;
+    s->stop = true;
+    pthread_cond_signal(&s->ask);
+    pthread_mutex_unlock(&s->m);
+    /* A sync stuck on work that never completes would hang the join: only
+     * teardown waits, and teardown synchronizes first anyway. */
+    if (running)
+        pthread_join(s->thread, NULL);
+    pthread_mutex_destroy(&s->m);
+    pthread_cond_destroy(&s->ask);
+    pthread_cond_destroy(&s->answered);
+}
+
+uint64_t sw_deadline(const sw_device *d)
+{
+    return sw_now_ns() + d->cfg.quiesce_wait_ns;
+}

@@ -1,0 +1,84 @@
+/* cuStreamBeginCapture(_v2), cuStreamBeginCaptureToGraph and
+ * cuStreamEndCapture, each also as its per-thread variant: counted, so
+ * that the pool knows a capture is under way (capture.h). A begin counts
+ * when the driver accepted it; an end uncounts when the stream was
+ * capturing before it (active or invalidated: either way the end closes
+ * the capture, whatever the driver answers). */
+#include "shim/capture.h"
+
+#include "shim/handler.h"
+
+#include <stdatomic.h>
+
+static _Atomic int captures;
+
+bool spw_capture_active(void)
+{
+    return atomic_load_explicit(&captures, memory_order_acquire) > 0;
+}
+
+static void began(CUresult r)
+{
+    if (r == CUDA_SUCCESS)
+        atomic_fetch_add_explicit(&captures, 1, memory_order_acq_rel);
+}
+
+/* Whether stream is in a capture (active or invalidated), asked before the
+ * end; per_thread: the call came through a _ptsz entry point. */
+static bool in_capture(CUstream stream, int per_thread)
+{
+    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+    CUresult (*is)(CUstream, CUstreamCaptureStatus *) =
+        per_thread ? spw_drv.cuStreamIsCapturing_ptsz : spw_drv.cuStreamIsCapturing;
+    if (!is || is(stream, &st) != CUDA_SUCCESS)
+        return false;
+    return st != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+static void ended(bool was)
+{
+    if (was && atomic_fetch_sub_explicit(&captures, 1, memory_order_acq_rel) <= 0)
+        atomic_store_explicit(&captures, 0, memory_order_release); /* never below zero */
+}
+
+#define BEGIN_HANDLER(handler, params, args)     \
+    CUresult handler params                      \
+    {                                            \
+        SPW_REAL_OR_RETURN(real, handler);       \
+        CUresult r = real args;                  \
+        began(r);                                \
+        return r;                                \
+    }
+
+BEGIN_HANDLER(spw_h_stream_begin_capture, (CUstream hStream, CUstreamCaptureMode mode),
+              (hStream, mode))
+BEGIN_HANDLER(spw_h_stream_begin_capture_pt, (CUstream hStream, CUstreamCaptureMode mode),
+              (hStream, mode))
+BEGIN_HANDLER(spw_h_stream_begin_capture_to_graph,
+              (CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies,
+               const CUgraphEdgeData *dependencyData, size_t numDependencies,
+               CUstreamCaptureMode mode),
+              (hStream, hGraph, dependencies, dependencyData, numDependencies, mode))
+BEGIN_HANDLER(spw_h_stream_begin_capture_to_graph_pt,
+              (CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies,
+               const CUgraphEdgeData *dependencyData, size_t numDependencies,
+               CUstreamCaptureMode mode),
+              (hStream, hGraph, dependencies, dependencyData, numDependencies, mode))
+
+CUresult spw_h_stream_end_capture(CUstream hStream, CUgraph *phGraph)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_stream_end_capture);
+    bool was = in_capture(hStream, 0);
+    CUresult r = real(hStream, phGraph);
+    ended(was);
+    return r;
+}
+
+CUresult spw_h_stream_end_capture_pt(CUstream hStream, CUgraph *phGraph)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_stream_end_capture_pt);
+    bool was = in_capture(hStream, 1);
+    CUresult r = real(hStream, phGraph);
+    ended(was);
+    return r;
+}
