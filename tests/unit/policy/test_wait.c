@@ -1,0 +1,175 @@
+/* Moves never wait without end (issue 12): a device whose work waits for
+ * work the program has yet to submit, a bracket blocked in the driver, or a
+ * stream capture under way make an allocation go on with host pages, and a
+ * fill wait for a later turn, instead of hanging or breaking the capture. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
+
+#include "tests/unit/policy/helpers.h"
+
+#define WAIT_MS 50
+
+static void env_wait(size_t limit_pages, size_t host_pages)
+{
+    sw_device_config cfg = {
+        .limit = limit_pages * PG, .host_limit = host_pages * PG, .spill = true,
+        .quiesce_wait_ns = WAIT_MS * 1000000ull,
+    };
+    env_up_cfg(&cfg, limit_pages);
+}
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static size_t host_pages_in(CUdeviceptr va, size_t npages)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < npages; i++) {
+        sw_residency w;
+        ck_assert_int_eq(sw_get_residency(P, va + i * PG, &w), CUDA_SUCCESS);
+        n += w == SW_RES_HOST;
+    }
+    return n;
+}
+
+/* The two-device collective of issue 12, at the policy level: the device's
+ * sync cannot end (its kernel waits for a launch the allocating thread
+ * makes only after the allocation). Before, the allocation hung. */
+START_TEST(busy_device_gets_host_pages_not_a_hang)
+{
+    env_wait(4, 16);
+    CUdeviceptr a, b;
+    ck_assert_int_eq(sw_alloc(P, 0, 4 * PG, &a), CUDA_SUCCESS);
+    fill(a, 4 * PG, 1);
+    fake_launch(FB, S1, a, 4 * PG); /* in flight, and it cannot finish */
+    fake_hold_sync(FB, true);
+    uint64_t t0 = now_ms();
+    ck_assert_int_eq(sw_alloc(P, 0, 2 * PG, &b), CUDA_SUCCESS);
+    uint64_t waited = now_ms() - t0;
+    ck_assert_msg(waited < 20 * WAIT_MS, "waited %llu ms", (unsigned long long)waited);
+    ck_assert_uint_eq(host_pages_in(b, 2), 2);  /* the new allocation: host pages */
+    ck_assert_uint_eq(host_pages_in(a, 4), 0);  /* nothing moved under the work */
+    assert_no_violation();
+    fill(b, 2 * PG, 2);
+    /* The program launches the other half: the work ends. A fill now finds
+     * the device idle but full: b stays on the host, correct. */
+    fake_hold_sync(FB, false);
+    fake_complete(FB, S1);
+    ck_assert_int_eq(sw_free(P, a), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_fill(P, b), CUDA_SUCCESS); /* a's pages are free after the sync */
+    ck_assert_uint_eq(host_pages_in(b, 2), 0);
+    ck_assert(verify(b, 2 * PG, 2));
+    ck_assert_int_eq(sw_free(P, b), CUDA_SUCCESS);
+    env_down();
+}
+END_TEST
+
+/* While a capture is under way no sync happens on the pool's account: a
+ * sync would invalidate the capture. */
+START_TEST(capture_means_no_sync_and_no_move)
+{
+    env_wait(4, 16);
+    CUdeviceptr a, b;
+    ck_assert_int_eq(sw_alloc(P, 0, 4 * PG, &a), CUDA_SUCCESS);
+    fill(a, 4 * PG, 3);
+    ck_assert_int_eq(sw_free(P, a), CUDA_SUCCESS); /* pending: a sync would release it */
+    ck_assert_int_eq(sw_alloc(P, 0, 4 * PG, &a), CUDA_SUCCESS);
+    fill(a, 4 * PG, 4);
+    fake_set_capturing(FB, true);
+    uint64_t syncs = fstats().syncs, t0 = now_ms();
+    ck_assert_int_eq(sw_alloc(P, 0, 3 * PG, &b), CUDA_SUCCESS);
+    ck_assert_uint_lt(now_ms() - t0, 5 * WAIT_MS); /* no deadline waited out either */
+    ck_assert_uint_eq(fstats().syncs, syncs);
+    ck_assert_uint_eq(host_pages_in(b, 3), 3);
+    ck_assert_uint_eq(host_pages_in(a, 4), 0);
+    ck_assert_int_eq(sw_fill(P, b), CUDA_SUCCESS); /* no move during the capture */
+    ck_assert_uint_eq(host_pages_in(b, 3), 3);
+    ck_assert_uint_eq(fstats().syncs, syncs);
+    fake_set_capturing(FB, false);
+    ck_assert(verify(a, 4 * PG, 4));
+    ck_assert_int_eq(sw_free(P, a), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_free(P, b), CUDA_SUCCESS);
+    env_down();
+}
+END_TEST
+
+typedef struct holder {
+    atomic_bool in, release;
+} holder;
+
+/* A bracket that stays open: a synchronous copy blocked in the driver. */
+static void *hold_bracket(void *arg)
+{
+    holder *h = arg;
+    sw_work_begin(P, 1);
+    atomic_store(&h->in, true);
+    while (!atomic_load(&h->release)) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    sw_work_end(P);
+    return NULL;
+}
+
+START_TEST(open_bracket_past_the_deadline_gives_host_pages)
+{
+    env_wait(4, 16);
+    CUdeviceptr a, b;
+    ck_assert_int_eq(sw_alloc(P, 0, 4 * PG, &a), CUDA_SUCCESS);
+    fill(a, 4 * PG, 5);
+    holder h = {0};
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, hold_bracket, &h), 0);
+    while (!atomic_load(&h.in))
+        ;
+    ck_assert_int_eq(sw_alloc(P, 0, 2 * PG, &b), CUDA_SUCCESS);
+    ck_assert_uint_eq(host_pages_in(b, 2), 2);
+    ck_assert_uint_eq(host_pages_in(a, 4), 0);
+    atomic_store(&h.release, true);
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    /* With the bracket closed, the next allocation spills as usual. */
+    CUdeviceptr c;
+    ck_assert_int_eq(sw_alloc(P, 0, 2 * PG, &c), CUDA_SUCCESS);
+    ck_assert_uint_eq(host_pages_in(c, 2), 0);
+    ck_assert(verify(a, 4 * PG, 5));
+    ck_assert_int_eq(sw_free(P, a), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_free(P, b), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_free(P, c), CUDA_SUCCESS);
+    env_down();
+}
+END_TEST
+
+/* Brackets on another device never hold a move of this one back. */
+START_TEST(gates_are_per_device)
+{
+    env_wait(4, 16);
+    CUdeviceptr a, b;
+    ck_assert_int_eq(sw_alloc(P, 0, 4 * PG, &a), CUDA_SUCCESS);
+    sw_work_begin(P, 2); /* device 1's work, in this very thread */
+    ck_assert_int_eq(sw_alloc(P, 0, 2 * PG, &b), CUDA_SUCCESS);
+    sw_work_end(P);
+    ck_assert_uint_eq(host_pages_in(b, 2), 0);
+    ck_assert_uint_eq(host_pages_in(a, 4), 2);
+    ck_assert_int_eq(sw_free(P, a), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_free(P, b), CUDA_SUCCESS);
+    env_down();
+}
+END_TEST
+
+Suite *test_suite(void)
+{
+    Suite *s = suite_create("policy_wait");
+    TCase *tc = tcase_create("wait");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, busy_device_gets_host_pages_not_a_hang);
+    tcase_add_test(tc, capture_means_no_sync_and_no_move);
+    tcase_add_test(tc, open_bracket_past_the_deadline_gives_host_pages);
+    tcase_add_test(tc, gates_are_per_device);
+    suite_add_tcase(s, tc);
+    return s;
+}
