@@ -35,6 +35,16 @@ bool fc_ctx_valid(struct CUctx_st *ctx)
     return ok;
 }
 
+int fc_ctx_depth(void)
+{
+    return ctx_depth;
+}
+
+void *fc_ctx_top(void)
+{
+    return ctx_depth ? ctx_stack[ctx_depth - 1] : NULL;
+}
+
 CUresult fc_current_ctx(struct CUctx_st **ctx)
 {
     CUresult r = fc_initialized();
@@ -49,6 +59,7 @@ CUresult fc_current_ctx(struct CUctx_st **ctx)
 
 FC_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 {
+    FC_FAULT(cuDevicePrimaryCtxRetain);
     CUresult r = fc_check_device(dev);
     if (r != CUDA_SUCCESS)
         return r;
@@ -77,6 +88,7 @@ FC_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 
 FC_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
 {
+    FC_FAULT(cuDevicePrimaryCtxRelease);
     CUresult r = fc_check_device(dev);
     if (r != CUDA_SUCCESS)
         return r;
@@ -91,6 +103,7 @@ FC_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
 
 FC_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
 {
+    FC_FAULT(cuDevicePrimaryCtxGetState);
     CUresult r = fc_check_device(dev);
     if (r != CUDA_SUCCESS)
         return r;
@@ -105,6 +118,7 @@ FC_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags,
 
 FC_EXPORT CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags)
 {
+    FC_FAULT(cuDevicePrimaryCtxSetFlags);
     CUresult r = fc_check_device(dev);
     if (r != CUDA_SUCCESS)
         return r;
@@ -116,6 +130,7 @@ FC_EXPORT CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags)
 
 FC_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice dev)
 {
+    FC_FAULT(cuDevicePrimaryCtxReset);
     CUresult r = fc_check_device(dev);
     if (r != CUDA_SUCCESS)
         return r;
@@ -146,12 +161,14 @@ static CUresult ctx_create(CUcontext *pctx, CUdevice dev)
 /* The pre-12.5 ABI, still asked for by older runtimes through cuGetProcAddress. */
 FC_EXPORT CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
 {
+    FC_FAULT(cuCtxCreate);
     (void)flags;
     return ctx_create(pctx, dev);
 }
 
 FC_EXPORT CUresult cuCtxCreate(CUcontext *pctx, CUctxCreateParams *params, unsigned int flags, CUdevice dev)
 {
+    FC_FAULT(cuCtxCreate);
     (void)params;
     (void)flags;
     return ctx_create(pctx, dev);
@@ -159,6 +176,7 @@ FC_EXPORT CUresult cuCtxCreate(CUcontext *pctx, CUctxCreateParams *params, unsig
 
 FC_EXPORT CUresult cuCtxDestroy(CUcontext ctx)
 {
+    FC_FAULT(cuCtxDestroy);
     CUresult r = fc_initialized();
     if (r != CUDA_SUCCESS)
         return r;
@@ -175,6 +193,7 @@ FC_EXPORT CUresult cuCtxDestroy(CUcontext ctx)
 
 FC_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx)
 {
+    FC_FAULT(cuCtxSetCurrent);
     CUresult r = fc_initialized();
     if (r != CUDA_SUCCESS)
         return r;
@@ -193,6 +212,7 @@ FC_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx)
 
 FC_EXPORT CUresult cuCtxGetCurrent(CUcontext *pctx)
 {
+    FC_FAULT(cuCtxGetCurrent);
     CUresult r = fc_initialized();
     if (r != CUDA_SUCCESS)
         return r;
@@ -204,6 +224,7 @@ FC_EXPORT CUresult cuCtxGetCurrent(CUcontext *pctx)
 
 FC_EXPORT CUresult cuCtxPushCurrent(CUcontext ctx)
 {
+    FC_FAULT(cuCtxPushCurrent);
     CUresult r = fc_initialized();
     if (r != CUDA_SUCCESS)
         return r;
@@ -217,6 +238,7 @@ FC_EXPORT CUresult cuCtxPushCurrent(CUcontext ctx)
 
 FC_EXPORT CUresult cuCtxPopCurrent(CUcontext *pctx)
 {
+    FC_FAULT(cuCtxPopCurrent);
     CUresult r = fc_initialized();
     if (r != CUDA_SUCCESS)
         return r;
@@ -230,6 +252,7 @@ FC_EXPORT CUresult cuCtxPopCurrent(CUcontext *pctx)
 
 FC_EXPORT CUresult cuCtxGetDevice(CUdevice *device)
 {
+    FC_FAULT(cuCtxGetDevice);
     struct CUctx_st *c;
     CUresult r = fc_current_ctx(&c);
     if (r != CUDA_SUCCESS)
@@ -242,6 +265,7 @@ FC_EXPORT CUresult cuCtxGetDevice(CUdevice *device)
 
 FC_EXPORT CUresult cuCtxSynchronize(void)
 {
+    FC_FAULT(cuCtxSynchronize);
     struct CUctx_st *c;
     CUresult r = fc_current_ctx(&c);
     if (r != CUDA_SUCCESS)
@@ -252,6 +276,7 @@ FC_EXPORT CUresult cuCtxSynchronize(void)
 
 FC_EXPORT CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned int flags)
 {
+    FC_FAULT(cuCtxEnablePeerAccess);
     struct CUctx_st *c;
     CUresult r = fc_current_ctx(&c);
     if (r != CUDA_SUCCESS)
@@ -272,6 +297,7 @@ FC_EXPORT CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned int flags)
 
 FC_EXPORT CUresult cuCtxDisablePeerAccess(CUcontext peer)
 {
+    FC_FAULT(cuCtxDisablePeerAccess);
     struct CUctx_st *c;
     CUresult r = fc_current_ctx(&c);
     if (r != CUDA_SUCCESS)

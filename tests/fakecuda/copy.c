@@ -111,6 +111,8 @@ static CUresult copy(uintptr_t dst, uintptr_t src, size_t n, CUstream h, bool pt
         wait = sync || ds == PAGEABLE;
     }
     uint64_t seq = fc_stream_enqueue(s, run_copy, c, NULL);
+    if (fc_check_unmap)
+        fc_track_op(s, seq, dst, n, ss == PAGEABLE ? 0 : src, ss == PAGEABLE ? 0 : n);
     if (wait)
         fc_stream_wait(s, seq);
     return CUDA_SUCCESS;
@@ -130,38 +132,40 @@ static CUresult set(CUdeviceptr dst, uint32_t value, size_t n, unsigned width, C
     if (!op)
         return CUDA_ERROR_OUT_OF_MEMORY;
     *op = (struct set_op){(void *)dst, value, n, width};
-    fc_stream_enqueue(s, run_set, op, NULL);
+    uint64_t seq = fc_stream_enqueue(s, run_set, op, NULL);
+    if (fc_check_unmap)
+        fc_track_op(s, seq, dst, n * width, 0, 0);
     return CUDA_SUCCESS;
 }
 
 #define P(x) ((uintptr_t)(x))
 /* dst_dev/src_dev: 1 must be device memory, 0 must be host, -1 either. */
-FC_EXPORT CUresult cuMemcpyHtoD(CUdeviceptr d, const void *s, size_t n) { return copy(P(d), P(s), n, NULL, false, true, 1, -1); }
-FC_EXPORT CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr d, const void *s, size_t n) { return copy(P(d), P(s), n, NULL, true, true, 1, -1); }
-FC_EXPORT CUresult cuMemcpyDtoH(void *d, CUdeviceptr s, size_t n) { return copy(P(d), P(s), n, NULL, false, true, -1, 1); }
-FC_EXPORT CUresult cuMemcpyDtoH_v2_ptds(void *d, CUdeviceptr s, size_t n) { return copy(P(d), P(s), n, NULL, true, true, -1, 1); }
-FC_EXPORT CUresult cuMemcpyDtoD(CUdeviceptr d, CUdeviceptr s, size_t n) { return copy(P(d), P(s), n, NULL, false, true, 1, 1); }
-FC_EXPORT CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr d, CUdeviceptr s, size_t n) { return copy(P(d), P(s), n, NULL, true, true, 1, 1); }
-FC_EXPORT CUresult cuMemcpy(CUdeviceptr d, CUdeviceptr s, size_t n) { return copy(P(d), P(s), n, NULL, false, true, -1, -1); }
-FC_EXPORT CUresult cuMemcpy_ptds(CUdeviceptr d, CUdeviceptr s, size_t n) { return copy(P(d), P(s), n, NULL, true, true, -1, -1); }
-FC_EXPORT CUresult cuMemcpyHtoDAsync(CUdeviceptr d, const void *s, size_t n, CUstream h) { return copy(P(d), P(s), n, h, false, false, 1, -1); }
-FC_EXPORT CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr d, const void *s, size_t n, CUstream h) { return copy(P(d), P(s), n, h, true, false, 1, -1); }
-FC_EXPORT CUresult cuMemcpyDtoHAsync(void *d, CUdeviceptr s, size_t n, CUstream h) { return copy(P(d), P(s), n, h, false, false, -1, 1); }
-FC_EXPORT CUresult cuMemcpyDtoHAsync_v2_ptsz(void *d, CUdeviceptr s, size_t n, CUstream h) { return copy(P(d), P(s), n, h, true, false, -1, 1); }
-FC_EXPORT CUresult cuMemcpyDtoDAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream h) { return copy(P(d), P(s), n, h, false, false, 1, 1); }
-FC_EXPORT CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream h) { return copy(P(d), P(s), n, h, true, false, 1, 1); }
-FC_EXPORT CUresult cuMemcpyAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream h) { return copy(P(d), P(s), n, h, false, false, -1, -1); }
-FC_EXPORT CUresult cuMemcpyAsync_ptsz(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream h) { return copy(P(d), P(s), n, h, true, false, -1, -1); }
+FC_EXPORT CUresult cuMemcpyHtoD(CUdeviceptr d, const void *s, size_t n) { FC_FAULT(cuMemcpyHtoD); return copy(P(d), P(s), n, NULL, false, true, 1, -1); }
+FC_EXPORT CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr d, const void *s, size_t n) { FC_FAULT(cuMemcpyHtoD); return copy(P(d), P(s), n, NULL, true, true, 1, -1); }
+FC_EXPORT CUresult cuMemcpyDtoH(void *d, CUdeviceptr s, size_t n) { FC_FAULT(cuMemcpyDtoH); return copy(P(d), P(s), n, NULL, false, true, -1, 1); }
+FC_EXPORT CUresult cuMemcpyDtoH_v2_ptds(void *d, CUdeviceptr s, size_t n) { FC_FAULT(cuMemcpyDtoH); return copy(P(d), P(s), n, NULL, true, true, -1, 1); }
+FC_EXPORT CUresult cuMemcpyDtoD(CUdeviceptr d, CUdeviceptr s, size_t n) { FC_FAULT(cuMemcpyDtoD); return copy(P(d), P(s), n, NULL, false, true, 1, 1); }
+FC_EXPORT CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr d, CUdeviceptr s, size_t n) { FC_FAULT(cuMemcpyDtoD); return copy(P(d), P(s), n, NULL, true, true, 1, 1); }
+FC_EXPORT CUresult cuMemcpy(CUdeviceptr d, CUdeviceptr s, size_t n) { FC_FAULT(cuMemcpy); return copy(P(d), P(s), n, NULL, false, true, -1, -1); }
+FC_EXPORT CUresult cuMemcpy_ptds(CUdeviceptr d, CUdeviceptr s, size_t n) { FC_FAULT(cuMemcpy); return copy(P(d), P(s), n, NULL, true, true, -1, -1); }
+FC_EXPORT CUresult cuMemcpyHtoDAsync(CUdeviceptr d, const void *s, size_t n, CUstream h) { FC_FAULT(cuMemcpyHtoDAsync); return copy(P(d), P(s), n, h, false, false, 1, -1); }
+FC_EXPORT CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr d, const void *s, size_t n, CUstream h) { FC_FAULT(cuMemcpyHtoDAsync); return copy(P(d), P(s), n, h, true, false, 1, -1); }
+FC_EXPORT CUresult cuMemcpyDtoHAsync(void *d, CUdeviceptr s, size_t n, CUstream h) { FC_FAULT(cuMemcpyDtoHAsync); return copy(P(d), P(s), n, h, false, false, -1, 1); }
+FC_EXPORT CUresult cuMemcpyDtoHAsync_v2_ptsz(void *d, CUdeviceptr s, size_t n, CUstream h) { FC_FAULT(cuMemcpyDtoHAsync); return copy(P(d), P(s), n, h, true, false, -1, 1); }
+FC_EXPORT CUresult cuMemcpyDtoDAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream h) { FC_FAULT(cuMemcpyDtoDAsync); return copy(P(d), P(s), n, h, false, false, 1, 1); }
+FC_EXPORT CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream h) { FC_FAULT(cuMemcpyDtoDAsync); return copy(P(d), P(s), n, h, true, false, 1, 1); }
+FC_EXPORT CUresult cuMemcpyAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream h) { FC_FAULT(cuMemcpyAsync); return copy(P(d), P(s), n, h, false, false, -1, -1); }
+FC_EXPORT CUresult cuMemcpyAsync_ptsz(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream h) { FC_FAULT(cuMemcpyAsync); return copy(P(d), P(s), n, h, true, false, -1, -1); }
 
-FC_EXPORT CUresult cuMemsetD8(CUdeviceptr d, unsigned char v, size_t n) { return set(d, v, n, 1, NULL, false); }
-FC_EXPORT CUresult cuMemsetD8_v2_ptds(CUdeviceptr d, unsigned char v, size_t n) { return set(d, v, n, 1, NULL, true); }
-FC_EXPORT CUresult cuMemsetD16(CUdeviceptr d, unsigned short v, size_t n) { return set(d, v, n, 2, NULL, false); }
-FC_EXPORT CUresult cuMemsetD16_v2_ptds(CUdeviceptr d, unsigned short v, size_t n) { return set(d, v, n, 2, NULL, true); }
-FC_EXPORT CUresult cuMemsetD32(CUdeviceptr d, unsigned int v, size_t n) { return set(d, v, n, 4, NULL, false); }
-FC_EXPORT CUresult cuMemsetD32_v2_ptds(CUdeviceptr d, unsigned int v, size_t n) { return set(d, v, n, 4, NULL, true); }
-FC_EXPORT CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream h) { return set(d, v, n, 1, h, false); }
-FC_EXPORT CUresult cuMemsetD8Async_ptsz(CUdeviceptr d, unsigned char v, size_t n, CUstream h) { return set(d, v, n, 1, h, true); }
-FC_EXPORT CUresult cuMemsetD16Async(CUdeviceptr d, unsigned short v, size_t n, CUstream h) { return set(d, v, n, 2, h, false); }
-FC_EXPORT CUresult cuMemsetD16Async_ptsz(CUdeviceptr d, unsigned short v, size_t n, CUstream h) { return set(d, v, n, 2, h, true); }
-FC_EXPORT CUresult cuMemsetD32Async(CUdeviceptr d, unsigned int v, size_t n, CUstream h) { return set(d, v, n, 4, h, false); }
-FC_EXPORT CUresult cuMemsetD32Async_ptsz(CUdeviceptr d, unsigned int v, size_t n, CUstream h) { return set(d, v, n, 4, h, true); }
+FC_EXPORT CUresult cuMemsetD8(CUdeviceptr d, unsigned char v, size_t n) { FC_FAULT(cuMemsetD8); return set(d, v, n, 1, NULL, false); }
+FC_EXPORT CUresult cuMemsetD8_v2_ptds(CUdeviceptr d, unsigned char v, size_t n) { FC_FAULT(cuMemsetD8); return set(d, v, n, 1, NULL, true); }
+FC_EXPORT CUresult cuMemsetD16(CUdeviceptr d, unsigned short v, size_t n) { FC_FAULT(cuMemsetD16); return set(d, v, n, 2, NULL, false); }
+FC_EXPORT CUresult cuMemsetD16_v2_ptds(CUdeviceptr d, unsigned short v, size_t n) { FC_FAULT(cuMemsetD16); return set(d, v, n, 2, NULL, true); }
+FC_EXPORT CUresult cuMemsetD32(CUdeviceptr d, unsigned int v, size_t n) { FC_FAULT(cuMemsetD32); return set(d, v, n, 4, NULL, false); }
+FC_EXPORT CUresult cuMemsetD32_v2_ptds(CUdeviceptr d, unsigned int v, size_t n) { FC_FAULT(cuMemsetD32); return set(d, v, n, 4, NULL, true); }
+FC_EXPORT CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream h) { FC_FAULT(cuMemsetD8Async); return set(d, v, n, 1, h, false); }
+FC_EXPORT CUresult cuMemsetD8Async_ptsz(CUdeviceptr d, unsigned char v, size_t n, CUstream h) { FC_FAULT(cuMemsetD8Async); return set(d, v, n, 1, h, true); }
+FC_EXPORT CUresult cuMemsetD16Async(CUdeviceptr d, unsigned short v, size_t n, CUstream h) { FC_FAULT(cuMemsetD16Async); return set(d, v, n, 2, h, false); }
+FC_EXPORT CUresult cuMemsetD16Async_ptsz(CUdeviceptr d, unsigned short v, size_t n, CUstream h) { FC_FAULT(cuMemsetD16Async); return set(d, v, n, 2, h, true); }
+FC_EXPORT CUresult cuMemsetD32Async(CUdeviceptr d, unsigned int v, size_t n, CUstream h) { FC_FAULT(cuMemsetD32Async); return set(d, v, n, 4, h, false); }
+FC_EXPORT CUresult cuMemsetD32Async_ptsz(CUdeviceptr d, unsigned int v, size_t n, CUstream h) { FC_FAULT(cuMemsetD32Async); return set(d, v, n, 4, h, true); }

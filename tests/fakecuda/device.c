@@ -53,6 +53,7 @@ static void read_environment(void)
 
 FC_EXPORT CUresult cuInit(unsigned int flags)
 {
+    FC_FAULT(cuInit);
     if (flags != 0)
         return CUDA_ERROR_INVALID_VALUE;
     pthread_once(&init_once, read_environment);
@@ -96,6 +97,7 @@ FC_EXPORT CUresult cuDriverGetVersion(int *version)
 
 FC_EXPORT CUresult cuDeviceGetCount(int *count)
 {
+    FC_FAULT(cuDeviceGetCount);
     CUresult r = fc_initialized();
     if (r != CUDA_SUCCESS)
         return r;
@@ -107,6 +109,7 @@ FC_EXPORT CUresult cuDeviceGetCount(int *count)
 
 FC_EXPORT CUresult cuDeviceGet(CUdevice *device, int ordinal)
 {
+    FC_FAULT(cuDeviceGet);
     CUresult r = fc_initialized();
     if (r != CUDA_SUCCESS)
         return r;
@@ -120,6 +123,7 @@ FC_EXPORT CUresult cuDeviceGet(CUdevice *device, int ordinal)
 
 FC_EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
 {
+    FC_FAULT(cuDeviceGetName);
     CUresult r = fc_check_device(dev);
     if (r != CUDA_SUCCESS)
         return r;
@@ -131,6 +135,7 @@ FC_EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
 
 FC_EXPORT CUresult cuDeviceTotalMem(size_t *bytes, CUdevice dev)
 {
+    FC_FAULT(cuDeviceTotalMem);
     CUresult r = fc_check_device(dev);
     if (r != CUDA_SUCCESS)
         return r;
@@ -177,6 +182,7 @@ static int attribute_value(CUdevice_attribute attrib, CUdevice dev)
 
 FC_EXPORT CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
 {
+    FC_FAULT(cuDeviceGetAttribute);
     CUresult r = fc_check_device(dev);
     if (r != CUDA_SUCCESS)
         return r;
@@ -188,6 +194,7 @@ FC_EXPORT CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUde
 
 FC_EXPORT CUresult cuDeviceCanAccessPeer(int *can, CUdevice dev, CUdevice peer)
 {
+    FC_FAULT(cuDeviceCanAccessPeer);
     CUresult r = fc_check_device(dev);
     if (r == CUDA_SUCCESS)
         r = fc_check_device(peer);

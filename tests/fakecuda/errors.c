@@ -1,4 +1,6 @@
 /* fakecuda: error names and strings for the codes the emulation returns. */
+#include <string.h>
+
 #include "tests/fakecuda/internal.h"
 
 static const struct {
@@ -26,6 +28,15 @@ static const struct {
      "part or all of the requested memory range is already mapped"},
     {CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED",
      "pointer does not correspond to a registered memory region"},
+    {CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES",
+     "too many resources requested for launch"},
+    {CUDA_ERROR_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS",
+     "an illegal memory access was encountered"},
+    {CUDA_ERROR_TOO_MANY_PEERS, "CUDA_ERROR_TOO_MANY_PEERS",
+     "peer mapping resources exhausted"},
+    {CUDA_ERROR_NOT_PERMITTED, "CUDA_ERROR_NOT_PERMITTED", "operation not permitted"},
+    {CUDA_ERROR_ILLEGAL_STATE, "CUDA_ERROR_ILLEGAL_STATE",
+     "the operation cannot be performed in the present state"},
     {CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error"},
 };
 
@@ -53,4 +64,28 @@ FC_EXPORT CUresult cuGetErrorName(CUresult error, const char **pStr)
     int i = find(error);
     *pStr = i < 0 ? NULL : errors[i].name;
     return i < 0 ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}
+
+const char *fc_error_name(CUresult e)
+{
+    int i = find(e);
+    return i < 0 ? "CUDA_ERROR_?" : errors[i].name;
+}
+
+/* A name of the table, or a number (what FAKECUDA_FAIL accepts as error). */
+bool fc_error_parse(const char *s, size_t len, CUresult *out)
+{
+    for (unsigned i = 0; i < sizeof errors / sizeof errors[0]; i++)
+        if (strlen(errors[i].name) == len && strncmp(errors[i].name, s, len) == 0) {
+            *out = errors[i].code;
+            return true;
+        }
+    unsigned long v = 0;
+    size_t k = 0;
+    for (; k < len && s[k] >= '0' && s[k] <= '9' && v < 100000; k++)
+        v = v * 10 + (unsigned long)(s[k] - '0');
+    if (k == 0 || k != len || v == 0 || v >= 100000)
+        return false;
+    *out = (CUresult)v;
+    return true;
 }

@@ -39,6 +39,48 @@ size_t fakecuda_live_handles(void) __attribute__((weak));         /* cuMemCreate
 /* Devices (bit d) the last cuMemSetAccess over the VMM mapping at ptr gave
  * access; 0 when ptr is not in a mapping. */
 unsigned long long fakecuda_access_devices(unsigned long long ptr) __attribute__((weak));
+size_t fakecuda_live_reservations(void) __attribute__((weak)); /* cuMemAddressReserve ranges not freed */
+size_t fakecuda_reserved_bytes(void) __attribute__((weak));     /* their bytes */
+int fakecuda_reserved_at(unsigned long long addr) __attribute__((weak)); /* 1: addr is reserved */
+size_t fakecuda_live_allocations(void) __attribute__((weak));   /* cuMemAlloc/Pitch/Managed/Async, not freed */
+size_t fakecuda_live_host_allocations(void) __attribute__((weak)); /* pinned or registered host ranges */
+size_t fakecuda_live_events(void) __attribute__((weak));        /* events not destroyed */
+size_t fakecuda_live_streams(void) __attribute__((weak));       /* cuStreamCreate streams not destroyed */
+int fakecuda_stream_live(void *stream) __attribute__((weak));   /* 1: that one is not destroyed */
+/* The calling thread's context stack: its depth and its top (the current
+ * context), read without a driver call, so without counting one. */
+int fakecuda_ctx_depth(void) __attribute__((weak));
+void *fakecuda_ctx_current(void) __attribute__((weak));
+
+/* The unmap hazard check (FAKECUDA_CHECK_UNMAP=1 at load, or this call):
+ * copies and sets remember the memory they use until the host has seen
+ * them complete (a wait returned, or a query answered "complete", after
+ * they completed); cuMemUnmap of such memory prints a line starting with
+ * "fakecuda: HAZARD" and aborts, as the GPU would fault the work and kill
+ * the context, whether or not the stream's worker happened to be done.
+ * Kernels are not tracked. Returns the previous setting. */
+int fakecuda_check_unmap(int on) __attribute__((weak));
+
+/* Fault injection (see tests/fakecuda/fault.c for FAKECUDA_FAIL,
+ * FAKECUDA_FAIL_RATE, FAKECUDA_FAIL_SEED and FAKECUDA_FAIL_TRACE, the same
+ * specifications set at load). A function is named by its base name
+ * (cuMemAlloc; cuMemAlloc_v2 and _ptsz/_ptds names mean the same one).
+ *
+ * Replaces the whole configuration: fail as FAKECUDA_FAIL, rate as
+ * FAKECUDA_FAIL_RATE (either may be NULL), call numbers counting from this
+ * call on. Both NULL: no more faults. Returns 0, or -1 for a bad
+ * specification (the previous one stays). */
+int fakecuda_fault_config(const char *fail, const char *rate, unsigned long long seed)
+    __attribute__((weak));
+/* Calls of fn since load (every variant), and faults injected into it (fn
+ * NULL: into all); -1 for a name fakecuda cannot make fail. */
+long long fakecuda_calls(const char *fn) __attribute__((weak));
+long long fakecuda_faults(const char *fn) __attribute__((weak));
+/* The i-th function that can be made to fail, NULL past the last. */
+const char *fakecuda_fault_fn(unsigned i) __attribute__((weak));
+/* The last fault injected: its error (0 for none yet), function and call
+ * number since load. */
+int fakecuda_fault_last(const char **fn, unsigned long long *call) __attribute__((weak));
 
 /* Marks a stream (a CUstream, not the NULL or per-thread stream) as being
  * captured or not: cuStreamIsCapturing then answers ACTIVE. fakecuda has

@@ -146,6 +146,13 @@ void fc_stream_wait(struct CUstream_st *s, uint64_t seq);
 void fc_device_drain(int dev);
 void fc_ctx_drain(struct CUctx_st *ctx);
 int fc_stream_device(struct CUstream_st *s);
+/* The unmap hazard check (stream.c, FAKECUDA_CHECK_UNMAP=1): copies and
+ * sets note the ranges they use; an unmap of one the host has not seen
+ * complete stops the process. */
+extern bool fc_check_unmap;
+void fc_track_op(struct CUstream_st *s, uint64_t seq, uintptr_t a, size_t an, uintptr_t b,
+                 size_t bn);
+void fc_unmap_check(uintptr_t addr, size_t size);
 
 /* ---- pools (mempool.c) ---- */
 
@@ -172,7 +179,43 @@ struct CUfunc_st {
     size_t offset[FAKECUDA_MAX_PARAMS];
 };
 
+/* ---- fault injection (fault.c, faults.def) ---- */
+
+enum fc_fn {
+#define FC_FAULT_FN(name, err) FC_FN_##name,
+#include "tests/fakecuda/faults.def"
+#undef FC_FAULT_FN
+    FC_FN_COUNT
+};
+
+/* Counts one call of fn and says whether it fails: CUDA_SUCCESS, or the
+ * error to return at once, before the call has any effect. */
+CUresult fc_fault_hit(enum fc_fn fn);
+
+/* The first statement of every entry point listed in faults.def. The name
+ * is pasted, never expanded: cuda.h's cuMemAlloc -> cuMemAlloc_v2 macros do
+ * not apply, so every ABI version of a function counts as the function. */
+#define FC_FAULT(name)                                        \
+    do {                                                      \
+        CUresult fc_fault_ = fc_fault_hit(FC_FN_##name);      \
+        if (fc_fault_ != CUDA_SUCCESS)                        \
+            return fc_fault_;                                 \
+    } while (0)
+
+/* Live resources, for the introspection calls; each takes its own lock. */
+size_t fc_vmm_live_reservations(size_t *bytes);
+bool fc_vmm_reserved_at(uintptr_t addr);
+size_t fc_live_events(void);
+size_t fc_live_user_streams(void);
+int fc_ctx_depth(void);
+void *fc_ctx_top(void);
+
 /* ---- misc ---- */
+
+/* An error code's name (errors.c), and the reverse: a name of the table or
+ * a decimal number, len bytes of s. */
+const char *fc_error_name(CUresult e);
+bool fc_error_parse(const char *s, size_t len, CUresult *out);
 
 /* Parses "256M"-style sizes; 0 on error. */
 size_t fc_parse_size(const char *s);

@@ -43,3 +43,56 @@ FC_EXPORT unsigned long long fakecuda_access_devices(unsigned long long ptr)
     pthread_mutex_unlock(&fc_lock);
     return devs;
 }
+
+FC_EXPORT size_t fakecuda_live_reservations(void)
+{
+    return fc_vmm_live_reservations(NULL);
+}
+
+FC_EXPORT size_t fakecuda_reserved_bytes(void)
+{
+    size_t bytes;
+    fc_vmm_live_reservations(&bytes);
+    return bytes;
+}
+
+FC_EXPORT int fakecuda_reserved_at(unsigned long long addr)
+{
+    return fc_vmm_reserved_at((uintptr_t)addr);
+}
+
+FC_EXPORT size_t fakecuda_live_allocations(void)
+{
+    pthread_mutex_lock(&fc_lock);
+    size_t n = fc_region_count(FC_DEVICE) + fc_region_count(FC_ASYNC) + fc_region_count(FC_MANAGED);
+    pthread_mutex_unlock(&fc_lock);
+    return n;
+}
+
+FC_EXPORT size_t fakecuda_live_host_allocations(void)
+{
+    pthread_mutex_lock(&fc_lock);
+    size_t n = fc_region_count(FC_HOST) + fc_region_count(FC_REGISTERED);
+    pthread_mutex_unlock(&fc_lock);
+    return n;
+}
+
+FC_EXPORT size_t fakecuda_live_events(void)
+{
+    return fc_live_events();
+}
+
+FC_EXPORT size_t fakecuda_live_streams(void)
+{
+    return fc_live_user_streams();
+}
+
+FC_EXPORT int fakecuda_ctx_depth(void)
+{
+    return fc_ctx_depth();
+}
+
+FC_EXPORT void *fakecuda_ctx_current(void)
+{
+    return fc_ctx_top();
+}

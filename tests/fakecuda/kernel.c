@@ -65,6 +65,7 @@ static CUresult module_new(CUmodule *m)
 
 FC_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image)
 {
+    FC_FAULT(cuModuleLoadData);
     if (!image)
         return CUDA_ERROR_INVALID_VALUE;
     return module_new(module);
@@ -73,14 +74,19 @@ FC_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image)
 FC_EXPORT CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int n,
                                       CUjit_option *options, void **values)
 {
+    FC_FAULT(cuModuleLoadDataEx);
     (void)n;
     (void)options;
     (void)values;
-    return cuModuleLoadData(module, image);
+    /* Not through cuModuleLoadData: that would count a call of it too. */
+    if (!image)
+        return CUDA_ERROR_INVALID_VALUE;
+    return module_new(module);
 }
 
 FC_EXPORT CUresult cuModuleLoad(CUmodule *module, const char *fname)
 {
+    FC_FAULT(cuModuleLoad);
     if (!fname)
         return CUDA_ERROR_INVALID_VALUE;
     return module_new(module);
@@ -88,6 +94,7 @@ FC_EXPORT CUresult cuModuleLoad(CUmodule *module, const char *fname)
 
 FC_EXPORT CUresult cuModuleUnload(CUmodule m)
 {
+    FC_FAULT(cuModuleUnload);
     if (!m || m->magic != FC_MAGIC_MODULE)
         return CUDA_ERROR_INVALID_HANDLE;
     m->magic = 0;
@@ -97,6 +104,7 @@ FC_EXPORT CUresult cuModuleUnload(CUmodule m)
 
 FC_EXPORT CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule m, const char *name)
 {
+    FC_FAULT(cuModuleGetFunction);
     CUresult r = fc_initialized();
     if (r != CUDA_SUCCESS)
         return r;
@@ -123,6 +131,7 @@ static bool func_valid(CUfunction f)
 
 FC_EXPORT CUresult cuFuncGetParamInfo(CUfunction f, size_t index, size_t *offset, size_t *size)
 {
+    FC_FAULT(cuFuncGetParamInfo);
     CUresult r = fc_initialized();
     if (r != CUDA_SUCCESS)
         return r;
@@ -213,6 +222,7 @@ FC_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsign
                                   unsigned by, unsigned bz, unsigned shmem, CUstream h, void **params,
                                   void **extra)
 {
+    FC_FAULT(cuLaunchKernel);
     (void)shmem;
     return launch(f, DIM(gx, gy, gz), DIM(bx, by, bz), h, params, extra, false);
 }
@@ -221,6 +231,7 @@ FC_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, u
                                        unsigned by, unsigned bz, unsigned shmem, CUstream h,
                                        void **params, void **extra)
 {
+    FC_FAULT(cuLaunchKernel);
     (void)shmem;
     return launch(f, DIM(gx, gy, gz), DIM(bx, by, bz), h, params, extra, true);
 }
@@ -231,6 +242,7 @@ FC_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned
                                              unsigned bx, unsigned by, unsigned bz, unsigned shmem,
                                              CUstream h, void **params)
 {
+    FC_FAULT(cuLaunchCooperativeKernel);
     (void)shmem;
     return launch(f, DIM(gx, gy, gz), DIM(bx, by, bz), h, params, NULL, false);
 }
@@ -240,6 +252,7 @@ FC_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, uns
                                                   unsigned bz, unsigned shmem, CUstream h,
                                                   void **params)
 {
+    FC_FAULT(cuLaunchCooperativeKernel);
     (void)shmem;
     return launch(f, DIM(gx, gy, gz), DIM(bx, by, bz), h, params, NULL, true);
 }
@@ -254,10 +267,12 @@ static CUresult launch_ex(const CUlaunchConfig *c, CUfunction f, void **params, 
 
 FC_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **params, void **extra)
 {
+    FC_FAULT(cuLaunchKernelEx);
     return launch_ex(c, f, params, extra, false);
 }
 
 FC_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *c, CUfunction f, void **params, void **extra)
 {
+    FC_FAULT(cuLaunchKernelEx);
     return launch_ex(c, f, params, extra, true);
 }

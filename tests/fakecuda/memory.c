@@ -77,6 +77,7 @@ CUresult fc_alloc_device(size_t size, enum fc_region_kind kind, struct fc_mempoo
 
 FC_EXPORT CUresult cuMemAlloc(CUdeviceptr *dptr, size_t bytesize)
 {
+    FC_FAULT(cuMemAlloc);
     struct CUctx_st *c;
     CUresult r = fc_current_ctx(&c);
     if (r != CUDA_SUCCESS)
@@ -87,6 +88,7 @@ FC_EXPORT CUresult cuMemAlloc(CUdeviceptr *dptr, size_t bytesize)
 FC_EXPORT CUresult cuMemAllocPitch(CUdeviceptr *dptr, size_t *pitch, size_t width,
                                    size_t height, unsigned int elementSize)
 {
+    FC_FAULT(cuMemAllocPitch);
     struct CUctx_st *c;
     CUresult r = fc_current_ctx(&c);
     if (r != CUDA_SUCCESS)
@@ -103,6 +105,7 @@ FC_EXPORT CUresult cuMemAllocPitch(CUdeviceptr *dptr, size_t *pitch, size_t widt
 
 FC_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
 {
+    FC_FAULT(cuMemAllocManaged);
     struct CUctx_st *c;
     CUresult r = fc_current_ctx(&c);
     if (r != CUDA_SUCCESS)
@@ -114,6 +117,7 @@ FC_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigne
 
 FC_EXPORT CUresult cuMemFree(CUdeviceptr dptr)
 {
+    FC_FAULT(cuMemFree);
     struct CUctx_st *c;
     CUresult r = fc_current_ctx(&c);
     if (r != CUDA_SUCCESS)
@@ -139,6 +143,7 @@ FC_EXPORT CUresult cuMemFree(CUdeviceptr dptr)
 
 FC_EXPORT CUresult cuMemGetInfo(size_t *free, size_t *total)
 {
+    FC_FAULT(cuMemGetInfo);
     struct CUctx_st *c;
     CUresult r = fc_current_ctx(&c);
     if (r != CUDA_SUCCESS)
@@ -154,6 +159,7 @@ FC_EXPORT CUresult cuMemGetInfo(size_t *free, size_t *total)
 
 FC_EXPORT CUresult cuMemGetAddressRange(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)
 {
+    FC_FAULT(cuMemGetAddressRange);
     CUresult r = fc_initialized();
     if (r != CUDA_SUCCESS)
         return r;
@@ -189,6 +195,7 @@ static CUresult host_alloc(void **pp, size_t size)
 
 FC_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int flags)
 {
+    FC_FAULT(cuMemHostAlloc);
     if (flags & ~(unsigned)(CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP |
                             CU_MEMHOSTALLOC_WRITECOMBINED))
         return CUDA_ERROR_INVALID_VALUE;
@@ -197,11 +204,13 @@ FC_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int flags
 
 FC_EXPORT CUresult cuMemAllocHost(void **pp, size_t bytesize)
 {
+    FC_FAULT(cuMemAllocHost);
     return host_alloc(pp, bytesize);
 }
 
 FC_EXPORT CUresult cuMemFreeHost(void *p)
 {
+    FC_FAULT(cuMemFreeHost);
     CUresult r = fc_initialized();
     if (r != CUDA_SUCCESS)
         return r;
@@ -216,6 +225,7 @@ FC_EXPORT CUresult cuMemFreeHost(void *p)
 
 FC_EXPORT CUresult cuMemHostRegister(void *p, size_t bytesize, unsigned int flags)
 {
+    FC_FAULT(cuMemHostRegister);
     struct CUctx_st *c;
     CUresult r = fc_current_ctx(&c);
     if (r != CUDA_SUCCESS)
@@ -243,6 +253,7 @@ FC_EXPORT CUresult cuMemHostRegister(void *p, size_t bytesize, unsigned int flag
 
 FC_EXPORT CUresult cuMemHostUnregister(void *p)
 {
+    FC_FAULT(cuMemHostUnregister);
     CUresult r = fc_initialized();
     if (r != CUDA_SUCCESS)
         return r;
@@ -257,6 +268,7 @@ FC_EXPORT CUresult cuMemHostUnregister(void *p)
 
 FC_EXPORT CUresult cuMemHostGetDevicePointer(CUdeviceptr *pdptr, void *p, unsigned int flags)
 {
+    FC_FAULT(cuMemHostGetDevicePointer);
     CUresult r = fc_initialized();
     if (r != CUDA_SUCCESS)
         return r;
@@ -337,6 +349,7 @@ static CUresult answer(CUpointer_attribute a, void *data, const struct fc_region
 
 FC_EXPORT CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
 {
+    FC_FAULT(cuPointerGetAttribute);
     CUresult r = fc_initialized();
     if (r != CUDA_SUCCESS)
         return r;
@@ -352,6 +365,7 @@ FC_EXPORT CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribu
 FC_EXPORT CUresult cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute *attributes,
                                           void **data, CUdeviceptr ptr)
 {
+    FC_FAULT(cuPointerGetAttributes);
     CUresult r = fc_initialized();
     if (r != CUDA_SUCCESS)
         return r;

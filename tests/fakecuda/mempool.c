@@ -48,16 +48,19 @@ static CUresult device_pool(CUmemoryPool *pool, CUdevice dev, bool current)
 
 FC_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool, CUdevice dev)
 {
+    FC_FAULT(cuDeviceGetDefaultMemPool);
     return device_pool(pool, dev, false);
 }
 
 FC_EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
 {
+    FC_FAULT(cuDeviceGetMemPool);
     return device_pool(pool, dev, true);
 }
 
 FC_EXPORT CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
 {
+    FC_FAULT(cuDeviceSetMemPool);
     CUresult r = fc_check_device(dev);
     if (r != CUDA_SUCCESS)
         return r;
@@ -71,6 +74,7 @@ FC_EXPORT CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
 
 FC_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
 {
+    FC_FAULT(cuMemPoolCreate);
     CUresult r = fc_initialized();
     if (r != CUDA_SUCCESS)
         return r;
@@ -88,6 +92,7 @@ FC_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *pro
 
 FC_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
 {
+    FC_FAULT(cuMemPoolDestroy);
     CUresult r = fc_initialized();
     if (r != CUDA_SUCCESS)
         return r;
@@ -99,12 +104,14 @@ FC_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
 
 FC_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
 {
+    FC_FAULT(cuMemPoolTrimTo);
     (void)minBytesToKeep;
     return pool_known(pool) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 FC_EXPORT CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
 {
+    FC_FAULT(cuMemPoolSetAttribute);
     if (!pool_known(pool) || !value)
         return CUDA_ERROR_INVALID_VALUE;
     struct fc_mempool *p = (struct fc_mempool *)pool;
@@ -129,6 +136,7 @@ FC_EXPORT CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute 
 
 FC_EXPORT CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
 {
+    FC_FAULT(cuMemPoolGetAttribute);
     if (!pool_known(pool) || !value)
         return CUDA_ERROR_INVALID_VALUE;
     struct fc_mempool *p = (struct fc_mempool *)pool;
@@ -199,9 +207,9 @@ static CUresult alloc_from_pool(CUdeviceptr *dptr, size_t size, CUmemoryPool poo
     return alloc_async(dptr, size, (struct fc_mempool *)pool, h, ptds);
 }
 
-FC_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *d, size_t n, CUstream h) { return alloc_async(d, n, NULL, h, false); }
-FC_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *d, size_t n, CUstream h) { return alloc_async(d, n, NULL, h, true); }
-FC_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *d, size_t n, CUmemoryPool p, CUstream h) { return alloc_from_pool(d, n, p, h, false); }
-FC_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *d, size_t n, CUmemoryPool p, CUstream h) { return alloc_from_pool(d, n, p, h, true); }
-FC_EXPORT CUresult cuMemFreeAsync(CUdeviceptr d, CUstream h) { return free_async(d, h, false); }
-FC_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr d, CUstream h) { return free_async(d, h, true); }
+FC_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *d, size_t n, CUstream h) { FC_FAULT(cuMemAllocAsync); return alloc_async(d, n, NULL, h, false); }
+FC_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *d, size_t n, CUstream h) { FC_FAULT(cuMemAllocAsync); return alloc_async(d, n, NULL, h, true); }
+FC_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *d, size_t n, CUmemoryPool p, CUstream h) { FC_FAULT(cuMemAllocFromPoolAsync); return alloc_from_pool(d, n, p, h, false); }
+FC_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *d, size_t n, CUmemoryPool p, CUstream h) { FC_FAULT(cuMemAllocFromPoolAsync); return alloc_from_pool(d, n, p, h, true); }
+FC_EXPORT CUresult cuMemFreeAsync(CUdeviceptr d, CUstream h) { FC_FAULT(cuMemFreeAsync); return free_async(d, h, false); }
+FC_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr d, CUstream h) { FC_FAULT(cuMemFreeAsync); return free_async(d, h, true); }

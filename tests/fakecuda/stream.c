@@ -4,6 +4,7 @@
  * The legacy default stream keeps CUDA's rules: its work starts after all
  * earlier work of the blocking streams of its context, and their later work
  * starts after it. Dependencies are (stream, sequence number) pairs. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,6 +47,87 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t progress = PTHREAD_COND_INITIALIZER;
 static struct CUstream_st *streams;
 static struct CUevent_st *events;
+
+/* ---- unmap hazards (FAKECUDA_CHECK_UNMAP=1) ----
+ * On a GPU, unmapping memory that a queued or running copy still uses
+ * faults the copy and kills the context (DESIGN.md). Here the copy's worker
+ * would fault only if it has not run yet: a race. With the check on, every
+ * copy and set is remembered until the host has seen it complete (a wait
+ * returned, or a query answered "done", after it completed), and unmapping
+ * memory one of the others still uses stops the process with a message:
+ * the hazard is caught whether or not the worker was fast. */
+struct tracked {
+    struct CUstream_st *s;
+    uint64_t seq;
+    uintptr_t base[2];
+    size_t size[2];
+    struct tracked *next;
+};
+
+bool fc_check_unmap;
+static struct tracked *tracked; /* under lock */
+
+__attribute__((constructor)) static void check_unmap_environment(void)
+{
+    const char *v = getenv("FAKECUDA_CHECK_UNMAP");
+    fc_check_unmap = v && *v && strcmp(v, "0") != 0;
+}
+
+FC_EXPORT int fakecuda_check_unmap(int on)
+{
+    bool was = fc_check_unmap;
+    fc_check_unmap = on != 0;
+    return was;
+}
+
+void fc_track_op(struct CUstream_st *s, uint64_t seq, uintptr_t a, size_t an, uintptr_t b,
+                 size_t bn)
+{
+    struct tracked *t = malloc(sizeof *t);
+    if (!t)
+        abort(); /* as fc_stream_enqueue: tests are small */
+    *t = (struct tracked){s, seq, {a, b}, {an, bn}, NULL};
+    pthread_mutex_lock(&lock);
+    t->next = tracked;
+    tracked = t;
+    pthread_mutex_unlock(&lock);
+}
+
+/* Under lock: the host now knows that everything complete is complete. */
+static void host_saw_locked(void)
+{
+    for (struct tracked **pp = &tracked; *pp;) {
+        struct tracked *t = *pp;
+        if (t->s->completed >= t->seq) {
+            *pp = t->next;
+            free(t);
+        } else {
+            pp = &t->next;
+        }
+    }
+}
+
+static bool overlap(uintptr_t a, size_t an, uintptr_t b, size_t bn)
+{
+    return an && bn && a < b + bn && b < a + an;
+}
+
+void fc_unmap_check(uintptr_t addr, size_t size)
+{
+    pthread_mutex_lock(&lock);
+    for (struct tracked *t = tracked; t; t = t->next)
+        for (int i = 0; i < 2; i++)
+            if (overlap(addr, size, t->base[i], t->size[i])) {
+                fprintf(stderr,
+                        "fakecuda: HAZARD: cuMemUnmap(%#lx, %zu) while work %llu of stream %p "
+                        "uses [%#lx, +%zu) and the host has not seen it complete: on a GPU "
+                        "the unmap faults that work and kills the context\n",
+                        (unsigned long)addr, size, (unsigned long long)t->seq, (void *)t->s,
+                        (unsigned long)t->base[i], t->size[i]);
+                abort();
+            }
+    pthread_mutex_unlock(&lock);
+}
 
 #define PT_MAX 8
 static _Thread_local struct {
@@ -255,6 +337,7 @@ void fc_stream_wait(struct CUstream_st *s, uint64_t seq)
     pthread_mutex_lock(&lock);
     while (s->completed < seq)
         pthread_cond_wait(&progress, &lock);
+    host_saw_locked();
     pthread_mutex_unlock(&lock);
 }
 
@@ -272,6 +355,7 @@ static void drain_where(struct CUctx_st *ctx, int dev)
     for (size_t i = 0; i < k; i++)
         while (todo[i].stream->completed < todo[i].seq)
             pthread_cond_wait(&progress, &lock);
+    host_saw_locked();
     pthread_mutex_unlock(&lock);
     free(todo);
 }
@@ -305,16 +389,19 @@ static CUresult stream_create(CUstream *ph, unsigned flags, int prio)
 
 FC_EXPORT CUresult cuStreamCreate(CUstream *phStream, unsigned int flags)
 {
+    FC_FAULT(cuStreamCreate);
     return stream_create(phStream, flags, 0);
 }
 
 FC_EXPORT CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority)
 {
+    FC_FAULT(cuStreamCreateWithPriority);
     return stream_create(phStream, flags, priority);
 }
 
 FC_EXPORT CUresult cuStreamDestroy(CUstream h)
 {
+    FC_FAULT(cuStreamDestroy);
     CUresult r = fc_initialized();
     if (r != CUDA_SUCCESS)
         return r;
@@ -346,6 +433,8 @@ static CUresult stream_query(CUstream h, bool ptds)
         return r;
     pthread_mutex_lock(&lock);
     r = s->completed >= s->submitted ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+    if (r == CUDA_SUCCESS)
+        host_saw_locked();
     pthread_mutex_unlock(&lock);
     return r;
 }
@@ -443,6 +532,36 @@ static CUresult stream_is_capturing(CUstream h, CUstreamCaptureStatus *status, b
     return r;
 }
 
+size_t fc_live_events(void)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&lock);
+    for (struct CUevent_st *e = events; e; e = e->next)
+        n++;
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+
+size_t fc_live_user_streams(void)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&lock);
+    for (struct CUstream_st *s = streams; s; s = s->next)
+        n += s->kind == FC_STREAM_USER && !s->destroyed;
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+
+FC_EXPORT int fakecuda_stream_live(void *stream)
+{
+    pthread_mutex_lock(&lock);
+    bool live = false;
+    for (struct CUstream_st *s = streams; s && !live; s = s->next)
+        live = s == stream && s->kind == FC_STREAM_USER && !s->destroyed;
+    pthread_mutex_unlock(&lock);
+    return live;
+}
+
 FC_EXPORT int fakecuda_set_capturing(void *stream, int capturing)
 {
     struct CUstream_st *s;
@@ -458,6 +577,7 @@ FC_EXPORT int fakecuda_set_capturing(void *stream, int capturing)
 
 FC_EXPORT CUresult cuEventCreate(CUevent *phEvent, unsigned int flags)
 {
+    FC_FAULT(cuEventCreate);
     CUresult r = fc_initialized();
     if (r != CUDA_SUCCESS)
         return r;
@@ -482,6 +602,7 @@ FC_EXPORT CUresult cuEventCreate(CUevent *phEvent, unsigned int flags)
 
 FC_EXPORT CUresult cuEventDestroy(CUevent e)
 {
+    FC_FAULT(cuEventDestroy);
     CUresult r = fc_initialized();
     if (r != CUDA_SUCCESS)
         return r;
@@ -517,6 +638,7 @@ static CUresult event_record(CUevent e, CUstream h, bool ptds)
 
 FC_EXPORT CUresult cuEventQuery(CUevent e)
 {
+    FC_FAULT(cuEventQuery);
     CUresult r = fc_initialized();
     if (r == CUDA_SUCCESS)
         r = event_known(e);
@@ -524,12 +646,15 @@ FC_EXPORT CUresult cuEventQuery(CUevent e)
         return r;
     pthread_mutex_lock(&lock);
     r = !e->stream || e->stream->completed >= e->seq ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+    if (r == CUDA_SUCCESS)
+        host_saw_locked();
     pthread_mutex_unlock(&lock);
     return r;
 }
 
 FC_EXPORT CUresult cuEventSynchronize(CUevent e)
 {
+    FC_FAULT(cuEventSynchronize);
     CUresult r = fc_initialized();
     if (r == CUDA_SUCCESS)
         r = event_known(e);
@@ -546,21 +671,21 @@ FC_EXPORT CUresult cuEventSynchronize(CUevent e)
 
 /* ---- entry points: legacy and per-thread (_ptsz) forms ---- */
 
-FC_EXPORT CUresult cuStreamSynchronize(CUstream h) { return stream_synchronize(h, false); }
-FC_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream h) { return stream_synchronize(h, true); }
-FC_EXPORT CUresult cuStreamQuery(CUstream h) { return stream_query(h, false); }
-FC_EXPORT CUresult cuStreamQuery_ptsz(CUstream h) { return stream_query(h, true); }
-FC_EXPORT CUresult cuStreamWaitEvent(CUstream h, CUevent e, unsigned int f) { return stream_wait_event(h, e, f, false); }
-FC_EXPORT CUresult cuStreamWaitEvent_ptsz(CUstream h, CUevent e, unsigned int f) { return stream_wait_event(h, e, f, true); }
-FC_EXPORT CUresult cuEventRecord(CUevent e, CUstream h) { return event_record(e, h, false); }
-FC_EXPORT CUresult cuEventRecord_ptsz(CUevent e, CUstream h) { return event_record(e, h, true); }
-FC_EXPORT CUresult cuEventRecordWithFlags(CUevent e, CUstream h, unsigned int f) { (void)f; return event_record(e, h, false); }
-FC_EXPORT CUresult cuEventRecordWithFlags_ptsz(CUevent e, CUstream h, unsigned int f) { (void)f; return event_record(e, h, true); }
-FC_EXPORT CUresult cuLaunchHostFunc(CUstream h, CUhostFn fn, void *d) { return launch_host_func(h, fn, d, false); }
-FC_EXPORT CUresult cuLaunchHostFunc_ptsz(CUstream h, CUhostFn fn, void *d) { return launch_host_func(h, fn, d, true); }
-FC_EXPORT CUresult cuStreamGetFlags(CUstream h, unsigned int *f) { return stream_get_flags(h, f, false); }
-FC_EXPORT CUresult cuStreamGetFlags_ptsz(CUstream h, unsigned int *f) { return stream_get_flags(h, f, true); }
-FC_EXPORT CUresult cuStreamGetCtx(CUstream h, CUcontext *c) { return stream_get_ctx(h, c, false); }
-FC_EXPORT CUresult cuStreamGetCtx_ptsz(CUstream h, CUcontext *c) { return stream_get_ctx(h, c, true); }
-FC_EXPORT CUresult cuStreamIsCapturing(CUstream h, CUstreamCaptureStatus *s) { return stream_is_capturing(h, s, false); }
-FC_EXPORT CUresult cuStreamIsCapturing_ptsz(CUstream h, CUstreamCaptureStatus *s) { return stream_is_capturing(h, s, true); }
+FC_EXPORT CUresult cuStreamSynchronize(CUstream h) { FC_FAULT(cuStreamSynchronize); return stream_synchronize(h, false); }
+FC_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream h) { FC_FAULT(cuStreamSynchronize); return stream_synchronize(h, true); }
+FC_EXPORT CUresult cuStreamQuery(CUstream h) { FC_FAULT(cuStreamQuery); return stream_query(h, false); }
+FC_EXPORT CUresult cuStreamQuery_ptsz(CUstream h) { FC_FAULT(cuStreamQuery); return stream_query(h, true); }
+FC_EXPORT CUresult cuStreamWaitEvent(CUstream h, CUevent e, unsigned int f) { FC_FAULT(cuStreamWaitEvent); return stream_wait_event(h, e, f, false); }
+FC_EXPORT CUresult cuStreamWaitEvent_ptsz(CUstream h, CUevent e, unsigned int f) { FC_FAULT(cuStreamWaitEvent); return stream_wait_event(h, e, f, true); }
+FC_EXPORT CUresult cuEventRecord(CUevent e, CUstream h) { FC_FAULT(cuEventRecord); return event_record(e, h, false); }
+FC_EXPORT CUresult cuEventRecord_ptsz(CUevent e, CUstream h) { FC_FAULT(cuEventRecord); return event_record(e, h, true); }
+FC_EXPORT CUresult cuEventRecordWithFlags(CUevent e, CUstream h, unsigned int f) { FC_FAULT(cuEventRecordWithFlags); (void)f; return event_record(e, h, false); }
+FC_EXPORT CUresult cuEventRecordWithFlags_ptsz(CUevent e, CUstream h, unsigned int f) { FC_FAULT(cuEventRecordWithFlags); (void)f; return event_record(e, h, true); }
+FC_EXPORT CUresult cuLaunchHostFunc(CUstream h, CUhostFn fn, void *d) { FC_FAULT(cuLaunchHostFunc); return launch_host_func(h, fn, d, false); }
+FC_EXPORT CUresult cuLaunchHostFunc_ptsz(CUstream h, CUhostFn fn, void *d) { FC_FAULT(cuLaunchHostFunc); return launch_host_func(h, fn, d, true); }
+FC_EXPORT CUresult cuStreamGetFlags(CUstream h, unsigned int *f) { FC_FAULT(cuStreamGetFlags); return stream_get_flags(h, f, false); }
+FC_EXPORT CUresult cuStreamGetFlags_ptsz(CUstream h, unsigned int *f) { FC_FAULT(cuStreamGetFlags); return stream_get_flags(h, f, true); }
+FC_EXPORT CUresult cuStreamGetCtx(CUstream h, CUcontext *c) { FC_FAULT(cuStreamGetCtx); return stream_get_ctx(h, c, false); }
+FC_EXPORT CUresult cuStreamGetCtx_ptsz(CUstream h, CUcontext *c) { FC_FAULT(cuStreamGetCtx); return stream_get_ctx(h, c, true); }
+FC_EXPORT CUresult cuStreamIsCapturing(CUstream h, CUstreamCaptureStatus *s) { FC_FAULT(cuStreamIsCapturing); return stream_is_capturing(h, s, false); }
+FC_EXPORT CUresult cuStreamIsCapturing_ptsz(CUstream h, CUstreamCaptureStatus *s) { FC_FAULT(cuStreamIsCapturing); return stream_is_capturing(h, s, true); }

@@ -42,9 +42,30 @@ size_t fc_vmm_live_handles(void)
     return live_handles;
 }
 
+bool fc_vmm_reserved_at(uintptr_t addr)
+{
+    pthread_mutex_lock(&fc_lock);
+    bool in = reservation_of(addr, 1) != NULL;
+    pthread_mutex_unlock(&fc_lock);
+    return in;
+}
+
+size_t fc_vmm_live_reservations(size_t *bytes)
+{
+    size_t n = 0, b = 0;
+    pthread_mutex_lock(&fc_lock);
+    for (struct reservation *r = reservations; r; r = r->next, n++)
+        b += r->size;
+    pthread_mutex_unlock(&fc_lock);
+    if (bytes)
+        *bytes = b;
+    return n;
+}
+
 FC_EXPORT CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop,
                                                  CUmemAllocationGranularity_flags option)
 {
+    FC_FAULT(cuMemGetAllocationGranularity);
     CUresult r = fc_initialized();
     if (r != CUDA_SUCCESS)
         return r;
@@ -58,6 +79,7 @@ FC_EXPORT CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUme
 FC_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment,
                                        CUdeviceptr addr, unsigned long long flags)
 {
+    FC_FAULT(cuMemAddressReserve);
     CUresult r = fc_initialized();
     if (r != CUDA_SUCCESS)
         return r;
@@ -107,6 +129,7 @@ static bool any_mapping(struct fc_region *r, void *arg)
 
 FC_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
 {
+    FC_FAULT(cuMemAddressFree);
     CUresult r = fc_initialized();
     if (r != CUDA_SUCCESS)
         return r;
@@ -149,6 +172,7 @@ static CUresult check_location(const CUmemLocation *loc, bool *device)
 FC_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
                                const CUmemAllocationProp *prop, unsigned long long flags)
 {
+    FC_FAULT(cuMemCreate);
     CUresult r = fc_initialized();
     if (r != CUDA_SUCCESS)
         return r;
@@ -216,6 +240,7 @@ static void handle_maybe_free(struct fc_handle *h)
 
 FC_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 {
+    FC_FAULT(cuMemRelease);
     CUresult r = fc_initialized();
     if (r != CUDA_SUCCESS)
         return r;
@@ -234,6 +259,7 @@ FC_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 FC_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
                             CUmemGenericAllocationHandle handle, unsigned long long flags)
 {
+    FC_FAULT(cuMemMap);
     CUresult r = fc_initialized();
     if (r != CUDA_SUCCESS)
         return r;
@@ -296,6 +322,7 @@ static bool whole_mappings(uintptr_t addr, size_t size, struct unmap_walk *w)
 
 FC_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 {
+    FC_FAULT(cuMemUnmap);
     CUresult r = fc_initialized();
     if (r != CUDA_SUCCESS)
         return r;
@@ -305,6 +332,8 @@ FC_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
         pthread_mutex_unlock(&fc_lock);
         return CUDA_ERROR_INVALID_VALUE;
     }
+    if (fc_check_unmap) /* takes the stream lock: never held while taking fc_lock */
+        fc_unmap_check((uintptr_t)ptr, size);
     /* Back to reserved-but-inaccessible: a later touch faults. */
     mmap((void *)ptr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
     for (size_t i = 0; i < w.n; i++) {
@@ -319,6 +348,7 @@ FC_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 
 FC_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count)
 {
+    FC_FAULT(cuMemSetAccess);
     CUresult r = fc_initialized();
     if (r != CUDA_SUCCESS)
         return r;
@@ -356,6 +386,7 @@ FC_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAcces
 
 FC_EXPORT CUresult cuMemGetAccess(unsigned long long *flags, const CUmemLocation *location, CUdeviceptr ptr)
 {
+    FC_FAULT(cuMemGetAccess);
     CUresult r = fc_initialized();
     if (r != CUDA_SUCCESS)
         return r;
@@ -373,6 +404,7 @@ FC_EXPORT CUresult cuMemGetAccess(unsigned long long *flags, const CUmemLocation
 
 FC_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr)
 {
+    FC_FAULT(cuMemRetainAllocationHandle);
     CUresult r = fc_initialized();
     if (r != CUDA_SUCCESS)
         return r;
@@ -393,6 +425,7 @@ FC_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *han
 FC_EXPORT CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop,
                                                           CUmemGenericAllocationHandle handle)
 {
+    FC_FAULT(cuMemGetAllocationPropertiesFromHandle);
     CUresult r = fc_initialized();
     if (r != CUDA_SUCCESS)
         return r;

@@ -1,0 +1,293 @@
+#!/usr/bin/env bash
+# The fault test (issue 11): workload.c under spillway against fakecuda, one
+# driver call made to fail per run (FAKECUDA_FAIL=fn:n).
+#
+# For each variant (spill: SPILLWAY_SPILL=1, pool preallocated; nospill:
+# SPILLWAY_SPILL=0, pages created on demand), both with a 16 MiB limit on a
+# 64 MiB fakecuda device:
+#  1. two clean runs: they must pass, make the same driver calls (the call
+#     numbers below mean the same call in every run) and, with spill, spill
+#     and fill (else the sweep would test nothing);
+#  2. controls: FAKECUDA_FAIL reaches the program and the fault is
+#     attributed to its operation; a bad specification stops the run; with
+#     SPILLWAY_DISABLE=1 the stats check must fail (a check that cannot
+#     fail is no check);
+#  3. for every driver function the clean run called, injection points (see
+#     pick_points: every call of a function called at most 10 times, else
+#     the first 3, the last, and the first and last call of each code path
+#     that calls it; FAULTS_ALL=1: every call); each run is classified:
+#       ok         the workload's checks all held (workload.c says which)
+#       unreached  the call did not happen in that run (spillway took
+#                  another path): not a failure
+#       degraded   (soft) an allocation failed with OUT_OF_MEMORY after the
+#                  fault although it succeeded in the clean run: spillway
+#                  had less room (documented for a pool that could not be
+#                  set up: pass-through, capped)
+#       grew(x)    (soft) spillway keeps more of x (va_bytes, streams,
+#                  events) after teardown than in the clean run: its arena
+#                  grew, or it made more streams or events, for a program
+#                  that held more (legitimate), or they leaked (its public
+#                  counters do not say which)
+#       failures   hang (timeout), crash (signal), hazard (fakecuda's
+#                  FAKECUDA_CHECK_UNMAP caught an unmap of memory a copy the
+#                  host has not seen complete still uses: on a GPU, a
+#                  context-killing fault), data (a byte the program
+#                  wrote is not there), wrongerr (the failing operation
+#                  returned another error than the injected one), late (an
+#                  operation failed after the fault, with no fault of its
+#                  own, that did not fail in the clean run), stats, leak,
+#                  ctx (context stack changed), pointer, abort (no result);
+#  4. a table per variant: function, calls in the clean run, points tried,
+#     reached, failures (and soft results), with the failing points and
+#     the first FAIL line of each. Logs of failing runs stay in
+#     $FAULTS_LOG_DIR (default $SPW_TEST_BUILD/tests/integration/faults/log);
+#     FAULTS_TRACE=1 reruns each failing point with FAKECUDA_FAIL_TRACE=1
+#     (a backtrace of the injected call in its log).
+# Exit status 0 when nothing failed. FAULTS_VARIANTS="spill nospill",
+# FAULTS_JOBS (default: the CPU count), FAULTS_TIMEOUT (20 s per run).
+set -u
+B=${SPW_TEST_BUILD:-$(pwd)/build}
+case $B in /*) ;; *) B=$PWD/$B ;; esac
+PROG=$B/tests/integration/faults/workload
+ALL=${FAULTS_ALL:-0}
+JOBS=${FAULTS_JOBS:-$(nproc 2>/dev/null || echo 2)}
+TIMEOUT=${FAULTS_TIMEOUT:-20}
+VARIANTS=${FAULTS_VARIANTS:-spill nospill}
+LOGDIR=${FAULTS_LOG_DIR:-$B/tests/integration/faults/log}
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+mkdir -p "$WORK/stats"
+for v in $VARIANTS; do rm -rf "${LOGDIR:?}/$v"; done
+export B PROG TIMEOUT WORK LOGDIR
+
+# The environment of every run of a variant.
+variant_env() {
+    echo "LD_PRELOAD=$B/libspillway.so LD_LIBRARY_PATH=$B/fakecuda FAKECUDA_DEVICES=1"
+    echo "FAKECUDA_MEM=64M SPILLWAY_MEM_LIMIT=16M FAULTS_LIMIT_MIB=16 SPILLWAY_HOST_LIMIT=64M"
+    echo "SPILLWAY_LOG=error SPILLWAY_STATS_DIR=$WORK/stats FAKECUDA_CHECK_UNMAP=1"
+    case $1 in
+    spill) echo "SPILLWAY_SPILL=1 SPILLWAY_PREALLOCATE=1" ;;
+    nospill) echo "SPILLWAY_SPILL=0 SPILLWAY_PREALLOCATE=0" ;;
+    esac
+}
+export -f variant_env
+
+# run VARIANT OUT [VAR=value...]: the workload's exit status, output in OUT.
+run() {
+    local variant=$1 out=$2
+    shift 2
+    # shellcheck disable=SC2046 # the environment words split on purpose
+    timeout -s KILL "$TIMEOUT" env $(variant_env "$variant") "$@" "$PROG" >"$out" 2>&1
+}
+export -f run
+
+# classify OUT RC CLEAN: "status categories" for one run.
+classify() {
+    local out=$1 rc=$2 clean=$3 hard soft="" cmp
+    if [ "$rc" -eq 137 ] || [ "$rc" -eq 124 ]; then
+        echo "fail hang"
+        return
+    fi
+    if grep -q '^fakecuda: HAZARD' "$out"; then
+        echo "fail hazard"
+        return
+    fi
+    if [ "$rc" -gt 128 ]; then
+        echo "fail crash(signal-$((rc - 128)))"
+        return
+    fi
+    hard=$(awk '$1 == "FAIL" { sub(":", "", $2); print $2 }' "$out" | sort -u | tr '\n' ' ')
+    # Errors of operations that contain no fault, against the clean run.
+    cmp=$(awk 'NR == FNR { if ($1 == "op") clean[$4] = $5; next }
+        $1 == "op" && $5 != "rc=0" && $6 == "fault=0" && clean[$4] != $5 {
+            if ($3 == "alloc" && $5 == "rc=2") soft = 1; else late = 1
+        }
+        END { if (late) printf "late "; if (soft) printf "degraded" }' "$clean" "$out")
+    case $cmp in *late*) hard+="late " ;; esac
+    case $cmp in *degraded*) soft=degraded ;; esac
+    # What the pool keeps besides pages, against the clean run's (soft:
+    # its arena may grow, its streams and events be made, for a program
+    # that held more; or they leaked: its counters do not say which).
+    soft+=$(awk 'NR == FNR { if ($1 == "kept") for (i = 2; i <= NF; i++) {
+                                 split($i, kv, "="); clean[kv[1]] = kv[2] }; next }
+        $1 == "kept" { for (i = 2; i <= NF; i++) { split($i, kv, "=")
+            if (kv[1] != "reservations" && kv[2] + 0 > clean[kv[1]] + 0) printf " grew(%s)", kv[1] } }' \
+        "$clean" "$out")
+    grep -q '^done' "$out" || hard+="abort(exit-$rc)"
+    hard=$(echo $hard)
+    if [ -n "$hard" ]; then
+        echo "fail $hard $soft"
+    elif grep -q '^injected 0 ' "$out"; then
+        echo "unreached $soft"
+    elif [ -n "$soft" ]; then
+        echo "soft $soft"
+    else
+        echo "ok"
+    fi
+}
+export -f classify
+
+# point VARIANT FN N: one injection run, its result line in the result file.
+point() {
+    local variant=$1 fn=$2 n=$3 dir=$WORK/$1
+    local out=$dir/$fn.$n.out rc res
+    # Braces: the shell's own "Segmentation fault" note goes nowhere.
+    { run "$variant" "$out" FAKECUDA_FAIL="$fn:$n"; } 2>/dev/null
+    rc=$?
+    res=$(classify "$out" "$rc" "$dir/clean.out")
+    echo "$fn $n $res" >"$dir/$fn.$n.res"
+    case $res in
+    fail*)
+        mkdir -p "$LOGDIR/$variant"
+        cp "$out" "$LOGDIR/$variant/$fn.$n.out"
+        if [ "${FAULTS_TRACE:-0}" = 1 ]; then
+            { run "$variant" "$LOGDIR/$variant/$fn.$n.trace" FAKECUDA_FAIL="$fn:$n" \
+                FAKECUDA_FAIL_TRACE=1 SPILLWAY_LOG=debug FAULTS_VERBOSE=1; } 2>/dev/null
+        fi
+        ;;
+    esac
+}
+export -f point
+
+# The injection points of a variant, "fn n" per line, from the clean run's
+# call log (FAKECUDA_CALL_LOG: "fn n frames..." per call, the caller's
+# stack as object+offset). A site is the stack up to the workload's own
+# frames: a code path of spillway (or of the program, for its own calls).
+# Every call of a function called at most 10 times; otherwise the first 3,
+# the last, and the first and last call of every site, so that every code
+# path that calls the driver fails at least once. FAULTS_ALL=1: all.
+pick_points() {
+    awk -v all="$ALL" '
+        { fn = $1; n = $2; site = ""
+          for (i = 3; i <= NF && $i !~ /^workload\+/; i++) site = site " " $i
+          k = fn SUBSEP site
+          if (!(k in first)) first[k] = n
+          last[k] = n
+          if (n > total[fn]) total[fn] = n }
+        END {
+            for (k in first) {
+                split(k, a, SUBSEP)
+                pick[a[1] " " first[k]] = 1
+                pick[a[1] " " last[k]] = 1
+            }
+            for (fn in total) {
+                lo = all == 1 || total[fn] <= 10 ? total[fn] : 3
+                for (i = 1; i <= lo; i++) pick[fn " " i] = 1
+                pick[fn " " total[fn]] = 1
+            }
+            for (p in pick) print p
+        }' "$1" | sort -k1,1 -k2,2n
+}
+failures=0
+bad() { echo "FAIL - $*"; failures=$((failures + 1)); }
+ok() { echo "ok - $*"; }
+
+# Two clean runs that pass and agree; with spill, spill and fill happened.
+clean_runs() {
+    local v=$1 dir=$WORK/$1
+    for i in 1 2; do
+        if ! run "$v" "$dir/clean$i.out" FAKECUDA_CALL_LOG="$dir/calls$i.log"; then
+            bad "$v: clean run $i fails:"
+            sed 's/^/    /' "$dir/clean$i.out" | grep -v '^    op ' | head -20
+            return 1
+        fi
+    done
+    cp "$dir/clean1.out" "$dir/clean.out"
+    if ! diff <(grep '^calls ' "$dir/clean1.out") <(grep '^calls ' "$dir/clean2.out") >/dev/null; then
+        bad "$v: two clean runs make different driver calls (call numbers would not be stable)"
+        return 1
+    fi
+    ok "$v: clean runs pass and make the same calls"
+    if [ "$v" = spill ] && ! grep -Eq '^pool up=1 .* spill_events=[1-9][0-9]* fill_events=[1-9]' "$dir/clean.out"; then
+        bad "$v: the clean run neither spills nor fills: $(grep '^pool ' "$dir/clean.out")"
+        return 1
+    fi
+}
+
+controls() {
+    local v=$1 dir=$WORK/$1
+    run "$v" "$dir/ctl1.out" FAKECUDA_FAIL=cuMemcpyHtoD:1
+    if grep -q '^op [0-9]* other write:A rc=999 fault=1$' "$dir/ctl1.out" &&
+        grep -q '^injected 1 cuMemcpyHtoD 1 999$' "$dir/ctl1.out"; then
+        ok "$v: control: FAKECUDA_FAIL=cuMemcpyHtoD:1 fails the program's first write"
+    else
+        bad "$v: control: FAKECUDA_FAIL=cuMemcpyHtoD:1 not seen as the first write's failure"
+    fi
+    run "$v" "$dir/ctl2.out" FAKECUDA_FAIL=cuNoSuchCall:1
+    local rc=$?
+    if [ "$rc" -eq 2 ] && grep -q 'fakecuda: FAKECUDA_FAIL' "$dir/ctl2.out"; then
+        ok "$v: control: a bad FAKECUDA_FAIL stops the run"
+    else
+        bad "$v: control: FAKECUDA_FAIL=cuNoSuchCall:1 exited $rc"
+    fi
+    run "$v" "$dir/ctl3.out" SPILLWAY_DISABLE=1
+    if grep -q '^FAIL stats ' "$dir/ctl3.out"; then
+        ok "$v: control: without spillway's accounting (SPILLWAY_DISABLE=1) the stats check fails"
+    else
+        bad "$v: control: SPILLWAY_DISABLE=1 passed the stats check"
+    fi
+}
+
+# All injection points of a variant, in parallel.
+sweep() {
+    local v=$1 dir=$WORK/$1
+    pick_points "$dir/calls1.log" | sed "s/^/$v /" >"$dir/points"
+    xargs -P "$JOBS" -L 1 bash -c 'point "$@"' _ <"$dir/points"
+}
+
+# details LOG CLEAN: what a failed run's log says, in at most 3 lines: the
+# fault, its first FAIL or HAZARD lines, else its first late errors.
+details() {
+    local log=$1 clean=$2
+    grep -m 1 '^op .* fault=1$' "$log"
+    grep -m 2 -E '^(FAIL |fakecuda: HAZARD)' "$log" ||
+        awk 'NR == FNR { if ($1 == "op") clean[$4] = $5; next }
+            $1 == "op" && $5 != "rc=0" && $6 == "fault=0" && clean[$4] != $5 && k++ < 2 {
+                print $0 " (clean run: " (clean[$4] == "" ? "not done" : clean[$4]) ")" }' "$clean" "$log"
+}
+
+# The table of a variant; the number of failed points in FAILED_POINTS.
+table() {
+    local v=$1 dir=$WORK/$1 nfail=0
+    printf '\n%s: %-34s %7s %6s %7s %8s %5s  %s\n' "$v" function calls tried reached failures soft categories
+    while read -r _ fn n; do
+        local tried reached failed soft cats
+        tried=$(cat "$dir/$fn".*.res 2>/dev/null | wc -l)
+        reached=$(cat "$dir/$fn".*.res 2>/dev/null | awk '$3 != "unreached"' | wc -l)
+        failed=$(cat "$dir/$fn".*.res 2>/dev/null | awk '$3 == "fail"' | wc -l)
+        soft=$(cat "$dir/$fn".*.res 2>/dev/null | awk '$3 == "soft"' | wc -l)
+        cats=$(cat "$dir/$fn".*.res 2>/dev/null | awk '$3 == "fail" || $3 == "soft" { for (i = 4; i <= NF; i++) print $i }' | sort | uniq -c | awk '{ printf "%s%s x%d", sep, $2, $1; sep = ", " }')
+        printf '%-42s %7s %6s %7s %8s %5s  %s\n' "$fn" "$n" "$tried" "$reached" "$failed" "$soft" "$cats"
+        nfail=$((nfail + failed))
+    done < <(grep '^calls ' "$dir/clean.out")
+    local total
+    total=$(cat "$dir"/*.res 2>/dev/null | wc -l)
+    echo "$v: $total injection points, $nfail failed"
+    if [ "$nfail" -gt 0 ]; then
+        echo "$v: failing points (logs in $LOGDIR/$v):"
+        cat "$dir"/*.res | awk '$3 == "fail"' | sort -k1,1 -k2,2n | while read -r fn n _ rest; do
+            printf '  %s:%s  %s\n' "$fn" "$n" "$rest"
+            details "$LOGDIR/$v/$fn.$n.out" "$dir/clean.out" | cut -c1-220 | sed 's/^/      /'
+        done
+    fi
+    FAILED_POINTS=$nfail
+}
+
+for v in $VARIANTS; do
+    mkdir -p "$WORK/$v"
+    echo "== variant $v: $(variant_env "$v" | tr '\n' ' ' | sed "s|$B|\$B|g")"
+    clean_runs "$v" || continue
+    controls "$v"
+    start=$(date +%s)
+    sweep "$v"
+    table "$v"
+    n=$FAILED_POINTS
+    echo "$v: sweep took $(($(date +%s) - start)) s"
+    if [ "$n" -gt 0 ]; then
+        bad "$v: $n injection points failed"
+    else
+        ok "$v: every injection point held"
+    fi
+done
+echo "faults: $failures failed"
+[ "$failures" -eq 0 ]
