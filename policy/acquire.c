@@ -28,12 +28,32 @@ static CUresult map_locked(sw_device *d, CUdeviceptr va, size_t n, bool host_ok,
     return r;
 }
 
+/* The pool ran dry on a spilling device: from now on the reserve keeps
+ * host pages ready. */
+static void start_reserve(sw_device *d)
+{
+    if (d->host_target && sw_reserve_start(d->pol) == CUDA_SUCCESS)
+        sw_reserve_wake(d);
+}
+
+/* Free device pages beyond the request after a spill, up to the low
+ * watermark: the allocations that follow need no quiesce of their own. */
+static void spill_ahead(sw_device *d, CUdeviceptr lo, CUdeviceptr hi)
+{
+    size_t have = d->pool.nfree + d->ncached;
+    if (have >= d->low_water)
+        return;
+    CUresult err;
+    (void)sw_spill_coldest(d, d->low_water - have, lo, hi, &err);
+}
+
 /* Steps 3 and 4, quiesced. */
 static CUresult spill_for(sw_device *d, CUdeviceptr va, size_t n, size_t *missing,
                           sw_oom_reason *why)
 {
     sw_policy *p = d->pol;
-    uint64_t held;
+    uint64_t held, t0 = sw_now_ns();
+    start_reserve(d);
     CUresult r = sw_quiesce(d, &held);
     if (r == CUDA_ERROR_NOT_READY)
         return map_locked(d, va, n, true, missing, why); /* busy: host pages now */
@@ -53,9 +73,11 @@ static CUresult spill_for(sw_device *d, CUdeviceptr va, size_t n, size_t *missin
     }
     if (r == CUDA_SUCCESS && *missing)
         r = sw_pages_map(d, va, n, true, missing, why);
+    else if (r == CUDA_SUCCESS)
+        spill_ahead(d, va, va + ((CUdeviceptr)n << d->shift));
     pthread_mutex_unlock(&d->lock);
     pthread_mutex_unlock(&p->handles_lock);
-    sw_gate_open(p, held);
+    sw_unquiesce(d, held, t0);
     return r;
 }
 
@@ -125,7 +147,8 @@ static CUresult spill_and_take(sw_device *d, size_t n, CUmemGenericAllocationHan
                                sw_loc *locs, sw_oom_reason *why)
 {
     sw_policy *p = d->pol;
-    uint64_t held;
+    uint64_t held, t0 = sw_now_ns();
+    start_reserve(d);
     CUresult r = sw_quiesce(d, &held);
     if (r == CUDA_ERROR_NOT_READY)
         return take_locked(d, n, true, out, locs, why); /* busy: host pages now */
@@ -147,9 +170,11 @@ static CUresult spill_and_take(sw_device *d, size_t n, CUmemGenericAllocationHan
     }
     if (r == CUDA_SUCCESS)
         r = take_n(d, n, true, out, locs, why);
+    if (r == CUDA_SUCCESS)
+        spill_ahead(d, 0, 0);
     pthread_mutex_unlock(&d->lock);
     pthread_mutex_unlock(&p->handles_lock);
-    sw_gate_open(p, held);
+    sw_unquiesce(d, held, t0);
     return r;
 }
 

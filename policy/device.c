@@ -56,3 +56,14 @@ CUresult sw_refuse(sw_device *d, sw_oom_reason why)
     atomic_fetch_add_explicit(&d->c.oom[why], 1, memory_order_relaxed);
     return CUDA_ERROR_OUT_OF_MEMORY;
 }
+
+void sw_reserve_wake(sw_device *d)
+{
+    sw_policy *p = d->pol;
+    if (!d->host_target)
+        return;
+    atomic_fetch_or_explicit(&p->reserve_wanted, 1ull << d->id, memory_order_release);
+    pthread_mutex_lock(&p->reserve_lock);
+    pthread_cond_signal(&p->reserve_cv);
+    pthread_mutex_unlock(&p->reserve_lock);
+}

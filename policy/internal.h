@@ -15,6 +15,7 @@
  *   freeq.c      pending frees (calls suballoc.c to release)
  *   syncer.c     device syncs a caller can stop waiting for
  *   spill.c      victims, spill, fill
+ *   reserve.c    pinned host pages kept ready by a thread of its own
  *   acquire.c    backing a carved range: pool, reclaim, sync, spill, host
  *   vmm.c        program-managed VMM
  *   policy.c     the API of policy.h
@@ -67,6 +68,8 @@ typedef struct sw_dev_counters {
     _Atomic uint64_t pool_bytes;      /* mirror of pool.created, for lock-free readers */
     _Atomic uint64_t host_pool_bytes; /* mirror of pool.host_created, likewise */
     _Atomic uint64_t va_bytes;        /* VA reserved for the arena */
+    _Atomic uint64_t stall_ns;        /* gates closed for moves, in total */
+    _Atomic uint64_t host_creates_waited; /* host pages created on a caller's path */
     _Atomic uint64_t pt_count[SW_PT_NREASONS], pt_bytes[SW_PT_NREASONS];
     _Atomic uint64_t oom[SW_OOM_NREASONS];
 } sw_dev_counters;
@@ -77,6 +80,9 @@ sw_device *sw_dev(sw_policy *p, int dev); /* NULL unless ready */
 /* Counts a refusal of dev by reason and remembers it for the calling
  * thread (sw_refusal_reason). Returns CUDA_ERROR_OUT_OF_MEMORY. */
 CUresult sw_refuse(sw_device *d, sw_oom_reason why);
+/* Tells the host-page reserve (reserve.c) that d's reserve runs low; a
+ * leaf: any lock may be held. */
+void sw_reserve_wake(sw_device *d);
 
 /* ---- pagetable.c -------------------------------------------------------- */
 
@@ -160,6 +166,10 @@ CUresult sw_pool_take(sw_device *d, sw_loc loc, CUmemGenericAllocationHandle *h,
                       sw_oom_reason *why);
 void sw_pool_put(sw_device *d, sw_loc loc, CUmemGenericAllocationHandle h);
 CUresult sw_pool_grow_host(sw_device *d); /* one more free host page */
+/* For a host page made outside the device lock (reserve.c): a slot within
+ * the host limit, then its outcome. */
+CUresult sw_pool_host_slot(sw_device *d, sw_oom_reason *why);
+void sw_pool_host_settle(sw_device *d, CUresult r);
 CUresult sw_pool_destroy(sw_device *d);
 sw_page *sw_page_new(sw_device *d, CUmemGenericAllocationHandle h, sw_loc loc);
 void sw_page_free(sw_device *d, sw_page *pg);
@@ -496,6 +506,8 @@ uint64_t sw_reach(sw_device *d);
  * keep it waiting past the deadline: the caller goes on without moving
  * pages. */
 CUresult sw_quiesce(sw_device *d, uint64_t *devices);
+/* Opens the gates again; the time since since_ns counts as stalled. */
+void sw_unquiesce(sw_device *d, uint64_t devices, uint64_t since_ns);
 /* Moves up to want of d's coldest pages of live data to the host, never a
  * page of [keep_lo, keep_hi) (what the caller is backing); returns how many
  * moved (their device pages are free in the pool). *err: why it stopped
@@ -503,6 +515,12 @@ CUresult sw_quiesce(sw_device *d, uint64_t *devices);
  * held. */
 size_t sw_spill_coldest(sw_device *d, size_t want, CUdeviceptr keep_lo, CUdeviceptr keep_hi,
                         CUresult *err);
+
+/* ---- reserve.c ---------------------------------------------------------------- */
+
+/* Starts the reserve's thread (once; it then sleeps until woken). */
+CUresult sw_reserve_start(sw_policy *p);
+void sw_reserve_stop(sw_policy *p);
 
 /* ---- acquire.c -------------------------------------------------------------- */
 
@@ -565,6 +583,8 @@ struct sw_device {
     sw_page *ring, *cached;
     size_t nring, ncached;
     sw_syncer syncer;
+    size_t host_target;       /* host pages the reserve keeps free (0: none) */
+    size_t low_water;         /* free device pages a spill leaves behind */
     int nclasses;
     sw_class classes[SW_MAX_CLASSES];
     uint8_t *class_of;        /* (size + 255) / 256 -> class */
@@ -590,6 +610,13 @@ struct sw_policy {
     /* Each device's work gate, ready before any device is set up: brackets
      * name devices whether or not they have a pool. */
     sw_gate gate[SW_MAX_DEVICES];
+    /* The host-page reserve's thread (reserve.c) and the devices it should
+     * look at. */
+    pthread_mutex_t reserve_lock;
+    pthread_cond_t reserve_cv;
+    _Atomic uint64_t reserve_wanted;
+    bool reserve_running, reserve_stop;
+    pthread_t reserve_thread;
     /* The heat scale: advanced by allocations and spill's inspections, read
      * (not written) by touches, so that a launch costs no shared write. */
     _Atomic uint64_t clock;

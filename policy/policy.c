@@ -44,6 +44,8 @@ CUresult sw_policy_create(const sw_backend *backend, sw_policy **out)
     p->handle_tag = HANDLE_TAG;
     atomic_init(&p->clock, 1);
     pthread_mutex_init(&p->handles_lock, NULL);
+    pthread_mutex_init(&p->reserve_lock, NULL);
+    pthread_cond_init(&p->reserve_cv, NULL);
     /* Every device's gate exists from the start: brackets name devices
      * whether or not their pool is set up yet. */
     for (int i = 0; i < SW_MAX_DEVICES; i++) {
@@ -109,6 +111,7 @@ CUresult sw_policy_destroy(sw_policy *p)
     if (!p)
         return CUDA_ERROR_INVALID_VALUE;
     CUresult first = CUDA_SUCCESS;
+    sw_reserve_stop(p);
     for (int i = 0; i < SW_MAX_DEVICES; i++) {
         CUresult r = sw_dev(p, i) ? p->be.synchronize(p->be.ctx, i) : CUDA_SUCCESS;
         if (first == CUDA_SUCCESS)
@@ -126,6 +129,8 @@ CUresult sw_policy_destroy(sw_policy *p)
     }
     sw_pt_destroy(&p->pt);
     pthread_mutex_destroy(&p->handles_lock);
+    pthread_mutex_destroy(&p->reserve_lock);
+    pthread_cond_destroy(&p->reserve_cv);
     for (int i = 0; i < SW_MAX_DEVICES; i++)
         sw_gate_destroy(&p->gate[i]);
     free(p);
@@ -203,6 +208,14 @@ CUresult sw_device_init(sw_policy *p, int dev, const sw_device_config *cfg)
         d->cfg.sync_batch = d->cfg.limit / 16;
     if (!d->cfg.quiesce_wait_ns)
         d->cfg.quiesce_wait_ns = 500 * 1000000ull;
+    /* A spill leaves 1/64 of the pool free (at most 256 pages; none in a
+     * pool under 64 pages): the next allocations find pages without a
+     * quiesce of their own. */
+    d->low_water = limit_pages / 64 > 256 ? 256 : limit_pages / 64;
+    size_t host_pages = cfg->host_limit >> p->shift;
+    d->host_target = cfg->spill ? cfg->host_reserve >> p->shift : 0;
+    if (d->host_target > host_pages)
+        d->host_target = host_pages;
     d->page = g;
     d->shift = p->shift;
     d->access_mask = 1ull << dev;
@@ -534,6 +547,9 @@ void sw_get_spill_stats(const sw_policy *p, int dev, sw_spill_stats *out)
     out->spill_events = atomic_load_explicit(&c->spill_events, memory_order_relaxed);
     out->fill_bytes = atomic_load_explicit(&c->fill_bytes, memory_order_relaxed);
     out->fill_events = atomic_load_explicit(&c->fill_events, memory_order_relaxed);
+    out->syncs = atomic_load_explicit(&c->syncs, memory_order_relaxed);
+    out->stall_ns = atomic_load_explicit(&c->stall_ns, memory_order_relaxed);
+    out->host_creates_waited = atomic_load_explicit(&c->host_creates_waited, memory_order_relaxed);
 }
 
 CUresult sw_get_counters(sw_policy *p, int dev, sw_counters *out)
@@ -569,6 +585,8 @@ CUresult sw_get_counters(sw_policy *p, int dev, sw_counters *out)
     out->unmaps = atomic_load(&c->unmaps);
     out->reclaims = atomic_load(&c->reclaims);
     out->va_bytes = atomic_load(&c->va_bytes);
+    out->stall_ns = atomic_load(&c->stall_ns);
+    out->host_creates_waited = atomic_load(&c->host_creates_waited);
     for (int i = 0; i < SW_OOM_NREASONS; i++)
         out->ooms_by[i] = atomic_load(&c->oom[i]);
     out->spill_bytes = atomic_load(&c->spill_bytes);

@@ -58,6 +58,11 @@ typedef struct sw_device_config {
      * Work that waits for work the program has yet to submit never
      * drains. */
     uint64_t quiesce_wait_ns;
+    /* Pinned host pages (in bytes) a thread of policy/'s own keeps ready
+     * for spill once the pool first runs dry, so that a spill never waits
+     * for the driver to pin a page (0: none, every host page is created
+     * when needed). */
+    size_t host_reserve;
 } sw_device_config;
 
 /* Lifetime. The backend is copied; it must outlive the policy. */
@@ -236,6 +241,8 @@ typedef struct sw_counters {
     uint64_t allocs, frees, ooms, syncs, maps, unmaps, reclaims;
     uint64_t ooms_by[SW_OOM_NREASONS]; /* refusals by reason */
     uint64_t va_bytes;       /* virtual address space reserved for the arena */
+    uint64_t stall_ns;       /* time the gates were closed for moves */
+    uint64_t host_creates_waited; /* host pages created while a caller waited */
     uint64_t passthrough_count[SW_PT_NREASONS];
     uint64_t passthrough_bytes[SW_PT_NREASONS];
 } sw_counters;
@@ -253,6 +260,9 @@ typedef struct sw_spill_stats {
     uint64_t host_bytes;        /* pinned host pages created */
     uint64_t host_in_use_bytes; /* host pages backing program data (spilled) */
     uint64_t spill_bytes, spill_events, fill_bytes, fill_events;
+    uint64_t syncs;               /* device syncs the pool made */
+    uint64_t stall_ns;            /* gates closed for moves */
+    uint64_t host_creates_waited; /* host pages created on a caller's path */
 } sw_spill_stats;
 void sw_get_spill_stats(const sw_policy *p, int dev, sw_spill_stats *out);
 

@@ -16,20 +16,70 @@ int sw_pool_init(sw_device *d, size_t limit_pages, size_t host_limit_pages)
     return pl->free ? 0 : -1;
 }
 
-/* Preallocation: every device page up to the limit, created now. */
+/* One thread's share of a preallocation: pages [from, to) of the free stack. */
+typedef struct prefill_part {
+    sw_device *d;
+    size_t from, to, done;
+    CUresult r;
+} prefill_part;
+
+static void *prefill_run(void *arg)
+{
+    prefill_part *pp = arg;
+    const sw_backend *be = &pp->d->pol->be;
+    pp->r = CUDA_SUCCESS;
+    for (size_t i = pp->from; i < pp->to; i++) {
+        pp->r = be->page_create(be->ctx, pp->d->id, SW_LOC_DEVICE, pp->d->page, &pp->d->pool.free[i]);
+        if (pp->r != CUDA_SUCCESS)
+            break;
+        pp->done++;
+    }
+    return NULL;
+}
+
+#define PREFILL_THREADS 8
+#define PREFILL_MIN_SHARE 256 /* pages below which a thread is not worth it */
+
+/* Preallocation: every device page up to the limit, created now, by up to
+ * eight threads: one driver call per page is 40,000 calls for 80 GB
+ * (issue 14 asks for well under a second). Runs before the device is
+ * ready, so nothing else touches the pool meanwhile. */
 CUresult sw_pool_prefill(sw_device *d)
 {
     sw_pool *pl = &d->pool;
-    while (pl->created < pl->limit_pages) {
-        CUmemGenericAllocationHandle h;
-        CUresult r = d->pol->be.page_create(d->pol->be.ctx, d->id, SW_LOC_DEVICE, d->page, &h);
-        if (r != CUDA_SUCCESS)
-            return r;
-        pl->created++;
-        atomic_fetch_add_explicit(&d->c.pool_bytes, d->page, memory_order_relaxed);
-        pl->free[pl->nfree++] = h;
+    size_t want = pl->limit_pages - pl->created, base = pl->nfree;
+    if (!want)
+        return CUDA_SUCCESS;
+    size_t nt = want / PREFILL_MIN_SHARE;
+    nt = nt < 1 ? 1 : nt > PREFILL_THREADS ? PREFILL_THREADS : nt;
+    prefill_part part[PREFILL_THREADS];
+    pthread_t th[PREFILL_THREADS];
+    bool started[PREFILL_THREADS] = {false};
+    for (size_t t = 0; t < nt; t++)
+        part[t] = (prefill_part){d, base + want * t / nt, base + want * (t + 1) / nt, 0, CUDA_SUCCESS};
+    for (size_t t = 1; t < nt; t++)
+        started[t] = pthread_create(&th[t], NULL, prefill_run, &part[t]) == 0;
+    prefill_run(&part[0]);
+    for (size_t t = 1; t < nt; t++) {
+        if (started[t])
+            pthread_join(th[t], NULL);
+        else
+            prefill_run(&part[t]); /* no thread to spare: this one does it */
     }
-    return CUDA_SUCCESS;
+    /* Each share created a prefix of its slots: close the gaps. */
+    CUresult first = CUDA_SUCCESS;
+    size_t n = base;
+    for (size_t t = 0; t < nt; t++) {
+        for (size_t i = 0; i < part[t].done; i++)
+            pl->free[n++] = pl->free[part[t].from + i];
+        if (first == CUDA_SUCCESS)
+            first = part[t].r;
+    }
+    pl->created += n - base;
+    pl->nfree = n;
+    atomic_fetch_add_explicit(&d->c.pool_bytes, (uint64_t)(n - base) << d->shift,
+                              memory_order_relaxed);
+    return first;
 }
 
 size_t sw_pool_available(const sw_device *d)
@@ -37,8 +87,10 @@ size_t sw_pool_available(const sw_device *d)
     return d->pool.nfree + (d->pool.limit_pages - d->pool.created);
 }
 
-/* A new pinned host page, within the host limit. */
-static CUresult create_host(sw_device *d, CUmemGenericAllocationHandle *h, sw_oom_reason *why)
+/* A slot for one more host page within the host limit: counted as created
+ * now (so that concurrent creators never pass the limit), with room on the
+ * free stack for it. OUT_OF_MEMORY with *why at the limit. */
+CUresult sw_pool_host_slot(sw_device *d, sw_oom_reason *why)
 {
     sw_pool *pl = &d->pool;
     if (pl->host_created >= pl->host_limit_pages) {
@@ -57,13 +109,32 @@ static CUresult create_host(sw_device *d, CUmemGenericAllocationHandle *h, sw_oo
         pl->host_free = n;
         pl->host_cap = cap;
     }
-    CUresult r = d->pol->be.page_create(d->pol->be.ctx, d->id, SW_LOC_HOST, d->page, h);
-    if (r == CUDA_SUCCESS) {
-        pl->host_created++;
+    pl->host_created++;
+    return CUDA_SUCCESS;
+}
+
+/* The slot's page came (h) or did not (r != SUCCESS: the slot goes back). */
+void sw_pool_host_settle(sw_device *d, CUresult r)
+{
+    if (r == CUDA_SUCCESS)
         atomic_fetch_add_explicit(&d->c.host_pool_bytes, d->page, memory_order_relaxed);
-    } else if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+    else
+        d->pool.host_created--;
+}
+
+/* A new pinned host page now, on the caller's path (400-800 us on an H100:
+ * counted, the reserve exists so that this does not happen). */
+static CUresult create_host(sw_device *d, CUmemGenericAllocationHandle *h, sw_oom_reason *why)
+{
+    CUresult r = sw_pool_host_slot(d, why);
+    if (r != CUDA_SUCCESS)
+        return r;
+    r = d->pol->be.page_create(d->pol->be.ctx, d->id, SW_LOC_HOST, d->page, h);
+    sw_pool_host_settle(d, r);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY)
         *why = SW_OOM_DRIVER;
-    }
+    if (r == CUDA_SUCCESS)
+        atomic_fetch_add_explicit(&d->c.host_creates_waited, 1, memory_order_relaxed);
     return r;
 }
 
@@ -92,18 +163,25 @@ CUresult sw_pool_take(sw_device *d, sw_loc loc, CUmemGenericAllocationHandle *h,
         }
         return r;
     }
-    if (pl->host_nfree) {
+    CUresult r = CUDA_SUCCESS;
+    if (pl->host_nfree)
         *h = pl->host_free[--pl->host_nfree];
-        return CUDA_SUCCESS;
-    }
-    return create_host(d, h, why);
+    else
+        r = create_host(d, h, why);
+    if (pl->host_nfree < d->host_target / 2)
+        sw_reserve_wake(d);
+    return r;
 }
 
 CUresult sw_pool_grow_host(sw_device *d)
 {
     CUmemGenericAllocationHandle h;
     sw_oom_reason why;
-    CUresult r = create_host(d, &h, &why);
+    CUresult r = sw_pool_host_slot(d, &why);
+    if (r != CUDA_SUCCESS)
+        return r;
+    r = d->pol->be.page_create(d->pol->be.ctx, d->id, SW_LOC_HOST, d->page, &h);
+    sw_pool_host_settle(d, r);
     if (r == CUDA_SUCCESS)
         sw_pool_put(d, SW_LOC_HOST, h);
     return r;

@@ -257,7 +257,7 @@ CUresult sw_set_residency(sw_policy *p, CUdeviceptr va, size_t npages, sw_reside
             return CUDA_ERROR_NOT_SUPPORTED; /* every alias would have to move */
         d = pg->dev;
     }
-    uint64_t held;
+    uint64_t held, t0 = sw_now_ns();
     CUresult r = sw_quiesce(d, &held);
     if (r != CUDA_SUCCESS)
         return r;
@@ -278,7 +278,7 @@ CUresult sw_set_residency(sw_policy *p, CUdeviceptr va, size_t npages, sw_reside
                                   1, memory_order_relaxed);
     pthread_mutex_unlock(&d->lock);
     pthread_mutex_unlock(&p->handles_lock);
-    sw_gate_open(p, held);
+    sw_unquiesce(d, held, t0);
     return r;
 }
 

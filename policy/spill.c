@@ -59,6 +59,12 @@ CUresult sw_quiesce(sw_device *d, uint64_t *devices)
     return CUDA_SUCCESS;
 }
 
+void sw_unquiesce(sw_device *d, uint64_t devices, uint64_t since_ns)
+{
+    sw_gate_open(d->pol, devices);
+    atomic_fetch_add_explicit(&d->c.stall_ns, sw_now_ns() - since_ns, memory_order_relaxed);
+}
+
 /* Whether the hand should pass pg by: its owners were used since it last
  * looked (then it is stamped with the clock, which moves on). */
 static bool referenced(sw_policy *p, sw_page *pg)
@@ -151,7 +157,7 @@ CUresult sw_fill(sw_policy *p, CUdeviceptr ptr)
     sw_device *d = pg->dev;
     if (!atomic_load(&h->host_pages) || !room_likely(d))
         return CUDA_SUCCESS;
-    uint64_t held;
+    uint64_t held, t0 = sw_now_ns();
     CUresult r = sw_quiesce(d, &held);
     if (r == CUDA_ERROR_NOT_READY)
         return CUDA_SUCCESS; /* busy or capturing: it stays on the host for now */
@@ -168,6 +174,6 @@ CUresult sw_fill(sw_policy *p, CUdeviceptr ptr)
         atomic_fetch_add_explicit(&d->c.fill_events, 1, memory_order_relaxed);
     pthread_mutex_unlock(&d->lock);
     pthread_mutex_unlock(&p->handles_lock);
-    sw_gate_open(p, held);
+    sw_unquiesce(d, held, t0);
     return r;
 }

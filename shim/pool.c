@@ -71,6 +71,21 @@ static size_t host_limit_of(uint64_t opt)
     return (size_t)pages * (size_t)size / 2 / (size_t)(ndev > 0 ? ndev : 1);
 }
 
+/* SPILLWAY_HOST_RESERVE for one device: auto is 1/32 of the limit, from
+ * 128 MiB to 4 GiB (one spill event's worth and more, not a share of the
+ * machine), never more than the host limit. */
+static size_t host_reserve_of(uint64_t opt, size_t limit, size_t host_limit)
+{
+    size_t r;
+    if (opt == SPW_BYTES_AUTO) {
+        r = limit / 32;
+        r = r < ((size_t)128 << 20) ? (size_t)128 << 20 : r > ((size_t)4 << 30) ? (size_t)4 << 30 : r;
+    } else {
+        r = opt == UINT64_MAX ? SIZE_MAX : (size_t)opt;
+    }
+    return r < host_limit ? r : host_limit;
+}
+
 /* Under setup_lock: builds dev's pool; DEV_POOL or DEV_PASS. */
 static int set_up(int dev)
 {
@@ -87,6 +102,7 @@ static int set_up(int dev)
         .host_limit = host_limit_of(o->host_limit),
         .spill = o->spill,
     };
+    cfg.host_reserve = host_reserve_of(o->host_reserve, cfg.limit, cfg.host_limit);
     CUresult r = sw_device_init(p, dev, &cfg);
     if (r != CUDA_SUCCESS) {
         spw_warn("device %d: cannot set up the page pool for %llu bytes (error %d): "

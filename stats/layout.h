@@ -56,6 +56,9 @@
     X(SPILL_EVENTS,   spill_events,         COUNTER, "spill operations")                   \
     X(FILL_BYTES,     fill_bytes,           COUNTER, "bytes moved host to device by fill") \
     X(FILL_EVENTS,    fill_events,          COUNTER, "fill operations")                    \
+    X(SYNCS,          syncs,                COUNTER, "device syncs the pool made (releasing frees, before moves)") \
+    X(STALL_NS,       stall_ns,             COUNTER, "time submissions were held back while pages moved, in nanoseconds") \
+    X(HOST_WAITS,     host_page_waits,      COUNTER, "pinned host pages created while an allocation or spill waited (the reserve was empty)") \
     X(COPY_HTOD,      copy_htod_bytes,      COUNTER, "bytes the program copied host to device") \
     X(COPY_DTOH,      copy_dtoh_bytes,      COUNTER, "bytes the program copied device to host") \
     X(COPY_DTOD,      copy_dtod_bytes,      COUNTER, "bytes the program copied device to device") \
