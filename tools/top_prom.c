@@ -1,6 +1,7 @@
 #include "tools/top_prom.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -80,12 +81,40 @@ static bool duplicate(const struct top_model *m, size_t i)
     return false;
 }
 
+/* Prometheus wants base units: a counter the layout keeps in ns, us or ms
+ * is exported in seconds, renamed to match (stall_ns -> stall_seconds). */
+static const struct {
+    const char *suffix, *base;
+    double per_base;
+} units[] = {{"_ns", "_seconds", 1e9}, {"_us", "_seconds", 1e6}, {"_ms", "_seconds", 1e3}};
+
+/* The exported name of counter k ("spillway_" + layout name, in base
+ * units, + "_total" for counters); *per_base: what one base unit is in the
+ * layout's unit (0: the value is exported as it is). */
+static void metric_name(enum spw_counter k, char *out, size_t len, double *per_base)
+{
+    const char *name = spw_stats_counter_name(k);
+    size_t n = strlen(name);
+    *per_base = 0;
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        size_t sl = strlen(units[i].suffix);
+        if (n > sl && strcmp(name + n - sl, units[i].suffix) == 0) {
+            snprintf(out, len, "spillway_%.*s%s%s", (int)(n - sl), name, units[i].base,
+                     spw_stats_counter_is_gauge(k) ? "" : "_total");
+            *per_base = units[i].per_base;
+            return;
+        }
+    }
+    snprintf(out, len, "spillway_%s%s", name, spw_stats_counter_is_gauge(k) ? "" : "_total");
+}
+
 static void counter_family(FILE *f, const struct top_model *m, enum spw_counter k, const char *host)
 {
-    int gauge = spw_stats_counter_is_gauge(k);
-    const char *name = spw_stats_counter_name(k), *suffix = gauge ? "" : "_total";
-    fprintf(f, "# HELP spillway_%s%s %s\n# TYPE spillway_%s%s %s\n", name, suffix, spw_stats_counter_help(k), name,
-            suffix, gauge ? "gauge" : "counter");
+    char name[128];
+    double per_base;
+    metric_name(k, name, sizeof name, &per_base);
+    fprintf(f, "# HELP %s %s%s\n# TYPE %s %s\n", name, spw_stats_counter_help(k),
+            per_base > 0 ? " (exported in seconds)" : "", name, spw_stats_counter_is_gauge(k) ? "gauge" : "counter");
     for (size_t i = 0; i < m->nprocs; i++) {
         const struct top_proc *p = m->procs[i];
         if (duplicate(m, i))
@@ -97,9 +126,12 @@ static void counter_family(FILE *f, const struct top_model *m, enum spw_counter 
             /* Devices in use, or the first one: every process shows. */
             if (!top_device_in_use(p->snap.c[d]) && !(none && d == 0))
                 continue;
-            fprintf(f, "spillway_%s%s", name, suffix);
+            fputs(name, f);
             series_labels(f, m, p, d, host);
-            fprintf(f, " %" PRIu64 "\n", p->snap.c[d][k]);
+            if (per_base > 0)
+                fprintf(f, " %.9g\n", (double)p->snap.c[d][k] / per_base);
+            else
+                fprintf(f, " %" PRIu64 "\n", p->snap.c[d][k]);
         }
     }
 }

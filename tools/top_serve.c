@@ -175,7 +175,10 @@ static int make_responses(struct server *s)
 
 static struct MHD_Daemon *start(struct server *s, const struct sockaddr *addr)
 {
-    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
+    /* poll(), not epoll: with epoll, MHD 0.9.75 misses the end of a
+     * connection that sent only blank lines, and holds it until the
+     * timeout. 256 descriptors are nothing for poll. */
+    unsigned flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
     uint16_t port;
     if (addr->sa_family == AF_INET6) {
         flags |= MHD_USE_IPv6;

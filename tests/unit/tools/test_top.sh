@@ -55,7 +55,10 @@ check "--prometheus counters end in _total" bash -c '! grep -E "^# TYPE .* count
 # One source of names: every counter --json shows is a family of --prometheus.
 json_keys=$(grep -oE '"[a-z_]+":[0-9]+' <<<"$dev0" | cut -d'"' -f2 | grep -vx gpu) # gpu: the host index, not a counter
 missing=""
-for k in $json_keys; do grep -qE "^# TYPE spillway_${k}(_total)? (gauge|counter)$" <<<"$prom" || missing+=" $k"; done
+for k in $json_keys; do
+    m=$(sed -E 's/_(ns|us|ms)$/_seconds/' <<<"$k") # base units for Prometheus
+    grep -qE "^# TYPE spillway_${m}(_total)? (gauge|counter)$" <<<"$prom" || missing+=" $k"
+done
 check "--prometheus has a family for every --json counter${missing:+ (missing:$missing)}" [ -z "$missing" ]
 check "--prometheus counter type" grep -qx '# TYPE spillway_allocs_total counter' <<<"$prom"
 check "--prometheus gauge type" grep -qx '# TYPE spillway_in_use_bytes gauge' <<<"$prom"

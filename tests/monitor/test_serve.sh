@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# spillway-top --serve: GET/HEAD /metrics answer exactly what --prometheus
+# prints, / links to it, other paths 404, other methods 405 with Allow; a
+# bare port listens on loopback only; `spillway top --serve` works; SIGTERM
+# stops it with status 0; bad addresses exit 2. Then serve_fuzz.py: 10,000
+# malformed requests, 200 concurrent connections, slow clients, memory.
+set -u
+. "$(dirname "$0")/lib.sh"
+skip_without_serve
+command -v python3 >/dev/null || { echo "SKIP: python3 is needed for the HTTP client"; exit 0; }
+
+start_writer --cmd "/opt/bin/trainer --epochs 3" --inuse 2147483648; A=$WPID
+start_serve 0
+check "serving line names loopback" grep -q '^http://127\.0\.0\.1:[0-9]+/metrics$' <<<"$SERVE_URL" -E
+# /proc/net/tcp: the listening socket (state 0A) is bound to 127.0.0.1 only.
+port_hex=$(printf '%04X' "$SERVE_PORT")
+check "a bare port binds 127.0.0.1 only" bash -c "awk '\$4 == \"0A\" {print \$2}' /proc/net/tcp | grep -qx '0100007F:$port_hex'"
+
+resp=$(http GET "$SERVE_URL")
+body=${resp#*$'\n--\n'}
+check "GET /metrics: 200" [ "$(head -1 <<<"$resp")" = 200 ]
+check "GET /metrics: Prometheus text content type" grep -qi '^Content-Type: text/plain; version=0.0.4; charset=utf-8$' <<<"$resp"
+check "GET /metrics: the same as --prometheus" [ "$body" = "$("$TOP" --prometheus)" ]
+check "GET /metrics: A's in-use bytes" grep -qE "^spillway_in_use_bytes\{pid=\"$A\",[^}]*command=\"trainer\"[^}]*\} 2147483648$" <<<"$body"
+status() { local r; r=$(http "$@"); head -1 <<<"$r"; }
+check "GET /metrics?query: the same" [ "$(status GET "$SERVE_URL?x=1")" = 200 ]
+resp=$(http HEAD "$SERVE_URL")
+check "HEAD /metrics: 200" [ "$(head -1 <<<"$resp")" = 200 ]
+check "HEAD /metrics: no body" [ "${resp: -3}" = $'\n--' ]
+base=${SERVE_URL%/metrics}
+resp=$(http GET "$base/")
+check "GET /: 200 with a link to /metrics" bash -c '[ "$(head -1 <<<"$1")" = 200 ] && grep -q "href=\"/metrics\"" <<<"$1"' _ "$resp"
+check "GET /other: 404" [ "$(status GET "$base/other")" = 404 ]
+check "GET /metrics/: 404" [ "$(status GET "$base/metrics/")" = 404 ]
+resp=$(http POST "$SERVE_URL")
+check "POST /metrics: 405 with Allow: GET, HEAD" bash -c '[ "$(head -1 <<<"$1")" = 405 ] && grep -qi "^Allow: GET, HEAD$" <<<"$1"' _ "$resp"
+check "PUT /: 405" [ "$(status PUT "$base/")" = 405 ]
+if command -v promtool >/dev/null; then
+    check "promtool check metrics passes on /metrics" bash -c 'promtool check metrics <<<"$1"' _ "$body"
+fi
+
+# The writer goes; once the rendering is older than its half second, so
+# does its series.
+kill -TERM "$A"; wait "$A" 2>/dev/null
+gone() { local r; r=$(http GET "$SERVE_URL"); ! grep -q "pid=\"$A\"" <<<"$r"; }
+check "an exited process leaves /metrics" poll 5 gone
+
+# Abuse, against the same server, with a small process to render (the
+# point is the connections). The server's rendering is half a second old
+# at most.
+start_writer --cmd "fuzz target" --inuse 1048576
+sleep 0.6
+python3 "$(dirname "$0")/serve_fuzz.py" "$SERVE_PORT" "$SERVE_PID" --requests "${SPW_TEST_FUZZ_REQUESTS:-10000}" \
+    --concurrent 200 --timeout 10
+check "serve_fuzz.py: every check passed" [ $? -eq 0 ]
+
+kill -TERM "$SERVE_PID"; wait "$SERVE_PID"; rc=$?
+check "SIGTERM: exit 0" [ $rc -eq 0 ]
+
+# The launcher's spelling, and the addresses refused.
+out="$STATS_DIR/.launcher"
+"$SPW" top --serve 127.0.0.1:0 2>"$out" &
+L=$!; writers+=("$L")
+check "spillway top --serve serves" poll 10 grep -q '^spillway-top: serving http://127.0.0.1:' "$out"
+kill -TERM "$L"; wait "$L" 2>/dev/null
+bad() {
+    local want=$1; shift
+    local err; err=$("$TOP" "$@" 2>&1 >/dev/null); local rc=$?
+    [ $rc -eq 2 ] && grep -q "$want" <<<"$err"
+}
+check "--serve 70000 refused" bad "invalid port in '70000'" --serve 70000
+check "--serve ::1:80 refused" bad "write an IPv6 address as" --serve ::1:80
+check "--serve without a value refused" bad "needs a value" --serve
+start_serve 0; P=$SERVE_PORT
+err=$(timeout 5 "$TOP" --serve "127.0.0.1:$P" 2>&1); rc=$?
+check "a port in use: exit 1 with the reason" bash -c '[ "$1" -eq 1 ] && grep -q "cannot serve on 127.0.0.1:$2" <<<"$3" && grep -qi "in use" <<<"$3"' _ $rc "$P" "$err"
+check "--help documents --serve" grep -q -- '--serve ADDR:PORT' <<<"$("$TOP" --help)"
+finish
