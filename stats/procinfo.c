@@ -1,6 +1,9 @@
 #include "stats/procinfo.h"
 
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -127,4 +130,75 @@ enum spw_liveness spw_proc_liveness(pid_t pid, uint64_t start_time)
         return (errno == ENOENT || errno == ESRCH) ? SPW_DEAD : SPW_UNKNOWN;
     /* Same pid, other start time: the pid was reused after the owner died. */
     return now == start_time ? SPW_ALIVE : SPW_DEAD;
+}
+
+/* The last pid on the NSpid line of /proc/<pid>/status: the pid in the
+ * process's own namespace. 0 when unknown. */
+static pid_t innermost_pid(pid_t pid)
+{
+    char path[64], buf[4096];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    if (read_small(path, buf, sizeof buf) < 0)
+        return 0;
+    char *line = strstr(buf, "\nNSpid:");
+    if (!line)
+        return 0;
+    char *end = strchr(line + 1, '\n');
+    if (end)
+        *end = '\0';
+    long last = 0;
+    for (char *p = line + 7; *p;) {
+        char *next;
+        long v = strtol(p, &next, 10);
+        if (next == p)
+            break;
+        last = v;
+        p = next;
+    }
+    return last > 0 && last <= INT32_MAX ? (pid_t)last : 0;
+}
+
+/* Whether process p is in the pid namespace with inode pid_ns, as far as
+ * can be told: reading another process's namespace needs ptrace access
+ * (a container without CAP_SYS_PTRACE lacks it), and then the start time
+ * and pid that matched already are the answer. */
+static bool maybe_in_ns(pid_t p, uint64_t pid_ns)
+{
+    char path[64];
+    struct stat st;
+    snprintf(path, sizeof path, "/proc/%d/ns/pid", (int)p);
+    return stat(path, &st) != 0 || (uint64_t)st.st_ino == pid_ns;
+}
+
+enum spw_liveness spw_proc_find_in_ns(uint64_t pid_ns, pid_t ns_pid, uint64_t start_time, pid_t *local)
+{
+    *local = 0;
+    if (pid_ns == 0 || ns_pid <= 0)
+        return SPW_UNKNOWN;
+    DIR *d = opendir("/proc");
+    if (!d)
+        return SPW_UNKNOWN;
+    bool complete = true;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (!isdigit((unsigned char)e->d_name[0]))
+            continue;
+        pid_t p = (pid_t)strtol(e->d_name, NULL, 10);
+        uint64_t started;
+        /* The start time first: world-readable, and it rules out nearly
+         * every process at once. */
+        if (spw_proc_start_time(p, &started) != 0) {
+            if (errno != ENOENT && errno != ESRCH)
+                complete = false; /* a process we cannot judge */
+            continue;
+        }
+        if (started == start_time && innermost_pid(p) == ns_pid && maybe_in_ns(p, pid_ns)) {
+            *local = p;
+            closedir(d);
+            return SPW_ALIVE;
+        }
+    }
+    closedir(d);
+    /* Only a reader that sees every process may call the owner dead. */
+    return complete && spw_proc_self_pid_ns() == SPW_PROC_INIT_PID_NS ? SPW_DEAD : SPW_UNKNOWN;
 }

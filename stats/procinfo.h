@@ -23,4 +23,19 @@ void spw_proc_self_cmdline(char *buf, size_t len);
 /* Liveness of a process given its pid and recorded start time. */
 enum spw_liveness { SPW_ALIVE, SPW_DEAD, SPW_UNKNOWN };
 enum spw_liveness spw_proc_liveness(pid_t pid, uint64_t start_time);
+
+/* The inode of the initial pid namespace (the kernel's PROC_PID_INIT_INO):
+ * a reader there sees every process. */
+#define SPW_PROC_INIT_PID_NS 0xEFFFFFFCu
+
+/* Looks through /proc for the process that is ns_pid in the pid namespace
+ * whose inode is pid_ns and started at start_time: a writer in a container
+ * records only the pids it can see, so a reader outside (a node's exporter
+ * with the host's pids) finds it this way. Matches on start time and
+ * innermost NSpid (world-readable), and on the namespace where ptrace
+ * access lets us read it. Returns SPW_ALIVE with *local its pid here;
+ * SPW_DEAD when none matched, every process could be read, and the reader
+ * is in the initial pid namespace (so it sees every process); else
+ * SPW_UNKNOWN. One pass over /proc. */
+enum spw_liveness spw_proc_find_in_ns(uint64_t pid_ns, pid_t ns_pid, uint64_t start_time, pid_t *local);
 #endif

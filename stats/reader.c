@@ -107,6 +107,12 @@ static void judge_liveness(struct spw_stats_snapshot *s)
             return;
         }
     }
+    /* A writer in a container saw only its own pids (a pod seen from the
+     * node's exporter): look for it by namespace. */
+    pid_t local;
+    s->liveness = spw_proc_find_in_ns(s->pid_ns, s->pid, s->start_time, &local);
+    if (s->liveness == SPW_ALIVE)
+        s->local_pid = local;
 }
 
 static enum spw_read_result check_file(int fd, const char *name, unsigned flags, struct stat *st,

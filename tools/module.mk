@@ -44,7 +44,7 @@ $(BUILD)/tests/unit/tools_layout: $(BUILD)/tests/unit/tools/test_layout.o $(UNIT
 $(BUILD)/tests/unit/tools_ident: $(BUILD)/tests/unit/tools/test_ident.o $(UNIT_MAIN) $(TOP_MODEL_OBJS) $(BUILD)/tools/top_listen.o $(STATS_OBJS)
 	$(CC) $(CFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
 UNIT_TESTS  += $(BUILD)/tests/unit/tools_model $(BUILD)/tests/unit/tools_layout $(BUILD)/tests/unit/tools_ident
-UNIT_TESTS  += tests/unit/tools/test_top.sh tests/unit/tools/test_top_tmux.sh tests/unit/tools/test_top_nvml.sh tests/unit/tools/test_launcher.sh tests/unit/tools/test_install.sh
+UNIT_TESTS  += tests/unit/tools/test_top.sh tests/unit/tools/test_top_tmux.sh tests/unit/tools/test_top_nvml.sh tests/unit/tools/test_pidns.sh tests/unit/tools/test_launcher.sh tests/unit/tools/test_install.sh
 
 # End to end through the shim and fakecuda (skips until the shim links the
 # stats writer).

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# A writer in a pid namespace of its own (as in a pod, which sees only its
+# own pids) is found by its namespace: spillway-top shows it under its pid
+# here, alive, with its cgroup and environment read, and once it is killed
+# its segment is judged dead and removed. Skips where namespaces cannot be
+# made (not root, or a sandbox that forbids them).
+set -u
+. "$(dirname "$0")/lib.sh"
+if ! unshare -p -f --mount-proc true 2>/dev/null; then
+    echo "SKIP: cannot create a pid namespace here (unshare -p needs root and a sandbox that allows it)"
+    exit 0
+fi
+out="$STATS_DIR/.nswriter"
+CUDA_VISIBLE_DEVICES=1 unshare -p -f --mount-proc "$WRITER" --cmd "namespaced job" --inuse 1073741824 >"$out" &
+U=$!; writers+=("$U")
+check "writer starts in its own pid namespace" poll 10 grep -qs '^ready ' "$out"
+seg=$(sed -n 's/^ready //p' "$out")
+check "it sees itself as pid 1" [ "$(basename "$seg")" = "spillway.$(id -u).1" ]
+# The writer is the child unshare forked.
+W=$(pgrep -P "$U" -f stats_writer | head -1)
+check "its pid here is known" [ -n "$W" ]
+json=$("$TOP" --json)
+check "--json shows it under its pid here" grep -q "\"pid\":$W,\"ns_pid\":1," <<<"$json"
+check "--json: alive" grep -q "\"pid\":$W,[^}]*\"liveness\":\"alive\"" <<<"$json"
+check "--once lists it" grep -qE "^ +$W +[^ ]+ +1 .*namespaced job" <<<"$("$TOP" --once)"
+check "--prometheus: its environment was read (CUDA_VISIBLE_DEVICES=1: device 0 is GPU 1)" \
+    grep -qE "^spillway_in_use_bytes\{pid=\"$W\",[^}]*gpu=\"1\",cuda_device=\"0\"" <<<"$("$TOP" --prometheus)"
+kill -9 "$W"; wait "$U" 2>/dev/null
+err=$("$TOP" --once 2>&1 >/dev/null)
+check "killed: its segment is judged dead and removed" [ ! -e "$seg" ]
+check "and the removal is noted" grep -q "spillway.$(id -u).1: owner pid 1 is gone; removed" <<<"$err"
+finish
