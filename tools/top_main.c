@@ -31,6 +31,7 @@ struct args {
     bool nvml;                     /* show the devices' own figures when NVML is there */
     struct sockaddr_storage serve; /* --serve's address */
     socklen_t serve_len;
+    const char *hostname;          /* --hostname */
 };
 
 static void usage(FILE *f)
@@ -45,6 +46,8 @@ static void usage(FILE *f)
             "      --serve ADDR:PORT  serve the same on http://ADDR:PORT/metrics until\n"
             "                       stopped; a bare PORT listens on 127.0.0.1 only,\n"
             "                       0.0.0.0:PORT on every interface%s\n"
+            "      --hostname NAME  the Hostname label of --prometheus and --serve (default:\n"
+            "                       this host's name; in a pod, pass the node's name)\n"
             "  -d, --interval SEC   seconds between refreshes (default 1; 0.1 to 3600);\n"
             "                       with --once, sample twice SEC apart and show rates\n"
             "  -s, --sort KEY       pid, user, gpu, in-use (default), peak, spilled,\n"
@@ -85,7 +88,7 @@ static int parse_interval(const char *s, double *out)
 /* Returns -1 to go on, or an exit status. */
 static int parse_args(int argc, char **argv, struct args *a)
 {
-    enum { OPT_DIR = 256, OPT_KEEP_DEAD, OPT_NO_COLOR, OPT_SERVE, OPT_NO_NVML };
+    enum { OPT_DIR = 256, OPT_KEEP_DEAD, OPT_NO_COLOR, OPT_SERVE, OPT_NO_NVML, OPT_HOSTNAME };
     static const struct option longs[] = {
         {"once", no_argument, NULL, '1'},          {"json", no_argument, NULL, 'j'},
         {"prometheus", no_argument, NULL, 'p'},    {"interval", required_argument, NULL, 'd'},
@@ -94,6 +97,7 @@ static int parse_args(int argc, char **argv, struct args *a)
         {"all-users", no_argument, NULL, 'a'},     {"keep-dead", no_argument, NULL, OPT_KEEP_DEAD},
         {"no-color", no_argument, NULL, OPT_NO_COLOR}, {"help", no_argument, NULL, 'h'},
         {"serve", required_argument, NULL, OPT_SERVE}, {"no-nvml", no_argument, NULL, OPT_NO_NVML},
+        {"hostname", required_argument, NULL, OPT_HOSTNAME},
         {"version", no_argument, NULL, 'V'},       {NULL, 0, NULL, 0}};
     opterr = 0;
     int c;
@@ -119,6 +123,7 @@ static int parse_args(int argc, char **argv, struct args *a)
         case OPT_KEEP_DEAD: a->scan_flags &= ~(unsigned)SPW_SCAN_REMOVE_DEAD; break;
         case OPT_NO_COLOR: a->ui.color = false; break;
         case OPT_NO_NVML: a->nvml = false; break;
+        case OPT_HOSTNAME: a->hostname = optarg; break;
         case OPT_SERVE: {
             char why[160];
             if (!top_serve_available())
@@ -208,6 +213,7 @@ int main(int argc, char **argv)
     }
     struct top_model m;
     top_model_init(&m, a.dir, a.scan_flags);
+    m.hostname = a.hostname;
     /* No NVML (no driver, no GPU) is the common case on a test machine and
      * not worth a word: the device line is simply not shown. */
     static struct top_nvml nvml;

@@ -64,6 +64,7 @@ struct top_model {
     char error[256];          /* the directory could not be read, or "" */
     double time;              /* of the latest sample (CLOCK_REALTIME, seconds) */
     struct top_nvml *nvml;    /* the device's own figures, or NULL (top_model_use_nvml) */
+    const char *hostname;     /* the exported Hostname label; NULL: gethostname() */
 };
 
 void top_model_init(struct top_model *m, const char *dir, unsigned scan_flags);

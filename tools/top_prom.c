@@ -156,7 +156,9 @@ static void gpu_info(FILE *f, const struct top_nvml *n, const char *host)
 void top_print_prometheus(FILE *f, const struct top_model *m)
 {
     char host[256] = "";
-    if (gethostname(host, sizeof host) != 0)
+    if (m->hostname)
+        snprintf(host, sizeof host, "%s", m->hostname);
+    else if (gethostname(host, sizeof host) != 0)
         host[0] = '\0';
     host[sizeof host - 1] = '\0';
     for (unsigned k = 0; k < SPW_C_COUNT; k++)

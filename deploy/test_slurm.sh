@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# The Slurm TaskProlog with a fake Slurm environment (and a fake
+# nvidia-smi): the limit it exports for shards, whole GPUs, GPUs shared by
+# tasks; nothing for a job without GPUs; a note instead of a limit when the
+# GPU's memory cannot be told; and what it exports is accepted by
+# spillway's own strict parser. Run under dash, as Slurm runs it with
+# /bin/sh.
+set -u
+. "$(dirname "$0")/../tests/unit/tools/lib.sh"
+PROLOG=$(cd "$(dirname "$0")" && pwd)/slurm/spillway-taskprolog.sh
+SH=$(command -v dash || echo sh)
+LIB=$B/libspillway.so
+FAKEBIN="$STATS_DIR/bin"
+mkdir -p "$FAKEBIN"
+# nvidia-smi answering for two 80 GB GPUs (81559 MiB, as an H100 reports).
+cat >"$FAKEBIN/nvidia-smi" <<'SMI'
+#!/bin/sh
+case "$*" in *memory.total*) echo 81559; echo 81559 ;; *) exit 6 ;; esac
+SMI
+chmod +x "$FAKEBIN/nvidia-smi"
+
+# prolog VAR=value...: runs the prolog with only these Slurm variables (and
+# no configuration file), prints what it prints.
+prolog() { env -i PATH="$FAKEBIN:/usr/bin:/bin" SPW_SLURM_CONF=/nonexistent SPW_SLURM_LIB= "$@" "$SH" "$PROLOG"; }
+is() { local want=$1; shift; local got; got=$(prolog "$@"); [ "$got" = "$want" ] || { echo "  got: $got"; return 1; }; }
+
+check "shards: 2 of 8 of an 80G GPU is 20G" \
+    is $'export SPILLWAY_MEM_LIMIT=20480M\nexport SPILLWAY_SPILL=1' SLURM_SHARDS_ON_NODE=2 SPW_SLURM_GPU_MEMORY=80G
+check "shards per GPU from the settings" \
+    is $'export SPILLWAY_MEM_LIMIT=40960M\nexport SPILLWAY_SPILL=1' SLURM_SHARDS_ON_NODE=2 SPW_SLURM_SHARDS_PER_GPU=4 SPW_SLURM_GPU_MEMORY=80G
+check "a whole GPU, its memory from nvidia-smi" \
+    is $'export SPILLWAY_MEM_LIMIT=81559M\nexport SPILLWAY_SPILL=1' SLURM_JOB_GPUS=0 SLURM_TASKS_PER_NODE=1
+check "one GPU shared by 4 tasks: a quarter each" \
+    is $'export SPILLWAY_MEM_LIMIT=20480M\nexport SPILLWAY_SPILL=1' SLURM_STEP_GPUS=3 SLURM_STEP_TASKS_PER_NODE='4(x2)' SPW_SLURM_GPU_MEMORY=80G
+check "two GPUs, two tasks: a whole GPU each" \
+    is $'export SPILLWAY_MEM_LIMIT=81920M\nexport SPILLWAY_SPILL=1' SLURM_JOB_GPUS=0,1 SLURM_TASKS_PER_NODE=2 SPW_SLURM_GPU_MEMORY=80G
+check "two GPUs, eight tasks" \
+    is $'export SPILLWAY_MEM_LIMIT=20480M\nexport SPILLWAY_SPILL=1' SLURM_JOB_GPUS=0,1 SLURM_TASKS_PER_NODE=8 SPW_SLURM_GPU_MEMORY=80G
+check "spill off from the settings" \
+    is $'export SPILLWAY_MEM_LIMIT=81920M\nexport SPILLWAY_SPILL=0' SLURM_JOB_GPUS=0 SPW_SLURM_GPU_MEMORY=80G SPW_SLURM_SPILL=0
+check "no GPU: nothing" is "" SLURM_JOB_ID=7 SLURM_TASKS_PER_NODE=4
+check "GPU memory unknown: a note, no limit" \
+    is "print spillway: cannot tell the GPU's memory (set SPW_SLURM_GPU_MEMORY in /nonexistent); no GPU memory limit set" \
+    SLURM_JOB_GPUS=0 PATH=/usr/bin:/bin
+check "a bad size: a note, no limit" \
+    is "print spillway: SPW_SLURM_GPU_MEMORY='lots' is not a size; no GPU memory limit set" SLURM_JOB_GPUS=0 SPW_SLURM_GPU_MEMORY=lots
+check "verbose: says the limit" \
+    bash -c '[ "$(env -i PATH=/usr/bin:/bin SPW_SLURM_CONF=/nonexistent SPW_SLURM_LIB= SLURM_JOB_GPUS=0 SPW_SLURM_GPU_MEMORY=80G SPW_SLURM_VERBOSE=1 "$1" "$2" | tail -1)" = "print spillway: GPU memory limit 81920M (a whole GPU of 81920M)" ]' _ "$SH" "$PROLOG"
+conf="$STATS_DIR/slurm.conf"
+printf 'SPW_SLURM_GPU_MEMORY=40G\nSPW_SLURM_SHARDS_PER_GPU=2\n' >"$conf"
+check "settings from the configuration file" \
+    bash -c '[ "$(env -i PATH=/usr/bin:/bin SPW_SLURM_CONF="$3" SPW_SLURM_LIB= SLURM_SHARDS_ON_NODE=1 "$1" "$2" | head -1)" = "export SPILLWAY_MEM_LIMIT=20480M" ]' _ "$SH" "$PROLOG" "$conf"
+out=$(env -i PATH=/usr/bin:/bin SPW_SLURM_CONF=/nonexistent SPW_SLURM_LIB="$LIB" LD_PRELOAD="$EMPTY_LIB" SLURM_JOB_GPUS=0 SPW_SLURM_GPU_MEMORY=16G "$SH" "$PROLOG")
+check "preloads spillway first, keeping the task's LD_PRELOAD" grep -qxF "export LD_PRELOAD=$LIB:$EMPTY_LIB" <<<"$out"
+out=$(env -i PATH=/usr/bin:/bin SPW_SLURM_CONF=/nonexistent SPW_SLURM_LIB=/nonexistent/libspillway.so SLURM_JOB_GPUS=0 SPW_SLURM_GPU_MEMORY=16G "$SH" "$PROLOG")
+check "a missing library: a note, not preloaded" bash -c '! grep -q LD_PRELOAD= <<<"$1" && grep -q "not preloaded" <<<"$1"' _ "$out"
+
+# What it exports is what spillway accepts: apply the lines as Slurm does
+# and let the launcher's strict parser judge them.
+accepts() {
+    local lines; lines=$(prolog "$@")
+    local -a vars=()
+    while read -r word assign; do [ "$word" = export ] && vars+=("$assign"); done <<<"$lines"
+    env "${vars[@]}" "$SPW" run --lib "$LIB" -v -- true >/dev/null 2>"$STATS_DIR/.accept" || { cat "$STATS_DIR/.accept"; return 1; }
+}
+check "spillway accepts the shard limit" accepts SLURM_SHARDS_ON_NODE=3 SPW_SLURM_GPU_MEMORY=80G
+check "spillway accepts the whole-GPU limit" accepts SLURM_JOB_GPUS=0,1 SLURM_TASKS_PER_NODE=16 SPW_SLURM_GPU_MEMORY=24G
+if command -v shellcheck >/dev/null; then
+    check "shellcheck" shellcheck -s sh "$PROLOG"
+fi
+finish
