@@ -58,6 +58,7 @@
 
 typedef struct sw_device sw_device;
 typedef struct sw_ext sw_ext;
+typedef struct sw_stuck sw_stuck;
 
 /* ---- device.c ----------------------------------------------------------- */
 
@@ -575,6 +576,13 @@ struct sw_device {
     sw_arena arena;
     CUdeviceptr scratch;      /* SW_SCRATCH_PAGES pages of VA for moving pages */
     CUstream mover[2];        /* the device's own streams for moving pages */
+    /* Scratch pages the driver refused to unmap: retried at the slot's next
+     * use (their page goes to the pool only then). */
+    struct sw_stuck {
+        CUmemGenericAllocationHandle h;
+        uint8_t loc;
+        bool give_back;
+    } stuck[SW_SCRATCH_PAGES];
     _Atomic uint64_t vmm_access; /* devices given access to its VMM mappings */
     sw_mixed *spare_mixed;
     /* Pages backing live data on the device, in a circle (spill's clock,

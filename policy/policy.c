@@ -95,6 +95,12 @@ static CUresult device_teardown(sw_device *d)
             first == CUDA_SUCCESS)
             first = r;
     atomic_store(&d->arena.nsegs, 0);
+    for (unsigned i = 0; d->scratch && i < SW_SCRATCH_PAGES; i++)
+        if (d->stuck[i].h &&
+            p->be.unmap(p->be.ctx, d->scratch + ((CUdeviceptr)i << d->shift), d->page) ==
+                CUDA_SUCCESS &&
+            d->stuck[i].give_back)
+            (void)p->be.page_release(p->be.ctx, d->stuck[i].h);
     if (d->scratch &&
         (r = p->be.va_free(p->be.ctx, d->scratch, (size_t)SW_SCRATCH_PAGES << d->shift)) !=
             CUDA_SUCCESS &&

@@ -63,11 +63,50 @@ typedef struct move {
     bool staged; /* new page mapped at scratch and its copy queued */
 } move;
 
+/* Unmaps the scratch page at slot and gives its page to the pool; when the
+ * driver refuses the unmap, the page stays there (it is still mapped: the
+ * pool must not hand it out) until a later use of the slot retries. */
+static void release_scratch(sw_policy *p, sw_device *d, unsigned slot,
+                            CUmemGenericAllocationHandle h, sw_loc loc, bool give_back)
+{
+    CUdeviceptr va = d->scratch + ((CUdeviceptr)slot << d->shift);
+    if (p->be.unmap(p->be.ctx, va, d->page) != CUDA_SUCCESS) {
+        d->stuck[slot] = (sw_stuck){h, (uint8_t)loc, give_back};
+        return;
+    }
+    if (give_back)
+        sw_pool_put(d, loc, h);
+}
+
+/* A slot left mapped by a refused unmap: unmapped now, or unusable. */
+static CUresult unstick(sw_policy *p, sw_device *d, unsigned slot)
+{
+    sw_stuck st = d->stuck[slot];
+    if (!st.h)
+        return CUDA_SUCCESS;
+    CUdeviceptr va = d->scratch + ((CUdeviceptr)slot << d->shift);
+    CUresult r = p->be.unmap(p->be.ctx, va, d->page);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (st.give_back)
+        sw_pool_put(d, (sw_loc)st.loc, st.h);
+    d->stuck[slot] = (sw_stuck){0};
+    return CUDA_SUCCESS;
+}
+
+static unsigned slot_of(const sw_device *d, CUdeviceptr scratch)
+{
+    return (unsigned)((scratch - d->scratch) >> d->shift);
+}
+
 /* Takes the new page, maps it at the scratch VA and queues the copy. */
 static CUresult stage(sw_policy *p, sw_device *d, move *m, sw_loc where, CUstream s)
 {
     const sw_backend *be = &p->be;
-    CUresult r = take_for(d, where, &m->h);
+    CUresult r = unstick(p, d, slot_of(d, m->scratch));
+    if (r != CUDA_SUCCESS)
+        return r;
+    r = take_for(d, where, &m->h);
     if (r != CUDA_SUCCESS)
         return r;
     if ((r = be->map(be->ctx, m->scratch, d->page, m->h)) != CUDA_SUCCESS) {
@@ -76,20 +115,18 @@ static CUresult stage(sw_policy *p, sw_device *d, move *m, sw_loc where, CUstrea
     }
     if ((r = be->set_access(be->ctx, m->scratch, d->page, 1ull << d->id)) == CUDA_SUCCESS)
         r = be->copy(be->ctx, d->id, m->scratch, m->va, d->page, s);
-    if (r != CUDA_SUCCESS) {
-        (void)be->unmap(be->ctx, m->scratch, d->page);
-        sw_pool_put(d, where, m->h);
+    if (r != CUDA_SUCCESS) { /* nothing was queued: the scratch page is idle */
+        release_scratch(p, d, slot_of(d, m->scratch), m->h, where, true);
         return r;
     }
     m->staged = true;
     return CUDA_SUCCESS;
 }
 
-/* Undoes a staged move that will not happen. */
+/* Undoes a staged move that will not happen (its copy is done). */
 static void unstage(sw_policy *p, sw_device *d, move *m, sw_loc where)
 {
-    (void)p->be.unmap(p->be.ctx, m->scratch, d->page);
-    sw_pool_put(d, where, m->h);
+    release_scratch(p, d, slot_of(d, m->scratch), m->h, where, true);
     m->staged = false;
 }
 
@@ -165,18 +202,27 @@ static size_t finish(sw_policy *p, sw_device *d, move *w, size_t n, sw_loc where
     const sw_backend *be = &p->be;
     bool ok[WINDOW] = {0};
     CUresult r = be->stream_sync(be->ctx, d->id, s);
+    if (r != CUDA_SUCCESS && be->synchronize(be->ctx, d->id) == CUDA_SUCCESS)
+        r = CUDA_SUCCESS; /* the device sync covers the copies: they are done */
+    if (r != CUDA_SUCCESS) {
+        /* The copies may still be writing the scratch pages: unmapping them
+         * now would fault the context (the remap hazard). They stay mapped,
+         * their pages out of the pool: lost, in a context that is likely
+         * lost too. */
+        for (size_t i = 0; i < n; i++)
+            w[i].staged = false;
+        if (*err == CUDA_SUCCESS)
+            *err = r;
+        return 0;
+    }
     for (size_t i = 0; i < n; i++) {
         if (!w[i].staged)
             continue;
-        if (r == CUDA_SUCCESS) {
-            CUresult m = remap(p, d, &w[i]);
-            ok[i] = m == CUDA_SUCCESS;
-            if (m != CUDA_SUCCESS && *err == CUDA_SUCCESS)
-                *err = m;
-        }
+        CUresult m = remap(p, d, &w[i]);
+        ok[i] = m == CUDA_SUCCESS;
+        if (m != CUDA_SUCCESS && *err == CUDA_SUCCESS)
+            *err = m;
     }
-    if (r != CUDA_SUCCESS && *err == CUDA_SUCCESS)
-        *err = r;
     CUresult g = grant(p, d, w, n, ok);
     if (g != CUDA_SUCCESS && *err == CUDA_SUCCESS)
         *err = g;
@@ -185,7 +231,8 @@ static size_t finish(sw_policy *p, sw_device *d, move *w, size_t n, sw_loc where
         if (!w[i].staged)
             continue;
         if (ok[i]) {
-            (void)be->unmap(be->ctx, w[i].scratch, d->page);
+            /* The page now backs the program's VA: never the pool's. */
+            release_scratch(p, d, slot_of(d, w[i].scratch), w[i].h, where, false);
             moved(p, d, &w[i], where);
             w[i].staged = false;
             done++;

@@ -8,13 +8,15 @@
  * and reserved memory) do not show it. */
 #include "shim/handler.h"
 
-static int stream_device(CUstream stream)
+/* The stream's device in *dev (-1: one accounting does not track). When
+ * the driver cannot tell, its error is the allocation's: passing through
+ * would allocate memory spillway never counted. */
+static CUresult stream_device(CUstream stream, int *dev)
 {
-    int dev;
-    if (spw_driver_stream_device(stream, &dev) != CUDA_SUCCESS || dev < 0 ||
-        !spw_account_tracks(dev))
-        return -1;
-    return dev;
+    CUresult r = spw_driver_stream_device(stream, dev);
+    if (r == CUDA_SUCCESS && (*dev < 0 || !spw_account_tracks(*dev)))
+        *dev = -1;
+    return r;
 }
 
 /* 1 when stream is capturing, 0 when not, -1 when the driver cannot say (a
@@ -32,18 +34,23 @@ static int capturing(CUstream stream, int per_thread, CUresult *err)
 }
 
 /* The pool to serve an allocation on stream from (NULL: pass through, with
- * the reason in *why), its device in *dev (-1: not even counted). */
-static sw_policy *route(CUstream stream, int per_thread, int *dev, sw_passthrough_reason *why)
+ * the reason in *why), its device in *dev (-1: not even counted); *err: the
+ * driver's error when it cannot name the device (then nothing is called). */
+static sw_policy *route(CUstream stream, int per_thread, int *dev, sw_passthrough_reason *why,
+                        CUresult *err)
 {
     *why = SW_PT_DISABLED;
-    if (spw_disabled() || (*dev = stream_device(stream)) < 0)
+    *err = CUDA_SUCCESS;
+    if (spw_disabled())
+        return *dev = -1, NULL;
+    if ((*err = stream_device(stream, dev)) != CUDA_SUCCESS || *dev < 0)
         return *dev = -1, NULL;
     spw_publish_ensure();
     sw_policy *p = spw_pool_for(*dev);
     if (!p)
         return NULL;
-    CUresult err;
-    int c = capturing(stream, per_thread, &err);
+    CUresult asked;
+    int c = capturing(stream, per_thread, &asked);
     if (c == 0)
         return p;
     *why = c > 0 ? SW_PT_CAPTURE : SW_PT_OTHER;
@@ -57,7 +64,10 @@ static CUresult alloc_async(CUresult (*real)(CUdeviceptr *, size_t, CUstream), i
         return CUDA_ERROR_NOT_INITIALIZED;
     int dev;
     sw_passthrough_reason why;
-    sw_policy *p = dptr ? route(stream, per_thread, &dev, &why) : (dev = -1, NULL);
+    CUresult err = CUDA_SUCCESS;
+    sw_policy *p = dptr ? route(stream, per_thread, &dev, &why, &err) : (dev = -1, NULL);
+    if (err != CUDA_SUCCESS)
+        return err;
     if (p)
         return spw_serve_alloc(p, dev, bytesize, 1, spw_pool_stream(stream, per_thread), dptr);
     if (dev < 0)
@@ -74,7 +84,10 @@ static CUresult alloc_from_pool(CUresult (*real)(CUdeviceptr *, size_t, CUmemory
         return CUDA_ERROR_NOT_INITIALIZED;
     int dev;
     sw_passthrough_reason why;
-    sw_policy *p = dptr && pool ? route(stream, per_thread, &dev, &why) : (dev = -1, NULL);
+    CUresult err = CUDA_SUCCESS;
+    sw_policy *p = dptr && pool ? route(stream, per_thread, &dev, &why, &err) : (dev = -1, NULL);
+    if (err != CUDA_SUCCESS)
+        return err;
     if (p)
         return spw_serve_alloc(p, dev, bytesize, 1, spw_pool_stream(stream, per_thread), dptr);
     if (dev < 0)

@@ -4,14 +4,16 @@
  * through to the driver, counted against the same limit. */
 #include "shim/handler.h"
 
-/* The device a context-bound allocation goes to, or -1 when accounting
- * cannot tell (no current context: the driver will answer the error). */
-static int current_device(void)
+/* The device a context-bound allocation goes to in *dev (-1: one
+ * accounting does not track, which passes through). When the driver cannot
+ * tell (no current context, or it failed), its error is the allocation's:
+ * passing through would allocate memory spillway never counted. */
+static CUresult current_device(int *dev)
 {
-    int dev;
-    if (spw_driver_ctx_device(&dev) != CUDA_SUCCESS || !spw_account_tracks(dev) || dev < 0)
-        return -1;
-    return dev;
+    CUresult r = spw_driver_ctx_device(dev);
+    if (r == CUDA_SUCCESS && (*dev < 0 || !spw_account_tracks(*dev)))
+        *dev = -1;
+    return r;
 }
 
 /* The pool of dev, with the stats segment opened first so that the pool's
@@ -26,7 +28,12 @@ CUresult spw_h_mem_alloc(CUdeviceptr *dptr, size_t bytesize)
 {
     SPW_REAL_OR_RETURN(real, spw_h_mem_alloc);
     int dev;
-    if (spw_disabled() || !dptr || (dev = current_device()) < 0)
+    if (spw_disabled() || !dptr)
+        return real(dptr, bytesize);
+    CUresult why = current_device(&dev);
+    if (why != CUDA_SUCCESS)
+        return why;
+    if (dev < 0)
         return real(dptr, bytesize);
     sw_policy *p = pool_of(dev);
     if (p)
@@ -39,7 +46,12 @@ CUresult spw_h_mem_alloc_managed(CUdeviceptr *dptr, size_t bytesize, unsigned in
 {
     SPW_REAL_OR_RETURN(real, spw_h_mem_alloc_managed);
     int dev;
-    if (spw_disabled() || !dptr || (dev = current_device()) < 0)
+    if (spw_disabled() || !dptr)
+        return real(dptr, bytesize, flags);
+    CUresult why = current_device(&dev);
+    if (why != CUDA_SUCCESS)
+        return why;
+    if (dev < 0)
         return real(dptr, bytesize, flags);
     SPW_PASSTHROUGH_ALLOC(SPW_KIND_DEVPTR, dev, bytesize, SW_PT_MANAGED, "cuMemAllocManaged",
                           real(dptr, bytesize, flags), *dptr);
@@ -91,8 +103,12 @@ CUresult spw_h_mem_alloc_pitch(CUdeviceptr *dptr, size_t *pPitch, size_t WidthIn
     SPW_REAL_OR_RETURN(real, spw_h_mem_alloc_pitch);
     int dev;
     uint64_t row = ((uint64_t)WidthInBytes + PITCH_ALIGN - 1) / PITCH_ALIGN * PITCH_ALIGN;
-    if (spw_disabled() || !dptr || !pPitch || (dev = current_device()) < 0 ||
-        (Height && row > UINT64_MAX / Height))
+    if (spw_disabled() || !dptr || !pPitch || (Height && row > UINT64_MAX / Height))
+        return real(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
+    CUresult why = current_device(&dev);
+    if (why != CUDA_SUCCESS)
+        return why;
+    if (dev < 0)
         return real(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
     sw_policy *p = pool_of(dev);
     if (p)

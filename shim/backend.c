@@ -78,11 +78,13 @@ static CUresult ctx_enter_any(int *pushed)
     return ctx_enter(atomic_load(&some_device), pushed);
 }
 
+/* A failed pop would leave the program's thread with spillway's context
+ * on its stack: once more, then it is the driver's business. */
 static void ctx_leave(int pushed)
 {
     CUcontext c;
-    if (pushed)
-        spw_drv.cuCtxPopCurrent_v2(&c);
+    if (pushed && spw_drv.cuCtxPopCurrent_v2(&c) != CUDA_SUCCESS)
+        (void)spw_drv.cuCtxPopCurrent_v2(&c);
 }
 
 /* Runs call with a context made current by enter (which sets pushed_), and

@@ -27,11 +27,15 @@ CUresult spw_h_mem_get_info(size_t *free_bytes, size_t *total_bytes)
     SPW_REAL_OR_RETURN(real, spw_h_mem_get_info);
     CUresult r = real(free_bytes, total_bytes);
     int dev;
-    if (r != CUDA_SUCCESS || spw_disabled() || spw_driver_ctx_device(&dev) != CUDA_SUCCESS ||
-        dev < 0 || !spw_account_tracks(dev))
+    if (r != CUDA_SUCCESS || spw_disabled())
         return r;
-    spw_info_clamp(dev, free_bytes, total_bytes);
-    return r;
+    /* The driver answered but cannot name the device: its figures would be
+     * the device's, not the limit's. Its error instead. */
+    if ((r = spw_driver_ctx_device(&dev)) != CUDA_SUCCESS)
+        return r;
+    if (dev >= 0 && spw_account_tracks(dev))
+        spw_info_clamp(dev, free_bytes, total_bytes);
+    return CUDA_SUCCESS;
 }
 
 CUresult spw_h_device_total_mem(size_t *bytes, CUdevice dev)
