@@ -78,9 +78,11 @@ long long fakecuda_calls(const char *fn) __attribute__((weak));
 long long fakecuda_faults(const char *fn) __attribute__((weak));
 /* The i-th function that can be made to fail, NULL past the last. */
 const char *fakecuda_fault_fn(unsigned i) __attribute__((weak));
-/* The last fault injected: its error (0 for none yet), function and call
- * number since load. */
+/* The last fault injected, or the i-th (from 0; the last 64 are kept): its
+ * error (0 for none), function and call number since load. */
 int fakecuda_fault_last(const char **fn, unsigned long long *call) __attribute__((weak));
+int fakecuda_fault_nth(unsigned long long i, const char **fn, unsigned long long *call)
+    __attribute__((weak));
 
 /* Marks a stream (a CUstream, not the NULL or per-thread stream) as being
  * captured or not: cuStreamIsCapturing then answers ACTIVE. fakecuda has

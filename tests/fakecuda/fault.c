@@ -79,11 +79,15 @@ static bool trace;
 static int call_log = -1; /* FAKECUDA_CALL_LOG, opened O_APPEND: lines stay whole */
 static pthread_mutex_t fault_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct config cfg; /* under fault_lock */
-static struct {
+
+/* The last HISTORY faults injected, the i-th (from 0) at i % HISTORY. */
+#define HISTORY 64
+static struct fault {
     enum fc_fn fn;
     unsigned long long call;
     CUresult err;
-} last = {NO_FN, 0, CUDA_SUCCESS};
+} history[HISTORY];
+static unsigned long long ninjected; /* under fault_lock */
 
 /* ---- names ------------------------------------------------------------------ */
 
@@ -322,9 +326,7 @@ CUresult fc_fault_hit(enum fc_fn fn)
     CUresult err = decide(fn, n);
     if (err != CUDA_SUCCESS) {
         atomic_fetch_add_explicit(&injected[fn], 1, memory_order_relaxed);
-        last.fn = fn;
-        last.call = n;
-        last.err = err;
+        history[ninjected++ % HISTORY] = (struct fault){fn, n, err};
     }
     pthread_mutex_unlock(&fault_lock);
     if (err != CUDA_SUCCESS && trace)
@@ -432,14 +434,31 @@ FC_EXPORT const char *fakecuda_fault_fn(unsigned i)
     return i < FC_FN_COUNT ? fns[i].name : NULL;
 }
 
+FC_EXPORT int fakecuda_fault_nth(unsigned long long i, const char **fn, unsigned long long *call)
+{
+    pthread_mutex_lock(&fault_lock);
+    struct fault f = {NO_FN, 0, CUDA_SUCCESS};
+    if (i < ninjected && i + HISTORY >= ninjected)
+        f = history[i % HISTORY];
+    pthread_mutex_unlock(&fault_lock);
+    if (fn)
+        *fn = f.fn == NO_FN ? NULL : fns[f.fn].name;
+    if (call)
+        *call = f.call;
+    return (int)f.err;
+}
+
 FC_EXPORT int fakecuda_fault_last(const char **fn, unsigned long long *call)
 {
     pthread_mutex_lock(&fault_lock);
-    CUresult err = last.err;
-    if (fn)
-        *fn = last.fn == NO_FN ? NULL : fns[last.fn].name;
-    if (call)
-        *call = last.call;
+    unsigned long long n = ninjected;
     pthread_mutex_unlock(&fault_lock);
-    return (int)err;
+    if (n == 0) {
+        if (fn)
+            *fn = NULL;
+        if (call)
+            *call = 0;
+        return 0;
+    }
+    return fakecuda_fault_nth(n - 1, fn, call);
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The fault test (issue 11): workload.c under spillway against fakecuda, one
-# driver call made to fail per run (FAKECUDA_FAIL=fn:n).
+# driver call made to fail per run (FAKECUDA_FAIL=fn:n), then two: a first
+# fault and a call of the error path it led to.
 #
 # For each variant (spill: SPILLWAY_SPILL=1, pool preallocated; nospill:
 # SPILLWAY_SPILL=0, pages created on demand), both with a 16 MiB limit on a
@@ -37,7 +38,13 @@
 #                  operation failed after the fault, with no fault of its
 #                  own, that did not fail in the clean run), stats, leak,
 #                  ctx (context stack changed), pointer, abort (no result);
-#  4. a table per variant: function, calls in the clean run, points tried,
+#     a run with two faults is judged the same way against the run with its
+#     first fault alone;
+#  4. error paths (see pick_pairs): calls the clean run never made from
+#     their code path — a teardown after a failed set-up, the pass-through
+#     that follows, what a failed move does to undo itself — each made to
+#     fail once, after the first fault that leads there;
+#  5. tables per variant: function, calls in the clean run, points tried,
 #     reached, failures (and soft results), with the failing points and
 #     the first FAIL line of each. Logs of failing runs stay in
 #     $FAULTS_LOG_DIR (default $SPW_TEST_BUILD/tests/integration/faults/log);
@@ -57,7 +64,7 @@ LOGDIR=${FAULTS_LOG_DIR:-$B/tests/integration/faults/log}
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 mkdir -p "$WORK/stats"
-for v in $VARIANTS; do rm -rf "${LOGDIR:?}/$v"; done
+for v in $VARIANTS; do rm -rf "${LOGDIR:?}/$v" "${LOGDIR:?}/$v.2"; done
 export B PROG TIMEOUT WORK LOGDIR
 
 # The environment of every run of a variant.
@@ -81,9 +88,11 @@ run() {
 }
 export -f run
 
-# classify OUT RC CLEAN: "status categories" for one run.
+# classify OUT RC REF EXPECT: "status categories" for one run; REF is the
+# run it is compared with (the clean run, or the run with the first fault
+# alone), EXPECT the number of faults it asked for.
 classify() {
-    local out=$1 rc=$2 clean=$3 hard soft="" cmp
+    local out=$1 rc=$2 clean=$3 expect=$4 hard soft="" cmp
     if [ "$rc" -eq 137 ] || [ "$rc" -eq 124 ]; then
         echo "fail hang"
         return
@@ -117,7 +126,7 @@ classify() {
     hard=$(echo $hard)
     if [ -n "$hard" ]; then
         echo "fail $hard $soft"
-    elif grep -q '^injected 0 ' "$out"; then
+    elif [ "$(awk '/^injected / { print $2 }' "$out")" -lt "$expect" ]; then
         echo "unreached $soft"
     elif [ -n "$soft" ]; then
         echo "soft $soft"
@@ -127,21 +136,26 @@ classify() {
 }
 export -f classify
 
-# point VARIANT FN N: one injection run, its result line in the result file.
+# point VARIANT DIR SPEC REF FN N EXPECT: one run with FAKECUDA_FAIL=SPEC,
+# compared with REF; its result line "FN N status categories" in
+# DIR/FN.N.res. The log of a failed run is kept (and traced with
+# FAULTS_TRACE=1).
 point() {
-    local variant=$1 fn=$2 n=$3 dir=$WORK/$1
-    local out=$dir/$fn.$n.out rc res
+    local variant=$1 dir=$2 spec=$3 ref=$4 fn=$5 n=$6 expect=$7
+    local out=$dir/$fn.$n.out rc res keep
     # Braces: the shell's own "Segmentation fault" note goes nowhere.
-    { run "$variant" "$out" FAKECUDA_FAIL="$fn:$n"; } 2>/dev/null
+    { run "$variant" "$out" FAKECUDA_FAIL="$spec"; } 2>/dev/null
     rc=$?
-    res=$(classify "$out" "$rc" "$dir/clean.out")
+    res=$(classify "$out" "$rc" "$ref" "$expect")
     echo "$fn $n $res" >"$dir/$fn.$n.res"
+    echo "$ref" >"$dir/$fn.$n.ref"
     case $res in
     fail*)
-        mkdir -p "$LOGDIR/$variant"
-        cp "$out" "$LOGDIR/$variant/$fn.$n.out"
+        keep=$LOGDIR/$(basename "$dir")
+        mkdir -p "$keep"
+        cp "$out" "$keep/$fn.$n.out"
         if [ "${FAULTS_TRACE:-0}" = 1 ]; then
-            { run "$variant" "$LOGDIR/$variant/$fn.$n.trace" FAKECUDA_FAIL="$fn:$n" \
+            { run "$variant" "$keep/$fn.$n.trace" FAKECUDA_FAIL="$spec" \
                 FAKECUDA_FAIL_TRACE=1 SPILLWAY_LOG=debug FAULTS_VERBOSE=1; } 2>/dev/null
         fi
         ;;
@@ -228,46 +242,91 @@ controls() {
     fi
 }
 
-# All injection points of a variant, in parallel.
-sweep() {
-    local v=$1 dir=$WORK/$1
-    pick_points "$dir/calls1.log" | sed "s/^/$v /" >"$dir/points"
-    xargs -P "$JOBS" -L 1 bash -c 'point "$@"' _ <"$dir/points"
+# Calls only error paths make: calls, in a run with one fault, from a code
+# path the clean run never took — the teardown of a pool that could not be
+# set up, the pass-through paths that follow, what an error handler calls.
+# A path here is the call's innermost 4 frames (the backend wrapper, the
+# policy function and two callers): the same path reached from elsewhere is
+# not new. The first-fault runs are grouped by the functions they call
+# more often than the clean run; one run of each group (FAULTS_ALL=1: every
+# run) is made again with the call log, and the first call of each new path
+# (FAULTS_ALL=1: every call) is made to fail too, after the first fault
+# ("F N G M" per line). A first fault that failed already is no way in:
+# what a second one breaks could not be told from what the first did.
+pick_pairs() {
+    local v=$1 dir=$WORK/$1 fn n status
+    for res in "$dir"/*.res; do
+        read -r fn n status _ <"$res"
+        [ "$status" = fail ] && continue
+        awk -v p="$fn $n" 'NR == FNR { if ($1 == "calls") c[$2] = $3; next }
+            $1 == "calls" && $3 > c[$2] + 0 { sig = sig " " $2 }
+            END { if (sig != "") print sig "\t" p }' "$dir/clean.out" "$dir/$fn.$n.out"
+    done | awk -F'\t' -v all="$ALL" 'all == 1 || !seen[$1]++ { print $2 }' |
+        while read -r fn n; do
+            run "$v" "$dir/$fn.$n.rerun" FAKECUDA_FAIL="$fn:$n" FAKECUDA_CALL_LOG="$dir/$fn.$n.calls"
+            awk -v f="$fn $n" -v all="$ALL" '
+                function path(   i, s) {
+                    for (i = 3; i <= 6 && i <= NF && $i !~ /^workload\+/; i++) s = s " " $i
+                    return $1 SUBSEP s }
+                NR == FNR { known[path()] = 1; next }
+                !(path() in known) { print path() "\t" f " " $1 " " $2 }' \
+                "$dir/calls1.log" "$dir/$fn.$n.calls"
+        done | awk -F'\t' -v all="$ALL" 'all == 1 || !seen[$1]++ { print $2 }' | sort -u
 }
 
-# details LOG CLEAN: what a failed run's log says, in at most 3 lines: the
+# All injection points of a variant, in parallel: every first fault, then
+# the error paths' calls with their first fault (in DIR.2).
+sweep() {
+    local v=$1 dir=$WORK/$1
+    pick_points "$dir/calls1.log" |
+        awk -v v="$v" -v d="$dir" '{ print v, d, $1 ":" $2, d "/clean.out", $1, $2, 1 }' \
+        >"$dir/points"
+    xargs -P "$JOBS" -L 1 bash -c 'point "$@"' _ <"$dir/points"
+    mkdir -p "$dir.2"
+    pick_pairs "$v" |
+        awk -v v="$v" -v d="$dir" '{ print v, d ".2", $1 ":" $2 "," $3 ":" $4,
+                                     d "/" $1 "." $2 ".out", $3, $4 "@" $1 ":" $2, 2 }' \
+        >"$dir/pairs"
+    xargs -P "$JOBS" -L 1 bash -c 'point "$@"' _ <"$dir/pairs"
+}
+
+# details LOG REF: what a failed run's log says, in at most 3 lines: the
 # fault, its first FAIL or HAZARD lines, else its first late errors.
 details() {
-    local log=$1 clean=$2
+    local log=$1 ref=$2
     grep -m 1 '^op .* fault=1$' "$log"
     grep -m 2 -E '^(FAIL |fakecuda: HAZARD)' "$log" ||
         awk 'NR == FNR { if ($1 == "op") clean[$4] = $5; next }
             $1 == "op" && $5 != "rc=0" && $6 == "fault=0" && clean[$4] != $5 && k++ < 2 {
-                print $0 " (clean run: " (clean[$4] == "" ? "not done" : clean[$4]) ")" }' "$clean" "$log"
+                print $0 " (reference run: " (clean[$4] == "" ? "not done" : clean[$4]) ")" }' \
+            "$ref" "$log"
 }
 
-# The table of a variant; the number of failed points in FAILED_POINTS.
+# table TITLE DIR ROWS: one row per "function calls" line of ROWS from the
+# results in DIR, then the failing points; their number in FAILED_POINTS.
 table() {
-    local v=$1 dir=$WORK/$1 nfail=0
-    printf '\n%s: %-34s %7s %6s %7s %8s %5s  %s\n' "$v" function calls tried reached failures soft categories
-    while read -r _ fn n; do
+    local title=$1 dir=$2 rows=$3 nfail=0 fn n
+    printf '\n%-42s %7s %6s %7s %8s %5s  %s\n' "$title" calls tried reached failures soft \
+        categories
+    while read -r fn n; do
         local tried reached failed soft cats
         tried=$(cat "$dir/$fn".*.res 2>/dev/null | wc -l)
         reached=$(cat "$dir/$fn".*.res 2>/dev/null | awk '$3 != "unreached"' | wc -l)
         failed=$(cat "$dir/$fn".*.res 2>/dev/null | awk '$3 == "fail"' | wc -l)
         soft=$(cat "$dir/$fn".*.res 2>/dev/null | awk '$3 == "soft"' | wc -l)
-        cats=$(cat "$dir/$fn".*.res 2>/dev/null | awk '$3 == "fail" || $3 == "soft" { for (i = 4; i <= NF; i++) print $i }' | sort | uniq -c | awk '{ printf "%s%s x%d", sep, $2, $1; sep = ", " }')
+        cats=$(cat "$dir/$fn".*.res 2>/dev/null |
+            awk '$3 == "fail" || $3 == "soft" { for (i = 4; i <= NF; i++) print $i }' |
+            sort | uniq -c | awk '{ printf "%s%s x%d", sep, $2, $1; sep = ", " }')
         printf '%-42s %7s %6s %7s %8s %5s  %s\n' "$fn" "$n" "$tried" "$reached" "$failed" "$soft" "$cats"
         nfail=$((nfail + failed))
-    done < <(grep '^calls ' "$dir/clean.out")
-    local total
-    total=$(cat "$dir"/*.res 2>/dev/null | wc -l)
-    echo "$v: $total injection points, $nfail failed"
+    done <"$rows"
+    echo "$title: $(cat "$dir"/*.res 2>/dev/null | wc -l) injection points, $nfail failed"
     if [ "$nfail" -gt 0 ]; then
-        echo "$v: failing points (logs in $LOGDIR/$v):"
+        echo "$title: failing points (logs in $LOGDIR/$(basename "$dir")):"
         cat "$dir"/*.res | awk '$3 == "fail"' | sort -k1,1 -k2,2n | while read -r fn n _ rest; do
             printf '  %s:%s  %s\n' "$fn" "$n" "$rest"
-            details "$LOGDIR/$v/$fn.$n.out" "$dir/clean.out" | cut -c1-220 | sed 's/^/      /'
+            details "$LOGDIR/$(basename "$dir")/$fn.$n.out" "$(cat "$dir/$fn.$n.ref")" |
+                cut -c1-220 | sed 's/^/      /'
         done
     fi
     FAILED_POINTS=$nfail
@@ -280,8 +339,14 @@ for v in $VARIANTS; do
     controls "$v"
     start=$(date +%s)
     sweep "$v"
-    table "$v"
+    grep '^calls ' "$WORK/$v/clean.out" | cut -d' ' -f2- >"$WORK/$v/rows"
+    table "$v: function" "$WORK/$v" "$WORK/$v/rows"
     n=$FAILED_POINTS
+    # The error paths' functions, with the most calls a first fault led to.
+    awk '{ m = $6; sub(/@.*/, "", m); if (m + 0 > max[$5]) max[$5] = m + 0 }
+        END { for (g in max) print g, max[g] }' "$WORK/$v/pairs" | sort >"$WORK/$v/rows.2"
+    table "$v: error paths, second fault in" "$WORK/$v.2" "$WORK/$v/rows.2"
+    n=$((n + FAILED_POINTS))
     echo "$v: sweep took $(($(date +%s) - start)) s"
     if [ "$n" -gt 0 ]; then
         bad "$v: $n injection points failed"

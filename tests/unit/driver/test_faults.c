@@ -87,6 +87,11 @@ START_TEST(nth_call_fails_once_without_side_effect)
     ck_assert_int_eq(fakecuda_fault_last(&fn, &call), CUDA_ERROR_OUT_OF_MEMORY);
     ck_assert_str_eq(fn, "cuMemAlloc");
     ck_assert_uint_eq(call, (unsigned long long)calls0 + 2);
+    fn = NULL;
+    ck_assert_int_eq(fakecuda_fault_nth((unsigned long long)faults0, &fn, &call),
+                     CUDA_ERROR_OUT_OF_MEMORY);
+    ck_assert_str_eq(fn, "cuMemAlloc");
+    ck_assert_int_eq(fakecuda_fault_nth((unsigned long long)faults0 + 1, NULL, NULL), 0);
     CU_OK(cuMemFree(a));
     CU_OK(cuMemFree(c));
     no_faults();
