@@ -6,6 +6,8 @@
 #   make gpu-test   build the conformance programs against the real driver
 #   make bench      benchmarks (GPU host)
 #   make sanitize   the test suite under ASan + UBSan (build-asan/)
+#   make test-diff  issue 11's differential tests that still fail (tests/integration/diff)
+#   make soak       10^6 random operations against spillway and the driver alone
 #   make install    PREFIX=/usr/local
 
 CUDA_HOME ?= /usr/local/cuda
@@ -77,6 +79,15 @@ gpu-test:
 
 test: build-all $(UNIT_TESTS)
 	@BUILD=$(BUILD) scripts/run-tests.sh $(UNIT_TESTS)
+
+# Issue 11's differential tests (tests/integration/diff/README.md): the ones
+# that fail until the fixes land, and the 10^6-operation soak.
+DIFF_NEEDS := $(DIFF_DIR)/diffgen $(SHIM_LIB) $(FAKECUDA_LIB)
+test-diff: $(DIFF_NEEDS)
+	@BUILD=$(BUILD) scripts/run-tests.sh $(DIFF_TESTS)
+soak: $(DIFF_NEEDS)
+	SPW_TEST_BUILD=$(abspath $(BUILD)) tests/integration/diff/soak.sh
+.PHONY: test-diff soak
 
 # The whole suite again with every program and library (the preloaded shim
 # too) built under AddressSanitizer and UndefinedBehaviorSanitizer.
