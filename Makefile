@@ -6,7 +6,7 @@
 #   make gpu-test   build the conformance programs against the real driver
 #   make bench      benchmarks (GPU host)
 #   make sanitize   the test suite under ASan + UBSan (build-asan/)
-#   make test-diff  issue 11's differential tests that still fail (tests/integration/diff)
+#   make test-diff  issue 11's differential run alone (tests/integration/diff, also in test)
 #   make soak       10^6 random operations against spillway and the driver alone
 #   make install    PREFIX=/usr/local
 

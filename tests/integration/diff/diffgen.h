@@ -50,6 +50,7 @@ struct diff_options {
     uint64_t verify_window;  /* bytes read back per verification (0: all) */
     uint64_t allowance_bytes;
     double allowance_frac;   /* allowance = bytes + frac x limit */
+    double page_allowance_frac; /* more for whole-page requests (cuMemCreate), x limit */
     const char *trace;       /* write the allocation outcomes here */
     const char *baseline;    /* the driver-alone run's trace to compare with */
     long expect_refusals;    /* -1: no expectation */
@@ -116,6 +117,7 @@ struct diff_run {
     bool spillway, spill;    /* under spillway; with SPILLWAY_SPILL on */
     uint64_t host_limit;     /* SPILLWAY_HOST_LIMIT (UINT64_MAX: unlimited) */
     uint64_t allowance;
+    uint64_t page_allowance; /* added for whole-page requests */
     uint64_t gran;           /* VMM granularity */
     bool fakecuda;
     CUcontext ctx;

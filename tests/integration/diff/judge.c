@@ -67,8 +67,10 @@ static bool legitimate(const struct diff_run *r, const struct diff_record *x, in
 {
     if (expected == R_TOO_LARGE || expected == R_HOST_LIMIT)
         return true;
-    if (!r->spill)
-        return x->live_upper + x->size + r->allowance > r->o->limit;
+    if (!r->spill) /* a whole-page request needs pages no other allocation touches */
+        return x->live_upper + x->size + r->allowance +
+                   (x->api == API_VMM ? r->page_allowance : 0) >
+               r->o->limit;
     /* the brief accepts the address space when spillway says so */
     return x->stated == R_ADDRESS_SPACE;
 }

@@ -41,6 +41,9 @@ static const char usage[] =
     "  --verify-window BYTES bytes read back per verification, 0: everything    [64K]\n"
     "  --allowance BYTES     refusals allowed within this of the limit ...      [4M]\n"
     "  --allowance-frac F    ... plus this fraction of the limit                [0.0625]\n"
+    "  --page-allowance-frac F  ... plus, for whole-page requests (VMM), this\n"
+    "                        fraction of the limit: pages partly held by other\n"
+    "                        allocations cannot serve them                    [0.375]\n"
     "  --trace FILE          write the allocation outcomes (the baseline)\n"
     "  --baseline FILE       the driver-alone run's trace: compare op by op\n"
     "  --expect-refusals N   fail unless exactly N allocations are refused\n"
@@ -102,13 +105,15 @@ static void defaults(struct diff_options *o)
         .live = 0.5, .alloc_apis = (1u << API_COUNT) - 1, .data_apis = (1u << DATA_COUNT) - 1,
         .streams = 2, .mem_frac = 0.35, .cross_free = 0.1, .init = 0.75, .op_max = 256 << 10,
         .verify_window = 64 << 10, .allowance_bytes = 4 * MiB, .allowance_frac = 0.0625,
+        .page_allowance_frac = 0.375,
         .expect_refusals = -1, .reasons = true,
     };
 }
 
 enum { O_SEED = 256, O_THREADS, O_OPS, O_LIMIT, O_DIST, O_MIN, O_MAX, O_LIVE, O_AAPI, O_DAPI,
        O_STREAMS, O_MEMF, O_CROSS, O_INIT, O_OPMAX, O_VWIN, O_ALLOW, O_ALLOWF, O_TRACE, O_BASE,
-       O_EXPR, O_EXPH, O_SCATTER, O_BIG, O_NOREASONS, O_CORRUPT, O_STOP, O_JUDGE, O_CLASSIFY };
+       O_EXPR, O_EXPH, O_SCATTER, O_BIG, O_NOREASONS, O_CORRUPT, O_STOP, O_JUDGE, O_CLASSIFY,
+       O_PALLOWF };
 
 static const struct option longopts[] = {
     {"seed", 1, 0, O_SEED}, {"threads", 1, 0, O_THREADS}, {"ops", 1, 0, O_OPS},
@@ -117,6 +122,7 @@ static const struct option longopts[] = {
     {"streams", 1, 0, O_STREAMS}, {"mem-frac", 1, 0, O_MEMF}, {"cross-free", 1, 0, O_CROSS},
     {"init", 1, 0, O_INIT}, {"op-max", 1, 0, O_OPMAX}, {"verify-window", 1, 0, O_VWIN},
     {"allowance", 1, 0, O_ALLOW}, {"allowance-frac", 1, 0, O_ALLOWF}, {"trace", 1, 0, O_TRACE},
+    {"page-allowance-frac", 1, 0, O_PALLOWF},
     {"baseline", 1, 0, O_BASE}, {"expect-refusals", 1, 0, O_EXPR}, {"expect-hold", 1, 0, O_EXPH},
     {"scatter", 0, 0, O_SCATTER}, {"big", 1, 0, O_BIG}, {"no-reasons", 0, 0, O_NOREASONS},
     {"corrupt-at", 1, 0, O_CORRUPT}, {"stop-at-refusal", 0, 0, O_STOP}, {"judge", 1, 0, O_JUDGE},
@@ -189,6 +195,7 @@ static bool apply(struct diff_options *o, int c, const char *a)
     case O_VWIN: return parse_size(a, &o->verify_window);
     case O_ALLOW: return parse_size(a, &o->allowance_bytes);
     case O_ALLOWF: return parse_fraction(a, &o->allowance_frac, 1);
+    case O_PALLOWF: return parse_fraction(a, &o->page_allowance_frac, 1);
     case O_TRACE: o->trace = a; return true;
     case O_BASE: o->baseline = a; return true;
     case O_EXPR: return parse_size(a, &v) && ((o->expect_refusals = (long)v), true);
