@@ -164,13 +164,15 @@ static void count_refusal(int dev, sw_oom_reason why)
 
 static void note_refusal(int dev, uint64_t bytes, uint64_t used, uint64_t limit)
 {
-    count_refusal(dev, bytes > limit ? SW_OOM_TOO_LARGE : SW_OOM_LIMIT);
+    sw_oom_reason why = bytes > limit ? SW_OOM_TOO_LARGE : SW_OOM_LIMIT;
+    count_refusal(dev, why);
     enum spw_log_level level = refusal_level(&devices[dev]);
     spw_log(level,
-            "device %d: out of memory: allocating %llu bytes would pass the limit of %llu "
-            "bytes (%llu in use)%s",
-            dev, (unsigned long long)bytes, (unsigned long long)limit, (unsigned long long)used,
-            later_at_debug(level));
+            "device %d: out of memory: %llu bytes refused (%s): %s the limit of %llu bytes "
+            "(%llu in use)%s",
+            dev, (unsigned long long)bytes, sw_oom_reason_name(why),
+            why == SW_OOM_TOO_LARGE ? "one allocation larger than" : "it would pass",
+            (unsigned long long)limit, (unsigned long long)used, later_at_debug(level));
 }
 
 void spw_account_set_spilled_source(uint64_t (*spilled)(int dev))

@@ -19,6 +19,8 @@ classify() {
 reasons() {
     p="spillway: device 0: out of memory:"
     classify "limit 4096" "$p allocating 4096 bytes would pass the limit of 67108864 bytes (0 in use)" &&
+    classify "limit 4096" "$p 4096 bytes refused (limit): it would pass the limit of 67108864 bytes (0 in use)" &&
+    classify "too-large 1099511627776" "$p 1099511627776 bytes refused (too-large): one allocation larger than the limit of 67108864 bytes (0 in use)" &&
     classify "limit 8607" "$p the pool has no room for 8607 bytes (1 in use, limit 67108864; allocations take whole pages from 1 page up)" &&
     classify "host-limit 97435" "$p the pool has no room for 97435 bytes (2 in use, limit 67108864; allocations take whole pages from 1 page up; spill found no host memory within SPILLWAY_HOST_LIMIT)" &&
     classify "too-large 1099511627776" "$p 1099511627776 bytes refused (too-large): one allocation larger than the limit of 67108864 bytes (with spill: than the limit and SPILLWAY_HOST_LIMIT together) (0 bytes in use)" &&
