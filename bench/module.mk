@@ -43,3 +43,15 @@ bench: $(BENCH_RT) $(BENCH_DRV) $(SHIM_LIB)
 bench-smoke: $(BENCH_DRV) $(SHIM_LIB) $(FAKECUDA_LIB)
 	BUILD=$(BUILD) bench/smoke.sh
 .PHONY: bench-smoke
+
+# `make bench-spill` (issue 14, any host): the policy over the fake backend,
+# cost per spilled page for pools of 1k, 10k and 40k pages (instructions
+# with callgrind when valgrind is installed), ending with one line a script
+# can check (bench/spill_bench.sh).
+$(BUILD)/bench/spill_bench: $(BUILD)/bench/spill_bench.o $(BUILD)/tests/unit/policy/fakebackend.o \
+    $(patsubst %.c,$(BUILD)/%.o,$(wildcard policy/*.c))
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+ALL_TARGETS += $(BUILD)/bench/spill_bench
+bench-spill: $(BUILD)/bench/spill_bench
+	BUILD=$(BUILD) bench/spill_bench.sh
+.PHONY: bench-spill

@@ -38,13 +38,20 @@ static void start_reserve(sw_device *d)
 
 /* Free device pages beyond the request after a spill, up to the low
  * watermark: the allocations that follow need no quiesce of their own. */
-static void spill_ahead(sw_device *d, CUdeviceptr lo, CUdeviceptr hi)
+static size_t spill_ahead(sw_device *d, CUdeviceptr lo, CUdeviceptr hi)
 {
     size_t have = d->pool.nfree + d->ncached;
     if (have >= d->low_water)
-        return;
+        return 0;
     CUresult err;
-    (void)sw_spill_coldest(d, d->low_water - have, lo, hi, &err);
+    return sw_spill_coldest(d, d->low_water - have, lo, hi, &err);
+}
+
+/* One spill event per quiesce that moved anything. */
+static void count_event(sw_device *d, size_t moved)
+{
+    if (moved)
+        atomic_fetch_add_explicit(&d->c.spill_events, 1, memory_order_relaxed);
 }
 
 /* Steps 3 and 4, quiesced. */
@@ -62,9 +69,11 @@ static CUresult spill_for(sw_device *d, CUdeviceptr va, size_t n, size_t *missin
     pthread_mutex_lock(&p->handles_lock);
     pthread_mutex_lock(&d->lock);
     r = sw_pages_map(d, va, n, false, missing, why);
+    size_t spilled = 0;
     while (r == CUDA_SUCCESS && *missing) {
         CUresult err;
         size_t moved = sw_spill_coldest(d, *missing, va, va + ((CUdeviceptr)n << d->shift), &err);
+        spilled += moved;
         if (err != CUDA_SUCCESS && err != CUDA_ERROR_OUT_OF_MEMORY)
             r = err;
         if (!moved || r != CUDA_SUCCESS)
@@ -74,7 +83,8 @@ static CUresult spill_for(sw_device *d, CUdeviceptr va, size_t n, size_t *missin
     if (r == CUDA_SUCCESS && *missing)
         r = sw_pages_map(d, va, n, true, missing, why);
     else if (r == CUDA_SUCCESS)
-        spill_ahead(d, va, va + ((CUdeviceptr)n << d->shift));
+        spilled += spill_ahead(d, va, va + ((CUdeviceptr)n << d->shift));
+    count_event(d, spilled);
     pthread_mutex_unlock(&d->lock);
     pthread_mutex_unlock(&p->handles_lock);
     sw_unquiesce(d, held, t0);
@@ -156,10 +166,11 @@ static CUresult spill_and_take(sw_device *d, size_t n, CUmemGenericAllocationHan
         return r;
     pthread_mutex_lock(&p->handles_lock);
     pthread_mutex_lock(&d->lock);
-    size_t have = sw_pool_available(d) + d->ncached;
+    size_t have = sw_pool_available(d) + d->ncached, spilled = 0;
     while (have < n) {
         CUresult err;
         size_t moved = sw_spill_coldest(d, n - have, 0, 0, &err);
+        spilled += moved;
         if (err != CUDA_SUCCESS && err != CUDA_ERROR_OUT_OF_MEMORY) {
             r = err;
             break;
@@ -171,7 +182,8 @@ static CUresult spill_and_take(sw_device *d, size_t n, CUmemGenericAllocationHan
     if (r == CUDA_SUCCESS)
         r = take_n(d, n, true, out, locs, why);
     if (r == CUDA_SUCCESS)
-        spill_ahead(d, 0, 0);
+        spilled += spill_ahead(d, 0, 0);
+    count_event(d, spilled);
     pthread_mutex_unlock(&d->lock);
     pthread_mutex_unlock(&p->handles_lock);
     sw_unquiesce(d, held, t0);

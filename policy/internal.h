@@ -513,7 +513,7 @@ void sw_unquiesce(sw_device *d, uint64_t devices, uint64_t since_ns);
  * page of [keep_lo, keep_hi) (what the caller is backing); returns how many
  * moved (their device pages are free in the pool). *err: why it stopped
  * short (OUT_OF_MEMORY: the host limit). Quiesced; handle and device locks
- * held. */
+ * held. The caller counts the spill event (one per quiesce). */
 size_t sw_spill_coldest(sw_device *d, size_t want, CUdeviceptr keep_lo, CUdeviceptr keep_hi,
                         CUresult *err);
 

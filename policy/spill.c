@@ -105,8 +105,6 @@ size_t sw_spill_coldest(sw_device *d, size_t want, CUdeviceptr keep_lo, CUdevice
     }
     size_t moved = sw_move_pages(p, d, vas, n, SW_LOC_HOST, err);
     free(vas);
-    if (moved)
-        atomic_fetch_add_explicit(&d->c.spill_events, 1, memory_order_relaxed);
     return moved;
 }
 

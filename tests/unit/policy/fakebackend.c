@@ -10,7 +10,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define MAX_PAGES 8192 /* physical pages that may exist at once (sparse memfd) */
+#define MAX_PAGES (1u << 17) /* physical pages that may exist at once (sparse memfd) */
 #define MAX_RES 64
 #define MAX_STREAMS 64
 #define MAX_WORK 4096
@@ -62,6 +62,7 @@ struct fake_backend {
     int fail_times;
     int nmovers;         /* streams handed out by stream_create */
     bool capturing;
+    bool no_bytes;       /* bookkeeping only: nothing mapped, copied or protected */
     bool sync_held;      /* synchronize blocks until released */
     pthread_cond_t sync_release;
 };
@@ -120,7 +121,8 @@ fake_backend *fake_create(size_t page, size_t dev_limit_pages)
 void fake_destroy(fake_backend *fb)
 {
     for (int i = 0; i < fb->nres; i++) {
-        munmap(fb->res[i].raw, fb->res[i].raw_size);
+        if (!fb->no_bytes)
+            munmap(fb->res[i].raw, fb->res[i].raw_size);
         free(fb->res[i].mapped);
     }
     close(fb->fd);
@@ -226,9 +228,16 @@ static CUresult reserve_locked(fake_backend *fb, size_t size, size_t align, CUde
     if (align < fb->page)
         align = fb->page;
     size_t raw_size = size + align;
-    void *raw = mmap(NULL, raw_size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (raw == MAP_FAILED)
-        return CUDA_ERROR_OUT_OF_MEMORY;
+    void *raw;
+    if (fb->no_bytes) { /* addresses only: handed out past the last one */
+        static uintptr_t next = (uintptr_t)1 << 44;
+        raw = (void *)next;
+        next += (raw_size + fb->page - 1) / fb->page * fb->page + fb->page;
+    } else {
+        raw = mmap(NULL, raw_size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (raw == MAP_FAILED)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+    }
     reservation *r = &fb->res[fb->nres++];
     r->raw = raw;
     r->raw_size = raw_size;
@@ -258,7 +267,8 @@ static CUresult free_va_locked(fake_backend *fb, CUdeviceptr va, size_t size)
             if (r->mapped[p])
                 violate(fb, "va_free of a reservation with page %llu mapped",
                         (unsigned long long)p);
-        munmap(r->raw, r->raw_size);
+        if (!fb->no_bytes)
+            munmap(r->raw, r->raw_size);
         free(r->mapped);
         fb->res[i] = fb->res[--fb->nres];
         fb->st.va_frees++;
@@ -340,7 +350,8 @@ static CUresult b_page_release(void *ctx, CUmemGenericAllocationHandle h)
             fb->st.live_host_pages--;
         fb->kind[idx] = 0;
         /* Gives the memory back so long suites stay small. */
-        fallocate(fb->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)idx * (off_t)fb->page,
+        if (!fb->no_bytes)
+            fallocate(fb->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)idx * (off_t)fb->page,
                   (off_t)fb->page);
         fb->free_idx[fb->nfree_idx++] = idx;
         fb->st.releases++;
@@ -381,8 +392,8 @@ static CUresult b_map(void *ctx, CUdeviceptr va, size_t size, CUmemGenericAlloca
     } else if (res->mapped[(va - res->base) / fb->page]) {
         violate(fb, "map over a mapping at %llx", (unsigned long long)va);
         r = CUDA_ERROR_INVALID_VALUE;
-    } else if (mmap((void *)va, size, PROT_NONE, MAP_SHARED | MAP_FIXED, fb->fd,
-                    (off_t)idx * (off_t)fb->page) == MAP_FAILED) {
+    } else if (!fb->no_bytes && mmap((void *)va, size, PROT_NONE, MAP_SHARED | MAP_FIXED, fb->fd,
+                                     (off_t)idx * (off_t)fb->page) == MAP_FAILED) {
         r = CUDA_ERROR_OUT_OF_MEMORY;
     } else {
         res->mapped[(va - res->base) / fb->page] = h;
@@ -407,8 +418,9 @@ static CUresult b_unmap(void *ctx, CUdeviceptr va, size_t size)
     } else {
         if (inflight(fb, va, size, NULL, false))
             violate(fb, "unmap of page %llx with work in flight", (unsigned long long)va);
-        mmap((void *)va, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE,
-             -1, 0);
+        if (!fb->no_bytes)
+            mmap((void *)va, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE,
+                 -1, 0);
         CUmemGenericAllocationHandle h = res->mapped[(va - res->base) / fb->page];
         fb->maps_of[h - 1]--;
         res->mapped[(va - res->base) / fb->page] = 0;
@@ -436,7 +448,8 @@ static CUresult b_set_access(void *ctx, CUdeviceptr va, size_t size, uint64_t de
                 r = CUDA_ERROR_INVALID_VALUE;
             }
         if (r == CUDA_SUCCESS) {
-            mprotect((void *)va, size, PROT_READ | PROT_WRITE);
+            if (!fb->no_bytes)
+                mprotect((void *)va, size, PROT_READ | PROT_WRITE);
             fb->st.set_access++;
         }
     }
@@ -452,7 +465,8 @@ static CUresult b_copy(void *ctx, int dev, CUdeviceptr dst, CUdeviceptr src, siz
     CUresult r = CUDA_SUCCESS;
     pthread_mutex_lock(&fb->lock);
     if (!injected(fb, "copy", &r)) {
-        memmove((void *)dst, (const void *)src, size);
+        if (!fb->no_bytes)
+            memmove((void *)dst, (const void *)src, size);
         stream_state *st = stream_of(fb, stream);
         if (fb->nworks < MAX_WORK) {
             fb->works[fb->nworks++] = (work){stream, ++st->issued, dst, size};
@@ -523,6 +537,11 @@ static bool b_capturing(void *ctx)
     bool c = fb->capturing;
     pthread_mutex_unlock(&fb->lock);
     return c;
+}
+
+void fake_no_bytes(fake_backend *fb)
+{
+    fb->no_bytes = true;
 }
 
 void fake_set_capturing(fake_backend *fb, bool on)
