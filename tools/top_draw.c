@@ -264,6 +264,28 @@ static uint64_t hist_max(const struct top_proc *p, const uint64_t *ring)
     return mx;
 }
 
+/* How spill went: events, pages per event, the pool's syncs, the time
+ * submissions were held, host pages pinned while someone waited, and
+ * refusals by reason. */
+static int detail_spill(const uint64_t *c, int y)
+{
+    uint64_t ev = c[SPW_C_SPILL_EVENTS], pg = c[SPW_C_SPILL_BYTES] >> 21;
+    char per[16] = "-";
+    if (ev)
+        snprintf(per, sizeof per, "%.1f", (double)pg / (double)ev);
+    put(y++, 4, A_DIM,
+        "spill events %llu (%s pages each)  fills %llu  syncs %llu  stalled %.3f s  host-page waits %llu",
+        (unsigned long long)ev, per, (unsigned long long)c[SPW_C_FILL_EVENTS],
+        (unsigned long long)c[SPW_C_SYNCS], (double)c[SPW_C_STALL_NS] * 1e-9,
+        (unsigned long long)c[SPW_C_HOST_WAITS]);
+    if (c[SPW_C_OOMS])
+        put(y++, 4, A_DIM, "refused: limit %llu  host limit %llu  address space %llu  too large %llu  driver %llu",
+            (unsigned long long)c[SPW_C_OOM_LIMIT], (unsigned long long)c[SPW_C_OOM_HOST_LIMIT],
+            (unsigned long long)c[SPW_C_OOM_ADDRESS], (unsigned long long)c[SPW_C_OOM_TOO_LARGE],
+            (unsigned long long)c[SPW_C_OOM_DRIVER]);
+    return y;
+}
+
 static int detail_counters(const struct ui *u, const struct top_proc *p, int y)
 {
     const struct spw_stats_snapshot *s = &p->snap;
@@ -291,6 +313,7 @@ static int detail_counters(const struct ui *u, const struct top_proc *p, int y)
         top_fmt_bytes(oth, sizeof oth, c[SPW_C_PASS_OTHER]);
         put(y++, 4, A_DIM, "copy H2D %s D2H %s D2D %s  passthru ipc %s mgd %s capt %s other %s", h2d, d2h, d2d,
             ipc, man, cap, oth);
+        y = detail_spill(c, y);
     }
     return y;
 }

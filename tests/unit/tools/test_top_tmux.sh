@@ -66,6 +66,7 @@ key g Enter
 check "detail view opens" poll 5 shows "command: beta job"
 check "detail shows config" poll 5 shows "config: mem_limit=8G spill=1"
 check "detail shows the counters" poll 5 shows "^GPU +LIMIT +POOL +IN USE"
+check "detail shows how spill went" poll 5 shows "spill events [0-9]+ .* syncs [0-9]+ +stalled [0-9.]+ s +host-page waits [0-9]+"
 check "detail graph of in use" poll 5 shows "^In use: now"
 check "detail graph of spilled" poll 5 shows "^Spilled: now"
 check "graphs have bars" poll 10 shows "#"
