@@ -41,6 +41,32 @@ CUresult spw_h_ctx_synchronize(void)
     return r;
 }
 
+/* cuCtxSynchronize_v2 names its context: a sync point of the device when
+ * that context is the device's primary one (NULL: the current one). */
+CUresult spw_h_ctx_synchronize_v2(CUcontext ctx)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_ctx_synchronize_v2);
+    int dev;
+    if (spw_disabled())
+        return real(ctx);
+    if (!ctx && spw_drv.cuCtxGetCurrent && spw_drv.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS)
+        ctx = NULL;
+    if (!ctx || spw_backend_ctx_device(ctx, &dev) != CUDA_SUCCESS || !spw_pool_serves(dev) ||
+        ctx != spw_backend_primary(dev))
+        return real(ctx);
+    sw_policy *p = spw_pool_policy();
+    uint64_t ticket = sw_sync_begin(p, dev);
+    CUresult r = real(ctx);
+    if (r == CUDA_SUCCESS) {
+        sw_sync_end(p, dev, ticket);
+        if (spw_pool_spills(dev)) {
+            sw_collect(p, dev);
+            spw_pool_publish(dev);
+        }
+    }
+    return r;
+}
+
 CUresult spw_h_stream_destroy(CUstream hStream)
 {
     SPW_REAL_OR_RETURN(real, spw_h_stream_destroy);
