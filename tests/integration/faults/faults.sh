@@ -6,9 +6,11 @@
 # For each variant (spill: SPILLWAY_SPILL=1, pool preallocated; nospill:
 # SPILLWAY_SPILL=0, pages created on demand), both with a 16 MiB limit on a
 # 64 MiB fakecuda device:
-#  1. two clean runs: they must pass, make the same driver calls (the call
-#     numbers below mean the same call in every run) and, with spill, spill
-#     and fill (else the sweep would test nothing);
+#  1. two clean runs: they must pass, give the program the same results
+#     and, with spill, spill and fill (else the sweep would test nothing);
+#     they should make the same driver calls, so that a call number means
+#     the same call in every run: functions whose counts vary (calls from
+#     spillway's own threads, timing-dependent) are named in a note;
 #  2. controls: FAKECUDA_FAIL reaches the program and the fault is
 #     attributed to its operation; a bad specification stops the run; with
 #     SPILLWAY_DISABLE=1 the stats check must fail (a check that cannot
@@ -207,11 +209,18 @@ clean_runs() {
         fi
     done
     cp "$dir/clean1.out" "$dir/clean.out"
-    if ! diff <(grep '^calls ' "$dir/clean1.out") <(grep '^calls ' "$dir/clean2.out") >/dev/null; then
-        bad "$v: two clean runs make different driver calls (call numbers would not be stable)"
+    if ! diff <(grep '^op ' "$dir/clean1.out") <(grep '^op ' "$dir/clean2.out") >/dev/null; then
+        bad "$v: two clean runs give the program different results"
         return 1
     fi
-    ok "$v: clean runs pass and make the same calls"
+    # Calls from spillway's own threads (a syncer, movers) may vary with
+    # timing: a call number of such a function is then an approximate
+    # place, not a fault to skip the test for.
+    local varying
+    varying=$(diff <(grep '^calls ' "$dir/clean1.out") <(grep '^calls ' "$dir/clean2.out") |
+        awk '/^[<>] calls/ { print $3 }' | sort -u | tr '\n' ' ')
+    ok "$v: clean runs pass and give the same results"
+    [ -z "$varying" ] || echo "note - $v: call counts vary from run to run for: $varying"
     if [ "$v" = spill ] && ! grep -Eq '^pool up=1 .* spill_events=[1-9][0-9]* fill_events=[1-9]' "$dir/clean.out"; then
         bad "$v: the clean run neither spills nor fills: $(grep '^pool ' "$dir/clean.out")"
         return 1

@@ -7,9 +7,11 @@
  * device syncs — while fakecuda makes one driver call fail
  * (FAKECUDA_FAIL=fn:n). It then checks what a program may rely on:
  *
- *  - data: every buffer it holds reads back as it last wrote it (a host
- *    shadow of every byte); an operation that failed is known to have
- *    failed, so what it would have written is not expected;
+ *  - data: every buffer it holds reads back, word for word, as it last
+ *    wrote it (each buffer keeps the recipe of its content: a pattern or a
+ *    set value, then the kernel steps since; cheaper than a host shadow);
+ *    an operation that failed is known to have failed, so what it would
+ *    have written is not expected;
  *  - errors: the operation during which the fault was injected either
  *    succeeded or returned the injected error (OUT_OF_MEMORY also for an
  *    allocation: it may not find room another way); never a crash, a
@@ -30,7 +32,7 @@
  * then "calls <fn> <n>" per driver function, "injected ...", "done". Exit
  * status 0 when no FAIL line was printed. Operations are single-threaded
  * and waited for (stream syncs), so the n-th call of a function is the same
- * call in every run. */
+ * call in every run, unless spillway makes it from a thread of its own. */
 #include "shim/spillway.h"
 #include "stats/reader.h"
 #include "tests/fakecuda/fakecuda.h"
@@ -53,6 +55,17 @@
 
 enum kind { LINEAR, ASYNC, VMM };
 
+#define MAX_STEPS 8
+
+/* What a buffer contains, word i: pattern(i, base) (or base itself when
+ * set), then each kernel step in order. */
+struct recipe {
+    bool set;
+    uint32_t base;
+    unsigned nsteps;
+    unsigned steps[MAX_STEPS];
+};
+
 struct buf {
     const char *name;
     enum kind kind;
@@ -60,8 +73,8 @@ struct buf {
     CUdeviceptr ptr;
     bool live;   /* the program holds it: allocated, not freed */
     bool usable; /* it may touch it (a VMM handle: mapped, with access) */
-    bool known;  /* shadow holds what it contains */
-    uint32_t *shadow;
+    bool known;  /* recipe says what it contains */
+    struct recipe recipe;
     CUmemGenericAllocationHandle h; /* VMM */
     bool mapped;
 };
@@ -77,7 +90,7 @@ static CUcontext ctx;
 static CUstream stream;
 static CUstream destroyed; /* stream, once cuStreamDestroy succeeded */
 static CUfunction step_fn;
-static void *pinned; /* staging for async writes; NULL: pageable */
+static void *pinned; /* staging for writes; NULL: readback, pageable */
 static CUdeviceptr vmm_va; /* 0: never reserved */
 static bool vmm_reserved;
 static size_t limit;
@@ -254,6 +267,21 @@ static uint32_t step_word(uint32_t w, unsigned k)
 
 #define MAX_BUF_SIZE (6 * MiB)
 
+static uint32_t expected_word(const struct recipe *r, size_t i)
+{
+    uint32_t w = r->set ? r->base : pattern(i, r->base);
+    for (unsigned s = 0; s < r->nsteps; s++)
+        w = step_word(w, r->steps[s]);
+    return w;
+}
+
+/* Words [from, from + n) of what b should contain, into out. */
+static void expected_words(const struct buf *b, size_t from, size_t n, uint32_t *out)
+{
+    for (size_t i = 0; i < n; i++)
+        out[i] = expected_word(&b->recipe, from + i);
+}
+
 static struct buf *buf_new(const char *name, enum kind kind, size_t size)
 {
     if (nbufs == MAX_BUFS || size > MAX_BUF_SIZE) {
@@ -262,11 +290,6 @@ static struct buf *buf_new(const char *name, enum kind kind, size_t size)
     }
     struct buf *b = &bufs[nbufs++];
     *b = (struct buf){.name = name, .kind = kind, .size = size};
-    b->shadow = malloc(size);
-    if (!b->shadow) {
-        printf("FAIL setup: out of host memory\n");
-        exit(1);
-    }
     return b;
 }
 
@@ -362,24 +385,31 @@ static void sync_device(const char *name)
     op_end(r);
 }
 
-/* Writes pattern seed over b: synchronously from pageable memory, or on
- * the stream from pinned memory (one 2 MiB piece at a time). */
+/* Where buffers are read back and writes are staged: one of each, reused
+ * (fresh memory for every copy would cost a page fault per 4 KiB, most of
+ * a run's time). */
+static uint32_t *readback;
+static uint32_t *staging; /* pinned when cuMemHostAlloc gave it, else readback */
+
+/* Writes pattern seed over b, 2 MiB at a time from the staging buffer:
+ * synchronously, or on the stream (each piece waited for: it is reused). */
 static void write_buf(struct buf *b, unsigned seed, bool on_stream)
 {
     if (!b->live || !b->usable)
         return;
-    for (size_t i = 0; i < b->size / 4; i++)
-        b->shadow[i] = pattern(i, seed);
+    b->recipe = (struct recipe){.base = seed};
     op_begin(label("write", b), false);
     CUresult r = CUDA_SUCCESS;
-    if (!on_stream || !pinned)
-        r = cuMemcpyHtoD(b->ptr, b->shadow, b->size);
-    for (size_t off = 0; on_stream && pinned && off < b->size && r == CUDA_SUCCESS; off += PAGE) {
+    for (size_t off = 0; off < b->size && r == CUDA_SUCCESS; off += PAGE) {
         size_t n = b->size - off < PAGE ? b->size - off : PAGE;
-        memcpy(pinned, (char *)b->shadow + off, n);
-        r = cuMemcpyHtoDAsync(b->ptr + off, pinned, n, stream);
+        expected_words(b, off / 4, n / 4, staging);
+        if (!on_stream) {
+            r = cuMemcpyHtoD(b->ptr + off, staging, n);
+            continue;
+        }
+        r = cuMemcpyHtoDAsync(b->ptr + off, staging, n, stream);
         if (r == CUDA_SUCCESS)
-            r = cuStreamSynchronize(stream); /* pinned is reused */
+            r = cuStreamSynchronize(stream);
     }
     b->known = r == CUDA_SUCCESS;
     op_end(r);
@@ -412,9 +442,8 @@ static void launch_step(struct buf *b, unsigned k)
     size_t n = b->size / 4;
     void *args[] = {&b->ptr, &n, &k};
     CUresult r = cuLaunchKernel(step_fn, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL);
-    if (r == CUDA_SUCCESS)
-        for (size_t i = 0; i < n; i++)
-            b->shadow[i] = step_word(b->shadow[i], k);
+    if (r == CUDA_SUCCESS && b->recipe.nsteps < MAX_STEPS)
+        b->recipe.steps[b->recipe.nsteps++] = k;
     else
         b->known = false;
     op_end(r);
@@ -427,10 +456,8 @@ static void memset_buf(struct buf *b, uint32_t v)
     op_begin(label("memset", b), false);
     CUresult r = cuMemsetD32(b->ptr, v, b->size / 4);
     if (r == CUDA_SUCCESS)
-        for (size_t i = 0; i < b->size / 4; i++)
-            b->shadow[i] = v;
-    else
-        b->known = false;
+        b->recipe = (struct recipe){.set = true, .base = v};
+    b->known = r == CUDA_SUCCESS;
     op_end(r);
 }
 
@@ -442,7 +469,7 @@ static void copy_dtod(struct buf *dst, struct buf *src)
     op_begin(label("dtod", dst), false);
     CUresult r = cuMemcpyDtoD(dst->ptr, src->ptr, dst->size);
     if (r == CUDA_SUCCESS) {
-        memcpy(dst->shadow, src->shadow, dst->size);
+        dst->recipe = src->recipe; /* word i of dst is word i of src */
         dst->known = src->known;
     } else {
         dst->known = false;
@@ -450,11 +477,7 @@ static void copy_dtod(struct buf *dst, struct buf *src)
     op_end(r);
 }
 
-/* Where buffers are read back: one, reused (fresh memory for every read
- * would cost a page fault per 4 KiB, most of a run's time). */
-static uint32_t *readback;
-
-/* Reads b back and compares every word with its shadow. */
+/* Reads b back and compares every word with what it should contain. */
 static void verify_buf(const char *what, struct buf *b)
 {
     if (!b->live || !b->usable)
@@ -463,15 +486,14 @@ static void verify_buf(const char *what, struct buf *b)
     uint32_t *got = readback;
     CUresult r;
     RETRIED(r, cuMemcpyDtoH(got, b->ptr, b->size));
-    if (r == CUDA_SUCCESS && b->known && memcmp(got, b->shadow, b->size) != 0) {
-        size_t i = 0, bad = 0;
-        while (got[i] == b->shadow[i])
-            i++;
-        for (size_t j = i; j < b->size / 4; j++)
-            bad += got[j] != b->shadow[j];
+    size_t first = SIZE_MAX, bad = 0;
+    for (size_t i = 0; r == CUDA_SUCCESS && b->known && i < b->size / 4; i++)
+        if (got[i] != expected_word(&b->recipe, i) && bad++ == 0)
+            first = i;
+    if (bad)
         fail("data", "%s at %#llx: word %zu of %zu is %#x, expected %#x (%zu words differ)",
-             b->name, (unsigned long long)b->ptr, i, b->size / 4, got[i], b->shadow[i], bad);
-    }
+             b->name, (unsigned long long)b->ptr, first, b->size / 4, got[first],
+             expected_word(&b->recipe, first), bad);
     op_end(r);
 }
 
@@ -630,6 +652,7 @@ static void set_up(void)
     } else {
         pinned = NULL; /* writes from pageable memory then */
     }
+    staging = pinned ? pinned : readback;
     op_end(r);
 }
 
