@@ -4,7 +4,9 @@
  * spillway's handle values carry a tag no driver handle has. Everything else
  * passes through, counted with its reason: shareable (IPC) handles and
  * special memory against the device's limit, host locations as host. */
+#include "shim/backend.h"
 #include "shim/handler.h"
+#include "shim/log.h"
 
 /* The account a handle's properties charge, or -2 if none (a location
  * spillway does not know). */
@@ -23,16 +25,19 @@ static int location_account(const CUmemAllocationProp *prop)
     }
 }
 
+/* Handle types a program may ask for and still get pool pages. */
+#define POOLABLE_HANDLE_TYPES 0u
+
 /* Why a device handle cannot be pool pages (-1: it can). */
 static int passthrough_reason(const CUmemAllocationProp *prop, unsigned long long flags)
 {
     if (prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
         return SW_PT_HOST_LOCATION;
-    if (prop->requestedHandleTypes != CU_MEM_HANDLE_TYPE_NONE)
+    if (prop->requestedHandleTypes & ~(unsigned)POOLABLE_HANDLE_TYPES)
         return SW_PT_IPC;
     if (prop->type != CU_MEM_ALLOCATION_TYPE_PINNED || flags || prop->win32HandleMetaData ||
-        prop->allocFlags.compressionType || prop->allocFlags.gpuDirectRDMACapable ||
-        prop->allocFlags.usage)
+        prop->allocFlags.compressionType || prop->allocFlags.usage ||
+        (prop->allocFlags.gpuDirectRDMACapable && !spw_backend_rdma_capable(prop->location.id)))
         return SW_PT_OTHER;
     return -1;
 }
@@ -87,4 +92,21 @@ CUresult spw_h_mem_release(CUmemGenericAllocationHandle handle)
     if (p && sw_vmm_is_handle(p, handle))
         SPW_ACCOUNTED_FREE(SPW_KIND_HANDLE, handle, sw_vmm_release(p, handle));
     SPW_ACCOUNTED_FREE(SPW_KIND_HANDLE, handle, real(handle));
+}
+
+/* A pool handle is a list of spillway's pages, not one driver allocation,
+ * and was asked with no shareable handle type: the driver refuses to
+ * export such a handle too. */
+CUresult spw_h_mem_export_to_shareable_handle(void *shareableHandle,
+                                              CUmemGenericAllocationHandle handle,
+                                              CUmemAllocationHandleType handleType,
+                                              unsigned long long flags)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_mem_export_to_shareable_handle);
+    sw_policy *p = spw_disabled() ? NULL : spw_pool_policy();
+    if (p && sw_vmm_is_handle(p, handle)) {
+        spw_debug("cuMemExportToShareableHandle of a pool handle (asked with no shareable type)");
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    return real(shareableHandle, handle, handleType, flags);
 }

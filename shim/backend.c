@@ -108,6 +108,27 @@ static void ctx_leave(int pushed)
     if (!(fn))                                       \
     return CUDA_ERROR_NOT_SUPPORTED
 
+/* Per device: 0 not asked yet, 1 pages are made GPUDirect RDMA capable
+ * (NCCL and network cards can use pool memory), 2 the device cannot. */
+static _Atomic int rdma[SW_MAX_DEVICES];
+
+int spw_backend_rdma_capable(int dev)
+{
+    if (dev < 0 || dev >= SW_MAX_DEVICES)
+        return 0;
+    int v = atomic_load_explicit(&rdma[dev], memory_order_relaxed);
+    if (!v) {
+        int yes = 0;
+        if (!spw_drv.cuDeviceGetAttribute ||
+            spw_drv.cuDeviceGetAttribute(&yes, CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED,
+                                         (CUdevice)dev) != CUDA_SUCCESS)
+            yes = 0;
+        v = yes ? 1 : 2;
+        atomic_store_explicit(&rdma[dev], v, memory_order_relaxed);
+    }
+    return v == 1;
+}
+
 static CUmemAllocationProp device_prop(int dev)
 {
     CUmemAllocationProp prop = {0};
@@ -115,6 +136,7 @@ static CUmemAllocationProp device_prop(int dev)
     prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;
     prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
     prop.location.id = dev;
+    prop.allocFlags.gpuDirectRDMACapable = (unsigned char)spw_backend_rdma_capable(dev);
     return prop;
 }
 

@@ -11,4 +11,7 @@ CUcontext spw_backend_primary(int dev);
 
 /* The device of a context (pushed for the question when not current). */
 CUresult spw_backend_ctx_device(CUcontext ctx, int *dev);
+/* Whether dev's pool pages are made GPUDirect RDMA capable (the device
+ * supports it with VMM): what IS_GPU_DIRECT_RDMA_CAPABLE answers. */
+int spw_backend_rdma_capable(int dev);
 #endif

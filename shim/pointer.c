@@ -90,6 +90,20 @@ static CUresult answer(CUpointer_attribute a, void *data, const struct pool_ptr 
     case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
         *(unsigned long long *)data = 0;
         return CUDA_SUCCESS;
+    /* The driver would answer with the one 2 MiB page it sees: NCCL and
+     * RDMA registration need the program's whole allocation. */
+    case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR:
+        *(void **)data = k ? (void *)(uintptr_t)pp->base : NULL;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MAPPING_SIZE:
+        *(size_t *)data = k ? pp->size : 0;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID:
+        *(unsigned long long *)data = k ? (unsigned long long)pp->base : 0;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
+        *(unsigned *)data = k && spw_backend_rdma_capable(pp->dev);
+        return CUDA_SUCCESS;
     default:
         return CUDA_ERROR_NOT_SUPPORTED;
     }

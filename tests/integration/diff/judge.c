@@ -67,9 +67,9 @@ static bool legitimate(const struct diff_run *r, const struct diff_record *x, in
 {
     if (expected == R_TOO_LARGE || expected == R_HOST_LIMIT)
         return true;
-    if (!r->spill) /* a whole-page request needs pages no other allocation touches */
+    if (!r->spill) /* a request of a page or more needs pages no other allocation touches */
         return x->live_upper + x->size + r->allowance +
-                   (x->api == API_VMM ? r->page_allowance : 0) >
+                   (x->api == API_VMM || x->size >= r->gran ? r->page_allowance : 0) >
                r->o->limit;
     /* the brief accepts the address space when spillway says so */
     return x->stated == R_ADDRESS_SPACE;

@@ -104,7 +104,7 @@ static void print_header(const struct diff_run *r)
     if (r->spill)
         fprintf(r->out, ", host limit %.1f MiB", r->host_limit == UINT64_MAX ? -1.0 : r->host_limit / (double)MiB);
     fprintf(r->out, "\n  sizes %s %.1f KiB..%.1f KiB, live target %.2f x limit%s%s, allowance %.2f MiB "
-                    "(%.2f MiB + %.4f x limit; whole-page requests + %.4f x limit)\n",
+                    "(%.2f MiB + %.4f x limit; requests of a page or more + %.4f x limit)\n",
             dists[o->dist], o->min / 1024.0, o->max / 1024.0, o->live, o->scatter ? ", scatter scenario" : "",
             o->big ? ", one huge request first" : "", r->allowance / (double)MiB,
             o->allowance_bytes / (double)MiB, o->allowance_frac, o->page_allowance_frac);
