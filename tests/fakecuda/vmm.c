@@ -289,35 +289,51 @@ FC_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
     return r;
 }
 
+/* The mappings a range consists of. As many as the range holds: the driver
+ * has no limit on how many one cuMemUnmap or cuMemSetAccess covers (a pool
+ * of 2 MiB pages sets access over hundreds at once). */
 struct unmap_walk {
     uintptr_t next;
     uintptr_t end;
     bool ok;
-    struct fc_region *found[64];
-    size_t n;
+    struct fc_region **found;
+    size_t n, cap;
 };
 
 static bool collect_mapping(struct fc_region *r, void *arg)
 {
     struct unmap_walk *w = arg;
-    if (r->kind != FC_VMM || r->base != w->next || r->base + r->size > w->end || w->n == 64) {
+    if (r->kind != FC_VMM || r->base != w->next || r->base + r->size > w->end) {
         w->ok = false;
         return false;
+    }
+    if (w->n == w->cap) {
+        size_t cap = w->cap ? 2 * w->cap : 64;
+        struct fc_region **f = realloc(w->found, cap * sizeof *f);
+        if (!f) {
+            w->ok = false;
+            return false;
+        }
+        w->found = f;
+        w->cap = cap;
     }
     w->found[w->n++] = r;
     w->next = r->base + r->size;
     return true;
 }
 
-/* The range must consist of whole mappings, back to back. */
+/* The range must consist of whole mappings, back to back; w->found is the
+ * caller's to free (walk_done) whatever the answer. */
 static bool whole_mappings(uintptr_t addr, size_t size, struct unmap_walk *w)
 {
-    w->next = addr;
-    w->end = addr + size;
-    w->ok = true;
-    w->n = 0;
+    *w = (struct unmap_walk){.next = addr, .end = addr + size, .ok = true};
     fc_region_each_in(addr, size, collect_mapping, w);
     return w->ok && w->n > 0 && w->next == w->end;
+}
+
+static void walk_done(struct unmap_walk *w)
+{
+    free(w->found);
 }
 
 FC_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
@@ -330,6 +346,7 @@ FC_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
     pthread_mutex_lock(&fc_lock);
     if (!whole_mappings((uintptr_t)ptr, size, &w)) {
         pthread_mutex_unlock(&fc_lock);
+        walk_done(&w);
         return CUDA_ERROR_INVALID_VALUE;
     }
     if (fc_check_unmap) /* takes the stream lock: never held while taking fc_lock */
@@ -343,6 +360,7 @@ FC_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
         handle_maybe_free(h);
     }
     pthread_mutex_unlock(&fc_lock);
+    walk_done(&w);
     return CUDA_SUCCESS;
 }
 
@@ -370,6 +388,7 @@ FC_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAcces
     pthread_mutex_lock(&fc_lock);
     if (!whole_mappings((uintptr_t)ptr, size, &w)) {
         pthread_mutex_unlock(&fc_lock);
+        walk_done(&w);
         return CUDA_ERROR_INVALID_VALUE;
     }
     int prot = flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE ? PROT_READ | PROT_WRITE
@@ -381,6 +400,7 @@ FC_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAcces
         w.found[i]->access_devs = devs;
     }
     pthread_mutex_unlock(&fc_lock);
+    walk_done(&w);
     return CUDA_SUCCESS;
 }
 

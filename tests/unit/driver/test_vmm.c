@@ -242,6 +242,33 @@ START_TEST(unmap_must_cover_whole_mappings)
 }
 END_TEST
 
+/* One cuMemSetAccess and one cuMemUnmap over many mappings: the driver has
+ * no limit on how many one call covers (a pool of 2 MiB pages sets access
+ * over a 256 MiB allocation, 128 mappings, at once). */
+START_TEST(access_and_unmap_over_many_mappings)
+{
+    size_t g = granularity(), n = 100;
+    CUmemAllocationProp p = prop_device(0);
+    CUdeviceptr va;
+    CU_OK(cuMemAddressReserve(&va, n * g, 0, 0, 0));
+    CUmemGenericAllocationHandle h[100];
+    for (size_t i = 0; i < n; i++) {
+        CU_OK(cuMemCreate(&h[i], g, &p, 0));
+        CU_OK(cuMemMap(va + i * g, g, 0, h[i], 0));
+        CU_OK(cuMemRelease(h[i])); /* the mapping keeps it */
+    }
+    set_rw(va, n * g);
+    CU_OK(cuMemsetD32(va, 0x600d, n * g / 4));
+    unsigned first = 0, last = 0;
+    CU_OK(cuMemcpyDtoH(&first, va, 4));
+    CU_OK(cuMemcpyDtoH(&last, va + n * g - 4, 4));
+    ck_assert_uint_eq(first, 0x600d);
+    ck_assert_uint_eq(last, 0x600d);
+    CU_OK(cuMemUnmap(va, n * g));
+    CU_OK(cuMemAddressFree(va, n * g));
+}
+END_TEST
+
 START_TEST(unmapped_va_faults)
 {
     if (!fakecuda_present())
@@ -282,6 +309,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, plain_host_location);
     tcase_add_test(tc, release_while_mapped_keeps_memory);
     tcase_add_test(tc, unmap_must_cover_whole_mappings);
+    tcase_add_test(tc, access_and_unmap_over_many_mappings);
     tcase_add_test_raise_signal(tc, unmapped_va_faults, SIGSEGV);
     tcase_add_test_raise_signal(tc, mapped_without_access_faults, SIGSEGV);
     suite_add_tcase(s, tc);
