@@ -263,6 +263,16 @@ FC_EXPORT CUresult cuCtxGetDevice(CUdevice *device)
     return CUDA_SUCCESS;
 }
 
+/* A context with a capturing stream cannot be synchronized (capture.c). */
+static CUresult ctx_synchronize(struct CUctx_st *c)
+{
+    CUresult r = fc_capture_ctx_sync(c);
+    if (r != CUDA_SUCCESS)
+        return r;
+    fc_ctx_drain(c);
+    return CUDA_SUCCESS;
+}
+
 FC_EXPORT CUresult cuCtxSynchronize(void)
 {
     FC_FAULT(cuCtxSynchronize);
@@ -270,8 +280,20 @@ FC_EXPORT CUresult cuCtxSynchronize(void)
     CUresult r = fc_current_ctx(&c);
     if (r != CUDA_SUCCESS)
         return r;
-    fc_ctx_drain(c);
-    return CUDA_SUCCESS;
+    return ctx_synchronize(c);
+}
+
+/* CUDA 13's: the context named, or the current one for NULL. */
+FC_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx)
+{
+    FC_FAULT(cuCtxSynchronize);
+    struct CUctx_st *c = ctx;
+    CUresult r = ctx ? fc_initialized() : fc_current_ctx(&c);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!fc_ctx_valid(c))
+        return CUDA_ERROR_INVALID_CONTEXT;
+    return ctx_synchronize(c);
 }
 
 FC_EXPORT CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned int flags)

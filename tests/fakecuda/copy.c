@@ -5,7 +5,9 @@
  *    measured hazard of DESIGN.md: unmapping the destination then faults);
  *  - from pinned host memory to the device, and from the device to the host,
  *    the call returns when the copy is done;
- *  - device to device, and memsets of device memory, do not wait at all. */
+ *  - device to device, and memsets of device memory, do not wait at all.
+ * On a capturing stream an asynchronous copy or set becomes a graph node;
+ * a synchronous one is refused by the capture rules (capture.c). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,18 +52,8 @@ static void run_set(void *arg)
     free(s);
 }
 
-enum side { PAGEABLE, PINNED, DEVICE };
-
-static enum side side_of(uintptr_t p)
-{
-    pthread_mutex_lock(&fc_lock);
-    struct fc_region *r = fc_region_find(p);
-    enum side s = !r ? PAGEABLE
-                  : (r->kind == FC_HOST || r->kind == FC_REGISTERED) ? PINNED
-                                                                      : DEVICE;
-    pthread_mutex_unlock(&fc_lock);
-    return s;
-}
+#define PAGEABLE FC_SIDE_PAGEABLE
+#define DEVICE FC_SIDE_DEVICE
 
 static bool device_ok(CUdeviceptr p, size_t n)
 {
@@ -83,11 +75,26 @@ static CUresult copy(uintptr_t dst, uintptr_t src, size_t n, CUstream h, bool pt
         return r;
     if (n == 0)
         return CUDA_SUCCESS;
-    enum side ds = side_of(dst), ss = side_of(src);
+    enum fc_side ds = fc_side_of(dst), ss = fc_side_of(src);
     if ((dst_dev == 1 && ds != DEVICE) || (src_dev == 1 && ss != DEVICE))
         return CUDA_ERROR_INVALID_VALUE;
     if ((ds == DEVICE && !device_ok(dst, n)) || (ss == DEVICE && !device_ok(src, n)))
         return CUDA_ERROR_INVALID_VALUE;
+    bool capturing = false;
+    r = sync ? fc_capture_sync_call(s) : fc_capture_enter(s, &capturing);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (capturing) {
+        struct CUgraphNode_st *node = fc_node_new(CU_GRAPH_NODE_TYPE_MEMCPY);
+        if (node) {
+            fc_copy3d_linear(&node->u.copy.p, dst, src, n);
+            if (dst_dev == 1)
+                node->u.copy.p.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+            if (src_dev == 1)
+                node->u.copy.p.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+        }
+        return fc_capture_add(s, node);
+    }
     struct copy_op *c = malloc(sizeof *c);
     if (!c)
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -118,7 +125,8 @@ static CUresult copy(uintptr_t dst, uintptr_t src, size_t n, CUstream h, bool pt
     return CUDA_SUCCESS;
 }
 
-static CUresult set(CUdeviceptr dst, uint32_t value, size_t n, unsigned width, CUstream h, bool ptds)
+static CUresult set(CUdeviceptr dst, uint32_t value, size_t n, unsigned width, CUstream h, bool ptds,
+                    bool sync)
 {
     struct CUstream_st *s;
     CUresult r = fc_stream_resolve(h, ptds, &s);
@@ -128,6 +136,17 @@ static CUresult set(CUdeviceptr dst, uint32_t value, size_t n, unsigned width, C
         return CUDA_SUCCESS;
     if ((dst % width) || !device_ok(dst, n * width))
         return CUDA_ERROR_INVALID_VALUE;
+    bool capturing = false;
+    r = sync ? fc_capture_sync_call(s) : fc_capture_enter(s, &capturing);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (capturing) {
+        struct CUgraphNode_st *node = fc_node_new(CU_GRAPH_NODE_TYPE_MEMSET);
+        if (node)
+            node->u.set.p = (CUDA_MEMSET_NODE_PARAMS){.dst = dst, .value = value, .elementSize = width,
+                                                      .width = n, .height = 1};
+        return fc_capture_add(s, node);
+    }
     struct set_op *op = malloc(sizeof *op);
     if (!op)
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -157,15 +176,15 @@ FC_EXPORT CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr d, CUdeviceptr s, size_
 FC_EXPORT CUresult cuMemcpyAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream h) { FC_FAULT(cuMemcpyAsync); return copy(P(d), P(s), n, h, false, false, -1, -1); }
 FC_EXPORT CUresult cuMemcpyAsync_ptsz(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream h) { FC_FAULT(cuMemcpyAsync); return copy(P(d), P(s), n, h, true, false, -1, -1); }
 
-FC_EXPORT CUresult cuMemsetD8(CUdeviceptr d, unsigned char v, size_t n) { FC_FAULT(cuMemsetD8); return set(d, v, n, 1, NULL, false); }
-FC_EXPORT CUresult cuMemsetD8_v2_ptds(CUdeviceptr d, unsigned char v, size_t n) { FC_FAULT(cuMemsetD8); return set(d, v, n, 1, NULL, true); }
-FC_EXPORT CUresult cuMemsetD16(CUdeviceptr d, unsigned short v, size_t n) { FC_FAULT(cuMemsetD16); return set(d, v, n, 2, NULL, false); }
-FC_EXPORT CUresult cuMemsetD16_v2_ptds(CUdeviceptr d, unsigned short v, size_t n) { FC_FAULT(cuMemsetD16); return set(d, v, n, 2, NULL, true); }
-FC_EXPORT CUresult cuMemsetD32(CUdeviceptr d, unsigned int v, size_t n) { FC_FAULT(cuMemsetD32); return set(d, v, n, 4, NULL, false); }
-FC_EXPORT CUresult cuMemsetD32_v2_ptds(CUdeviceptr d, unsigned int v, size_t n) { FC_FAULT(cuMemsetD32); return set(d, v, n, 4, NULL, true); }
-FC_EXPORT CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream h) { FC_FAULT(cuMemsetD8Async); return set(d, v, n, 1, h, false); }
-FC_EXPORT CUresult cuMemsetD8Async_ptsz(CUdeviceptr d, unsigned char v, size_t n, CUstream h) { FC_FAULT(cuMemsetD8Async); return set(d, v, n, 1, h, true); }
-FC_EXPORT CUresult cuMemsetD16Async(CUdeviceptr d, unsigned short v, size_t n, CUstream h) { FC_FAULT(cuMemsetD16Async); return set(d, v, n, 2, h, false); }
-FC_EXPORT CUresult cuMemsetD16Async_ptsz(CUdeviceptr d, unsigned short v, size_t n, CUstream h) { FC_FAULT(cuMemsetD16Async); return set(d, v, n, 2, h, true); }
-FC_EXPORT CUresult cuMemsetD32Async(CUdeviceptr d, unsigned int v, size_t n, CUstream h) { FC_FAULT(cuMemsetD32Async); return set(d, v, n, 4, h, false); }
-FC_EXPORT CUresult cuMemsetD32Async_ptsz(CUdeviceptr d, unsigned int v, size_t n, CUstream h) { FC_FAULT(cuMemsetD32Async); return set(d, v, n, 4, h, true); }
+FC_EXPORT CUresult cuMemsetD8(CUdeviceptr d, unsigned char v, size_t n) { FC_FAULT(cuMemsetD8); return set(d, v, n, 1, NULL, false, true); }
+FC_EXPORT CUresult cuMemsetD8_v2_ptds(CUdeviceptr d, unsigned char v, size_t n) { FC_FAULT(cuMemsetD8); return set(d, v, n, 1, NULL, true, true); }
+FC_EXPORT CUresult cuMemsetD16(CUdeviceptr d, unsigned short v, size_t n) { FC_FAULT(cuMemsetD16); return set(d, v, n, 2, NULL, false, true); }
+FC_EXPORT CUresult cuMemsetD16_v2_ptds(CUdeviceptr d, unsigned short v, size_t n) { FC_FAULT(cuMemsetD16); return set(d, v, n, 2, NULL, true, true); }
+FC_EXPORT CUresult cuMemsetD32(CUdeviceptr d, unsigned int v, size_t n) { FC_FAULT(cuMemsetD32); return set(d, v, n, 4, NULL, false, true); }
+FC_EXPORT CUresult cuMemsetD32_v2_ptds(CUdeviceptr d, unsigned int v, size_t n) { FC_FAULT(cuMemsetD32); return set(d, v, n, 4, NULL, true, true); }
+FC_EXPORT CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream h) { FC_FAULT(cuMemsetD8Async); return set(d, v, n, 1, h, false, false); }
+FC_EXPORT CUresult cuMemsetD8Async_ptsz(CUdeviceptr d, unsigned char v, size_t n, CUstream h) { FC_FAULT(cuMemsetD8Async); return set(d, v, n, 1, h, true, false); }
+FC_EXPORT CUresult cuMemsetD16Async(CUdeviceptr d, unsigned short v, size_t n, CUstream h) { FC_FAULT(cuMemsetD16Async); return set(d, v, n, 2, h, false, false); }
+FC_EXPORT CUresult cuMemsetD16Async_ptsz(CUdeviceptr d, unsigned short v, size_t n, CUstream h) { FC_FAULT(cuMemsetD16Async); return set(d, v, n, 2, h, true, false); }
+FC_EXPORT CUresult cuMemsetD32Async(CUdeviceptr d, unsigned int v, size_t n, CUstream h) { FC_FAULT(cuMemsetD32Async); return set(d, v, n, 4, h, false, false); }
+FC_EXPORT CUresult cuMemsetD32Async_ptsz(CUdeviceptr d, unsigned int v, size_t n, CUstream h) { FC_FAULT(cuMemsetD32Async); return set(d, v, n, 4, h, true, false); }

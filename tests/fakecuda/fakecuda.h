@@ -47,6 +47,10 @@ size_t fakecuda_live_host_allocations(void) __attribute__((weak)); /* pinned or 
 size_t fakecuda_live_events(void) __attribute__((weak));        /* events not destroyed */
 size_t fakecuda_live_streams(void) __attribute__((weak));       /* cuStreamCreate streams not destroyed */
 int fakecuda_stream_live(void *stream) __attribute__((weak));   /* 1: that one is not destroyed */
+/* Graphs not destroyed (made by cuGraphCreate, cuGraphClone, or a capture
+ * under way or ended well), and executable graphs not destroyed. */
+size_t fakecuda_live_graphs(void) __attribute__((weak));
+size_t fakecuda_live_graph_execs(void) __attribute__((weak));
 /* The calling thread's context stack: its depth and its top (the current
  * context), read without a driver call, so without counting one. */
 int fakecuda_ctx_depth(void) __attribute__((weak));
@@ -85,10 +89,42 @@ int fakecuda_fault_nth(unsigned long long i, const char **fn, unsigned long long
     __attribute__((weak));
 
 /* Marks a stream (a CUstream, not the NULL or per-thread stream) as being
- * captured or not: cuStreamIsCapturing then answers ACTIVE. fakecuda has
- * no graphs; this only lets tests see how a library treats capture.
- * Returns 0, or -1 for a bad stream. */
+ * captured or not: cuStreamIsCapturing and cuStreamGetCaptureInfo then
+ * answer ACTIVE, and nothing else changes (work still runs, no rule
+ * applies). A status only, older than fakecuda's stream capture: to test
+ * capture itself, use cuStreamBeginCapture. Returns 0, or -1 for a bad
+ * stream. */
 int fakecuda_set_capturing(void *stream, int capturing) __attribute__((weak));
+
+/* A stand-in for a collective across devices (an NCCL all-reduce: a kernel
+ * per device that spins until the kernels of all its peers have started),
+ * so that a test can make a kernel on one device wait for a kernel on
+ * another without any stream dependency between them.
+ *
+ * fakecuda_register_collective(name) registers name as a kernel (found by
+ * cuModuleGetFunction in any module, as fakecuda_register_kernel's) of
+ * three parameters: (unsigned long long key, unsigned nranks,
+ * unsigned *status). A launch of it blocks its stream until nranks
+ * launches with that key have started, on any streams of any devices, then
+ * writes FAKECUDA_COLLECTIVE_DONE to *status (NULL: no status); once a
+ * round completes the key serves again. If the others do not come within
+ * the timeout (FAKECUDA_COLLECTIVE_TIMEOUT_MS at load, default 10000, or
+ * fakecuda_collective_timeout_ms), the launch gives up: it writes
+ * FAKECUDA_COLLECTIVE_TIMED_OUT, prints a line on stderr and counts one
+ * timeout. A timeout stands for what would hang on a GPU.
+ *
+ *     fakecuda_register_collective("allreduce");   // then, per device:
+ *     cuModuleGetFunction(&f, module, "allreduce");
+ *     void *args[] = {&key, &nranks, &status_dptr};
+ *     cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, stream, args, NULL);
+ *
+ * Returns 0, or -1 as fakecuda_register_kernel. The timeout setter returns
+ * the previous timeout (0 leaves it). */
+#define FAKECUDA_COLLECTIVE_DONE 1u
+#define FAKECUDA_COLLECTIVE_TIMED_OUT 2u
+int fakecuda_register_collective(const char *name) __attribute__((weak));
+unsigned fakecuda_collective_timeout_ms(unsigned ms) __attribute__((weak));
+unsigned long long fakecuda_collective_timeouts(void) __attribute__((weak));
 
 static inline int fakecuda_present(void)
 {

@@ -68,6 +68,7 @@ enum fc_region_kind {
     FC_HOST,        /* cuMemHostAlloc / cuMemAllocHost */
     FC_REGISTERED,  /* cuMemHostRegister */
     FC_VMM,         /* one cuMemMap mapping */
+    FC_GRAPH_MEM,   /* a graph's allocation (cuMemAllocAsync captured, memory nodes) */
 };
 
 struct fc_handle;
@@ -84,6 +85,7 @@ struct fc_region {
     struct fc_handle *handle; /* FC_VMM */
     unsigned access;        /* FC_VMM: CUmemAccess_flags set by cuMemSetAccess */
     unsigned long long access_devs; /* FC_VMM: devices cuMemSetAccess gave access (bit d) */
+    struct fc_gmem *gmem;   /* FC_GRAPH_MEM: the graph objects that keep it */
 };
 
 /* All under fc_lock. Lookup finds the region containing addr. */
@@ -146,6 +148,21 @@ void fc_stream_wait(struct CUstream_st *s, uint64_t seq);
 void fc_device_drain(int dev);
 void fc_ctx_drain(struct CUctx_st *ctx);
 int fc_stream_device(struct CUstream_st *s);
+/* Immutable facts about a stream, read without a lock. blocking: it
+ * synchronises with the legacy stream (created without NON_BLOCKING, or the
+ * per-thread stream). */
+struct CUctx_st *fc_stream_ctx(struct CUstream_st *s);
+bool fc_stream_is_blocking(struct CUstream_st *s);
+bool fc_stream_is_legacy(struct CUstream_st *s);
+bool fc_stream_marked_capturing(struct CUstream_st *s); /* fakecuda_set_capturing */
+/* Waits for d from a stream's worker (a graph's wait node): unlike
+ * fc_stream_wait, the host has not seen anything complete. */
+void fc_dep_wait(const struct fc_dep *d);
+/* Events: validity, the (stream, seq) a record names (false: never
+ * recorded), and setting it (a graph's record node at launch). */
+CUresult fc_event_check(CUevent e);
+bool fc_event_dep(CUevent e, struct fc_dep *d);
+void fc_event_set(CUevent e, struct CUstream_st *s, uint64_t seq);
 /* The unmap hazard check (stream.c, FAKECUDA_CHECK_UNMAP=1): copies and
  * sets note the ranges they use; an unmap of one the host has not seen
  * complete stops the process. */
@@ -178,6 +195,175 @@ struct CUfunc_st {
     size_t size[FAKECUDA_MAX_PARAMS];
     size_t offset[FAKECUDA_MAX_PARAMS];
 };
+
+/* The registered kernel of that name (library.c looks kernels up too),
+ * how many there are, the i-th. */
+struct CUfunc_st *fc_kernel_find(const char *name);
+unsigned fc_kernel_count(void);
+struct CUfunc_st *fc_kernel_at(unsigned i);
+/* A module (needs a current context), and its end. */
+CUresult fc_module_new(CUmodule *m);
+void fc_module_free(CUmodule m);
+/* A CUfunction as a launch may name it: a function, or a CUkernel cast to
+ * one (library.c); NULL when it is neither. */
+struct CUfunc_st *fc_func_resolve(CUfunction f);
+bool fc_func_valid(CUfunction f); /* a function only, not a cast CUkernel */
+struct CUfunc_st *fc_kernel_func(CUkernel k); /* library.c; NULL: not a live kernel */
+
+/* A kernel launch as data: what a launch runs, and a kernel node's
+ * parameters. The arguments are copied in (the driver reads them at the
+ * call); params[] (or extra[], when they came as one buffer) point into
+ * args, so that a node hands them back as the program gave them. */
+struct fc_kernel_call {
+    struct CUfunc_st *fn;
+    CUfunction func;          /* as named: a function or a cast CUkernel */
+    CUkernel kern;            /* a node's kern field */
+    CUcontext ctx;
+    fakecuda_dim3 grid, block;
+    unsigned shmem;
+    bool via_extra;
+    size_t size;              /* bytes of args */
+    unsigned char *args;
+    void *params[FAKECUDA_MAX_PARAMS];
+    void *extra[5];
+};
+
+/* Checks a launch's configuration and copies its arguments. */
+CUresult fc_kernel_call_init(struct fc_kernel_call *k, CUfunction f, fakecuda_dim3 grid,
+                             fakecuda_dim3 block, unsigned shmem, void **params, void **extra);
+CUresult fc_kernel_call_copy(struct fc_kernel_call *dst, const struct fc_kernel_call *src);
+/* After a struct copy that moved the arguments: points the arrays at them. */
+void fc_kernel_call_rebase(struct fc_kernel_call *k);
+void fc_kernel_call_free(struct fc_kernel_call *k);
+void fc_kernel_call_run(const struct fc_kernel_call *k);
+
+/* ---- 2D/3D copies and sets (copy2d.c), shared with graph nodes ---- */
+
+/* Where an address is, for the driver's host synchronisation rules. */
+enum fc_side { FC_SIDE_PAGEABLE, FC_SIDE_PINNED, FC_SIDE_DEVICE };
+enum fc_side fc_side_of(uintptr_t p);
+
+/* Checks a CUDA_MEMCPY3D (a 2D copy is one with Depth 1) against memory
+ * fakecuda knows; CUDA_SUCCESS or the driver's error. */
+CUresult fc_copy3d_check(const CUDA_MEMCPY3D *p);
+void fc_copy3d_run(const CUDA_MEMCPY3D *p);
+CUresult fc_memset2d_check(const CUDA_MEMSET_NODE_PARAMS *p);
+void fc_memset2d_run(const CUDA_MEMSET_NODE_PARAMS *p);
+/* A 1D copy of n bytes as a CUDA_MEMCPY3D (unified addressing). */
+void fc_copy3d_linear(CUDA_MEMCPY3D *p, uintptr_t dst, uintptr_t src, size_t n);
+
+/* ---- graphs (graph.c, graph_exec.c) ---- */
+
+/* A graph allocation: owned by every graph object that has a node of it
+ * (the graph, its clones, their executable graphs); released with the last. */
+struct fc_gmem {
+    CUdeviceptr ptr;
+    size_t size;
+    int refs; /* under fc_lock */
+};
+
+struct CUgraphNode_st {
+    uint32_t magic;
+    CUgraphNodeType type;
+    struct CUgraph_st *graph;
+    struct CUgraphNode_st *next;    /* the graph's nodes, in the order added */
+    struct CUgraphNode_st **deps;   /* incoming edges, in the order added */
+    size_t ndeps, depcap;
+    struct CUgraphNode_st *orig;    /* in a copy (clone, executable graph): its original */
+    bool disabled;                  /* cuGraphNodeSetEnabled in an executable graph */
+    size_t idx;                     /* scratch, under the graph lock: fc_graph_number */
+    union {
+        struct fc_kernel_call kernel;
+        struct {
+            CUDA_MEMCPY3D p;
+            CUcontext ctx;
+        } copy;
+        struct {
+            CUDA_MEMSET_NODE_PARAMS p;
+            CUcontext ctx;
+        } set;
+        CUDA_HOST_NODE_PARAMS host;
+        struct CUgraph_st *child;   /* owned */
+        CUevent event;
+        struct {
+            struct fc_gmem *mem;
+            CUDA_MEM_ALLOC_NODE_PARAMS p; /* accessDescs not kept */
+        } alloc;
+        CUdeviceptr free_ptr;
+    } u;
+};
+
+struct CUgraph_st {
+    uint32_t magic;
+    struct CUgraphNode_st *head, *tail;
+    size_t nnodes;
+    bool internal;                  /* a child graph or an executable graph's copy */
+    int captures;                   /* captures into it under way: it may not go */
+    struct CUgraph_st *next;        /* live graphs, for validation */
+};
+
+/* All under the graph lock (fc_graph_lock / unlock). */
+void fc_graph_lock(void);
+void fc_graph_unlock(void);
+bool fc_graph_known(struct CUgraph_st *g);
+bool fc_node_known(struct CUgraphNode_st *n);
+struct CUgraph_st *fc_graph_new(bool internal);
+void fc_graph_free(struct CUgraph_st *g);
+/* A detached node of that type (zeroed payload), or NULL. */
+struct CUgraphNode_st *fc_node_new(CUgraphNodeType type);
+void fc_node_free(struct CUgraphNode_st *n);
+/* Adds n to g after deps (each a node of g): INVALID_VALUE for a bad or
+ * repeated dependency (n is then the caller's), OUT_OF_MEMORY. */
+CUresult fc_graph_add(struct CUgraph_st *g, struct CUgraphNode_st *n,
+                      struct CUgraphNode_st *const *deps, size_t ndeps);
+/* A deep copy (nodes, edges, payloads; copies point at their originals). */
+struct CUgraph_st *fc_graph_clone(struct CUgraph_st *g, bool internal);
+/* Copies a node's payload (a kernel's arguments, a child graph). */
+CUresult fc_node_payload_copy(struct CUgraphNode_st *dst, const struct CUgraphNode_st *src);
+/* Numbers g's nodes 0.. in the order added (their idx). */
+void fc_graph_number(struct CUgraph_st *g);
+/* The nodes in an order that respects every edge; NULL with *n = 0 for a
+ * cycle (INVALID_VALUE) or no memory. */
+struct CUgraphNode_st **fc_graph_order(struct CUgraph_st *g, size_t *n, CUresult *err);
+/* Runs what a node does, on a stream's worker (graph_exec.c). */
+void fc_node_run(const struct CUgraphNode_st *n);
+/* Graph allocations: a new one (charged, registered), a reference more,
+ * one less (the last releases it); a node's effect when it runs. */
+CUresult fc_gmem_new(int dev, size_t size, struct fc_gmem **out);
+void fc_gmem_ref(struct fc_gmem *m);
+void fc_gmem_unref(struct fc_gmem *m);
+void fc_gmem_mark(CUdeviceptr ptr, bool live);
+/* Is ptr the start of a graph allocation of g (for a captured free)? */
+bool fc_graph_owns_alloc(struct CUgraph_st *g, CUdeviceptr ptr);
+
+/* ---- stream capture (capture.c) ----
+ * Every entry point that puts work on a stream asks fc_capture_enter
+ * first, after checking its own arguments: an error (the capture rules),
+ * or *capturing = false (run it), or *capturing = true: the capture lock
+ * is then held and the caller must hand its work to fc_capture_add as a
+ * node (NULL when it could not build one), which releases the lock. */
+CUresult fc_capture_enter(struct CUstream_st *s, bool *capturing);
+CUresult fc_capture_add(struct CUstream_st *s, struct CUgraphNode_st *n);
+/* The graph s captures into (capture lock held, after fc_capture_enter). */
+struct CUgraph_st *fc_capture_graph(struct CUstream_st *s);
+/* cuStreamSynchronize / cuStreamQuery of s: a capturing stream cannot be
+ * waited for, nor the legacy stream while a blocking stream captures. */
+CUresult fc_capture_wait_stream(struct CUstream_st *s);
+/* A synchronous call on s (cuMemcpy, cuMemsetD8, ...): the above, then the
+ * rules for potentially unsafe calls. */
+CUresult fc_capture_sync_call(struct CUstream_st *s);
+/* A potentially unsafe call (cuMemAlloc, cuMemFree, cuEventQuery, ...)
+ * under the calling thread's capture mode. */
+CUresult fc_capture_unsafe_call(void);
+/* cuCtxSynchronize: no stream of ctx may be capturing. */
+CUresult fc_capture_ctx_sync(struct CUctx_st *ctx);
+/* Events: a record on a capturing stream (*done: it was handled here),
+ * a wait (*done likewise), a query or synchronize, a record elsewhere or a
+ * destroy (forget what a capture said about it). */
+CUresult fc_capture_event_record(CUevent e, struct CUstream_st *s, unsigned flags, bool *done);
+CUresult fc_capture_event_wait(struct CUstream_st *s, CUevent e, unsigned flags, bool *done);
+CUresult fc_capture_event_use(CUevent e);
+void fc_capture_event_forget(CUevent e);
 
 /* ---- fault injection (fault.c, faults.def) ---- */
 
@@ -227,5 +413,10 @@ size_t fc_parse_size(const char *s);
 #define FC_MAGIC_POOL 0x9001900Fu
 #define FC_MAGIC_FUNC 0xF00CF00Cu
 #define FC_MAGIC_MODULE 0x40D40D4Du
+#define FC_MAGIC_GRAPH 0x6A9A6A9Au
+#define FC_MAGIC_NODE 0x40DE40DEu
+#define FC_MAGIC_EXEC 0xE8ECE8ECu
+#define FC_MAGIC_LIBRARY 0x11B11B11u
+#define FC_MAGIC_KERNEL 0x4E4E4E4Eu
 
 #endif

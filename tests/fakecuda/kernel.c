@@ -1,6 +1,8 @@
 /* fakecuda: modules and kernels. A test registers C functions as kernels
- * (fakecuda_register_kernel); any loaded module finds them by name, so the
- * same test can load real PTX on a GPU and C functions here. */
+ * (fakecuda_register_kernel); any loaded module (or library, library.c)
+ * finds them by name, so the same test can load real PTX on a GPU and C
+ * functions here. A launch is data (struct fc_kernel_call): run at once,
+ * or captured into a graph's kernel node and run at each graph launch. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,7 +49,20 @@ FC_EXPORT int fakecuda_register_kernel(const char *name, fakecuda_kernel_fn fn,
     return k ? 0 : -1;
 }
 
-static CUresult module_new(CUmodule *m)
+unsigned fc_kernel_count(void)
+{
+    pthread_mutex_lock(&lock);
+    unsigned n = nkernels;
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+
+struct CUfunc_st *fc_kernel_at(unsigned i)
+{
+    return i < fc_kernel_count() ? &kernels[i] : NULL;
+}
+
+CUresult fc_module_new(CUmodule *m)
 {
     struct CUctx_st *c;
     CUresult r = fc_current_ctx(&c);
@@ -68,7 +83,7 @@ FC_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image)
     FC_FAULT(cuModuleLoadData);
     if (!image)
         return CUDA_ERROR_INVALID_VALUE;
-    return module_new(module);
+    return fc_module_new(module);
 }
 
 FC_EXPORT CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int n,
@@ -81,7 +96,7 @@ FC_EXPORT CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsig
     /* Not through cuModuleLoadData: that would count a call of it too. */
     if (!image)
         return CUDA_ERROR_INVALID_VALUE;
-    return module_new(module);
+    return fc_module_new(module);
 }
 
 FC_EXPORT CUresult cuModuleLoad(CUmodule *module, const char *fname)
@@ -89,7 +104,13 @@ FC_EXPORT CUresult cuModuleLoad(CUmodule *module, const char *fname)
     FC_FAULT(cuModuleLoad);
     if (!fname)
         return CUDA_ERROR_INVALID_VALUE;
-    return module_new(module);
+    return fc_module_new(module);
+}
+
+void fc_module_free(CUmodule m)
+{
+    m->magic = 0;
+    free(m);
 }
 
 FC_EXPORT CUresult cuModuleUnload(CUmodule m)
@@ -97,6 +118,9 @@ FC_EXPORT CUresult cuModuleUnload(CUmodule m)
     FC_FAULT(cuModuleUnload);
     if (!m || m->magic != FC_MAGIC_MODULE)
         return CUDA_ERROR_INVALID_HANDLE;
+    CUresult r = fc_capture_unsafe_call();
+    if (r != CUDA_SUCCESS)
+        return r;
     m->magic = 0;
     free(m);
     return CUDA_SUCCESS;
@@ -112,16 +136,22 @@ FC_EXPORT CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule m, const char
         return CUDA_ERROR_INVALID_VALUE;
     if (!m || m->magic != FC_MAGIC_MODULE)
         return CUDA_ERROR_INVALID_HANDLE;
+    struct CUfunc_st *k = fc_kernel_find(name);
+    if (!k)
+        return CUDA_ERROR_NOT_FOUND;
+    *hfunc = k;
+    return CUDA_SUCCESS;
+}
+
+struct CUfunc_st *fc_kernel_find(const char *name)
+{
     pthread_mutex_lock(&lock);
     struct CUfunc_st *k = NULL;
     for (unsigned i = 0; i < nkernels && !k; i++)
         if (strcmp(kernels[i].name, name) == 0)
             k = &kernels[i];
     pthread_mutex_unlock(&lock);
-    if (!k)
-        return CUDA_ERROR_NOT_FOUND;
-    *hfunc = k;
-    return CUDA_SUCCESS;
+    return k;
 }
 
 static bool func_valid(CUfunction f)
@@ -129,6 +159,21 @@ static bool func_valid(CUfunction f)
     return f >= &kernels[0] && f < &kernels[MAX_KERNELS] && f->magic == FC_MAGIC_FUNC;
 }
 
+bool fc_func_valid(CUfunction f)
+{
+    return func_valid(f);
+}
+
+struct CUfunc_st *fc_func_resolve(CUfunction f)
+{
+    if (func_valid(f))
+        return f;
+    return fc_kernel_func((CUkernel)(void *)f);
+}
+
+/* A CUkernel cast to CUfunction is refused here: the driver documents that
+ * cast for launches and occupancy queries only, and cuKernelGetParamInfo
+ * is the CUkernel's (library.c). */
 FC_EXPORT CUresult cuFuncGetParamInfo(CUfunction f, size_t index, size_t *offset, size_t *size)
 {
     FC_FAULT(cuFuncGetParamInfo);
@@ -144,22 +189,6 @@ FC_EXPORT CUresult cuFuncGetParamInfo(CUfunction f, size_t index, size_t *offset
     if (size)
         *size = f->size[index];
     return CUDA_SUCCESS;
-}
-
-/* A launch owns a copy of its arguments: the driver reads kernelParams at
- * launch time, and the caller may reuse them at once. */
-struct launch {
-    fakecuda_kernel_fn fn;
-    fakecuda_dim3 grid, block;
-    void *params[FAKECUDA_MAX_PARAMS];
-    unsigned char buf[];
-};
-
-static void run_launch(void *arg)
-{
-    struct launch *l = arg;
-    l->fn(l->grid, l->block, l->params);
-    free(l);
 }
 
 /* Finds the argument buffer in CU_LAUNCH_PARAM_* extra options. */
@@ -178,41 +207,131 @@ static CUresult extra_buffer(void **extra, const unsigned char **buf, size_t *le
     return *buf ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
-static CUresult launch(CUfunction f, fakecuda_dim3 grid, fakecuda_dim3 block, CUstream h,
-                       void **params, void **extra, bool ptds)
+/* Points params[] (or extra[]) into k's own copy of the arguments. */
+void fc_kernel_call_rebase(struct fc_kernel_call *k)
 {
-    struct CUstream_st *s;
-    CUresult r = fc_stream_resolve(h, ptds, &s);
-    if (r != CUDA_SUCCESS)
-        return r;
-    if (!func_valid(f))
+    memset(k->params, 0, sizeof k->params);
+    memset(k->extra, 0, sizeof k->extra);
+    if (k->via_extra) {
+        k->extra[0] = CU_LAUNCH_PARAM_BUFFER_POINTER;
+        k->extra[1] = k->args;
+        k->extra[2] = CU_LAUNCH_PARAM_BUFFER_SIZE;
+        k->extra[3] = &k->size;
+        k->extra[4] = CU_LAUNCH_PARAM_END;
+    }
+    for (unsigned i = 0; i < k->fn->nparams; i++)
+        k->params[i] = k->args + k->fn->offset[i];
+}
+
+/* The driver reads kernelParams (or the extra buffer) at the call: the
+ * caller may reuse them at once, so the launch keeps a copy. */
+CUresult fc_kernel_call_init(struct fc_kernel_call *k, CUfunction f, fakecuda_dim3 grid,
+                             fakecuda_dim3 block, unsigned shmem, void **params, void **extra)
+{
+    memset(k, 0, sizeof *k);
+    struct CUfunc_st *fn = fc_func_resolve(f);
+    if (!fn)
         return CUDA_ERROR_INVALID_HANDLE;
     if (!grid.x || !grid.y || !grid.z || !block.x || !block.y || !block.z ||
         (size_t)block.x * block.y * block.z > 1024)
         return CUDA_ERROR_INVALID_VALUE;
-    size_t total = f->nparams ? f->offset[f->nparams - 1] + f->size[f->nparams - 1] : 0;
+    size_t total = fn->nparams ? fn->offset[fn->nparams - 1] + fn->size[fn->nparams - 1] : 0;
     const unsigned char *packed = NULL;
     size_t packed_len = 0;
+    CUresult r;
     if (!params && extra) {
         if ((r = extra_buffer(extra, &packed, &packed_len)) != CUDA_SUCCESS)
             return r;
         if (packed_len < total)
             return CUDA_ERROR_INVALID_VALUE;
-    } else if (!params && f->nparams) {
+    } else if (!params && fn->nparams) {
         return CUDA_ERROR_INVALID_VALUE;
     }
-    struct launch *l = malloc(sizeof *l + total);
-    if (!l)
+    k->args = malloc(total ? total : 1);
+    if (!k->args)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    l->fn = f->fn;
-    l->grid = grid;
-    l->block = block;
-    for (unsigned i = 0; i < f->nparams; i++) {
-        const void *src = packed ? packed + f->offset[i] : params[i];
-        memcpy(l->buf + f->offset[i], src, f->size[i]);
-        l->params[i] = l->buf + f->offset[i];
+    k->fn = fn;
+    k->func = f;
+    k->grid = grid;
+    k->block = block;
+    k->shmem = shmem;
+    k->size = total;
+    k->via_extra = packed != NULL;
+    for (unsigned i = 0; i < fn->nparams; i++)
+        memcpy(k->args + fn->offset[i], packed ? packed + fn->offset[i] : params[i], fn->size[i]);
+    fc_kernel_call_rebase(k);
+    return CUDA_SUCCESS;
+}
+
+CUresult fc_kernel_call_copy(struct fc_kernel_call *dst, const struct fc_kernel_call *src)
+{
+    *dst = *src;
+    dst->args = malloc(src->size ? src->size : 1);
+    if (!dst->args)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    memcpy(dst->args, src->args, src->size);
+    fc_kernel_call_rebase(dst);
+    return CUDA_SUCCESS;
+}
+
+void fc_kernel_call_free(struct fc_kernel_call *k)
+{
+    free(k->args);
+    k->args = NULL;
+}
+
+void fc_kernel_call_run(const struct fc_kernel_call *k)
+{
+    /* The kernel gets pointers into a copy of its own: a kernel that writes
+     * its parameters must not change what the next graph launch passes. */
+    unsigned char stack[256];
+    unsigned char *copy = k->size <= sizeof stack ? stack : malloc(k->size);
+    if (!copy)
+        abort(); /* as fc_stream_enqueue: tests are small */
+    memcpy(copy, k->args, k->size);
+    void *params[FAKECUDA_MAX_PARAMS] = {0};
+    for (unsigned i = 0; i < k->fn->nparams; i++)
+        params[i] = copy + k->fn->offset[i];
+    k->fn->fn(k->grid, k->block, params);
+    if (copy != stack)
+        free(copy);
+}
+
+static void run_launch(void *arg)
+{
+    struct fc_kernel_call *k = arg;
+    fc_kernel_call_run(k);
+    fc_kernel_call_free(k);
+    free(k);
+}
+
+static CUresult launch(CUfunction f, fakecuda_dim3 grid, fakecuda_dim3 block, unsigned shmem,
+                       CUstream h, void **params, void **extra, bool ptds)
+{
+    struct CUstream_st *s;
+    CUresult r = fc_stream_resolve(h, ptds, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    struct fc_kernel_call *k = malloc(sizeof *k);
+    if (!k)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    if ((r = fc_kernel_call_init(k, f, grid, block, shmem, params, extra)) != CUDA_SUCCESS) {
+        free(k);
+        return r;
     }
-    fc_stream_enqueue(s, run_launch, l, NULL);
+    bool capturing;
+    if ((r = fc_capture_enter(s, &capturing)) != CUDA_SUCCESS || capturing) {
+        struct CUgraphNode_st *n = r == CUDA_SUCCESS ? fc_node_new(CU_GRAPH_NODE_TYPE_KERNEL) : NULL;
+        if (n) {
+            n->u.kernel = *k; /* the node takes the arguments */
+            fc_kernel_call_rebase(&n->u.kernel);
+            k->args = NULL;
+        }
+        fc_kernel_call_free(k);
+        free(k);
+        return r == CUDA_SUCCESS ? fc_capture_add(s, n) : r;
+    }
+    fc_stream_enqueue(s, run_launch, k, NULL);
     return CUDA_SUCCESS;
 }
 
@@ -223,8 +342,7 @@ FC_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsign
                                   void **extra)
 {
     FC_FAULT(cuLaunchKernel);
-    (void)shmem;
-    return launch(f, DIM(gx, gy, gz), DIM(bx, by, bz), h, params, extra, false);
+    return launch(f, DIM(gx, gy, gz), DIM(bx, by, bz), shmem, h, params, extra, false);
 }
 
 FC_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
@@ -232,8 +350,7 @@ FC_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, u
                                        void **params, void **extra)
 {
     FC_FAULT(cuLaunchKernel);
-    (void)shmem;
-    return launch(f, DIM(gx, gy, gz), DIM(bx, by, bz), h, params, extra, true);
+    return launch(f, DIM(gx, gy, gz), DIM(bx, by, bz), shmem, h, params, extra, true);
 }
 
 /* A cooperative launch runs like any other here: fakecuda runs the whole
@@ -243,8 +360,7 @@ FC_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned
                                              CUstream h, void **params)
 {
     FC_FAULT(cuLaunchCooperativeKernel);
-    (void)shmem;
-    return launch(f, DIM(gx, gy, gz), DIM(bx, by, bz), h, params, NULL, false);
+    return launch(f, DIM(gx, gy, gz), DIM(bx, by, bz), shmem, h, params, NULL, false);
 }
 
 FC_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, unsigned gy,
@@ -253,8 +369,7 @@ FC_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, uns
                                                   void **params)
 {
     FC_FAULT(cuLaunchCooperativeKernel);
-    (void)shmem;
-    return launch(f, DIM(gx, gy, gz), DIM(bx, by, bz), h, params, NULL, true);
+    return launch(f, DIM(gx, gy, gz), DIM(bx, by, bz), shmem, h, params, NULL, true);
 }
 
 static CUresult launch_ex(const CUlaunchConfig *c, CUfunction f, void **params, void **extra, bool ptds)
@@ -262,7 +377,8 @@ static CUresult launch_ex(const CUlaunchConfig *c, CUfunction f, void **params, 
     if (!c)
         return CUDA_ERROR_INVALID_VALUE;
     return launch(f, DIM(c->gridDimX, c->gridDimY, c->gridDimZ),
-                  DIM(c->blockDimX, c->blockDimY, c->blockDimZ), c->hStream, params, extra, ptds);
+                  DIM(c->blockDimX, c->blockDimY, c->blockDimZ), c->sharedMemBytes, c->hStream,
+                  params, extra, ptds);
 }
 
 FC_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **params, void **extra)

@@ -80,6 +80,8 @@ FC_EXPORT CUresult cuMemAlloc(CUdeviceptr *dptr, size_t bytesize)
     FC_FAULT(cuMemAlloc);
     struct CUctx_st *c;
     CUresult r = fc_current_ctx(&c);
+    if (r == CUDA_SUCCESS)
+        r = fc_capture_unsafe_call();
     if (r != CUDA_SUCCESS)
         return r;
     return fc_alloc_device(bytesize, FC_DEVICE, NULL, c->dev, dptr);
@@ -96,6 +98,8 @@ FC_EXPORT CUresult cuMemAllocPitch(CUdeviceptr *dptr, size_t *pitch, size_t widt
     if (!pitch || width == 0 || height == 0 ||
         (elementSize != 4 && elementSize != 8 && elementSize != 16))
         return CUDA_ERROR_INVALID_VALUE;
+    if ((r = fc_capture_unsafe_call()) != CUDA_SUCCESS)
+        return r;
     size_t p = (width + 511) & ~(size_t)511; /* the driver's texture pitch alignment */
     r = fc_alloc_device(p * height, FC_DEVICE, NULL, c->dev, dptr);
     if (r == CUDA_SUCCESS)
@@ -112,6 +116,8 @@ FC_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigne
         return r;
     if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST)
         return CUDA_ERROR_INVALID_VALUE;
+    if ((r = fc_capture_unsafe_call()) != CUDA_SUCCESS)
+        return r;
     return fc_alloc_device(bytesize, FC_MANAGED, NULL, c->dev, dptr);
 }
 
@@ -120,20 +126,26 @@ FC_EXPORT CUresult cuMemFree(CUdeviceptr dptr)
     FC_FAULT(cuMemFree);
     struct CUctx_st *c;
     CUresult r = fc_current_ctx(&c);
+    if (r == CUDA_SUCCESS)
+        r = fc_capture_unsafe_call();
     if (r != CUDA_SUCCESS)
         return r;
     pthread_mutex_lock(&fc_lock);
     struct fc_region *reg = fc_region_find((uintptr_t)dptr);
     bool ok = reg && reg->base == (uintptr_t)dptr && !reg->freeing &&
-              (reg->kind == FC_DEVICE || reg->kind == FC_MANAGED || reg->kind == FC_ASYNC);
+              (reg->kind == FC_DEVICE || reg->kind == FC_MANAGED || reg->kind == FC_ASYNC ||
+               reg->kind == FC_GRAPH_MEM);
     if (ok)
         reg->freeing = true;
+    bool graph = ok && reg->kind == FC_GRAPH_MEM;
     int dev = ok ? reg->dev : 0;
     pthread_mutex_unlock(&fc_lock);
     if (!ok)
         return CUDA_ERROR_INVALID_VALUE;
     /* cuMemFree is synchronous: work still queued may use the memory. */
     fc_device_drain(dev);
+    if (graph) /* freed until its graph allocates it again; the graph keeps the pages */
+        return CUDA_SUCCESS;
     pthread_mutex_lock(&fc_lock);
     reg = fc_region_find((uintptr_t)dptr);
     fc_region_release_locked(reg);
@@ -184,6 +196,8 @@ static CUresult host_alloc(void **pp, size_t size)
         return CUDA_ERROR_INVALID_VALUE;
     struct CUctx_st *c;
     CUresult r = fc_current_ctx(&c);
+    if (r == CUDA_SUCCESS)
+        r = fc_capture_unsafe_call();
     if (r != CUDA_SUCCESS)
         return r;
     uintptr_t p;
@@ -212,6 +226,8 @@ FC_EXPORT CUresult cuMemFreeHost(void *p)
 {
     FC_FAULT(cuMemFreeHost);
     CUresult r = fc_initialized();
+    if (r == CUDA_SUCCESS)
+        r = fc_capture_unsafe_call();
     if (r != CUDA_SUCCESS)
         return r;
     pthread_mutex_lock(&fc_lock);

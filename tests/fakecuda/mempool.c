@@ -1,6 +1,10 @@
 /* fakecuda: stream-ordered allocation (cuMemAllocAsync and memory pools).
  * Memory is usable at once; a cuMemFreeAsync releases it when its stream
- * reaches the free, so a later touch through a stale pointer faults. */
+ * reaches the free, so a later touch through a stale pointer faults. On a
+ * capturing stream an allocation becomes a memory allocation node, owned by
+ * the graph ("the allocation is owned by the graph instead of the memory
+ * pool"), and a free a memory free node, which must name a graph
+ * allocation (graph.c). */
 #include <stdlib.h>
 
 #include "tests/fakecuda/internal.h"
@@ -168,6 +172,30 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t size, struct fc_mempool *p
         pool = fc_devices[fc_stream_device(s)].current_pool;
         pthread_mutex_unlock(&fc_lock);
     }
+    if (!dptr || size == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    bool capturing;
+    if ((r = fc_capture_enter(s, &capturing)) != CUDA_SUCCESS)
+        return r;
+    if (capturing) {
+        struct CUgraphNode_st *n = fc_node_new(CU_GRAPH_NODE_TYPE_MEM_ALLOC);
+        if (n && (r = fc_gmem_new(pool->dev, size, &n->u.alloc.mem)) != CUDA_SUCCESS) {
+            fc_node_free(n); /* no allocation yet: nothing a lock guards */
+            n = NULL;
+        }
+        CUdeviceptr p = n ? n->u.alloc.mem->ptr : 0;
+        if (n) {
+            n->u.alloc.p.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+            n->u.alloc.p.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+            n->u.alloc.p.poolProps.location.id = pool->dev;
+            n->u.alloc.p.bytesize = size;
+            n->u.alloc.p.dptr = p;
+        }
+        CUresult a = fc_capture_add(s, n);
+        if (a == CUDA_SUCCESS)
+            *dptr = p;
+        return n ? a : r != CUDA_SUCCESS ? r : a;
+    }
     return fc_alloc_device(size, FC_ASYNC, pool, pool->dev, dptr);
 }
 
@@ -175,7 +203,7 @@ static void run_free(void *arg)
 {
     pthread_mutex_lock(&fc_lock);
     struct fc_region *reg = fc_region_find((uintptr_t)arg);
-    if (reg)
+    if (reg && reg->kind != FC_GRAPH_MEM) /* a graph keeps its allocation's pages */
         fc_region_release_locked(reg);
     pthread_mutex_unlock(&fc_lock);
 }
@@ -190,7 +218,27 @@ static CUresult free_async(CUdeviceptr dptr, CUstream h, bool ptds)
     struct fc_region *reg = fc_region_find((uintptr_t)dptr);
     /* cuMemFreeAsync also frees cuMemAlloc memory, in stream order */
     bool ok = reg && reg->base == (uintptr_t)dptr && !reg->freeing &&
-              (reg->kind == FC_ASYNC || reg->kind == FC_DEVICE);
+              (reg->kind == FC_ASYNC || reg->kind == FC_DEVICE || reg->kind == FC_GRAPH_MEM);
+    bool graph = ok && reg->kind == FC_GRAPH_MEM;
+    pthread_mutex_unlock(&fc_lock);
+    if (!ok)
+        return CUDA_ERROR_INVALID_VALUE;
+    bool capturing;
+    if ((r = fc_capture_enter(s, &capturing)) != CUDA_SUCCESS)
+        return r;
+    if (capturing) {
+        if (!graph) { /* "must therefore be passed the address of a graph allocation" */
+            fc_capture_add(s, NULL);
+            return CUDA_ERROR_INVALID_VALUE;
+        }
+        struct CUgraphNode_st *n = fc_node_new(CU_GRAPH_NODE_TYPE_MEM_FREE);
+        if (n)
+            n->u.free_ptr = dptr;
+        return fc_capture_add(s, n);
+    }
+    pthread_mutex_lock(&fc_lock); /* again: another thread may have freed it meanwhile */
+    reg = fc_region_find((uintptr_t)dptr);
+    ok = reg && reg->base == (uintptr_t)dptr && !reg->freeing;
     if (ok)
         reg->freeing = true;
     pthread_mutex_unlock(&fc_lock);

@@ -26,7 +26,7 @@ struct CUstream_st {
     int priority;
     enum fc_stream_kind kind;
     bool destroyed;
-    bool capturing; /* fakecuda_set_capturing (tests only: no graphs here) */
+    bool capturing; /* fakecuda_set_capturing: a status only, without capture's rules */
     struct fc_op *head, *tail;
     uint64_t submitted, completed;
     struct CUstream_st *next;
@@ -284,6 +284,29 @@ int fc_stream_device(struct CUstream_st *s)
     return s->ctx->dev;
 }
 
+struct CUctx_st *fc_stream_ctx(struct CUstream_st *s)
+{
+    return s->ctx;
+}
+
+bool fc_stream_is_blocking(struct CUstream_st *s)
+{
+    return s->kind != FC_STREAM_LEGACY && blocking(s);
+}
+
+bool fc_stream_is_legacy(struct CUstream_st *s)
+{
+    return s->kind == FC_STREAM_LEGACY;
+}
+
+bool fc_stream_marked_capturing(struct CUstream_st *s)
+{
+    pthread_mutex_lock(&lock);
+    bool on = s->capturing;
+    pthread_mutex_unlock(&lock);
+    return on;
+}
+
 /* Under lock: the implicit dependencies of new work on s. */
 static size_t implicit_deps(struct CUstream_st *s, struct fc_dep *deps, size_t max)
 {
@@ -338,6 +361,14 @@ void fc_stream_wait(struct CUstream_st *s, uint64_t seq)
     while (s->completed < seq)
         pthread_cond_wait(&progress, &lock);
     host_saw_locked();
+    pthread_mutex_unlock(&lock);
+}
+
+void fc_dep_wait(const struct fc_dep *d)
+{
+    pthread_mutex_lock(&lock);
+    while (d->stream->completed < d->seq)
+        pthread_cond_wait(&progress, &lock);
     pthread_mutex_unlock(&lock);
 }
 
@@ -418,6 +449,8 @@ static CUresult stream_synchronize(CUstream h, bool ptds)
 {
     struct CUstream_st *s;
     CUresult r = fc_stream_resolve(h, ptds, &s);
+    if (r == CUDA_SUCCESS)
+        r = fc_capture_wait_stream(s);
     if (r != CUDA_SUCCESS)
         return r;
     /* A marker picks up the legacy stream's implicit dependencies. */
@@ -429,6 +462,8 @@ static CUresult stream_query(CUstream h, bool ptds)
 {
     struct CUstream_st *s;
     CUresult r = fc_stream_resolve(h, ptds, &s);
+    if (r == CUDA_SUCCESS)
+        r = fc_capture_wait_stream(s);
     if (r != CUDA_SUCCESS)
         return r;
     pthread_mutex_lock(&lock);
@@ -449,6 +484,27 @@ static CUresult event_known(CUevent e)
     return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
+CUresult fc_event_check(CUevent e)
+{
+    return event_known(e);
+}
+
+bool fc_event_dep(CUevent e, struct fc_dep *d)
+{
+    pthread_mutex_lock(&lock);
+    *d = (struct fc_dep){e->stream, e->seq};
+    pthread_mutex_unlock(&lock);
+    return d->stream != NULL;
+}
+
+void fc_event_set(CUevent e, struct CUstream_st *s, uint64_t seq)
+{
+    pthread_mutex_lock(&lock);
+    e->stream = s;
+    e->seq = seq;
+    pthread_mutex_unlock(&lock);
+}
+
 static CUresult stream_wait_event(CUstream h, CUevent e, unsigned flags, bool ptds)
 {
     struct CUstream_st *s;
@@ -458,6 +514,9 @@ static CUresult stream_wait_event(CUstream h, CUevent e, unsigned flags, bool pt
     if (flags & ~(unsigned)CU_EVENT_WAIT_EXTERNAL)
         return CUDA_ERROR_INVALID_VALUE;
     if ((r = event_known(e)) != CUDA_SUCCESS)
+        return r;
+    bool done;
+    if ((r = fc_capture_event_wait(s, e, flags, &done)) != CUDA_SUCCESS || done)
         return r;
     pthread_mutex_lock(&lock);
     struct fc_dep d = {e->stream, e->seq};
@@ -486,6 +545,15 @@ static CUresult launch_host_func(CUstream h, CUhostFn fn, void *data, bool ptds)
         return r;
     if (!fn)
         return CUDA_ERROR_INVALID_VALUE;
+    bool capturing;
+    if ((r = fc_capture_enter(s, &capturing)) != CUDA_SUCCESS)
+        return r;
+    if (capturing) {
+        struct CUgraphNode_st *n = fc_node_new(CU_GRAPH_NODE_TYPE_HOST);
+        if (n)
+            n->u.host = (CUDA_HOST_NODE_PARAMS){fn, data};
+        return fc_capture_add(s, n);
+    }
     struct host_fn *a = malloc(sizeof *a);
     if (!a)
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -516,19 +584,6 @@ static CUresult stream_get_ctx(CUstream h, CUcontext *pctx, bool ptds)
     CUresult r = resolve_for_query(h, ptds, pctx, &s);
     if (r == CUDA_SUCCESS)
         *pctx = s->ctx;
-    return r;
-}
-
-static CUresult stream_is_capturing(CUstream h, CUstreamCaptureStatus *status, bool ptds)
-{
-    struct CUstream_st *s;
-    CUresult r = resolve_for_query(h, ptds, status, &s);
-    if (r == CUDA_SUCCESS) {
-        pthread_mutex_lock(&lock);
-        /* fakecuda has no graphs: only a test marks a stream capturing. */
-        *status = s->capturing ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
-        pthread_mutex_unlock(&lock);
-    }
     return r;
 }
 
@@ -616,11 +671,12 @@ FC_EXPORT CUresult cuEventDestroy(CUevent e)
     pthread_mutex_unlock(&lock);
     if (!found)
         return CUDA_ERROR_INVALID_HANDLE;
+    fc_capture_event_forget(e);
     free(e);
     return CUDA_SUCCESS;
 }
 
-static CUresult event_record(CUevent e, CUstream h, bool ptds)
+static CUresult event_record(CUevent e, CUstream h, unsigned flags, bool ptds)
 {
     struct CUstream_st *s;
     CUresult r = fc_stream_resolve(h, ptds, &s);
@@ -628,6 +684,14 @@ static CUresult event_record(CUevent e, CUstream h, bool ptds)
         return r;
     if ((r = event_known(e)) != CUDA_SUCCESS)
         return r;
+    if (flags & ~(unsigned)CU_EVENT_RECORD_EXTERNAL)
+        return CUDA_ERROR_INVALID_VALUE;
+    bool done;
+    if ((r = fc_capture_event_record(e, s, flags, &done)) != CUDA_SUCCESS || done)
+        return r;
+    if (flags & CU_EVENT_RECORD_EXTERNAL) /* "invalid outside of stream capture" */
+        return CUDA_ERROR_INVALID_VALUE;
+    fc_capture_event_forget(e);
     uint64_t seq = fc_stream_enqueue(s, NULL, NULL, NULL);
     pthread_mutex_lock(&lock);
     e->stream = s;
@@ -642,6 +706,8 @@ FC_EXPORT CUresult cuEventQuery(CUevent e)
     CUresult r = fc_initialized();
     if (r == CUDA_SUCCESS)
         r = event_known(e);
+    if (r == CUDA_SUCCESS)
+        r = fc_capture_event_use(e);
     if (r != CUDA_SUCCESS)
         return r;
     pthread_mutex_lock(&lock);
@@ -658,6 +724,8 @@ FC_EXPORT CUresult cuEventSynchronize(CUevent e)
     CUresult r = fc_initialized();
     if (r == CUDA_SUCCESS)
         r = event_known(e);
+    if (r == CUDA_SUCCESS)
+        r = fc_capture_event_use(e);
     if (r != CUDA_SUCCESS)
         return r;
     pthread_mutex_lock(&lock);
@@ -677,15 +745,13 @@ FC_EXPORT CUresult cuStreamQuery(CUstream h) { FC_FAULT(cuStreamQuery); return s
 FC_EXPORT CUresult cuStreamQuery_ptsz(CUstream h) { FC_FAULT(cuStreamQuery); return stream_query(h, true); }
 FC_EXPORT CUresult cuStreamWaitEvent(CUstream h, CUevent e, unsigned int f) { FC_FAULT(cuStreamWaitEvent); return stream_wait_event(h, e, f, false); }
 FC_EXPORT CUresult cuStreamWaitEvent_ptsz(CUstream h, CUevent e, unsigned int f) { FC_FAULT(cuStreamWaitEvent); return stream_wait_event(h, e, f, true); }
-FC_EXPORT CUresult cuEventRecord(CUevent e, CUstream h) { FC_FAULT(cuEventRecord); return event_record(e, h, false); }
-FC_EXPORT CUresult cuEventRecord_ptsz(CUevent e, CUstream h) { FC_FAULT(cuEventRecord); return event_record(e, h, true); }
-FC_EXPORT CUresult cuEventRecordWithFlags(CUevent e, CUstream h, unsigned int f) { FC_FAULT(cuEventRecordWithFlags); (void)f; return event_record(e, h, false); }
-FC_EXPORT CUresult cuEventRecordWithFlags_ptsz(CUevent e, CUstream h, unsigned int f) { FC_FAULT(cuEventRecordWithFlags); (void)f; return event_record(e, h, true); }
+FC_EXPORT CUresult cuEventRecord(CUevent e, CUstream h) { FC_FAULT(cuEventRecord); return event_record(e, h, 0, false); }
+FC_EXPORT CUresult cuEventRecord_ptsz(CUevent e, CUstream h) { FC_FAULT(cuEventRecord); return event_record(e, h, 0, true); }
+FC_EXPORT CUresult cuEventRecordWithFlags(CUevent e, CUstream h, unsigned int f) { FC_FAULT(cuEventRecordWithFlags); return event_record(e, h, f, false); }
+FC_EXPORT CUresult cuEventRecordWithFlags_ptsz(CUevent e, CUstream h, unsigned int f) { FC_FAULT(cuEventRecordWithFlags); return event_record(e, h, f, true); }
 FC_EXPORT CUresult cuLaunchHostFunc(CUstream h, CUhostFn fn, void *d) { FC_FAULT(cuLaunchHostFunc); return launch_host_func(h, fn, d, false); }
 FC_EXPORT CUresult cuLaunchHostFunc_ptsz(CUstream h, CUhostFn fn, void *d) { FC_FAULT(cuLaunchHostFunc); return launch_host_func(h, fn, d, true); }
 FC_EXPORT CUresult cuStreamGetFlags(CUstream h, unsigned int *f) { FC_FAULT(cuStreamGetFlags); return stream_get_flags(h, f, false); }
 FC_EXPORT CUresult cuStreamGetFlags_ptsz(CUstream h, unsigned int *f) { FC_FAULT(cuStreamGetFlags); return stream_get_flags(h, f, true); }
 FC_EXPORT CUresult cuStreamGetCtx(CUstream h, CUcontext *c) { FC_FAULT(cuStreamGetCtx); return stream_get_ctx(h, c, false); }
 FC_EXPORT CUresult cuStreamGetCtx_ptsz(CUstream h, CUcontext *c) { FC_FAULT(cuStreamGetCtx); return stream_get_ctx(h, c, true); }
-FC_EXPORT CUresult cuStreamIsCapturing(CUstream h, CUstreamCaptureStatus *s) { FC_FAULT(cuStreamIsCapturing); return stream_is_capturing(h, s, false); }
-FC_EXPORT CUresult cuStreamIsCapturing_ptsz(CUstream h, CUstreamCaptureStatus *s) { FC_FAULT(cuStreamIsCapturing); return stream_is_capturing(h, s, true); }

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs the device and memory suites again with two fakecuda devices of 64 MiB
 # each, so that FAKECUDA_DEVICES, FAKECUDA_MEM and per-device memory are
-# exercised (the suites read both variables).
+# exercised (the suites read both variables), and the multi-device suite,
+# which has nothing to test with one device.
 set -eu
 B=${SPW_TEST_BUILD:?run through scripts/run-tests.sh}
 FAKECUDA_DEVICES=2 FAKECUDA_MEM=64M "$B/tests/unit/driver_device"
 FAKECUDA_DEVICES=2 FAKECUDA_MEM=64M "$B/tests/unit/driver_memory"
+FAKECUDA_DEVICES=2 FAKECUDA_MEM=64M "$B/tests/unit/driver_multidevice"

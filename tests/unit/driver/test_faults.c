@@ -330,6 +330,75 @@ START_TEST(context_stack_faults_leave_it_alone)
 }
 END_TEST
 
+/* The entry points of capture, graphs, libraries and 2D copies fail like the
+ * others: listed, with their default error, and nothing done. */
+START_TEST(capture_graph_and_copy_faults_leave_no_trace)
+{
+    if (!injectable() || !fakecuda_live_graphs)
+        return;
+    static const char *const listed[] = {"cuStreamBeginCapture", "cuStreamEndCapture", "cuGraphLaunch",
+                                         "cuGraphInstantiate", "cuLibraryGetKernel", "cuMemcpy3D",
+                                         "cuMemsetD2D32Async", "cuMemcpyBatchAsync"};
+    for (size_t i = 0; i < sizeof listed / sizeof listed[0]; i++)
+        ck_assert_msg(fakecuda_calls(listed[i]) >= 0, "%s cannot be made to fail", listed[i]);
+    struct test_kernels k;
+    kernels_load(&k);
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr p;
+    CU_OK(cuMemAlloc(&p, 4096));
+    CU_OK(cuMemsetD32(p, 1, 1024));
+    size_t graphs = fakecuda_live_graphs(), execs = fakecuda_live_graph_execs();
+    inject("cuStreamBeginCapture:1,cuGraphCreate:1,cuGraphInstantiate:1,cuGraphLaunch:1,"
+           "cuMemcpy2D:1,cuLibraryLoadData:1");
+    CU_ERR(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_ERROR_OUT_OF_MEMORY);
+    CUstreamCaptureStatus st;
+    CU_OK(cuStreamIsCapturing(s, &st));
+    ck_assert_int_eq(st, CU_STREAM_CAPTURE_STATUS_NONE);
+    CUgraph g = NULL;
+    CU_ERR(cuGraphCreate(&g, 0), CUDA_ERROR_OUT_OF_MEMORY);
+    ck_assert_ptr_null(g);
+    ck_assert_uint_eq(fakecuda_live_graphs(), graphs);
+    CU_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CU_OK(launch_u32(k.fill_u32, p, 5, 1024, s));
+    CU_OK(cuStreamEndCapture(s, &g));
+    CUgraphExec x = NULL;
+    CU_ERR(cuGraphInstantiate(&x, g, 0), CUDA_ERROR_OUT_OF_MEMORY);
+    ck_assert_ptr_null(x);
+    ck_assert_uint_eq(fakecuda_live_graph_execs(), execs);
+    CU_OK(cuGraphInstantiate(&x, g, 0));
+    CU_ERR(cuGraphLaunch(x, s), CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
+    CU_OK(cuStreamSynchronize(s));
+    expect_u32(p, 1, 1024); /* nothing ran */
+    CU_OK(cuGraphLaunch(x, s));
+    CU_OK(cuStreamSynchronize(s));
+    expect_u32(p, 5, 1024);
+    unsigned host[4] = {9, 9, 9, 9};
+    CUDA_MEMCPY2D c;
+    memset(&c, 0, sizeof c);
+    c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    c.srcDevice = p;
+    c.dstMemoryType = CU_MEMORYTYPE_HOST;
+    c.dstHost = host;
+    c.WidthInBytes = sizeof host;
+    c.Height = 1;
+    CU_ERR(cuMemcpy2D(&c), CUDA_ERROR_UNKNOWN);
+    ck_assert_uint_eq(host[0], 9);
+    CU_OK(cuMemcpy2D(&c));
+    ck_assert_uint_eq(host[0], 5);
+    CUlibrary lib = NULL;
+    CU_ERR(cuLibraryLoadData(&lib, "", NULL, NULL, 0, NULL, NULL, 0), CUDA_ERROR_OUT_OF_MEMORY);
+    ck_assert_ptr_null(lib);
+    CU_OK(cuGraphExecDestroy(x));
+    CU_OK(cuGraphDestroy(g));
+    ck_assert_uint_eq(fakecuda_live_graphs(), graphs);
+    ck_assert_uint_eq(fakecuda_live_graph_execs(), execs);
+    CU_OK(cuMemFree(p));
+    CU_OK(cuStreamDestroy(s));
+    no_faults();
+}
+END_TEST
+
 /* 256 calls of cuCtxGetDevice under a rate, as a string of x and '.'. */
 static void rate_pattern(const char *rate, unsigned long long seed, char out[257])
 {
@@ -437,6 +506,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, copy_and_set_faults_write_nothing);
     tcase_add_test(tc, event_and_stream_faults_leave_no_trace);
     tcase_add_test(tc, context_stack_faults_leave_it_alone);
+    tcase_add_test(tc, capture_graph_and_copy_faults_leave_no_trace);
     tcase_add_test(tc, rate_is_deterministic_by_seed);
     tcase_add_test(tc, unmap_hazard_is_caught);
     tcase_add_test(tc, unmap_after_a_wait_is_fine);

@@ -67,6 +67,35 @@ START_TEST(per_thread_variants)
 }
 END_TEST
 
+/* Capture, graphs, libraries and 2D copies: the ABI each version asks for. */
+START_TEST(capture_graph_library_and_copy_abis)
+{
+    cuuint64_t pt = CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+    ck_assert_ptr_eq(resolve("cuStreamBeginCapture", 12000, 0), exported("cuStreamBeginCapture_v2"));
+    ck_assert_ptr_eq(resolve("cuStreamBeginCapture", 12000, pt), exported("cuStreamBeginCapture_v2_ptsz"));
+    ck_assert_ptr_eq(resolve("cuStreamEndCapture", 12000, pt), exported("cuStreamEndCapture_ptsz"));
+    ck_assert_ptr_eq(resolve("cuStreamGetCaptureInfo", 11030, 0), exported("cuStreamGetCaptureInfo_v2"));
+    ck_assert_ptr_eq(resolve("cuStreamGetCaptureInfo", 13000, 0), exported("cuStreamGetCaptureInfo_v3"));
+    ck_assert_ptr_eq(resolve("cuGraphAddKernelNode", 11000, 0), exported("cuGraphAddKernelNode"));
+    ck_assert_ptr_eq(resolve("cuGraphAddKernelNode", 12000, 0), exported("cuGraphAddKernelNode_v2"));
+    ck_assert_ptr_eq(resolve("cuGraphKernelNodeGetParams", 13000, 0),
+                     exported("cuGraphKernelNodeGetParams_v2"));
+    ck_assert_ptr_eq(resolve("cuGraphExecUpdate", 13000, 0), exported("cuGraphExecUpdate_v2"));
+    ck_assert_ptr_eq(resolve("cuGraphInstantiateWithFlags", 13000, 0),
+                     exported("cuGraphInstantiateWithFlags"));
+    ck_assert_ptr_eq(resolve("cuGraphLaunch", 12000, pt), exported("cuGraphLaunch_ptsz"));
+    ck_assert_ptr_eq(resolve("cuLibraryLoadData", 12000, 0), exported("cuLibraryLoadData"));
+    ck_assert_ptr_eq(resolve("cuKernelGetParamInfo", 12040, 0), exported("cuKernelGetParamInfo"));
+    ck_assert_ptr_eq(resolve("cuMemcpy2D", 12000, 0), exported("cuMemcpy2D_v2"));
+    ck_assert_ptr_eq(resolve("cuMemcpy2D", 12000, pt), exported("cuMemcpy2D_v2_ptds"));
+    ck_assert_ptr_eq(resolve("cuMemcpy3DAsync", 12000, pt), exported("cuMemcpy3DAsync_v2_ptsz"));
+    ck_assert_ptr_eq(resolve("cuMemcpyPeerAsync", 12000, pt), exported("cuMemcpyPeerAsync_ptsz"));
+    ck_assert_ptr_eq(resolve("cuMemsetD2D32", 12000, 0), exported("cuMemsetD2D32_v2"));
+    ck_assert_ptr_eq(resolve("cuMemcpyBatchAsync", 12080, 0), exported("cuMemcpyBatchAsync"));
+    ck_assert_ptr_eq(resolve("cuMemcpyBatchAsync", 13000, 0), exported("cuMemcpyBatchAsync_v2"));
+}
+END_TEST
+
 START_TEST(not_found)
 {
     void *fn = (void *)1;
@@ -100,6 +129,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, self_lookup);
     tcase_add_test(tc, base_name_and_version_select_the_abi);
     tcase_add_test(tc, per_thread_variants);
+    tcase_add_test(tc, capture_graph_library_and_copy_abis);
     tcase_add_test(tc, not_found);
     tcase_add_test(tc, resolved_functions_work);
     suite_add_tcase(s, tc);

@@ -1,0 +1,1218 @@
+/* fakecuda: graphs (CUgraph) and their nodes, built by hand or by stream
+ * capture (capture.c); instantiation and launch are graph_exec.c's. A node
+ * owns a copy of what it was given (a kernel's arguments, as the driver
+ * copies them "during this call"), and hands back node-owned arrays, so a
+ * program (or spillway) can inspect a captured kernel's pointer arguments
+ * with cuGraphKernelNodeGetParams. Edges are plain (no edge data). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/fakecuda/internal.h"
+
+/* One lock for every graph, node and executable graph: simple, and tests
+ * are small. Handles are validated against the live lists, so a stale one
+ * is an error, not a crash. */
+static pthread_mutex_t glock = PTHREAD_MUTEX_INITIALIZER;
+static struct CUgraph_st *graphs; /* the program's graphs (not internal copies) */
+
+void fc_graph_lock(void)
+{
+    pthread_mutex_lock(&glock);
+}
+
+void fc_graph_unlock(void)
+{
+    pthread_mutex_unlock(&glock);
+}
+
+bool fc_graph_known(struct CUgraph_st *g)
+{
+    for (struct CUgraph_st *x = graphs; x; x = x->next)
+        if (x == g)
+            return true;
+    return false;
+}
+
+bool fc_node_known(struct CUgraphNode_st *n)
+{
+    for (struct CUgraph_st *g = graphs; g; g = g->next)
+        for (struct CUgraphNode_st *x = g->head; x; x = x->next)
+            if (x == n)
+                return true;
+    return false;
+}
+
+FC_EXPORT size_t fakecuda_live_graphs(void)
+{
+    size_t n = 0;
+    fc_graph_lock();
+    for (struct CUgraph_st *g = graphs; g; g = g->next)
+        n++;
+    fc_graph_unlock();
+    return n;
+}
+
+struct CUgraph_st *fc_graph_new(bool internal)
+{
+    struct CUgraph_st *g = calloc(1, sizeof *g);
+    if (!g)
+        return NULL;
+    g->magic = FC_MAGIC_GRAPH;
+    g->internal = internal;
+    if (!internal) {
+        g->next = graphs;
+        graphs = g;
+    }
+    return g;
+}
+
+struct CUgraphNode_st *fc_node_new(CUgraphNodeType type)
+{
+    struct CUgraphNode_st *n = calloc(1, sizeof *n);
+    if (n) {
+        n->magic = FC_MAGIC_NODE;
+        n->type = type;
+    }
+    return n;
+}
+
+static void payload_free(struct CUgraphNode_st *n)
+{
+    switch (n->type) {
+    case CU_GRAPH_NODE_TYPE_KERNEL:
+        fc_kernel_call_free(&n->u.kernel);
+        break;
+    case CU_GRAPH_NODE_TYPE_GRAPH:
+        if (n->u.child)
+            fc_graph_free(n->u.child);
+        n->u.child = NULL;
+        break;
+    case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
+        if (n->u.alloc.mem)
+            fc_gmem_unref(n->u.alloc.mem);
+        n->u.alloc.mem = NULL;
+        break;
+    default:
+        break;
+    }
+}
+
+void fc_node_free(struct CUgraphNode_st *n)
+{
+    payload_free(n);
+    free(n->deps);
+    n->magic = 0;
+    free(n);
+}
+
+CUresult fc_node_payload_copy(struct CUgraphNode_st *dst, const struct CUgraphNode_st *src)
+{
+    dst->u = src->u;
+    switch (src->type) {
+    case CU_GRAPH_NODE_TYPE_KERNEL:
+        return fc_kernel_call_copy(&dst->u.kernel, &src->u.kernel);
+    case CU_GRAPH_NODE_TYPE_GRAPH:
+        dst->u.child = fc_graph_clone(src->u.child, true);
+        return dst->u.child ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+    case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
+        fc_gmem_ref(src->u.alloc.mem);
+        return CUDA_SUCCESS;
+    default:
+        return CUDA_SUCCESS;
+    }
+}
+
+static bool has_dep(const struct CUgraphNode_st *n, const struct CUgraphNode_st *d)
+{
+    for (size_t i = 0; i < n->ndeps; i++)
+        if (n->deps[i] == d)
+            return true;
+    return false;
+}
+
+static bool dep_push(struct CUgraphNode_st *n, struct CUgraphNode_st *d)
+{
+    if (n->ndeps == n->depcap) {
+        size_t cap = n->depcap ? 2 * n->depcap : 4;
+        struct CUgraphNode_st **x = realloc(n->deps, cap * sizeof *x);
+        if (!x)
+            return false;
+        n->deps = x;
+        n->depcap = cap;
+    }
+    n->deps[n->ndeps++] = d;
+    return true;
+}
+
+CUresult fc_graph_add(struct CUgraph_st *g, struct CUgraphNode_st *n,
+                      struct CUgraphNode_st *const *deps, size_t ndeps)
+{
+    for (size_t i = 0; i < ndeps; i++) {
+        if (!deps[i] || deps[i]->magic != FC_MAGIC_NODE || deps[i]->graph != g)
+            return CUDA_ERROR_INVALID_VALUE;
+        for (size_t j = 0; j < i; j++) /* "may not have any duplicate entries" */
+            if (deps[j] == deps[i])
+                return CUDA_ERROR_INVALID_VALUE;
+    }
+    for (size_t i = 0; i < ndeps; i++)
+        if (!dep_push(n, deps[i])) {
+            n->ndeps = 0;
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+    n->graph = g;
+    if (g->tail)
+        g->tail->next = n;
+    else
+        g->head = n;
+    g->tail = n;
+    g->nnodes++;
+    return CUDA_SUCCESS;
+}
+
+void fc_graph_free(struct CUgraph_st *g)
+{
+    for (struct CUgraphNode_st *n = g->head, *next; n; n = next) {
+        next = n->next;
+        fc_node_free(n);
+    }
+    for (struct CUgraph_st **pp = &graphs; *pp; pp = &(*pp)->next)
+        if (*pp == g) {
+            *pp = g->next;
+            break;
+        }
+    g->magic = 0;
+    free(g);
+}
+
+void fc_graph_number(struct CUgraph_st *g)
+{
+    size_t i = 0;
+    for (struct CUgraphNode_st *x = g->head; x; x = x->next)
+        x->idx = i++;
+}
+
+struct CUgraph_st *fc_graph_clone(struct CUgraph_st *g, bool internal)
+{
+    struct CUgraph_st *c = fc_graph_new(internal);
+    struct CUgraphNode_st **copies = calloc(g->nnodes + 1, sizeof *copies);
+    bool ok = c && copies;
+    size_t i = 0;
+    fc_graph_number(g);
+    for (struct CUgraphNode_st *n = g->head; n && ok; n = n->next, i++) {
+        struct CUgraphNode_st *x = fc_node_new(n->type);
+        ok = x && fc_node_payload_copy(x, n) == CUDA_SUCCESS;
+        if (!ok) {
+            if (x) {
+                x->type = CU_GRAPH_NODE_TYPE_EMPTY; /* nothing of its own to free */
+                fc_node_free(x);
+            }
+            break;
+        }
+        x->orig = n;
+        x->disabled = n->disabled;
+        copies[i] = x;
+        fc_graph_add(c, x, NULL, 0);
+    }
+    i = 0;
+    for (struct CUgraphNode_st *n = g->head; n && ok; n = n->next, i++)
+        for (size_t j = 0; j < n->ndeps && ok; j++)
+            ok = dep_push(copies[i], copies[n->deps[j]->idx]);
+    free(copies);
+    if (!ok && c) {
+        fc_graph_free(c);
+        c = NULL;
+    }
+    return c;
+}
+
+/* Kahn's algorithm over the edges reversed (a node lists its dependencies,
+ * the order needs its dependents), nodes taken in the order they were added
+ * whenever several are ready: linear in nodes and edges, as graphs captured
+ * from real programs have thousands of nodes. */
+struct CUgraphNode_st **fc_graph_order(struct CUgraph_st *g, size_t *n, CUresult *err)
+{
+    *n = 0;
+    *err = CUDA_SUCCESS;
+    size_t nn = g->nnodes, ne = 0;
+    for (struct CUgraphNode_st *x = g->head; x; x = x->next)
+        ne += x->ndeps;
+    struct CUgraphNode_st **order = malloc((nn + 1) * sizeof *order);
+    struct CUgraphNode_st **by_idx = malloc((nn + 1) * sizeof *by_idx);
+    size_t *indeg = calloc(nn + 1, sizeof *indeg), *start = calloc(nn + 2, sizeof *start);
+    size_t *out = malloc((ne + 1) * sizeof *out);
+    if (!order || !by_idx || !indeg || !start || !out) {
+        free(order);
+        order = NULL;
+        *err = CUDA_ERROR_OUT_OF_MEMORY;
+        goto done;
+    }
+    fc_graph_number(g);
+    for (struct CUgraphNode_st *x = g->head; x; x = x->next) {
+        by_idx[x->idx] = x;
+        indeg[x->idx] = x->ndeps;
+        for (size_t j = 0; j < x->ndeps; j++)
+            start[x->deps[j]->idx + 1]++;
+    }
+    for (size_t i = 0; i < nn; i++)
+        start[i + 1] += start[i];
+    size_t *cursor = calloc(nn + 1, sizeof *cursor);
+    if (!cursor) {
+        free(order);
+        order = NULL;
+        *err = CUDA_ERROR_OUT_OF_MEMORY;
+        goto done;
+    }
+    for (struct CUgraphNode_st *x = g->head; x; x = x->next)
+        for (size_t j = 0; j < x->ndeps; j++) {
+            size_t d = x->deps[j]->idx;
+            out[start[d] + cursor[d]++] = x->idx;
+        }
+    free(cursor);
+    /* order doubles as the queue: [head, k) ready and not yet expanded */
+    size_t k = 0;
+    for (size_t i = 0; i < nn; i++)
+        if (indeg[i] == 0)
+            order[k++] = by_idx[i];
+    for (size_t head = 0; head < k; head++) {
+        size_t i = order[head]->idx;
+        for (size_t e = start[i]; e < start[i + 1]; e++)
+            if (--indeg[out[e]] == 0)
+                order[k++] = by_idx[out[e]];
+    }
+    if (k < nn) {
+        free(order);
+        order = NULL;
+        *err = CUDA_ERROR_INVALID_VALUE; /* a cycle: refused at instantiation */
+    } else {
+        *n = k;
+    }
+done:
+    free(by_idx);
+    free(indeg);
+    free(start);
+    free(out);
+    return order;
+}
+
+bool fc_graph_owns_alloc(struct CUgraph_st *g, CUdeviceptr ptr)
+{
+    for (struct CUgraphNode_st *x = g->head; x; x = x->next)
+        if (x->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC && x->u.alloc.mem->ptr == ptr)
+            return true;
+    return false;
+}
+
+/* ---- graph allocations ---------------------------------------------------- */
+
+CUresult fc_gmem_new(int dev, size_t size, struct fc_gmem **out)
+{
+    struct fc_gmem *m = calloc(1, sizeof *m);
+    if (!m)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult r = fc_alloc_device(size, FC_GRAPH_MEM, NULL, dev, &m->ptr);
+    if (r != CUDA_SUCCESS) {
+        free(m);
+        return r;
+    }
+    m->size = size;
+    m->refs = 1;
+    pthread_mutex_lock(&fc_lock);
+    fc_region_find((uintptr_t)m->ptr)->gmem = m;
+    pthread_mutex_unlock(&fc_lock);
+    *out = m;
+    return CUDA_SUCCESS;
+}
+
+void fc_gmem_ref(struct fc_gmem *m)
+{
+    pthread_mutex_lock(&fc_lock);
+    m->refs++;
+    pthread_mutex_unlock(&fc_lock);
+}
+
+void fc_gmem_unref(struct fc_gmem *m)
+{
+    pthread_mutex_lock(&fc_lock);
+    bool last = --m->refs == 0;
+    if (last) {
+        struct fc_region *reg = fc_region_find((uintptr_t)m->ptr);
+        if (reg && reg->gmem == m)
+            fc_region_release_locked(reg);
+    }
+    pthread_mutex_unlock(&fc_lock);
+    if (last)
+        free(m);
+}
+
+/* A graph allocation is live between its allocation node and its free (a
+ * free node, or cuMemFreeAsync/cuMemFree after the launch): a second free
+ * without an allocation between is an error, as for any allocation. */
+void fc_gmem_mark(CUdeviceptr ptr, bool live)
+{
+    pthread_mutex_lock(&fc_lock);
+    struct fc_region *reg = fc_region_find((uintptr_t)ptr);
+    if (reg && reg->kind == FC_GRAPH_MEM)
+        reg->freeing = !live;
+    pthread_mutex_unlock(&fc_lock);
+}
+
+/* ---- building graphs ------------------------------------------------------ */
+
+FC_EXPORT CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags)
+{
+    FC_FAULT(cuGraphCreate);
+    CUresult r = fc_initialized();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!phGraph || flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    fc_graph_lock();
+    struct CUgraph_st *g = fc_graph_new(false);
+    fc_graph_unlock();
+    if (!g)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *phGraph = g;
+    return CUDA_SUCCESS;
+}
+
+FC_EXPORT CUresult cuGraphDestroy(CUgraph hGraph)
+{
+    FC_FAULT(cuGraphDestroy);
+    CUresult r = fc_initialized();
+    if (r != CUDA_SUCCESS)
+        return r;
+    fc_graph_lock();
+    bool known = fc_graph_known(hGraph);
+    /* "All operations other than destroy and node removal are permitted on
+     * the graph while the capture sequence is in progress." */
+    if (known && hGraph->captures)
+        r = CUDA_ERROR_ILLEGAL_STATE;
+    else if (known)
+        fc_graph_free(hGraph);
+    else
+        r = CUDA_ERROR_INVALID_VALUE;
+    fc_graph_unlock();
+    return r;
+}
+
+/* Adds n (built by the caller, detached) to g: the checks every
+ * cuGraphAdd*Node makes, then the node is g's or freed. */
+static CUresult add_node(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t ndeps,
+                         struct CUgraphNode_st *n)
+{
+    CUresult r = CUDA_SUCCESS;
+    fc_graph_lock();
+    if (!n)
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    else if (!out || !fc_graph_known(g) || (ndeps && !deps))
+        r = CUDA_ERROR_INVALID_VALUE;
+    else
+        r = fc_graph_add(g, n, deps, ndeps);
+    if (r == CUDA_SUCCESS)
+        *out = n;
+    else if (n)
+        fc_node_free(n);
+    fc_graph_unlock();
+    return r;
+}
+
+/* Both node-parameter ABIs: v1 lacks kern and ctx. */
+static CUresult kernel_node(struct CUgraphNode_st **out, const CUDA_KERNEL_NODE_PARAMS *p)
+{
+    *out = NULL;
+    if (!p || (p->kernelParams && p->extra)) /* "both ... non-NULL": INVALID_VALUE */
+        return CUDA_ERROR_INVALID_VALUE;
+    CUfunction f = p->func ? p->func : (CUfunction)(void *)p->kern;
+    struct CUgraphNode_st *n = fc_node_new(CU_GRAPH_NODE_TYPE_KERNEL);
+    if (!n)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult r = fc_kernel_call_init(&n->u.kernel, f, (fakecuda_dim3){p->gridDimX, p->gridDimY, p->gridDimZ},
+                                     (fakecuda_dim3){p->blockDimX, p->blockDimY, p->blockDimZ},
+                                     p->sharedMemBytes, p->kernelParams, p->extra);
+    if (r != CUDA_SUCCESS) {
+        n->type = CU_GRAPH_NODE_TYPE_EMPTY; /* nothing of its own: no lock needed */
+        fc_node_free(n);
+        return r == CUDA_ERROR_INVALID_HANDLE ? CUDA_ERROR_INVALID_VALUE : r;
+    }
+    n->u.kernel.kern = p->func ? NULL : p->kern;
+    n->u.kernel.ctx = p->ctx;
+    *out = n;
+    return CUDA_SUCCESS;
+}
+
+static CUDA_KERNEL_NODE_PARAMS from_v1(const CUDA_KERNEL_NODE_PARAMS_v1 *p)
+{
+    CUDA_KERNEL_NODE_PARAMS q;
+    memset(&q, 0, sizeof q);
+    q.func = p->func;
+    q.gridDimX = p->gridDimX;
+    q.gridDimY = p->gridDimY;
+    q.gridDimZ = p->gridDimZ;
+    q.blockDimX = p->blockDimX;
+    q.blockDimY = p->blockDimY;
+    q.blockDimZ = p->blockDimZ;
+    q.sharedMemBytes = p->sharedMemBytes;
+    q.kernelParams = p->kernelParams;
+    q.extra = p->extra;
+    return q;
+}
+
+#undef cuGraphAddKernelNode
+#undef cuGraphKernelNodeGetParams
+#undef cuGraphKernelNodeSetParams
+
+static CUresult add_kernel_node(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t ndeps,
+                                const CUDA_KERNEL_NODE_PARAMS *p)
+{
+    CUresult r = fc_initialized();
+    if (r != CUDA_SUCCESS)
+        return r;
+    struct CUgraphNode_st *n;
+    if ((r = kernel_node(&n, p)) != CUDA_SUCCESS)
+        return r;
+    return add_node(out, g, deps, ndeps, n);
+}
+
+FC_EXPORT CUresult cuGraphAddKernelNode_v2(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
+                                           size_t ndeps, const CUDA_KERNEL_NODE_PARAMS *p)
+{
+    FC_FAULT(cuGraphAddKernelNode);
+    return add_kernel_node(out, g, deps, ndeps, p);
+}
+
+FC_EXPORT CUresult cuGraphAddKernelNode(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
+                                        size_t ndeps, const CUDA_KERNEL_NODE_PARAMS_v1 *p)
+{
+    FC_FAULT(cuGraphAddKernelNode);
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUDA_KERNEL_NODE_PARAMS q = from_v1(p);
+    return add_kernel_node(out, g, deps, ndeps, &q);
+}
+
+/* Under glock: n if it is a known node of that type. */
+static struct CUgraphNode_st *node_of(CUgraphNode n, CUgraphNodeType type)
+{
+    return fc_node_known(n) && n->type == type ? n : NULL;
+}
+
+static CUresult kernel_get(CUgraphNode hNode, CUDA_KERNEL_NODE_PARAMS *p)
+{
+    CUresult r = fc_initialized();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    fc_graph_lock();
+    struct CUgraphNode_st *n = node_of(hNode, CU_GRAPH_NODE_TYPE_KERNEL);
+    if (n) {
+        const struct fc_kernel_call *k = &n->u.kernel;
+        memset(p, 0, sizeof *p);
+        p->func = k->kern ? NULL : k->func;
+        p->kern = k->kern;
+        p->ctx = k->ctx;
+        p->gridDimX = k->grid.x;
+        p->gridDimY = k->grid.y;
+        p->gridDimZ = k->grid.z;
+        p->blockDimX = k->block.x;
+        p->blockDimY = k->block.y;
+        p->blockDimZ = k->block.z;
+        p->sharedMemBytes = k->shmem;
+        /* Node-owned, valid until the node changes or goes, as documented. */
+        p->kernelParams = k->via_extra ? NULL : (void **)k->params;
+        p->extra = k->via_extra ? (void **)k->extra : NULL;
+    }
+    fc_graph_unlock();
+    return n ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+FC_EXPORT CUresult cuGraphKernelNodeGetParams_v2(CUgraphNode n, CUDA_KERNEL_NODE_PARAMS *p)
+{
+    FC_FAULT(cuGraphKernelNodeGetParams);
+    return kernel_get(n, p);
+}
+
+FC_EXPORT CUresult cuGraphKernelNodeGetParams(CUgraphNode n, CUDA_KERNEL_NODE_PARAMS_v1 *p)
+{
+    FC_FAULT(cuGraphKernelNodeGetParams);
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUDA_KERNEL_NODE_PARAMS q;
+    CUresult r = kernel_get(n, &q);
+    if (r == CUDA_SUCCESS) {
+        memset(p, 0, sizeof *p);
+        p->func = q.func ? q.func : (CUfunction)(void *)q.kern;
+        p->gridDimX = q.gridDimX;
+        p->gridDimY = q.gridDimY;
+        p->gridDimZ = q.gridDimZ;
+        p->blockDimX = q.blockDimX;
+        p->blockDimY = q.blockDimY;
+        p->blockDimZ = q.blockDimZ;
+        p->sharedMemBytes = q.sharedMemBytes;
+        p->kernelParams = q.kernelParams;
+        p->extra = q.extra;
+    }
+    return r;
+}
+
+/* Replaces a kernel node's parameters (graph or executable graph node). */
+CUresult fc_kernel_node_set(struct CUgraphNode_st *n, const CUDA_KERNEL_NODE_PARAMS *p)
+{
+    struct CUgraphNode_st *x;
+    CUresult r = kernel_node(&x, p);
+    if (r != CUDA_SUCCESS)
+        return r;
+    fc_kernel_call_free(&n->u.kernel);
+    n->u.kernel = x->u.kernel; /* moved: the node's arrays must point at it */
+    fc_kernel_call_rebase(&n->u.kernel);
+    x->type = CU_GRAPH_NODE_TYPE_EMPTY;
+    fc_node_free(x);
+    return CUDA_SUCCESS;
+}
+
+static CUresult kernel_set(CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS *p)
+{
+    CUresult r = fc_initialized();
+    if (r != CUDA_SUCCESS)
+        return r;
+    fc_graph_lock();
+    struct CUgraphNode_st *n = node_of(hNode, CU_GRAPH_NODE_TYPE_KERNEL);
+    r = n ? fc_kernel_node_set(n, p) : CUDA_ERROR_INVALID_VALUE;
+    fc_graph_unlock();
+    return r;
+}
+
+FC_EXPORT CUresult cuGraphKernelNodeSetParams_v2(CUgraphNode n, const CUDA_KERNEL_NODE_PARAMS *p)
+{
+    FC_FAULT(cuGraphKernelNodeSetParams);
+    return kernel_set(n, p);
+}
+
+FC_EXPORT CUresult cuGraphKernelNodeSetParams(CUgraphNode n, const CUDA_KERNEL_NODE_PARAMS_v1 *p)
+{
+    FC_FAULT(cuGraphKernelNodeSetParams);
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUDA_KERNEL_NODE_PARAMS q = from_v1(p);
+    return kernel_set(n, &q);
+}
+
+FC_EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
+                                        size_t ndeps, const CUDA_MEMCPY3D *p, CUcontext ctx)
+{
+    FC_FAULT(cuGraphAddMemcpyNode);
+    CUresult r = fc_initialized();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((r = fc_copy3d_check(p)) != CUDA_SUCCESS)
+        return r;
+    struct CUgraphNode_st *n = fc_node_new(CU_GRAPH_NODE_TYPE_MEMCPY);
+    if (n) {
+        n->u.copy.p = *p;
+        n->u.copy.ctx = ctx;
+    }
+    return add_node(out, g, deps, ndeps, n);
+}
+
+FC_EXPORT CUresult cuGraphMemcpyNodeGetParams(CUgraphNode hNode, CUDA_MEMCPY3D *p)
+{
+    FC_FAULT(cuGraphMemcpyNodeGetParams);
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    fc_graph_lock();
+    struct CUgraphNode_st *n = node_of(hNode, CU_GRAPH_NODE_TYPE_MEMCPY);
+    if (n)
+        *p = n->u.copy.p;
+    fc_graph_unlock();
+    return n ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+FC_EXPORT CUresult cuGraphMemcpyNodeSetParams(CUgraphNode hNode, const CUDA_MEMCPY3D *p)
+{
+    FC_FAULT(cuGraphMemcpyNodeSetParams);
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = fc_copy3d_check(p);
+    if (r != CUDA_SUCCESS)
+        return r;
+    fc_graph_lock();
+    struct CUgraphNode_st *n = node_of(hNode, CU_GRAPH_NODE_TYPE_MEMCPY);
+    if (n)
+        n->u.copy.p = *p;
+    fc_graph_unlock();
+    return n ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+FC_EXPORT CUresult cuGraphAddMemsetNode(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
+                                        size_t ndeps, const CUDA_MEMSET_NODE_PARAMS *p, CUcontext ctx)
+{
+    FC_FAULT(cuGraphAddMemsetNode);
+    CUresult r = fc_initialized();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (ctx && !fc_ctx_valid(ctx))
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if ((r = fc_memset2d_check(p)) != CUDA_SUCCESS)
+        return r;
+    struct CUgraphNode_st *n = fc_node_new(CU_GRAPH_NODE_TYPE_MEMSET);
+    if (n) {
+        n->u.set.p = *p;
+        n->u.set.ctx = ctx;
+    }
+    return add_node(out, g, deps, ndeps, n);
+}
+
+FC_EXPORT CUresult cuGraphMemsetNodeGetParams(CUgraphNode hNode, CUDA_MEMSET_NODE_PARAMS *p)
+{
+    FC_FAULT(cuGraphMemsetNodeGetParams);
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    fc_graph_lock();
+    struct CUgraphNode_st *n = node_of(hNode, CU_GRAPH_NODE_TYPE_MEMSET);
+    if (n)
+        *p = n->u.set.p;
+    fc_graph_unlock();
+    return n ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+FC_EXPORT CUresult cuGraphMemsetNodeSetParams(CUgraphNode hNode, const CUDA_MEMSET_NODE_PARAMS *p)
+{
+    FC_FAULT(cuGraphMemsetNodeSetParams);
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = fc_memset2d_check(p);
+    if (r != CUDA_SUCCESS)
+        return r;
+    fc_graph_lock();
+    struct CUgraphNode_st *n = node_of(hNode, CU_GRAPH_NODE_TYPE_MEMSET);
+    if (n)
+        n->u.set.p = *p;
+    fc_graph_unlock();
+    return n ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+FC_EXPORT CUresult cuGraphAddHostNode(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
+                                      size_t ndeps, const CUDA_HOST_NODE_PARAMS *p)
+{
+    FC_FAULT(cuGraphAddHostNode);
+    CUresult r = fc_initialized();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!p || !p->fn)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct CUgraphNode_st *n = fc_node_new(CU_GRAPH_NODE_TYPE_HOST);
+    if (n)
+        n->u.host = *p;
+    return add_node(out, g, deps, ndeps, n);
+}
+
+FC_EXPORT CUresult cuGraphHostNodeGetParams(CUgraphNode hNode, CUDA_HOST_NODE_PARAMS *p)
+{
+    FC_FAULT(cuGraphHostNodeGetParams);
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    fc_graph_lock();
+    struct CUgraphNode_st *n = node_of(hNode, CU_GRAPH_NODE_TYPE_HOST);
+    if (n)
+        *p = n->u.host;
+    fc_graph_unlock();
+    return n ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+FC_EXPORT CUresult cuGraphHostNodeSetParams(CUgraphNode hNode, const CUDA_HOST_NODE_PARAMS *p)
+{
+    FC_FAULT(cuGraphHostNodeSetParams);
+    if (!p || !p->fn)
+        return CUDA_ERROR_INVALID_VALUE;
+    fc_graph_lock();
+    struct CUgraphNode_st *n = node_of(hNode, CU_GRAPH_NODE_TYPE_HOST);
+    if (n)
+        n->u.host = *p;
+    fc_graph_unlock();
+    return n ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+FC_EXPORT CUresult cuGraphAddEmptyNode(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t ndeps)
+{
+    FC_FAULT(cuGraphAddEmptyNode);
+    CUresult r = fc_initialized();
+    if (r != CUDA_SUCCESS)
+        return r;
+    return add_node(out, g, deps, ndeps, fc_node_new(CU_GRAPH_NODE_TYPE_EMPTY));
+}
+
+/* The node keeps a copy of the child graph: the program may destroy its own. */
+FC_EXPORT CUresult cuGraphAddChildGraphNode(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
+                                            size_t ndeps, CUgraph child)
+{
+    FC_FAULT(cuGraphAddChildGraphNode);
+    CUresult r = fc_initialized();
+    if (r != CUDA_SUCCESS)
+        return r;
+    fc_graph_lock();
+    struct CUgraphNode_st *n = NULL;
+    if (!fc_graph_known(child) || child == g) {
+        r = CUDA_ERROR_INVALID_VALUE;
+    } else if ((n = fc_node_new(CU_GRAPH_NODE_TYPE_GRAPH)) != NULL &&
+               !(n->u.child = fc_graph_clone(child, true))) {
+        fc_node_free(n);
+        n = NULL;
+    }
+    fc_graph_unlock();
+    return r != CUDA_SUCCESS ? r : add_node(out, g, deps, ndeps, n);
+}
+
+static CUresult add_event_node(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t ndeps,
+                               CUevent e, CUgraphNodeType type)
+{
+    CUresult r = fc_initialized();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (fc_event_check(e) != CUDA_SUCCESS)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct CUgraphNode_st *n = fc_node_new(type);
+    if (n)
+        n->u.event = e;
+    return add_node(out, g, deps, ndeps, n);
+}
+
+FC_EXPORT CUresult cuGraphAddEventRecordNode(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
+                                             size_t ndeps, CUevent e)
+{
+    FC_FAULT(cuGraphAddEventRecordNode);
+    return add_event_node(out, g, deps, ndeps, e, CU_GRAPH_NODE_TYPE_EVENT_RECORD);
+}
+
+FC_EXPORT CUresult cuGraphAddEventWaitNode(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
+                                           size_t ndeps, CUevent e)
+{
+    FC_FAULT(cuGraphAddEventWaitNode);
+    return add_event_node(out, g, deps, ndeps, e, CU_GRAPH_NODE_TYPE_WAIT_EVENT);
+}
+
+/* The allocation is made now and lives as long as a graph object has the
+ * node (the graph, its clones, their executable graphs): fakecuda's model
+ * of "the allocation is owned by the graph". */
+FC_EXPORT CUresult cuGraphAddMemAllocNode(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
+                                          size_t ndeps, CUDA_MEM_ALLOC_NODE_PARAMS *p)
+{
+    FC_FAULT(cuGraphAddMemAllocNode);
+    CUresult r = fc_initialized();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!p || p->bytesize == 0 || p->poolProps.allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
+        p->poolProps.location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
+        p->poolProps.handleTypes != CU_MEM_HANDLE_TYPE_NONE)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (fc_check_device(p->poolProps.location.id) != CUDA_SUCCESS)
+        return CUDA_ERROR_INVALID_VALUE;
+    fc_graph_lock();
+    bool known = fc_graph_known(g);
+    fc_graph_unlock();
+    if (!known || !out)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct CUgraphNode_st *n = fc_node_new(CU_GRAPH_NODE_TYPE_MEM_ALLOC);
+    if (!n)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    if ((r = fc_gmem_new(p->poolProps.location.id, p->bytesize, &n->u.alloc.mem)) != CUDA_SUCCESS) {
+        fc_graph_lock();
+        fc_node_free(n);
+        fc_graph_unlock();
+        return r;
+    }
+    p->dptr = n->u.alloc.mem->ptr;
+    n->u.alloc.p = *p;
+    n->u.alloc.p.accessDescs = NULL;
+    n->u.alloc.p.accessDescCount = 0;
+    return add_node(out, g, deps, ndeps, n);
+}
+
+FC_EXPORT CUresult cuGraphMemAllocNodeGetParams(CUgraphNode hNode, CUDA_MEM_ALLOC_NODE_PARAMS *p)
+{
+    FC_FAULT(cuGraphMemAllocNodeGetParams);
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    fc_graph_lock();
+    struct CUgraphNode_st *n = node_of(hNode, CU_GRAPH_NODE_TYPE_MEM_ALLOC);
+    if (n)
+        *p = n->u.alloc.p;
+    fc_graph_unlock();
+    return n ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+static bool is_graph_alloc(CUdeviceptr p)
+{
+    pthread_mutex_lock(&fc_lock);
+    struct fc_region *reg = fc_region_find((uintptr_t)p);
+    bool ok = reg && reg->kind == FC_GRAPH_MEM && reg->base == (uintptr_t)p;
+    pthread_mutex_unlock(&fc_lock);
+    return ok;
+}
+
+FC_EXPORT CUresult cuGraphAddMemFreeNode(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
+                                         size_t ndeps, CUdeviceptr dptr)
+{
+    FC_FAULT(cuGraphAddMemFreeNode);
+    CUresult r = fc_initialized();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!is_graph_alloc(dptr)) /* "must be ... the address of a graph allocation" */
+        return CUDA_ERROR_INVALID_VALUE;
+    struct CUgraphNode_st *n = fc_node_new(CU_GRAPH_NODE_TYPE_MEM_FREE);
+    if (n)
+        n->u.free_ptr = dptr;
+    return add_node(out, g, deps, ndeps, n);
+}
+
+FC_EXPORT CUresult cuGraphMemFreeNodeGetParams(CUgraphNode hNode, CUdeviceptr *dptr)
+{
+    FC_FAULT(cuGraphMemFreeNodeGetParams);
+    if (!dptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    fc_graph_lock();
+    struct CUgraphNode_st *n = node_of(hNode, CU_GRAPH_NODE_TYPE_MEM_FREE);
+    if (n)
+        *dptr = n->u.free_ptr;
+    fc_graph_unlock();
+    return n ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* ---- what a graph holds ---------------------------------------------------- */
+
+FC_EXPORT CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type)
+{
+    FC_FAULT(cuGraphNodeGetType);
+    if (!type)
+        return CUDA_ERROR_INVALID_VALUE;
+    fc_graph_lock();
+    bool known = fc_node_known(hNode);
+    if (known)
+        *type = hNode->type;
+    fc_graph_unlock();
+    return known ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* Fills nodes (all of g, or its roots) up to *num, the rest of the array
+ * NULL, *num the count obtained; nodes NULL: *num is the count. */
+static CUresult list_nodes(CUgraph g, CUgraphNode *nodes, size_t *num, bool roots)
+{
+    CUresult r = fc_initialized();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!num)
+        return CUDA_ERROR_INVALID_VALUE;
+    fc_graph_lock();
+    if (!fc_graph_known(g)) {
+        fc_graph_unlock();
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    size_t k = 0;
+    for (struct CUgraphNode_st *x = g->head; x; x = x->next) {
+        if (roots && x->ndeps)
+            continue;
+        if (nodes && k < *num)
+            nodes[k] = x;
+        k++;
+    }
+    if (nodes) {
+        for (size_t i = k; i < *num; i++)
+            nodes[i] = NULL;
+        if (k > *num)
+            k = *num;
+    }
+    *num = k;
+    fc_graph_unlock();
+    return CUDA_SUCCESS;
+}
+
+FC_EXPORT CUresult cuGraphGetNodes(CUgraph g, CUgraphNode *nodes, size_t *num)
+{
+    FC_FAULT(cuGraphGetNodes);
+    return list_nodes(g, nodes, num, false);
+}
+
+FC_EXPORT CUresult cuGraphGetRootNodes(CUgraph g, CUgraphNode *nodes, size_t *num)
+{
+    FC_FAULT(cuGraphGetRootNodes);
+    return list_nodes(g, nodes, num, true);
+}
+
+static CUresult get_edges(CUgraph g, CUgraphNode *from, CUgraphNode *to, CUgraphEdgeData *edata,
+                          size_t *num)
+{
+    CUresult r = fc_initialized();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!num || (!from) != (!to) || (edata && !from))
+        return CUDA_ERROR_INVALID_VALUE;
+    fc_graph_lock();
+    if (!fc_graph_known(g)) {
+        fc_graph_unlock();
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    size_t k = 0;
+    for (struct CUgraphNode_st *x = g->head; x; x = x->next)
+        for (size_t j = 0; j < x->ndeps; j++, k++)
+            if (from && k < *num) {
+                from[k] = x->deps[j];
+                to[k] = x;
+                if (edata)
+                    memset(&edata[k], 0, sizeof edata[k]);
+            }
+    if (from) {
+        for (size_t i = k; i < *num; i++)
+            from[i] = to[i] = NULL;
+        if (k > *num)
+            k = *num;
+    }
+    *num = k;
+    fc_graph_unlock();
+    return CUDA_SUCCESS;
+}
+
+#undef cuGraphGetEdges
+#undef cuGraphNodeGetDependencies
+#undef cuGraphNodeGetDependentNodes
+#undef cuGraphAddDependencies
+#undef cuGraphRemoveDependencies
+
+FC_EXPORT CUresult cuGraphGetEdges(CUgraph g, CUgraphNode *from, CUgraphNode *to, size_t *num)
+{
+    FC_FAULT(cuGraphGetEdges);
+    return get_edges(g, from, to, NULL, num);
+}
+
+FC_EXPORT CUresult cuGraphGetEdges_v2(CUgraph g, CUgraphNode *from, CUgraphNode *to,
+                                      CUgraphEdgeData *edata, size_t *num)
+{
+    FC_FAULT(cuGraphGetEdges);
+    return get_edges(g, from, to, edata, num);
+}
+
+/* The dependencies of n, or (out) the nodes that depend on it. */
+static CUresult neighbours(CUgraphNode n, CUgraphNode *nodes, CUgraphEdgeData *edata, size_t *num,
+                           bool out)
+{
+    if (!num || (edata && !nodes))
+        return CUDA_ERROR_INVALID_VALUE;
+    fc_graph_lock();
+    if (!fc_node_known(n)) {
+        fc_graph_unlock();
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    size_t k = 0;
+    if (out) {
+        for (struct CUgraphNode_st *x = n->graph->head; x; x = x->next)
+            if (has_dep(x, n)) {
+                if (nodes && k < *num)
+                    nodes[k] = x;
+                k++;
+            }
+    } else {
+        for (size_t j = 0; j < n->ndeps; j++, k++)
+            if (nodes && k < *num)
+                nodes[k] = n->deps[j];
+    }
+    if (nodes) {
+        for (size_t i = 0; i < *num && edata; i++)
+            memset(&edata[i], 0, sizeof edata[i]);
+        for (size_t i = k; i < *num; i++)
+            nodes[i] = NULL;
+        if (k > *num)
+            k = *num;
+    }
+    *num = k;
+    fc_graph_unlock();
+    return CUDA_SUCCESS;
+}
+
+FC_EXPORT CUresult cuGraphNodeGetDependencies(CUgraphNode n, CUgraphNode *d, size_t *num)
+{
+    FC_FAULT(cuGraphNodeGetDependencies);
+    return neighbours(n, d, NULL, num, false);
+}
+
+FC_EXPORT CUresult cuGraphNodeGetDependencies_v2(CUgraphNode n, CUgraphNode *d, CUgraphEdgeData *e, size_t *num)
+{
+    FC_FAULT(cuGraphNodeGetDependencies);
+    return neighbours(n, d, e, num, false);
+}
+
+FC_EXPORT CUresult cuGraphNodeGetDependentNodes(CUgraphNode n, CUgraphNode *d, size_t *num)
+{
+    FC_FAULT(cuGraphNodeGetDependentNodes);
+    return neighbours(n, d, NULL, num, true);
+}
+
+FC_EXPORT CUresult cuGraphNodeGetDependentNodes_v2(CUgraphNode n, CUgraphNode *d, CUgraphEdgeData *e, size_t *num)
+{
+    FC_FAULT(cuGraphNodeGetDependentNodes);
+    return neighbours(n, d, e, num, true);
+}
+
+/* Edges from[i] -> to[i]. A cycle is accepted here and refused when the
+ * graph is instantiated; an edge that exists (or, to remove, does not) is
+ * an error, and then no edge changes. */
+static CUresult edit_edges(CUgraph g, const CUgraphNode *from, const CUgraphNode *to, size_t n,
+                           bool add)
+{
+    CUresult r = fc_initialized();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (n && (!from || !to))
+        return CUDA_ERROR_INVALID_VALUE;
+    fc_graph_lock();
+    bool ok = fc_graph_known(g);
+    for (size_t i = 0; i < n && ok; i++) {
+        ok = fc_node_known(from[i]) && fc_node_known(to[i]) && from[i]->graph == g &&
+             to[i]->graph == g && from[i] != to[i] && has_dep(to[i], from[i]) != add;
+        for (size_t j = 0; j < i && ok; j++)
+            ok = !(from[j] == from[i] && to[j] == to[i]);
+    }
+    for (size_t i = 0; i < n && ok; i++) {
+        if (add) {
+            if (!dep_push(to[i], from[i])) {
+                r = CUDA_ERROR_OUT_OF_MEMORY;
+                break;
+            }
+            continue;
+        }
+        struct CUgraphNode_st *t = to[i];
+        for (size_t j = 0; j < t->ndeps; j++)
+            if (t->deps[j] == from[i]) {
+                memmove(&t->deps[j], &t->deps[j + 1], (t->ndeps - j - 1) * sizeof *t->deps);
+                t->ndeps--;
+                break;
+            }
+    }
+    fc_graph_unlock();
+    return ok ? r : CUDA_ERROR_INVALID_VALUE;
+}
+
+FC_EXPORT CUresult cuGraphAddDependencies(CUgraph g, const CUgraphNode *from, const CUgraphNode *to, size_t n)
+{
+    FC_FAULT(cuGraphAddDependencies);
+    return edit_edges(g, from, to, n, true);
+}
+
+FC_EXPORT CUresult cuGraphAddDependencies_v2(CUgraph g, const CUgraphNode *from, const CUgraphNode *to,
+                                             const CUgraphEdgeData *e, size_t n)
+{
+    FC_FAULT(cuGraphAddDependencies);
+    (void)e;
+    return edit_edges(g, from, to, n, true);
+}
+
+FC_EXPORT CUresult cuGraphRemoveDependencies(CUgraph g, const CUgraphNode *from, const CUgraphNode *to, size_t n)
+{
+    FC_FAULT(cuGraphRemoveDependencies);
+    return edit_edges(g, from, to, n, false);
+}
+
+FC_EXPORT CUresult cuGraphRemoveDependencies_v2(CUgraph g, const CUgraphNode *from, const CUgraphNode *to,
+                                                const CUgraphEdgeData *e, size_t n)
+{
+    FC_FAULT(cuGraphRemoveDependencies);
+    (void)e;
+    return edit_edges(g, from, to, n, false);
+}
+
+FC_EXPORT CUresult cuGraphDestroyNode(CUgraphNode hNode)
+{
+    FC_FAULT(cuGraphDestroyNode);
+    CUresult r = fc_initialized();
+    if (r != CUDA_SUCCESS)
+        return r;
+    fc_graph_lock();
+    bool known = fc_node_known(hNode);
+    if (known && hNode->graph->captures) {
+        fc_graph_unlock();
+        return CUDA_ERROR_ILLEGAL_STATE; /* not while a capture adds to it */
+    }
+    if (known) {
+        struct CUgraph_st *g = hNode->graph;
+        for (struct CUgraphNode_st **pp = &g->head, *prev = NULL; *pp; prev = *pp, pp = &(*pp)->next)
+            if (*pp == hNode) {
+                *pp = hNode->next;
+                if (g->tail == hNode)
+                    g->tail = prev;
+                break;
+            }
+        g->nnodes--;
+        for (struct CUgraphNode_st *x = g->head; x; x = x->next)
+            for (size_t j = 0; j < x->ndeps; j++)
+                if (x->deps[j] == hNode) {
+                    memmove(&x->deps[j], &x->deps[j + 1], (x->ndeps - j - 1) * sizeof *x->deps);
+                    x->ndeps--;
+                    break;
+                }
+        fc_node_free(hNode);
+    }
+    fc_graph_unlock();
+    return known ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+FC_EXPORT CUresult cuGraphClone(CUgraph *out, CUgraph g)
+{
+    FC_FAULT(cuGraphClone);
+    CUresult r = fc_initialized();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!out)
+        return CUDA_ERROR_INVALID_VALUE;
+    fc_graph_lock();
+    struct CUgraph_st *c = NULL;
+    if (!fc_graph_known(g))
+        r = CUDA_ERROR_INVALID_VALUE;
+    else if (!(c = fc_graph_clone(g, false)))
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    fc_graph_unlock();
+    if (r == CUDA_SUCCESS)
+        *out = c;
+    return r;
+}
+
+FC_EXPORT CUresult cuGraphNodeFindInClone(CUgraphNode *out, CUgraphNode orig, CUgraph clone)
+{
+    FC_FAULT(cuGraphNodeFindInClone);
+    if (!out)
+        return CUDA_ERROR_INVALID_VALUE;
+    fc_graph_lock();
+    struct CUgraphNode_st *found = NULL;
+    if (fc_graph_known(clone))
+        for (struct CUgraphNode_st *x = clone->head; x && !found; x = x->next)
+            if (x->orig == orig)
+                found = x;
+    fc_graph_unlock();
+    if (found)
+        *out = found;
+    return found ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+static CUresult event_of(CUgraphNode hNode, CUgraphNodeType type, CUevent *e)
+{
+    if (!e)
+        return CUDA_ERROR_INVALID_VALUE;
+    fc_graph_lock();
+    struct CUgraphNode_st *n = node_of(hNode, type);
+    if (n)
+        *e = n->u.event;
+    fc_graph_unlock();
+    return n ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+FC_EXPORT CUresult cuGraphEventRecordNodeGetEvent(CUgraphNode n, CUevent *e)
+{
+    FC_FAULT(cuGraphEventRecordNodeGetEvent);
+    return event_of(n, CU_GRAPH_NODE_TYPE_EVENT_RECORD, e);
+}
+
+FC_EXPORT CUresult cuGraphEventWaitNodeGetEvent(CUgraphNode n, CUevent *e)
+{
+    FC_FAULT(cuGraphEventWaitNodeGetEvent);
+    return event_of(n, CU_GRAPH_NODE_TYPE_WAIT_EVENT, e);
+}

@@ -1,0 +1,483 @@
+/* Conformance: graphs built by hand and by capture. Kernel, memcpy, memset,
+ * host, child-graph and event nodes; edges and their order; instantiation
+ * (a cycle is refused); a launch is one operation in stream order; an
+ * executable graph takes new kernel arguments and updates from a graph of
+ * the same shape; cuGraphKernelNodeGetParams hands back the arguments as
+ * given, the pointer values a library (spillway) reads. */
+#include <string.h>
+
+#include "tests/unit/driver/common.h"
+
+static struct test_kernels k;
+static struct flag f;
+
+static void setup(void)
+{
+    driver_setup();
+    kernels_load(&k);
+    flag_new(&f);
+}
+
+static void CUDA_CB count_call(void *arg)
+{
+    __atomic_add_fetch((int *)arg, 1, __ATOMIC_SEQ_CST);
+}
+
+/* A kernel node's parameters for fill/add over n words. */
+struct kargs {
+    CUdeviceptr p;
+    unsigned v;
+    unsigned long long n;
+    void *args[3];
+};
+
+static CUDA_KERNEL_NODE_PARAMS kernel_params(CUfunction fn, struct kargs *a, CUdeviceptr p, unsigned v,
+                                             unsigned long long n)
+{
+    a->p = p;
+    a->v = v;
+    a->n = n;
+    a->args[0] = &a->p;
+    a->args[1] = &a->v;
+    a->args[2] = &a->n;
+    CUDA_KERNEL_NODE_PARAMS kp;
+    memset(&kp, 0, sizeof kp);
+    kp.func = fn;
+    kp.gridDimX = 16;
+    kp.gridDimY = kp.gridDimZ = 1;
+    kp.blockDimX = 128;
+    kp.blockDimY = kp.blockDimZ = 1;
+    kp.kernelParams = a->args;
+    return kp;
+}
+
+static CUDA_MEMCPY3D linear_copy(void *dst_host, CUdeviceptr dst_dev, const void *src_host,
+                                 CUdeviceptr src_dev, size_t n)
+{
+    CUDA_MEMCPY3D c;
+    memset(&c, 0, sizeof c);
+    c.srcMemoryType = src_host ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+    c.srcHost = src_host;
+    c.srcDevice = src_dev;
+    c.dstMemoryType = dst_host ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+    c.dstHost = dst_host;
+    c.dstDevice = dst_dev;
+    c.WidthInBytes = n;
+    c.Height = c.Depth = 1;
+    return c;
+}
+
+START_TEST(a_graph_built_by_hand)
+{
+    static int calls;
+    calls = 0;
+    size_t n = 4096;
+    unsigned *in, *out;
+    CU_OK(cuMemAllocHost((void **)&in, n * 4));
+    CU_OK(cuMemAllocHost((void **)&out, n * 4));
+    for (size_t i = 0; i < n; i++)
+        in[i] = 3;
+    CUdeviceptr p;
+    CU_OK(cuMemAlloc(&p, n * 4));
+    CUgraph g;
+    CU_ERR(cuGraphCreate(&g, 1), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuGraphCreate(&g, 0));
+    CUgraphNode copy_in, add, set, copy_out, host;
+    CUDA_MEMCPY3D c = linear_copy(NULL, p, in, 0, n * 4);
+    CU_OK(cuGraphAddMemcpyNode(&copy_in, g, NULL, 0, &c, test_ctx));
+    struct kargs a;
+    CUDA_KERNEL_NODE_PARAMS kp = kernel_params(k.add_u32, &a, p, 5, n);
+    CU_OK(cuGraphAddKernelNode(&add, g, &copy_in, 1, &kp));
+    a.v = 1000; /* the node copied its arguments */
+    CUDA_MEMSET_NODE_PARAMS ms;
+    memset(&ms, 0, sizeof ms);
+    ms.dst = p;
+    ms.value = 77;
+    ms.elementSize = 4;
+    ms.width = 16;
+    ms.height = 1;
+    CU_OK(cuGraphAddMemsetNode(&set, g, &add, 1, &ms, test_ctx));
+    c = linear_copy(out, 0, NULL, p, n * 4);
+    CU_OK(cuGraphAddMemcpyNode(&copy_out, g, &set, 1, &c, test_ctx));
+    CUDA_HOST_NODE_PARAMS hp = {count_call, &calls};
+    CU_OK(cuGraphAddHostNode(&host, g, &copy_out, 1, &hp));
+
+    CUgraphNode nodes[7];
+    size_t count = 7;
+    CU_OK(cuGraphGetNodes(g, nodes, &count));
+    ck_assert_uint_eq(count, 5);
+    ck_assert(nodes[0] == copy_in && nodes[1] == add && nodes[4] == host);
+    ck_assert_ptr_null(nodes[5]);
+    ck_assert_ptr_null(nodes[6]);
+    count = 3;
+    CU_OK(cuGraphGetRootNodes(g, nodes, &count));
+    ck_assert_uint_eq(count, 1);
+    ck_assert_ptr_eq(nodes[0], copy_in);
+    CUgraphNode from[4], to[4];
+    count = 4;
+    CU_OK(cuGraphGetEdges(g, from, to, NULL, &count));
+    ck_assert_uint_eq(count, 4);
+    ck_assert(from[0] == copy_in && to[0] == add);
+    ck_assert(from[3] == copy_out && to[3] == host);
+
+    /* The kernel's arguments as given: a library can read the pointers. */
+    CUDA_KERNEL_NODE_PARAMS got;
+    memset(&got, 0, sizeof got);
+    CU_OK(cuGraphKernelNodeGetParams(add, &got));
+    ck_assert_ptr_eq(got.func, k.add_u32);
+    ck_assert_uint_eq(got.gridDimX, 16);
+    ck_assert_uint_eq(got.blockDimX, 128);
+    ck_assert_ptr_nonnull(got.kernelParams);
+    ck_assert_ptr_null(got.extra);
+    ck_assert_uint_eq(*(CUdeviceptr *)got.kernelParams[0], p);
+    ck_assert_uint_eq(*(unsigned *)got.kernelParams[1], 5);
+    ck_assert_uint_eq(*(unsigned long long *)got.kernelParams[2], n);
+    CU_ERR(cuGraphKernelNodeGetParams(set, &got), CUDA_ERROR_INVALID_VALUE); /* not a kernel node */
+    CUDA_MEMSET_NODE_PARAMS msg;
+    CU_OK(cuGraphMemsetNodeGetParams(set, &msg));
+    ck_assert_uint_eq(msg.value, 77);
+    CUDA_MEMCPY3D cg;
+    CU_OK(cuGraphMemcpyNodeGetParams(copy_out, &cg));
+    ck_assert_ptr_eq(cg.dstHost, out);
+
+    CUgraphExec x;
+    CU_OK(cuGraphInstantiate(&x, g, 0));
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CU_OK(cuGraphLaunch(x, s));
+    CU_OK(cuStreamSynchronize(s));
+    ck_assert_int_eq(calls, 1);
+    ck_assert_uint_eq(out[0], 77);
+    ck_assert_uint_eq(out[15], 77);
+    ck_assert_uint_eq(out[16], 8);
+    ck_assert_uint_eq(out[n - 1], 8);
+    for (size_t i = 0; i < n; i++) /* each launch reads the host memory again */
+        in[i] = 10;
+    CU_OK(cuGraphLaunch(x, s));
+    CU_OK(cuStreamSynchronize(s));
+    ck_assert_int_eq(calls, 2);
+    ck_assert_uint_eq(out[n - 1], 15);
+    CU_OK(cuGraphExecDestroy(x));
+    CU_OK(cuGraphDestroy(g));
+    CU_OK(cuStreamDestroy(s));
+    CU_OK(cuMemFree(p));
+    CU_OK(cuMemFreeHost(in));
+    CU_OK(cuMemFreeHost(out));
+}
+END_TEST
+
+START_TEST(bad_nodes_and_edges)
+{
+    CUgraph g, other;
+    CU_OK(cuGraphCreate(&g, 0));
+    CU_OK(cuGraphCreate(&other, 0));
+    CUgraphNode a, b, c, foreign;
+    CU_OK(cuGraphAddEmptyNode(&a, g, NULL, 0));
+    CU_OK(cuGraphAddEmptyNode(&foreign, other, NULL, 0));
+    CU_ERR(cuGraphAddEmptyNode(&b, g, &foreign, 1), CUDA_ERROR_INVALID_VALUE);
+    CUgraphNode twice[2] = {a, a};
+    CU_ERR(cuGraphAddEmptyNode(&b, g, twice, 2), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuGraphAddEmptyNode(&b, g, &a, 1));
+    CU_OK(cuGraphAddEmptyNode(&c, g, &b, 1));
+    CU_ERR(cuGraphAddDependencies(g, &a, &b, NULL, 1), CUDA_ERROR_INVALID_VALUE); /* exists */
+    CUDA_HOST_NODE_PARAMS none = {NULL, NULL};
+    CUgraphNode h;
+    CU_ERR(cuGraphAddHostNode(&h, g, NULL, 0, &none), CUDA_ERROR_INVALID_VALUE);
+    struct kargs ka;
+    CUDA_KERNEL_NODE_PARAMS kp = kernel_params(k.fill_u32, &ka, 0, 0, 0);
+    void *extra[] = {CU_LAUNCH_PARAM_END};
+    kp.extra = extra; /* both kernelParams and extra */
+    CU_ERR(cuGraphAddKernelNode(&h, g, NULL, 0, &kp), CUDA_ERROR_INVALID_VALUE);
+    size_t n = 0;
+    CU_OK(cuGraphGetNodes(g, NULL, &n));
+    ck_assert_uint_eq(n, 3); /* nothing of the refused ones */
+
+    /* A cycle may be built, but not instantiated. */
+    CU_OK(cuGraphAddDependencies(g, &c, &a, NULL, 1));
+    CUgraphExec x;
+    CU_ERR(cuGraphInstantiate(&x, g, 0), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuGraphRemoveDependencies(g, &c, &a, NULL, 1));
+    CU_ERR(cuGraphRemoveDependencies(g, &c, &a, NULL, 1), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuGraphInstantiate(&x, g, 0));
+    CU_OK(cuGraphExecDestroy(x));
+    size_t deps = 0;
+    CU_OK(cuGraphNodeGetDependencies(c, NULL, NULL, &deps));
+    ck_assert_uint_eq(deps, 1);
+    CU_OK(cuGraphDestroyNode(b));
+    CU_OK(cuGraphNodeGetDependencies(c, NULL, NULL, &deps));
+    ck_assert_uint_eq(deps, 0);
+    CU_OK(cuGraphGetNodes(g, NULL, &n));
+    ck_assert_uint_eq(n, 2);
+    CU_OK(cuGraphDestroy(g));
+    CU_OK(cuGraphDestroy(other));
+}
+END_TEST
+
+/* A launch waits for earlier work on its stream, and later work for it. */
+START_TEST(a_launch_is_one_operation_in_stream_order)
+{
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr p;
+    CU_OK(cuMemAlloc(&p, 4096));
+    CU_OK(cuMemsetD32(p, 0, 1024));
+    CU_OK(cuCtxSynchronize());
+    CUgraph g;
+    CU_OK(cuGraphCreate(&g, 0));
+    struct kargs a;
+    CUDA_KERNEL_NODE_PARAMS kp = kernel_params(k.add_u32, &a, p, 2, 1024);
+    CUgraphNode node;
+    CU_OK(cuGraphAddKernelNode(&node, g, NULL, 0, &kp));
+    CUgraphExec x;
+    CU_OK(cuGraphInstantiate(&x, g, 0));
+    CU_OK(cuGraphDestroy(g)); /* the executable graph does not need it */
+    CUevent e;
+    CU_OK(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+    stream_block(&k, &f, s);
+    CU_OK(cuGraphLaunch(x, s));
+    CU_OK(launch_u32(k.add_u32, p, 10, 1024, s));
+    CU_OK(cuGraphLaunch(x, s));
+    CU_OK(cuEventRecord(e, s));
+    CU_OK(cuGraphExecDestroy(x)); /* launches already made still run */
+    expect_event_pending(e);
+    flag_release(&f);
+    CU_OK(cuEventSynchronize(e));
+    expect_u32(p, 14, 1024);
+    CU_OK(cuEventDestroy(e));
+    CU_OK(cuMemFree(p));
+    CU_OK(cuStreamDestroy(s));
+}
+END_TEST
+
+START_TEST(executable_graph_takes_new_kernel_arguments)
+{
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr p, q;
+    CU_OK(cuMemAlloc(&p, 4096));
+    CU_OK(cuMemAlloc(&q, 4096));
+    CUgraph g;
+    CU_OK(cuGraphCreate(&g, 0));
+    struct kargs a;
+    CUDA_KERNEL_NODE_PARAMS kp = kernel_params(k.fill_u32, &a, p, 1, 1024);
+    CUgraphNode node;
+    CU_OK(cuGraphAddKernelNode(&node, g, NULL, 0, &kp));
+    CUgraphExec x;
+    CU_OK(cuGraphInstantiate(&x, g, 0));
+    struct kargs b;
+    CUDA_KERNEL_NODE_PARAMS kq = kernel_params(k.fill_u32, &b, q, 2, 1024);
+    CU_OK(cuGraphExecKernelNodeSetParams(x, node, &kq));
+    CU_OK(cuGraphLaunch(x, s));
+    CU_OK(cuStreamSynchronize(s));
+    expect_u32(q, 2, 1024);
+    /* the graph itself keeps what it had */
+    CUDA_KERNEL_NODE_PARAMS got;
+    CU_OK(cuGraphKernelNodeGetParams(node, &got));
+    ck_assert_uint_eq(*(CUdeviceptr *)got.kernelParams[0], p);
+    /* a node the executable graph does not have */
+    CUgraphNode later;
+    CU_OK(cuGraphAddKernelNode(&later, g, NULL, 0, &kp));
+    CU_ERR(cuGraphExecKernelNodeSetParams(x, later, &kq), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuGraphExecDestroy(x));
+    CU_OK(cuGraphDestroy(g));
+    CU_OK(cuMemFree(p));
+    CU_OK(cuMemFree(q));
+    CU_OK(cuStreamDestroy(s));
+}
+END_TEST
+
+/* Captures fill(v) then add(1) on s. */
+static CUgraph capture_fill_add(CUstream s, CUdeviceptr p, unsigned v)
+{
+    CU_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CU_OK(launch_u32(k.fill_u32, p, v, 1024, s));
+    CU_OK(launch_u32(k.add_u32, p, 1, 1024, s));
+    CUgraph g;
+    CU_OK(cuStreamEndCapture(s, &g));
+    return g;
+}
+
+START_TEST(exec_update_from_a_graph_of_the_same_shape)
+{
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr p, q;
+    CU_OK(cuMemAlloc(&p, 4096));
+    CU_OK(cuMemAlloc(&q, 4096));
+    CUgraph g1 = capture_fill_add(s, p, 10), g2 = capture_fill_add(s, q, 20);
+    CUgraphExec x;
+    CU_OK(cuGraphInstantiate(&x, g1, 0));
+    CUgraphExecUpdateResultInfo info;
+    memset(&info, 0xff, sizeof info);
+    CU_OK(cuGraphExecUpdate(x, g2, &info));
+    ck_assert_int_eq(info.result, CU_GRAPH_EXEC_UPDATE_SUCCESS);
+    CU_OK(cuGraphLaunch(x, s));
+    CU_OK(cuStreamSynchronize(s));
+    expect_u32(q, 21, 1024);
+
+    /* Another shape: one node more. */
+    CUgraph g3;
+    CU_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CU_OK(launch_u32(k.fill_u32, p, 1, 1024, s));
+    CU_OK(launch_u32(k.add_u32, p, 1, 1024, s));
+    CU_OK(launch_u32(k.add_u32, p, 1, 1024, s));
+    CU_OK(cuStreamEndCapture(s, &g3));
+    CU_ERR(cuGraphExecUpdate(x, g3, &info), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+    ck_assert_int_eq(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED);
+    ck_assert_ptr_null(info.errorNode);
+    /* Same count, another kind of node. */
+    CUgraph g4;
+    CU_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CU_OK(launch_u32(k.fill_u32, p, 1, 1024, s));
+    CU_OK(cuMemsetD32Async(p, 1, 1024, s));
+    CU_OK(cuStreamEndCapture(s, &g4));
+    CU_ERR(cuGraphExecUpdate(x, g4, &info), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+    ck_assert_int_eq(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED);
+    ck_assert_ptr_nonnull(info.errorNode);
+    /* a failed update changed nothing */
+    CU_OK(cuGraphLaunch(x, s));
+    CU_OK(cuStreamSynchronize(s));
+    expect_u32(q, 21, 1024);
+    CU_OK(cuGraphExecDestroy(x));
+    CU_OK(cuGraphDestroy(g1));
+    CU_OK(cuGraphDestroy(g2));
+    CU_OK(cuGraphDestroy(g3));
+    CU_OK(cuGraphDestroy(g4));
+    CU_OK(cuMemFree(p));
+    CU_OK(cuMemFree(q));
+    CU_OK(cuStreamDestroy(s));
+}
+END_TEST
+
+START_TEST(child_graphs_clones_and_launch_into_a_capture)
+{
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr p;
+    CU_OK(cuMemAlloc(&p, 4096));
+    CUgraph child = capture_fill_add(s, p, 4), parent, clone;
+    CU_OK(cuGraphCreate(&parent, 0));
+    CUgraphNode node, found;
+    CU_OK(cuGraphAddChildGraphNode(&node, parent, NULL, 0, child));
+    CU_OK(cuGraphClone(&clone, parent));
+    CU_OK(cuGraphNodeFindInClone(&found, node, clone));
+    ck_assert_ptr_ne(found, node);
+    CUgraphNodeType type;
+    CU_OK(cuGraphNodeGetType(found, &type));
+    ck_assert_int_eq(type, CU_GRAPH_NODE_TYPE_GRAPH);
+    CU_OK(cuGraphDestroy(child)); /* the node has a copy of its own */
+    CUgraphExec x;
+    CU_OK(cuGraphInstantiate(&x, clone, 0));
+    CU_OK(cuGraphLaunch(x, s));
+    CU_OK(cuStreamSynchronize(s));
+    expect_u32(p, 5, 1024);
+    /* Launched into a capture, a graph becomes a node of the captured one. */
+    CU_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CU_OK(cuGraphLaunch(x, s));
+    CU_OK(launch_u32(k.add_u32, p, 100, 1024, s));
+    CUgraph outer;
+    CU_OK(cuStreamEndCapture(s, &outer));
+    CUgraphNode nodes[2];
+    size_t n = 2;
+    CU_OK(cuGraphGetNodes(outer, nodes, &n));
+    ck_assert_uint_eq(n, 2);
+    CU_OK(cuGraphNodeGetType(nodes[0], &type));
+    ck_assert_int_eq(type, CU_GRAPH_NODE_TYPE_GRAPH);
+    expect_u32(p, 5, 1024); /* not run by the capture */
+    CUgraphExec y;
+    CU_OK(cuGraphInstantiate(&y, outer, 0));
+    CU_OK(cuGraphLaunch(y, s));
+    CU_OK(cuStreamSynchronize(s));
+    expect_u32(p, 105, 1024);
+    CU_OK(cuGraphExecDestroy(x));
+    CU_OK(cuGraphExecDestroy(y));
+    CU_OK(cuGraphDestroy(parent));
+    CU_OK(cuGraphDestroy(clone));
+    CU_OK(cuGraphDestroy(outer));
+    CU_OK(cuMemFree(p));
+    CU_OK(cuStreamDestroy(s));
+}
+END_TEST
+
+/* An event record node: the event completes with the launch. */
+START_TEST(event_record_node)
+{
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUevent e;
+    CU_OK(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+    CUdeviceptr flag_dev = f.dev;
+    CUgraph g;
+    CU_OK(cuGraphCreate(&g, 0));
+    CUDA_KERNEL_NODE_PARAMS kp;
+    memset(&kp, 0, sizeof kp);
+    void *args[] = {&flag_dev};
+    kp.func = k.wait_flag;
+    kp.gridDimX = kp.gridDimY = kp.gridDimZ = 1;
+    kp.blockDimX = kp.blockDimY = kp.blockDimZ = 1;
+    kp.kernelParams = args;
+    CUgraphNode wait, rec;
+    CU_OK(cuGraphAddKernelNode(&wait, g, NULL, 0, &kp));
+    CU_OK(cuGraphAddEventRecordNode(&rec, g, &wait, 1, e));
+    CUevent got;
+    CU_OK(cuGraphEventRecordNodeGetEvent(rec, &got));
+    ck_assert_ptr_eq(got, e);
+    CUgraphExec x;
+    CU_OK(cuGraphInstantiate(&x, g, 0));
+    CU_OK(cuGraphLaunch(x, s));
+    expect_event_pending(e);
+    flag_release(&f);
+    CU_OK(cuEventSynchronize(e));
+    CU_OK(cuStreamSynchronize(s));
+    CU_OK(cuGraphExecDestroy(x));
+    CU_OK(cuGraphDestroy(g));
+    CU_OK(cuEventDestroy(e));
+    CU_OK(cuStreamDestroy(s));
+}
+END_TEST
+
+/* A graph of the size real programs capture: thousands of nodes in a chain
+ * instantiate and launch quickly, in order. */
+START_TEST(a_long_captured_chain)
+{
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr p;
+    CU_OK(cuMemAlloc(&p, 4));
+    CU_OK(cuMemsetD32(p, 0, 1));
+    CU_OK(cuCtxSynchronize());
+    CU_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    for (int i = 0; i < 2000; i++)
+        CU_OK(launch_u32(k.add_u32, p, 1, 1, s));
+    CUgraph g;
+    CU_OK(cuStreamEndCapture(s, &g));
+    CUgraphExec x;
+    CU_OK(cuGraphInstantiate(&x, g, 0));
+    CU_OK(cuGraphLaunch(x, s));
+    CU_OK(cuGraphLaunch(x, s));
+    CU_OK(cuStreamSynchronize(s));
+    expect_u32(p, 4000, 1);
+    CU_OK(cuGraphExecDestroy(x));
+    CU_OK(cuGraphDestroy(g));
+    CU_OK(cuMemFree(p));
+    CU_OK(cuStreamDestroy(s));
+}
+END_TEST
+
+Suite *test_suite(void)
+{
+    Suite *s = suite_create("driver_graph");
+    TCase *tc = tcase_create("graph");
+    tcase_add_checked_fixture(tc, setup, driver_teardown);
+    tcase_set_timeout(tc, 20);
+    tcase_add_test(tc, a_graph_built_by_hand);
+    tcase_add_test(tc, bad_nodes_and_edges);
+    tcase_add_test(tc, a_launch_is_one_operation_in_stream_order);
+    tcase_add_test(tc, executable_graph_takes_new_kernel_arguments);
+    tcase_add_test(tc, exec_update_from_a_graph_of_the_same_shape);
+    tcase_add_test(tc, child_graphs_clones_and_launch_into_a_capture);
+    tcase_add_test(tc, event_record_node);
+    tcase_add_test(tc, a_long_captured_chain);
+    suite_add_tcase(s, tc);
+    return s;
+}
