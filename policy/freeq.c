@@ -103,6 +103,7 @@ static CUresult event_at(sw_device *d, sw_freeq_shard *q, CUstream stream, CUeve
         CUresult r = be->event_create(be->ctx, d->id, &ev);
         if (r != CUDA_SUCCESS)
             return r;
+        atomic_fetch_add_explicit(&d->c.events, 1, memory_order_relaxed);
     }
     CUresult r = be->event_record(be->ctx, ev, stream);
     if (r != CUDA_SUCCESS) {
@@ -314,6 +315,8 @@ static CUresult shard_destroy(sw_device *d, sw_freeq_shard *q)
             n = e->next;
             if (e->ev) {
                 CUresult r = be->event_destroy(be->ctx, e->ev);
+                if (r == CUDA_SUCCESS)
+                    atomic_fetch_sub_explicit(&d->c.events, 1, memory_order_relaxed);
                 if (first == CUDA_SUCCESS)
                     first = r;
             }
@@ -323,6 +326,8 @@ static CUresult shard_destroy(sw_device *d, sw_freeq_shard *q)
     }
     for (size_t i = 0; i < q->nevents; i++) {
         CUresult r = be->event_destroy(be->ctx, q->events[i]);
+        if (r == CUDA_SUCCESS)
+            atomic_fetch_sub_explicit(&d->c.events, 1, memory_order_relaxed);
         if (first == CUDA_SUCCESS)
             first = r;
     }

@@ -71,6 +71,7 @@ typedef struct sw_dev_counters {
     _Atomic uint64_t va_bytes;        /* VA reserved for the arena */
     _Atomic uint64_t stall_ns;        /* gates closed for moves, in total */
     _Atomic uint64_t host_creates_waited; /* host pages created on a caller's path */
+    _Atomic uint64_t streams, events; /* the pool's own, alive */
     _Atomic uint64_t pt_count[SW_PT_NREASONS], pt_bytes[SW_PT_NREASONS];
     _Atomic uint64_t oom[SW_OOM_NREASONS];
 } sw_dev_counters;
@@ -330,6 +331,8 @@ size_t sw_move_pages(sw_policy *p, sw_device *d, const CUdeviceptr *vas, size_t 
                      CUresult *err);
 /* One page of it; NOT_SUPPORTED for an aliased page. */
 CUresult sw_move_page(sw_policy *p, sw_device *d, CUdeviceptr va, sw_loc where);
+/* Whether pg can move at all: mapped once, and reachable by d. */
+bool sw_page_movable(sw_policy *p, sw_device *d, const sw_page *pg);
 
 /* ---- suballoc.c: slabs and blocks --------------------------------------- */
 

@@ -116,17 +116,23 @@ CUresult sw_unmap_page(sw_device *d, CUdeviceptr va)
     return CUDA_SUCCESS;
 }
 
-/* Unmaps the arena page at va and gives its physical page to the pool. */
+/* Unmaps the arena page at va and gives its physical page to the pool
+ * (the caller settles host_in_use). A refused unmap is tried once more;
+ * then the page stays where it is, on the cached list, for a later
+ * reclaim to try again: a page still mapped must never reach the pool. */
 static CUresult drop_page(sw_device *d, CUdeviceptr va)
 {
     sw_page *pg = atomic_load_explicit(&pte_at(d, va)->page, memory_order_relaxed);
     CUresult r = sw_unmap_page(d, va);
     if (r != CUDA_SUCCESS)
+        r = sw_unmap_page(d, va);
+    if (r != CUDA_SUCCESS) {
+        if (pg->list != SW_LIST_CACHED && !pte_at(d, va)->users)
+            cache_insert(d, pg);
         return r;
+    }
     sw_list_remove(d, pg);
     sw_pool_put(d, (sw_loc)pg->loc, pg->handle);
-    if (pg->loc == SW_LOC_HOST)
-        sw_count_sub(&d->c.host_in_use, d->page);
     sw_page_free(d, pg);
     return CUDA_SUCCESS;
 }
@@ -210,13 +216,35 @@ static CUresult map_fresh(sw_device *d, CUdeviceptr va, bool host_ok, sw_oom_rea
 
 /* Grants access to the n pages mapped from va; on failure they are dropped
  * again (nothing ran on them: unmapping is safe). */
+/* Grants access to the n pages mapped from va, trying a refused grant once
+ * more page by page; pages that still get none are dropped again (nothing
+ * ran on them: unmapping is safe), or, when even that is refused, forgotten
+ * by the page table (their VA then answers the driver's error, never a
+ * page nobody can reach) and kept out of the pool. */
 static CUresult grant_run(sw_device *d, CUdeviceptr va, size_t n)
 {
-    CUresult r = d->pol->be.set_access(d->pol->be.ctx, va, n << d->shift, d->access_mask);
-    if (r != CUDA_SUCCESS)
-        for (size_t i = 0; i < n; i++)
-            (void)drop_page(d, va + ((CUdeviceptr)i << d->shift));
-    return r;
+    const sw_backend *be = &d->pol->be;
+    CUresult r = be->set_access(be->ctx, va, n << d->shift, d->access_mask);
+    if (r == CUDA_SUCCESS)
+        return r;
+    CUresult first = CUDA_SUCCESS;
+    for (size_t i = 0; i < n; i++) {
+        CUdeviceptr at = va + ((CUdeviceptr)i << d->shift);
+        if (be->set_access(be->ctx, at, d->page, d->access_mask) == CUDA_SUCCESS)
+            continue;
+        first = r;
+        sw_page *pg = atomic_load_explicit(&pte_at(d, at)->page, memory_order_relaxed);
+        bool host = pg->loc == SW_LOC_HOST;
+        if (host)
+            sw_heat_host_pages(d->pol, at, -1);
+        if (drop_page(d, at) != CUDA_SUCCESS) {
+            sw_list_remove(d, pg);
+            atomic_store_explicit(&pte_at(d, at)->page, NULL, memory_order_release);
+        }
+        if (host)
+            sw_count_sub(&d->c.host_in_use, d->page);
+    }
+    return first;
 }
 
 CUresult sw_pages_map(sw_device *d, CUdeviceptr va, size_t n, bool host_ok, size_t *missing,
@@ -325,8 +353,13 @@ void sw_pages_use(sw_device *d, sw_ext *e)
             sw_count_add(&d->c.backing, d->page, &d->c.peak_backing);
             atomic_store_explicit(&pte->owner, SW_OWN(e, SW_OWN_EXT), memory_order_release);
             sw_page *p = atomic_load_explicit(&pte->page, memory_order_relaxed);
-            if (p && p->loc == SW_LOC_DEVICE)
+            if (p && p->loc == SW_LOC_DEVICE) {
                 sw_ring_insert(d, p, atomic_load(&e->heat.touched));
+            } else if (p) {
+                /* A host page a refused unmap left cached: data again. */
+                sw_list_remove(d, p);
+                atomic_fetch_add(&d->c.host_in_use, d->page);
+            }
         }
     }
     /* Neighbouring free extents changed too: their end pages may be mixed. */
@@ -347,12 +380,14 @@ void sw_pages_unuse(sw_device *d, sw_ext *e)
         sw_page *p = atomic_load_explicit(&pte->page, memory_order_relaxed);
         if (!p)
             continue;
-        /* If the unmap fails the page stays mapped; the next owner counts
-         * it as host-resident. */
-        if (p->loc == SW_LOC_HOST)
+        if (p->loc == SW_LOC_HOST) {
+            /* It holds no program data any more, whether or not the driver
+             * lets it go now (drop_page keeps it cached for later). */
+            sw_count_sub(&d->c.host_in_use, d->page);
             (void)drop_page(d, pg);
-        else
+        } else {
             cache_insert(d, p);
+        }
     }
 }
 

@@ -60,6 +60,13 @@ CUresult sw_policy_create(const sw_backend *backend, sw_policy **out)
     return CUDA_SUCCESS;
 }
 
+/* A refused free of VA is tried once more: the reservation would leak. */
+static CUresult va_free2(sw_policy *p, CUdeviceptr va, size_t size)
+{
+    CUresult r = p->be.va_free(p->be.ctx, va, size);
+    return r == CUDA_SUCCESS ? r : p->be.va_free(p->be.ctx, va, size);
+}
+
 /* Frees what sw_device_init built, in reverse; first error wins. */
 static CUresult device_teardown(sw_device *d)
 {
@@ -68,11 +75,14 @@ static CUresult device_teardown(sw_device *d)
     /* Unmapping below must not race work the program left queued. */
     CUresult first = nsegs ? p->be.synchronize(p->be.ctx, d->id) : CUDA_SUCCESS, r;
     sw_syncer_destroy(d);
-    for (int i = 0; i < 2; i++)
-        if (d->mover[i] && (r = p->be.stream_destroy(p->be.ctx, d->id, d->mover[i])) !=
-                               CUDA_SUCCESS &&
-            first == CUDA_SUCCESS)
+    for (int i = 0; i < 2; i++) {
+        if (!d->mover[i])
+            continue;
+        if ((r = p->be.stream_destroy(p->be.ctx, d->id, d->mover[i])) == CUDA_SUCCESS)
+            atomic_fetch_sub_explicit(&d->c.streams, 1, memory_order_relaxed);
+        else if (first == CUDA_SUCCESS)
             first = r;
+    }
     if ((r = sw_freeq_destroy(d)) != CUDA_SUCCESS && first == CUDA_SUCCESS)
         first = r;
     pthread_mutex_lock(&d->lock);
@@ -89,11 +99,12 @@ static CUresult device_teardown(sw_device *d)
         d->spare_mixed = m;
     }
     pthread_mutex_unlock(&d->lock);
-    for (unsigned i = 0; i < nsegs; i++)
-        if ((r = p->be.va_free(p->be.ctx, d->arena.seg[i].base, d->arena.seg[i].size)) !=
-                CUDA_SUCCESS &&
-            first == CUDA_SUCCESS)
+    for (unsigned i = 0; i < nsegs; i++) {
+        if ((r = va_free2(p, d->arena.seg[i].base, d->arena.seg[i].size)) == CUDA_SUCCESS)
+            sw_count_sub(&d->c.va_bytes, d->arena.seg[i].size);
+        else if (first == CUDA_SUCCESS)
             first = r;
+    }
     atomic_store(&d->arena.nsegs, 0);
     for (unsigned i = 0; d->scratch && i < SW_SCRATCH_PAGES; i++)
         if (d->stuck[i].h &&
@@ -101,11 +112,12 @@ static CUresult device_teardown(sw_device *d)
                 CUDA_SUCCESS &&
             d->stuck[i].give_back)
             (void)p->be.page_release(p->be.ctx, d->stuck[i].h);
-    if (d->scratch &&
-        (r = p->be.va_free(p->be.ctx, d->scratch, (size_t)SW_SCRATCH_PAGES << d->shift)) !=
-            CUDA_SUCCESS &&
-        first == CUDA_SUCCESS)
-        first = r;
+    if (d->scratch) {
+        if ((r = va_free2(p, d->scratch, (size_t)SW_SCRATCH_PAGES << d->shift)) == CUDA_SUCCESS)
+            sw_count_sub(&d->c.va_bytes, (uint64_t)SW_SCRATCH_PAGES << d->shift);
+        else if (first == CUDA_SUCCESS)
+            first = r;
+    }
     d->scratch = 0;
     pthread_mutex_destroy(&d->lock);
     atomic_store(&d->ready, false);
@@ -177,6 +189,8 @@ static CUresult device_build(sw_device *d, const sw_device_config *cfg, size_t l
         d->scratch = 0;
         return r;
     }
+    atomic_fetch_add_explicit(&d->c.va_bytes, (uint64_t)SW_SCRATCH_PAGES << d->shift,
+                              memory_order_relaxed);
     if (!sw_pt_ensure(&p->pt, d->scratch) || sw_syncer_init(d) ||
         sw_pool_init(d, limit_pages, cfg->host_limit >> d->shift) || sw_arena_init(d, first_va) ||
         sw_classes_init(d) || sw_freeq_init(&d->q))
@@ -593,6 +607,8 @@ CUresult sw_get_counters(sw_policy *p, int dev, sw_counters *out)
     out->va_bytes = atomic_load(&c->va_bytes);
     out->stall_ns = atomic_load(&c->stall_ns);
     out->host_creates_waited = atomic_load(&c->host_creates_waited);
+    out->streams = atomic_load(&c->streams);
+    out->events = atomic_load(&c->events);
     for (int i = 0; i < SW_OOM_NREASONS; i++)
         out->ooms_by[i] = atomic_load(&c->oom[i]);
     out->spill_bytes = atomic_load(&c->spill_bytes);

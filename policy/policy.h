@@ -240,9 +240,10 @@ typedef struct sw_counters {
     uint64_t fill_bytes, fill_events;   /* host -> device moves */
     uint64_t allocs, frees, ooms, syncs, maps, unmaps, reclaims;
     uint64_t ooms_by[SW_OOM_NREASONS]; /* refusals by reason */
-    uint64_t va_bytes;       /* virtual address space reserved for the arena */
+    uint64_t va_bytes;       /* virtual address space reserved (arena and scratch) */
     uint64_t stall_ns;       /* time the gates were closed for moves */
     uint64_t host_creates_waited; /* host pages created while a caller waited */
+    uint64_t streams, events; /* the pool's own, alive */
     uint64_t passthrough_count[SW_PT_NREASONS];
     uint64_t passthrough_bytes[SW_PT_NREASONS];
 } sw_counters;

@@ -196,6 +196,14 @@ void sw_pool_put(sw_device *d, sw_loc loc, CUmemGenericAllocationHandle h)
         pl->host_free[pl->host_nfree++] = h;
 }
 
+/* A refused release is tried once more: the page would leak for good. */
+static CUresult release2(sw_device *d, CUmemGenericAllocationHandle h)
+{
+    const sw_backend *be = &d->pol->be;
+    CUresult r = be->page_release(be->ctx, h);
+    return r == CUDA_SUCCESS ? r : be->page_release(be->ctx, h);
+}
+
 /* Releases every free page; pages still mapped are the caller's to unmap
  * first. Returns the first error. */
 CUresult sw_pool_destroy(sw_device *d)
@@ -203,12 +211,12 @@ CUresult sw_pool_destroy(sw_device *d)
     sw_pool *pl = &d->pool;
     CUresult first = CUDA_SUCCESS;
     for (size_t i = 0; i < pl->nfree; i++) {
-        CUresult r = d->pol->be.page_release(d->pol->be.ctx, pl->free[i]);
+        CUresult r = release2(d, pl->free[i]);
         if (first == CUDA_SUCCESS)
             first = r;
     }
     for (size_t i = 0; i < pl->host_nfree; i++) {
-        CUresult r = d->pol->be.page_release(d->pol->be.ctx, pl->host_free[i]);
+        CUresult r = release2(d, pl->host_free[i]);
         if (first == CUDA_SUCCESS)
             first = r;
     }

@@ -50,6 +50,7 @@ static CUresult movers(sw_device *d)
             CUresult r = be->stream_create(be->ctx, d->id, &d->mover[i]);
             if (r != CUDA_SUCCESS)
                 return r;
+            atomic_fetch_add_explicit(&d->c.streams, 1, memory_order_relaxed);
         }
     return CUDA_SUCCESS;
 }
@@ -61,6 +62,7 @@ typedef struct move {
     CUmemGenericAllocationHandle h;
     uint64_t access;
     bool staged; /* new page mapped at scratch and its copy queued */
+    bool lost;   /* the driver refused every way to back the VA again */
 } move;
 
 /* Unmaps the scratch page at slot and gives its page to the pool; when the
@@ -151,23 +153,77 @@ static void moved(sw_policy *p, sw_device *d, move *m, sw_loc where)
     }
 }
 
-/* Swaps the program's VA over to the staged page. On failure the old page
- * goes back: the VA must never be left unbacked. */
-static CUresult remap(sw_policy *p, sw_device *d, move *m)
+/* Driver calls tried once more when refused: a refused remap leaves an
+ * address without a page or a page without access, so every step that can
+ * is retried before it is given up. */
+static CUresult map2(const sw_backend *be, CUdeviceptr va, size_t size,
+                     CUmemGenericAllocationHandle h)
 {
-    const sw_backend *be = &p->be;
-    CUresult r = be->unmap(be->ctx, m->va, d->page);
-    if (r != CUDA_SUCCESS)
-        return r;
-    if ((r = be->map(be->ctx, m->va, d->page, m->h)) != CUDA_SUCCESS) {
-        if (be->map(be->ctx, m->va, d->page, m->pg->handle) == CUDA_SUCCESS && m->access)
-            (void)be->set_access(be->ctx, m->va, d->page, m->access);
-    }
+    CUresult r = be->map(be->ctx, va, size, h);
+    return r == CUDA_SUCCESS ? r : be->map(be->ctx, va, size, h);
+}
+
+static CUresult unmap2(const sw_backend *be, CUdeviceptr va, size_t size)
+{
+    CUresult r = be->unmap(be->ctx, va, size);
+    return r == CUDA_SUCCESS ? r : be->unmap(be->ctx, va, size);
+}
+
+static CUresult access2(const sw_backend *be, CUdeviceptr va, size_t size, uint64_t mask)
+{
+    CUresult r = be->set_access(be->ctx, va, size, mask);
+    return r == CUDA_SUCCESS ? r : be->set_access(be->ctx, va, size, mask);
+}
+
+/* Maps handle h at va and grants access, each step tried twice. */
+static CUresult map_with_access(const sw_backend *be, sw_device *d, CUdeviceptr va,
+                                CUmemGenericAllocationHandle h, uint64_t access)
+{
+    CUresult r = map2(be, va, d->page, h);
+    if (r == CUDA_SUCCESS && access)
+        r = access2(be, va, d->page, access);
     return r;
 }
 
-/* Grants access to the remapped pages of w, a run of equal masks at a
- * time; a page whose grant fails goes back to its old page. */
+/* va lost its mapping: back with the old page (its bytes are the same as
+ * the new one's), else with the new one. *now_new: the new page backs it.
+ * A VA left with neither is reported (the context is likely lost). */
+static CUresult restore(sw_policy *p, sw_device *d, move *m, bool *now_new)
+{
+    const sw_backend *be = &p->be;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (map_with_access(be, d, m->va, m->pg->handle, m->access) == CUDA_SUCCESS)
+            return CUDA_SUCCESS;
+        (void)be->unmap(be->ctx, m->va, d->page); /* a map without its access */
+        if (map_with_access(be, d, m->va, m->h, m->access) == CUDA_SUCCESS) {
+            *now_new = true;
+            return CUDA_SUCCESS;
+        }
+        (void)be->unmap(be->ctx, m->va, d->page);
+    }
+    return CUDA_ERROR_UNKNOWN;
+}
+
+/* Swaps the program's VA over to the staged page (access comes after, in
+ * grant). *now_new: the VA is backed by the new page. */
+static CUresult remap(sw_policy *p, sw_device *d, move *m, bool *now_new)
+{
+    const sw_backend *be = &p->be;
+    *now_new = false;
+    CUresult r = unmap2(be, m->va, d->page);
+    if (r != CUDA_SUCCESS)
+        return r; /* the old page is still there */
+    if ((r = map2(be, m->va, d->page, m->h)) == CUDA_SUCCESS) {
+        *now_new = true;
+        return CUDA_SUCCESS;
+    }
+    CUresult back = restore(p, d, m, now_new);
+    return back == CUDA_SUCCESS ? r : back;
+}
+
+/* Access for the remapped pages of w, a run of equal masks at a time, then
+ * page by page for a refused run; a page that gets none goes back to its
+ * old page. ok[i]: the new page backs w[i] (with access). */
 static CUresult grant(sw_policy *p, sw_device *d, move *w, size_t n, bool *ok)
 {
     const sw_backend *be = &p->be;
@@ -177,17 +233,21 @@ static CUresult grant(sw_policy *p, sw_device *d, move *w, size_t n, bool *ok)
         while (j < n && ok[j] == ok[i] && w[j].access == w[i].access &&
                w[j].va == w[j - 1].va + d->page)
             j++;
-        if (ok[i] && w[i].access) {
-            CUresult r = be->set_access(be->ctx, w[i].va, (j - i) << d->shift, w[i].access);
-            if (r != CUDA_SUCCESS) {
-                for (size_t k = i; k < j; k++) {
-                    (void)be->unmap(be->ctx, w[k].va, d->page);
-                    if (be->map(be->ctx, w[k].va, d->page, w[k].pg->handle) == CUDA_SUCCESS)
-                        (void)be->set_access(be->ctx, w[k].va, d->page, w[k].access);
-                    ok[k] = false;
-                }
+        if (ok[i] && w[i].access &&
+            be->set_access(be->ctx, w[i].va, (j - i) << d->shift, w[i].access) != CUDA_SUCCESS) {
+            for (size_t k = i; k < j; k++) {
+                CUresult r = access2(be, w[k].va, d->page, w[k].access);
+                if (r == CUDA_SUCCESS)
+                    continue;
                 if (first == CUDA_SUCCESS)
                     first = r;
+                bool now_new = true;
+                if (unmap2(be, w[k].va, d->page) == CUDA_SUCCESS) {
+                    now_new = false;
+                    if (restore(p, d, &w[k], &now_new) != CUDA_SUCCESS)
+                        w[k].lost = true;
+                }
+                ok[k] = now_new; /* still the new page: no access, reported above */
             }
         }
         i = j;
@@ -206,11 +266,14 @@ static size_t finish(sw_policy *p, sw_device *d, move *w, size_t n, sw_loc where
         r = CUDA_SUCCESS; /* the device sync covers the copies: they are done */
     if (r != CUDA_SUCCESS) {
         /* The copies may still be writing the scratch pages: unmapping them
-         * now would fault the context (the remap hazard). They stay mapped,
-         * their pages out of the pool: lost, in a context that is likely
-         * lost too. */
-        for (size_t i = 0; i < n; i++)
+         * now would fault the context (the remap hazard). They stay mapped
+         * (the program's VAs keep their old pages) until the slot's next
+         * use, which comes after a quiesce whose sync covers them. */
+        for (size_t i = 0; i < n; i++) {
+            if (w[i].staged)
+                d->stuck[slot_of(d, w[i].scratch)] = (sw_stuck){w[i].h, (uint8_t)where, true};
             w[i].staged = false;
+        }
         if (*err == CUDA_SUCCESS)
             *err = r;
         return 0;
@@ -218,8 +281,11 @@ static size_t finish(sw_policy *p, sw_device *d, move *w, size_t n, sw_loc where
     for (size_t i = 0; i < n; i++) {
         if (!w[i].staged)
             continue;
-        CUresult m = remap(p, d, &w[i]);
-        ok[i] = m == CUDA_SUCCESS;
+        bool now_new;
+        CUresult m = remap(p, d, &w[i], &now_new);
+        ok[i] = now_new;
+        if (m == CUDA_ERROR_UNKNOWN && !now_new)
+            w[i].lost = true;
         if (m != CUDA_SUCCESS && *err == CUDA_SUCCESS)
             *err = m;
     }
@@ -236,6 +302,11 @@ static size_t finish(sw_policy *p, sw_device *d, move *w, size_t n, sw_loc where
             moved(p, d, &w[i], where);
             w[i].staged = false;
             done++;
+        } else if (w[i].lost) {
+            /* Neither page maps the VA any more: both keep their bytes, out
+             * of the pool, and the VA answers the driver's error. */
+            release_scratch(p, d, slot_of(d, w[i].scratch), w[i].h, where, false);
+            w[i].staged = false;
         } else {
             unstage(p, d, &w[i], where);
         }
@@ -255,11 +326,11 @@ size_t sw_move_pages(sw_policy *p, sw_device *d, const CUdeviceptr *vas, size_t 
         while (*err == CUDA_SUCCESS && next < n && fill[cur] < WINDOW) {
             sw_page *pg = atomic_load(&sw_pt_get(&p->pt, vas[next])->page);
             CUdeviceptr va = vas[next++];
-            if (!pg || pg->loc == where || pg->nmaps != 1)
-                continue; /* already there, gone, or aliased: every alias would have to move */
+            if (!pg || pg->loc == where || !sw_page_movable(p, d, pg))
+                continue; /* already there, gone, aliased, or unreachable */
             move *m = &win[cur][fill[cur]];
             *m = (move){va, d->scratch + ((CUdeviceptr)(cur * WINDOW + fill[cur]) << d->shift), pg,
-                        0, access_of(p, d, va), false};
+                        0, access_of(p, d, va), false, false};
             CUresult r = stage(p, d, m, where, d->mover[cur]);
             if (r != CUDA_SUCCESS) {
                 *err = r; /* no page left at `where`, or the driver refused */
@@ -277,6 +348,14 @@ size_t sw_move_pages(sw_policy *p, sw_device *d, const CUdeviceptr *vas, size_t 
         if (fill[k])
             done += finish(p, d, win[k], fill[k], where, d->mover[k], err);
     return done;
+}
+
+bool sw_page_movable(sw_policy *p, sw_device *d, const sw_page *pg)
+{
+    /* An alias would have to move too; a page no device was given access
+     * to (a program mapping before its cuMemSetAccess) cannot be copied:
+     * on a GPU the copy would fault. */
+    return pg->nmaps == 1 && (access_of(p, d, pg->va) >> d->id & 1);
 }
 
 CUresult sw_move_page(sw_policy *p, sw_device *d, CUdeviceptr va, sw_loc where)

@@ -97,7 +97,8 @@ size_t sw_spill_coldest(sw_device *d, size_t want, CUdeviceptr keep_lo, CUdevice
         d->ring = pg->next; /* the hand moves on */
         if (pg == stop)
             break; /* every page left on the ring is chosen already */
-        if (pg->nmaps != 1 || (pg->va >= keep_lo && pg->va < keep_hi) || referenced(p, pg))
+        if (!sw_page_movable(p, d, pg) || (pg->va >= keep_lo && pg->va < keep_hi) ||
+            referenced(p, pg))
             continue;
         vas[n++] = pg->va;
         if (!stop)

@@ -40,5 +40,8 @@ spillway_get_pool_counters(int device, struct spillway_pool_counters *out)
     out->spill_events = c.spill_events;
     out->fill_bytes = c.fill_bytes;
     out->fill_events = c.fill_events;
+    out->va_bytes = c.va_bytes;
+    out->streams = c.streams;
+    out->events = c.events;
     return 0;
 }

@@ -22,6 +22,9 @@ static _Atomic bool spills[SW_MAX_DEVICES];
 static _Atomic uint64_t early_peers[SW_MAX_DEVICES];
 /* Device set-up is rare (once per device): one lock for all of it. */
 static pthread_mutex_t setup_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Failed set-ups per device (under setup_lock), and how many are tried. */
+static int setup_tries[SW_MAX_DEVICES];
+#define SETUP_TRIES 3
 
 sw_policy *spw_pool_policy(void)
 {
@@ -86,7 +89,8 @@ static size_t host_reserve_of(uint64_t opt, size_t limit, size_t host_limit)
     return r < host_limit ? r : host_limit;
 }
 
-/* Under setup_lock: builds dev's pool; DEV_POOL or DEV_PASS. */
+/* Under setup_lock: builds dev's pool; DEV_POOL, DEV_PASS, or DEV_UNKNOWN
+ * when a failed set-up is to be tried again. */
 static int set_up(int dev)
 {
     const struct spw_options *o = spw_config();
@@ -105,10 +109,15 @@ static int set_up(int dev)
     cfg.host_reserve = host_reserve_of(o->host_reserve, cfg.limit, cfg.host_limit);
     CUresult r = sw_device_init(p, dev, &cfg);
     if (r != CUDA_SUCCESS) {
+        /* A driver that refused once may not refuse again (memory other
+         * processes held, a transient error): the next allocations try
+         * again, a few times, passing through meanwhile. */
+        int tried = ++setup_tries[dev];
+        bool again = r != CUDA_ERROR_INVALID_VALUE && tried < SETUP_TRIES;
         spw_warn("device %d: cannot set up the page pool for %llu bytes (error %d): "
-                 "allocations pass through to the driver, capped",
-                 dev, (unsigned long long)limit, (int)r);
-        return DEV_PASS;
+                 "allocations pass through to the driver, capped%s",
+                 dev, (unsigned long long)limit, (int)r, again ? "; will try again" : "");
+        return again ? DEV_UNKNOWN : DEV_PASS;
     }
     apply_early_peers(p, dev);
     if (o->spill) {

@@ -51,6 +51,10 @@ struct spillway_pool_counters {
     uint64_t host_bytes;
     uint64_t spill_bytes, spill_events;
     uint64_t fill_bytes, fill_events;
+    /* What the pool holds from the driver besides pages: virtual address
+     * space (its arena grows; 0: no pool on the device), its own streams
+     * and events. */
+    uint64_t va_bytes, streams, events;
 };
 
 /* The page pool's view of a device. Returns 0, or -1 for a bad index or

@@ -5,10 +5,14 @@
 #include "shim/backend.h"
 #include "shim/handler.h"
 
+/* Asked twice when refused: a sync point missed leaves freed spilled data
+ * counted (and its host pages held) until the pool's own next sync. */
 static int current_device(void)
 {
     int dev;
-    return spw_driver_ctx_device(&dev) == CUDA_SUCCESS ? dev : -1;
+    if (spw_driver_ctx_device(&dev) == CUDA_SUCCESS || spw_driver_ctx_device(&dev) == CUDA_SUCCESS)
+        return dev;
+    return -1;
 }
 
 /* Only a sync of the primary context counts as the device's: the pool's
@@ -17,8 +21,12 @@ static int current_device(void)
 static int primary_current(int dev)
 {
     CUcontext cur = NULL;
-    return spw_drv.cuCtxGetCurrent && spw_drv.cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur &&
-           cur == spw_backend_primary(dev);
+    if (!spw_drv.cuCtxGetCurrent)
+        return 0;
+    if (spw_drv.cuCtxGetCurrent(&cur) != CUDA_SUCCESS &&
+        spw_drv.cuCtxGetCurrent(&cur) != CUDA_SUCCESS)
+        return 0;
+    return cur && cur == spw_backend_primary(dev);
 }
 
 CUresult spw_h_ctx_synchronize(void)

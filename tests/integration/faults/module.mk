@@ -2,7 +2,7 @@
 # workload.c runs under spillway against fakecuda while one driver call
 # fails (FAKECUDA_FAIL); faults.sh runs it once clean, then once per
 # injection point, and prints a table per driver function.
-#   make test-faults       the sampled run (first, last and strided calls)
+#   make test-faults       the sampled run alone (also part of make test)
 #   make test-faults-all   every call of every function (minutes)
 FAULTS_IT := $(BUILD)/tests/integration/faults
 
@@ -12,6 +12,7 @@ $(FAULTS_IT)/workload: $(FAULTS_IT)/workload.o $(BUILD)/stats/reader.o $(BUILD)/
 	    -Wl,-rpath,'$$ORIGIN/../../../fakecuda' -lcuda $(LDLIBS)
 
 ALL_TARGETS += $(FAULTS_IT)/workload
+UNIT_TESTS  += tests/integration/faults/faults.sh
 
 test-faults: $(FAULTS_IT)/workload $(SHIM_LIB) $(FAKECUDA_LIB)
 	@BUILD=$(BUILD) scripts/run-tests.sh tests/integration/faults/faults.sh

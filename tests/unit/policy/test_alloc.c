@@ -255,8 +255,17 @@ START_TEST(map_failure_is_returned_and_leaves_no_trace)
     ck_assert_int_eq(sw_alloc(P, 0, 100, &p), CUDA_ERROR_UNKNOWN);
     fake_fail_next(FB, "map", CUDA_ERROR_ILLEGAL_STATE);
     ck_assert_int_eq(sw_alloc(P, 0, 3 * PG, &p), CUDA_ERROR_ILLEGAL_STATE);
+    /* A refused grant is tried again page by page: once is absorbed... */
     fake_fail_next(FB, "set_access", CUDA_ERROR_INVALID_DEVICE);
-    ck_assert_int_eq(sw_alloc(P, 0, 3 * PG, &p), CUDA_ERROR_INVALID_DEVICE);
+    ck_assert_int_eq(sw_alloc(P, 0, 3 * PG, &p), CUDA_SUCCESS);
+    fill(p, 3 * PG, 4);
+    ck_assert(verify(p, 3 * PG, 4));
+    ck_assert_int_eq(sw_free(P, p), CUDA_SUCCESS);
+    /* ... a driver that keeps refusing is answered with its error (more
+     * than the 3 pages mapped so far: some must be mapped afresh). */
+    fake_fail_times(FB, "set_access", CUDA_ERROR_INVALID_DEVICE, 1000);
+    ck_assert_int_eq(sw_alloc(P, 0, 6 * PG, &p), CUDA_ERROR_INVALID_DEVICE);
+    fake_fail_next(FB, "", CUDA_SUCCESS); /* no more refusals */
     ck_assert_uint_eq(counters().in_use_bytes, 0);
     ck_assert_int_eq(sw_alloc(P, 0, 8 * PG, &p), CUDA_SUCCESS); /* all of it still usable */
     fill(p, 8 * PG, 5);
