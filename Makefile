@@ -9,6 +9,8 @@
 #   make test-diff  issue 11's differential run alone (tests/integration/diff, also in test)
 #   make soak       10^6 random operations against spillway and the driver alone
 #   make install    PREFIX=/usr/local
+#   make docs, check-docs, check-layers  generated docs and the layers'
+#                   checks (scripts/module.mk; both checks are in test)
 
 CUDA_HOME ?= /usr/local/cuda
 CUDA_INC  := $(CUDA_HOME)/include

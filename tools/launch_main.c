@@ -7,6 +7,7 @@
  * the same message the library would give), prepends the library to
  * LD_PRELOAD and execs the command. */
 #include "shim/options.h"
+#include "tools/launch_flags.h"
 #include "tools/launch_paths.h"
 
 #include <errno.h>
@@ -19,6 +20,10 @@
 
 #define VERSION "0.1"
 
+#define HELP_WIDTH 79
+
+/* The usage, then each flag of launch_flags.def with what it sets and the
+ * doc of shim/options.def (nothing here repeats them). */
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -27,24 +32,22 @@ static void usage(FILE *f)
             "       spillway options\n"
             "Run an unmodified CUDA program with its GPU memory limited, pooled and\n"
             "spilled to host memory; watch it with spillway top.\n\n"
-            "run options (each sets the SPILLWAY_* variable named):\n"
-            "  -l, --limit SIZE       device memory limit: 8G, 512M, or per device 0=8G,1=4G\n"
-            "                         (SPILLWAY_MEM_LIMIT; wins over --fraction)\n"
-            "  -f, --fraction F       fraction of each device's memory, 0.000001 <= F <= 1\n"
-            "                         (SPILLWAY_MEM_FRACTION)\n"
-            "      --no-spill         fail allocations beyond the limit instead of spilling\n"
-            "                         (SPILLWAY_SPILL=0)\n"
-            "      --no-preallocate   grow the pool on demand (SPILLWAY_PREALLOCATE=0)\n"
-            "      --host-limit SIZE  pinned host memory spill may use (SPILLWAY_HOST_LIMIT)\n"
-            "      --no-stats         publish no stats for spillway top (SPILLWAY_STATS=0)\n"
-            "      --log LEVEL        error, warn, info or debug (SPILLWAY_LOG)\n"
-            "      --lib PATH         library to preload (default: $SPILLWAY_LIB, else\n"
-            "                         ../lib/libspillway.so next to this program)\n"
-            "  -v, --verbose          print the settings before running\n\n"
-            "Other SPILLWAY_* variables already in the environment are kept and checked:\n"
+            "run options (most set the SPILLWAY_* variable named):\n");
+    for (size_t i = 0; i < SPW_RUN_FLAG_COUNT; i++)
+        spw_run_flag_help(f, i, HELP_WIDTH);
+    fprintf(f,
+            "\nOther SPILLWAY_* variables already in the environment are kept and checked:\n"
             "an unknown SPILLWAY_* name or an empty value is refused like a bad value.\n"
             "Exit status: COMMAND's, or 2 for a bad option or value, 126/127 when\n"
             "COMMAND cannot be run. See spillway(1), spillway-top(1), 'spillway options'.\n");
+}
+
+/* Usage and the table of variables: what --help prints, for run too. */
+static void help(void)
+{
+    usage(stdout);
+    printf("\nVariables (spillway options):\n");
+    spw_options_print_table(stdout);
 }
 
 static int fail(int status, const char *fmt, const char *a, const char *b)
@@ -87,38 +90,62 @@ struct run_opts {
     int verbose;
 };
 
+/* getopt_long's tables from launch_flags.def: "+:" (stop at the command,
+ * whose own options are not ours; ':' reports a missing value) and each
+ * short name, with ':' when it takes a value. */
+static void build_getopt(struct option *longs, char *shorts)
+{
+    char *s = shorts;
+    *s++ = '+';
+    *s++ = ':';
+    for (size_t i = 0; i < SPW_RUN_FLAG_COUNT; i++) {
+        const struct spw_run_flag *fl = &spw_run_flags[i];
+        longs[i] = (struct option){fl->name, fl->arg ? required_argument : no_argument, NULL,
+                                   spw_run_flag_val(i)};
+        if (fl->short_name) {
+            *s++ = fl->short_name;
+            if (fl->arg)
+                *s++ = ':';
+        }
+    }
+    longs[SPW_RUN_FLAG_COUNT] = (struct option){NULL, 0, NULL, 0};
+    *s = '\0';
+}
+
+/* Applies flag i (its argument arg). Returns 0, an exit status, or -1 when
+ * the help was printed. */
+static int apply_flag(size_t i, const char *arg, struct run_opts *o)
+{
+    const struct spw_run_flag *fl = &spw_run_flags[i];
+    switch (fl->own) {
+    case SPW_RUN_SETS_VARIABLE: return set(fl->var, fl->value ? fl->value : arg);
+    case SPW_RUN_LIB: o->lib = arg; return 0;
+    case SPW_RUN_VERBOSE: o->verbose = 1; return 0;
+    case SPW_RUN_HELP: help(); return -1;
+    }
+    return 0;
+}
+
 /* Parses run's options into the environment. Returns the index of the
  * command in argv, or -(exit status). */
 static int parse_run(int argc, char **argv, struct run_opts *o)
 {
-    enum { NO_SPILL = 256, NO_PREALLOC, HOST_LIMIT, NO_STATS, LOG, LIB };
-    static const struct option longs[] = {
-        {"limit", required_argument, NULL, 'l'},       {"fraction", required_argument, NULL, 'f'},
-        {"no-spill", no_argument, NULL, NO_SPILL},     {"no-preallocate", no_argument, NULL, NO_PREALLOC},
-        {"host-limit", required_argument, NULL, HOST_LIMIT}, {"no-stats", no_argument, NULL, NO_STATS},
-        {"log", required_argument, NULL, LOG},         {"lib", required_argument, NULL, LIB},
-        {"verbose", no_argument, NULL, 'v'},           {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+    static struct option longs[SPW_RUN_FLAG_COUNT + 1];
+    static char shorts[2 + 2 * SPW_RUN_FLAG_COUNT + 1];
+    build_getopt(longs, shorts);
     opterr = 0;
     optind = 1;
     int c, rc = 0;
-    /* '+': stop at the command, whose own options are not ours. */
-    while (rc == 0 && (c = getopt_long(argc, argv, "+:l:f:vh", longs, NULL)) != -1) {
-        switch (c) {
-        case 'l': rc = set("SPILLWAY_MEM_LIMIT", optarg); break;
-        case 'f': rc = set("SPILLWAY_MEM_FRACTION", optarg); break;
-        case NO_SPILL: rc = set("SPILLWAY_SPILL", "0"); break;
-        case NO_PREALLOC: rc = set("SPILLWAY_PREALLOCATE", "0"); break;
-        case HOST_LIMIT: rc = set("SPILLWAY_HOST_LIMIT", optarg); break;
-        case NO_STATS: rc = set("SPILLWAY_STATS", "0"); break;
-        case LOG: rc = set("SPILLWAY_LOG", optarg); break;
-        case LIB: o->lib = optarg; break;
-        case 'v': o->verbose = 1; break;
-        case 'h': usage(stdout); return -0x100;
-        case ':': return -fail(2, "option '%s' needs a value%s", argv[optind - 1], "");
-        default: return -fail(2, "unknown option '%s' (see spillway --help)%s", argv[optind - 1], "");
-        }
+    while (rc == 0 && (c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
+        int i = c == ':' || c == '?' ? -1 : spw_run_flag_find(c);
+        if (c == ':')
+            return -fail(2, "option '%s' needs a value%s", argv[optind - 1], "");
+        if (i < 0)
+            return -fail(2, "unknown option '%s' (see spillway --help)%s", argv[optind - 1], "");
+        rc = apply_flag((size_t)i, optarg, o);
     }
+    if (rc == -1)
+        return -0x100;
     if (rc)
         return -rc;
     if (optind >= argc)
@@ -185,9 +212,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(sub, "--help") == 0 || strcmp(sub, "-h") == 0 || strcmp(sub, "help") == 0) {
-        usage(stdout);
-        printf("\nVariables (spillway options):\n");
-        spw_options_print_table(stdout);
+        help();
         return 0;
     }
     if (strcmp(sub, "--version") == 0 || strcmp(sub, "-V") == 0) {

@@ -29,6 +29,12 @@ $(TOOLS_BIN)/spillway: $(LAUNCH_OBJS) $(BUILD)/shim/options.o
 	$(CC) $(CFLAGS) $^ -o $@ -lm $(LDLIBS)
 ALL_TARGETS += $(TOOLS_BIN)/spillway-top $(TOOLS_BIN)/spillway
 
+# The generator of the docs' option parts (gendocs.c; scripts/gen-docs.sh
+# puts them in place: make docs, make check-docs).
+$(TOOLS_BIN)/gendocs: $(BUILD)/tools/gendocs.o $(BUILD)/tools/launch_flags.o
+	$(CC) $(CFLAGS) $^ -o $@
+ALL_TARGETS += $(TOOLS_BIN)/gendocs
+
 # Test helpers: a program that publishes known counters through the writer,
 # and an empty library to preload in launcher tests.
 $(BUILD)/tests/unit/tools/stats_writer: $(BUILD)/tests/unit/tools/stats_writer.o $(STATS_WRITER_OBJS)

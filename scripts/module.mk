@@ -1,0 +1,24 @@
+# scripts/: the repository's own checks (issue 15), also run by make test.
+#   make docs          rewrites the generated parts of README.md and
+#                      tools/man/spillway.1 from shim/options.def and
+#                      tools/launch_flags.def (scripts/gen-docs.sh)
+#   make check-docs    fails, with a diff, when they drifted, or when the
+#                      README's table differs from `spillway options`
+#   make check-layers  fails on an edge between layers that points up
+#                      (docs/design.md, "Layers"); lists the circles between
+#                      files inside shim/ and policy/ as warnings, or fails
+#                      on them with STRICT_LAYERS=1
+# Both check themselves first: a doc or a layer broken on purpose must fail.
+DOCS_GEN     := $(BUILD)/tools/gendocs
+LAYER_OBJS   := $(patsubst %.c,$(BUILD)/%.o,$(filter-out bench/gpuapi_rt.c, \
+                  $(wildcard shim/*.c policy/*.c stats/*.c tools/*.c bench/*.c)))
+
+docs: $(DOCS_GEN)
+	scripts/gen-docs.sh $(DOCS_GEN) .
+check-docs: $(DOCS_GEN) $(BUILD)/tools/spillway
+	BUILD=$(BUILD) scripts/check-docs.sh
+check-layers: $(LAYER_OBJS)
+	BUILD=$(BUILD) scripts/check-layers.sh $(if $(filter 1,$(STRICT_LAYERS)),--strict)
+.PHONY: docs check-docs check-layers
+
+UNIT_TESTS += scripts/check-docs.sh scripts/check-layers.sh
