@@ -9,7 +9,9 @@
 # tests/gpu/ links the same objects for its CUDA C acceptance program.
 NVCC ?= $(CUDA_HOME)/bin/nvcc
 BENCH_PROGS  := alloc_lat alloc_random prealloc
-BENCH_COMMON := $(BUILD)/bench/util.o $(BUILD)/bench/selfstats.o
+# util.o parses sizes with the product's parser (shim/options.o, pure libc).
+BENCH_UTIL   := $(BUILD)/bench/util.o $(BUILD)/shim/options.o
+BENCH_COMMON := $(BENCH_UTIL) $(BUILD)/bench/selfstats.o
 BENCH_DRV    := $(addprefix $(BUILD)/bench/drv/,$(BENCH_PROGS))
 BENCH_RT     := $(addprefix $(BUILD)/bench/rt-static/,$(BENCH_PROGS)) \
                 $(addprefix $(BUILD)/bench/rt-shared/,$(BENCH_PROGS))

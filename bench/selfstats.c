@@ -24,9 +24,11 @@ static int open_segment(void)
     if (fd >= 0)
         return 0;
     const char *dir = getenv(SPW_STATS_DIR_ENV);
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/%s%u.%d", dir && *dir ? dir : SPW_STATS_DEFAULT_DIR,
-             SPW_STATS_NAME_PREFIX, (unsigned)getuid(), (int)getpid());
+    char name[64], path[PATH_MAX];
+    /* The writer's name for this process (a setuid program's segment is
+     * named after its effective uid). */
+    snprintf(name, sizeof name, SPW_STATS_NAME_FORMAT, (unsigned)geteuid(), (int)getpid());
+    snprintf(path, sizeof path, "%s/%s", dir && *dir ? dir : SPW_STATS_DEFAULT_DIR, name);
     int f = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (f < 0)
         return -1;

@@ -1,9 +1,8 @@
 #include "bench/util.h"
 
 #include "bench/gpuapi.h"
+#include "shim/options.h"
 
-#include <ctype.h>
-#include <errno.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,26 +25,11 @@ uint64_t rng_next(uint64_t *s)
     return z ^ (z >> 31);
 }
 
+/* The product's own parser: a size means the same on a benchmark's
+ * command line as in SPILLWAY_MEM_LIMIT. */
 int parse_size(const char *s, uint64_t *out)
 {
-    if (!isdigit((unsigned char)*s))
-        return -1;
-    errno = 0;
-    char *end;
-    unsigned long long n = strtoull(s, &end, 10);
-    if (errno)
-        return -1;
-    unsigned shift = 0;
-    switch (toupper((unsigned char)*end)) {
-    case 'K': shift = 10; end++; break;
-    case 'M': shift = 20; end++; break;
-    case 'G': shift = 30; end++; break;
-    default: break;
-    }
-    if (*end || (shift && n > (UINT64_MAX >> shift)))
-        return -1;
-    *out = (uint64_t)n << shift;
-    return 0;
+    return spw_parse_bytes(s, out);
 }
 
 int parse_sizes(const char *s, uint64_t *out, int max)

@@ -1,6 +1,7 @@
 /* Small helpers shared by the benchmarks and tests/gpu's C programs:
- * a monotonic clock, a fixed-seed generator, sizes with K/M/G suffixes,
- * percentiles, and the one-line result format gpu-check.sh parses. */
+ * a monotonic clock, a fixed-seed generator, sizes with K/M/G/T suffixes
+ * (shim/options.c's parser: link $(BENCH_UTIL), which has it), percentiles,
+ * and the one-line result format gpu-check.sh parses. */
 #ifndef SPILLWAY_BENCH_UTIL_H
 #define SPILLWAY_BENCH_UTIL_H
 #include <stddef.h>
@@ -11,7 +12,8 @@ uint64_t now_ns(void);
 /* splitmix64: fixed seed -> the same workload in every mode and run. */
 uint64_t rng_next(uint64_t *state);
 
-/* "256", "64K", "16M", "4G" -> bytes; 0 on success, -1 if malformed. */
+/* "256", "64K", "16M", "4G", "1T", "2MiB" -> bytes, as SPILLWAY_MEM_LIMIT
+ * reads them (spw_parse_bytes); 0 on success, -1 if malformed. */
 int parse_size(const char *s, uint64_t *out);
 /* Comma-separated sizes; returns how many were parsed (<= max), -1 on error. */
 int parse_sizes(const char *s, uint64_t *out, int max);

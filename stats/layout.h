@@ -31,6 +31,10 @@
 #define SPW_STATS_CONFIG_LEN   2048u
 #define SPW_STATS_CACHELINE    64u
 #define SPW_STATS_NAME_PREFIX  "spillway."
+/* A segment's file name, from (unsigned) uid and (int) pid: the uid is the
+ * writer's effective one, geteuid(), the owner of the file it creates
+ * (what readers check), not getuid(). */
+#define SPW_STATS_NAME_FORMAT  SPW_STATS_NAME_PREFIX "%u.%d"
 #define SPW_STATS_DIR_ENV      "SPILLWAY_STATS_DIR"
 #define SPW_STATS_DEFAULT_DIR  "/dev/shm"
 

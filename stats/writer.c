@@ -233,7 +233,7 @@ int spw_stats_open(struct spw_stats_writer **out, const struct spw_stats_params 
         free(w);
         return -1;
     }
-    snprintf(w->name, sizeof w->name, SPW_STATS_NAME_PREFIX "%u.%d", (unsigned)geteuid(), (int)getpid());
+    snprintf(w->name, sizeof w->name, SPW_STATS_NAME_FORMAT, (unsigned)geteuid(), (int)getpid());
     snprintf(w->path, sizeof w->path, "%s/%s", dir, w->name);
     w->device_count = p->device_count;
     w->size = (size_t)spw_stats_total_size(p->device_count);

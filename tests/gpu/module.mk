@@ -2,7 +2,7 @@
 # The CUDA C acceptance program is linked like the benchmarks (bench/module.mk):
 # by nvcc with the static and the shared runtime for the GPU rows, and
 # against the driver API for the fakecuda self-test (tests/gpu/selftest.sh).
-GPU_OOM_OBJS := $(BUILD)/tests/gpu/alloc_until_oom.o $(BUILD)/bench/util.o
+GPU_OOM_OBJS := $(BUILD)/tests/gpu/alloc_until_oom.o $(BENCH_UTIL)
 GPU_OOM_DRV  := $(BUILD)/tests/gpu/drv/alloc_until_oom
 GPU_OOM_RT   := $(BUILD)/tests/gpu/rt-static/alloc_until_oom $(BUILD)/tests/gpu/rt-shared/alloc_until_oom
 
@@ -28,7 +28,7 @@ UNIT_TESTS  += tests/gpu/selftest.sh
 # on all of it (kernels of the conformance suites: PTX on a GPU, C on
 # fakecuda), linked by soname like those suites.
 GPU_SPILL := $(BUILD)/tests/gpu/spill_check
-$(GPU_SPILL): $(BUILD)/tests/gpu/spill_check.o $(BUILD)/bench/util.o $(BUILD)/bench/gpuapi_drv.o $(BUILD)/tests/unit/driver/kernels.o | $(FAKECUDA_LIB)
+$(GPU_SPILL): $(BUILD)/tests/gpu/spill_check.o $(BENCH_UTIL) $(BUILD)/bench/gpuapi_drv.o $(BUILD)/tests/unit/driver/kernels.o | $(FAKECUDA_LIB)
 	$(CC) $(CFLAGS) $^ -o $@ -L$(BUILD)/fakecuda -l:libcuda.so.1 $(CHECK_LIBS) $(LDLIBS)
 
 ALL_TARGETS += $(GPU_SPILL)
