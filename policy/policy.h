@@ -13,10 +13,10 @@
  * CUDA_ERROR_NOT_FOUND means "not spillway's": the shim passes the call
  * through to the driver.
  *
- * Free semantics (DESIGN.md): a block freed with sw_free is not handed to a
- * new owner before a device-wide sync point covers work issued before the
- * free (spillway batches them and synchronizes once per batch, only when it
- * needs the memory); a block freed with sw_free_async(stream) is reusable at
+ * Free semantics (docs/design.md, "Free semantics"): a block freed with
+ * sw_free is not handed to a new owner before a device-wide sync point
+ * covers work issued before the free (spillway batches them and
+ * synchronizes once per batch, only when it needs the memory); a block freed with sw_free_async(stream) is reusable at
  * once on that stream and on others once an event recorded at the free has
  * completed. A VA page is unmapped only after a sync point that covers all
  * work issued before the decision. */

@@ -3,8 +3,9 @@
  * copies (copy.c).
  *
  * A page's residency may change only while no submission is in flight
- * (DESIGN.md "Spill": an unmap racing work kills the context), so each
- * submission runs between sw_work_begin and sw_work_end. Its spillway
+ * (docs/design.md, "The remap hazard": an unmap racing work kills the
+ * context), so each submission runs between sw_work_begin and
+ * sw_work_end. Its spillway
  * pointers are touched first (they become the last to spill) and filled
  * back when they live on the host: before the bracket, because a fill
  * waits for the brackets in progress and would wait for itself.

@@ -2,7 +2,8 @@
  * rules, because spillway's correctness depends on them:
  *  - from pageable host memory to the device, the call returns once the
  *    source is staged; the copy to the device may still be in flight (the
- *    measured hazard of DESIGN.md: unmapping the destination then faults);
+ *    measured hazard of docs/design.md: unmapping the destination then
+ *    faults);
  *  - from pinned host memory to the device, and from the device to the host,
  *    the call returns when the copy is done;
  *  - device to device, and memsets of device memory, do not wait at all.

@@ -50,8 +50,9 @@ static struct CUevent_st *events;
 
 /* ---- unmap hazards (FAKECUDA_CHECK_UNMAP=1) ----
  * On a GPU, unmapping memory that a queued or running copy still uses
- * faults the copy and kills the context (DESIGN.md). Here the copy's worker
- * would fault only if it has not run yet: a race. With the check on, every
+ * faults the copy and kills the context (docs/design.md, "The remap
+ * hazard"). Here the copy's worker would fault only if it has not run
+ * yet: a race. With the check on, every
  * copy and set is remembered until the host has seen it complete (a wait
  * returned, or a query answered "done", after it completed), and unmapping
  * memory one of the others still uses stops the process with a message:

@@ -1,6 +1,6 @@
 /* fakecudart: the few functions of the shared CUDA runtime (libcudart.so)
  * that spillway intercepts, reaching the driver the way the real runtime
- * does (DESIGN.md, "How programs reach CUDA"): dlopen("libcuda.so.1"),
+ * does (docs/design.md, "How programs reach CUDA"): dlopen("libcuda.so.1"),
  * dlsym(handle, "cuGetProcAddress"), then that function asked for
  * "cuGetProcAddress" itself (version 12000, the _v2 ABI), then every driver
  * function by base name and version through what it returned. CI has no

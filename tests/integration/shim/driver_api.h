@@ -1,5 +1,6 @@
 /* The driver functions the shim integration tests call, obtained by each of
- * the three paths programs use (DESIGN.md, "How programs reach CUDA"):
+ * the three paths programs use (docs/design.md, "How programs reach
+ * CUDA"):
  *   SPW_PATH_LINKED  the program's own references (linked with -lcuda)
  *   SPW_PATH_DLSYM   dlopen("libcuda.so.1") + dlsym of versioned names, as XLA
  *   SPW_PATH_GPA     cuGetProcAddress found with dlsym, asked first for
