@@ -1,7 +1,7 @@
 #!/bin/sh
 # make check-docs (also one of make test's programs): the docs generated
 # from shim/options.def and tools/launch_flags.def have not drifted.
-#   1. README.md and tools/man/spillway.1, regenerated into a temporary
+#   1. README.md and the man pages, regenerated into a temporary
 #      directory (scripts/gen-docs.sh), are what the tree holds;
 #   2. the README's table carries, row for row, the name, default and text
 #      that the built `spillway options` prints;
@@ -13,7 +13,7 @@ set -eu
 cd "$(dirname "$0")/.."
 B=${SPW_TEST_BUILD:-${BUILD:-build}}
 GENDOCS=$B/tools/gendocs SPILLWAY=$B/tools/spillway
-DOCS="README.md tools/man/spillway.1"
+DOCS="README.md tools/man/spillway.1 tools/man/spillway-top.1"
 for p in "$GENDOCS" "$SPILLWAY"; do
     [ -x "$p" ] || { echo "check-docs: $p is missing (make first)" >&2; exit 2; }
 done
@@ -82,5 +82,5 @@ echo "check-docs: self-test: a changed doc in the README fails both checks"
 rc=0
 drift . || { echo "check-docs: the docs differ from what options.def generates: run make docs"; rc=1; }
 same_table README.md "$tmp/options" || { echo "check-docs: the README's table differs from '$SPILLWAY options'"; rc=1; }
-[ $rc -eq 0 ] && echo "check-docs: ok ($(wc -l <"$tmp/options") variables; README, spillway.1 and spillway options agree)"
+[ $rc -eq 0 ] && echo "check-docs: ok ($(wc -l <"$tmp/options") variables; README, man pages and spillway options agree)"
 exit $rc

@@ -3,11 +3,11 @@
 # tools/launch_flags.def: between each pair of lines
 #   ... BEGIN generated: gendocs MODE ...
 #   ... END generated: gendocs MODE ...
-# of README.md and tools/man/spillway.1 goes the output of `gendocs MODE`.
+# of README.md and the man pages goes the output of `gendocs MODE`.
 #
 #   scripts/gen-docs.sh GENDOCS OUTDIR [SRCDIR]
-# reads SRCDIR's (default: the source tree's) README.md and
-# tools/man/spillway.1 and writes them to OUTDIR (which may be SRCDIR:
+# reads SRCDIR's (default: the source tree's) README.md and man pages and
+# writes them to OUTDIR (which may be SRCDIR:
 # `make docs`). `make check-docs` writes into a temporary directory and
 # compares. POSIX sh and awk only.
 set -eu
@@ -15,8 +15,8 @@ set -eu
 abs() { case $1 in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac; }
 gendocs=$(abs "$1") out=$(abs "$2")
 if [ $# -eq 3 ]; then cd "$3"; else cd "$(dirname "$0")/.."; fi
-FILES="README.md tools/man/spillway.1"
-MODES="readme-options man-options man-environment"
+FILES="README.md tools/man/spillway.1 tools/man/spillway-top.1"
+MODES="readme-options man-options man-environment man-top-environment"
 
 parts=$(mktemp -d)
 trap 'rm -rf "$parts"' EXIT INT TERM

@@ -1,7 +1,7 @@
 # scripts/: the repository's own checks (issue 15), also run by make test.
-#   make docs          rewrites the generated parts of README.md and
-#                      tools/man/spillway.1 from shim/options.def and
-#                      tools/launch_flags.def (scripts/gen-docs.sh)
+#   make docs          rewrites the generated parts of README.md and the man
+#                      pages from shim/options.def and tools/launch_flags.def
+#                      (scripts/gen-docs.sh)
 #   make check-docs    fails, with a diff, when they drifted, or when the
 #                      README's table differs from `spillway options`
 #   make check-layers  fails on an edge between layers that points up

@@ -4,6 +4,9 @@
  *   gendocs readme-options   the README's table of variables (markdown)
  *   gendocs man-options      spillway(1)'s entries for run's flags (roff)
  *   gendocs man-environment  spillway(1)'s entries for the variables (roff)
+ *   gendocs man-top-environment
+ *                            spillway-top(1)'s entries for the variables the
+ *                            monitor reads too (roff)
  * Built from the same X-macros as the parser, `spillway options` and the
  * launcher's help, so that every doc is the same bytes everywhere. */
 #include "tools/launch_flags.h"
@@ -129,17 +132,30 @@ static void man_options(void)
     }
 }
 
+static void man_variable(const struct option_row *o)
+{
+    printf(".TP\n\\fB%s\\fR (default: ", o->name);
+    if (*o->def)
+        put_roff(o->def);
+    else
+        printf("none");
+    printf(")\n");
+    put_roff_sentence(o->doc);
+}
+
 static void man_environment(void)
 {
-    for (size_t i = 0; i < OPTION_COUNT; i++) {
-        printf(".TP\n\\fB%s\\fR (default: ", options[i].name);
-        if (*options[i].def)
-            put_roff(options[i].def);
-        else
-            printf("none");
-        printf(")\n");
-        put_roff_sentence(options[i].doc);
-    }
+    for (size_t i = 0; i < OPTION_COUNT; i++)
+        man_variable(&options[i]);
+}
+
+/* The variables spillway-top reads as well as the library: where the
+ * segments are. */
+static void man_top_environment(void)
+{
+    for (size_t i = 0; i < OPTION_COUNT; i++)
+        if (strcmp(options[i].name, "SPILLWAY_STATS_DIR") == 0)
+            man_variable(&options[i]);
 }
 
 int main(int argc, char **argv)
@@ -151,8 +167,11 @@ int main(int argc, char **argv)
         man_options();
     else if (strcmp(what, "man-environment") == 0)
         man_environment();
+    else if (strcmp(what, "man-top-environment") == 0)
+        man_top_environment();
     else {
-        fprintf(stderr, "usage: gendocs readme-options|man-options|man-environment\n");
+        fprintf(stderr, "usage: gendocs readme-options|man-options|man-environment|"
+                        "man-top-environment\n");
         return 2;
     }
     return ferror(stdout) ? 1 : 0;
