@@ -34,6 +34,8 @@
  *                 primary context; stream_sync cuStreamSynchronize(s);
  *                 stream_destroy cuStreamDestroy(s)
  *   capturing     the shim's count of captures begun and not ended
+ *   thread_start  cuThreadExchangeStreamCaptureMode(RELAXED) on a thread of
+ *                 policy/'s own
  *   event_*       cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING), cuEventRecord
  *                 (called in the freeing thread, so CU_STREAM_PER_THREAD
  *                 means that thread's stream), cuEventQuery, cuEventDestroy */
@@ -66,7 +68,8 @@ typedef struct sw_backend {
     CUresult (*va_reserve)(void *ctx, int dev, size_t size, size_t align, CUdeviceptr *va);
     CUresult (*va_free)(void *ctx, CUdeviceptr va, size_t size);
 
-    /* Map exactly one page (size = granularity) at va, or unmap it. */
+    /* Map a handle of size bytes at va (one page, or a whole driver
+     * allocation the shim made: promote.c), or unmap it. */
     CUresult (*map)(void *ctx, CUdeviceptr va, size_t size, CUmemGenericAllocationHandle handle);
     CUresult (*unmap)(void *ctx, CUdeviceptr va, size_t size);
 
@@ -100,6 +103,13 @@ typedef struct sw_backend {
      * policy/ neither synchronizes nor remaps on its own account (a sync
      * during a capture invalidates it). NULL: never. */
     bool (*capturing)(void *ctx);
+
+    /* Called first by every thread policy/ starts (NULL: nothing to do).
+     * Those threads only ever make policy/'s own calls, which a program's
+     * GLOBAL capture would otherwise forbid (an event query, a page
+     * created): the shim puts such threads in the driver's RELAXED capture
+     * mode. */
+    void (*thread_start)(void *ctx);
 
     /* Events mark the point of an async free in its stream. event_query
      * returns CUDA_SUCCESS once complete, CUDA_ERROR_NOT_READY before. */

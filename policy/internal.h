@@ -327,6 +327,8 @@ CUresult sw_pages_unmap_all(sw_device *d);
  * device's own streams. Returns how many moved; *err why it stopped short
  * (OUT_OF_MEMORY: no page left at `where`). Quiesced (sw_quiesce); handle
  * and device locks held. */
+/* The device's two mover streams, created on first use. Device lock held. */
+CUresult sw_movers(sw_device *d);
 size_t sw_move_pages(sw_policy *p, sw_device *d, const CUdeviceptr *vas, size_t n, sw_loc where,
                      CUresult *err);
 /* One page of it; NOT_SUPPORTED for an aliased page. */
@@ -550,6 +552,11 @@ typedef struct sw_vmm {
     uint32_t refs;    /* create + retains - releases */
     uint32_t maps;    /* live mappings */
     sw_page **pages;
+    uint64_t user;    /* the shim's word: what the program asked for */
+    /* Made the driver's (promote.c): its memory is this driver handle, it
+     * has no pages and no mappings of spillway's any more. */
+    bool promoted;
+    CUmemGenericAllocationHandle real;
 } sw_vmm;
 
 /* One live mapping of a handle at the program's VA. */
@@ -563,6 +570,17 @@ typedef struct sw_vmap {
 } sw_vmap;
 
 CUresult sw_vmm_destroy_all(sw_policy *p);
+/* vmm.c for promote.c, under the handle lock: the live handle with value h
+ * (NULL: none), the mapping at va, and the unmap of a mapping's first
+ * `done` pages (device lock held too). */
+sw_vmm *sw_vmm_get(sw_policy *p, CUmemGenericAllocationHandle h);
+sw_vmap *sw_vmap_at(sw_policy *p, CUdeviceptr va);
+CUresult sw_vmap_unmap_pages(sw_policy *p, sw_vmap *m, uint32_t done);
+/* Gives a handle's pages back to the pool and forgets it (device lock held
+ * too). */
+void sw_vmm_forget(sw_policy *p, sw_vmm *v);
+/* Takes m off the list of live mappings and keeps its record for reuse. */
+void sw_vmap_retire(sw_policy *p, sw_vmap *m);
 
 /* ---- device and policy (policy.c) ------------------------------------- */
 

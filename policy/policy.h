@@ -164,12 +164,36 @@ CUresult sw_vmm_map(sw_policy *p, CUdeviceptr va, size_t size, size_t offset,
 /* NOT_FOUND when no page of the range is spillway's; INVALID_VALUE when only
  * part of it is, or the range splits one mapping. */
 CUresult sw_vmm_unmap(sw_policy *p, CUdeviceptr va, size_t size);
+/* What sw_vmm_unmap would answer for the range, changing nothing. */
+CUresult sw_vmm_check(sw_policy *p, CUdeviceptr va, size_t size);
 /* rw_dev_mask: devices given read-write access (bit d = device d). */
 CUresult sw_vmm_set_access(sw_policy *p, CUdeviceptr va, size_t size, uint64_t rw_dev_mask);
 /* cuMemRetainAllocationHandle: the handle mapped at va (+1 reference). */
 CUresult sw_vmm_retain(sw_policy *p, CUdeviceptr va, CUmemGenericAllocationHandle *out);
-/* cuMemGetAllocationPropertiesFromHandle: size and device of the handle. */
-CUresult sw_vmm_properties(sw_policy *p, CUmemGenericAllocationHandle h, size_t *size, int *dev);
+/* cuMemGetAllocationPropertiesFromHandle: size and device of the handle,
+ * and the word the shim set (user may be NULL). */
+CUresult sw_vmm_properties(sw_policy *p, CUmemGenericAllocationHandle h, size_t *size, int *dev,
+                           uint64_t *user);
+/* One word the shim keeps with a handle (what the program asked for). */
+CUresult sw_vmm_set_user(sw_policy *p, CUmemGenericAllocationHandle h, uint64_t user);
+/* cuMemExportToShareableHandle of a pool handle: the handle becomes the
+ * driver's handle `real` (made by the shim with the program's properties,
+ * of the handle's size): its bytes are copied there and every mapping of
+ * it is remapped to `real` with the same access; its pages go back to the
+ * pool, and the handle value stays valid, standing for `real`
+ * (sw_vmm_promoted). Waits for the devices that reach the handle (gates
+ * closed, synced): NOT_READY when they stay busy past the deadline or a
+ * capture runs (nothing changed then). */
+CUresult sw_vmm_promote(sw_policy *p, CUmemGenericAllocationHandle h,
+                        CUmemGenericAllocationHandle real);
+/* The program's release of a promoted handle: one reference less; *last
+ * when it was the last (the handle value is gone then, and the shim
+ * releases *real, the driver handle behind it). */
+CUresult sw_vmm_release_promoted(sw_policy *p, CUmemGenericAllocationHandle h, bool *last,
+                                 CUmemGenericAllocationHandle *real);
+/* Whether h was promoted, and to which driver handle. */
+bool sw_vmm_promoted(sw_policy *p, CUmemGenericAllocationHandle h,
+                     CUmemGenericAllocationHandle *real);
 
 /* ---- residency (spill/fill stand on this) ------------------------------
  * Moves the page containing va to device or host memory; the VA and the

@@ -27,6 +27,8 @@ static void *prefill_run(void *arg)
 {
     prefill_part *pp = arg;
     const sw_backend *be = &pp->d->pol->be;
+    if (be->thread_start)
+        be->thread_start(be->ctx);
     pp->r = CUDA_SUCCESS;
     for (size_t i = pp->from; i < pp->to; i++) {
         pp->r = be->page_create(be->ctx, pp->d->id, SW_LOC_DEVICE, pp->d->page, &pp->d->pool.free[i]);

@@ -38,6 +38,8 @@ static void refill(sw_device *d)
 static void *reserve_main(void *arg)
 {
     sw_policy *p = arg;
+    if (p->be.thread_start)
+        p->be.thread_start(p->be.ctx);
     pthread_mutex_lock(&p->reserve_lock);
     while (!p->reserve_stop) {
         uint64_t want = atomic_exchange_explicit(&p->reserve_wanted, 0, memory_order_acq_rel);

@@ -42,7 +42,7 @@ static CUresult take_for(sw_device *d, sw_loc loc, CUmemGenericAllocationHandle 
     return r;
 }
 
-static CUresult movers(sw_device *d)
+CUresult sw_movers(sw_device *d)
 {
     const sw_backend *be = &d->pol->be;
     for (int i = 0; i < 2; i++)
@@ -319,7 +319,7 @@ size_t sw_move_pages(sw_policy *p, sw_device *d, const CUdeviceptr *vas, size_t 
 {
     move win[2][WINDOW];
     size_t fill[2] = {0, 0}, done = 0, next = 0;
-    *err = movers(d);
+    *err = sw_movers(d);
     int cur = 0;
     while (*err == CUDA_SUCCESS && (next < n || fill[0] || fill[1])) {
         /* Stage the next window on this stream while the other one copies. */

@@ -21,6 +21,9 @@ static void *syncer_main(void *arg)
 {
     sw_device *d = arg;
     sw_syncer *s = &d->syncer;
+    const sw_backend *be = &d->pol->be;
+    if (be->thread_start)
+        be->thread_start(be->ctx);
     pthread_mutex_lock(&s->m);
     for (;;) {
         while (s->asked == s->done && !s->stop)
@@ -35,9 +38,13 @@ static void *syncer_main(void *arg)
         s->ntokens = 0;
         s->busy = true;
         pthread_mutex_unlock(&s->m);
-        const sw_backend *be = &d->pol->be;
         uint64_t ticket = sw_sync_begin(d->pol, d->id);
         CUresult r = CUDA_SUCCESS;
+        /* A capture begun since the request was made: a sync now would
+         * invalidate it (the askers see NOT_READY, as when they ask while
+         * one runs). */
+        if (be->capturing && be->capturing(be->ctx))
+            r = CUDA_ERROR_NOT_READY;
         for (size_t i = 0; i < ntokens && r == CUDA_SUCCESS; i++)
             r = be->sync_context(be->ctx, d->id, tokens[i]);
         if (r == CUDA_SUCCESS)

@@ -19,8 +19,7 @@
 #define IDX_MASK ((1ull << IDX_BITS) - 1)
 #define TAG_MASK 0xffff000000000000ull
 
-/* The live handle with value h; under the handle lock. */
-static sw_vmm *handle_get(sw_policy *p, CUmemGenericAllocationHandle h)
+sw_vmm *sw_vmm_get(sw_policy *p, CUmemGenericAllocationHandle h)
 {
     if ((h & TAG_MASK) != p->handle_tag)
         return NULL;
@@ -35,7 +34,7 @@ bool sw_vmm_is_handle(sw_policy *p, CUmemGenericAllocationHandle h)
     if (!p)
         return false;
     pthread_mutex_lock(&p->handles_lock);
-    sw_vmm *v = handle_get(p, h);
+    sw_vmm *v = sw_vmm_get(p, h);
     bool ok = v && v->refs > 0;
     pthread_mutex_unlock(&p->handles_lock);
     return ok;
@@ -65,8 +64,7 @@ static CUresult handle_register(sw_policy *p, sw_vmm *v)
     return CUDA_SUCCESS;
 }
 
-/* Gives a handle's pages back to the pool and forgets it; device lock held. */
-static void handle_free(sw_policy *p, sw_vmm *v)
+void sw_vmm_forget(sw_policy *p, sw_vmm *v)
 {
     sw_device *d = v->dev;
     for (uint32_t i = 0; i < v->npages; i++) {
@@ -76,8 +74,10 @@ static void handle_free(sw_policy *p, sw_vmm *v)
         sw_page_free(d, v->pages[i]);
     }
     p->handles[v->id & IDX_MASK] = NULL;
-    sw_count_sub(&d->c.in_use, v->size);
-    sw_count_sub(&d->c.backing, v->size);
+    if (!v->promoted) { /* a promoted handle's bytes left the pool then */
+        sw_count_sub(&d->c.in_use, v->size);
+        sw_count_sub(&d->c.backing, v->size);
+    }
     free(v->pages);
     free(v);
 }
@@ -166,7 +166,7 @@ CUresult sw_vmm_release(sw_policy *p, CUmemGenericAllocationHandle h)
     if (!p)
         return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&p->handles_lock);
-    sw_vmm *v = handle_get(p, h);
+    sw_vmm *v = sw_vmm_get(p, h);
     CUresult r = CUDA_ERROR_INVALID_VALUE;
     if (v && v->refs > 0) {
         r = CUDA_SUCCESS;
@@ -174,7 +174,7 @@ CUresult sw_vmm_release(sw_policy *p, CUmemGenericAllocationHandle h)
             sw_device *d = v->dev; /* v is gone after handle_free */
             pthread_mutex_lock(&d->lock);
             atomic_fetch_add_explicit(&d->c.frees, 1, memory_order_relaxed);
-            handle_free(p, v);
+            sw_vmm_forget(p, v);
             pthread_mutex_unlock(&d->lock);
         }
     }
@@ -198,7 +198,7 @@ static bool in_arena(sw_policy *p, CUdeviceptr va, size_t size)
     return false;
 }
 
-static sw_vmap *vmap_at(sw_policy *p, CUdeviceptr va)
+sw_vmap *sw_vmap_at(sw_policy *p, CUdeviceptr va)
 {
     sw_pte *e = sw_pt_get(&p->pt, va);
     if (!e)
@@ -207,8 +207,7 @@ static sw_vmap *vmap_at(sw_policy *p, CUdeviceptr va)
     return SW_OWN_TAG(o) == SW_OWN_VMM ? SW_OWN_PTR(o) : NULL;
 }
 
-/* Unmaps the first `done` pages of mapping m; device lock held. */
-static CUresult unmap_pages(sw_policy *p, sw_vmap *m, uint32_t done)
+CUresult sw_vmap_unmap_pages(sw_policy *p, sw_vmap *m, uint32_t done)
 {
     CUresult first = CUDA_SUCCESS;
     for (uint32_t i = 0; i < done; i++) {
@@ -228,9 +227,9 @@ CUresult sw_vmm_map(sw_policy *p, CUdeviceptr va, size_t size, size_t offset,
     if (!p)
         return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&p->handles_lock);
-    sw_vmm *v = handle_get(p, h);
+    sw_vmm *v = sw_vmm_get(p, h);
     CUresult r = CUDA_SUCCESS;
-    if (!v || v->refs == 0 || !va || va % p->page || in_arena(p, va, size))
+    if (!v || v->refs == 0 || v->promoted || !va || va % p->page || in_arena(p, va, size))
         r = CUDA_ERROR_INVALID_VALUE;
     else if (offset || size != v->size)
         r = CUDA_ERROR_NOT_SUPPORTED; /* the driver cannot map part of a handle */
@@ -267,7 +266,7 @@ CUresult sw_vmm_map(sw_policy *p, CUdeviceptr va, size_t size, size_t offset,
                               memory_order_release);
     }
     if (r != CUDA_SUCCESS) {
-        (void)unmap_pages(p, m, i); /* nothing ran there: safe to unmap */
+        (void)sw_vmap_unmap_pages(p, m, i); /* nothing ran there: safe to unmap */
         m->h = NULL;
         m->next = p->spare_vmaps;
         p->spare_vmaps = m;
@@ -289,14 +288,27 @@ CUresult sw_vmm_map(sw_policy *p, CUdeviceptr va, size_t size, size_t offset,
     return r;
 }
 
+void sw_vmap_retire(sw_policy *p, sw_vmap *m)
+{
+    if (m->prev)
+        m->prev->next = m->next;
+    else
+        p->vmaps = m->next;
+    if (m->next)
+        m->next->prev = m->prev;
+    m->h = NULL;
+    m->next = p->spare_vmaps;
+    p->spare_vmaps = m;
+}
+
 /* Checks [va, va+size) is made of whole spillway mappings; handle lock held. */
 static CUresult check_range(sw_policy *p, CUdeviceptr va, size_t size)
 {
     if (!size || va % p->page || size % p->page || va + size < va)
-        return vmap_at(p, va) ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_NOT_FOUND;
+        return sw_vmap_at(p, va) ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_NOT_FOUND;
     size_t n = size >> p->shift, ours = 0;
     for (size_t i = 0; i < n; i++) {
-        sw_vmap *m = vmap_at(p, va + ((CUdeviceptr)i << p->shift));
+        sw_vmap *m = sw_vmap_at(p, va + ((CUdeviceptr)i << p->shift));
         if (!m)
             continue;
         ours++;
@@ -308,6 +320,16 @@ static CUresult check_range(sw_policy *p, CUdeviceptr va, size_t size)
     return ours == n ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
+CUresult sw_vmm_check(sw_policy *p, CUdeviceptr va, size_t size)
+{
+    if (!p || !p->page)
+        return CUDA_ERROR_NOT_FOUND;
+    pthread_mutex_lock(&p->handles_lock);
+    CUresult r = check_range(p, va, size);
+    pthread_mutex_unlock(&p->handles_lock);
+    return r;
+}
+
 CUresult sw_vmm_unmap(sw_policy *p, CUdeviceptr va, size_t size)
 {
     if (!p || !p->page)
@@ -315,26 +337,18 @@ CUresult sw_vmm_unmap(sw_policy *p, CUdeviceptr va, size_t size)
     pthread_mutex_lock(&p->handles_lock);
     CUresult r = check_range(p, va, size);
     for (CUdeviceptr at = va; r == CUDA_SUCCESS && at < va + size;) {
-        sw_vmap *m = vmap_at(p, at);
+        sw_vmap *m = sw_vmap_at(p, at);
         sw_vmm *v = m->h;
         sw_device *d = v->dev;
         pthread_mutex_lock(&d->lock);
         /* The program's own unmap: ordering it after the program's work is
          * the program's business, as without spillway. */
-        r = unmap_pages(p, m, v->npages);
+        r = sw_vmap_unmap_pages(p, m, v->npages);
         at = m->va + m->size;
-        if (m->prev)
-            m->prev->next = m->next;
-        else
-            p->vmaps = m->next;
-        if (m->next)
-            m->next->prev = m->prev;
-        m->h = NULL;
-        m->next = p->spare_vmaps;
-        p->spare_vmaps = m;
+        sw_vmap_retire(p, m);
         if (--v->maps == 0 && v->refs == 0) {
             atomic_fetch_add_explicit(&d->c.frees, 1, memory_order_relaxed);
-            handle_free(p, v);
+            sw_vmm_forget(p, v);
         }
         pthread_mutex_unlock(&d->lock);
     }
@@ -351,7 +365,7 @@ CUresult sw_vmm_set_access(sw_policy *p, CUdeviceptr va, size_t size, uint64_t r
     if (r == CUDA_SUCCESS)
         r = p->be.set_access(p->be.ctx, va, size, rw_dev_mask);
     for (CUdeviceptr at = va; r == CUDA_SUCCESS && at < va + size;) {
-        sw_vmap *m = vmap_at(p, at);
+        sw_vmap *m = sw_vmap_at(p, at);
         m->access = rw_dev_mask; /* re-granted when a page changes residency */
         /* Work on those devices can reach the mapping: a move waits for it. */
         atomic_fetch_or(&m->h->dev->vmm_access, rw_dev_mask);
@@ -368,7 +382,7 @@ CUresult sw_vmm_retain(sw_policy *p, CUdeviceptr va, CUmemGenericAllocationHandl
     if (!p->page)
         return CUDA_ERROR_NOT_FOUND;
     pthread_mutex_lock(&p->handles_lock);
-    sw_vmap *m = vmap_at(p, va);
+    sw_vmap *m = sw_vmap_at(p, va);
     CUresult r = CUDA_ERROR_NOT_FOUND;
     if (m && m->h) {
         m->h->refs++;
@@ -379,20 +393,35 @@ CUresult sw_vmm_retain(sw_policy *p, CUdeviceptr va, CUmemGenericAllocationHandl
     return r;
 }
 
-CUresult sw_vmm_properties(sw_policy *p, CUmemGenericAllocationHandle h, size_t *size, int *dev)
+CUresult sw_vmm_properties(sw_policy *p, CUmemGenericAllocationHandle h, size_t *size, int *dev,
+                           uint64_t *user)
 {
     if (!p || !size || !dev)
         return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&p->handles_lock);
-    sw_vmm *v = handle_get(p, h);
+    sw_vmm *v = sw_vmm_get(p, h);
     CUresult r = CUDA_ERROR_INVALID_VALUE;
     if (v && v->refs > 0) {
         *size = v->size;
         *dev = v->dev->id;
+        if (user)
+            *user = v->user;
         r = CUDA_SUCCESS;
     }
     pthread_mutex_unlock(&p->handles_lock);
     return r;
+}
+
+CUresult sw_vmm_set_user(sw_policy *p, CUmemGenericAllocationHandle h, uint64_t user)
+{
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&p->handles_lock);
+    sw_vmm *v = sw_vmm_get(p, h);
+    if (v)
+        v->user = user;
+    pthread_mutex_unlock(&p->handles_lock);
+    return v ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 CUresult sw_vmm_destroy_all(sw_policy *p)
@@ -403,7 +432,7 @@ CUresult sw_vmm_destroy_all(sw_policy *p)
         sw_vmap *m = p->vmaps;
         p->vmaps = m->next;
         pthread_mutex_lock(&m->h->dev->lock);
-        CUresult r = unmap_pages(p, m, m->h->npages);
+        CUresult r = sw_vmap_unmap_pages(p, m, m->h->npages);
         pthread_mutex_unlock(&m->h->dev->lock);
         if (first == CUDA_SUCCESS)
             first = r;
@@ -420,7 +449,7 @@ CUresult sw_vmm_destroy_all(sw_policy *p)
             continue;
         sw_device *d = v->dev;
         pthread_mutex_lock(&d->lock);
-        handle_free(p, v);
+        sw_vmm_forget(p, v);
         pthread_mutex_unlock(&d->lock);
     }
     free(p->handles);

@@ -441,6 +441,18 @@ void spw_account_restore(enum spw_kind kind, uint64_t key, int dev, uint64_t byt
     spw_account_restore_pt(kind, key, dev, bytes, -1);
 }
 
+int spw_account_retag(enum spw_kind kind, uint64_t key, int reason)
+{
+    int dev, was;
+    uint64_t bytes;
+    if (spw_account_forget_pt(kind, key, &dev, &bytes, &was))
+        return -1;
+    pt_gauge_add(dev, was, bytes, -1);
+    spw_account_restore_pt(kind, key, dev, bytes, reason);
+    pt_gauge_add(dev, reason, bytes, 1);
+    return 0;
+}
+
 /* Why the pool said no, in words a user can act on. */
 static void pool_refusal_text(sw_oom_reason why, int dev, char *buf, size_t len)
 {

@@ -100,6 +100,11 @@ void spw_account_release(int dev, uint64_t bytes);
 /* After a failed free of a forgotten key: records it again, uncounted. */
 void spw_account_restore(enum spw_kind kind, uint64_t key, int dev, uint64_t bytes);
 
+/* An allocation that changes hands (a pool handle made the driver's at its
+ * export): the same bytes, counted under another pass-through reason (-1:
+ * the pool's). Returns -1 if key was never counted. */
+int spw_account_retag(enum spw_kind kind, uint64_t key, int reason);
+
 /* Counts an out-of-memory answer of the driver itself (reason "driver"). */
 void spw_account_note_oom(int dev);
 /* The same for the pool's own refusal, with its reason (a sw_oom_reason,

@@ -7,6 +7,7 @@
  * whatever CUmemoryPool the program names: that pool's attributes (used
  * and reserved memory) do not show it. */
 #include "shim/handler.h"
+#include "shim/log.h"
 
 /* The stream's device in *dev (-1: one accounting does not track). When
  * the driver cannot tell, its error is the allocation's: passing through
@@ -96,8 +97,25 @@ static CUresult alloc_from_pool(CUresult (*real)(CUdeviceptr *, size_t, CUmemory
                           real(dptr, bytesize, pool, stream), *dptr);
 }
 
-/* A pool block freed on a capturing stream is freed as by cuMemFree (reused
- * only after a device-wide sync point): no event can be recorded there. */
+/* A pool block freed on a capturing stream: the driver's rule is that a
+ * captured free must name a graph allocation (cuMemFreeAsync: "must
+ * therefore be passed the address of a graph allocation"), and allocations
+ * during capture pass through, so a pool block never is one. The driver
+ * answers for itself (INVALID_VALUE, as for the program's own cuMemAlloc
+ * memory) and the block stays the program's. Should the driver ever accept
+ * it, the graph frees it at every replay: the block is then kept for the
+ * rest of the process rather than reused under the graph. */
+static CUresult free_in_capture(CUresult (*real)(CUdeviceptr, CUstream), CUdeviceptr dptr,
+                                CUstream stream)
+{
+    CUresult r = real(dptr, stream);
+    if (r == CUDA_SUCCESS)
+        spw_warn("cuMemFreeAsync of 0x%llx during a capture was accepted by the driver: spillway "
+                "keeps the block for the rest of the process (a graph may use it at every replay)",
+                (unsigned long long)dptr);
+    return r;
+}
+
 static CUresult free_async(CUresult (*real)(CUdeviceptr, CUstream), int per_thread,
                            CUdeviceptr dptr, CUstream stream)
 {
@@ -111,7 +129,9 @@ static CUresult free_async(CUresult (*real)(CUdeviceptr, CUstream), int per_thre
         int c = capturing(stream, per_thread, &err);
         if (c < 0)
             return err; /* the driver's answer for this stream */
-        return spw_serve_free(p, dptr, !c, spw_pool_stream(stream, per_thread));
+        if (c > 0)
+            return free_in_capture(real, dptr, stream);
+        return spw_serve_free(p, dptr, 1, spw_pool_stream(stream, per_thread));
     }
     SPW_ACCOUNTED_FREE(SPW_KIND_DEVPTR, dptr, real(dptr, stream));
 }

@@ -1,12 +1,18 @@
-/* cuMemCreate and cuMemRelease. A handle for plain device memory (pinned,
- * on a device, no shareable handle types, no special flags) is spillway's
+/* cuMemCreate, cuMemRelease and cuMemExportToShareableHandle. A handle for
+ * plain device memory (pinned, on a device, no special flags) is spillway's
  * own: pool pages that cuMemMap maps at the program's addresses (vmm_map.c);
- * spillway's handle values carry a tag no driver handle has. Everything else
- * passes through, counted with its reason: shareable (IPC) handles and
- * special memory against the device's limit, host locations as host. */
+ * spillway's handle values carry a tag no driver handle has. A handle that
+ * may be shared (a POSIX file descriptor or FABRIC handle type: PyTorch's
+ * expandable segments ask for one) is pooled too, as long as it is not
+ * exported; its export makes it the driver's (promotion: policy/promote.c).
+ * Everything else passes through, counted with its reason: special memory
+ * against the device's limit, host locations as host. */
 #include "shim/backend.h"
 #include "shim/handler.h"
 #include "shim/log.h"
+#include "shim/vmm.h"
+
+#include <pthread.h>
 
 /* The account a handle's properties charge, or -2 if none (a location
  * spillway does not know). */
@@ -26,20 +32,94 @@ static int location_account(const CUmemAllocationProp *prop)
 }
 
 /* Handle types a program may ask for and still get pool pages. */
-#define POOLABLE_HANDLE_TYPES 0u
+#define POOLABLE_HANDLE_TYPES                                                              \
+    ((unsigned)CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR | (unsigned)CU_MEM_HANDLE_TYPE_FABRIC)
+
+/* What a pool handle keeps of the program's request (sw_vmm_set_user):
+ * its handle types, and whether it asked for GPUDirect RDMA. */
+#define USER_TYPES 0xffffffffull
+#define USER_RDMA (1ull << 32)
+
+/* Whether the driver makes handles of these types on dev at all (FABRIC
+ * needs an IMEX channel; programs such as PyTorch try it and fall back on
+ * the error): asked once with a page of its own, remembered unless the
+ * driver only said it was out of memory. */
+#define PROBES 8
+static struct probe {
+    int dev;
+    unsigned types;
+    CUresult answer;
+} probes[PROBES];
+static unsigned nprobes;
+static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static CUresult ask_driver(const CUmemAllocationProp *prop)
+{
+    size_t page = 0;
+    CUmemGenericAllocationHandle h;
+    CUresult r = spw_drv.cuMemGetAllocationGranularity
+                     ? spw_drv.cuMemGetAllocationGranularity(&page, prop,
+                                                              CU_MEM_ALLOC_GRANULARITY_MINIMUM)
+                     : CUDA_ERROR_NOT_SUPPORTED;
+    if (r == CUDA_SUCCESS)
+        r = spw_backend_mem_create(prop->location.id, page, prop, &h);
+    if (r == CUDA_SUCCESS && (r = spw_backend_mem_release(h)) != CUDA_SUCCESS)
+        spw_warn("device %d: the driver refused to release a probe handle (error %d)",
+                 prop->location.id, (int)r);
+    return r == CUDA_ERROR_OUT_OF_MEMORY ? CUDA_SUCCESS : r;
+}
+
+static CUresult shareable(const CUmemAllocationProp *prop)
+{
+    unsigned types = (unsigned)prop->requestedHandleTypes;
+    pthread_mutex_lock(&probe_lock);
+    for (unsigned i = 0; i < nprobes; i++)
+        if (probes[i].dev == prop->location.id && probes[i].types == types) {
+            CUresult r = probes[i].answer;
+            pthread_mutex_unlock(&probe_lock);
+            return r;
+        }
+    CUresult r = ask_driver(prop);
+    if (nprobes < PROBES)
+        probes[nprobes++] = (struct probe){prop->location.id, types, r};
+    pthread_mutex_unlock(&probe_lock);
+    return r;
+}
 
 /* Why a device handle cannot be pool pages (-1: it can). */
 static int passthrough_reason(const CUmemAllocationProp *prop, unsigned long long flags)
 {
     if (prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
         return SW_PT_HOST_LOCATION;
-    if (prop->requestedHandleTypes & ~(unsigned)POOLABLE_HANDLE_TYPES)
+    if (prop->requestedHandleTypes & ~POOLABLE_HANDLE_TYPES)
         return SW_PT_IPC;
     if (prop->type != CU_MEM_ALLOCATION_TYPE_PINNED || flags || prop->win32HandleMetaData ||
         prop->allocFlags.compressionType || prop->allocFlags.usage ||
         (prop->allocFlags.gpuDirectRDMACapable && !spw_backend_rdma_capable(prop->location.id)))
         return SW_PT_OTHER;
     return -1;
+}
+
+static CUresult create_pooled(sw_policy *p, int dev, size_t size, const CUmemAllocationProp *prop,
+                              CUmemGenericAllocationHandle *handle)
+{
+    CUresult r = sw_vmm_create(p, dev, size, handle);
+    uint64_t user = (prop->requestedHandleTypes & USER_TYPES) |
+                    (prop->allocFlags.gpuDirectRDMACapable ? USER_RDMA : 0);
+    if (r == CUDA_SUCCESS && user && (r = sw_vmm_set_user(p, *handle, user)) != CUDA_SUCCESS)
+        (void)sw_vmm_release(p, *handle); /* just made: cannot be refused */
+    return r;
+}
+
+CUmemAllocationProp spw_vmm_prop(int dev, uint64_t user)
+{
+    CUmemAllocationProp prop = {0};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.requestedHandleTypes = (CUmemAllocationHandleType)(user & USER_TYPES);
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = dev;
+    prop.allocFlags.gpuDirectRDMACapable = (user & USER_RDMA) != 0;
+    return prop;
 }
 
 /* The device whose counters note a host-location pass-through. */
@@ -61,9 +141,14 @@ CUresult spw_h_mem_create(CUmemGenericAllocationHandle *handle, size_t size,
     spw_publish_ensure();
     int why = passthrough_reason(prop, flags);
     sw_policy *p = why < 0 ? spw_pool_for(account) : NULL;
+    if (p && prop->requestedHandleTypes) {
+        CUresult r = shareable(prop);
+        if (r != CUDA_SUCCESS)
+            return r; /* the driver's own answer for these types */
+    }
     if (p) {
         /* Keyed by spillway's handle, like a driver handle. */
-        SPW_POOL_ALLOC(SPW_KIND_HANDLE, account, size, sw_vmm_create(p, account, size, handle),
+        SPW_POOL_ALLOC(SPW_KIND_HANDLE, account, size, create_pooled(p, account, size, prop, handle),
                        *handle);
     }
     if (why < 0)
@@ -83,20 +168,75 @@ CUresult spw_h_mem_create(CUmemGenericAllocationHandle *handle, size_t size,
                           real(handle, size, prop, flags), *handle);
 }
 
+/* The last release of a promoted handle releases the driver's. */
+static CUresult release_promoted(sw_policy *p, CUmemGenericAllocationHandle handle)
+{
+    bool last;
+    CUmemGenericAllocationHandle real;
+    CUresult r = sw_vmm_release_promoted(p, handle, &last, &real);
+    return r == CUDA_SUCCESS && last ? spw_backend_mem_release(real) : r;
+}
+
 CUresult spw_h_mem_release(CUmemGenericAllocationHandle handle)
 {
     SPW_REAL_OR_RETURN(real, spw_h_mem_release);
     if (spw_disabled())
         return real(handle);
     sw_policy *p = spw_pool_policy();
+    if (p && sw_vmm_promoted(p, handle, NULL))
+        SPW_ACCOUNTED_FREE(SPW_KIND_HANDLE, handle, release_promoted(p, handle));
     if (p && sw_vmm_is_handle(p, handle))
         SPW_ACCOUNTED_FREE(SPW_KIND_HANDLE, handle, sw_vmm_release(p, handle));
     SPW_ACCOUNTED_FREE(SPW_KIND_HANDLE, handle, real(handle));
 }
 
-/* A pool handle is a list of spillway's pages, not one driver allocation,
- * and was asked with no shareable handle type: the driver refuses to
- * export such a handle too. */
+/* Quiescing the devices can time out while they are busy (or a capture
+ * runs): an export is rare and worth a few tries. */
+#define PROMOTE_TRIES 20
+
+/* Makes pool handle h the driver's, with a driver handle of the types it
+ * was asked with. */
+static CUresult promote(sw_policy *p, CUmemGenericAllocationHandle h,
+                        CUmemAllocationHandleType type)
+{
+    size_t size;
+    int dev;
+    uint64_t user;
+    CUresult r = sw_vmm_properties(p, h, &size, &dev, &user);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!(user & USER_TYPES & (uint64_t)type))
+        return CUDA_ERROR_INVALID_VALUE; /* not a type it was made for: the driver's answer */
+    CUmemAllocationProp prop = spw_vmm_prop(dev, user);
+    CUmemGenericAllocationHandle real;
+    if ((r = spw_backend_mem_create(dev, size, &prop, &real)) != CUDA_SUCCESS)
+        return r;
+    for (int i = 0; i < PROMOTE_TRIES; i++)
+        if ((r = sw_vmm_promote(p, h, real)) != CUDA_ERROR_NOT_READY)
+            break;
+    if (r != CUDA_SUCCESS) {
+        CUresult f = spw_backend_mem_release(real);
+        if (f != CUDA_SUCCESS)
+            spw_warn("device %d: the driver refused to release a handle of %zu bytes (error %d)",
+                     dev, size, (int)f);
+        if (sw_vmm_promoted(p, h, NULL))
+            return CUDA_SUCCESS; /* another thread's export did it */
+        spw_warn("device %d: cuMemExportToShareableHandle of a pooled handle of %zu bytes "
+                 "failed: its pages could not be handed to the driver (error %d)",
+                 dev, size, (int)r);
+        return r;
+    }
+    if (spw_account_retag(SPW_KIND_HANDLE, h, SW_PT_IPC) == 0)
+        spw_pool_passthrough(dev, SW_PT_IPC, size, "cuMemExportToShareableHandle");
+    spw_pool_publish(dev); /* its pages left, maybe from the host */
+    spw_debug("device %d: a pooled handle of %zu bytes is the driver's now (exported)", dev, size);
+    return CUDA_SUCCESS;
+}
+
+/* A pool handle is a list of spillway's pages, not one driver allocation:
+ * its first export makes it the driver's (promote), and the driver exports
+ * that. A pool handle asked with no shareable type gets the driver's
+ * answer for such a handle. */
 CUresult spw_h_mem_export_to_shareable_handle(void *shareableHandle,
                                               CUmemGenericAllocationHandle handle,
                                               CUmemAllocationHandleType handleType,
@@ -104,9 +244,15 @@ CUresult spw_h_mem_export_to_shareable_handle(void *shareableHandle,
 {
     SPW_REAL_OR_RETURN(real, spw_h_mem_export_to_shareable_handle);
     sw_policy *p = spw_disabled() ? NULL : spw_pool_policy();
-    if (p && sw_vmm_is_handle(p, handle)) {
-        spw_debug("cuMemExportToShareableHandle of a pool handle (asked with no shareable type)");
-        return CUDA_ERROR_INVALID_VALUE;
+    if (!p || !sw_vmm_is_handle(p, handle))
+        return real(shareableHandle, handle, handleType, flags);
+    CUmemGenericAllocationHandle driver;
+    if (!sw_vmm_promoted(p, handle, &driver)) {
+        CUresult r = promote(p, handle, handleType);
+        if (r != CUDA_SUCCESS)
+            return r;
+        if (!sw_vmm_promoted(p, handle, &driver))
+            return CUDA_ERROR_INVALID_VALUE; /* released meanwhile */
     }
-    return real(shareableHandle, handle, handleType, flags);
+    return real(shareableHandle, driver, handleType, flags);
 }

@@ -87,15 +87,40 @@ static void ctx_leave(int pushed)
         (void)spw_drv.cuCtxPopCurrent_v2(&c);
 }
 
+/* While a capture is under way anywhere in the process, spillway's calls
+ * on a program thread (a page created, an event queried) are of the kind a
+ * GLOBAL capture forbids to every thread in its default mode, and would
+ * invalidate the program's capture: they run in RELAXED mode, and the
+ * thread gets its own mode back after. Returns whether it switched. */
+static bool relax(CUstreamCaptureMode *was)
+{
+    if (!spw_capture_active() || !spw_drv.cuThreadExchangeStreamCaptureMode)
+        return false;
+    *was = CU_STREAM_CAPTURE_MODE_RELAXED;
+    return spw_drv.cuThreadExchangeStreamCaptureMode(was) == CUDA_SUCCESS;
+}
+
+static void unrelax(bool relaxed, CUstreamCaptureMode was)
+{
+    CUresult r;
+    if (relaxed && (r = spw_drv.cuThreadExchangeStreamCaptureMode(&was)) != CUDA_SUCCESS)
+        spw_warn("could not give a thread its stream capture mode back (error %d): it stays "
+                 "RELAXED",
+                 (int)r);
+}
+
 /* Runs call with a context made current by enter (which sets pushed_), and
  * returns its result. */
 #define WITH_CTX(enter, call)                        \
     do {                                             \
         int pushed_;                                 \
+        CUstreamCaptureMode was_;                    \
         CUresult r_ = (enter);                       \
         if (r_ != CUDA_SUCCESS)                      \
             return r_;                               \
+        bool relaxed_ = relax(&was_);                \
         r_ = (call);                                 \
+        unrelax(relaxed_, was_);                     \
         ctx_leave(pushed_);                          \
         return r_;                                   \
     } while (0)
@@ -178,6 +203,19 @@ static CUresult be_page_create(void *ctx, int dev, sw_loc loc, size_t size,
         IN_DEVICE(dev, create_host_page(dev, size, handle));
     CUmemAllocationProp prop = device_prop(dev);
     IN_DEVICE(dev, spw_real.spw_h_mem_create(handle, size, &prop, 0));
+}
+
+CUresult spw_backend_mem_create(int dev, size_t size, const CUmemAllocationProp *prop,
+                                CUmemGenericAllocationHandle *handle)
+{
+    NEED(spw_real.spw_h_mem_create);
+    IN_DEVICE(dev, spw_real.spw_h_mem_create(handle, size, prop, 0));
+}
+
+CUresult spw_backend_mem_release(CUmemGenericAllocationHandle handle)
+{
+    NEED(spw_real.spw_h_mem_release);
+    IN_ANY(spw_real.spw_h_mem_release(handle));
 }
 
 static CUresult be_page_release(void *ctx, CUmemGenericAllocationHandle handle)
@@ -317,6 +355,19 @@ static bool be_capturing(void *ctx)
     return spw_capture_active();
 }
 
+/* policy/'s own threads make no call of the program's: relaxed for good. */
+static void be_thread_start(void *ctx)
+{
+    (void)ctx;
+    CUstreamCaptureMode m = CU_STREAM_CAPTURE_MODE_RELAXED;
+    CUresult r;
+    if (spw_driver_ready() && spw_drv.cuThreadExchangeStreamCaptureMode &&
+        (r = spw_drv.cuThreadExchangeStreamCaptureMode(&m)) != CUDA_SUCCESS)
+        spw_warn("spillway's thread stays in the GLOBAL capture mode (error %d): its calls "
+                 "during a program's capture may invalidate it",
+                 (int)r);
+}
+
 static void *be_sync_token(void *ctx, int dev)
 {
     (void)ctx;
@@ -385,6 +436,7 @@ const sw_backend *spw_backend(void)
         .stream_sync = be_stream_sync,
         .stream_destroy = be_stream_destroy,
         .capturing = be_capturing,
+        .thread_start = be_thread_start,
         .event_create = be_event_create,
         .event_record = be_event_record,
         .event_query = be_event_query,

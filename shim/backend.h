@@ -14,4 +14,11 @@ CUresult spw_backend_ctx_device(CUcontext ctx, int *dev);
 /* Whether dev's pool pages are made GPUDirect RDMA capable (the device
  * supports it with VMM): what IS_GPU_DIRECT_RDMA_CAPABLE answers. */
 int spw_backend_rdma_capable(int dev);
+
+/* cuMemCreate and cuMemRelease of the driver itself, with dev's primary
+ * context current if the thread has none of dev's (the shim's own driver
+ * handles: a probe, a promoted pool handle). */
+CUresult spw_backend_mem_create(int dev, size_t size, const CUmemAllocationProp *prop,
+                                CUmemGenericAllocationHandle *handle);
+CUresult spw_backend_mem_release(CUmemGenericAllocationHandle handle);
 #endif

@@ -70,6 +70,13 @@ uint64_t spw_driver_page_size(int dev);
     X(cuStreamDestroy_v2, CUresult (*)(CUstream))                                          \
     X(cuStreamIsCapturing, CUresult (*)(CUstream, CUstreamCaptureStatus *))                \
     X(cuStreamIsCapturing_ptsz, CUresult (*)(CUstream, CUstreamCaptureStatus *))          \
+    X(cuThreadExchangeStreamCaptureMode, CUresult (*)(CUstreamCaptureMode *))              \
+    X(cuGraphGetNodes, CUresult (*)(CUgraph, CUgraphNode *, size_t *))                     \
+    X(cuGraphNodeGetType, CUresult (*)(CUgraphNode, CUgraphNodeType *))                    \
+    X(cuGraphKernelNodeGetParams_v2, CUresult (*)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS *)) \
+    X(cuGraphMemcpyNodeGetParams, CUresult (*)(CUgraphNode, CUDA_MEMCPY3D *))              \
+    X(cuGraphMemsetNodeGetParams, CUresult (*)(CUgraphNode, CUDA_MEMSET_NODE_PARAMS *))    \
+    X(cuGraphChildGraphNodeGetGraph, CUresult (*)(CUgraphNode, CUgraph *))                 \
     X(cuFuncGetParamInfo, CUresult (*)(CUfunction, size_t, size_t *, size_t *))           \
     X(cuKernelGetParamInfo, CUresult (*)(CUkernel, size_t, size_t *, size_t *))
 

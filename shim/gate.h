@@ -55,6 +55,10 @@ static inline void spw_gate_use2(sw_policy *p, CUdeviceptr a, CUdeviceptr b)
         spw_gate_filled();
 }
 
+/* A graph launch about to run exec: touches (and fills back) the pool
+ * pointers its nodes use (graphs.c); returns the devices for its bracket. */
+uint64_t spw_graph_use(sw_policy *g, CUgraphExec exec);
+
 /* The devices a submission runs on or reads: the current context's, and
  * the pool devices of the (up to two, 0: none) pointers it names. Work on
  * a device that can reach another's pages (peer access) is covered by

@@ -9,7 +9,7 @@
  * host are filled back, before the launch enters the work gate (gate.h):
  * a page is never remapped while a launch that may use it is being
  * submitted, and the sync that precedes a remap covers it once submitted.
- * A graph's kernels are not looked into: the launch is only gated. */
+ * A graph launch touches and fills what its nodes use (graphs.c). */
 #include "shim/gate.h"
 #include "shim/handler.h"
 #include "shim/param_scan.h"
@@ -86,7 +86,7 @@ LAUNCH_HANDLERS(spw_h_launch_cooperative_kernel,
         SPW_REAL_OR_RETURN(real, handler);                     \
         sw_policy *g = spw_gate();                             \
         CUresult r;                                            \
-        SPW_GATED_CALL(g, g ? spw_gate_devices(0, 0) : 0, r, real(hGraphExec, hStream)); \
+        SPW_GATED_CALL(g, g ? spw_graph_use(g, hGraphExec) : 0, r, real(hGraphExec, hStream)); \
         return r;                                              \
     }
 GRAPH_HANDLER(spw_h_graph_launch)

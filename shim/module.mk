@@ -100,6 +100,31 @@ $(SHIM_IT)/shim_spill: $(SHIM_IT)/shim/test_spill.o $(UNIT_MAIN) \
 ALL_TARGETS += $(SHIM_IT)/shim_spill
 UNIT_TESTS += tests/integration/shim/spill.sh
 
+# Issue 12 under spillway: captures, graphs (capture.sh).
+SHIM_RIG := $(SHIM_IT)/shim/rig.o $(UNIT_MAIN) $(BUILD)/stats/reader.o $(BUILD)/stats/decode.o \
+            $(BUILD)/stats/procinfo.o $(BUILD)/fakecuda/libcuda.so.1
+$(SHIM_IT)/shim_capture: $(SHIM_IT)/shim/test_capture.o $(SHIM_RIG)
+	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(CHECK_LIBS) $(LDLIBS)
+ALL_TARGETS += $(SHIM_IT)/shim_capture
+UNIT_TESTS += tests/integration/shim/capture.sh
+# ... a collective across two devices while one must move pages (collective.sh).
+$(SHIM_IT)/shim_collective: $(SHIM_IT)/shim/test_collective.o $(SHIM_RIG)
+	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(CHECK_LIBS) $(LDLIBS)
+ALL_TARGETS += $(SHIM_IT)/shim_collective
+UNIT_TESTS += tests/integration/shim/collective.sh
+# ... 2D and 3D copies into pages being moved (spill2d.sh).
+$(SHIM_IT)/shim_spill2d: $(SHIM_IT)/shim/test_spill2d.o $(SHIM_RIG)
+	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(CHECK_LIBS) $(LDLIBS)
+ALL_TARGETS += $(SHIM_IT)/shim_spill2d
+UNIT_TESTS += tests/integration/shim/spill2d.sh
+# ... program VMM: expandable segments, exports (vmm.sh).
+$(SHIM_IT)/shim_expandable: $(SHIM_IT)/shim/test_expandable.o $(SHIM_RIG)
+	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(CHECK_LIBS) $(LDLIBS)
+$(SHIM_IT)/shim_ptrattr: $(SHIM_IT)/shim/test_ptrattr.o $(SHIM_RIG)
+	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(CHECK_LIBS) $(LDLIBS)
+ALL_TARGETS += $(SHIM_IT)/shim_expandable $(SHIM_IT)/shim_ptrattr
+UNIT_TESTS += tests/integration/shim/vmm.sh
+
 # The runtime in a library's local scope (rtlocal.c).
 $(SHIM_IT)/libshim_rtuser.so: $(SHIM_IT)/shim/rtuser.o $(BUILD)/fakecudart/libcudart.so
 	$(CC) -shared $(filter %.o,$^) -o $@ -L$(BUILD)/fakecudart -Wl,-rpath,'$$ORIGIN/../../fakecudart' -lcudart

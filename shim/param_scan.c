@@ -70,9 +70,17 @@ static struct layout *ask(CUfunction f, uint64_t gen)
     for (;;) {
         size_t off = 0, size = 0;
         CUresult r = param_info(f, as_kernel, n, &off, &size);
-        if (r != CUDA_SUCCESS && n == 0 && !as_kernel && r != CUDA_ERROR_INVALID_VALUE) {
-            as_kernel = 1;
-            continue;
+        /* A CUkernel cast to CUfunction (a CUlibrary's kernel): the
+         * function query may answer anything, INVALID_VALUE included, which
+         * would read as "no parameters" (issue 12); the kernel query
+         * knows. */
+        if (r != CUDA_SUCCESS && n == 0 && !as_kernel) {
+            size_t ko = 0, ks = 0;
+            CUresult k = param_info(f, 1, 0, &ko, &ks);
+            if (k == CUDA_SUCCESS || (k == CUDA_ERROR_INVALID_VALUE && r != CUDA_ERROR_INVALID_VALUE)) {
+                as_kernel = 1;
+                continue;
+            }
         }
         if (r == CUDA_ERROR_INVALID_VALUE) {
             l->scannable = 1;
@@ -118,6 +126,12 @@ static struct layout *layout_of(CUfunction f, int *owned)
         struct layout *l = ask(f, gen);
         if (!l)
             return NULL;
+        if (!l->scannable) {
+            /* A failure is not a layout: asked again at the next launch,
+             * never cached as "no pointers". */
+            *owned = 1;
+            return l;
+        }
         /* The stale one is left to whoever still reads it. */
         if (!atomic_compare_exchange_strong_explicit(&s->value, &cur, l, memory_order_acq_rel,
                                                      memory_order_acquire))

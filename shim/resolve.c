@@ -53,17 +53,18 @@ void *spw_handler_for_proc(const char *symbol, void *real, int version, cuuint64
         !spw_driver_ready() || is_handler(real))
         return real;
     /* The driver knows which ABI (symbol, version, flags) means: when its
-     * answer is one of the functions behind a handler, that handler is it. */
+     * answer is one of the functions behind a handler, that handler is it,
+     * whatever name was asked ("cuGraphInstantiate" at 12000 is
+     * cuGraphInstantiateWithFlags). */
     const struct spw_hook *best = NULL;
     for (unsigned i = 0; i < spw_hooks_count; i++) {
         const struct spw_hook *h = &spw_hooks[i];
-        if (strcmp(symbol, h->base) != 0)
-            continue;
         if (real == *h->real)
             return h->handler;
         if (h->real_pt && real == *h->real_pt)
             return h->handler_pt;
-        if (version >= h->version && (!best || h->version > best->version))
+        if (strcmp(symbol, h->base) == 0 && version >= h->version &&
+            (!best || h->version > best->version))
             best = h;
     }
     /* A driver whose cuGetProcAddress answers with other addresses than its

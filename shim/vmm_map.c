@@ -1,8 +1,11 @@
 /* The calls around cuMemCreate, answered by the pool for spillway's handles
  * and mappings and passed to the driver for everything else: cuMemMap,
  * cuMemUnmap, cuMemSetAccess, cuMemRetainAllocationHandle and
- * cuMemGetAllocationPropertiesFromHandle. */
+ * cuMemGetAllocationPropertiesFromHandle. A promoted handle (exported:
+ * alloc_vmm.c) stands for its driver handle, and its mappings are the
+ * driver's. */
 #include "shim/handler.h"
+#include "shim/vmm.h"
 
 #include <string.h>
 
@@ -13,17 +16,89 @@ CUresult spw_h_mem_map(CUdeviceptr ptr, size_t size, size_t offset,
     sw_policy *p = spw_disabled() ? NULL : spw_pool_policy();
     if (!p || !sw_vmm_is_handle(p, handle))
         return real(ptr, size, offset, handle, flags);
+    CUmemGenericAllocationHandle driver;
+    if (sw_vmm_promoted(p, handle, &driver))
+        return real(ptr, size, offset, driver, flags);
     if (flags)
         return CUDA_ERROR_INVALID_VALUE;
     return sw_vmm_map(p, ptr, size, offset, handle);
+}
+
+/* The end of the run of pages from at on that are (or are not) spillway's. */
+static CUdeviceptr run_end(sw_policy *p, CUdeviceptr at, CUdeviceptr end, size_t page, bool ours)
+{
+    CUdeviceptr e = at + page;
+    while (e < end && sw_owns(p, e) == ours)
+        e += page;
+    return e;
+}
+
+/* What to do with one run: spillway's mappings or the driver's. */
+typedef CUresult (*run_fn)(sw_policy *p, bool ours, CUdeviceptr at, size_t len, void *arg);
+
+/* A range that mixes spillway's mappings with the driver's (a chunk made
+ * the driver's at its export among pooled ones, and PyTorch unmaps or
+ * grants a whole segment at once): each run goes to its owner, once every
+ * run of spillway's is known to be whole mappings. */
+static CUresult by_runs(sw_policy *p, CUdeviceptr va, size_t size, run_fn fn, void *arg)
+{
+    size_t page = sw_page_size(p);
+    CUdeviceptr end = va + size;
+    if (!page || va % page || size % page || end < va)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (CUdeviceptr at = va; at < end;) {
+        bool ours = sw_owns(p, at);
+        CUdeviceptr e = run_end(p, at, end, page, ours);
+        if (ours && sw_vmm_check(p, at, e - at) != CUDA_SUCCESS)
+            return CUDA_ERROR_INVALID_VALUE; /* splits a mapping: nothing done */
+        at = e;
+    }
+    CUresult first = CUDA_SUCCESS;
+    for (CUdeviceptr at = va; at < end;) {
+        bool ours = sw_owns(p, at);
+        CUdeviceptr e = run_end(p, at, end, page, ours);
+        CUresult r = fn(p, ours, at, e - at, arg);
+        if (first == CUDA_SUCCESS)
+            first = r;
+        at = e;
+    }
+    return first;
+}
+
+struct unmap {
+    CUresult (*real)(CUdeviceptr, size_t);
+};
+
+static CUresult unmap_run(sw_policy *p, bool ours, CUdeviceptr at, size_t len, void *arg)
+{
+    const struct unmap *u = arg;
+    return ours ? sw_vmm_unmap(p, at, len) : u->real(at, len);
 }
 
 CUresult spw_h_mem_unmap(CUdeviceptr ptr, size_t size)
 {
     SPW_REAL_OR_RETURN(real, spw_h_mem_unmap);
     sw_policy *p = spw_disabled() ? NULL : spw_pool_policy();
-    CUresult r = p ? sw_vmm_unmap(p, ptr, size) : CUDA_ERROR_NOT_FOUND;
-    return r == CUDA_ERROR_NOT_FOUND ? real(ptr, size) : r;
+    CUresult r = p ? sw_vmm_check(p, ptr, size) : CUDA_ERROR_NOT_FOUND;
+    if (r == CUDA_ERROR_NOT_FOUND)
+        return real(ptr, size);
+    if (r == CUDA_SUCCESS)
+        return sw_vmm_unmap(p, ptr, size);
+    struct unmap u = {real};
+    return by_runs(p, ptr, size, unmap_run, &u);
+}
+
+struct access {
+    CUresult (*real)(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t);
+    const CUmemAccessDesc *desc;
+    size_t count;
+    uint64_t mask;
+};
+
+static CUresult access_run(sw_policy *p, bool ours, CUdeviceptr at, size_t len, void *arg)
+{
+    const struct access *a = arg;
+    return ours ? sw_vmm_set_access(p, at, len, a->mask) : a->real(at, len, a->desc, a->count);
 }
 
 /* Read-only access is granted as read-write (the policy keeps one mask). */
@@ -32,19 +107,23 @@ CUresult spw_h_mem_set_access(CUdeviceptr ptr, size_t size, const CUmemAccessDes
 {
     SPW_REAL_OR_RETURN(real, spw_h_mem_set_access);
     sw_policy *p = spw_disabled() ? NULL : spw_pool_policy();
-    if (!p || !desc || !count || !sw_owns(p, ptr))
+    if (!p || !desc || !count)
         return real(ptr, size, desc, count);
-    uint64_t mask = 0;
+    CUresult r = sw_vmm_check(p, ptr, size);
+    if (r == CUDA_ERROR_NOT_FOUND)
+        return real(ptr, size, desc, count);
+    struct access a = {real, desc, count, 0};
     for (size_t i = 0; i < count; i++) {
         if (desc[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE || desc[i].location.id < 0 ||
             desc[i].location.id >= SW_MAX_DEVICES ||
             desc[i].flags > CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
             return CUDA_ERROR_INVALID_DEVICE;
         if (desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_NONE)
-            mask |= 1ull << desc[i].location.id;
+            a.mask |= 1ull << desc[i].location.id;
     }
-    CUresult r = sw_vmm_set_access(p, ptr, size, mask);
-    return r == CUDA_ERROR_NOT_FOUND ? real(ptr, size, desc, count) : r;
+    if (r == CUDA_SUCCESS)
+        return sw_vmm_set_access(p, ptr, size, a.mask);
+    return by_runs(p, ptr, size, access_run, &a);
 }
 
 CUresult spw_h_mem_retain_allocation_handle(CUmemGenericAllocationHandle *handle, void *addr)
@@ -67,15 +146,15 @@ CUresult spw_h_mem_get_allocation_properties(CUmemAllocationProp *prop,
     sw_policy *p = spw_disabled() ? NULL : spw_pool_policy();
     if (!p || !prop || !sw_vmm_is_handle(p, handle))
         return real(prop, handle);
+    CUmemGenericAllocationHandle driver;
+    if (sw_vmm_promoted(p, handle, &driver))
+        return real(prop, driver);
     size_t size;
     int dev;
-    CUresult r = sw_vmm_properties(p, handle, &size, &dev);
+    uint64_t user;
+    CUresult r = sw_vmm_properties(p, handle, &size, &dev, &user);
     if (r != CUDA_SUCCESS)
         return r;
-    memset(prop, 0, sizeof *prop);
-    prop->type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop->requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;
-    prop->location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    prop->location.id = dev;
+    *prop = spw_vmm_prop(dev, user);
     return CUDA_SUCCESS;
 }

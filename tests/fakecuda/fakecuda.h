@@ -39,6 +39,10 @@ size_t fakecuda_live_handles(void) __attribute__((weak));         /* cuMemCreate
 /* Devices (bit d) the last cuMemSetAccess over the VMM mapping at ptr gave
  * access; 0 when ptr is not in a mapping. */
 unsigned long long fakecuda_access_devices(unsigned long long ptr) __attribute__((weak));
+/* Where the VMM page mapped at ptr lives: its device ordinal, -1 for host
+ * memory (HOST or HOST_NUMA), -2 for memory that is not a VMM mapping, -3
+ * for an address nothing is mapped at. */
+int fakecuda_mapped_location(unsigned long long ptr) __attribute__((weak));
 size_t fakecuda_live_reservations(void) __attribute__((weak)); /* cuMemAddressReserve ranges not freed */
 size_t fakecuda_reserved_bytes(void) __attribute__((weak));     /* their bytes */
 int fakecuda_reserved_at(unsigned long long addr) __attribute__((weak)); /* 1: addr is reserved */

@@ -52,6 +52,7 @@ extern struct fc_device fc_devices[FC_MAX_DEVICES];
 extern size_t fc_host_used;
 
 CUresult fc_initialized(void);          /* CUDA_ERROR_NOT_INITIALIZED before cuInit */
+bool fc_forked(void);                   /* a child forked after cuInit: no driver here */
 CUresult fc_current_ctx(struct CUctx_st **ctx); /* NOT_INITIALIZED / INVALID_CONTEXT */
 CUresult fc_check_device(CUdevice dev);
 bool fc_ctx_valid(struct CUctx_st *ctx);
@@ -108,6 +109,11 @@ CUresult fc_alloc_device(size_t size, enum fc_region_kind kind, struct fc_mempoo
 /* Uncharges, unregisters and unmaps; under fc_lock. */
 void fc_region_release_locked(struct fc_region *reg);
 size_t fc_vmm_live_handles(void);
+/* Exports and imports (share.c): the handle with value h (NULL: none) and a
+ * new handle for an imported file descriptor; under fc_lock. */
+struct fc_handle *fc_vmm_handle(CUmemGenericAllocationHandle h);
+struct fc_handle *fc_vmm_handle_by_file(int fd);
+void fc_vmm_handle_add(struct fc_handle *h);
 
 void *fc_map_anon(size_t size);     /* fresh zeroed pages, or NULL */
 void fc_unmap(void *p, size_t size);
@@ -122,6 +128,7 @@ struct fc_handle {
     CUmemAllocationProp prop;
     int refs;       /* create + retains - releases */
     int mappings;   /* live cuMemMap of it */
+    bool imported;  /* cuMemImportFromShareableHandle: charged to its exporter */
     struct fc_handle *next;
 };
 
@@ -380,9 +387,14 @@ CUresult fc_fault_hit(enum fc_fn fn);
 
 /* The first statement of every entry point listed in faults.def. The name
  * is pasted, never expanded: cuda.h's cuMemAlloc -> cuMemAlloc_v2 macros do
- * not apply, so every ABI version of a function counts as the function. */
+ * not apply, so every ABI version of a function counts as the function.
+ * Being every entry point's first step, it also refuses every call of a
+ * forked child (fc_forked) before the call touches state the parent's
+ * threads may have held locked at the fork. */
 #define FC_FAULT(name)                                        \
     do {                                                      \
+        if (fc_forked())                                      \
+            return CUDA_ERROR_NOT_INITIALIZED;                \
         CUresult fc_fault_ = fc_fault_hit(FC_FN_##name);      \
         if (fc_fault_ != CUDA_SUCCESS)                        \
             return fc_fault_;                                 \

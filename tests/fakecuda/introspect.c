@@ -44,6 +44,24 @@ FC_EXPORT unsigned long long fakecuda_access_devices(unsigned long long ptr)
     return devs;
 }
 
+/* Where the page mapped at ptr lives (the driver answers the same through
+ * cuMemRetainAllocationHandle and the handle's properties; spillway hooks
+ * those for its own pages, so tests ask here). */
+FC_EXPORT int fakecuda_mapped_location(unsigned long long ptr)
+{
+    pthread_mutex_lock(&fc_lock);
+    struct fc_region *reg = fc_region_find((uintptr_t)ptr);
+    int where = -3;
+    if (reg && reg->kind == FC_VMM && reg->handle) {
+        const CUmemLocation *l = &reg->handle->prop.location;
+        where = l->type == CU_MEM_LOCATION_TYPE_DEVICE ? l->id : -1;
+    } else if (reg) {
+        where = -2;
+    }
+    pthread_mutex_unlock(&fc_lock);
+    return where;
+}
+
 FC_EXPORT size_t fakecuda_live_reservations(void)
 {
     return fc_vmm_live_reservations(NULL);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tests/fakecuda/internal.h"
@@ -35,6 +36,32 @@ static struct fc_handle *handle_of(CUmemGenericAllocationHandle h)
         if ((CUmemGenericAllocationHandle)(uintptr_t)x == h && x->magic == FC_MAGIC_HANDLE)
             return x;
     return NULL;
+}
+
+struct fc_handle *fc_vmm_handle(CUmemGenericAllocationHandle h)
+{
+    return handle_of(h);
+}
+
+/* The handle whose memory file is fd's (an export of this process). */
+struct fc_handle *fc_vmm_handle_by_file(int fd)
+{
+    struct stat want, st;
+    if (fstat(fd, &want) != 0)
+        return NULL;
+    for (struct fc_handle *x = handles; x; x = x->next)
+        if (x->magic == FC_MAGIC_HANDLE && fstat(x->fd, &st) == 0 && st.st_dev == want.st_dev &&
+            st.st_ino == want.st_ino)
+            return x;
+    return NULL;
+}
+
+void fc_vmm_handle_add(struct fc_handle *h)
+{
+    h->magic = FC_MAGIC_HANDLE;
+    h->next = handles;
+    handles = h;
+    live_handles++;
 }
 
 size_t fc_vmm_live_handles(void)
@@ -179,6 +206,9 @@ FC_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size
     if (!handle || !prop || size == 0 || size % FC_GRANULARITY || flags != 0 ||
         prop->type != CU_MEM_ALLOCATION_TYPE_PINNED)
         return CUDA_ERROR_INVALID_VALUE;
+    /* A machine without IMEX channels: what NCCL and PyTorch fall back on. */
+    if (prop->requestedHandleTypes & CU_MEM_HANDLE_TYPE_FABRIC)
+        return CUDA_ERROR_NOT_SUPPORTED;
     bool device;
     r = check_location(&prop->location, &device);
     if (r != CUDA_SUCCESS)
@@ -223,7 +253,9 @@ static void handle_maybe_free(struct fc_handle *h)
 {
     if (h->refs > 0 || h->mappings > 0)
         return;
-    if (h->prop.location.type == CU_MEM_LOCATION_TYPE_DEVICE)
+    if (h->imported)
+        ; /* its exporter's memory: charged there */
+    else if (h->prop.location.type == CU_MEM_LOCATION_TYPE_DEVICE)
         fc_device_uncharge(h->prop.location.id, h->size);
     else
         fc_host_used -= h->size;

@@ -688,6 +688,7 @@ START_TEST(passthrough_by_reason)
     CUdeviceptr pooled_p, managed, captured;
     CU_OK(cuMemAlloc(&pooled_p, 5 * MiB));
     size_t before = fakecuda_device_bytes_used(0);
+    uint64_t pool_before = pool_counters(0).pool_bytes;
     CU_OK(cuMemAllocManaged(&managed, 3 * MiB, CU_MEM_ATTACH_GLOBAL));
     CUmemAllocationProp ipc = device_prop(0);
     ipc.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
@@ -696,7 +697,8 @@ START_TEST(passthrough_by_reason)
     CUmemAllocationProp host = device_prop(0);
     host.location.type = CU_MEM_LOCATION_TYPE_HOST;
     CU_OK(cuMemCreate(&hh, 2 * MiB, &host, 0));
-    /* The driver's handle stays the driver's: mapped, answered by it. */
+    /* A shareable handle is pooled until its export makes it the driver's:
+     * mapped, answered as asked, the same bytes after. */
     CUmemAllocationProp got;
     CU_OK(cuMemGetAllocationPropertiesFromHandle(&got, h));
     ck_assert_int_eq(got.requestedHandleTypes, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
@@ -707,6 +709,11 @@ START_TEST(passthrough_by_reason)
     set_rw(va, 2 * MiB, 0);
     put(va, 2 * MiB, 9);
     expect(va, 2 * MiB, 9);
+    ck_assert_uint_eq(pool_counters(0).passthrough_count[SPILLWAY_PT_IPC], 0);
+    int fd = -1;
+    CU_OK(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    ck_assert_int_eq(close(fd), 0);
+    expect(va, 2 * MiB, 9);
     CU_OK(cuMemGetAddressRange(&base, &size, va + 5));
     ck_assert(base == va && size == 2 * MiB);
     CU_OK(cuMemUnmap(va, 2 * MiB));
@@ -715,9 +722,11 @@ START_TEST(passthrough_by_reason)
     CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     ck_assert_int_eq(fakecuda_set_capturing(s, 1), 0);
     CU_OK(cuMemAllocAsync(&captured, MiB, s));
-    /* All of it the driver's own memory, beyond the pool. */
-    ck_assert_uint_eq(fakecuda_device_bytes_used(0) - before, 3 * MiB + 2 * MiB + MiB);
+    /* All of it the driver's own memory, beyond the pool (which kept the
+     * page the handle had before its export). */
     struct spillway_pool_counters pc = pool_counters(0);
+    ck_assert_uint_eq(fakecuda_device_bytes_used(0) - before,
+                      3 * MiB + 2 * MiB + MiB + (pc.pool_bytes - pool_before));
     ck_assert(pc.passthrough_count[SPILLWAY_PT_MANAGED] == 1 &&
               pc.passthrough_bytes[SPILLWAY_PT_MANAGED] == 3 * MiB);
     ck_assert(pc.passthrough_count[SPILLWAY_PT_IPC] == 1 &&

@@ -83,6 +83,9 @@ START_TEST(capture_graph_library_and_copy_abis)
     ck_assert_ptr_eq(resolve("cuGraphExecUpdate", 13000, 0), exported("cuGraphExecUpdate_v2"));
     ck_assert_ptr_eq(resolve("cuGraphInstantiateWithFlags", 13000, 0),
                      exported("cuGraphInstantiateWithFlags"));
+    /* Since CUDA 12 the name means the flags ABI (cuda.h maps it so). */
+    ck_assert_ptr_eq(resolve("cuGraphInstantiate", 12000, 0),
+                     exported("cuGraphInstantiateWithFlags"));
     ck_assert_ptr_eq(resolve("cuGraphLaunch", 12000, pt), exported("cuGraphLaunch_ptsz"));
     ck_assert_ptr_eq(resolve("cuLibraryLoadData", 12000, 0), exported("cuLibraryLoadData"));
     ck_assert_ptr_eq(resolve("cuKernelGetParamInfo", 12040, 0), exported("cuKernelGetParamInfo"));

@@ -13,7 +13,7 @@ START_TEST(jax_like_arena_behaves_as_without_spillway)
     ck_assert(sw_vmm_is_handle(P, h));
     size_t size;
     int dev;
-    ck_assert_int_eq(sw_vmm_properties(P, h, &size, &dev), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_properties(P, h, &size, &dev, NULL), CUDA_SUCCESS);
     ck_assert_uint_eq(size, 12 * PG);
     ck_assert_int_eq(dev, 0);
     ck_assert_int_eq(sw_vmm_map(P, va + 4 * PG, 12 * PG, 0, h), CUDA_SUCCESS);
@@ -64,7 +64,7 @@ START_TEST(growing_segments_map_handle_by_handle)
     ck_assert_int_eq(sw_vmm_retain(P, va + 5 * PG + 17, &r), CUDA_SUCCESS);
     size_t size;
     int dev;
-    ck_assert_int_eq(sw_vmm_properties(P, r, &size, &dev), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_properties(P, r, &size, &dev, NULL), CUDA_SUCCESS);
     ck_assert_uint_eq(size, 2 * PG);
     ck_assert_int_eq(sw_vmm_release(P, r), CUDA_SUCCESS);
     ck_assert_uint_eq(counters().in_use_bytes, 16 * PG);
@@ -128,7 +128,7 @@ START_TEST(driver_rules_for_map_unmap_and_handles)
     ck_assert_int_eq(sw_vmm_release(P, h), CUDA_ERROR_INVALID_VALUE);
     size_t size;
     int dev;
-    ck_assert_int_eq(sw_vmm_properties(P, h, &size, &dev), CUDA_ERROR_INVALID_VALUE);
+    ck_assert_int_eq(sw_vmm_properties(P, h, &size, &dev, NULL), CUDA_ERROR_INVALID_VALUE);
     fill(va, 6 * PG, 4);
     ck_assert(verify(va, 6 * PG, 4));
     ck_assert_int_eq(sw_vmm_unmap(P, va, 6 * PG), CUDA_SUCCESS); /* both mappings */

@@ -1,0 +1,235 @@
+/* A pool handle made the driver's, for cuMemExportToShareableHandle: a
+ * program that shares memory with another process (PyTorch's IPC of
+ * expandable segments) needs one driver allocation behind one file
+ * descriptor, which a list of pool pages cannot be. Until then the handle
+ * is pooled and spills like any other; at the export its bytes move into
+ * the driver allocation the shim made, every mapping of it is remapped
+ * there (the program's addresses do not change), and its pages go back to
+ * the pool. The move is like a spill's: the devices that reach the handle
+ * are quiesced first, the copy runs on the device's own mover stream. */
+#include "policy/internal.h"
+
+#include <stdlib.h>
+
+/* The first live mapping of v, NULL if it has none; handle lock held. */
+static sw_vmap *first_mapping(sw_policy *p, const sw_vmm *v)
+{
+    for (sw_vmap *m = p->vmaps; m; m = m->next)
+        if (m->h == v)
+            return m;
+    return NULL;
+}
+
+/* A scratch range of v's size with real mapped and readable by d. */
+static CUresult scratch_map(sw_device *d, size_t size, CUmemGenericAllocationHandle real,
+                            CUdeviceptr *va)
+{
+    const sw_backend *be = &d->pol->be;
+    CUresult r = be->va_reserve(be->ctx, d->id, size, d->page, va);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if ((r = be->map(be->ctx, *va, size, real)) == CUDA_SUCCESS) {
+        if ((r = be->set_access(be->ctx, *va, size, 1ull << d->id)) == CUDA_SUCCESS)
+            return CUDA_SUCCESS;
+        be->unmap(be->ctx, *va, size);
+    }
+    be->va_free(be->ctx, *va, size);
+    return r;
+}
+
+static CUresult scratch_unmap(sw_device *d, CUdeviceptr va, size_t size)
+{
+    const sw_backend *be = &d->pol->be;
+    CUresult r = be->unmap(be->ctx, va, size);
+    CUresult f = r == CUDA_SUCCESS ? be->va_free(be->ctx, va, size) : CUDA_SUCCESS;
+    return r != CUDA_SUCCESS ? r : f;
+}
+
+/* v's pages, one after the other, at a scratch range (v has no mapping). */
+static CUresult pages_map(sw_device *d, const sw_vmm *v, CUdeviceptr *va)
+{
+    const sw_backend *be = &d->pol->be;
+    CUresult r = be->va_reserve(be->ctx, d->id, v->size, d->page, va);
+    uint32_t i = 0;
+    for (; r == CUDA_SUCCESS && i < v->npages; i++)
+        r = be->map(be->ctx, *va + ((CUdeviceptr)i << d->shift), d->page, v->pages[i]->handle);
+    if (r == CUDA_SUCCESS)
+        r = be->set_access(be->ctx, *va, v->size, 1ull << d->id);
+    if (r == CUDA_SUCCESS)
+        return CUDA_SUCCESS;
+    for (uint32_t k = 0; k < i; k++)
+        be->unmap(be->ctx, *va + ((CUdeviceptr)k << d->shift), d->page);
+    be->va_free(be->ctx, *va, v->size);
+    return r;
+}
+
+/* Copies v's bytes into real (mapped at dst); device lock held, quiesced. */
+static CUresult copy_out(sw_policy *p, sw_device *d, const sw_vmm *v, CUdeviceptr dst)
+{
+    const sw_backend *be = &p->be;
+    CUresult r = sw_movers(d);
+    if (r != CUDA_SUCCESS)
+        return r;
+    sw_vmap *m = first_mapping(p, v);
+    CUdeviceptr src = m ? m->va : 0;
+    if (!m && (r = pages_map(d, v, &src)) != CUDA_SUCCESS)
+        return r;
+    r = be->copy(be->ctx, d->id, dst, src, v->size, d->mover[0]);
+    if (r == CUDA_SUCCESS)
+        r = be->stream_sync(be->ctx, d->id, d->mover[0]);
+    if (!m) {
+        CUresult u = scratch_unmap(d, src, v->size);
+        if (r == CUDA_SUCCESS)
+            r = u;
+    }
+    return r;
+}
+
+/* Puts real where m's pages were. If the driver refuses, the pages go back
+ * (nothing ran there meanwhile: quiesced). */
+static CUresult remap(sw_policy *p, sw_device *d, sw_vmap *m, CUmemGenericAllocationHandle real)
+{
+    const sw_backend *be = &p->be;
+    sw_vmm *v = m->h;
+    CUresult r = sw_vmap_unmap_pages(p, m, v->npages);
+    if (r == CUDA_SUCCESS && (r = be->map(be->ctx, m->va, v->size, real)) == CUDA_SUCCESS) {
+        if (!m->access || (r = be->set_access(be->ctx, m->va, v->size, m->access)) == CUDA_SUCCESS)
+            return CUDA_SUCCESS;
+        be->unmap(be->ctx, m->va, v->size);
+    }
+    uint64_t now = atomic_load(&m->heat.touched);
+    for (uint32_t i = 0; i < v->npages; i++) {
+        CUdeviceptr va = m->va + ((CUdeviceptr)i << p->shift);
+        sw_pte *e = sw_pt_get(&p->pt, va);
+        /* Still mapped where its unmap was the refusal. */
+        if (!atomic_load(&e->page) && sw_map_page(d, va, v->pages[i]) != CUDA_SUCCESS)
+            continue; /* lost: the VA reads as unmapped, as the driver left it */
+        atomic_store_explicit(&e->owner, SW_OWN(m, SW_OWN_VMM), memory_order_release);
+        if (v->pages[i]->loc == SW_LOC_DEVICE && v->pages[i]->nmaps == 1)
+            sw_ring_insert(d, v->pages[i], now);
+    }
+    if (m->access)
+        be->set_access(be->ctx, m->va, v->size, m->access);
+    return r;
+}
+
+/* v's pages back to the pool, its mappings forgotten: it is real now. */
+static void hand_over(sw_policy *p, sw_device *d, sw_vmm *v, CUmemGenericAllocationHandle real)
+{
+    for (sw_vmap *m = first_mapping(p, v); m; m = first_mapping(p, v))
+        sw_vmap_retire(p, m);
+    for (uint32_t i = 0; i < v->npages; i++) {
+        sw_pool_put(d, (sw_loc)v->pages[i]->loc, v->pages[i]->handle);
+        if (v->pages[i]->loc == SW_LOC_HOST)
+            sw_count_sub(&d->c.host_in_use, d->page);
+        sw_page_free(d, v->pages[i]);
+    }
+    free(v->pages);
+    v->pages = NULL;
+    v->npages = 0;
+    v->maps = 0;
+    v->promoted = true;
+    v->real = real;
+    sw_count_sub(&d->c.in_use, v->size);
+    sw_count_sub(&d->c.backing, v->size);
+}
+
+/* Every mapping of v onto real; on a refusal those done so far stay real
+ * (they hold the same bytes), the rest keep their pages. */
+static CUresult remap_all(sw_policy *p, sw_device *d, sw_vmm *v, CUmemGenericAllocationHandle real)
+{
+    for (sw_vmap *m = p->vmaps; m; m = m->next) {
+        if (m->h != v)
+            continue;
+        CUresult r = remap(p, d, m, real);
+        if (r != CUDA_SUCCESS)
+            return r;
+    }
+    return CUDA_SUCCESS;
+}
+
+static CUresult promote_locked(sw_policy *p, sw_device *d, sw_vmm *v,
+                               CUmemGenericAllocationHandle real)
+{
+    CUdeviceptr dst;
+    CUresult r = scratch_map(d, v->size, real, &dst);
+    if (r != CUDA_SUCCESS)
+        return r;
+    r = copy_out(p, d, v, dst);
+    CUresult u = scratch_unmap(d, dst, v->size);
+    if (r == CUDA_SUCCESS)
+        r = u;
+    if (r == CUDA_SUCCESS)
+        r = remap_all(p, d, v, real);
+    /* A partial remap leaves a mapping on real and one on pages: both hold
+     * the bytes, but the handle cannot be both. Not expected of a driver
+     * that just mapped real once; reported, nothing handed over. */
+    if (r == CUDA_SUCCESS)
+        hand_over(p, d, v, real);
+    return r;
+}
+
+CUresult sw_vmm_promote(sw_policy *p, CUmemGenericAllocationHandle h,
+                        CUmemGenericAllocationHandle real)
+{
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&p->handles_lock);
+    sw_vmm *v = sw_vmm_get(p, h);
+    sw_device *d = v && v->refs && !v->promoted ? v->dev : NULL;
+    pthread_mutex_unlock(&p->handles_lock);
+    if (!d)
+        return CUDA_ERROR_INVALID_VALUE;
+    uint64_t held, t0 = sw_now_ns();
+    CUresult r = sw_quiesce(d, &held);
+    if (r != CUDA_SUCCESS)
+        return r;
+    pthread_mutex_lock(&p->handles_lock);
+    pthread_mutex_lock(&d->lock);
+    v = sw_vmm_get(p, h); /* released or promoted meanwhile? */
+    if (!v || !v->refs || v->promoted)
+        r = CUDA_ERROR_INVALID_VALUE;
+    else
+        r = promote_locked(p, d, v, real);
+    pthread_mutex_unlock(&d->lock);
+    pthread_mutex_unlock(&p->handles_lock);
+    sw_unquiesce(d, held, t0);
+    return r;
+}
+
+CUresult sw_vmm_release_promoted(sw_policy *p, CUmemGenericAllocationHandle h, bool *last,
+                                 CUmemGenericAllocationHandle *real)
+{
+    if (!p || !last || !real)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&p->handles_lock);
+    sw_vmm *v = sw_vmm_get(p, h);
+    CUresult r = CUDA_ERROR_INVALID_VALUE;
+    if (v && v->refs && v->promoted) {
+        *real = v->real;
+        *last = --v->refs == 0;
+        if (*last) {
+            sw_device *d = v->dev;
+            pthread_mutex_lock(&d->lock);
+            sw_vmm_forget(p, v);
+            pthread_mutex_unlock(&d->lock);
+        }
+        r = CUDA_SUCCESS;
+    }
+    pthread_mutex_unlock(&p->handles_lock);
+    return r;
+}
+
+bool sw_vmm_promoted(sw_policy *p, CUmemGenericAllocationHandle h,
+                     CUmemGenericAllocationHandle *real)
+{
+    if (!p)
+        return false;
+    pthread_mutex_lock(&p->handles_lock);
+    sw_vmm *v = sw_vmm_get(p, h);
+    bool yes = v && v->refs && v->promoted;
+    if (yes && real)
+        *real = v->real;
+    pthread_mutex_unlock(&p->handles_lock);
+    return yes;
+}

@@ -1,0 +1,292 @@
+/* CUDA graphs as spill sees them (issue 12): the pool pointers each
+ * executable graph's nodes use, so that cuGraphLaunch touches them (a
+ * replayed graph's data is hot, not the coldest) and fills back those that
+ * live on the host, like the launches of its kernels would.
+ *
+ * Recorded at instantiation from the graph's nodes (kernel parameters read
+ * back with cuGraphKernelNodeGetParams and scanned like a launch's, copy
+ * and set operands, child graphs), again at cuGraphExecUpdate, and added to
+ * at cuGraphExec(Kernel)NodeSetParams; forgotten at cuGraphExecDestroy.
+ * Graphs that PyTorch and XLA capture from streams are instantiated like
+ * any other. Only pointers into spillway's memory are kept, each once. */
+#include "shim/gate.h"
+#include "shim/handler.h"
+#include "shim/param_scan.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BUCKETS 256
+#define MAX_DEPTH 8 /* child graphs inside child graphs */
+
+struct exec_ptrs {
+    CUgraphExec exec;
+    CUdeviceptr *p;
+    size_t n, cap;
+    struct exec_ptrs *next;
+};
+
+static struct exec_ptrs *buckets[BUCKETS];
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct exec_ptrs **slot_of(CUgraphExec e)
+{
+    size_t h = (size_t)(((uintptr_t)e >> 4) * 0x9E3779B97F4A7C15ull >> 56);
+    return &buckets[h % BUCKETS];
+}
+
+/* Adds a pool pointer once (the lists stay short: a graph names few). */
+static void add(void *ctx, CUdeviceptr w)
+{
+    struct exec_ptrs *x = ctx;
+    if (!spw_pool_owner(w))
+        return;
+    for (size_t i = 0; i < x->n; i++)
+        if (x->p[i] == w)
+            return;
+    if (x->n == x->cap) {
+        size_t cap = x->cap ? 2 * x->cap : 16;
+        CUdeviceptr *g = realloc(x->p, cap * sizeof *g);
+        if (!g)
+            return; /* one pointer fewer touched: slower, never wrong */
+        x->p = g;
+        x->cap = cap;
+    }
+    x->p[x->n++] = w;
+}
+
+static void add_copy(struct exec_ptrs *x, const CUDA_MEMCPY3D *c)
+{
+    if (c->srcMemoryType == CU_MEMORYTYPE_DEVICE || c->srcMemoryType == CU_MEMORYTYPE_UNIFIED)
+        add(x, c->srcDevice);
+    if (c->dstMemoryType == CU_MEMORYTYPE_DEVICE || c->dstMemoryType == CU_MEMORYTYPE_UNIFIED)
+        add(x, c->dstDevice);
+}
+
+static void add_kernel(struct exec_ptrs *x, const CUDA_KERNEL_NODE_PARAMS *k)
+{
+    CUfunction f = k->func ? k->func : (CUfunction)k->kern;
+    spw_param_scan(f, k->kernelParams, k->extra, add, x);
+}
+
+static void collect(struct exec_ptrs *x, CUgraph g, int depth)
+{
+    size_t n = 0;
+    if (!spw_drv.cuGraphGetNodes || spw_drv.cuGraphGetNodes(g, NULL, &n) != CUDA_SUCCESS || !n)
+        return;
+    CUgraphNode *nodes = malloc(n * sizeof *nodes);
+    if (!nodes || spw_drv.cuGraphGetNodes(g, nodes, &n) != CUDA_SUCCESS) {
+        free(nodes);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        CUgraphNodeType t;
+        if (!spw_drv.cuGraphNodeGetType || spw_drv.cuGraphNodeGetType(nodes[i], &t) != CUDA_SUCCESS)
+            continue;
+        if (t == CU_GRAPH_NODE_TYPE_KERNEL && spw_drv.cuGraphKernelNodeGetParams_v2) {
+            CUDA_KERNEL_NODE_PARAMS k;
+            if (spw_drv.cuGraphKernelNodeGetParams_v2(nodes[i], &k) == CUDA_SUCCESS)
+                add_kernel(x, &k);
+        } else if (t == CU_GRAPH_NODE_TYPE_MEMCPY && spw_drv.cuGraphMemcpyNodeGetParams) {
+            CUDA_MEMCPY3D c;
+            if (spw_drv.cuGraphMemcpyNodeGetParams(nodes[i], &c) == CUDA_SUCCESS)
+                add_copy(x, &c);
+        } else if (t == CU_GRAPH_NODE_TYPE_MEMSET && spw_drv.cuGraphMemsetNodeGetParams) {
+            CUDA_MEMSET_NODE_PARAMS m;
+            if (spw_drv.cuGraphMemsetNodeGetParams(nodes[i], &m) == CUDA_SUCCESS)
+                add(x, m.dst);
+        } else if (t == CU_GRAPH_NODE_TYPE_GRAPH && depth < MAX_DEPTH &&
+                   spw_drv.cuGraphChildGraphNodeGetGraph) {
+            CUgraph child;
+            if (spw_drv.cuGraphChildGraphNodeGetGraph(nodes[i], &child) == CUDA_SUCCESS)
+                collect(x, child, depth + 1);
+        }
+    }
+    free(nodes);
+}
+
+/* The record of e, made when make says so; under lock. */
+static struct exec_ptrs *find(CUgraphExec e, bool make)
+{
+    struct exec_ptrs **b = slot_of(e);
+    for (struct exec_ptrs *x = *b; x; x = x->next)
+        if (x->exec == e)
+            return x;
+    if (!make)
+        return NULL;
+    struct exec_ptrs *x = calloc(1, sizeof *x);
+    if (x) {
+        x->exec = e;
+        x->next = *b;
+        *b = x;
+    }
+    return x;
+}
+
+static void record(CUgraphExec e, CUgraph g)
+{
+    if (spw_disabled() || !spw_pool_policy())
+        return; /* no pool: nothing of spillway's to name */
+    pthread_mutex_lock(&lock);
+    struct exec_ptrs *x = find(e, true);
+    if (x) {
+        x->n = 0;
+        collect(x, g, 0);
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+static void forget(CUgraphExec e)
+{
+    pthread_mutex_lock(&lock);
+    for (struct exec_ptrs **pp = slot_of(e); *pp; pp = &(*pp)->next)
+        if ((*pp)->exec == e) {
+            struct exec_ptrs *x = *pp;
+            *pp = x->next;
+            free(x->p);
+            free(x);
+            break;
+        }
+    pthread_mutex_unlock(&lock);
+}
+
+uint64_t spw_graph_use(sw_policy *g, CUgraphExec e)
+{
+    uint64_t devs = spw_gate_devices(0, 0);
+    enum { BATCH = 64 };
+    CUdeviceptr p[BATCH];
+    size_t n, done = 0;
+    int filled = 0;
+    do { /* copied out in batches: fills must not run under the lock */
+        pthread_mutex_lock(&lock);
+        struct exec_ptrs *x = find(e, false);
+        n = x && x->n > done ? x->n - done : 0;
+        n = n > BATCH ? BATCH : n;
+        if (n)
+            memcpy(p, x->p + done, n * sizeof *p);
+        pthread_mutex_unlock(&lock);
+        for (size_t i = 0; i < n; i++) {
+            filled |= spw_gate_use(g, p[i]);
+            devs |= spw_gate_devices(p[i], 0);
+        }
+        done += n;
+    } while (n == BATCH);
+    if (filled)
+        spw_gate_filled();
+    return devs;
+}
+
+CUresult spw_h_graph_instantiate_with_flags(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                            unsigned long long flags)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_graph_instantiate_with_flags);
+    CUresult r = real(phGraphExec, hGraph, flags);
+    if (r == CUDA_SUCCESS && phGraphExec)
+        record(*phGraphExec, hGraph);
+    return r;
+}
+
+#define WITH_PARAMS(handler)                                                              \
+    CUresult handler(CUgraphExec *phGraphExec, CUgraph hGraph,                            \
+                     CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams)                    \
+    {                                                                                     \
+        SPW_REAL_OR_RETURN(real, handler);                                                \
+        CUresult r = real(phGraphExec, hGraph, instantiateParams);                        \
+        if (r == CUDA_SUCCESS && phGraphExec)                                             \
+            record(*phGraphExec, hGraph);                                                 \
+        return r;                                                                         \
+    }
+WITH_PARAMS(spw_h_graph_instantiate_with_params)
+WITH_PARAMS(spw_h_graph_instantiate_with_params_pt)
+
+CUresult spw_h_graph_exec_update(CUgraphExec hGraphExec, CUgraph hGraph,
+                                 CUgraphExecUpdateResultInfo *resultInfo)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_graph_exec_update);
+    CUresult r = real(hGraphExec, hGraph, resultInfo);
+    if (r == CUDA_SUCCESS)
+        record(hGraphExec, hGraph);
+    return r;
+}
+
+/* A node of e given new operands: they are the graph's too (the old ones
+ * stay listed until the next instantiate or update: touched for nothing,
+ * never wrong). One of k, c or dst. */
+static void add_to(CUgraphExec e, const CUDA_KERNEL_NODE_PARAMS *k, const CUDA_MEMCPY3D *c,
+                   CUdeviceptr dst)
+{
+    if (spw_disabled() || !spw_pool_policy())
+        return;
+    pthread_mutex_lock(&lock);
+    struct exec_ptrs *x = find(e, true);
+    if (x && k)
+        add_kernel(x, k);
+    else if (x && c)
+        add_copy(x, c);
+    else if (x && dst)
+        add(x, dst);
+    pthread_mutex_unlock(&lock);
+}
+
+CUresult spw_h_graph_exec_kernel_node_set_params(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                                 const CUDA_KERNEL_NODE_PARAMS *nodeParams)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_graph_exec_kernel_node_set_params);
+    CUresult r = real(hGraphExec, hNode, nodeParams);
+    if (r == CUDA_SUCCESS && nodeParams)
+        add_to(hGraphExec, nodeParams, NULL, 0);
+    return r;
+}
+
+CUresult spw_h_graph_exec_memcpy_node_set_params(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                                 const CUDA_MEMCPY3D *copyParams, CUcontext ctx)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_graph_exec_memcpy_node_set_params);
+    CUresult r = real(hGraphExec, hNode, copyParams, ctx);
+    if (r == CUDA_SUCCESS && copyParams)
+        add_to(hGraphExec, NULL, copyParams, 0);
+    return r;
+}
+
+CUresult spw_h_graph_exec_memset_node_set_params(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                                 const CUDA_MEMSET_NODE_PARAMS *memsetParams,
+                                                 CUcontext ctx)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_graph_exec_memset_node_set_params);
+    CUresult r = real(hGraphExec, hNode, memsetParams, ctx);
+    if (r == CUDA_SUCCESS && memsetParams)
+        add_to(hGraphExec, NULL, NULL, memsetParams->dst);
+    return r;
+}
+
+CUresult spw_h_graph_exec_node_set_params(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                          CUgraphNodeParams *nodeParams)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_graph_exec_node_set_params);
+    CUresult r = real(hGraphExec, hNode, nodeParams);
+    if (r != CUDA_SUCCESS || !nodeParams)
+        return r;
+    if (nodeParams->type == CU_GRAPH_NODE_TYPE_KERNEL) {
+        CUDA_KERNEL_NODE_PARAMS k = {0};
+        k.func = nodeParams->kernel.func;
+        k.kernelParams = nodeParams->kernel.kernelParams;
+        k.extra = nodeParams->kernel.extra;
+        k.kern = nodeParams->kernel.kern;
+        add_to(hGraphExec, &k, NULL, 0);
+    } else if (nodeParams->type == CU_GRAPH_NODE_TYPE_MEMCPY) {
+        add_to(hGraphExec, NULL, &nodeParams->memcpy.copyParams, 0);
+    } else if (nodeParams->type == CU_GRAPH_NODE_TYPE_MEMSET) {
+        add_to(hGraphExec, NULL, NULL, nodeParams->memset.dst);
+    }
+    return r;
+}
+
+CUresult spw_h_graph_exec_destroy(CUgraphExec hGraphExec)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_graph_exec_destroy);
+    CUresult r = real(hGraphExec);
+    if (r == CUDA_SUCCESS)
+        forget(hGraphExec);
+    return r;
+}
