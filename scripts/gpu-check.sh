@@ -3,7 +3,9 @@
 # and nvcc), runs the driver conformance suites against the real driver, the
 # acceptance rows of issues 3-5 (CUDA C, JAX, PyTorch, CuPy under a limit;
 # two processes in spillway-top), spill (a program holding 1.5x its limit,
-# and what spill costs a launch), the benchmarks of issue 4, and prints
+# and what spill costs a launch), the framework features of issue 12 under
+# spill (PyTorch CUDA graphs, JAX command buffers, PyTorch expandable
+# segments), the benchmarks of issue 4, and prints
 # markdown tables for the README: to stdout and $OUT/gpu-check.md, the full
 # log in $OUT/gpu-check.log, the raw records in $OUT/results.jsonl.
 #
@@ -11,7 +13,8 @@
 #                                    (default 540: the device tool's command
 #                                    limit is 600)
 #   scripts/gpu-check.sh --quick     conformance, baselines, 4G rows, the two
-#                                    processes; no fraction rows, no benchmarks
+#                                    processes, spill, issue 12 rows; no
+#                                    fraction rows, no benchmarks
 #   scripts/gpu-check.sh --dry-run   print what would run (no GPU needed)
 #   scripts/gpu-check.sh --fake      the whole script without a GPU: fakecuda
 #                                    instead of the driver, the frameworks
@@ -83,6 +86,7 @@ if [ "$MODE" = dry ]; then
     echo "would run the conformance suites: $BUILD/tests/unit/driver_*"
     "$PY" tests/gpu/acceptance.py --build "$BUILD" --out "$OUT" --dry-run --native-total $((80 << 30))
     "$PY" tests/gpu/pair.py --build "$BUILD" --out "$OUT" --dry-run
+    "$PY" tests/gpu/features.py --build "$BUILD" --out "$OUT" --dry-run
     "$PY" bench/run.py --build "$BUILD" --out "$OUT" --dry-run
     exit 0
 fi
@@ -234,6 +238,15 @@ launch_run "spillway, SPILLWAY_SPILL=0" LD_PRELOAD="$PWD/$BUILD/libspillway.so" 
     SPILLWAY_MEM_LIMIT="$SPILL_LIMIT" SPILLWAY_SPILL=0
 launch_run "spillway, spill on" LD_PRELOAD="$PWD/$BUILD/libspillway.so" SPILLWAY_MEM_LIMIT="$SPILL_LIMIT"
 write_tables
+
+# --- issue 12: what frameworks really use, under spill ---------------------
+# Acceptance, so before the benchmarks: PyTorch torch.cuda.graph capture and
+# replay, JAX with XLA's command buffers (each natively and under a limit
+# below its working set, results compared), PyTorch expandable segments
+# served from the pool. Each row has its own timeout (40-75 s; ~10-25 s
+# expected on an H100); with --fake, the stand-ins of tests/gpu/mock.
+py_stage "issue 12: CUDA graphs, XLA command buffers, expandable segments" \
+    tests/gpu/features.py --build "$BUILD" --out "$OUT"
 if [ "$MODE" = full ] || [ "$MODE" = fake ]; then
     py_stage "benchmarks (issue 4, stats cost)" bench/run.py --build "$BUILD" --out "$OUT"
     py_stage "issue 3/4 framework rows, SPILLWAY_MEM_FRACTION=0.1" "${A[@]}" --phase limit --limits 0.1 \

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Markdown tables for the README from the records acceptance.py, pair.py
-and bench/run.py append to results.jsonl. Ratios are computed here, from
-runs of the same session; a missing run shows as "not run", a skipped one as
-"skipped".
+"""Markdown tables for the README from the records acceptance.py, pair.py,
+features.py and bench/run.py append to results.jsonl. Ratios are computed
+here, from runs of the same session; a missing run shows as "not run", a
+skipped one as "skipped".
 
   report.py RESULTS.jsonl [--section acceptance|bench|all]
   report.py --self-test     render a synthetic file (no GPU needed)
@@ -104,6 +104,52 @@ def pair_section(recs, outdir):
         with open(once) as f:
             text += "\n`spillway-top --once` while both ran:\n\n```\n" + f.read().rstrip() + "\n```\n"
     return text
+
+
+def feature_time(r):
+    """'replay 4.10 / 15.20 ms (x3.71)' from a feature record's timings."""
+    n, s = r.get("native_ms"), r.get("spillway_ms")
+    if "time_key" not in r:
+        return "–"  # a row without a native run
+    if not isinstance(n, (int, float)) or not isinstance(s, (int, float)):
+        return "n/a"
+    what = {"replay_ms": "replay", "step_ms": "step"}.get(r.get("time_key"), "")
+    return "%s %.2f / %.2f ms (%s)" % (what, n, s, ratio(s, n, "×%.2f"))
+
+
+def feature_memory(r):
+    """Spill for the graph and JAX rows, pool against pass-through for the
+    expandable-segments row."""
+    pt = ", ".join("%s %s" % (k, b(v)) for k, v in sorted((r.get("passthrough") or {}).items()) if v) or "none"
+    if "served" in r:
+        return "pool served %s of torch's %s reserved; pass-through: %s" % (b(r["served"]), b(r.get("reserved")), pt)
+    if "spill_bytes" in r:
+        return "%s spilled in %s events, %s on the host at the end; pass-through: %s" % (
+            b(r.get("spill_bytes")), r.get("spill_events", "n/a"), b(r.get("spilled_bytes")), pt)
+    return "n/a"
+
+
+def feature_section(recs):
+    rows, flags = [], []
+    for r in recs:
+        if r.get("table") != "feature":
+            continue
+        if r.get("status") == "SKIP":
+            rows.append([r["label"], r["cfg"], "–", "–", "–", failed(r)])
+            continue
+        rows.append([r["label"], r["cfg"], feature_time(r), r.get("compare_detail", "–"), feature_memory(r),
+                     failed(r)])
+        if (r.get("env") or {}).get("XLA_FLAGS"):
+            flags.append("`%s`: %s" % (r["label"], ", ".join("`%s=%s`" % kv for kv in sorted(r["env"].items()))))
+    if not rows:
+        return ""
+    return ("### Features frameworks use, under spill (issue 12)\n\nThe CUDA-graph and command-buffer rows run "
+            "under a spillway limit below their working set (spill must happen) and are compared with the same "
+            "program run natively in its own process: loss of each checked step and per-parameter column sums, "
+            "bitwise or within 1e-5 (said which); time is native / spillway per replay or step (not judged). "
+            "The expandable-segments row stays within its limit: its memory must come from the pool.\n\n"
+            + table(["program", "setting", "time native / spillway", "results vs native", "memory", "result"], rows)
+            + "".join("\nEnvironment of %s\n" % f for f in flags))
 
 
 def bench_runs(recs):
@@ -237,7 +283,8 @@ def render(path, section="all"):
     outdir = os.path.dirname(os.path.abspath(path))
     parts = []
     if section in ("acceptance", "all"):
-        parts += [baseline_section(recs), acceptance_section(recs), pair_section(recs, outdir)]
+        parts += [baseline_section(recs), acceptance_section(recs), pair_section(recs, outdir),
+                  feature_section(recs)]
     if section in ("bench", "all"):
         runs = bench_runs(recs)
         if runs:
@@ -259,6 +306,12 @@ def self_test():
          "checks": [["limit reported", False, "80 GiB total"]]},
         {"table": "acceptance", "label": "CuPy", "fw": "cupy", "cfg": "SPILLWAY_MEM_FRACTION=0.1", "status": "SKIP",
          "checks": [["budget", False, "skipped"]]},
+        {"table": "feature", "label": "PyTorch graph", "cfg": "SPILLWAY_MEM_LIMIT=256M", "status": "pass",
+         "native_ms": 4.0, "spillway_ms": 10.0, "time_key": "replay_ms", "compare_detail": "bitwise equal (9 values)",
+         "spill_bytes": 512 * MiB, "spill_events": 4, "spilled_bytes": 256 * MiB, "checks": [["ran", True, "ok"]]},
+        {"table": "feature", "label": "PyTorch expandable", "cfg": "SPILLWAY_MEM_LIMIT=2G", "status": "FAIL",
+         "served": 0, "reserved": GiB, "passthrough": {"ipc": GiB, "other": 0},
+         "checks": [["pooled", False, "pool served 0 B"]]},
         {"table": "bench", "run": "lat-native-sync", "status": "ok", "results": [
             {"size": 16 << 20, "median_ns": 100000}]},
         {"table": "bench", "run": "lat-spw-sync", "status": "ok", "results": [{"size": 16 << 20, "median_ns": 1000}]},
@@ -274,7 +327,8 @@ def self_test():
             f.write("\n".join(json.dumps(r) for r in recs) + "\n")
         text = render(p)
     musts = ["| CUDA C | SPILLWAY_MEM_LIMIT=4G | 4.00 GiB |", "**FAIL**: limit reported", "skipped (time budget)",
-             "×100.0", "0.968", "not run", "skipped"]
+             "×100.0", "0.968", "not run", "skipped", "replay 4.00 / 10.00 ms (×2.50)",
+             "512 MiB spilled in 4 events", "pass-through: ipc 1.00 GiB", "**FAIL**: pooled"]
     missing = [m for m in musts if m not in text]
     print(text)
     if missing:

@@ -1,6 +1,8 @@
-"""Shared by the framework rows (row_jax.py, row_torch.py, row_cupy.py):
+"""Shared by the framework rows (row_jax.py, row_torch.py, row_cupy.py and
+issue 12's row_torch_graph.py, row_jax_cmdbuf.py, row_torch_expandable.py):
 command line, the allocate-until-refused loop, the hold handshake, the
-driver's own answer for the device's total memory, and the RESULT line.
+driver's own answer for the device's total memory, the RESULT line, and
+the results dump the issue 12 rows compare across processes.
 
 Modes:
   oom       the acceptance row: matmul check, then allocate until the
@@ -10,6 +12,7 @@ Modes:
   hold      allocate --hold-bytes, hold (issue 5: two processes at once)
 """
 import argparse
+import array
 import ctypes
 import select
 import sys
@@ -91,3 +94,14 @@ def alloc_until_refused(alloc, is_oom, a, keep):
 def result(**kw):
     """One RESULT line; values never carry spaces."""
     print("RESULT " + " ".join("%s=%s" % (k, str(v).replace(" ", "_")) for k, v in kw.items()), flush=True)
+
+
+def write_floats(path, values):
+    """Values as float32 in the host's byte order (features.py reads them
+    back with array("f") on the same host): what a row computed, compared
+    with another process's."""
+    out = array.array("f", values)
+    if out.itemsize != 4:
+        raise RuntimeError("array('f') is not 4 bytes here")
+    with open(path, "wb") as f:
+        f.write(out.tobytes())

@@ -9,9 +9,17 @@
 #     (a check that cannot fail is no check);
 #  4. pair.py --fake: two processes under `spillway run`, both in
 #     spillway-top --once with matching in-use figures;
-#  5. bench/run.py --fake (random and preallocation groups), then report.py
+#  5. issue 12's rows (features.py): the judging on synthetic runs
+#     (--self-test), then the rows on tests/gpu/mock's stand-ins over
+#     fakecuda: the CUDA-graph and command-buffer rows must pass, each with a
+#     negative control that must FAIL on the check it aims at (results off
+#     by 1%, a sync inside the capture, command buffers turned off in
+#     XLA_FLAGS); the expandable-segments row must pass as PyTorch asks its
+#     segments (shareable handles) and without shareable handles, and FAIL
+#     when they are not pooled;
+#  6. bench/run.py --fake (random and preallocation groups), then report.py
 #     renders every table.
-# Parts 2-5 need python3; without it they are skipped, saying so.
+# Parts 2-6 need python3; without it they are skipped, saying so.
 set -u
 B=${SPW_TEST_BUILD:-${BUILD:-build}}
 case $B in /*) ;; *) B=$PWD/$B ;; esac
@@ -57,6 +65,42 @@ fi
 if grep -q '^RESULT table=pair pass=1' "$OUT/pair.txt"; then ok "two processes in spillway-top --once with matching in-use"
 else not_ok "pair: $(cat "$OUT/pair.txt")"; fi
 
+if "$PY" "$HERE/features.py" --self-test >"$OUT/feat-self.txt" 2>&1; then ok "issue 12 judging on synthetic runs"
+else not_ok "issue 12 judging: $(grep -v '^ok' "$OUT/feat-self.txt")"; fi
+
+# feature ROW [K=V...]: runs one issue 12 row on the stand-ins into its own
+# directory; prints its RESULT line.
+feature() {
+    local row=$1 d=$OUT/feat-$1-$#
+    shift
+    mkdir -p "$d"
+    "$PY" "$HERE/features.py" --build "$B" --out "$d" --fake --rows "$row" ${1:+$(printf -- '--extra-env %s ' "$@")} 2>&1 |
+        grep '^RESULT table=feature'
+}
+"$PY" "$HERE/features.py" --build "$B" --out "$OUT" --fake --rows torch-graph,jax-cmdbuf >"$OUT/feat.txt" 2>&1
+for row in torch-graph jax-cmdbuf; do
+    if grep -q "^RESULT table=feature name=$row .*pass=1 " "$OUT/feat.txt"; then ok "$row row passes on the stand-ins"
+    else not_ok "$row row: $(grep -F "name=$row " "$OUT/feat.txt" || cat "$OUT/feat.txt")"; fi
+done
+expect_fail() { # description, failed checks, row, K=V...
+    local what=$1 want=$2 got
+    shift 2
+    got=$(feature "$@")
+    if grep -q " pass=0 .*failed=$want\$" <<<"$got"; then ok "negative control: $what fails ($want)"
+    else not_ok "negative control $what did not fail on $want: $got"; fi
+}
+expect_fail "results off by 1% under spillway" results torch-graph MOCK_FAULT=mismatch
+expect_fail "a sync inside the capture" capture torch-graph MOCK_FAULT=capture-sync
+expect_fail "command buffers off" command_buffers jax-cmdbuf XLA_FLAGS=--xla_gpu_enable_command_buffer=
+got=$(feature torch-expandable TORCH_CUDA_EXPANDABLE_SEGMENTS_IPC=0)
+if grep -q ' pass=1 ' <<<"$got"; then ok "expandable segments without shareable handles are pooled"
+else not_ok "expandable segments without shareable handles: $got"; fi
+expect_fail "expandable segments passed through" pooled torch-expandable MOCK_FAULT=unpooled \
+    TORCH_CUDA_EXPANDABLE_SEGMENTS_IPC=0
+got=$(feature torch-expandable)
+if grep -q ' pass=1 ' <<<"$got"; then ok "expandable segments as PyTorch asks them (shareable handles) are pooled"
+else not_ok "expandable segments as PyTorch asks them (shareable handles): $got"; fi
+
 # Latency is left to the smoke test above (time: this runs in `make test`).
 "$PY" "$ROOT/bench/run.py" --build "$B" --out "$OUT" --fake --only random,prealloc >"$OUT/bench.txt" 2>&1
 bad=$(grep -c '^RESULT table=bench .*status=[^o]' "$OUT/bench.txt")
@@ -66,7 +110,8 @@ else not_ok "benchmark runs: $(cat "$OUT/bench.txt")"; fi
 "$PY" "$HERE/report.py" "$R" >"$OUT/report.md" 2>&1
 for want in "### Limits (issue 3) and pool (issue 4)" "| CUDA C, nvcc -cudart static | SPILLWAY_MEM_LIMIT=64M | 64 MiB | 64 MiB |" \
     "### Two processes at once (issue 5)" "spillway-top  " "### Alloc+free pair latency" "verify: ok, 0 errors" \
-    "### Time to preallocate 75% of the device"; do
+    "### Time to preallocate 75% of the device" "### Features frameworks use, under spill (issue 12)" \
+    "| PyTorch torch.cuda.graph MLP step (capture + replay) | SPILLWAY_MEM_LIMIT=16M |"; do
     if grep -qF -- "$want" "$OUT/report.md"; then ok "report shows '$want'"; else not_ok "report lacks '$want'"; fi
 done
 if "$PY" "$HERE/report.py" --self-test >/dev/null 2>&1; then ok "report self-test"; else not_ok "report self-test"; fi

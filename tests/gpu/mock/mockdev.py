@@ -1,14 +1,33 @@
-"""Shared by the stand-ins: a tiny matrix type and the device.
+"""Shared by the stand-ins: a tiny matrix type, the device, and the CUDA
+work frameworks do around their memory.
 
 With MOCK_CUDA=1 the device is the CUDA driver (libcuda.so.1 through ctypes,
-as JAX reaches it through dlsym): every array takes cuMemAlloc_v2 memory,
-given back by cuMemFree_v2 when it dies, so that under spillway and fakecuda
+as JAX reaches it through dlsym): every array takes cuMemAlloc_v2 memory
+(PyTorch's expandable segments: cuMemCreate handles mapped into one
+reservation), given back when it dies, so that under spillway and fakecuda
 the limit, the out-of-memory answer and the stats segment are the real
-ones. Otherwise a plain counter of MOCK_TOTAL bytes (default 256M)."""
+ones. An array's values live in its device memory (written by each
+operation, read back before each use), so spill and fill must keep them;
+graphs are the driver's stream capture, instantiation and launch.
+Otherwise a plain counter of MOCK_TOTAL bytes (default 256M), values in
+Python, and no graphs.
+
+MOCK_FAULT, the negative controls of tests/gpu/selftest.sh, acts only in a
+process under spillway (libspillway in LD_PRELOAD):
+  mismatch      values read back for a row's results are off by 1%
+                (stands in for a spill or fill that lost data)
+  capture-sync  a cuCtxSynchronize inside a capture (stands in for spillway
+                syncing during the program's capture: the driver then
+                invalidates it)
+  unpooled      expandable segments ask for compressible memory, which
+                spillway passes through instead of pooling
+"""
 import ctypes
 import os
+import struct
 
 N = 8  # every "matrix" is N x N, whatever shape was asked for
+MIN_BYTES = 512  # room for N x N float32 values and the scratch word graphs write
 
 
 def _size(s):
@@ -17,16 +36,78 @@ def _size(s):
     return int(float(s[:-1]) * m[s[-1]]) if s[-1] in m else int(s)
 
 
+def under_spillway():
+    return "libspillway" in os.environ.get("LD_PRELOAD", "")
+
+
+def fault(name):
+    return os.environ.get("MOCK_FAULT") == name and under_spillway()
+
+
+class _Prop(ctypes.Structure):  # CUmemAllocationProp (cuda.h)
+    _fields_ = [("type", ctypes.c_int), ("requestedHandleTypes", ctypes.c_int), ("loc_type", ctypes.c_int),
+                ("loc_id", ctypes.c_int), ("win32HandleMetaData", ctypes.c_void_p),
+                ("compressionType", ctypes.c_ubyte), ("gpuDirectRDMACapable", ctypes.c_ubyte),
+                ("usage", ctypes.c_ushort), ("reserved", ctypes.c_ubyte * 4)]
+
+
+class _Access(ctypes.Structure):  # CUmemAccessDesc
+    _fields_ = [("loc_type", ctypes.c_int), ("loc_id", ctypes.c_int), ("flags", ctypes.c_int)]
+
+
+_P, _U64, _SZ = ctypes.c_void_p, ctypes.c_uint64, ctypes.c_size_t
+_PROTOS = {
+    "cuMemAlloc_v2": [ctypes.POINTER(_U64), _SZ],
+    "cuMemFree_v2": [_U64],
+    "cuMemGetInfo_v2": [ctypes.POINTER(_SZ), ctypes.POINTER(_SZ)],
+    "cuMemcpyHtoD_v2": [_U64, _P, _SZ],
+    "cuMemcpyDtoH_v2": [_P, _U64, _SZ],
+    "cuMemsetD32Async": [_U64, ctypes.c_uint, _SZ, _P],
+    "cuStreamCreate": [ctypes.POINTER(_P), ctypes.c_uint],
+    "cuStreamSynchronize": [_P],
+    "cuStreamBeginCapture_v2": [_P, ctypes.c_int],
+    "cuStreamEndCapture": [_P, ctypes.POINTER(_P)],
+    "cuThreadExchangeStreamCaptureMode": [ctypes.POINTER(ctypes.c_int)],
+    "cuGraphInstantiateWithFlags": [ctypes.POINTER(_P), _P, ctypes.c_ulonglong],
+    "cuGraphLaunch": [_P, _P],
+    "cuGraphExecDestroy": [_P],
+    "cuGraphDestroy": [_P],
+    "cuCtxSynchronize": [],
+    "cuDeviceGetAttribute": [ctypes.POINTER(ctypes.c_int), ctypes.c_int, ctypes.c_int],
+    "cuMemGetAllocationGranularity": [ctypes.POINTER(_SZ), ctypes.POINTER(_Prop), ctypes.c_int],
+    "cuMemAddressReserve": [ctypes.POINTER(_U64), _SZ, _SZ, _U64, ctypes.c_ulonglong],
+    "cuMemCreate": [ctypes.POINTER(_U64), _SZ, ctypes.POINTER(_Prop), ctypes.c_ulonglong],
+    "cuMemMap": [_U64, _SZ, _SZ, _U64, ctypes.c_ulonglong],
+    "cuMemSetAccess": [_U64, _SZ, ctypes.POINTER(_Access), _SZ],
+    "cuMemRelease": [_U64],
+}
+CAPTURE_GLOBAL, CAPTURE_THREAD_LOCAL, CAPTURE_RELAXED = 0, 1, 2
+
 _cu = None
 if os.environ.get("MOCK_CUDA") == "1":
     _cu = ctypes.CDLL("libcuda.so.1")
-    _cu.cuMemAlloc_v2.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t]
-    _cu.cuMemFree_v2.argtypes = [ctypes.c_uint64]
-    _cu.cuMemGetInfo_v2.argtypes = [ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_size_t)]
+    for _name, _args in _PROTOS.items():
+        getattr(_cu, _name).argtypes = _args
     _dev, _ctx = ctypes.c_int(0), ctypes.c_void_p()
     if (_cu.cuInit(0) or _cu.cuDeviceGet(ctypes.byref(_dev), 0)
             or _cu.cuDevicePrimaryCtxRetain(ctypes.byref(_ctx), _dev) or _cu.cuCtxSetCurrent(_ctx)):
         raise RuntimeError("mock: no CUDA context")
+
+
+class CudaError(RuntimeError):
+    """A driver call that failed, worded like the frameworks' errors."""
+
+    def __init__(self, call, code):
+        name = ctypes.c_char_p()
+        _cu.cuGetErrorName(code, ctypes.byref(name))
+        super().__init__("CUDA error: %s: %s" % (call, (name.value or b"CUresult %d" % code).decode()))
+        self.code = code
+
+
+def check(call, *args):
+    r = getattr(_cu, call)(*args)
+    if r:
+        raise CudaError(call, r)
 
 
 def mem_info():
@@ -37,18 +118,155 @@ def mem_info():
     return TOTAL - Device.used, TOTAL
 
 
+def synchronize():
+    if _cu:
+        check("cuCtxSynchronize")
+
+
+def device_attribute(attr):
+    v = ctypes.c_int(0)
+    if not _cu or _cu.cuDeviceGetAttribute(ctypes.byref(v), attr, 0):
+        return 0
+    return v.value
+
+
 TOTAL = _size(os.environ.get("MOCK_TOTAL", "256M"))
+
+
+class Graph:
+    """One stream capture as frameworks make CUDA graphs: begun on a
+    non-blocking stream of its own, work on it recorded as nodes, ended and
+    instantiated; launch replays the nodes. While one captures (Graph.active),
+    allocations switch the thread to relaxed mode around the driver call
+    (PyTorch's allocator does: cudaMalloc is unsafe in global mode) and
+    frees wait for its end (PyTorch keeps the blocks in the graph's pool).
+    Without MOCK_CUDA every call is a no-op."""
+    active = None
+
+    def __init__(self):
+        self.stream, self.graph, self.exec, self.deferred = ctypes.c_void_p(), ctypes.c_void_p(), None, []
+        if _cu:
+            check("cuStreamCreate", ctypes.byref(self.stream), 1)  # CU_STREAM_NON_BLOCKING
+
+    def begin(self, mode):
+        if _cu:
+            check("cuStreamBeginCapture_v2", self.stream, mode)
+        Graph.active = self
+        if _cu and fault("capture-sync"):
+            _cu.cuCtxSynchronize()  # refused, and the capture is invalidated
+
+    def memset(self, ptr, value):
+        """A memset node: one 32-bit word at ptr on every launch."""
+        if _cu and ptr:
+            check("cuMemsetD32Async", ptr, value & 0xFFFFFFFF, 1, self.stream)
+
+    def end(self):
+        """Ends and instantiates; raises CudaError as the framework would
+        when the driver refused (an invalidated capture)."""
+        Graph.active = None
+        try:
+            if _cu:
+                check("cuStreamEndCapture", self.stream, ctypes.byref(self.graph))
+                self.exec = ctypes.c_void_p()
+                check("cuGraphInstantiateWithFlags", ctypes.byref(self.exec), self.graph, 0)
+        finally:
+            for ptr, n in self.deferred:
+                Device.give(ptr, n)
+            self.deferred = []
+
+    def launch(self):
+        if _cu and self.exec:
+            check("cuGraphLaunch", self.exec, self.stream)
+            check("cuStreamSynchronize", self.stream)
+
+    def __del__(self):
+        if _cu and self.exec:
+            _cu.cuGraphExecDestroy(self.exec)
+        if _cu and self.graph:
+            _cu.cuGraphDestroy(self.graph)
+
+
+def _relaxed(alloc):
+    """Runs alloc() with this thread in relaxed capture mode while a graph
+    captures, as PyTorch's allocator does around cudaMalloc."""
+    if not (_cu and Graph.active):
+        return alloc()
+    mode = ctypes.c_int(CAPTURE_RELAXED)
+    _cu.cuThreadExchangeStreamCaptureMode(ctypes.byref(mode))
+    try:
+        return alloc()
+    finally:
+        _cu.cuThreadExchangeStreamCaptureMode(ctypes.byref(mode))
+
+
+class Segments:
+    """PyTorch's expandable segments (c10's ExpandableSegment): one
+    reservation as large as the device's reported total, 2 MiB handles
+    created and mapped into it as it grows - asked with the FABRIC handle
+    type where the device supports it, else a POSIX file descriptor (none
+    with TORCH_CUDA_EXPANDABLE_SEGMENTS_IPC=0), and GPUDirect RDMA capable
+    where the device has it - bump-allocated, and
+    reused from the start once nothing in them is live (PyTorch caches the
+    blocks; a segment is only unmapped by empty_cache)."""
+    GRAIN = 2 << 20
+
+    def __init__(self):
+        self.base, self.mapped, self.top, self.live, self.handles = 0, 0, 0, 0, []
+        self.prop = _Prop(type=1, loc_type=1, loc_id=0)  # PINNED, on device 0
+        fabric = device_attribute(128)  # CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED
+        if os.environ.get("TORCH_CUDA_EXPANDABLE_SEGMENTS_IPC", "1") != "0":  # newer PyTorch reads it
+            self.prop.requestedHandleTypes = 0x8 if fabric else 0x1  # FABRIC, else POSIX_FILE_DESCRIPTOR
+        self.prop.gpuDirectRDMACapable = device_attribute(110)  # ..._GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED
+        if fault("unpooled"):
+            self.prop.compressionType = 1  # CU_MEM_ALLOCATION_COMP_GENERIC
+        total = mem_info()[1]
+        self.size = (total + self.GRAIN - 1) // self.GRAIN * self.GRAIN
+        base = _U64()
+        check("cuMemAddressReserve", ctypes.byref(base), self.size, 0, 0, 0)
+        self.base = base.value
+
+    def _grow(self, end, oom):
+        """Maps handles until `end` bytes are mapped; OOM as PyTorch's."""
+        while self.mapped < end:
+            if self.mapped + self.GRAIN > self.size:
+                raise oom("out of memory: the expandable segment is full")
+            h = _U64()
+            r = _cu.cuMemCreate(ctypes.byref(h), self.GRAIN, ctypes.byref(self.prop), 0)
+            if r == 2:
+                raise oom("out of memory: cuMemCreate of a 2 MiB segment refused")
+            if r:
+                raise CudaError("cuMemCreate", r)
+            check("cuMemMap", self.base + self.mapped, self.GRAIN, 0, h, 0)
+            self.handles.append(h.value)  # released only when unmapped, as PyTorch does
+            acc = _Access(loc_type=1, loc_id=0, flags=3)  # device 0, PROT_READWRITE
+            check("cuMemSetAccess", self.base + self.mapped, self.GRAIN, ctypes.byref(acc), 1)
+            self.mapped += self.GRAIN
+
+    def take(self, n, oom):
+        n = (n + 511) // 512 * 512
+        self._grow(self.top + n, oom)
+        ptr, self.top = self.base + self.top, self.top + n
+        self.live += 1
+        return ptr
+
+    def give(self, _ptr):
+        self.live -= 1
+        if self.live == 0:
+            self.top = 0
 
 
 class Device:
     used = 0
+    segments = None  # a Segments when PyTorch's expandable segments are on
 
     @classmethod
     def take(cls, n, oom):
         ptr = 0
-        if _cu:
+        if _cu and cls.segments:
+            ptr = _relaxed(lambda: cls.segments.take(n, oom))
+        elif _cu:
             p = ctypes.c_uint64()
-            r = _cu.cuMemAlloc_v2(ctypes.byref(p), n)
+            r = _relaxed(lambda: _cu.cuMemAlloc_v2(ctypes.byref(p), n))
             if r == 2:
                 raise oom("out of memory: %d bytes requested, %d in use" % (n, cls.used))
             if r:
@@ -61,9 +279,18 @@ class Device:
 
     @classmethod
     def give(cls, ptr, n):
-        if _cu and ptr:
+        if Graph.active and ptr:
+            Graph.active.deferred.append((ptr, n))
+            return
+        if _cu and ptr and cls.segments:
+            cls.segments.give(ptr)
+        elif _cu and ptr:
             _cu.cuMemFree_v2(ptr)
         cls.used -= n
+
+    @classmethod
+    def reserved(cls):
+        return cls.segments.mapped if cls.segments else cls.used
 
 
 class Mat:
@@ -74,33 +301,107 @@ class Mat:
     def zeros():
         return Mat([[0.0] * N for _ in range(N)])
 
+    @staticmethod
+    def full(v):
+        return Mat([[v] * N for _ in range(N)])
+
+    @staticmethod
+    def from_flat(vals):
+        return Mat([vals[i * N:(i + 1) * N] for i in range(N)])
+
+    def _map(self, f):
+        return Mat([[f(a) for a in r] for r in self.rows])
+
+    def _zip(self, o, f):
+        if not isinstance(o, Mat):
+            return self._map(lambda a: f(a, o))
+        return Mat([[f(a, b) for a, b in zip(r, s)] for r, s in zip(self.rows, o.rows)])
+
     def __matmul__(self, o):
         return Mat([[sum(self.rows[i][k] * o.rows[k][j] for k in range(N)) for j in range(N)] for i in range(N)])
 
     def __add__(self, o):
-        return Mat([[a + b for a, b in zip(r, s)] for r, s in zip(self.rows, o.rows)])
+        return self._zip(o, lambda a, b: a + b)
 
     __iadd__ = __add__
 
+    def __sub__(self, o):
+        return self._zip(o, lambda a, b: a - b)
+
     def __rmul__(self, k):
-        return Mat([[k * a for a in r] for r in self.rows])
+        return self._zip(k, lambda a, b: a * b)
 
     __mul__ = __rmul__
+
+    def __truediv__(self, k):
+        return self._zip(k, lambda a, b: a / b)
+
+    def __pow__(self, k):
+        return self._map(lambda a: a ** k)
 
     def __eq__(self, o):
         return isinstance(o, Mat) and self.rows == o.rows
 
+    def t(self):
+        return Mat([list(c) for c in zip(*self.rows)])
+
+    def relu(self):
+        return self._map(lambda a: max(a, 0.0))
+
+    def abs(self):
+        return self._map(abs)
+
+    def colsum(self):
+        """Column sums, in every row (the shape never changes here)."""
+        return Mat([[sum(c) for c in zip(*self.rows)]] * N)
+
+    def mean(self):
+        return sum(map(sum, self.rows)) / (N * N)
+
+    def flat(self):
+        return [a for r in self.rows for a in r]
+
     def astype(self, _dtype):
         return self
 
+    def ravel(self):
+        return self
+
+    def tolist(self):
+        return results(self.flat())
+
+
+def results(values):
+    """Values a row reports as its results (MOCK_FAULT=mismatch: off by 1%)."""
+    if fault("mismatch") and values:
+        values = [values[0] * 1.01 + 0.01] + values[1:]
+    return values
+
 
 class Buffer:
-    """Device memory of nbytes, returned when the object dies."""
+    """Device memory of nbytes, returned when the object dies. write/read
+    keep an N x N float32 matrix at its start: in device memory under
+    MOCK_CUDA (never during a capture, where work is recorded, not run),
+    else in Python."""
 
     def __init__(self, nbytes, oom):
-        self.nbytes = 0
+        self.nbytes, self.shadow, self.on_device = 0, Mat.zeros(), False
         self.ptr = Device.take(nbytes, oom)
         self.nbytes = nbytes
+
+    def write(self, mat):
+        self.shadow = mat
+        if _cu and self.ptr and not Graph.active and self.nbytes >= MIN_BYTES:
+            raw = struct.pack("<%df" % (N * N), *mat.flat())
+            check("cuMemcpyHtoD_v2", self.ptr, raw, len(raw))
+            self.on_device = True
+
+    def read(self):
+        if not (self.on_device and not Graph.active):
+            return self.shadow
+        raw = ctypes.create_string_buffer(N * N * 4)
+        check("cuMemcpyDtoH_v2", raw, self.ptr, N * N * 4)
+        return Mat.from_flat(list(struct.unpack("<%df" % (N * N), raw.raw)))
 
     def __del__(self):
         if self.nbytes:

@@ -1,19 +1,31 @@
-"""torch stand-in (see ../README.md)."""
+"""torch stand-in (see ../README.md). Tensors are N x N matrices (mockdev)
+with a nominal shape: a CUDA tensor takes the bytes its shape would (at
+least mockdev.MIN_BYTES) and keeps its values there. Operations record
+their inputs, so that backward() can find the parameters; while a
+torch.cuda.graph captures, they run nothing: each is recorded on the graph
+(with a memset node into its output, so that every replay writes the
+graph's memory through the driver) and computed at each replay - as CUDA
+work is recorded, not run, during a capture. Gradients are a stand-in
+(p * 0.01 * loss), not derivatives: the rows compare runs of the same code."""
+import os as _os
 import random as _random
 
-from mockdev import N, Buffer, Device, Mat
-
-from . import cuda  # noqa: F401
+import mockdev
+from mockdev import MIN_BYTES, N, Buffer, Device, Mat
 
 __version__ = "0.0-mock"
-uint8 = "uint8"
+uint8, int64, float32 = "uint8", "int64", "float32"
 
 
 class OutOfMemoryError(RuntimeError):
     pass
 
 
-cuda.OutOfMemoryError = OutOfMemoryError
+_RNG = _random.Random(0)
+
+
+def manual_seed(s):
+    _RNG.seed(s)
 
 
 class Generator:
@@ -22,54 +34,168 @@ class Generator:
         return self
 
 
+def _nbytes(shape):
+    n = 4
+    for d in shape:
+        n *= d
+    return n
+
+
 class Tensor:
-    def __init__(self, mat=None, nbytes=0):
-        self.mat = mat if mat is not None else Mat.zeros()
-        self.buf = Buffer(nbytes, OutOfMemoryError) if nbytes else None
+    def __init__(self, mat=None, nbytes=0, shape=(N, N), cuda=False, inputs=()):
+        self.shape, self.is_cuda, self.inputs = tuple(shape), cuda or bool(nbytes), inputs
+        self.grad, self.requires_grad = None, False
+        self.buf = Buffer(nbytes or max(_nbytes(shape), MIN_BYTES), OutOfMemoryError) if self.is_cuda else None
+        self._mat = Mat.zeros()
+        if mat is not None:
+            self.mat = mat
+
+    @property
+    def mat(self):
+        return self.buf.read() if self.buf else self._mat
+
+    @mat.setter
+    def mat(self, m):
+        if self.buf:
+            self.buf.write(m)
+        else:
+            self._mat = m
 
     def float(self):
         return self
 
     def cuda(self):
-        return Tensor(self.mat)
+        return Tensor(self.mat, shape=self.shape, cuda=True)
 
     def cpu(self):
-        return Tensor(self.mat)
+        return Tensor(self.mat, shape=self.shape)
+
+    def detach(self):
+        return self
 
     def __matmul__(self, o):
-        return Tensor(self.mat @ o.mat)
+        return _op(lambda a, b: a @ b, self, o, shape=(self.shape[0], o.shape[-1]))
 
     def __add__(self, o):
-        return Tensor(self.mat + o.mat)
+        return _op(lambda a, b: a + b, self, o)
 
     __iadd__ = __add__
 
     def __rmul__(self, k):
-        return Tensor(k * self.mat)
+        return _op(lambda a: k * a, self)
+
+    def abs(self):
+        return _op(lambda a: a.abs(), self)
+
+    def reshape(self, *shape):
+        if -1 in shape:  # the free dimension takes what the others leave
+            rest = _nbytes([d for d in shape if d != -1]) // 4
+            shape = tuple(_nbytes(self.shape) // 4 // rest if d == -1 else d for d in shape)
+        return _op(lambda a: a, self, shape=shape)
+
+    def sum(self, dim=None, dtype=None):
+        if dim is None:  # a byte tensor's total: its one value times its bytes
+            n = self.buf.nbytes if self.buf else _nbytes(self.shape) // 4
+            return _op(lambda a: Mat.full(a.rows[0][0] * n), self, shape=())
+        return _op(lambda a: a.colsum(), self, shape=self.shape[1:])
+
+    def __int__(self):
+        return int(self.mat.rows[0][0])
 
     def fill_(self, v):
+        self.mat = Mat.full(float(v))
         return self
+
+    def copy_(self, o):
+        return _op(lambda a: a, o, out=self)
+
+    def __setitem__(self, i, o):
+        def put(h, v):
+            vals = h.flat()
+            vals[i % (N * N)] = v.rows[0][0]
+            return Mat.from_flat(vals)
+        _op(put, self, o, out=self)
+
+    def backward(self):
+        """Stand-in gradients for every parameter this tensor came from."""
+        for p in _leaves(self):
+            p.grad = _op(lambda pm, lm: pm * (0.01 * lm.rows[0][0]), p, self, out=p.grad)
+
+    def tolist(self):
+        return self.mat.tolist()
+
+
+def _op(fn, *inputs, shape=None, out=None):
+    """fn(matrices) -> matrix into out (a new tensor, on the device when an
+    input is): now, or at every replay while a graph captures."""
+    if out is None:
+        out = Tensor(shape=inputs[0].shape if shape is None else shape, cuda=any(t.is_cuda for t in inputs),
+                     inputs=inputs)
+
+    def run():
+        out.mat = fn(*[t.mat for t in inputs])
+
+    g = cuda.capturing()
+    if g:
+        g.record(run, out)
+    else:
+        run()
+    return out
+
+
+def _leaves(t):
+    seen, todo, out = set(), [t], []
+    while todo:
+        x = todo.pop()
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
+        if x.requires_grad:
+            out.append(x)
+        todo += list(x.inputs)
+    return out
 
 
 def randint(lo, hi, shape, generator):
-    return Tensor(Mat([[generator.r.randrange(lo, hi) for _ in range(N)] for _ in range(N)]))
+    return Tensor(Mat([[generator.r.randrange(lo, hi) for _ in range(N)] for _ in range(N)]), shape=shape)
+
+
+def randn(*shape, generator=None):
+    r = generator.r if generator else _RNG
+    return Tensor(Mat([[round(r.gauss(0, 1), 3) for _ in range(N)] for _ in range(N)]), shape=shape)
 
 
 def zeros(*shape, device=None):
-    return Tensor()
+    return Tensor(Mat.zeros(), shape=shape, cuda=device == "cuda")
 
 
 def empty(n, dtype=None, device=None):
-    return Tensor(nbytes=n)
+    return Tensor(nbytes=n, shape=(n // 4,))
 
 
 def equal(a, b):
     return a.mat == b.mat
 
 
-def _reserved():
-    return Device.used
+def cat(ts):
+    return _Cat(ts)
 
 
-cuda.memory_reserved = _reserved
-cuda.memory_allocated = _reserved
+class _Cat:
+    """torch.cat of the rows' fingerprints: only read back."""
+
+    def __init__(self, ts):
+        self.ts = ts
+
+    def cpu(self):
+        return self
+
+    def tolist(self):
+        return mockdev.results([v for t in self.ts for v in t.mat.flat()])
+
+
+from . import cuda, nn, optim  # noqa: E402,F401  (they use Tensor)
+
+cuda.OutOfMemoryError = OutOfMemoryError
+if "expandable_segments:true" in _os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "").lower() and mockdev._cu:
+    Device.segments = mockdev.Segments()

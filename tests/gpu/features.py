@@ -1,0 +1,450 @@
+#!/usr/bin/env python3
+"""GPU rows of issue 12: the features frameworks really use, under spill.
+
+  torch-graph       PyTorch torch.cuda.graph capture (default
+                    capture_error_mode "global") and replay of an MLP
+                    training step, natively and under a spillway limit
+                    below the step's working set
+  jax-cmdbuf        a jitted JAX MLP training step with XLA's command
+                    buffers as JAX leaves them (on), natively and under a
+                    limit below the working set, JAX sized past the limit
+                    (XLA_PYTHON_CLIENT_PREALLOCATE=false, MEM_FRACTION=8:
+                    its BFC would otherwise refuse at 0.75 x the limit it is
+                    told, long before spill)
+  torch-expandable  PyTorch expandable_segments:True under a limit: its
+                    cuMemCreate segments must be served from the pool
+
+A row passes when every check passes:
+  ran               each run exited 0 with its RESULT line
+  capture           (torch-graph) both captures succeeded
+  command buffers   (jax-cmdbuf) XLA_FLAGS leave them on and the compiled
+                    step's optimized HLO calls command_buffer computations
+  spilled           the stats segment at the hold counts spilled bytes: the
+                    limit really was below the working set
+  results           the spillway run's fingerprint (loss of each checked
+                    step, per-parameter column sums of p and |p|) equals the
+                    native run's: bitwise, or every value within
+                    |a - b| <= 1e-5 x (|b| + mean |b|) (both said)
+  expandable        (torch-expandable) the allocator config was in force
+  data              (torch-expandable) every tensor's sum and a matmul exact
+  pooled            (torch-expandable) pool-served bytes (in use minus every
+                    pass-through) >= 90% of torch.cuda.memory_reserved(), and
+                    IPC (shareable handle) pass-through <= 5% of it
+Replay / step time under spillway over native is reported, not judged.
+
+One JSON record per row (table "feature") in <out>/results.jsonl,
+rendered by report.py; one RESULT line per row on stdout.
+
+  features.py --build build-gpu --out DIR [--rows a,b] [--deadline T]
+  --fake, --mock    fakecuda instead of the driver, the rows on
+                    tests/gpu/mock's stand-ins (small sizes): checks the
+                    rows, the mocks and the judging, not the frameworks
+  --extra-env K=V   added to every run (selftest's negative controls)
+  --dry-run   print the plan;  --self-test  the judging on synthetic runs
+"""
+import argparse
+import array
+import math
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import harness  # noqa: E402
+import swstats  # noqa: E402
+from harness import fmt_bytes  # noqa: E402
+
+RTOL = 1e-5
+# Seconds. Each row's runs share its timeout (native first, with at most
+# NATIVE_SHARE of it); a row takes 10-25 s on an H100 (import and
+# initialisation dominate) and is skipped when the budget has less than
+# NEED left. XLA compiles the step in each run: JAX gets more.
+ROWS = [
+    {"id": "torch-graph", "label": "PyTorch torch.cuda.graph MLP step (capture + replay)", "fw": "torch",
+     "script": "row_torch_graph.py", "native": True, "timeout": 60,
+     "limit": "256M", "fake_limit": "16M",
+     "args": ["--width", "4096", "--layers", "4", "--batch", "512"],
+     "fake_args": ["--width", "1024", "--layers", "4", "--batch", "64", "--blocks", "2", "--per-block", "2"],
+     # cuBLAS picks the same kernels in both processes: results comparable bit for bit.
+     "env": {"CUBLAS_WORKSPACE_CONFIG": ":4096:8"}, "spw_env": {}},
+    {"id": "jax-cmdbuf", "label": "JAX jit MLP step, XLA command buffers on", "fw": "jax",
+     "script": "row_jax_cmdbuf.py", "native": True, "timeout": 75,
+     "limit": "256M", "fake_limit": "16M",
+     "args": ["--width", "4096", "--layers", "4", "--batch", "256"],
+     "fake_args": ["--width", "1024", "--layers", "4", "--batch", "64", "--blocks", "2", "--per-block", "2"],
+     "env": {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"},
+     "spw_env": {"XLA_PYTHON_CLIENT_MEM_FRACTION": "8"},
+     # Autotuning times kernels: under spill it could pick others than
+     # natively, with other rounding. Command buffers are left alone.
+     "xla_flags": ["--xla_gpu_autotune_level=0"]},
+    {"id": "torch-expandable", "label": "PyTorch expandable_segments:True", "fw": "torch",
+     "script": "row_torch_expandable.py", "native": False, "timeout": 40,
+     "limit": "2G", "fake_limit": "64M",
+     "args": ["--hold-bytes", "1G", "--chunk", "64M"], "fake_args": ["--hold-bytes", "24M", "--chunk", "8M"],
+     "env": {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}, "spw_env": {}},
+]
+NEED = 25
+NATIVE_SHARE = 0.4
+POOLED_MIN, IPC_MAX = 0.90, 0.05
+
+
+class Ctx:
+    def __init__(self, a):
+        self.a = a
+        self.build = os.path.abspath(a.build)
+        self.out = os.path.abspath(a.out)
+        os.makedirs(self.out, exist_ok=True)
+        self.results = harness.Results(os.path.join(self.out, "results.jsonl"))
+        self.log = harness.Log(os.path.join(self.out, "gpu-check.log"))
+        self.budget = harness.Budget(a.deadline)
+        self.tmp = tempfile.mkdtemp(prefix="swgpu-features.")
+        self.lib = os.path.join(self.build, "libspillway.so")
+
+    def limit(self, row):
+        return row["fake_limit"] if self.a.fake else row["limit"]
+
+    def env(self, row, spillway):
+        extra = dict(row["env"], **(row["spw_env"] if spillway else {}))
+        if spillway:
+            extra.update(SPILLWAY_MEM_LIMIT=self.limit(row), SPILLWAY_HOST_LIMIT="8G")
+        env = harness.base_env(extra, preload=self.lib if spillway else None, stats_dir=self.tmp)
+        if self.a.fake:
+            env.update(LD_LIBRARY_PATH=os.path.join(self.build, "fakecuda"), FAKECUDA_MEM="256M")
+        if self.a.mock:
+            env.update(PYTHONPATH=os.path.join(HERE, "mock"), MOCK_CUDA="1")
+        for kv in self.a.extra_env:
+            k, _, v = kv.partition("=")
+            env[k] = v
+        if row.get("xla_flags"):  # what the caller set, then ours; logged with the run
+            env["XLA_FLAGS"] = " ".join(([env["XLA_FLAGS"]] if env.get("XLA_FLAGS") else []) + row["xla_flags"])
+        return env
+
+    def cmd(self, row, run_dir):
+        c = [harness.python(), os.path.join(HERE, row["script"])]
+        c += row["fake_args"] if self.a.mock else row["args"]
+        if row["native"]:
+            c += ["--dump", os.path.join(run_dir, "dump.f32")]
+        return c
+
+
+def run_pair(ctx, row):
+    """{"native": Run or None, "spillway": Run, "dirs": {...}}; None when
+    the budget cannot afford the row."""
+    left = ctx.budget.timeout(row["timeout"], NEED)
+    if left is None:
+        return None
+    end = time.monotonic() + left
+    runs, dirs = {}, {}
+    for kind in (["native"] if row["native"] else []) + ["spillway"]:
+        dirs[kind] = os.path.join(ctx.tmp, "%s-%s" % (row["id"], kind))
+        os.makedirs(dirs[kind], exist_ok=True)
+        t = end - time.monotonic()
+        if kind == "native":
+            t = min(t, left * NATIVE_SHARE)
+        hold = (lambda pid: {"seg": None, "why": "native run: no segment"}) if kind == "native" else read_segment(ctx)
+        runs[kind] = harness.run(ctx.cmd(row, dirs[kind]), ctx.env(row, kind == "spillway"), max(t, 1),
+                                 ctx.log, on_hold=hold, label="%s (%s)" % (row["label"], kind))
+    return {"native": runs.get("native"), "spillway": runs["spillway"], "dirs": dirs}
+
+
+def read_segment(ctx):
+    def on_hold(pid):
+        seg, why = swstats.read_pid(pid, ctx.tmp)
+        return {"seg": seg, "why": why}
+    return on_hold
+
+
+# --- judging ----------------------------------------------------------------
+def read_floats(path):
+    a = array.array("f")
+    with open(path, "rb") as f:
+        a.frombytes(f.read())
+    return a
+
+
+def compare(got, want):
+    """(ok, detail, fields) for two fingerprints."""
+    if len(got) != len(want) or not want:
+        return False, "%d values, native %d" % (len(got), len(want)), {}
+    if not all(math.isfinite(v) for v in got) or not all(math.isfinite(v) for v in want):
+        return False, "NaN or infinity in the results (%s)" % ("native" if all(map(math.isfinite, got)) else "spillway"), {}
+    scale = sum(abs(v) for v in want) / len(want)
+    diffs = [abs(a - b) for a, b in zip(got, want)]
+    bad = sum(1 for d, b in zip(diffs, want) if d > RTOL * (abs(b) + scale))
+    worst = max(diffs)
+    rel = worst / scale if scale else worst
+    f = {"values": len(want), "differ": sum(1 for d in diffs if d), "max_abs_diff": worst, "max_rel_diff": rel}
+    if not f["differ"]:
+        return True, "bitwise equal (%d values)" % len(want), f
+    if not bad:
+        return True, "within tolerance: %d of %d differ, max %.2g x mean |native|" % (f["differ"], len(want), rel), f
+    return False, "%d of %d values off by more than %g x (|v| + mean |v|); max %.3g x mean |native|" % (
+        bad, len(want), RTOL, rel), f
+
+
+def segment(run):
+    hold = (run.hold or {}) if run else {}
+    seg = hold.get("seg")
+    return (seg["devices"][0], None) if seg else (None, hold.get("why", "the program never held"))
+
+
+def passthrough(d):
+    return {k[len("passthrough_"):-len("_bytes")]: v for k, v in d.items() if k.startswith("passthrough_")}
+
+
+def spill_fields(d):
+    return {"spill_bytes": d.get("spill_bytes"), "spill_events": d.get("spill_events"),
+            "spilled_bytes": d.get("spilled_bytes"), "in_use": d.get("in_use_bytes"),
+            "limit_bytes": d.get("limit_bytes"), "passthrough": passthrough(d)}
+
+
+class Checks:
+    def __init__(self):
+        self.items = []
+
+    def add(self, name, ok, detail):
+        self.items.append([name, bool(ok), detail])
+        return ok
+
+    def passed(self):
+        return bool(self.items) and all(c[1] for c in self.items)
+
+
+def judge_ran(c, runs):
+    ok = True
+    for kind in ("native", "spillway"):
+        r = runs.get(kind)
+        if r is not None:
+            ok = c.add("ran (%s)" % kind, r.ok(), r.why()) and ok
+    return ok
+
+
+def judge_spill(c, run, f):
+    d, why = segment(run)
+    if d is None:
+        return c.add("spilled", False, "no stats segment at the hold: %s" % why)
+    f.update(spill_fields(d))
+    n = d.get("spill_bytes") or 0
+    return c.add("spilled", n > 0, "%s moved to the host in %s events, %s there at the hold (limit %s)" % (
+        fmt_bytes(n), d.get("spill_events", "n/a"), fmt_bytes(d.get("spilled_bytes")), fmt_bytes(d.get("limit_bytes"))))
+
+
+def judge_results(c, pair, f):
+    try:
+        got = read_floats(os.path.join(pair["dirs"]["spillway"], "dump.f32"))
+        want = read_floats(os.path.join(pair["dirs"]["native"], "dump.f32"))
+    except OSError as e:
+        return c.add("results", False, "no dump: %s" % e)
+    ok, detail, fields = compare(got, want)
+    f["compare"] = fields
+    f["compare_detail"] = detail
+    return c.add("results", ok, detail)
+
+
+def timing(f, pair, key):
+    n, s = (pair["native"].result or {}).get(key), (pair["spillway"].result or {}).get(key)
+    f.update(native_ms=n, spillway_ms=s, time_key=key)
+    if isinstance(n, (int, float)) and isinstance(s, (int, float)) and n > 0:
+        f["ratio"] = round(s / n, 3)
+
+
+def judge_graph(pair):
+    c, f = Checks(), {}
+    if not judge_ran(c, pair):
+        return c, f
+    res = {k: pair[k].result for k in ("native", "spillway")}
+    c.add("capture", all(r.get("capture_ok") == 1 for r in res.values()), "; ".join(
+        "%s: %s" % (k, "ok" if r.get("capture_ok") == 1 else r.get("capture_error", "failed")) for k, r in res.items()))
+    judge_spill(c, pair["spillway"], f)
+    if all(r.get("capture_ok") == 1 for r in res.values()):
+        judge_results(c, pair, f)
+        timing(f, pair, "replay_ms")
+    return c, f
+
+
+def flags_disable_cmdbuf(flags):
+    """XLA's flag with an empty list turns command buffers off."""
+    return any(t == "--xla_gpu_enable_command_buffer=" for t in (flags or "").split())
+
+
+def judge_jax(pair, env_flags):
+    c, f = Checks(), {"xla_flags": env_flags}
+    if not judge_ran(c, pair):
+        return c, f
+    counts = {k: pair[k].result.get("cmdbuf") for k in ("native", "spillway")}
+    ok = not flags_disable_cmdbuf(env_flags) and all(isinstance(n, int) and n > 0 for n in counts.values())
+    c.add("command buffers", ok, "XLA_FLAGS %s; command buffers in the compiled step: %s" % (
+        "turn them off" if flags_disable_cmdbuf(env_flags) else "leave them on",
+        ", ".join("%s %s" % kv for kv in counts.items())))
+    judge_spill(c, pair["spillway"], f)
+    judge_results(c, pair, f)
+    timing(f, pair, "step_ms")
+    f["bytes_limit"] = pair["spillway"].result.get("bytes_limit")
+    return c, f
+
+
+def judge_expandable(pair):
+    c, f = Checks(), {}
+    if not judge_ran(c, pair):
+        return c, f
+    res = pair["spillway"].result
+    c.add("expandable", res.get("expandable") == 1, "PYTORCH_CUDA_ALLOC_CONF=%s" % res.get("alloc_conf"))
+    c.add("data", res.get("data_ok") == 1 and res.get("matmul_ok") == 1,
+          "%s tensors read back, matmul %s" % (res.get("held_tensors"), "exact" if res.get("matmul_ok") == 1 else "wrong"))
+    d, why = segment(pair["spillway"])
+    if d is None:
+        c.add("pooled", False, "no stats segment at the hold: %s" % why)
+        return c, f
+    pt = passthrough(d)
+    use, reserved = d.get("in_use_bytes") or 0, res.get("reserved") or 0
+    served = use - sum(pt.values())
+    f.update(spill_fields(d), served=served, reserved=reserved)
+    ok = reserved > 0 and served >= POOLED_MIN * reserved and pt.get("ipc", 0) <= IPC_MAX * reserved
+    c.add("pooled", ok, "pool served %s of torch's reserved %s; pass-through %s" % (
+        fmt_bytes(served), fmt_bytes(reserved),
+        ", ".join("%s %s" % (k, fmt_bytes(v)) for k, v in sorted(pt.items()) if v) or "none"))
+    return c, f
+
+
+def judge(row, pair, env_flags=None):
+    if row["id"] == "torch-graph":
+        return judge_graph(pair)
+    if row["id"] == "jax-cmdbuf":
+        return judge_jax(pair, env_flags)
+    return judge_expandable(pair)
+
+
+# --- running ----------------------------------------------------------------
+def record(ctx, row, pair):
+    rec = {"table": "feature", "row": row["id"], "label": row["label"], "fw": row["fw"],
+           "cfg": "SPILLWAY_MEM_LIMIT=%s" % ctx.limit(row), "env": dict(row["env"], **row["spw_env"])}
+    if pair is None:
+        rec.update(status="SKIP", checks=[["budget", False, "skipped: time budget spent"]])
+        return rec
+    flags = ctx.env(row, True).get("XLA_FLAGS") if row["fw"] == "jax" else None
+    if flags:
+        rec["env"]["XLA_FLAGS"] = flags
+    c, f = judge(row, pair, flags)
+    rec.update(f)
+    rec.update(status="pass" if c.passed() else "FAIL", checks=c.items,
+               wall=round(sum(r.wall for r in (pair["native"], pair["spillway"]) if r), 1),
+               native=pair["native"].result if pair["native"] else None, spillway=pair["spillway"].result)
+    return rec
+
+
+def main_rows(ctx):
+    only = set(ctx.a.rows.split(",")) if ctx.a.rows else None
+    for row in ROWS:
+        if only and row["id"] not in only:
+            continue
+        if ctx.a.dry_run:
+            d = os.path.join(ctx.tmp, row["id"])
+            for kind in (["native"] if row["native"] else []) + ["spillway"]:
+                env = ctx.env(row, kind == "spillway")
+                print("would run [%s, %s]: %s  (row timeout %ds)" % (row["id"], kind, " ".join(ctx.cmd(row, d)),
+                                                                    row["timeout"]))
+                print("   env: " + " ".join("%s=%s" % (k, v) for k, v in sorted(env.items()) if k.startswith(
+                    ("SPILLWAY_", "XLA_", "PYTORCH_", "CUBLAS_", "LD_PRELOAD"))))
+            continue
+        rec = record(ctx, row, run_pair(ctx, row))
+        ctx.results.add(rec)
+        failed = [c[0] for c in rec["checks"] if not c[1]]
+        print("RESULT table=feature name=%s cfg=%s pass=%d ratio=%s failed=%s" % (
+            row["id"], rec["cfg"], rec["status"] == "pass", rec.get("ratio", "n/a"),
+            ",".join(failed).replace(" ", "_") or "none"), flush=True)
+
+
+# --- self-test of the judging ------------------------------------------------
+def _run(result, seg=None, rc=0):
+    r = harness.Run()
+    r.rc, r.result, r.wall = rc, result, 1.0
+    r.hold = {"seg": {"devices": [seg]}} if seg else {"seg": None, "why": "test: none"}
+    return r
+
+
+def _pair(tmp, native, spw, got, want):
+    dirs = {}
+    for kind, vals in (("native", want), ("spillway", got)):
+        dirs[kind] = os.path.join(tmp, kind)
+        os.makedirs(dirs[kind], exist_ok=True)
+        if vals is not None:
+            with open(os.path.join(dirs[kind], "dump.f32"), "wb") as f:
+                f.write(array.array("f", vals).tobytes())
+    return {"native": native, "spillway": spw, "dirs": dirs}
+
+
+def self_test():
+    """Each judgement on synthetic runs: the passing case and each way a
+    row must fail."""
+    seg = {"spill_bytes": 64 << 20, "spill_events": 3, "spilled_bytes": 32 << 20, "in_use_bytes": 600 << 20,
+           "limit_bytes": 256 << 20, "passthrough_ipc_bytes": 0, "passthrough_other_bytes": 0}
+    fp = [1.0, 0.5, -3.25, 1e-3] * 8
+    near = [v * (1 + 1e-7) for v in fp]
+    off = list(fp)
+    off[2] = -3.5
+    g_ok = {"capture_ok": 1, "replay_ms": 2.0}
+    j_ok = {"cmdbuf": 3, "step_ms": 1.0}
+    e_ok = {"expandable": 1, "data_ok": 1, "matmul_ok": 1, "held_tensors": 16, "reserved": 1 << 30}
+    graph, jax, exp = ROWS
+    cases = [  # name, row, native result, spillway result, segment, got, want, xla flags, failed checks
+        ("graph ok", graph, g_ok, dict(g_ok, replay_ms=5.0), seg, fp, fp, None, []),
+        ("graph within tolerance", graph, g_ok, g_ok, seg, near, fp, None, []),
+        ("graph results differ", graph, g_ok, g_ok, seg, off, fp, None, ["results"]),
+        ("graph no spill", graph, g_ok, g_ok, dict(seg, spill_bytes=0), fp, fp, None, ["spilled"]),
+        ("graph capture refused", graph, g_ok, {"capture_ok": 0, "capture_error": "CUDA error: invalidated"},
+         seg, None, fp, None, ["capture"]),
+        ("graph crashed", graph, g_ok, None, None, None, fp, None, ["ran (spillway)"]),
+        ("jax ok", jax, j_ok, j_ok, seg, fp, fp, "--xla_gpu_autotune_level=0", []),
+        ("jax cmdbuf off", jax, dict(j_ok, cmdbuf=0), dict(j_ok, cmdbuf=0), seg, fp, fp,
+         "--xla_gpu_enable_command_buffer= --xla_gpu_autotune_level=0", ["command buffers"]),
+        ("jax none outlined", jax, dict(j_ok, cmdbuf=0), j_ok, seg, fp, fp, "", ["command buffers"]),
+        ("expandable pooled", exp, None, e_ok, dict(seg, in_use_bytes=(1 << 30) + (8 << 20)), None, None, None, []),
+        ("expandable as IPC", exp, None, e_ok, dict(seg, in_use_bytes=1 << 30, passthrough_ipc_bytes=1 << 30),
+         None, None, None, ["pooled"]),
+        ("expandable off", exp, None, dict(e_ok, expandable=0), dict(seg, in_use_bytes=1 << 30), None, None, None,
+         ["expandable"]),
+    ]
+    bad = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, (name, row, nres, sres, sg, got, want, flags, fails) in enumerate(cases):
+            native = _run(nres) if nres is not None else None
+            spw = _run(sres, sg) if sres is not None else _run(None, rc=1)
+            pair = _pair(os.path.join(tmp, str(i)), native, spw, got, want)
+            c, _ = judge(row, pair, flags)
+            failed = [x[0] for x in c.items if not x[1]]
+            ok = failed == fails
+            bad += not ok
+            print("%s - %s: failed %s%s" % ("ok" if ok else "FAIL", name, failed or "none",
+                                             "" if ok else " (expected %s)" % (fails or "none")))
+    print("features self-test: %s" % ("ok" if not bad else "%d failed" % bad))
+    return 1 if bad else 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default="build-gpu")
+    ap.add_argument("--out", default="build-gpu/gpu-out")
+    ap.add_argument("--rows", help="comma-separated row ids (default: all)")
+    ap.add_argument("--deadline", type=float, help="absolute time.time() by which to be done")
+    ap.add_argument("--extra-env", action="append", default=[], metavar="K=V")
+    ap.add_argument("--fake", action="store_true")
+    ap.add_argument("--mock", action="store_true")
+    ap.add_argument("--dry-run", action="store_true")
+    ap.add_argument("--self-test", action="store_true")
+    a = ap.parse_args()
+    if a.self_test:
+        return self_test()
+    a.fake = a.mock = a.fake or a.mock  # every row is a framework's: without a GPU, the stand-ins
+    ctx = Ctx(a)
+    try:
+        main_rows(ctx)
+    finally:
+        shutil.rmtree(ctx.tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,2 @@
+def relu(x):
+    return x._op(lambda a: a.relu())
