@@ -3,6 +3,7 @@
 
 #include "shim/account.h"
 #include "shim/config.h"
+#include "shim/fork.h"
 #include "shim/hooks.h"
 #include "shim/log.h"
 
@@ -15,8 +16,12 @@
 struct spw_real spw_real;
 struct spw_drv spw_drv;
 
-enum { DRIVER_UNLOADED, DRIVER_READY, DRIVER_FAILED };
+/* FORKED: a child forked after the driver was initialized (fork.h). */
+enum { DRIVER_UNLOADED, DRIVER_READY, DRIVER_FAILED, DRIVER_FORKED };
 static _Atomic int driver_state = DRIVER_UNLOADED;
+/* Whether the driver answered a question that needs cuInit: from then on a
+ * forked child has no driver (fork.h). */
+static _Atomic int driver_live;
 static pthread_once_t driver_once = PTHREAD_ONCE_INIT;
 /* Set while this thread runs the driver's dlopen: calls that come back from
  * the driver's constructors pass through instead of waiting on themselves. */
@@ -48,6 +53,29 @@ SPW_EARLY spw_dlsym_fn spw_real_dlsym(void)
     }
     atomic_store_explicit(&real_dlsym, fn, memory_order_release);
     return fn;
+}
+
+/* A relaxed load first: this runs on every allocation, and the line stays
+ * shared once set. */
+static void saw_initialized(void)
+{
+    if (!atomic_load_explicit(&driver_live, memory_order_relaxed))
+        atomic_store_explicit(&driver_live, 1, memory_order_relaxed);
+}
+
+/* pthread_atfork's child handler: one store, so that it is safe whatever
+ * the parent's threads were doing. Nothing else of spillway's is touched in
+ * the child: every path to its state starts with spw_driver_ready(). */
+static void forget_driver_in_child(void)
+{
+    if (atomic_load_explicit(&driver_live, memory_order_relaxed) &&
+        atomic_load_explicit(&driver_state, memory_order_relaxed) == DRIVER_READY)
+        atomic_store_explicit(&driver_state, DRIVER_FORKED, memory_order_relaxed);
+}
+
+int spw_driver_forked(void)
+{
+    return atomic_load_explicit(&driver_state, memory_order_relaxed) == DRIVER_FORKED;
 }
 
 static void resolve_hooks(void *handle, spw_dlsym_fn sym)
@@ -103,6 +131,8 @@ static void load_driver(void)
         .count = spw_driver_device_count,
     };
     spw_account_init(spw_config(), &query);
+    /* Before READY: a fork can only find READY with the handler in place. */
+    pthread_atfork(NULL, NULL, forget_driver_in_child);
     spw_debug("driver '%s' loaded", handle == RTLD_NEXT ? "(already loaded)" : path);
     atomic_store_explicit(&driver_state, DRIVER_READY, memory_order_release);
 }
@@ -130,8 +160,10 @@ CUresult spw_driver_ctx_device(int *dev)
         return CUDA_ERROR_NOT_INITIALIZED;
     CUdevice d;
     CUresult r = real_ctx_get_device(&d);
-    if (r == CUDA_SUCCESS)
+    if (r == CUDA_SUCCESS) {
+        saw_initialized();
         *dev = (int)d;
+    }
     return r;
 }
 
@@ -141,6 +173,7 @@ CUresult spw_driver_stream_device(CUstream stream, int *dev)
     if (!special && spw_driver_ready() && real_stream_get_device) {
         CUdevice d;
         if (real_stream_get_device(stream, &d) == CUDA_SUCCESS) {
+            saw_initialized();
             *dev = (int)d;
             return CUDA_SUCCESS;
         }
@@ -154,8 +187,10 @@ CUresult spw_driver_pointer_device(CUdeviceptr ptr, int *dev)
         return CUDA_ERROR_NOT_INITIALIZED;
     int ordinal;
     CUresult r = real_pointer_get_attribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr);
-    if (r == CUDA_SUCCESS)
+    if (r == CUDA_SUCCESS) {
+        saw_initialized();
         *dev = ordinal;
+    }
     return r;
 }
 
@@ -164,6 +199,7 @@ int spw_driver_device_count(void)
     int n;
     if (!spw_driver_ready() || !real_device_get_count || real_device_get_count(&n) != CUDA_SUCCESS)
         return -1;
+    saw_initialized();
     return n;
 }
 
@@ -174,6 +210,7 @@ uint64_t spw_driver_device_total(int dev)
         return 0;
     if (spw_real.spw_h_device_total_mem(&total, (CUdevice)dev) != CUDA_SUCCESS)
         return 0;
+    saw_initialized();
     return total;
 }
 

@@ -1,6 +1,7 @@
 /* The ways a program finds driver functions by name: dlsym and
  * cuGetProcAddress (both ABIs). Exported; everything they do not hook
  * passes through untouched. */
+#include "shim/fork.h"
 #include "shim/handler.h"
 #include "shim/resolve.h"
 
@@ -21,10 +22,18 @@ dlsym(void *handle, const char *name)
     return real(handle, name);
 }
 
+/* In a forked child the driver answers lookups itself, and its own
+ * functions are handed out (spw_handler_for_proc: spillway stands aside
+ * there, fork.h). */
+#define SPW_LOOKUP_OR_RETURN(var, handler)                      \
+    __typeof__(spw_real.handler) var = SPW_LOOKUP_REAL(handler); \
+    if (!var)                                                   \
+        return CUDA_ERROR_NOT_INITIALIZED
+
 CUresult spw_h_get_proc_address(const char *symbol, void **pfn, int cudaVersion,
                                 cuuint64_t flags)
 {
-    SPW_REAL_OR_RETURN(real, spw_h_get_proc_address);
+    SPW_LOOKUP_OR_RETURN(real, spw_h_get_proc_address);
     CUresult r = real(symbol, pfn, cudaVersion, flags);
     if (r == CUDA_SUCCESS && pfn)
         *pfn = spw_handler_for_proc(symbol, *pfn, cudaVersion, flags);
@@ -34,7 +43,7 @@ CUresult spw_h_get_proc_address(const char *symbol, void **pfn, int cudaVersion,
 CUresult spw_h_get_proc_address_v2(const char *symbol, void **pfn, int cudaVersion,
                                    cuuint64_t flags, CUdriverProcAddressQueryResult *symbolStatus)
 {
-    SPW_REAL_OR_RETURN(real, spw_h_get_proc_address_v2);
+    SPW_LOOKUP_OR_RETURN(real, spw_h_get_proc_address_v2);
     CUresult r = real(symbol, pfn, cudaVersion, flags, symbolStatus);
     if (r == CUDA_SUCCESS && pfn)
         *pfn = spw_handler_for_proc(symbol, *pfn, cudaVersion, flags);

@@ -12,6 +12,8 @@ size_t fc_host_used;
 
 static atomic_bool initialized;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+/* This process was forked from one whose driver was initialized. */
+static atomic_bool forked;
 
 size_t fc_parse_size(const char *s)
 {
@@ -25,6 +27,24 @@ size_t fc_parse_size(const char *s)
     default: break;
     }
     return (end == s || *end) ? 0 : (size_t)v;
+}
+
+/* NVIDIA's driver does not survive fork(): its contexts, streams and memory
+ * belong to the parent, and in a child that did not exec every call,
+ * cuInit included, answers CUDA_ERROR_NOT_INITIALIZED ("CUDA does not
+ * support the use of fork() after CUDA has been initialized"; the child
+ * gets an initialization error, as PyTorch's "Cannot re-initialize CUDA in
+ * forked subprocess" reports). A fork before cuInit leaves the child free
+ * to initialize, and exec starts afresh. Registered at the first cuInit, so
+ * only forks after it count. */
+static void forget_in_child(void)
+{
+    atomic_store(&forked, true);
+}
+
+bool fc_forked(void)
+{
+    return atomic_load_explicit(&forked, memory_order_relaxed);
 }
 
 /* Bad FAKECUDA_* values stop the test program: a silent default would make a
@@ -48,6 +68,7 @@ static void read_environment(void)
         fc_devices[d].default_pool = fc_mempool_new(d, true);
         fc_devices[d].current_pool = fc_devices[d].default_pool;
     }
+    pthread_atfork(NULL, NULL, forget_in_child);
     atomic_store(&initialized, true);
 }
 
@@ -62,7 +83,7 @@ FC_EXPORT CUresult cuInit(unsigned int flags)
 
 CUresult fc_initialized(void)
 {
-    return atomic_load(&initialized) ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
+    return atomic_load(&initialized) && !fc_forked() ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
 }
 
 CUresult fc_check_device(CUdevice dev)

@@ -1,0 +1,10 @@
+# tests/integration/shim/: suites of their own here (the older ones are
+# built by shim/module.mk).
+
+# fork() under spillway (issue 12 item 9): fork.sh runs test_fork.c.
+$(BUILD)/tests/integration/shim_fork: $(BUILD)/tests/integration/shim/test_fork.o $(UNIT_MAIN) \
+                                      $(BUILD)/stats/reader.o $(BUILD)/stats/decode.o \
+                                      $(BUILD)/stats/procinfo.o $(FAKECUDA_LIB)
+	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(CHECK_LIBS) $(LDLIBS)
+ALL_TARGETS += $(BUILD)/tests/integration/shim_fork
+UNIT_TESTS += tests/integration/shim/fork.sh
