@@ -62,9 +62,11 @@ static void allocate_while_half_waits(size_t more, unsigned long long key)
     for (int i = 0; i < NBUF; i++)
         b[i] = rig_filled(BUF, 50 + (unsigned)i);
     CU_OK(cuMemAlloc(&status0, sizeof(unsigned)));
-    CU_OK(cuMemsetD32(status0, 0, 1));
     CUstream s0, s1;
     CU_OK(cuStreamCreate(&s0, CU_STREAM_NON_BLOCKING));
+    /* On the half's own stream: a non-blocking stream does not wait for
+     * the legacy stream's memset, which could land after the half wrote. */
+    CU_OK(cuMemsetD32Async(status0, 0, 1, s0));
     unsigned long long timeouts = fakecuda_collective_timeouts();
     double t0 = now();
     launch_half(f0, s0, key, status0);
@@ -77,8 +79,8 @@ static void allocate_while_half_waits(size_t more, unsigned long long key)
     CU_OK(cuCtxSetCurrent(c1));
     CUfunction f1 = collective();
     CU_OK(cuMemAlloc(&status1, sizeof(unsigned)));
-    CU_OK(cuMemsetD32(status1, 0, 1));
     CU_OK(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING));
+    CU_OK(cuMemsetD32Async(status1, 0, 1, s1));
     launch_half(f1, s1, key, status1);
     CU_OK(cuStreamSynchronize(s1));
     ck_assert_uint_eq(status_of(status1), FAKECUDA_COLLECTIVE_DONE);
