@@ -44,7 +44,7 @@ static size_t spill_ahead(sw_device *d, CUdeviceptr lo, CUdeviceptr hi)
     if (have >= d->low_water)
         return 0;
     CUresult err;
-    return sw_spill_coldest(d, d->low_water - have, lo, hi, &err);
+    return sw_spill_coldest(d, d->low_water - have, lo, hi, UINT32_MAX, &err);
 }
 
 /* One spill event per quiesce that moved anything. */
@@ -72,7 +72,8 @@ static CUresult spill_for(sw_device *d, CUdeviceptr va, size_t n, size_t *missin
     size_t spilled = 0;
     while (r == CUDA_SUCCESS && *missing) {
         CUresult err;
-        size_t moved = sw_spill_coldest(d, *missing, va, va + ((CUdeviceptr)n << d->shift), &err);
+        size_t moved = sw_spill_coldest(d, *missing, va, va + ((CUdeviceptr)n << d->shift), UINT32_MAX,
+                                        &err);
         spilled += moved;
         if (err != CUDA_SUCCESS && err != CUDA_ERROR_OUT_OF_MEMORY)
             r = err;
@@ -169,7 +170,7 @@ static CUresult spill_and_take(sw_device *d, size_t n, CUmemGenericAllocationHan
     size_t have = sw_pool_available(d) + d->ncached, spilled = 0;
     while (have < n) {
         CUresult err;
-        size_t moved = sw_spill_coldest(d, n - have, 0, 0, &err);
+        size_t moved = sw_spill_coldest(d, n - have, 0, 0, UINT32_MAX, &err);
         spilled += moved;
         if (err != CUDA_SUCCESS && err != CUDA_ERROR_OUT_OF_MEMORY) {
             r = err;

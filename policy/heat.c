@@ -1,23 +1,77 @@
-/* Heat: how recently the program used its memory, at the granularity it
- * names it (an allocation, a slab, a program mapping), and what spill's
- * clock reads page by page.
+/* Heat: how recently and how often the program used its memory, at the
+ * granularity it names it (an allocation, a slab, a program mapping, a
+ * buffer inside a large mapping: spans.c), and what spill reads page by
+ * page.
  *
  * Heat lives in the owner, not in the page: a kernel argument names an
- * allocation, and touching a 40 GiB tensor must cost one store, not one per
- * page. A page's stamp is the newest touch of the live owners overlapping
- * it (several for a mixed page). Owners are recycled, never freed while
- * the policy lives, so sw_touch needs no lock; a touch racing a free only
- * warms a dead owner.
+ * allocation, and touching a 40 GiB tensor must cost a store or two, not one
+ * per page. A page's stamp and uses are the newest and the most of the live
+ * owners overlapping it (several for a mixed page or a mapping with spans).
+ * Owners are recycled, never freed while the policy lives, so sw_touch
+ * needs no lock; a touch racing a free only warms a dead owner.
  *
- * The clock is advanced by allocations and by spill's inspections, never by
- * a touch: a touch stores the clock into its owner only when they differ,
- * so a buffer used launch after launch costs one load of a shared line and
- * no write (issue 14: the hot path must not serialize threads). */
+ * The clock ticks at allocations, spill's inspections and every
+ * SW_TOUCH_TICK touches of a thread (a thread-local count): a touch writes
+ * only its owner's line, which the thread that uses a buffer keeps to
+ * itself (issue 14: the hot path must not serialize threads). Uses count
+ * touches and halve every 2^SW_HALF_LIFE_LOG ticks: what keeps a repeating
+ * step's often-used data on the device and its rarely used data on the host
+ * (issue 13, spill.c). */
 #include "policy/internal.h"
 
 uint64_t sw_clock_tick(sw_policy *p)
 {
     return atomic_fetch_add_explicit(&p->clock, 1, memory_order_relaxed) + 1;
+}
+
+/* uses as of now: halved once per half-life boundary crossed since then. */
+static uint32_t decayed(uint32_t uses, uint64_t then, uint64_t now)
+{
+    uint64_t k = (now >> SW_HALF_LIFE_LOG) - (then >> SW_HALF_LIFE_LOG);
+    return k >= 32 ? 0 : uses >> k;
+}
+
+uint32_t sw_heat_uses(const sw_heat *h, uint64_t now)
+{
+    return decayed(atomic_load_explicit(&h->uses, memory_order_relaxed),
+                   atomic_load_explicit(&h->touched, memory_order_relaxed), now);
+}
+
+uint32_t sw_heat_rate(const sw_heat *h, uint64_t now)
+{
+    uint64_t born = atomic_load_explicit(&h->born, memory_order_relaxed);
+    uint64_t age = now > born ? now - born : 0;
+    if (age < SW_NEWBORN_TICKS)
+        return SW_RATE_NEWBORN;
+    /* About the decay's mean life (half-life / ln 2): older owners count
+     * their decayed uses over that window. */
+    uint64_t window = (3ull << SW_HALF_LIFE_LOG) / 2;
+    uint64_t r = ((uint64_t)sw_heat_uses(h, now) << 10) / (age < window ? age : window);
+    return r >= SW_RATE_NEWBORN ? SW_RATE_NEWBORN - 1 : (uint32_t)r;
+}
+
+/* One use at now. Racy by design: two threads using one buffer at once may
+ * count one use. */
+static void use(sw_heat *h, uint64_t now)
+{
+    uint64_t t = atomic_load_explicit(&h->touched, memory_order_relaxed);
+    uint32_t u = atomic_load_explicit(&h->uses, memory_order_relaxed);
+    if (t != now) {
+        u = decayed(u, t, now);
+        atomic_store_explicit(&h->touched, now, memory_order_relaxed);
+    }
+    if (u != UINT32_MAX)
+        atomic_store_explicit(&h->uses, u + 1, memory_order_relaxed);
+}
+
+/* The clock as this thread's touch sees it, ticked every SW_TOUCH_TICK
+ * touches of the thread. */
+static uint64_t touch_clock(sw_policy *p)
+{
+    static _Thread_local uint32_t touches;
+    if (++touches % SW_TOUCH_TICK == 0)
+        return sw_clock_tick(p);
+    return atomic_load_explicit(&p->clock, memory_order_relaxed);
 }
 
 static sw_device *device_of_page(sw_policy *p, CUdeviceptr va)
@@ -56,7 +110,10 @@ void sw_heat_init(sw_policy *p, sw_heat *h, CUdeviceptr va, size_t n)
         host += pg && pg->loc == SW_LOC_HOST;
     }
     atomic_store(&h->host_pages, host);
-    atomic_store_explicit(&h->touched, sw_clock_tick(p), memory_order_relaxed);
+    atomic_store_explicit(&h->uses, 0, memory_order_relaxed);
+    uint64_t now = sw_clock_tick(p);
+    atomic_store_explicit(&h->born, now, memory_order_relaxed);
+    atomic_store_explicit(&h->touched, now, memory_order_relaxed);
 }
 
 /* Calls fn for each used extent overlapping the mixed page at va (device
@@ -70,33 +127,63 @@ static void each_in_page(sw_device *d, sw_mixed *m, CUdeviceptr page,
             fn(e, arg);
 }
 
-static void newest(sw_ext *e, void *arg)
+/* The newest stamp and the highest rate over a page's owners. */
+typedef struct page_heat {
+    uint64_t now, stamp;
+    uint32_t rate;
+} page_heat;
+
+static void merge(page_heat *ph, const sw_heat *h)
 {
-    uint64_t t = atomic_load_explicit(&e->heat.touched, memory_order_relaxed);
-    if (t > *(uint64_t *)arg)
-        *(uint64_t *)arg = t;
+    uint64_t t = atomic_load_explicit(&h->touched, memory_order_relaxed);
+    uint32_t r = sw_heat_rate(h, ph->now);
+    ph->stamp = t > ph->stamp ? t : ph->stamp;
+    ph->rate = r > ph->rate ? r : ph->rate;
+}
+
+static void merge_ext(sw_ext *e, void *arg)
+{
+    merge(arg, &e->heat);
+}
+
+void sw_page_heat(sw_policy *p, CUdeviceptr va, uint64_t *stamp, uint32_t *rate)
+{
+    sw_pte *e = sw_pt_get(&p->pt, va);
+    uintptr_t o = e ? atomic_load_explicit(&e->owner, memory_order_acquire) : 0;
+    CUdeviceptr page = va & ~(CUdeviceptr)(p->page - 1);
+    page_heat ph = {atomic_load_explicit(&p->clock, memory_order_relaxed), 0, 0};
+    switch (SW_OWN_TAG(o)) {
+    case SW_OWN_EXT:
+        merge(&ph, &((sw_ext *)SW_OWN_PTR(o))->heat);
+        break;
+    case SW_OWN_VMM: {
+        sw_vmap *m = SW_OWN_PTR(o);
+        sw_spans *s = atomic_load_explicit(&m->spans, memory_order_acquire);
+        if (s)
+            sw_spans_page(s, page, p->page, ph.now, &ph.stamp, &ph.rate);
+        else
+            merge(&ph, &m->heat);
+        break;
+    }
+    case SW_OWN_MIXED: {
+        sw_device *d = device_of_page(p, va);
+        if (d)
+            each_in_page(d, SW_OWN_PTR(o), page, merge_ext, &ph);
+        break;
+    }
+    default:
+        break;
+    }
+    *stamp = ph.stamp;
+    *rate = ph.rate;
 }
 
 uint64_t sw_page_stamp(sw_policy *p, CUdeviceptr va)
 {
-    sw_pte *e = sw_pt_get(&p->pt, va);
-    uintptr_t o = e ? atomic_load_explicit(&e->owner, memory_order_acquire) : 0;
-    uint64_t t = 0;
-    switch (SW_OWN_TAG(o)) {
-    case SW_OWN_EXT:
-        return atomic_load_explicit(&((sw_ext *)SW_OWN_PTR(o))->heat.touched, memory_order_relaxed);
-    case SW_OWN_VMM:
-        return atomic_load_explicit(&((sw_vmap *)SW_OWN_PTR(o))->heat.touched,
-                                    memory_order_relaxed);
-    case SW_OWN_MIXED: {
-        sw_device *d = device_of_page(p, va);
-        if (d)
-            each_in_page(d, SW_OWN_PTR(o), va & ~(CUdeviceptr)(p->page - 1), newest, &t);
-        return t;
-    }
-    default:
-        return 0;
-    }
+    uint64_t t;
+    uint32_t u;
+    sw_page_heat(p, va, &t, &u);
+    return t;
 }
 
 static void count_host(sw_ext *e, void *arg)
@@ -128,15 +215,50 @@ void sw_heat_host_pages(sw_policy *p, CUdeviceptr va, int delta)
     }
 }
 
+bool sw_range_on_host(sw_policy *p, CUdeviceptr lo, CUdeviceptr hi)
+{
+    for (CUdeviceptr a = lo & ~(CUdeviceptr)(p->page - 1); a < hi; a += p->page) {
+        sw_pte *e = sw_pt_get(&p->pt, a);
+        sw_page *pg = e ? atomic_load_explicit(&e->page, memory_order_relaxed) : NULL;
+        if (pg && pg->loc == SW_LOC_HOST)
+            return true;
+    }
+    return false;
+}
+
+/* A touch of a mapping with spans: the buffer's span is used; host pages
+ * are looked for in that span only, and only when the mapping has any. */
+static bool touch_span(sw_policy *p, sw_vmap *m, sw_spans *s, CUdeviceptr ptr, uint64_t now)
+{
+    CUdeviceptr end;
+    use(sw_spans_touch(p, s, ptr, &end), now);
+    if (!atomic_load_explicit(&m->heat.host_pages, memory_order_relaxed))
+        return false;
+    return sw_range_on_host(p, ptr, end);
+}
+
 bool sw_touch(sw_policy *p, CUdeviceptr ptr)
+{
+    return sw_touch_range(p, ptr, 0);
+}
+
+bool sw_touch_range(sw_policy *p, CUdeviceptr ptr, size_t bytes)
 {
     if (!p || !p->page)
         return false;
+    sw_pte *e = sw_pt_get(&p->pt, ptr);
+    uintptr_t o = e ? atomic_load_explicit(&e->owner, memory_order_acquire) : 0;
+    if (SW_OWN_TAG(o) == SW_OWN_VMM) {
+        sw_vmap *m = SW_OWN_PTR(o);
+        sw_spans *s = atomic_load_explicit(&m->spans, memory_order_acquire);
+        if (s && bytes && ptr + bytes > ptr)
+            sw_spans_mark(p, s, ptr + bytes);
+        if (s)
+            return touch_span(p, m, s, ptr, touch_clock(p));
+    }
     sw_heat *h = sw_heat_at(p, ptr);
     if (!h)
         return false;
-    uint64_t now = atomic_load_explicit(&p->clock, memory_order_relaxed);
-    if (atomic_load_explicit(&h->touched, memory_order_relaxed) != now)
-        atomic_store_explicit(&h->touched, now, memory_order_relaxed);
+    use(h, touch_clock(p));
     return atomic_load_explicit(&h->host_pages, memory_order_relaxed) != 0;
 }

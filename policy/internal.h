@@ -112,7 +112,57 @@ enum { SW_LIST_NONE = 0, SW_LIST_RING = 1, SW_LIST_CACHED = 2 };
 typedef struct sw_heat {
     _Atomic uint64_t touched; /* heat clock when last used */
     _Atomic uint32_t host_pages;
+    /* Uses (touches), halved every 2^SW_HALF_LIFE_LOG ticks of the clock:
+     * how often, not how recently (sw_heat_uses reads it decayed). Written
+     * racily by sw_touch: a lost increment is noise. */
+    _Atomic uint32_t uses;
+    _Atomic uint64_t born; /* clock when the owner came to be */
 } sw_heat;
+
+/* The clock ticks once per SW_TOUCH_TICK touches of a thread (and at
+ * allocations and spill's inspections); uses halve every 2^SW_HALF_LIFE_LOG
+ * ticks. */
+#define SW_TOUCH_TICK 32u
+#define SW_HALF_LIFE_LOG 10u
+uint32_t sw_heat_uses(const sw_heat *h, uint64_t now);
+/* Uses per tick (x 1024) over the owner's life, or over the decay's window
+ * once older: a buffer allocated and used within a step compares fairly
+ * with one that lives through many. An owner younger than SW_NEWBORN_TICKS
+ * is not judged yet: SW_RATE_NEWBORN, above any rate. */
+#define SW_NEWBORN_TICKS 8u
+#define SW_RATE_NEWBORN (UINT32_MAX / 2)
+uint32_t sw_heat_rate(const sw_heat *h, uint64_t now);
+
+/* ---- spans.c: heat inside a large program mapping --------------------- */
+
+/* Mappings of at least this many pages get spans; at most SW_SPAN_MAX
+ * spans each (then the last ones stay coarse). */
+#define SW_SPAN_MIN_PAGES 16u
+#define SW_SPAN_MAX 65536u
+
+typedef struct sw_span {
+    CUdeviceptr start;
+    sw_heat heat;
+} sw_span;
+typedef struct sw_spans sw_spans;
+
+bool sw_spans_wanted(const sw_policy *p, size_t size);
+/* One span over [va, va + size), with h's heat. NULL: no memory (the
+ * mapping keeps one heat). Freed with the policy. */
+sw_spans *sw_spans_new(sw_policy *p, CUdeviceptr va, size_t size, const sw_heat *h);
+/* The heat of the span starting at ptr (made if new) and its end. */
+sw_heat *sw_spans_touch(sw_policy *p, sw_spans *s, CUdeviceptr ptr, CUdeviceptr *end);
+/* A known end of a buffer (a copy's or set's size): a span starts there,
+ * so that what follows the buffer (free arena) has a heat of its own. */
+void sw_spans_mark(sw_policy *p, sw_spans *s, CUdeviceptr ptr);
+/* The span containing ptr, without making one. */
+sw_heat *sw_spans_at(sw_spans *s, CUdeviceptr ptr, CUdeviceptr *start, CUdeviceptr *end);
+/* The newest stamp and the highest rate of the spans over a page. */
+void sw_spans_page(sw_spans *s, CUdeviceptr page, size_t size, uint64_t now, uint64_t *stamp,
+                   uint32_t *rate);
+uint32_t sw_spans_count(sw_spans *s);
+/* Frees what spans left behind (sw_policy_destroy). */
+void sw_spans_bury_all(sw_policy *p);
 
 /* What owns a VA page, as a tagged pointer in sw_pte.owner: one extent, a
  * mixed page (several extents share it), or a program VMM mapping. */
@@ -279,12 +329,17 @@ sw_ext *sw_mixed_find(const sw_device *d, const sw_mixed *m, CUdeviceptr va);
 sw_heat *sw_heat_at(sw_policy *p, CUdeviceptr va);
 /* A fresh owner over [va, va + n) bytes: used now, host pages counted. */
 void sw_heat_init(sw_policy *p, sw_heat *h, CUdeviceptr va, size_t n);
-/* The newest touch of anything live in the page at va (0: none). */
+/* The newest touch of anything live in the page at va (0: none), and the
+ * highest rate (sw_heat_rate) of what is live there. */
 uint64_t sw_page_stamp(sw_policy *p, CUdeviceptr va);
+void sw_page_heat(sw_policy *p, CUdeviceptr va, uint64_t *stamp, uint32_t *rate);
+/* Whether a page of [lo, hi) lives on the host (lock-free, racy). */
+bool sw_range_on_host(sw_policy *p, CUdeviceptr lo, CUdeviceptr hi);
 /* The page at va moved to (delta +1) or from (-1) the host: every owner
  * overlapping it counts it. Device lock held. */
 void sw_heat_host_pages(sw_policy *p, CUdeviceptr va, int delta);
-/* The heat clock: advanced by allocations and by spill's inspections. */
+/* The heat clock: advanced by allocations, spill's inspections and every
+ * SW_TOUCH_TICK touches of a thread. */
 uint64_t sw_clock_tick(sw_policy *p);
 
 /* ---- pages.c -------------------------------------------------------------- */
@@ -515,12 +570,19 @@ CUresult sw_quiesce(sw_device *d, uint64_t *devices);
 /* Opens the gates again; the time since since_ns counts as stalled. */
 void sw_unquiesce(sw_device *d, uint64_t devices, uint64_t since_ns);
 /* Moves up to want of d's coldest pages of live data to the host, never a
- * page of [keep_lo, keep_hi) (what the caller is backing); returns how many
- * moved (their device pages are free in the pool). *err: why it stopped
- * short (OUT_OF_MEMORY: the host limit). Quiesced; handle and device locks
- * held. The caller counts the spill event (one per quiesce). */
+ * page of [keep_lo, keep_hi) (what the caller is backing) nor one whose
+ * rate (sw_heat_rate) is above max_rate; returns how many moved (their
+ * device pages are free in the pool). Coldest: lowest rate, then not used
+ * since the hand last passed, then the hand's order, among a window of
+ * pages ahead of the hand. *err: why it stopped short (OUT_OF_MEMORY: the host limit).
+ * Quiesced; handle and device locks held. The caller counts the spill
+ * event (one per quiesce). */
 size_t sw_spill_coldest(sw_device *d, size_t want, CUdeviceptr keep_lo, CUdeviceptr keep_hi,
-                        CUresult *err);
+                        uint32_t max_rate, CUresult *err);
+/* The lowest rate among the pages just ahead of the hand (the hand does
+ * not move; UINT32_MAX: none there), remembered for a few ticks. Device
+ * lock held. */
+uint32_t sw_ring_floor(sw_device *d, uint64_t now);
 
 /* ---- reserve.c ---------------------------------------------------------------- */
 
@@ -566,6 +628,10 @@ typedef struct sw_vmap {
     sw_vmm *h;        /* NULL once unmapped (the record is recycled) */
     uint64_t access;  /* devices the program granted access (cuMemSetAccess) */
     sw_heat heat;
+    /* Per-buffer heat of a large mapping (spans.c; NULL: one heat for it
+     * all). Set before the mapping is published, kept when its record is
+     * recycled until the next mapping replaces it. */
+    _Atomic(sw_spans *) spans;
     struct sw_vmap *next, *prev;
 } sw_vmap;
 
@@ -614,6 +680,15 @@ struct sw_device {
     sw_syncer syncer;
     size_t host_target;       /* host pages the reserve keeps free (0: none) */
     size_t low_water;         /* free device pages a spill leaves behind */
+    /* The no-thrash rule's move budget (spill.c): pages a swap may still
+     * move, refilled with the clock up to a cap; and the uses below which
+     * a swap found no victim lately (a hint that spares the quiesce). */
+    _Atomic uint64_t swap_tokens, swap_refilled;
+    _Atomic uint32_t swap_floor;
+    _Atomic uint64_t swap_floor_at;
+    /* sw_ring_floor's last answer, and when. */
+    uint32_t ring_floor;
+    uint64_t ring_floor_at;
     int nclasses;
     sw_class classes[SW_MAX_CLASSES];
     uint8_t *class_of;        /* (size + 255) / 256 -> class */
@@ -646,9 +721,13 @@ struct sw_policy {
     _Atomic uint64_t reserve_wanted;
     bool reserve_running, reserve_stop;
     pthread_t reserve_thread;
-    /* The heat scale: advanced by allocations and spill's inspections, read
-     * (not written) by touches, so that a launch costs no shared write. */
+    /* The heat scale: advanced by allocations, spill's inspections and
+     * every SW_TOUCH_TICK touches of a thread, so that a launch costs no
+     * shared write. */
     _Atomic uint64_t clock;
+    /* What spans.c retired, freed with the policy. */
+    pthread_mutex_t graves_lock;
+    struct grave *graves;
 };
 
 #endif

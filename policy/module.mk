@@ -3,7 +3,7 @@
 # unit suites link them with a fake backend (tests/unit/policy/fakebackend.c).
 POLICY_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(wildcard policy/*.c))
 POLICY_FAKE := $(BUILD)/tests/unit/policy/fakebackend.o
-POLICY_SUITES := alloc free vmm lookup residency spill stress fit wait
+POLICY_SUITES := alloc free vmm lookup residency spill stress fit wait oversub
 POLICY_TESTS := $(addprefix $(BUILD)/tests/unit/policy_,$(POLICY_SUITES))
 
 $(BUILD)/tests/unit/policy_%: $(BUILD)/tests/unit/policy/test_%.o $(POLICY_FAKE) $(UNIT_MAIN) $(POLICY_OBJS)
@@ -12,6 +12,10 @@ $(BUILD)/tests/unit/policy_%: $(BUILD)/tests/unit/policy/test_%.o $(POLICY_FAKE)
 # Alloc+free pair latency against the fake backend (not run by `make test`).
 $(BUILD)/policy_bench: $(BUILD)/tests/unit/policy/bench.o $(POLICY_FAKE) $(POLICY_OBJS)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+# The repeating step of issue 13 (also bench/oversub_bench.c).
+POLICY_STEPLOAD := $(BUILD)/tests/unit/policy/stepload.o
+$(BUILD)/tests/unit/policy_oversub: $(POLICY_STEPLOAD)
 
 ALL_TARGETS += $(POLICY_OBJS) $(POLICY_TESTS) $(BUILD)/policy_bench
 UNIT_TESTS  += $(POLICY_TESTS)

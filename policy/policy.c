@@ -45,6 +45,7 @@ CUresult sw_policy_create(const sw_backend *backend, sw_policy **out)
     atomic_init(&p->clock, 1);
     pthread_mutex_init(&p->handles_lock, NULL);
     pthread_mutex_init(&p->reserve_lock, NULL);
+    pthread_mutex_init(&p->graves_lock, NULL);
     pthread_cond_init(&p->reserve_cv, NULL);
     /* Every device's gate exists from the start: brackets name devices
      * whether or not their pool is set up yet. */
@@ -146,6 +147,8 @@ CUresult sw_policy_destroy(sw_policy *p)
             first = r;
     }
     sw_pt_destroy(&p->pt);
+    sw_spans_bury_all(p);
+    pthread_mutex_destroy(&p->graves_lock);
     pthread_mutex_destroy(&p->handles_lock);
     pthread_mutex_destroy(&p->reserve_lock);
     pthread_cond_destroy(&p->reserve_cv);

@@ -63,6 +63,12 @@ typedef struct sw_device_config {
      * for the driver to pin a page (0: none, every host page is created
      * when needed). */
     size_t host_reserve;
+    /* Demand paging: a launch that finds its data on the host brings it
+     * back by spilling the clock's coldest pages, however often either is
+     * used. Off (the default): the no-thrash rule (spill.c), under which
+     * data comes back only in place of data used at most half as often,
+     * within a move budget. For benchmarks that measure the rule. */
+    bool demand_paging;
 } sw_device_config;
 
 /* Lifetime. The backend is copied; it must outlive the policy. */
@@ -226,6 +232,10 @@ void sw_work_end(sw_policy *p);
  * host now (the caller may sw_fill it); false otherwise, also when ptr is
  * not spillway's. */
 bool sw_touch(sw_policy *p, CUdeviceptr ptr);
+/* The same for a use whose size is known (a copy, a set): in a large
+ * program mapping, [ptr, ptr + bytes) is known to be one buffer's, and what
+ * follows it gets a heat of its own (0: unknown, as sw_touch). */
+bool sw_touch_range(sw_policy *p, CUdeviceptr ptr, size_t bytes);
 
 /* Moves the host-resident pages of the live allocation containing ptr back
  * to device memory, as far as device pages are free (after a sync and

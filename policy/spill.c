@@ -1,18 +1,18 @@
-/* Spill and fill: which pages move, and when (docs/design.md, "Spill").
+/* Spill: which pages move to the host, and when (docs/design.md, "Spill").
  *
  * Spill happens when an allocation finds no device page left: the coldest
  * pages backing live data move to pinned host pages (their VAs and bytes
- * stay) and the allocation gets the device pages they held. Victims come
- * from a clock over the device's ring of live device pages (CLOCK, second
- * chance): a page whose owners were touched since the hand last passed is
- * skipped and stamped, the first that was not is the victim. Each page
- * costs O(1) amortized per event, whatever the size of the pool (issue 14:
- * a scan and sort of every page made one event cost millions of
- * instructions at 6,000 pages).
+ * stay) and the allocation gets the device pages they held. Victims are
+ * chosen among a window of pages ahead of a clock's hand over the device's
+ * ring of live device pages: lowest rate of use first (uses per tick over
+ * the owner's life, decayed: heat.c), then those not used since the hand
+ * last passed (second chance), then the hand's order. A repeating step is the worst case of recency alone (it
+ * evicts exactly what the next kernels need); counting uses keeps what a
+ * step uses often on the device and sends what it uses rarely (optimizer
+ * state) to the host (issue 13). Each choice costs O(window) for a window
+ * of 2 x want + 64 pages, whatever the size of the pool (issue 14).
  *
- * Fill is asked for by the shim when a launch is about to use an owner with
- * pages on the host; it only takes device pages nobody needs (never spills
- * to make room), so spill and fill cannot chase each other. */
+ * Fill, the way back, is fill.c. */
 #include <stdlib.h>
 
 #include "policy/internal.h"
@@ -65,114 +65,95 @@ void sw_unquiesce(sw_device *d, uint64_t devices, uint64_t since_ns)
     atomic_fetch_add_explicit(&d->c.stall_ns, sw_now_ns() - since_ns, memory_order_relaxed);
 }
 
-/* Whether the hand should pass pg by: its owners were used since it last
- * looked (then it is stamped with the clock, which moves on). */
-static bool referenced(sw_policy *p, sw_page *pg)
+/* A page ahead of the hand, as the choice of victims weighs it. */
+typedef struct cand {
+    sw_page *pg;
+    uint32_t rate;
+    bool referenced; /* used since the hand last passed */
+    size_t order;
+} cand;
+
+static int colder_first(const void *a, const void *b)
 {
-    if (sw_page_stamp(p, pg->va) <= pg->seen)
-        return false;
-    pg->seen = sw_clock_tick(p) - 1;
-    return true;
+    const cand *x = a, *y = b;
+    if (x->rate != y->rate)
+        return x->rate < y->rate ? -1 : 1;
+    if (x->referenced != y->referenced)
+        return x->referenced ? 1 : -1;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+uint32_t sw_ring_floor(sw_device *d, uint64_t now)
+{
+    if (d->ring_floor_at && now - d->ring_floor_at < SW_NEWBORN_TICKS)
+        return d->ring_floor;
+    uint32_t floor = UINT32_MAX;
+    sw_page *pg = d->ring;
+    for (size_t i = 0; pg && i < 64 && i < d->nring; i++, pg = pg->next) {
+        uint64_t stamp;
+        uint32_t rate;
+        sw_page_heat(d->pol, pg->va, &stamp, &rate);
+        floor = rate < floor ? rate : floor;
+    }
+    d->ring_floor = floor;
+    d->ring_floor_at = now;
+    return floor;
+}
+
+/* How far ahead of the hand one choice looks: enough to find the rarely
+ * used pages among often used ones, bounded so a spill stays O(want). */
+#define WINDOW_MIN 64u
+
+/* Weighs the pages ahead of the hand (which moves past them); a page used
+ * since the hand last passed is stamped with the clock. Returns how many
+ * candidates fill c. */
+static size_t look_ahead(sw_policy *p, sw_device *d, size_t window, CUdeviceptr keep_lo,
+                         CUdeviceptr keep_hi, uint32_t max_rate, cand *c)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < window && d->ring; i++) {
+        sw_page *pg = d->ring;
+        d->ring = pg->next; /* the hand moves on */
+        if (!sw_page_movable(p, d, pg) || (pg->va >= keep_lo && pg->va < keep_hi))
+            continue;
+        uint64_t stamp;
+        uint32_t rate;
+        sw_page_heat(p, pg->va, &stamp, &rate);
+        if (rate > max_rate)
+            continue;
+        bool ref = stamp > pg->seen;
+        if (ref)
+            pg->seen = sw_clock_tick(p) - 1;
+        c[n++] = (cand){pg, rate, ref, i};
+    }
+    return n;
 }
 
 size_t sw_spill_coldest(sw_device *d, size_t want, CUdeviceptr keep_lo, CUdeviceptr keep_hi,
-                        CUresult *err)
+                        uint32_t max_rate, CUresult *err)
 {
     sw_policy *p = d->pol;
     *err = CUDA_SUCCESS;
-    if (!want)
+    if (!want || !d->nring)
         return 0;
-    CUdeviceptr *vas = malloc(want * sizeof *vas);
-    if (!vas) {
+    size_t window = want > SIZE_MAX / 2 - WINDOW_MIN ? SIZE_MAX : 2 * want + WINDOW_MIN;
+    if (window > d->nring)
+        window = d->nring;
+    cand *c = malloc(window * sizeof *c);
+    CUdeviceptr *vas = malloc((want < window ? want : window) * sizeof *vas);
+    if (!c || !vas) {
+        free(c);
+        free(vas);
         *err = CUDA_ERROR_OUT_OF_MEMORY;
         return 0;
     }
-    size_t n = 0;
-    /* Two turns of the hand stamp every page once and then find them all
-     * unreferenced: a bound, not an expected cost. */
-    size_t budget = 2 * d->nring + 2;
-    sw_page *stop = NULL;
-    while (n < want && d->ring && budget--) {
-        sw_page *pg = d->ring;
-        d->ring = pg->next; /* the hand moves on */
-        if (pg == stop)
-            break; /* every page left on the ring is chosen already */
-        if (!sw_page_movable(p, d, pg) || (pg->va >= keep_lo && pg->va < keep_hi) ||
-            referenced(p, pg))
-            continue;
-        vas[n++] = pg->va;
-        if (!stop)
-            stop = pg;
-    }
-    size_t moved = sw_move_pages(p, d, vas, n, SW_LOC_HOST, err);
+    size_t n = look_ahead(p, d, window, keep_lo, keep_hi, max_rate, c);
+    qsort(c, n, sizeof *c, colder_first);
+    size_t k = n < want ? n : want;
+    for (size_t i = 0; i < k; i++)
+        vas[i] = c[i].pg->va;
+    size_t moved = sw_move_pages(p, d, vas, k, SW_LOC_HOST, err);
     free(vas);
+    free(c);
     return moved;
-}
-
-/* ---- fill ------------------------------------------------------------------ */
-
-/* Whether a fill could find a device page without spilling: a racy hint
- * that spares the sync when the pool is plainly full. */
-static bool room_likely(sw_device *d)
-{
-    pthread_mutex_lock(&d->lock);
-    bool room = d->pool.nfree || d->pool.created < d->pool.limit_pages || d->ncached ||
-                sw_freeq_pending(d, NULL);
-    pthread_mutex_unlock(&d->lock);
-    return room;
-}
-
-/* Moves the host pages of [va, va + n pages) to the device while free
- * device pages last; returns how many moved. Quiesced, locks held. */
-static size_t fill_range(sw_policy *p, sw_device *d, CUdeviceptr va, size_t n, CUresult *err)
-{
-    CUdeviceptr *vas = malloc(n * sizeof *vas);
-    size_t k = 0;
-    *err = CUDA_SUCCESS;
-    if (!vas)
-        return 0;
-    for (size_t i = 0; i < n; i++) {
-        CUdeviceptr at = va + ((CUdeviceptr)i << p->shift);
-        sw_page *pg = atomic_load(&sw_pt_get(&p->pt, at)->page);
-        if (pg && pg->loc == SW_LOC_HOST)
-            vas[k++] = at;
-    }
-    size_t moved = sw_move_pages(p, d, vas, k, SW_LOC_DEVICE, err);
-    if (*err == CUDA_ERROR_OUT_OF_MEMORY)
-        *err = CUDA_SUCCESS; /* no free device page: the rest stays on the host */
-    free(vas);
-    return moved;
-}
-
-CUresult sw_fill(sw_policy *p, CUdeviceptr ptr)
-{
-    if (!p || !p->page)
-        return CUDA_ERROR_NOT_FOUND;
-    sw_pte *e = sw_pt_get(&p->pt, ptr);
-    sw_page *pg = e ? atomic_load_explicit(&e->page, memory_order_acquire) : NULL;
-    sw_heat *h = sw_heat_at(p, ptr);
-    if (!pg || !h)
-        return CUDA_ERROR_NOT_FOUND;
-    sw_device *d = pg->dev;
-    if (!atomic_load(&h->host_pages) || !room_likely(d))
-        return CUDA_SUCCESS;
-    uint64_t held, t0 = sw_now_ns();
-    CUresult r = sw_quiesce(d, &held);
-    if (r == CUDA_ERROR_NOT_READY)
-        return CUDA_SUCCESS; /* busy or capturing: it stays on the host for now */
-    if (r != CUDA_SUCCESS)
-        return r;
-    pthread_mutex_lock(&p->handles_lock);
-    pthread_mutex_lock(&d->lock);
-    CUdeviceptr va;
-    size_t n, moved = 0;
-    /* Looked up again: the owner may have been freed before the gate closed. */
-    if (sw_owner_range(p, d, ptr, &va, &n, &h) && atomic_load(&h->host_pages))
-        moved = fill_range(p, d, va, n, &r);
-    if (moved)
-        atomic_fetch_add_explicit(&d->c.fill_events, 1, memory_order_relaxed);
-    pthread_mutex_unlock(&d->lock);
-    pthread_mutex_unlock(&p->handles_lock);
-    sw_unquiesce(d, held, t0);
-    return r;
 }

@@ -255,6 +255,8 @@ CUresult sw_vmm_map(sw_policy *p, CUdeviceptr va, size_t size, size_t offset,
     m->size = size;
     m->h = v;
     m->access = 0;
+    sw_heat_init(p, &m->heat, va, size);
+    atomic_store(&m->spans, sw_spans_wanted(p, size) ? sw_spans_new(p, va, size, &m->heat) : NULL);
     sw_device *d = v->dev;
     pthread_mutex_lock(&d->lock);
     uint32_t i = 0;
@@ -271,7 +273,7 @@ CUresult sw_vmm_map(sw_policy *p, CUdeviceptr va, size_t size, size_t offset,
         m->next = p->spare_vmaps;
         p->spare_vmaps = m;
     } else {
-        sw_heat_init(p, &m->heat, va, size);
+        sw_heat_init(p, &m->heat, va, size); /* host pages counted now they are mapped */
         uint64_t now = atomic_load(&m->heat.touched);
         for (uint32_t k = 0; k < v->npages; k++)
             if (v->pages[k]->loc == SW_LOC_DEVICE && v->pages[k]->nmaps == 1)

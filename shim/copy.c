@@ -73,17 +73,17 @@ static inline CUresult unified(CUresult r, CUdeviceptr dst, CUdeviceptr src, siz
 
 /* One handler and its per-thread variant: name, the hooks.def handler,
  * parameters, the forwarded arguments, the two sides that may be spillway
- * memory (0: none), and the counting expression. With spill, a side that
+ * memory (0: none), the bytes copied, and the counting expression. With spill, a side that
  * lives on the host is filled back first and the copy is submitted inside
  * the work gate (gate.h). */
-#define COPY_HANDLERS(handler, params, args, side_a, side_b, count)  \
+#define COPY_HANDLERS(handler, params, args, side_a, side_b, bytes, count) \
     CUresult handler params                                          \
     {                                                                \
         SPW_REAL_OR_RETURN(real, handler);                           \
         CUresult r;                                                  \
         sw_policy *g = spw_gate();                                   \
         if (g)                                                       \
-            spw_gate_use2(g, (side_a), (side_b));                    \
+            spw_gate_use2(g, (side_a), (side_b), (bytes));           \
         SPW_GATED_CALL(g, g ? spw_gate_devices((side_a), (side_b)) : 0, r, real args); \
         return count;                                                \
     }                                                                \
@@ -93,37 +93,37 @@ static inline CUresult unified(CUresult r, CUdeviceptr dst, CUdeviceptr src, siz
         CUresult r;                                                  \
         sw_policy *g = spw_gate();                                   \
         if (g)                                                       \
-            spw_gate_use2(g, (side_a), (side_b));                    \
+            spw_gate_use2(g, (side_a), (side_b), (bytes));           \
         SPW_GATED_CALL(g, g ? spw_gate_devices((side_a), (side_b)) : 0, r, real args); \
         return count;                                                \
     }
 
 COPY_HANDLERS(spw_h_memcpy, (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount),
-              (dst, src, ByteCount), dst, src, unified(r, dst, src, ByteCount))
+              (dst, src, ByteCount), dst, src, ByteCount, unified(r, dst, src, ByteCount))
 COPY_HANDLERS(spw_h_memcpy_async,
               (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream),
-              (dst, src, ByteCount, hStream), dst, src, unified(r, dst, src, ByteCount))
+              (dst, src, ByteCount, hStream), dst, src, ByteCount, unified(r, dst, src, ByteCount))
 
 COPY_HANDLERS(spw_h_memcpy_htod, (CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount),
-              (dstDevice, srcHost, ByteCount), dstDevice, 0,
+              (dstDevice, srcHost, ByteCount), dstDevice, 0, ByteCount,
               typed(r, SPW_COPY_HTOD, dstDevice, HOST(srcHost), ByteCount))
 COPY_HANDLERS(spw_h_memcpy_dtoh, (void *dstHost, CUdeviceptr srcDevice, size_t ByteCount),
-              (dstHost, srcDevice, ByteCount), srcDevice, 0,
+              (dstHost, srcDevice, ByteCount), srcDevice, 0, ByteCount,
               typed(r, SPW_COPY_DTOH, srcDevice, HOST(dstHost), ByteCount))
 COPY_HANDLERS(spw_h_memcpy_dtod,
               (CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount),
-              (dstDevice, srcDevice, ByteCount), dstDevice, srcDevice,
+              (dstDevice, srcDevice, ByteCount), dstDevice, srcDevice, ByteCount,
               typed(r, SPW_COPY_DTOD, dstDevice, srcDevice, ByteCount))
 
 COPY_HANDLERS(spw_h_memcpy_htod_async,
               (CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount, CUstream hStream),
-              (dstDevice, srcHost, ByteCount, hStream), dstDevice, 0,
+              (dstDevice, srcHost, ByteCount, hStream), dstDevice, 0, ByteCount,
               typed(r, SPW_COPY_HTOD, dstDevice, HOST(srcHost), ByteCount))
 COPY_HANDLERS(spw_h_memcpy_dtoh_async,
               (void *dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream),
-              (dstHost, srcDevice, ByteCount, hStream), srcDevice, 0,
+              (dstHost, srcDevice, ByteCount, hStream), srcDevice, 0, ByteCount,
               typed(r, SPW_COPY_DTOH, srcDevice, HOST(dstHost), ByteCount))
 COPY_HANDLERS(spw_h_memcpy_dtod_async,
               (CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream),
-              (dstDevice, srcDevice, ByteCount, hStream), dstDevice, srcDevice,
+              (dstDevice, srcDevice, ByteCount, hStream), dstDevice, srcDevice, ByteCount,
               typed(r, SPW_COPY_DTOD, dstDevice, srcDevice, ByteCount))

@@ -26,7 +26,12 @@ void spw_gate_fill(sw_policy *p, CUdeviceptr ptr)
 
 int spw_gate_use(sw_policy *p, CUdeviceptr ptr)
 {
-    if (!sw_touch(p, ptr))
+    return spw_gate_use_range(p, ptr, 0);
+}
+
+int spw_gate_use_range(sw_policy *p, CUdeviceptr ptr, size_t bytes)
+{
+    if (!sw_touch_range(p, ptr, bytes))
         return 0;
     spw_gate_fill(p, ptr);
     return 1;

@@ -35,6 +35,9 @@ void spw_gate_enable(sw_policy *p);
  * back to device memory if some of it lives on the host. Never between
  * sw_work_begin and sw_work_end. Returns whether a fill was asked for. */
 int spw_gate_use(sw_policy *p, CUdeviceptr ptr);
+/* The same for a side whose size is known (copies, sets): bytes > 0 tells
+ * the policy where the buffer ends. */
+int spw_gate_use_range(sw_policy *p, CUdeviceptr ptr, size_t bytes);
 /* The fill half of it, for a pointer sw_touch answered true for. */
 void spw_gate_fill(sw_policy *p, CUdeviceptr ptr);
 
@@ -42,15 +45,15 @@ void spw_gate_fill(sw_policy *p, CUdeviceptr ptr);
  * device (which one a pointer was on would cost a lookup). */
 void spw_gate_filled(void);
 
-/* spw_gate_use for the (up to two) device sides of a copy or set; 0 is
- * no side. */
-static inline void spw_gate_use2(sw_policy *p, CUdeviceptr a, CUdeviceptr b)
+/* spw_gate_use_range for the (up to two) device sides of a copy or set of
+ * bytes; 0 is no side. */
+static inline void spw_gate_use2(sw_policy *p, CUdeviceptr a, CUdeviceptr b, size_t bytes)
 {
     int filled = 0;
     if (a)
-        filled |= spw_gate_use(p, a);
+        filled |= spw_gate_use_range(p, a, bytes);
     if (b && b != a)
-        filled |= spw_gate_use(p, b);
+        filled |= spw_gate_use_range(p, b, bytes);
     if (filled)
         spw_gate_filled();
 }

@@ -8,35 +8,35 @@
 #include "shim/gate.h"
 #include "shim/handler.h"
 
-#define SET_HANDLER(handler, params, args, dst)  \
+#define SET_HANDLER(handler, params, args, dst, bytes) \
     CUresult handler params                      \
     {                                            \
         SPW_REAL_OR_RETURN(real, handler);       \
         sw_policy *g = spw_gate();               \
         if (!g)                                  \
             return real args;                    \
-        spw_gate_use2(g, (dst), 0);              \
+        spw_gate_use2(g, (dst), 0, (bytes));     \
         CUresult r;                              \
         SPW_GATED_CALL(g, spw_gate_devices((dst), 0), r, real args); \
         return r;                                \
     }
 
-#define SET_HANDLERS(handler, params, args, dst) \
-    SET_HANDLER(handler, params, args, dst)      \
-    SET_HANDLER(handler##_pt, params, args, dst)
+#define SET_HANDLERS(handler, params, args, dst, bytes) \
+    SET_HANDLER(handler, params, args, dst, bytes)      \
+    SET_HANDLER(handler##_pt, params, args, dst, bytes)
 
 SET_HANDLERS(spw_h_memset_d8, (CUdeviceptr dstDevice, unsigned char uc, size_t N),
-             (dstDevice, uc, N), dstDevice)
+             (dstDevice, uc, N), dstDevice, N)
 SET_HANDLERS(spw_h_memset_d16, (CUdeviceptr dstDevice, unsigned short us, size_t N),
-             (dstDevice, us, N), dstDevice)
+             (dstDevice, us, N), dstDevice, 2 * N)
 SET_HANDLERS(spw_h_memset_d32, (CUdeviceptr dstDevice, unsigned int ui, size_t N),
-             (dstDevice, ui, N), dstDevice)
+             (dstDevice, ui, N), dstDevice, 4 * N)
 SET_HANDLERS(spw_h_memset_d8_async,
              (CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream),
-             (dstDevice, uc, N, hStream), dstDevice)
+             (dstDevice, uc, N, hStream), dstDevice, N)
 SET_HANDLERS(spw_h_memset_d16_async,
              (CUdeviceptr dstDevice, unsigned short us, size_t N, CUstream hStream),
-             (dstDevice, us, N, hStream), dstDevice)
+             (dstDevice, us, N, hStream), dstDevice, 2 * N)
 SET_HANDLERS(spw_h_memset_d32_async,
              (CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream),
-             (dstDevice, ui, N, hStream), dstDevice)
+             (dstDevice, ui, N, hStream), dstDevice, 4 * N)

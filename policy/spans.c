@@ -1,0 +1,242 @@
+/* Heat inside one large program mapping (issue 13): JAX and TensorFlow
+ * allocate one arena with cuMemCreate and sub-allocate every buffer in it,
+ * so the mapping is one owner for the whole working set. A launch names a
+ * buffer by its start, not its size; every pointer a launch or copy names
+ * inside the mapping starts a span, which runs to the next start seen
+ * (a sound over-approximation of the buffer: it may include free arena
+ * space behind it, never miss a byte before the next buffer). Each span
+ * has its own heat, so the pages a step uses are told from those it does
+ * not, and a fill brings back only the touched span's pages.
+ *
+ * Readers (sw_touch, lock-free, on every launch) search a sorted array of
+ * span pointers under a sequence count; writers (a new start, rare once
+ * the program's buffers are known) insert under the mapping's lock and
+ * bump the count, and readers that overlapped retry. Segments never move
+ * or go away while the policy lives: a reader that raced a change holds a
+ * valid span, at worst the wrong one, and retries. Arrays outgrown, and
+ * the spans of an unmapped mapping, are kept until the policy goes. */
+#include "policy/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Retired memory, freed with the policy. */
+typedef struct grave {
+    void *mem;
+    struct grave *next;
+} grave;
+
+static void bury(sw_policy *p, void *mem)
+{
+    grave *g = malloc(sizeof *g);
+    if (!g)
+        return; /* leaked: freeing it under a reader could crash */
+    g->mem = mem;
+    pthread_mutex_lock(&p->graves_lock);
+    g->next = p->graves;
+    p->graves = g;
+    pthread_mutex_unlock(&p->graves_lock);
+}
+
+void sw_spans_bury_all(sw_policy *p)
+{
+    pthread_mutex_lock(&p->graves_lock);
+    for (grave *g = p->graves, *n; g; g = n) {
+        n = g->next;
+        free(g->mem);
+        free(g);
+    }
+    p->graves = NULL;
+    pthread_mutex_unlock(&p->graves_lock);
+}
+
+struct sw_spans {
+    pthread_mutex_t lock;      /* writers */
+    _Atomic uint32_t seq;      /* odd while a writer changes the array */
+    _Atomic(sw_span **) at;     /* sorted by start */
+    _Atomic uint32_t n;
+    uint32_t cap;
+    CUdeviceptr end;           /* the mapping's end */
+    sw_span *store;             /* spans in blocks, never moved */
+    uint32_t store_used, store_cap;
+};
+
+#define BLOCK 256u
+
+static sw_span *span_new(sw_policy *p, sw_spans *s)
+{
+    if (!s->store || s->store_used == s->store_cap) {
+        sw_span *b = calloc(BLOCK, sizeof *b);
+        if (!b)
+            return NULL;
+        bury(p, b); /* lives as long as the policy */
+        s->store = b;
+        s->store_used = 0;
+        s->store_cap = BLOCK;
+    }
+    return &s->store[s->store_used++];
+}
+
+bool sw_spans_wanted(const sw_policy *p, size_t size)
+{
+    return size >> p->shift >= SW_SPAN_MIN_PAGES;
+}
+
+sw_spans *sw_spans_new(sw_policy *p, CUdeviceptr va, size_t size, const sw_heat *h)
+{
+    sw_spans *s = calloc(1, sizeof *s);
+    sw_span **at = calloc(16, sizeof *at);
+    if (!s || !at || pthread_mutex_init(&s->lock, NULL)) {
+        free(s);
+        free(at);
+        return NULL;
+    }
+    bury(p, s);
+    bury(p, at);
+    s->cap = 16;
+    s->end = va + size;
+    sw_span *first = span_new(p, s);
+    if (!first)
+        return NULL;
+    first->start = va;
+    atomic_store(&first->heat.touched, atomic_load(&h->touched));
+    atomic_store(&first->heat.born, atomic_load(&h->born));
+    at[0] = first;
+    atomic_store(&s->at, at);
+    atomic_store(&s->n, 1);
+    return s;
+}
+
+/* The index of the last span starting at or before ptr (n > 0, the
+ * first starts at the mapping's start). */
+static uint32_t find(sw_span *const *at, uint32_t n, CUdeviceptr ptr)
+{
+    uint32_t lo = 0, hi = n;
+    while (hi - lo > 1) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (at[mid]->start <= ptr)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* A consistent read: the span containing ptr and where it ends. */
+static sw_span *lookup(sw_spans *s, CUdeviceptr ptr, CUdeviceptr *end)
+{
+    for (;;) {
+        uint32_t q = atomic_load_explicit(&s->seq, memory_order_acquire);
+        if (q & 1)
+            continue;
+        /* n first: a new count is published after its array, so the
+         * array read next holds at least n entries. */
+        uint32_t n = atomic_load_explicit(&s->n, memory_order_acquire);
+        sw_span **at = atomic_load_explicit(&s->at, memory_order_acquire);
+        uint32_t i = find(at, n, ptr);
+        sw_span *g = at[i];
+        CUdeviceptr e = i + 1 < n ? at[i + 1]->start : s->end;
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(&s->seq, memory_order_relaxed) == q) {
+            *end = e;
+            return g;
+        }
+    }
+}
+
+/* Inserts a span starting at ptr, inside span g; its heat starts as g's
+ * (what was known of that memory). NULL: no room or memory. */
+static sw_span *insert(sw_policy *p, sw_spans *s, CUdeviceptr ptr)
+{
+    pthread_mutex_lock(&s->lock);
+    sw_span **at = atomic_load(&s->at);
+    uint32_t n = atomic_load(&s->n), i = find(at, n, ptr);
+    sw_span *g = at[i];
+    if (g->start == ptr || n >= SW_SPAN_MAX) { /* raced, or full: stay coarse */
+        pthread_mutex_unlock(&s->lock);
+        return g->start == ptr ? g : NULL;
+    }
+    sw_span *ng = span_new(p, s);
+    if (!ng) {
+        pthread_mutex_unlock(&s->lock);
+        return NULL;
+    }
+    ng->start = ptr;
+    /* A new buffer: judged on its own uses from now (sw_heat_rate). */
+    uint64_t now = atomic_load_explicit(&p->clock, memory_order_relaxed);
+    atomic_store(&ng->heat.touched, now);
+    atomic_store(&ng->heat.born, now);
+    sw_span **dst = at;
+    if (n == s->cap) {
+        if (!(dst = malloc(2 * s->cap * sizeof *dst))) {
+            pthread_mutex_unlock(&s->lock);
+            return NULL;
+        }
+        memcpy(dst, at, n * sizeof *dst);
+        bury(p, dst);
+        s->cap *= 2;
+    }
+    atomic_fetch_add_explicit(&s->seq, 1, memory_order_acq_rel); /* odd */
+    memmove(&dst[i + 2], &dst[i + 1], (n - i - 1) * sizeof *dst);
+    dst[i + 1] = ng;
+    atomic_store_explicit(&s->at, dst, memory_order_release);
+    atomic_store_explicit(&s->n, n + 1, memory_order_release);
+    atomic_fetch_add_explicit(&s->seq, 1, memory_order_release); /* even */
+    pthread_mutex_unlock(&s->lock);
+    return ng;
+}
+
+sw_heat *sw_spans_touch(sw_policy *p, sw_spans *s, CUdeviceptr ptr, CUdeviceptr *end)
+{
+    sw_span *g = lookup(s, ptr, end);
+    if (g->start != ptr && insert(p, s, ptr))
+        g = lookup(s, ptr, end);
+    return &g->heat;
+}
+
+void sw_spans_mark(sw_policy *p, sw_spans *s, CUdeviceptr ptr)
+{
+    CUdeviceptr end;
+    if (ptr < s->end && lookup(s, ptr, &end)->start != ptr)
+        (void)insert(p, s, ptr); /* full: the span stays coarser, never wrong */
+}
+
+sw_heat *sw_spans_at(sw_spans *s, CUdeviceptr ptr, CUdeviceptr *start, CUdeviceptr *end)
+{
+    sw_span *g = lookup(s, ptr, end);
+    *start = g->start;
+    return &g->heat;
+}
+
+void sw_spans_page(sw_spans *s, CUdeviceptr page, size_t size, uint64_t now, uint64_t *stamp,
+                   uint32_t *rate)
+{
+    for (;;) {
+        uint32_t q = atomic_load_explicit(&s->seq, memory_order_acquire);
+        if (q & 1)
+            continue;
+        /* n first: a new count is published after its array, so the
+         * array read next holds at least n entries. */
+        uint32_t n = atomic_load_explicit(&s->n, memory_order_acquire);
+        sw_span **at = atomic_load_explicit(&s->at, memory_order_acquire);
+        uint64_t t = 0;
+        uint32_t u = 0;
+        for (uint32_t i = find(at, n, page); i < n && at[i]->start < page + size; i++) {
+            uint64_t ti = atomic_load_explicit(&at[i]->heat.touched, memory_order_relaxed);
+            uint32_t ui = sw_heat_rate(&at[i]->heat, now);
+            t = ti > t ? ti : t;
+            u = ui > u ? ui : u;
+        }
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(&s->seq, memory_order_relaxed) == q) {
+            *stamp = t;
+            *rate = u;
+            return;
+        }
+    }
+}
+
+uint32_t sw_spans_count(sw_spans *s)
+{
+    return atomic_load(&s->n);
+}
