@@ -8,9 +8,13 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <unistd.h>
 
 struct counters {
     _Atomic uint64_t limit; /* 0 = not computed yet */
+    /* What the program is told the device has, and the pinned host memory
+     * spill may use for it: stored before limit, read after it. */
+    _Atomic uint64_t told, host_limit;
     _Atomic uint64_t used, peak, allocs, frees, ooms;
     _Atomic int oom_logged;
 } __attribute__((aligned(64))); /* one device's hot counters per cache line pair */
@@ -95,12 +99,41 @@ static void check_listed_devices(const struct spw_options *o, const struct spw_d
         spw_warn("%s", note);
 }
 
+/* A configuration that cannot be honoured stops the program as a bad value
+ * does before main (config.c): with status 2 and one line. Here the
+ * device's limit or the machine's memory was needed to know it. */
+static void refuse_configuration(const char *line)
+{
+    spw_error("%s", line);
+    _exit(2);
+}
+
+/* The host limit of device dev once its limit is known; with
+ * SPILLWAY_OVERSUBSCRIBE above 1, also that it holds what the factor puts
+ * past the limit (else the program stops: see refuse_configuration). */
+static uint64_t device_host_limit(const struct spw_options *o, const struct spw_device_query *q,
+                                  int dev, uint64_t limit)
+{
+    int n = q->count ? q->count() : -1;
+    uint64_t phys = spw_options_phys_memory();
+    uint64_t host = spw_options_host_limit(o, n, phys);
+    char who[32], how[160] = "", line[512];
+    if (o->host_limit == SPW_BYTES_AUTO)
+        snprintf(how, sizeof how, " (auto: half of the machine's %llu MiB among %d device%s)",
+                 (unsigned long long)(phys >> 20), n > 0 ? n : 1, n > 1 ? "s" : "");
+    snprintf(who, sizeof who, "device %d", dev);
+    if (spw_options_check_host_room(o, who, limit, host, how, line, sizeof line))
+        refuse_configuration(line);
+    return host;
+}
+
 uint64_t spw_account_limit(int dev)
 {
     if (dev == SPILLWAY_HOST)
         return 0;
     struct counters *c = &devices[dev];
-    uint64_t limit = atomic_load_explicit(&c->limit, memory_order_relaxed);
+    /* Acquire: told and host_limit were stored before the limit. */
+    uint64_t limit = atomic_load_explicit(&c->limit, memory_order_acquire);
     if (limit)
         return limit;
     const struct spw_options *o = atomic_load(&options);
@@ -114,16 +147,36 @@ uint64_t spw_account_limit(int dev)
     limit = spw_options_resolve_limit(o, dev, t ? t : UINT64_MAX, page, note, sizeof note);
     if (limit == 0)
         limit = 1; /* 0 means "not computed"; a 0-byte device takes nothing anyway */
+    /* Racing threads store the same figures. */
+    atomic_store(&c->host_limit, device_host_limit(o, q, dev, limit));
+    atomic_store(&c->told, spw_options_told(o, limit));
     uint64_t unset = 0;
     if (!atomic_compare_exchange_strong(&c->limit, &unset, limit))
         return unset; /* another thread computed it (and said what it had to) */
     spw_stats_set(stats_for(dev), (uint32_t)dev, SPW_C_LIMIT, limit);
+    spw_stats_set(stats_for(dev), (uint32_t)dev, SPW_C_REPORTED, atomic_load(&c->told));
     if (note[0])
         spw_warn("%s", note);
     if (t)
         spw_info("device %d: limit %llu bytes of %llu", dev, (unsigned long long)limit,
                  (unsigned long long)t);
     return limit;
+}
+
+uint64_t spw_account_told(int dev)
+{
+    uint64_t limit = spw_account_limit(dev);
+    if (dev == SPILLWAY_HOST || limit == UINT64_MAX)
+        return limit;
+    return atomic_load_explicit(&devices[dev].told, memory_order_relaxed);
+}
+
+uint64_t spw_account_host_limit(int dev)
+{
+    uint64_t limit = spw_account_limit(dev);
+    if (dev == SPILLWAY_HOST || limit == UINT64_MAX)
+        return 0;
+    return atomic_load_explicit(&devices[dev].host_limit, memory_order_relaxed);
 }
 
 uint64_t spw_account_used(int dev)
@@ -162,17 +215,19 @@ static void count_refusal(int dev, sw_oom_reason why)
         spw_stats_add(stats_for(dev), (uint32_t)dev, refusal_counter[why], 1);
 }
 
-static void note_refusal(int dev, uint64_t bytes, uint64_t used, uint64_t limit)
+/* cap is what the allocation would pass, named in the log by what
+ * (a phrase before the figure: "the limit of"). */
+static void note_refusal(int dev, uint64_t bytes, uint64_t used, uint64_t cap, const char *what)
 {
-    sw_oom_reason why = bytes > limit ? SW_OOM_TOO_LARGE : SW_OOM_LIMIT;
+    sw_oom_reason why = bytes > cap ? SW_OOM_TOO_LARGE : SW_OOM_LIMIT;
     count_refusal(dev, why);
     enum spw_log_level level = refusal_level(&devices[dev]);
     spw_log(level,
-            "device %d: out of memory: %llu bytes refused (%s): %s the limit of %llu bytes "
+            "device %d: out of memory: %llu bytes refused (%s): %s %s %llu bytes "
             "(%llu in use)%s",
             dev, (unsigned long long)bytes, sw_oom_reason_name(why),
-            why == SW_OOM_TOO_LARGE ? "one allocation larger than" : "it would pass",
-            (unsigned long long)limit, (unsigned long long)used, later_at_debug(level));
+            why == SW_OOM_TOO_LARGE ? "one allocation larger than" : "it would pass", what,
+            (unsigned long long)cap, (unsigned long long)used, later_at_debug(level));
 }
 
 void spw_account_set_spilled_source(uint64_t (*spilled)(int dev))
@@ -202,7 +257,26 @@ int spw_account_reserve(int dev, uint64_t bytes)
     do {
         uint64_t resident = used > away ? used - away : 0;
         if (bytes > limit || resident > limit - bytes) {
-            note_refusal(dev, bytes, resident, limit);
+            note_refusal(dev, bytes, resident, limit, "the limit of");
+            return -1;
+        }
+    } while (!atomic_compare_exchange_weak_explicit(&c->used, &used, used + bytes,
+                                                    memory_order_relaxed, memory_order_relaxed));
+    return 0;
+}
+
+int spw_account_reserve_told(int dev, uint64_t bytes)
+{
+    if (dev == SPILLWAY_HOST)
+        return spw_account_reserve(dev, bytes);
+    struct counters *c = &devices[dev];
+    uint64_t told = spw_account_told(dev);
+    uint64_t used = atomic_load_explicit(&c->used, memory_order_relaxed);
+    do {
+        if (bytes > told || used > told - bytes) {
+            note_refusal(dev, bytes, used, told,
+                         "what the program is told the device has (SPILLWAY_OVERSUBSCRIBE x "
+                         "the limit),");
             return -1;
         }
     } while (!atomic_compare_exchange_weak_explicit(&c->used, &used, used + bytes,
@@ -506,8 +580,10 @@ void spw_account_publish_to(struct spw_stats_writer *w)
     for (uint32_t d = 0; w && d < w->device_count && d < SPW_MAX_DEVICES; d++) {
         struct counters *c = &devices[d];
         uint64_t limit = atomic_load(&c->limit);
-        if (limit)
+        if (limit) {
             spw_stats_set(w, d, SPW_C_LIMIT, limit);
+            spw_stats_set(w, d, SPW_C_REPORTED, atomic_load(&c->told));
+        }
         spw_stats_set(w, d, SPW_C_IN_USE, atomic_load(&c->used));
         spw_stats_set(w, d, SPW_C_PEAK, atomic_load(&c->peak));
         spw_stats_set(w, d, SPW_C_ALLOCS, atomic_load(&c->allocs));

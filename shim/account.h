@@ -42,11 +42,27 @@ int spw_account_tracks(int dev);
 uint64_t spw_account_limit(int dev);
 uint64_t spw_account_used(int dev);
 
+/* Also computed with the limit: what the program is told device dev has
+ * (SPILLWAY_OVERSUBSCRIBE x the limit: cuMemGetInfo's total,
+ * cuDeviceTotalMem), and the pinned host memory spill may use on it
+ * (SPILLWAY_HOST_LIMIT resolved: auto is a share of the machine's memory).
+ * With a factor above 1, a host limit too small for the part of told past
+ * the limit stops the program there (status 2, one line), as a bad value
+ * does before main. UINT64_MAX / 0 before accounting starts. */
+uint64_t spw_account_told(int dev);
+uint64_t spw_account_host_limit(int dev);
+
 /* Reserves bytes on a device before the driver allocates them: 0, or -1
  * (and the OOM counted and logged) if that would pass the limit. Check and
  * reservation are one atomic step. Host memory (SPILLWAY_HOST) is never
  * refused. */
 int spw_account_reserve(int dev, uint64_t bytes);
+
+/* The same against what the program is told (spw_account_told) instead of
+ * the limit, counting every byte in use, spilled or not: pool memory with
+ * SPILLWAY_OVERSUBSCRIBE above 1, whose device pages the pool bounds. A
+ * refusal is counted and logged as spw_account_reserve's are. */
+int spw_account_reserve_told(int dev, uint64_t bytes);
 
 /* The same for memory whose bound is not the limit but the pool (a pool
  * that spills never holds more device pages than the limit; what does not

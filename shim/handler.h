@@ -39,7 +39,8 @@ static inline void spw_mark_counted(void)
                       spw_account_note_oom(dev))
 
 /* The same for pool pages (cuMemCreate served by the pool): a pool that
- * spills is bounded by itself and the host limit, not the byte count. */
+ * spills is bounded by itself and the host limit, not the byte count (but
+ * by what the program is told when oversubscribed: spw_pool_reserve). */
 #define SPW_POOL_ALLOC(kind, dev, bytes, call, key)                            \
     SPW_RESERVED_CALL(spw_pool_reserve, dev, bytes, call,                      \
                       spw_account_commit((kind), (uint64_t)(key), (dev), (bytes)), \

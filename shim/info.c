@@ -1,6 +1,8 @@
 /* cuMemGetInfo and cuDeviceTotalMem: the program sizes itself from these,
- * so they answer with spillway's limit. The driver answers first, so bad
- * arguments get exactly its error. */
+ * so they answer with what spillway tells it the device has: the limit, or
+ * SPILLWAY_OVERSUBSCRIBE x the limit (the pool's device pages never pass
+ * the limit; the rest is pinned host memory). The driver answers first, so
+ * bad arguments get exactly its error. */
 #include "shim/handler.h"
 
 #include "shim/info.h"
@@ -8,13 +10,13 @@
 
 void spw_info_clamp(int dev, size_t *free_bytes, size_t *total_bytes)
 {
-    uint64_t limit = spw_account_limit(dev);
-    if (limit == UINT64_MAX)
+    uint64_t told = spw_account_told(dev);
+    if (told == UINT64_MAX)
         return; /* accounting not started: the driver's answer stands */
     uint64_t used = spw_account_used(dev);
-    uint64_t avail = used < limit ? limit - used : 0;
+    uint64_t avail = used < told ? told - used : 0;
     if (total_bytes)
-        *total_bytes = (size_t)limit;
+        *total_bytes = (size_t)told;
     /* The pool holds its pages from the driver (all of them when
      * preallocated): the driver's free figure says nothing of what the
      * program may still allocate. Without a pool, the smaller one stands. */
@@ -44,8 +46,10 @@ CUresult spw_h_device_total_mem(size_t *bytes, CUdevice dev)
     CUresult r = real(bytes, dev);
     if (r != CUDA_SUCCESS || spw_disabled() || !bytes || dev < 0 || !spw_account_tracks(dev))
         return r;
-    uint64_t limit = spw_account_limit(dev);
-    if (limit < *bytes)
-        *bytes = (size_t)limit;
+    uint64_t limit = spw_account_limit(dev), told = spw_account_told(dev);
+    /* Oversubscribed, the program is told more than the device has, as
+     * cuMemGetInfo tells it; else never more than the driver's figure. */
+    if (told > limit || limit < *bytes)
+        *bytes = (size_t)told;
     return r;
 }

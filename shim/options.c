@@ -14,6 +14,7 @@
 /* What each type accepts, for the error line. */
 static const char accepted_bool[] = "1, 0, true, false, yes, no, on or off";
 static const char accepted_fraction[] = "a number from 0.000001 to 1, e.g. 0.5";
+static const char accepted_factor[] = "a number from 1 to 1000, e.g. 1.5";
 static const char accepted_devlimit[] =
     "bytes with an optional K/M/G/T suffix (8G, 512M, 1073741824), "
     "or per device <index>=<bytes>[,...] (0=8G,1=4G), each > 0, index < 64";
@@ -80,6 +81,21 @@ static int parse_fraction(const char *v, spw_opt_fraction *out)
     /* Below SPW_MIN_FRACTION no device has a page's worth: a typo (1e-300,
      * a missing digit), not a setting. strtod's ERANGE (underflow) is one. */
     if (errno || *end != '\0' || !isfinite(d) || d < SPW_MIN_FRACTION || d > 1.0)
+        return -1;
+    *out = d;
+    return 0;
+}
+
+/* A factor: 1 (the default: nothing oversubscribed) or more; past
+ * SPW_MAX_FACTOR a typo. */
+static int parse_factor(const char *v, spw_opt_factor *out)
+{
+    if (!isdigit((unsigned char)*v) && *v != '.')
+        return -1;
+    char *end;
+    errno = 0;
+    double d = strtod(v, &end);
+    if (errno || *end != '\0' || !isfinite(d) || d < 1.0 || d > SPW_MAX_FACTOR)
         return -1;
     *out = d;
     return 0;
@@ -194,6 +210,8 @@ static void set_empty_error(char *err, size_t errlen, const char *name, const ch
                  name, *def ? def : "none", accepted);
 }
 
+static int check_combinations(const struct spw_options *o, char *err, size_t errlen);
+
 int spw_options_load(struct spw_options *out, char *(*get)(const char *name), char *err,
                      size_t errlen)
 {
@@ -213,7 +231,7 @@ int spw_options_load(struct spw_options *out, char *(*get)(const char *name), ch
     }
 #include "shim/options.def"
 #undef SPW_OPTION
-    return 0;
+    return check_combinations(out, err, errlen);
 }
 
 /* ---- names: the table is the list of variables that exist ---- */
@@ -359,6 +377,7 @@ void spw_options_print_table(FILE *f)
 /* Formatters: the inverse of the parsers, one value per call. */
 static int format_bool(char *b, size_t n, const spw_opt_bool *v) { return snprintf(b, n, "%d", *v); }
 static int format_fraction(char *b, size_t n, const spw_opt_fraction *v) { return snprintf(b, n, "%g", *v); }
+static int format_factor(char *b, size_t n, const spw_opt_factor *v) { return snprintf(b, n, "%g", *v); }
 static int format_loglevel(char *b, size_t n, const spw_opt_loglevel *v)
 {
     return snprintf(b, n, "%s", spw_log_level_name(*v));
@@ -514,4 +533,91 @@ int spw_options_missing_devices(const struct spw_options *o, int count, char *no
              "(devices are numbered after CUDA_VISIBLE_DEVICES)",
              missing > 1 ? "s" : "", list, have, missing > 1 ? "those limits are" : "its limit is");
     return missing;
+}
+
+/* ---- oversubscription: what programs are told, and the host memory it takes ---- */
+
+uint64_t spw_options_told(const struct spw_options *o, uint64_t limit)
+{
+    /* Exactly the limit at 1: no double rounding of a byte count that
+     * programs compare with their own arithmetic. */
+    if (o->oversubscribe <= 1.0)
+        return limit;
+    double told = o->oversubscribe * (double)limit;
+    return told >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)told;
+}
+
+uint64_t spw_options_host_limit(const struct spw_options *o, int ndev, uint64_t phys)
+{
+    if (o->host_limit != SPW_BYTES_AUTO)
+        return o->host_limit;
+    return phys / 2 / (uint64_t)(ndev > 0 ? ndev : 1);
+}
+
+uint64_t spw_options_phys_memory(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size : 0;
+}
+
+int spw_options_check_host_room(const struct spw_options *o, const char *who, uint64_t limit,
+                                uint64_t host_limit, const char *how, char *err, size_t len)
+{
+    uint64_t told = spw_options_told(o, limit);
+    if (told - limit <= host_limit)
+        return 0;
+    char t[48], past[48], l[48], h[48];
+    format_human(t, sizeof t, told);
+    format_human(past, sizeof past, told - limit);
+    format_human(l, sizeof l, limit);
+    format_human(h, sizeof h, host_limit);
+    if (err && len)
+        snprintf(err, len,
+                 "invalid SPILLWAY_OVERSUBSCRIBE=%g for %s: programs would be told %s, and the "
+                 "%s past the limit of %s must fit in pinned host memory, but "
+                 "SPILLWAY_HOST_LIMIT is %s%s: raise SPILLWAY_HOST_LIMIT or lower the factor",
+                 o->oversubscribe, who, t, past, l, h, how ? how : "");
+    return -1;
+}
+
+/* A host limit in bytes against every limit in bytes: what can be known
+ * before a device is seen. A fraction, or an auto host limit, waits for
+ * the device (spw_account_limit checks it there, with the same line). */
+static int check_static_room(const struct spw_options *o, char *err, size_t errlen)
+{
+    char who[64], v[32];
+    if (o->host_limit == SPW_BYTES_AUTO || o->host_limit == UINT64_MAX)
+        return 0;
+    if (o->mem_limit.all) {
+        format_written(v, sizeof v, o->mem_limit.all);
+        snprintf(who, sizeof who, "SPILLWAY_MEM_LIMIT=%s", v);
+        if (spw_options_check_host_room(o, who, o->mem_limit.all, o->host_limit, NULL, err, errlen))
+            return -1;
+    }
+    for (int d = 0; d < SPW_MAX_DEVICES; d++) {
+        if (!o->mem_limit.dev[d])
+            continue;
+        format_written(v, sizeof v, o->mem_limit.dev[d]);
+        snprintf(who, sizeof who, "SPILLWAY_MEM_LIMIT (%d=%s)", d, v);
+        if (spw_options_check_host_room(o, who, o->mem_limit.dev[d], o->host_limit, NULL, err,
+                                        errlen))
+            return -1;
+    }
+    return 0;
+}
+
+static int check_combinations(const struct spw_options *o, char *err, size_t errlen)
+{
+    if (o->oversubscribe <= 1.0)
+        return 0;
+    /* Memory past the limit is host pages, and only spill maps them. */
+    if (!o->spill) {
+        if (err && errlen)
+            snprintf(err, errlen,
+                     "invalid SPILLWAY_OVERSUBSCRIBE=%g with SPILLWAY_SPILL=0: memory past the "
+                     "limit lives in pinned host memory, which needs spill (unset one of them)",
+                     o->oversubscribe);
+        return -1;
+    }
+    return check_static_room(o, err, errlen);
 }

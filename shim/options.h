@@ -22,6 +22,7 @@ struct spw_devlimit {
 /* One C type per option type of options.def. */
 typedef int spw_opt_bool;                   /* 0 or 1 */
 typedef double spw_opt_fraction;            /* in (0, 1] */
+typedef double spw_opt_factor;              /* in [1, SPW_MAX_FACTOR] */
 typedef struct spw_devlimit spw_opt_devlimit;
 typedef uint64_t spw_opt_bytes;             /* UINT64_MAX = unlimited, SPW_BYTES_AUTO = auto */
 #define SPW_BYTES_AUTO (UINT64_MAX - 1)
@@ -38,11 +39,18 @@ struct spw_options {
  * page's worth, so the value can only be a typo. */
 #define SPW_MIN_FRACTION 1e-6
 
+/* The largest SPILLWAY_OVERSUBSCRIBE accepted: more is a typo (and F x the
+ * limit must stay a byte count). */
+#define SPW_MAX_FACTOR 1000.0
+
 /* Parses every SPILLWAY_* variable through get (pass getenv); an unset
- * variable takes its default, an empty one is an error. Returns 0, or -1
- * with err holding one line naming the variable, the value and what is
- * accepted. get returns char * (not const char *) so that getenv itself can
- * be passed. */
+ * variable takes its default, an empty one is an error. Then the rules
+ * between options that need no device to check: SPILLWAY_OVERSUBSCRIBE
+ * above 1 needs spill, and a host limit given in bytes must hold the part
+ * of every limit given in bytes that the factor puts past it
+ * (spw_options_check_host_room). Returns 0, or -1 with err holding one
+ * line naming the variable, the value and what is accepted. get returns
+ * char * (not const char *) so that getenv itself can be passed. */
 int spw_options_load(struct spw_options *out, char *(*get)(const char *name),
                      char *err, size_t errlen);
 
@@ -77,6 +85,29 @@ uint64_t spw_options_device_limit(const struct spw_options *o, int dev, uint64_t
  * warning); else it is left empty. */
 uint64_t spw_options_resolve_limit(const struct spw_options *o, int dev, uint64_t total,
                                    uint64_t page, char *note, size_t len);
+
+/* What a program is told a device with this limit has (cuMemGetInfo's
+ * total, cuDeviceTotalMem): SPILLWAY_OVERSUBSCRIBE x limit, rounded down;
+ * the limit itself at the default factor of 1. */
+uint64_t spw_options_told(const struct spw_options *o, uint64_t limit);
+
+/* SPILLWAY_HOST_LIMIT for one of ndev devices (ndev < 1: one) on a machine
+ * with phys bytes of memory (0: unknown): auto is half of phys split evenly
+ * among the devices, because pinned pages cannot be swapped and a program
+ * spilling all of RAM would take the machine down with it; unknown memory
+ * gives 0 (no spill rather than a guess). UINT64_MAX: unlimited. */
+uint64_t spw_options_host_limit(const struct spw_options *o, int ndev, uint64_t phys);
+
+/* The machine's memory in bytes (0: unknown), for spw_options_host_limit. */
+uint64_t spw_options_phys_memory(void);
+
+/* Whether host_limit holds what SPILLWAY_OVERSUBSCRIBE puts past limit
+ * (told - limit; always at a factor of 1). Returns 0, or -1 with err
+ * holding one line: who (a device, or the variable the limit came from),
+ * the figures, and what to change. how, when not NULL, says where the host
+ * limit came from (", auto: ..."). */
+int spw_options_check_host_room(const struct spw_options *o, const char *who, uint64_t limit,
+                                uint64_t host_limit, const char *how, char *err, size_t len);
 
 /* How many devices SPILLWAY_MEM_LIMIT's per-device form names that a
  * machine with count devices lacks; when some, note gets one line naming

@@ -10,7 +10,6 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
-#include <unistd.h>
 
 enum { DEV_UNKNOWN = 0, DEV_POOL = 1, DEV_PASS = 2 };
 
@@ -58,22 +57,6 @@ static void apply_early_peers(sw_policy *p, int dev)
     }
 }
 
-/* SPILLWAY_HOST_LIMIT for one device. auto: half of the machine's memory,
- * split evenly among the devices, because pinned pages cannot be swapped
- * and a program spilling all of RAM would take the machine down with it. */
-static size_t host_limit_of(uint64_t opt)
-{
-    if (opt == UINT64_MAX)
-        return SIZE_MAX;
-    if (opt != SPW_BYTES_AUTO)
-        return (size_t)opt;
-    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
-    int ndev = spw_driver_device_count();
-    if (pages <= 0 || size <= 0)
-        return 0; /* unknown: no spill rather than a guess */
-    return (size_t)pages * (size_t)size / 2 / (size_t)(ndev > 0 ? ndev : 1);
-}
-
 /* SPILLWAY_HOST_RESERVE for one device: auto is 1/32 of the limit, from
  * 128 MiB to 4 GiB (one spill event's worth and more, not a share of the
  * machine), never more than the host limit. */
@@ -103,7 +86,8 @@ static int set_up(int dev)
         .preallocate = o->preallocate,
         .va_factor = 0,
         .sync_batch = 0,
-        .host_limit = host_limit_of(o->host_limit),
+        /* Resolved with the limit, where the factor's need was checked. */
+        .host_limit = (size_t)spw_account_host_limit(dev),
         .spill = o->spill,
     };
     cfg.host_reserve = host_reserve_of(o->host_reserve, cfg.limit, cfg.host_limit);

@@ -49,8 +49,10 @@ void spw_pool_passthrough(int dev, sw_passthrough_reason reason, size_t bytes, c
 CUresult spw_serve_alloc(sw_policy *p, int dev, size_t bytes, int async, CUstream stream,
                          CUdeviceptr *out);
 /* Takes bytes of dev's count for a pool allocation about to be made: with
- * spill counted without a check (the pool bounds it), else reserved
- * against the limit (spw_account_reserve). 0, or -1 when refused. */
+ * spill counted without a check (the pool bounds it), or with
+ * SPILLWAY_OVERSUBSCRIBE above 1 against what the program is told
+ * (spw_account_reserve_told); without spill reserved against the limit
+ * (spw_account_reserve). 0, or -1 when refused. */
 int spw_pool_reserve(int dev, uint64_t bytes);
 /* Frees a pool pointer (async: on stream) and releases its bytes. */
 CUresult spw_serve_free(sw_policy *p, CUdeviceptr ptr, int async, CUstream stream);

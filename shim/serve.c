@@ -13,6 +13,12 @@ int spw_pool_reserve(int dev, uint64_t bytes)
 {
     if (!spw_pool_spills(dev))
         return spw_account_reserve(dev, bytes);
+    /* Oversubscribed, the program was told F x the limit and sizes itself
+     * to it: that is its cap, and the host limit was checked to hold the
+     * part past the limit. At the default factor, spill stays the safety
+     * net it was, bounded by the host limit alone. */
+    if (spw_config()->oversubscribe > 1.0)
+        return spw_account_reserve_told(dev, bytes);
     spw_account_add(dev, bytes);
     return 0;
 }

@@ -25,7 +25,7 @@
 #include <stdint.h>
 
 #define SPW_STATS_MAGIC        0x5441545357505331ULL /* "1SPWSTAT" little-endian */
-#define SPW_STATS_ABI_VERSION  2u
+#define SPW_STATS_ABI_VERSION  3u
 #define SPW_STATS_MAX_DEVICES  64u
 #define SPW_STATS_CMDLINE_LEN  1024u
 #define SPW_STATS_CONFIG_LEN   2048u
@@ -43,6 +43,7 @@
  * adds to and subtracts from or sets; COUNTER: only grows), help text. */
 #define SPW_STATS_COUNTERS(X)                                                              \
     X(LIMIT,          limit_bytes,          GAUGE,   "device memory limit of the pool")    \
+    X(REPORTED,       reported_bytes,       GAUGE,   "device memory the program is told it has (cuMemGetInfo, cuDeviceTotalMem): the limit x SPILLWAY_OVERSUBSCRIBE") \
     X(POOL,           pool_bytes,           GAUGE,   "device memory held by the pool")     \
     X(IN_USE,         in_use_bytes,         GAUGE,   "bytes allocated by the program")     \
     X(PEAK,           peak_bytes,           GAUGE,   "highest in_use_bytes seen")          \
@@ -51,7 +52,7 @@
     X(ALLOCS,         allocs,               COUNTER, "allocations served")                 \
     X(FREES,          frees,                COUNTER, "frees served")                       \
     X(OOMS,           ooms,                 COUNTER, "allocations answered out-of-memory") \
-    X(OOM_LIMIT,      oom_limit,            COUNTER, "refusals: no device memory left within the limit") \
+    X(OOM_LIMIT,      oom_limit,            COUNTER, "refusals: no device memory left within the limit (oversubscribed: within what the program is told)") \
     X(OOM_HOST_LIMIT, oom_host_limit,       COUNTER, "refusals: spill found no pinned host memory within SPILLWAY_HOST_LIMIT") \
     X(OOM_ADDRESS,    oom_address_space,    COUNTER, "refusals: the driver refused more virtual address space") \
     X(OOM_TOO_LARGE,  oom_too_large,        COUNTER, "refusals: one allocation larger than the limit (with spill: than the limit and host limit)") \
@@ -113,10 +114,11 @@ struct spw_stats_header {
 _Static_assert(sizeof(_Atomic uint64_t) == 8, "atomic u64 must be 8 bytes");
 _Static_assert(sizeof(struct spw_stats_counter) == SPW_STATS_CACHELINE, "counter is one line");
 _Static_assert(sizeof(struct spw_stats_header) % SPW_STATS_CACHELINE == 0, "header is whole lines");
-/* The header is the same since v1; v2 added per-device counters. */
-_Static_assert(offsetof(struct spw_stats_header, cmdline) == 128, "ABI v2 header layout");
+/* The header is the same since v1; v2 added per-device counters, v3
+ * reported_bytes (SPILLWAY_OVERSUBSCRIBE). */
+_Static_assert(offsetof(struct spw_stats_header, cmdline) == 128, "ABI v3 header layout");
 _Static_assert(sizeof(struct spw_stats_header) == 128 + SPW_STATS_CMDLINE_LEN + SPW_STATS_CONFIG_LEN,
-               "ABI v2 header size");
+               "ABI v3 header size");
 
 static inline uint64_t spw_stats_total_size(uint32_t device_count)
 {

@@ -5,9 +5,11 @@
  * `run` turns its options into SPILLWAY_* variables, validates the whole
  * environment with the shim's own parser (so a bad value stops here, with
  * the same message the library would give), prepends the library to
- * LD_PRELOAD and execs the command. */
+ * LD_PRELOAD, sets the frameworks' variables an oversubscribed program
+ * needs (launch_frameworks.c) and execs the command. */
 #include "shim/options.h"
 #include "tools/launch_flags.h"
+#include "tools/launch_frameworks.h"
 #include "tools/launch_paths.h"
 
 #include <errno.h>
@@ -38,6 +40,9 @@ static void usage(FILE *f)
     fprintf(f,
             "\nOther SPILLWAY_* variables already in the environment are kept and checked:\n"
             "an unknown SPILLWAY_* name or an empty value is refused like a bad value.\n"
+            "Oversubscribed (SPILLWAY_OVERSUBSCRIBE above 1), the memory variables of JAX,\n"
+            "TensorFlow and PyTorch are set where the user has not set them, when a value\n"
+            "is better than the framework's default; -v says, for each, what was done.\n"
             "Exit status: COMMAND's, or 2 for a bad option or value, 126/127 when\n"
             "COMMAND cannot be run. See spillway(1), spillway-top(1), 'spillway options'.\n");
 }
@@ -182,6 +187,9 @@ static int cmd_run(int argc, char **argv)
         return 2;
     if (o.verbose)
         print_settings();
+    if (opts.oversubscribe > 1.0 &&
+        spw_fw_apply(spw_fw_vars, spw_fw_var_count, o.verbose ? stderr : NULL) != 0)
+        return fail(2, "cannot set the frameworks' variables: %s%s", strerror(errno), "");
     execvp(argv[cmd], argv + cmd);
     int e = errno;
     fail(e == ENOENT ? 127 : 126, "cannot run '%s': %s", argv[cmd], strerror(e));

@@ -106,6 +106,13 @@ static int draw_devices(const struct ui *u, int y)
             x += barw + 1;
         }
         put(y, x, A_NORMAL, "lim %-5s pool %-5s spill %-5s host %-5s %2up", lim, pool, sp, host, d->procs);
+        /* Oversubscribed: what the processes are told, where their bytes
+         * are and how fast they move, under the figures they are told of. */
+        if (d->told > d->limit && y + 1 < LINES - 4) {
+            char line[256];
+            top_fmt_oversub(line, sizeof line, COLS - 6, d, true);
+            put(++y, 6, A_NORMAL, "%s", line);
+        }
         /* The device's own view under spillway's, as nvitop shows it. */
         if (d->hw && y + 1 < LINES - 4) {
             char line[256];
@@ -286,6 +293,21 @@ static int detail_spill(const uint64_t *c, int y)
     return y;
 }
 
+/* What the process is told of the device (SPILLWAY_OVERSUBSCRIBE x the
+ * limit), where its bytes are, and how fast they move between the two. */
+static int detail_oversub(const struct top_proc *p, uint32_t d, int y)
+{
+    const uint64_t *c = p->snap.c[d];
+    char told[8], dev[8], host[8], moves[8];
+    top_fmt_bytes(told, sizeof told, c[SPW_C_REPORTED]);
+    top_fmt_bytes(dev, sizeof dev, top_on_device(c));
+    top_fmt_bytes(host, sizeof host, c[SPW_C_SPILLED]);
+    top_fmt_bytes(moves, sizeof moves, (uint64_t)top_proc_moves(p, d));
+    put(y++, 4, A_DIM, "told %s (x%.3g the limit)  on device %s  on host %s  moves %s/s", told,
+        top_oversubscribe(c), dev, host, moves);
+    return y;
+}
+
 static int detail_counters(const struct ui *u, const struct top_proc *p, int y)
 {
     const struct spw_stats_snapshot *s = &p->snap;
@@ -313,6 +335,7 @@ static int detail_counters(const struct ui *u, const struct top_proc *p, int y)
         top_fmt_bytes(oth, sizeof oth, c[SPW_C_PASS_OTHER]);
         put(y++, 4, A_DIM, "copy H2D %s D2H %s D2D %s  passthru ipc %s mgd %s capt %s other %s", h2d, d2h, d2d,
             ipc, man, cap, oth);
+        y = detail_oversub(p, d, y);
         y = detail_spill(c, y);
     }
     return y;
@@ -421,16 +444,16 @@ void ui_draw_help(struct ui *u)
         "/               filter by pid, user or command (Enter keeps, Esc undoes)",
         "c               clear the filter",
         "K               send SIGTERM to the selected process (asks y/N)",
-        "+, -            double / halve the refresh interval",
-        "space           refresh now",
+        "+, -, space     double / halve the refresh interval; refresh now",
         "",
         "IN USE  bar of in use against the process's limit on that GPU",
         "PEAK    highest in use      SPILL   bytes now in host memory",
         "ALLC/s  allocations/second  SPL/s, FIL/s  bytes/s spilled, filled",
         "OOM     allocations refused",
         "GPU lines add up every process on the device (p = processes); under",
-        "each, with NVML: the device's own utilization, memory of all processes,",
-        "temperature and power. GPU numbers are the host's (as nvidia-smi's).",
+        "each, oversubscribed: xF, what processes are told (F x lim), bytes on",
+        "device and host, moves/s; with NVML: the device's own utilization,",
+        "memory of all processes, temperature and power (host GPU numbers).",
     };
     for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
         put(2 + (int)i, 2, A_NORMAL, "%s", lines[i]);

@@ -87,6 +87,38 @@ int top_fmt_gpu_hw(char *out, size_t len, int width, const struct top_gpu *g)
     return top_fit_line(out, len, width, parts, 5, steps, 3);
 }
 
+int top_fmt_oversub(char *out, size_t len, int width, const struct top_device *d, bool rates)
+{
+    char factor[32], factor_short[16], told[24], dev[32], dev_short[24], host[32], host_short[24],
+        moves[32] = "", moves_short[24] = "", b[8];
+    double f = d->limit ? (double)d->told / (double)d->limit : 1.0;
+    snprintf(factor, sizeof factor, "oversubscribed x%.3g", f);
+    snprintf(factor_short, sizeof factor_short, "x%.3g", f);
+    top_fmt_bytes(b, sizeof b, d->told);
+    snprintf(told, sizeof told, "told %s", b);
+    top_fmt_bytes(b, sizeof b, d->in_use > d->spilled ? d->in_use - d->spilled : 0);
+    snprintf(dev, sizeof dev, "on device %s", b);
+    snprintf(dev_short, sizeof dev_short, "dev %s", b);
+    top_fmt_bytes(b, sizeof b, d->spilled);
+    snprintf(host, sizeof host, "on host %s", b);
+    snprintf(host_short, sizeof host_short, "host %s", b);
+    if (rates) {
+        top_fmt_bytes(b, sizeof b, (uint64_t)d->moves);
+        snprintf(moves, sizeof moves, "moves %s/s", b);
+        snprintf(moves_short, sizeof moves_short, "mov %s/s", b);
+    }
+    enum { FACTOR, TOLD, DEV, HOST, MOVES };
+    const struct top_part parts[] = {
+        [FACTOR] = {{factor, factor_short}, false, false},
+        [TOLD] = {{told}, false, false},
+        [DEV] = {{dev, dev_short}, false, false},
+        [HOST] = {{host, host_short}, false, false},
+        [MOVES] = {{moves, moves_short}, false, false},
+    };
+    static const int steps[] = {FACTOR, DEV, HOST, MOVES};
+    return top_fit_line(out, len, width, parts, 5, steps, 4);
+}
+
 /* --once's line under a GPU: its own figures, as wide as the table. */
 static void print_hw_line(FILE *f, const struct top_gpu *g, int width)
 {
@@ -121,6 +153,11 @@ void top_print_table(FILE *f, const struct top_model *m, bool with_rates, int wi
     fprintf(f, "spillway-top  %s  %zu process%s\n", when, m->nprocs, m->nprocs == 1 ? "" : "es");
     for (size_t i = 0; i < m->ndevices; i++) {
         print_device_line(f, &m->devices[i]);
+        if (m->devices[i].told > m->devices[i].limit) {
+            char line[256];
+            top_fmt_oversub(line, sizeof line, width > 0 ? width - 7 : 200, &m->devices[i], with_rates);
+            fprintf(f, "       %s\n", line);
+        }
         if (m->devices[i].hw)
             print_hw_line(f, m->devices[i].hw, width);
     }

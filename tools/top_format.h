@@ -18,6 +18,12 @@ void top_fmt_count_rate(char *out, size_t len, double v);
  * the name is cut last. Returns the length written. */
 int top_fmt_gpu_hw(char *out, size_t len, int width, const struct top_gpu *g);
 
+/* What an oversubscribed device's processes are told and where their bytes
+ * are, in width columns (see top_fit_line): the factor, the total they are
+ * told, bytes in use on the device and on the host, and with rates the
+ * bytes moved per second between them. Returns the length written. */
+int top_fmt_oversub(char *out, size_t len, int width, const struct top_device *d, bool rates);
+
 /* --once: device headers and one line per row, plain text. with_rates: the
  * model has two samples, so rate columns replace the totals. width: shorten
  * the command to fit this many columns (top_fmt_command; at least 80 is

@@ -114,6 +114,23 @@ static void update_proc(struct top_proc *p, const struct spw_stats_snapshot *s, 
         p->hist_start = (p->hist_start + 1) % TOP_HISTORY;
 }
 
+double top_oversubscribe(const uint64_t *c)
+{
+    return c[SPW_C_LIMIT] && c[SPW_C_REPORTED] > c[SPW_C_LIMIT]
+               ? (double)c[SPW_C_REPORTED] / (double)c[SPW_C_LIMIT]
+               : 1.0;
+}
+
+uint64_t top_on_device(const uint64_t *c)
+{
+    return c[SPW_C_IN_USE] > c[SPW_C_SPILLED] ? c[SPW_C_IN_USE] - c[SPW_C_SPILLED] : 0;
+}
+
+double top_proc_moves(const struct top_proc *p, uint32_t dev)
+{
+    return dev < SPW_STATS_MAX_DEVICES ? p->spill_rate[dev] + p->fill_rate[dev] : 0.0;
+}
+
 uint64_t top_proc_hist(const struct top_proc *p, const uint64_t *ring, size_t i)
 {
     return i < p->hist_len ? ring[(p->hist_start + i) % TOP_HISTORY] : 0;
@@ -240,6 +257,11 @@ static void add_to_device(struct top_model *m, const struct top_row *r)
     d->in_use = sat_add(d->in_use, c[SPW_C_IN_USE]);
     d->spilled = sat_add(d->spilled, c[SPW_C_SPILLED]);
     d->host = sat_add(d->host, c[SPW_C_HOST]);
+    /* A process whose limit is not known yet is told nothing yet: its
+     * limit stands for it, so that the device is not oversubscribed by a
+     * missing figure. */
+    d->told = sat_add(d->told, c[SPW_C_REPORTED] ? c[SPW_C_REPORTED] : c[SPW_C_LIMIT]);
+    d->moves += top_proc_moves(r->p, r->dev);
 }
 
 /* qsort has no context argument: the key lives here for one sort call. */

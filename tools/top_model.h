@@ -47,6 +47,8 @@ struct top_device {
     uint32_t index;       /* host GPU index (top_row.gpu) */
     unsigned procs;
     uint64_t limit, pool, in_use, spilled, host;
+    uint64_t told;        /* what the processes are told (reported_bytes): > limit when oversubscribed */
+    double moves;         /* bytes per second spilled and filled (top_proc_moves) */
     const struct top_gpu *hw; /* NVML's figures for it, or NULL */
 };
 
@@ -91,6 +93,17 @@ bool top_device_in_use(const uint64_t *c);
 const char *top_sort_name(enum top_sort key);  /* column title */
 const char *top_sort_arg(enum top_sort key);   /* --sort value */
 int top_sort_parse(const char *arg, enum top_sort *out);
+
+/* Oversubscription (SPILLWAY_OVERSUBSCRIBE) as a device's counters c show
+ * it, derived so that no figure is published twice: the factor is what the
+ * program is told over the limit (1 without a limit); its bytes on the
+ * device are those in use that are not spilled, its bytes on the host the
+ * spilled ones. */
+double top_oversubscribe(const uint64_t *c);
+uint64_t top_on_device(const uint64_t *c);
+/* Bytes per second p moved between device dev and the host, both ways
+ * (spilled and filled): the rate of spill_bytes + fill_bytes. */
+double top_proc_moves(const struct top_proc *p, uint32_t dev);
 
 /* History sample i (0 = oldest) of p. */
 uint64_t top_proc_hist(const struct top_proc *p, const uint64_t *ring, size_t i);

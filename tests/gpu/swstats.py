@@ -62,7 +62,7 @@ def decode(data, names):
         devices.append({n: struct.unpack_from("<Q", data, base + k * stride)[0] for k, (n, _) in enumerate(names)})
     seg = {"abi_version": abi, "pid": pid, "host_pid": host_pid, "uid": uid, "start_time": start,
            "created_unix_ns": created, "devices": devices, "cmdline": "", "config": {}}
-    if abi in (1, 2):  # the text fields' offsets are known for v1 and v2 (same header)
+    if abi in (1, 2, 3):  # the text fields' offsets are known for v1 to v3 (same header)
         seg["cmdline"] = _text(data[HEADER.size:HEADER.size + CMDLINE_LEN])
         cfg = _text(data[HEADER.size + CMDLINE_LEN:HEADER.size + CMDLINE_LEN + CONFIG_LEN])
         seg["config"] = dict(l.split("=", 1) for l in cfg.splitlines() if "=" in l)

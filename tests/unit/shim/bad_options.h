@@ -37,6 +37,13 @@ static const struct {
     {"SPILLWAY_HOST_LIMIT", "1.5G", "unlimited"},
     {"SPILLWAY_HOST_LIMIT", "autox", "auto or unlimited"},
     {"SPILLWAY_HOST_LIMIT", "18446744073709551614", "auto or unlimited"}, /* auto's own value */
+    {"SPILLWAY_OVERSUBSCRIBE", "0.5", "from 1 to 1000"},
+    {"SPILLWAY_OVERSUBSCRIBE", "0", "from 1 to 1000"},
+    {"SPILLWAY_OVERSUBSCRIBE", "two", "from 1 to 1000"},
+    {"SPILLWAY_OVERSUBSCRIBE", "2x", "from 1 to 1000"},
+    {"SPILLWAY_OVERSUBSCRIBE", "1001", "from 1 to 1000"},
+    {"SPILLWAY_OVERSUBSCRIBE", "nan", "from 1 to 1000"},
+    {"SPILLWAY_OVERSUBSCRIBE", "", "empty"},
     {"SPILLWAY_STATS", "y", "true, false"},
     {"SPILLWAY_LOG", "verbose", "error, warn, info or debug"},
     {"SPILLWAY_LOG", "3", "error, warn, info or debug"},

@@ -31,6 +31,7 @@ START_TEST(defaults)
     ck_assert_int_eq(o.preallocate, 1);
     ck_assert_int_eq(o.spill, 1);
     ck_assert_uint_eq(o.host_limit, SPW_BYTES_AUTO);
+    ck_assert(o.oversubscribe == 1.0);
     ck_assert_int_eq(o.stats, 1);
     ck_assert_int_eq(o.log, SPW_LOG_WARN);
     ck_assert_int_eq(o.disable, 0);
@@ -82,7 +83,8 @@ START_TEST(accepted_values)
         {"SPILLWAY_PREALLOCATE", "TRUE"},  {"SPILLWAY_SPILL", "off"},
         {"SPILLWAY_HOST_LIMIT", "64G"},    {"SPILLWAY_HOST_LIMIT", "unlimited"},
         {"SPILLWAY_HOST_LIMIT", "0"},      {"SPILLWAY_HOST_LIMIT", "AUTO"},
-        {"SPILLWAY_STATS", "0"},
+        {"SPILLWAY_STATS", "0"},           {"SPILLWAY_OVERSUBSCRIBE", "1"},
+        {"SPILLWAY_OVERSUBSCRIBE", "1.5"}, {"SPILLWAY_OVERSUBSCRIBE", "1000"},
         {"SPILLWAY_LOG", "debug"},         {"SPILLWAY_LOG", "ERROR"},
         {"SPILLWAY_DISABLE", "1"},         {"SPILLWAY_DRIVER", "/opt/x/libcuda.so.1"},
         {"SPILLWAY_LIB", "/opt/x/libspillway.so"},
@@ -193,6 +195,7 @@ START_TEST(format_round_trips)
         {"SPILLWAY_MEM_LIMIT", "0=8G,3=512M"}, {"SPILLWAY_MEM_LIMIT", "4G"},
         {"SPILLWAY_HOST_LIMIT", "64G"},        {"SPILLWAY_MEM_FRACTION", "0.3"},
         {"SPILLWAY_LOG", "debug"},             {"SPILLWAY_DISABLE", "yes"},
+        {"SPILLWAY_OVERSUBSCRIBE", "1.5"},
     };
     for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++) {
         struct spw_options a, b;
@@ -401,6 +404,90 @@ START_TEST(missing_devices_are_named)
 }
 END_TEST
 
+/* A fake environment of several variables: "NAME=value" strings, NULL
+ * terminated. */
+static const char *const *env_list;
+static char *list_get(const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *const *e = env_list; e && *e; e++)
+        if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
+            return (char *)*e + n + 1;
+    return NULL;
+}
+
+static int load_list(const char *const *env, struct spw_options *o, char *err, size_t len)
+{
+    env_list = env;
+    err[0] = '\0';
+    return spw_options_load(o, list_get, err, len);
+}
+
+/* Issue 13: what an oversubscription factor needs, refused before any
+ * device is seen where the figures are given in bytes. */
+START_TEST(oversubscribe_rules)
+{
+    static const struct {
+        const char *env[5];
+        const char *want; /* NULL: accepted */
+    } cases[] = {
+        {{"SPILLWAY_OVERSUBSCRIBE=2", "SPILLWAY_SPILL=0"}, "SPILLWAY_OVERSUBSCRIBE=2 with SPILLWAY_SPILL=0"},
+        {{"SPILLWAY_OVERSUBSCRIBE=1", "SPILLWAY_SPILL=0"}, NULL},
+        {{"SPILLWAY_OVERSUBSCRIBE=2", "SPILLWAY_MEM_LIMIT=8G", "SPILLWAY_HOST_LIMIT=8G"}, NULL},
+        {{"SPILLWAY_OVERSUBSCRIBE=2", "SPILLWAY_MEM_LIMIT=8G", "SPILLWAY_HOST_LIMIT=8191M"},
+         "invalid SPILLWAY_OVERSUBSCRIBE=2 for SPILLWAY_MEM_LIMIT=8G: programs would be told 16 GiB, "
+         "and the 8 GiB past the limit of 8 GiB must fit in pinned host memory, but "
+         "SPILLWAY_HOST_LIMIT is 8191 MiB: raise SPILLWAY_HOST_LIMIT or lower the factor"},
+        {{"SPILLWAY_OVERSUBSCRIBE=1.5", "SPILLWAY_MEM_LIMIT=0=8G,1=2G", "SPILLWAY_HOST_LIMIT=3G"},
+         "for SPILLWAY_MEM_LIMIT (0=8G): programs would be told 12 GiB"},
+        {{"SPILLWAY_OVERSUBSCRIBE=1.5", "SPILLWAY_MEM_LIMIT=0=8G,1=2G", "SPILLWAY_HOST_LIMIT=4G"}, NULL},
+        {{"SPILLWAY_OVERSUBSCRIBE=2", "SPILLWAY_MEM_LIMIT=8G", "SPILLWAY_HOST_LIMIT=unlimited"}, NULL},
+        /* Known only once a device is seen (spw_account_limit). */
+        {{"SPILLWAY_OVERSUBSCRIBE=2", "SPILLWAY_MEM_LIMIT=8G"}, NULL},
+        {{"SPILLWAY_OVERSUBSCRIBE=2", "SPILLWAY_HOST_LIMIT=1M"}, NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct spw_options o;
+        char err[512];
+        int r = load_list(cases[i].env, &o, err, sizeof err);
+        if (!cases[i].want) {
+            ck_assert_msg(r == 0, "case %zu refused: %s", i, err);
+            continue;
+        }
+        ck_assert_msg(r == -1, "case %zu accepted", i);
+        ck_assert_msg(strstr(err, cases[i].want) != NULL, "case %zu: '%s' lacks '%s'", i, err,
+                      cases[i].want);
+        ck_assert_ptr_null(strchr(err, '\n'));
+    }
+}
+END_TEST
+
+START_TEST(told_and_host_limit)
+{
+    struct spw_options o;
+    char err[256];
+    const char *const f15[] = {"SPILLWAY_OVERSUBSCRIBE=1.5", NULL};
+    const char *const none[] = {NULL};
+    ck_assert_int_eq(load_list(none, &o, err, sizeof err), 0);
+    ck_assert_uint_eq(spw_options_told(&o, 123456789), 123456789); /* exact at 1 */
+    ck_assert_uint_eq(spw_options_host_limit(&o, 4, 64ull << 30), 8ull << 30); /* auto */
+    ck_assert_uint_eq(spw_options_host_limit(&o, 0, 64ull << 30), 32ull << 30);
+    ck_assert_uint_eq(spw_options_host_limit(&o, 2, 0), 0); /* unknown memory: no spill */
+    ck_assert_int_eq(load_list(f15, &o, err, sizeof err), 0);
+    ck_assert_uint_eq(spw_options_told(&o, 64 << 20), 96 << 20);
+    ck_assert_uint_eq(spw_options_told(&o, 3), 4); /* rounded down */
+    o.host_limit = 5 << 20;
+    ck_assert_uint_eq(spw_options_host_limit(&o, 4, 64ull << 30), 5 << 20);
+    /* The rule at its edge: (F - 1) x the limit is enough, a byte less is not. */
+    ck_assert_int_eq(spw_options_check_host_room(&o, "device 0", 10 << 20, 5 << 20, NULL, err, sizeof err), 0);
+    ck_assert_int_eq(spw_options_check_host_room(&o, "device 0", 10 << 20, (5 << 20) - 1, " (auto: x)", err,
+                                                 sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "for device 0: programs would be told 15 MiB"));
+    ck_assert_ptr_nonnull(strstr(err, "(auto: x): raise"));
+    ck_assert_uint_gt(spw_options_phys_memory(), 0);
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("shim_options");
@@ -422,6 +509,8 @@ Suite *test_suite(void)
     tcase_add_test(tc, load_environ_checks_names_then_values);
     tcase_add_test(tc, limit_below_a_page_or_above_the_device_is_noted);
     tcase_add_test(tc, missing_devices_are_named);
+    tcase_add_test(tc, oversubscribe_rules);
+    tcase_add_test(tc, told_and_host_limit);
     suite_add_tcase(s, tc);
     return s;
 }
