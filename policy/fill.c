@@ -9,8 +9,10 @@
  * says is coldest) is a repeating step's worst case: every kernel evicts
  * what the next one needs, and each step moves its whole excess twice. The
  * no-thrash rule instead keeps a stable resident set:
- *   - data comes back only in place of data used at most half as often
- *     (its rate of use, heat.c), and only data used at least SWAP_MIN_USES
+ *   - data comes back only in place of data used at most two thirds as
+ *     often (its rate of use, heat.c: a margin that two equally hot
+ *     ranges cannot cross back and forth, while data used twice a step
+ *     still displaces data used once), and only data used at least SWAP_MIN_USES
  *     times; what is used rarely (optimizer state, once a step) stays on the
  *     host and is read there in place (a kernel reads a host page at
  *     ~48 GB/s on an H100, docs/design.md) instead of moving back and forth;
@@ -28,6 +30,9 @@
 #include "policy/internal.h"
 
 #define SWAP_MIN_USES 4u
+/* A victim is used at most this fraction as often as what comes in. */
+#define SWAP_RATIO_NUM 2u
+#define SWAP_RATIO_DEN 3u
 /* Budget: pages per tick of the clock, and at most (the pool's pages / 8,
  * at least 8) saved up. */
 #define SWAP_TOKENS_PER_TICK 1u
@@ -161,7 +166,7 @@ static size_t swap_in(sw_policy *p, sw_device *d, CUdeviceptr va, size_t n, cons
             return 0;
         budget = tokens_take(d, now, n);
         want = budget;
-        max_rate = rate / 2; /* used at most half as often */
+        max_rate = (uint32_t)((uint64_t)rate * SWAP_RATIO_NUM / SWAP_RATIO_DEN);
     }
     CUdeviceptr *vas = malloc((n ? n : 1) * sizeof *vas);
     size_t k = vas ? host_pages(p, va, n, want, vas) : 0;

@@ -100,6 +100,8 @@ CUresult fc_device_charge(int dev, size_t bytes)
     if (bytes > d->capacity - d->used)
         return CUDA_ERROR_OUT_OF_MEMORY;
     d->used += bytes;
+    if (d->used > d->used_high)
+        d->used_high = d->used;
     return CUDA_SUCCESS;
 }
 

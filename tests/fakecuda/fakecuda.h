@@ -33,6 +33,9 @@ int fakecuda_register_kernel(const char *name, fakecuda_kernel_fn fn,
 
 /* Introspection. */
 size_t fakecuda_device_bytes_used(int dev) __attribute__((weak)); /* device memory held, all kinds */
+/* The most device memory dev has held since the last reset (reset: start
+ * again from what it holds now); returns the figure before any reset. */
+size_t fakecuda_device_bytes_peak(int dev, int reset) __attribute__((weak));
 size_t fakecuda_host_bytes_used(void) __attribute__((weak));      /* pinned host memory held */
 size_t fakecuda_live_mappings(void) __attribute__((weak));        /* VMM mappings currently mapped */
 size_t fakecuda_live_handles(void) __attribute__((weak));         /* cuMemCreate handles not yet freed */

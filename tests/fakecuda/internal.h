@@ -29,6 +29,7 @@ struct fc_mempool;
 struct fc_device {
     size_t capacity;             /* FAKECUDA_MEM */
     size_t used;                 /* device bytes held, under fc_lock */
+    size_t used_high;            /* the most used has been (fakecuda_device_bytes_peak) */
     struct CUctx_st *primary;
     int primary_refs;
     unsigned primary_flags;

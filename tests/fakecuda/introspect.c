@@ -11,6 +11,18 @@ FC_EXPORT size_t fakecuda_device_bytes_used(int dev)
     return n;
 }
 
+FC_EXPORT size_t fakecuda_device_bytes_peak(int dev, int reset)
+{
+    if (dev < 0 || dev >= fc_ndevices)
+        return 0;
+    pthread_mutex_lock(&fc_lock);
+    size_t n = fc_devices[dev].used_high;
+    if (reset)
+        fc_devices[dev].used_high = fc_devices[dev].used;
+    pthread_mutex_unlock(&fc_lock);
+    return n;
+}
+
 FC_EXPORT size_t fakecuda_host_bytes_used(void)
 {
     pthread_mutex_lock(&fc_lock);

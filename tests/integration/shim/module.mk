@@ -8,3 +8,12 @@ $(BUILD)/tests/integration/shim_fork: $(BUILD)/tests/integration/shim/test_fork.
 	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(CHECK_LIBS) $(LDLIBS)
 ALL_TARGETS += $(BUILD)/tests/integration/shim_fork
 UNIT_TESTS += tests/integration/shim/fork.sh
+
+# Oversubscription (issue 13): oversub.sh runs test_oversub.c.
+$(BUILD)/tests/integration/shim_oversub: $(BUILD)/tests/integration/shim/test_oversub.o \
+                                         $(BUILD)/tests/integration/shim/rig.o $(UNIT_MAIN) \
+                                         $(BUILD)/stats/reader.o $(BUILD)/stats/decode.o \
+                                         $(BUILD)/stats/procinfo.o $(FAKECUDA_LIB)
+	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(CHECK_LIBS) $(LDLIBS)
+ALL_TARGETS += $(BUILD)/tests/integration/shim_oversub
+UNIT_TESTS += tests/integration/shim/oversub.sh

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Oversubscription (issue 13) under spillway against fakecuda.
+#  1. test_oversub.c: one 1 GiB device, a 128 MiB limit, programs told
+#     twice that, 512 MiB of host memory for what does not fit, the unmap
+#     hazard check on.
+#  2. The doors: what a program is told (cuMemGetInfo, cuDeviceTotalMem),
+#     its own out-of-memory past that, a factor the host limit cannot hold
+#     or that needs spill refused with status 2 and one line (by the
+#     library and by `spillway run`), and `spillway run --oversubscribe -v`
+#     saying what it did about each framework variable.
+set -u
+B=${SPW_TEST_BUILD:-$(pwd)/build}
+SPW=$B/tools/spillway LIB=$B/libspillway.so PROBE=$B/tests/integration/shim_probe
+# shellcheck disable=SC2046 # names, one word each
+unset LD_PRELOAD XLA_PYTHON_CLIENT_ALLOCATOR PYTORCH_CUDA_ALLOC_CONF \
+    $(env | sed -n 's/^\(SPILLWAY_[A-Za-z0-9_]*\)=.*/\1/p')
+stats=$(mktemp -d)
+trap 'rm -rf "$stats"' EXIT
+export SPILLWAY_STATS_DIR=$stats SPILLWAY_LOG=error
+failed=0
+check() { if [ "$2" = 0 ]; then echo "ok - $1"; else echo "not ok - $1"; failed=$((failed + 1)); fi; }
+
+env LD_PRELOAD="$LIB" FAKECUDA_DEVICES=1 FAKECUDA_MEM=1G FAKECUDA_CHECK_UNMAP=1 \
+    SPILLWAY_MEM_LIMIT=128M SPILLWAY_OVERSUBSCRIBE=2 SPILLWAY_HOST_LIMIT=512M \
+    "$B/tests/integration/shim_oversub"
+check "three programs at F = 2 (test_oversub.c)" $?
+
+export LD_LIBRARY_PATH=$B/fakecuda FAKECUDA_DEVICES=1 FAKECUDA_MEM=256M
+unset SPILLWAY_LOG
+M=$((1 << 20))
+out=$(env SPILLWAY_OVERSUBSCRIBE=2.5 SPILLWAY_MEM_LIMIT=64M SPILLWAY_HOST_LIMIT=1G \
+    LD_PRELOAD="$LIB" "$PROBE" info 2>&1)
+[[ $out == *"dev 0 total $((160 * M)) free $((160 * M)) devtotal $((160 * M))"* ]]
+check "F = 2.5 over a 64 MiB limit: told 160 MiB, by cuMemGetInfo and cuDeviceTotalMem" $?
+[ "$(env SPILLWAY_OVERSUBSCRIBE=1 SPILLWAY_MEM_LIMIT=64M LD_PRELOAD="$LIB" "$PROBE" info 2>&1 |
+    grep -c "total $((64 * M)) free $((64 * M)) devtotal $((64 * M))")" = 1 ]
+check "F = 1: told the limit" $?
+out=$(env SPILLWAY_OVERSUBSCRIBE=2 SPILLWAY_MEM_LIMIT=64M SPILLWAY_HOST_LIMIT=1G \
+    LD_PRELOAD="$LIB" "$PROBE" fill 0 $((16 * M)) 2>&1)
+[[ $out == *"fill 0 bytes $((128 * M)) err 2"* ]] &&
+    [[ $out == *"it would pass what the program is told the device has"* ]]
+check "F = 2: 128 MiB allocated past a 64 MiB limit, then the program's own out-of-memory" $?
+
+# refused WANT VAR=VALUE...: the library and the launcher exit 2 with one
+# line containing WANT.
+refused() {
+    local want=$1 a b ra rb bad=0
+    shift
+    a=$(env "$@" LD_PRELOAD="$LIB" "$PROBE" info 2>&1); ra=$?
+    b=$(env "$@" SPILLWAY_LIB="$LIB" "$SPW" run -- "$PROBE" info 2>&1); rb=$?
+    [ $ra = 2 ] && [ $rb = 2 ] || bad=1
+    for o in "$a" "$b"; do
+        [ "$(printf '%s\n' "$o" | grep -c '^spillway: ')" = 1 ] && [[ $o == *"$want"* ]] || bad=1
+    done
+    [ $bad = 0 ] || printf '  exit %s/%s\n  library:  %s\n  launcher: %s\n' $ra $rb "$a" "$b"
+    check "refused: $*" $bad
+}
+refused "the 200 MiB past the limit of 100 MiB must fit in pinned host memory, but SPILLWAY_HOST_LIMIT is 150 MiB" \
+    SPILLWAY_OVERSUBSCRIBE=3 SPILLWAY_MEM_LIMIT=100M SPILLWAY_HOST_LIMIT=150M
+# A fraction is known once the device is: refused at its first use.
+refused "the 256 MiB past the limit of 128 MiB must fit in pinned host memory, but SPILLWAY_HOST_LIMIT is 200 MiB" \
+    SPILLWAY_OVERSUBSCRIBE=3 SPILLWAY_MEM_FRACTION=0.5 SPILLWAY_HOST_LIMIT=200M
+refused "invalid SPILLWAY_OVERSUBSCRIBE=2 with SPILLWAY_SPILL=0" SPILLWAY_OVERSUBSCRIBE=2 SPILLWAY_SPILL=0
+refused "invalid SPILLWAY_OVERSUBSCRIBE='0.5'" SPILLWAY_OVERSUBSCRIBE=0.5
+
+out=$(env XLA_PYTHON_CLIENT_ALLOCATOR=platform SPILLWAY_LIB="$LIB" \
+    "$SPW" run -v --oversubscribe 1.5 --limit 64M -- "$PROBE" info 2>&1)
+bad=0
+[[ $out == *"SPILLWAY_OVERSUBSCRIBE=1.5"* ]] || bad=1
+[[ $out == *"XLA_PYTHON_CLIENT_ALLOCATOR=platform left alone: set by the user (JAX)"* ]] || bad=1
+for v in XLA_PYTHON_CLIENT_MEM_FRACTION XLA_PYTHON_CLIENT_PREALLOCATE TF_FORCE_GPU_ALLOW_GROWTH \
+    TF_GPU_ALLOCATOR PYTORCH_CUDA_ALLOC_CONF; do
+    [ "$(grep -c "^spillway: $v" <<<"$out")" = 1 ] || bad=1
+done
+[[ $out == *"total $((96 * M)) free $((96 * M))"* ]] || bad=1
+[ $bad = 0 ] || printf '%s\n' "$out"
+check "spillway run -v --oversubscribe 1.5: one line per framework variable, the user's left alone" $bad
+out=$(SPILLWAY_LIB="$LIB" "$SPW" run --oversubscribe 1.5 --limit 64M -- "$PROBE" info 2>&1)
+[[ $out != *XLA_* ]]
+check "without -v, nothing said" $?
+
+echo "oversub.sh: $failed failed"
+[ $failed = 0 ]
