@@ -57,3 +57,15 @@ ALL_TARGETS += $(BUILD)/bench/spill_bench
 bench-spill: $(BUILD)/bench/spill_bench
 	BUILD=$(BUILD) bench/spill_bench.sh
 .PHONY: bench-spill
+
+# `make bench-oversub` (issue 13, any host): pages moved per step by a
+# repeating training step past the limit, at F = 1.5 and 2, with the
+# no-thrash rule and with demand paging (bench/oversub_bench.c): counts.
+$(BUILD)/bench/oversub_bench: $(BUILD)/bench/oversub_bench.o $(BUILD)/tests/unit/policy/stepload.o \
+    $(BUILD)/tests/unit/policy/fakebackend.o $(patsubst %.c,$(BUILD)/%.o,$(wildcard policy/*.c))
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+ALL_TARGETS += $(BUILD)/bench/oversub_bench
+bench-oversub: $(BUILD)/bench/oversub_bench
+	@echo "bench-oversub on $$(uname -n) ($$(nproc) cores), $$(date -u +%F): policy over the fake backend, 64 KiB pages, 60 warm-up + 20 measured steps"
+	$(BUILD)/bench/oversub_bench
+.PHONY: bench-oversub
