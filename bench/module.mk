@@ -69,3 +69,4 @@ bench-oversub: $(BUILD)/bench/oversub_bench
 	@echo "bench-oversub on $$(uname -n) ($$(nproc) cores), $$(date -u +%F): policy over the fake backend, 64 KiB pages, 60 warm-up + 20 measured steps"
 	$(BUILD)/bench/oversub_bench
 .PHONY: bench-oversub
+UNIT_TESTS += bench/oversub_smoke.sh
