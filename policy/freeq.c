@@ -257,26 +257,6 @@ size_t sw_freeq_pending(sw_device *d, size_t *count)
     return b;
 }
 
-uint64_t sw_sync_begin(sw_policy *p, int dev)
-{
-    sw_device *d = sw_dev(p, dev);
-    if (!d)
-        return 0;
-    return atomic_fetch_add_explicit(&d->q.epoch, 1, memory_order_acq_rel);
-}
-
-void sw_sync_end(sw_policy *p, int dev, uint64_t ticket)
-{
-    sw_device *d = sw_dev(p, dev);
-    if (!d)
-        return;
-    uint64_t cur = atomic_load_explicit(&d->q.covered, memory_order_relaxed);
-    while (cur < ticket && !atomic_compare_exchange_weak_explicit(
-                               &d->q.covered, &cur, ticket, memory_order_acq_rel,
-                               memory_order_relaxed))
-        ;
-}
-
 CUresult sw_sync_and_collect(sw_device *d)
 {
     /* Through the device's syncer: the program's own thread must never

@@ -24,32 +24,6 @@ uint64_t sw_clock_tick(sw_policy *p)
     return atomic_fetch_add_explicit(&p->clock, 1, memory_order_relaxed) + 1;
 }
 
-/* uses as of now: halved once per half-life boundary crossed since then. */
-static uint32_t decayed(uint32_t uses, uint64_t then, uint64_t now)
-{
-    uint64_t k = (now >> SW_HALF_LIFE_LOG) - (then >> SW_HALF_LIFE_LOG);
-    return k >= 32 ? 0 : uses >> k;
-}
-
-uint32_t sw_heat_uses(const sw_heat *h, uint64_t now)
-{
-    return decayed(atomic_load_explicit(&h->uses, memory_order_relaxed),
-                   atomic_load_explicit(&h->touched, memory_order_relaxed), now);
-}
-
-uint32_t sw_heat_rate(const sw_heat *h, uint64_t now)
-{
-    uint64_t born = atomic_load_explicit(&h->born, memory_order_relaxed);
-    uint64_t age = now > born ? now - born : 0;
-    if (age < SW_NEWBORN_TICKS)
-        return SW_RATE_NEWBORN;
-    /* About the decay's mean life (half-life / ln 2): older owners count
-     * their decayed uses over that window. */
-    uint64_t window = (3ull << SW_HALF_LIFE_LOG) / 2;
-    uint64_t r = ((uint64_t)sw_heat_uses(h, now) << 10) / (age < window ? age : window);
-    return r >= SW_RATE_NEWBORN ? SW_RATE_NEWBORN - 1 : (uint32_t)r;
-}
-
 /* One use at now. Racy by design: two threads using one buffer at once may
  * count one use. */
 static void use(sw_heat *h, uint64_t now)
@@ -57,7 +31,7 @@ static void use(sw_heat *h, uint64_t now)
     uint64_t t = atomic_load_explicit(&h->touched, memory_order_relaxed);
     uint32_t u = atomic_load_explicit(&h->uses, memory_order_relaxed);
     if (t != now) {
-        u = decayed(u, t, now);
+        u = sw_heat_decayed(u, t, now);
         atomic_store_explicit(&h->touched, now, memory_order_relaxed);
     }
     if (u != UINT32_MAX)

@@ -124,6 +124,9 @@ typedef struct sw_heat {
  * ticks. */
 #define SW_TOUCH_TICK 32u
 #define SW_HALF_LIFE_LOG 10u
+/* uses written at tick then, as of tick now: halved once per half-life
+ * boundary crossed since (rate.c). */
+uint32_t sw_heat_decayed(uint32_t uses, uint64_t then, uint64_t now);
 uint32_t sw_heat_uses(const sw_heat *h, uint64_t now);
 /* Uses per tick (x 1024) over the owner's life, or over the decay's window
  * once older: a buffer allocated and used within a step compares fairly

@@ -17,54 +17,6 @@
 
 #include "policy/internal.h"
 
-uint64_t sw_reach(sw_device *d)
-{
-    return d->access_mask | atomic_load_explicit(&d->vmm_access, memory_order_relaxed) |
-           1ull << d->id;
-}
-
-/* Syncs every device of mask; NOT_READY when one cannot be had in time. */
-static CUresult sync_all(sw_policy *p, uint64_t mask, uint64_t deadline)
-{
-    for (uint64_t m = mask; m; m &= m - 1) {
-        sw_device *x = sw_dev(p, __builtin_ctzll(m));
-        if (!x)
-            continue; /* no pool there: its work reaches ours only through peers we sync */
-        CUresult r = sw_syncer_wait(x, deadline);
-        if (r != CUDA_SUCCESS)
-            return r;
-        sw_freeq_collect(x, false);
-    }
-    return CUDA_SUCCESS;
-}
-
-CUresult sw_quiesce(sw_device *d, uint64_t *devices)
-{
-    sw_policy *p = d->pol;
-    const sw_backend *be = &p->be;
-    if (be->capturing && be->capturing(be->ctx))
-        return CUDA_ERROR_NOT_READY;
-    pthread_mutex_lock(&d->lock);
-    uint64_t mask = sw_reach(d);
-    pthread_mutex_unlock(&d->lock);
-    uint64_t deadline = sw_deadline(d);
-    CUresult r = sw_gate_close(p, mask, deadline);
-    if (r != CUDA_SUCCESS)
-        return r;
-    if ((r = sync_all(p, mask, deadline)) != CUDA_SUCCESS) {
-        sw_gate_open(p, mask);
-        return r;
-    }
-    *devices = mask;
-    return CUDA_SUCCESS;
-}
-
-void sw_unquiesce(sw_device *d, uint64_t devices, uint64_t since_ns)
-{
-    sw_gate_open(d->pol, devices);
-    atomic_fetch_add_explicit(&d->c.stall_ns, sw_now_ns() - since_ns, memory_order_relaxed);
-}
-
 /* A page ahead of the hand, as the choice of victims weighs it. */
 typedef struct cand {
     sw_page *pg;

@@ -160,3 +160,25 @@ uint64_t sw_deadline(const sw_device *d)
 {
     return sw_now_ns() + d->cfg.quiesce_wait_ns;
 }
+
+/* Sync tickets: a sync that began after ticket t was taken covers every
+ * free queued before t (freeq.c reads q.covered). */
+uint64_t sw_sync_begin(sw_policy *p, int dev)
+{
+    sw_device *d = sw_dev(p, dev);
+    if (!d)
+        return 0;
+    return atomic_fetch_add_explicit(&d->q.epoch, 1, memory_order_acq_rel);
+}
+
+void sw_sync_end(sw_policy *p, int dev, uint64_t ticket)
+{
+    sw_device *d = sw_dev(p, dev);
+    if (!d)
+        return;
+    uint64_t cur = atomic_load_explicit(&d->q.covered, memory_order_relaxed);
+    while (cur < ticket && !atomic_compare_exchange_weak_explicit(
+                               &d->q.covered, &cur, ticket, memory_order_acq_rel,
+                               memory_order_relaxed))
+        ;
+}
