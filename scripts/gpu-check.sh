@@ -5,7 +5,8 @@
 # two processes in spillway-top), spill (a program holding 1.5x its limit,
 # and what spill costs a launch), the framework features of issue 12 under
 # spill (PyTorch CUDA graphs, JAX command buffers, PyTorch expandable
-# segments), the benchmarks of issue 4, and prints
+# segments), the seed's MLP past the device's memory (issue 13: JAX and
+# PyTorch under SPILLWAY_OVERSUBSCRIBE), the benchmarks of issue 4, and prints
 # markdown tables for the README: to stdout and $OUT/gpu-check.md, the full
 # log in $OUT/gpu-check.log, the raw records in $OUT/results.jsonl.
 #
@@ -13,7 +14,8 @@
 #                                    (default 540: the device tool's command
 #                                    limit is 600)
 #   scripts/gpu-check.sh --quick     conformance, baselines, 4G rows, the two
-#                                    processes, spill, issue 12 rows; no
+#                                    processes, spill, issue 12 rows, issue 13's
+#                                    jax-seed-default and torch-mlp-2; no
 #                                    fraction rows, no benchmarks
 #   scripts/gpu-check.sh --dry-run   print what would run (no GPU needed)
 #   scripts/gpu-check.sh --fake      the whole script without a GPU: fakecuda
@@ -80,6 +82,10 @@ CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 NVCC=${NVCC:-$(command -v nvcc || echo "$CUDA_HOME/bin/nvcc")}
 PY=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null || echo python3)
 MAKEVARS=(BUILD="$BUILD" CUDA_HOME="$CUDA_HOME" NVCC="$NVCC")
+# Issue 13's stage (tests/gpu/oversub.py): ~205 s expected on an H100 for
+# every row (two native runs, six under spillway; its --dry-run itemises),
+# capped so that a slow spill cannot starve the stages after it.
+OVERSUB_CAP=240 OVERSUB_QUICK_CAP=120 OVERSUB_QUICK_ROWS=jax-seed-default,torch-mlp-2
 
 if [ "$MODE" = dry ]; then
     echo "would build: make -j$(nproc) ${MAKEVARS[*]} gpu-build (+ $BUILD/tools/spillway-top if ncurses)"
@@ -87,6 +93,8 @@ if [ "$MODE" = dry ]; then
     "$PY" tests/gpu/acceptance.py --build "$BUILD" --out "$OUT" --dry-run --native-total $((80 << 30))
     "$PY" tests/gpu/pair.py --build "$BUILD" --out "$OUT" --dry-run
     "$PY" tests/gpu/features.py --build "$BUILD" --out "$OUT" --dry-run
+    echo "issue 13 stage: at most ${OVERSUB_CAP}s (--quick: ${OVERSUB_QUICK_CAP}s, rows $OVERSUB_QUICK_ROWS)"
+    "$PY" tests/gpu/oversub.py --build "$BUILD" --out "$OUT" --dry-run
     "$PY" bench/run.py --build "$BUILD" --out "$OUT" --dry-run
     exit 0
 fi
@@ -178,12 +186,16 @@ write_tables() {
 # --- acceptance and benchmarks ---------------------------------------------
 # Each Python stage gets the time left (minus what rendering needs) as its
 # hard limit; inside, every run has its own timeout under the same deadline.
-py_stage() { # description, script, args...
+# -t SECONDS first caps the stage (its own deadline, and the hard limit).
+py_stage() { # [-t seconds] description, script, args...
+    local cap=""
+    if [ "$1" = -t ]; then cap=$2; shift 2; fi
     local desc=$1; shift
     stage "$desc"
-    local t=$(($(left) - 5))
+    local t=$(($(left) - 5)) dl=$DEADLINE
+    if [ -n "$cap" ] && [ "$t" -gt "$cap" ]; then t=$cap; dl=$(($(date +%s) + cap + 5)); fi
     if [ "$t" -le 10 ]; then say "   skipped: time budget"; return; fi
-    timeout "$t" "$PY" "$@" "${FAKE[@]+"${FAKE[@]}"}" --deadline "$DEADLINE" 2>&1 | tee -a "$LOG" |
+    timeout "$t" "$PY" "$@" "${FAKE[@]+"${FAKE[@]}"}" --deadline "$dl" 2>&1 | tee -a "$LOG" |
         grep -E '^RESULT' || true
     write_tables
 }
@@ -247,6 +259,20 @@ write_tables
 # expected on an H100); with --fake, the stand-ins of tests/gpu/mock.
 py_stage "issue 12: CUDA graphs, XLA command buffers, expandable segments" \
     tests/gpu/features.py --build "$BUILD" --out "$OUT"
+
+# --- issue 13: the seed's MLP past the device's memory ---------------------
+# bench/seed_mlp_jax.py (JAX default allocator, cuda_async, platform) under
+# SPILLWAY_MEM_LIMIT=3G at F = 2, bench/seed_mlp_torch.py at F = 1.5 and 2
+# (caching allocator, cudaMallocAsync): losses against a native run, real
+# device usage against the limit, step time over native. With --fake, the
+# stand-ins of tests/gpu/mock.
+OV=(tests/gpu/oversub.py --build "$BUILD" --out "$OUT")
+if [ "$MODE" = quick ]; then
+    py_stage -t "$OVERSUB_QUICK_CAP" "issue 13: oversubscription ($OVERSUB_QUICK_ROWS)" "${OV[@]}" \
+        --rows "$OVERSUB_QUICK_ROWS"
+else
+    py_stage -t "$OVERSUB_CAP" "issue 13: oversubscription (seed MLP, JAX and PyTorch)" "${OV[@]}"
+fi
 if [ "$MODE" = full ] || [ "$MODE" = fake ]; then
     py_stage "benchmarks (issue 4, stats cost)" bench/run.py --build "$BUILD" --out "$OUT"
     py_stage "issue 3/4 framework rows, SPILLWAY_MEM_FRACTION=0.1" "${A[@]}" --phase limit --limits 0.1 \

@@ -17,9 +17,14 @@
 #     XLA_FLAGS); the expandable-segments row must pass as PyTorch asks its
 #     segments (shareable handles) and without shareable handles, and FAIL
 #     when they are not pooled;
-#  6. bench/run.py --fake (random and preallocation groups), then report.py
+#  6. issue 13's rows (oversub.py): the judging on synthetic runs
+#     (--self-test), then the seed's MLP on the stand-ins over fakecuda
+#     under SPILLWAY_OVERSUBSCRIBE (JAX default and cuda_async, PyTorch at
+#     F = 2) must pass, and FAIL on the loss when results read back under
+#     spillway are off by 1%;
+#  7. bench/run.py --fake (random and preallocation groups), then report.py
 #     renders every table.
-# Parts 2-6 need python3; without it they are skipped, saying so.
+# Parts 2-7 need python3; without it they are skipped, saying so.
 set -u
 B=${SPW_TEST_BUILD:-${BUILD:-build}}
 case $B in /*) ;; *) B=$PWD/$B ;; esac
@@ -101,6 +106,20 @@ got=$(feature torch-expandable)
 if grep -q ' pass=1 ' <<<"$got"; then ok "expandable segments as PyTorch asks them (shareable handles) are pooled"
 else not_ok "expandable segments as PyTorch asks them (shareable handles): $got"; fi
 
+if "$PY" "$HERE/oversub.py" --self-test >"$OUT/ov-self.txt" 2>&1; then ok "issue 13 judging on synthetic runs"
+else not_ok "issue 13 judging: $(grep -v '^ok' "$OUT/ov-self.txt")"; fi
+OV_ROWS=jax-seed-default,jax-seed-async,torch-mlp-2
+"$PY" "$HERE/oversub.py" --build "$B" --out "$OUT" --fake --rows "$OV_ROWS" >"$OUT/ov.txt" 2>&1
+for row in ${OV_ROWS//,/ }; do
+    if grep -q "^RESULT table=oversub name=$row .*pass=1 " "$OUT/ov.txt"; then ok "$row row passes on the stand-ins"
+    else not_ok "$row row: $(grep -F "name=$row " "$OUT/ov.txt" || cat "$OUT/ov.txt")"; fi
+done
+mkdir -p "$OUT/ov-neg"
+got=$("$PY" "$HERE/oversub.py" --build "$B" --out "$OUT/ov-neg" --fake --rows torch-mlp-2 \
+    --extra-env MOCK_FAULT=mismatch 2>&1 | grep '^RESULT table=oversub')
+if grep -q ' pass=0 .*failed=loss$' <<<"$got"; then ok "negative control: losses off by 1% under spillway fail (loss)"
+else not_ok "negative control: losses off by 1% did not fail on loss: $got"; fi
+
 # Latency is left to the smoke test above (time: this runs in `make test`).
 "$PY" "$ROOT/bench/run.py" --build "$B" --out "$OUT" --fake --only random,prealloc >"$OUT/bench.txt" 2>&1
 bad=$(grep -c '^RESULT table=bench .*status=[^o]' "$OUT/bench.txt")
@@ -111,7 +130,9 @@ else not_ok "benchmark runs: $(cat "$OUT/bench.txt")"; fi
 for want in "### Limits (issue 3) and pool (issue 4)" "| CUDA C, nvcc -cudart static | SPILLWAY_MEM_LIMIT=64M | 64 MiB | 64 MiB |" \
     "### Two processes at once (issue 5)" "spillway-top  " "### Alloc+free pair latency" "verify: ok, 0 errors" \
     "### Time to preallocate 75% of the device" "### Features frameworks use, under spill (issue 12)" \
-    "| PyTorch torch.cuda.graph MLP step (capture + replay) | SPILLWAY_MEM_LIMIT=16M |"; do
+    "| PyTorch torch.cuda.graph MLP step (capture + replay) | SPILLWAY_MEM_LIMIT=16M |" \
+    "### Oversubscription: the seed's MLP past the device's memory (issue 13)" \
+    "| JAX seed MLP, default allocator (BFC arena) | SPILLWAY_MEM_LIMIT=96M SPILLWAY_OVERSUBSCRIBE=2 | **pass** |"; do
     if grep -qF -- "$want" "$OUT/report.md"; then ok "report shows '$want'"; else not_ok "report lacks '$want'"; fi
 done
 if "$PY" "$HERE/report.py" --self-test >/dev/null 2>&1; then ok "report self-test"; else not_ok "report self-test"; fi

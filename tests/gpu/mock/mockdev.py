@@ -12,6 +12,17 @@ graphs are the driver's stream capture, instantiation and launch.
 Otherwise a plain counter of MOCK_TOTAL bytes (default 256M), values in
 Python, and no graphs.
 
+Stream-ordered allocations (Device.stream_ordered: JAX's cuda_async,
+PyTorch's backend:cudaMallocAsync):
+cuMemAllocAsync and cuMemFreeAsync on the legacy stream, as XLA's
+cuda_async allocator allocates and frees each buffer on its stream.
+
+MOCK_DEVICE_PEAK=<file> (issue 13's rows, tests/gpu/oversub.py): where the
+peak of fakecuda's own device bytes (fakecuda_device_bytes_used: what the
+emulated device really holds, spillway's pool included) is written at exit,
+sampled after every allocation and free - NVML's per-process figure, on
+fakecuda.
+
 MOCK_FAULT, the negative controls of tests/gpu/selftest.sh, acts only in a
 process under spillway (libspillway in LD_PRELOAD):
   mismatch      values read back for a row's results are off by 1%
@@ -59,6 +70,8 @@ _P, _U64, _SZ = ctypes.c_void_p, ctypes.c_uint64, ctypes.c_size_t
 _PROTOS = {
     "cuMemAlloc_v2": [ctypes.POINTER(_U64), _SZ],
     "cuMemFree_v2": [_U64],
+    "cuMemAllocAsync": [ctypes.POINTER(_U64), _SZ, _P],
+    "cuMemFreeAsync": [_U64, _P],
     "cuMemGetInfo_v2": [ctypes.POINTER(_SZ), ctypes.POINTER(_SZ)],
     "cuMemcpyHtoD_v2": [_U64, _P, _SZ],
     "cuMemcpyDtoH_v2": [_P, _U64, _SZ],
@@ -92,6 +105,35 @@ if os.environ.get("MOCK_CUDA") == "1":
     if (_cu.cuInit(0) or _cu.cuDeviceGet(ctypes.byref(_dev), 0)
             or _cu.cuDevicePrimaryCtxRetain(ctypes.byref(_ctx), _dev) or _cu.cuCtxSetCurrent(_ctx)):
         raise RuntimeError("mock: no CUDA context")
+
+
+class _DevicePeak:
+    """fakecuda's device bytes at their highest (MOCK_DEVICE_PEAK)."""
+
+    def __init__(self):
+        self.path, self.peak, self.fn = os.environ.get("MOCK_DEVICE_PEAK"), 0, None
+        if self.path and _cu is not None:
+            try:
+                self.fn = _cu.fakecuda_device_bytes_used
+            except AttributeError:  # the real driver: NVML measures it
+                self.fn = None
+        if self.fn:
+            self.fn.restype, self.fn.argtypes = ctypes.c_size_t, [ctypes.c_int]
+            import atexit
+            atexit.register(self.write)
+
+    def sample(self):
+        if self.fn:
+            self.peak = max(self.peak, self.fn(0))
+
+    def write(self):
+        self.sample()
+        with open(self.path, "w") as f:
+            f.write("%d\n" % self.peak)
+
+
+DEVICE_PEAK = _DevicePeak()
+DEVICE_PEAK.sample()
 
 
 class CudaError(RuntimeError):
@@ -257,7 +299,9 @@ class Segments:
 
 class Device:
     used = 0
+    peak = 0  # the most used at once (the frameworks' peak figures)
     segments = None  # a Segments when PyTorch's expandable segments are on
+    stream_ordered = False  # cuMemAllocAsync / cuMemFreeAsync (cuda_async, cudaMallocAsync)
 
     @classmethod
     def take(cls, n, oom):
@@ -266,15 +310,21 @@ class Device:
             ptr = _relaxed(lambda: cls.segments.take(n, oom))
         elif _cu:
             p = ctypes.c_uint64()
-            r = _relaxed(lambda: _cu.cuMemAlloc_v2(ctypes.byref(p), n))
+            call = "cuMemAllocAsync" if cls.stream_ordered else "cuMemAlloc_v2"
+            if cls.stream_ordered:
+                r = _relaxed(lambda: _cu.cuMemAllocAsync(ctypes.byref(p), n, None))
+            else:
+                r = _relaxed(lambda: _cu.cuMemAlloc_v2(ctypes.byref(p), n))
             if r == 2:
                 raise oom("out of memory: %d bytes requested, %d in use" % (n, cls.used))
             if r:
-                raise RuntimeError("cuMemAlloc_v2: error %d" % r)
+                raise RuntimeError("%s: error %d" % (call, r))
             ptr = p.value
         elif cls.used + n > TOTAL:
             raise oom("out of memory: %d bytes requested, %d of %d in use" % (n, cls.used, TOTAL))
         cls.used += n
+        cls.peak = max(cls.peak, cls.used)
+        DEVICE_PEAK.sample()
         return ptr
 
     @classmethod
@@ -284,9 +334,12 @@ class Device:
             return
         if _cu and ptr and cls.segments:
             cls.segments.give(ptr)
+        elif _cu and ptr and cls.stream_ordered:
+            _cu.cuMemFreeAsync(ptr, None)
         elif _cu and ptr:
             _cu.cuMemFree_v2(ptr)
         cls.used -= n
+        DEVICE_PEAK.sample()
 
     @classmethod
     def reserved(cls):
@@ -350,6 +403,10 @@ class Mat:
 
     def abs(self):
         return self._map(abs)
+
+    def total(self):
+        """The sum of every value (a scalar, in every element)."""
+        return Mat.full(sum(map(sum, self.rows)))
 
     def colsum(self):
         """Column sums, in every row (the shape never changes here)."""

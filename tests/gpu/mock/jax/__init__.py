@@ -3,8 +3,11 @@ with a nominal shape whose bytes they take from the device. The allocator
 follows XLA_PYTHON_CLIENT_*: BFC (the default, preallocated or not) refuses
 past bytes_limit = XLA_PYTHON_CLIENT_MEM_FRACTION (0.75) x the reported
 total, as JAX's does, with its RESOURCE_EXHAUSTED error; platform and
-cuda_async only when the driver refuses. jit stands in for XLA's command
-buffers (see _CommandBuffers)."""
+cuda_async only when the driver refuses (cuda_async through cuMemAllocAsync
+and cuMemFreeAsync, as XLA's). jit stands in for XLA's command buffers (see
+_CommandBuffers); jit(f).lower(...).compile() can be called, as a
+jax.stages.Compiled can. Values a row reports (float(array)) go through
+mockdev.results (MOCK_FAULT=mismatch)."""
 import os
 import re
 
@@ -32,11 +35,15 @@ def _oom(msg):
     return XlaRuntimeError("RESOURCE_EXHAUSTED: " + msg)
 
 
+Device.stream_ordered = _allocator() == "cuda_async"
+
+
 class _Dev:
     def memory_stats(self):
         if _allocator() == "platform":
             return None
-        return {"bytes_limit": _bytes_limit(), "bytes_in_use": Device.used, "pool_bytes": Device.used}
+        return {"bytes_limit": _bytes_limit(), "bytes_in_use": Device.used, "pool_bytes": Device.used,
+                "peak_bytes_in_use": Device.peak, "peak_pool_bytes": Device.peak}
 
 
 def devices():
@@ -83,11 +90,22 @@ class Array:
     def __add__(self, o):
         return self._op(lambda a, b: a + b, o)
 
+    __radd__ = __add__
+
+    def __neg__(self):
+        return self._op(lambda a: a * -1.0)
+
+    def __lt__(self, o):
+        return self._op(lambda a, b: a._zip(b, lambda x, y: float(x < y)), o)
+
+    def __rpow__(self, k):
+        return self._op(lambda a: a._map(lambda e: k ** e))
+
     def __sub__(self, o):
         return self._op(lambda a, b: a - b, o)
 
     def __rsub__(self, o):
-        return self._op(lambda a, b: b - a, o)
+        return self._op(lambda a, b: b - a if isinstance(b, Mat) else a * -1.0 + b, o)
 
     def __mul__(self, o):
         return self._op(lambda a, b: a * b, o)
@@ -106,8 +124,13 @@ class Array:
     def sum(self, axis=None):
         return self._op(lambda a: a.colsum(), shape=self.shape[1:])
 
-    def __float__(self):
+    def value(self):
+        """The first element, as computed (internal use)."""
         return self.mat.rows[0][0]
+
+    def __float__(self):
+        """What a row reads back and reports (MOCK_FAULT=mismatch: off)."""
+        return mockdev.results([self.value()])[0]
 
 
 def device_put(x, dev=None):
@@ -123,7 +146,7 @@ def value_and_grad(f):
     the rows compare runs of the same code."""
     def vg(params, *args):
         loss = f(params, *args)
-        scale = 0.01 * float(loss)
+        scale = 0.01 * loss.value()
         return loss, tree_util.tree_map(lambda p: p * scale, params)
     return vg
 
@@ -161,14 +184,23 @@ class _CommandBuffers:
 
 
 class _Compiled:
-    def __init__(self, text):
-        self.text = text
+    """Both the lowered and the compiled stage: as_text, memory_analysis
+    (None: not known here, as XLA answers on some platforms) and calls."""
+
+    def __init__(self, text, jitted=None):
+        self.text, self.jitted = text, jitted
 
     def compile(self):
         return self
 
     def as_text(self):
         return self.text
+
+    def memory_analysis(self):
+        return None
+
+    def __call__(self, *args):
+        return self.jitted(*args)
 
 
 class _Jitted:
@@ -181,7 +213,7 @@ class _Jitted:
         return out
 
     def lower(self, *args):
-        return _Compiled(self.cb.hlo(getattr(self.f, "__name__", "fn")))
+        return _Compiled(self.cb.hlo(getattr(self.f, "__name__", "fn")), self)
 
 
 def jit(f=None, static_argnums=None, donate_argnums=None):

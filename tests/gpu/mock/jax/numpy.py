@@ -1,6 +1,9 @@
+import math
+
 from mockdev import Mat
 
-float32 = "float32"
+float32, int32 = "float32", "int32"
+pi = math.pi
 
 
 def zeros(shape, dtype=None):
@@ -24,3 +27,30 @@ def mean(x):
 
 def abs(x):  # noqa: A001
     return x._op(lambda a: a.abs())
+
+
+def zeros_like(x):
+    from jax import Array
+    return Array(Mat.zeros(), shape=x.shape)
+
+
+def sum(x):  # noqa: A001
+    """The total of every element, a scalar."""
+    return x._op(lambda a: a.total(), shape=())
+
+
+def tanh(x):
+    return x._op(lambda a: a._map(math.tanh))
+
+
+def sqrt(x):
+    if isinstance(x, (int, float)):
+        return math.sqrt(x)
+    return x._op(lambda a: a._map(math.sqrt))
+
+
+def where(cond, x, y):
+    """Elementwise pick; cond a scalar array (clip_by_global_norm's) or as x."""
+    def pick(c, a, b):
+        return Mat([[u if k else v for u, v, k in zip(ra, rb, rc)] for ra, rb, rc in zip(a.rows, b.rows, c.rows)])
+    return cond._op(pick, x, y, shape=x.shape)

@@ -6,7 +6,10 @@ torch.cuda.graph captures, they run nothing: each is recorded on the graph
 (with a memset node into its output, so that every replay writes the
 graph's memory through the driver) and computed at each replay - as CUDA
 work is recorded, not run, during a capture. Gradients are a stand-in
-(p * 0.01 * loss), not derivatives: the rows compare runs of the same code."""
+(p * 0.01 * loss), not derivatives: the rows compare runs of the same code.
+detach() breaks the chain (the graph dies with the loss), and values a row
+reads back (item(), tolist()) go through mockdev.results
+(MOCK_FAULT=mismatch)."""
 import os as _os
 import random as _random
 
@@ -29,6 +32,9 @@ def manual_seed(s):
 
 
 class Generator:
+    def __init__(self, device=None):
+        self.r = _random.Random(0)
+
     def manual_seed(self, s):
         self.r = _random.Random(s)
         return self
@@ -71,7 +77,39 @@ class Tensor:
         return Tensor(self.mat, shape=self.shape)
 
     def detach(self):
+        """The same memory, out of the graph."""
+        t = object.__new__(Tensor)
+        t.__dict__.update(self.__dict__)
+        t.inputs, t.grad, t.requires_grad = (), None, False
+        return t
+
+    def requires_grad_(self, on=True):
+        """A leaf from now on: its history (and what that holds) goes."""
+        self.requires_grad, self.inputs = on, ()
         return self
+
+    def item(self):
+        return mockdev.results([self.mat.rows[0][0]])[0]
+
+    def __mul__(self, o):
+        if isinstance(o, Tensor):
+            return _op(lambda a, b: a._zip(b, lambda x, y: x * y), self, o)
+        return _op(lambda a: a * o, self)
+
+    def __radd__(self, o):
+        return _op(lambda a: a + o, self)
+
+    def __sub__(self, o):
+        return _op(lambda a, b: a - b, self, o)
+
+    def __pow__(self, k):
+        return _op(lambda a: a ** k, self)
+
+    def __truediv__(self, k):
+        return _op(lambda a: a / k, self)
+
+    def mean(self):
+        return _op(lambda a: Mat.full(a.mean()), self, shape=())
 
     def __matmul__(self, o):
         return _op(lambda a, b: a @ b, self, o, shape=(self.shape[0], o.shape[-1]))
@@ -94,6 +132,8 @@ class Tensor:
         return _op(lambda a: a, self, shape=shape)
 
     def sum(self, dim=None, dtype=None):
+        if dim is None and dtype is None:  # every element
+            return _op(lambda a: a.total(), self, shape=())
         if dim is None:  # a byte tensor's total: its one value times its bytes
             n = self.buf.nbytes if self.buf else _nbytes(self.shape) // 4
             return _op(lambda a: Mat.full(a.rows[0][0] * n), self, shape=())
@@ -120,6 +160,7 @@ class Tensor:
         """Stand-in gradients for every parameter this tensor came from."""
         for p in _leaves(self):
             p.grad = _op(lambda pm, lm: pm * (0.01 * lm.rows[0][0]), p, self, out=p.grad)
+            p.grad.inputs = ()  # a gradient holds no graph
 
     def tolist(self):
         return self.mat.tolist()
@@ -160,9 +201,14 @@ def randint(lo, hi, shape, generator):
     return Tensor(Mat([[generator.r.randrange(lo, hi) for _ in range(N)] for _ in range(N)]), shape=shape)
 
 
-def randn(*shape, generator=None):
+def randn(*shape, generator=None, device=None):
     r = generator.r if generator else _RNG
-    return Tensor(Mat([[round(r.gauss(0, 1), 3) for _ in range(N)] for _ in range(N)]), shape=shape)
+    return Tensor(Mat([[round(r.gauss(0, 1), 3) for _ in range(N)] for _ in range(N)]), shape=shape,
+                  cuda=device == "cuda")
+
+
+def set_float32_matmul_precision(_p):
+    pass
 
 
 def zeros(*shape, device=None):
@@ -199,3 +245,7 @@ from . import cuda, nn, optim  # noqa: E402,F401  (they use Tensor)
 cuda.OutOfMemoryError = OutOfMemoryError
 if "expandable_segments:true" in _os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "").lower() and mockdev._cu:
     Device.segments = mockdev.Segments()
+# backend:cudaMallocAsync: every tensor is a stream-ordered allocation and
+# every free reaches the driver (issue 13's liveness recipe), as torch's
+# CudaMallocAsyncAllocator does.
+Device.stream_ordered = "backend:cudamallocasync" in _os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "").lower()

@@ -24,6 +24,16 @@ def memory_allocated():
     return Device.used
 
 
+def max_memory_allocated():
+    return Device.peak
+
+
+def max_memory_reserved():
+    """Without expandable segments every block is its own cuMemAlloc: the
+    most allocated at once."""
+    return max(Device.peak, Device.reserved())
+
+
 def capturing():
     """The CUDAGraph capturing now, or None."""
     return _CAPTURING[-1] if _CAPTURING else None

@@ -5,7 +5,7 @@ import math
 import torch
 from mockdev import N, Mat
 
-from . import functional  # noqa: F401
+from . import functional, utils  # noqa: F401
 
 
 class Module:
