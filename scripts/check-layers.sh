@@ -12,25 +12,27 @@
 #   bench/     -> policy/ (bench-spill), shim/options.o (the size parser)
 #   shim/options.o, stats/procinfo.o -> nothing
 # Circles between files inside shim/ and inside policy/ (A uses a symbol
-# of B and B one of A, or longer loops) are listed as warnings with a
-# count; --strict (make check-layers STRICT_LAYERS=1) makes them errors.
+# of B and B one of A, or longer loops) are errors too (issue 15: there
+# are none); --warn-circles (make check-layers STRICT_LAYERS=0) lists them
+# as warnings instead, for a refactoring under way.
 #
-#   scripts/check-layers.sh [--strict] [--no-self-test]
+#   scripts/check-layers.sh [--warn-circles] [--no-self-test]
 # reads $SPW_TEST_BUILD (or $BUILD, default build). Before the tree, it
 # checks itself: objects made to break a layer on purpose must fail.
 # POSIX sh, awk, readelf and cc.
 set -eu
 cd "$(dirname "$0")/.."
 B=${SPW_TEST_BUILD:-${BUILD:-build}}
-STRICT=0 SELFTEST=1
+STRICT=1 SELFTEST=1
 for a in "$@"; do
     case $a in
-    --strict) STRICT=1 ;;
+    --strict) STRICT=1 ;; # the default; kept for old command lines
+    --warn-circles) STRICT=0 ;;
     --no-self-test) SELFTEST=0 ;;
-    *) echo "usage: $0 [--strict] [--no-self-test]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--warn-circles] [--no-self-test]" >&2; exit 2 ;;
     esac
 done
-[ "${STRICT_LAYERS:-0}" = 1 ] && STRICT=1
+[ "${STRICT_LAYERS:-1}" = 0 ] && STRICT=0
 
 # The product's objects, from its sources (a stale object of a deleted
 # source must not count). bench/gpuapi_rt.c is built only on the GPU host,
@@ -194,8 +196,8 @@ self_test() {
     symbols "$tmp/policy/selftest_a.o" "$tmp/policy/selftest_b.o" >"$tmp/circle"
     expect "policy calling the shim fails" 1 0 "$tmp/up"
     expect "policy calling the driver fails" 1 0 "$tmp/drv"
-    expect "a circle inside policy/ warns" 0 0 "$tmp/circle"
-    expect "a circle inside policy/ fails with --strict" 1 1 "$tmp/circle"
+    expect "a circle inside policy/ fails" 1 1 "$tmp/circle"
+    expect "a circle inside policy/ only warns with --warn-circles" 0 0 "$tmp/circle"
 }
 
 [ $SELFTEST = 1 ] && self_test

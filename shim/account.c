@@ -1,5 +1,6 @@
 /* Owner of the counters and the allocation maps. */
 #include "shim/account.h"
+#include "shim/handler.h"
 
 #include "policy/policy.h"
 #include "shim/log.h"
@@ -9,6 +10,11 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <unistd.h>
+
+/* Whether the driver call under a runtime call was counted by a handler
+ * (handler.h, cudart.c): a per-thread fact of counting, kept here, below
+ * both. */
+_Thread_local struct spw_rt_guard spw_rt_guard;
 
 struct counters {
     _Atomic uint64_t limit; /* 0 = not computed yet */

@@ -9,6 +9,7 @@
  * is current (the common case: one cuCtxGetCurrent, a thread-local read in
  * the driver). Calls without a device (unmap, release, access, events) only
  * need some context, so they push one only when the thread has none. */
+#include "shim/arenas.h"
 #include "shim/backend.h"
 
 #include "shim/capture.h"
@@ -238,7 +239,7 @@ static CUresult be_va_reserve(void *ctx, int dev, size_t size, size_t align, CUd
     (void)ctx;
     CUresult r = va_reserve_in(dev, size, align, va);
     if (r == CUDA_SUCCESS)
-        spw_side_note_arena(dev, *va, size);
+        spw_arena_note(dev, *va, size);
     return r;
 }
 
@@ -246,7 +247,7 @@ static CUresult be_va_free(void *ctx, CUdeviceptr va, size_t size)
 {
     (void)ctx;
     NEED(spw_drv.cuMemAddressFree);
-    spw_side_forget_arena(va);
+    spw_arena_forget(va);
     IN_ANY(spw_drv.cuMemAddressFree(va, size));
 }
 

@@ -14,6 +14,7 @@
  * When a pool spills, each copy also touches its sides, fills back those
  * that live on the host and is submitted inside the work gate (gate.h):
  * without spill that is one atomic load. */
+#include "shim/arenas.h"
 #include "shim/copy.h"
 
 #include "shim/copy_side.h"
@@ -23,9 +24,9 @@
 void spw_copy_count(enum spw_copy_dir dir, CUdeviceptr dev_side, CUdeviceptr other,
                     size_t bytes)
 {
-    int dev = spw_side_arena_device(dev_side);
+    int dev = spw_arena_device(dev_side);
     if (dev < 0 && dir == SPW_COPY_DTOD)
-        dev = spw_side_arena_device(other);
+        dev = spw_arena_device(other);
     if (dev < 0)
         dev = spw_side_fallback_device();
     spw_publish_ensure();

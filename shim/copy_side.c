@@ -1,7 +1,7 @@
-/* Owner of the arena table copies are classified by.
+/* Which side of a copy a pointer is on (copy_side.h).
  *
  * A pointer is device memory when
- *   1. it lies in a pool arena: its device is the arena's (this table, a
+ *   1. it lies in a pool arena: its device is the arena's (arenas.c, a
  *      copy of what the policy reserved, so that the answer needs no policy
  *      lock: sw_lookup locks slabs and VMM mappings);
  *   2. the pool owns it otherwise (a program VMM range mapped on pool pages,
@@ -18,53 +18,14 @@
 #include "shim/copy_side.h"
 
 #include "shim/account.h"
+#include "shim/arenas.h"
 #include "shim/driver.h"
 #include "shim/hooks.h"
 #include "shim/pool.h"
 
 #include <stdatomic.h>
 
-struct arena {
-    _Atomic CUdeviceptr base; /* 0: none */
-    _Atomic size_t size;      /* written before base, read after it */
-};
-
-static struct arena arenas[SW_MAX_DEVICES];
-static _Atomic int arenas_hi; /* 1 + the highest device with an arena */
-static _Atomic int devices;   /* the driver's device count, 0 until known */
-
-void spw_side_note_arena(int dev, CUdeviceptr base, size_t size)
-{
-    if (dev < 0 || dev >= SW_MAX_DEVICES)
-        return;
-    atomic_store_explicit(&arenas[dev].size, size, memory_order_relaxed);
-    atomic_store_explicit(&arenas[dev].base, base, memory_order_release);
-    int hi = atomic_load_explicit(&arenas_hi, memory_order_relaxed);
-    while (hi < dev + 1 &&
-           !atomic_compare_exchange_weak_explicit(&arenas_hi, &hi, dev + 1, memory_order_release,
-                                                  memory_order_relaxed))
-        ;
-}
-
-void spw_side_forget_arena(CUdeviceptr base)
-{
-    int hi = atomic_load_explicit(&arenas_hi, memory_order_acquire);
-    for (int d = 0; base && d < hi; d++) {
-        CUdeviceptr b = base;
-        atomic_compare_exchange_strong(&arenas[d].base, &b, 0);
-    }
-}
-
-int spw_side_arena_device(CUdeviceptr ptr)
-{
-    int hi = atomic_load_explicit(&arenas_hi, memory_order_acquire);
-    for (int d = 0; d < hi; d++) {
-        CUdeviceptr b = atomic_load_explicit(&arenas[d].base, memory_order_acquire);
-        if (b && ptr >= b && ptr - b < atomic_load_explicit(&arenas[d].size, memory_order_relaxed))
-            return d;
-    }
-    return -1;
-}
+static _Atomic int devices; /* the driver's device count, 0 until known */
 
 static int device_count(void)
 {
@@ -103,7 +64,7 @@ static int driver_says_device(CUdeviceptr ptr, int *dev)
 
 int spw_side_is_device(CUdeviceptr ptr, int *dev)
 {
-    if ((*dev = spw_side_arena_device(ptr)) >= 0)
+    if ((*dev = spw_arena_device(ptr)) >= 0)
         return 1;
     sw_policy *p = spw_pool_policy();
     if (p && sw_owns(p, ptr))

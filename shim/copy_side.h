@@ -8,14 +8,6 @@
 #include <cuda.h>
 #include <stddef.h>
 
-/* The pool's arena of dev is [base, base + size) (backend.c, when the
- * policy reserves it), or no longer is. */
-void spw_side_note_arena(int dev, CUdeviceptr base, size_t size);
-void spw_side_forget_arena(CUdeviceptr base);
-
-/* The device whose pool arena holds ptr, else -1. A few compares. */
-int spw_side_arena_device(CUdeviceptr ptr);
-
 /* Whether ptr is device memory, for a copy that does not say (cuMemcpy,
  * cudaMemcpyDefault): 1 with *dev its device, or -1 when only the current
  * context can tell; 0 for host memory. */

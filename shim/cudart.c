@@ -17,8 +17,6 @@
 #include <stdatomic.h>
 #include <string.h>
 
-_Thread_local struct spw_rt_guard spw_rt_guard;
-
 #define SPW_EXPORT __attribute__((visibility("default")))
 
 /* dl_iterate_phdr callback: the path of the first loaded runtime. */

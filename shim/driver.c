@@ -1,4 +1,4 @@
-/* Owner of the driver handle and of spw_real. */
+/* Owner of the driver handle: loads it once and fills spw_real (real.c). */
 #include "shim/driver.h"
 
 #include "shim/account.h"
@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <string.h>
 
-struct spw_real spw_real;
 struct spw_drv spw_drv;
 
 /* FORKED: a child forked after the driver was initialized (fork.h). */
@@ -80,8 +79,8 @@ int spw_driver_forked(void)
 
 static void resolve_hooks(void *handle, spw_dlsym_fn sym)
 {
-    for (unsigned i = 0; i < spw_hooks_count; i++) {
-        const struct spw_hook *h = &spw_hooks[i];
+    for (unsigned i = 0; i < spw_real_slot_count; i++) {
+        const struct spw_real_slot *h = &spw_real_slots[i];
         *h->real = sym(handle, h->symbol);
         if (h->pt_suffix) {
             char name[128];

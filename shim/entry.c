@@ -1,9 +1,7 @@
-/* The ways a program finds driver functions by name: dlsym and
- * cuGetProcAddress (both ABIs). Exported; everything they do not hook
- * passes through untouched. */
-#include "shim/fork.h"
+/* dlsym, the way a program finds driver functions by name without the
+ * driver's help: exported; what it does not hook passes through untouched
+ * (cuGetProcAddress, the driver's way, is hooks.c's). */
 #include "shim/handler.h"
-#include "shim/resolve.h"
 
 #include <dlfcn.h>
 
@@ -20,32 +18,4 @@ dlsym(void *handle, const char *name)
             return handler;
     }
     return real(handle, name);
-}
-
-/* In a forked child the driver answers lookups itself, and its own
- * functions are handed out (spw_handler_for_proc: spillway stands aside
- * there, fork.h). */
-#define SPW_LOOKUP_OR_RETURN(var, handler)                      \
-    __typeof__(spw_real.handler) var = SPW_LOOKUP_REAL(handler); \
-    if (!var)                                                   \
-        return CUDA_ERROR_NOT_INITIALIZED
-
-CUresult spw_h_get_proc_address(const char *symbol, void **pfn, int cudaVersion,
-                                cuuint64_t flags)
-{
-    SPW_LOOKUP_OR_RETURN(real, spw_h_get_proc_address);
-    CUresult r = real(symbol, pfn, cudaVersion, flags);
-    if (r == CUDA_SUCCESS && pfn)
-        *pfn = spw_handler_for_proc(symbol, *pfn, cudaVersion, flags);
-    return r;
-}
-
-CUresult spw_h_get_proc_address_v2(const char *symbol, void **pfn, int cudaVersion,
-                                   cuuint64_t flags, CUdriverProcAddressQueryResult *symbolStatus)
-{
-    SPW_LOOKUP_OR_RETURN(real, spw_h_get_proc_address_v2);
-    CUresult r = real(symbol, pfn, cudaVersion, flags, symbolStatus);
-    if (r == CUDA_SUCCESS && pfn)
-        *pfn = spw_handler_for_proc(symbol, *pfn, cudaVersion, flags);
-    return r;
 }

@@ -1,18 +1,12 @@
 /* Owner of the gate switch, and the touch-then-fill step every gated
  * submission takes before its bracket. */
+#include "shim/arenas.h"
 #include "shim/gate.h"
 
 #include "shim/copy_side.h"
 #include "shim/driver.h"
 #include "shim/log.h"
 #include "shim/pool.h"
-
-sw_policy *_Atomic spw_gate_policy;
-
-void spw_gate_enable(sw_policy *p)
-{
-    atomic_store_explicit(&spw_gate_policy, p, memory_order_release);
-}
 
 void spw_gate_fill(sw_policy *p, CUdeviceptr ptr)
 {
@@ -62,9 +56,9 @@ uint64_t spw_gate_devices(CUdeviceptr a, CUdeviceptr b)
     int d = current_device();
     if (d >= 0)
         m |= 1ull << d;
-    if (a && (d = spw_side_arena_device(a)) >= 0 && d < SW_MAX_DEVICES)
+    if (a && (d = spw_arena_device(a)) >= 0 && d < SW_MAX_DEVICES)
         m |= 1ull << d;
-    if (b && (d = spw_side_arena_device(b)) >= 0 && d < SW_MAX_DEVICES)
+    if (b && (d = spw_arena_device(b)) >= 0 && d < SW_MAX_DEVICES)
         m |= 1ull << d;
     return m;
 }

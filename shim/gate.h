@@ -15,21 +15,17 @@
 #ifndef SPILLWAY_SHIM_GATE_H
 #define SPILLWAY_SHIM_GATE_H
 #include "policy/policy.h"
+#include "shim/pool.h"
 
 #include <stdatomic.h>
 #include <stdint.h>
 
-/* Set once, when the first device whose pool spills is set up (pool.c);
- * never cleared: a device without spill has no host pages, and touching
- * its pointers answers false at once. */
-extern sw_policy *_Atomic spw_gate_policy;
-
+/* The policy, once some device's pool spills (pool.h); else NULL and the
+ * handlers forward untouched. */
 static inline sw_policy *spw_gate(void)
 {
-    return atomic_load_explicit(&spw_gate_policy, memory_order_acquire);
+    return atomic_load_explicit(&spw_pool_spilling, memory_order_acquire);
 }
-
-void spw_gate_enable(sw_policy *p);
 
 /* The submission is about to use ptr: touch it, and fill its allocation
  * back to device memory if some of it lives on the host. Never between

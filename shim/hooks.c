@@ -1,7 +1,17 @@
-/* The hook descriptors, generated from hooks.def. */
+/* The hook table, generated from hooks.def, and the lookups by name over
+ * it: what dlsym (entry.c) and cuGetProcAddress (below) hand out. The
+ * table is small (tens of rows) and the lookups run when a program
+ * resolves a name, not when it calls it. cuGetProcAddress's handlers are
+ * here because they are rows of the table that search the table. */
 #include "shim/hooks.h"
 
+#include "shim/config.h"
+#include "shim/driver.h"
+#include "shim/fork.h"
+#include "shim/handler.h"
+
 #include <stddef.h>
+#include <string.h>
 
 #define SPW_PT_SUFFIX_NONE NULL
 #define SPW_PT_SUFFIX_PTSZ "_ptsz"
@@ -19,3 +29,99 @@ const struct spw_hook spw_hooks[] = {
 #undef SPW_HOOK
 };
 const unsigned spw_hooks_count = sizeof spw_hooks / sizeof spw_hooks[0];
+
+/* Handlers are handed out only when they have something to forward to. */
+static void *usable(void *handler, void **real)
+{
+    return real && *real ? handler : NULL;
+}
+
+SPW_EARLY int spw_is_driver_name(const char *name)
+{
+    return name && name[0] == 'c' && name[1] == 'u';
+}
+
+void *spw_handler_for_symbol(const char *name)
+{
+    if (!spw_is_driver_name(name))
+        return NULL;
+    for (unsigned i = 0; i < spw_hooks_count; i++) {
+        const struct spw_hook *h = &spw_hooks[i];
+        size_t n = strlen(h->symbol);
+        if (strncmp(name, h->symbol, n) != 0)
+            continue;
+        int base = name[n] == '\0';
+        int pt = !base && h->pt_suffix && strcmp(name + n, h->pt_suffix) == 0;
+        if (!base && !pt)
+            continue;
+        if (spw_disabled() || !spw_driver_ready())
+            return NULL;
+        return base ? usable(h->handler, h->real) : usable(h->handler_pt, h->real_pt);
+    }
+    return NULL;
+}
+
+static int is_handler(const void *p)
+{
+    for (unsigned i = 0; i < spw_hooks_count; i++)
+        if (p == spw_hooks[i].handler || (p && p == spw_hooks[i].handler_pt))
+            return 1;
+    return 0;
+}
+
+void *spw_handler_for_proc(const char *symbol, void *real, int version, cuuint64_t flags)
+{
+    if (!symbol || !real || symbol[0] != 'c' || symbol[1] != 'u' || spw_disabled() ||
+        !spw_driver_ready() || is_handler(real))
+        return real;
+    /* The driver knows which ABI (symbol, version, flags) means: when its
+     * answer is one of the functions behind a handler, that handler is it,
+     * whatever name was asked ("cuGraphInstantiate" at 12000 is
+     * cuGraphInstantiateWithFlags). */
+    const struct spw_hook *best = NULL;
+    for (unsigned i = 0; i < spw_hooks_count; i++) {
+        const struct spw_hook *h = &spw_hooks[i];
+        if (real == *h->real)
+            return h->handler;
+        if (h->real_pt && real == *h->real_pt)
+            return h->handler_pt;
+        if (strcmp(symbol, h->base) == 0 && version >= h->version &&
+            (!best || h->version > best->version))
+            best = h;
+    }
+    /* A driver whose cuGetProcAddress answers with other addresses than its
+     * exported symbols: map (symbol, version, flags) the documented way. */
+    if (!best)
+        return real;
+    if (best->pt_suffix && (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM))
+        return usable(best->handler_pt, best->real_pt) ? best->handler_pt : real;
+    return usable(best->handler, best->real) ? best->handler : real;
+}
+
+/* In a forked child the driver answers lookups itself, and its own
+ * functions are handed out (spw_handler_for_proc: spillway stands aside
+ * there, fork.h). */
+#define SPW_LOOKUP_OR_RETURN(var, handler)                      \
+    __typeof__(spw_real.handler) var = SPW_LOOKUP_REAL(handler); \
+    if (!var)                                                   \
+        return CUDA_ERROR_NOT_INITIALIZED
+
+CUresult spw_h_get_proc_address(const char *symbol, void **pfn, int cudaVersion,
+                                cuuint64_t flags)
+{
+    SPW_LOOKUP_OR_RETURN(real, spw_h_get_proc_address);
+    CUresult r = real(symbol, pfn, cudaVersion, flags);
+    if (r == CUDA_SUCCESS && pfn)
+        *pfn = spw_handler_for_proc(symbol, *pfn, cudaVersion, flags);
+    return r;
+}
+
+CUresult spw_h_get_proc_address_v2(const char *symbol, void **pfn, int cudaVersion,
+                                   cuuint64_t flags, CUdriverProcAddressQueryResult *symbolStatus)
+{
+    SPW_LOOKUP_OR_RETURN(real, spw_h_get_proc_address_v2);
+    CUresult r = real(symbol, pfn, cudaVersion, flags, symbolStatus);
+    if (r == CUDA_SUCCESS && pfn)
+        *pfn = spw_handler_for_proc(symbol, *pfn, cudaVersion, flags);
+    return r;
+}

@@ -37,6 +37,16 @@ struct spw_real {
 };
 extern struct spw_real spw_real;
 
+/* Where each exported symbol's real function goes (real.c): the driver
+ * loader's view of hooks.def, without the handlers. */
+struct spw_real_slot {
+    const char *symbol;    /* versioned ABI symbol */
+    const char *pt_suffix; /* "_ptsz", "_ptds" or NULL */
+    void **real, **real_pt; /* into spw_real */
+};
+extern const struct spw_real_slot spw_real_slots[];
+extern const unsigned spw_real_slot_count;
+
 /* One row of hooks.def, for lookups by name. */
 struct spw_hook {
     const char *base;      /* cuGetProcAddress name */
@@ -48,4 +58,17 @@ struct spw_hook {
 };
 extern const struct spw_hook spw_hooks[];
 extern const unsigned spw_hooks_count;
+
+/* Lookups by name over it (hooks.c). */
+/* Whether name could be a driver function's ("cu..."); NULL is not. */
+int spw_is_driver_name(const char *name);
+
+/* The handler for an exported symbol name ("cuMemAlloc_v2",
+ * "cuMemAllocAsync_ptsz"), or NULL if the name is not hooked, spillway is
+ * disabled, or the driver lacks the symbol. Loads the driver if needed. */
+void *spw_handler_for_symbol(const char *name);
+
+/* What cuGetProcAddress should hand out for symbol: real is what the
+ * driver returned for (symbol, version, flags). */
+void *spw_handler_for_proc(const char *symbol, void *real, int version, cuuint64_t flags);
 #endif

@@ -5,11 +5,12 @@
 #include "shim/backend.h"
 #include "shim/config.h"
 #include "shim/driver.h"
-#include "shim/gate.h"
 #include "shim/log.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
+
+sw_policy *_Atomic spw_pool_spilling;
 
 enum { DEV_UNKNOWN = 0, DEV_POOL = 1, DEV_PASS = 2 };
 
@@ -109,7 +110,7 @@ static int set_up(int dev)
         /* Before any allocation of this pool exists: a submission that
          * could use one already sees the gate. */
         spw_account_set_spilled_source(spw_pool_spilled_bytes);
-        spw_gate_enable(p);
+        atomic_store_explicit(&spw_pool_spilling, p, memory_order_release);
     }
     spw_info("device %d: page pool of %llu bytes (%s, %s)", dev, (unsigned long long)limit,
              o->preallocate ? "preallocated" : "on demand",

@@ -5,8 +5,16 @@
 #define SPILLWAY_SHIM_POOL_H
 #include "policy/policy.h"
 
+#include <stdatomic.h>
+
 /* The policy, or NULL before the first device was set up (lock-free). */
 sw_policy *spw_pool_policy(void);
+
+/* Set once, when the first device whose pool spills is set up; never
+ * cleared: a device without spill has no host pages, and touching its
+ * pointers answers false at once. Submissions read it on every call
+ * (gate.h's spw_gate: one atomic load). */
+extern sw_policy *_Atomic spw_pool_spilling;
 
 /* The policy when dev's allocations are served from the pool, setting the
  * device up on first use (limit, SPILLWAY_PREALLOCATE, SPILLWAY_HOST_LIMIT);

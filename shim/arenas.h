@@ -1,0 +1,15 @@
+/* The pool's arenas, one VA range per device, as the policy reserved them:
+ * what tells a pool pointer's device with a few compares and no lock. */
+#ifndef SPILLWAY_SHIM_ARENAS_H
+#define SPILLWAY_SHIM_ARENAS_H
+#include <cuda.h>
+#include <stddef.h>
+
+/* The pool's arena of dev is [base, base + size) (backend.c, when the
+ * policy reserves it), or no longer is. */
+void spw_arena_note(int dev, CUdeviceptr base, size_t size);
+void spw_arena_forget(CUdeviceptr base);
+
+/* The device whose pool arena holds ptr, else -1. A few compares. */
+int spw_arena_device(CUdeviceptr ptr);
+#endif
