@@ -177,19 +177,29 @@ int sw_arena_init(sw_device *d, size_t first_va)
     return seg_add(d, first_va) == CUDA_SUCCESS ? 0 : -1;
 }
 
+/* The first extent of a segment, the one at its base: used, its page says;
+ * free, it is in a bin. */
+static sw_ext *seg_first(sw_device *d, CUdeviceptr base)
+{
+    sw_ext *e = sw_ext_at(d, base);
+    for (unsigned b = 0; b < SW_EXT_BINS && !e; b++)
+        for (sw_ext *x = d->arena.bin[b]; x && !e; x = x->bnext)
+            if (sw_ext_base(x) == base)
+                e = x;
+    return e;
+}
+
 void sw_arena_destroy(sw_device *d)
 {
     sw_arena *a = &d->arena;
     unsigned n = atomic_load(&a->nsegs);
+    /* Every segment's first extent is found before any record is freed:
+     * the search reads the bins, which hold free extents of all segments. */
+    sw_ext *first[SW_MAX_SEGS];
+    for (unsigned i = 0; i < n; i++)
+        first[i] = seg_first(d, a->seg[i].base);
     for (unsigned i = 0; i < n; i++) {
-        /* The first extent of a segment is the one at its base. */
-        sw_ext *e = sw_ext_at(d, a->seg[i].base);
-        if (!e) {
-            for (unsigned b = 0; b < SW_EXT_BINS && !e; b++)
-                for (sw_ext *x = a->bin[b]; x && !e; x = x->bnext)
-                    if (sw_ext_base(x) == a->seg[i].base)
-                        e = x;
-        }
+        sw_ext *e = first[i];
         while (e) {
             sw_ext *nx = next_of(e);
             free(e);

@@ -101,6 +101,29 @@ START_TEST(spill_holds_five_times_the_limit)
 }
 END_TEST
 
+/* Teardown frees the records of every segment: with the first segment's
+ * records freed, a later segment whose first extent is free must still be
+ * found without reading them (ASan: heap-use-after-free in
+ * sw_arena_destroy before). */
+START_TEST(teardown_frees_every_segment)
+{
+    sw_device_config cfg = {
+        .limit = 4 * PG, .host_limit = 16 * PG, .spill = true, .va_factor = 1,
+    };
+    env_up_cfg(&cfg, 4);
+    CUdeviceptr a, b;
+    ck_assert_int_eq(sw_alloc(P, 0, 3 * PG, &a), CUDA_SUCCESS); /* 1 page free in the first */
+    uint64_t va = counters().va_bytes;
+    ck_assert_int_eq(sw_alloc(P, 0, 2 * PG, &b), CUDA_SUCCESS); /* a second segment */
+    ck_assert_uint_gt(counters().va_bytes, va);
+    ck_assert_int_eq(sw_free(P, b), CUDA_SUCCESS);
+    uint64_t t = sw_sync_begin(P, 0); /* the second segment is one free extent again */
+    sw_sync_end(P, 0, t);
+    (void)sw_collect(P, 0);
+    env_down(); /* a is still live: teardown frees it */
+}
+END_TEST
+
 /* ... also when scattered frees fragment the VA: 4 MiB requests failed at
  * 160 MiB. */
 START_TEST(spill_with_scattered_frees_has_no_va_cap)
@@ -272,6 +295,7 @@ Suite *test_suite(void)
     tcase_add_loop_test(tc, fragmentation_uniform_small_spill_off, 0, 2);
     tcase_add_test(tc, spill_holds_five_times_the_limit);
     tcase_add_test(tc, spill_with_scattered_frees_has_no_va_cap);
+    tcase_add_test(tc, teardown_frees_every_segment);
     tcase_add_loop_test(tc, threads_spill_refuse_nothing, 0, 20);
     tcase_add_test(tc, reasons_are_true);
     tcase_add_test(tc, reasons_spill_off);
