@@ -35,7 +35,7 @@ static _Atomic(const struct spw_device_query *) query;
 static _Atomic int devices_checked;
 /* The stats segment every device event is mirrored to (publish.c owns it). */
 static struct spw_stats_writer *_Atomic stats;
-/* Bytes of a device in host memory now (pool.c sets it when a pool spills). */
+/* Bytes of a device in host memory now (pool_setup.c sets it when a pool spills). */
 static uint64_t (*_Atomic spilled_of)(int dev);
 /* Entries of the maps that are device memory (not SPILLWAY_HOST). */
 static _Atomic uint64_t unpooled;

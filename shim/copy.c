@@ -12,13 +12,13 @@
  * (cuCtxGetDevice, a thread-local read in the driver, only in processes
  * with several devices). How cuMemcpy's sides are told apart: copy_side.c.
  * When a pool spills, each copy also touches its sides, fills back those
- * that live on the host and is submitted inside the work gate (gate.h):
+ * that live on the host and is submitted inside the work gate (gate_use.h):
  * without spill that is one atomic load. */
 #include "shim/arenas.h"
 #include "shim/copy.h"
 
 #include "shim/copy_side.h"
-#include "shim/gate.h"
+#include "shim/gate_use.h"
 #include "shim/handler.h"
 
 void spw_copy_count(enum spw_copy_dir dir, CUdeviceptr dev_side, CUdeviceptr other,
@@ -76,28 +76,11 @@ static inline CUresult unified(CUresult r, CUdeviceptr dst, CUdeviceptr src, siz
  * parameters, the forwarded arguments, the two sides that may be spillway
  * memory (0: none), the bytes copied, and the counting expression. With spill, a side that
  * lives on the host is filled back first and the copy is submitted inside
- * the work gate (gate.h). */
-#define COPY_HANDLERS(handler, params, args, side_a, side_b, bytes, count) \
-    CUresult handler params                                          \
-    {                                                                \
-        SPW_REAL_OR_RETURN(real, handler);                           \
-        CUresult r;                                                  \
-        sw_policy *g = spw_gate();                                   \
-        if (g)                                                       \
-            spw_gate_use2(g, (side_a), (side_b), (bytes));           \
-        SPW_GATED_CALL(g, g ? spw_gate_devices((side_a), (side_b)) : 0, r, real args); \
-        return count;                                                \
-    }                                                                \
-    CUresult handler##_pt params                                     \
-    {                                                                \
-        SPW_REAL_OR_RETURN(real, handler##_pt);                      \
-        CUresult r;                                                  \
-        sw_policy *g = spw_gate();                                   \
-        if (g)                                                       \
-            spw_gate_use2(g, (side_a), (side_b), (bytes));           \
-        SPW_GATED_CALL(g, g ? spw_gate_devices((side_a), (side_b)) : 0, r, real args); \
-        return count;                                                \
-    }
+ * the work gate (gate_use.h). */
+#define COPY_HANDLERS(handler, params, args, side_a, side_b, bytes, count)  \
+    SPW_GATED_HANDLERS(handler, params, args,                              \
+                       spw_gate_use2(g, (side_a), (side_b), (bytes));      \
+                       devices = spw_gate_devices((side_a), (side_b)), count)
 
 COPY_HANDLERS(spw_h_memcpy, (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount),
               (dst, src, ByteCount), dst, src, ByteCount, unified(r, dst, src, ByteCount))

@@ -21,7 +21,7 @@
 #include "shim/arenas.h"
 #include "shim/driver.h"
 #include "shim/hooks.h"
-#include "shim/pool.h"
+#include "shim/pool_setup.h"
 
 #include <stdatomic.h>
 

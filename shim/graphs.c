@@ -9,7 +9,7 @@
  * at cuGraphExec(Kernel)NodeSetParams; forgotten at cuGraphExecDestroy.
  * Graphs that PyTorch and XLA capture from streams are instantiated like
  * any other. Only pointers into spillway's memory are kept, each once. */
-#include "shim/gate.h"
+#include "shim/gate_use.h"
 #include "shim/handler.h"
 #include "shim/param_scan.h"
 

@@ -7,7 +7,7 @@
 #include "shim/config.h"
 #include "shim/driver.h"
 #include "shim/hooks.h"
-#include "shim/pool.h"
+#include "shim/pool_setup.h"
 #include "shim/publish.h"
 
 /* Set by a runtime wrapper around its call of the real runtime; handlers

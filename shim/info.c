@@ -6,7 +6,7 @@
 #include "shim/handler.h"
 
 #include "shim/info.h"
-#include "shim/pool.h"
+#include "shim/pool_setup.h"
 
 void spw_info_clamp(int dev, size_t *free_bytes, size_t *total_bytes)
 {

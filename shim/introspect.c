@@ -2,7 +2,7 @@
  * counters, for tests and programs that want to see them without the stats
  * segment. */
 #include "shim/account.h"
-#include "shim/pool.h"
+#include "shim/pool_setup.h"
 
 #include <string.h>
 

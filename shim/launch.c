@@ -6,11 +6,11 @@
  *
  * With spill, a launch's arguments are scanned for pool pointers
  * (param_scan.c); each is touched, and the allocations that live on the
- * host are filled back, before the launch enters the work gate (gate.h):
+ * host are filled back, before the launch enters the work gate (gate_use.h):
  * a page is never remapped while a launch that may use it is being
  * submitted, and the sync that precedes a remap covers it once submitted.
  * A graph launch touches and fills what its nodes use (graphs.c). */
-#include "shim/gate.h"
+#include "shim/gate_use.h"
 #include "shim/handler.h"
 #include "shim/param_scan.h"
 
@@ -42,22 +42,10 @@ static void use_arguments(sw_policy *g, CUfunction f, void **params, void **extr
         spw_gate_filled();
 }
 
-#define LAUNCH_HANDLER(handler, params, f, kparams, extra, args) \
-    CUresult handler params                                      \
-    {                                                            \
-        SPW_REAL_OR_RETURN(real, handler);                       \
-        sw_policy *g = spw_gate();                               \
-        if (!g)                                                  \
-            return real args;                                    \
-        use_arguments(g, (f), (kparams), (extra));               \
-        CUresult r;                                              \
-        SPW_GATED_CALL(g, spw_gate_devices(0, 0), r, real args); \
-        return r;                                                \
-    }
-
-#define LAUNCH_HANDLERS(handler, params, f, kparams, extra, args) \
-    LAUNCH_HANDLER(handler, params, f, kparams, extra, args)      \
-    LAUNCH_HANDLER(handler##_pt, params, f, kparams, extra, args)
+#define LAUNCH_HANDLERS(handler, params, f, kparams, extra, args)             \
+    SPW_GATED_HANDLERS(handler, params, args,                               \
+                       use_arguments(g, (f), (kparams), (extra));           \
+                       devices = spw_gate_devices(0, 0), r)
 
 LAUNCH_HANDLERS(spw_h_launch_kernel,
                 (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
@@ -80,17 +68,8 @@ LAUNCH_HANDLERS(spw_h_launch_cooperative_kernel,
                 (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,
                  hStream, kernelParams))
 
-#define GRAPH_HANDLER(handler)                                 \
-    CUresult handler(CUgraphExec hGraphExec, CUstream hStream) \
-    {                                                          \
-        SPW_REAL_OR_RETURN(real, handler);                     \
-        sw_policy *g = spw_gate();                             \
-        CUresult r;                                            \
-        SPW_GATED_CALL(g, g ? spw_graph_use(g, hGraphExec) : 0, r, real(hGraphExec, hStream)); \
-        return r;                                              \
-    }
-GRAPH_HANDLER(spw_h_graph_launch)
-GRAPH_HANDLER(spw_h_graph_launch_pt)
+SPW_GATED_HANDLERS(spw_h_graph_launch, (CUgraphExec hGraphExec, CUstream hStream),
+                   (hGraphExec, hStream), devices = spw_graph_use(g, hGraphExec), r)
 
 /* Forgotten before (a launch racing the unload must not cache the dying
  * layout under the current generation) and after (nor one asked between). */

@@ -3,27 +3,15 @@
  * which forwards to the driver's same variant. They are hooked only for
  * spill: a set writes device memory, so its destination is touched (and
  * filled back when it lives on the host) and the set is submitted inside
- * the work gate (gate.h). Without a spilling pool each forwards untouched
+ * the work gate (gate_use.h). Without a spilling pool each forwards untouched
  * after one atomic load. */
-#include "shim/gate.h"
+#include "shim/gate_use.h"
 #include "shim/handler.h"
 
-#define SET_HANDLER(handler, params, args, dst, bytes) \
-    CUresult handler params                      \
-    {                                            \
-        SPW_REAL_OR_RETURN(real, handler);       \
-        sw_policy *g = spw_gate();               \
-        if (!g)                                  \
-            return real args;                    \
-        spw_gate_use2(g, (dst), 0, (bytes));     \
-        CUresult r;                              \
-        SPW_GATED_CALL(g, spw_gate_devices((dst), 0), r, real args); \
-        return r;                                \
-    }
-
-#define SET_HANDLERS(handler, params, args, dst, bytes) \
-    SET_HANDLER(handler, params, args, dst, bytes)      \
-    SET_HANDLER(handler##_pt, params, args, dst, bytes)
+#define SET_HANDLERS(handler, params, args, dst, bytes)                       \
+    SPW_GATED_HANDLERS(handler, params, args,                                 \
+                       spw_gate_use2(g, (dst), 0, (bytes));                   \
+                       devices = spw_gate_devices((dst), 0), r)
 
 SET_HANDLERS(spw_h_memset_d8, (CUdeviceptr dstDevice, unsigned char uc, size_t N),
              (dstDevice, uc, N), dstDevice, N)

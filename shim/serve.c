@@ -7,7 +7,7 @@
  * when the host limit (or host memory) is exhausted too. */
 #include "shim/account.h"
 #include "shim/handler.h"
-#include "shim/pool.h"
+#include "shim/pool_setup.h"
 
 int spw_pool_reserve(int dev, uint64_t bytes)
 {

@@ -1,5 +1,7 @@
-/* Owner of the process's sw_policy and of each device's pool state. */
-#include "shim/pool.h"
+/* Owner of the process's sw_policy and of each device's pool state: the
+ * shim's setting up of policy/'s page pool (policy/pool.c), device by
+ * device, on first use. */
+#include "shim/pool_setup.h"
 
 #include "shim/account.h"
 #include "shim/backend.h"

@@ -1,12 +1,12 @@
-/* Owner of the gate switch, and the touch-then-fill step every gated
- * submission takes before its bracket. */
+/* The work gate as the handlers use it (policy/gate.c is the gate): the
+ * touch-then-fill step every gated submission takes before its bracket. */
 #include "shim/arenas.h"
-#include "shim/gate.h"
+#include "shim/gate_use.h"
 
 #include "shim/copy_side.h"
 #include "shim/driver.h"
 #include "shim/log.h"
-#include "shim/pool.h"
+#include "shim/pool_setup.h"
 
 void spw_gate_fill(sw_policy *p, CUdeviceptr ptr)
 {
@@ -61,4 +61,17 @@ uint64_t spw_gate_devices(CUdeviceptr a, CUdeviceptr b)
     if (b && (d = spw_arena_device(b)) >= 0 && d < SW_MAX_DEVICES)
         m |= 1ull << d;
     return m;
+}
+
+uint64_t spw_gate_use_sides(sw_policy *g, const spw_sides *s)
+{
+    int filled = 0;
+    uint64_t devs = spw_gate_devices(0, 0);
+    for (unsigned i = 0; i < s->n; i++) {
+        filled |= spw_gate_use(g, s->p[i]);
+        devs |= spw_gate_devices(s->p[i], 0);
+    }
+    if (filled)
+        spw_gate_filled();
+    return devs;
 }

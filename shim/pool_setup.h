@@ -1,8 +1,8 @@
 /* The process's page pool (policy/), as the handlers see it: created on the
  * first allocation, one device at a time, and never destroyed (at exit the
  * driver may already be unloading; the OS takes the memory back). */
-#ifndef SPILLWAY_SHIM_POOL_H
-#define SPILLWAY_SHIM_POOL_H
+#ifndef SPILLWAY_SHIM_POOL_SETUP_H
+#define SPILLWAY_SHIM_POOL_SETUP_H
 #include "policy/policy.h"
 
 #include <stdatomic.h>
@@ -13,7 +13,7 @@ sw_policy *spw_pool_policy(void);
 /* Set once, when the first device whose pool spills is set up; never
  * cleared: a device without spill has no host pages, and touching its
  * pointers answers false at once. Submissions read it on every call
- * (gate.h's spw_gate: one atomic load). */
+ * (gate_use.h's spw_gate: one atomic load). */
 extern sw_policy *_Atomic spw_pool_spilling;
 
 /* The policy when dev's allocations are served from the pool, setting the

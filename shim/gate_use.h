@@ -1,6 +1,8 @@
 /* The work gate (policy.h, "spill, fill and the work gate") as the handlers
- * that submit device work use it: launches (launch.c), sets (memset.c) and
- * copies (copy.c).
+ * that submit device work use it: launches and graph launches (launch.c),
+ * sets (memset.c), copies (copy.c), 2D/3D, peer and batch copies and 2D
+ * sets (copy2d.c), stream memory operations, prefetches and host
+ * functions (streamops.c): every one is SPW_GATED_HANDLERS below.
  *
  * A page's residency may change only while no submission is in flight
  * (docs/design.md, "The remap hazard": an unmap racing work kills the
@@ -12,15 +14,15 @@
  *
  * Nothing of this runs unless some device's pool spills: the handlers ask
  * spw_gate() once (one atomic load) and otherwise forward untouched. */
-#ifndef SPILLWAY_SHIM_GATE_H
-#define SPILLWAY_SHIM_GATE_H
+#ifndef SPILLWAY_SHIM_GATE_USE_H
+#define SPILLWAY_SHIM_GATE_USE_H
 #include "policy/policy.h"
-#include "shim/pool.h"
+#include "shim/pool_setup.h"
 
 #include <stdatomic.h>
 #include <stdint.h>
 
-/* The policy, once some device's pool spills (pool.h); else NULL and the
+/* The policy, once some device's pool spills (pool_setup.h); else NULL and the
  * handlers forward untouched. */
 static inline sw_policy *spw_gate(void)
 {
@@ -75,4 +77,54 @@ uint64_t spw_gate_devices(CUdeviceptr a, CUdeviceptr b);
         if (g)                              \
             sw_work_end(g);                 \
     } while (0)
+
+/* Up to SPW_MAX_SIDES pointers one submission names (2D copies, batches,
+ * stream memory operations): each touched and filled back before the
+ * bracket; a submission naming more has the rest only gated. */
+#define SPW_MAX_SIDES 64
+typedef struct spw_sides {
+    CUdeviceptr p[SPW_MAX_SIDES];
+    unsigned n;
+} spw_sides;
+
+static inline void spw_side(spw_sides *s, CUdeviceptr p)
+{
+    if (p && s->n < SPW_MAX_SIDES)
+        s->p[s->n++] = p;
+}
+
+/* Touches and fills back the sides; returns the devices for the bracket
+ * (the current context's and the sides'). */
+uint64_t spw_gate_use_sides(sw_policy *g, const spw_sides *s);
+
+/* One gated handler and its per-thread variant, the shape of every
+ * submission: handler (hooks.def), its parameters and the forwarded
+ * arguments; use, statements run before the bracket when some pool spills
+ * (g is the policy) that touch and fill back what the submission names and
+ * set `devices` to the devices it may reach; result, what the handler
+ * returns (r: the driver's answer). Without a spilling pool: one atomic
+ * load, then the driver. */
+#define SPW_GATED_HANDLER(handler, params, args, use, result) \
+    CUresult handler params                                    \
+    {                                                          \
+        SPW_REAL_OR_RETURN(real, handler);                     \
+        sw_policy *g = spw_gate();                             \
+        uint64_t devices = 0;                                  \
+        if (g) {                                               \
+            use;                                               \
+        }                                                      \
+        CUresult r;                                            \
+        SPW_GATED_CALL(g, devices, r, real args);              \
+        return result;                                         \
+    }
+#define SPW_GATED_HANDLERS(handler, params, args, use, result) \
+    SPW_GATED_HANDLER(handler, params, args, use, result)      \
+    SPW_GATED_HANDLER(handler##_pt, params, args, use, result)
+
+/* The same for a submission whose pointers collect adds to the sides s
+ * (spw_side(s, p)). */
+#define SPW_SIDES_HANDLERS(handler, params, args, collect)                       \
+    SPW_GATED_HANDLERS(handler, params, args,                                    \
+                       spw_sides s_ = {.n = 0}; spw_sides *s = &s_; collect;     \
+                       devices = spw_gate_use_sides(g, s), r)
 #endif

@@ -1,0 +1,53 @@
+/* Stream memory operations (cuStreamWriteValue32/64, cuStreamWaitValue32/64,
+ * cuStreamBatchMemOp), prefetches (cuMemPrefetchAsync) and host functions
+ * (cuLaunchHostFunc), each also as its per-thread variant: ordered work,
+ * gated like every submission (gate_use.h), so that a move never remaps a
+ * page between its submission and the sync that covers it. */
+#include "shim/gate_use.h"
+#include "shim/handler.h"
+
+SPW_SIDES_HANDLERS(spw_h_stream_write_value32,
+                (CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags),
+                (stream, addr, value, flags), spw_side(s, addr))
+SPW_SIDES_HANDLERS(spw_h_stream_write_value64,
+                (CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags),
+                (stream, addr, value, flags), spw_side(s, addr))
+SPW_SIDES_HANDLERS(spw_h_stream_wait_value32,
+                (CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags),
+                (stream, addr, value, flags), spw_side(s, addr))
+SPW_SIDES_HANDLERS(spw_h_stream_wait_value64,
+                (CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags),
+                (stream, addr, value, flags), spw_side(s, addr))
+
+static void memop_sides(spw_sides *s, const CUstreamBatchMemOpParams *ops, unsigned n)
+{
+    for (unsigned i = 0; ops && i < n; i++) {
+        switch (ops[i].operation) {
+        case CU_STREAM_MEM_OP_WAIT_VALUE_32:
+        case CU_STREAM_MEM_OP_WAIT_VALUE_64:
+            spw_side(s, ops[i].waitValue.address);
+            break;
+        case CU_STREAM_MEM_OP_WRITE_VALUE_32:
+        case CU_STREAM_MEM_OP_WRITE_VALUE_64:
+            spw_side(s, ops[i].writeValue.address);
+            break;
+        default:
+            break;
+        }
+    }
+}
+
+SPW_SIDES_HANDLERS(spw_h_stream_batch_mem_op,
+                (CUstream stream, unsigned int count, CUstreamBatchMemOpParams *paramArray,
+                 unsigned int flags),
+                (stream, count, paramArray, flags), memop_sides(s, paramArray, count))
+
+/* Managed memory only (never the pool's), and host functions: ordered work
+ * all the same, gated so that a move never runs between their submission
+ * and the sync that covers them. */
+SPW_SIDES_HANDLERS(spw_h_mem_prefetch_async,
+                (CUdeviceptr devPtr, size_t count, CUmemLocation location, unsigned int flags,
+                 CUstream hStream),
+                (devPtr, count, location, flags, hStream), (void)s)
+SPW_SIDES_HANDLERS(spw_h_launch_host_func, (CUstream hStream, CUhostFn fn, void *userData),
+                (hStream, fn, userData), (void)s)
