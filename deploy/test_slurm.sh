@@ -50,7 +50,13 @@ conf="$STATS_DIR/slurm.conf"
 printf 'SPW_SLURM_GPU_MEMORY=40G\nSPW_SLURM_SHARDS_PER_GPU=2\n' >"$conf"
 check "settings from the configuration file" \
     bash -c '[ "$(env -i PATH=/usr/bin:/bin SPW_SLURM_CONF="$3" SPW_SLURM_LIB= SLURM_SHARDS_ON_NODE=1 "$1" "$2" | head -1)" = "export SPILLWAY_MEM_LIMIT=20480M" ]' _ "$SH" "$PROLOG" "$conf"
-out=$(env -i PATH=/usr/bin:/bin SPW_SLURM_CONF=/nonexistent SPW_SLURM_LIB="$LIB" LD_PRELOAD="$EMPTY_LIB" SLURM_JOB_GPUS=0 SPW_SLURM_GPU_MEMORY=16G "$SH" "$PROLOG")
+# The task's LD_PRELOAD is loaded into the prolog's shell too, as under
+# Slurm. In `make sanitize` that library is ASan-built and the shell is not:
+# the suite's sanitizer settings (ASAN_OPTIONS: verify_asan_link_order=0),
+# which every other test inherits, must survive env -i here as well.
+san=()
+for v in ASAN_OPTIONS UBSAN_OPTIONS; do [ -n "${!v:-}" ] && san+=("$v=${!v}"); done
+out=$(env -i PATH=/usr/bin:/bin "${san[@]+"${san[@]}"}" SPW_SLURM_CONF=/nonexistent SPW_SLURM_LIB="$LIB" LD_PRELOAD="$EMPTY_LIB" SLURM_JOB_GPUS=0 SPW_SLURM_GPU_MEMORY=16G "$SH" "$PROLOG")
 check "preloads spillway first, keeping the task's LD_PRELOAD" grep -qxF "export LD_PRELOAD=$LIB:$EMPTY_LIB" <<<"$out"
 out=$(env -i PATH=/usr/bin:/bin SPW_SLURM_CONF=/nonexistent SPW_SLURM_LIB=/nonexistent/libspillway.so SLURM_JOB_GPUS=0 SPW_SLURM_GPU_MEMORY=16G "$SH" "$PROLOG")
 check "a missing library: a note, not preloaded" bash -c '! grep -q LD_PRELOAD= <<<"$1" && grep -q "not preloaded" <<<"$1"' _ "$out"
