@@ -564,15 +564,10 @@ void sw_get_spill_stats(const sw_policy *p, int dev, sw_spill_stats *out)
     if (!p || dev < 0 || dev >= SW_MAX_DEVICES)
         return;
     const sw_dev_counters *c = &p->dev[dev].c;
-    out->host_bytes = atomic_load_explicit(&c->host_pool_bytes, memory_order_relaxed);
-    out->host_in_use_bytes = atomic_load_explicit(&c->host_in_use, memory_order_relaxed);
-    out->spill_bytes = atomic_load_explicit(&c->spill_bytes, memory_order_relaxed);
-    out->spill_events = atomic_load_explicit(&c->spill_events, memory_order_relaxed);
-    out->fill_bytes = atomic_load_explicit(&c->fill_bytes, memory_order_relaxed);
-    out->fill_events = atomic_load_explicit(&c->fill_events, memory_order_relaxed);
-    out->syncs = atomic_load_explicit(&c->syncs, memory_order_relaxed);
-    out->stall_ns = atomic_load_explicit(&c->stall_ns, memory_order_relaxed);
-    out->host_creates_waited = atomic_load_explicit(&c->host_creates_waited, memory_order_relaxed);
+#define SW_SPILL_READ(name, counter, stat) \
+    out->name = atomic_load_explicit(&c->counter, memory_order_relaxed);
+    SW_SPILL_FIGURES(SW_SPILL_READ)
+#undef SW_SPILL_READ
 }
 
 CUresult sw_get_counters(sw_policy *p, int dev, sw_counters *out)
@@ -589,9 +584,14 @@ CUresult sw_get_counters(sw_policy *p, int dev, sw_counters *out)
     if (!sw_dev(p, dev))
         return CUDA_SUCCESS;
     out->limit_bytes = d->cfg.limit;
+    sw_spill_stats f;
+    sw_get_spill_stats(p, dev, &f);
+#define SW_SPILL_COPY(name, counter, stat) out->name = f.name;
+    SW_SPILL_FIGURES(SW_SPILL_COPY)
+#undef SW_SPILL_COPY
     pthread_mutex_lock(&d->lock);
     out->pool_bytes = (uint64_t)d->pool.created << d->shift;
-    out->host_bytes = (uint64_t)d->pool.host_created << d->shift;
+    out->host_bytes = (uint64_t)d->pool.host_created << d->shift; /* exact, under the lock */
     pthread_mutex_unlock(&d->lock);
     out->pending_bytes = sw_freeq_pending(d, NULL);
     out->mapped_bytes = atomic_load(&c->mapped);
@@ -599,24 +599,16 @@ CUresult sw_get_counters(sw_policy *p, int dev, sw_counters *out)
     out->peak_in_use_bytes = atomic_load(&c->peak_in_use);
     out->backing_bytes = atomic_load(&c->backing);
     out->peak_backing_bytes = atomic_load(&c->peak_backing);
-    out->host_in_use_bytes = atomic_load(&c->host_in_use);
     out->allocs = atomic_load(&c->allocs);
     out->frees = atomic_load(&c->frees);
     out->ooms = atomic_load(&c->ooms);
-    out->syncs = atomic_load(&c->syncs);
     out->maps = atomic_load(&c->maps);
     out->unmaps = atomic_load(&c->unmaps);
     out->reclaims = atomic_load(&c->reclaims);
     out->va_bytes = atomic_load(&c->va_bytes);
-    out->stall_ns = atomic_load(&c->stall_ns);
-    out->host_creates_waited = atomic_load(&c->host_creates_waited);
     out->streams = atomic_load(&c->streams);
     out->events = atomic_load(&c->events);
     for (int i = 0; i < SW_OOM_NREASONS; i++)
         out->ooms_by[i] = atomic_load(&c->oom[i]);
-    out->spill_bytes = atomic_load(&c->spill_bytes);
-    out->spill_events = atomic_load(&c->spill_events);
-    out->fill_bytes = atomic_load(&c->fill_bytes);
-    out->fill_events = atomic_load(&c->fill_events);
     return CUDA_SUCCESS;
 }

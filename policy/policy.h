@@ -259,6 +259,22 @@ const char *sw_passthrough_reason_name(sw_passthrough_reason r);
 /* Counts one pass-through allocation of `bytes` on dev. */
 void sw_count_passthrough(sw_policy *p, int dev, sw_passthrough_reason r, size_t bytes);
 
+/* The spill figures, once: X(name, counter, stat) with name the field of
+ * sw_spill_stats and sw_counters, counter the device counter it is read
+ * from (internal.h's sw_dev_counters) and stat the stats segment's counter
+ * that publishes it (stats/layout.h's SPW_C_<stat>, by name only: the shim
+ * publishes them, policy/ knows nothing of the segment). */
+#define SW_SPILL_FIGURES(X)                                                     \
+    X(host_bytes, host_pool_bytes, HOST)              /* pinned host pages created */ \
+    X(host_in_use_bytes, host_in_use, SPILLED)        /* host pages backing program data */ \
+    X(spill_bytes, spill_bytes, SPILL_BYTES)          /* device -> host moves */ \
+    X(spill_events, spill_events, SPILL_EVENTS)       /* an event = one batch */ \
+    X(fill_bytes, fill_bytes, FILL_BYTES)             /* host -> device moves */ \
+    X(fill_events, fill_events, FILL_EVENTS)                                    \
+    X(syncs, syncs, SYNCS)                            /* device syncs the pool made */ \
+    X(stall_ns, stall_ns, STALL_NS)                   /* gates closed for moves */ \
+    X(host_creates_waited, host_creates_waited, HOST_WAITS) /* host pages created on a caller's path */
+
 typedef struct sw_counters {
     uint64_t limit_bytes;    /* device bytes spillway may hold */
     uint64_t pool_bytes;     /* device pages created (held from the driver) */
@@ -268,15 +284,12 @@ typedef struct sw_counters {
     uint64_t backing_bytes;  /* pages that back at least one live allocation */
     uint64_t peak_backing_bytes;
     uint64_t pending_bytes;  /* freed, waiting for a sync point or an event */
-    uint64_t host_bytes;     /* pinned host pages created */
-    uint64_t host_in_use_bytes; /* host pages backing program data (spilled) */
-    uint64_t spill_bytes, spill_events; /* device -> host moves (an event = one batch) */
-    uint64_t fill_bytes, fill_events;   /* host -> device moves */
-    uint64_t allocs, frees, ooms, syncs, maps, unmaps, reclaims;
+#define SW_SPILL_FIELD(name, counter, stat) uint64_t name;
+    SW_SPILL_FIGURES(SW_SPILL_FIELD) /* the spill figures, as sw_spill_stats */
+#undef SW_SPILL_FIELD
+    uint64_t allocs, frees, ooms, maps, unmaps, reclaims;
     uint64_t ooms_by[SW_OOM_NREASONS]; /* refusals by reason */
     uint64_t va_bytes;       /* virtual address space reserved (arena and scratch) */
-    uint64_t stall_ns;       /* time the gates were closed for moves */
-    uint64_t host_creates_waited; /* host pages created while a caller waited */
     uint64_t streams, events; /* the pool's own, alive */
     uint64_t passthrough_count[SW_PT_NREASONS];
     uint64_t passthrough_bytes[SW_PT_NREASONS];
@@ -292,12 +305,9 @@ CUresult sw_get_counters(sw_policy *p, int dev, sw_counters *out);
  * counts freed data until its free is collected (at the next pool miss or
  * move). All zero for a device that is not set up. */
 typedef struct sw_spill_stats {
-    uint64_t host_bytes;        /* pinned host pages created */
-    uint64_t host_in_use_bytes; /* host pages backing program data (spilled) */
-    uint64_t spill_bytes, spill_events, fill_bytes, fill_events;
-    uint64_t syncs;               /* device syncs the pool made */
-    uint64_t stall_ns;            /* gates closed for moves */
-    uint64_t host_creates_waited; /* host pages created on a caller's path */
+#define SW_SPILL_FIELD(name, counter, stat) uint64_t name;
+    SW_SPILL_FIGURES(SW_SPILL_FIELD)
+#undef SW_SPILL_FIELD
 } sw_spill_stats;
 void sw_get_spill_stats(const sw_policy *p, int dev, sw_spill_stats *out);
 

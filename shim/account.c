@@ -452,15 +452,9 @@ void spw_account_set_pool_bytes(int dev, uint64_t bytes)
 
 void spw_account_set_spill(int dev, const sw_spill_stats *f)
 {
-    set_if_changed(dev, SPW_C_SPILLED, f->host_in_use_bytes);
-    set_if_changed(dev, SPW_C_HOST, f->host_bytes);
-    set_if_changed(dev, SPW_C_SPILL_BYTES, f->spill_bytes);
-    set_if_changed(dev, SPW_C_SPILL_EVENTS, f->spill_events);
-    set_if_changed(dev, SPW_C_FILL_BYTES, f->fill_bytes);
-    set_if_changed(dev, SPW_C_FILL_EVENTS, f->fill_events);
-    set_if_changed(dev, SPW_C_SYNCS, f->syncs);
-    set_if_changed(dev, SPW_C_STALL_NS, f->stall_ns);
-    set_if_changed(dev, SPW_C_HOST_WAITS, f->host_creates_waited);
+#define SPW_PUBLISH_SPILL(name, counter, stat) set_if_changed(dev, SPW_C_##stat, f->name);
+    SW_SPILL_FIGURES(SPW_PUBLISH_SPILL)
+#undef SPW_PUBLISH_SPILL
 }
 
 int spw_account_forget_pt(enum spw_kind kind, uint64_t key, int *dev, uint64_t *bytes,
