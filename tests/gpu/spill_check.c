@@ -50,45 +50,111 @@ static CUresult launch(CUfunction f, CUdeviceptr p, unsigned v, size_t words)
     return cuLaunchKernel(f, 264, 1, 1, 256, 1, 1, 0, NULL, args, NULL);
 }
 
-int main(int argc, char **argv)
+struct opts {
+    uint64_t chunk, bytes;
+    double factor;
+    int passes;
+};
+
+/* Fills *o from the command line; -1 on a bad argument. */
+static int parse_args(int argc, char **argv, struct opts *o)
 {
-    uint64_t chunk = 256u << 20, bytes = 0;
-    double factor = 1.5;
-    int passes = 2;
+    *o = (struct opts){.chunk = 256u << 20, .factor = 1.5, .passes = 2};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--chunk") && v && !parse_size(v, &chunk) && chunk >= 4096)
+        if (!strcmp(a, "--chunk") && v && !parse_size(v, &o->chunk) && o->chunk >= 4096)
             i++;
-        else if (!strcmp(a, "--bytes") && v && !parse_size(v, &bytes))
+        else if (!strcmp(a, "--bytes") && v && !parse_size(v, &o->bytes))
             i++;
-        else if (!strcmp(a, "--factor") && v && (factor = atof(v)) > 0)
+        else if (!strcmp(a, "--factor") && v && (o->factor = atof(v)) > 0)
             i++;
-        else if (!strcmp(a, "--passes") && v && (passes = atoi(v)) >= 0)
+        else if (!strcmp(a, "--passes") && v && (o->passes = atoi(v)) >= 0)
             i++;
-        else {
-            fprintf(stderr, "usage: spill_check [--chunk SIZE] [--factor F | --bytes SIZE] [--passes N]\n");
-            return 2;
-        }
+        else
+            return -1;
     }
-    setvbuf(stdout, NULL, _IOLBF, 0);
+    return 0;
+}
+
+/* A context on device 0 and the two kernels. */
+static CUresult load_kernels(CUfunction *fill, CUfunction *add)
+{
     CUdevice dev;
     CUcontext ctx;
     CUmodule mod;
-    CUfunction fill, add;
     CUresult r;
     if (fakecuda_present())
         fakecuda_kernels_register();
     if ((r = cuInit(0)) || (r = cuDeviceGet(&dev, 0)) || (r = cuDevicePrimaryCtxRetain(&ctx, dev)) ||
         (r = cuCtxSetCurrent(ctx)) || (r = cuModuleLoadData(&mod, kernels_ptx)) ||
-        (r = cuModuleGetFunction(&fill, mod, "fill_u32")) ||
-        (r = cuModuleGetFunction(&add, mod, "add_u32"))) {
+        (r = cuModuleGetFunction(fill, mod, "fill_u32")) || (r = cuModuleGetFunction(add, mod, "add_u32")))
+        return r;
+    return CUDA_SUCCESS;
+}
+
+/* Allocates up to n chunks, chunk i filled with i+1; *got says how many. */
+static CUresult alloc_and_fill(CUfunction fill, CUdeviceptr *p, size_t n, uint64_t chunk, size_t *got)
+{
+    CUresult r = CUDA_SUCCESS;
+    size_t words = chunk / 4;
+    for (*got = 0; *got < n; ++*got) {
+        if ((r = cuMemAlloc(&p[*got], chunk)) != CUDA_SUCCESS ||
+            (r = launch(fill, p[*got], (unsigned)*got + 1, words)) != CUDA_SUCCESS)
+            break;
+    }
+    if (r == CUDA_SUCCESS)
+        r = cuCtxSynchronize();
+    return r;
+}
+
+/* Every pass adds 1 to every word of every chunk. */
+static CUresult add_passes(CUfunction add, const CUdeviceptr *p, size_t got, size_t words, int passes)
+{
+    CUresult r = CUDA_SUCCESS;
+    for (int pass = 0; pass < passes && r == CUDA_SUCCESS; pass++)
+        for (size_t i = 0; i < got && r == CUDA_SUCCESS; i++)
+            r = launch(add, p[i], 1, words);
+    if (r == CUDA_SUCCESS)
+        r = cuCtxSynchronize();
+    return r;
+}
+
+/* 1 when every word of chunk i reads i + 1 + passes; a failed copy-back
+ * lands in *r. */
+static int verify_chunks(const CUdeviceptr *p, size_t got, uint64_t chunk, unsigned *host, int passes,
+                         CUresult *r)
+{
+    size_t words = chunk / 4;
+    for (size_t i = 0; i < got; i++) {
+        if ((*r = cuMemcpyDtoH(host, p[i], chunk)) != CUDA_SUCCESS)
+            return 0;
+        unsigned want = (unsigned)i + 1 + (unsigned)passes;
+        for (size_t w = 0; w < words; w++)
+            if (host[w] != want) {
+                fprintf(stderr, "spill_check: chunk %zu word %zu is %u, not %u\n", i, w, host[w], want);
+                return 0;
+            }
+    }
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    struct opts o;
+    if (parse_args(argc, argv, &o)) {
+        fprintf(stderr, "usage: spill_check [--chunk SIZE] [--factor F | --bytes SIZE] [--passes N]\n");
+        return 2;
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    CUfunction fill, add;
+    CUresult r = load_kernels(&fill, &add);
+    if (r != CUDA_SUCCESS) {
         printf("RESULT total=0 held=0 chunks=0 data_ok=0 err=%s\n", name_of(r));
         return 1;
     }
     size_t free0, total;
     cuMemGetInfo(&free0, &total);
-    if (!bytes)
-        bytes = (uint64_t)(factor * (double)total);
+    uint64_t chunk = o.chunk, bytes = o.bytes ? o.bytes : (uint64_t)(o.factor * (double)total);
     size_t n = (size_t)((bytes + chunk - 1) / chunk), words = chunk / 4;
     CUdeviceptr *p = calloc(n, sizeof *p);
     unsigned *host = malloc(chunk);
@@ -96,35 +162,13 @@ int main(int argc, char **argv)
         return 1;
 
     double t0 = now();
-    size_t got = 0;
-    for (; got < n; got++) {
-        if ((r = cuMemAlloc(&p[got], chunk)) != CUDA_SUCCESS ||
-            (r = launch(fill, p[got], (unsigned)got + 1, words)) != CUDA_SUCCESS)
-            break;
-    }
-    if (r == CUDA_SUCCESS)
-        r = cuCtxSynchronize();
+    size_t got;
+    r = alloc_and_fill(fill, p, n, chunk, &got);
     double t1 = now();
-    for (int pass = 0; pass < passes && r == CUDA_SUCCESS; pass++)
-        for (size_t i = 0; i < got && r == CUDA_SUCCESS; i++)
-            r = launch(add, p[i], 1, words);
     if (r == CUDA_SUCCESS)
-        r = cuCtxSynchronize();
+        r = add_passes(add, p, got, words, o.passes);
     double t2 = now();
-    int ok = r == CUDA_SUCCESS && got == n;
-    for (size_t i = 0; i < got && ok; i++) {
-        if ((r = cuMemcpyDtoH(host, p[i], chunk)) != CUDA_SUCCESS) {
-            ok = 0;
-            break;
-        }
-        unsigned want = (unsigned)i + 1 + (unsigned)passes;
-        for (size_t w = 0; w < words; w++)
-            if (host[w] != want) {
-                fprintf(stderr, "spill_check: chunk %zu word %zu is %u, not %u\n", i, w, host[w], want);
-                ok = 0;
-                break;
-            }
-    }
+    int ok = r == CUDA_SUCCESS && got == n && verify_chunks(p, got, chunk, host, o.passes, &r);
     double t3 = now();
     printf("RESULT total=%zu held=%zu chunks=%zu data_ok=%d alloc_s=%.3f compute_s=%.3f verify_s=%.3f err=%s\n",
            total, got * (size_t)chunk, got, ok, t1 - t0, t2 - t1, t3 - t2, name_of(r));
