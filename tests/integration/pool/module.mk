@@ -1,11 +1,14 @@
 # tests/integration/pool/: the page pool under spillway against fakecuda
-# (issue 4). pool.sh runs the suite under several environments.
+# (issue 4), one suite per topic (test_<topic>.c, sharing common.c); pool.sh
+# runs every suite under several environments.
 POOL_IT := $(BUILD)/tests/integration
+POOL_SUITES := $(patsubst tests/integration/pool/test_%.c,%,$(wildcard tests/integration/pool/test_*.c))
+POOL_TESTS := $(addprefix $(POOL_IT)/pool_,$(POOL_SUITES))
 
-$(POOL_IT)/pool_suite: $(POOL_IT)/pool/test_pool.o $(UNIT_MAIN) $(BUILD)/stats/reader.o \
-                       $(BUILD)/stats/decode.o $(BUILD)/stats/procinfo.o $(FAKECUDA_LIB)
+$(POOL_IT)/pool_%: $(POOL_IT)/pool/test_%.o $(POOL_IT)/pool/common.o $(UNIT_MAIN) $(BUILD)/stats/reader.o \
+                   $(BUILD)/stats/decode.o $(BUILD)/stats/procinfo.o $(FAKECUDA_LIB)
 	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ -L$(BUILD)/fakecuda \
 	    -Wl,-rpath,'$$ORIGIN/../../fakecuda' -lcuda $(CHECK_LIBS) $(LDLIBS)
 
-ALL_TARGETS += $(POOL_IT)/pool_suite
+ALL_TARGETS += $(POOL_TESTS)
 UNIT_TESTS += tests/integration/pool/pool.sh

@@ -1,0 +1,149 @@
+/* What the driver answers about memory, with and without spillway: a
+ * JAX-like VMM arena (handles, maps, ranges, properties, release while
+ * mapped), and address ranges and pointer attributes of cuMemAlloc
+ * blocks, live and freed. */
+#include "tests/integration/pool/common.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+START_TEST(jax_like_arena)
+{
+    use_device(0);
+    size_t handles_before = fakecuda_live_handles();
+    CUmemAllocationProp prop = device_prop(0);
+    size_t g = 0;
+    CU_OK(cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    ck_assert_uint_eq(g, PAGE);
+    CUdeviceptr va;
+    CU_OK(cuMemAddressReserve(&va, 32 * MiB, PAGE, 0, 0));
+    CUmemGenericAllocationHandle h1, h2, again;
+    CU_OK(cuMemCreate(&h1, 8 * MiB, &prop, 0));
+    CU_OK(cuMemCreate(&h2, 2 * MiB, &prop, 0));
+    ck_assert_int_ne(cuMemMap(va, 4 * MiB, 0, h1, 0), CUDA_SUCCESS); /* a handle maps whole */
+    CU_OK(cuMemMap(va, 8 * MiB, 0, h1, 0));
+    CU_OK(cuMemMap(va + 8 * MiB, 2 * MiB, 0, h2, 0));
+    set_rw(va, 10 * MiB, 0);
+    put(va, 10 * MiB, 7);
+    expect(va, 10 * MiB, 7);
+    /* The program's mappings, as the driver answers them. */
+    CUdeviceptr base;
+    size_t size;
+    CU_OK(cuMemGetAddressRange(&base, &size, va + 9 * MiB));
+    ck_assert(base == va + 8 * MiB && size == 2 * MiB);
+    CU_OK(cuMemGetAddressRange(&base, &size, va + 3 * MiB));
+    ck_assert(base == va && size == 8 * MiB);
+    CU_OK(cuMemRetainAllocationHandle(&again, (void *)(uintptr_t)(va + MiB)));
+    ck_assert(again == h1);
+    CU_OK(cuMemRelease(again));
+    CUmemAllocationProp got;
+    CU_OK(cuMemGetAllocationPropertiesFromHandle(&got, h2));
+    ck_assert(got.type == CU_MEM_ALLOCATION_TYPE_PINNED &&
+              got.location.type == CU_MEM_LOCATION_TYPE_DEVICE && got.location.id == 0);
+    /* Unmapped and mapped elsewhere, a handle keeps its bytes. */
+    CU_OK(cuMemUnmap(va + 8 * MiB, 2 * MiB));
+    CU_OK(cuMemMap(va + 16 * MiB, 2 * MiB, 0, h2, 0));
+    set_rw(va + 16 * MiB, 2 * MiB, 0);
+    unsigned char *want = malloc(10 * MiB), *back = malloc(2 * MiB);
+    fill_pattern(want, 10 * MiB, 7);
+    CU_OK(cuMemcpyDtoH(back, va + 16 * MiB, 2 * MiB));
+    ck_assert(memcmp(back, want + 8 * MiB, 2 * MiB) == 0);
+    free(want);
+    free(back);
+    /* Released while mapped: alive until unmapped (as the driver). */
+    CU_OK(cuMemRelease(h1));
+    expect(va, 8 * MiB, 7);
+    CU_OK(cuMemUnmap(va, 8 * MiB));
+    CU_OK(cuMemUnmap(va + 16 * MiB, 2 * MiB));
+    CU_OK(cuMemRelease(h2));
+    ck_assert_int_eq(cuMemRelease(h2), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuMemAddressFree(va, 32 * MiB));
+    if (pooled()) {
+        /* Pool pages, not driver handles of the program's own. */
+        ck_assert_uint_le(fakecuda_live_handles(), handles_before + limit_bytes() / PAGE);
+        ck_assert_uint_eq(pool_counters(0).in_use_bytes, 0);
+        struct spillway_counters c;
+        ck_assert_int_eq(get_counters(0, &c), 0);
+        ck_assert_uint_eq(c.used, 0);
+        ck_assert_uint_ge(c.peak, 10 * MiB);
+    } else {
+        ck_assert_uint_eq(fakecuda_live_handles(), handles_before);
+    }
+}
+END_TEST
+
+START_TEST(address_range_and_attributes)
+{
+    CUcontext ctx = use_device(0);
+    CUdeviceptr p, q;
+    CU_OK(cuMemAlloc(&p, 1000));
+    CU_OK(cuMemAlloc(&q, 3 * MiB + 5));
+    CUdeviceptr base;
+    size_t size;
+    CU_OK(cuMemGetAddressRange(&base, &size, p + 999));
+    ck_assert(base == p && size == 1000);
+    CU_OK(cuMemGetAddressRange(NULL, &size, q + 3 * MiB));
+    ck_assert_uint_eq(size, 3 * MiB + 5);
+    unsigned type = 0, managed = 9, mapped = 0;
+    int ordinal = -1;
+    CUcontext owner = NULL;
+    CUdeviceptr start = 0, devptr = 0;
+    size_t rsize = 0;
+    unsigned long long id_p = 0, id_q = 0;
+    CU_OK(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p + 10));
+    ck_assert_uint_eq(type, CU_MEMORYTYPE_DEVICE);
+    CU_OK(cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p));
+    ck_assert_int_eq(ordinal, 0);
+    CU_OK(cuPointerGetAttribute(&owner, CU_POINTER_ATTRIBUTE_CONTEXT, p));
+    ck_assert_ptr_eq(owner, ctx);
+    CU_OK(cuPointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, q + 77));
+    CU_OK(cuPointerGetAttribute(&rsize, CU_POINTER_ATTRIBUTE_RANGE_SIZE, q + 77));
+    ck_assert(start == q && rsize == 3 * MiB + 5);
+    CU_OK(cuPointerGetAttribute(&id_p, CU_POINTER_ATTRIBUTE_BUFFER_ID, p));
+    CU_OK(cuPointerGetAttribute(&id_q, CU_POINTER_ATTRIBUTE_BUFFER_ID, q));
+    ck_assert(id_p && id_q && id_p != id_q);
+    void *host = (void *)1;
+    ck_assert_int_eq(cuPointerGetAttribute(&host, CU_POINTER_ATTRIBUTE_HOST_POINTER, p),
+                     CUDA_ERROR_INVALID_VALUE);
+    CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_IS_MANAGED, CU_POINTER_ATTRIBUTE_MAPPED,
+                                   CU_POINTER_ATTRIBUTE_DEVICE_POINTER,
+                                   CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
+    void *data[] = {&managed, &mapped, &devptr, &ordinal};
+    ordinal = -1;
+    CU_OK(cuPointerGetAttributes(4, attrs, data, q + 1));
+    ck_assert(managed == 0 && mapped == 1 && devptr == q + 1 && ordinal == 0);
+    if (pooled()) {
+        /* As the runtime's cudaPointerGetAttributes asks (the real driver
+         * answers NULL; fakecuda's plural call fails instead). */
+        CUpointer_attribute rt[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                    CU_POINTER_ATTRIBUTE_HOST_POINTER,
+                                    CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
+        void *rtdata[] = {&type, &host, &ordinal};
+        CU_OK(cuPointerGetAttributes(3, rt, rtdata, q));
+        ck_assert(type == CU_MEMORYTYPE_DEVICE && host == NULL && ordinal == 0);
+    }
+    /* Freed: unknown memory, with the driver's answers. */
+    CU_OK(cuMemFree(p));
+    ck_assert_int_eq(cuMemGetAddressRange(&base, &size, p), CUDA_ERROR_NOT_FOUND);
+    ck_assert_int_eq(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p),
+                     CUDA_ERROR_INVALID_VALUE);
+    ordinal = 5;
+    CU_OK(cuPointerGetAttributes(4, attrs, data, p));
+    ck_assert(mapped == 0 && devptr == 0 && ordinal == -2);
+    ck_assert_int_eq(cuMemFree(p), CUDA_ERROR_INVALID_VALUE);
+    ck_assert_int_eq(cuMemFree(q + 8), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuMemFree(q));
+}
+END_TEST
+
+Suite *test_suite(void)
+{
+    Suite *s = suite_create("pool_addresses");
+    TCase *both = tcase_create("both");
+    tcase_set_timeout(both, 60);
+    tcase_add_test(both, jax_like_arena);
+    tcase_add_test(both, address_range_and_attributes);
+    suite_add_tcase(s, both);
+    return s;
+}

@@ -1,0 +1,120 @@
+/* spillway only: the pool as fakecuda sees it (preallocated or page by
+ * page), peer access on pool mappings, and a pool set up for another
+ * device without changing the program's current context. */
+#include "tests/integration/pool/common.h"
+
+/* fakecuda sees the pool: the limit's pages at first use when preallocating
+ * (and never more), a page at a time otherwise. */
+START_TEST(preallocation)
+{
+    if (!pooled())
+        return;
+    use_device(0);
+    size_t before = fakecuda_device_bytes_used(0);
+    CUdeviceptr p[16];
+    CU_OK(cuMemAlloc(&p[0], MiB));
+    size_t first = fakecuda_device_bytes_used(0) - before;
+    if (preallocating())
+        ck_assert_uint_eq(first, limit_bytes());
+    else
+        ck_assert_uint_eq(first, PAGE);
+    for (int i = 1; i < 16; i++)
+        CU_OK(cuMemAlloc(&p[i], 3 * MiB));
+    size_t later = fakecuda_device_bytes_used(0) - before;
+    if (preallocating())
+        ck_assert_uint_eq(later, limit_bytes());
+    else
+        ck_assert(later > first && later <= limit_bytes());
+    ck_assert_uint_eq(pool_counters(0).pool_bytes, later);
+    size_t f = 0, t = 0;
+    CU_OK(cuMemGetInfo(&f, &t));
+    ck_assert_uint_eq(t, limit_bytes());
+    ck_assert_uint_eq(f, limit_bytes() - MiB - 15 * 3 * MiB);
+    for (int i = 0; i < 16; i++)
+        CU_OK(cuMemFree(p[i]));
+    CU_OK(cuMemGetInfo(&f, &t));
+    ck_assert_uint_eq(f, limit_bytes());
+    ck_assert_uint_eq(fakecuda_device_bytes_used(0) - before, later); /* pages are kept */
+}
+END_TEST
+
+/* cuMemAlloc pointers are pool VAs (fakecuda maps them), with access for
+ * the devices the program enabled peer access from: now and later. */
+START_TEST(peer_access)
+{
+    if (!pooled())
+        return;
+    int n = 0;
+    CU_OK(cuInit(0));
+    CU_OK(cuDeviceGetCount(&n));
+    ck_assert_msg(n >= 2, "run with FAKECUDA_DEVICES=2");
+    CUcontext c1 = use_device(1);
+    CUdeviceptr on1;
+    CU_OK(cuMemAlloc(&on1, MiB)); /* device 1's pool first */
+    CUcontext c0 = use_device(0);
+    CUdeviceptr p, q;
+    CU_OK(cuMemAlloc(&p, MiB));
+    ck_assert_uint_eq(fakecuda_access_devices(p), 1);
+    /* From device 1, access to device 0's memory. */
+    CU_OK(cuCtxSetCurrent(c1));
+    CU_OK(cuCtxEnablePeerAccess(c0, 0));
+    ck_assert_uint_eq(fakecuda_access_devices(p), 3);
+    ck_assert_uint_eq(fakecuda_access_devices(on1), 2); /* device 1's own: unchanged */
+    CU_OK(cuCtxSetCurrent(c0));
+    CU_OK(cuMemAlloc(&q, 16 * MiB));
+    ck_assert_uint_eq(fakecuda_access_devices(q), 3);
+    ck_assert_uint_eq(fakecuda_access_devices(q + 15 * MiB), 3);
+    CU_OK(cuMemFree(p));
+    CU_OK(cuMemFree(q));
+}
+END_TEST
+
+/* A handle created for device 1 while device 0's context is current: the
+ * pool of device 1 is set up in device 1's primary context (pushed for it),
+ * and the program's current context is left as it was. */
+START_TEST(other_device_keeps_the_current_context)
+{
+    if (!pooled())
+        return;
+    CUcontext c0 = use_device(0);
+    size_t before1 = fakecuda_device_bytes_used(1);
+    CUmemAllocationProp prop = device_prop(1);
+    CUmemGenericAllocationHandle h;
+    CU_OK(cuMemCreate(&h, 4 * MiB, &prop, 0));
+    CUcontext cur = NULL;
+    CU_OK(cuCtxGetCurrent(&cur));
+    ck_assert_ptr_eq(cur, c0);
+    size_t grown = fakecuda_device_bytes_used(1) - before1;
+    ck_assert_uint_eq(grown, preallocating() ? limit_bytes() : 4 * MiB);
+    CUdeviceptr va, p;
+    CU_OK(cuMemAddressReserve(&va, 4 * MiB, PAGE, 0, 0));
+    CU_OK(cuMemMap(va, 4 * MiB, 0, h, 0));
+    set_rw(va, 4 * MiB, 1);
+    put(va, 4 * MiB, 3);
+    expect(va, 4 * MiB, 3);
+    int ordinal = -1;
+    CU_OK(cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, va + MiB));
+    ck_assert_int_eq(ordinal, 1);
+    CU_OK(cuMemAlloc(&p, MiB)); /* still device 0's */
+    CU_OK(cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p));
+    ck_assert_int_eq(ordinal, 0);
+    CU_OK(cuMemUnmap(va, 4 * MiB));
+    CU_OK(cuMemRelease(h));
+    CU_OK(cuMemAddressFree(va, 4 * MiB));
+    CU_OK(cuMemFree(p));
+    CU_OK(cuCtxGetCurrent(&cur));
+    ck_assert_ptr_eq(cur, c0);
+}
+END_TEST
+
+Suite *test_suite(void)
+{
+    Suite *s = suite_create("pool_devices");
+    TCase *spw = tcase_create("spillway");
+    tcase_set_timeout(spw, 60);
+    tcase_add_test(spw, preallocation);
+    tcase_add_test(spw, peer_access);
+    tcase_add_test(spw, other_device_keeps_the_current_context);
+    suite_add_tcase(s, spw);
+    return s;
+}

@@ -1,0 +1,216 @@
+/* spillway only: what cannot be pool memory passes through, counted by
+ * reason in the counters and the stats segment; cuMemAllocFromPoolAsync
+ * is pool-served; the limit covers pool and pass-through together;
+ * SPILLWAY_DISABLE=1 passes everything. */
+#include "tests/integration/pool/common.h"
+
+#include "stats/reader.h"
+
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int read_stats(struct spw_stats_snapshot *snap)
+{
+    const char *dir = getenv("SPILLWAY_STATS_DIR");
+    if (!dir)
+        return -1;
+    char name[64];
+    snprintf(name, sizeof name, "spillway.%u.%d", (unsigned)getuid(), (int)getpid());
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (fd < 0)
+        return -1;
+    char why[256];
+    int removed = 0;
+    enum spw_read_result r = spw_stats_read_at(fd, name, 0, snap, &removed, why, sizeof why);
+    close(fd);
+    return r == SPW_READ_OK ? 0 : -1;
+}
+
+/* What cannot be pool memory passes through, counted by reason, in the
+ * counters and the stats segment (pool-served vs pass-through bytes). */
+START_TEST(passthrough_by_reason)
+{
+    if (!pooled())
+        return;
+    use_device(0);
+    CUdeviceptr pooled_p, managed, captured;
+    CU_OK(cuMemAlloc(&pooled_p, 5 * MiB));
+    size_t before = fakecuda_device_bytes_used(0);
+    uint64_t pool_before = pool_counters(0).pool_bytes;
+    CU_OK(cuMemAllocManaged(&managed, 3 * MiB, CU_MEM_ATTACH_GLOBAL));
+    CUmemAllocationProp ipc = device_prop(0);
+    ipc.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    CUmemGenericAllocationHandle h, hh;
+    CU_OK(cuMemCreate(&h, 2 * MiB, &ipc, 0));
+    CUmemAllocationProp host = device_prop(0);
+    host.location.type = CU_MEM_LOCATION_TYPE_HOST;
+    CU_OK(cuMemCreate(&hh, 2 * MiB, &host, 0));
+    /* A shareable handle is pooled until its export makes it the driver's:
+     * mapped, answered as asked, the same bytes after. */
+    CUmemAllocationProp got;
+    CU_OK(cuMemGetAllocationPropertiesFromHandle(&got, h));
+    ck_assert_int_eq(got.requestedHandleTypes, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    CUdeviceptr va, base;
+    size_t size;
+    CU_OK(cuMemAddressReserve(&va, 2 * MiB, PAGE, 0, 0));
+    CU_OK(cuMemMap(va, 2 * MiB, 0, h, 0));
+    set_rw(va, 2 * MiB, 0);
+    put(va, 2 * MiB, 9);
+    expect(va, 2 * MiB, 9);
+    ck_assert_uint_eq(pool_counters(0).passthrough_count[SPILLWAY_PT_IPC], 0);
+    int fd = -1;
+    CU_OK(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    ck_assert_int_eq(close(fd), 0);
+    expect(va, 2 * MiB, 9);
+    CU_OK(cuMemGetAddressRange(&base, &size, va + 5));
+    ck_assert(base == va && size == 2 * MiB);
+    CU_OK(cuMemUnmap(va, 2 * MiB));
+    CU_OK(cuMemAddressFree(va, 2 * MiB));
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    ck_assert_int_eq(fakecuda_set_capturing(s, 1), 0);
+    CU_OK(cuMemAllocAsync(&captured, MiB, s));
+    /* All of it the driver's own memory, beyond the pool (which kept the
+     * page the handle had before its export). */
+    struct spillway_pool_counters pc = pool_counters(0);
+    ck_assert_uint_eq(fakecuda_device_bytes_used(0) - before,
+                      3 * MiB + 2 * MiB + MiB + (pc.pool_bytes - pool_before));
+    ck_assert(pc.passthrough_count[SPILLWAY_PT_MANAGED] == 1 &&
+              pc.passthrough_bytes[SPILLWAY_PT_MANAGED] == 3 * MiB);
+    ck_assert(pc.passthrough_count[SPILLWAY_PT_IPC] == 1 &&
+              pc.passthrough_bytes[SPILLWAY_PT_IPC] == 2 * MiB);
+    ck_assert(pc.passthrough_count[SPILLWAY_PT_CAPTURE] == 1 &&
+              pc.passthrough_bytes[SPILLWAY_PT_CAPTURE] == MiB);
+    ck_assert(pc.passthrough_count[SPILLWAY_PT_HOST_LOCATION] == 1 &&
+              pc.passthrough_bytes[SPILLWAY_PT_HOST_LOCATION] == 2 * MiB);
+    ck_assert_uint_eq(pc.in_use_bytes, 5 * MiB);
+    /* One byte count against the limit: pool and device pass-through. */
+    struct spillway_counters c;
+    ck_assert_int_eq(get_counters(0, &c), 0);
+    ck_assert_uint_eq(c.used, 5 * MiB + 3 * MiB + 2 * MiB + MiB);
+    size_t f, t;
+    CU_OK(cuMemGetInfo(&f, &t));
+    ck_assert_uint_eq(f, limit_bytes() - c.used);
+    struct spw_stats_snapshot snap;
+    ck_assert_int_eq(read_stats(&snap), 0);
+    ck_assert_uint_eq(snap.c[0][SPW_C_IN_USE], c.used);
+    ck_assert_uint_eq(snap.c[0][SPW_C_POOL], pc.pool_bytes);
+    ck_assert_uint_eq(snap.c[0][SPW_C_PASS_MANAGED], 3 * MiB);
+    ck_assert_uint_eq(snap.c[0][SPW_C_PASS_IPC], 2 * MiB);
+    ck_assert_uint_eq(snap.c[0][SPW_C_PASS_CAPTURE], MiB);
+    /* Freed: the gauges go back, the totals stay. */
+    CU_OK(cuMemFreeAsync(captured, s));
+    ck_assert_int_eq(fakecuda_set_capturing(s, 0), 0);
+    CU_OK(cuMemFree(managed));
+    CU_OK(cuMemRelease(h));
+    CU_OK(cuMemRelease(hh));
+    CU_OK(cuMemFree(pooled_p));
+    CU_OK(cuCtxSynchronize());
+    ck_assert_int_eq(read_stats(&snap), 0);
+    ck_assert(snap.c[0][SPW_C_IN_USE] == 0 && snap.c[0][SPW_C_PASS_MANAGED] == 0 &&
+              snap.c[0][SPW_C_PASS_IPC] == 0 && snap.c[0][SPW_C_PASS_CAPTURE] == 0 &&
+              snap.c[0][SPW_C_UNDERFLOWS] == 0);
+    ck_assert_uint_eq(pool_counters(0).passthrough_count[SPILLWAY_PT_MANAGED], 1);
+}
+END_TEST
+
+/* cuMemAllocFromPoolAsync is served from spillway's pool whatever pool the
+ * program names (that pool's own figures do not show it). */
+START_TEST(from_pool_async_is_pool_served)
+{
+    if (!pooled())
+        return;
+    use_device(0);
+    CUmemPoolProps props;
+    memset(&props, 0, sizeof props);
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    props.location.id = 0;
+    CUmemoryPool mp;
+    CU_OK(cuMemPoolCreate(&mp, &props));
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr p;
+    CU_OK(cuMemAlloc(&p, 1)); /* the device's pool exists */
+    CU_OK(cuMemFree(p));
+    size_t before = fakecuda_device_bytes_used(0);
+    CU_OK(cuMemAllocFromPoolAsync(&p, 5 * MiB, mp, s));
+    ck_assert_uint_eq(pool_counters(0).in_use_bytes, 5 * MiB);
+    if (preallocating())
+        ck_assert_uint_eq(fakecuda_device_bytes_used(0), before);
+    CU_OK(cuMemsetD8Async(p, 0x33, 5 * MiB, s));
+    CU_OK(cuStreamSynchronize(s));
+    expect_byte(p, 5 * MiB, 0x33);
+    cuuint64_t used = 1;
+    CU_OK(cuMemPoolGetAttribute(mp, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used));
+    ck_assert_uint_eq(used, 0);
+    CU_OK(cuMemFreeAsync(p, s));
+    CU_OK(cuStreamSynchronize(s));
+    ck_assert_uint_eq(pool_counters(0).in_use_bytes, 0);
+    CU_OK(cuStreamDestroy(s));
+    CU_OK(cuMemPoolDestroy(mp));
+}
+END_TEST
+
+/* The limit holds for the pool and pass-through together; with spill on,
+ * the pool's allocation past it is served (its device pages never pass the
+ * limit) and pass-through memory is what the cap still refuses. */
+START_TEST(limit_covers_pool_and_passthrough)
+{
+    if (!pooled())
+        return;
+    use_device(0);
+    const char *spill = getenv("SPILLWAY_SPILL");
+    bool spilling = !spill || strcmp(spill, "0") != 0;
+    CUdeviceptr managed, p, m2;
+    CU_OK(cuMemAllocManaged(&managed, 40 * MiB, CU_MEM_ATTACH_GLOBAL));
+    if (spilling) {
+        CU_OK(cuMemAlloc(&p, 32 * MiB));
+        ck_assert_int_eq(cuMemAllocManaged(&m2, 32 * MiB, CU_MEM_ATTACH_GLOBAL),
+                         CUDA_ERROR_OUT_OF_MEMORY);
+        CU_OK(cuMemFree(p));
+    } else {
+        ck_assert_int_eq(cuMemAlloc(&p, 32 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
+    }
+    CU_OK(cuMemAlloc(&p, 16 * MiB));
+    CU_OK(cuMemFree(p));
+    CU_OK(cuMemFree(managed));
+    CU_OK(cuMemAlloc(&p, limit_bytes()));
+    CU_OK(cuMemFree(p));
+}
+END_TEST
+
+/* With SPILLWAY_DISABLE=1 nothing is pool memory. */
+START_TEST(disabled_passes_everything)
+{
+    const char *d = getenv("SPILLWAY_DISABLE");
+    if (!d || strcmp(d, "1") != 0)
+        return;
+    use_device(0);
+    size_t before = fakecuda_device_bytes_used(0);
+    CUdeviceptr p;
+    CU_OK(cuMemAlloc(&p, MiB));
+    ck_assert_uint_eq(fakecuda_device_bytes_used(0) - before, MiB);
+    struct spillway_pool_counters pc;
+    if (get_pool && get_pool(0, &pc) == 0)
+        ck_assert_uint_eq(pc.pool_bytes, 0);
+    CU_OK(cuMemFree(p));
+}
+END_TEST
+
+Suite *test_suite(void)
+{
+    Suite *s = suite_create("pool_passthrough");
+    TCase *spw = tcase_create("spillway");
+    tcase_set_timeout(spw, 60);
+    tcase_add_test(spw, passthrough_by_reason);
+    tcase_add_test(spw, from_pool_async_is_pool_served);
+    tcase_add_test(spw, limit_covers_pool_and_passthrough);
+    tcase_add_test(spw, disabled_passes_everything);
+    suite_add_tcase(s, spw);
+    return s;
+}

@@ -1,0 +1,134 @@
+/* A reused block is never written by work still queued on its old owner:
+ * async frees reused on another stream, sync frees after a sync point, a
+ * context of the program's own, and pages reclaimed for a large
+ * allocation. */
+#include "tests/integration/pool/common.h"
+
+#include <string.h>
+
+/* Freed on stream a behind slow work, wanted at once on stream b with the
+ * pool full: b's block must not be the one a's kernel still writes. */
+START_TEST(async_free_reused_on_another_stream)
+{
+    use_device(0);
+    CUfunction slow = slow_kernel();
+    CUstream a, b;
+    CU_OK(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING));
+    CU_OK(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING));
+    size_t half = limit_bytes() / 2;
+    CUdeviceptr p, filler, q;
+    CU_OK(cuMemAllocAsync(&p, half, a));
+    CU_OK(cuMemAlloc(&filler, half));
+    launch_slow(slow, p, 0xAA, half, 150, a);
+    CU_OK(cuMemFreeAsync(p, a));
+    CU_OK(cuMemAllocAsync(&q, half, b));
+    CU_OK(cuMemsetD8Async(q, 0x55, half, b));
+    CU_OK(cuStreamSynchronize(b));
+    CU_OK(cuCtxSynchronize());
+    expect_byte(q, half, 0x55);
+    CU_OK(cuMemFreeAsync(q, b));
+    CU_OK(cuMemFree(filler));
+    CU_OK(cuCtxSynchronize());
+}
+END_TEST
+
+/* cuMemFree behind queued work, the pool full: the next owner gets the
+ * block only after a sync point covered the kernel. */
+START_TEST(sync_free_reused_after_queued_work)
+{
+    use_device(0);
+    CUfunction slow = slow_kernel();
+    CUstream a;
+    CU_OK(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING));
+    size_t half = limit_bytes() / 2;
+    CUdeviceptr p, filler, q;
+    CU_OK(cuMemAlloc(&p, half));
+    CU_OK(cuMemAlloc(&filler, half));
+    launch_slow(slow, p, 0xAA, half, 150, a);
+    CU_OK(cuMemFree(p));
+    CU_OK(cuMemAlloc(&q, half));
+    CU_OK(cuMemsetD8(q, 0x55, half));
+    CU_OK(cuCtxSynchronize());
+    expect_byte(q, half, 0x55);
+    CU_OK(cuMemFree(q));
+    CU_OK(cuMemFree(filler));
+}
+END_TEST
+
+/* Small blocks freed behind queued work, then one allocation that needs
+ * every page: their pages are unmapped only after the kernel is done
+ * (unmapping earlier makes fakecuda's worker fault, as a GPU would). */
+START_TEST(reclaim_waits_for_queued_work)
+{
+    use_device(0);
+    CUfunction slow = slow_kernel();
+    CUstream a;
+    CU_OK(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr small[8], big;
+    for (int i = 0; i < 8; i++) {
+        CU_OK(cuMemAlloc(&small[i], 64 * 1024 + (size_t)i * 4096));
+        launch_slow(slow, small[i], 0xAA, 64 * 1024, i == 7 ? 150 : 1, a);
+    }
+    for (int i = 0; i < 8; i++)
+        CU_OK(cuMemFree(small[i]));
+    CUresult r = cuMemAlloc(&big, limit_bytes());
+    if (pooled()) {
+        CU_OK(r);
+        CU_OK(cuMemsetD8(big, 0x55, limit_bytes()));
+        CU_OK(cuCtxSynchronize());
+        expect_byte(big, limit_bytes(), 0x55);
+        CU_OK(cuMemFree(big));
+    } else if (r == CUDA_SUCCESS) {
+        CU_OK(cuMemFree(big));
+    }
+    CU_OK(cuCtxSynchronize());
+}
+END_TEST
+
+/* The same in a context the program created (not the primary one): the
+ * pool's sync and its events must cover that context's streams. */
+START_TEST(own_context_free_waits_for_its_work)
+{
+    CU_OK(cuInit(0));
+    CUctxCreateParams params;
+    memset(&params, 0, sizeof params);
+    CUcontext own;
+    CU_OK(cuCtxCreate(&own, &params, 0, 0));
+    CUfunction slow = slow_kernel();
+    CUstream a, b;
+    CU_OK(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING));
+    CU_OK(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING));
+    size_t half = limit_bytes() / 2;
+    CUdeviceptr p, filler, q, r;
+    CU_OK(cuMemAlloc(&p, half));
+    CU_OK(cuMemAlloc(&filler, half));
+    launch_slow(slow, p, 0xAA, half, 150, a);
+    CU_OK(cuMemFree(p));
+    CU_OK(cuMemAlloc(&q, half));
+    CU_OK(cuMemsetD8(q, 0x55, half));
+    CU_OK(cuCtxSynchronize());
+    expect_byte(q, half, 0x55);
+    launch_slow(slow, q, 0xAA, half, 150, a);
+    CU_OK(cuMemFreeAsync(q, a));
+    CU_OK(cuMemAllocAsync(&r, half, b));
+    CU_OK(cuMemsetD8Async(r, 0x66, half, b));
+    CU_OK(cuCtxSynchronize());
+    expect_byte(r, half, 0x66);
+    CU_OK(cuMemFree(r));
+    CU_OK(cuMemFree(filler));
+    CU_OK(cuCtxDestroy(own));
+}
+END_TEST
+
+Suite *test_suite(void)
+{
+    Suite *s = suite_create("pool_reuse");
+    TCase *both = tcase_create("both");
+    tcase_set_timeout(both, 60);
+    tcase_add_test(both, async_free_reused_on_another_stream);
+    tcase_add_test(both, sync_free_reused_after_queued_work);
+    tcase_add_test(both, reclaim_waits_for_queued_work);
+    tcase_add_test(both, own_context_free_waits_for_its_work);
+    suite_add_tcase(s, both);
+    return s;
+}
