@@ -4,6 +4,7 @@
  * copies them "during this call"), and hands back node-owned arrays, so a
  * program (or spillway) can inspect a captured kernel's pointer arguments
  * with cuGraphKernelNodeGetParams. Edges are plain (no edge data). */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -496,6 +497,34 @@ static struct CUgraphNode_st *node_of(CUgraphNode n, CUgraphNodeType type)
     return fc_node_known(n) && n->type == type ? n : NULL;
 }
 
+/* The Get/SetParams of nodes whose parameters are one plain struct: copies
+ * size bytes out of (or into) the member at offset off of a known node of
+ * that type, under the graph lock; INVALID_VALUE for another node, as the
+ * driver. */
+static CUresult node_copy(CUgraphNode hNode, CUgraphNodeType type, size_t off, void *buf, size_t size,
+                          bool set)
+{
+    if (!buf)
+        return CUDA_ERROR_INVALID_VALUE;
+    fc_graph_lock();
+    struct CUgraphNode_st *n = node_of(hNode, type);
+    if (n && set)
+        memcpy((char *)n + off, buf, size);
+    else if (n)
+        memcpy(buf, (const char *)n + off, size);
+    fc_graph_unlock();
+    return n ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+/* The pointer comparison makes the compiler check that the member has the
+ * caller's type, as the assignments these replace did. */
+#define NODE_MEMBER_IS(member, ptr) ((void)sizeof(&((struct CUgraphNode_st *)0)->member == (ptr)))
+#define NODE_GET(h, type, member, out)                                                      \
+    (NODE_MEMBER_IS(member, out),                                                           \
+     node_copy(h, type, offsetof(struct CUgraphNode_st, member), out, sizeof *(out), false))
+#define NODE_SET(h, type, member, in)                                                       \
+    (NODE_MEMBER_IS(member, in),                                                            \
+     node_copy(h, type, offsetof(struct CUgraphNode_st, member), (void *)(in), sizeof *(in), true))
+
 static CUresult kernel_get(CUgraphNode hNode, CUDA_KERNEL_NODE_PARAMS *p)
 {
     CUresult r = fc_initialized();
@@ -619,14 +648,7 @@ FC_EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode *out, CUgraph g, const CUgra
 FC_EXPORT CUresult cuGraphMemcpyNodeGetParams(CUgraphNode hNode, CUDA_MEMCPY3D *p)
 {
     FC_FAULT(cuGraphMemcpyNodeGetParams);
-    if (!p)
-        return CUDA_ERROR_INVALID_VALUE;
-    fc_graph_lock();
-    struct CUgraphNode_st *n = node_of(hNode, CU_GRAPH_NODE_TYPE_MEMCPY);
-    if (n)
-        *p = n->u.copy.p;
-    fc_graph_unlock();
-    return n ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    return NODE_GET(hNode, CU_GRAPH_NODE_TYPE_MEMCPY, u.copy.p, p);
 }
 
 FC_EXPORT CUresult cuGraphMemcpyNodeSetParams(CUgraphNode hNode, const CUDA_MEMCPY3D *p)
@@ -637,12 +659,7 @@ FC_EXPORT CUresult cuGraphMemcpyNodeSetParams(CUgraphNode hNode, const CUDA_MEMC
     CUresult r = fc_copy3d_check(p);
     if (r != CUDA_SUCCESS)
         return r;
-    fc_graph_lock();
-    struct CUgraphNode_st *n = node_of(hNode, CU_GRAPH_NODE_TYPE_MEMCPY);
-    if (n)
-        n->u.copy.p = *p;
-    fc_graph_unlock();
-    return n ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    return NODE_SET(hNode, CU_GRAPH_NODE_TYPE_MEMCPY, u.copy.p, p);
 }
 
 FC_EXPORT CUresult cuGraphAddMemsetNode(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
@@ -669,14 +686,7 @@ FC_EXPORT CUresult cuGraphAddMemsetNode(CUgraphNode *out, CUgraph g, const CUgra
 FC_EXPORT CUresult cuGraphMemsetNodeGetParams(CUgraphNode hNode, CUDA_MEMSET_NODE_PARAMS *p)
 {
     FC_FAULT(cuGraphMemsetNodeGetParams);
-    if (!p)
-        return CUDA_ERROR_INVALID_VALUE;
-    fc_graph_lock();
-    struct CUgraphNode_st *n = node_of(hNode, CU_GRAPH_NODE_TYPE_MEMSET);
-    if (n)
-        *p = n->u.set.p;
-    fc_graph_unlock();
-    return n ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    return NODE_GET(hNode, CU_GRAPH_NODE_TYPE_MEMSET, u.set.p, p);
 }
 
 FC_EXPORT CUresult cuGraphMemsetNodeSetParams(CUgraphNode hNode, const CUDA_MEMSET_NODE_PARAMS *p)
@@ -687,12 +697,7 @@ FC_EXPORT CUresult cuGraphMemsetNodeSetParams(CUgraphNode hNode, const CUDA_MEMS
     CUresult r = fc_memset2d_check(p);
     if (r != CUDA_SUCCESS)
         return r;
-    fc_graph_lock();
-    struct CUgraphNode_st *n = node_of(hNode, CU_GRAPH_NODE_TYPE_MEMSET);
-    if (n)
-        n->u.set.p = *p;
-    fc_graph_unlock();
-    return n ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    return NODE_SET(hNode, CU_GRAPH_NODE_TYPE_MEMSET, u.set.p, p);
 }
 
 FC_EXPORT CUresult cuGraphAddHostNode(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
@@ -713,14 +718,7 @@ FC_EXPORT CUresult cuGraphAddHostNode(CUgraphNode *out, CUgraph g, const CUgraph
 FC_EXPORT CUresult cuGraphHostNodeGetParams(CUgraphNode hNode, CUDA_HOST_NODE_PARAMS *p)
 {
     FC_FAULT(cuGraphHostNodeGetParams);
-    if (!p)
-        return CUDA_ERROR_INVALID_VALUE;
-    fc_graph_lock();
-    struct CUgraphNode_st *n = node_of(hNode, CU_GRAPH_NODE_TYPE_HOST);
-    if (n)
-        *p = n->u.host;
-    fc_graph_unlock();
-    return n ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    return NODE_GET(hNode, CU_GRAPH_NODE_TYPE_HOST, u.host, p);
 }
 
 FC_EXPORT CUresult cuGraphHostNodeSetParams(CUgraphNode hNode, const CUDA_HOST_NODE_PARAMS *p)
@@ -728,12 +726,7 @@ FC_EXPORT CUresult cuGraphHostNodeSetParams(CUgraphNode hNode, const CUDA_HOST_N
     FC_FAULT(cuGraphHostNodeSetParams);
     if (!p || !p->fn)
         return CUDA_ERROR_INVALID_VALUE;
-    fc_graph_lock();
-    struct CUgraphNode_st *n = node_of(hNode, CU_GRAPH_NODE_TYPE_HOST);
-    if (n)
-        n->u.host = *p;
-    fc_graph_unlock();
-    return n ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    return NODE_SET(hNode, CU_GRAPH_NODE_TYPE_HOST, u.host, p);
 }
 
 FC_EXPORT CUresult cuGraphAddEmptyNode(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t ndeps)
@@ -834,14 +827,7 @@ FC_EXPORT CUresult cuGraphAddMemAllocNode(CUgraphNode *out, CUgraph g, const CUg
 FC_EXPORT CUresult cuGraphMemAllocNodeGetParams(CUgraphNode hNode, CUDA_MEM_ALLOC_NODE_PARAMS *p)
 {
     FC_FAULT(cuGraphMemAllocNodeGetParams);
-    if (!p)
-        return CUDA_ERROR_INVALID_VALUE;
-    fc_graph_lock();
-    struct CUgraphNode_st *n = node_of(hNode, CU_GRAPH_NODE_TYPE_MEM_ALLOC);
-    if (n)
-        *p = n->u.alloc.p;
-    fc_graph_unlock();
-    return n ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    return NODE_GET(hNode, CU_GRAPH_NODE_TYPE_MEM_ALLOC, u.alloc.p, p);
 }
 
 static bool is_graph_alloc(CUdeviceptr p)
@@ -871,14 +857,7 @@ FC_EXPORT CUresult cuGraphAddMemFreeNode(CUgraphNode *out, CUgraph g, const CUgr
 FC_EXPORT CUresult cuGraphMemFreeNodeGetParams(CUgraphNode hNode, CUdeviceptr *dptr)
 {
     FC_FAULT(cuGraphMemFreeNodeGetParams);
-    if (!dptr)
-        return CUDA_ERROR_INVALID_VALUE;
-    fc_graph_lock();
-    struct CUgraphNode_st *n = node_of(hNode, CU_GRAPH_NODE_TYPE_MEM_FREE);
-    if (n)
-        *dptr = n->u.free_ptr;
-    fc_graph_unlock();
-    return n ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    return NODE_GET(hNode, CU_GRAPH_NODE_TYPE_MEM_FREE, u.free_ptr, dptr);
 }
 
 /* ---- what a graph holds ---------------------------------------------------- */
@@ -1195,14 +1174,7 @@ FC_EXPORT CUresult cuGraphNodeFindInClone(CUgraphNode *out, CUgraphNode orig, CU
 
 static CUresult event_of(CUgraphNode hNode, CUgraphNodeType type, CUevent *e)
 {
-    if (!e)
-        return CUDA_ERROR_INVALID_VALUE;
-    fc_graph_lock();
-    struct CUgraphNode_st *n = node_of(hNode, type);
-    if (n)
-        *e = n->u.event;
-    fc_graph_unlock();
-    return n ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    return NODE_GET(hNode, type, u.event, e);
 }
 
 FC_EXPORT CUresult cuGraphEventRecordNodeGetEvent(CUgraphNode n, CUevent *e)

@@ -139,6 +139,18 @@ START_TEST(a_graph_built_by_hand)
     CUDA_MEMCPY3D cg;
     CU_OK(cuGraphMemcpyNodeGetParams(copy_out, &cg));
     ck_assert_ptr_eq(cg.dstHost, out);
+    /* Parameters set before instantiation are what the graph runs. */
+    msg.value = 78;
+    CU_OK(cuGraphMemsetNodeSetParams(set, &msg));
+    CU_ERR(cuGraphMemsetNodeSetParams(copy_out, &msg), CUDA_ERROR_INVALID_VALUE); /* not a memset node */
+    memset(&msg, 0, sizeof msg);
+    CU_OK(cuGraphMemsetNodeGetParams(set, &msg));
+    ck_assert_uint_eq(msg.value, 78);
+    CU_OK(cuGraphMemcpyNodeSetParams(copy_out, &cg));
+    CUDA_HOST_NODE_PARAMS hg;
+    CU_OK(cuGraphHostNodeGetParams(host, &hg));
+    ck_assert(hg.fn == count_call && hg.userData == &calls);
+    CU_OK(cuGraphHostNodeSetParams(host, &hg));
 
     CUgraphExec x;
     CU_OK(cuGraphInstantiate(&x, g, 0));
@@ -147,8 +159,8 @@ START_TEST(a_graph_built_by_hand)
     CU_OK(cuGraphLaunch(x, s));
     CU_OK(cuStreamSynchronize(s));
     ck_assert_int_eq(calls, 1);
-    ck_assert_uint_eq(out[0], 77);
-    ck_assert_uint_eq(out[15], 77);
+    ck_assert_uint_eq(out[0], 78);
+    ck_assert_uint_eq(out[15], 78);
     ck_assert_uint_eq(out[16], 8);
     ck_assert_uint_eq(out[n - 1], 8);
     for (size_t i = 0; i < n; i++) /* each launch reads the host memory again */
