@@ -531,7 +531,9 @@ CUresult sw_grant_access(sw_policy *p, int dev, int peer)
 /* ---- counters ------------------------------------------------------------ */
 
 static const char *const pt_names[SW_PT_NREASONS] = {
-    "ipc", "managed", "capture", "host-location", "disabled", "other",
+#define SW_PT_NAME(reason, name, stat) name,
+    SW_PASSTHROUGH_REASONS(SW_PT_NAME)
+#undef SW_PT_NAME
 };
 
 const char *sw_passthrough_reason_name(sw_passthrough_reason r)

@@ -28,8 +28,7 @@
 #include <stdint.h>
 
 #include "policy/backend.h"
-
-#define SW_MAX_DEVICES 64
+#include "policy/limits.h"
 
 typedef struct sw_policy sw_policy;
 
@@ -246,13 +245,23 @@ bool sw_touch_range(sw_policy *p, CUdeviceptr ptr, size_t bytes);
 CUresult sw_fill(sw_policy *p, CUdeviceptr ptr);
 
 /* ---- counters for the stats publisher ---------------------------------- */
+/* Why an allocation passed through to the driver instead of the pool,
+ * once: X(reason, name, stat) with stat the stats segment's gauge of its
+ * bytes (stats/layout.h's SPW_C_<stat>, by name only; NONE: host memory,
+ * no device gauge). The public enum (spillway.h's SPILLWAY_PT_*) is
+ * checked against it, value by value (shim/introspect.c). */
+#define SW_PASSTHROUGH_REASONS(X)                                                  \
+    X(IPC, "ipc", PASS_IPC)                     /* a shareable (IPC) handle type */ \
+    X(MANAGED, "managed", PASS_MANAGED)         /* cuMemAllocManaged */             \
+    X(CAPTURE, "capture", PASS_CAPTURE)         /* stream-ordered, during capture */ \
+    X(HOST_LOCATION, "host-location", NONE)     /* cuMemCreate on a host location */ \
+    X(DISABLED, "disabled", PASS_OTHER)         /* the device has no pool */        \
+    X(OTHER, "other", PASS_OTHER)               /* special properties */
+
 typedef enum sw_passthrough_reason {
-    SW_PT_IPC = 0,      /* handle asks for a shareable (IPC) handle type */
-    SW_PT_MANAGED,      /* cuMemAllocManaged */
-    SW_PT_CAPTURE,      /* allocation during stream capture */
-    SW_PT_HOST_LOCATION,/* cuMemCreate for a non-device location */
-    SW_PT_DISABLED,     /* device not managed by spillway */
-    SW_PT_OTHER,
+#define SW_PT_ENUM(reason, name, stat) SW_PT_##reason,
+    SW_PASSTHROUGH_REASONS(SW_PT_ENUM)
+#undef SW_PT_ENUM
     SW_PT_NREASONS
 } sw_passthrough_reason;
 const char *sw_passthrough_reason_name(sw_passthrough_reason r);

@@ -25,7 +25,8 @@ struct counters {
     _Atomic int oom_logged;
 } __attribute__((aligned(64))); /* one device's hot counters per cache line pair */
 
-static struct counters devices[SPW_MAX_DEVICES];
+static struct counters devices[SW_MAX_DEVICES];
+_Static_assert(SW_MAX_DEVICES <= SPW_STATS_MAX_DEVICES, "the stats segment holds every device");
 static struct counters host;
 static struct spw_map maps[SPW_KINDS];
 static pthread_once_t maps_once = PTHREAD_ONCE_INIT;
@@ -82,7 +83,7 @@ void spw_account_init(const struct spw_options *opts, const struct spw_device_qu
 
 int spw_account_tracks(int dev)
 {
-    return dev == SPILLWAY_HOST || (dev >= 0 && dev < SPW_MAX_DEVICES);
+    return dev == SPILLWAY_HOST || (dev >= 0 && dev < SW_MAX_DEVICES);
 }
 
 static struct counters *counters_of(int dev)
@@ -365,14 +366,13 @@ void spw_account_copy(int dev, enum spw_copy_dir dir, uint64_t bytes)
 /* The stats gauge of a reason (host-location memory is host memory: none). */
 static int pt_gauge(int reason)
 {
-    switch (reason) {
-    case SW_PT_IPC: return SPW_C_PASS_IPC;
-    case SW_PT_MANAGED: return SPW_C_PASS_MANAGED;
-    case SW_PT_CAPTURE: return SPW_C_PASS_CAPTURE;
-    case SW_PT_DISABLED:
-    case SW_PT_OTHER: return SPW_C_PASS_OTHER;
-    default: return -1;
-    }
+    enum { SPW_C_NONE = -1 };
+    static const int gauge[SW_PT_NREASONS] = {
+#define SPW_PT_GAUGE(r, name, stat) [SW_PT_##r] = SPW_C_##stat,
+        SW_PASSTHROUGH_REASONS(SPW_PT_GAUGE)
+#undef SPW_PT_GAUGE
+    };
+    return reason >= 0 && reason < SW_PT_NREASONS ? gauge[reason] : -1;
 }
 
 static void pt_gauge_add(int dev, int reason, uint64_t bytes, int sign)
@@ -577,7 +577,7 @@ void spw_account_publish_to(struct spw_stats_writer *w)
 {
     /* Events between this copy and the store below go to neither: the
      * publisher attaches before the first allocation it needs to see. */
-    for (uint32_t d = 0; w && d < w->device_count && d < SPW_MAX_DEVICES; d++) {
+    for (uint32_t d = 0; w && d < w->device_count && d < SW_MAX_DEVICES; d++) {
         struct counters *c = &devices[d];
         uint64_t limit = atomic_load(&c->limit);
         if (limit) {

@@ -7,6 +7,10 @@
 #include <string.h>
 
 _Static_assert((int)SPILLWAY_PT_COUNT == (int)SW_PT_NREASONS, "pass-through reasons");
+#define SPW_PT_SAME(r, name, stat) \
+    _Static_assert((int)SPILLWAY_PT_##r == (int)SW_PT_##r, "pass-through reason " name);
+SW_PASSTHROUGH_REASONS(SPW_PT_SAME)
+#undef SPW_PT_SAME
 
 __attribute__((visibility("default"))) int spillway_get_counters(int device,
                                                                  struct spillway_counters *out)

@@ -113,7 +113,7 @@ static int parse_devlimit_item(char *item, spw_opt_devlimit *out)
             return -1;
     unsigned long idx = strtoul(item, NULL, 10);
     uint64_t bytes;
-    if (idx >= SPW_MAX_DEVICES || strlen(item) > 2 || spw_parse_bytes(eq + 1, &bytes) || bytes == 0)
+    if (idx >= SW_MAX_DEVICES || strlen(item) > 2 || spw_parse_bytes(eq + 1, &bytes) || bytes == 0)
         return -1;
     if (out->dev[idx])
         return -1; /* the same device twice is a mistake, not an override */
@@ -396,7 +396,7 @@ static int format_devlimit(char *b, size_t n, const spw_opt_devlimit *v)
     if (v->all)
         return snprintf(b, n, "%llu", (unsigned long long)v->all);
     int used = 0;
-    for (int d = 0; d < SPW_MAX_DEVICES; d++) {
+    for (int d = 0; d < SW_MAX_DEVICES; d++) {
         if (!v->dev[d])
             continue;
         size_t off = (size_t)used < n ? (size_t)used : n;
@@ -461,7 +461,7 @@ static uint64_t asked_limit(const struct spw_options *o, int dev, uint64_t total
                             size_t len)
 {
     char v[32], t[48];
-    if (dev >= 0 && dev < SPW_MAX_DEVICES && o->mem_limit.dev[dev]) {
+    if (dev >= 0 && dev < SW_MAX_DEVICES && o->mem_limit.dev[dev]) {
         format_written(v, sizeof v, o->mem_limit.dev[dev]);
         snprintf(what, len, "SPILLWAY_MEM_LIMIT (%d=%s)", dev, v);
         return o->mem_limit.dev[dev];
@@ -512,7 +512,7 @@ int spw_options_missing_devices(const struct spw_options *o, int count, char *no
     char list[256] = "";
     size_t used = 0;
     int missing = 0;
-    for (int d = count < 0 ? 0 : count; d < SPW_MAX_DEVICES; d++) {
+    for (int d = count < 0 ? 0 : count; d < SW_MAX_DEVICES; d++) {
         if (!o->mem_limit.dev[d])
             continue;
         if (used < sizeof list)
@@ -594,7 +594,7 @@ static int check_static_room(const struct spw_options *o, char *err, size_t errl
         if (spw_options_check_host_room(o, who, o->mem_limit.all, o->host_limit, NULL, err, errlen))
             return -1;
     }
-    for (int d = 0; d < SPW_MAX_DEVICES; d++) {
+    for (int d = 0; d < SW_MAX_DEVICES; d++) {
         if (!o->mem_limit.dev[d])
             continue;
         format_written(v, sizeof v, o->mem_limit.dev[d]);

@@ -7,7 +7,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define SPW_MAX_DEVICES 64
+#include "policy/limits.h"
+
 #define SPW_OPT_STRING_MAX 4096
 
 enum spw_log_level { SPW_LOG_ERROR, SPW_LOG_WARN, SPW_LOG_INFO, SPW_LOG_DEBUG };
@@ -16,7 +17,7 @@ enum spw_log_level { SPW_LOG_ERROR, SPW_LOG_WARN, SPW_LOG_INFO, SPW_LOG_DEBUG };
  * fraction applies); `dev[i]` (0 = not set) overrides it for device i. */
 struct spw_devlimit {
     uint64_t all;
-    uint64_t dev[SPW_MAX_DEVICES];
+    uint64_t dev[SW_MAX_DEVICES];
 };
 
 /* One C type per option type of options.def. */
