@@ -19,6 +19,12 @@
 
 #define SPW_EXPORT __attribute__((visibility("default")))
 
+/* Every name of runtime.def, typed as the runtime's (a definition below
+ * that differs does not compile). */
+#define SPW_RUNTIME(name) SPW_EXPORT extern __typeof__(name) name;
+#include "shim/runtime.def"
+#undef SPW_RUNTIME
+
 /* dl_iterate_phdr callback: the path of the first loaded runtime. */
 static int find_runtime(struct dl_phdr_info *info, size_t size, void *out)
 {

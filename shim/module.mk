@@ -27,7 +27,7 @@ $(BUILD)/tests/unit/shim_resolve: $(BUILD)/tests/unit/shim/test_resolve.o $(UNIT
     $(BUILD)/tests/unit/shim/libspydriver.so $(BUILD)/libspillway.so
 	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(CHECK_LIBS) $(LDLIBS)
 ALL_TARGETS += $(BUILD)/tests/unit/shim/libspydriver.so
-UNIT_TESTS += $(BUILD)/tests/unit/shim_resolve
+UNIT_TESTS += $(BUILD)/tests/unit/shim_resolve tests/unit/shim/exports.sh
 
 # The library: every shim/*.c. The exported names and their aliases are
 # generated from hooks.def (see exports.map.in and exports.ld.in).
@@ -36,7 +36,7 @@ SHIM_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(SHIM_SRCS))
 SHIM_LIB  := $(BUILD)/libspillway.so
 ALL_TARGETS += $(SHIM_LIB)
 
-$(BUILD)/shim/exports.map: shim/exports.map.in shim/hooks.def
+$(BUILD)/shim/exports.map: shim/exports.map.in shim/hooks.def shim/runtime.def
 	@mkdir -p $(dir $@)
 	$(CC) -E -P -x c -I. $< -o $@
 $(BUILD)/shim/exports.ld: shim/exports.ld.in shim/hooks.def
