@@ -35,38 +35,27 @@ step, each time waiting for a line on stdin (the GPU rows read spillway's
 stats segment at both: the bytes moved between them are the settled steps'
 moves; NVML is sampled all along). Step times never include a hold.
 """
-import argparse
 import ctypes
 import math
 import os
-import select
 import statistics
 import sys
 import time
 
-ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-ap.add_argument("--dim", type=int, default=7168)
-ap.add_argument("--layers", type=int, default=4)
-ap.add_argument("--batch", type=int, help="rows of the input (default: --dim, the tutorial's DIM x DIM)")
-ap.add_argument("--steps", type=int, default=10, help="steps in all, warm-up included")
-ap.add_argument("--warmup", type=int, default=3, help="first steps left out of the median")
-ap.add_argument("--lr", type=float, default=0.1)
-ap.add_argument("--max-norm", type=float, default=1.0, help="clip_by_global_norm's bound")
-ap.add_argument("--l2", type=float, default=0.001)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import seed_common  # noqa: E402
+
+ap = seed_common.parser(__doc__, "clip_by_global_norm's bound")
 ap.add_argument("--init", choices=("normal", "ones"), default="normal")
 ap.add_argument("--optimizer", choices=("jnp", "optax"), default="jnp")
-ap.add_argument("--hold", action="store_true",
-                help="SWGPU_HOLD handshakes after the warm-up and at the end (tests/gpu/harness.py)")
-a = ap.parse_args()
-a.batch = a.batch or a.dim
-if a.steps <= a.warmup:
-    ap.error("--steps must exceed --warmup")
+a = seed_common.parse(ap)
 
 T0 = time.perf_counter()
 import jax  # noqa: E402  (after argparse: --help needs no GPU)
 import jax.numpy as jnp  # noqa: E402
 
-GiB = 1 << 30
+GiB = seed_common.GiB
+gib = seed_common.gib
 
 
 # --- the model, as the tutorial's ---------------------------------------------
@@ -170,17 +159,6 @@ def memory_analysis(compiled):
     return {k: v for k, v in out.items() if isinstance(v, int)}
 
 
-def hold():
-    print("SWGPU_HOLD", flush=True)
-    r, _, _ = select.select([sys.stdin], [], [], 60)
-    if r:
-        sys.stdin.readline()
-
-
-def gib(v):
-    return "%.2f GiB" % (v / GiB) if isinstance(v, (int, float)) else "n/a"
-
-
 def main():
     allocator = os.environ.get("XLA_PYTHON_CLIENT_ALLOCATOR", "default")
     print("seed MLP (JAX %s): %d x %dx%d f32, input %dx%d, Adam(lr=%g) after clip_by_global_norm(%g) [%s], "
@@ -199,7 +177,7 @@ def main():
     times, losses = [], []
     for i in range(a.steps):
         if a.hold and i == a.warmup:
-            hold()
+            seed_common.hold()
         t = time.perf_counter()
         params, opt_state, loss = compiled(params, opt_state, x)
         loss.block_until_ready()
@@ -215,7 +193,7 @@ def main():
     print("peak device memory (JAX memory_stats peak_bytes_in_use): %s%s" % (
         gib(stats.get("peak_bytes_in_use")), "" if stats else " (this allocator reports no memory_stats)"))
     if a.hold:
-        hold()
+        seed_common.hold()
     fields = dict(
         bench="seed_mlp_jax", dim=a.dim, layers=a.layers, batch=a.batch, steps=a.steps, warmup=a.warmup,
         optimizer=a.optimizer, init=a.init, allocator=allocator,
@@ -227,7 +205,7 @@ def main():
         pool_bytes=max(held) if held else "n/a", told_total=driver_total(),
         ma_temp=ma.get("temp", "n/a"), ma_argument=ma.get("argument", "n/a"), ma_output=ma.get("output", "n/a"),
         ma_alias=ma.get("alias", "n/a"), wall_s=round(time.perf_counter() - T0, 2), jax=jax.__version__)
-    print("RESULT " + " ".join("%s=%s" % (k, str(v).replace(" ", "_")) for k, v in fields.items()), flush=True)
+    seed_common.result(fields)
     return 0 if finite or a.init == "ones" else 1
 
 

@@ -28,35 +28,24 @@ step, each time waiting for a line on stdin (the GPU rows read spillway's
 stats segment at both: the bytes moved between them are the settled steps'
 moves; NVML is sampled all along). Step times never include a hold.
 """
-import argparse
 import math
 import os
-import select
 import statistics
 import sys
 import time
 
-ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-ap.add_argument("--dim", type=int, default=7168)
-ap.add_argument("--layers", type=int, default=4)
-ap.add_argument("--batch", type=int, help="rows of the input (default: --dim)")
-ap.add_argument("--steps", type=int, default=10, help="steps in all, warm-up included")
-ap.add_argument("--warmup", type=int, default=3, help="first steps left out of the median")
-ap.add_argument("--lr", type=float, default=0.1)
-ap.add_argument("--max-norm", type=float, default=1.0, help="clip_grad_norm_'s bound")
-ap.add_argument("--l2", type=float, default=0.001)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import seed_common  # noqa: E402
+
+ap = seed_common.parser(__doc__, "clip_grad_norm_'s bound")
 ap.add_argument("--matmul-precision", choices=("high", "highest"), default="high")
-ap.add_argument("--hold", action="store_true",
-                help="SWGPU_HOLD handshakes after the warm-up and at the end (tests/gpu/harness.py)")
-a = ap.parse_args()
-a.batch = a.batch or a.dim
-if a.steps <= a.warmup:
-    ap.error("--steps must exceed --warmup")
+a = seed_common.parse(ap)
 
 T0 = time.perf_counter()
 import torch  # noqa: E402  (after argparse: --help needs no GPU)
 
-GiB = 1 << 30
+GiB = seed_common.GiB
+gib = seed_common.gib
 
 
 def compute_loss(params, x):
@@ -84,17 +73,6 @@ def step(x, params, opt):
     return loss.detach()
 
 
-def hold():
-    print("SWGPU_HOLD", flush=True)
-    r, _, _ = select.select([sys.stdin], [], [], 60)
-    if r:
-        sys.stdin.readline()
-
-
-def gib(v):
-    return "%.2f GiB" % (v / GiB) if isinstance(v, (int, float)) else "n/a"
-
-
 def main():
     torch.set_float32_matmul_precision(a.matmul_precision)
     conf = os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "default")
@@ -106,7 +84,7 @@ def main():
     times, losses = [], []
     for i in range(a.steps):
         if a.hold and i == a.warmup:
-            hold()
+            seed_common.hold()
         t = time.perf_counter()
         loss = step(x, params, opt)
         torch.cuda.synchronize()
@@ -121,14 +99,14 @@ def main():
     print("final loss: %r" % losses[-1])
     print("peak device memory (torch.cuda.max_memory_allocated): %s; reserved at most %s" % (gib(peak), gib(reserved)))
     if a.hold:
-        hold()
+        seed_common.hold()
     fields = dict(
         bench="seed_mlp_torch", dim=a.dim, layers=a.layers, batch=a.batch, steps=a.steps, warmup=a.warmup,
         precision=a.matmul_precision, alloc_conf=conf, step_ms=round(med * 1e3, 3),
         min_ms=round(min(times[a.warmup:]) * 1e3, 3), first_ms=round(times[0] * 1e3, 3), loss=repr(losses[-1]),
         losses=",".join(repr(v) for v in losses), finite=finite, peak_bytes=peak, reserved_peak=reserved,
         told_total=told, wall_s=round(time.perf_counter() - T0, 2), torch=torch.__version__)
-    print("RESULT " + " ".join("%s=%s" % (k, str(v).replace(" ", "_")) for k, v in fields.items()), flush=True)
+    seed_common.result(fields)
     return 0 if finite else 1
 
 
