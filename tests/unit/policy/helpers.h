@@ -37,6 +37,15 @@ static inline void env_up(size_t limit_pages, bool prealloc, size_t sync_batch)
     env_up_cfg(&cfg, limit_pages);
 }
 
+/* Spill on: limit_pages of device memory, host_pages of pinned host memory. */
+static inline void env_spill(size_t limit_pages, size_t host_pages)
+{
+    sw_device_config cfg = {
+        .limit = limit_pages * PG, .host_limit = host_pages * PG, .spill = true,
+    };
+    env_up_cfg(&cfg, limit_pages);
+}
+
 static inline fake_stats fstats(void)
 {
     fake_stats s;

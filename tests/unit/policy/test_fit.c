@@ -9,14 +9,6 @@
 
 #define KiB ((size_t)1 << 10)
 
-static void env_spill(size_t limit_pages, size_t host_pages)
-{
-    sw_device_config cfg = {
-        .limit = limit_pages * PG, .host_limit = host_pages * PG, .spill = true,
-    };
-    env_up_cfg(&cfg, limit_pages);
-}
-
 /* log-uniform in [lo, hi] */
 static size_t log_uniform(uint64_t *seed, size_t lo, size_t hi)
 {

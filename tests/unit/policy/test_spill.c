@@ -7,14 +7,6 @@
 
 #include "tests/unit/policy/helpers.h"
 
-static void env_spill(size_t limit_pages, size_t host_pages)
-{
-    sw_device_config cfg = {
-        .limit = limit_pages * PG, .host_limit = host_pages * PG, .spill = true,
-    };
-    env_up_cfg(&cfg, limit_pages);
-}
-
 static sw_residency where_is(CUdeviceptr va)
 {
     sw_residency w;
