@@ -16,6 +16,7 @@ typedef uint64_t gpu_ptr;
 
 const char *gpu_api_name(void);          /* "runtime" or "driver" */
 int gpu_init(void);                      /* device 0, its primary context current */
+int gpu_thread_init(void);               /* the same context current on another thread */
 int gpu_malloc(gpu_ptr *p, size_t n);
 int gpu_free(gpu_ptr p);
 /* Stream-ordered allocation on one private non-blocking stream, from the

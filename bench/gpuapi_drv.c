@@ -9,6 +9,18 @@ static CUstream stream;
 
 const char *gpu_api_name(void) { return "driver"; }
 
+int gpu_thread_init(void)
+{
+    CUdevice dev;
+    CUcontext ctx;
+    CUresult r = cuDeviceGet(&dev, 0);
+    if (r == CUDA_SUCCESS)
+        r = cuDevicePrimaryCtxRetain(&ctx, dev);
+    if (r == CUDA_SUCCESS)
+        r = cuCtxSetCurrent(ctx);
+    return (int)r;
+}
+
 int gpu_init(void)
 {
     CUdevice dev;

@@ -9,6 +9,11 @@ static cudaStream_t stream;
 
 const char *gpu_api_name(void) { return "runtime"; }
 
+int gpu_thread_init(void)
+{
+    return (int)cudaSetDevice(0); /* the runtime makes the primary context current */
+}
+
 int gpu_init(void)
 {
     cudaError_t e = cudaSetDevice(0);

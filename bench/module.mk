@@ -8,7 +8,7 @@
 #       (`make bench-smoke`, tests/gpu/selftest.sh).
 # tests/gpu/ links the same objects for its CUDA C acceptance program.
 NVCC ?= $(CUDA_HOME)/bin/nvcc
-BENCH_PROGS  := alloc_lat alloc_random prealloc
+BENCH_PROGS  := alloc_lat alloc_random prealloc alloc_threads
 # util.o parses sizes with the product's parser (shim/options.o, pure libc).
 BENCH_UTIL   := $(BUILD)/bench/util.o $(BUILD)/shim/options.o
 BENCH_COMMON := $(BENCH_UTIL) $(BUILD)/bench/selfstats.o

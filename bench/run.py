@@ -35,6 +35,7 @@ def plan(a, build):
     lat = ["--scale", "0.01", "--sizes", "256,64K,1M,16M"] if a.fake else []
     rnd = ["--ops", "500", "--max", "4M", "--cap", "64M"] if a.fake else ["--cap", RANDOM_CAP]
     lim = "192M" if a.fake else SPW_LIMIT
+    thr = ["--threads", "1,2", "--pairs", "2000"] if a.fake else ["--pairs", "20000"]
     rlim = "192M" if a.fake else RANDOM_LIMIT
     py = harness.python()
     runs = [
@@ -62,6 +63,11 @@ def plan(a, build):
          {"SPILLWAY_MEM_LIMIT": rlim}, True, 90),
         ("random", "rnd-spw-verify-async", "spillway async, data verified",
          [b(rt, "alloc_random"), "--mode", "async", "--verify"] + rnd, {"SPILLWAY_MEM_LIMIT": rlim}, True, 90),
+        # Issue 14 item 6: the hot path from 1 to 16 threads (the GPU host has
+        # 16 cores), each thread its own pairs; ratios per thread count.
+        ("threads", "thr-native", "cudaMalloc+cudaFree, T threads", [b(rt, "alloc_threads")] + thr, {}, False, 90),
+        ("threads", "thr-spw", "spillway, T threads", [b(rt, "alloc_threads")] + thr,
+         {"SPILLWAY_MEM_LIMIT": lim}, True, 60),
         ("prealloc", "pre-native", "native, one cudaMalloc of 75%", [b(rt, "prealloc"), "--bulk", "0.75"], {}, False, 60),
         ("prealloc", "pre-spw-on", "spillway, PREALLOCATE=1 (75%)", [b(rt, "prealloc")],
          {"SPILLWAY_MEM_FRACTION": "0.75", "SPILLWAY_PREALLOCATE": "1"}, True, 60),
@@ -89,7 +95,7 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--out", default="build/bench-out")
     ap.add_argument("--deadline", type=float)
-    ap.add_argument("--only", help="comma-separated groups: latency, random, prealloc, step")
+    ap.add_argument("--only", help="comma-separated groups: latency, random, threads, prealloc, step")
     ap.add_argument("--fake", action="store_true")
     ap.add_argument("--dry-run", action="store_true")
     a = ap.parse_args()

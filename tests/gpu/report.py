@@ -219,6 +219,32 @@ def state(runs, rid):
     return "not run" if not r else ("skipped" if r["status"] == "SKIP" else r["status"])
 
 
+def threads_section(runs):
+    """Issue 14 item 6: alloc+free pairs per second from T threads at once,
+    natively and under spillway, and each one's efficiency (rate at T over
+    T x the one-thread rate: 1.00 means threads do not slow each other)."""
+    counts = []
+    for rid in ("thr-native", "thr-spw"):
+        for r in (runs.get(rid) or {}).get("results", []):
+            if r.get("threads") not in counts:
+                counts.append(r.get("threads"))
+    if not counts:
+        return "" if "thr-native" not in runs else "### Threads\n\nnot run (%s)\n" % state(runs, "thr-native")
+    rows = []
+    for t in counts:
+        n, s = res(runs, "thr-native", threads=t) or {}, res(runs, "thr-spw", threads=t) or {}
+        rate = lambda x: "%.0f k" % (x / 1000.0) if isinstance(x, (int, float)) else "n/a"  # noqa: E731
+        eff = lambda x: "%.2f" % x if isinstance(x, (int, float)) else "n/a"  # noqa: E731
+        rows.append([str(t), rate(n.get("pairs_per_s")), eff(n.get("efficiency")), rate(s.get("pairs_per_s")),
+                     eff(s.get("efficiency")), ratio(s.get("pairs_per_s"), n.get("pairs_per_s"))])
+    cores = next((r.get("cores") for r in (runs.get("thr-spw") or {}).get("results", [])), "?")
+    return ("### Alloc+free pairs from many threads (64 KiB, %s cores)\n\nPairs per second over all threads; "
+            "efficiency = rate at T / (T x rate at 1). Goal: spillway's efficiency at 8 threads close to 1.\n\n"
+            % cores
+            + table(["threads", "native pairs/s", "native eff.", "spillway pairs/s", "spillway eff.",
+                     "spillway vs native"], rows))
+
+
 def latency_section(runs):
     sizes = []
     for r in runs.get("lat-native-sync", {}).get("results", []) or runs.get("lat-spw-sync", {}).get("results", []):
@@ -321,8 +347,8 @@ def render(path, section="all"):
     if section in ("bench", "all"):
         runs = bench_runs(recs)
         if runs:
-            parts += ["## Benchmarks\n", latency_section(runs), random_section(runs), prealloc_section(runs),
-                      step_section(runs)]
+            parts += ["## Benchmarks\n", latency_section(runs), random_section(runs), threads_section(runs),
+                      prealloc_section(runs), step_section(runs)]
     return "\n".join(p for p in parts if p)
 
 
