@@ -70,6 +70,7 @@ typedef struct sw_dev_counters {
     _Atomic uint64_t host_pool_bytes; /* mirror of pool.host_created, likewise */
     _Atomic uint64_t va_bytes;        /* VA reserved for the arena */
     _Atomic uint64_t stall_ns;        /* gates closed for moves, in total */
+    _Atomic uint64_t spill_ns, fill_ns; /* moving, each way (sw_move_pages) */
     _Atomic uint64_t host_creates_waited; /* host pages created on a caller's path */
     _Atomic uint64_t streams, events; /* the pool's own, alive */
     _Atomic uint64_t pt_count[SW_PT_NREASONS], pt_bytes[SW_PT_NREASONS];

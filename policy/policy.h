@@ -282,6 +282,8 @@ void sw_count_passthrough(sw_policy *p, int dev, sw_passthrough_reason r, size_t
     X(fill_events, fill_events, FILL_EVENTS)                                    \
     X(syncs, syncs, SYNCS)                            /* device syncs the pool made */ \
     X(stall_ns, stall_ns, STALL_NS)                   /* gates closed for moves */ \
+    X(spill_ns, spill_ns, SPILL_NS)                   /* moving to the host */    \
+    X(fill_ns, fill_ns, FILL_NS)                      /* moving to the device */  \
     X(host_creates_waited, host_creates_waited, HOST_WAITS) /* host pages created on a caller's path */
 
 typedef struct sw_counters {

@@ -314,8 +314,8 @@ static size_t finish(sw_policy *p, sw_device *d, move *w, size_t n, sw_loc where
     return done;
 }
 
-size_t sw_move_pages(sw_policy *p, sw_device *d, const CUdeviceptr *vas, size_t n, sw_loc where,
-                     CUresult *err)
+static size_t move_pages(sw_policy *p, sw_device *d, const CUdeviceptr *vas, size_t n, sw_loc where,
+                         CUresult *err)
 {
     move win[2][WINDOW];
     size_t fill[2] = {0, 0}, done = 0, next = 0;
@@ -347,6 +347,19 @@ size_t sw_move_pages(sw_policy *p, sw_device *d, const CUdeviceptr *vas, size_t 
     for (int k = 0; k < 2; k++)
         if (fill[k])
             done += finish(p, d, win[k], fill[k], where, d->mover[k], err);
+    return done;
+}
+
+/* Timed by direction: the time spent moving (copies, remaps, grants),
+ * against which the bytes moved give the effective bandwidth each way
+ * (spill_ns, fill_ns), apart from the wait for the gates (stall_ns). */
+size_t sw_move_pages(sw_policy *p, sw_device *d, const CUdeviceptr *vas, size_t n, sw_loc where,
+                     CUresult *err)
+{
+    uint64_t t0 = sw_now_ns();
+    size_t done = move_pages(p, d, vas, n, where, err);
+    atomic_fetch_add_explicit(where == SW_LOC_HOST ? &d->c.spill_ns : &d->c.fill_ns,
+                              sw_now_ns() - t0, memory_order_relaxed);
     return done;
 }
 

@@ -167,8 +167,12 @@ write_tables() {
         if [ ${#spill_rows[@]} -gt 0 ]; then
             echo "### Spill (tests/gpu/spill_check: hold 1.5x the limit, compute on all of it, check every word)"
             echo
-            echo "| run | result | held | alloc s | compute s | verify s | detail |"
-            echo "| --- | --- | --- | --- | --- | --- | --- |"
+            echo "Moves (issue 14): bytes each way over the time spent moving them (copies, remaps, grants):"
+            echo "the effective bandwidth, goal >= 40 GB/s, the pinned copy's limit ~55 GB/s; stall: the time"
+            echo "submissions were held back, per GiB spilled."
+            echo
+            echo "| run | result | held | alloc s | compute s | verify s | spilled | to host GB/s | filled | to device GB/s | stall s per GiB | detail |"
+            echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
             printf '%s\n' "${spill_rows[@]}"
             echo
         fi
@@ -212,7 +216,7 @@ spill_run() { # label, env..., -- args...
     local label=$1; shift
     local envs=() t=$(($(left) - 20))
     while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
-    if [ "$t" -lt 20 ]; then spill_rows+=("| $label | skipped | | | | | time budget |"); return; fi
+    if [ "$t" -lt 20 ]; then spill_rows+=("| $label | skipped | | | | | | | | | | time budget |"); return; fi
     [ "$t" -gt 120 ] && t=120
     local out rc
     out=$(env "${envs[@]}" timeout "$t" "$BUILD/tests/gpu/spill_check" "$@" 2>&1); rc=$?
@@ -222,7 +226,9 @@ spill_run() { # label, env..., -- args...
     local verdict=pass
     [ "$rc" -eq 0 ] && [ "$(val data_ok)" = 1 ] || verdict=FAIL
     local held; held=$(val held)
-    spill_rows+=("| $label | $verdict | $(( ${held:-0} >> 20 )) MiB | $(val alloc_s) | $(val compute_s) | $(val verify_s) | $(val err) $(grep -m1 -vE '^RESULT' <<<"$out" | cut -c1-80) |")
+    local sb fb
+    sb=$(val spill_bytes) fb=$(val fill_bytes)
+    spill_rows+=("| $label | $verdict | $(( ${held:-0} >> 20 )) MiB | $(val alloc_s) | $(val compute_s) | $(val verify_s) | ${sb:+$((sb >> 20)) MiB} | $(val spill_gbps) | ${fb:+$((fb >> 20)) MiB} | $(val fill_gbps) | $(val stall_s_per_gib) | $(val err) $(grep -m1 -vE '^RESULT' <<<"$out" | cut -c1-80) |")
     say "spill: $label: $verdict $res"
 }
 stage "spill"

@@ -63,6 +63,8 @@
     X(FILL_EVENTS,    fill_events,          COUNTER, "fill operations")                    \
     X(SYNCS,          syncs,                COUNTER, "device syncs the pool made (releasing frees, before moves)") \
     X(STALL_NS,       stall_ns,             COUNTER, "time submissions were held back while pages moved, in nanoseconds") \
+    X(SPILL_NS,       spill_ns,             COUNTER, "time spent moving pages to the host (copies, remaps, grants), in nanoseconds: spill_bytes over it is the effective bandwidth") \
+    X(FILL_NS,        fill_ns,              COUNTER, "time spent moving pages back to the device, in nanoseconds: fill_bytes over it is the effective bandwidth") \
     X(HOST_WAITS,     host_page_waits,      COUNTER, "pinned host pages created while an allocation or spill waited (the reserve was empty)") \
     X(COPY_HTOD,      copy_htod_bytes,      COUNTER, "bytes the program copied host to device") \
     X(COPY_DTOH,      copy_dtoh_bytes,      COUNTER, "bytes the program copied device to host") \

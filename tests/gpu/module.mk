@@ -28,7 +28,8 @@ UNIT_TESTS  += tests/gpu/selftest.sh
 # on all of it (kernels of the conformance suites: PTX on a GPU, C on
 # fakecuda), linked by soname like those suites.
 GPU_SPILL := $(BUILD)/tests/gpu/spill_check
-$(GPU_SPILL): $(BUILD)/tests/gpu/spill_check.o $(BENCH_UTIL) $(BUILD)/bench/gpuapi_drv.o $(BUILD)/tests/unit/driver/kernels.o | $(FAKECUDA_LIB)
+$(GPU_SPILL): $(BUILD)/tests/gpu/spill_check.o $(BENCH_UTIL) $(BUILD)/bench/selfstats.o \
+              $(BUILD)/bench/gpuapi_drv.o $(BUILD)/tests/unit/driver/kernels.o | $(FAKECUDA_LIB)
 	$(CC) $(CFLAGS) $^ -o $@ -L$(BUILD)/fakecuda -l:libcuda.so.1 $(CHECK_LIBS) $(LDLIBS)
 
 ALL_TARGETS += $(GPU_SPILL)

@@ -15,7 +15,14 @@
  * back and every word checked. Runs against the real driver (PTX kernels)
  * and fakecuda (C kernels). One line:
  *   RESULT total=.. held=.. chunks=.. data_ok=0|1 alloc_s=.. compute_s=..
- *          verify_s=.. err=NAME */
+ *          verify_s=.. err=NAME
+ * and under spillway (its own stats segment) what the moves cost (issue
+ * 14): bytes each way, the time spent moving each way and the effective
+ * bandwidth (bytes over that time, in GB/s: the pinned copy's limit is
+ * ~55 GB/s on an H100), and the time submissions were held back (stall)
+ * per GiB spilled:
+ *          spill_bytes=.. spill_s=.. spill_gbps=.. fill_bytes=.. fill_s=..
+ *          fill_gbps=.. stall_s=.. stall_s_per_gib=..  */
 #include <cuda.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -23,6 +30,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/selfstats.h"
 #include "bench/util.h"
 #include "tests/fakecuda/fakecuda.h"
 #include "tests/unit/driver/kernels_ptx.h"
@@ -138,6 +146,22 @@ static int verify_chunks(const CUdeviceptr *p, size_t got, uint64_t chunk, unsig
     return 1;
 }
 
+/* What the moves cost, from this process's stats segment; nothing without
+ * spillway (no segment). */
+static void print_moves(void)
+{
+    uint64_t sb, sn, fb, fn, st;
+    if (selfstats_get("spill_bytes", 0, &sb) || selfstats_get("spill_ns", 0, &sn) ||
+        selfstats_get("fill_bytes", 0, &fb) || selfstats_get("fill_ns", 0, &fn) ||
+        selfstats_get("stall_ns", 0, &st))
+        return;
+    printf(" spill_bytes=%llu spill_s=%.3f spill_gbps=%.2f fill_bytes=%llu fill_s=%.3f fill_gbps=%.2f"
+           " stall_s=%.3f stall_s_per_gib=%.4f",
+           (unsigned long long)sb, sn / 1e9, sn ? (double)sb / (double)sn : 0.0, (unsigned long long)fb,
+           fn / 1e9, fn ? (double)fb / (double)fn : 0.0, st / 1e9,
+           sb ? (st / 1e9) / ((double)sb / (double)(1ull << 30)) : 0.0);
+}
+
 int main(int argc, char **argv)
 {
     struct opts o;
@@ -170,8 +194,10 @@ int main(int argc, char **argv)
     double t2 = now();
     int ok = r == CUDA_SUCCESS && got == n && verify_chunks(p, got, chunk, host, o.passes, &r);
     double t3 = now();
-    printf("RESULT total=%zu held=%zu chunks=%zu data_ok=%d alloc_s=%.3f compute_s=%.3f verify_s=%.3f err=%s\n",
+    printf("RESULT total=%zu held=%zu chunks=%zu data_ok=%d alloc_s=%.3f compute_s=%.3f verify_s=%.3f err=%s",
            total, got * (size_t)chunk, got, ok, t1 - t0, t2 - t1, t3 - t2, name_of(r));
+    print_moves();
+    printf("\n");
     for (size_t i = 0; i < got; i++)
         cuMemFree(p[i]);
     return ok ? 0 : 1;
