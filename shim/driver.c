@@ -29,10 +29,6 @@ static _Thread_local int loading_here;
 static _Atomic(const void *) driver_base;
 
 /* Unhooked driver functions the shim calls. */
-static CUresult (*real_ctx_get_device)(CUdevice *);
-static CUresult (*real_stream_get_device)(CUstream, CUdevice *);
-static CUresult (*real_pointer_get_attribute)(void *, CUpointer_attribute, CUdeviceptr);
-static CUresult (*real_device_get_count)(int *);
 
 static _Atomic(spw_dlsym_fn) real_dlsym;
 
@@ -107,21 +103,16 @@ static void load_driver(void)
     }
     spw_dlsym_fn sym = spw_real_dlsym();
     resolve_hooks(handle, sym);
-    real_ctx_get_device = (CUresult(*)(CUdevice *))sym(handle, "cuCtxGetDevice");
-    real_stream_get_device = (CUresult(*)(CUstream, CUdevice *))sym(handle, "cuStreamGetDevice");
-    real_pointer_get_attribute = (CUresult(*)(void *, CUpointer_attribute, CUdeviceptr))sym(
-        handle, "cuPointerGetAttribute");
-    real_device_get_count = (CUresult(*)(int *))sym(handle, "cuDeviceGetCount");
 #define SPW_DRV_LOAD(name, type) spw_drv.name = (type)sym(handle, #name);
     SPW_DRV_FUNCS(SPW_DRV_LOAD)
 #undef SPW_DRV_LOAD
-    if (!real_ctx_get_device) {
+    if (!spw_drv.cuCtxGetDevice) {
         spw_warn("no CUDA driver found: passing every call through");
         atomic_store_explicit(&driver_state, DRIVER_FAILED, memory_order_release);
         return;
     }
     Dl_info info;
-    if (dladdr((void *)real_ctx_get_device, &info))
+    if (dladdr((void *)spw_drv.cuCtxGetDevice, &info))
         atomic_store_explicit(&driver_base, info.dli_fbase, memory_order_release);
     /* Limits need the driver's answers: accounting starts with the driver. */
     static const struct spw_device_query query = {
@@ -155,10 +146,10 @@ int spw_driver_owns(const void *addr)
 
 CUresult spw_driver_ctx_device(int *dev)
 {
-    if (!spw_driver_ready() || !real_ctx_get_device)
+    if (!spw_driver_ready() || !spw_drv.cuCtxGetDevice)
         return CUDA_ERROR_NOT_INITIALIZED;
     CUdevice d;
-    CUresult r = real_ctx_get_device(&d);
+    CUresult r = spw_drv.cuCtxGetDevice(&d);
     if (r == CUDA_SUCCESS) {
         saw_initialized();
         *dev = (int)d;
@@ -169,9 +160,9 @@ CUresult spw_driver_ctx_device(int *dev)
 CUresult spw_driver_stream_device(CUstream stream, int *dev)
 {
     int special = stream == NULL || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD;
-    if (!special && spw_driver_ready() && real_stream_get_device) {
+    if (!special && spw_driver_ready() && spw_drv.cuStreamGetDevice) {
         CUdevice d;
-        if (real_stream_get_device(stream, &d) == CUDA_SUCCESS) {
+        if (spw_drv.cuStreamGetDevice(stream, &d) == CUDA_SUCCESS) {
             saw_initialized();
             *dev = (int)d;
             return CUDA_SUCCESS;
@@ -182,10 +173,10 @@ CUresult spw_driver_stream_device(CUstream stream, int *dev)
 
 CUresult spw_driver_pointer_device(CUdeviceptr ptr, int *dev)
 {
-    if (!spw_driver_ready() || !real_pointer_get_attribute)
+    if (!spw_driver_ready() || !spw_real.spw_h_pointer_get_attribute)
         return CUDA_ERROR_NOT_INITIALIZED;
     int ordinal;
-    CUresult r = real_pointer_get_attribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr);
+    CUresult r = spw_real.spw_h_pointer_get_attribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr);
     if (r == CUDA_SUCCESS) {
         saw_initialized();
         *dev = ordinal;
@@ -196,7 +187,7 @@ CUresult spw_driver_pointer_device(CUdeviceptr ptr, int *dev)
 int spw_driver_device_count(void)
 {
     int n;
-    if (!spw_driver_ready() || !real_device_get_count || real_device_get_count(&n) != CUDA_SUCCESS)
+    if (!spw_driver_ready() || !spw_drv.cuDeviceGetCount || spw_drv.cuDeviceGetCount(&n) != CUDA_SUCCESS)
         return -1;
     saw_initialized();
     return n;

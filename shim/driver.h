@@ -54,6 +54,8 @@ uint64_t spw_driver_page_size(int dev);
     X(cuCtxPushCurrent_v2, CUresult (*)(CUcontext))                                        \
     X(cuCtxPopCurrent_v2, CUresult (*)(CUcontext *))                                       \
     X(cuCtxGetDevice, CUresult (*)(CUdevice *))                                            \
+    X(cuStreamGetDevice, CUresult (*)(CUstream, CUdevice *))                               \
+    X(cuDeviceGetCount, CUresult (*)(int *))                                               \
     X(cuDevicePrimaryCtxRetain, CUresult (*)(CUcontext *, CUdevice))                       \
     X(cuDeviceGetAttribute, CUresult (*)(int *, CUdevice_attribute, CUdevice))             \
     X(cuMemGetAllocationGranularity,                                                       \
