@@ -122,22 +122,38 @@ static uint32_t find(sw_span *const *at, uint32_t n, CUdeviceptr ptr)
     return lo;
 }
 
+/* The seqlock's read side: a sequence number to check after reading, the
+ * count and the array as of it. */
+static uint32_t read_begin(sw_spans *s, uint32_t *n, sw_span ***at)
+{
+    uint32_t q;
+    while ((q = atomic_load_explicit(&s->seq, memory_order_acquire)) & 1)
+        ; /* a writer is in the middle: it holds the lock a few stores long */
+    /* n first: a new count is published after its array, so the array read
+     * next holds at least n entries. */
+    *n = atomic_load_explicit(&s->n, memory_order_acquire);
+    *at = atomic_load_explicit(&s->at, memory_order_acquire);
+    return q;
+}
+
+/* Whether what was read since read_begin answered q is consistent. */
+static bool read_valid(sw_spans *s, uint32_t q)
+{
+    atomic_thread_fence(memory_order_acquire);
+    return atomic_load_explicit(&s->seq, memory_order_relaxed) == q;
+}
+
 /* A consistent read: the span containing ptr and where it ends. */
 static sw_span *lookup(sw_spans *s, CUdeviceptr ptr, CUdeviceptr *end)
 {
     for (;;) {
-        uint32_t q = atomic_load_explicit(&s->seq, memory_order_acquire);
-        if (q & 1)
-            continue;
-        /* n first: a new count is published after its array, so the
-         * array read next holds at least n entries. */
-        uint32_t n = atomic_load_explicit(&s->n, memory_order_acquire);
-        sw_span **at = atomic_load_explicit(&s->at, memory_order_acquire);
+        uint32_t n;
+        sw_span **at;
+        uint32_t q = read_begin(s, &n, &at);
         uint32_t i = find(at, n, ptr);
         sw_span *g = at[i];
         CUdeviceptr e = i + 1 < n ? at[i + 1]->start : s->end;
-        atomic_thread_fence(memory_order_acquire);
-        if (atomic_load_explicit(&s->seq, memory_order_relaxed) == q) {
+        if (read_valid(s, q)) {
             *end = e;
             return g;
         }
@@ -212,13 +228,9 @@ void sw_spans_page(sw_spans *s, CUdeviceptr page, size_t size, uint64_t now, uin
                    uint32_t *rate)
 {
     for (;;) {
-        uint32_t q = atomic_load_explicit(&s->seq, memory_order_acquire);
-        if (q & 1)
-            continue;
-        /* n first: a new count is published after its array, so the
-         * array read next holds at least n entries. */
-        uint32_t n = atomic_load_explicit(&s->n, memory_order_acquire);
-        sw_span **at = atomic_load_explicit(&s->at, memory_order_acquire);
+        uint32_t n;
+        sw_span **at;
+        uint32_t q = read_begin(s, &n, &at);
         uint64_t t = 0;
         uint32_t u = 0;
         for (uint32_t i = find(at, n, page); i < n && at[i]->start < page + size; i++) {
@@ -227,8 +239,7 @@ void sw_spans_page(sw_spans *s, CUdeviceptr page, size_t size, uint64_t now, uin
             t = ti > t ? ti : t;
             u = ui > u ? ui : u;
         }
-        atomic_thread_fence(memory_order_acquire);
-        if (atomic_load_explicit(&s->seq, memory_order_relaxed) == q) {
+        if (read_valid(s, q)) {
             *stamp = t;
             *rate = u;
             return;

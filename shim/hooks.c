@@ -13,13 +13,6 @@
 #include <stddef.h>
 #include <string.h>
 
-#define SPW_PT_SUFFIX_NONE NULL
-#define SPW_PT_SUFFIX_PTSZ "_ptsz"
-#define SPW_PT_SUFFIX_PTDS "_ptds"
-#define SPW_PT_OR_NULL_NONE(x) NULL
-#define SPW_PT_OR_NULL_PTSZ(x) x
-#define SPW_PT_OR_NULL_PTDS(x) x
-
 const struct spw_hook spw_hooks[] = {
 #define SPW_HOOK(base, symbol, version, handler, pt)                                   \
     {#base, #symbol, version, SPW_PT_SUFFIX_##pt, (void *)handler,                     \

@@ -13,6 +13,14 @@ CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **pfn, int cudaVersio
 #define SPW_PT_IF_NONE(...)
 #define SPW_PT_IF_PTSZ(...) __VA_ARGS__
 #define SPW_PT_IF_PTDS(...) __VA_ARGS__
+/* A row's per-thread suffix, and x only for a row that has the variant
+ * (the tables of hooks.c and real.c). */
+#define SPW_PT_SUFFIX_NONE NULL
+#define SPW_PT_SUFFIX_PTSZ "_ptsz"
+#define SPW_PT_SUFFIX_PTDS "_ptds"
+#define SPW_PT_OR_NULL_NONE(x) NULL
+#define SPW_PT_OR_NULL_PTSZ(x) x
+#define SPW_PT_OR_NULL_PTDS(x) x
 
 /* Handlers have default visibility so that the linker script can alias the
  * exported names to them; the version script keeps the handlers themselves

@@ -9,13 +9,6 @@
 
 struct spw_real spw_real;
 
-#define SPW_PT_SUFFIX_NONE NULL
-#define SPW_PT_SUFFIX_PTSZ "_ptsz"
-#define SPW_PT_SUFFIX_PTDS "_ptds"
-#define SPW_PT_OR_NULL_NONE(x) NULL
-#define SPW_PT_OR_NULL_PTSZ(x) x
-#define SPW_PT_OR_NULL_PTDS(x) x
-
 const struct spw_real_slot spw_real_slots[] = {
 #define SPW_HOOK(base, symbol, version, handler, pt)                                   \
     {#symbol, SPW_PT_SUFFIX_##pt, (void **)&spw_real.handler,                          \
