@@ -189,7 +189,102 @@ def expected_limit(cfg, native_total, fake):
     return int(float(val) * native_total) if native_total else None
 
 
+def int_field(res, k):
+    """res[k] when the program printed an integer there, else None."""
+    return res.get(k) if isinstance(res.get(k), int) else None
+
+
+def judge_told(check, fw, res, limit, f):
+    """1. The limit the program is told."""
+    reported = f["reported"]
+    ok = reported is not None and abs(reported - limit) <= GRANULE
+    check("limit reported", ok, "%s total, expected %s" % (fmt_bytes(reported), fmt_bytes(limit)))
+    if fw == "jax":
+        bl = int_field(res, "bytes_limit")
+        if bl is not None:  # JAX takes a fraction (0.75) of what the device reports
+            check("bytes_limit", limit * 0.5 <= bl <= limit,
+                  "memory_stats bytes_limit %s = %.2f x limit" % (fmt_bytes(bl), bl / limit))
+        f["bytes_limit"] = bl
+    if fw != "cudac":
+        check("matmul", res.get("matmul_ok") == 1, "exact" if res.get("matmul_ok") == 1 else "wrong answer")
+
+
+def judge_oom_cudac(check, res, limit, f):
+    """2. Out of memory at the limit, never past it, the CUDA C row: it
+    halves its blocks down to one granule, so it ends within a granule of
+    what it was told is free."""
+    reached = f["reached"]
+    free0 = int_field(res, "free0") or 0
+    gap = free0 - reached
+    ok = res.get("oom") == 1 and res.get("capped") == 0 and 0 <= gap < GRANULE and reached <= limit
+    check("stops at limit", ok, "reached %s, %s short of the free %s%s" % (
+        fmt_bytes(reached), fmt_bytes(gap), fmt_bytes(free0), ", capped" if res.get("capped") else ""))
+    check("data", res.get("data_ok") == 1, "every block reads back its tag" if res.get("data_ok") == 1
+          else "a block read back the wrong tag")
+    f["gap"] = gap
+
+
+def judge_oom_framework(check, res, limit, f):
+    """2. Out of memory near the limit, never past it, with the framework's
+    own error: its allocator stops short by its own rounding."""
+    reached = f["reached"]
+    bl = f.get("bytes_limit")
+    target = min(limit, bl) if bl else limit
+    gap = target - reached
+    tol = max(256 * MiB, target // 20)
+    ok = (res.get("oom") == 1 and res.get("capped") == 0 and res.get("unexpected") == "none"
+          and reached <= limit and gap <= tol)
+    check("OOM near limit", ok, "%s after %s, %s short of %s (tolerance %s)%s%s" % (
+        res.get("oom_kind"), fmt_bytes(reached), fmt_bytes(gap), fmt_bytes(target), fmt_bytes(tol),
+        ", capped: limit not enforced" if res.get("capped") else "",
+        ", unexpected " + str(res.get("unexpected")) if res.get("unexpected") not in (None, "none") else ""))
+    f["gap"] = gap
+
+
+def judge_real_usage(check, ctx, fw, nv, limit, overheads, f):
+    """3. Real usage against the limit."""
+    base = overheads.get(fw)
+    allowance = (base if base is not None else DEFAULT_OVERHEAD) + ctx.a.slack * MiB
+    f.update(nvml_peak=nv["peak"], nvml_how=nv["how"], ctx_baseline=base, allowance=allowance)
+    if nv["peak"] is None:
+        check("real usage", ctx.a.fake, "not measured (%s)" % ("fakecuda self-test" if ctx.a.fake else nv["how"]))
+        return
+    over = nv["peak"] - limit
+    f["overhead"] = over
+    check("real usage", over <= allowance, "peak %s = limit %+.0f MiB; allowed +%.0f MiB (%s)" % (
+        fmt_bytes(nv["peak"]), over / MiB, allowance / MiB,
+        "context %.0f MiB + slack" % (base / MiB) if base is not None else "no baseline: default"))
+
+
+def judge_stats(check, r, limit, f):
+    """4. The stats segment at the peak."""
+    reached = f["reached"]
+    hold = r.hold or {}
+    seg = hold.get("seg")
+    if not seg:
+        check("stats", False, "no segment at the peak: %s" % hold.get("why", "the program never held"))
+        return
+    d = seg["devices"][0]
+    lim, use = d.get("limit_bytes"), d.get("in_use_bytes")
+    # Keys this layout lacks show as n/a (the pool's counters are new).
+    pt = [v for k, v in d.items() if k.startswith("passthrough_")]
+    passthrough = sum(pt) if pt else None
+    pool = d.get("pool_bytes")
+    served = None
+    if pool is not None and use is not None:
+        served = (use - (passthrough or 0)) if pool else 0
+    f.update(stats_limit=lim, stats_in_use=use, stats_peak=d.get("peak_bytes"), pool_bytes=pool,
+             passthrough=passthrough, spillway_ooms=d.get("ooms"), served=served,
+             passthrough_by_reason={k[len("passthrough_"):]: v for k, v in d.items()
+                                    if k.startswith("passthrough_") and v})
+    ok = (lim is not None and abs(lim - limit) <= GRANULE and use is not None and use <= lim
+          and use + GRANULE >= reached and d.get("underflows", 0) == 0)
+    check("stats", ok, "limit %s, in use %s (program reached %s), underflows %s" % (
+        fmt_bytes(lim), fmt_bytes(use), fmt_bytes(reached), d.get("underflows", "n/a")))
+
+
 def judge(ctx, fw, row_id, r, nv, limit, overheads):
+    """(checks, the record's fields) of one row's run."""
     checks = []
 
     def check(name, ok, detail):
@@ -199,80 +294,18 @@ def judge(ctx, fw, row_id, r, nv, limit, overheads):
     check("ran", r.ok(), r.why())
     if not r.ok():
         return checks, {}
-    num = lambda k: res.get(k) if isinstance(res.get(k), int) else None  # noqa: E731
-    reported, reached = num("reported") if fw != "cudac" else num("total"), num("reached") or 0
-    f = {"reported": reported, "reached": reached, "limit": limit}
+    reported = int_field(res, "reported") if fw != "cudac" else int_field(res, "total")
+    f = {"reported": reported, "reached": int_field(res, "reached") or 0, "limit": limit}
     if limit is None:
         check("limit known", False, "no native total to compute the fraction from")
         return checks, f
-    # 1. The limit the program is told.
-    ok = reported is not None and abs(reported - limit) <= GRANULE
-    check("limit reported", ok, "%s total, expected %s" % (fmt_bytes(reported), fmt_bytes(limit)))
-    if fw == "jax":
-        bl = num("bytes_limit")
-        if bl is not None:  # JAX takes a fraction (0.75) of what the device reports
-            check("bytes_limit", limit * 0.5 <= bl <= limit,
-                  "memory_stats bytes_limit %s = %.2f x limit" % (fmt_bytes(bl), bl / limit))
-        f["bytes_limit"] = bl
-    if fw != "cudac":
-        check("matmul", res.get("matmul_ok") == 1, "exact" if res.get("matmul_ok") == 1 else "wrong answer")
-    # 2. Out of memory near the limit, never past it.
+    judge_told(check, fw, res, limit, f)
     if fw == "cudac":
-        free0 = num("free0") or 0
-        gap = free0 - reached
-        ok = res.get("oom") == 1 and res.get("capped") == 0 and 0 <= gap < GRANULE and reached <= limit
-        check("stops at limit", ok, "reached %s, %s short of the free %s%s" % (
-            fmt_bytes(reached), fmt_bytes(gap), fmt_bytes(free0), ", capped" if res.get("capped") else ""))
-        check("data", res.get("data_ok") == 1, "every block reads back its tag" if res.get("data_ok") == 1
-              else "a block read back the wrong tag")
-        f["gap"] = gap
+        judge_oom_cudac(check, res, limit, f)
     else:
-        bl = f.get("bytes_limit")
-        target = min(limit, bl) if bl else limit
-        gap = target - reached
-        tol = max(256 * MiB, target // 20)
-        ok = (res.get("oom") == 1 and res.get("capped") == 0 and res.get("unexpected") == "none"
-              and reached <= limit and gap <= tol)
-        check("OOM near limit", ok, "%s after %s, %s short of %s (tolerance %s)%s%s" % (
-            res.get("oom_kind"), fmt_bytes(reached), fmt_bytes(gap), fmt_bytes(target), fmt_bytes(tol),
-            ", capped: limit not enforced" if res.get("capped") else "",
-            ", unexpected " + str(res.get("unexpected")) if res.get("unexpected") not in (None, "none") else ""))
-        f["gap"] = gap
-    # 3. Real usage against the limit.
-    base = overheads.get(fw)
-    allowance = (base if base is not None else DEFAULT_OVERHEAD) + ctx.a.slack * MiB
-    f.update(nvml_peak=nv["peak"], nvml_how=nv["how"], ctx_baseline=base, allowance=allowance)
-    if nv["peak"] is None:
-        check("real usage", ctx.a.fake, "not measured (%s)" % ("fakecuda self-test" if ctx.a.fake else nv["how"]))
-    else:
-        over = nv["peak"] - limit
-        f["overhead"] = over
-        check("real usage", over <= allowance, "peak %s = limit %+.0f MiB; allowed +%.0f MiB (%s)" % (
-            fmt_bytes(nv["peak"]), over / MiB, allowance / MiB,
-            "context %.0f MiB + slack" % (base / MiB) if base is not None else "no baseline: default"))
-    # 4. The stats segment at the peak.
-    hold = r.hold or {}
-    seg = hold.get("seg")
-    if not seg:
-        check("stats", False, "no segment at the peak: %s" % hold.get("why", "the program never held"))
-    else:
-        d = seg["devices"][0]
-        lim, use = d.get("limit_bytes"), d.get("in_use_bytes")
-        # Keys this layout lacks show as n/a (the pool's counters are new).
-        pt = [v for k, v in d.items() if k.startswith("passthrough_")]
-        passthrough = sum(pt) if pt else None
-        pool = d.get("pool_bytes")
-        served = None
-        if pool is not None and use is not None:
-            served = (use - (passthrough or 0)) if pool else 0
-        f.update(stats_limit=lim, stats_in_use=use, stats_peak=d.get("peak_bytes"), pool_bytes=pool,
-                 passthrough=passthrough, spillway_ooms=d.get("ooms"), served=served,
-                 passthrough_by_reason={k[len("passthrough_"):]: v for k, v in d.items()
-                                        if k.startswith("passthrough_") and v})
-        ok = (lim is not None and abs(lim - limit) <= GRANULE and use is not None and use <= lim
-              and use + GRANULE >= reached and d.get("underflows", 0) == 0)
-        check("stats", ok, "limit %s, in use %s (program reached %s), underflows %s" % (
-            fmt_bytes(lim), fmt_bytes(use), fmt_bytes(reached), d.get("underflows", "n/a")))
+        judge_oom_framework(check, res, limit, f)
+    judge_real_usage(check, ctx, fw, nv, limit, overheads, f)
+    judge_stats(check, r, limit, f)
     return checks, f
 
 

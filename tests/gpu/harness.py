@@ -155,27 +155,16 @@ if threading.current_thread() is threading.main_thread():
     signal.signal(signal.SIGTERM, _kill_live)
 
 
-def run(cmd, env, timeout, log=None, on_hold=None, on_start=None, label=""):
-    """Runs cmd; on_start(pid) right after the spawn, on_hold(pid) at the
-    hold line (its return value is kept as run.hold). Kills the whole process
-    group at the timeout."""
-    r = Run()
-    log = log or Log()
+def _log_start(log, label, cmd, env):
     log.write("== %s\n$ %s\n  env: %s" % (label, " ".join(cmd), " ".join(
         "%s=%s" % (k, v) for k, v in sorted(env.items())
         if k.startswith(("SPILLWAY_", "XLA_", "PYTORCH_", "LD_PRELOAD", "FAKECUDA_", "LD_LIBRARY_PATH")))))
-    t0 = time.monotonic()
-    try:
-        p = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, bufsize=1, start_new_session=True)
-    except OSError as e:
-        r.rc, r.stderr = 127, [str(e)]
-        log.write("  cannot start: %s" % e)
-        return r
-    r.pid = p.pid
-    LIVE.add(p.pid)
-    if on_start:
-        on_start(p.pid)
+
+
+def _pump_lines(p):
+    """A queue of (tag, line) from both streams, (tag, None) at each end:
+    one reader thread per stream, so neither pipe fills while the other
+    is read."""
     lines = queue.Queue()
 
     def pump(stream, tag):
@@ -185,8 +174,37 @@ def run(cmd, env, timeout, log=None, on_hold=None, on_start=None, label=""):
 
     for stream, tag in ((p.stdout, "out"), (p.stderr, "err")):
         threading.Thread(target=pump, args=(stream, tag), daemon=True).start()
+    return lines
+
+
+def _log_line(log, r, tag, line):
+    # XLA and PyTorch print long allocator dumps at OOM: the log keeps
+    # the first MAX_LOG lines of each stream, and RESULT lines always.
+    n = len(r.stdout if tag == "out" else r.stderr)
+    if n <= MAX_LOG or line.startswith("RESULT"):
+        log.write(("  | " if tag == "out" else "  ! ") + line)
+    elif n == MAX_LOG + 1:
+        log.write("  ... (more lines of this stream left out of the log)")
+
+
+def _hold(p, r, on_hold):
+    """The program waits at its hold line: on_hold samples, then "go" lets
+    it on, whatever on_hold did."""
+    try:
+        r.hold = on_hold(p.pid) if on_hold else None
+    finally:
+        try:
+            p.stdin.write("go\n")
+            p.stdin.flush()
+        except OSError:
+            pass
+
+
+def _follow(p, r, log, on_hold, deadline):
+    """Reads both streams until they end or the deadline passes (then
+    r.timed_out), answering the hold handshake on the way."""
+    lines = _pump_lines(p)
     open_streams = 2
-    deadline = t0 + timeout
     while open_streams:
         left = deadline - time.monotonic()
         if left <= 0:
@@ -200,24 +218,16 @@ def run(cmd, env, timeout, log=None, on_hold=None, on_start=None, label=""):
             open_streams -= 1
             continue
         (r.stdout if tag == "out" else r.stderr).append(line)
-        # XLA and PyTorch print long allocator dumps at OOM: the log keeps
-        # the first MAX_LOG lines of each stream, and RESULT lines always.
-        n = len(r.stdout if tag == "out" else r.stderr)
-        if n <= MAX_LOG or line.startswith("RESULT"):
-            log.write(("  | " if tag == "out" else "  ! ") + line)
-        elif n == MAX_LOG + 1:
-            log.write("  ... (more lines of this stream left out of the log)")
+        _log_line(log, r, tag, line)
         if tag == "out" and line.startswith("RESULT"):
             r.result = parse_result(line)
         if tag == "out" and line.strip() == "SWGPU_HOLD":
-            try:
-                r.hold = on_hold(p.pid) if on_hold else None
-            finally:
-                try:
-                    p.stdin.write("go\n")
-                    p.stdin.flush()
-                except OSError:
-                    pass
+            _hold(p, r, on_hold)
+
+
+def _reap(p, r):
+    """The exit status; the whole process group killed after a timeout, or
+    when the program does not end within 10 s of closing its streams."""
     if r.timed_out:
         try:
             os.killpg(p.pid, signal.SIGKILL)
@@ -228,6 +238,29 @@ def run(cmd, env, timeout, log=None, on_hold=None, on_start=None, label=""):
     except subprocess.TimeoutExpired:
         os.killpg(p.pid, signal.SIGKILL)
         r.rc = p.wait()
+
+
+def run(cmd, env, timeout, log=None, on_hold=None, on_start=None, label=""):
+    """Runs cmd; on_start(pid) right after the spawn, on_hold(pid) at the
+    hold line (its return value is kept as run.hold). Kills the whole process
+    group at the timeout."""
+    r = Run()
+    log = log or Log()
+    _log_start(log, label, cmd, env)
+    t0 = time.monotonic()
+    try:
+        p = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, bufsize=1, start_new_session=True)
+    except OSError as e:
+        r.rc, r.stderr = 127, [str(e)]
+        log.write("  cannot start: %s" % e)
+        return r
+    r.pid = p.pid
+    LIVE.add(p.pid)
+    if on_start:
+        on_start(p.pid)
+    _follow(p, r, log, on_hold, t0 + timeout)
+    _reap(p, r)
     LIVE.discard(p.pid)
     r.wall = time.monotonic() - t0
     log.write("  exit %s after %.2f s%s" % (r.rc, r.wall, " (TIMED OUT)" if r.timed_out else ""))

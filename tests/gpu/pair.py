@@ -30,7 +30,7 @@ import swstats  # noqa: E402
 from harness import MiB, fmt_bytes  # noqa: E402
 
 
-def main():
+def parse_args():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default="build-gpu")
     ap.add_argument("--out", default="build-gpu/gpu-out")
@@ -39,37 +39,54 @@ def main():
     ap.add_argument("--tolerance", type=int, default=96, help="MiB")
     ap.add_argument("--fake", action="store_true")
     ap.add_argument("--dry-run", action="store_true")
-    a = ap.parse_args()
-    build, out = os.path.abspath(a.build), os.path.abspath(a.out)
-    os.makedirs(out, exist_ok=True)
-    log = harness.Log(os.path.join(out, "gpu-check.log"))
-    results = harness.Results(os.path.join(out, "results.jsonl"))
-    launcher = os.path.join(build, "tools", "spillway")
-    top = a.top or os.path.join(build, "tools", "spillway-top")
-    stats_dir = tempfile.mkdtemp(prefix="swgpu-pair.")
+    return ap.parse_args()
+
+
+def plan(fake):
+    """(name, --limit, command) of the two processes."""
     py = harness.python()
     jax = [py, os.path.join(HERE, "row_jax.py"), "--mode", "hold"]
     torch = [py, os.path.join(HERE, "row_torch.py"), "--mode", "hold"]
-    if a.fake:  # the stand-ins of tests/gpu/mock, allocating from fakecuda
-        procs = [("jax", "64M", jax + ["--hold-bytes", "24M", "--chunk", "8M"]),
-                 ("torch", "96M", torch + ["--hold-bytes", "40M", "--chunk", "8M"])]
-    else:
-        procs = [("jax", "6G", jax + ["--hold-bytes", "1G"]), ("torch", "3G", torch + ["--hold-bytes", "768M"])]
-    budget = harness.Budget(a.deadline)
-    timeout = 30 if a.fake else budget.timeout(150, 40)
-    cmds = [[launcher, "run", "--limit", lim, "--"] + cmd for _, lim, cmd in procs]
-    if a.dry_run:
-        for c in cmds:
-            print("would run: " + " ".join(c))
-        return 0
-    if timeout is None:
-        results.add({"table": "pair", "status": "SKIP", "why": "time budget"})
-        print("RESULT table=pair pass=0 failed=skipped_(time_budget)")
-        return 0
+    if fake:  # the stand-ins of tests/gpu/mock, allocating from fakecuda
+        return [("jax", "64M", jax + ["--hold-bytes", "24M", "--chunk", "8M"]),
+                ("torch", "96M", torch + ["--hold-bytes", "40M", "--chunk", "8M"])]
+    return [("jax", "6G", jax + ["--hold-bytes", "1G"]), ("torch", "3G", torch + ["--hold-bytes", "768M"])]
+
+
+def pair_env(build, stats_dir, fake):
     env = harness.base_env(stats_dir=stats_dir)
-    if a.fake:
+    if fake:
         env.update(LD_LIBRARY_PATH=os.path.join(build, "fakecuda"), FAKECUDA_MEM="512M",
                    PYTHONPATH=os.path.join(HERE, "mock"), MOCK_CUDA="1")
+    return env
+
+
+def take_snapshot(top, env, stats_dir, pids, log):
+    """spillway-top --once and --json (else the Python reader) and each
+    process's segment, while both hold."""
+    snap = {"once": None, "json": None, "segments": {}, "top": None}
+    topenv = dict(env, SPILLWAY_STATS_DIR=stats_dir, NO_COLOR="1", COLUMNS="100")
+    if os.access(top, os.X_OK):
+        snap["top"] = top
+        for mode, key in (("--once", "once"), ("--json", "json")):
+            p = subprocess.run([top, mode], env=topenv, capture_output=True, text=True, timeout=20)
+            snap[key] = p.stdout
+            log.write("$ spillway-top %s (exit %d)\n%s%s" % (mode, p.returncode, p.stdout, p.stderr))
+    else:
+        # No spillway-top on this host (no ncurses): the same segments
+        # through the Python reader, said so in the table.
+        p = subprocess.run([harness.python(), os.path.join(HERE, "swstats.py"), "--dir", stats_dir], env=topenv,
+                           capture_output=True, text=True, timeout=20)
+        snap["once"] = "(spillway-top not built here; swstats.py fallback)\n" + p.stdout
+    for pid in pids:
+        seg, why = swstats.read_pid(pid, stats_dir)
+        snap["segments"][pid] = seg or why
+    return snap
+
+
+def run_pair(cmds, procs, env, timeout, log, top, stats_dir):
+    """Runs both processes at once; returns (runs, pids, snapshot). A
+    snapshot with nothing in it when one ended without holding."""
     # Both hold until the snapshot is taken: a barrier of the two hold
     # callbacks and this thread.
     barrier = threading.Barrier(3, timeout=timeout)
@@ -101,22 +118,7 @@ def main():
     snap = {"once": None, "json": None, "segments": {}, "top": None}
     try:
         barrier.wait()
-        topenv = dict(env, SPILLWAY_STATS_DIR=stats_dir, NO_COLOR="1", COLUMNS="100")
-        if os.access(top, os.X_OK):
-            snap["top"] = top
-            for mode, key in (("--once", "once"), ("--json", "json")):
-                p = subprocess.run([top, mode], env=topenv, capture_output=True, text=True, timeout=20)
-                snap[key] = p.stdout
-                log.write("$ spillway-top %s (exit %d)\n%s%s" % (mode, p.returncode, p.stdout, p.stderr))
-        else:
-            # No spillway-top on this host (no ncurses): the same segments
-            # through the Python reader, said so in the table.
-            p = subprocess.run([py, os.path.join(HERE, "swstats.py"), "--dir", stats_dir], env=topenv,
-                               capture_output=True, text=True, timeout=20)
-            snap["once"] = "(spillway-top not built here; swstats.py fallback)\n" + p.stdout
-        for pid in pids:
-            seg, why = swstats.read_pid(pid, stats_dir)
-            snap["segments"][pid] = seg or why
+        snap = take_snapshot(top, env, stats_dir, pids, log)
     except threading.BrokenBarrierError:
         pass
     finally:
@@ -127,11 +129,59 @@ def main():
             os.rmdir(stats_dir)
         except OSError:
             pass
+    return runs, pids, snap
+
+
+def save_snapshot(out, snap):
     with open(os.path.join(out, "spillway-top-once.txt"), "w") as f:
         f.write(snap["once"] or "(no snapshot: a process did not reach its hold)\n")
     if snap["json"]:
         with open(os.path.join(out, "spillway-top.json"), "w") as f:
             f.write(snap["json"])
+
+
+def framework_figure(name, res):
+    """What the framework holds from the driver: (its name, bytes)."""
+    fw_fig = {"jax": "fw_pool", "torch": "fw_reserved"}.get(name, "held")
+    fw_val = res.get(fw_fig)
+    if not isinstance(fw_val, int) and name == "jax":  # no pool_bytes: another allocator's figure
+        fw_fig, fw_val = "fw_reserved", res.get("fw_reserved")
+        if not isinstance(fw_val, int):
+            fw_fig, fw_val = "fw_in_use", res.get("fw_in_use")
+    return fw_fig, fw_val
+
+
+def judge_proc(name, lim, r, pid, snap, top_procs, tolerance, checks):
+    """Appends one process's checks; returns its entry of the record."""
+    res = (r.result or {}) if r else {}
+    seg = snap["segments"].get(pid)
+    entry = {"name": name, "pid": pid, "limit": harness.size_bytes(lim), "result": res}
+    if not (r and r.ok()):
+        checks.append(["%s ran" % name, False, r.why() if r else "not started"])
+        return entry
+    if not isinstance(seg, dict):
+        checks.append(["%s segment" % name, False, str(seg)])
+        return entry
+    d = seg["devices"][0]
+    in_use, seg_limit = d.get("in_use_bytes"), d.get("limit_bytes")
+    fw_fig, fw_val = framework_figure(name, res)
+    entry.update(in_use=in_use, seg_limit=seg_limit, fw_figure=fw_fig, fw_value=fw_val,
+                 fw_in_use=res.get("fw_in_use", res.get("fw_allocated")))
+    checks.append(["%s limit" % name, seg_limit == entry["limit"],
+                   "segment limit %s, launcher --limit %s" % (fmt_bytes(seg_limit), lim)])
+    ok = isinstance(fw_val, int) and in_use is not None and abs(in_use - fw_val) <= tolerance * MiB
+    checks.append(["%s in use matches" % name, ok, "spillway %s, %s %s" % (
+        fmt_bytes(in_use), fw_fig, fmt_bytes(fw_val) if isinstance(fw_val, int) else fw_val)])
+    if snap["top"]:
+        shown = pid in top_procs and any(l.split()[:1] == [str(pid)] for l in (snap["once"] or "").splitlines())
+        checks.append(["%s in spillway-top" % name, shown, "pid %s in --once and --json" % pid])
+    else:
+        checks.append(["%s in spillway-top" % name, False, "spillway-top not built on this host"])
+    return entry
+
+
+def judge(procs, runs, pids, snap, tolerance):
+    """The results record of the pair, its status and checks included."""
     rec = {"table": "pair", "procs": [], "top": snap["top"], "once_file": "spillway-top-once.txt"}
     checks = []
     top_procs = {}
@@ -141,42 +191,38 @@ def main():
         except ValueError:
             checks.append(["spillway-top --json", False, "unparsable"])
     for i, (name, lim, _) in enumerate(procs):
-        r, pid = runs[i], pids[i]
-        res = (r.result or {}) if r else {}
-        seg = snap["segments"].get(pid)
-        entry = {"name": name, "pid": pid, "limit": harness.size_bytes(lim), "result": res}
-        if not (r and r.ok()):
-            checks.append(["%s ran" % name, False, r.why() if r else "not started"])
-            rec["procs"].append(entry)
-            continue
-        if not isinstance(seg, dict):
-            checks.append(["%s segment" % name, False, str(seg)])
-            rec["procs"].append(entry)
-            continue
-        d = seg["devices"][0]
-        in_use, seg_limit = d.get("in_use_bytes"), d.get("limit_bytes")
-        fw_fig = {"jax": "fw_pool", "torch": "fw_reserved"}.get(name, "held")
-        fw_val = res.get(fw_fig)
-        if not isinstance(fw_val, int) and name == "jax":  # no pool_bytes: another allocator's figure
-            fw_fig, fw_val = "fw_reserved", res.get("fw_reserved")
-            if not isinstance(fw_val, int):
-                fw_fig, fw_val = "fw_in_use", res.get("fw_in_use")
-        entry.update(in_use=in_use, seg_limit=seg_limit, fw_figure=fw_fig, fw_value=fw_val,
-                     fw_in_use=res.get("fw_in_use", res.get("fw_allocated")))
-        checks.append(["%s limit" % name, seg_limit == entry["limit"],
-                       "segment limit %s, launcher --limit %s" % (fmt_bytes(seg_limit), lim)])
-        ok = isinstance(fw_val, int) and in_use is not None and abs(in_use - fw_val) <= a.tolerance * MiB
-        checks.append(["%s in use matches" % name, ok, "spillway %s, %s %s" % (
-            fmt_bytes(in_use), fw_fig, fmt_bytes(fw_val) if isinstance(fw_val, int) else fw_val)])
-        if snap["top"]:
-            shown = pid in top_procs and any(l.split()[:1] == [str(pid)] for l in (snap["once"] or "").splitlines())
-            checks.append(["%s in spillway-top" % name, shown, "pid %s in --once and --json" % pid])
-        else:
-            checks.append(["%s in spillway-top" % name, False, "spillway-top not built on this host"])
-        rec["procs"].append(entry)
+        rec["procs"].append(judge_proc(name, lim, runs[i], pids[i], snap, top_procs, tolerance, checks))
     rec.update(status="pass" if checks and all(c[1] for c in checks) else "FAIL", checks=checks)
+    return rec
+
+
+def main():
+    a = parse_args()
+    build, out = os.path.abspath(a.build), os.path.abspath(a.out)
+    os.makedirs(out, exist_ok=True)
+    log = harness.Log(os.path.join(out, "gpu-check.log"))
+    results = harness.Results(os.path.join(out, "results.jsonl"))
+    launcher = os.path.join(build, "tools", "spillway")
+    top = a.top or os.path.join(build, "tools", "spillway-top")
+    stats_dir = tempfile.mkdtemp(prefix="swgpu-pair.")
+    procs = plan(a.fake)
+    budget = harness.Budget(a.deadline)
+    timeout = 30 if a.fake else budget.timeout(150, 40)
+    cmds = [[launcher, "run", "--limit", lim, "--"] + cmd for _, lim, cmd in procs]
+    if a.dry_run:
+        for c in cmds:
+            print("would run: " + " ".join(c))
+        return 0
+    if timeout is None:
+        results.add({"table": "pair", "status": "SKIP", "why": "time budget"})
+        print("RESULT table=pair pass=0 failed=skipped_(time_budget)")
+        return 0
+    env = pair_env(build, stats_dir, a.fake)
+    runs, pids, snap = run_pair(cmds, procs, env, timeout, log, top, stats_dir)
+    save_snapshot(out, snap)
+    rec = judge(procs, runs, pids, snap, a.tolerance)
     results.add(rec)
-    failed = [c[0] for c in checks if not c[1]]
+    failed = [c[0] for c in rec["checks"] if not c[1]]
     print("RESULT table=pair pass=%d failed=%s" % (rec["status"] == "pass", ",".join(failed).replace(" ", "_") or "none"))
     print(snap["once"] or "")
     return 0

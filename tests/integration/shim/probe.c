@@ -81,11 +81,12 @@ static int alloc(int dev, size_t size)
 
 #define SHOW(name, call) printf("%s %d\n", name, (int)(call))
 
-static int errors(void)
+/* Before cuInit and before any context: spillway must answer with the
+ * driver's codes, not its own, when it has nothing to look things up in. */
+static void errors_without_context(void)
 {
     CUdeviceptr p;
-    size_t f, t, pitch;
-    void *hp;
+    size_t f, t;
     SHOW("alloc_before_init", cuMemAlloc_v2(&p, 1 << 20));
     cuInit(0);
     SHOW("alloc_without_context", cuMemAlloc_v2(&p, 1 << 20));
@@ -94,10 +95,14 @@ static int errors(void)
     char hbuf[64] = "probe";
     SHOW("copy_without_context", cuMemcpy(bad, bad, 16));
     SHOW("htod_without_context", cuMemcpyHtoD_v2(bad, hbuf, 16));
-    if (use_device(0))
-        return 1;
-    /* Copies the driver refuses (a pointer it does not know as device
-     * memory, a stream that does not exist). */
+}
+
+/* Copies the driver refuses (a pointer it does not know as device memory, a
+ * stream that does not exist). */
+static void errors_of_copies(void)
+{
+    CUdeviceptr bad = (CUdeviceptr)0xdead0000;
+    char hbuf[64] = "probe";
     CUstream bad_stream = (CUstream)(uintptr_t)0x1234;
     SHOW("htod_bad_pointer", cuMemcpyHtoD_v2(bad, hbuf, 16));
     SHOW("htod_ptds_bad_pointer", cuMemcpyHtoD_v2_ptds(bad, hbuf, 16));
@@ -108,6 +113,12 @@ static int errors(void)
     SHOW("dtod_async_ptsz_bad_pointer", cuMemcpyDtoDAsync_v2_ptsz(bad, bad, 16, NULL));
     SHOW("copy_async_bad_stream", cuMemcpyAsync(bad, bad, 16, bad_stream));
     SHOW("htod_async_bad_stream", cuMemcpyHtoDAsync_v2(bad, hbuf, 16, bad_stream));
+}
+
+static void errors_of_device_memory(void)
+{
+    CUdeviceptr p;
+    size_t f, t, pitch;
     SHOW("free_bad_pointer", cuMemFree_v2((CUdeviceptr)0xdead0000));
     SHOW("free_null", cuMemFree_v2(0));
     cuMemAlloc_v2(&p, 1 << 20);
@@ -128,6 +139,10 @@ static int errors(void)
     SHOW("get_info_null_total", cuMemGetInfo_v2(&f, NULL));
     SHOW("total_mem_null", cuDeviceTotalMem_v2(NULL, 0));
     SHOW("total_mem_bad_device", cuDeviceTotalMem_v2(&t, 99));
+}
+
+static void errors_of_vmm(void)
+{
     CUmemAllocationProp prop = {0};
     prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
     prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
@@ -140,6 +155,11 @@ static int errors(void)
         SHOW("release_first", cuMemRelease(h));
         SHOW("release_double", cuMemRelease(h));
     }
+}
+
+static void errors_of_host_memory(void)
+{
+    void *hp;
     SHOW("alloc_host_null_out", cuMemAllocHost_v2(NULL, 1 << 20));
     SHOW("host_alloc_null_out", cuMemHostAlloc(NULL, 1 << 20, 0));
     SHOW("free_host_bad_pointer", cuMemFreeHost((void *)0xdead0000));
@@ -149,6 +169,10 @@ static int errors(void)
     static char page[8192] __attribute__((aligned(4096)));
     SHOW("host_unregister_unknown", cuMemHostUnregister(page));
     SHOW("host_register_null", cuMemHostRegister_v2(NULL, 4096, 0));
+}
+
+static void errors_of_get_proc_address(void)
+{
     void *fn = NULL;
     CUdriverProcAddressQueryResult st;
     SHOW("gpa_null_symbol", cuGetProcAddress_v2(NULL, &fn, 12000, 0, &st));
@@ -156,6 +180,20 @@ static int errors(void)
     SHOW("gpa_unknown", cuGetProcAddress_v2("cuNoSuchFunction", &fn, 12000, 0, &st));
     printf("gpa_unknown_status %d null %d\n", (int)st, fn == NULL);
     SHOW("gpa_v1_unknown", cuGetProcAddress("cuNoSuchFunction", &fn, 12000, 0));
+}
+
+/* The order matters: the first group runs before cuInit and any context,
+ * and test_env.c compares the whole output with and without spillway. */
+static int errors(void)
+{
+    errors_without_context();
+    if (use_device(0))
+        return 1;
+    errors_of_copies();
+    errors_of_device_memory();
+    errors_of_vmm();
+    errors_of_host_memory();
+    errors_of_get_proc_address();
     return 0;
 }
 

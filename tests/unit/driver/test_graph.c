@@ -67,114 +67,152 @@ static CUDA_MEMCPY3D linear_copy(void *dst_host, CUdeviceptr dst_dev, const void
     return c;
 }
 
-START_TEST(a_graph_built_by_hand)
-{
-    static int calls;
-    calls = 0;
-    size_t n = 4096;
+/* a_graph_built_by_hand's graph, in a chain: copy in, add 5, memset the
+ * first 16 words, copy out, a host call. Its phases share this state; they
+ * run in the test's order, which is the order of the driver calls. */
+struct hand {
+    size_t n;
     unsigned *in, *out;
-    CU_OK(cuMemAllocHost((void **)&in, n * 4));
-    CU_OK(cuMemAllocHost((void **)&out, n * 4));
-    for (size_t i = 0; i < n; i++)
-        in[i] = 3;
     CUdeviceptr p;
-    CU_OK(cuMemAlloc(&p, n * 4));
     CUgraph g;
-    CU_ERR(cuGraphCreate(&g, 1), CUDA_ERROR_INVALID_VALUE);
-    CU_OK(cuGraphCreate(&g, 0));
     CUgraphNode copy_in, add, set, copy_out, host;
-    CUDA_MEMCPY3D c = linear_copy(NULL, p, in, 0, n * 4);
-    CU_OK(cuGraphAddMemcpyNode(&copy_in, g, NULL, 0, &c, test_ctx));
     struct kargs a;
-    CUDA_KERNEL_NODE_PARAMS kp = kernel_params(k.add_u32, &a, p, 5, n);
-    CU_OK(cuGraphAddKernelNode(&add, g, &copy_in, 1, &kp));
-    a.v = 1000; /* the node copied its arguments */
+    CUgraphExec x;
+    CUstream s;
+};
+
+/* The host node's counter, at file scope as it was inside the test: the node
+ * is given its address, and hand_check_params reads that address back. */
+static int hand_calls;
+
+static void hand_alloc(struct hand *h)
+{
+    hand_calls = 0;
+    h->n = 4096;
+    CU_OK(cuMemAllocHost((void **)&h->in, h->n * 4));
+    CU_OK(cuMemAllocHost((void **)&h->out, h->n * 4));
+    for (size_t i = 0; i < h->n; i++)
+        h->in[i] = 3;
+    CU_OK(cuMemAlloc(&h->p, h->n * 4));
+}
+
+static void hand_build(struct hand *h)
+{
+    CU_ERR(cuGraphCreate(&h->g, 1), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuGraphCreate(&h->g, 0));
+    CUDA_MEMCPY3D c = linear_copy(NULL, h->p, h->in, 0, h->n * 4);
+    CU_OK(cuGraphAddMemcpyNode(&h->copy_in, h->g, NULL, 0, &c, test_ctx));
+    CUDA_KERNEL_NODE_PARAMS kp = kernel_params(k.add_u32, &h->a, h->p, 5, h->n);
+    CU_OK(cuGraphAddKernelNode(&h->add, h->g, &h->copy_in, 1, &kp));
+    h->a.v = 1000; /* the node copied its arguments */
     CUDA_MEMSET_NODE_PARAMS ms;
     memset(&ms, 0, sizeof ms);
-    ms.dst = p;
+    ms.dst = h->p;
     ms.value = 77;
     ms.elementSize = 4;
     ms.width = 16;
     ms.height = 1;
-    CU_OK(cuGraphAddMemsetNode(&set, g, &add, 1, &ms, test_ctx));
-    c = linear_copy(out, 0, NULL, p, n * 4);
-    CU_OK(cuGraphAddMemcpyNode(&copy_out, g, &set, 1, &c, test_ctx));
-    CUDA_HOST_NODE_PARAMS hp = {count_call, &calls};
-    CU_OK(cuGraphAddHostNode(&host, g, &copy_out, 1, &hp));
+    CU_OK(cuGraphAddMemsetNode(&h->set, h->g, &h->add, 1, &ms, test_ctx));
+    c = linear_copy(h->out, 0, NULL, h->p, h->n * 4);
+    CU_OK(cuGraphAddMemcpyNode(&h->copy_out, h->g, &h->set, 1, &c, test_ctx));
+    CUDA_HOST_NODE_PARAMS hp = {count_call, &hand_calls};
+    CU_OK(cuGraphAddHostNode(&h->host, h->g, &h->copy_out, 1, &hp));
+}
 
+static void hand_check_topology(const struct hand *h)
+{
     CUgraphNode nodes[7];
     size_t count = 7;
-    CU_OK(cuGraphGetNodes(g, nodes, &count));
+    CU_OK(cuGraphGetNodes(h->g, nodes, &count));
     ck_assert_uint_eq(count, 5);
-    ck_assert(nodes[0] == copy_in && nodes[1] == add && nodes[4] == host);
+    ck_assert(nodes[0] == h->copy_in && nodes[1] == h->add && nodes[4] == h->host);
     ck_assert_ptr_null(nodes[5]);
     ck_assert_ptr_null(nodes[6]);
     count = 3;
-    CU_OK(cuGraphGetRootNodes(g, nodes, &count));
+    CU_OK(cuGraphGetRootNodes(h->g, nodes, &count));
     ck_assert_uint_eq(count, 1);
-    ck_assert_ptr_eq(nodes[0], copy_in);
+    ck_assert_ptr_eq(nodes[0], h->copy_in);
     CUgraphNode from[4], to[4];
     count = 4;
-    CU_OK(cuGraphGetEdges(g, from, to, NULL, &count));
+    CU_OK(cuGraphGetEdges(h->g, from, to, NULL, &count));
     ck_assert_uint_eq(count, 4);
-    ck_assert(from[0] == copy_in && to[0] == add);
-    ck_assert(from[3] == copy_out && to[3] == host);
+    ck_assert(from[0] == h->copy_in && to[0] == h->add);
+    ck_assert(from[3] == h->copy_out && to[3] == h->host);
+}
 
+static void hand_check_params(const struct hand *h)
+{
     /* The kernel's arguments as given: a library can read the pointers. */
     CUDA_KERNEL_NODE_PARAMS got;
     memset(&got, 0, sizeof got);
-    CU_OK(cuGraphKernelNodeGetParams(add, &got));
+    CU_OK(cuGraphKernelNodeGetParams(h->add, &got));
     ck_assert_ptr_eq(got.func, k.add_u32);
     ck_assert_uint_eq(got.gridDimX, 16);
     ck_assert_uint_eq(got.blockDimX, 128);
     ck_assert_ptr_nonnull(got.kernelParams);
     ck_assert_ptr_null(got.extra);
-    ck_assert_uint_eq(*(CUdeviceptr *)got.kernelParams[0], p);
+    ck_assert_uint_eq(*(CUdeviceptr *)got.kernelParams[0], h->p);
     ck_assert_uint_eq(*(unsigned *)got.kernelParams[1], 5);
-    ck_assert_uint_eq(*(unsigned long long *)got.kernelParams[2], n);
-    CU_ERR(cuGraphKernelNodeGetParams(set, &got), CUDA_ERROR_INVALID_VALUE); /* not a kernel node */
+    ck_assert_uint_eq(*(unsigned long long *)got.kernelParams[2], h->n);
+    CU_ERR(cuGraphKernelNodeGetParams(h->set, &got), CUDA_ERROR_INVALID_VALUE); /* not a kernel node */
     CUDA_MEMSET_NODE_PARAMS msg;
-    CU_OK(cuGraphMemsetNodeGetParams(set, &msg));
+    CU_OK(cuGraphMemsetNodeGetParams(h->set, &msg));
     ck_assert_uint_eq(msg.value, 77);
     CUDA_MEMCPY3D cg;
-    CU_OK(cuGraphMemcpyNodeGetParams(copy_out, &cg));
-    ck_assert_ptr_eq(cg.dstHost, out);
+    CU_OK(cuGraphMemcpyNodeGetParams(h->copy_out, &cg));
+    ck_assert_ptr_eq(cg.dstHost, h->out);
     /* Parameters set before instantiation are what the graph runs. */
     msg.value = 78;
-    CU_OK(cuGraphMemsetNodeSetParams(set, &msg));
-    CU_ERR(cuGraphMemsetNodeSetParams(copy_out, &msg), CUDA_ERROR_INVALID_VALUE); /* not a memset node */
+    CU_OK(cuGraphMemsetNodeSetParams(h->set, &msg));
+    CU_ERR(cuGraphMemsetNodeSetParams(h->copy_out, &msg), CUDA_ERROR_INVALID_VALUE); /* not a memset node */
     memset(&msg, 0, sizeof msg);
-    CU_OK(cuGraphMemsetNodeGetParams(set, &msg));
+    CU_OK(cuGraphMemsetNodeGetParams(h->set, &msg));
     ck_assert_uint_eq(msg.value, 78);
-    CU_OK(cuGraphMemcpyNodeSetParams(copy_out, &cg));
+    CU_OK(cuGraphMemcpyNodeSetParams(h->copy_out, &cg));
     CUDA_HOST_NODE_PARAMS hg;
-    CU_OK(cuGraphHostNodeGetParams(host, &hg));
-    ck_assert(hg.fn == count_call && hg.userData == &calls);
-    CU_OK(cuGraphHostNodeSetParams(host, &hg));
+    CU_OK(cuGraphHostNodeGetParams(h->host, &hg));
+    ck_assert(hg.fn == count_call && hg.userData == &hand_calls);
+    CU_OK(cuGraphHostNodeSetParams(h->host, &hg));
+}
 
-    CUgraphExec x;
-    CU_OK(cuGraphInstantiate(&x, g, 0));
-    CUstream s;
-    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-    CU_OK(cuGraphLaunch(x, s));
-    CU_OK(cuStreamSynchronize(s));
-    ck_assert_int_eq(calls, 1);
-    ck_assert_uint_eq(out[0], 78);
-    ck_assert_uint_eq(out[15], 78);
-    ck_assert_uint_eq(out[16], 8);
-    ck_assert_uint_eq(out[n - 1], 8);
-    for (size_t i = 0; i < n; i++) /* each launch reads the host memory again */
-        in[i] = 10;
-    CU_OK(cuGraphLaunch(x, s));
-    CU_OK(cuStreamSynchronize(s));
-    ck_assert_int_eq(calls, 2);
-    ck_assert_uint_eq(out[n - 1], 15);
-    CU_OK(cuGraphExecDestroy(x));
-    CU_OK(cuGraphDestroy(g));
-    CU_OK(cuStreamDestroy(s));
-    CU_OK(cuMemFree(p));
-    CU_OK(cuMemFreeHost(in));
-    CU_OK(cuMemFreeHost(out));
+static void hand_launch_twice(struct hand *h)
+{
+    CU_OK(cuGraphInstantiate(&h->x, h->g, 0));
+    CU_OK(cuStreamCreate(&h->s, CU_STREAM_NON_BLOCKING));
+    CU_OK(cuGraphLaunch(h->x, h->s));
+    CU_OK(cuStreamSynchronize(h->s));
+    ck_assert_int_eq(hand_calls, 1);
+    ck_assert_uint_eq(h->out[0], 78);
+    ck_assert_uint_eq(h->out[15], 78);
+    ck_assert_uint_eq(h->out[16], 8);
+    ck_assert_uint_eq(h->out[h->n - 1], 8);
+    for (size_t i = 0; i < h->n; i++) /* each launch reads the host memory again */
+        h->in[i] = 10;
+    CU_OK(cuGraphLaunch(h->x, h->s));
+    CU_OK(cuStreamSynchronize(h->s));
+    ck_assert_int_eq(hand_calls, 2);
+    ck_assert_uint_eq(h->out[h->n - 1], 15);
+}
+
+static void hand_free(struct hand *h)
+{
+    CU_OK(cuGraphExecDestroy(h->x));
+    CU_OK(cuGraphDestroy(h->g));
+    CU_OK(cuStreamDestroy(h->s));
+    CU_OK(cuMemFree(h->p));
+    CU_OK(cuMemFreeHost(h->in));
+    CU_OK(cuMemFreeHost(h->out));
+}
+
+START_TEST(a_graph_built_by_hand)
+{
+    struct hand h;
+    hand_alloc(&h);
+    hand_build(&h);
+    hand_check_topology(&h);
+    hand_check_params(&h);
+    hand_launch_twice(&h);
+    hand_free(&h);
 }
 END_TEST
 
