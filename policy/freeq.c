@@ -221,10 +221,20 @@ size_t sw_freeq_collect(sw_device *d, bool poll_events)
         polls = shard_collect(d, q, poll_events, polls, &done);
         if (!done.head)
             continue;
-        /* Released outside the shard lock: it is the innermost lock. */
+        /* Released outside the shard lock (it is the innermost lock), in
+         * batches so that blocks share one hold of the device lock. */
+        enum { BATCH = 64 };
+        CUdeviceptr ptr[BATCH];
+        uint32_t bucket[BATCH];
+        size_t n = 0;
         for (sw_pend *e = done.head; e; e = e->next) {
-            sw_release(d, e->ptr, e->bucket);
+            ptr[n] = e->ptr;
+            bucket[n++] = e->bucket;
             bytes += e->bytes;
+            if (n == BATCH || !e->next) {
+                sw_release_all(d, ptr, bucket, n);
+                n = 0;
+            }
         }
         pthread_mutex_lock(&q->lock);
         for (sw_pend *e = done.head, *n; e; e = n) {

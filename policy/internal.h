@@ -435,6 +435,10 @@ CUresult sw_mark_freed(sw_policy *p, CUdeviceptr ptr, sw_device **dev, uint32_t 
                        size_t *bytes);
 /* Makes a freed allocation reusable (its sync point or event is behind us). */
 void sw_release(sw_device *d, CUdeviceptr ptr, uint32_t bucket);
+/* The same for n of them at once: the blocks under one hold of the device
+ * lock (a collect releases hundreds; one lock hand-off each would make a
+ * second allocating thread wait hundreds of times). */
+void sw_release_all(sw_device *d, const CUdeviceptr *ptr, const uint32_t *bucket, size_t n);
 /* Gives a freed, still-reserved allocation to a new owner of `size` bytes. */
 void sw_revive(sw_device *d, CUdeviceptr ptr, uint32_t bucket, size_t size);
 uint32_t sw_bucket_of(const sw_device *d, size_t size);

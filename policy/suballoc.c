@@ -330,15 +330,38 @@ CUresult sw_mark_freed(sw_policy *p, CUdeviceptr ptr, sw_device **dev, uint32_t 
     return r;
 }
 
+/* A freed block back to the arena; device lock held. */
+static void release_block(sw_device *d, CUdeviceptr ptr)
+{
+    sw_ext *e = sw_ext_at(d, ptr);
+    if (e && atomic_load(&e->kind) == SW_EXT_BLOCK && sw_ext_base(e) == ptr) {
+        atomic_store_explicit(&e->state, SW_DEAD, memory_order_release);
+        sw_ext_discard(d, e);
+    }
+}
+
+void sw_release_all(sw_device *d, const CUdeviceptr *ptr, const uint32_t *bucket, size_t n)
+{
+    size_t blocks = 0;
+    for (size_t i = 0; i < n; i++)
+        blocks += (bucket[i] & LARGE_BUCKET) != 0;
+    if (blocks) {
+        pthread_mutex_lock(&d->lock);
+        for (size_t i = 0; i < n; i++)
+            if (bucket[i] & LARGE_BUCKET)
+                release_block(d, ptr[i]);
+        pthread_mutex_unlock(&d->lock);
+    }
+    for (size_t i = 0; i < n; i++)
+        if (!(bucket[i] & LARGE_BUCKET))
+            sw_release(d, ptr[i], bucket[i]);
+}
+
 void sw_release(sw_device *d, CUdeviceptr ptr, uint32_t bucket)
 {
     if (bucket & LARGE_BUCKET) {
         pthread_mutex_lock(&d->lock);
-        sw_ext *e = sw_ext_at(d, ptr);
-        if (e && atomic_load(&e->kind) == SW_EXT_BLOCK && sw_ext_base(e) == ptr) {
-            atomic_store_explicit(&e->state, SW_DEAD, memory_order_release);
-            sw_ext_discard(d, e);
-        }
+        release_block(d, ptr);
         pthread_mutex_unlock(&d->lock);
         return;
     }
