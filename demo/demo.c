@@ -6,8 +6,12 @@
  *   spillway-demo info    report only
  *   spillway-demo spill   hold 1.5x the reported total in chunks of 1/8, each
  *                         set to its own value, then read every word back
+ *   spillway-demo arena   as JAX does by default: one cuMemCreate of 0.75 x
+ *                         the reported total, mapped once, every 2 MiB set to
+ *                         its own value and read back (under spillway with
+ *                         SPILLWAY_OVERSUBSCRIBE=2, more than the device has)
  * Exits 0 when the fill ended in CUDA_ERROR_OUT_OF_MEMORY at or under the
- * reported total (spill: when every chunk was allocated and read back
+ * reported total (spill, arena: when everything was allocated and read back
  * intact), 1 otherwise. */
 #include <cuda.h>
 #include <dlfcn.h>
@@ -33,6 +37,14 @@ static struct {
     CUresult (*get_error_name)(CUresult, const char **);
     CUresult (*memset_d32)(CUdeviceptr, unsigned, size_t);
     CUresult (*memcpy_dtoh)(void *, CUdeviceptr, size_t);
+    CUresult (*mem_create)(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *,
+                           unsigned long long);
+    CUresult (*mem_address_reserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
+    CUresult (*mem_map)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long);
+    CUresult (*mem_set_access)(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t);
+    CUresult (*mem_unmap)(CUdeviceptr, size_t);
+    CUresult (*mem_release)(CUmemGenericAllocationHandle);
+    CUresult (*mem_address_free)(CUdeviceptr, size_t);
 } cu;
 
 static int load(void)
@@ -45,7 +57,9 @@ static int load(void)
     static const char *const names[] = {
         "cuInit", "cuDeviceGet", "cuDeviceGetName", "cuDeviceTotalMem_v2",
         "cuDevicePrimaryCtxRetain", "cuCtxSetCurrent", "cuMemGetInfo_v2", "cuMemAlloc_v2",
-        "cuMemFree_v2", "cuGetErrorName", "cuMemsetD32_v2", "cuMemcpyDtoH_v2"};
+        "cuMemFree_v2", "cuGetErrorName", "cuMemsetD32_v2", "cuMemcpyDtoH_v2", "cuMemCreate",
+        "cuMemAddressReserve", "cuMemMap", "cuMemSetAccess", "cuMemUnmap", "cuMemRelease",
+        "cuMemAddressFree"};
     void **slots = (void **)&cu;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (!(slots[i] = dlsym(h, names[i]))) {
@@ -85,11 +99,15 @@ static void pool_report(void)
     printf("demo: spillway served it from its page pool: %.0f MiB of device pages held, "
            "%.0f MiB in use, %.0f MiB passed through\n",
            c.pool_bytes / MiB, c.in_use_bytes / MiB, passed / MiB);
-    if (c.spilled_bytes || c.spill_events)
+    if (c.spill_events)
         printf("demo: spillway spilled the coldest %.0f MiB to pinned host memory "
                "(%llu spill and %llu fill batches so far)\n",
                c.spilled_bytes / MiB, (unsigned long long)c.spill_events,
                (unsigned long long)c.fill_events);
+    else if (c.spilled_bytes)
+        printf("demo: spillway backs %.0f MiB of it with pinned host memory (more than the "
+               "device pages it may use; nothing had to move)\n",
+               c.spilled_bytes / MiB);
 }
 
 /* Holds 1.5x what the program was told, each chunk set to its own value,
@@ -130,10 +148,67 @@ static int spill(size_t total)
     return bad;
 }
 
+/* Sets and checks every 2 MiB of [va, va + size) to its own value. */
+static int fill_and_check(CUdeviceptr va, size_t size)
+{
+    size_t step = 2u << 20;
+    unsigned *buf = malloc(step);
+    int bad = !buf;
+    CUresult r = CUDA_SUCCESS;
+    for (size_t o = 0; o < size && !bad; o += step)
+        if ((r = cu.memset_d32(va + o, 0xA7E40000u + (unsigned)(o / step), step / 4)) != CUDA_SUCCESS)
+            bad = 1;
+    for (size_t o = 0; o < size && !bad; o += step) {
+        if ((r = cu.memcpy_dtoh(buf, va + o, step)) != CUDA_SUCCESS)
+            bad = 1;
+        for (size_t w = 0; w < step / 4 && !bad; w++)
+            bad = buf[w] != 0xA7E40000u + (unsigned)(o / step);
+    }
+    if (r != CUDA_SUCCESS)
+        printf("demo: a set or read failed with %s\n", err_name(r));
+    free(buf);
+    return bad;
+}
+
+/* JAX's default allocator: one arena of 0.75 x the reported total, made and
+ * mapped at start (docs/design.md, "How programs reach CUDA"). */
+static int arena(CUdevice dev, size_t total)
+{
+    size_t gran = 2u << 20, size = (size_t)(0.75 * (double)total) / gran * gran;
+    CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                                .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = dev}};
+    CUmemAccessDesc acc = {.location = prop.location, .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    CUmemGenericAllocationHandle h;
+    CUdeviceptr va = 0;
+    printf("demo: one arena of %.0f MiB (0.75 of the %.0f MiB it was told), as JAX makes\n",
+           size / MiB, total / MiB);
+    CUresult r = cu.mem_create(&h, size, &prop, 0);
+    if (r != CUDA_SUCCESS) {
+        printf("demo: cuMemCreate of the arena failed with %s\n", err_name(r));
+        return 1;
+    }
+    if ((r = cu.mem_address_reserve(&va, size, 0, 0, 0)) == CUDA_SUCCESS &&
+        (r = cu.mem_map(va, size, 0, h, 0)) == CUDA_SUCCESS)
+        r = cu.mem_set_access(va, size, &acc, 1);
+    int bad = r != CUDA_SUCCESS;
+    if (bad)
+        printf("demo: mapping the arena failed with %s\n", err_name(r));
+    else
+        bad = fill_and_check(va, size);
+    printf("demo: arena of %.0f MiB mapped, every word read back %s\n", size / MiB,
+           bad ? "NOT intact" : "intact");
+    pool_report();
+    cu.mem_unmap(va, size);
+    cu.mem_release(h);
+    cu.mem_address_free(va, size);
+    return bad;
+}
+
 int main(int argc, char **argv)
 {
     int info_only = argc > 1 && strcmp(argv[1], "info") == 0;
     int spill_mode = argc > 1 && strcmp(argv[1], "spill") == 0;
+    int arena_mode = argc > 1 && strcmp(argv[1], "arena") == 0;
     setvbuf(stdout, NULL, _IOLBF, 0); /* in order with spillway's stderr */
     CUdevice dev;
     CUcontext ctx;
@@ -156,6 +231,8 @@ int main(int argc, char **argv)
     cu.mem_get_info(&free_, &total);
     if (spill_mode)
         return spill(total);
+    if (arena_mode)
+        return arena(dev, total);
     size_t gran = 2u << 20, chunk = total / 8 / gran * gran;
     if (chunk < gran)
         chunk = gran;

@@ -1,8 +1,10 @@
 #!/bin/sh
-# `make demo`: runs the demo program without spillway, then under it twice:
-# with spill off (stopped at its limit) and with spill on (holding 1.5x its
-# limit, every word intact) — against the real CUDA driver when this machine
-# has a GPU, else against fakecuda.
+# `make demo`: runs the demo program without spillway, then under it three
+# times: with spill off (stopped at its limit), with spill on (holding 1.5x
+# its limit, every word intact), and oversubscribed (told twice its limit, a
+# JAX-style arena of 0.75 x that: more than the device pages it may use) —
+# against the real CUDA driver when this machine has a GPU, else against
+# fakecuda.
 #   SPW_DEMO_DRIVER=real|fakecuda  force the choice
 #   SPW_DEMO_ENV                   spillway's settings (default: SPILLWAY_MEM_FRACTION=0.25)
 #   SPW_DEMO_HOST_LIMIT            the spill run's SPILLWAY_HOST_LIMIT (default: 4G)
@@ -41,3 +43,8 @@ echo
 echo "-- with spillway, spill on (the default): LD_PRELOAD=$B/libspillway.so $settings"
 # shellcheck disable=SC2086
 run LD_PRELOAD="$B/libspillway.so" $settings SPILLWAY_HOST_LIMIT=${SPW_DEMO_HOST_LIMIT:-4G} "$demo" spill
+echo
+echo "-- oversubscribed: LD_PRELOAD=$B/libspillway.so $settings SPILLWAY_OVERSUBSCRIBE=2"
+# shellcheck disable=SC2086
+run LD_PRELOAD="$B/libspillway.so" $settings SPILLWAY_OVERSUBSCRIBE=2 \
+    SPILLWAY_HOST_LIMIT=${SPW_DEMO_HOST_LIMIT:-4G} "$demo" arena
