@@ -7,7 +7,8 @@
 # fakecuda.
 #   SPW_DEMO_DRIVER=real|fakecuda  force the choice
 #   SPW_DEMO_ENV                   spillway's settings (default: SPILLWAY_MEM_FRACTION=0.25)
-#   SPW_DEMO_HOST_LIMIT            the spill run's SPILLWAY_HOST_LIMIT (default: 4G)
+#   SPW_DEMO_HOST_LIMIT            SPILLWAY_HOST_LIMIT of the spill run (default 4G) and of the
+#                                  oversubscribed one (default auto: it must hold the part past the limit)
 # (Not SPILLWAY_*: every SPILLWAY_* name the library does not know is an error.)
 set -eu
 B=${BUILD:-build}
@@ -45,6 +46,8 @@ echo "-- with spillway, spill on (the default): LD_PRELOAD=$B/libspillway.so $se
 run LD_PRELOAD="$B/libspillway.so" $settings SPILLWAY_HOST_LIMIT=${SPW_DEMO_HOST_LIMIT:-4G} "$demo" spill
 echo
 echo "-- oversubscribed: LD_PRELOAD=$B/libspillway.so $settings SPILLWAY_OVERSUBSCRIBE=2"
+# The host limit must hold what is past the limit (checked at start): auto
+# (half the machine's memory) unless SPW_DEMO_HOST_LIMIT says otherwise.
 # shellcheck disable=SC2086
 run LD_PRELOAD="$B/libspillway.so" $settings SPILLWAY_OVERSUBSCRIBE=2 \
-    SPILLWAY_HOST_LIMIT=${SPW_DEMO_HOST_LIMIT:-4G} "$demo" arena
+    ${SPW_DEMO_HOST_LIMIT:+SPILLWAY_HOST_LIMIT=$SPW_DEMO_HOST_LIMIT} "$demo" arena
