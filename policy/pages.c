@@ -337,11 +337,22 @@ static void refresh(sw_device *d, sw_ext *e, CUdeviceptr page)
     }
 }
 
-static void refresh_ends(sw_device *d, sw_ext *e, CUdeviceptr lo, CUdeviceptr hi)
+/* Refreshes the end pages of two ranges, each page once: refresh walks
+ * every extent of its page and depends only on the state, and the four ends
+ * are mostly one page (a small block between its neighbours), where four
+ * walks would be three too many (issue 14 item 6: this was a third of an
+ * allocation's time). */
+static void refresh_ends2(sw_device *d, sw_ext *e, CUdeviceptr lo1, CUdeviceptr hi1,
+                          CUdeviceptr lo2, CUdeviceptr hi2)
 {
-    refresh(d, e, page_of(d, lo));
-    if (page_of(d, hi - 1) != page_of(d, lo))
-        refresh(d, e, page_of(d, hi - 1));
+    CUdeviceptr pg[4] = {page_of(d, lo1), page_of(d, hi1 - 1), page_of(d, lo2), page_of(d, hi2 - 1)};
+    for (int i = 0; i < 4; i++) {
+        bool seen = false;
+        for (int j = 0; j < i && !seen; j++)
+            seen = pg[j] == pg[i];
+        if (!seen)
+            refresh(d, e, pg[i]);
+    }
 }
 
 void sw_pages_use(sw_device *d, sw_ext *e)
@@ -364,8 +375,7 @@ void sw_pages_use(sw_device *d, sw_ext *e)
     }
     /* Neighbouring free extents changed too: their end pages may be mixed. */
     sw_ext *l = e->prev, *r = atomic_load_explicit(&e->next, memory_order_relaxed);
-    refresh_ends(d, e, l ? sw_ext_base(l) : lo, r ? sw_ext_end(r) : hi);
-    refresh_ends(d, e, lo, hi);
+    refresh_ends2(d, e, l ? sw_ext_base(l) : lo, r ? sw_ext_end(r) : hi, lo, hi);
 }
 
 void sw_pages_unuse(sw_device *d, sw_ext *e)
@@ -395,8 +405,7 @@ void sw_pages_settle(sw_device *d, sw_ext *merged, CUdeviceptr lo, CUdeviceptr h
 {
     /* Pages strictly inside the merged free extent have no user left; its
      * end pages, and those of the range freed, may be shared still. */
-    refresh_ends(d, merged, lo, hi);
-    refresh_ends(d, merged, sw_ext_base(merged), sw_ext_end(merged));
+    refresh_ends2(d, merged, lo, hi, sw_ext_base(merged), sw_ext_end(merged));
 }
 
 CUresult sw_pages_unmap_all(sw_device *d)
