@@ -194,7 +194,3 @@ void sw_gate_open(sw_policy *p, uint64_t devices)
     }
 }
 
-bool sw_gate_held(uint64_t devices)
-{
-    return (devices & held) != 0;
-}

@@ -164,7 +164,6 @@ sw_heat *sw_spans_at(sw_spans *s, CUdeviceptr ptr, CUdeviceptr *start, CUdevicep
 /* The newest stamp and the highest rate of the spans over a page. */
 void sw_spans_page(sw_spans *s, CUdeviceptr page, size_t size, uint64_t now, uint64_t *stamp,
                    uint32_t *rate);
-uint32_t sw_spans_count(sw_spans *s);
 /* Frees what spans left behind (sw_policy_destroy). */
 void sw_spans_bury_all(sw_policy *p);
 
@@ -531,8 +530,6 @@ void sw_gate_destroy(sw_gate *g);
  * when the calling thread holds one of them itself. */
 CUresult sw_gate_close(sw_policy *p, uint64_t devices, uint64_t deadline_ns);
 void sw_gate_open(sw_policy *p, uint64_t devices);
-/* Whether the calling thread is inside a bracket holding one of devices. */
-bool sw_gate_held(uint64_t devices);
 uint64_t sw_now_ns(void); /* CLOCK_MONOTONIC */
 
 /* ---- syncer.c ---------------------------------------------------------------- */
@@ -557,8 +554,6 @@ void sw_syncer_destroy(sw_device *d);
  * its result, or NOT_READY when it did not end in time or a stream capture
  * is under way (then no sync was made for the caller). */
 CUresult sw_syncer_wait(sw_device *d, uint64_t deadline_ns);
-/* Whether a sync of d is running now (it may never end). */
-bool sw_syncer_busy(sw_device *d);
 /* Now + the device's patience (cfg.quiesce_wait_ns). */
 uint64_t sw_deadline(const sw_device *d);
 

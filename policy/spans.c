@@ -247,7 +247,3 @@ void sw_spans_page(sw_spans *s, CUdeviceptr page, size_t size, uint64_t now, uin
     }
 }
 
-uint32_t sw_spans_count(sw_spans *s)
-{
-    return atomic_load(&s->n);
-}

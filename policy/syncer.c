@@ -130,15 +130,6 @@ CUresult sw_syncer_wait(sw_device *d, uint64_t deadline_ns)
     return r;
 }
 
-bool sw_syncer_busy(sw_device *d)
-{
-    sw_syncer *s = &d->syncer;
-    pthread_mutex_lock(&s->m);
-    bool busy = s->busy;
-    pthread_mutex_unlock(&s->m);
-    return busy;
-}
-
 void sw_syncer_destroy(sw_device *d)
 {
     sw_syncer *s = &d->syncer;
