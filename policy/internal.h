@@ -4,20 +4,26 @@
  * calls only files above it in this list (never the other way round):
  *
  *   device.c     per-device counters, sw_dev             (calls nothing)
- *   pagetable.c  VA page -> owner, users, logical page
- *   pool.c       physical pages (device up to the limit, host up to its limit)
- *   extent.c     VA segments and extents: bins, placement, carving, merging
- *   heat.c       the heat clock, touch, page stamps, host page counts
- *   pages.c      page users and owners, mapping, the cached list and the ring
- *   residency.c  moving one page between device and host
- *   suballoc.c   slabs and blocks on extents; free, release, revive, lookup
  *   gate.c       the work gates (one per device)
- *   freeq.c      pending frees (calls suballoc.c to release)
- *   syncer.c     device syncs a caller can stop waiting for
- *   spill.c      victims, spill, fill
+ *   pagetable.c  VA page -> owner, users, logical page
+ *   rate.c       rates of use of a heat record
+ *   pool.c       physical pages (device up to the limit, host up to its limit)
+ *   syncer.c     device syncs a caller can stop waiting for; sync tickets
+ *   extent.c     VA segments and extents: bins, placement, carving, merging
+ *   spans.c      per-buffer heat inside a big program mapping
  *   reserve.c    pinned host pages kept ready by a thread of its own
+ *   heat.c       the heat clock, touch, page heat, host page counts
+ *   pages.c      page users and owners, mapping, the cached list and the ring
+ *   suballoc.c   slabs and blocks on extents; free, release, revive, lookup
+ *   freeq.c      pending frees (calls suballoc.c to release)
+ *   quiesce.c    closing the gates and syncing before a move
+ *   counters.c   the figures the shim publishes
+ *   residency.c  moving pages between device and host
+ *   spill.c      victims and spill
+ *   fill.c       fill, and the no-thrash rule
  *   acquire.c    backing a carved range: pool, reclaim, sync, spill, host
  *   vmm.c        program-managed VMM
+ *   promote.c    program VMM made shareable (exports)
  *   policy.c     the API of policy.h
  *
  * Locks, always taken in this order (never the reverse):
