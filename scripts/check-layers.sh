@@ -10,7 +10,7 @@
 #   stats/     writer and reader -> stats/procinfo.o only
 #   tools/     -> the stats reader, shim/options.o (the launcher's parser)
 #   bench/     -> policy/ (bench-spill), shim/options.o (the size parser)
-#   shim/options.o, stats/procinfo.o -> nothing
+#   shim/options.o and options_names.o, stats/procinfo.o -> nothing
 # Circles between files inside shim/ and inside policy/ (A uses a symbol
 # of B and B one of A, or longer loops) are errors too (issue 15: there
 # are none); --warn-circles (make check-layers STRICT_LAYERS=0) lists them
@@ -62,7 +62,7 @@ check() {
     awk -v strict="$1" '
         function layer(o,   d, f) {
             d = o; sub(/\/.*/, "", d); f = o; sub(/.*\//, "", f)
-            if (o == "shim/options.o") return "options"
+            if (o == "shim/options.o" || o == "shim/options_names.o") return "options"
             if (d == "stats") return f == "writer.o" ? "stats-writer" : \
                                      (f == "reader.o" || f == "decode.o") ? "stats-reader" : "stats-common"
             return d

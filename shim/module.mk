@@ -1,6 +1,6 @@
 # shim/: build/libspillway.so, the LD_PRELOAD library (issue 3), and
 # build/shim/options.o, which the launcher links on its own.
-SHIM_OPTIONS_OBJ := $(BUILD)/shim/options.o
+SHIM_OPTIONS_OBJ := $(BUILD)/shim/options.o $(BUILD)/shim/options_names.o
 # The stats writer (stats/module.mk's STATS_WRITER_OBJS, named here because
 # that file is read after this one).
 SHIM_STATS_OBJS := $(BUILD)/stats/writer.o $(BUILD)/stats/procinfo.o

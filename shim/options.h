@@ -70,6 +70,10 @@ const char *spw_options_suggest(const char *name, size_t len);
  * the same line. */
 int spw_options_load_environ(struct spw_options *out, char *err, size_t errlen);
 
+/* v as an error line shows it (options.c, options_names.c): printable,
+ * one line, cut with "..." to fit buf. */
+const char *spw_options_quote(const char *v, char *buf, size_t len);
+
 /* Writes the table (name, default, doc), one option per line: for --help
  * and the README. */
 void spw_options_print_table(FILE *f);

@@ -1,6 +1,7 @@
 # tools/: spillway-top (the monitor) and spillway (the launcher), their man
 # pages and the install rules. Tools link the stats reader, never the shim;
-# the launcher links only shim/options.o to validate SPILLWAY_* before exec.
+# the launcher links only shim/options.o and options_names.o to validate
+# SPILLWAY_* before exec.
 TOOLS_BIN   := $(BUILD)/tools
 TOP_OBJS    := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tools/top_*.c))
 LAUNCH_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tools/launch*.c))
@@ -24,7 +25,7 @@ $(MHD_STAMP):
 $(TOOLS_BIN)/spillway-top: $(TOP_OBJS) $(STATS_READER_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $^ -o $@ $(CURSES_LIBS) $(MHD_LIBS) -lm $(LDLIBS)
-$(TOOLS_BIN)/spillway: $(LAUNCH_OBJS) $(BUILD)/shim/options.o
+$(TOOLS_BIN)/spillway: $(LAUNCH_OBJS) $(BUILD)/shim/options.o $(BUILD)/shim/options_names.o
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $^ -o $@ -lm $(LDLIBS)
 ALL_TARGETS += $(TOOLS_BIN)/spillway-top $(TOOLS_BIN)/spillway
