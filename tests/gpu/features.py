@@ -42,7 +42,6 @@ rendered by report.py; one RESULT line per row on stdout.
   --extra-env K=V   added to every run (selftest's negative controls)
   --dry-run   print the plan;  --self-test  the judging on synthetic runs
 """
-import argparse
 import array
 import math
 import os
@@ -91,17 +90,9 @@ NATIVE_SHARE = 0.4
 POOLED_MIN, IPC_MAX = 0.90, 0.05
 
 
-class Ctx:
+class Ctx(harness.RowCtx):
     def __init__(self, a):
-        self.a = a
-        self.build = os.path.abspath(a.build)
-        self.out = os.path.abspath(a.out)
-        os.makedirs(self.out, exist_ok=True)
-        self.results = harness.Results(os.path.join(self.out, "results.jsonl"))
-        self.log = harness.Log(os.path.join(self.out, "gpu-check.log"))
-        self.budget = harness.Budget(a.deadline)
-        self.tmp = tempfile.mkdtemp(prefix="swgpu-features.")
-        self.lib = os.path.join(self.build, "libspillway.so")
+        super().__init__(a, "swgpu-features.")
 
     def limit(self, row):
         return row["fake_limit"] if self.a.fake else row["limit"]
@@ -424,17 +415,7 @@ def self_test():
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--build", default="build-gpu")
-    ap.add_argument("--out", default="build-gpu/gpu-out")
-    ap.add_argument("--rows", help="comma-separated row ids (default: all)")
-    ap.add_argument("--deadline", type=float, help="absolute time.time() by which to be done")
-    ap.add_argument("--extra-env", action="append", default=[], metavar="K=V")
-    ap.add_argument("--fake", action="store_true")
-    ap.add_argument("--mock", action="store_true")
-    ap.add_argument("--dry-run", action="store_true")
-    ap.add_argument("--self-test", action="store_true")
-    a = ap.parse_args()
+    a = harness.row_parser(__doc__).parse_args()
     if a.self_test:
         return self_test()
     a.fake = a.mock = a.fake or a.mock  # every row is a framework's: without a GPU, the stand-ins

@@ -280,3 +280,38 @@ def fmt_bytes(v):
 
 def python():
     return sys.executable or "python3"
+
+
+# ---- what the row scripts share (features.py, oversub.py) -------------------
+
+def row_parser(doc):
+    """The options every row script takes; each adds its own."""
+    import argparse
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default="build-gpu")
+    ap.add_argument("--out", default="build-gpu/gpu-out")
+    ap.add_argument("--rows", help="comma-separated row ids (default: all)")
+    ap.add_argument("--deadline", type=float, help="absolute time.time() by which to be done")
+    ap.add_argument("--extra-env", action="append", default=[], metavar="K=V")
+    ap.add_argument("--fake", action="store_true")
+    ap.add_argument("--mock", action="store_true")
+    ap.add_argument("--dry-run", action="store_true")
+    ap.add_argument("--self-test", action="store_true")
+    return ap
+
+
+class RowCtx:
+    """A row script's run: its build, output, results, log, budget, a
+    scratch directory (also the stats directory) and the library."""
+
+    def __init__(self, a, prefix):
+        import tempfile
+        self.a = a
+        self.build = os.path.abspath(a.build)
+        self.out = os.path.abspath(a.out)
+        os.makedirs(self.out, exist_ok=True)
+        self.results = Results(os.path.join(self.out, "results.jsonl"))
+        self.log = Log(os.path.join(self.out, "gpu-check.log"))
+        self.budget = Budget(a.deadline)
+        self.tmp = tempfile.mkdtemp(prefix=prefix)
+        self.lib = os.path.join(self.build, "libspillway.so")

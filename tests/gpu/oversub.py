@@ -56,11 +56,9 @@ by report.py; one RESULT line per row on stdout.
   --extra-env K=V   added to every spillway run (selftest's negative control)
   --dry-run   print the plan;  --self-test  the judging on synthetic runs
 """
-import argparse
 import os
 import shutil
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -108,17 +106,9 @@ NEED = 30  # a run is useless with less
 HOST_LIMIT = "8G"  # >= (F - 1) x limit for every row, else spillway exits 2
 
 
-class Ctx:
+class Ctx(harness.RowCtx):
     def __init__(self, a):
-        self.a = a
-        self.build = os.path.abspath(a.build)
-        self.out = os.path.abspath(a.out)
-        os.makedirs(self.out, exist_ok=True)
-        self.results = harness.Results(os.path.join(self.out, "results.jsonl"))
-        self.log = harness.Log(os.path.join(self.out, "gpu-check.log"))
-        self.budget = harness.Budget(a.deadline)
-        self.tmp = tempfile.mkdtemp(prefix="swgpu-oversub.")
-        self.lib = os.path.join(self.build, "libspillway.so")
+        super().__init__(a, "swgpu-oversub.")
         self.sampler = nvsample.Sampler(enabled=not a.fake and not a.dry_run).start()
         self.natives = {}  # fw -> (Run, device dict) or None (skipped)
 
@@ -428,17 +418,8 @@ def self_test():
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--build", default="build-gpu")
-    ap.add_argument("--out", default="build-gpu/gpu-out")
-    ap.add_argument("--rows", help="comma-separated row ids (default: all)")
-    ap.add_argument("--deadline", type=float, help="absolute time.time() by which to be done")
+    ap = harness.row_parser(__doc__)
     ap.add_argument("--slack", type=int, default=256, help="MiB allowed over the context overhead")
-    ap.add_argument("--extra-env", action="append", default=[], metavar="K=V")
-    ap.add_argument("--fake", action="store_true")
-    ap.add_argument("--mock", action="store_true")
-    ap.add_argument("--dry-run", action="store_true")
-    ap.add_argument("--self-test", action="store_true")
     a = ap.parse_args()
     if a.self_test:
         return self_test()
