@@ -79,5 +79,23 @@ out=$(SPILLWAY_LIB="$LIB" "$SPW" run --oversubscribe 1.5 --limit 64M -- "$PROBE"
 [[ $out != *XLA_* ]]
 check "without -v, nothing said" $?
 
+# What the stats and spillway-top show of an oversubscribed process: the
+# told total in the segment (reported_bytes), and the device line with the
+# factor, the told total and where the bytes are (cuda_hold: 3 x 40 MiB
+# allocated, one freed, under a 64 MiB limit told 128 MiB).
+HOLD=$B/tests/integration/tools/cuda_hold TOP=$B/tools/spillway-top
+env LD_PRELOAD="$LIB" SPILLWAY_MEM_LIMIT=64M SPILLWAY_OVERSUBSCRIBE=2 SPILLWAY_HOST_LIMIT=1G \
+    SPILLWAY_LOG=error "$HOLD" $((40 * M)) >"$stats/hold.out" 2>&1 &
+hold=$!
+for _ in $(seq 50); do grep -q ready "$stats/hold.out" && break; sleep 0.1; done
+once=$("$TOP" --once 2>&1)
+prom=$("$TOP" --prometheus 2>&1)
+kill "$hold" 2>/dev/null
+wait "$hold" 2>/dev/null
+[[ $once == *"oversubscribed x2  told 128M  on device "*"  on host "* ]]
+check "spillway-top --once: the factor, what the process is told, device and host bytes" $?
+grep -q "^spillway_reported_bytes{.*} $((128 * M))$" <<<"$prom"
+check "--prometheus: reported_bytes is twice the limit" $?
+
 echo "oversub.sh: $failed failed"
 [ $failed = 0 ]
