@@ -58,16 +58,13 @@ static void count_event(sw_device *d, size_t moved)
 static CUresult spill_for(sw_device *d, CUdeviceptr va, size_t n, size_t *missing,
                           sw_oom_reason *why)
 {
-    sw_policy *p = d->pol;
-    uint64_t held, t0 = sw_now_ns();
+    sw_quiet q;
     start_reserve(d);
-    CUresult r = sw_quiesce(d, &held);
+    CUresult r = sw_move_begin(d, &q);
     if (r == CUDA_ERROR_NOT_READY)
         return map_locked(d, va, n, true, missing, why); /* busy: host pages now */
     if (r != CUDA_SUCCESS)
         return r;
-    pthread_mutex_lock(&p->handles_lock);
-    pthread_mutex_lock(&d->lock);
     r = sw_pages_map(d, va, n, false, missing, why);
     size_t spilled = 0;
     while (r == CUDA_SUCCESS && *missing) {
@@ -86,9 +83,7 @@ static CUresult spill_for(sw_device *d, CUdeviceptr va, size_t n, size_t *missin
     else if (r == CUDA_SUCCESS)
         spilled += spill_ahead(d, va, va + ((CUdeviceptr)n << d->shift));
     count_event(d, spilled);
-    pthread_mutex_unlock(&d->lock);
-    pthread_mutex_unlock(&p->handles_lock);
-    sw_unquiesce(d, held, t0);
+    sw_move_end(d, &q);
     return r;
 }
 
@@ -157,16 +152,13 @@ static CUresult take_locked(sw_device *d, size_t n, bool host_ok,
 static CUresult spill_and_take(sw_device *d, size_t n, CUmemGenericAllocationHandle *out,
                                sw_loc *locs, sw_oom_reason *why)
 {
-    sw_policy *p = d->pol;
-    uint64_t held, t0 = sw_now_ns();
+    sw_quiet q;
     start_reserve(d);
-    CUresult r = sw_quiesce(d, &held);
+    CUresult r = sw_move_begin(d, &q);
     if (r == CUDA_ERROR_NOT_READY)
         return take_locked(d, n, true, out, locs, why); /* busy: host pages now */
     if (r != CUDA_SUCCESS)
         return r;
-    pthread_mutex_lock(&p->handles_lock);
-    pthread_mutex_lock(&d->lock);
     size_t have = sw_pool_available(d) + d->ncached, spilled = 0;
     while (have < n) {
         CUresult err;
@@ -185,9 +177,7 @@ static CUresult spill_and_take(sw_device *d, size_t n, CUmemGenericAllocationHan
     if (r == CUDA_SUCCESS)
         spilled += spill_ahead(d, 0, 0);
     count_event(d, spilled);
-    pthread_mutex_unlock(&d->lock);
-    pthread_mutex_unlock(&p->handles_lock);
-    sw_unquiesce(d, held, t0);
+    sw_move_end(d, &q);
     return r;
 }
 

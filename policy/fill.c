@@ -231,14 +231,12 @@ CUresult sw_fill(sw_policy *p, CUdeviceptr ptr)
     bool room = room_for(d, sw_heat_rate(target, now), now);
     if (!room && !swap_likely(d, target, now))
         return CUDA_SUCCESS;
-    uint64_t held, t0 = sw_now_ns();
-    CUresult r = sw_quiesce(d, &held);
+    sw_quiet q;
+    CUresult r = sw_move_begin(d, &q);
     if (r == CUDA_ERROR_NOT_READY)
         return CUDA_SUCCESS; /* busy or capturing: it stays on the host for now */
     if (r != CUDA_SUCCESS)
         return r;
-    pthread_mutex_lock(&p->handles_lock);
-    pthread_mutex_lock(&d->lock);
     CUdeviceptr va;
     size_t n, moved = 0;
     /* Looked up again: the owner may have been freed before the gate closed. */
@@ -251,8 +249,6 @@ CUresult sw_fill(sw_policy *p, CUdeviceptr ptr)
     }
     if (moved)
         atomic_fetch_add_explicit(&d->c.fill_events, 1, memory_order_relaxed);
-    pthread_mutex_unlock(&d->lock);
-    pthread_mutex_unlock(&p->handles_lock);
-    sw_unquiesce(d, held, t0);
+    sw_move_end(d, &q);
     return r;
 }

@@ -578,6 +578,16 @@ uint64_t sw_reach(sw_device *d);
 CUresult sw_quiesce(sw_device *d, uint64_t *devices);
 /* Opens the gates again; the time since since_ns counts as stalled. */
 void sw_unquiesce(sw_device *d, uint64_t devices, uint64_t since_ns);
+/* A move's critical section, as every move takes it: sw_quiesce, then the
+ * handles lock and d's lock; sw_move_end undoes it in reverse and counts
+ * the stall. sw_move_begin's errors are sw_quiesce's (NOT_READY: busy or
+ * capturing), with nothing held. */
+typedef struct sw_quiet {
+    uint64_t held; /* devices quiesced */
+    uint64_t t0;   /* when the stall began */
+} sw_quiet;
+CUresult sw_move_begin(sw_device *d, sw_quiet *q);
+void sw_move_end(sw_device *d, const sw_quiet *q);
 /* Moves up to want of d's coldest pages of live data to the host, never a
  * page of [keep_lo, keep_hi) (what the caller is backing) nor one whose
  * rate (sw_heat_rate) is above max_rate; returns how many moved (their

@@ -180,20 +180,16 @@ CUresult sw_vmm_promote(sw_policy *p, CUmemGenericAllocationHandle h,
     pthread_mutex_unlock(&p->handles_lock);
     if (!d)
         return CUDA_ERROR_INVALID_VALUE;
-    uint64_t held, t0 = sw_now_ns();
-    CUresult r = sw_quiesce(d, &held);
+    sw_quiet q;
+    CUresult r = sw_move_begin(d, &q);
     if (r != CUDA_SUCCESS)
         return r;
-    pthread_mutex_lock(&p->handles_lock);
-    pthread_mutex_lock(&d->lock);
     v = sw_vmm_get(p, h); /* released or promoted meanwhile? */
     if (!v || !v->refs || v->promoted)
         r = CUDA_ERROR_INVALID_VALUE;
     else
         r = promote_locked(p, d, v, real);
-    pthread_mutex_unlock(&d->lock);
-    pthread_mutex_unlock(&p->handles_lock);
-    sw_unquiesce(d, held, t0);
+    sw_move_end(d, &q);
     return r;
 }
 

@@ -53,3 +53,21 @@ void sw_unquiesce(sw_device *d, uint64_t devices, uint64_t since_ns)
     sw_gate_open(d->pol, devices);
     atomic_fetch_add_explicit(&d->c.stall_ns, sw_now_ns() - since_ns, memory_order_relaxed);
 }
+
+CUresult sw_move_begin(sw_device *d, sw_quiet *q)
+{
+    q->t0 = sw_now_ns();
+    CUresult r = sw_quiesce(d, &q->held);
+    if (r != CUDA_SUCCESS)
+        return r;
+    pthread_mutex_lock(&d->pol->handles_lock);
+    pthread_mutex_lock(&d->lock);
+    return CUDA_SUCCESS;
+}
+
+void sw_move_end(sw_device *d, const sw_quiet *q)
+{
+    pthread_mutex_unlock(&d->lock);
+    pthread_mutex_unlock(&d->pol->handles_lock);
+    sw_unquiesce(d, q->held, q->t0);
+}

@@ -396,12 +396,10 @@ CUresult sw_set_residency(sw_policy *p, CUdeviceptr va, size_t npages, sw_reside
             return CUDA_ERROR_NOT_SUPPORTED; /* every alias would have to move */
         d = pg->dev;
     }
-    uint64_t held, t0 = sw_now_ns();
-    CUresult r = sw_quiesce(d, &held);
+    sw_quiet q;
+    CUresult r = sw_move_begin(d, &q);
     if (r != CUDA_SUCCESS)
         return r;
-    pthread_mutex_lock(&p->handles_lock);
-    pthread_mutex_lock(&d->lock);
     CUdeviceptr *vas = malloc(npages * sizeof *vas);
     size_t moved = 0;
     if (!vas) {
@@ -415,9 +413,7 @@ CUresult sw_set_residency(sw_policy *p, CUdeviceptr va, size_t npages, sw_reside
     if (moved)
         atomic_fetch_add_explicit(where == SW_RES_HOST ? &d->c.spill_events : &d->c.fill_events,
                                   1, memory_order_relaxed);
-    pthread_mutex_unlock(&d->lock);
-    pthread_mutex_unlock(&p->handles_lock);
-    sw_unquiesce(d, held, t0);
+    sw_move_end(d, &q);
     return r;
 }
 
