@@ -17,6 +17,15 @@ void sw_count_sub(_Atomic uint64_t *v, uint64_t n)
     atomic_fetch_sub_explicit(v, n, memory_order_relaxed);
 }
 
+unsigned sw_lane_of_thread(void)
+{
+    static _Atomic unsigned next;
+    static _Thread_local unsigned lane = SW_LANES;
+    if (lane == SW_LANES)
+        lane = atomic_fetch_add_explicit(&next, 1, memory_order_relaxed) % SW_LANES;
+    return lane;
+}
+
 sw_device *sw_dev(sw_policy *p, int dev)
 {
     if (!p || dev < 0 || dev >= SW_MAX_DEVICES)

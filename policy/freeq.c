@@ -19,6 +19,7 @@
 
 #define SAME_STREAM_SCAN 64 /* newest entries looked at for same-stream reuse */
 #define MAX_POLLS 64        /* event queries per collection */
+#define COVERED_SCAN 16     /* covered entries looked at for reuse by the freeing thread */
 
 static void list_append(sw_pend_list *l, sw_pend *e)
 {
@@ -116,8 +117,7 @@ static CUresult event_at(sw_device *d, sw_freeq_shard *q, CUstream stream, CUeve
     return CUDA_SUCCESS;
 }
 
-CUresult sw_freeq_push(sw_device *d, CUdeviceptr ptr, uint32_t bucket, size_t bytes,
-                       bool async, CUstream stream)
+CUresult sw_freeq_push(sw_device *d, const sw_freed *f, bool async, CUstream stream)
 {
     sw_freeq_shard *q = async ? stream_shard(&d->q, stream) : thread_shard(&d->q);
     CUevent ev = NULL;
@@ -136,9 +136,7 @@ CUresult sw_freeq_push(sw_device *d, CUdeviceptr ptr, uint32_t bucket, size_t by
         pthread_mutex_unlock(&q->lock);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    e->ptr = ptr;
-    e->bucket = bucket;
-    e->bytes = bytes;
+    e->f = *f;
     e->stream = stream;
     e->ev = ev;
     e->same_stream_ok = async && stream != CU_STREAM_PER_THREAD;
@@ -146,30 +144,59 @@ CUresult sw_freeq_push(sw_device *d, CUdeviceptr ptr, uint32_t bucket, size_t by
     e->epoch = atomic_load_explicit(&d->q.epoch, memory_order_acquire);
     if (async) {
         list_append(&q->async_list, e);
-        q->async_bytes += bytes;
+        q->async_bytes += f->bytes;
     } else {
         list_append(&q->sync_list, e);
-        q->sync_bytes += bytes;
+        q->sync_bytes += f->bytes;
     }
     q->count++;
     pthread_mutex_unlock(&q->lock);
     return CUDA_SUCCESS;
 }
 
-bool sw_freeq_take_stream(sw_device *d, CUstream stream, uint32_t bucket, CUdeviceptr *ptr)
+bool sw_freeq_take_stream(sw_device *d, CUstream stream, uint32_t bucket, sw_freed *out)
 {
     sw_freeq_shard *q = stream_shard(&d->q, stream);
     bool found = false;
     pthread_mutex_lock(&q->lock);
     int n = 0;
     for (sw_pend *e = q->async_list.tail; e && n < SAME_STREAM_SCAN; e = e->prev, n++) {
-        if (!e->same_stream_ok || e->stream != stream || e->bucket != bucket)
+        if (!e->same_stream_ok || e->stream != stream || e->f.bucket != bucket)
             continue;
         list_unlink(&q->async_list, e);
-        q->async_bytes -= e->bytes;
+        q->async_bytes -= e->f.bytes;
         q->count--;
         event_put(q, e->ev);
-        *ptr = e->ptr;
+        *out = e->f;
+        rec_put(q, e);
+        found = true;
+        break;
+    }
+    pthread_mutex_unlock(&q->lock);
+    return found;
+}
+
+/* Issue 14 item 6: a thread that frees and allocates blocks of one size
+ * (the common loop) gets its own freed blocks back once a sync covered
+ * them, under its shard's lock alone: no device lock, no arena search, no
+ * page bookkeeping, so threads doing this at once do not meet. Only blocks:
+ * a slab slot is already a lock-free take from its class. */
+bool sw_freeq_take_covered(sw_device *d, uint32_t bucket, sw_freed *out)
+{
+    sw_freeq_shard *q = thread_shard(&d->q);
+    uint64_t covered = atomic_load_explicit(&d->q.covered, memory_order_acquire);
+    bool found = false;
+    pthread_mutex_lock(&q->lock);
+    int n = 0;
+    /* The list is in epoch order: the covered entries are its head. */
+    for (sw_pend *e = q->sync_list.head; e && e->epoch <= covered && n < COVERED_SCAN;
+         e = e->next, n++) {
+        if (e->f.bucket != bucket || !e->f.block)
+            continue;
+        list_unlink(&q->sync_list, e);
+        q->sync_bytes -= e->f.bytes;
+        q->count--;
+        *out = e->f;
         rec_put(q, e);
         found = true;
         break;
@@ -188,7 +215,7 @@ static int shard_collect(sw_device *d, sw_freeq_shard *q, bool poll_events, int 
     while (q->sync_list.head && q->sync_list.head->epoch <= covered) {
         sw_pend *e = q->sync_list.head;
         list_unlink(&q->sync_list, e);
-        q->sync_bytes -= e->bytes;
+        q->sync_bytes -= e->f.bytes;
         q->count--;
         list_append(done, e);
     }
@@ -202,7 +229,7 @@ static int shard_collect(sw_device *d, sw_freeq_shard *q, bool poll_events, int 
              be->event_query(be->ctx, e->ev) != CUDA_SUCCESS))
             continue;
         list_unlink(&q->async_list, e);
-        q->async_bytes -= e->bytes;
+        q->async_bytes -= e->f.bytes;
         q->count--;
         event_put(q, e->ev);
         list_append(done, e);
@@ -224,15 +251,13 @@ size_t sw_freeq_collect(sw_device *d, bool poll_events)
         /* Released outside the shard lock (it is the innermost lock), in
          * batches so that blocks share one hold of the device lock. */
         enum { BATCH = 64 };
-        CUdeviceptr ptr[BATCH];
-        uint32_t bucket[BATCH];
+        sw_freed batch[BATCH];
         size_t n = 0;
         for (sw_pend *e = done.head; e; e = e->next) {
-            ptr[n] = e->ptr;
-            bucket[n++] = e->bucket;
-            bytes += e->bytes;
+            batch[n++] = e->f;
+            bytes += e->f.bytes;
             if (n == BATCH || !e->next) {
-                sw_release_all(d, ptr, bucket, n);
+                sw_release_all(d, batch, n);
                 n = 0;
             }
         }
@@ -267,11 +292,16 @@ size_t sw_freeq_pending(sw_device *d, size_t *count)
     return b;
 }
 
-CUresult sw_sync_and_collect(sw_device *d)
+CUresult sw_sync_point(sw_device *d)
 {
     /* Through the device's syncer: the program's own thread must never
      * wait on a sync that may depend on its later launches. */
-    CUresult r = sw_syncer_wait(d, sw_deadline(d));
+    return sw_syncer_wait(d, sw_deadline(d));
+}
+
+CUresult sw_sync_and_collect(sw_device *d)
+{
+    CUresult r = sw_sync_point(d);
     if (r != CUDA_SUCCESS)
         return r;
     sw_freeq_collect(d, false);

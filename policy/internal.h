@@ -42,6 +42,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
+#include "policy/lanes.h"
 #include "policy/policy.h"
 
 #define SW_MIN_ALIGN 256u
@@ -69,8 +70,12 @@ typedef struct sw_stuck sw_stuck;
 /* ---- device.c ----------------------------------------------------------- */
 
 typedef struct sw_dev_counters {
-    _Atomic uint64_t in_use, peak_in_use, backing, peak_backing, mapped, host_in_use;
-    _Atomic uint64_t allocs, frees, ooms, syncs, maps, unmaps, reclaims;
+    /* Written on every allocation and free, from every thread: apart from
+     * the figures the shim reads after each of them (issue 14 item 6). */
+    _Atomic uint64_t in_use __attribute__((aligned(64))), peak_in_use;
+    sw_lanes allocs, frees;
+    _Atomic uint64_t backing __attribute__((aligned(64))), peak_backing, mapped, host_in_use;
+    _Atomic uint64_t ooms, syncs, maps, unmaps, reclaims;
     _Atomic uint64_t spill_bytes, spill_events, fill_bytes, fill_events;
     _Atomic uint64_t pool_bytes;      /* mirror of pool.created, for lock-free readers */
     _Atomic uint64_t host_pool_bytes; /* mirror of pool.host_created, likewise */
@@ -430,22 +435,33 @@ int sw_class_of(const sw_device *d, size_t size); /* -1: not a slab size */
 CUresult sw_slab_take(sw_device *d, int cls, size_t size, CUdeviceptr *out);
 /* Makes the used, backed extent e a slab of class cls and takes a slot. */
 CUresult sw_slab_install(sw_device *d, int cls, sw_ext *e, size_t size, CUdeviceptr *out);
-/* Makes the used, backed extent e a live block of `size` requested bytes. */
-CUdeviceptr sw_block_install(sw_device *d, sw_ext *e, size_t size);
+/* Makes the used, backed extent e a live block of `size` requested bytes;
+ * device lock held. */
+CUdeviceptr sw_block_install(sw_ext *e, size_t size);
 /* Gives a carved extent that never became a block or slab back. */
 void sw_ext_discard(sw_device *d, sw_ext *e);
-/* Marks the allocation at ptr not live (not yet reusable): *bucket and
- * *bytes describe it for the free queue. INVALID_VALUE if not a live base. */
-CUresult sw_mark_freed(sw_policy *p, CUdeviceptr ptr, sw_device **dev, uint32_t *bucket,
-                       size_t *bytes);
-/* Makes a freed allocation reusable (its sync point or event is behind us). */
-void sw_release(sw_device *d, CUdeviceptr ptr, uint32_t bucket);
-/* The same for n of them at once: the blocks under one hold of the device
- * lock (a collect releases hundreds; one lock hand-off each would make a
- * second allocating thread wait hundreds of times). */
-void sw_release_all(sw_device *d, const CUdeviceptr *ptr, const uint32_t *bucket, size_t n);
+/* A freed allocation, as the free queue holds it until it is released or
+ * revived. */
+typedef struct sw_freed {
+    CUdeviceptr ptr;
+    uint32_t bucket;
+    size_t bytes;
+    /* A block's record, NULL for a slab slot. Until the block is released
+     * nothing else changes the record (its state is SW_PENDING), so
+     * reviving it needs no look-up and no device lock. */
+    sw_ext *block;
+} sw_freed;
+
+/* Marks the allocation at ptr not live (not yet reusable) and describes it
+ * for the free queue. INVALID_VALUE if not a live base. */
+CUresult sw_mark_freed(sw_policy *p, CUdeviceptr ptr, sw_device **dev, sw_freed *out);
+/* Makes n freed allocations reusable (their sync point or event is behind
+ * us): the blocks under one hold of the device lock (a collect releases
+ * hundreds; one lock hand-off each would make a second allocating thread
+ * wait hundreds of times). */
+void sw_release_all(sw_device *d, const sw_freed *f, size_t n);
 /* Gives a freed, still-reserved allocation to a new owner of `size` bytes. */
-void sw_revive(sw_device *d, CUdeviceptr ptr, uint32_t bucket, size_t size);
+void sw_revive(sw_device *d, const sw_freed *f, size_t size);
 uint32_t sw_bucket_of(const sw_device *d, size_t size);
 CUresult sw_lookup_owner(sw_policy *p, CUdeviceptr ptr, CUdeviceptr *base, size_t *size,
                          int *dev);
@@ -457,9 +473,7 @@ bool sw_owner_range(sw_policy *p, sw_device *d, CUdeviceptr ptr, CUdeviceptr *va
 /* ---- freeq.c: pending frees --------------------------------------------- */
 
 typedef struct sw_pend {
-    CUdeviceptr ptr;
-    uint32_t bucket;
-    size_t bytes;
+    sw_freed f;
     uint64_t epoch;
     CUstream stream;
     CUevent ev;
@@ -496,10 +510,12 @@ typedef struct sw_freeq {
 
 int sw_freeq_init(sw_freeq *q);
 CUresult sw_freeq_destroy(sw_device *d);
-CUresult sw_freeq_push(sw_device *d, CUdeviceptr ptr, uint32_t bucket, size_t bytes,
-                       bool async, CUstream stream);
+CUresult sw_freeq_push(sw_device *d, const sw_freed *f, bool async, CUstream stream);
 /* A pending block freed on stream with this bucket, taken off the queue. */
-bool sw_freeq_take_stream(sw_device *d, CUstream stream, uint32_t bucket, CUdeviceptr *ptr);
+bool sw_freeq_take_stream(sw_device *d, CUstream stream, uint32_t bucket, sw_freed *out);
+/* A block of this bucket that the calling thread's shard holds and a sync
+ * has covered, taken off the queue: reused without the device lock. */
+bool sw_freeq_take_covered(sw_device *d, uint32_t bucket, sw_freed *out);
 /* Releases what is covered by a sync or a completed event; returns bytes. */
 size_t sw_freeq_collect(sw_device *d, bool poll_events);
 size_t sw_freeq_pending(sw_device *d, size_t *count);
@@ -507,6 +523,8 @@ size_t sw_freeq_pending(sw_device *d, size_t *count);
  * everything the sync covers. NOT_READY: no sync could be had in time
  * (busy device, stream capture): nothing released. */
 CUresult sw_sync_and_collect(sw_device *d);
+/* The sync alone: what it covers stays queued (sw_freeq_take_covered). */
+CUresult sw_sync_point(sw_device *d);
 void sw_freeq_forget_stream(sw_device *d, CUstream stream);
 
 /* ---- gate.c ----------------------------------------------------------------- */

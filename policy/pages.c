@@ -298,8 +298,9 @@ static sw_mixed *mixed_new(sw_device *d)
 }
 
 /* Sets the owner of the page at `page` from the used extents overlapping
- * it; e is an extent at or next to the page (extents tile the segment). */
-static void refresh(sw_device *d, sw_ext *e, CUdeviceptr page)
+ * it, walking them all; e is an extent at or next to the page (extents
+ * tile the segment). */
+static void rebuild(sw_device *d, sw_ext *e, CUdeviceptr page)
 {
     sw_pte *pte = pte_at(d, page);
     uintptr_t old = atomic_load_explicit(&pte->owner, memory_order_relaxed);
@@ -337,21 +338,100 @@ static void refresh(sw_device *d, sw_ext *e, CUdeviceptr page)
     }
 }
 
-/* Refreshes the end pages of two ranges, each page once: refresh walks
- * every extent of its page and depends only on the state, and the four ends
- * are mostly one page (a small block between its neighbours), where four
- * walks would be three too many (issue 14 item 6: this was a third of an
- * allocation's time). */
-static void refresh_ends2(sw_device *d, sw_ext *e, CUdeviceptr lo1, CUdeviceptr hi1,
+#ifdef SW_VERIFY_REFRESH
+#include <stdio.h>
+/* Test builds: the incremental owner must equal what a whole walk gives. */
+static void sw_pages_verify(sw_device *d, sw_ext *e, CUdeviceptr page)
+{
+    sw_pte *pte = pte_at(d, page);
+    uintptr_t o = atomic_load(&pte->owner);
+    while (e && sw_ext_base(e) > page)
+        e = e->prev;
+    while (e && sw_ext_end(e) <= page)
+        e = atomic_load(&e->next);
+    sw_ext *slots[SW_MIXED_SLOTS], *only = NULL;
+    unsigned s = 0, used = 0;
+    for (; e && sw_ext_base(e) < page + d->page; e = atomic_load(&e->next)) {
+        if (sw_ext_used(e)) {
+            used++;
+            only = e;
+        }
+        while (s < SW_MIXED_SLOTS && page + s * d->arena.chunk < sw_ext_end(e))
+            slots[s++] = e;
+    }
+    bool ok = used == pte->users;
+    if (used == 0)
+        ok = ok && o == 0;
+    else if (used == 1)
+        ok = ok && o == SW_OWN(only, SW_OWN_EXT);
+    else if (SW_OWN_TAG(o) == SW_OWN_MIXED)
+        for (unsigned i = 0; i < s; i++)
+            ok = ok && atomic_load(&((sw_mixed *)SW_OWN_PTR(o))->at[i]) == slots[i];
+    else
+        ok = false;
+    if (!ok) {
+        fprintf(stderr, "refresh: page %#llx owner %#lx users %u used %u\n",
+                (unsigned long long)page, (unsigned long)o, pte->users, used);
+        abort();
+    }
+}
+#endif
+
+/* Points the slots of mixed page `page` whose chunk starts lie in [lo, hi)
+ * at the extents there; x is the extent at lo. */
+static void slots_update(sw_device *d, sw_mixed *m, CUdeviceptr page, sw_ext *x, CUdeviceptr lo,
+                         CUdeviceptr hi)
+{
+    size_t chunk = d->arena.chunk;
+    CUdeviceptr a = lo > page ? lo : page, b = hi < page + d->page ? hi : page + d->page;
+    for (size_t s = (size_t)(a - page + chunk - 1) / chunk; s < SW_MIXED_SLOTS && page + s * chunk < b;
+         s++) {
+        CUdeviceptr c = page + s * chunk;
+        while (x && sw_ext_end(x) <= c)
+            x = atomic_load_explicit(&x->next, memory_order_relaxed);
+        atomic_store_explicit(&m->at[s], x, memory_order_release);
+    }
+}
+
+/* Brings the owner of `page` up to date after the extents tiling [lo, hi)
+ * changed (x is the one at lo) and nothing else on the page did. The page's
+ * users count its used extents, so only a page that has just become mixed
+ * or stopped being one is walked whole; a page that stays mixed has just
+ * the slots of the changed range rewritten, and a page with one user kept
+ * that user as its owner when it got it (sw_pages_use). Issue 14 item 6:
+ * walking every extent of the page at each end of every allocation and free
+ * was half of their instructions, all under the device lock. */
+static void refresh(sw_device *d, sw_ext *x, CUdeviceptr page, CUdeviceptr lo, CUdeviceptr hi)
+{
+    sw_pte *pte = pte_at(d, page);
+    uintptr_t old = atomic_load_explicit(&pte->owner, memory_order_relaxed);
+    if (pte->users > 1 && SW_OWN_TAG(old) == SW_OWN_MIXED) {
+        slots_update(d, SW_OWN_PTR(old), page, x, lo, hi);
+    } else if (pte->users == 1 && SW_OWN_TAG(old) == SW_OWN_EXT) {
+        sw_ext *only = SW_OWN_PTR(old);
+        if (!sw_ext_used(only) || sw_ext_end(only) <= page || sw_ext_base(only) >= page + d->page)
+            rebuild(d, x, page);
+    } else if (pte->users || old) {
+        rebuild(d, x, page);
+    }
+#ifdef SW_VERIFY_REFRESH
+    sw_pages_verify(d, x, page);
+#endif
+}
+
+/* Refreshes the end pages of two ranges, each page once, after the extents
+ * tiling [lo, hi) changed (x the one at lo): the four ends are mostly one
+ * page (a small block between its neighbours). */
+static void refresh_ends2(sw_device *d, sw_ext *x, CUdeviceptr lo, CUdeviceptr hi,
                           CUdeviceptr lo2, CUdeviceptr hi2)
 {
-    CUdeviceptr pg[4] = {page_of(d, lo1), page_of(d, hi1 - 1), page_of(d, lo2), page_of(d, hi2 - 1)};
+    CUdeviceptr pg[4] = {page_of(d, lo), page_of(d, hi - 1), page_of(d, lo2), page_of(d, hi2 - 1)};
     for (int i = 0; i < 4; i++) {
         bool seen = false;
         for (int j = 0; j < i && !seen; j++)
             seen = pg[j] == pg[i];
         if (!seen)
-            refresh(d, e, pg[i]);
+            refresh(d, x, pg[i], lo, hi);
     }
 }
 
@@ -373,9 +453,10 @@ void sw_pages_use(sw_device *d, sw_ext *e)
             }
         }
     }
-    /* Neighbouring free extents changed too: their end pages may be mixed. */
+    /* The carve changed the extents from the left neighbour to the right
+     * one (the free extent it split, or more): their end pages too. */
     sw_ext *l = e->prev, *r = atomic_load_explicit(&e->next, memory_order_relaxed);
-    refresh_ends2(d, e, l ? sw_ext_base(l) : lo, r ? sw_ext_end(r) : hi, lo, hi);
+    refresh_ends2(d, l ? l : e, l ? sw_ext_base(l) : lo, r ? sw_ext_end(r) : hi, lo, hi);
 }
 
 void sw_pages_unuse(sw_device *d, sw_ext *e)
@@ -404,8 +485,9 @@ void sw_pages_unuse(sw_device *d, sw_ext *e)
 void sw_pages_settle(sw_device *d, sw_ext *merged, CUdeviceptr lo, CUdeviceptr hi)
 {
     /* Pages strictly inside the merged free extent have no user left; its
-     * end pages, and those of the range freed, may be shared still. */
-    refresh_ends2(d, merged, lo, hi, sw_ext_base(merged), sw_ext_end(merged));
+     * end pages, and those of the range freed, may be shared still. The
+     * merged extent is the only one that changed. */
+    refresh_ends2(d, merged, sw_ext_base(merged), sw_ext_end(merged), lo, hi);
 }
 
 CUresult sw_pages_unmap_all(sw_device *d)

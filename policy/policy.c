@@ -285,8 +285,10 @@ static shape shape_of(sw_device *d, int cls, size_t size)
     return (shape){(size + g - 1) / g * g, g, SW_EXT_BLOCK};
 }
 
-static CUresult carve(sw_device *d, shape sh, sw_place_mode mode, sw_ext **e, size_t *cost,
-                      sw_oom_reason *why)
+/* With install (a block of that many requested bytes over mapped pages),
+ * the block is live before the device lock is dropped: one hold, not two. */
+static CUresult carve(sw_device *d, shape sh, sw_place_mode mode, size_t install, sw_ext **e,
+                      size_t *cost, sw_oom_reason *why)
 {
     pthread_mutex_lock(&d->lock);
     CUresult r = sw_ext_carve(d, sh.size, sh.align, mode, sh.kind, e, cost, why);
@@ -295,6 +297,8 @@ static CUresult carve(sw_device *d, shape sh, sw_place_mode mode, sw_ext **e, si
          * a later touch counts as a use (spill.c). */
         sw_heat_init(d->pol, &(*e)->heat, sw_ext_base(*e), sh.size);
         sw_pages_use(d, *e);
+        if (install)
+            sw_block_install(*e, install);
     }
     pthread_mutex_unlock(&d->lock);
     return r;
@@ -307,16 +311,34 @@ static void discard(sw_device *d, sw_ext *e)
     pthread_mutex_unlock(&d->lock);
 }
 
-/* Steps 2 to 4: an extent over mapped pages, or *synced telling whether
- * the search synchronized on the way. */
-static CUresult carve_mapped(sw_device *d, shape sh, sw_ext **e, bool *synced)
+/* A block this thread freed, of this bucket, that a sync has covered:
+ * live again for `size` bytes. */
+static bool reuse_block(sw_device *d, int cls, uint32_t bucket, size_t size, CUdeviceptr *out)
 {
-    size_t cost;
+    sw_freed f;
+    if (cls >= 0 || !sw_freeq_take_covered(d, bucket, &f))
+        return false;
+    sw_revive(d, &f, size);
+    *out = f.ptr;
+    return true;
+}
+
+/* Steps 2 to 4: a block or slab extent over mapped pages (a block live at
+ * *ptr, or the slab's extent in *e), or *synced telling whether the search
+ * synchronized on the way. */
+static CUresult carve_mapped(sw_device *d, int cls, shape sh, size_t size, sw_ext **e,
+                             CUdeviceptr *ptr, bool *synced)
+{
+    size_t cost, install = cls < 0 ? size : 0;
     *synced = false;
-    if (carve(d, sh, SW_PLACE_MAPPED, e, &cost, NULL) == CUDA_SUCCESS)
-        return CUDA_SUCCESS;
-    if (sw_freeq_collect(d, true) && carve(d, sh, SW_PLACE_MAPPED, e, &cost, NULL) == CUDA_SUCCESS)
-        return CUDA_SUCCESS;
+    CUresult r = carve(d, sh, SW_PLACE_MAPPED, install, e, &cost, NULL);
+    if (r != CUDA_SUCCESS && sw_freeq_collect(d, true))
+        r = carve(d, sh, SW_PLACE_MAPPED, install, e, &cost, NULL);
+    if (r == CUDA_SUCCESS) {
+        if (install)
+            *ptr = sw_ext_base(*e);
+        return r;
+    }
     size_t npend, pending = sw_freeq_pending(d, &npend);
     size_t need = (sh.size + d->page - 1) >> d->shift;
     if (!pending || (pending < d->cfg.sync_batch && npend < SW_SYNC_BATCH_FREES &&
@@ -324,12 +346,23 @@ static CUresult carve_mapped(sw_device *d, shape sh, sw_ext **e, bool *synced)
         return CUDA_ERROR_OUT_OF_MEMORY;
     /* Tried once per allocation: a busy device is not asked again. */
     *synced = true;
-    CUresult r = sw_sync_and_collect(d);
+    r = sw_sync_point(d);
     if (r == CUDA_ERROR_NOT_READY)
         return CUDA_ERROR_OUT_OF_MEMORY;
     if (r != CUDA_SUCCESS)
         return r;
-    return carve(d, sh, SW_PLACE_MAPPED, e, &cost, NULL);
+    /* The thread's own blocks of this size first: what the sync covered in
+     * the other threads' shards stays for them (they free what they
+     * allocate); the next carve that finds nothing releases it. */
+    if (reuse_block(d, cls, sw_bucket_of(d, size), size, ptr)) {
+        *e = NULL;
+        return CUDA_SUCCESS;
+    }
+    sw_freeq_collect(d, false);
+    r = carve(d, sh, SW_PLACE_MAPPED, install, e, &cost, NULL);
+    if (r == CUDA_SUCCESS && install)
+        *ptr = sw_ext_base(*e);
+    return r;
 }
 
 /* Steps 5 and 6: a backed extent, or the refusal's reason. */
@@ -341,7 +374,7 @@ static CUresult carve_backed(sw_device *d, shape sh, bool synced, sw_ext **out,
     for (int i = 0; i < (d->cfg.spill ? 1 : 2) && r == CUDA_ERROR_OUT_OF_MEMORY; i++) {
         sw_ext *e;
         size_t cost;
-        if ((r = carve(d, sh, modes[i], &e, &cost, why)) != CUDA_SUCCESS)
+        if ((r = carve(d, sh, modes[i], 0, &e, &cost, why)) != CUDA_SUCCESS)
             return r;
         if ((r = sw_acquire(d, e, synced || i > 0, why)) == CUDA_SUCCESS) {
             *out = e;
@@ -363,15 +396,19 @@ static bool fits(const sw_device *d, size_t size)
     return size <= cap;
 }
 
-static CUresult alloc_new(sw_device *d, int cls, size_t size, CUdeviceptr *out)
+static CUresult alloc_new(sw_device *d, int cls, uint32_t bucket, size_t size, CUdeviceptr *out)
 {
     if (cls >= 0 && sw_slab_take(d, cls, size, out) == CUDA_SUCCESS)
+        return CUDA_SUCCESS;
+    if (reuse_block(d, cls, bucket, size, out))
         return CUDA_SUCCESS;
     shape sh = shape_of(d, cls, size);
     sw_ext *e;
     bool synced;
     sw_oom_reason why = SW_OOM_LIMIT;
-    CUresult r = carve_mapped(d, sh, &e, &synced);
+    CUresult r = carve_mapped(d, cls, sh, size, &e, out, &synced);
+    if (r == CUDA_SUCCESS && cls < 0)
+        return r; /* live already */
     if (r == CUDA_ERROR_OUT_OF_MEMORY)
         r = carve_backed(d, sh, synced, &e, &why);
     if (r == CUDA_ERROR_OUT_OF_MEMORY)
@@ -379,7 +416,9 @@ static CUresult alloc_new(sw_device *d, int cls, size_t size, CUdeviceptr *out)
     if (r != CUDA_SUCCESS)
         return r;
     if (cls < 0) {
-        *out = sw_block_install(d, e, size);
+        pthread_mutex_lock(&d->lock);
+        *out = sw_block_install(e, size);
+        pthread_mutex_unlock(&d->lock);
         return CUDA_SUCCESS;
     }
     /* Another thread may have made a slab of this class meanwhile: ours is
@@ -402,13 +441,16 @@ static CUresult alloc_common(sw_policy *p, int dev, size_t size, bool async, CUs
     int cls = sw_class_of(d, size);
     uint32_t bucket = sw_bucket_of(d, size);
     CUdeviceptr ptr = 0;
+    sw_freed f;
     CUresult r = CUDA_SUCCESS;
-    if (async && sw_freeq_take_stream(d, stream, bucket, &ptr))
-        sw_revive(d, ptr, bucket, size);
-    else if ((r = alloc_new(d, cls, size, &ptr)) != CUDA_SUCCESS)
+    if (async && sw_freeq_take_stream(d, stream, bucket, &f)) {
+        sw_revive(d, &f, size);
+        ptr = f.ptr;
+    } else if ((r = alloc_new(d, cls, bucket, size, &ptr)) != CUDA_SUCCESS) {
         return r;
+    }
     sw_count_add(&d->c.in_use, size, &d->c.peak_in_use);
-    atomic_fetch_add_explicit(&d->c.allocs, 1, memory_order_relaxed);
+    sw_lanes_add(&d->c.allocs, 1);
     if (d->cfg.spill)
         (void)sw_touch(p, ptr); /* the newest data is the last to spill */
     *out = ptr;
@@ -431,21 +473,20 @@ static CUresult free_common(sw_policy *p, CUdeviceptr dptr, bool async, CUstream
     if (!p)
         return CUDA_ERROR_INVALID_VALUE;
     sw_device *d;
-    uint32_t bucket;
-    size_t bytes;
-    CUresult r = sw_mark_freed(p, dptr, &d, &bucket, &bytes);
+    sw_freed f;
+    CUresult r = sw_mark_freed(p, dptr, &d, &f);
     if (r != CUDA_SUCCESS)
         return r;
-    if ((r = sw_freeq_push(d, dptr, bucket, bytes, async, stream)) != CUDA_SUCCESS) {
-        sw_revive(d, dptr, bucket, bytes); /* the program still owns it */
+    if ((r = sw_freeq_push(d, &f, async, stream)) != CUDA_SUCCESS) {
+        sw_revive(d, &f, f.bytes); /* the program still owns it */
         return r;
     }
-    sw_count_sub(&d->c.in_use, bytes);
-    atomic_fetch_add_explicit(&d->c.frees, 1, memory_order_relaxed);
+    sw_count_sub(&d->c.in_use, f.bytes);
+    sw_lanes_add(&d->c.frees, 1);
     if (dev_out)
         *dev_out = d->id;
     if (bytes_out)
-        *bytes_out = bytes;
+        *bytes_out = f.bytes;
     return CUDA_SUCCESS;
 }
 

@@ -260,12 +260,10 @@ static void slab_retire(sw_device *d, sw_class *c, sw_slab *s)
 
 /* ---- blocks and extents --------------------------------------------------- */
 
-CUdeviceptr sw_block_install(sw_device *d, sw_ext *e, size_t size)
+CUdeviceptr sw_block_install(sw_ext *e, size_t size)
 {
-    pthread_mutex_lock(&d->lock);
     e->req = size;
     atomic_store_explicit(&e->state, SW_LIVE, memory_order_release);
-    pthread_mutex_unlock(&d->lock);
     return sw_ext_base(e);
 }
 
@@ -299,8 +297,7 @@ static sw_ext *block_at(sw_policy *p, CUdeviceptr ptr)
     return e;
 }
 
-CUresult sw_mark_freed(sw_policy *p, CUdeviceptr ptr, sw_device **dev, uint32_t *bucket,
-                       size_t *bytes)
+CUresult sw_mark_freed(sw_policy *p, CUdeviceptr ptr, sw_device **dev, sw_freed *out)
 {
     sw_ext *e = block_at(p, ptr);
     if (e) {
@@ -308,8 +305,7 @@ CUresult sw_mark_freed(sw_policy *p, CUdeviceptr ptr, sw_device **dev, uint32_t 
         if (!atomic_compare_exchange_strong(&e->state, &live, SW_PENDING))
             return CUDA_ERROR_INVALID_VALUE;
         *dev = e->dev;
-        *bucket = sw_bucket_of(e->dev, e->req);
-        *bytes = e->req;
+        *out = (sw_freed){ptr, sw_bucket_of(e->dev, e->req), e->req, e};
         return CUDA_SUCCESS;
     }
     sw_class *c;
@@ -322,54 +318,33 @@ CUresult sw_mark_freed(sw_policy *p, CUdeviceptr ptr, sw_device **dev, uint32_t 
     if (off % c->size == 0 && slot < s->nslots && (s->live[slot / 64] >> (slot % 64) & 1)) {
         s->live[slot / 64] &= ~(1ull << (slot % 64));
         *dev = s->dev;
-        *bucket = s->cls;
-        *bytes = s->req[slot];
+        *out = (sw_freed){ptr, s->cls, s->req[slot], NULL};
         r = CUDA_SUCCESS;
     }
     pthread_mutex_unlock(&c->lock);
     return r;
 }
 
-/* A freed block back to the arena; device lock held. */
-static void release_block(sw_device *d, CUdeviceptr ptr)
+/* A freed block back to the arena; device lock held. Its record is still
+ * the block's: nothing changes a pending block but this. */
+static void release_block(sw_device *d, const sw_freed *f)
 {
-    sw_ext *e = sw_ext_at(d, ptr);
-    if (e && atomic_load(&e->kind) == SW_EXT_BLOCK && sw_ext_base(e) == ptr) {
+    sw_ext *e = f->block;
+    if (atomic_load(&e->kind) == SW_EXT_BLOCK && sw_ext_base(e) == f->ptr &&
+        atomic_load(&e->state) == SW_PENDING) {
         atomic_store_explicit(&e->state, SW_DEAD, memory_order_release);
         sw_ext_discard(d, e);
     }
 }
 
-void sw_release_all(sw_device *d, const CUdeviceptr *ptr, const uint32_t *bucket, size_t n)
+/* A freed slab slot back to its slab. */
+static void release_slot(sw_device *d, const sw_freed *f)
 {
-    size_t blocks = 0;
-    for (size_t i = 0; i < n; i++)
-        blocks += (bucket[i] & LARGE_BUCKET) != 0;
-    if (blocks) {
-        pthread_mutex_lock(&d->lock);
-        for (size_t i = 0; i < n; i++)
-            if (bucket[i] & LARGE_BUCKET)
-                release_block(d, ptr[i]);
-        pthread_mutex_unlock(&d->lock);
-    }
-    for (size_t i = 0; i < n; i++)
-        if (!(bucket[i] & LARGE_BUCKET))
-            sw_release(d, ptr[i], bucket[i]);
-}
-
-void sw_release(sw_device *d, CUdeviceptr ptr, uint32_t bucket)
-{
-    if (bucket & LARGE_BUCKET) {
-        pthread_mutex_lock(&d->lock);
-        release_block(d, ptr);
-        pthread_mutex_unlock(&d->lock);
-        return;
-    }
     sw_class *c;
-    sw_slab *s = slab_lock(d->pol, ptr, &c);
+    sw_slab *s = slab_lock(d->pol, f->ptr, &c);
     if (!s)
         return;
-    uint32_t slot = (uint32_t)((ptr - s->base) / c->size);
+    uint32_t slot = (uint32_t)((f->ptr - s->base) / c->size);
     s->used[slot / 64] &= ~(1ull << (slot % 64));
     if (--s->nused == 0)
         slab_retire(d, c, s);
@@ -378,21 +353,35 @@ void sw_release(sw_device *d, CUdeviceptr ptr, uint32_t bucket)
     pthread_mutex_unlock(&c->lock);
 }
 
-void sw_revive(sw_device *d, CUdeviceptr ptr, uint32_t bucket, size_t size)
+void sw_release_all(sw_device *d, const sw_freed *f, size_t n)
 {
-    if (bucket & LARGE_BUCKET) {
-        sw_ext *e = block_at(d->pol, ptr);
-        if (e) {
-            e->req = size;
-            atomic_store_explicit(&e->state, SW_LIVE, memory_order_release);
-        }
+    size_t blocks = 0;
+    for (size_t i = 0; i < n; i++)
+        blocks += f[i].block != NULL;
+    if (blocks) {
+        pthread_mutex_lock(&d->lock);
+        for (size_t i = 0; i < n; i++)
+            if (f[i].block)
+                release_block(d, &f[i]);
+        pthread_mutex_unlock(&d->lock);
+    }
+    for (size_t i = 0; i < n; i++)
+        if (!f[i].block)
+            release_slot(d, &f[i]);
+}
+
+void sw_revive(sw_device *d, const sw_freed *f, size_t size)
+{
+    if (f->block) {
+        f->block->req = size;
+        atomic_store_explicit(&f->block->state, SW_LIVE, memory_order_release);
         return;
     }
     sw_class *c;
-    sw_slab *s = slab_lock(d->pol, ptr, &c);
+    sw_slab *s = slab_lock(d->pol, f->ptr, &c);
     if (!s)
         return;
-    uint32_t slot = (uint32_t)((ptr - s->base) / c->size);
+    uint32_t slot = (uint32_t)((f->ptr - s->base) / c->size);
     s->live[slot / 64] |= 1ull << (slot % 64);
     s->req[slot] = (uint32_t)size;
     pthread_mutex_unlock(&c->lock);

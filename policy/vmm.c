@@ -151,7 +151,7 @@ CUresult sw_vmm_create(sw_policy *p, int dev, size_t size, CUmemGenericAllocatio
                 atomic_fetch_add(&d->c.host_in_use, d->page);
         sw_count_add(&d->c.in_use, size, &d->c.peak_in_use);
         sw_count_add(&d->c.backing, size, &d->c.peak_backing);
-        atomic_fetch_add_explicit(&d->c.allocs, 1, memory_order_relaxed);
+        sw_lanes_add(&d->c.allocs, 1);
         *out = v->id;
     }
     pthread_mutex_unlock(&d->lock);
@@ -173,7 +173,7 @@ CUresult sw_vmm_release(sw_policy *p, CUmemGenericAllocationHandle h)
         if (--v->refs == 0 && v->maps == 0) {
             sw_device *d = v->dev; /* v is gone after handle_free */
             pthread_mutex_lock(&d->lock);
-            atomic_fetch_add_explicit(&d->c.frees, 1, memory_order_relaxed);
+            sw_lanes_add(&d->c.frees, 1);
             sw_vmm_forget(p, v);
             pthread_mutex_unlock(&d->lock);
         }
@@ -349,7 +349,7 @@ CUresult sw_vmm_unmap(sw_policy *p, CUdeviceptr va, size_t size)
         at = m->va + m->size;
         sw_vmap_retire(p, m);
         if (--v->maps == 0 && v->refs == 0) {
-            atomic_fetch_add_explicit(&d->c.frees, 1, memory_order_relaxed);
+            sw_lanes_add(&d->c.frees, 1);
             sw_vmm_forget(p, v);
         }
         pthread_mutex_unlock(&d->lock);

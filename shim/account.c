@@ -2,6 +2,7 @@
 #include "shim/account.h"
 #include "shim/handler.h"
 
+#include "policy/lanes.h"
 #include "policy/policy.h"
 #include "shim/log.h"
 #include "shim/ptrmap.h"
@@ -21,9 +22,13 @@ struct counters {
     /* What the program is told the device has, and the pinned host memory
      * spill may use for it: stored before limit, read after it. */
     _Atomic uint64_t told, host_limit;
-    _Atomic uint64_t used, peak, allocs, frees, ooms;
+    _Atomic uint64_t ooms;
     _Atomic int oom_logged;
-} __attribute__((aligned(64))); /* one device's hot counters per cache line pair */
+    /* Written by every allocation and free: off the line the limit is read
+     * from, and the event counts in lanes (issue 14 item 6). */
+    _Atomic uint64_t used __attribute__((aligned(64))), peak;
+    sw_lanes allocs, frees;
+} __attribute__((aligned(64)));
 
 static struct counters devices[SW_MAX_DEVICES];
 _Static_assert(SW_MAX_DEVICES <= SPW_STATS_MAX_DEVICES, "the stats segment holds every device");
@@ -406,13 +411,13 @@ static void commit_tagged(enum spw_kind kind, uint64_t key, int dev, uint64_t by
         spw_debug("key %#llx reused: releasing its stale %llu bytes", (unsigned long long)key,
                   (unsigned long long)stale.size);
         sub_floor(&counters_of(sdev)->used, stale.size);
-        atomic_fetch_add_explicit(&counters_of(sdev)->frees, 1, memory_order_relaxed);
+        sw_lanes_add(&counters_of(sdev)->frees, 1);
         spw_stats_free(stats_for(sdev), (uint32_t)sdev, stale.size);
         pt_gauge_add(sdev, sreason, stale.size, -1);
         unpooled_step(kind, sdev, sreason, -1);
     }
     unpooled_step(kind, dev, reason, 1);
-    atomic_fetch_add_explicit(&c->allocs, 1, memory_order_relaxed);
+    sw_lanes_add(&c->allocs, 1);
     raise_peak(c);
     spw_stats_alloc(stats_for(dev), (uint32_t)dev, bytes);
     pt_gauge_add(dev, reason, bytes, 1);
@@ -431,7 +436,7 @@ void spw_account_commit_pt(enum spw_kind kind, uint64_t key, int dev, uint64_t b
 void spw_account_commit_pool(int dev, uint64_t bytes)
 {
     struct counters *c = counters_of(dev);
-    atomic_fetch_add_explicit(&c->allocs, 1, memory_order_relaxed);
+    sw_lanes_add(&c->allocs, 1);
     raise_peak(c);
     spw_stats_alloc(stats_for(dev), (uint32_t)dev, bytes);
 }
@@ -481,7 +486,7 @@ void spw_account_release_pt(int dev, uint64_t bytes, int reason)
 {
     struct counters *c = counters_of(dev);
     sub_floor(&c->used, bytes);
-    atomic_fetch_add_explicit(&c->frees, 1, memory_order_relaxed);
+    sw_lanes_add(&c->frees, 1);
     spw_stats_free(stats_for(dev), (uint32_t)dev, bytes);
     pt_gauge_add(dev, reason, bytes, -1);
 }
@@ -586,8 +591,8 @@ void spw_account_publish_to(struct spw_stats_writer *w)
         }
         spw_stats_set(w, d, SPW_C_IN_USE, atomic_load(&c->used));
         spw_stats_set(w, d, SPW_C_PEAK, atomic_load(&c->peak));
-        spw_stats_set(w, d, SPW_C_ALLOCS, atomic_load(&c->allocs));
-        spw_stats_set(w, d, SPW_C_FREES, atomic_load(&c->frees));
+        spw_stats_set(w, d, SPW_C_ALLOCS, sw_lanes_sum(&c->allocs));
+        spw_stats_set(w, d, SPW_C_FREES, sw_lanes_sum(&c->frees));
         spw_stats_set(w, d, SPW_C_OOMS, atomic_load(&c->ooms));
     }
     atomic_store_explicit(&stats, w, memory_order_release);
@@ -603,8 +608,8 @@ int spw_account_read(int dev, struct spillway_counters *out)
         out->limit = 0;
     out->used = atomic_load(&c->used);
     out->peak = atomic_load(&c->peak);
-    out->allocs = atomic_load(&c->allocs);
-    out->frees = atomic_load(&c->frees);
+    out->allocs = sw_lanes_sum(&c->allocs);
+    out->frees = sw_lanes_sum(&c->frees);
     out->ooms = atomic_load(&c->ooms);
     return 0;
 }

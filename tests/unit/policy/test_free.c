@@ -1,6 +1,8 @@
 /* Free semantics: cuMemFree'd blocks wait for a sync point (batched),
  * cuMemFreeAsync'd blocks are reusable on their stream at once and elsewhere
  * after their event; bad pointers and double frees are refused. */
+#include <pthread.h>
+
 #include "tests/unit/policy/helpers.h"
 
 #define NOSTREAM ((CUstream)0xdead) /* "any stream" for conflict checks */
@@ -109,6 +111,59 @@ START_TEST(program_sync_covers_frees_before_it_only)
     ck_assert_uint_eq(fstats().syncs, 0);
     ck_assert_uint_eq(counters().pending_bytes, 4 * PG); /* b still waits */
     sw_free(P, c);
+    env_down();
+}
+END_TEST
+
+/* Issue 14 item 6: a thread gets back the block it freed once a sync
+ * covered it, from its own shard of the queue: no carve, no collect. */
+START_TEST(covered_block_goes_back_to_the_thread_that_freed_it)
+{
+    env_up(16, true, 64 * PG);
+    CUdeviceptr a, b, c;
+    ck_assert_int_eq(sw_alloc(P, 0, 64 << 10, &a), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_free(P, a), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_alloc(P, 0, 64 << 10, &b), CUDA_SUCCESS);
+    ck_assert_uint_ne(b, a); /* not covered yet: elsewhere */
+    uint64_t t = sw_sync_begin(P, 0);
+    sw_sync_end(P, 0, t);
+    ck_assert_int_eq(sw_alloc(P, 0, (64 << 10) - 100, &c), CUDA_SUCCESS); /* same granules */
+    ck_assert_uint_eq(c, a);
+    ck_assert_uint_eq(counters().pending_bytes, 0);
+    CUdeviceptr base;
+    size_t size;
+    int dev;
+    ck_assert_int_eq(sw_lookup(P, c + 100, &base, &size, &dev), CUDA_SUCCESS);
+    ck_assert_uint_eq(base, c);
+    ck_assert_uint_eq(size, (64 << 10) - 100); /* the new owner's size */
+    ck_assert_int_eq(sw_free(P, c), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_free(P, c), CUDA_ERROR_INVALID_VALUE);
+    sw_free(P, b);
+    env_down();
+}
+END_TEST
+
+static void *alloc_64k(void *out)
+{
+    (void)sw_alloc(P, 0, 64 << 10, out);
+    return NULL;
+}
+
+START_TEST(covered_block_is_not_taken_from_another_threads_shard)
+{
+    env_up(16, true, 64 * PG);
+    CUdeviceptr a, b = 0;
+    ck_assert_int_eq(sw_alloc(P, 0, 64 << 10, &a), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_free(P, a), CUDA_SUCCESS);
+    uint64_t t = sw_sync_begin(P, 0);
+    sw_sync_end(P, 0, t);
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, alloc_64k, &b), 0);
+    pthread_join(th, NULL);
+    ck_assert_uint_ne(b, 0);
+    ck_assert_uint_ne(b, a); /* the arena's, not this thread's block */
+    ck_assert_uint_eq(counters().pending_bytes, 64 << 10);
+    sw_free(P, b);
     env_down();
 }
 END_TEST
@@ -297,6 +352,8 @@ Suite *test_suite(void)
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, sync_free_is_not_reused_before_a_sync);
     tcase_add_test(tc, sync_free_reused_after_the_pool_needs_it);
+    tcase_add_test(tc, covered_block_goes_back_to_the_thread_that_freed_it);
+    tcase_add_test(tc, covered_block_is_not_taken_from_another_threads_shard);
     tcase_add_test(tc, sync_frees_are_batched_one_sync_per_batch);
     tcase_add_test(tc, on_demand_pool_syncs_before_creating_pages);
     tcase_add_test(tc, program_sync_points_release_without_a_backend_sync);
