@@ -248,7 +248,8 @@ def threads_section(runs):
 def latency_section(runs):
     sizes = []
     for r in runs.get("lat-native-sync", {}).get("results", []) or runs.get("lat-spw-sync", {}).get("results", []):
-        if r.get("size") not in sizes:
+        # A failed run's row (an error, no size) leaves the table to the others.
+        if r.get("size") is not None and r.get("size") not in sizes:
             sizes.append(r.get("size"))
     if not sizes:
         return "### Alloc+free pair latency\n\nnot run (%s)\n" % state(runs, "lat-native-sync")
@@ -379,7 +380,7 @@ def self_test():
         {"table": "oversub", "row": "torch-mlp-2", "label": "PyTorch seed MLP", "cfg": "SPILLWAY_MEM_LIMIT=3G",
          "status": "FAIL", "checks": [["loss", False, "step 3 off native"]]},
         {"table": "bench", "run": "lat-native-sync", "status": "ok", "results": [
-            {"size": 16 << 20, "median_ns": 100000}]},
+            {"size": 16 << 20, "median_ns": 100000}, {"error": "cuMemAlloc", "code": 2}]},
         {"table": "bench", "run": "lat-spw-sync", "status": "ok", "results": [{"size": 16 << 20, "median_ns": 1000}]},
         {"table": "bench", "run": "rnd-spw-eff", "status": "ok", "results": [
             {"peak_requested": 3 * GiB, "peak_pool": 3 * GiB + 100 * MiB, "ops": 10000}]},
