@@ -16,10 +16,10 @@ typedef uint64_t gpu_ptr;
 
 const char *gpu_api_name(void);          /* "runtime" or "driver" */
 int gpu_init(void);                      /* device 0, its primary context current */
-int gpu_thread_init(void);               /* the same context current on another thread */
+int gpu_thread_init(void);               /* the same context current on another thread, its own stream */
 int gpu_malloc(gpu_ptr *p, size_t n);
 int gpu_free(gpu_ptr p);
-/* Stream-ordered allocation on one private non-blocking stream, from the
+/* Stream-ordered allocation on the thread's private non-blocking stream, from the
  * device's default pool, which gpu_init sets to keep freed memory (release
  * threshold = max): the warm pool frameworks use, the fair native rival. */
 int gpu_malloc_async(gpu_ptr *p, size_t n);

@@ -5,7 +5,9 @@
 #include <cuda.h>
 #include <stdint.h>
 
-static CUstream stream;
+/* Each thread's own: threads submitting at once (alloc_threads --op submit)
+ * must not meet in one stream's queue, natively or under spillway. */
+static _Thread_local CUstream stream;
 
 const char *gpu_api_name(void) { return "driver"; }
 
@@ -18,6 +20,8 @@ int gpu_thread_init(void)
         r = cuDevicePrimaryCtxRetain(&ctx, dev);
     if (r == CUDA_SUCCESS)
         r = cuCtxSetCurrent(ctx);
+    if (r == CUDA_SUCCESS && !stream)
+        r = cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING);
     return (int)r;
 }
 

@@ -5,13 +5,17 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-static cudaStream_t stream;
+/* Each thread's own (see gpuapi_drv.c). */
+static _Thread_local cudaStream_t stream;
 
 const char *gpu_api_name(void) { return "runtime"; }
 
 int gpu_thread_init(void)
 {
-    return (int)cudaSetDevice(0); /* the runtime makes the primary context current */
+    cudaError_t e = cudaSetDevice(0); /* the runtime makes the primary context current */
+    if (e == cudaSuccess && !stream)
+        e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+    return (int)e;
 }
 
 int gpu_init(void)

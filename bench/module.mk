@@ -58,6 +58,13 @@ bench-spill: $(BUILD)/bench/spill_bench
 	BUILD=$(BUILD) bench/spill_bench.sh
 .PHONY: bench-spill
 
+# `make bench-threads` (issue 14 item 6, any host): the alloc+free hot path
+# from 1 and 2 threads under spillway over fakecuda, as instruction and lock
+# counts per pair (callgrind), then wall-clock rates (bench/threads_bench.sh).
+bench-threads: $(BENCH_DRV) $(SHIM_LIB) $(FAKECUDA_LIB)
+	BUILD=$(BUILD) bench/threads_bench.sh
+.PHONY: bench-threads
+
 # `make bench-oversub` (issue 13, any host): pages moved per step by a
 # repeating training step past the limit, at F = 1.5 and 2, with the
 # no-thrash rule and with demand paging (bench/oversub_bench.c): counts.

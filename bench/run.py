@@ -68,6 +68,12 @@ def plan(a, build):
         ("threads", "thr-native", "cudaMalloc+cudaFree, T threads", [b(rt, "alloc_threads")] + thr, {}, False, 90),
         ("threads", "thr-spw", "spillway, T threads", [b(rt, "alloc_threads")] + thr,
          {"SPILLWAY_MEM_LIMIT": lim}, True, 60),
+        # ... and T threads submitting work (async memsets, each on its own
+        # stream and buffer): the work gate and the heat on every submission.
+        ("threads", "sub-native", "cudaMemsetAsync, T threads", [b(rt, "alloc_threads"), "--op", "submit"] + thr,
+         {}, False, 90),
+        ("threads", "sub-spw", "spillway, T threads submitting", [b(rt, "alloc_threads"), "--op", "submit"] + thr,
+         {"SPILLWAY_MEM_LIMIT": lim}, True, 60),
         ("prealloc", "pre-native", "native, one cudaMalloc of 75%", [b(rt, "prealloc"), "--bulk", "0.75"], {}, False, 60),
         ("prealloc", "pre-spw-on", "spillway, PREALLOCATE=1 (75%)", [b(rt, "prealloc")],
          {"SPILLWAY_MEM_FRACTION": "0.75", "SPILLWAY_PREALLOCATE": "1"}, True, 60),

@@ -22,9 +22,9 @@
 static CUresult map_locked(sw_device *d, CUdeviceptr va, size_t n, bool host_ok,
                            size_t *missing, sw_oom_reason *why)
 {
-    pthread_mutex_lock(&d->lock);
+    sw_dev_lock(d);
     CUresult r = sw_pages_map(d, va, n, host_ok, missing, why);
-    pthread_mutex_unlock(&d->lock);
+    sw_dev_unlock(d);
     return r;
 }
 
@@ -51,7 +51,7 @@ static size_t spill_ahead(sw_device *d, CUdeviceptr lo, CUdeviceptr hi)
 static void count_event(sw_device *d, size_t moved)
 {
     if (moved)
-        atomic_fetch_add_explicit(&d->c.spill_events, 1, memory_order_relaxed);
+        sw_figure_add(&d->c, &d->c.spill_events, 1);
 }
 
 /* Steps 3 and 4, quiesced. */
@@ -141,9 +141,9 @@ static CUresult take_n(sw_device *d, size_t n, bool host_ok, CUmemGenericAllocat
 static CUresult take_locked(sw_device *d, size_t n, bool host_ok,
                             CUmemGenericAllocationHandle *out, sw_loc *locs, sw_oom_reason *why)
 {
-    pthread_mutex_lock(&d->lock);
+    sw_dev_lock(d);
     CUresult r = take_n(d, n, host_ok, out, locs, why);
-    pthread_mutex_unlock(&d->lock);
+    sw_dev_unlock(d);
     return r;
 }
 

@@ -48,6 +48,13 @@ void sw_get_spill_stats(const sw_policy *p, int dev, sw_spill_stats *out)
 #undef SW_SPILL_READ
 }
 
+uint64_t sw_figures_gen(const sw_policy *p, int dev)
+{
+    if (!p || dev < 0 || dev >= SW_MAX_DEVICES)
+        return 0;
+    return atomic_load_explicit(&p->dev[dev].c.figures_gen, memory_order_acquire);
+}
+
 CUresult sw_get_counters(sw_policy *p, int dev, sw_counters *out)
 {
     if (!p || !out || dev < 0 || dev >= SW_MAX_DEVICES)
@@ -67,10 +74,10 @@ CUresult sw_get_counters(sw_policy *p, int dev, sw_counters *out)
 #define SW_SPILL_COPY(name, counter, stat) out->name = f.name;
     SW_SPILL_FIGURES(SW_SPILL_COPY)
 #undef SW_SPILL_COPY
-    pthread_mutex_lock(&d->lock);
+    sw_dev_lock(d);
     out->pool_bytes = (uint64_t)d->pool.created << d->shift;
     out->host_bytes = (uint64_t)d->pool.host_created << d->shift; /* exact, under the lock */
-    pthread_mutex_unlock(&d->lock);
+    sw_dev_unlock(d);
     out->pending_bytes = sw_freeq_pending(d, NULL);
     out->mapped_bytes = atomic_load(&c->mapped);
     out->in_use_bytes = atomic_load(&c->in_use);

@@ -17,6 +17,16 @@ void sw_count_sub(_Atomic uint64_t *v, uint64_t n)
     atomic_fetch_sub_explicit(v, n, memory_order_relaxed);
 }
 
+__attribute__((noinline)) void sw_dev_lock(sw_device *d)
+{
+    pthread_mutex_lock(&d->lock);
+}
+
+void sw_dev_unlock(sw_device *d)
+{
+    pthread_mutex_unlock(&d->lock);
+}
+
 unsigned sw_lane_of_thread(void)
 {
     static _Atomic unsigned next;

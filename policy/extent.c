@@ -37,9 +37,11 @@ static sw_ext *ext_new(sw_device *d)
     e->prev = e->bnext = e->bprev = NULL;
     atomic_store_explicit(&e->next, NULL, memory_order_relaxed);
     atomic_store_explicit(&e->kind, SW_EXT_FREE, memory_order_relaxed);
-    atomic_store_explicit(&e->state, SW_DEAD, memory_order_relaxed);
+    /* A new incarnation: a claim read from the old one fails. */
+    uint64_t st = atomic_load_explicit(&e->state, memory_order_relaxed);
+    atomic_store_explicit(&e->state, ((st >> 8) + 1) << 8 | SW_DEAD, memory_order_release);
     e->req = 0;
-    e->slab = NULL;
+    atomic_store_explicit(&e->slab, NULL, memory_order_relaxed);
     e->dev = d;
     return e;
 }
@@ -387,8 +389,8 @@ sw_ext *sw_ext_release(sw_device *d, sw_ext *e)
 {
     sw_arena *a = &d->arena;
     atomic_store_explicit(&e->kind, SW_EXT_FREE, memory_order_release);
-    atomic_store_explicit(&e->state, SW_DEAD, memory_order_relaxed);
-    e->slab = NULL;
+    sw_ext_set_state(e, SW_DEAD);
+    atomic_store_explicit(&e->slab, NULL, memory_order_relaxed);
     sw_ext *nx = next_of(e);
     if (nx && !sw_ext_used(nx)) {
         bin_remove(a, nx);

@@ -175,7 +175,7 @@ static size_t swap_in(sw_policy *p, sw_device *d, CUdeviceptr va, size_t n, cons
     size_t out = k ? sw_spill_coldest(d, k, va, va + ((CUdeviceptr)n << p->shift), max_rate, &e_out)
                    : 0;
     if (out)
-        atomic_fetch_add_explicit(&d->c.spill_events, 1, memory_order_relaxed);
+        sw_figure_add(&d->c, &d->c.spill_events, 1);
     if (k && !out && !d->cfg.demand_paging) {
         atomic_store_explicit(&d->swap_floor, rate, memory_order_relaxed);
         atomic_store_explicit(&d->swap_floor_at, now, memory_order_relaxed);
@@ -196,14 +196,14 @@ static size_t swap_in(sw_policy *p, sw_device *d, CUdeviceptr va, size_t n, cons
  * full. */
 static bool room_for(sw_device *d, uint32_t rate, uint64_t now)
 {
-    pthread_mutex_lock(&d->lock);
+    sw_dev_lock(d);
     bool room = d->pool.nfree || d->pool.created < d->pool.limit_pages || d->ncached ||
                 sw_freeq_pending(d, NULL);
     if (room && !d->cfg.demand_paging && d->c.host_in_use) {
         uint32_t floor = sw_ring_floor(d, now);
         room = floor == UINT32_MAX || 2 * (uint64_t)rate >= floor;
     }
-    pthread_mutex_unlock(&d->lock);
+    sw_dev_unlock(d);
     return room;
 }
 
@@ -248,7 +248,7 @@ CUresult sw_fill(sw_policy *p, CUdeviceptr ptr)
             moved += swap_in(p, d, va, n, h, &r);
     }
     if (moved)
-        atomic_fetch_add_explicit(&d->c.fill_events, 1, memory_order_relaxed);
+        sw_figure_add(&d->c, &d->c.fill_events, 1);
     sw_move_end(d, &q);
     return r;
 }

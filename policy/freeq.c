@@ -85,6 +85,13 @@ static void event_put(sw_freeq_shard *q, CUevent ev)
     q->events[q->nevents++] = ev;
 }
 
+/* After any change of q's sync list; shard lock held. */
+static void note_head(sw_freeq_shard *q)
+{
+    atomic_store_explicit(&q->sync_head_epoch, q->sync_list.head ? q->sync_list.head->epoch : 0,
+                          memory_order_relaxed);
+}
+
 static void rec_put(sw_freeq_shard *q, sw_pend *e)
 {
     e->next = q->spare;
@@ -148,6 +155,7 @@ CUresult sw_freeq_push(sw_device *d, const sw_freed *f, bool async, CUstream str
     } else {
         list_append(&q->sync_list, e);
         q->sync_bytes += f->bytes;
+        note_head(q);
     }
     q->count++;
     pthread_mutex_unlock(&q->lock);
@@ -176,24 +184,25 @@ bool sw_freeq_take_stream(sw_device *d, CUstream stream, uint32_t bucket, sw_fre
     return found;
 }
 
-/* Issue 14 item 6: a thread that frees and allocates blocks of one size
- * (the common loop) gets its own freed blocks back once a sync covered
- * them, under its shard's lock alone: no device lock, no arena search, no
- * page bookkeeping, so threads doing this at once do not meet. Only blocks:
- * a slab slot is already a lock-free take from its class. */
-bool sw_freeq_take_covered(sw_device *d, uint32_t bucket, sw_freed *out)
+/* Whether q's oldest sync free is covered (a hint: read without its lock). */
+static bool head_covered(sw_freeq_shard *q, uint64_t covered)
 {
-    sw_freeq_shard *q = thread_shard(&d->q);
-    uint64_t covered = atomic_load_explicit(&d->q.covered, memory_order_acquire);
+    uint64_t h = atomic_load_explicit(&q->sync_head_epoch, memory_order_relaxed);
+    return h && h <= covered;
+}
+
+static bool take_from(sw_freeq_shard *q, uint64_t covered, uint32_t bucket, sw_freed *out)
+{
     bool found = false;
     pthread_mutex_lock(&q->lock);
     int n = 0;
     /* The list is in epoch order: the covered entries are its head. */
     for (sw_pend *e = q->sync_list.head; e && e->epoch <= covered && n < COVERED_SCAN;
          e = e->next, n++) {
-        if (e->f.bucket != bucket || !e->f.block)
+        if (e->f.bucket != bucket)
             continue;
         list_unlink(&q->sync_list, e);
+        note_head(q);
         q->sync_bytes -= e->f.bytes;
         q->count--;
         *out = e->f;
@@ -203,6 +212,29 @@ bool sw_freeq_take_covered(sw_device *d, uint32_t bucket, sw_freed *out)
     }
     pthread_mutex_unlock(&q->lock);
     return found;
+}
+
+/* Issue 14 item 6: a thread that frees and allocates blocks of one size
+ * (the common loop) gets its own freed blocks back once a sync covered
+ * them, under its shard's lock alone: no device lock, no arena search, no
+ * page bookkeeping, so threads doing this at once do not meet. When its
+ * shard has none, a covered block of the size in another shard beats
+ * carving a new one (the device lock): with two threads, half of the
+ * allocations carved while the other's covered blocks waited. Slab slots
+ * too: reviving one costs its class lock, where a new slot costs it as
+ * well and, once the pending slots empty the slab, a carve of a new one. */
+bool sw_freeq_take_covered(sw_device *d, uint32_t bucket, sw_freed *out)
+{
+    uint64_t covered = atomic_load_explicit(&d->q.covered, memory_order_acquire);
+    sw_freeq_shard *mine = thread_shard(&d->q);
+    if (head_covered(mine, covered) && take_from(mine, covered, bucket, out))
+        return true;
+    for (int i = 0; i < SW_FREEQ_SHARDS; i++) {
+        sw_freeq_shard *q = &d->q.shard[i];
+        if (q != mine && head_covered(q, covered) && take_from(q, covered, bucket, out))
+            return true;
+    }
+    return false;
 }
 
 /* Moves what is releasable from shard q to done; returns event queries made. */
@@ -219,6 +251,7 @@ static int shard_collect(sw_device *d, sw_freeq_shard *q, bool poll_events, int 
         q->count--;
         list_append(done, e);
     }
+    note_head(q);
     for (sw_pend *e = q->async_list.head, *n; e; e = n) {
         n = e->next;
         /* Oldest first, a bounded number of queries per call (each is a
@@ -344,6 +377,7 @@ static CUresult shard_destroy(sw_device *d, sw_freeq_shard *q)
         }
         lists[l]->head = lists[l]->tail = NULL;
     }
+    note_head(q);
     for (size_t i = 0; i < q->nevents; i++) {
         CUresult r = be->event_destroy(be->ctx, q->events[i]);
         if (r == CUDA_SUCCESS)

@@ -86,11 +86,40 @@ typedef struct sw_dev_counters {
     _Atomic uint64_t streams, events; /* the pool's own, alive */
     _Atomic uint64_t pt_count[SW_PT_NREASONS], pt_bytes[SW_PT_NREASONS];
     _Atomic uint64_t oom[SW_OOM_NREASONS];
+    /* Bumped after every change of a figure the shim publishes after each
+     * allocation (SW_SPILL_FIGURES and pool_bytes), which change only
+     * through sw_figure_add/sub/set: a publisher that finds it unchanged
+     * need not read them again (issue 14 item 6: re-reading them was 15%
+     * of an allocation's instructions). */
+    _Atomic uint64_t figures_gen;
 } sw_dev_counters;
+
+static inline void sw_figure_add(sw_dev_counters *c, _Atomic uint64_t *v, uint64_t n)
+{
+    atomic_fetch_add_explicit(v, n, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->figures_gen, 1, memory_order_release);
+}
+
+static inline void sw_figure_sub(sw_dev_counters *c, _Atomic uint64_t *v, uint64_t n)
+{
+    atomic_fetch_sub_explicit(v, n, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->figures_gen, 1, memory_order_release);
+}
+
+static inline void sw_figure_set(sw_dev_counters *c, _Atomic uint64_t *v, uint64_t n)
+{
+    atomic_store_explicit(v, n, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->figures_gen, 1, memory_order_release);
+}
 
 void sw_count_add(_Atomic uint64_t *v, uint64_t n, _Atomic uint64_t *peak);
 void sw_count_sub(_Atomic uint64_t *v, uint64_t n);
 sw_device *sw_dev(sw_policy *p, int dev); /* NULL unless ready */
+/* The device lock (sw_device.lock), the one all threads of a device share.
+ * Taken through a function of its own, never inlined, so that a profile
+ * counts its acquisitions exactly (make bench-threads). */
+void sw_dev_lock(sw_device *d);
+void sw_dev_unlock(sw_device *d);
 /* Counts a refusal of dev by reason and remembers it for the calling
  * thread (sw_refusal_reason). Returns CUDA_ERROR_OUT_OF_MEMORY. */
 CUresult sw_refuse(sw_device *d, sw_oom_reason why);
@@ -266,10 +295,14 @@ struct sw_ext {
     sw_ext *prev;
     sw_ext *bnext, *bprev;        /* size bin while free; recycle list when dead */
     _Atomic int kind;             /* SW_EXT_* */
-    _Atomic int state;            /* blocks: SW_LIVE / SW_PENDING */
+    /* Blocks: SW_LIVE / SW_PENDING / SW_DEAD in the low byte, above it the
+     * record's incarnation, new at each reuse of the record: a lock-free
+     * free (sw_mark_freed) claims the block it found with one compare-and-
+     * swap of both, which fails if the record became another block since. */
+    _Atomic uint64_t state;
     size_t req;                   /* blocks: bytes the program asked for */
     sw_device *dev;
-    struct sw_slab *slab;         /* kind SLAB */
+    _Atomic(struct sw_slab *) slab; /* kind SLAB; set (release) once the slab is filled in */
     sw_heat heat;
 };
 
@@ -320,6 +353,22 @@ static inline CUdeviceptr sw_ext_base(const sw_ext *e)
 static inline CUdeviceptr sw_ext_end(const sw_ext *e)
 {
     return sw_ext_base(e) + atomic_load_explicit(&e->size, memory_order_relaxed);
+}
+static inline int sw_state_of(uint64_t st)
+{
+    return (int)(st & 0xff);
+}
+static inline int sw_ext_state(const sw_ext *e)
+{
+    return sw_state_of(atomic_load_explicit(&e->state, memory_order_acquire));
+}
+/* Sets a block's state in its current incarnation: by the record's only
+ * writer of the moment (its carver, the thread reviving it, or its release
+ * under the device lock); a racing claim expects SW_LIVE and fails. */
+static inline void sw_ext_set_state(sw_ext *e, int s)
+{
+    uint64_t st = atomic_load_explicit(&e->state, memory_order_relaxed);
+    atomic_store_explicit(&e->state, (st & ~(uint64_t)0xff) | (uint64_t)s, memory_order_release);
 }
 static inline bool sw_ext_used(const sw_ext *e)
 {
@@ -498,6 +547,9 @@ typedef struct sw_freeq_shard {
     size_t nevents, cap_events;
     size_t sync_bytes, async_bytes;
     size_t count;            /* entries on both lists */
+    /* The epoch of sync_list's head, 0 when it is empty: whether the shard
+     * holds a covered block, seen without its lock. */
+    _Atomic uint64_t sync_head_epoch;
 } __attribute__((aligned(64))) sw_freeq_shard;
 
 #define SW_FREEQ_SHARDS 8
@@ -513,8 +565,8 @@ CUresult sw_freeq_destroy(sw_device *d);
 CUresult sw_freeq_push(sw_device *d, const sw_freed *f, bool async, CUstream stream);
 /* A pending block freed on stream with this bucket, taken off the queue. */
 bool sw_freeq_take_stream(sw_device *d, CUstream stream, uint32_t bucket, sw_freed *out);
-/* A block of this bucket that the calling thread's shard holds and a sync
- * has covered, taken off the queue: reused without the device lock. */
+/* A block of this bucket that a sync has covered, taken off the queue:
+ * reused without the device lock, from the calling thread's shard first. */
 bool sw_freeq_take_covered(sw_device *d, uint32_t bucket, sw_freed *out);
 /* Releases what is covered by a sync or a completed event; returns bytes. */
 size_t sw_freeq_collect(sw_device *d, bool poll_events);

@@ -206,7 +206,7 @@ static CUresult map_fresh(sw_device *d, CUdeviceptr va, bool host_ok, sw_oom_rea
         return r;
     }
     if (loc == SW_LOC_HOST) {
-        atomic_fetch_add(&d->c.host_in_use, d->page);
+        sw_figure_add(&d->c, &d->c.host_in_use, d->page);
         sw_heat_host_pages(d->pol, va, +1);
     } else {
         sw_ring_insert(d, pg, sw_page_stamp(d->pol, va));
@@ -242,7 +242,7 @@ static CUresult grant_run(sw_device *d, CUdeviceptr va, size_t n)
             atomic_store_explicit(&pte_at(d, at)->page, NULL, memory_order_release);
         }
         if (host)
-            sw_count_sub(&d->c.host_in_use, d->page);
+            sw_figure_sub(&d->c, &d->c.host_in_use, d->page);
     }
     return first;
 }
@@ -449,7 +449,7 @@ void sw_pages_use(sw_device *d, sw_ext *e)
             } else if (p) {
                 /* A host page a refused unmap left cached: data again. */
                 sw_list_remove(d, p);
-                atomic_fetch_add(&d->c.host_in_use, d->page);
+                sw_figure_add(&d->c, &d->c.host_in_use, d->page);
             }
         }
     }
@@ -474,7 +474,7 @@ void sw_pages_unuse(sw_device *d, sw_ext *e)
         if (p->loc == SW_LOC_HOST) {
             /* It holds no program data any more, whether or not the driver
              * lets it go now (drop_page keeps it cached for later). */
-            sw_count_sub(&d->c.host_in_use, d->page);
+            sw_figure_sub(&d->c, &d->c.host_in_use, d->page);
             (void)drop_page(d, pg);
         } else {
             cache_insert(d, p);

@@ -86,7 +86,7 @@ static CUresult device_teardown(sw_device *d)
     }
     if ((r = sw_freeq_destroy(d)) != CUDA_SUCCESS && first == CUDA_SUCCESS)
         first = r;
-    pthread_mutex_lock(&d->lock);
+    sw_dev_lock(d);
     sw_classes_destroy(d);
     if ((r = sw_pages_unmap_all(d)) != CUDA_SUCCESS && first == CUDA_SUCCESS)
         first = r;
@@ -99,7 +99,7 @@ static CUresult device_teardown(sw_device *d)
         free(d->spare_mixed);
         d->spare_mixed = m;
     }
-    pthread_mutex_unlock(&d->lock);
+    sw_dev_unlock(d);
     for (unsigned i = 0; i < nsegs; i++) {
         if ((r = va_free2(p, d->arena.seg[i].base, d->arena.seg[i].size)) == CUDA_SUCCESS)
             sw_count_sub(&d->c.va_bytes, d->arena.seg[i].size);
@@ -199,9 +199,9 @@ static CUresult device_build(sw_device *d, const sw_device_config *cfg, size_t l
         sw_classes_init(d) || sw_freeq_init(&d->q))
         return CUDA_ERROR_OUT_OF_MEMORY;
     if (cfg->preallocate) {
-        pthread_mutex_lock(&d->lock);
+        sw_dev_lock(d);
         r = sw_pool_prefill(d);
-        pthread_mutex_unlock(&d->lock);
+        sw_dev_unlock(d);
     }
     return r;
 }
@@ -263,9 +263,9 @@ CUresult sw_device_init(sw_policy *p, int dev, const sw_device_config *cfg)
  * freed-but-pending pages are already held). */
 static size_t pool_free_locked(sw_device *d)
 {
-    pthread_mutex_lock(&d->lock);
+    sw_dev_lock(d);
     size_t n = d->pool.nfree;
-    pthread_mutex_unlock(&d->lock);
+    sw_dev_unlock(d);
     return n;
 }
 
@@ -290,7 +290,7 @@ static shape shape_of(sw_device *d, int cls, size_t size)
 static CUresult carve(sw_device *d, shape sh, sw_place_mode mode, size_t install, sw_ext **e,
                       size_t *cost, sw_oom_reason *why)
 {
-    pthread_mutex_lock(&d->lock);
+    sw_dev_lock(d);
     CUresult r = sw_ext_carve(d, sh.size, sh.align, mode, sh.kind, e, cost, why);
     if (r == CUDA_SUCCESS) {
         /* Heat first: the pages it gets are stamped with it, so that only
@@ -300,23 +300,24 @@ static CUresult carve(sw_device *d, shape sh, sw_place_mode mode, size_t install
         if (install)
             sw_block_install(*e, install);
     }
-    pthread_mutex_unlock(&d->lock);
+    sw_dev_unlock(d);
     return r;
 }
 
 static void discard(sw_device *d, sw_ext *e)
 {
-    pthread_mutex_lock(&d->lock);
+    sw_dev_lock(d);
     sw_ext_discard(d, e);
-    pthread_mutex_unlock(&d->lock);
+    sw_dev_unlock(d);
 }
 
-/* A block this thread freed, of this bucket, that a sync has covered:
- * live again for `size` bytes. */
-static bool reuse_block(sw_device *d, int cls, uint32_t bucket, size_t size, CUdeviceptr *out)
+/* A block or slab slot of this bucket, freed earlier and covered by a
+ * sync since, live again for `size` bytes (the calling thread's own first:
+ * sw_freeq_take_covered). */
+static bool reuse_covered(sw_device *d, uint32_t bucket, size_t size, CUdeviceptr *out)
 {
     sw_freed f;
-    if (cls >= 0 || !sw_freeq_take_covered(d, bucket, &f))
+    if (!sw_freeq_take_covered(d, bucket, &f))
         return false;
     sw_revive(d, &f, size);
     *out = f.ptr;
@@ -324,8 +325,9 @@ static bool reuse_block(sw_device *d, int cls, uint32_t bucket, size_t size, CUd
 }
 
 /* Steps 2 to 4: a block or slab extent over mapped pages (a block live at
- * *ptr, or the slab's extent in *e), or *synced telling whether the search
- * synchronized on the way. */
+ * *ptr, or the slab's extent in *e; *e NULL: *ptr is a covered allocation
+ * live again), or *synced telling whether the search synchronized on the
+ * way. */
 static CUresult carve_mapped(sw_device *d, int cls, shape sh, size_t size, sw_ext **e,
                              CUdeviceptr *ptr, bool *synced)
 {
@@ -354,7 +356,7 @@ static CUresult carve_mapped(sw_device *d, int cls, shape sh, size_t size, sw_ex
     /* The thread's own blocks of this size first: what the sync covered in
      * the other threads' shards stays for them (they free what they
      * allocate); the next carve that finds nothing releases it. */
-    if (reuse_block(d, cls, sw_bucket_of(d, size), size, ptr)) {
+    if (reuse_covered(d, sw_bucket_of(d, size), size, ptr)) {
         *e = NULL;
         return CUDA_SUCCESS;
     }
@@ -398,16 +400,18 @@ static bool fits(const sw_device *d, size_t size)
 
 static CUresult alloc_new(sw_device *d, int cls, uint32_t bucket, size_t size, CUdeviceptr *out)
 {
-    if (cls >= 0 && sw_slab_take(d, cls, size, out) == CUDA_SUCCESS)
+    /* Covered frees first: a reused slot keeps its slab from emptying and
+     * going back to the arena, only for a new one to be carved. */
+    if (reuse_covered(d, bucket, size, out))
         return CUDA_SUCCESS;
-    if (reuse_block(d, cls, bucket, size, out))
+    if (cls >= 0 && sw_slab_take(d, cls, size, out) == CUDA_SUCCESS)
         return CUDA_SUCCESS;
     shape sh = shape_of(d, cls, size);
     sw_ext *e;
     bool synced;
     sw_oom_reason why = SW_OOM_LIMIT;
     CUresult r = carve_mapped(d, cls, sh, size, &e, out, &synced);
-    if (r == CUDA_SUCCESS && cls < 0)
+    if (r == CUDA_SUCCESS && (cls < 0 || !e))
         return r; /* live already */
     if (r == CUDA_ERROR_OUT_OF_MEMORY)
         r = carve_backed(d, sh, synced, &e, &why);
@@ -416,9 +420,9 @@ static CUresult alloc_new(sw_device *d, int cls, uint32_t bucket, size_t size, C
     if (r != CUDA_SUCCESS)
         return r;
     if (cls < 0) {
-        pthread_mutex_lock(&d->lock);
+        sw_dev_lock(d);
         *out = sw_block_install(e, size);
-        pthread_mutex_unlock(&d->lock);
+        sw_dev_unlock(d);
         return CUDA_SUCCESS;
     }
     /* Another thread may have made a slab of this class meanwhile: ours is
@@ -559,12 +563,12 @@ CUresult sw_grant_access(sw_policy *p, int dev, int peer)
     if (!d || peer < 0 || peer >= SW_MAX_DEVICES)
         return CUDA_ERROR_INVALID_VALUE;
     CUresult r = CUDA_SUCCESS;
-    pthread_mutex_lock(&d->lock);
+    sw_dev_lock(d);
     uint64_t mask = d->access_mask | 1ull << peer;
     if (mask != d->access_mask) {
         d->access_mask = mask;
         r = grant_all(d, mask);
     }
-    pthread_mutex_unlock(&d->lock);
+    sw_dev_unlock(d);
     return r;
 }

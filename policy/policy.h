@@ -321,5 +321,9 @@ typedef struct sw_spill_stats {
 #undef SW_SPILL_FIELD
 } sw_spill_stats;
 void sw_get_spill_stats(const sw_policy *p, int dev, sw_spill_stats *out);
+/* A number that changes whenever pool_bytes or a spill figure of dev may
+ * have: read it (acquire) before the figures, and skip them when it is the
+ * one seen at the last publication. */
+uint64_t sw_figures_gen(const sw_policy *p, int dev);
 
 #endif

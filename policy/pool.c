@@ -79,8 +79,7 @@ CUresult sw_pool_prefill(sw_device *d)
     }
     pl->created += n - base;
     pl->nfree = n;
-    atomic_fetch_add_explicit(&d->c.pool_bytes, (uint64_t)(n - base) << d->shift,
-                              memory_order_relaxed);
+    sw_figure_add(&d->c, &d->c.pool_bytes, (uint64_t)(n - base) << d->shift);
     return first;
 }
 
@@ -119,7 +118,7 @@ CUresult sw_pool_host_slot(sw_device *d, sw_oom_reason *why)
 void sw_pool_host_settle(sw_device *d, CUresult r)
 {
     if (r == CUDA_SUCCESS)
-        atomic_fetch_add_explicit(&d->c.host_pool_bytes, d->page, memory_order_relaxed);
+        sw_figure_add(&d->c, &d->c.host_pool_bytes, d->page);
     else
         d->pool.host_created--;
 }
@@ -136,7 +135,7 @@ static CUresult create_host(sw_device *d, CUmemGenericAllocationHandle *h, sw_oo
     if (r == CUDA_ERROR_OUT_OF_MEMORY)
         *why = SW_OOM_DRIVER;
     if (r == CUDA_SUCCESS)
-        atomic_fetch_add_explicit(&d->c.host_creates_waited, 1, memory_order_relaxed);
+        sw_figure_add(&d->c, &d->c.host_creates_waited, 1);
     return r;
 }
 
@@ -159,7 +158,7 @@ CUresult sw_pool_take(sw_device *d, sw_loc loc, CUmemGenericAllocationHandle *h,
         CUresult r = d->pol->be.page_create(d->pol->be.ctx, d->id, loc, d->page, h);
         if (r == CUDA_SUCCESS) {
             pl->created++;
-            atomic_fetch_add_explicit(&d->c.pool_bytes, d->page, memory_order_relaxed);
+            sw_figure_add(&d->c, &d->c.pool_bytes, d->page);
         } else if (r == CUDA_ERROR_OUT_OF_MEMORY) {
             *why = SW_OOM_DRIVER;
         }
@@ -226,8 +225,8 @@ CUresult sw_pool_destroy(sw_device *d)
     free(pl->host_free);
     pl->free = pl->host_free = NULL;
     pl->nfree = pl->host_nfree = 0;
-    atomic_store_explicit(&d->c.pool_bytes, 0, memory_order_relaxed);
-    atomic_store_explicit(&d->c.host_pool_bytes, 0, memory_order_relaxed);
+    sw_figure_set(&d->c, &d->c.pool_bytes, 0);
+    sw_figure_set(&d->c, &d->c.host_pool_bytes, 0);
     return first;
 }
 

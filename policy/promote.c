@@ -121,7 +121,7 @@ static void hand_over(sw_policy *p, sw_device *d, sw_vmm *v, CUmemGenericAllocat
     for (uint32_t i = 0; i < v->npages; i++) {
         sw_pool_put(d, (sw_loc)v->pages[i]->loc, v->pages[i]->handle);
         if (v->pages[i]->loc == SW_LOC_HOST)
-            sw_count_sub(&d->c.host_in_use, d->page);
+            sw_figure_sub(&d->c, &d->c.host_in_use, d->page);
         sw_page_free(d, v->pages[i]);
     }
     free(v->pages);
@@ -206,9 +206,9 @@ CUresult sw_vmm_release_promoted(sw_policy *p, CUmemGenericAllocationHandle h, b
         *last = --v->refs == 0;
         if (*last) {
             sw_device *d = v->dev;
-            pthread_mutex_lock(&d->lock);
+            sw_dev_lock(d);
             sw_vmm_forget(p, v);
-            pthread_mutex_unlock(&d->lock);
+            sw_dev_unlock(d);
         }
         r = CUDA_SUCCESS;
     }

@@ -33,9 +33,9 @@ CUresult sw_quiesce(sw_device *d, uint64_t *devices)
     const sw_backend *be = &p->be;
     if (be->capturing && be->capturing(be->ctx))
         return CUDA_ERROR_NOT_READY;
-    pthread_mutex_lock(&d->lock);
+    sw_dev_lock(d);
     uint64_t mask = sw_reach(d);
-    pthread_mutex_unlock(&d->lock);
+    sw_dev_unlock(d);
     uint64_t deadline = sw_deadline(d);
     CUresult r = sw_gate_close(p, mask, deadline);
     if (r != CUDA_SUCCESS)
@@ -51,7 +51,7 @@ CUresult sw_quiesce(sw_device *d, uint64_t *devices)
 void sw_unquiesce(sw_device *d, uint64_t devices, uint64_t since_ns)
 {
     sw_gate_open(d->pol, devices);
-    atomic_fetch_add_explicit(&d->c.stall_ns, sw_now_ns() - since_ns, memory_order_relaxed);
+    sw_figure_add(&d->c, &d->c.stall_ns, sw_now_ns() - since_ns);
 }
 
 CUresult sw_move_begin(sw_device *d, sw_quiet *q)
@@ -61,13 +61,13 @@ CUresult sw_move_begin(sw_device *d, sw_quiet *q)
     if (r != CUDA_SUCCESS)
         return r;
     pthread_mutex_lock(&d->pol->handles_lock);
-    pthread_mutex_lock(&d->lock);
+    sw_dev_lock(d);
     return CUDA_SUCCESS;
 }
 
 void sw_move_end(sw_device *d, const sw_quiet *q)
 {
-    pthread_mutex_unlock(&d->lock);
+    sw_dev_unlock(d);
     pthread_mutex_unlock(&d->pol->handles_lock);
     sw_unquiesce(d, q->held, q->t0);
 }

@@ -17,19 +17,19 @@ static void refill(sw_device *d)
     const sw_backend *be = &d->pol->be;
     for (;;) {
         sw_oom_reason why;
-        pthread_mutex_lock(&d->lock);
+        sw_dev_lock(d);
         bool need = d->pool.host_nfree < d->host_target &&
                     sw_pool_host_slot(d, &why) == CUDA_SUCCESS;
-        pthread_mutex_unlock(&d->lock);
+        sw_dev_unlock(d);
         if (!need)
             return;
         CUmemGenericAllocationHandle h;
         CUresult r = be->page_create(be->ctx, d->id, SW_LOC_HOST, d->page, &h);
-        pthread_mutex_lock(&d->lock);
+        sw_dev_lock(d);
         sw_pool_host_settle(d, r);
         if (r == CUDA_SUCCESS)
             sw_pool_put(d, SW_LOC_HOST, h);
-        pthread_mutex_unlock(&d->lock);
+        sw_dev_unlock(d);
         if (r != CUDA_SUCCESS)
             return; /* the driver refused: the spill path will see it too */
     }

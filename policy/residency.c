@@ -141,14 +141,14 @@ static void moved(sw_policy *p, sw_device *d, move *m, sw_loc where)
     pg->loc = (uint8_t)where;
     if (where == SW_LOC_HOST) {
         sw_list_remove(d, pg);
-        atomic_fetch_add(&d->c.host_in_use, d->page);
-        atomic_fetch_add_explicit(&d->c.spill_bytes, d->page, memory_order_relaxed);
+        sw_figure_add(&d->c, &d->c.host_in_use, d->page);
+        sw_figure_add(&d->c, &d->c.spill_bytes, d->page);
         sw_heat_host_pages(p, m->va, +1);
     } else {
         /* Behind the hand, not yet referenced: the newest on the device. */
         sw_ring_insert(d, pg, sw_page_stamp(p, m->va));
-        sw_count_sub(&d->c.host_in_use, d->page);
-        atomic_fetch_add_explicit(&d->c.fill_bytes, d->page, memory_order_relaxed);
+        sw_figure_sub(&d->c, &d->c.host_in_use, d->page);
+        sw_figure_add(&d->c, &d->c.fill_bytes, d->page);
         sw_heat_host_pages(p, m->va, -1);
     }
 }
@@ -358,8 +358,7 @@ size_t sw_move_pages(sw_policy *p, sw_device *d, const CUdeviceptr *vas, size_t 
 {
     uint64_t t0 = sw_now_ns();
     size_t done = move_pages(p, d, vas, n, where, err);
-    atomic_fetch_add_explicit(where == SW_LOC_HOST ? &d->c.spill_ns : &d->c.fill_ns,
-                              sw_now_ns() - t0, memory_order_relaxed);
+    sw_figure_add(&d->c, where == SW_LOC_HOST ? &d->c.spill_ns : &d->c.fill_ns, sw_now_ns() - t0);
     return done;
 }
 
@@ -411,8 +410,7 @@ CUresult sw_set_residency(sw_policy *p, CUdeviceptr va, size_t npages, sw_reside
         free(vas);
     }
     if (moved)
-        atomic_fetch_add_explicit(where == SW_RES_HOST ? &d->c.spill_events : &d->c.fill_events,
-                                  1, memory_order_relaxed);
+        sw_figure_add(&d->c, where == SW_RES_HOST ? &d->c.spill_events : &d->c.fill_events, 1);
     sw_move_end(d, &q);
     return r;
 }
@@ -437,9 +435,9 @@ CUresult sw_reserve_host_pages(sw_policy *p, int dev, size_t n)
     if (!d)
         return CUDA_ERROR_INVALID_VALUE;
     CUresult r = CUDA_SUCCESS;
-    pthread_mutex_lock(&d->lock);
+    sw_dev_lock(d);
     while (r == CUDA_SUCCESS && d->pool.host_nfree < n)
         r = sw_pool_grow_host(d);
-    pthread_mutex_unlock(&d->lock);
+    sw_dev_unlock(d);
     return r;
 }

@@ -75,9 +75,10 @@ void sw_classes_destroy(sw_device *d)
             sw_ext *x = SW_OWN_TAG(o) == SW_OWN_EXT ? SW_OWN_PTR(o)
                                                     : atomic_load(&((sw_mixed *)SW_OWN_PTR(o))->at[0]);
             for (; x && sw_ext_base(x) < va + d->page; x = atomic_load(&x->next))
-                if (sw_ext_base(x) >= va && x->slab && !x->slab->on_partial) {
-                    free(x->slab);
-                    x->slab = NULL;
+                if (sw_ext_base(x) >= va && atomic_load(&x->slab) &&
+                    !atomic_load(&x->slab)->on_partial) {
+                    free(atomic_load(&x->slab));
+                    atomic_store(&x->slab, NULL);
                 }
         }
     }
@@ -207,42 +208,74 @@ CUresult sw_slab_install(sw_device *d, int cls, sw_ext *e, size_t size, CUdevice
     s->dev = d;
     s->ext = e;
     s->base = sw_ext_base(e);
-    pthread_mutex_lock(&d->lock);
-    e->slab = s;
-    pthread_mutex_unlock(&d->lock);
+    sw_dev_lock(d);
+    atomic_store_explicit(&e->slab, s, memory_order_release);
+    sw_dev_unlock(d);
     partial_push(c, s);
     *out = take_slot(c, size);
     pthread_mutex_unlock(&c->lock);
     return CUDA_SUCCESS;
 }
 
-/* The slab at ptr with its class locked, or NULL. */
+/* The extent at ptr as the lock-free readers find it: the page's owner, or
+ * the mixed page's index; possibly stale, for the caller to check. */
+static sw_ext *ext_fast(sw_pte *pte, CUdeviceptr ptr)
+{
+    uintptr_t o = atomic_load_explicit(&pte->owner, memory_order_acquire);
+    if (SW_OWN_TAG(o) == SW_OWN_EXT)
+        return SW_OWN_PTR(o);
+    if (SW_OWN_TAG(o) != SW_OWN_MIXED)
+        return NULL;
+    sw_page *pg = atomic_load_explicit(&pte->page, memory_order_acquire);
+    return pg ? sw_mixed_find(pg->dev, SW_OWN_PTR(o), ptr) : NULL;
+}
+
+/* The extent at ptr under the device lock: exact. */
+static sw_ext *ext_locked(sw_pte *pte, CUdeviceptr ptr)
+{
+    sw_page *pg = atomic_load_explicit(&pte->page, memory_order_acquire);
+    if (!pg)
+        return NULL;
+    sw_dev_lock(pg->dev);
+    sw_ext *e = sw_ext_at(pg->dev, ptr);
+    sw_dev_unlock(pg->dev);
+    return e;
+}
+
+/* Locks the class of the slab that extent e holds if ptr lies in it. A
+ * slab is installed and retired under its class lock and a slab extent's
+ * range never changes, so what holds under that lock stays true until it
+ * is dropped, however stale e was when it was read. A slab object stays
+ * in its class for good (recycled through the class's spare list). */
+static sw_slab *lock_if_slab_at(sw_ext *e, CUdeviceptr ptr, sw_class **cp)
+{
+    if (!e || atomic_load_explicit(&e->kind, memory_order_acquire) != SW_EXT_SLAB)
+        return NULL;
+    sw_slab *s = atomic_load_explicit(&e->slab, memory_order_acquire);
+    if (!s)
+        return NULL;
+    sw_class *c = &s->dev->classes[s->cls];
+    pthread_mutex_lock(&c->lock);
+    if (s->ext == e && atomic_load_explicit(&e->slab, memory_order_relaxed) == s &&
+        atomic_load_explicit(&e->kind, memory_order_relaxed) == SW_EXT_SLAB && ptr >= s->base &&
+        ptr - s->base < s->dev->arena.chunk) {
+        *cp = c;
+        return s;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return NULL;
+}
+
+/* The slab at ptr with its class locked, or NULL: found without the device
+ * lock (issue 14 item 6: it was taken twice for every small free), then,
+ * on a miss that a race next door may have caused, under it. */
 static sw_slab *slab_lock(sw_policy *p, CUdeviceptr ptr, sw_class **cp)
 {
     sw_pte *pte = sw_pt_get(&p->pt, ptr);
-    sw_page *pg = pte ? atomic_load_explicit(&pte->page, memory_order_acquire) : NULL;
-    if (!pg)
+    if (!pte)
         return NULL;
-    sw_device *d = pg->dev;
-    pthread_mutex_lock(&d->lock);
-    sw_ext *e = sw_ext_at(d, ptr);
-    sw_slab *s = e && atomic_load(&e->kind) == SW_EXT_SLAB ? e->slab : NULL;
-    pthread_mutex_unlock(&d->lock);
-    if (!s)
-        return NULL;
-    sw_class *c = &d->classes[s->cls];
-    pthread_mutex_lock(&c->lock);
-    /* The slab may have been retired between the look-up and the lock. */
-    pthread_mutex_lock(&d->lock);
-    bool same = sw_ext_at(d, ptr) == e && atomic_load(&e->kind) == SW_EXT_SLAB && e->slab == s &&
-                s->ext == e;
-    pthread_mutex_unlock(&d->lock);
-    if (!same) {
-        pthread_mutex_unlock(&c->lock);
-        return NULL;
-    }
-    *cp = c;
-    return s;
+    sw_slab *s = lock_if_slab_at(ext_fast(pte, ptr), ptr, cp);
+    return s ? s : lock_if_slab_at(ext_locked(pte, ptr), ptr, cp);
 }
 
 /* Gives an empty slab's extent back to the arena; under the class lock. */
@@ -250,9 +283,9 @@ static void slab_retire(sw_device *d, sw_class *c, sw_slab *s)
 {
     if (s->on_partial)
         partial_remove(c, s);
-    pthread_mutex_lock(&d->lock);
+    sw_dev_lock(d);
     sw_ext_discard(d, s->ext);
-    pthread_mutex_unlock(&d->lock);
+    sw_dev_unlock(d);
     s->ext = NULL;
     s->next = c->spare;
     c->spare = s;
@@ -263,7 +296,7 @@ static void slab_retire(sw_device *d, sw_class *c, sw_slab *s)
 CUdeviceptr sw_block_install(sw_ext *e, size_t size)
 {
     e->req = size;
-    atomic_store_explicit(&e->state, SW_LIVE, memory_order_release);
+    sw_ext_set_state(e, SW_LIVE);
     return sw_ext_base(e);
 }
 
@@ -276,38 +309,51 @@ void sw_ext_discard(sw_device *d, sw_ext *e)
 
 /* ---- free, release, revive ---------------------------------------------- */
 
-/* The block whose base is ptr, lock-free when its first page is its own. */
-static sw_ext *block_at(sw_policy *p, CUdeviceptr ptr)
+/* Claims e for its free if it is the live block whose base is ptr: one
+ * compare-and-swap of state and incarnation, so a record that became
+ * another block since it was read is never claimed. */
+static bool claim(sw_ext *e, CUdeviceptr ptr)
 {
-    sw_pte *pte = sw_pt_get(&p->pt, ptr);
-    uintptr_t o = pte ? atomic_load_explicit(&pte->owner, memory_order_acquire) : 0;
-    sw_ext *e = NULL;
-    if (SW_OWN_TAG(o) == SW_OWN_EXT) {
-        e = SW_OWN_PTR(o);
-    } else if (SW_OWN_TAG(o) == SW_OWN_MIXED) {
-        sw_page *pg = atomic_load_explicit(&pte->page, memory_order_acquire);
-        if (pg) {
-            pthread_mutex_lock(&pg->dev->lock);
-            e = sw_ext_at(pg->dev, ptr);
-            pthread_mutex_unlock(&pg->dev->lock);
-        }
-    }
-    if (e && (atomic_load(&e->kind) != SW_EXT_BLOCK || sw_ext_base(e) != ptr))
-        e = NULL;
-    return e;
+    uint64_t st = atomic_load_explicit(&e->state, memory_order_acquire);
+    if (sw_state_of(st) != SW_LIVE ||
+        atomic_load_explicit(&e->kind, memory_order_relaxed) != SW_EXT_BLOCK ||
+        sw_ext_base(e) != ptr)
+        return false;
+    return atomic_compare_exchange_strong_explicit(&e->state, &st,
+                                                   (st & ~(uint64_t)0xff) | SW_PENDING,
+                                                   memory_order_acq_rel, memory_order_relaxed);
 }
 
-CUresult sw_mark_freed(sw_policy *p, CUdeviceptr ptr, sw_device **dev, sw_freed *out)
+/* Without a lock (issue 14 item 6: the device lock on every free made
+ * threads freeing at once wait for each other): the page's owner, or the
+ * mixed page's index walked as the other lock-free readers do. A miss,
+ * maybe from a race with a change next door, goes to claim_locked. */
+static sw_ext *claim_fast(sw_pte *pte, CUdeviceptr ptr, sw_ext **seen)
 {
-    sw_ext *e = block_at(p, ptr);
-    if (e) {
-        int live = SW_LIVE;
-        if (!atomic_compare_exchange_strong(&e->state, &live, SW_PENDING))
-            return CUDA_ERROR_INVALID_VALUE;
-        *dev = e->dev;
-        *out = (sw_freed){ptr, sw_bucket_of(e->dev, e->req), e->req, e};
-        return CUDA_SUCCESS;
-    }
+    sw_ext *e = *seen = ext_fast(pte, ptr);
+    return e && claim(e, ptr) ? e : NULL;
+}
+
+/* Under the device lock, where no record changes: exact. *block tells
+ * whether a block starts at ptr at all (claimed or not: a double free). */
+static sw_ext *claim_locked(sw_pte *pte, CUdeviceptr ptr, bool *block)
+{
+    *block = false;
+    sw_page *pg = atomic_load_explicit(&pte->page, memory_order_acquire);
+    if (!pg)
+        return NULL;
+    sw_device *d = pg->dev;
+    sw_dev_lock(d);
+    sw_ext *e = sw_ext_at(d, ptr);
+    *block = e && atomic_load(&e->kind) == SW_EXT_BLOCK && sw_ext_base(e) == ptr;
+    bool claimed = *block && claim(e, ptr);
+    sw_dev_unlock(d);
+    return claimed ? e : NULL;
+}
+
+/* Marks the slab slot at ptr not live. */
+static CUresult mark_slot(sw_policy *p, CUdeviceptr ptr, sw_device **dev, sw_freed *out)
+{
     sw_class *c;
     sw_slab *s = slab_lock(p, ptr, &c);
     if (!s)
@@ -325,14 +371,39 @@ CUresult sw_mark_freed(sw_policy *p, CUdeviceptr ptr, sw_device **dev, sw_freed 
     return r;
 }
 
+
+CUresult sw_mark_freed(sw_policy *p, CUdeviceptr ptr, sw_device **dev, sw_freed *out)
+{
+    sw_pte *pte = sw_pt_get(&p->pt, ptr);
+    if (!pte)
+        return CUDA_ERROR_INVALID_VALUE;
+    sw_ext *seen;
+    sw_ext *e = claim_fast(pte, ptr, &seen);
+    /* A slab found without a lock: its slot, with no device lock at all. */
+    bool slab_first = !e && seen && atomic_load(&seen->kind) == SW_EXT_SLAB;
+    if (slab_first && mark_slot(p, ptr, dev, out) == CUDA_SUCCESS)
+        return CUDA_SUCCESS;
+    bool block = true;
+    if (!e)
+        e = claim_locked(pte, ptr, &block);
+    if (e) {
+        *dev = e->dev;
+        *out = (sw_freed){ptr, sw_bucket_of(e->dev, e->req), e->req, e};
+        return CUDA_SUCCESS;
+    }
+    if (block || slab_first)
+        return CUDA_ERROR_INVALID_VALUE; /* freed already, or not a slot either */
+    return mark_slot(p, ptr, dev, out);
+}
+
 /* A freed block back to the arena; device lock held. Its record is still
  * the block's: nothing changes a pending block but this. */
 static void release_block(sw_device *d, const sw_freed *f)
 {
     sw_ext *e = f->block;
     if (atomic_load(&e->kind) == SW_EXT_BLOCK && sw_ext_base(e) == f->ptr &&
-        atomic_load(&e->state) == SW_PENDING) {
-        atomic_store_explicit(&e->state, SW_DEAD, memory_order_release);
+        sw_ext_state(e) == SW_PENDING) {
+        sw_ext_set_state(e, SW_DEAD);
         sw_ext_discard(d, e);
     }
 }
@@ -359,11 +430,11 @@ void sw_release_all(sw_device *d, const sw_freed *f, size_t n)
     for (size_t i = 0; i < n; i++)
         blocks += f[i].block != NULL;
     if (blocks) {
-        pthread_mutex_lock(&d->lock);
+        sw_dev_lock(d);
         for (size_t i = 0; i < n; i++)
             if (f[i].block)
                 release_block(d, &f[i]);
-        pthread_mutex_unlock(&d->lock);
+        sw_dev_unlock(d);
     }
     for (size_t i = 0; i < n; i++)
         if (!f[i].block)
@@ -374,7 +445,7 @@ void sw_revive(sw_device *d, const sw_freed *f, size_t size)
 {
     if (f->block) {
         f->block->req = size;
-        atomic_store_explicit(&f->block->state, SW_LIVE, memory_order_release);
+        sw_ext_set_state(f->block, SW_LIVE);
         return;
     }
     sw_class *c;
@@ -432,20 +503,20 @@ CUresult sw_lookup_owner(sw_policy *p, CUdeviceptr ptr, CUdeviceptr *base, size_
     if (!o || !pg)
         return CUDA_ERROR_NOT_FOUND;
     sw_device *d = pg->dev;
-    pthread_mutex_lock(&d->lock);
+    sw_dev_lock(d);
     sw_ext *e = sw_ext_at(d, ptr);
     int kind = e ? atomic_load(&e->kind) : SW_EXT_FREE;
     CUresult r = CUDA_ERROR_NOT_FOUND;
     /* A live block's fields were written before it became live; a look-up
      * racing the free of the same block is the program's race, as with the
      * driver. */
-    if (kind == SW_EXT_BLOCK && atomic_load(&e->state) == SW_LIVE) {
+    if (kind == SW_EXT_BLOCK && sw_ext_state(e) == SW_LIVE) {
         *base = sw_ext_base(e);
         *size = e->req;
         *dev = d->id;
         r = CUDA_SUCCESS;
     }
-    pthread_mutex_unlock(&d->lock);
+    sw_dev_unlock(d);
     return kind == SW_EXT_SLAB ? lookup_slab(p, ptr, base, size, dev) : r;
 }
 
@@ -464,7 +535,7 @@ bool sw_owner_range(sw_policy *p, sw_device *d, CUdeviceptr ptr, CUdeviceptr *va
         *heat = &m->heat;
     } else {
         sw_ext *e = sw_ext_at(d, ptr);
-        if (!e || (atomic_load(&e->kind) == SW_EXT_BLOCK && atomic_load(&e->state) != SW_LIVE))
+        if (!e || (atomic_load(&e->kind) == SW_EXT_BLOCK && sw_ext_state(e) != SW_LIVE))
             return false;
         lo = sw_ext_base(e);
         hi = sw_ext_end(e);

@@ -51,7 +51,7 @@ static void *syncer_main(void *arg)
             r = be->synchronize(be->ctx, d->id);
         if (r == CUDA_SUCCESS) {
             sw_sync_end(d->pol, d->id, ticket);
-            atomic_fetch_add_explicit(&d->c.syncs, 1, memory_order_relaxed);
+            sw_figure_add(&d->c, &d->c.syncs, 1);
         }
         pthread_mutex_lock(&s->m);
         s->busy = false;

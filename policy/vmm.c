@@ -70,7 +70,7 @@ void sw_vmm_forget(sw_policy *p, sw_vmm *v)
     for (uint32_t i = 0; i < v->npages; i++) {
         sw_pool_put(d, (sw_loc)v->pages[i]->loc, v->pages[i]->handle);
         if (v->pages[i]->loc == SW_LOC_HOST)
-            sw_count_sub(&d->c.host_in_use, d->page);
+            sw_figure_sub(&d->c, &d->c.host_in_use, d->page);
         sw_page_free(d, v->pages[i]);
     }
     p->handles[v->id & IDX_MASK] = NULL;
@@ -131,7 +131,7 @@ CUresult sw_vmm_create(sw_policy *p, int dev, size_t size, CUmemGenericAllocatio
     v->npages = (uint32_t)n;
     v->refs = 1;
     pthread_mutex_lock(&p->handles_lock);
-    pthread_mutex_lock(&d->lock);
+    sw_dev_lock(d);
     for (size_t i = 0; i < n; i++)
         if (!(v->pages[i] = sw_page_new(d, hs[i], locs[i])))
             r = CUDA_ERROR_OUT_OF_MEMORY;
@@ -148,13 +148,13 @@ CUresult sw_vmm_create(sw_policy *p, int dev, size_t size, CUmemGenericAllocatio
     } else {
         for (size_t i = 0; i < n; i++)
             if (locs[i] == SW_LOC_HOST)
-                atomic_fetch_add(&d->c.host_in_use, d->page);
+                sw_figure_add(&d->c, &d->c.host_in_use, d->page);
         sw_count_add(&d->c.in_use, size, &d->c.peak_in_use);
         sw_count_add(&d->c.backing, size, &d->c.peak_backing);
         sw_lanes_add(&d->c.allocs, 1);
         *out = v->id;
     }
-    pthread_mutex_unlock(&d->lock);
+    sw_dev_unlock(d);
     pthread_mutex_unlock(&p->handles_lock);
     free(hs);
     free(locs);
@@ -172,10 +172,10 @@ CUresult sw_vmm_release(sw_policy *p, CUmemGenericAllocationHandle h)
         r = CUDA_SUCCESS;
         if (--v->refs == 0 && v->maps == 0) {
             sw_device *d = v->dev; /* v is gone after handle_free */
-            pthread_mutex_lock(&d->lock);
+            sw_dev_lock(d);
             sw_lanes_add(&d->c.frees, 1);
             sw_vmm_forget(p, v);
-            pthread_mutex_unlock(&d->lock);
+            sw_dev_unlock(d);
         }
     }
     pthread_mutex_unlock(&p->handles_lock);
@@ -258,7 +258,7 @@ CUresult sw_vmm_map(sw_policy *p, CUdeviceptr va, size_t size, size_t offset,
     sw_heat_init(p, &m->heat, va, size);
     atomic_store(&m->spans, sw_spans_wanted(p, size) ? sw_spans_new(p, va, size, &m->heat) : NULL);
     sw_device *d = v->dev;
-    pthread_mutex_lock(&d->lock);
+    sw_dev_lock(d);
     uint32_t i = 0;
     for (; i < v->npages; i++) {
         CUdeviceptr pva = va + ((CUdeviceptr)i << p->shift);
@@ -285,7 +285,7 @@ CUresult sw_vmm_map(sw_policy *p, CUdeviceptr va, size_t size, size_t offset,
             p->vmaps->prev = m;
         p->vmaps = m;
     }
-    pthread_mutex_unlock(&d->lock);
+    sw_dev_unlock(d);
     pthread_mutex_unlock(&p->handles_lock);
     return r;
 }
@@ -342,7 +342,7 @@ CUresult sw_vmm_unmap(sw_policy *p, CUdeviceptr va, size_t size)
         sw_vmap *m = sw_vmap_at(p, at);
         sw_vmm *v = m->h;
         sw_device *d = v->dev;
-        pthread_mutex_lock(&d->lock);
+        sw_dev_lock(d);
         /* The program's own unmap: ordering it after the program's work is
          * the program's business, as without spillway. */
         r = sw_vmap_unmap_pages(p, m, v->npages);
@@ -352,7 +352,7 @@ CUresult sw_vmm_unmap(sw_policy *p, CUdeviceptr va, size_t size)
             sw_lanes_add(&d->c.frees, 1);
             sw_vmm_forget(p, v);
         }
-        pthread_mutex_unlock(&d->lock);
+        sw_dev_unlock(d);
     }
     pthread_mutex_unlock(&p->handles_lock);
     return r;
@@ -433,9 +433,9 @@ CUresult sw_vmm_destroy_all(sw_policy *p)
     while (p->vmaps) {
         sw_vmap *m = p->vmaps;
         p->vmaps = m->next;
-        pthread_mutex_lock(&m->h->dev->lock);
+        sw_dev_lock(m->h->dev);
         CUresult r = sw_vmap_unmap_pages(p, m, m->h->npages);
-        pthread_mutex_unlock(&m->h->dev->lock);
+        sw_dev_unlock(m->h->dev);
         if (first == CUDA_SUCCESS)
             first = r;
         free(m);
@@ -450,9 +450,9 @@ CUresult sw_vmm_destroy_all(sw_policy *p)
         if (!v)
             continue;
         sw_device *d = v->dev;
-        pthread_mutex_lock(&d->lock);
+        sw_dev_lock(d);
         sw_vmm_forget(p, v);
-        pthread_mutex_unlock(&d->lock);
+        sw_dev_unlock(d);
     }
     free(p->handles);
     p->handles = NULL;

@@ -8,6 +8,7 @@
 #include "shim/config.h"
 #include "shim/driver.h"
 #include "shim/log.h"
+#include "shim/publish.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -182,14 +183,30 @@ void spw_pool_grant_peer(int owner, int accessor)
         spw_debug("device %d: pool mappings now accessible from device %d", owner, accessor);
 }
 
+/* Per device, the figures generation (sw_figures_gen) last published,
+ * plus one: 0 until a publication reached the segment. */
+static _Atomic uint64_t published_gen[SW_MAX_DEVICES];
+
 void spw_pool_publish(int dev)
 {
-    spw_account_set_pool_bytes(dev, sw_pool_bytes(spw_pool_policy(), dev));
+    if (dev < 0 || dev >= SW_MAX_DEVICES)
+        return;
+    sw_policy *p = spw_pool_policy();
+    /* Issue 14 item 6: the figures change at spills, fills, syncs and pool
+     * growth, not at every allocation; re-reading and comparing them all
+     * each time was 15% of a pair's instructions. Two publishers racing
+     * may leave an older value until the next change, as before. */
+    uint64_t gen = sw_figures_gen(p, dev) + 1;
+    if (atomic_load_explicit(&published_gen[dev], memory_order_relaxed) == gen)
+        return;
+    spw_account_set_pool_bytes(dev, sw_pool_bytes(p, dev));
     if (spw_pool_spills(dev)) {
         sw_spill_stats f;
-        sw_get_spill_stats(spw_pool_policy(), dev, &f);
+        sw_get_spill_stats(p, dev, &f);
         spw_account_set_spill(dev, &f);
     }
+    if (spw_publish_settled())
+        atomic_store_explicit(&published_gen[dev], gen, memory_order_relaxed);
 }
 
 void spw_pool_passthrough(int dev, sw_passthrough_reason reason, size_t bytes, const char *what)

@@ -61,3 +61,8 @@ void spw_publish_ensure(void)
         atomic_store_explicit(&publish_done, 1, memory_order_release);
     pthread_mutex_unlock(&publish_lock);
 }
+
+int spw_publish_settled(void)
+{
+    return atomic_load_explicit(&publish_done, memory_order_acquire);
+}

@@ -143,27 +143,89 @@ START_TEST(covered_block_goes_back_to_the_thread_that_freed_it)
 }
 END_TEST
 
+/* Small sizes too: the covered slot is reused, not a new one taken. */
+START_TEST(covered_slab_slot_goes_back_to_the_thread_that_freed_it)
+{
+    env_up(16, true, 64 * PG);
+    CUdeviceptr a, b, c;
+    ck_assert_int_eq(sw_alloc(P, 0, 4096, &a), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_free(P, a), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_alloc(P, 0, 4096, &b), CUDA_SUCCESS);
+    ck_assert_uint_ne(b, a); /* not covered yet */
+    uint64_t t = sw_sync_begin(P, 0);
+    sw_sync_end(P, 0, t);
+    ck_assert_int_eq(sw_alloc(P, 0, 4000, &c), CUDA_SUCCESS); /* same class */
+    ck_assert_uint_eq(c, a);
+    ck_assert_uint_eq(counters().pending_bytes, 0);
+    CUdeviceptr base;
+    size_t size;
+    int dev;
+    ck_assert_int_eq(sw_lookup(P, c + 10, &base, &size, &dev), CUDA_SUCCESS);
+    ck_assert_uint_eq(base, c);
+    ck_assert_uint_eq(size, 4000);
+    ck_assert_int_eq(sw_free(P, c), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_free(P, c), CUDA_ERROR_INVALID_VALUE);
+    sw_free(P, b);
+    env_down();
+}
+END_TEST
+
 static void *alloc_64k(void *out)
 {
     (void)sw_alloc(P, 0, 64 << 10, out);
     return NULL;
 }
 
-START_TEST(covered_block_is_not_taken_from_another_threads_shard)
+static void *free_it(void *ptr)
+{
+    ck_assert_int_eq(sw_free(P, *(CUdeviceptr *)ptr), CUDA_SUCCESS);
+    return NULL;
+}
+
+static void on_thread(void *(*fn)(void *), void *arg)
+{
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, fn, arg), 0);
+    pthread_join(th, NULL);
+}
+
+/* A thread whose shard holds no covered block of the size takes another
+ * thread's before it carves a new one. */
+START_TEST(covered_block_of_another_thread_is_taken_before_carving)
 {
     env_up(16, true, 64 * PG);
     CUdeviceptr a, b = 0;
     ck_assert_int_eq(sw_alloc(P, 0, 64 << 10, &a), CUDA_SUCCESS);
     ck_assert_int_eq(sw_free(P, a), CUDA_SUCCESS);
+    on_thread(alloc_64k, &b); /* not covered yet: a new block */
+    ck_assert_uint_ne(b, a);
     uint64_t t = sw_sync_begin(P, 0);
     sw_sync_end(P, 0, t);
-    pthread_t th;
-    ck_assert_int_eq(pthread_create(&th, NULL, alloc_64k, &b), 0);
-    pthread_join(th, NULL);
-    ck_assert_uint_ne(b, 0);
-    ck_assert_uint_ne(b, a); /* the arena's, not this thread's block */
-    ck_assert_uint_eq(counters().pending_bytes, 64 << 10);
+    CUdeviceptr c = 0;
+    on_thread(alloc_64k, &c);
+    ck_assert_uint_eq(c, a);
+    ck_assert_uint_eq(counters().pending_bytes, 0);
     sw_free(P, b);
+    sw_free(P, c);
+    env_down();
+}
+END_TEST
+
+/* ... but its own first: the block it freed itself, not the other's. */
+START_TEST(covered_block_of_the_thread_itself_comes_first)
+{
+    env_up(16, true, 64 * PG);
+    CUdeviceptr a, b, c;
+    ck_assert_int_eq(sw_alloc(P, 0, 64 << 10, &a), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_alloc(P, 0, 64 << 10, &b), CUDA_SUCCESS);
+    on_thread(free_it, &a); /* into the other thread's shard, first */
+    ck_assert_int_eq(sw_free(P, b), CUDA_SUCCESS);
+    uint64_t t = sw_sync_begin(P, 0);
+    sw_sync_end(P, 0, t);
+    ck_assert_int_eq(sw_alloc(P, 0, 64 << 10, &c), CUDA_SUCCESS);
+    ck_assert_uint_eq(c, b);
+    ck_assert_uint_eq(counters().pending_bytes, 64 << 10);
+    sw_free(P, c);
     env_down();
 }
 END_TEST
@@ -353,7 +415,9 @@ Suite *test_suite(void)
     tcase_add_test(tc, sync_free_is_not_reused_before_a_sync);
     tcase_add_test(tc, sync_free_reused_after_the_pool_needs_it);
     tcase_add_test(tc, covered_block_goes_back_to_the_thread_that_freed_it);
-    tcase_add_test(tc, covered_block_is_not_taken_from_another_threads_shard);
+    tcase_add_test(tc, covered_block_of_another_thread_is_taken_before_carving);
+    tcase_add_test(tc, covered_block_of_the_thread_itself_comes_first);
+    tcase_add_test(tc, covered_slab_slot_goes_back_to_the_thread_that_freed_it);
     tcase_add_test(tc, sync_frees_are_batched_one_sync_per_batch);
     tcase_add_test(tc, on_demand_pool_syncs_before_creating_pages);
     tcase_add_test(tc, program_sync_points_release_without_a_backend_sync);
