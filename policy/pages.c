@@ -297,27 +297,42 @@ static sw_mixed *mixed_new(sw_device *d)
     return m;
 }
 
-/* Sets the owner of the page at `page` from the used extents overlapping
- * it, walking them all; e is an extent at or next to the page (extents
- * tile the segment). */
-static void rebuild(sw_device *d, sw_ext *e, CUdeviceptr page)
+/* What the extents overlapping a page make of it. */
+typedef struct page_walk {
+    sw_ext *slots[SW_MIXED_SLOTS]; /* the extent at the start of each chunk */
+    unsigned nslots, used;         /* used: how many of the extents are */
+    sw_ext *only;                  /* the last used one */
+} page_walk;
+
+/* Walks every extent overlapping the page at `page`; e is an extent at or
+ * next to the page (extents tile the segment). */
+static page_walk walk(sw_device *d, sw_ext *e, CUdeviceptr page)
 {
-    sw_pte *pte = pte_at(d, page);
-    uintptr_t old = atomic_load_explicit(&pte->owner, memory_order_relaxed);
+    page_walk w = {.nslots = 0, .used = 0, .only = NULL};
     while (e && sw_ext_base(e) > page)
         e = e->prev;
     while (e && sw_ext_end(e) <= page)
         e = atomic_load_explicit(&e->next, memory_order_relaxed);
-    sw_ext *slots[SW_MIXED_SLOTS], *only = NULL;
-    unsigned s = 0, used = 0;
     for (; e && sw_ext_base(e) < page + d->page; e = atomic_load(&e->next)) {
         if (sw_ext_used(e)) {
-            used++;
-            only = e;
+            w.used++;
+            w.only = e;
         }
-        while (s < SW_MIXED_SLOTS && page + s * d->arena.chunk < sw_ext_end(e))
-            slots[s++] = e;
+        while (w.nslots < SW_MIXED_SLOTS && page + w.nslots * d->arena.chunk < sw_ext_end(e))
+            w.slots[w.nslots++] = e;
     }
+    return w;
+}
+
+/* Sets the owner of the page at `page` from the used extents overlapping
+ * it, walking them all; e is an extent at or next to the page. */
+static void rebuild(sw_device *d, sw_ext *e, CUdeviceptr page)
+{
+    sw_pte *pte = pte_at(d, page);
+    uintptr_t old = atomic_load_explicit(&pte->owner, memory_order_relaxed);
+    page_walk w = walk(d, e, page);
+    unsigned s = w.nslots, used = w.used;
+    sw_ext **slots = w.slots, *only = w.only;
     uintptr_t owner = used == 0 ? 0 : used == 1 ? SW_OWN(only, SW_OWN_EXT) : old;
     if (used > 1) {
         sw_mixed *m = SW_OWN_TAG(old) == SW_OWN_MIXED ? SW_OWN_PTR(old) : mixed_new(d);
@@ -345,20 +360,9 @@ static void sw_pages_verify(sw_device *d, sw_ext *e, CUdeviceptr page)
 {
     sw_pte *pte = pte_at(d, page);
     uintptr_t o = atomic_load(&pte->owner);
-    while (e && sw_ext_base(e) > page)
-        e = e->prev;
-    while (e && sw_ext_end(e) <= page)
-        e = atomic_load(&e->next);
-    sw_ext *slots[SW_MIXED_SLOTS], *only = NULL;
-    unsigned s = 0, used = 0;
-    for (; e && sw_ext_base(e) < page + d->page; e = atomic_load(&e->next)) {
-        if (sw_ext_used(e)) {
-            used++;
-            only = e;
-        }
-        while (s < SW_MIXED_SLOTS && page + s * d->arena.chunk < sw_ext_end(e))
-            slots[s++] = e;
-    }
+    page_walk w = walk(d, e, page);
+    unsigned s = w.nslots, used = w.used;
+    sw_ext **slots = w.slots, *only = w.only;
     bool ok = used == pte->users;
     if (used == 0)
         ok = ok && o == 0;

@@ -22,7 +22,7 @@
 #     under SPILLWAY_OVERSUBSCRIBE (JAX default and cuda_async, PyTorch at
 #     F = 2) must pass, and FAIL on the loss when results read back under
 #     spillway are off by 1%;
-#  7. bench/run.py --fake (random and preallocation groups), then report.py
+#  7. bench/run.py --fake (random, preallocation and threads groups), then report.py
 #     renders every table.
 # Parts 2-7 need python3; without it they are skipped, saying so.
 set -u
@@ -121,15 +121,16 @@ if grep -q ' pass=0 .*failed=loss$' <<<"$got"; then ok "negative control: losses
 else not_ok "negative control: losses off by 1% did not fail on loss: $got"; fi
 
 # Latency is left to the smoke test above (time: this runs in `make test`).
-"$PY" "$ROOT/bench/run.py" --build "$B" --out "$OUT" --fake --only random,prealloc >"$OUT/bench.txt" 2>&1
+"$PY" "$ROOT/bench/run.py" --build "$B" --out "$OUT" --fake --only random,prealloc,threads >"$OUT/bench.txt" 2>&1
 bad=$(grep -c '^RESULT table=bench .*status=[^o]' "$OUT/bench.txt")
-if [ "$bad" -eq 0 ] && [ "$(grep -c '^RESULT table=bench' "$OUT/bench.txt")" -eq 10 ]; then ok "10 benchmark runs on fakecuda"
+if [ "$bad" -eq 0 ] && [ "$(grep -c '^RESULT table=bench' "$OUT/bench.txt")" -eq 14 ]; then ok "14 benchmark runs on fakecuda"
 else not_ok "benchmark runs: $(cat "$OUT/bench.txt")"; fi
 
 "$PY" "$HERE/report.py" "$R" >"$OUT/report.md" 2>&1
 for want in "### Limits (issue 3) and pool (issue 4)" "| CUDA C, nvcc -cudart static | SPILLWAY_MEM_LIMIT=64M | 64 MiB | 64 MiB |" \
     "### Two processes at once (issue 5)" "spillway-top  " "### Alloc+free pair latency" "verify: ok, 0 errors" \
     "### Time to preallocate 75% of the device" "### Features frameworks use, under spill (issue 12)" \
+    "### Alloc+free pairs from many threads (64 KiB)" "### Submissions from many threads" \
     "| PyTorch torch.cuda.graph MLP step (capture + replay) | SPILLWAY_MEM_LIMIT=16M |" \
     "### Oversubscription: the seed's MLP past the device's memory (issue 13)" \
     "| JAX seed MLP, default allocator (BFC arena) | SPILLWAY_MEM_LIMIT=96M SPILLWAY_OVERSUBSCRIBE=2 | **pass** |"; do

@@ -115,58 +115,45 @@ START_TEST(program_sync_covers_frees_before_it_only)
 }
 END_TEST
 
-/* Issue 14 item 6: a thread gets back the block it freed once a sync
- * covered it, from its own shard of the queue: no carve, no collect. */
-START_TEST(covered_block_goes_back_to_the_thread_that_freed_it)
+/* Issue 14 item 6: a thread gets back what it freed (size bytes) once a
+ * sync covered it, from its own shard of the queue: no carve, no collect;
+ * the new owner (again_size bytes: the same block or slot size) sees its
+ * own size, and a second free of it is refused. */
+static void check_covered_reuse(size_t size, size_t again_size)
 {
     env_up(16, true, 64 * PG);
     CUdeviceptr a, b, c;
-    ck_assert_int_eq(sw_alloc(P, 0, 64 << 10, &a), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_alloc(P, 0, size, &a), CUDA_SUCCESS);
     ck_assert_int_eq(sw_free(P, a), CUDA_SUCCESS);
-    ck_assert_int_eq(sw_alloc(P, 0, 64 << 10, &b), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_alloc(P, 0, size, &b), CUDA_SUCCESS);
     ck_assert_uint_ne(b, a); /* not covered yet: elsewhere */
-    uint64_t t = sw_sync_begin(P, 0);
+    uint64_t t = sw_sync_begin(P, 0); /* the program synchronizes */
     sw_sync_end(P, 0, t);
-    ck_assert_int_eq(sw_alloc(P, 0, (64 << 10) - 100, &c), CUDA_SUCCESS); /* same granules */
+    ck_assert_int_eq(sw_alloc(P, 0, again_size, &c), CUDA_SUCCESS);
     ck_assert_uint_eq(c, a);
     ck_assert_uint_eq(counters().pending_bytes, 0);
     CUdeviceptr base;
-    size_t size;
+    size_t got;
     int dev;
-    ck_assert_int_eq(sw_lookup(P, c + 100, &base, &size, &dev), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_lookup(P, c + 10, &base, &got, &dev), CUDA_SUCCESS);
     ck_assert_uint_eq(base, c);
-    ck_assert_uint_eq(size, (64 << 10) - 100); /* the new owner's size */
+    ck_assert_uint_eq(got, again_size);
     ck_assert_int_eq(sw_free(P, c), CUDA_SUCCESS);
     ck_assert_int_eq(sw_free(P, c), CUDA_ERROR_INVALID_VALUE);
     sw_free(P, b);
     env_down();
+}
+
+START_TEST(covered_block_goes_back_to_the_thread_that_freed_it)
+{
+    check_covered_reuse(64 << 10, (64 << 10) - 100); /* the same granules */
 }
 END_TEST
 
 /* Small sizes too: the covered slot is reused, not a new one taken. */
 START_TEST(covered_slab_slot_goes_back_to_the_thread_that_freed_it)
 {
-    env_up(16, true, 64 * PG);
-    CUdeviceptr a, b, c;
-    ck_assert_int_eq(sw_alloc(P, 0, 4096, &a), CUDA_SUCCESS);
-    ck_assert_int_eq(sw_free(P, a), CUDA_SUCCESS);
-    ck_assert_int_eq(sw_alloc(P, 0, 4096, &b), CUDA_SUCCESS);
-    ck_assert_uint_ne(b, a); /* not covered yet */
-    uint64_t t = sw_sync_begin(P, 0);
-    sw_sync_end(P, 0, t);
-    ck_assert_int_eq(sw_alloc(P, 0, 4000, &c), CUDA_SUCCESS); /* same class */
-    ck_assert_uint_eq(c, a);
-    ck_assert_uint_eq(counters().pending_bytes, 0);
-    CUdeviceptr base;
-    size_t size;
-    int dev;
-    ck_assert_int_eq(sw_lookup(P, c + 10, &base, &size, &dev), CUDA_SUCCESS);
-    ck_assert_uint_eq(base, c);
-    ck_assert_uint_eq(size, 4000);
-    ck_assert_int_eq(sw_free(P, c), CUDA_SUCCESS);
-    ck_assert_int_eq(sw_free(P, c), CUDA_ERROR_INVALID_VALUE);
-    sw_free(P, b);
-    env_down();
+    check_covered_reuse(4096, 4000); /* the same class */
 }
 END_TEST
 
