@@ -51,10 +51,11 @@ int selfstats_get(const char *name, unsigned dev, uint64_t *out)
     for (int k = 0; k < SPW_C_COUNT; k++) {
         if (strcmp(names[k], name) != 0)
             continue;
-        uint64_t v;
-        if (pread(fd, &v, sizeof v, (off_t)spw_stats_counter_offset(dev, (enum spw_counter)k)) != (ssize_t)sizeof v)
+        /* The device's bytes: a laned counter is its base plus its lanes. */
+        unsigned char d[sizeof(struct spw_stats_device)];
+        if (pread(fd, d, sizeof d, (off_t)spw_stats_device_offset(dev)) != (ssize_t)sizeof d)
             return -1;
-        *out = v;
+        *out = spw_stats_device_value(d, (enum spw_counter)k);
         return 0;
     }
     return -1;

@@ -32,6 +32,9 @@ struct counters {
 
 static struct counters devices[SW_MAX_DEVICES];
 _Static_assert(SW_MAX_DEVICES <= SPW_STATS_MAX_DEVICES, "the stats segment holds every device");
+/* A thread's lane here is its lane in the stats segment too: one line of
+ * each that no other thread writes (while there are no more threads). */
+_Static_assert(SW_LANES == SPW_STATS_LANES, "one stats lane per counter lane");
 static struct counters host;
 static struct spw_map maps[SPW_KINDS];
 static pthread_once_t maps_once = PTHREAD_ONCE_INIT;
@@ -296,29 +299,40 @@ int spw_account_reserve_told(int dev, uint64_t bytes)
     return 0;
 }
 
-/* Subtracts without ever wrapping below zero. */
-static void sub_floor(_Atomic uint64_t *v, uint64_t bytes)
+/* Subtracts from dev's byte count without ever wrapping below zero, and
+ * returns what it took: the stats segment's in_use takes the same (its
+ * lanes cannot see a floor). An attempt to go below zero is a bug, counted
+ * in the segment's underflows, which the tests require to stay 0. */
+static uint64_t sub_floor(int dev, uint64_t bytes)
 {
+    _Atomic uint64_t *v = &counters_of(dev)->used;
     uint64_t cur = atomic_load_explicit(v, memory_order_relaxed);
     uint64_t next;
     do {
         next = cur > bytes ? cur - bytes : 0;
     } while (!atomic_compare_exchange_weak_explicit(v, &cur, next, memory_order_relaxed,
                                                     memory_order_relaxed));
+    if (cur < bytes)
+        spw_stats_add(stats_for(dev), (uint32_t)dev, SPW_C_UNDERFLOWS, 1);
+    return cur - next;
 }
 
 void spw_account_unreserve(int dev, uint64_t bytes)
 {
-    sub_floor(&counters_of(dev)->used, bytes);
+    sub_floor(dev, bytes);
 }
 
-static void raise_peak(struct counters *c)
+/* Raises the peak to the byte count and returns the count: right after an
+ * allocation is committed, the device's exact total with it (its bytes
+ * were reserved in `used` before), which the stats' peak is raised to. */
+static uint64_t raise_peak(struct counters *c)
 {
     uint64_t used = atomic_load_explicit(&c->used, memory_order_relaxed);
     uint64_t peak = atomic_load_explicit(&c->peak, memory_order_relaxed);
     while (used > peak && !atomic_compare_exchange_weak_explicit(
                               &c->peak, &peak, used, memory_order_relaxed, memory_order_relaxed))
         ;
+    return used;
 }
 
 /* A map entry's dev field also carries the pass-through reason of the
@@ -401,7 +415,7 @@ static void commit_tagged(enum spw_kind kind, uint64_t key, int dev, uint64_t by
          * the counters stay exact, at the price of not counting it. */
         spw_warn("out of memory for the allocation table: %llu bytes on device %d not counted",
                  (unsigned long long)bytes, dev);
-        sub_floor(&c->used, bytes);
+        sub_floor(dev, bytes);
         return;
     }
     if (r == 1) {
@@ -410,16 +424,16 @@ static void commit_tagged(enum spw_kind kind, uint64_t key, int dev, uint64_t by
         int sreason, sdev = unpack_dev(stale.dev, &sreason);
         spw_debug("key %#llx reused: releasing its stale %llu bytes", (unsigned long long)key,
                   (unsigned long long)stale.size);
-        sub_floor(&counters_of(sdev)->used, stale.size);
+        uint64_t gone = sub_floor(sdev, stale.size);
         sw_lanes_add(&counters_of(sdev)->frees, 1);
-        spw_stats_free(stats_for(sdev), (uint32_t)sdev, stale.size);
+        spw_stats_free(stats_for(sdev), (uint32_t)sdev, sw_lane_of_thread(), gone);
         pt_gauge_add(sdev, sreason, stale.size, -1);
         unpooled_step(kind, sdev, sreason, -1);
     }
     unpooled_step(kind, dev, reason, 1);
     sw_lanes_add(&c->allocs, 1);
-    raise_peak(c);
-    spw_stats_alloc(stats_for(dev), (uint32_t)dev, bytes);
+    uint64_t total = raise_peak(c);
+    spw_stats_alloc(stats_for(dev), (uint32_t)dev, sw_lane_of_thread(), bytes, total);
     pt_gauge_add(dev, reason, bytes, 1);
 }
 
@@ -437,8 +451,8 @@ void spw_account_commit_pool(int dev, uint64_t bytes)
 {
     struct counters *c = counters_of(dev);
     sw_lanes_add(&c->allocs, 1);
-    raise_peak(c);
-    spw_stats_alloc(stats_for(dev), (uint32_t)dev, bytes);
+    uint64_t total = raise_peak(c);
+    spw_stats_alloc(stats_for(dev), (uint32_t)dev, sw_lane_of_thread(), bytes, total);
 }
 
 /* Stored only when it changed: every allocation publishes the pool's
@@ -485,9 +499,9 @@ int spw_account_forget(enum spw_kind kind, uint64_t key, int *dev, uint64_t *byt
 void spw_account_release_pt(int dev, uint64_t bytes, int reason)
 {
     struct counters *c = counters_of(dev);
-    sub_floor(&c->used, bytes);
+    uint64_t gone = sub_floor(dev, bytes);
     sw_lanes_add(&c->frees, 1);
-    spw_stats_free(stats_for(dev), (uint32_t)dev, bytes);
+    spw_stats_free(stats_for(dev), (uint32_t)dev, sw_lane_of_thread(), gone);
     pt_gauge_add(dev, reason, bytes, -1);
 }
 
@@ -504,7 +518,10 @@ void spw_account_restore_pt(enum spw_kind kind, uint64_t key, int dev, uint64_t 
     if (r < 0) {
         spw_warn("out of memory for the allocation table: %llu bytes on device %d forgotten",
                  (unsigned long long)bytes, dev);
-        sub_floor(&counters_of(dev)->used, bytes);
+        /* Out of the count for good, with no free: the stats' in_use
+         * follows (it counted them at commit), their frees do not. */
+        uint64_t gone = sub_floor(dev, bytes);
+        spw_stats_unuse(stats_for(dev), (uint32_t)dev, sw_lane_of_thread(), gone);
         pt_gauge_add(dev, reason, bytes, -1);
         return;
     }
@@ -581,7 +598,8 @@ void spw_account_note_oom(int dev)
 void spw_account_publish_to(struct spw_stats_writer *w)
 {
     /* Events between this copy and the store below go to neither: the
-     * publisher attaches before the first allocation it needs to see. */
+     * publisher attaches before the first allocation it needs to see. The
+     * copies are the bases of the laned counters; their lanes start at 0. */
     for (uint32_t d = 0; w && d < w->device_count && d < SW_MAX_DEVICES; d++) {
         struct counters *c = &devices[d];
         uint64_t limit = atomic_load(&c->limit);

@@ -90,7 +90,9 @@ static int check_geometry(const unsigned char *b, size_t len, char *why, size_t 
         return reject(why, whylen, "header size %u, expected %zu", hs, sizeof(struct spw_stats_header));
     uint32_t ds = get_u32(b, HOFF(device_size));
     if (ds != sizeof(struct spw_stats_device))
-        return reject(why, whylen, "device size %u, expected %zu", ds, sizeof(struct spw_stats_device));
+        return reject(why, whylen, "device size %u, expected %zu (%u counters, then %u lanes each for %u of them)",
+                      ds, sizeof(struct spw_stats_device), (unsigned)SPW_C_COUNT, SPW_STATS_LANES,
+                      (unsigned)SPW_L_COUNT);
     uint32_t cc = get_u32(b, HOFF(counter_count));
     if (cc != SPW_C_COUNT)
         return reject(why, whylen, "counter count %u, expected %u", cc, (unsigned)SPW_C_COUNT);
@@ -160,9 +162,10 @@ int spw_stats_decode(const void *buf, size_t len, uint32_t file_uid,
         return reject(why, whylen, "command line not terminated");
     if (copy_text(out->config, b + HOFF(config), SPW_STATS_CONFIG_LEN, 1) != 0)
         return reject(why, whylen, "config not terminated");
+    /* check_geometry made len exactly the header and device_count devices. */
     for (uint32_t d = 0; d < out->device_count; d++)
         for (unsigned k = 0; k < SPW_C_COUNT; k++)
-            out->c[d][k] = get_u64(b, spw_stats_counter_offset(d, (enum spw_counter)k));
+            out->c[d][k] = spw_stats_device_value(b + spw_stats_device_offset(d), (enum spw_counter)k);
     return 0;
 }
 

@@ -13,23 +13,31 @@
  *
  * Consistency: the text fields (cmdline, config) are guarded by
  * text_generation, a seqlock (odd while they are rewritten). Each counter is
- * a single 64-bit atomic on its own cache line (no false sharing between
- * counters hot in different threads); readers take each counter when two
- * consecutive reads agree. Counters are therefore individually exact but a
- * snapshot is not atomic across counters (in_use may briefly exceed peak).
+ * a 64-bit atomic on its own cache line (no false sharing between counters
+ * hot in different threads). The counters every allocation and free changes
+ * (SPW_STATS_LANED) are also split into SPW_STATS_LANES lanes, each on its
+ * own line, that the writer's threads add to: such a counter's value is its
+ * c[k].value (the base, set when the segment is attached) plus the sum of
+ * its lanes, modulo 2^64. A lane alone means nothing: a free on another
+ * thread than its allocation takes its lane below zero (it wraps), and the
+ * sum is exact. Readers take each counter, summed, when two consecutive
+ * reads agree. Counters are therefore individually exact but a snapshot is
+ * not atomic across counters (in_use may briefly exceed peak).
  */
 #ifndef SPILLWAY_STATS_LAYOUT_H
 #define SPILLWAY_STATS_LAYOUT_H
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define SPW_STATS_MAGIC        0x5441545357505331ULL /* "1SPWSTAT" little-endian */
-#define SPW_STATS_ABI_VERSION  3u
+#define SPW_STATS_ABI_VERSION  4u
 #define SPW_STATS_MAX_DEVICES  64u
 #define SPW_STATS_CMDLINE_LEN  1024u
 #define SPW_STATS_CONFIG_LEN   2048u
 #define SPW_STATS_CACHELINE    64u
+#define SPW_STATS_LANES        16u /* per laned counter; a power of two */
 #define SPW_STATS_NAME_PREFIX  "spillway."
 /* A segment's file name, from (unsigned) uid and (int) pid: the uid is the
  * writer's effective one, geteuid(), the owner of the file it creates
@@ -82,6 +90,21 @@ enum spw_counter {
     SPW_C_COUNT
 };
 
+/* The counters every allocation and free served changes, from every thread
+ * that allocates: one shared line each made those threads take the line
+ * from one another (issue 14 item 6), so they are laned (see Consistency
+ * above). The one list of them: the writer, the readers, the docs and the
+ * tests derive from it. peak_bytes is not here: it is written only when it
+ * grows. */
+#define SPW_STATS_LANED(X) X(IN_USE) X(ALLOCS) X(FREES)
+
+enum spw_laned {
+#define SPW_X(e) SPW_L_##e,
+    SPW_STATS_LANED(SPW_X)
+#undef SPW_X
+    SPW_L_COUNT
+};
+
 /* One counter per cache line: the shim updates different counters from
  * different threads; sharing lines would make every update a miss. */
 struct spw_stats_counter {
@@ -89,8 +112,11 @@ struct spw_stats_counter {
     uint8_t pad[SPW_STATS_CACHELINE - sizeof(uint64_t)];
 };
 
+/* c[k] of a laned counter holds its base; lane[l] its lanes, in
+ * SPW_STATS_LANED order. */
 struct spw_stats_device {
     struct spw_stats_counter c[SPW_C_COUNT];
+    struct spw_stats_counter lane[SPW_L_COUNT][SPW_STATS_LANES];
 };
 
 struct spw_stats_header {
@@ -117,20 +143,76 @@ _Static_assert(sizeof(_Atomic uint64_t) == 8, "atomic u64 must be 8 bytes");
 _Static_assert(sizeof(struct spw_stats_counter) == SPW_STATS_CACHELINE, "counter is one line");
 _Static_assert(sizeof(struct spw_stats_header) % SPW_STATS_CACHELINE == 0, "header is whole lines");
 /* The header is the same since v1; v2 added per-device counters, v3
- * reported_bytes (SPILLWAY_OVERSUBSCRIBE). */
-_Static_assert(offsetof(struct spw_stats_header, cmdline) == 128, "ABI v3 header layout");
+ * reported_bytes (SPILLWAY_OVERSUBSCRIBE), v4 the lanes after each device's
+ * counters (in_use_bytes, allocs, frees: SPW_STATS_LANED), so that threads
+ * allocating at once write lines of their own; a v3 reader would take the
+ * bases alone for these counters, hence the new version. */
+_Static_assert(offsetof(struct spw_stats_header, cmdline) == 128, "ABI v4 header layout");
 _Static_assert(sizeof(struct spw_stats_header) == 128 + SPW_STATS_CMDLINE_LEN + SPW_STATS_CONFIG_LEN,
-               "ABI v3 header size");
+               "ABI v4 header size");
+_Static_assert((SPW_STATS_LANES & (SPW_STATS_LANES - 1)) == 0, "lanes: a power of two");
+_Static_assert(offsetof(struct spw_stats_device, lane) == SPW_C_COUNT * SPW_STATS_CACHELINE,
+               "ABI v4: the lanes follow the counters");
+_Static_assert(sizeof(struct spw_stats_device) ==
+                   (SPW_C_COUNT + SPW_L_COUNT * SPW_STATS_LANES) * SPW_STATS_CACHELINE,
+               "ABI v4 device size: whole lines, no padding");
+
+/* The lane group of counter k, or -1 when k is a single atomic. */
+static inline int spw_stats_laned(enum spw_counter k)
+{
+    switch (k) {
+#define SPW_X(e)                                                                                   \
+    case SPW_C_##e:                                                                                \
+        return SPW_L_##e;
+        SPW_STATS_LANED(SPW_X)
+#undef SPW_X
+    default:
+        return -1;
+    }
+}
 
 static inline uint64_t spw_stats_total_size(uint32_t device_count)
 {
     return sizeof(struct spw_stats_header) + (uint64_t)device_count * sizeof(struct spw_stats_device);
 }
 
-/* Byte offset of counter k of device d from the start of the segment. */
+/* Byte offset of device d's counters from the start of the segment. */
+static inline size_t spw_stats_device_offset(uint32_t d)
+{
+    return sizeof(struct spw_stats_header) + (size_t)d * sizeof(struct spw_stats_device);
+}
+
+/* Byte offset of counter k of device d from the start of the segment (for
+ * a laned counter: its base). */
 static inline size_t spw_stats_counter_offset(uint32_t d, enum spw_counter k)
 {
-    return sizeof(struct spw_stats_header) + (size_t)d * sizeof(struct spw_stats_device) +
+    return spw_stats_device_offset(d) + offsetof(struct spw_stats_device, c) +
            (size_t)k * sizeof(struct spw_stats_counter);
+}
+
+/* Byte offset of lane i of the laned counter l of device d. */
+static inline size_t spw_stats_lane_offset(uint32_t d, enum spw_laned l, unsigned i)
+{
+    return spw_stats_device_offset(d) + offsetof(struct spw_stats_device, lane) +
+           ((size_t)l * SPW_STATS_LANES + i) * sizeof(struct spw_stats_counter);
+}
+
+/* The value of counter k in a copy of one device's bytes (dev: at least
+ * sizeof(struct spw_stats_device) readable bytes, any alignment): the base,
+ * plus the lanes of a laned counter. For readers, which never map a
+ * segment; the writer reads its own with spw_stats_get. */
+static inline uint64_t spw_stats_device_value(const void *dev, enum spw_counter k)
+{
+    const unsigned char *b = dev;
+    uint64_t v, lane;
+    memcpy(&v, b + offsetof(struct spw_stats_device, c) + (size_t)k * SPW_STATS_CACHELINE, sizeof v);
+    int l = spw_stats_laned(k);
+    for (unsigned i = 0; l >= 0 && i < SPW_STATS_LANES; i++) {
+        memcpy(&lane, b + offsetof(struct spw_stats_device, lane) +
+                          ((size_t)l * SPW_STATS_LANES + i) * SPW_STATS_CACHELINE,
+               sizeof lane);
+        v += lane; /* modulo 2^64: a lane below zero has wrapped */
+    }
+    return v;
 }
 #endif

@@ -40,27 +40,49 @@ static int read_exact(int fd, void *buf, size_t len, off_t off)
     return 0;
 }
 
+/* Reads counter k of device d into `a` again (its base, and its lanes when
+ * it has them) and gives its value. */
+static int reread_counter(int fd, unsigned char *a, uint32_t d, enum spw_counter k, uint64_t *value)
+{
+    size_t off = spw_stats_counter_offset(d, k);
+    if (read_exact(fd, a + off, 8, (off_t)off) != 0)
+        return -1;
+    int l = spw_stats_laned(k);
+    if (l >= 0) {
+        size_t lanes = spw_stats_lane_offset(d, (enum spw_laned)l, 0);
+        if (read_exact(fd, a + lanes, SPW_STATS_LANES * SPW_STATS_CACHELINE, (off_t)lanes) != 0)
+            return -1;
+    }
+    *value = spw_stats_device_value(a + spw_stats_device_offset(d), k);
+    return 0;
+}
+
 /* Makes every counter in `a` a value two consecutive reads agreed on: a
- * counter that differs between a and b is re-read until it settles. A
- * single pread is not guaranteed atomic per 8 bytes, so agreement is what
- * rules out a torn value. */
+ * counter whose value differs between a and b is re-read until it settles.
+ * A single pread is not guaranteed atomic per 8 bytes, and a laned
+ * counter's lanes are read one after another, so agreement (of the summed
+ * value) is what rules out a torn value. Devices are counted from len; a
+ * len that is not whole devices is rejected by the decoder afterwards. */
 static int settle_counters(int fd, unsigned char *a, const unsigned char *b, size_t len)
 {
     size_t first = sizeof(struct spw_stats_header);
-    for (size_t off = first; off + 8 <= len; off += 8) {
-        if (memcmp(a + off, b + off, 8) == 0)
-            continue;
-        unsigned char prev[8], cur[8];
-        memcpy(prev, b + off, 8);
-        int settled = 0;
-        for (int t = 0; t < READ_TRIES && !settled; t++) {
-            if (read_exact(fd, cur, 8, (off_t)off) != 0)
-                return -1;
-            settled = memcmp(prev, cur, 8) == 0;
-            memcpy(prev, cur, 8);
+    size_t n = len > first ? (len - first) / sizeof(struct spw_stats_device) : 0;
+    for (uint32_t d = 0; d < n; d++) {
+        size_t dev = spw_stats_device_offset(d);
+        for (unsigned k = 0; k < SPW_C_COUNT; k++) {
+            uint64_t prev = spw_stats_device_value(b + dev, (enum spw_counter)k);
+            if (spw_stats_device_value(a + dev, (enum spw_counter)k) == prev)
+                continue;
+            int settled = 0;
+            for (int t = 0; t < READ_TRIES && !settled; t++) {
+                uint64_t cur;
+                if (reread_counter(fd, a, d, (enum spw_counter)k, &cur) != 0)
+                    return -1;
+                settled = cur == prev;
+                prev = cur;
+            }
+            /* A counter hot enough never to settle: `a` holds its last read. */
         }
-        /* A counter hot enough never to settle: the last 8-byte read. */
-        memcpy(a + off, prev, 8);
     }
     return 0;
 }

@@ -17,7 +17,15 @@
  *
  * Updates with a device index >= device_count are ignored. spw_stats_sub
  * never wraps below zero: it clamps and counts an underflow instead (a shim
- * bug shows as SPW_C_UNDERFLOWS, not as a 17 TB figure). */
+ * bug shows as SPW_C_UNDERFLOWS, not as a 17 TB figure).
+ *
+ * The laned counters (layout.h: in_use_bytes, allocs, frees) are what
+ * spw_stats_alloc and spw_stats_free change, in the caller's lane. A lane
+ * cannot tell an underflow (it goes below zero whenever another thread
+ * frees what this one allocated): the caller keeps the exact total and
+ * counts its own underflows (the shim: account.c). get/set/add/sub act on
+ * a laned counter's value too (add and sub through its base); they are for
+ * attaching and tests, not the hot path. */
 #ifndef SPILLWAY_STATS_WRITER_H
 #define SPILLWAY_STATS_WRITER_H
 #include "stats/layout.h"
@@ -63,11 +71,30 @@ void spw_stats_close(struct spw_stats_writer *w);
 /* Path of the segment (for logs and tests). */
 const char *spw_stats_path(const struct spw_stats_writer *w);
 
+/* The atomic of counter k of device d (of a laned counter: its base), or
+ * NULL when there is none. */
 static inline _Atomic uint64_t *spw_stats_slot(struct spw_stats_writer *w, uint32_t d, enum spw_counter k)
 {
     if (!w || d >= w->device_count || (unsigned)k >= SPW_C_COUNT)
         return NULL;
     return &w->dev[d].c[k].value;
+}
+
+/* The sum of the lanes of counter k (0 for a counter without lanes). */
+static inline uint64_t spw_stats_lanes_sum(struct spw_stats_writer *w, uint32_t d, enum spw_counter k)
+{
+    int l = spw_stats_laned(k);
+    uint64_t s = 0;
+    for (unsigned i = 0; l >= 0 && i < SPW_STATS_LANES; i++)
+        s += atomic_load_explicit(&w->dev[d].lane[l][i].value, memory_order_relaxed);
+    return s;
+}
+
+/* The value of counter k as a reader sees it (0 when there is none). */
+static inline uint64_t spw_stats_get(struct spw_stats_writer *w, uint32_t d, enum spw_counter k)
+{
+    _Atomic uint64_t *v = spw_stats_slot(w, d, k);
+    return v ? atomic_load_explicit(v, memory_order_relaxed) + spw_stats_lanes_sum(w, d, k) : 0;
 }
 
 static inline void spw_stats_add(struct spw_stats_writer *w, uint32_t d, enum spw_counter k, uint64_t n)
@@ -82,6 +109,17 @@ static inline void spw_stats_sub(struct spw_stats_writer *w, uint32_t d, enum sp
     _Atomic uint64_t *v = spw_stats_slot(w, d, k);
     if (!v)
         return;
+    if (spw_stats_laned(k) >= 0) {
+        /* The base alone may be below n while the lanes hold the rest: the
+         * floor is the value's (exact while no lane moves). */
+        uint64_t have = spw_stats_get(w, d, k);
+        if (have < n) {
+            atomic_fetch_add_explicit(&w->dev[d].c[SPW_C_UNDERFLOWS].value, 1, memory_order_relaxed);
+            n = have;
+        }
+        atomic_fetch_sub_explicit(v, n, memory_order_relaxed);
+        return;
+    }
     uint64_t old = atomic_load_explicit(v, memory_order_relaxed);
     for (;;) {
         uint64_t next = old >= n ? old - n : 0;
@@ -95,14 +133,17 @@ static inline void spw_stats_sub(struct spw_stats_writer *w, uint32_t d, enum sp
     }
 }
 
+/* Makes the value n: a laned counter's base becomes n less its lanes
+ * (exact while no lane moves: at attach, its lanes are all zero). */
 static inline void spw_stats_set(struct spw_stats_writer *w, uint32_t d, enum spw_counter k, uint64_t n)
 {
     _Atomic uint64_t *v = spw_stats_slot(w, d, k);
     if (v)
-        atomic_store_explicit(v, n, memory_order_relaxed);
+        atomic_store_explicit(v, n - spw_stats_lanes_sum(w, d, k), memory_order_relaxed);
 }
 
-/* Raises the counter to n if it is lower (for peaks). */
+/* Raises the counter to n if it is lower (for peaks: a load, and a CAS only
+ * when it grows). Not for a laned counter. */
 static inline void spw_stats_max(struct spw_stats_writer *w, uint32_t d, enum spw_counter k, uint64_t n)
 {
     _Atomic uint64_t *v = spw_stats_slot(w, d, k);
@@ -115,22 +156,51 @@ static inline void spw_stats_max(struct spw_stats_writer *w, uint32_t d, enum sp
         ;
 }
 
-/* An allocation of `bytes` served from the pool: in_use, allocs and peak. */
-static inline void spw_stats_alloc(struct spw_stats_writer *w, uint32_t d, uint64_t bytes)
+/* Lane `lane` (any number, taken modulo SPW_STATS_LANES) of the laned
+ * counter l of device d, or NULL when there is no such device. The caller
+ * picks the lane: the shim's is its thread's (policy/lanes.h), so that
+ * threads allocating at once write lines of their own. */
+static inline _Atomic uint64_t *spw_stats_lane(struct spw_stats_writer *w, uint32_t d, enum spw_laned l,
+                                               unsigned lane)
 {
-    _Atomic uint64_t *v = spw_stats_slot(w, d, SPW_C_IN_USE);
+    if (!w || d >= w->device_count)
+        return NULL;
+    return &w->dev[d].lane[l][lane & (SPW_STATS_LANES - 1)].value;
+}
+
+/* An allocation of `bytes` served, counted in `lane`: in_use and allocs.
+ * in_use_after is the caller's exact total for the device once this
+ * allocation is counted (the shim's own byte count): the lanes cannot tell
+ * it, and peak_bytes is raised to it. */
+static inline void spw_stats_alloc(struct spw_stats_writer *w, uint32_t d, unsigned lane, uint64_t bytes,
+                                   uint64_t in_use_after)
+{
+    _Atomic uint64_t *v = spw_stats_lane(w, d, SPW_L_IN_USE, lane);
     if (!v)
         return;
-    uint64_t now = atomic_fetch_add_explicit(v, bytes, memory_order_relaxed) + bytes;
-    spw_stats_add(w, d, SPW_C_ALLOCS, 1);
-    spw_stats_max(w, d, SPW_C_PEAK, now);
+    atomic_fetch_add_explicit(v, bytes, memory_order_relaxed);
+    atomic_fetch_add_explicit(spw_stats_lane(w, d, SPW_L_ALLOCS, lane), 1, memory_order_relaxed);
+    spw_stats_max(w, d, SPW_C_PEAK, in_use_after);
+}
+
+/* Bytes that spw_stats_alloc counted and that are no longer in use, in
+ * `lane` (any thread's: the sum stays exact). spw_stats_free also counts a
+ * free; this alone is for bytes given up without one. */
+static inline void spw_stats_unuse(struct spw_stats_writer *w, uint32_t d, unsigned lane, uint64_t bytes)
+{
+    _Atomic uint64_t *v = spw_stats_lane(w, d, SPW_L_IN_USE, lane);
+    if (v)
+        atomic_fetch_sub_explicit(v, bytes, memory_order_relaxed); /* wraps below zero: see above */
 }
 
 /* A free of `bytes` that spw_stats_alloc counted. */
-static inline void spw_stats_free(struct spw_stats_writer *w, uint32_t d, uint64_t bytes)
+static inline void spw_stats_free(struct spw_stats_writer *w, uint32_t d, unsigned lane, uint64_t bytes)
 {
-    spw_stats_sub(w, d, SPW_C_IN_USE, bytes);
-    spw_stats_add(w, d, SPW_C_FREES, 1);
+    _Atomic uint64_t *f = spw_stats_lane(w, d, SPW_L_FREES, lane);
+    if (!f)
+        return;
+    spw_stats_unuse(w, d, lane, bytes);
+    atomic_fetch_add_explicit(f, 1, memory_order_relaxed);
 }
 
 /* A spill (device -> host) or fill (host -> device) of `bytes`. */

@@ -3,9 +3,11 @@
 
 The GPU harness reads each row's own segment while the row holds its peak
 (spillway-top needs ncurses, which the GPU host may lack). Counter names and
-their order come from stats/layout.h's X-macro at run time, so counters added
-there are picked up; a segment whose counter count differs from layout.h's is
-reported as unreadable, never misread.
+their order, which of them are laned (base + SPW_STATS_LANES lanes summed
+modulo 2^64) and the ABI version come from stats/layout.h at run time, so
+counters added there are picked up; a segment of another ABI version or
+whose counter count or device size differs from layout.h's is reported as
+unreadable, never misread.
 
   swstats.py [--dir DIR] [--pid PID] [--json]   print segments (fallback for
                                                 spillway-top --json / --once)
@@ -18,17 +20,34 @@ import struct
 import sys
 
 MAGIC = 0x5441545357505331
-HEADER = struct.Struct("<QIIQIIIIiiQQQQ48s")  # 128 bytes, stats/layout.h ABI v1
+HEADER = struct.Struct("<QIIQIIIIiiQQQQ48s")  # 128 bytes, stats/layout.h: the same since ABI v1
 CMDLINE_LEN, CONFIG_LEN = 1024, 2048
+LINE = 64  # SPW_STATS_CACHELINE: one counter or lane per line
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _layout_text(layout=None):
+    with open(layout or os.path.join(ROOT, "stats", "layout.h")) as f:
+        return f.read()
 
 
 def counter_names(layout=None):
     """[(name, kind)] in layout order, parsed from SPW_STATS_COUNTERS."""
-    path = layout or os.path.join(ROOT, "stats", "layout.h")
-    with open(path) as f:
-        text = f.read()
-    return re.findall(r"^\s*X\(\s*\w+\s*,\s*(\w+)\s*,\s*(GAUGE|COUNTER)\s*,", text, re.M)
+    return re.findall(r"^\s*X\(\s*\w+\s*,\s*(\w+)\s*,\s*(GAUGE|COUNTER)\s*,", _layout_text(layout), re.M)
+
+
+class Layout:
+    """What stats/layout.h says beyond the names: ABI version, lanes."""
+
+    def __init__(self, layout=None):
+        text = _layout_text(layout)
+        self.abi = int(re.search(r"#define SPW_STATS_ABI_VERSION\s+(\d+)u", text).group(1))
+        self.lanes = int(re.search(r"#define SPW_STATS_LANES\s+(\d+)u", text).group(1))
+        enums = re.findall(r"^\s*X\(\s*(\w+)\s*,\s*\w+\s*,\s*(?:GAUGE|COUNTER)\s*,", text, re.M)
+        self.ncount = len(enums)
+        laned = re.search(r"#define SPW_STATS_LANED\(X\)([^\n]*)", text).group(1)
+        # index in the counters -> index of its lane group
+        self.laned = {enums.index(e): g for g, e in enumerate(re.findall(r"X\((\w+)\)", laned))}
 
 
 def stats_dir(d=None):
@@ -43,30 +62,43 @@ def _text(b):
     return b.split(b"\0", 1)[0].decode("ascii", "replace")
 
 
-def decode(data, names):
+def _value(data, base, k, layout):
+    """Counter k of the device at byte base: a laned one is its base plus its lanes."""
+    v = struct.unpack_from("<Q", data, base + k * LINE)[0]
+    g = layout.laned.get(k)
+    if g is not None:
+        first = base + (layout.ncount + g * layout.lanes) * LINE
+        v += sum(struct.unpack_from("<Q", data, first + i * LINE)[0] for i in range(layout.lanes))
+    return v & 0xFFFFFFFFFFFFFFFF  # a lane below zero has wrapped
+
+
+def decode(data, names, layout=None):
     """Segment bytes -> dict; raises ValueError naming what is wrong."""
+    layout = layout or Layout()
     if len(data) < HEADER.size:
         raise ValueError("short segment (%d bytes)" % len(data))
     (magic, abi, hsize, total, ndev, dsize, ncount, uid, pid, host_pid, _ns, start, created, _gen,
      _res) = HEADER.unpack_from(data)
     if magic != MAGIC:
         raise ValueError("bad magic %#x (not initialised yet?)" % magic)
+    if abi != layout.abi:
+        raise ValueError("ABI version %d, stats/layout.h is %d" % (abi, layout.abi))
     if ncount != len(names):
         raise ValueError("segment has %d counters, stats/layout.h names %d" % (ncount, len(names)))
-    if not (0 < ndev <= 64) or dsize % ncount or hsize < HEADER.size or hsize + ndev * dsize > len(data):
+    want = (ncount + len(layout.laned) * layout.lanes) * LINE
+    if dsize != want:
+        raise ValueError("device size %d, stats/layout.h makes it %d" % (dsize, want))
+    if not (0 < ndev <= 64) or hsize < HEADER.size or hsize + ndev * dsize > len(data):
         raise ValueError("inconsistent sizes (header %d, %d devices of %d, file %d)" % (hsize, ndev, dsize, len(data)))
-    stride = dsize // ncount
     devices = []
     for d in range(ndev):
         base = hsize + d * dsize
-        devices.append({n: struct.unpack_from("<Q", data, base + k * stride)[0] for k, (n, _) in enumerate(names)})
-    seg = {"abi_version": abi, "pid": pid, "host_pid": host_pid, "uid": uid, "start_time": start,
-           "created_unix_ns": created, "devices": devices, "cmdline": "", "config": {}}
-    if abi in (1, 2, 3):  # the text fields' offsets are known for v1 to v3 (same header)
-        seg["cmdline"] = _text(data[HEADER.size:HEADER.size + CMDLINE_LEN])
-        cfg = _text(data[HEADER.size + CMDLINE_LEN:HEADER.size + CMDLINE_LEN + CONFIG_LEN])
-        seg["config"] = dict(l.split("=", 1) for l in cfg.splitlines() if "=" in l)
-    return seg
+        devices.append({n: _value(data, base, k, layout) for k, (n, _) in enumerate(names)})
+    cfg = _text(data[HEADER.size + CMDLINE_LEN:HEADER.size + CMDLINE_LEN + CONFIG_LEN])
+    return {"abi_version": abi, "pid": pid, "host_pid": host_pid, "uid": uid, "start_time": start,
+            "created_unix_ns": created, "devices": devices,
+            "cmdline": _text(data[HEADER.size:HEADER.size + CMDLINE_LEN]),
+            "config": dict(l.split("=", 1) for l in cfg.splitlines() if "=" in l)}
 
 
 def read_pid(pid, d=None, names=None):

@@ -243,10 +243,10 @@ START_TEST(pool_and_passthrough_share_the_count)
     spw_account_commit_pt(SPW_KIND_DEVPTR, 0x2000, 1, 50 * MiB, SW_PT_MANAGED);
     ck_assert_int_eq(spw_account_reserve(1, 21 * MiB), -1); /* 80 + 21 > 100 */
     ck_assert_uint_eq(read_dev(1).used, 80 * MiB);
-    ck_assert_uint_eq(*spw_stats_slot(w, 1, SPW_C_IN_USE), 80 * MiB);
-    ck_assert_uint_eq(*spw_stats_slot(w, 1, SPW_C_PASS_MANAGED), 50 * MiB);
+    ck_assert_uint_eq(spw_stats_get(w, 1, SPW_C_IN_USE), 80 * MiB);
+    ck_assert_uint_eq(spw_stats_get(w, 1, SPW_C_PASS_MANAGED), 50 * MiB);
     spw_account_set_pool_bytes(1, 64 * MiB);
-    ck_assert_uint_eq(*spw_stats_slot(w, 1, SPW_C_POOL), 64 * MiB);
+    ck_assert_uint_eq(spw_stats_get(w, 1, SPW_C_POOL), 64 * MiB);
     int dev, why;
     uint64_t bytes;
     ck_assert_int_eq(spw_account_forget_pt(SPW_KIND_DEVPTR, 0x2000, &dev, &bytes, &why), 0);
@@ -255,7 +255,7 @@ START_TEST(pool_and_passthrough_share_the_count)
     ck_assert_int_eq(spw_account_forget_pt(SPW_KIND_DEVPTR, 0x2000, &dev, &bytes, &why), 0);
     ck_assert_int_eq(why, SW_PT_MANAGED);
     spw_account_release_pt(dev, bytes, why);
-    ck_assert_uint_eq(*spw_stats_slot(w, 1, SPW_C_PASS_MANAGED), 0);
+    ck_assert_uint_eq(spw_stats_get(w, 1, SPW_C_PASS_MANAGED), 0);
     spw_account_release(1, 30 * MiB); /* the pool allocation */
     ck_assert_uint_eq(read_dev(1).used, 0);
     ck_assert_uint_eq(read_dev(1).peak, 80 * MiB);
@@ -264,11 +264,84 @@ START_TEST(pool_and_passthrough_share_the_count)
     spw_account_commit_pt(SPW_KIND_DEVPTR, 0x3000, 0, MiB, SW_PT_CAPTURE);
     ck_assert_int_eq(spw_account_reserve(0, 2 * MiB), 0);
     spw_account_commit_pt(SPW_KIND_DEVPTR, 0x3000, 0, 2 * MiB, SW_PT_IPC);
-    ck_assert_uint_eq(*spw_stats_slot(w, 0, SPW_C_PASS_CAPTURE), 0);
-    ck_assert_uint_eq(*spw_stats_slot(w, 0, SPW_C_PASS_IPC), 2 * MiB);
+    ck_assert_uint_eq(spw_stats_get(w, 0, SPW_C_PASS_CAPTURE), 0);
+    ck_assert_uint_eq(spw_stats_get(w, 0, SPW_C_PASS_IPC), 2 * MiB);
     ck_assert_int_eq(spw_account_forget(SPW_KIND_DEVPTR, 0x3000, &dev, &bytes), 0);
     ck_assert_int_eq(dev, 0); /* the plain API strips the reason */
-    ck_assert_uint_eq(*spw_stats_slot(w, 0, SPW_C_UNDERFLOWS), 0);
+    ck_assert_uint_eq(spw_stats_get(w, 0, SPW_C_UNDERFLOWS), 0);
+    spw_account_publish_to(NULL);
+    spw_stats_close(w);
+    rmdir(dir);
+}
+END_TEST
+
+/* The segment's in_use, allocs and frees are the shim's own figures
+ * (laned in both), and its peak the count's, on every path that moves the
+ * count: pool and pass-through commits, a stale key, a failed free's
+ * restore, releases, and attempts to go below zero (counted as underflows,
+ * the segment taking what the count took). */
+static void expect_segment_is_the_count(struct spw_stats_writer *w, int dev)
+{
+    struct spillway_counters c = read_dev(dev);
+    ck_assert_uint_eq(spw_stats_get(w, (uint32_t)dev, SPW_C_IN_USE), c.used);
+    ck_assert_uint_eq(spw_stats_get(w, (uint32_t)dev, SPW_C_PEAK), c.peak);
+    ck_assert_uint_eq(spw_stats_get(w, (uint32_t)dev, SPW_C_ALLOCS), c.allocs);
+    ck_assert_uint_eq(spw_stats_get(w, (uint32_t)dev, SPW_C_FREES), c.frees);
+}
+
+static void *release_mib(void *arg)
+{
+    spw_account_release((int)(intptr_t)arg, MiB);
+    return NULL;
+}
+
+START_TEST(segment_in_use_is_the_count)
+{
+    setup();
+    ck_assert_int_eq(spw_account_reserve(0, 3 * MiB), 0); /* before the segment: its base */
+    spw_account_commit_pool(0, 3 * MiB);
+    char dir[] = "/tmp/spw_account_XXXXXX", err[256];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    struct spw_stats_params p = {.dir = dir, .device_count = 2, .cmdline = "t", .config = ""};
+    struct spw_stats_writer *w;
+    ck_assert_int_eq(spw_stats_open(&w, &p, err, sizeof err), 0);
+    spw_account_publish_to(w);
+    expect_segment_is_the_count(w, 0);
+    ck_assert_int_eq(spw_account_reserve(0, 5 * MiB), 0);
+    spw_account_commit_pool(0, 5 * MiB);
+    ck_assert_int_eq(spw_account_reserve(0, 7 * MiB), 0);
+    spw_account_commit_pt(SPW_KIND_DEVPTR, 0x5000, 0, 7 * MiB, SW_PT_MANAGED);
+    expect_segment_is_the_count(w, 0);
+    /* The driver hands 0x5000 out again: the stale 7 MiB are freed. */
+    ck_assert_int_eq(spw_account_reserve(0, 2 * MiB), 0);
+    spw_account_commit(SPW_KIND_DEVPTR, 0x5000, 0, 2 * MiB);
+    expect_segment_is_the_count(w, 0);
+    int dev;
+    uint64_t bytes;
+    ck_assert_int_eq(spw_account_forget(SPW_KIND_DEVPTR, 0x5000, &dev, &bytes), 0);
+    spw_account_restore(SPW_KIND_DEVPTR, 0x5000, dev, bytes); /* the free failed */
+    expect_segment_is_the_count(w, 0);
+    ck_assert_int_eq(spw_account_forget(SPW_KIND_DEVPTR, 0x5000, &dev, &bytes), 0);
+    spw_account_release(dev, bytes);
+    ck_assert_int_eq(spw_account_reserve(0, 4 * MiB), 0);
+    spw_account_unreserve(0, 4 * MiB); /* a failed allocation */
+    expect_segment_is_the_count(w, 0);
+    ck_assert_uint_eq(spw_stats_get(w, 0, SPW_C_UNDERFLOWS), 0);
+    /* Pool frees on another thread (its lane goes below zero). */
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, release_mib, (void *)(intptr_t)0), 0);
+    pthread_join(t, NULL);
+    expect_segment_is_the_count(w, 0);
+    ck_assert_uint_eq(read_dev(0).used, 7 * MiB);
+    /* Below zero: the count stops at 0, the segment with it, counted. */
+    spw_account_release(0, 9 * MiB);
+    expect_segment_is_the_count(w, 0);
+    ck_assert_uint_eq(read_dev(0).used, 0);
+    ck_assert_uint_eq(spw_stats_get(w, 0, SPW_C_UNDERFLOWS), 1);
+    spw_account_unreserve(0, MiB);
+    ck_assert_uint_eq(spw_stats_get(w, 0, SPW_C_UNDERFLOWS), 2);
+    expect_segment_is_the_count(w, 0);
+    expect_segment_is_the_count(w, 1);
     spw_account_publish_to(NULL);
     spw_stats_close(w);
     rmdir(dir);
@@ -289,6 +362,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, limit_holds_under_races);
     tcase_add_test(tc, fork_while_accounting);
     tcase_add_test(tc, pool_and_passthrough_share_the_count);
+    tcase_add_test(tc, segment_in_use_is_the_count);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,5 +1,6 @@
 /* A valid segment image made by the real writer, for tests that then break
- * it: the bytes of a 2-device segment of this process with known counters. */
+ * it: the bytes of a 2-device segment of this process with known counters
+ * (device 1: in_use_bytes 4242, peak_bytes 5000, allocs 1, frees 1). */
 #ifndef SPILLWAY_TEST_IMAGE_H
 #define SPILLWAY_TEST_IMAGE_H
 #include "stats/writer.h"
@@ -19,7 +20,10 @@ static inline unsigned char *valid_image(size_t *len)
         abort();
     }
     spw_stats_set(w, 0, SPW_C_LIMIT, 1u << 30);
-    spw_stats_alloc(w, 1, 4242);
+    /* In use 4242 as base + lanes: the free's lane, the last, is below zero. */
+    spw_stats_set(w, 1, SPW_C_IN_USE, 1000);
+    spw_stats_alloc(w, 1, 2, 4000, 5000);
+    spw_stats_free(w, 1, SPW_STATS_LANES - 1, 758);
     *len = (size_t)spw_stats_total_size(IMAGE_DEVICES);
     unsigned char *img = malloc(*len);
     memcpy(img, w->hdr, *len);

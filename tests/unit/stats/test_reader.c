@@ -53,7 +53,10 @@ START_TEST(valid_image_reads)
     char why[256] = "";
     plant_file(own_name(), img, img_len, 0600);
     ck_assert_int_eq(read_planted(why, sizeof why), SPW_READ_OK);
-    ck_assert_uint_eq(snap.c[1][SPW_C_IN_USE], 4242);
+    ck_assert_uint_eq(snap.c[1][SPW_C_IN_USE], 4242); /* base, lanes, one below zero */
+    ck_assert_uint_eq(snap.c[1][SPW_C_PEAK], 5000);
+    ck_assert_uint_eq(snap.c[1][SPW_C_ALLOCS], 1);
+    ck_assert_uint_eq(snap.c[1][SPW_C_FREES], 1);
     ck_assert_uint_eq(snap.c[0][SPW_C_LIMIT], 1u << 30);
     ck_assert_str_eq(snap.cmdline, "worker --id 7");
 }
@@ -86,6 +89,44 @@ START_TEST(device_count_beyond_file)
 }
 END_TEST
 START_TEST(truncated_file) { expect_bad(img, img_len - 100, 0600, "total size"); }
+END_TEST
+
+/* The lanes of the counters every allocation changes (ABI 4) end each
+ * device: a file cut inside them, a segment laid out without them, or an
+ * ABI 3 one (no lanes) is refused, saying why, never read short. */
+START_TEST(lane_area_cut_is_refused)
+{
+    char want[128];
+    size_t cut = img_len - (size_t)SPW_L_COUNT * SPW_STATS_LANES * SPW_STATS_CACHELINE / 2;
+    snprintf(want, sizeof want, "total size %zu but file has %zu bytes", img_len, cut);
+    expect_bad(img, cut, 0600, want);
+    expect_bad(img, img_len - 8, 0600, "truncated or grown"); /* the last lane's last bytes */
+}
+END_TEST
+START_TEST(lane_area_missing_is_refused)
+{
+    /* A writer that left the lanes out: every size consistent but the device's. */
+    uint32_t ds = SPW_C_COUNT * SPW_STATS_CACHELINE;
+    size_t len = sizeof(struct spw_stats_header) + IMAGE_DEVICES * ds;
+    put_u32(OFF(device_size), ds);
+    put_u64(OFF(total_size), len);
+    char want[128];
+    snprintf(want, sizeof want, "device size %u, expected %zu", ds, sizeof(struct spw_stats_device));
+    expect_bad(img, len, 0600, want);
+    expect_bad(img, len, 0600, "lanes");
+}
+END_TEST
+START_TEST(abi_3_segment_is_refused)
+{
+    uint32_t ds = SPW_C_COUNT * SPW_STATS_CACHELINE; /* ABI 3: counters only */
+    size_t len = sizeof(struct spw_stats_header) + IMAGE_DEVICES * ds;
+    put_u32(OFF(abi_version), 3);
+    put_u32(OFF(device_size), ds);
+    put_u64(OFF(total_size), len);
+    char want[64];
+    snprintf(want, sizeof want, "ABI version 3, this reader knows %u", SPW_STATS_ABI_VERSION);
+    expect_bad(img, len, 0600, want);
+}
 END_TEST
 START_TEST(truncated_below_header) { expect_bad(img, 100, 0600, "size 100 out of range"); }
 END_TEST
@@ -366,6 +407,9 @@ Suite *test_suite(void)
     tcase_add_test(tc, device_count_huge);
     tcase_add_test(tc, device_count_beyond_file);
     tcase_add_test(tc, truncated_file);
+    tcase_add_test(tc, lane_area_cut_is_refused);
+    tcase_add_test(tc, lane_area_missing_is_refused);
+    tcase_add_test(tc, abi_3_segment_is_refused);
     tcase_add_test(tc, truncated_below_header);
     tcase_add_test(tc, empty_file);
     tcase_add_test(tc, unterminated_cmdline);

@@ -55,9 +55,9 @@ START_TEST(reader_sees_exactly_the_updates)
     struct spw_stats_writer *w = open_writer(3, "mem_limit=8G\nspill=1\n");
     spw_stats_set(w, 1, SPW_C_LIMIT, 8ull << 30);
     spw_stats_set(w, 1, SPW_C_POOL, 6ull << 30);
-    spw_stats_alloc(w, 1, 1000);
-    spw_stats_alloc(w, 1, 5000);
-    spw_stats_free(w, 1, 1000);
+    spw_stats_alloc(w, 1, 0, 1000, 1000);
+    spw_stats_alloc(w, 1, 1, 5000, 6000);
+    spw_stats_free(w, 1, 1, 1000);
     spw_stats_spill(w, 1, 4096);
     spw_stats_spill(w, 1, 4096);
     spw_stats_fill(w, 1, 4096);
@@ -96,15 +96,25 @@ START_TEST(reader_sees_exactly_the_updates)
 }
 END_TEST
 
+/* A gauge the writer subtracts from never goes below zero: an underflow is
+ * counted instead. For a laned counter the floor is its value (base and
+ * lanes), not its base. (spw_stats_free cannot tell: the shim's own count
+ * does, test_account.c.) */
 START_TEST(sub_clamps_at_zero_and_counts_underflow)
 {
     struct spw_stats_writer *w = open_writer(1, NULL);
-    spw_stats_alloc(w, 0, 100);
-    spw_stats_free(w, 0, 300);
+    spw_stats_spill(w, 0, 100);
+    spw_stats_fill(w, 0, 300);
+    spw_stats_alloc(w, 0, 5, 100, 100);
+    spw_stats_sub(w, 0, SPW_C_IN_USE, 60); /* the base is 0, the value 100 */
+    ck_assert_uint_eq(spw_stats_get(w, 0, SPW_C_IN_USE), 40);
+    ck_assert_uint_eq(spw_stats_get(w, 0, SPW_C_UNDERFLOWS), 1);
+    spw_stats_sub(w, 0, SPW_C_IN_USE, 50);
     struct spw_stats_snapshot *s = malloc(sizeof *s);
     read_own(s);
+    ck_assert_uint_eq(s->c[0][SPW_C_SPILLED], 0);
     ck_assert_uint_eq(s->c[0][SPW_C_IN_USE], 0);
-    ck_assert_uint_eq(s->c[0][SPW_C_UNDERFLOWS], 1);
+    ck_assert_uint_eq(s->c[0][SPW_C_UNDERFLOWS], 2);
     free(s);
     spw_stats_close(w);
 }
@@ -113,7 +123,8 @@ END_TEST
 START_TEST(null_writer_and_bad_params)
 {
     spw_stats_add(NULL, 0, SPW_C_ALLOCS, 1); /* stats off: no-op */
-    spw_stats_alloc(NULL, 0, 1);
+    spw_stats_alloc(NULL, 0, 0, 1, 1);
+    spw_stats_free(NULL, 0, 0, 1);
     spw_stats_close(NULL);
     struct spw_stats_writer *w = (void *)1;
     char err[256] = "";
@@ -137,40 +148,153 @@ static double now_ns(void)
     return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
-#define THREADS 4
-#define PER_THREAD 200000
+/* Threads allocating and freeing through the writer as the shim does: each
+ * in its lane (20 threads: some share one), the device total kept in one
+ * atomic as the shim's count is and passed for the peak. Every round all
+ * hold their blocks at once (a barrier), so the peak is known exactly.
+ * Then two threads share a lane flat out, as threads past the 16th do. */
+#define THREADS 20
+#define ROUNDS 300
+#define BLOCKS 8
+static pthread_barrier_t round_barrier;
+static _Atomic uint64_t shim_used;
+struct hammer_arg {
+    struct spw_stats_writer *w;
+    unsigned lane;
+    uint64_t size;
+};
+
 static void *hammer(void *arg)
 {
+    struct hammer_arg *a = arg;
+    for (int r = 0; r < ROUNDS; r++) {
+        for (int i = 0; i < BLOCKS; i++) {
+            uint64_t now = atomic_fetch_add(&shim_used, a->size) + a->size;
+            spw_stats_alloc(a->w, 0, a->lane, a->size, now);
+            spw_stats_add(a->w, 0, SPW_C_COPY_DTOD, 5);
+        }
+        pthread_barrier_wait(&round_barrier);
+        for (int i = 0; i < BLOCKS; i++) {
+            atomic_fetch_sub(&shim_used, a->size);
+            spw_stats_free(a->w, 0, a->lane, a->size);
+        }
+        pthread_barrier_wait(&round_barrier);
+    }
+    /* One block kept. */
+    uint64_t now = atomic_fetch_add(&shim_used, a->size) + a->size;
+    spw_stats_alloc(a->w, 0, a->lane, a->size, now);
+    return NULL;
+}
+
+#define SHARED_PAIRS 500000
+static void *share_lane(void *arg)
+{
     struct spw_stats_writer *w = arg;
-    for (int i = 0; i < PER_THREAD; i++) {
-        spw_stats_alloc(w, 0, 3);
-        spw_stats_add(w, 0, SPW_C_COPY_DTOD, 5);
+    pthread_barrier_wait(&round_barrier); /* both at once */
+    for (int i = 0; i < SHARED_PAIRS; i++) {
+        /* The total passed is below the peak already reached: no line in
+         * common but the lane's. */
+        spw_stats_alloc(w, 0, SPW_STATS_LANES - 1, 64, 64);
+        spw_stats_free(w, 0, SPW_STATS_LANES - 1, 64);
     }
     return NULL;
 }
 
-START_TEST(concurrent_updates_are_exact)
+START_TEST(threads_in_lanes_sum_exactly)
 {
     struct spw_stats_writer *w = open_writer(1, NULL);
     pthread_t t[THREADS];
+    struct hammer_arg args[THREADS];
+    uint64_t kept = 0;
+    ck_assert_int_eq(pthread_barrier_init(&round_barrier, NULL, THREADS), 0);
     double t0 = now_ns();
-    for (int i = 0; i < THREADS; i++)
-        pthread_create(&t[i], NULL, hammer, w);
+    for (unsigned i = 0; i < THREADS; i++) {
+        args[i] = (struct hammer_arg){w, i, 4096 * (i + 1)};
+        kept += args[i].size;
+        ck_assert_int_eq(pthread_create(&t[i], NULL, hammer, &args[i]), 0);
+    }
     for (int i = 0; i < THREADS; i++)
         pthread_join(t[i], NULL);
-    printf("stats update cost, %d threads on the same counters: %.1f ns per alloc+copy update\n", THREADS,
-           (now_ns() - t0) / PER_THREAD);
+    printf("stats updates, %d threads in their lanes: %.1f ns of wall time per alloc+copy+free "
+           "(barriers included)\n", THREADS, (now_ns() - t0) / (THREADS * ROUNDS * BLOCKS));
+    pthread_barrier_destroy(&round_barrier);
+    ck_assert_int_eq(pthread_barrier_init(&round_barrier, NULL, 2), 0);
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(pthread_create(&t[i], NULL, share_lane, w), 0);
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    pthread_barrier_destroy(&round_barrier);
     struct spw_stats_snapshot *s = malloc(sizeof *s);
     read_own(s);
-    ck_assert_uint_eq(s->c[0][SPW_C_ALLOCS], THREADS * PER_THREAD);
-    ck_assert_uint_eq(s->c[0][SPW_C_IN_USE], 3ull * THREADS * PER_THREAD);
-    ck_assert_uint_eq(s->c[0][SPW_C_PEAK], 3ull * THREADS * PER_THREAD);
-    ck_assert_uint_eq(s->c[0][SPW_C_COPY_DTOD], 5ull * THREADS * PER_THREAD);
+    ck_assert_uint_eq(s->c[0][SPW_C_ALLOCS], THREADS * (ROUNDS * BLOCKS + 1) + 2 * SHARED_PAIRS);
+    ck_assert_uint_eq(s->c[0][SPW_C_FREES], THREADS * ROUNDS * BLOCKS + 2 * SHARED_PAIRS);
+    ck_assert_uint_eq(s->c[0][SPW_C_IN_USE], kept);
+    ck_assert_uint_eq(s->c[0][SPW_C_PEAK], BLOCKS * kept);
+    ck_assert_uint_eq(s->c[0][SPW_C_COPY_DTOD], 5ull * THREADS * ROUNDS * BLOCKS);
+    ck_assert_uint_eq(s->c[0][SPW_C_UNDERFLOWS], 0);
+    ck_assert_uint_eq(spw_stats_get(w, 0, SPW_C_IN_USE), kept);
     free(s);
     spw_stats_close(w);
 }
 END_TEST
 
+struct lane_op {
+    struct spw_stats_writer *w;
+    unsigned lane;
+    int allocs, frees;
+};
+
+static void *lane_ops(void *arg)
+{
+    struct lane_op *o = arg;
+    for (int i = 0; i < o->allocs; i++) {
+        uint64_t now = atomic_fetch_add(&shim_used, 1000) + 1000;
+        spw_stats_alloc(o->w, 0, o->lane, 1000, now);
+    }
+    for (int i = 0; i < o->frees; i++) {
+        atomic_fetch_sub(&shim_used, 1000);
+        spw_stats_free(o->w, 0, o->lane, 1000);
+    }
+    return NULL;
+}
+
+static void run_on_thread(struct lane_op op)
+{
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, lane_ops, &op), 0);
+    pthread_join(t, NULL);
+}
+
+/* Memory one thread allocates and another frees: the freeing thread's lane
+ * goes below zero (it wraps), and the sum is still exact. */
+START_TEST(free_on_another_thread_sums_exactly)
+{
+    struct spw_stats_writer *w = open_writer(1, NULL);
+    run_on_thread((struct lane_op){w, 3, 5, 0});
+    run_on_thread((struct lane_op){w, 7, 0, 3});
+    uint64_t lane7 = atomic_load(spw_stats_lane(w, 0, SPW_L_IN_USE, 7));
+    ck_assert_uint_eq(lane7, (uint64_t)0 - 3000); /* below zero, wrapped */
+    struct spw_stats_snapshot *s = malloc(sizeof *s);
+    read_own(s);
+    ck_assert_uint_eq(s->c[0][SPW_C_IN_USE], 2000);
+    ck_assert_uint_eq(s->c[0][SPW_C_PEAK], 5000);
+    ck_assert_uint_eq(s->c[0][SPW_C_ALLOCS], 5);
+    ck_assert_uint_eq(s->c[0][SPW_C_FREES], 3);
+    run_on_thread((struct lane_op){w, 12, 0, 2});
+    read_own(s);
+    ck_assert_uint_eq(s->c[0][SPW_C_IN_USE], 0);
+    ck_assert_uint_eq(s->c[0][SPW_C_FREES], 5);
+    /* A base set at attach counts too: a free of what was counted before. */
+    spw_stats_set(w, 0, SPW_C_IN_USE, 8000);
+    uint64_t base = atomic_load(spw_stats_slot(w, 0, SPW_C_IN_USE));
+    ck_assert_uint_eq(base, 8000);
+    run_on_thread((struct lane_op){w, 1, 0, 2});
+    read_own(s);
+    ck_assert_uint_eq(s->c[0][SPW_C_IN_USE], 6000);
+    free(s);
+    spw_stats_close(w);
+}
+END_TEST
 
 /* The cost of the updates the shim makes on every hooked call. Printed for
  * the benchmark table; the bound only catches a syscall or lock creeping in. */
@@ -183,8 +307,8 @@ START_TEST(update_cost)
         spw_stats_add(w, 0, SPW_C_COPY_HTOD, (uint64_t)i);
     double t1 = now_ns();
     for (int i = 0; i < n; i++) {
-        spw_stats_alloc(w, 0, 64);
-        spw_stats_free(w, 0, 64);
+        spw_stats_alloc(w, 0, 1, 64, 64);
+        spw_stats_free(w, 0, 1, 64);
     }
     double t2 = now_ns();
     double add = (t1 - t0) / n, pair = (t2 - t1) / n;
@@ -241,7 +365,7 @@ START_TEST(kill_9_leaves_segment_next_reader_removes)
         char err[256];
         if (spw_stats_open(&w, &p, err, sizeof err) != 0)
             _exit(3);
-        spw_stats_alloc(w, 0, 123);
+        spw_stats_alloc(w, 0, 0, 123, 123);
         if (write(pfd[1], "x", 1) != 1)
             _exit(4);
         for (;;)
@@ -416,7 +540,8 @@ Suite *test_suite(void)
     tcase_add_test(tc, reader_sees_exactly_the_updates);
     tcase_add_test(tc, sub_clamps_at_zero_and_counts_underflow);
     tcase_add_test(tc, null_writer_and_bad_params);
-    tcase_add_test(tc, concurrent_updates_are_exact);
+    tcase_add_test(tc, threads_in_lanes_sum_exactly);
+    tcase_add_test(tc, free_on_another_thread_sums_exactly);
     tcase_add_test(tc, update_cost);
     tcase_add_test(tc, normal_exit_removes_segment);
     tcase_add_test(tc, kill_9_leaves_segment_next_reader_removes);

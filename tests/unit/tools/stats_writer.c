@@ -8,7 +8,9 @@
  * free (in use = inuse, peak = 1.5 x inuse), 512 MiB spilled out in two
  * spills and one fill of 256 MiB (spilled = 256 MiB), host 1 GiB, one OOM,
  * copies H2D 1000 / D2H 2000 / D2D 3000, pass-through IPC 4096.
- * Device 1: limit 4 GiB, one allocation of 100 MiB.
+ * Device 1: limit 4 GiB, one allocation of 100 MiB. The allocations are
+ * counted in lanes 0-2 and the free in lane 3, as threads of a program
+ * would (lane 3 goes below zero): the tools must show the sums.
  * --ramp then keeps allocating and freeing, spilling and filling every
  * 20 ms so that rates and history graphs move. */
 #include "stats/writer.h"
@@ -26,13 +28,19 @@
 static volatile sig_atomic_t stop;
 static void on_signal(int sig) { (void)sig; stop = 1; }
 
+/* What the shim keeps itself and passes to the writer: device 0's bytes. */
+static uint64_t held;
+
 static void publish_known(struct spw_stats_writer *w, uint64_t inuse)
 {
     spw_stats_set(w, 0, SPW_C_LIMIT, 8 * GiB);
     spw_stats_set(w, 0, SPW_C_POOL, 8 * GiB);
-    for (int i = 0; i < 3; i++)
-        spw_stats_alloc(w, 0, inuse / 2);
-    spw_stats_free(w, 0, inuse / 2);
+    for (unsigned i = 0; i < 3; i++) {
+        held += inuse / 2;
+        spw_stats_alloc(w, 0, i, inuse / 2, held);
+    }
+    held -= inuse / 2;
+    spw_stats_free(w, 0, 3, inuse / 2);
     spw_stats_spill(w, 0, 256 * MiB);
     spw_stats_spill(w, 0, 256 * MiB);
     spw_stats_fill(w, 0, 256 * MiB);
@@ -43,16 +51,19 @@ static void publish_known(struct spw_stats_writer *w, uint64_t inuse)
     spw_stats_add(w, 0, SPW_C_COPY_DTOD, 3000);
     spw_stats_add(w, 0, SPW_C_PASS_IPC, 4096);
     spw_stats_set(w, 1, SPW_C_LIMIT, 4 * GiB);
-    spw_stats_alloc(w, 1, 100 * MiB);
+    spw_stats_alloc(w, 1, 0, 100 * MiB, 100 * MiB);
 }
 
 static void ramp_step(struct spw_stats_writer *w, unsigned step)
 {
     /* A saw tooth of 64 MiB steps, and some spill/fill traffic. */
-    if (step % 64 < 32)
-        spw_stats_alloc(w, 0, 64 * MiB);
-    else
-        spw_stats_free(w, 0, 64 * MiB);
+    if (step % 64 < 32) {
+        held += 64 * MiB;
+        spw_stats_alloc(w, 0, step, 64 * MiB, held);
+    } else {
+        held -= 64 * MiB;
+        spw_stats_free(w, 0, step + 1, 64 * MiB);
+    }
     if (step % 4 == 0)
         spw_stats_spill(w, 0, 16 * MiB);
     if (step % 8 == 0)

@@ -69,13 +69,16 @@ START_TEST(rates_rows_and_history)
 {
     struct spw_stats_writer *w = writer("trainer --big", 3);
     spw_stats_set(w, 2, SPW_C_LIMIT, 1000);
-    spw_stats_alloc(w, 2, 100);
+    uint64_t held = 100; /* what the shim would pass: its own count */
+    spw_stats_alloc(w, 2, 0, 100, held);
     struct top_model m;
     top_model_init(&m, NULL, SPW_SCAN_REMOVE_DEAD);
     ck_assert_int_eq(top_model_sample(&m, 10.0, NULL, NULL), 0);
     ck_assert_uint_eq(m.nprocs, 1);
-    for (int i = 0; i < 50; i++)
-        spw_stats_alloc(w, 2, 10);
+    for (unsigned i = 0; i < 50; i++) {
+        held += 10;
+        spw_stats_alloc(w, 2, i, 10, held);
+    }
     spw_stats_spill(w, 2, 4096);
     ck_assert_int_eq(top_model_sample(&m, 12.0, NULL, NULL), 0);
     const struct top_proc *p = m.procs[0];
@@ -111,7 +114,7 @@ static pid_t child_writer(const char *cmd, uint64_t in_use, const int pfd[2])
     pid_t c = fork();
     if (c == 0) {
         struct spw_stats_writer *w = writer(cmd, 1);
-        spw_stats_alloc(w, 0, in_use);
+        spw_stats_alloc(w, 0, 0, in_use, in_use);
         if (write(pfd[1], "x", 1) != 1)
             _exit(3);
         pause();
