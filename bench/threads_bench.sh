@@ -12,7 +12,11 @@
 set -euo pipefail
 BUILD=${BUILD:-build}
 BIN=$BUILD/bench/drv/alloc_threads
-LIB=$PWD/$BUILD/libspillway.so
+case $BUILD in
+/*) LIB=$BUILD/libspillway.so ;;
+*) LIB=$PWD/$BUILD/libspillway.so ;;
+esac
+[ -f "$LIB" ] && [ -x "$BIN" ] || { echo "bench-threads: no $LIB or $BIN (make first)" >&2; exit 1; }
 PAIRS=${PAIRS:-20000}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT

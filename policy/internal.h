@@ -459,7 +459,8 @@ bool sw_page_movable(sw_policy *p, sw_device *d, const sw_page *pg);
 typedef struct sw_slab {
     sw_ext *ext;
     CUdeviceptr base;
-    uint32_t cls, nslots, nused, hint;
+    uint32_t cls; /* index in sw_device.classes: size class x SW_CLASS_SHARDS + shard */
+    uint32_t nslots, nused, hint;
     sw_device *dev;
     struct sw_slab *next, *prev; /* class partial list / recycle list */
     bool on_partial;
@@ -467,6 +468,13 @@ typedef struct sw_slab {
     uint64_t *used;   /* slot not reusable (live or pending) */
     uint32_t *req;    /* requested size per slot */
 } sw_slab;
+
+/* Each size class is SW_CLASS_SHARDS classes, each with its own lock,
+ * slabs and spare slab objects: a thread takes slots from its home shard
+ * (its lane, lanes.h), a free goes to its slab's shard, so threads
+ * allocating one small size at once rarely share a lock (issue 14 item
+ * 6). A single-threaded program uses one shard: no slab more than before. */
+#define SW_CLASS_SHARDS 4
 
 typedef struct sw_class {
     pthread_mutex_t lock;
@@ -779,7 +787,7 @@ struct sw_device {
     uint32_t ring_floor;
     uint64_t ring_floor_at;
     int nclasses;
-    sw_class classes[SW_MAX_CLASSES];
+    sw_class classes[SW_MAX_CLASSES * SW_CLASS_SHARDS];
     uint8_t *class_of;        /* (size + 255) / 256 -> class */
     size_t class_max;         /* largest slab size */
     sw_freeq q;

@@ -6,7 +6,10 @@
  * (live) and of slots not reusable yet (used = live or waiting for their
  * sync point). Slabs of different classes share pages like any extents, so
  * a class holding one object costs a chunk, not a page. Each class has its
- * own lock, so threads allocating different sizes do not meet. Larger
+ * own lock, so threads allocating different sizes do not meet, and comes in
+ * shards (SW_CLASS_SHARDS), so threads allocating one size do not either:
+ * a slab belongs to one shard, a thread takes slots from its home shard's
+ * slabs, and a free goes to its slot's slab. Larger
  * requests are blocks: one extent each, aligned to the granule (4 KiB);
  * placement puts blocks of half a page and more on a page boundary when
  * that costs no extra page.
@@ -27,23 +30,25 @@ int sw_classes_init(sw_device *d)
 {
     size_t max = d->arena.chunk / 4;
     int n = 0;
-    for (size_t sz = SW_MIN_ALIGN; sz <= max && n < SW_MAX_CLASSES;) {
-        sw_class *c = &d->classes[n++];
-        pthread_mutex_init(&c->lock, NULL);
-        c->size = (uint32_t)sz;
-        c->nslots = (uint32_t)(d->arena.chunk / sz);
+    for (size_t sz = SW_MIN_ALIGN; sz <= max && n < SW_MAX_CLASSES; n++) {
+        for (int k = 0; k < SW_CLASS_SHARDS; k++) {
+            sw_class *c = &d->classes[n * SW_CLASS_SHARDS + k];
+            pthread_mutex_init(&c->lock, NULL);
+            c->size = (uint32_t)sz;
+            c->nslots = (uint32_t)(d->arena.chunk / sz);
+        }
         size_t step = sz < 1024 ? SW_MIN_ALIGN : ((size_t)1 << (63 - __builtin_clzll(sz))) / 4;
         sz += step;
     }
     d->nclasses = n;
-    d->class_max = n ? d->classes[n - 1].size : 0;
+    d->class_max = n ? d->classes[(n - 1) * SW_CLASS_SHARDS].size : 0;
     size_t entries = d->class_max / SW_MIN_ALIGN + 1;
     d->class_of = malloc(entries);
     if (!d->class_of)
         return -1;
     int c = 0;
     for (size_t i = 0; i < entries; i++) {
-        while (c < n && d->classes[c].size < i * SW_MIN_ALIGN)
+        while (c < n && d->classes[c * SW_CLASS_SHARDS].size < i * SW_MIN_ALIGN)
             c++;
         d->class_of[i] = (uint8_t)c;
     }
@@ -82,7 +87,7 @@ void sw_classes_destroy(sw_device *d)
                 }
         }
     }
-    for (int i = 0; i < d->nclasses; i++) {
+    for (int i = 0; i < d->nclasses * SW_CLASS_SHARDS; i++) {
         slab_list_free(d->classes[i].partial);
         slab_list_free(d->classes[i].spare);
         pthread_mutex_destroy(&d->classes[i].lock);
@@ -182,9 +187,15 @@ static CUdeviceptr take_slot(sw_class *c, size_t size)
     return s->base + (CUdeviceptr)slot * c->size;
 }
 
+/* Size class cls's shard for the calling thread. */
+static int home_of(int cls)
+{
+    return cls * SW_CLASS_SHARDS + (int)(sw_lane_of_thread() % SW_CLASS_SHARDS);
+}
+
 CUresult sw_slab_take(sw_device *d, int cls, size_t size, CUdeviceptr *out)
 {
-    sw_class *c = &d->classes[cls];
+    sw_class *c = &d->classes[home_of(cls)];
     pthread_mutex_lock(&c->lock);
     CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
     if (c->partial) {
@@ -197,14 +208,15 @@ CUresult sw_slab_take(sw_device *d, int cls, size_t size, CUdeviceptr *out)
 
 CUresult sw_slab_install(sw_device *d, int cls, sw_ext *e, size_t size, CUdeviceptr *out)
 {
-    sw_class *c = &d->classes[cls];
+    int home = home_of(cls);
+    sw_class *c = &d->classes[home];
     pthread_mutex_lock(&c->lock);
     sw_slab *s = slab_get(c);
     if (!s) {
         pthread_mutex_unlock(&c->lock);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    s->cls = (uint32_t)cls;
+    s->cls = (uint32_t)home;
     s->dev = d;
     s->ext = e;
     s->base = sw_ext_base(e);
@@ -364,7 +376,7 @@ static CUresult mark_slot(sw_policy *p, CUdeviceptr ptr, sw_device **dev, sw_fre
     if (off % c->size == 0 && slot < s->nslots && (s->live[slot / 64] >> (slot % 64) & 1)) {
         s->live[slot / 64] &= ~(1ull << (slot % 64));
         *dev = s->dev;
-        *out = (sw_freed){ptr, s->cls, s->req[slot], NULL};
+        *out = (sw_freed){ptr, s->cls / SW_CLASS_SHARDS, s->req[slot], NULL}; /* the size class */
         r = CUDA_SUCCESS;
     }
     pthread_mutex_unlock(&c->lock);

@@ -1,5 +1,7 @@
 /* Allocation: sizes, alignment, limit, preallocation, coalescing, cached
  * mappings, and randomized sequences that check every byte. */
+#include <pthread.h>
+
 #include "tests/unit/policy/helpers.h"
 
 START_TEST(small_and_large_are_aligned_distinct_and_writable)
@@ -151,6 +153,37 @@ START_TEST(small_sizes_share_pages)
     ck_assert_uint_eq(counters().backing_bytes, PG);
     for (int i = 0; i < 64; i++)
         ck_assert_int_eq(sw_free(P, p[i]), CUDA_SUCCESS);
+    env_down();
+}
+END_TEST
+
+static void *alloc_1000(void *out)
+{
+    ck_assert_int_eq(sw_alloc(P, 0, 1000, out), CUDA_SUCCESS);
+    return NULL;
+}
+
+/* Issue 14 item 6: two threads allocating one small size take slots from
+ * slabs of their own (each class comes in shards with their own lock),
+ * while one thread's slots share a slab; frees go back to each slot's
+ * slab, whichever thread makes them. */
+START_TEST(threads_allocating_one_small_size_use_slabs_of_their_own)
+{
+    env_up(8, false, 0);
+    const CUdeviceptr chunk = PG / 32;
+    CUdeviceptr a, b, c;
+    ck_assert_int_eq(sw_alloc(P, 0, 1000, &a), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_alloc(P, 0, 1000, &b), CUDA_SUCCESS);
+    ck_assert_uint_eq(a & ~(chunk - 1), b & ~(chunk - 1)); /* one slab */
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, alloc_1000, &c), 0);
+    pthread_join(th, NULL);
+    ck_assert_uint_ne(c & ~(chunk - 1), a & ~(chunk - 1)); /* another */
+    ck_assert_uint_eq(counters().backing_bytes, PG);       /* on the same page */
+    ck_assert_int_eq(sw_free(P, c), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_free(P, c), CUDA_ERROR_INVALID_VALUE);
+    ck_assert_int_eq(sw_free(P, a), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_free(P, b), CUDA_SUCCESS);
     env_down();
 }
 END_TEST
@@ -348,6 +381,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, reuse_costs_no_map_or_set_access);
     tcase_add_test(tc, freed_neighbours_coalesce);
     tcase_add_test(tc, small_sizes_share_pages);
+    tcase_add_test(tc, threads_allocating_one_small_size_use_slabs_of_their_own);
     tcase_add_test(tc, page_runs_bigger_than_needed_are_split);
     tcase_add_loop_test(tc, randomized_sequences_keep_every_byte, 0, 4);
     tcase_add_test(tc, map_failure_is_returned_and_leaves_no_trace);
