@@ -27,13 +27,17 @@
  *   policy.c     the API of policy.h
  *
  * Locks, always taken in this order (never the reverse):
- *   work gate (exclusive: spill, fill) -> class lock (one per size class)
- *   -> handle-table lock -> device lock -> free-queue shard lock;
+ *   work gate (exclusive: spill, fill) -> class lock (one per shard of a
+ *   size class) -> handle-table lock -> device lock -> free-queue shard lock;
  *   the page-table grow lock is a leaf. No thread waits for the gate while
  *   it holds any other of these (allocation escalates with none held), and
  *   work brackets (the gate held shared) take none of them.
  * The device lock guards the extents, the page pool, page objects, page
  * users/owners and the lists of its device, and program VMM handles' pages.
+ * The steady allocation and free take none of it (issue 14 item 6): a
+ * covered free is reused from a free-queue shard, and a free finds its
+ * block or slab without it (suballoc.c); only a carve, a release to the
+ * arena and the slow paths do.
  * Backend calls may happen under the device lock (creating or mapping a
  * page, a synchronize on the slow path). */
 #ifndef SPILLWAY_POLICY_INTERNAL_H
