@@ -113,8 +113,13 @@ uint32_t sw_bucket_of(const sw_device *d, size_t size)
 
 /* ---- slabs --------------------------------------------------------------- */
 
-static sw_slab *slab_get(sw_class *c)
+/* A slab object of class index cls on d: recycled from the class's spare
+ * list, else new. Its class and device are written once, when it is new: a
+ * lock-free reader holding a stale pointer to it reads them unlocked
+ * (lock_if_slab_at), and a recycled object never changes class. */
+static sw_slab *slab_get(sw_device *d, int cls)
 {
+    sw_class *c = &d->classes[cls];
     sw_slab *s = c->spare;
     size_t words = (c->nslots + 63) / 64;
     if (s) {
@@ -126,6 +131,8 @@ static sw_slab *slab_get(sw_class *c)
         s->live = (uint64_t *)(s + 1);
         s->used = s->live + words;
         s->req = (uint32_t *)(s->used + words);
+        s->cls = (uint32_t)cls;
+        s->dev = d;
     }
     memset(s->live, 0, 2 * words * sizeof(uint64_t));
     s->nslots = c->nslots;
@@ -211,13 +218,11 @@ CUresult sw_slab_install(sw_device *d, int cls, sw_ext *e, size_t size, CUdevice
     int home = home_of(cls);
     sw_class *c = &d->classes[home];
     pthread_mutex_lock(&c->lock);
-    sw_slab *s = slab_get(c);
+    sw_slab *s = slab_get(d, home);
     if (!s) {
         pthread_mutex_unlock(&c->lock);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    s->cls = (uint32_t)home;
-    s->dev = d;
     s->ext = e;
     s->base = sw_ext_base(e);
     sw_dev_lock(d);
