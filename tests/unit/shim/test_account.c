@@ -225,18 +225,27 @@ START_TEST(fork_while_accounting)
 }
 END_TEST
 
+/* A segment of two devices in a new directory made from dir (a mkdtemp
+ * template), fed by the accounting from now on. */
+static struct spw_stats_writer *attach_segment(char *dir)
+{
+    char err[256];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    struct spw_stats_params p = {.dir = dir, .device_count = 2, .cmdline = "t", .config = ""};
+    struct spw_stats_writer *w;
+    ck_assert_int_eq(spw_stats_open(&w, &p, err, sizeof err), 0);
+    spw_account_publish_to(w);
+    return w;
+}
+
 /* Pool allocations (no map entry) and pass-through ones (with a reason)
  * share one count; the pass-through gauges of the stats follow their
  * reason through free, failed free and a key the driver reused. */
 START_TEST(pool_and_passthrough_share_the_count)
 {
     setup();
-    char dir[] = "/tmp/spw_account_XXXXXX", err[256];
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    struct spw_stats_params p = {.dir = dir, .device_count = 2, .cmdline = "t", .config = ""};
-    struct spw_stats_writer *w;
-    ck_assert_int_eq(spw_stats_open(&w, &p, err, sizeof err), 0);
-    spw_account_publish_to(w);
+    char dir[] = "/tmp/spw_account_XXXXXX";
+    struct spw_stats_writer *w = attach_segment(dir);
     ck_assert_int_eq(spw_account_reserve(1, 30 * MiB), 0);
     spw_account_commit_pool(1, 30 * MiB);
     ck_assert_int_eq(spw_account_reserve(1, 50 * MiB), 0);
@@ -300,12 +309,8 @@ START_TEST(segment_in_use_is_the_count)
     setup();
     ck_assert_int_eq(spw_account_reserve(0, 3 * MiB), 0); /* before the segment: its base */
     spw_account_commit_pool(0, 3 * MiB);
-    char dir[] = "/tmp/spw_account_XXXXXX", err[256];
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    struct spw_stats_params p = {.dir = dir, .device_count = 2, .cmdline = "t", .config = ""};
-    struct spw_stats_writer *w;
-    ck_assert_int_eq(spw_stats_open(&w, &p, err, sizeof err), 0);
-    spw_account_publish_to(w);
+    char dir[] = "/tmp/spw_account_XXXXXX";
+    struct spw_stats_writer *w = attach_segment(dir);
     expect_segment_is_the_count(w, 0);
     ck_assert_int_eq(spw_account_reserve(0, 5 * MiB), 0);
     spw_account_commit_pool(0, 5 * MiB);
