@@ -324,23 +324,31 @@ static bool reuse_covered(sw_device *d, uint32_t bucket, size_t size, CUdevicept
     return true;
 }
 
-/* Steps 2 to 4: a block or slab extent over mapped pages (a block live at
- * *ptr, or the slab's extent in *e; *e NULL: *ptr is a covered allocation
- * live again), or *synced telling whether the search synchronized on the
- * way. */
-static CUresult carve_mapped(sw_device *d, int cls, shape sh, size_t size, sw_ext **e,
+/* A carve over mapped pages only. A block comes out live at *ptr (*e
+ * NULL); a slab's extent comes out in *e. */
+static CUresult carve_live(sw_device *d, shape sh, size_t size, sw_ext **e, CUdeviceptr *ptr)
+{
+    size_t cost, install = sh.kind == SW_EXT_BLOCK ? size : 0;
+    CUresult r = carve(d, sh, SW_PLACE_MAPPED, install, e, &cost, NULL);
+    if (r == CUDA_SUCCESS && install) {
+        *ptr = sw_ext_base(*e);
+        *e = NULL;
+    }
+    return r;
+}
+
+/* Steps 2 to 4, over mapped pages: what carve_live gives (*e NULL: *ptr
+ * is live, carved or a covered free reused), or *synced telling whether the
+ * search synchronized on the way. */
+static CUresult carve_mapped(sw_device *d, shape sh, uint32_t bucket, size_t size, sw_ext **e,
                              CUdeviceptr *ptr, bool *synced)
 {
-    size_t cost, install = cls < 0 ? size : 0;
     *synced = false;
-    CUresult r = carve(d, sh, SW_PLACE_MAPPED, install, e, &cost, NULL);
+    CUresult r = carve_live(d, sh, size, e, ptr);
     if (r != CUDA_SUCCESS && sw_freeq_collect(d, true))
-        r = carve(d, sh, SW_PLACE_MAPPED, install, e, &cost, NULL);
-    if (r == CUDA_SUCCESS) {
-        if (install)
-            *ptr = sw_ext_base(*e);
+        r = carve_live(d, sh, size, e, ptr);
+    if (r == CUDA_SUCCESS)
         return r;
-    }
     size_t npend, pending = sw_freeq_pending(d, &npend);
     size_t need = (sh.size + d->page - 1) >> d->shift;
     if (!pending || (pending < d->cfg.sync_batch && npend < SW_SYNC_BATCH_FREES &&
@@ -353,18 +361,14 @@ static CUresult carve_mapped(sw_device *d, int cls, shape sh, size_t size, sw_ex
         return CUDA_ERROR_OUT_OF_MEMORY;
     if (r != CUDA_SUCCESS)
         return r;
-    /* The thread's own blocks of this size first: what the sync covered in
-     * the other threads' shards stays for them (they free what they
-     * allocate); the next carve that finds nothing releases it. */
-    if (reuse_covered(d, sw_bucket_of(d, size), size, ptr)) {
+    /* What the sync covered is reused before it goes back to the arena: the
+     * calling thread's own frees first (sw_freeq_take_covered). */
+    if (reuse_covered(d, bucket, size, ptr)) {
         *e = NULL;
         return CUDA_SUCCESS;
     }
     sw_freeq_collect(d, false);
-    r = carve(d, sh, SW_PLACE_MAPPED, install, e, &cost, NULL);
-    if (r == CUDA_SUCCESS && install)
-        *ptr = sw_ext_base(*e);
-    return r;
+    return carve_live(d, sh, size, e, ptr);
 }
 
 /* Steps 5 and 6: a backed extent, or the refusal's reason. */
@@ -410,8 +414,8 @@ static CUresult alloc_new(sw_device *d, int cls, uint32_t bucket, size_t size, C
     sw_ext *e;
     bool synced;
     sw_oom_reason why = SW_OOM_LIMIT;
-    CUresult r = carve_mapped(d, cls, sh, size, &e, out, &synced);
-    if (r == CUDA_SUCCESS && (cls < 0 || !e))
+    CUresult r = carve_mapped(d, sh, bucket, size, &e, out, &synced);
+    if (r == CUDA_SUCCESS && !e)
         return r; /* live already */
     if (r == CUDA_ERROR_OUT_OF_MEMORY)
         r = carve_backed(d, sh, synced, &e, &why);
