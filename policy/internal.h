@@ -15,7 +15,8 @@
  *   heat.c       the heat clock, touch, page heat, host page counts
  *   pages.c      page users and owners, mapping, the cached list and the ring
  *   suballoc.c   slabs and blocks on extents; free, release, revive, lookup
- *   freeq.c      pending frees (calls suballoc.c to release)
+ *                (suballoc.h)
+ *   freeq.c      pending frees (calls suballoc.c to release; freeq.h)
  *   quiesce.c    closing the gates and syncing before a move
  *   counters.c   the figures the shim publishes
  *   residency.c  moving pages between device and host
@@ -70,6 +71,9 @@
 typedef struct sw_device sw_device;
 typedef struct sw_ext sw_ext;
 typedef struct sw_stuck sw_stuck;
+
+#include "policy/freeq.h"
+#include "policy/suballoc.h"
 
 /* ---- device.c ----------------------------------------------------------- */
 
@@ -457,139 +461,6 @@ size_t sw_move_pages(sw_policy *p, sw_device *d, const CUdeviceptr *vas, size_t 
 CUresult sw_move_page(sw_policy *p, sw_device *d, CUdeviceptr va, sw_loc where);
 /* Whether pg can move at all: mapped once, and reachable by d. */
 bool sw_page_movable(sw_policy *p, sw_device *d, const sw_page *pg);
-
-/* ---- suballoc.c: slabs and blocks --------------------------------------- */
-
-typedef struct sw_slab {
-    sw_ext *ext;
-    CUdeviceptr base;
-    uint32_t cls; /* index in sw_device.classes: size class x SW_CLASS_SHARDS + shard */
-    uint32_t nslots, nused, hint;
-    sw_device *dev;
-    struct sw_slab *next, *prev; /* class partial list / recycle list */
-    bool on_partial;
-    uint64_t *live;   /* slot held by the program */
-    uint64_t *used;   /* slot not reusable (live or pending) */
-    uint32_t *req;    /* requested size per slot */
-} sw_slab;
-
-/* Each size class is SW_CLASS_SHARDS classes, each with its own lock,
- * slabs and spare slab objects: a thread takes slots from its home shard
- * (its lane, lanes.h), a free goes to its slab's shard, so threads
- * allocating one small size at once rarely share a lock (issue 14 item
- * 6). A single-threaded program uses one shard: no slab more than before. */
-#define SW_CLASS_SHARDS 4
-
-typedef struct sw_class {
-    pthread_mutex_t lock;
-    uint32_t size;
-    uint32_t nslots;
-    sw_slab *partial; /* slabs with a free slot */
-    sw_slab *spare;   /* recycled slab objects of this class */
-} sw_class;
-
-int sw_classes_init(sw_device *d);
-void sw_classes_destroy(sw_device *d);
-int sw_class_of(const sw_device *d, size_t size); /* -1: not a slab size */
-/* A slot of class cls from a slab with room (no driver call, no device
- * lock): OUT_OF_MEMORY when every slab of the class is full. */
-CUresult sw_slab_take(sw_device *d, int cls, size_t size, CUdeviceptr *out);
-/* Makes the used, backed extent e a slab of class cls and takes a slot. */
-CUresult sw_slab_install(sw_device *d, int cls, sw_ext *e, size_t size, CUdeviceptr *out);
-/* Makes the used, backed extent e a live block of `size` requested bytes;
- * device lock held. */
-CUdeviceptr sw_block_install(sw_ext *e, size_t size);
-/* Gives a carved extent that never became a block or slab back. */
-void sw_ext_discard(sw_device *d, sw_ext *e);
-/* A freed allocation, as the free queue holds it until it is released or
- * revived. */
-typedef struct sw_freed {
-    CUdeviceptr ptr;
-    uint32_t bucket;
-    size_t bytes;
-    /* A block's record, NULL for a slab slot. Until the block is released
-     * nothing else changes the record (its state is SW_PENDING), so
-     * reviving it needs no look-up and no device lock. */
-    sw_ext *block;
-} sw_freed;
-
-/* Marks the allocation at ptr not live (not yet reusable) and describes it
- * for the free queue. INVALID_VALUE if not a live base. */
-CUresult sw_mark_freed(sw_policy *p, CUdeviceptr ptr, sw_device **dev, sw_freed *out);
-/* Makes n freed allocations reusable (their sync point or event is behind
- * us): the blocks under one hold of the device lock (a collect releases
- * hundreds; one lock hand-off each would make a second allocating thread
- * wait hundreds of times). */
-void sw_release_all(sw_device *d, const sw_freed *f, size_t n);
-/* Gives a freed, still-reserved allocation to a new owner of `size` bytes. */
-void sw_revive(sw_device *d, const sw_freed *f, size_t size);
-uint32_t sw_bucket_of(const sw_device *d, size_t size);
-CUresult sw_lookup_owner(sw_policy *p, CUdeviceptr ptr, CUdeviceptr *base, size_t *size,
-                         int *dev);
-/* The live owner at ptr: its range in pages [*va, *va + *n pages) and its
- * heat; device lock held. False when ptr is in no live allocation. */
-bool sw_owner_range(sw_policy *p, sw_device *d, CUdeviceptr ptr, CUdeviceptr *va, size_t *n,
-                    sw_heat **heat);
-
-/* ---- freeq.c: pending frees --------------------------------------------- */
-
-typedef struct sw_pend {
-    sw_freed f;
-    uint64_t epoch;
-    CUstream stream;
-    CUevent ev;
-    bool same_stream_ok;
-    struct sw_pend *prev, *next;
-} sw_pend;
-
-typedef struct sw_pend_list {
-    sw_pend *head, *tail;
-} sw_pend_list;
-
-/* One shard of the queue: its own lock, lists, records and idle events.
- * cuMemFree'd blocks go to the freeing thread's shard, cuMemFreeAsync'd ones
- * to their stream's (where an allocation on that stream looks), so threads
- * freeing at once rarely share a lock. */
-typedef struct sw_freeq_shard {
-    pthread_mutex_t lock;
-    sw_pend_list sync_list;  /* cuMemFree: wait for a covering sync */
-    sw_pend_list async_list; /* cuMemFreeAsync: wait for the event or a sync */
-    sw_pend *spare;
-    CUevent *events;         /* idle events to record again */
-    size_t nevents, cap_events;
-    size_t sync_bytes, async_bytes;
-    size_t count;            /* entries on both lists */
-    /* The epoch of sync_list's head, 0 when it is empty: whether the shard
-     * holds a covered block, seen without its lock. */
-    _Atomic uint64_t sync_head_epoch;
-} __attribute__((aligned(64))) sw_freeq_shard;
-
-#define SW_FREEQ_SHARDS 8
-
-typedef struct sw_freeq {
-    sw_freeq_shard shard[SW_FREEQ_SHARDS];
-    _Atomic uint64_t epoch;   /* bumped when a sync begins */
-    _Atomic uint64_t covered; /* frees with epoch <= covered are synced */
-} sw_freeq;
-
-int sw_freeq_init(sw_freeq *q);
-CUresult sw_freeq_destroy(sw_device *d);
-CUresult sw_freeq_push(sw_device *d, const sw_freed *f, bool async, CUstream stream);
-/* A pending block freed on stream with this bucket, taken off the queue. */
-bool sw_freeq_take_stream(sw_device *d, CUstream stream, uint32_t bucket, sw_freed *out);
-/* A block of this bucket that a sync has covered, taken off the queue:
- * reused without the device lock, from the calling thread's shard first. */
-bool sw_freeq_take_covered(sw_device *d, uint32_t bucket, sw_freed *out);
-/* Releases what is covered by a sync or a completed event; returns bytes. */
-size_t sw_freeq_collect(sw_device *d, bool poll_events);
-size_t sw_freeq_pending(sw_device *d, size_t *count);
-/* Synchronizes dev (through its syncer, until its deadline) and releases
- * everything the sync covers. NOT_READY: no sync could be had in time
- * (busy device, stream capture): nothing released. */
-CUresult sw_sync_and_collect(sw_device *d);
-/* The sync alone: what it covers stays queued (sw_freeq_take_covered). */
-CUresult sw_sync_point(sw_device *d);
-void sw_freeq_forget_stream(sw_device *d, CUstream stream);
 
 /* ---- gate.c ----------------------------------------------------------------- */
 
