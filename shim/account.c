@@ -10,7 +10,6 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
-#include <unistd.h>
 
 /* Whether the driver call under a runtime call was counted by a handler
  * (handler.h, cudart.c): a per-thread fact of counting, kept here, below
@@ -18,14 +17,10 @@
 _Thread_local struct spw_rt_guard spw_rt_guard;
 
 struct counters {
-    _Atomic uint64_t limit; /* 0 = not computed yet */
-    /* What the program is told the device has, and the pinned host memory
-     * spill may use for it: stored before limit, read after it. */
-    _Atomic uint64_t told, host_limit;
     _Atomic uint64_t ooms;
     _Atomic int oom_logged;
-    /* Written by every allocation and free: off the line the limit is read
-     * from, and the event counts in lanes (issue 14 item 6). */
+    /* Written by every allocation and free: off the line of the refusal
+     * counts, and the event counts in lanes (issue 14 item 6). */
     _Atomic uint64_t used __attribute__((aligned(64))), peak;
     sw_lanes allocs, frees;
 } __attribute__((aligned(64)));
@@ -38,10 +33,6 @@ _Static_assert(SW_LANES == SPW_STATS_LANES, "one stats lane per counter lane");
 static struct counters host;
 static struct spw_map maps[SPW_KINDS];
 static pthread_once_t maps_once = PTHREAD_ONCE_INIT;
-static _Atomic(const struct spw_options *) options;
-static _Atomic(const struct spw_device_query *) query;
-/* Whether the devices SPILLWAY_MEM_LIMIT names were checked against the count. */
-static _Atomic int devices_checked;
 /* The stats segment every device event is mirrored to (publish.c owns it). */
 static struct spw_stats_writer *_Atomic stats;
 /* Bytes of a device in host memory now (pool_setup.c sets it when a pool spills). */
@@ -81,11 +72,16 @@ static struct spw_map *map_of(enum spw_kind kind)
     return &maps[kind];
 }
 
+/* A device's limit and told size, once resolved, in the segment. */
+static void publish_limit(int dev, uint64_t limit, uint64_t told)
+{
+    spw_stats_set(stats_for(dev), (uint32_t)dev, SPW_C_LIMIT, limit);
+    spw_stats_set(stats_for(dev), (uint32_t)dev, SPW_C_REPORTED, told);
+}
+
 void spw_account_init(const struct spw_options *opts, const struct spw_device_query *q)
 {
-    const struct spw_options *none = NULL;
-    if (atomic_compare_exchange_strong(&options, &none, opts))
-        atomic_store(&query, q);
+    spw_limits_init(opts, q, publish_limit);
     pthread_once(&maps_once, init_maps);
 }
 
@@ -97,101 +93,6 @@ int spw_account_tracks(int dev)
 static struct counters *counters_of(int dev)
 {
     return dev == SPILLWAY_HOST ? &host : &devices[dev];
-}
-
-/* Once the driver can count the devices: a per-device limit for a device
- * that is not there is a mistake the user should hear of (it limits
- * nothing). Retried until the count is known. */
-static void check_listed_devices(const struct spw_options *o, const struct spw_device_query *q)
-{
-    if (atomic_load_explicit(&devices_checked, memory_order_relaxed) || !q->count)
-        return;
-    int n = q->count();
-    if (n < 0 || atomic_exchange(&devices_checked, 1))
-        return;
-    char note[512];
-    if (spw_options_missing_devices(o, n, note, sizeof note))
-        spw_warn("%s", note);
-}
-
-/* A configuration that cannot be honoured stops the program as a bad value
- * does before main (config.c): with status 2 and one line. Here the
- * device's limit or the machine's memory was needed to know it. */
-static void refuse_configuration(const char *line)
-{
-    spw_error("%s", line);
-    _exit(2);
-}
-
-/* The host limit of device dev once its limit is known; with
- * SPILLWAY_OVERSUBSCRIBE above 1, also that it holds what the factor puts
- * past the limit (else the program stops: see refuse_configuration). */
-static uint64_t device_host_limit(const struct spw_options *o, const struct spw_device_query *q,
-                                  int dev, uint64_t limit)
-{
-    int n = q->count ? q->count() : -1;
-    uint64_t phys = spw_options_phys_memory();
-    uint64_t host = spw_options_host_limit(o, n, phys);
-    char who[32], how[160] = "", line[512];
-    if (o->host_limit == SPW_BYTES_AUTO)
-        snprintf(how, sizeof how, " (auto: half of the machine's %llu MiB among %d device%s)",
-                 (unsigned long long)(phys >> 20), n > 0 ? n : 1, n > 1 ? "s" : "");
-    snprintf(who, sizeof who, "device %d", dev);
-    if (spw_options_check_host_room(o, who, limit, host, how, line, sizeof line))
-        refuse_configuration(line);
-    return host;
-}
-
-uint64_t spw_account_limit(int dev)
-{
-    if (dev == SPILLWAY_HOST)
-        return 0;
-    struct counters *c = &devices[dev];
-    /* Acquire: told and host_limit were stored before the limit. */
-    uint64_t limit = atomic_load_explicit(&c->limit, memory_order_acquire);
-    if (limit)
-        return limit;
-    const struct spw_options *o = atomic_load(&options);
-    const struct spw_device_query *q = atomic_load(&query);
-    if (!o || !q)
-        return UINT64_MAX;
-    check_listed_devices(o, q);
-    uint64_t t = q->total(dev), page = q->page ? q->page(dev) : 0;
-    char note[512];
-    /* A driver that cannot tell the total gets the explicit limit only. */
-    limit = spw_options_resolve_limit(o, dev, t ? t : UINT64_MAX, page, note, sizeof note);
-    if (limit == 0)
-        limit = 1; /* 0 means "not computed"; a 0-byte device takes nothing anyway */
-    /* Racing threads store the same figures. */
-    atomic_store(&c->host_limit, device_host_limit(o, q, dev, limit));
-    atomic_store(&c->told, spw_options_told(o, limit));
-    uint64_t unset = 0;
-    if (!atomic_compare_exchange_strong(&c->limit, &unset, limit))
-        return unset; /* another thread computed it (and said what it had to) */
-    spw_stats_set(stats_for(dev), (uint32_t)dev, SPW_C_LIMIT, limit);
-    spw_stats_set(stats_for(dev), (uint32_t)dev, SPW_C_REPORTED, atomic_load(&c->told));
-    if (note[0])
-        spw_warn("%s", note);
-    if (t)
-        spw_info("device %d: limit %llu bytes of %llu", dev, (unsigned long long)limit,
-                 (unsigned long long)t);
-    return limit;
-}
-
-uint64_t spw_account_told(int dev)
-{
-    uint64_t limit = spw_account_limit(dev);
-    if (dev == SPILLWAY_HOST || limit == UINT64_MAX)
-        return limit;
-    return atomic_load_explicit(&devices[dev].told, memory_order_relaxed);
-}
-
-uint64_t spw_account_host_limit(int dev)
-{
-    uint64_t limit = spw_account_limit(dev);
-    if (dev == SPILLWAY_HOST || limit == UINT64_MAX)
-        return 0;
-    return atomic_load_explicit(&devices[dev].host_limit, memory_order_relaxed);
 }
 
 uint64_t spw_account_used(int dev)
@@ -263,7 +164,7 @@ int spw_account_reserve(int dev, uint64_t bytes)
         atomic_fetch_add_explicit(&c->used, bytes, memory_order_relaxed);
         return 0;
     }
-    uint64_t limit = spw_account_limit(dev);
+    uint64_t limit = spw_limit(dev);
     /* Spilled bytes hold no device memory. Read once: a spill or fill
      * racing this check moves pool pages only, never past the limit. */
     uint64_t (*spilled)(int) = atomic_load_explicit(&spilled_of, memory_order_acquire);
@@ -285,7 +186,7 @@ int spw_account_reserve_told(int dev, uint64_t bytes)
     if (dev == SPILLWAY_HOST)
         return spw_account_reserve(dev, bytes);
     struct counters *c = &devices[dev];
-    uint64_t told = spw_account_told(dev);
+    uint64_t told = spw_limit_told(dev);
     uint64_t used = atomic_load_explicit(&c->used, memory_order_relaxed);
     do {
         if (bytes > told || used > told - bytes) {
@@ -552,7 +453,7 @@ int spw_account_retag(enum spw_kind kind, uint64_t key, int reason)
 /* Why the pool said no, in words a user can act on. */
 static void pool_refusal_text(sw_oom_reason why, int dev, char *buf, size_t len)
 {
-    uint64_t limit = spw_account_limit(dev);
+    uint64_t limit = spw_limit(dev);
     switch (why) {
     case SW_OOM_HOST_LIMIT:
         snprintf(buf, len, "spill found no pinned host memory left within SPILLWAY_HOST_LIMIT");
@@ -602,10 +503,10 @@ void spw_account_publish_to(struct spw_stats_writer *w)
      * copies are the bases of the laned counters; their lanes start at 0. */
     for (uint32_t d = 0; w && d < w->device_count && d < SW_MAX_DEVICES; d++) {
         struct counters *c = &devices[d];
-        uint64_t limit = atomic_load(&c->limit);
-        if (limit) {
+        uint64_t limit, told;
+        if (spw_limit_known((int)d, &limit, &told)) {
             spw_stats_set(w, d, SPW_C_LIMIT, limit);
-            spw_stats_set(w, d, SPW_C_REPORTED, atomic_load(&c->told));
+            spw_stats_set(w, d, SPW_C_REPORTED, told);
         }
         spw_stats_set(w, d, SPW_C_IN_USE, atomic_load(&c->used));
         spw_stats_set(w, d, SPW_C_PEAK, atomic_load(&c->peak));
@@ -621,7 +522,7 @@ int spw_account_read(int dev, struct spillway_counters *out)
     if (!spw_account_tracks(dev))
         return -1;
     struct counters *c = counters_of(dev);
-    out->limit = dev == SPILLWAY_HOST ? 0 : spw_account_limit(dev);
+    out->limit = dev == SPILLWAY_HOST ? 0 : spw_limit(dev);
     if (out->limit == UINT64_MAX)
         out->limit = 0;
     out->used = atomic_load(&c->used);

@@ -1,10 +1,12 @@
-/* Per-device accounting of every allocation spillway sees, and the limit.
+/* Per-device accounting of every allocation spillway sees, against the
+ * limit (limits.h).
  * Counters are atomics; which allocation belongs to which device and how
  * big it is lives in three concurrent maps (ptrmap.h). Pure bookkeeping: it
  * never calls the driver except through the device callbacks. */
 #ifndef SPILLWAY_SHIM_ACCOUNT_H
 #define SPILLWAY_SHIM_ACCOUNT_H
 #include "policy/policy.h"
+#include "shim/limits.h"
 #include "shim/options.h"
 #include "shim/spillway.h"
 
@@ -18,13 +20,6 @@ enum spw_kind {
 };
 #define SPW_KINDS 3
 
-/* What the limits need to know of the devices (the driver answers; asked
- * when a device's limit is first computed). */
-struct spw_device_query {
-    uint64_t (*total)(int dev); /* total memory; 0 if unknown */
-    uint64_t (*page)(int dev);  /* the pool's page (VMM granularity); 0 if unknown; may be NULL */
-    int (*count)(void);         /* devices there are; -1 if unknown yet; may be NULL */
-};
 
 /* Sets the options the limits come from and how to learn about a device
  * (q must outlive the process). Safe to call more than once, the first call
@@ -35,22 +30,8 @@ void spw_account_init(const struct spw_options *opts, const struct spw_device_qu
  * SPILLWAY_HOST. */
 int spw_account_tracks(int dev);
 
-/* The device's limit in bytes, computed on first use: one page at least,
- * the device's total at most, each with a warning when it is not what the
- * options ask. The first computation also warns about devices
- * SPILLWAY_MEM_LIMIT names that the machine lacks. */
-uint64_t spw_account_limit(int dev);
 uint64_t spw_account_used(int dev);
 
-/* Also computed with the limit: what the program is told device dev has
- * (SPILLWAY_OVERSUBSCRIBE x the limit: cuMemGetInfo's total,
- * cuDeviceTotalMem), and the pinned host memory spill may use on it
- * (SPILLWAY_HOST_LIMIT resolved: auto is a share of the machine's memory).
- * With a factor above 1, a host limit too small for the part of told past
- * the limit stops the program there (status 2, one line), as a bad value
- * does before main. UINT64_MAX / 0 before accounting starts. */
-uint64_t spw_account_told(int dev);
-uint64_t spw_account_host_limit(int dev);
 
 /* Reserves bytes on a device before the driver allocates them: 0, or -1
  * (and the OOM counted and logged) if that would pass the limit. Check and
@@ -58,7 +39,7 @@ uint64_t spw_account_host_limit(int dev);
  * refused. */
 int spw_account_reserve(int dev, uint64_t bytes);
 
-/* The same against what the program is told (spw_account_told) instead of
+/* The same against what the program is told (spw_limit_told) instead of
  * the limit, counting every byte in use, spilled or not: pool memory with
  * SPILLWAY_OVERSUBSCRIBE above 1, whose device pages the pool bounds. A
  * refusal is counted and logged as spw_account_reserve's are. */

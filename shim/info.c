@@ -10,7 +10,7 @@
 
 void spw_info_clamp(int dev, size_t *free_bytes, size_t *total_bytes)
 {
-    uint64_t told = spw_account_told(dev);
+    uint64_t told = spw_limit_told(dev);
     if (told == UINT64_MAX)
         return; /* accounting not started: the driver's answer stands */
     uint64_t used = spw_account_used(dev);
@@ -46,7 +46,7 @@ CUresult spw_h_device_total_mem(size_t *bytes, CUdevice dev)
     CUresult r = real(bytes, dev);
     if (r != CUDA_SUCCESS || spw_disabled() || !bytes || dev < 0 || !spw_account_tracks(dev))
         return r;
-    uint64_t limit = spw_account_limit(dev), told = spw_account_told(dev);
+    uint64_t limit = spw_limit(dev), told = spw_limit_told(dev);
     /* Oversubscribed, the program is told more than the device has, as
      * cuMemGetInfo tells it; else never more than the driver's figure. */
     if (told > limit || limit < *bytes)

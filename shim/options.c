@@ -457,7 +457,7 @@ int spw_options_check_host_room(const struct spw_options *o, const char *who, ui
 
 /* A host limit in bytes against every limit in bytes: what can be known
  * before a device is seen. A fraction, or an auto host limit, waits for
- * the device (spw_account_limit checks it there, with the same line). */
+ * the device (spw_limit checks it there, with the same line). */
 static int check_static_room(const struct spw_options *o, char *err, size_t errlen)
 {
     char who[64], v[32];

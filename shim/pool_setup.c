@@ -81,7 +81,7 @@ static size_t host_reserve_of(uint64_t opt, size_t limit, size_t host_limit)
 static int set_up(int dev)
 {
     const struct spw_options *o = spw_config();
-    uint64_t limit = spw_account_limit(dev);
+    uint64_t limit = spw_limit(dev);
     sw_policy *p = create_policy();
     if (!p || limit == UINT64_MAX)
         return DEV_PASS;
@@ -91,7 +91,7 @@ static int set_up(int dev)
         .va_factor = 0,
         .sync_batch = 0,
         /* Resolved with the limit, where the factor's need was checked. */
-        .host_limit = (size_t)spw_account_host_limit(dev),
+        .host_limit = (size_t)spw_limit_host(dev),
         .spill = o->spill,
     };
     cfg.host_reserve = host_reserve_of(o->host_reserve, cfg.limit, cfg.host_limit);

@@ -23,7 +23,7 @@ static void format_config(const struct spw_options *o, int devices, char *buf, s
     size_t used = (size_t)spw_options_format(o, buf, len);
     for (int d = 0; d < devices && used < len; d++)
         used += (size_t)snprintf(buf + used, len - used, "device.%d.limit=%llu\n", d,
-                                 (unsigned long long)spw_account_limit(d));
+                                 (unsigned long long)spw_limit(d));
 }
 
 /* Returns 1 when done (published, disabled or failed for good), 0 to try

@@ -54,11 +54,11 @@ static struct spillway_counters read_dev(int dev)
 START_TEST(limits)
 {
     setup();
-    ck_assert_uint_eq(spw_account_limit(0), 768 * MiB); /* 0.75 of 1 GiB */
-    ck_assert_uint_eq(spw_account_limit(1), 100 * MiB);
-    ck_assert_uint_eq(spw_account_limit(2), 2 * MiB); /* 1 byte asked: one page */
-    ck_assert_uint_eq(spw_account_limit(3), 4096 * MiB); /* 1 PiB asked: the device's 4 GiB */
-    ck_assert_uint_eq(spw_account_limit(SPILLWAY_HOST), 0);
+    ck_assert_uint_eq(spw_limit(0), 768 * MiB); /* 0.75 of 1 GiB */
+    ck_assert_uint_eq(spw_limit(1), 100 * MiB);
+    ck_assert_uint_eq(spw_limit(2), 2 * MiB); /* 1 byte asked: one page */
+    ck_assert_uint_eq(spw_limit(3), 4096 * MiB); /* 1 PiB asked: the device's 4 GiB */
+    ck_assert_uint_eq(spw_limit(SPILLWAY_HOST), 0);
     struct spillway_counters c;
     ck_assert_int_eq(spw_account_read(64, &c), -1);
     ck_assert_int_eq(spw_account_read(-2, &c), -1);

@@ -442,7 +442,7 @@ START_TEST(oversubscribe_rules)
          "for SPILLWAY_MEM_LIMIT (0=8G): programs would be told 12 GiB"},
         {{"SPILLWAY_OVERSUBSCRIBE=1.5", "SPILLWAY_MEM_LIMIT=0=8G,1=2G", "SPILLWAY_HOST_LIMIT=4G"}, NULL},
         {{"SPILLWAY_OVERSUBSCRIBE=2", "SPILLWAY_MEM_LIMIT=8G", "SPILLWAY_HOST_LIMIT=unlimited"}, NULL},
-        /* Known only once a device is seen (spw_account_limit). */
+        /* Known only once a device is seen (spw_limit). */
         {{"SPILLWAY_OVERSUBSCRIBE=2", "SPILLWAY_MEM_LIMIT=8G"}, NULL},
         {{"SPILLWAY_OVERSUBSCRIBE=2", "SPILLWAY_HOST_LIMIT=1M"}, NULL},
     };

@@ -1,0 +1,141 @@
+/* Owner of each device's limit, told size and host limit (limits.h). */
+#include "shim/limits.h"
+
+#include "shim/log.h"
+#include "shim/spillway.h"
+#include "policy/limits.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <unistd.h>
+
+/* Read on every reservation, written once: a line of their own per device. */
+struct limits {
+    _Atomic uint64_t limit; /* 0 = not computed yet */
+    /* What the program is told the device has, and the pinned host memory
+     * spill may use for it: stored before limit, read after it. */
+    _Atomic uint64_t told, host_limit;
+} __attribute__((aligned(64)));
+
+static struct limits devices[SW_MAX_DEVICES];
+static _Atomic(const struct spw_options *) options;
+static _Atomic(const struct spw_device_query *) query;
+static void (*_Atomic resolved)(int dev, uint64_t limit, uint64_t told);
+/* Whether the devices SPILLWAY_MEM_LIMIT names were checked against the count. */
+static _Atomic int devices_checked;
+
+void spw_limits_init(const struct spw_options *opts, const struct spw_device_query *q,
+                     void (*tell)(int dev, uint64_t limit, uint64_t told))
+{
+    const struct spw_options *none = NULL;
+    if (atomic_compare_exchange_strong(&options, &none, opts)) {
+        atomic_store(&resolved, tell);
+        atomic_store(&query, q);
+    }
+}
+
+/* Once the driver can count the devices: a per-device limit for a device
+ * that is not there is a mistake the user should hear of (it limits
+ * nothing). Retried until the count is known. */
+static void check_listed_devices(const struct spw_options *o, const struct spw_device_query *q)
+{
+    if (atomic_load_explicit(&devices_checked, memory_order_relaxed) || !q->count)
+        return;
+    int n = q->count();
+    if (n < 0 || atomic_exchange(&devices_checked, 1))
+        return;
+    char note[512];
+    if (spw_options_missing_devices(o, n, note, sizeof note))
+        spw_warn("%s", note);
+}
+
+/* A configuration that cannot be honoured stops the program as a bad value
+ * does before main (config.c): with status 2 and one line. Here the
+ * device's limit or the machine's memory was needed to know it. */
+static void refuse_configuration(const char *line)
+{
+    spw_error("%s", line);
+    _exit(2);
+}
+
+/* The host limit of device dev once its limit is known; with
+ * SPILLWAY_OVERSUBSCRIBE above 1, also that it holds what the factor puts
+ * past the limit (else the program stops: see refuse_configuration). */
+static uint64_t device_host_limit(const struct spw_options *o, const struct spw_device_query *q,
+                                  int dev, uint64_t limit)
+{
+    int n = q->count ? q->count() : -1;
+    uint64_t phys = spw_options_phys_memory();
+    uint64_t host = spw_options_host_limit(o, n, phys);
+    char who[32], how[160] = "", line[512];
+    if (o->host_limit == SPW_BYTES_AUTO)
+        snprintf(how, sizeof how, " (auto: half of the machine's %llu MiB among %d device%s)",
+                 (unsigned long long)(phys >> 20), n > 0 ? n : 1, n > 1 ? "s" : "");
+    snprintf(who, sizeof who, "device %d", dev);
+    if (spw_options_check_host_room(o, who, limit, host, how, line, sizeof line))
+        refuse_configuration(line);
+    return host;
+}
+
+uint64_t spw_limit(int dev)
+{
+    if (dev == SPILLWAY_HOST)
+        return 0;
+    struct limits *c = &devices[dev];
+    /* Acquire: told and host_limit were stored before the limit. */
+    uint64_t limit = atomic_load_explicit(&c->limit, memory_order_acquire);
+    if (limit)
+        return limit;
+    const struct spw_options *o = atomic_load(&options);
+    const struct spw_device_query *q = atomic_load(&query);
+    if (!o || !q)
+        return UINT64_MAX;
+    check_listed_devices(o, q);
+    uint64_t t = q->total(dev), page = q->page ? q->page(dev) : 0;
+    char note[512];
+    /* A driver that cannot tell the total gets the explicit limit only. */
+    limit = spw_options_resolve_limit(o, dev, t ? t : UINT64_MAX, page, note, sizeof note);
+    if (limit == 0)
+        limit = 1; /* 0 means "not computed"; a 0-byte device takes nothing anyway */
+    /* Racing threads store the same figures. */
+    atomic_store(&c->host_limit, device_host_limit(o, q, dev, limit));
+    atomic_store(&c->told, spw_options_told(o, limit));
+    uint64_t unset = 0;
+    if (!atomic_compare_exchange_strong(&c->limit, &unset, limit))
+        return unset; /* another thread computed it (and said what it had to) */
+    void (*tell)(int, uint64_t, uint64_t) = atomic_load(&resolved);
+    if (tell)
+        tell(dev, limit, atomic_load(&c->told));
+    if (note[0])
+        spw_warn("%s", note);
+    if (t)
+        spw_info("device %d: limit %llu bytes of %llu", dev, (unsigned long long)limit,
+                 (unsigned long long)t);
+    return limit;
+}
+
+uint64_t spw_limit_told(int dev)
+{
+    uint64_t limit = spw_limit(dev);
+    if (dev == SPILLWAY_HOST || limit == UINT64_MAX)
+        return limit;
+    return atomic_load_explicit(&devices[dev].told, memory_order_relaxed);
+}
+
+uint64_t spw_limit_host(int dev)
+{
+    uint64_t limit = spw_limit(dev);
+    if (dev == SPILLWAY_HOST || limit == UINT64_MAX)
+        return 0;
+    return atomic_load_explicit(&devices[dev].host_limit, memory_order_relaxed);
+}
+
+int spw_limit_known(int dev, uint64_t *limit, uint64_t *told)
+{
+    if (dev < 0 || dev >= SW_MAX_DEVICES)
+        return 0;
+    const struct limits *c = &devices[dev];
+    *limit = atomic_load_explicit(&c->limit, memory_order_acquire);
+    *told = atomic_load_explicit(&c->told, memory_order_relaxed);
+    return *limit != 0;
+}
