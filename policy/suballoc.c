@@ -341,33 +341,6 @@ static bool claim(sw_ext *e, CUdeviceptr ptr)
                                                    memory_order_acq_rel, memory_order_relaxed);
 }
 
-/* Without a lock (issue 14 item 6: the device lock on every free made
- * threads freeing at once wait for each other): the page's owner, or the
- * mixed page's index walked as the other lock-free readers do. A miss,
- * maybe from a race with a change next door, goes to claim_locked. */
-static sw_ext *claim_fast(sw_pte *pte, CUdeviceptr ptr, sw_ext **seen)
-{
-    sw_ext *e = *seen = ext_fast(pte, ptr);
-    return e && claim(e, ptr) ? e : NULL;
-}
-
-/* Under the device lock, where no record changes: exact. *block tells
- * whether a block starts at ptr at all (claimed or not: a double free). */
-static sw_ext *claim_locked(sw_pte *pte, CUdeviceptr ptr, bool *block)
-{
-    *block = false;
-    sw_page *pg = atomic_load_explicit(&pte->page, memory_order_acquire);
-    if (!pg)
-        return NULL;
-    sw_device *d = pg->dev;
-    sw_dev_lock(d);
-    sw_ext *e = sw_ext_at(d, ptr);
-    *block = e && atomic_load(&e->kind) == SW_EXT_BLOCK && sw_ext_base(e) == ptr;
-    bool claimed = *block && claim(e, ptr);
-    sw_dev_unlock(d);
-    return claimed ? e : NULL;
-}
-
 /* Marks the slab slot at ptr not live. */
 static CUresult mark_slot(sw_policy *p, CUdeviceptr ptr, sw_device **dev, sw_freed *out)
 {
@@ -389,27 +362,32 @@ static CUresult mark_slot(sw_policy *p, CUdeviceptr ptr, sw_device **dev, sw_fre
 }
 
 
+static CUresult block_freed(sw_ext *e, CUdeviceptr ptr, sw_device **dev, sw_freed *out)
+{
+    *dev = e->dev;
+    *out = (sw_freed){ptr, sw_bucket_of(e->dev, e->req), e->req, e};
+    return CUDA_SUCCESS;
+}
+
+/* First without a lock (issue 14 item 6: the device lock on every free
+ * made threads freeing at once wait for each other): the extent the
+ * lock-free readers find, claimed if it is the block, else its slab's slot.
+ * A miss, maybe from a race with a change next door, looks again under
+ * the device lock. */
 CUresult sw_mark_freed(sw_policy *p, CUdeviceptr ptr, sw_device **dev, sw_freed *out)
 {
     sw_pte *pte = sw_pt_get(&p->pt, ptr);
     if (!pte)
         return CUDA_ERROR_INVALID_VALUE;
-    sw_ext *seen;
-    sw_ext *e = claim_fast(pte, ptr, &seen);
-    /* A slab found without a lock: its slot, with no device lock at all. */
-    bool slab_first = !e && seen && atomic_load(&seen->kind) == SW_EXT_SLAB;
-    if (slab_first && mark_slot(p, ptr, dev, out) == CUDA_SUCCESS)
+    sw_ext *e = ext_fast(pte, ptr);
+    if (e && claim(e, ptr))
+        return block_freed(e, ptr, dev, out);
+    if (e && atomic_load(&e->kind) == SW_EXT_SLAB && mark_slot(p, ptr, dev, out) == CUDA_SUCCESS)
         return CUDA_SUCCESS;
-    bool block = true;
-    if (!e)
-        e = claim_locked(pte, ptr, &block);
-    if (e) {
-        *dev = e->dev;
-        *out = (sw_freed){ptr, sw_bucket_of(e->dev, e->req), e->req, e};
-        return CUDA_SUCCESS;
-    }
-    if (block || slab_first)
-        return CUDA_ERROR_INVALID_VALUE; /* freed already, or not a slot either */
+    e = ext_locked(pte, ptr);
+    if (e && atomic_load(&e->kind) == SW_EXT_BLOCK && sw_ext_base(e) == ptr)
+        return claim(e, ptr) ? block_freed(e, ptr, dev, out)
+                             : CUDA_ERROR_INVALID_VALUE; /* freed already */
     return mark_slot(p, ptr, dev, out);
 }
 
