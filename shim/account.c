@@ -283,6 +283,17 @@ void spw_account_copy(int dev, enum spw_copy_dir dir, uint64_t bytes)
                   bytes);
 }
 
+int spw_account_publishing(void)
+{
+    return atomic_load_explicit(&stats, memory_order_relaxed) != NULL;
+}
+
+void spw_account_launch(int dev, int graph)
+{
+    if (dev >= 0)
+        spw_stats_launch(stats_for(dev), (uint32_t)dev, sw_lane_of_thread(), graph);
+}
+
 /* The stats gauge of a reason (host-location memory is host memory: none). */
 static int pt_gauge(int reason)
 {

@@ -120,6 +120,15 @@ int spw_account_unpooled_live(void);
 enum spw_copy_dir { SPW_COPY_HTOD, SPW_COPY_DTOH, SPW_COPY_DTOD };
 void spw_account_copy(int dev, enum spw_copy_dir dir, uint64_t bytes);
 
+/* Whether the counters are mirrored into a stats segment now: one atomic
+ * load, for callers that would ask the driver for a device only to count. */
+int spw_account_publishing(void);
+
+/* A kernel launch (graph: a graph launch) the driver accepted on dev, in
+ * the thread's lane of the stats segment (nothing before it is published
+ * or for dev < 0). */
+void spw_account_launch(int dev, int graph);
+
 /* From now on, mirror every device's counters into the stats segment w
  * (limit, in use, peak, allocs, frees, OOMs); counts from before are
  * copied in first. NULL stops publishing. */

@@ -38,8 +38,8 @@ void spw_gate_filled(void)
             spw_pool_publish(dev);
 }
 
-/* Two thread-local reads in the driver; no context: only the sides. */
-static int current_device(void)
+/* Two thread-local reads in the driver. */
+int spw_current_device(void)
 {
     CUcontext c = NULL;
     CUdevice d;
@@ -53,7 +53,7 @@ static int current_device(void)
 uint64_t spw_gate_devices(CUdeviceptr a, CUdeviceptr b)
 {
     uint64_t m = 0;
-    int d = current_device();
+    int d = spw_current_device(); /* no context: only the sides */
     if (d >= 0)
         m |= 1ull << d;
     if (a && (d = spw_arena_device(a)) >= 0 && d < SW_MAX_DEVICES)

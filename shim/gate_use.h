@@ -60,6 +60,10 @@ static inline void spw_gate_use2(sw_policy *p, CUdeviceptr a, CUdeviceptr b, siz
  * pointers its nodes use (graphs.c); returns the devices for its bracket. */
 uint64_t spw_graph_use(sw_policy *g, CUgraphExec exec);
 
+/* The device of the calling thread's current context, or -1 when there is
+ * none (or it is past SW_MAX_DEVICES). */
+int spw_current_device(void);
+
 /* The devices a submission runs on or reads: the current context's, and
  * the pool devices of the (up to two, 0: none) pointers it names. Work on
  * a device that can reach another's pages (peer access) is covered by

@@ -1,8 +1,9 @@
 /* Kernel and graph launches: cuLaunchKernel, cuLaunchKernelEx,
  * cuLaunchCooperativeKernel and cuGraphLaunch, each also as its _ptsz
  * variant (forwarded to the driver's same variant), and the unloads that
- * end a function's life. They are hooked only for spill: without a
- * spilling pool each forwards untouched after one atomic load.
+ * end a function's life. They are hooked for spill and counted: without a
+ * spilling pool each forwards untouched after one atomic load, and counts
+ * what the driver accepted.
  *
  * With spill, a launch's arguments are scanned for pool pointers
  * (param_scan.c); each is touched, and the allocations that live on the
@@ -10,6 +11,7 @@
  * a page is never remapped while a launch that may use it is being
  * submitted, and the sync that precedes a remap covers it once submitted.
  * A graph launch touches and fills what its nodes use (graphs.c). */
+#include "shim/account.h"
 #include "shim/gate_use.h"
 #include "shim/handler.h"
 #include "shim/param_scan.h"
@@ -42,10 +44,21 @@ static void use_arguments(sw_policy *g, CUfunction f, void **params, void **extr
         spw_gate_filled();
 }
 
+/* Every launch the driver accepts is counted (stats: launches,
+ * graph_launches), spill or not: a program whose count falls short of its
+ * own reaches the driver past these handlers, where the gate cannot see
+ * it (issue 10: the runtime's launches must arrive here). */
+static CUresult counted(CUresult r, int graph)
+{
+    if (r == CUDA_SUCCESS && spw_account_publishing())
+        spw_account_launch(spw_current_device(), graph);
+    return r;
+}
+
 #define LAUNCH_HANDLERS(handler, params, f, kparams, extra, args)             \
     SPW_GATED_HANDLERS(handler, params, args,                               \
                        use_arguments(g, (f), (kparams), (extra));           \
-                       devices = spw_gate_devices(0, 0), r)
+                       devices = spw_gate_devices(0, 0), counted(r, 0))
 
 LAUNCH_HANDLERS(spw_h_launch_kernel,
                 (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
@@ -69,7 +82,7 @@ LAUNCH_HANDLERS(spw_h_launch_cooperative_kernel,
                  hStream, kernelParams))
 
 SPW_GATED_HANDLERS(spw_h_graph_launch, (CUgraphExec hGraphExec, CUstream hStream),
-                   (hGraphExec, hStream), devices = spw_graph_use(g, hGraphExec), r)
+                   (hGraphExec, hStream), devices = spw_graph_use(g, hGraphExec), counted(r, 1))
 
 /* Forgotten before (a launch racing the unload must not cache the dying
  * layout under the current generation) and after (nor one asked between). */

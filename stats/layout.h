@@ -14,8 +14,8 @@
  * Consistency: the text fields (cmdline, config) are guarded by
  * text_generation, a seqlock (odd while they are rewritten). Each counter is
  * a 64-bit atomic on its own cache line (no false sharing between counters
- * hot in different threads). The counters every allocation and free changes
- * (SPW_STATS_LANED) are also split into SPW_STATS_LANES lanes, each on its
+ * hot in different threads). The counters every allocation, free and launch
+ * changes (SPW_STATS_LANED) are also split into SPW_STATS_LANES lanes, each on its
  * own line, that the writer's threads add to: such a counter's value is its
  * c[k].value (the base, set when the segment is attached) plus the sum of
  * its lanes, modulo 2^64. A lane alone means nothing: a free on another
@@ -32,7 +32,7 @@
 #include <string.h>
 
 #define SPW_STATS_MAGIC        0x5441545357505331ULL /* "1SPWSTAT" little-endian */
-#define SPW_STATS_ABI_VERSION  4u
+#define SPW_STATS_ABI_VERSION  5u
 #define SPW_STATS_MAX_DEVICES  64u
 #define SPW_STATS_CMDLINE_LEN  1024u
 #define SPW_STATS_CONFIG_LEN   2048u
@@ -77,6 +77,8 @@
     X(COPY_HTOD,      copy_htod_bytes,      COUNTER, "bytes the program copied host to device") \
     X(COPY_DTOH,      copy_dtoh_bytes,      COUNTER, "bytes the program copied device to host") \
     X(COPY_DTOD,      copy_dtod_bytes,      COUNTER, "bytes the program copied device to device") \
+    X(LAUNCHES,       launches,             COUNTER, "kernel launches the driver accepted (cuLaunchKernel, cuLaunchKernelEx, cuLaunchCooperativeKernel, from the runtime too), counted on the current context's device: fewer than the program made means some bypass spillway's work gate") \
+    X(GRAPH_LAUNCHES, graph_launches,       COUNTER, "graph launches the driver accepted (cuGraphLaunch), counted as launches are") \
     X(PASS_IPC,       passthrough_ipc_bytes,     GAUGE, "bytes allocated outside the pool: IPC/shareable") \
     X(PASS_MANAGED,   passthrough_managed_bytes, GAUGE, "bytes allocated outside the pool: managed") \
     X(PASS_CAPTURE,   passthrough_capture_bytes, GAUGE, "bytes allocated outside the pool: stream capture") \
@@ -90,13 +92,13 @@ enum spw_counter {
     SPW_C_COUNT
 };
 
-/* The counters every allocation and free served changes, from every thread
- * that allocates: one shared line each made those threads take the line
- * from one another (issue 14 item 6), so they are laned (see Consistency
- * above). The one list of them: the writer, the readers, the docs and the
- * tests derive from it. peak_bytes is not here: it is written only when it
- * grows. */
-#define SPW_STATS_LANED(X) X(IN_USE) X(ALLOCS) X(FREES)
+/* The counters every allocation, free and launch changes, from every thread
+ * that allocates or launches: one shared line each made those threads take
+ * the line from one another (issue 14 item 6), so they are laned (see
+ * Consistency above). The one list of them: the writer, the readers, the
+ * docs and the tests derive from it. peak_bytes is not here: it is written
+ * only when it grows. */
+#define SPW_STATS_LANED(X) X(IN_USE) X(ALLOCS) X(FREES) X(LAUNCHES) X(GRAPH_LAUNCHES)
 
 enum spw_laned {
 #define SPW_X(e) SPW_L_##e,
@@ -146,16 +148,17 @@ _Static_assert(sizeof(struct spw_stats_header) % SPW_STATS_CACHELINE == 0, "head
  * reported_bytes (SPILLWAY_OVERSUBSCRIBE), v4 the lanes after each device's
  * counters (in_use_bytes, allocs, frees: SPW_STATS_LANED), so that threads
  * allocating at once write lines of their own; a v3 reader would take the
- * bases alone for these counters, hence the new version. */
-_Static_assert(offsetof(struct spw_stats_header, cmdline) == 128, "ABI v4 header layout");
+ * bases alone for these counters, hence the new version. v5 added launches
+ * and graph_launches, laned. */
+_Static_assert(offsetof(struct spw_stats_header, cmdline) == 128, "ABI v5 header layout");
 _Static_assert(sizeof(struct spw_stats_header) == 128 + SPW_STATS_CMDLINE_LEN + SPW_STATS_CONFIG_LEN,
-               "ABI v4 header size");
+               "ABI v5 header size");
 _Static_assert((SPW_STATS_LANES & (SPW_STATS_LANES - 1)) == 0, "lanes: a power of two");
 _Static_assert(offsetof(struct spw_stats_device, lane) == SPW_C_COUNT * SPW_STATS_CACHELINE,
-               "ABI v4: the lanes follow the counters");
+               "ABI v5: the lanes follow the counters");
 _Static_assert(sizeof(struct spw_stats_device) ==
                    (SPW_C_COUNT + SPW_L_COUNT * SPW_STATS_LANES) * SPW_STATS_CACHELINE,
-               "ABI v4 device size: whole lines, no padding");
+               "ABI v5 device size: whole lines, no padding");
 
 /* The lane group of counter k, or -1 when k is a single atomic. */
 static inline int spw_stats_laned(enum spw_counter k)

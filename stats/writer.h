@@ -19,8 +19,9 @@
  * never wraps below zero: it clamps and counts an underflow instead (a shim
  * bug shows as SPW_C_UNDERFLOWS, not as a 17 TB figure).
  *
- * The laned counters (layout.h: in_use_bytes, allocs, frees) are what
- * spw_stats_alloc and spw_stats_free change, in the caller's lane. A lane
+ * The laned counters (layout.h: in_use_bytes, allocs, frees, launches,
+ * graph_launches) are what spw_stats_alloc, spw_stats_free and
+ * spw_stats_launch change, in the caller's lane. A lane
  * cannot tell an underflow (it goes below zero whenever another thread
  * frees what this one allocated): the caller keeps the exact total and
  * counts its own underflows (the shim: account.c). get/set/add/sub act on
@@ -201,6 +202,15 @@ static inline void spw_stats_free(struct spw_stats_writer *w, uint32_t d, unsign
         return;
     spw_stats_unuse(w, d, lane, bytes);
     atomic_fetch_add_explicit(f, 1, memory_order_relaxed);
+}
+
+/* A kernel launch (graph: a graph launch) the driver accepted on device d,
+ * counted in `lane`. */
+static inline void spw_stats_launch(struct spw_stats_writer *w, uint32_t d, unsigned lane, int graph)
+{
+    _Atomic uint64_t *v = spw_stats_lane(w, d, graph ? SPW_L_GRAPH_LAUNCHES : SPW_L_LAUNCHES, lane);
+    if (v)
+        atomic_fetch_add_explicit(v, 1, memory_order_relaxed);
 }
 
 /* A spill (device -> host) or fill (host -> device) of `bytes`. */

@@ -91,7 +91,7 @@ END_TEST
 START_TEST(truncated_file) { expect_bad(img, img_len - 100, 0600, "total size"); }
 END_TEST
 
-/* The lanes of the counters every allocation changes (ABI 4) end each
+/* The lanes of the counters every allocation and launch changes (ABI 4, 5) end each
  * device: a file cut inside them, a segment laid out without them, or an
  * ABI 3 one (no lanes) is refused, saying why, never read short. */
 START_TEST(lane_area_cut_is_refused)
