@@ -15,6 +15,7 @@
 #include "shim/gate_use.h"
 #include "shim/handler.h"
 #include "shim/param_scan.h"
+#include "shim/publish.h"
 
 /* Values already filled in this launch: a kernel often gets one buffer
  * several times, and a fill that finds no room would sync each time. */
@@ -50,7 +51,10 @@ static void use_arguments(sw_policy *g, CUfunction f, void **params, void **extr
  * it (issue 10: the runtime's launches must arrive here). */
 static CUresult counted(CUresult r, int graph)
 {
-    if (r == CUDA_SUCCESS && spw_account_publishing())
+    if (r != CUDA_SUCCESS)
+        return r;
+    spw_publish_ensure(); /* a program may launch before it allocates */
+    if (spw_account_publishing())
         spw_account_launch(spw_current_device(), graph);
     return r;
 }

@@ -17,3 +17,13 @@ $(BUILD)/tests/integration/shim_oversub: $(BUILD)/tests/integration/shim/test_ov
 	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(CHECK_LIBS) $(LDLIBS)
 ALL_TARGETS += $(BUILD)/tests/integration/shim_oversub
 UNIT_TESTS += tests/integration/shim/oversub.sh
+
+# Launches counted (issue 10's launch rows rely on it): launches.sh runs
+# test_launches.c.
+$(BUILD)/tests/integration/shim_launches: $(BUILD)/tests/integration/shim/test_launches.o \
+                                          $(BUILD)/tests/integration/shim/rig.o $(UNIT_MAIN) \
+                                          $(BUILD)/stats/reader.o $(BUILD)/stats/decode.o \
+                                          $(BUILD)/stats/procinfo.o $(FAKECUDA_LIB)
+	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(CHECK_LIBS) $(LDLIBS)
+ALL_TARGETS += $(BUILD)/tests/integration/shim_launches
+UNIT_TESTS += tests/integration/shim/launches.sh

@@ -7,7 +7,8 @@
  * Device 0: limit 8 GiB, pool 8 GiB, three allocations of inuse/2 and one
  * free (in use = inuse, peak = 1.5 x inuse), 512 MiB spilled out in two
  * spills and one fill of 256 MiB (spilled = 256 MiB), host 1 GiB, one OOM,
- * copies H2D 1000 / D2H 2000 / D2D 3000, pass-through IPC 4096.
+ * copies H2D 1000 / D2H 2000 / D2D 3000, five launches and two graph
+ * launches (each in a lane of its own), pass-through IPC 4096.
  * Device 1: limit 4 GiB, one allocation of 100 MiB. The allocations are
  * counted in lanes 0-2 and the free in lane 3, as threads of a program
  * would (lane 3 goes below zero): the tools must show the sums.
@@ -50,6 +51,10 @@ static void publish_known(struct spw_stats_writer *w, uint64_t inuse)
     spw_stats_add(w, 0, SPW_C_COPY_DTOH, 2000);
     spw_stats_add(w, 0, SPW_C_COPY_DTOD, 3000);
     spw_stats_add(w, 0, SPW_C_PASS_IPC, 4096);
+    for (unsigned i = 0; i < 5; i++) /* in lanes of their own: the readers sum them */
+        spw_stats_launch(w, 0, i * 3, 0);
+    spw_stats_launch(w, 0, 1, 1);
+    spw_stats_launch(w, 0, 7, 1);
     spw_stats_set(w, 1, SPW_C_LIMIT, 4 * GiB);
     spw_stats_alloc(w, 1, 0, 100 * MiB, 100 * MiB);
 }

@@ -39,7 +39,8 @@ field() { grep -oE "\"$2\":[0-9]+" <<<"$1" | cut -d: -f2; }
 for kv in limit_bytes=$((8 * GiB)) pool_bytes=$((8 * GiB)) in_use_bytes=$((2 * GiB)) peak_bytes=$((3 * GiB)) \
           spilled_bytes=$((256 * MiB)) host_bytes=$GiB allocs=3 frees=1 ooms=1 spill_bytes=$((512 * MiB)) \
           spill_events=2 fill_bytes=$((256 * MiB)) fill_events=1 copy_htod_bytes=1000 copy_dtoh_bytes=2000 \
-          copy_dtod_bytes=3000 passthrough_ipc_bytes=4096 passthrough_managed_bytes=0 underflows=0; do
+          copy_dtod_bytes=3000 launches=5 graph_launches=2 passthrough_ipc_bytes=4096 \
+          passthrough_managed_bytes=0 underflows=0; do
     k=${kv%%=*}; v=${kv#*=}
     check "--json device 0 $k = $v" [ "$(field "$dev0" "$k")" = "$v" ]
 done

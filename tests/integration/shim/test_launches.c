@@ -1,0 +1,276 @@
+/* Every launch reaches spillway's work gate, and the stats say so: each
+ * launch API (cuLaunchKernel, its _ptsz variant, cuLaunchKernelEx,
+ * cuLaunchCooperativeKernel, cuGraphLaunch), reached by each path programs
+ * use (linked, dlsym, cuGetProcAddress as the runtime does), moves the
+ * segment's launches or graph_launches by exactly the number the driver
+ * accepted, on the current context's device, from any number of threads.
+ * A launch that reached the driver past the hooks would leave the count
+ * short: the GPU check's launch rows (issue 10) rely on that. Run by
+ * launches.sh, with spill off and on. */
+#include "tests/integration/shim/rig.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+enum path { LINKED, DLSYM, GPA, PATHS };
+static const char *const path_names[] = {"linked", "dlsym", "cuGetProcAddress"};
+
+enum api { KERNEL, KERNEL_PTSZ, KERNEL_EX, COOPERATIVE, GRAPH, APIS };
+static const struct {
+    const char *base, *symbol; /* what cuGetProcAddress is asked, what dlsym is */
+    int per_thread;
+} apis[] = {
+    [KERNEL] = {"cuLaunchKernel", "cuLaunchKernel", 0},
+    [KERNEL_PTSZ] = {"cuLaunchKernel", "cuLaunchKernel_ptsz", 1},
+    [KERNEL_EX] = {"cuLaunchKernelEx", "cuLaunchKernelEx", 0},
+    [COOPERATIVE] = {"cuLaunchCooperativeKernel", "cuLaunchCooperativeKernel", 0},
+    [GRAPH] = {"cuGraphLaunch", "cuGraphLaunch", 0},
+};
+
+typedef CUresult (*gpa_fn)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
+
+/* The function a program reaching the driver by path gets for api. */
+static void *resolve(enum path path, enum api a)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    ck_assert_ptr_nonnull(h);
+    if (path == LINKED) {
+        /* What a program linked with -lcuda calls; the _ptsz variant only a
+         * per-thread build names, as dlsym finds it. */
+        void *const linked[] = {[KERNEL] = (void *)&cuLaunchKernel,
+                                [KERNEL_PTSZ] = dlsym(RTLD_DEFAULT, "cuLaunchKernel_ptsz"),
+                                [KERNEL_EX] = (void *)&cuLaunchKernelEx,
+                                [COOPERATIVE] = (void *)&cuLaunchCooperativeKernel,
+                                [GRAPH] = (void *)&cuGraphLaunch};
+        return linked[a];
+    }
+    if (path == DLSYM)
+        return dlsym(h, apis[a].symbol);
+    /* As the runtime: cuGetProcAddress by dlsym, asked for itself first. */
+    void *first = dlsym(h, "cuGetProcAddress");
+    ck_assert_ptr_nonnull(first);
+    gpa_fn gpa = NULL;
+    CUdriverProcAddressQueryResult q;
+    ck_assert_int_eq(((CUresult(*)(const char *, void **, int, cuuint64_t))first)("cuGetProcAddress",
+                                                                                    (void **)&gpa, 12000,
+                                                                                    CU_GET_PROC_ADDRESS_DEFAULT),
+                     CUDA_SUCCESS);
+    void *fn = NULL;
+    ck_assert_int_eq(gpa(apis[a].base, &fn, 12000,
+                         apis[a].per_thread ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM
+                                            : CU_GET_PROC_ADDRESS_LEGACY_STREAM,
+                         &q),
+                     CUDA_SUCCESS);
+    return fn;
+}
+
+#define WORDS 64
+#define BYTES (WORDS * sizeof(uint32_t))
+
+/* One launch of step_u32(p, WORDS, k) on stream s through api's function
+ * fn, or one launch of the executable graph g. */
+static CUresult launch(enum api a, void *fn, CUfunction f, CUstream s, CUdeviceptr *p, unsigned *k,
+                       CUgraphExec g)
+{
+    size_t n = WORDS;
+    void *params[] = {p, &n, k};
+    switch (a) {
+    case KERNEL:
+    case KERNEL_PTSZ:
+        return ((__typeof__(&cuLaunchKernel))fn)(f, 1, 1, 1, 1, 1, 1, 0, s, params, NULL);
+    case KERNEL_EX: {
+        CUlaunchConfig c = {.gridDimX = 1, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 1,
+                            .blockDimY = 1, .blockDimZ = 1, .hStream = s};
+        return ((__typeof__(&cuLaunchKernelEx))fn)(&c, f, params, NULL);
+    }
+    case COOPERATIVE:
+        return ((__typeof__(&cuLaunchCooperativeKernel))fn)(f, 1, 1, 1, 1, 1, 1, 0, s, params);
+    case GRAPH:
+        return ((__typeof__(&cuGraphLaunch))fn)(g, s);
+    default:
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+}
+
+/* An executable graph of one step_u32(p, WORDS, *k) launch, captured on s:
+ * the captured launch is one the driver accepted, counted in launches. */
+static CUgraphExec captured_step(CUfunction f, CUstream s, CUdeviceptr *p, unsigned *k)
+{
+    CUgraph graph;
+    CUgraphExec exec;
+    CU_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    CU_OK(launch(KERNEL, (void *)&cuLaunchKernel, f, s, p, k, NULL));
+    CU_OK(cuStreamEndCapture(s, &graph));
+    CU_OK(cuGraphInstantiateWithFlags(&exec, graph, 0));
+    CU_OK(cuGraphDestroy(graph));
+    return exec;
+}
+
+/* Each API by each path: N launches accepted, N counted in its counter and
+ * none in the other; the buffer stepped N times (they ran). */
+START_TEST(every_launch_api_is_counted_by_every_path)
+{
+    enum path path = (enum path)(_i / APIS);
+    enum api a = (enum api)(_i % APIS);
+    rig_setup(0);
+    void *fn = resolve(path, a);
+    ck_assert_msg(fn != NULL, "%s: %s not found", path_names[path], apis[a].symbol);
+    CUfunction f = rig_kernel("step_u32");
+    CUstream s = NULL;
+    if (a == GRAPH)
+        CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    else if (a == KERNEL_PTSZ)
+        s = CU_STREAM_PER_THREAD;
+    CUdeviceptr p = rig_filled(BYTES, 7);
+    /* A synchronous copy may return before its DMA is done, and a
+     * non-blocking stream does not wait for the legacy one. */
+    CU_OK(cuCtxSynchronize());
+    unsigned k = 3;
+    CUgraphExec g = a == GRAPH ? captured_step(f, s, &p, &k) : NULL;
+    enum spw_counter mine = a == GRAPH ? SPW_C_GRAPH_LAUNCHES : SPW_C_LAUNCHES;
+    enum spw_counter other = a == GRAPH ? SPW_C_LAUNCHES : SPW_C_GRAPH_LAUNCHES;
+    uint64_t mine0 = rig_stat(0, mine), other0 = rig_stat(0, other);
+    enum { N = 7 };
+    for (int i = 0; i < N; i++)
+        CU_OK(launch(a, fn, f, s, &p, &k, g));
+    CU_OK(cuCtxSynchronize());
+    ck_assert_msg(rig_stat(0, mine) - mine0 == N, "%s by %s: %llu of %d launches counted", apis[a].symbol,
+                  path_names[path], (unsigned long long)(rig_stat(0, mine) - mine0), N);
+    ck_assert_uint_eq(rig_stat(0, other), other0);
+    uint32_t *want = rig_expected(BYTES, 7);
+    for (int i = 0; i < N; i++)
+        for (size_t w = 0; w < WORDS; w++)
+            want[w] = rig_step(want[w], k);
+    rig_expect_words(p, want, BYTES, "the buffer the launches stepped");
+    free(want);
+    if (g)
+        CU_OK(cuGraphExecDestroy(g));
+    if (s && s != CU_STREAM_PER_THREAD)
+        CU_OK(cuStreamDestroy(s));
+    CU_OK(cuMemFree(p));
+}
+END_TEST
+
+/* What the driver refuses never ran: not counted. */
+START_TEST(refused_launches_are_not_counted)
+{
+    rig_setup(0);
+    CUfunction f = rig_kernel("step_u32");
+    CUdeviceptr p = rig_filled(BYTES, 1);
+    unsigned k = 1;
+    uint64_t l0 = rig_stat(0, SPW_C_LAUNCHES), g0 = rig_stat(0, SPW_C_GRAPH_LAUNCHES);
+    size_t n = WORDS;
+    void *params[] = {&p, &n, &k};
+    ck_assert_int_ne(cuLaunchKernel(NULL, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL), CUDA_SUCCESS);
+    ck_assert_int_ne(cuLaunchKernel(f, 0, 1, 1, 1, 1, 1, 0, NULL, params, NULL), CUDA_SUCCESS);
+    ck_assert_int_ne(cuLaunchKernelEx(NULL, f, params, NULL), CUDA_SUCCESS);
+    ck_assert_int_ne(cuGraphLaunch(NULL, NULL), CUDA_SUCCESS);
+    ck_assert_uint_eq(rig_stat(0, SPW_C_LAUNCHES), l0);
+    ck_assert_uint_eq(rig_stat(0, SPW_C_GRAPH_LAUNCHES), g0);
+    rig_expect_pattern(p, BYTES, 1, "a buffer no launch ran on");
+    CU_OK(cuMemFree(p));
+}
+END_TEST
+
+/* A launch counts on the device whose context is current. */
+START_TEST(launches_count_on_the_current_contexts_device)
+{
+    int count = 0;
+    rig_setup(0);
+    CU_OK(cuDeviceGetCount(&count));
+    ck_assert_msg(count >= 2, "launches.sh gives fakecuda two devices");
+    rig_setup(1);
+    CUfunction f = rig_kernel("step_u32");
+    CUdeviceptr p = rig_filled(BYTES, 2);
+    uint64_t d0 = rig_stat(0, SPW_C_LAUNCHES), d1 = rig_stat(1, SPW_C_LAUNCHES);
+    unsigned k = 5;
+    for (int i = 0; i < 3; i++)
+        CU_OK(launch(KERNEL, (void *)&cuLaunchKernel, f, NULL, &p, &k, NULL));
+    CU_OK(cuCtxSynchronize());
+    ck_assert_uint_eq(rig_stat(1, SPW_C_LAUNCHES) - d1, 3);
+    ck_assert_uint_eq(rig_stat(0, SPW_C_LAUNCHES), d0);
+    CU_OK(cuMemFree(p));
+}
+END_TEST
+
+#define THREADS 8
+#define PER_THREAD 400
+
+struct worker {
+    CUcontext ctx;
+    CUfunction f;
+    int error;
+};
+
+static void *worker_run(void *arg)
+{
+    struct worker *w = arg;
+    CUstream s;
+    CUdeviceptr p;
+    unsigned k = 1;
+    if ((w->error = cuCtxSetCurrent(w->ctx)) || (w->error = cuStreamCreate(&s, CU_STREAM_NON_BLOCKING)))
+        return NULL;
+    if ((w->error = cuMemAlloc(&p, BYTES)))
+        return NULL;
+    for (int i = 0; i < PER_THREAD && !w->error; i++)
+        w->error = launch(KERNEL, (void *)&cuLaunchKernel, w->f, s, &p, &k, NULL);
+    if (!w->error)
+        w->error = cuStreamSynchronize(s);
+    cuStreamDestroy(s);
+    cuMemFree(p);
+    return NULL;
+}
+
+/* Threads launching at once count in lanes of their own: the sum is exact. */
+START_TEST(threads_launching_at_once_count_exactly)
+{
+    CUcontext ctx = rig_setup(0);
+    CUfunction f = rig_kernel("step_u32");
+    CUdeviceptr q = rig_filled(BYTES, 0); /* the segment exists from here */
+    uint64_t l0 = rig_stat(0, SPW_C_LAUNCHES);
+    static struct worker w[THREADS];
+    pthread_t t[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        w[i] = (struct worker){.ctx = ctx, .f = f};
+        ck_assert_int_eq(pthread_create(&t[i], NULL, worker_run, &w[i]), 0);
+    }
+    for (int i = 0; i < THREADS; i++) {
+        pthread_join(t[i], NULL);
+        ck_assert_msg(w[i].error == 0, "thread %d: error %d", i, w[i].error);
+    }
+    ck_assert_uint_eq(rig_stat(0, SPW_C_LAUNCHES) - l0, (uint64_t)THREADS * PER_THREAD);
+    CU_OK(cuMemFree(q));
+}
+END_TEST
+
+/* A process's first hooked call may be a launch (its buffers from
+ * elsewhere): the segment opens there, and counts it. */
+START_TEST(a_launch_before_any_allocation_is_counted)
+{
+    rig_setup(0);
+    CUfunction f = rig_kernel("step_u32");
+    CUdeviceptr none = 0;
+    size_t n = 0;
+    unsigned k = 0;
+    void *params[] = {&none, &n, &k};
+    CU_OK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+    ck_assert_uint_eq(rig_stat(0, SPW_C_LAUNCHES), 1);
+    CU_OK(cuCtxSynchronize());
+}
+END_TEST
+
+Suite *test_suite(void)
+{
+    Suite *s = suite_create("shim_launches");
+    TCase *c = tcase_create("launches");
+    tcase_set_timeout(c, 60);
+    tcase_add_loop_test(c, every_launch_api_is_counted_by_every_path, 0, PATHS * APIS);
+    tcase_add_test(c, refused_launches_are_not_counted);
+    tcase_add_test(c, launches_count_on_the_current_contexts_device);
+    tcase_add_test(c, threads_launching_at_once_count_exactly);
+    tcase_add_test(c, a_launch_before_any_allocation_is_counted);
+    suite_add_tcase(s, c);
+    return s;
+}
