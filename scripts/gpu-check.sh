@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # GPU check: one call on a GPU host builds spillway and its GPU programs (gcc
-# and nvcc), runs the driver conformance suites against the real driver, the
+# and nvcc), runs the driver conformance suites against the real driver,
+# whether runtime launches reach the gate (issue 10: N kernel launches by a
+# CUDA C program, static and shared cudart, and by PyTorch, each counted by
+# spillway's stats exactly N times; one short means a launch that bypasses
+# spillway's hooks, which spill could remap a page under), the
 # acceptance rows of issues 3-5 (CUDA C, JAX, PyTorch, CuPy under a limit;
 # two processes in spillway-top), spill (a program holding 1.5x its limit,
 # and what spill costs a launch), the framework features of issue 12 under
@@ -13,15 +17,26 @@
 #   scripts/gpu-check.sh             everything, within SWGPU_BUDGET seconds
 #                                    (default 540: the device tool's command
 #                                    limit is 600)
-#   scripts/gpu-check.sh --quick     conformance, baselines, 4G rows, the two
-#                                    processes, spill, issue 12 rows, issue 13's
-#                                    jax-seed-default and torch-mlp-2; no
-#                                    fraction rows, no benchmarks
+#   scripts/gpu-check.sh --quick     conformance, launches, baselines, 4G rows,
+#                                    the two processes, spill, issue 12 rows,
+#                                    issue 13's jax-seed-default and
+#                                    torch-mlp-2; no fraction rows, no
+#                                    benchmarks
 #   scripts/gpu-check.sh --dry-run   print what would run (no GPU needed)
 #   scripts/gpu-check.sh --fake      the whole script without a GPU: fakecuda
 #                                    instead of the driver, the frameworks
 #                                    replaced by tests/gpu/mock's stand-ins
-#                                    (checks this script and the harness)
+#                                    (checks this script and the harness);
+#                                    the CUDA C launch rows run their
+#                                    driver-API twin (the runtime cannot run
+#                                    on fakecuda); without nvcc it builds
+#                                    `make all` instead of gpu-build
+#
+# SWGPU_STAGES=a,b,... runs only those stages (after the build; the tables
+# show what ran): conformance, launches, acceptance (baselines, limit and
+# fraction rows), pair, spill (with the launch cost), features, oversub,
+# bench. tests/gpu/selftest.sh runs `SWGPU_STAGES=launches ... --fake`.
+# GPU_BUILD (default build-gpu) may be relative to the repository or absolute.
 #
 # Stages run in order of importance; each row has its own timeout and the
 # whole run one deadline, so a hang costs one row, and what the deadline
@@ -51,6 +66,9 @@ FAKE=()
 [ "$MODE" = fake ] && FAKE=(--fake)
 mkdir -p "$OUT" "$BUILD"
 OUT=$(cd "$OUT" && pwd)
+BUILD_ABS=$(cd "$BUILD" && pwd)
+# want STAGE: whether SWGPU_STAGES (unset: every stage) has it.
+want() { [ -z "${SWGPU_STAGES:-}" ] || [[ ",$SWGPU_STAGES," == *",$1,"* ]]; }
 LOG="$OUT/gpu-check.log"
 TABLE="$OUT/gpu-check.md"
 RESULTS="$OUT/results.jsonl"
@@ -59,6 +77,7 @@ RESULTS="$OUT/results.jsonl"
 rows=()
 spill_rows=()
 launch_rows=()
+lc_rows=()
 
 # The real driver must be the one loaded: never fakecuda, never a preload.
 unset LD_LIBRARY_PATH LD_PRELOAD
@@ -86,10 +105,21 @@ MAKEVARS=(BUILD="$BUILD" CUDA_HOME="$CUDA_HOME" NVCC="$NVCC")
 # every row (two native runs, six under spillway; its --dry-run itemises),
 # capped so that a slow spill cannot starve the stages after it.
 OVERSUB_CAP=240 OVERSUB_QUICK_CAP=120 OVERSUB_QUICK_ROWS=jax-seed-default,torch-mlp-2
+# Issue 10's stage: launches per row, the per-row timeouts (CUDA C, PyTorch:
+# ~1 s and ~10 s expected on an H100, most of it context and import) and
+# the limit the rows run under.
+LC_LAUNCHES=1000 LC_TIMEOUT_C=30 LC_TIMEOUT_PY=90
+if [ "$MODE" = fake ]; then LC_LIMIT=64M; else LC_LIMIT=4G; fi
 
 if [ "$MODE" = dry ]; then
     echo "would build: make -j$(nproc) ${MAKEVARS[*]} gpu-build (+ $BUILD/tools/spillway-top if ncurses)"
     echo "would run the conformance suites: $BUILD/tests/unit/driver_*"
+    echo "would run: runtime launches reach the gate (issue 10), each under LD_PRELOAD=$BUILD/libspillway.so" \
+        "SPILLWAY_MEM_LIMIT=$LC_LIMIT, $LC_LAUNCHES launches each:"
+    echo "  CUDA C, nvcc -cudart static: $BUILD/tests/gpu/rt-static/launch_count --launches $LC_LAUNCHES (timeout ${LC_TIMEOUT_C}s)"
+    echo "  CUDA C, nvcc -cudart shared: $BUILD/tests/gpu/rt-shared/launch_count --launches $LC_LAUNCHES (timeout ${LC_TIMEOUT_C}s)"
+    echo "  PyTorch x.add_(1): tests/gpu/row_torch_launch.py --launches $LC_LAUNCHES (timeout ${LC_TIMEOUT_PY}s)"
+    echo "  driver API twin (cuLaunchKernel, PTX): $BUILD/tests/gpu/drv/launch_count --launches $LC_LAUNCHES (timeout ${LC_TIMEOUT_C}s)"
     "$PY" tests/gpu/acceptance.py --build "$BUILD" --out "$OUT" --dry-run --native-total $((80 << 30))
     "$PY" tests/gpu/pair.py --build "$BUILD" --out "$OUT" --dry-run
     "$PY" tests/gpu/features.py --build "$BUILD" --out "$OUT" --dry-run
@@ -101,14 +131,20 @@ fi
 
 # --- build ------------------------------------------------------------------
 stage "build (CUDA_HOME=$CUDA_HOME, NVCC=$NVCC)"
-if ! timeout 300 make -j"$(nproc)" "${MAKEVARS[@]}" gpu-build >>"$LOG" 2>&1; then
+GOAL=gpu-build
+if [ "$MODE" = fake ] && ! [ -x "$NVCC" ]; then
+    # --fake runs none of the nvcc-linked runtime programs: CI has no nvcc.
+    GOAL=all
+    say "no nvcc: building 'all' (every driver-API program; --fake runs no nvcc-linked one)"
+fi
+if ! timeout 300 make -j"$(nproc)" "${MAKEVARS[@]}" "$GOAL" >>"$LOG" 2>&1; then
     echo "gpu-check: build failed, see $LOG" >&2
     tail -30 "$LOG" >&2
     exit 1
 fi
 TOP=""
 if timeout 120 make -j"$(nproc)" "${MAKEVARS[@]}" "$BUILD/tools/spillway-top" >>"$LOG" 2>&1; then
-    TOP=$PWD/$BUILD/tools/spillway-top
+    TOP=$BUILD_ABS/tools/spillway-top
 elif [ -x build/tools/spillway-top ] && build/tools/spillway-top --version >/dev/null 2>&1; then
     TOP=$PWD/build/tools/spillway-top # carried from a machine with ncurses
     say "spillway-top: not buildable here (ncurses?); using the carried build/tools/spillway-top"
@@ -118,7 +154,7 @@ fi
 
 if [ "$MODE" = fake ]; then
     device="fakecuda (no GPU: self-check of this script)" driver=fake cuda_drv=13.0
-    export LD_LIBRARY_PATH=$PWD/$BUILD/fakecuda
+    export LD_LIBRARY_PATH=$BUILD_ABS/fakecuda
 else
     device=$(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>/dev/null | head -1)
     driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)
@@ -131,23 +167,6 @@ fw_vers=${fw_vers:-"frameworks: none found by pip, "}
 rev=$(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet HEAD 2>/dev/null || echo "+changes")
 say "device: $device; driver $driver (CUDA $cuda_drv); nvcc $nvcc_ver; ${fw_vers%, }; spillway $rev"
 
-# --- driver conformance: the suites CI runs against fakecuda ---------------
-stage "driver conformance"
-for t in "$BUILD"/tests/unit/driver_*; do
-    [ -x "$t" ] || continue
-    name=${t##*/}
-    # Seconds each: the rows after this need most of the budget.
-    if [ "$(left)" -lt 360 ]; then row "conformance: $name" skipped "time budget"; continue; fi
-    out=$(timeout 30 "$t" 2>&1); rc=$?
-    printf '== %s (exit %d)\n%s\n' "$name" "$rc" "$out" >>"$LOG"
-    summary=$(grep -E '^[0-9]+%: Checks:' <<<"$out" | tail -1)
-    if [ "$rc" -eq 0 ] && [ -n "$summary" ]; then
-        row "conformance: $name" pass "${summary#*: }"
-    else
-        row "conformance: $name" FAIL "${summary:-exit $rc}; $(grep -m3 -E 'failed|Assertion' <<<"$out" | tr '\n' ' ')"
-    fi
-done
-
 # --- tables -----------------------------------------------------------------
 # Rewritten after every stage, so that a run cut short still leaves the
 # tables of what it finished in $OUT.
@@ -158,12 +177,27 @@ write_tables() {
         echo "$device; driver $driver (CUDA $cuda_drv); nvcc $nvcc_ver; ${fw_vers%, }; spillway $rev;" \
             "$(date -u '+%Y-%m-%d %H:%M UTC'); $(($(date +%s) - START)) s wall (scripts/gpu-check.sh${ARG:+ $ARG})."
         echo
-        echo "### Driver conformance (the CI suites, against the real driver)"
-        echo
-        echo "| check | result | detail |"
-        echo "| --- | --- | --- |"
-        printf '%s\n' "${rows[@]+"${rows[@]}"}"
-        echo
+        if [ ${#rows[@]} -gt 0 ]; then
+            echo "### Driver conformance (the CI suites, against the real driver)"
+            echo
+            echo "| check | result | detail |"
+            echo "| --- | --- | --- |"
+            printf '%s\n' "${rows[@]}"
+            echo
+        fi
+        if [ ${#lc_rows[@]} -gt 0 ]; then
+            echo "### Runtime launches reach the gate (issue 10: every launch counted by spillway)"
+            echo
+            echo "Each program makes N kernel launches (CUDA C: N + 1 with the one captured into its graph) and G graph"
+            echo "launches under LD_PRELOAD=libspillway.so SPILLWAY_MEM_LIMIT=$LC_LIMIT; the launches and graph_launches of its"
+            echo "own stats segment must grow by exactly as many, and its data must be right. A count short of the"
+            echo "program's is a launch that bypasses spillway's hooks (spill could remap a page under it)."
+            echo
+            echo "| row | result | expected launches | counted | graph launches expected / counted | detail |"
+            echo "| --- | --- | --- | --- | --- | --- |"
+            printf '%s\n' "${lc_rows[@]}"
+            echo
+        fi
         if [ ${#spill_rows[@]} -gt 0 ]; then
             echo "### Spill (tests/gpu/spill_check: hold 1.5x the limit, compute on all of it, check every word)"
             echo
@@ -187,6 +221,95 @@ write_tables() {
         timeout 60 "$PY" tests/gpu/report.py "$RESULTS" || echo "(report.py failed: see $LOG)"
     } >"$TABLE"
 }
+# --- driver conformance: the suites CI runs against fakecuda ---------------
+if want conformance; then
+    stage "driver conformance"
+    for t in "$BUILD"/tests/unit/driver_*; do
+        [ -x "$t" ] || continue
+        name=${t##*/}
+        # Seconds each: the rows after this need most of the budget.
+        if [ "$(left)" -lt 360 ]; then row "conformance: $name" skipped "time budget"; continue; fi
+        out=$(timeout 30 "$t" 2>&1); rc=$?
+        printf '== %s (exit %d)\n%s\n' "$name" "$rc" "$out" >>"$LOG"
+        summary=$(grep -E '^[0-9]+%: Checks:' <<<"$out" | tail -1)
+        if [ "$rc" -eq 0 ] && [ -n "$summary" ]; then
+            row "conformance: $name" pass "${summary#*: }"
+        else
+            row "conformance: $name" FAIL "${summary:-exit $rc}; $(grep -m3 -E 'failed|Assertion' <<<"$out" | tr '\n' ' ')"
+        fi
+    done
+fi
+
+# --- issue 10: runtime launches reach the gate ------------------------------
+# The most important row after conformance: a launch that reaches the driver
+# past spillway's hooks (an export table, a lookup spillway never answers)
+# escapes the work gate, and spill could remap a page under the running
+# kernel, which kills the context. Each program counts its own launches in
+# its stats segment (launches, graph_launches) before and after N of them:
+# tests/gpu/launch_count (CUDA C: <<<>>> on the legacy, a created and the
+# per-thread stream, cudaLaunchKernel, one launch captured into a graph
+# launched G times) linked with the static and the shared runtime, and
+# PyTorch (tests/gpu/row_torch_launch.py: N x.add_(1)); on the GPU also the
+# program's driver-API twin (cuLaunchKernel, _ptsz, cuLaunchKernelEx, PTX):
+# if the runtime rows fail where it passes, the bypass is the runtime's.
+# With --fake the CUDA C rows run the twin on fakecuda and PyTorch is
+# tests/gpu/mock's stand-in (each x.add_ one cuLaunchKernel).
+lc_run() { # label, timeout, env K=V..., -- command...
+    local label=$1 t=$2
+    shift 2
+    local envs=()
+    while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
+    local budget=$(($(left) - 20))
+    if [ "$budget" -lt 10 ]; then lc_rows+=("| $label | skipped | | | | time budget |"); return; fi
+    [ "$t" -gt "$budget" ] && t=$budget
+    local out rc
+    out=$(env LD_PRELOAD="$BUILD_ABS/libspillway.so" SPILLWAY_MEM_LIMIT="$LC_LIMIT" ${envs[@]+"${envs[@]}"} \
+        timeout "$t" "$@" 2>&1); rc=$?
+    printf '== launches: %s (exit %d)\n%s\n' "$label" "$rc" "$out" >>"$LOG"
+    local res; res=$(grep -m1 '^RESULT' <<<"$out")
+    # Keys with a space before them: "launches" is not "graph_launches".
+    val() { grep -oE " $1=[^ ]+" <<<"$res" | head -1 | cut -d= -f2; }
+    local n c gn gc why=()
+    n=$(val launches) c=$(val counted) gn=$(val graph_launches) gc=$(val graph_counted)
+    [ "$rc" -eq 0 ] || why+=("exit $rc$([ "$rc" -eq 124 ] && echo ", timed out after ${t}s")")
+    if [ -z "$res" ]; then
+        why+=("no RESULT: $(tail -1 <<<"$out" | cut -c1-100 | tr '|' '/')")
+    else
+        [ -n "$n" ] && [ "$c" = "$n" ] || why+=("launches: ${c:-?} counted of ${n:-?}")
+        [ -n "$gn" ] && [ "$gc" = "$gn" ] || why+=("graph launches: ${gc:-?} counted of ${gn:-?}")
+        [ "$(val data_ok)" = 1 ] || why+=("data wrong")
+        case $(val err) in CUDA_SUCCESS | cudaSuccess | none) ;; *) why+=("err=$(val err)") ;; esac
+    fi
+    local verdict=pass detail
+    if [ ${#why[@]} -gt 0 ]; then
+        verdict=FAIL
+        detail=$(printf '%s; ' "${why[@]}")
+        detail=${detail%; }
+    else
+        detail=$(val paths)$(val torch | sed 's/^/torch /')
+    fi
+    lc_rows+=("| $label | $verdict | $n | $c | $gn / $gc | $detail |")
+    say "launches: $label: $verdict $res"
+}
+if want launches; then
+    stage "issue 10: runtime launches reach the gate"
+    LC=(--launches "$LC_LAUNCHES")
+    if [ "$MODE" = fake ]; then
+        twin="$BUILD/tests/gpu/drv/launch_count"
+        lc_run "CUDA C, nvcc -cudart static (--fake: its driver-API twin)" "$LC_TIMEOUT_C" -- "$twin" "${LC[@]}"
+        lc_run "CUDA C, nvcc -cudart shared (--fake: its driver-API twin)" "$LC_TIMEOUT_C" -- "$twin" "${LC[@]}"
+        lc_run "PyTorch, x.add_(1) (--fake: tests/gpu/mock's stand-in)" "$LC_TIMEOUT_PY" \
+            PYTHONPATH="$PWD/tests/gpu/mock" MOCK_CUDA=1 -- "$PY" tests/gpu/row_torch_launch.py "${LC[@]}"
+    else
+        lc_run "CUDA C, nvcc -cudart static" "$LC_TIMEOUT_C" -- "$BUILD/tests/gpu/rt-static/launch_count" "${LC[@]}"
+        lc_run "CUDA C, nvcc -cudart shared" "$LC_TIMEOUT_C" -- "$BUILD/tests/gpu/rt-shared/launch_count" "${LC[@]}"
+        lc_run "PyTorch, x.add_(1)" "$LC_TIMEOUT_PY" -- "$PY" tests/gpu/row_torch_launch.py "${LC[@]}"
+        lc_run "driver API twin (cuLaunchKernel, _ptsz, Ex; PTX)" "$LC_TIMEOUT_C" -- \
+            "$BUILD/tests/gpu/drv/launch_count" "${LC[@]}"
+    fi
+    write_tables
+fi
+
 # --- acceptance and benchmarks ---------------------------------------------
 # Each Python stage gets the time left (minus what rendering needs) as its
 # hard limit; inside, every run has its own timeout under the same deadline.
@@ -205,11 +328,13 @@ py_stage() { # [-t seconds] description, script, args...
 }
 A=(tests/gpu/acceptance.py --build "$BUILD" --out "$OUT")
 [ "$MODE" = fake ] && A+=(--mock) # the framework rows on tests/gpu/mock's stand-ins
-py_stage "baselines without spillway" "${A[@]}" --phase baseline
-py_stage "issue 3/4 rows, SPILLWAY_MEM_LIMIT=4G" "${A[@]}" --phase limit --limits 4G
-py_stage "issue 3/4 CUDA C rows, SPILLWAY_MEM_FRACTION=0.1" "${A[@]}" --phase limit --limits 0.1 \
-    --rows cudac-static,cudac-shared
-py_stage "issue 5: JAX and PyTorch at once" tests/gpu/pair.py --build "$BUILD" --out "$OUT" ${TOP:+--top "$TOP"}
+if want acceptance; then
+    py_stage "baselines without spillway" "${A[@]}" --phase baseline
+    py_stage "issue 3/4 rows, SPILLWAY_MEM_LIMIT=4G" "${A[@]}" --phase limit --limits 4G
+    py_stage "issue 3/4 CUDA C rows, SPILLWAY_MEM_FRACTION=0.1" "${A[@]}" --phase limit --limits 0.1 \
+        --rows cudac-static,cudac-shared
+fi
+want pair && py_stage "issue 5: JAX and PyTorch at once" tests/gpu/pair.py --build "$BUILD" --out "$OUT" ${TOP:+--top "$TOP"}
 
 # --- spill: the same work natively and under spillway past its limit -------
 spill_run() { # label, env..., -- args...
@@ -231,11 +356,13 @@ spill_run() { # label, env..., -- args...
     spill_rows+=("| $label | $verdict | $(( ${held:-0} >> 20 )) MiB | $(val alloc_s) | $(val compute_s) | $(val verify_s) | ${sb:+$((sb >> 20)) MiB} | $(val spill_gbps) | ${fb:+$((fb >> 20)) MiB} | $(val fill_gbps) | $(val stall_s_per_gib) | $(val err) $(grep -m1 -vE '^RESULT' <<<"$out" | cut -c1-80) |")
     say "spill: $label: $verdict $res"
 }
-stage "spill"
 if [ "$MODE" = fake ]; then SPILL_LIMIT=64M SPILL_BYTES=96M SPILL_CHUNK=16M; else SPILL_LIMIT=4G SPILL_BYTES=6G SPILL_CHUNK=256M; fi
-spill_run "native, $SPILL_BYTES" -- --chunk "$SPILL_CHUNK" --bytes "$SPILL_BYTES"
-spill_run "spillway SPILLWAY_MEM_LIMIT=$SPILL_LIMIT, $SPILL_BYTES" LD_PRELOAD="$PWD/$BUILD/libspillway.so" \
-    SPILLWAY_MEM_LIMIT="$SPILL_LIMIT" SPILLWAY_HOST_LIMIT=16G -- --chunk "$SPILL_CHUNK" --bytes "$SPILL_BYTES"
+if want spill; then
+    stage "spill"
+    spill_run "native, $SPILL_BYTES" -- --chunk "$SPILL_CHUNK" --bytes "$SPILL_BYTES"
+    spill_run "spillway SPILLWAY_MEM_LIMIT=$SPILL_LIMIT, $SPILL_BYTES" LD_PRELOAD="$BUILD_ABS/libspillway.so" \
+        SPILLWAY_MEM_LIMIT="$SPILL_LIMIT" SPILLWAY_HOST_LIMIT=16G -- --chunk "$SPILL_CHUNK" --bytes "$SPILL_BYTES"
+fi
 launch_native=""
 launch_run() { # label, env...
     local label=$1; shift
@@ -251,11 +378,13 @@ launch_run() { # label, env...
     say "launch cost: $label: $us us"
 }
 if [ "$MODE" = fake ]; then LAUNCHES=20000; else LAUNCHES=200000; fi
-launch_run "native"
-launch_run "spillway, SPILLWAY_SPILL=0" LD_PRELOAD="$PWD/$BUILD/libspillway.so" \
-    SPILLWAY_MEM_LIMIT="$SPILL_LIMIT" SPILLWAY_SPILL=0
-launch_run "spillway, spill on" LD_PRELOAD="$PWD/$BUILD/libspillway.so" SPILLWAY_MEM_LIMIT="$SPILL_LIMIT"
-write_tables
+if want spill; then
+    launch_run "native"
+    launch_run "spillway, SPILLWAY_SPILL=0" LD_PRELOAD="$BUILD_ABS/libspillway.so" \
+        SPILLWAY_MEM_LIMIT="$SPILL_LIMIT" SPILLWAY_SPILL=0
+    launch_run "spillway, spill on" LD_PRELOAD="$BUILD_ABS/libspillway.so" SPILLWAY_MEM_LIMIT="$SPILL_LIMIT"
+    write_tables
+fi
 
 # --- issue 12: what frameworks really use, under spill ---------------------
 # Acceptance, so before the benchmarks: PyTorch torch.cuda.graph capture and
@@ -263,7 +392,7 @@ write_tables
 # below its working set, results compared), PyTorch expandable segments
 # served from the pool. Each row has its own timeout (40-75 s; ~10-25 s
 # expected on an H100); with --fake, the stand-ins of tests/gpu/mock.
-py_stage "issue 12: CUDA graphs, XLA command buffers, expandable segments" \
+want features && py_stage "issue 12: CUDA graphs, XLA command buffers, expandable segments" \
     tests/gpu/features.py --build "$BUILD" --out "$OUT"
 
 # --- issue 13: the seed's MLP past the device's memory ---------------------
@@ -273,15 +402,17 @@ py_stage "issue 12: CUDA graphs, XLA command buffers, expandable segments" \
 # device usage against the limit, step time over native. With --fake, the
 # stand-ins of tests/gpu/mock.
 OV=(tests/gpu/oversub.py --build "$BUILD" --out "$OUT")
-if [ "$MODE" = quick ]; then
+if ! want oversub; then
+    :
+elif [ "$MODE" = quick ]; then
     py_stage -t "$OVERSUB_QUICK_CAP" "issue 13: oversubscription ($OVERSUB_QUICK_ROWS)" "${OV[@]}" \
         --rows "$OVERSUB_QUICK_ROWS"
 else
     py_stage -t "$OVERSUB_CAP" "issue 13: oversubscription (seed MLP, JAX and PyTorch)" "${OV[@]}"
 fi
 if [ "$MODE" = full ] || [ "$MODE" = fake ]; then
-    py_stage "benchmarks (issue 4, stats cost)" bench/run.py --build "$BUILD" --out "$OUT"
-    py_stage "issue 3/4 framework rows, SPILLWAY_MEM_FRACTION=0.1" "${A[@]}" --phase limit --limits 0.1 \
+    want bench && py_stage "benchmarks (issue 4, stats cost)" bench/run.py --build "$BUILD" --out "$OUT"
+    want acceptance && py_stage "issue 3/4 framework rows, SPILLWAY_MEM_FRACTION=0.1" "${A[@]}" --phase limit --limits 0.1 \
         --rows jax-default,jax-noprealloc,jax-platform,jax-cuda_async,torch-default,torch-expandable,torch-async,cupy
 fi
 

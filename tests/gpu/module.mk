@@ -42,3 +42,33 @@ $(GPU_LAUNCH): $(BUILD)/tests/gpu/launch_cost.o $(BUILD)/tests/unit/driver/kerne
 
 ALL_TARGETS += $(GPU_LAUNCH)
 GPU_TARGETS += $(GPU_LAUNCH)
+
+# Runtime launches reach the gate (issue 10): launch_count.c (main: the
+# plan, the stats segment before and after, the verdict) over two back ends
+# (launch_count.h). The runtime one is CUDA C, compiled by nvcc (the kernel
+# and its <<<>>> launches: PTX for compute_75, which any later GPU JITs, and
+# SASS for sm_90, H100/H200) and linked by nvcc with -cudart static and
+# -cudart shared; the driver-API twin (the conformance suites' kernels) is
+# what the fakecuda self-test runs.
+NVCC_ARCH     ?= -gencode arch=compute_75,code=compute_75 -gencode arch=compute_90,code=sm_90
+GPU_LC_OBJS   := $(BUILD)/tests/gpu/launch_count.o $(BUILD)/bench/selfstats.o
+GPU_LC_RT_OBJ := $(BUILD)/tests/gpu/launch_count_rt.o
+GPU_LC_DRV    := $(BUILD)/tests/gpu/drv/launch_count
+GPU_LC_RT     := $(BUILD)/tests/gpu/rt-static/launch_count $(BUILD)/tests/gpu/rt-shared/launch_count
+
+$(GPU_LC_RT_OBJ): tests/gpu/launch_count_rt.cu tests/gpu/launch_count.h
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCC_ARCH) -O2 -I. -Xcompiler -Wall,-Wextra -Werror all-warnings -c $< -o $@
+$(GPU_LC_DRV): $(GPU_LC_OBJS) $(BUILD)/tests/gpu/launch_count_drv.o $(BUILD)/tests/unit/driver/kernels.o \
+               | $(FAKECUDA_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $^ -o $@ -L$(BUILD)/fakecuda -l:libcuda.so.1 $(LDLIBS)
+$(BUILD)/tests/gpu/rt-static/launch_count: $(GPU_LC_OBJS) $(GPU_LC_RT_OBJ)
+	@mkdir -p $(dir $@)
+	$(NVCC) -cudart static $^ -o $@ -lpthread -ldl
+$(BUILD)/tests/gpu/rt-shared/launch_count: $(GPU_LC_OBJS) $(GPU_LC_RT_OBJ)
+	@mkdir -p $(dir $@)
+	$(NVCC) -cudart shared $^ -o $@ -lpthread -ldl
+
+ALL_TARGETS += $(GPU_LC_DRV)
+GPU_TARGETS += $(GPU_LC_RT) $(GPU_LC_DRV)

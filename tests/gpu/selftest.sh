@@ -2,14 +2,22 @@
 # CI self-test of the GPU harness, without a GPU (in UNIT_TESTS): everything
 # scripts/gpu-check.sh runs that can run on fakecuda.
 #  1. bench/smoke.sh: the benchmarks' driver-API builds under the shim;
-#  2. acceptance.py --fake: the CUDA C rows (baseline, 64M limit, fraction
+#  2. issue 10 (runtime launches reach the gate): scripts/gpu-check.sh
+#     --fake with SWGPU_STAGES=launches (built as CI would, without nvcc)
+#     must show its table with every row passing (the CUDA C rows run the
+#     driver-API twin tests/gpu/drv/launch_count; the PyTorch row
+#     row_torch_launch.py on the stand-in, whose x.add_ is one
+#     cuLaunchKernel), and with SWGPU_LAUNCH_BYPASS=1 (the twin makes one
+#     launch through the driver's own cuLaunchKernel, past spillway) the
+#     CUDA C rows must FAIL one launch short;
+#  3. acceptance.py --fake: the CUDA C rows (baseline, 64M limit, fraction
 #     0.1) through the whole pipeline (hold handshake, stats segment at the
 #     peak, judgement) must pass;
-#  3. the negative control: the same row with SPILLWAY_DISABLE=1 must FAIL
+#  4. the negative control: the same row with SPILLWAY_DISABLE=1 must FAIL
 #     (a check that cannot fail is no check);
-#  4. pair.py --fake: two processes under `spillway run`, both in
+#  5. pair.py --fake: two processes under `spillway run`, both in
 #     spillway-top --once with matching in-use figures;
-#  5. issue 12's rows (features.py): the judging on synthetic runs
+#  6. issue 12's rows (features.py): the judging on synthetic runs
 #     (--self-test), then the rows on tests/gpu/mock's stand-ins over
 #     fakecuda: the CUDA-graph and command-buffer rows must pass, each with a
 #     negative control that must FAIL on the check it aims at (results off
@@ -17,14 +25,14 @@
 #     XLA_FLAGS); the expandable-segments row must pass as PyTorch asks its
 #     segments (shareable handles) and without shareable handles, and FAIL
 #     when they are not pooled;
-#  6. issue 13's rows (oversub.py): the judging on synthetic runs
+#  7. issue 13's rows (oversub.py): the judging on synthetic runs
 #     (--self-test), then the seed's MLP on the stand-ins over fakecuda
 #     under SPILLWAY_OVERSUBSCRIBE (JAX default and cuda_async, PyTorch at
 #     F = 2) must pass, and FAIL on the loss when results read back under
 #     spillway are off by 1%;
-#  7. bench/run.py --fake (random, preallocation and threads groups), then report.py
+#  8. bench/run.py --fake (random, preallocation and threads groups), then report.py
 #     renders every table.
-# Parts 2-7 need python3; without it they are skipped, saying so.
+# Parts 2-8 need python3; without it they are skipped, saying so.
 set -u
 B=${SPW_TEST_BUILD:-${BUILD:-build}}
 case $B in /*) ;; *) B=$PWD/$B ;; esac
@@ -47,6 +55,48 @@ OUT=$(mktemp -d "${TMPDIR:-/tmp}/spw-gpu-selftest.XXXXXX")
 trap 'rm -rf "$OUT"' EXIT
 R=$OUT/results.jsonl
 unset SPILLWAY_STATS_DIR
+
+# launches_stage NAME K=V...: the issue 10 stage of gpu-check.sh --fake alone,
+# into $OUT/NAME (its tables, log) and $OUT/NAME.txt (its output); returns
+# its exit status. NVCC names none, as on CI: gpu-check.sh then builds `all`
+# (done by make test already) instead of the nvcc-linked programs.
+launches_stage() {
+    local name=$1
+    shift
+    env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS "$@" SWGPU_STAGES=launches GPU_BUILD="$B" OUT="$OUT/$name" \
+        NVCC=/nonexistent/nvcc "$ROOT/scripts/gpu-check.sh" --fake >"$OUT/$name.txt" 2>&1
+}
+LC_TABLE="### Runtime launches reach the gate (issue 10: every launch counted by spillway)"
+LC_STATIC="CUDA C, nvcc -cudart static (--fake: its driver-API twin)"
+LC_SHARED="CUDA C, nvcc -cudart shared (--fake: its driver-API twin)"
+LC_TORCH="PyTorch, x.add_(1) (--fake: tests/gpu/mock's stand-in)"
+# has FILE LINE-PREFIX...: whether the file has a line starting with each.
+has() {
+    local f=$1 want
+    shift
+    for want in "$@"; do
+        awk -v w="$want" 'index($0, w) == 1 { found = 1 } END { exit !found }' "$f" || return 1
+    done
+}
+launches_stage launches
+rc=$?
+md=$OUT/launches/gpu-check.md
+if [ "$rc" -eq 0 ] && ! grep -q '| FAIL |' "$md" && has "$md" "$LC_TABLE" \
+    "| $LC_STATIC | pass | 1001 | 1001 | 10 / 10 |" "| $LC_SHARED | pass | 1001 | 1001 | 10 / 10 |" \
+    "| $LC_TORCH | pass | 1000 | 1000 | 0 / 0 |"; then
+    ok "issue 10: gpu-check.sh --fake's launches table, every row passes (CUDA C twin x2, PyTorch stand-in)"
+else
+    not_ok "issue 10 launches stage (exit $rc): $(cat "$OUT/launches.txt")"
+fi
+launches_stage launches-bypass SWGPU_LAUNCH_BYPASS=1
+rc=$?
+md=$OUT/launches-bypass/gpu-check.md
+short="| FAIL | 1001 | 1000 | 10 / 10 | exit 1; launches: 1000 counted of 1001 |"
+if [ "$rc" -ne 0 ] && has "$md" "| $LC_STATIC $short" "| $LC_SHARED $short" "| $LC_TORCH | pass |"; then
+    ok "negative control: a launch past spillway (the driver's own cuLaunchKernel) fails the CUDA C rows, 1000 of 1001"
+else
+    not_ok "negative control: a launch past spillway did not fail the CUDA C rows one short (exit $rc): $(cat "$OUT/launches-bypass.txt")"
+fi
 
 "$PY" "$HERE/acceptance.py" --build "$B" --out "$OUT" --fake >"$OUT/acc.txt" 2>&1
 cat "$OUT/acc.txt"

@@ -9,6 +9,10 @@ the limit, the out-of-memory answer and the stats segment are the real
 ones. An array's values live in its device memory (written by each
 operation, read back before each use), so spill and fill must keep them;
 graphs are the driver's stream capture, instantiation and launch.
+In-place elementwise adds are kernels: a Python function registered with
+fakecuda (fakecuda_register_kernel through ctypes), found with
+cuModuleLoadData + cuModuleGetFunction and launched with cuLaunchKernel, one
+launch per op, so that spillway's launch counter sees each.
 Otherwise a plain counter of MOCK_TOTAL bytes (default 256M), values in
 Python, and no graphs.
 
@@ -93,6 +97,10 @@ _PROTOS = {
     "cuMemMap": [_U64, _SZ, _SZ, _U64, ctypes.c_ulonglong],
     "cuMemSetAccess": [_U64, _SZ, ctypes.POINTER(_Access), _SZ],
     "cuMemRelease": [_U64],
+    "cuModuleLoadData": [ctypes.POINTER(_P), _P],
+    "cuModuleGetFunction": [ctypes.POINTER(_P), _P, ctypes.c_char_p],
+    "cuLaunchKernel": [_P, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint,
+                       ctypes.c_uint, ctypes.c_uint, _P, ctypes.POINTER(_P), ctypes.POINTER(_P)],
 }
 CAPTURE_GLOBAL, CAPTURE_THREAD_LOCAL, CAPTURE_RELAXED = 0, 1, 2
 
@@ -173,6 +181,63 @@ def device_attribute(attr):
 
 
 TOTAL = _size(os.environ.get("MOCK_TOTAL", "256M"))
+
+
+class _Dim3(ctypes.Structure):  # fakecuda_dim3 (tests/fakecuda/fakecuda.h)
+    _fields_ = [("x", ctypes.c_uint), ("y", ctypes.c_uint), ("z", ctypes.c_uint)]
+
+
+_KERNEL_FN = ctypes.CFUNCTYPE(None, _Dim3, _Dim3, ctypes.POINTER(_P))
+
+
+def _add_f32(_grid, _block, params):
+    """add_f32(float *p, float v, unsigned long long n): p[i] += v for
+    i < n, run by fakecuda on the stream's worker thread."""
+    ptr = ctypes.cast(params[0], ctypes.POINTER(_U64))[0]
+    v = ctypes.cast(params[1], ctypes.POINTER(ctypes.c_float))[0]
+    n = ctypes.cast(params[2], ctypes.POINTER(_U64))[0]
+    vals = (ctypes.c_float * n).from_address(ptr)
+    for i in range(n):
+        vals[i] += v
+
+
+# name -> (the kernel, its parameter types), for kernel()
+_KERNEL_DEFS = {"add_f32": (_add_f32, (_U64, ctypes.c_float, _U64))}
+_KERNELS = {}  # name -> (CUfunction, the ctypes callback, kept alive)
+
+
+def kernel(name):
+    """The CUfunction of a stand-in kernel, as a framework gets its own: a
+    module loaded with cuModuleLoadData (fakecuda takes any image), the
+    function found with cuModuleGetFunction. On first use the kernel is
+    registered with fakecuda (fakecuda_register_kernel, a Python function
+    behind a ctypes callback); on the real driver, which has no such call,
+    AttributeError."""
+    if name not in _KERNELS:
+        fn, types = _KERNEL_DEFS[name]
+        register = _cu.fakecuda_register_kernel
+        register.restype = ctypes.c_int
+        register.argtypes = [ctypes.c_char_p, _KERNEL_FN, ctypes.c_uint, ctypes.POINTER(_SZ)]
+        cb = _KERNEL_FN(fn)
+        sizes = (_SZ * len(types))(*[ctypes.sizeof(t) for t in types])
+        if register(name.encode(), cb, len(types), sizes):
+            raise RuntimeError("mock: fakecuda refused kernel %s" % name)
+        mod, f = _P(), _P()
+        check("cuModuleLoadData", ctypes.byref(mod), b"mock kernels")
+        check("cuModuleGetFunction", ctypes.byref(f), mod, name.encode())
+        _KERNELS[name] = (f, cb)
+    return _KERNELS[name][0]
+
+
+def launch(name, *args):
+    """One cuLaunchKernel of a stand-in kernel on the legacy stream (where
+    every copy of the stand-ins goes, so it is ordered with them): one
+    block, one thread, args as ctypes values of its parameter types. Under
+    spillway it is a launch its stats count (cuLaunchKernel reached through
+    dlsym, as ctypes finds it)."""
+    f = kernel(name)
+    params = (_P * len(args))(*[ctypes.cast(ctypes.pointer(a), _P) for a in args])
+    check("cuLaunchKernel", f, 1, 1, 1, 1, 1, 1, 0, None, params, None)
 
 
 class Graph:
@@ -452,6 +517,16 @@ class Buffer:
             raw = struct.pack("<%df" % (N * N), *mat.flat())
             check("cuMemcpyHtoD_v2", self.ptr, raw, len(raw))
             self.on_device = True
+
+    def add(self, v):
+        """Adds v to every value in place with one kernel launch (add_f32),
+        as a framework's elementwise op: under MOCK_CUDA once the values
+        live on the device and no capture is under way. False when it
+        cannot (the caller computes in Python)."""
+        if not (_cu and self.on_device and not Graph.active):
+            return False
+        launch("add_f32", _U64(self.ptr), ctypes.c_float(v), _U64(N * N))
+        return True
 
     def read(self):
         if not (self.on_device and not Graph.active):

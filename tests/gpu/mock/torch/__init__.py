@@ -142,6 +142,14 @@ class Tensor:
     def __int__(self):
         return int(self.mat.rows[0][0])
 
+    def add_(self, v):
+        """In place: one kernel launch on the device (mockdev.Buffer.add), as
+        torch's elementwise add on a contiguous tensor; in Python without a
+        device or during a capture."""
+        if not (self.buf and self.buf.add(float(v))):
+            _op(lambda a: a + v, self, out=self)
+        return self
+
     def fill_(self, v):
         self.mat = Mat.full(float(v))
         return self
@@ -213,6 +221,10 @@ def set_float32_matmul_precision(_p):
 
 def zeros(*shape, device=None):
     return Tensor(Mat.zeros(), shape=shape, cuda=device == "cuda")
+
+
+def full(shape, value, device=None):
+    return Tensor(Mat.full(float(value)), shape=tuple(shape), cuda=device == "cuda")
 
 
 def empty(n, dtype=None, device=None):
