@@ -4,9 +4,5 @@
 # directory, the unmap hazard check on (a page unmapped under queued work
 # fails the run).
 set -eu
-B=${SPW_TEST_BUILD:-$(pwd)/build}
-stats=$(mktemp -d)
-trap 'rm -rf "$stats"' EXIT
-env LD_PRELOAD="$B/libspillway.so" FAKECUDA_DEVICES=1 FAKECUDA_MEM=256M FAKECUDA_CHECK_UNMAP=1 \
-    SPILLWAY_MEM_LIMIT=64M SPILLWAY_LOG=error SPILLWAY_STATS_DIR="$stats" \
-    "$B/tests/integration/shim_capture"
+. "$(dirname "$0")/suite.sh"
+suite_run shim_capture FAKECUDA_CHECK_UNMAP=1

@@ -5,9 +5,5 @@
 # collective's timeout at 8 s: a half that times out is what would hang a
 # GPU.
 set -eu
-B=${SPW_TEST_BUILD:-$(pwd)/build}
-stats=$(mktemp -d)
-trap 'rm -rf "$stats"' EXIT
-env LD_PRELOAD="$B/libspillway.so" FAKECUDA_DEVICES=2 FAKECUDA_MEM=256M FAKECUDA_CHECK_UNMAP=1 \
-    FAKECUDA_COLLECTIVE_TIMEOUT_MS=8000 SPILLWAY_MEM_LIMIT=64M SPILLWAY_LOG=error \
-    SPILLWAY_STATS_DIR="$stats" "$B/tests/integration/shim_collective"
+. "$(dirname "$0")/suite.sh"
+suite_run shim_collective FAKECUDA_DEVICES=2 FAKECUDA_CHECK_UNMAP=1 FAKECUDA_COLLECTIVE_TIMEOUT_MS=8000

@@ -5,14 +5,8 @@
 # allocation passes through and cuMemcpy asks the driver), and the runtime
 # case with a runtime that reaches the driver behind spillway's back.
 set -eu
-B=${SPW_TEST_BUILD:-$(pwd)/build}
-stats=$(mktemp -d)
-trap 'rm -rf "$stats"' EXIT
-run() {
-    env LD_PRELOAD="$B/libspillway.so" FAKECUDA_DEVICES=2 FAKECUDA_MEM=256M \
-        SPILLWAY_MEM_LIMIT=64M SPILLWAY_LOG=error SPILLWAY_STATS_DIR="$stats" "$@" \
-        "$B/tests/integration/shim_copies"
-}
+. "$(dirname "$0")/suite.sh"
+run() { suite_run shim_copies FAKECUDA_DEVICES=2 "$@"; }
 run
 run SPILLWAY_MEM_LIMIT=1M SPW_COPIES_ONLY=paths
 run FAKECUDART_BYPASS=1 SPW_COPIES_ONLY=runtime

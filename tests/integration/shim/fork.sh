@@ -4,11 +4,7 @@
 # directory. One case per process, each under a timeout: a deadlock in a
 # parent or a child fails the case instead of hanging make test.
 set -eu
-B=${SPW_TEST_BUILD:-$(pwd)/build}
-stats=$(mktemp -d)
-trap 'rm -rf "$stats"' EXIT
+. "$(dirname "$0")/suite.sh"
 for case in exit cuda crowd exec before; do
-    env LD_PRELOAD="$B/libspillway.so" FAKECUDA_DEVICES=1 FAKECUDA_MEM=256M \
-        SPILLWAY_MEM_LIMIT=64M SPILLWAY_LOG=error SPILLWAY_STATS_DIR="$stats" \
-        SPW_TEST_FORK_ONLY=$case timeout 60 "$B/tests/integration/shim_fork"
+    SUITE_TIMEOUT=60 suite_run shim_fork SPW_TEST_FORK_ONLY=$case
 done

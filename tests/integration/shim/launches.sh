@@ -4,13 +4,6 @@
 # on (launches pass the work gate) and off (they forward untouched): both
 # count.
 set -eu
-B=${SPW_TEST_BUILD:-$(pwd)/build}
-stats=$(mktemp -d)
-trap 'rm -rf "$stats"' EXIT
-run() {
-    env LD_PRELOAD="$B/libspillway.so" FAKECUDA_DEVICES=2 FAKECUDA_MEM=256M \
-        SPILLWAY_MEM_LIMIT=64M SPILLWAY_LOG=error SPILLWAY_STATS_DIR="$stats" "$@" \
-        "$B/tests/integration/shim_launches"
-}
-run
-run SPILLWAY_SPILL=0
+. "$(dirname "$0")/suite.sh"
+suite_run shim_launches FAKECUDA_DEVICES=2
+suite_run shim_launches FAKECUDA_DEVICES=2 SPILLWAY_SPILL=0
