@@ -27,6 +27,10 @@ CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **pfn, int cudaVersio
  * local. */
 #define SPW_HANDLER __attribute__((visibility("default")))
 
+/* The table names deprecated entry points too (cuLaunchGrid...): programs
+ * still call them, so their types are taken without a warning. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 #define SPW_HOOK(base, symbol, version, handler, pt) \
     SPW_HANDLER extern __typeof__(symbol) handler;   \
     SPW_PT_IF_##pt(SPW_HANDLER extern __typeof__(symbol) handler##_pt;)
@@ -43,6 +47,7 @@ struct spw_real {
 #include "shim/hooks.def"
 #undef SPW_HOOK
 };
+#pragma GCC diagnostic pop
 extern struct spw_real spw_real;
 
 /* Where each exported symbol's real function goes (real.c): the driver

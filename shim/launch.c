@@ -88,6 +88,15 @@ LAUNCH_HANDLERS(spw_h_launch_cooperative_kernel,
 SPW_GATED_HANDLERS(spw_h_graph_launch, (CUgraphExec hGraphExec, CUstream hStream),
                    (hGraphExec, hStream), devices = spw_graph_use(g, hGraphExec), counted(r, 1))
 
+/* The arguments of these live in the driver (cuParamSet*): not scanned, so
+ * what they use is neither touched nor filled back; still gated, so no
+ * page they may use moves while they are submitted. */
+SPW_GATED_HANDLER(spw_h_launch, (CUfunction f), (f), devices = spw_gate_devices(0, 0), counted(r, 0))
+SPW_GATED_HANDLER(spw_h_launch_grid, (CUfunction f, int grid_width, int grid_height),
+                  (f, grid_width, grid_height), devices = spw_gate_devices(0, 0), counted(r, 0))
+SPW_GATED_HANDLER(spw_h_launch_grid_async, (CUfunction f, int grid_width, int grid_height, CUstream hStream),
+                  (f, grid_width, grid_height, hStream), devices = spw_gate_devices(0, 0), counted(r, 0))
+
 /* Forgotten before (a launch racing the unload must not cache the dying
  * layout under the current generation) and after (nor one asked between). */
 CUresult spw_h_module_unload(CUmodule hmod)

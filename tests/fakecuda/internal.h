@@ -236,6 +236,11 @@ struct fc_kernel_call {
     void *extra[5];
 };
 
+/* A kernel launch on stream h (ptds: as a _ptsz entry point names the
+ * default stream): run in stream order, or recorded when h captures. */
+CUresult fc_launch(CUfunction f, fakecuda_dim3 grid, fakecuda_dim3 block, unsigned shmem, CUstream h,
+                   void **params, void **extra, bool ptds);
+
 /* Checks a launch's configuration and copies its arguments. */
 CUresult fc_kernel_call_init(struct fc_kernel_call *k, CUfunction f, fakecuda_dim3 grid,
                              fakecuda_dim3 block, unsigned shmem, void **params, void **extra);

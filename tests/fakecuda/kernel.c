@@ -305,8 +305,8 @@ static void run_launch(void *arg)
     free(k);
 }
 
-static CUresult launch(CUfunction f, fakecuda_dim3 grid, fakecuda_dim3 block, unsigned shmem,
-                       CUstream h, void **params, void **extra, bool ptds)
+CUresult fc_launch(CUfunction f, fakecuda_dim3 grid, fakecuda_dim3 block, unsigned shmem, CUstream h,
+                   void **params, void **extra, bool ptds)
 {
     struct CUstream_st *s;
     CUresult r = fc_stream_resolve(h, ptds, &s);
@@ -342,7 +342,7 @@ FC_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsign
                                   void **extra)
 {
     FC_FAULT(cuLaunchKernel);
-    return launch(f, DIM(gx, gy, gz), DIM(bx, by, bz), shmem, h, params, extra, false);
+    return fc_launch(f, DIM(gx, gy, gz), DIM(bx, by, bz), shmem, h, params, extra, false);
 }
 
 FC_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
@@ -350,7 +350,7 @@ FC_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, u
                                        void **params, void **extra)
 {
     FC_FAULT(cuLaunchKernel);
-    return launch(f, DIM(gx, gy, gz), DIM(bx, by, bz), shmem, h, params, extra, true);
+    return fc_launch(f, DIM(gx, gy, gz), DIM(bx, by, bz), shmem, h, params, extra, true);
 }
 
 /* A cooperative launch runs like any other here: fakecuda runs the whole
@@ -360,7 +360,7 @@ FC_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned
                                              CUstream h, void **params)
 {
     FC_FAULT(cuLaunchCooperativeKernel);
-    return launch(f, DIM(gx, gy, gz), DIM(bx, by, bz), shmem, h, params, NULL, false);
+    return fc_launch(f, DIM(gx, gy, gz), DIM(bx, by, bz), shmem, h, params, NULL, false);
 }
 
 FC_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, unsigned gy,
@@ -369,14 +369,14 @@ FC_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, uns
                                                   void **params)
 {
     FC_FAULT(cuLaunchCooperativeKernel);
-    return launch(f, DIM(gx, gy, gz), DIM(bx, by, bz), shmem, h, params, NULL, true);
+    return fc_launch(f, DIM(gx, gy, gz), DIM(bx, by, bz), shmem, h, params, NULL, true);
 }
 
 static CUresult launch_ex(const CUlaunchConfig *c, CUfunction f, void **params, void **extra, bool ptds)
 {
     if (!c)
         return CUDA_ERROR_INVALID_VALUE;
-    return launch(f, DIM(c->gridDimX, c->gridDimY, c->gridDimZ),
+    return fc_launch(f, DIM(c->gridDimX, c->gridDimY, c->gridDimZ),
                   DIM(c->blockDimX, c->blockDimY, c->blockDimZ), c->sharedMemBytes, c->hStream,
                   params, extra, ptds);
 }

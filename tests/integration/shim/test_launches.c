@@ -1,6 +1,7 @@
 /* Every launch reaches spillway's work gate, and the stats say so: each
  * launch API (cuLaunchKernel, its _ptsz variant, cuLaunchKernelEx,
- * cuLaunchCooperativeKernel, cuGraphLaunch), reached by each path programs
+ * cuLaunchCooperativeKernel, cuGraphLaunch, and CUDA 2.0's cuLaunch,
+ * cuLaunchGrid and cuLaunchGridAsync), reached by each path programs
  * use (linked, dlsym, cuGetProcAddress as the runtime does), moves the
  * segment's launches or graph_launches by exactly the number the driver
  * accepted, on the current context's device, from any number of threads.
@@ -17,7 +18,11 @@
 enum path { LINKED, DLSYM, GPA, PATHS };
 static const char *const path_names[] = {"linked", "dlsym", "cuGetProcAddress"};
 
-enum api { KERNEL, KERNEL_PTSZ, KERNEL_EX, COOPERATIVE, GRAPH, APIS };
+/* CUDA 2.0's launch API is deprecated; programs may still use it, so it
+ * is tested like the others. */
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
+enum api { KERNEL, KERNEL_PTSZ, KERNEL_EX, COOPERATIVE, GRAPH, LEGACY, LEGACY_GRID, LEGACY_GRID_ASYNC, APIS };
 static const struct {
     const char *base, *symbol; /* what cuGetProcAddress is asked, what dlsym is */
     int per_thread;
@@ -27,6 +32,9 @@ static const struct {
     [KERNEL_EX] = {"cuLaunchKernelEx", "cuLaunchKernelEx", 0},
     [COOPERATIVE] = {"cuLaunchCooperativeKernel", "cuLaunchCooperativeKernel", 0},
     [GRAPH] = {"cuGraphLaunch", "cuGraphLaunch", 0},
+    [LEGACY] = {"cuLaunch", "cuLaunch", 0},
+    [LEGACY_GRID] = {"cuLaunchGrid", "cuLaunchGrid", 0},
+    [LEGACY_GRID_ASYNC] = {"cuLaunchGridAsync", "cuLaunchGridAsync", 0},
 };
 
 typedef CUresult (*gpa_fn)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
@@ -43,7 +51,10 @@ static void *resolve(enum path path, enum api a)
                                 [KERNEL_PTSZ] = dlsym(RTLD_DEFAULT, "cuLaunchKernel_ptsz"),
                                 [KERNEL_EX] = (void *)&cuLaunchKernelEx,
                                 [COOPERATIVE] = (void *)&cuLaunchCooperativeKernel,
-                                [GRAPH] = (void *)&cuGraphLaunch};
+                                [GRAPH] = (void *)&cuGraphLaunch,
+                                [LEGACY] = (void *)&cuLaunch,
+                                [LEGACY_GRID] = (void *)&cuLaunchGrid,
+                                [LEGACY_GRID_ASYNC] = (void *)&cuLaunchGridAsync};
         return linked[a];
     }
     if (path == DLSYM)
@@ -69,6 +80,19 @@ static void *resolve(enum path path, enum api a)
 #define WORDS 64
 #define BYTES (WORDS * sizeof(uint32_t))
 
+/* step_u32(p, WORDS, k) as the legacy launches take it: state of f. */
+static void legacy_arguments(CUfunction f, CUdeviceptr p, unsigned k)
+{
+    size_t n = WORDS, at = 0;
+    CU_OK(cuFuncSetBlockShape(f, 1, 1, 1));
+    CU_OK(cuParamSetv(f, (int)at, &p, sizeof p));
+    at += sizeof p;
+    CU_OK(cuParamSetv(f, (int)at, &n, sizeof n));
+    at += sizeof n;
+    CU_OK(cuParamSeti(f, (int)at, k));
+    CU_OK(cuParamSetSize(f, (unsigned)(at + sizeof k)));
+}
+
 /* One launch of step_u32(p, WORDS, k) on stream s through api's function
  * fn, or one launch of the executable graph g. */
 static CUresult launch(enum api a, void *fn, CUfunction f, CUstream s, CUdeviceptr *p, unsigned *k,
@@ -76,6 +100,8 @@ static CUresult launch(enum api a, void *fn, CUfunction f, CUstream s, CUdevicep
 {
     size_t n = WORDS;
     void *params[] = {p, &n, k};
+    if (a >= LEGACY)
+        legacy_arguments(f, *p, *k);
     switch (a) {
     case KERNEL:
     case KERNEL_PTSZ:
@@ -89,6 +115,12 @@ static CUresult launch(enum api a, void *fn, CUfunction f, CUstream s, CUdevicep
         return ((__typeof__(&cuLaunchCooperativeKernel))fn)(f, 1, 1, 1, 1, 1, 1, 0, s, params);
     case GRAPH:
         return ((__typeof__(&cuGraphLaunch))fn)(g, s);
+    case LEGACY:
+        return ((__typeof__(&cuLaunch))fn)(f);
+    case LEGACY_GRID:
+        return ((__typeof__(&cuLaunchGrid))fn)(f, 1, 1);
+    case LEGACY_GRID_ASYNC:
+        return ((__typeof__(&cuLaunchGridAsync))fn)(f, 1, 1, s);
     default:
         return CUDA_ERROR_INVALID_VALUE;
     }

@@ -61,6 +61,43 @@ START_TEST(launch_with_extra_buffer)
 }
 END_TEST
 
+/* The CUDA 2.0 launch API, deprecated but still the driver's: block shape
+ * and argument bytes are state of the function, and cuLaunch,
+ * cuLaunchGrid, cuLaunchGridAsync launch it with them. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations" /* what the test is about */
+START_TEST(legacy_launch_api)
+{
+    CUdeviceptr p;
+    CUstream s;
+    unsigned long long n = 4096;
+    CU_OK(cuMemAlloc(&p, n * 4));
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CU_OK(cuFuncSetBlockShape(k.fill_u32, 64, 1, 1));
+    CU_OK(cuFuncSetSharedSize(k.fill_u32, 0));
+    CU_OK(cuParamSetv(k.fill_u32, 0, &p, sizeof p));
+    CU_OK(cuParamSeti(k.fill_u32, 8, 77));
+    CU_OK(cuParamSetv(k.fill_u32, 16, &n, sizeof n));
+    CU_OK(cuParamSetSize(k.fill_u32, 24));
+    CU_OK(cuLaunchGrid(k.fill_u32, 4, 2));
+    CU_OK(cuCtxSynchronize());
+    expect_u32(p, 77, (size_t)n);
+    CU_OK(cuParamSeti(k.fill_u32, 8, 78)); /* the state as it is at the launch */
+    CU_OK(cuLaunchGridAsync(k.fill_u32, 2, 1, s));
+    CU_OK(cuStreamSynchronize(s));
+    expect_u32(p, 78, (size_t)n);
+    CU_OK(cuParamSeti(k.fill_u32, 8, 79));
+    CU_OK(cuLaunch(k.fill_u32)); /* one block: the kernel strides over all n */
+    CU_OK(cuCtxSynchronize());
+    expect_u32(p, 79, (size_t)n);
+    CU_ERR(cuLaunchGrid(NULL, 1, 1), CUDA_ERROR_INVALID_HANDLE);
+    CU_ERR(cuParamSetv(NULL, 0, &p, sizeof p), CUDA_ERROR_INVALID_HANDLE);
+    CU_OK(cuStreamDestroy(s));
+    CU_OK(cuMemFree(p));
+}
+END_TEST
+#pragma GCC diagnostic pop
+
 START_TEST(launch_ex)
 {
     CUstream s;
@@ -128,6 +165,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, launch_with_params);
     tcase_add_test(tc, param_info);
     tcase_add_test(tc, launch_with_extra_buffer);
+    tcase_add_test(tc, legacy_launch_api);
     tcase_add_test(tc, launch_ex);
     tcase_add_test(tc, arguments_are_copied_at_launch);
     tcase_add_test(tc, bad_launches);
