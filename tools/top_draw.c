@@ -335,10 +335,11 @@ static int detail_counters(const struct ui *u, const struct top_proc *p, int y)
         top_fmt_bytes(oth, sizeof oth, c[SPW_C_PASS_OTHER]);
         put(y++, 4, A_DIM, "copy H2D %s D2H %s D2D %s  passthru ipc %s mgd %s capt %s other %s", h2d, d2h, d2d,
             ipc, man, cap, oth);
-        char kl[8], gl[8];
+        char kl[8], gl[8], lr[12];
         top_fmt_count(kl, sizeof kl, c[SPW_C_LAUNCHES]);
         top_fmt_count(gl, sizeof gl, c[SPW_C_GRAPH_LAUNCHES]);
-        put(y++, 4, A_DIM, "launches %s  graph launches %s", kl, gl);
+        top_fmt_count_rate(lr, sizeof lr, p->launch_rate[d]);
+        put(y++, 4, A_DIM, "launches %s  graph launches %s  %s/s", kl, gl, lr);
         y = detail_oversub(p, d, y);
         y = detail_spill(c, y);
     }

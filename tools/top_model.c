@@ -80,6 +80,12 @@ static double rate(uint64_t now, uint64_t prev, double dt)
     return now >= prev && dt > 0 ? (double)(now - prev) / dt : 0.0;
 }
 
+/* Kernel and graph launches together: what the process submits. */
+static uint64_t launches(const uint64_t *c)
+{
+    return c[SPW_C_LAUNCHES] + c[SPW_C_GRAPH_LAUNCHES];
+}
+
 static void update_proc(struct top_proc *p, const struct spw_stats_snapshot *s, double mono_now)
 {
     p->snap = *s;
@@ -96,7 +102,9 @@ static void update_proc(struct top_proc *p, const struct spw_stats_snapshot *s, 
             p->alloc_rate[d] = rate(c[SPW_C_ALLOCS], p->prev_allocs[d], dt);
             p->spill_rate[d] = rate(c[SPW_C_SPILL_BYTES], p->prev_spill[d], dt);
             p->fill_rate[d] = rate(c[SPW_C_FILL_BYTES], p->prev_fill[d], dt);
+            p->launch_rate[d] = rate(launches(c), p->prev_launches[d], dt);
         }
+        p->prev_launches[d] = launches(c);
         p->prev_allocs[d] = c[SPW_C_ALLOCS];
         p->prev_spill[d] = c[SPW_C_SPILL_BYTES];
         p->prev_fill[d] = c[SPW_C_FILL_BYTES];

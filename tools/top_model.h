@@ -28,7 +28,9 @@ struct top_proc {
     uint64_t prev_allocs[SPW_STATS_MAX_DEVICES];
     uint64_t prev_spill[SPW_STATS_MAX_DEVICES];
     uint64_t prev_fill[SPW_STATS_MAX_DEVICES];
+    uint64_t prev_launches[SPW_STATS_MAX_DEVICES];
     double alloc_rate[SPW_STATS_MAX_DEVICES];   /* per second */
+    double launch_rate[SPW_STATS_MAX_DEVICES];  /* kernel and graph launches per second */
     double spill_rate[SPW_STATS_MAX_DEVICES];   /* bytes per second */
     double fill_rate[SPW_STATS_MAX_DEVICES];
     /* Totals over devices, one entry per sample, oldest first from hist_start. */

@@ -12,8 +12,8 @@
  * Device 1: limit 4 GiB, one allocation of 100 MiB. The allocations are
  * counted in lanes 0-2 and the free in lane 3, as threads of a program
  * would (lane 3 goes below zero): the tools must show the sums.
- * --ramp then keeps allocating and freeing, spilling and filling every
- * 20 ms so that rates and history graphs move. */
+ * --ramp then keeps allocating and freeing, spilling and filling, and
+ * launching, every 20 ms so that rates and history graphs move. */
 #include "stats/writer.h"
 
 #include <signal.h>
@@ -73,6 +73,8 @@ static void ramp_step(struct spw_stats_writer *w, unsigned step)
         spw_stats_spill(w, 0, 16 * MiB);
     if (step % 8 == 0)
         spw_stats_fill(w, 0, 16 * MiB);
+    for (unsigned i = 0; i < 10; i++) /* ~500 launches a second */
+        spw_stats_launch(w, 0, step + i, 0);
 }
 
 int main(int argc, char **argv)

@@ -80,9 +80,12 @@ START_TEST(rates_rows_and_history)
         spw_stats_alloc(w, 2, i, 10, held);
     }
     spw_stats_spill(w, 2, 4096);
+    for (unsigned i = 0; i < 30; i++) /* 24 kernel and 6 graph launches */
+        spw_stats_launch(w, 2, i, i % 5 == 0);
     ck_assert_int_eq(top_model_sample(&m, 12.0, NULL, NULL), 0);
     const struct top_proc *p = m.procs[0];
     ck_assert_msg(p->alloc_rate[2] == 25.0, "alloc rate %f", p->alloc_rate[2]);
+    ck_assert_msg(p->launch_rate[2] == 15.0, "launch rate %f", p->launch_rate[2]);
     ck_assert_msg(p->spill_rate[2] == 2048.0, "spill rate %f", p->spill_rate[2]);
     ck_assert_uint_eq(p->hist_len, 2);
     ck_assert_uint_eq(top_proc_hist(p, p->hist_in_use, 0), 100);
