@@ -283,6 +283,16 @@ lc_run() { # label, timeout, env K=V..., -- command...
     local verdict=pass detail
     if [ ${#why[@]} -gt 0 ]; then
         verdict=FAIL
+        # Once more with SPILLWAY_LOG=debug: which launch names the program
+        # looked up (cuGetProcAddress or dlsym) and who answered each; a
+        # launch name missing, or answered by the driver, is the way around
+        # the gate. The lines go to the log, their count to the detail.
+        local lookups
+        lookups=$(env LD_PRELOAD="$BUILD_ABS/libspillway.so" SPILLWAY_MEM_LIMIT="$LC_LIMIT" SPILLWAY_LOG=debug \
+            ${envs[@]+"${envs[@]}"} timeout "$t" "$@" 2>&1 | grep -E '^spillway: (cuGetProcAddress|dlsym)\("cu(Launch|GraphLaunch)' |
+            sort | uniq -c)
+        printf '== launches: %s: launch lookups under SPILLWAY_LOG=debug\n%s\n' "$label" "${lookups:-(none)}" >>"$LOG"
+        why+=("launch lookups: $(grep -c "spillway's handler" <<<"$lookups") answered by spillway, $(grep -c "the driver's own" <<<"$lookups") by the driver (log)")
         detail=$(printf '%s; ' "${why[@]}")
         detail=${detail%; }
     else

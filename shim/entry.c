@@ -2,6 +2,7 @@
  * driver's help: exported; what it does not hook passes through untouched
  * (cuGetProcAddress, the driver's way, is hooks.c's). */
 #include "shim/handler.h"
+#include "shim/log.h"
 
 #include <dlfcn.h>
 
@@ -14,6 +15,7 @@ dlsym(void *handle, const char *name)
     spw_dlsym_fn real = spw_real_dlsym();
     if (spw_is_driver_name(name) && !spw_driver_owns(__builtin_return_address(0))) {
         void *handler = spw_handler_for_symbol(name);
+        spw_debug("dlsym(\"%s\"): %s", name, handler ? "spillway's handler" : "the driver's own");
         if (handler)
             return handler;
     }

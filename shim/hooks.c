@@ -9,6 +9,7 @@
 #include "shim/driver.h"
 #include "shim/fork.h"
 #include "shim/handler.h"
+#include "shim/log.h"
 
 #include <stddef.h>
 #include <string.h>
@@ -99,13 +100,26 @@ void *spw_handler_for_proc(const char *symbol, void *real, int version, cuuint64
     if (!var)                                                   \
         return CUDA_ERROR_NOT_INITIALIZED
 
+/* What a lookup hands out, and with SPILLWAY_LOG=debug which names were
+ * asked for and who answers them: a launch that goes around the work gate
+ * shows there as a name the runtime asked for that spillway left to the
+ * driver, or as none asked at all. */
+static void *answer(const char *symbol, void *real, int version, cuuint64_t flags)
+{
+    void *h = spw_handler_for_proc(symbol, real, version, flags);
+    if (spw_log_enabled(SPW_LOG_DEBUG))
+        spw_debug("cuGetProcAddress(\"%s\", %d, %#llx): %s", symbol ? symbol : "(null)", version,
+                  (unsigned long long)flags, h != real ? "spillway's handler" : "the driver's own");
+    return h;
+}
+
 CUresult spw_h_get_proc_address(const char *symbol, void **pfn, int cudaVersion,
                                 cuuint64_t flags)
 {
     SPW_LOOKUP_OR_RETURN(real, spw_h_get_proc_address);
     CUresult r = real(symbol, pfn, cudaVersion, flags);
     if (r == CUDA_SUCCESS && pfn)
-        *pfn = spw_handler_for_proc(symbol, *pfn, cudaVersion, flags);
+        *pfn = answer(symbol, *pfn, cudaVersion, flags);
     return r;
 }
 
@@ -115,6 +129,6 @@ CUresult spw_h_get_proc_address_v2(const char *symbol, void **pfn, int cudaVersi
     SPW_LOOKUP_OR_RETURN(real, spw_h_get_proc_address_v2);
     CUresult r = real(symbol, pfn, cudaVersion, flags, symbolStatus);
     if (r == CUDA_SUCCESS && pfn)
-        *pfn = spw_handler_for_proc(symbol, *pfn, cudaVersion, flags);
+        *pfn = answer(symbol, *pfn, cudaVersion, flags);
     return r;
 }

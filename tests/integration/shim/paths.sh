@@ -5,3 +5,14 @@
 set -eu
 . "$(dirname "$0")/suite.sh"
 suite_run shim_paths SPILLWAY_SPILL=0
+# SPILLWAY_LOG=debug says, for each lookup, who answers it: the lines a
+# launch that goes around the work gate is diagnosed from (issue 10).
+log=$(suite_run shim_paths SPILLWAY_SPILL=0 SPILLWAY_LOG=debug CK_RUN_CASE=resolution 2>&1)
+for want in "cuGetProcAddress(\"cuLaunchKernel\", 12000, 0x2): spillway's handler" \
+            "cuGetProcAddress(\"cuStreamQuery\", 12000, 0x2): the driver's own" \
+            "dlsym(\"cuMemAllocAsync_ptsz\"): spillway's handler"; do
+    if ! printf '%s\n' "$log" | grep -qF "spillway: $want"; then
+        echo "paths.sh: the debug log lacks: $want" >&2
+        exit 1
+    fi
+done
