@@ -33,10 +33,11 @@ void spw_copy_count(enum spw_copy_dir dir, CUdeviceptr dev_side, CUdeviceptr oth
     spw_account_copy(dev, dir, bytes);
 }
 
-void spw_copy_count_unified(CUdeviceptr dst, CUdeviceptr src, size_t bytes)
+/* A copy whose sides are classified: to_dev/from_dev whether each is device
+ * memory, ddev/sdev its device (-1: not known). Charged to the
+ * destination's device, else the source's, else the fallback. */
+static void count_sides(int to_dev, int ddev, int from_dev, int sdev, size_t bytes)
 {
-    int ddev, sdev;
-    int to_dev = spw_side_is_device(dst, &ddev), from_dev = spw_side_is_device(src, &sdev);
     if (!to_dev && !from_dev)
         return; /* host to host */
     enum spw_copy_dir dir = !from_dev ? SPW_COPY_HTOD : !to_dev ? SPW_COPY_DTOH : SPW_COPY_DTOD;
@@ -45,6 +46,41 @@ void spw_copy_count_unified(CUdeviceptr dst, CUdeviceptr src, size_t bytes)
         dev = spw_side_fallback_device();
     spw_publish_ensure();
     spw_account_copy(dev, dir, bytes);
+}
+
+void spw_copy_count_unified(CUdeviceptr dst, CUdeviceptr src, size_t bytes)
+{
+    int ddev, sdev;
+    int to_dev = spw_side_is_device(dst, &ddev), from_dev = spw_side_is_device(src, &sdev);
+    count_sides(to_dev, ddev, from_dev, sdev, bytes);
+}
+
+/* One side of a 2D/3D descriptor: whether it is device memory, and which
+ * device (-1: not known). An array is device memory of an unknown device;
+ * a DEVICE pointer is device memory whatever spillway knows of it. */
+static int typed_side(CUmemorytype type, CUdeviceptr p, int *dev)
+{
+    *dev = -1;
+    switch (type) {
+    case CU_MEMORYTYPE_DEVICE:
+        if (!spw_side_is_device(p, dev))
+            *dev = -1;
+        return 1;
+    case CU_MEMORYTYPE_ARRAY:
+        return 1;
+    case CU_MEMORYTYPE_UNIFIED:
+        return spw_side_is_device(p, dev);
+    default:
+        return 0;
+    }
+}
+
+void spw_copy_count_typed(CUmemorytype dst_type, CUdeviceptr dst, CUmemorytype src_type, CUdeviceptr src,
+                          size_t bytes)
+{
+    int ddev, sdev;
+    int to_dev = typed_side(dst_type, dst, &ddev), from_dev = typed_side(src_type, src, &sdev);
+    count_sides(to_dev, ddev, from_dev, sdev, bytes);
 }
 
 /* After the driver answered r for a copy: counts it on success. The

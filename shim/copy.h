@@ -16,4 +16,10 @@ void spw_copy_count(enum spw_copy_dir dir, CUdeviceptr dev_side, CUdeviceptr oth
 /* A successful copy between two pointers of unified addressing, each side
  * classified (copy_side.h); host to host counts nothing. */
 void spw_copy_count_unified(CUdeviceptr dst, CUdeviceptr src, size_t bytes);
+
+/* A successful copy between sides a 2D/3D descriptor names by memory type
+ * (host, device, array, unified: the pointer is the descriptor's
+ * srcDevice/dstDevice, ignored for host and array sides). */
+void spw_copy_count_typed(CUmemorytype dst_type, CUdeviceptr dst, CUmemorytype src_type, CUdeviceptr src,
+                          size_t bytes);
 #endif

@@ -4,10 +4,39 @@
  * variant: gated like every submission (gate_use.h). A page spillway
  * moves must never be remapped while a submission that may reach it is
  * being issued; the spillway pointers each names are touched (and filled
- * back when they live on the host) first. Not counted in the stats' copy
- * bytes (README, known limits). */
+ * back when they live on the host) first. A copy that succeeds adds its
+ * bytes (width x height x depth; a batch, each copy's) to the stats' copy
+ * bytes of its direction and device, as copy.c's do; 3D batches and sets
+ * are not counted (README, known limits). */
+#include "shim/copy.h"
 #include "shim/gate_use.h"
 #include "shim/handler.h"
+
+/* After the driver answered r for a copy between these sides: counted on
+ * success. */
+static CUresult counted(CUresult r, CUmemorytype dst_type, CUdeviceptr dst, CUmemorytype src_type,
+                        CUdeviceptr src, size_t bytes)
+{
+    if (r == CUDA_SUCCESS && bytes && !spw_disabled())
+        spw_copy_count_typed(dst_type, dst, src_type, src, bytes);
+    return r;
+}
+
+/* A 2D/3D descriptor c of depth slices, after the driver answered r. */
+#define COUNTED_COPY(c, depth)                                                                     \
+    counted(r, (c) ? (c)->dstMemoryType : (CUmemorytype)0, (c) ? (c)->dstDevice : 0,               \
+            (c) ? (c)->srcMemoryType : (CUmemorytype)0, (c) ? (c)->srcDevice : 0,                  \
+            (c) ? (size_t)(c)->WidthInBytes * (c)->Height * (size_t)(depth) : 0)
+#define COUNTED_PEER(dst, src, bytes) counted(r, CU_MEMORYTYPE_DEVICE, (dst), CU_MEMORYTYPE_DEVICE, (src), (bytes))
+
+static CUresult counted_batch(CUresult r, const CUdeviceptr *dsts, const CUdeviceptr *srcs,
+                              const size_t *sizes, size_t n)
+{
+    for (size_t i = 0; r == CUDA_SUCCESS && dsts && srcs && sizes && i < n && !spw_disabled(); i++)
+        if (sizes[i])
+            spw_copy_count_unified(dsts[i], srcs[i], sizes[i]);
+    return r;
+}
 
 /* A copy operand that may be device memory: device or unified types. */
 static CUdeviceptr device_side(CUmemorytype type, CUdeviceptr p)
@@ -23,29 +52,33 @@ static CUdeviceptr device_side(CUmemorytype type, CUdeviceptr p)
         }                                                                       \
     } while (0)
 
-SPW_SIDES_HANDLERS(spw_h_memcpy_2d, (const CUDA_MEMCPY2D *pCopy), (pCopy), COPY2D_SIDES(pCopy))
-SPW_SIDES_HANDLERS(spw_h_memcpy_2d_unaligned, (const CUDA_MEMCPY2D *pCopy), (pCopy),
-                COPY2D_SIDES(pCopy))
-SPW_SIDES_HANDLERS(spw_h_memcpy_3d, (const CUDA_MEMCPY3D *pCopy), (pCopy), COPY2D_SIDES(pCopy))
-SPW_SIDES_HANDLERS(spw_h_memcpy_3d_peer, (const CUDA_MEMCPY3D_PEER *pCopy), (pCopy),
-                COPY2D_SIDES(pCopy))
-SPW_SIDES_HANDLERS(spw_h_memcpy_2d_async, (const CUDA_MEMCPY2D *pCopy, CUstream hStream),
-                (pCopy, hStream), COPY2D_SIDES(pCopy))
-SPW_SIDES_HANDLERS(spw_h_memcpy_3d_async, (const CUDA_MEMCPY3D *pCopy, CUstream hStream),
-                (pCopy, hStream), COPY2D_SIDES(pCopy))
-SPW_SIDES_HANDLERS(spw_h_memcpy_3d_peer_async, (const CUDA_MEMCPY3D_PEER *pCopy, CUstream hStream),
-                (pCopy, hStream), COPY2D_SIDES(pCopy))
+SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_2d, (const CUDA_MEMCPY2D *pCopy), (pCopy), COPY2D_SIDES(pCopy),
+                        COUNTED_COPY(pCopy, 1))
+SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_2d_unaligned, (const CUDA_MEMCPY2D *pCopy), (pCopy),
+                        COPY2D_SIDES(pCopy), COUNTED_COPY(pCopy, 1))
+SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_3d, (const CUDA_MEMCPY3D *pCopy), (pCopy), COPY2D_SIDES(pCopy),
+                        COUNTED_COPY(pCopy, pCopy->Depth))
+SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_3d_peer, (const CUDA_MEMCPY3D_PEER *pCopy), (pCopy),
+                        COPY2D_SIDES(pCopy), COUNTED_COPY(pCopy, pCopy->Depth))
+SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_2d_async, (const CUDA_MEMCPY2D *pCopy, CUstream hStream),
+                        (pCopy, hStream), COPY2D_SIDES(pCopy), COUNTED_COPY(pCopy, 1))
+SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_3d_async, (const CUDA_MEMCPY3D *pCopy, CUstream hStream),
+                        (pCopy, hStream), COPY2D_SIDES(pCopy), COUNTED_COPY(pCopy, pCopy->Depth))
+SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_3d_peer_async, (const CUDA_MEMCPY3D_PEER *pCopy, CUstream hStream),
+                        (pCopy, hStream), COPY2D_SIDES(pCopy), COUNTED_COPY(pCopy, pCopy->Depth))
 
-SPW_SIDES_HANDLERS(spw_h_memcpy_peer,
-                (CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
-                 CUcontext srcContext, size_t ByteCount),
-                (dstDevice, dstContext, srcDevice, srcContext, ByteCount),
-                (spw_side(s, dstDevice), spw_side(s, srcDevice)))
-SPW_SIDES_HANDLERS(spw_h_memcpy_peer_async,
-                (CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
-                 CUcontext srcContext, size_t ByteCount, CUstream hStream),
-                (dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream),
-                (spw_side(s, dstDevice), spw_side(s, srcDevice)))
+SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_peer,
+                        (CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+                         CUcontext srcContext, size_t ByteCount),
+                        (dstDevice, dstContext, srcDevice, srcContext, ByteCount),
+                        (spw_side(s, dstDevice), spw_side(s, srcDevice)),
+                        COUNTED_PEER(dstDevice, srcDevice, ByteCount))
+SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_peer_async,
+                        (CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+                         CUcontext srcContext, size_t ByteCount, CUstream hStream),
+                        (dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream),
+                        (spw_side(s, dstDevice), spw_side(s, srcDevice)),
+                        COUNTED_PEER(dstDevice, srcDevice, ByteCount))
 
 static void batch_sides(spw_sides *s, const CUdeviceptr *dsts, const CUdeviceptr *srcs, size_t n)
 {
@@ -65,11 +98,11 @@ static void batch3d_sides(spw_sides *s, const CUDA_MEMCPY3D_BATCH_OP *ops, size_
     }
 }
 
-SPW_SIDES_HANDLERS(spw_h_memcpy_batch_async,
-                (CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
-                 CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, CUstream hStream),
-                (dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, hStream),
-                batch_sides(s, dsts, srcs, count))
+SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_batch_async,
+                        (CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
+                         CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, CUstream hStream),
+                        (dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, hStream),
+                        batch_sides(s, dsts, srcs, count), counted_batch(r, dsts, srcs, sizes, count))
 SPW_SIDES_HANDLERS(spw_h_memcpy_3d_batch_async,
                 (size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, unsigned long long flags,
                  CUstream hStream),

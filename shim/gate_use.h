@@ -126,9 +126,12 @@ uint64_t spw_gate_use_sides(sw_policy *g, const spw_sides *s);
     SPW_GATED_HANDLER(handler##_pt, params, args, use, result)
 
 /* The same for a submission whose pointers collect adds to the sides s
- * (spw_side(s, p)). */
-#define SPW_SIDES_HANDLERS(handler, params, args, collect)                       \
+ * (spw_side(s, p)); _THEN: returning result instead of the driver's answer r
+ * (a counting step that returns r). */
+#define SPW_SIDES_HANDLERS_THEN(handler, params, args, collect, result)          \
     SPW_GATED_HANDLERS(handler, params, args,                                    \
                        spw_sides s_ = {.n = 0}; spw_sides *s = &s_; collect;     \
-                       devices = spw_gate_use_sides(g, s), r)
+                       devices = spw_gate_use_sides(g, s), result)
+#define SPW_SIDES_HANDLERS(handler, params, args, collect) \
+    SPW_SIDES_HANDLERS_THEN(handler, params, args, collect, r)
 #endif

@@ -4,7 +4,8 @@
  * copy_htod_bytes / copy_dtoh_bytes / copy_dtod_bytes of the right device;
  * failed copies count nothing and answer the driver's error; cuMemcpy's
  * sides are told apart for pool, program-VMM, pinned, managed and pageable
- * memory; cudaMemcpy (the shared runtime) is counted once; 16 threads.
+ * memory; 2D, 3D, peer and batch copies count their bytes by their memory
+ * types; cudaMemcpy (the shared runtime) is counted once; 16 threads.
  * Run by copies.sh, which sets the environment (two devices, the stats
  * directory) and runs it again for a device without a pool
  * (SPW_COPIES_ONLY=paths) and a runtime that bypasses spillway
@@ -386,6 +387,97 @@ START_TEST(charged_to_the_owning_device)
 }
 END_TEST
 
+static CUDA_MEMCPY2D copy2d(CUmemorytype dt, CUdeviceptr d, CUmemorytype st, CUdeviceptr s, size_t width,
+                           size_t height)
+{
+    CUDA_MEMCPY2D c = {.srcMemoryType = st, .dstMemoryType = dt, .WidthInBytes = width, .Height = height,
+                       .srcPitch = 4 * KiB, .dstPitch = 4 * KiB};
+    if (st == CU_MEMORYTYPE_HOST)
+        c.srcHost = (const void *)(uintptr_t)s;
+    else
+        c.srcDevice = s;
+    if (dt == CU_MEMORYTYPE_HOST)
+        c.dstHost = (void *)(uintptr_t)d;
+    else
+        c.dstDevice = d;
+    return c;
+}
+
+static CUDA_MEMCPY3D copy3d(const CUDA_MEMCPY2D *c, size_t depth)
+{
+    return (CUDA_MEMCPY3D){.srcMemoryType = c->srcMemoryType, .srcHost = c->srcHost, .srcDevice = c->srcDevice,
+                           .srcPitch = c->srcPitch, .srcHeight = c->Height, .dstMemoryType = c->dstMemoryType,
+                           .dstHost = c->dstHost, .dstDevice = c->dstDevice, .dstPitch = c->dstPitch,
+                           .dstHeight = c->Height, .WidthInBytes = c->WidthInBytes, .Height = c->Height,
+                           .Depth = depth};
+}
+
+/* 2D and 3D copies count width x height x depth bytes, in the direction
+ * their memory types say (unified: as cuMemcpy's sides), on the device of
+ * their device memory; peer copies as device to device on the
+ * destination's device; a batch each of its copies. */
+START_TEST(strided_peer_and_batch_copies)
+{
+    setup();
+    static unsigned char host[64 * KiB], back[64 * KiB];
+    fill(host, sizeof host, 41);
+    use(1);
+    CUcontext ctx1;
+    ck_assert_int_eq(cuCtxGetCurrent(&ctx1), CUDA_SUCCESS);
+    CUdeviceptr d1 = dalloc(64 * KiB);
+    use(0);
+    CUcontext ctx0;
+    ck_assert_int_eq(cuCtxGetCurrent(&ctx0), CUDA_SUCCESS);
+    CUdeviceptr d0 = dalloc(64 * KiB), e0 = dalloc(64 * KiB);
+    const CUmemorytype H_ = CU_MEMORYTYPE_HOST, D_ = CU_MEMORYTYPE_DEVICE, U_ = CU_MEMORYTYPE_UNIFIED;
+    CUDA_MEMCPY2D c = copy2d(D_, d0, H_, H(host), 100, 7);
+    COPY(0, 0, 700, cuMemcpy2D(&c));
+    c = copy2d(H_, H(back), D_, d0, 100, 7);
+    COPY(0, 1, 700, cuMemcpy2DUnaligned(&c));
+    ck_assert_int_eq(memcmp(back, host, 100), 0);
+    c = copy2d(D_, e0, D_, d0, 64, 5);
+    COPY(0, 2, 320, cuMemcpy2DAsync(&c, NULL));
+    c = copy2d(U_, d1, U_, H(host), 30, 11); /* unified: the pool says device 1 */
+    COPY(1, 0, 330, cuMemcpy2D(&c));
+    c = copy2d(U_, H(back), U_, H(host), 30, 11); /* host to host: nothing */
+    COPY(0, -1, 330, cuMemcpy2D(&c));
+    c = copy2d(D_, d1, H_, H(host), 50, 4);
+    CUDA_MEMCPY3D c3 = copy3d(&c, 3);
+    COPY(1, 0, 600, cuMemcpy3D(&c3));
+    c = copy2d(H_, H(back), D_, d1, 50, 4);
+    c3 = copy3d(&c, 2);
+    COPY(1, 1, 400, cuMemcpy3DAsync(&c3, NULL));
+    CUDA_MEMCPY3D_PEER p3 = {.srcMemoryType = D_, .srcDevice = d0, .srcContext = ctx0, .srcPitch = 4 * KiB,
+                             .srcHeight = 2, .dstMemoryType = D_, .dstDevice = d1, .dstContext = ctx1,
+                             .dstPitch = 4 * KiB, .dstHeight = 2, .WidthInBytes = 70, .Height = 2, .Depth = 2};
+    COPY(1, 2, 280, cuMemcpy3DPeer(&p3));
+    COPY(1, 2, 280, cuMemcpy3DPeerAsync(&p3, NULL));
+    COPY(1, 2, 555, cuMemcpyPeer(d1, ctx1, d0, ctx0, 555));
+    COPY(0, 2, 666, cuMemcpyPeerAsync(d0, ctx0, d1, ctx1, 666, NULL));
+    CUdeviceptr dsts[] = {d0, H(back), e0}, srcs[] = {H(host), d0, d0};
+    size_t sizes[] = {1000, 2000, 3000}, idx = 0;
+    CUmemcpyAttributes at = {.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM};
+    CUstream st;
+    ck_assert_int_eq(cuStreamCreate(&st, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    ck_assert_int_eq(cuMemcpyBatchAsync(dsts, srcs, sizes, 3, &at, &idx, 1, st), CUDA_SUCCESS);
+    expected[0].htod += 1000;
+    expected[0].dtoh += 2000;
+    expected[0].dtod += 3000;
+    check_counts("cuMemcpyBatchAsync");
+    ck_assert_int_eq(cuStreamSynchronize(st), CUDA_SUCCESS);
+    ck_assert_int_eq(cuStreamDestroy(st), CUDA_SUCCESS);
+    /* What the driver refuses counts nothing. */
+    c = copy2d(D_, d0, H_, H(host), 8 * KiB, 2); /* wider than the pitch */
+    ck_assert_int_ne(cuMemcpy2D(&c), CUDA_SUCCESS);
+    ck_assert_int_ne(cuMemcpy2D(NULL), CUDA_SUCCESS);
+    check_counts("refused 2D copies");
+    synchronize();
+    ck_assert_int_eq(drv.mem_free(d0), CUDA_SUCCESS);
+    ck_assert_int_eq(drv.mem_free(e0), CUDA_SUCCESS);
+    ck_assert_int_eq(drv.mem_free(d1), CUDA_SUCCESS);
+}
+END_TEST
+
 /* cudaMemcpy reaches the driver through cuGetProcAddress, i.e. a copy
  * handler: counted there, not again by the wrapper. With
  * FAKECUDART_BYPASS=1 no handler sees it and the wrapper counts it. */
@@ -487,6 +579,7 @@ Suite *test_suite(void)
     TCase *sides = tcase_create("sides");
     tcase_add_test(sides, unified_sides);
     tcase_add_test(sides, charged_to_the_owning_device);
+    tcase_add_test(sides, strided_peer_and_batch_copies);
     TCase *runtime = tcase_create("runtime");
     tcase_add_test(runtime, runtime_counted_once);
     TCase *threads = tcase_create("threads");
