@@ -1,7 +1,8 @@
 /* Kernel and graph launches: cuLaunchKernel, cuLaunchKernelEx,
  * cuLaunchCooperativeKernel and cuGraphLaunch, each also as its _ptsz
- * variant (forwarded to the driver's same variant), and the unloads that
- * end a function's life. They are hooked for spill and counted: without a
+ * variant (forwarded to the driver's same variant), CUDA 2.0's cuLaunch,
+ * cuLaunchGrid and cuLaunchGridAsync, and the unloads that end a
+ * function's life. They are hooked for spill and counted: without a
  * spilling pool each forwards untouched after one atomic load, and counts
  * what the driver accepted.
  *
