@@ -147,3 +147,32 @@ COPY_HANDLERS(spw_h_memcpy_dtod_async,
               (CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream),
               (dstDevice, srcDevice, ByteCount, hStream), dstDevice, srcDevice, ByteCount,
               typed(r, SPW_COPY_DTOD, dstDevice, srcDevice, ByteCount))
+
+/* Copies to and from CUDA arrays (device memory no pointer names: charged
+ * to the other side's device, else the current context's). The device
+ * pointer of DtoA/AtoD is a side like any copy's, touched, filled back and
+ * gated; the offsets are into the array. */
+COPY_HANDLERS(spw_h_memcpy_dtoa, (CUarray dstArray, size_t dstOffset, CUdeviceptr srcDevice, size_t ByteCount),
+              (dstArray, dstOffset, srcDevice, ByteCount), srcDevice, 0, ByteCount,
+              typed(r, SPW_COPY_DTOD, srcDevice, 0, ByteCount))
+COPY_HANDLERS(spw_h_memcpy_atod, (CUdeviceptr dstDevice, CUarray srcArray, size_t srcOffset, size_t ByteCount),
+              (dstDevice, srcArray, srcOffset, ByteCount), dstDevice, 0, ByteCount,
+              typed(r, SPW_COPY_DTOD, dstDevice, 0, ByteCount))
+COPY_HANDLERS(spw_h_memcpy_htoa, (CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount),
+              (dstArray, dstOffset, srcHost, ByteCount), 0, 0, ByteCount,
+              typed(r, SPW_COPY_HTOD, 0, HOST(srcHost), ByteCount))
+COPY_HANDLERS(spw_h_memcpy_atoh, (void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount),
+              (dstHost, srcArray, srcOffset, ByteCount), 0, 0, ByteCount,
+              typed(r, SPW_COPY_DTOH, 0, HOST(dstHost), ByteCount))
+COPY_HANDLERS(spw_h_memcpy_atoa,
+              (CUarray dstArray, size_t dstOffset, CUarray srcArray, size_t srcOffset, size_t ByteCount),
+              (dstArray, dstOffset, srcArray, srcOffset, ByteCount), 0, 0, ByteCount,
+              typed(r, SPW_COPY_DTOD, 0, 0, ByteCount))
+COPY_HANDLERS(spw_h_memcpy_htoa_async,
+              (CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount, CUstream hStream),
+              (dstArray, dstOffset, srcHost, ByteCount, hStream), 0, 0, ByteCount,
+              typed(r, SPW_COPY_HTOD, 0, HOST(srcHost), ByteCount))
+COPY_HANDLERS(spw_h_memcpy_atoh_async,
+              (void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount, CUstream hStream),
+              (dstHost, srcArray, srcOffset, ByteCount, hStream), 0, 0, ByteCount,
+              typed(r, SPW_COPY_DTOH, 0, HOST(dstHost), ByteCount))

@@ -126,6 +126,12 @@ static CUresult copy(uintptr_t dst, uintptr_t src, size_t n, CUstream h, bool pt
     return CUDA_SUCCESS;
 }
 
+CUresult fc_copy_linear(uintptr_t dst, uintptr_t src, size_t n, CUstream h, bool ptds, bool sync,
+                        int dst_dev, int src_dev)
+{
+    return copy(dst, src, n, h, ptds, sync, dst_dev, src_dev);
+}
+
 static CUresult set(CUdeviceptr dst, uint32_t value, size_t n, unsigned width, CUstream h, bool ptds,
                     bool sync)
 {

@@ -71,6 +71,7 @@ enum fc_region_kind {
     FC_REGISTERED,  /* cuMemHostRegister */
     FC_VMM,         /* one cuMemMap mapping */
     FC_GRAPH_MEM,   /* a graph's allocation (cuMemAllocAsync captured, memory nodes) */
+    FC_ARRAY,       /* a CUDA array's storage (array.c): device memory no CUdeviceptr names */
 };
 
 struct fc_handle;
@@ -103,6 +104,13 @@ void fc_region_each_in(uintptr_t addr, size_t size, fc_region_visit fn, void *ar
 bool fc_device_range_ok(uintptr_t addr, size_t size);
 /* Is addr pinned (or registered) host memory? */
 bool fc_is_pinned_host(uintptr_t addr);
+
+/* A linear copy of n bytes between addresses (device storage, pinned or
+ * pageable host memory: classified from the registry), with the driver's
+ * host-synchronisation rules (copy.c); dst_dev/src_dev 1: that side must
+ * be device memory; sync: a synchronous entry point. */
+CUresult fc_copy_linear(uintptr_t dst, uintptr_t src, size_t n, CUstream h, bool ptds, bool sync,
+                        int dst_dev, int src_dev);
 
 /* Allocates, charges and registers device memory of the given kind. */
 CUresult fc_alloc_device(size_t size, enum fc_region_kind kind, struct fc_mempool *pool,

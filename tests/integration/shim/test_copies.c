@@ -5,7 +5,7 @@
  * failed copies count nothing and answer the driver's error; cuMemcpy's
  * sides are told apart for pool, program-VMM, pinned, managed and pageable
  * memory; 2D, 3D, peer and batch copies count their bytes by their memory
- * types; cudaMemcpy (the shared runtime) is counted once; 16 threads.
+ * types, array copies as device memory; cudaMemcpy (the shared runtime) is counted once; 16 threads.
  * Run by copies.sh, which sets the environment (two devices, the stats
  * directory) and runs it again for a device without a pool
  * (SPW_COPIES_ONLY=paths) and a runtime that bypasses spillway
@@ -478,6 +478,49 @@ START_TEST(strided_peer_and_batch_copies)
 }
 END_TEST
 
+/* Copies to and from a CUDA array count as the device memory it is:
+ * charged to the device of the pointer on the other side, else the current
+ * context's; the data goes through. */
+START_TEST(array_copies_counted)
+{
+    setup();
+    enum { BYTES = 16 * KiB };
+    static unsigned char src[BYTES], dst[BYTES];
+    fill(src, BYTES, 53);
+    CUDA_ARRAY_DESCRIPTOR d = {.Width = BYTES / 4, .Format = CU_AD_FORMAT_UNSIGNED_INT32, .NumChannels = 1};
+    CUarray a, b;
+    ck_assert_int_eq(cuArrayCreate(&a, &d), CUDA_SUCCESS);
+    ck_assert_int_eq(cuArrayCreate(&b, &d), CUDA_SUCCESS);
+    use(1);
+    CUdeviceptr d1 = dalloc(BYTES);
+    use(0);
+    CUdeviceptr d0 = dalloc(BYTES);
+    COPY(0, 0, 1001, cuMemcpyHtoA(a, 0, src, 1001));
+    COPY(0, 2, 1002, cuMemcpyAtoD(d0, a, 0, 1002));
+    COPY(1, 2, 1003, cuMemcpyAtoD(d1, a, 0, 1003)); /* device 1's memory, device 0 current */
+    COPY(1, 2, 1004, cuMemcpyDtoA(b, 8, d1, 1004));
+    COPY(0, 2, 1005, cuMemcpyAtoA(a, 2000, b, 8, 1005));
+    COPY(0, 1, 1006, cuMemcpyAtoH(dst, a, 2000, 1006));
+    ck_assert_int_eq(memcmp(dst, src, 1001), 0);
+    CUstream st;
+    ck_assert_int_eq(cuStreamCreate(&st, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    COPY(0, 0, 1007, cuMemcpyHtoAAsync(b, 0, src, 1007, st));
+    COPY(0, 1, 1008, cuMemcpyAtoHAsync(dst, b, 0, 1008, st));
+    ck_assert_int_eq(cuStreamSynchronize(st), CUDA_SUCCESS);
+    ck_assert_int_eq(memcmp(dst, src, 1007), 0);
+    ck_assert_int_eq(cuStreamDestroy(st), CUDA_SUCCESS);
+    /* Past the array's end: refused, nothing counted. */
+    ck_assert_int_ne(cuMemcpyDtoA(b, BYTES - 4, d0, 8), CUDA_SUCCESS);
+    ck_assert_int_ne(cuMemcpyAtoH(dst, a, BYTES, 1), CUDA_SUCCESS);
+    check_counts("refused array copies");
+    synchronize();
+    ck_assert_int_eq(cuArrayDestroy(a), CUDA_SUCCESS);
+    ck_assert_int_eq(cuArrayDestroy(b), CUDA_SUCCESS);
+    ck_assert_int_eq(drv.mem_free(d0), CUDA_SUCCESS);
+    ck_assert_int_eq(drv.mem_free(d1), CUDA_SUCCESS);
+}
+END_TEST
+
 /* cudaMemcpy reaches the driver through cuGetProcAddress, i.e. a copy
  * handler: counted there, not again by the wrapper. With
  * FAKECUDART_BYPASS=1 no handler sees it and the wrapper counts it. */
@@ -580,6 +623,7 @@ Suite *test_suite(void)
     tcase_add_test(sides, unified_sides);
     tcase_add_test(sides, charged_to_the_owning_device);
     tcase_add_test(sides, strided_peer_and_batch_copies);
+    tcase_add_test(sides, array_copies_counted);
     TCase *runtime = tcase_create("runtime");
     tcase_add_test(runtime, runtime_counted_once);
     TCase *threads = tcase_create("threads");

@@ -287,6 +287,42 @@ START_TEST(copies_and_sets_on_spilled_memory)
 }
 END_TEST
 
+/* A copy into a CUDA array reads spilled memory where it lives while there
+ * is no room, and fills it back first once there is, as other copies. */
+START_TEST(array_copies_fill_spilled_memory)
+{
+    setup();
+    enum { ARRAY_BYTES = 4 * MiB };
+    CUDA_ARRAY_DESCRIPTOR d = {.Width = ARRAY_BYTES / 4, .Format = CU_AD_FORMAT_UNSIGNED_INT32,
+                               .NumChannels = 1};
+    CUarray arr;
+    CU_OK(cuArrayCreate(&arr, &d));
+    CUdeviceptr a = filled(48 * MiB, 7);
+    CUdeviceptr b = filled(48 * MiB, 8);
+    uint64_t spilled = stat_of(SPW_C_SPILLED);
+    ck_assert_uint_gt(spilled, 0);
+    uint32_t *w = expected(48 * MiB, 7), *got = malloc(ARRAY_BYTES);
+    ck_assert_ptr_nonnull(got);
+    CU_OK(cuMemcpyDtoA(arr, 0, a + 40 * MiB, ARRAY_BYTES));
+    CU_OK(cuMemcpyAtoH(got, arr, 0, ARRAY_BYTES));
+    ck_assert_int_eq(memcmp(got, w + 10 * MiB, ARRAY_BYTES), 0);
+    uint64_t fills = stat_of(SPW_C_FILL_EVENTS);
+    CU_OK(cuMemFree(b));
+    CU_OK(cuMemcpyDtoA(arr, 0, a, ARRAY_BYTES));
+    ck_assert_uint_gt(stat_of(SPW_C_FILL_EVENTS), fills);
+    ck_assert_uint_eq(stat_of(SPW_C_SPILLED), 0);
+    CU_OK(cuMemcpyAtoH(got, arr, 0, ARRAY_BYTES));
+    ck_assert_int_eq(memcmp(got, w, ARRAY_BYTES), 0);
+    /* And back: the array into memory that was spilled. */
+    CU_OK(cuMemcpyAtoD(a + 44 * MiB, arr, 0, ARRAY_BYTES));
+    memcpy(w + 11 * MiB, w, ARRAY_BYTES);
+    expect_words(a, w, 48 * MiB, "a after the array copies");
+    CU_OK(cuArrayDestroy(arr));
+    free(got);
+    free(w);
+}
+END_TEST
+
 /* ---- (b) kernels on spilled memory, and fill ----------------------------- */
 
 static void kernel_and_fill(enum how how)
@@ -489,6 +525,7 @@ Suite *test_suite(void)
         tcase_set_timeout(tc, 60);
         tcase_add_test(tc, past_the_limit_through_spill);
         tcase_add_test(tc, copies_and_sets_on_spilled_memory);
+        tcase_add_test(tc, array_copies_fill_spilled_memory);
         tcase_add_test(tc, kernel_params_fill);
         tcase_add_test(tc, kernel_extra_buffer_fill);
         tcase_add_test(tc, kernel_ex_fill);

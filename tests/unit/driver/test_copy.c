@@ -16,6 +16,57 @@ static unsigned char *pattern(size_t n, unsigned seed)
     return b;
 }
 
+/* A 1D array through the linear array copies: host -> array -> device ->
+ * array -> array -> host, sync and async, with byte offsets; a range
+ * past the end is refused. */
+START_TEST(array_copies)
+{
+    enum { WORDS = 4096, BYTES = WORDS * 4 };
+    CUDA_ARRAY_DESCRIPTOR d = {.Width = WORDS, .Height = 0, .Format = CU_AD_FORMAT_UNSIGNED_INT32,
+                               .NumChannels = 1};
+    CUarray a, b;
+    CU_OK(cuArrayCreate(&a, &d));
+    CU_OK(cuArrayCreate(&b, &d));
+    CUDA_ARRAY_DESCRIPTOR got;
+    CU_OK(cuArrayGetDescriptor(&got, a));
+    ck_assert_uint_eq(got.Width, WORDS);
+    ck_assert_int_eq(got.Format, CU_AD_FORMAT_UNSIGNED_INT32);
+    unsigned char *src = pattern(BYTES, 7), *dst = calloc(1, BYTES);
+    CUdeviceptr p;
+    CU_OK(cuMemAlloc(&p, BYTES));
+    CU_OK(cuMemcpyHtoA(a, 0, src, BYTES));
+    CU_OK(cuMemcpyAtoD(p, a, 0, BYTES));
+    CU_OK(cuMemcpyDtoH(dst, p, BYTES));
+    ck_assert_mem_eq(src, dst, BYTES);
+    CU_OK(cuMemsetD8(p, 0, BYTES));
+    CU_OK(cuMemcpyHtoD(p + 1024, src, 2048));
+    CU_OK(cuMemcpyDtoA(b, 512, p + 1024, 2048)); /* b[512, 2560) = src[0, 2048) */
+    CU_OK(cuMemcpyAtoA(a, 0, b, 512, 2048));     /* a[0, 2048) = src[0, 2048) again */
+    memset(dst, 0, BYTES);
+    CU_OK(cuMemcpyAtoH(dst, b, 512, 2048));
+    ck_assert_mem_eq(src, dst, 2048);
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    unsigned char *pinned;
+    CU_OK(cuMemAllocHost((void **)&pinned, BYTES));
+    memcpy(pinned, src, BYTES);
+    CU_OK(cuMemcpyHtoAAsync(b, 4, pinned + 100, 1000, s));
+    memset(dst, 0, BYTES);
+    CU_OK(cuMemcpyAtoHAsync(dst, b, 4, 1000, s));
+    CU_OK(cuStreamSynchronize(s));
+    ck_assert_mem_eq(src + 100, dst, 1000);
+    CU_ERR(cuMemcpyHtoA(a, BYTES - 4, src, 8), CUDA_ERROR_INVALID_VALUE);
+    CU_ERR(cuMemcpyAtoD(p, a, BYTES, 4), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuStreamDestroy(s));
+    CU_OK(cuMemFreeHost(pinned));
+    CU_OK(cuArrayDestroy(a));
+    CU_OK(cuArrayDestroy(b));
+    CU_OK(cuMemFree(p));
+    free(src);
+    free(dst);
+}
+END_TEST
+
 START_TEST(sync_roundtrip_all_directions)
 {
     size_t n = 3 * MiB + 5;
@@ -127,6 +178,7 @@ Suite *test_suite(void)
     TCase *tc = tcase_create("copy");
     tcase_add_checked_fixture(tc, driver_setup, driver_teardown);
     tcase_add_test(tc, sync_roundtrip_all_directions);
+    tcase_add_test(tc, array_copies);
     tcase_add_test(tc, async_roundtrip_pinned);
     tcase_add_test(tc, memsets);
     tcase_add_test(tc, pageable_source_may_be_reused_at_once);
