@@ -28,14 +28,22 @@ static const char *load_dlsym(struct spw_driver_api *api)
     return NULL;
 }
 
-static const char *load_gpa(struct spw_driver_api *api)
+/* cuGetProcAddress as the runtime gets it: found with dlsym, then asked
+ * for itself (version 12000, the _v2 ABI). NULL when that fails. */
+static gpa_v2_fn runtime_gpa(void)
 {
     void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!h)
-        return "dlopen(libcuda.so.1)";
-    gpa_v1_fn first = (gpa_v1_fn)dlsym(h, "cuGetProcAddress");
+    gpa_v1_fn first = h ? (gpa_v1_fn)dlsym(h, "cuGetProcAddress") : NULL;
     gpa_v2_fn gpa = NULL;
-    if (!first || first("cuGetProcAddress", (void **)&gpa, 12000, 0) != CUDA_SUCCESS || !gpa)
+    if (!first || first("cuGetProcAddress", (void **)&gpa, 12000, 0) != CUDA_SUCCESS)
+        return NULL;
+    return gpa;
+}
+
+static const char *load_gpa(struct spw_driver_api *api)
+{
+    gpa_v2_fn gpa = runtime_gpa();
+    if (!gpa)
         return "cuGetProcAddress(\"cuGetProcAddress\")";
     CUdriverProcAddressQueryResult status;
 #define SPW_TEST_GPA(field, base, symbol)                                                    \
@@ -56,6 +64,23 @@ const char *spw_driver_api_load(enum spw_path path, struct spw_driver_api *api)
     case SPW_PATH_GPA: return load_gpa(api);
     default: return "no such path";
     }
+}
+
+void *spw_driver_api_find(enum spw_path path, const char *base, const char *symbol, int per_thread)
+{
+    if (path == SPW_PATH_DLSYM) {
+        void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+        return h ? dlsym(h, symbol) : NULL;
+    }
+    gpa_v2_fn gpa = path == SPW_PATH_GPA ? runtime_gpa() : NULL;
+    void *fn = NULL;
+    CUdriverProcAddressQueryResult status;
+    if (!gpa || gpa(base, &fn, 12000,
+                    per_thread ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM
+                               : CU_GET_PROC_ADDRESS_LEGACY_STREAM,
+                    &status) != CUDA_SUCCESS)
+        return NULL;
+    return fn;
 }
 
 CUresult spw_driver_api_use_device(const struct spw_driver_api *api, int dev)

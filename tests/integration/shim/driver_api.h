@@ -48,6 +48,13 @@ struct spw_driver_api {
 /* Fills api by path. Returns NULL, or what failed. */
 const char *spw_driver_api_load(enum spw_path path, struct spw_driver_api *api);
 
+/* One function as a program reaching the driver by path (DLSYM or GPA)
+ * gets it: dlsym of symbol (the exported name, a _ptsz one included), or
+ * cuGetProcAddress of base, with the per-thread default-stream flag when
+ * per_thread. NULL when the path does not resolve it, and for LINKED (the
+ * caller's own references are that path). */
+void *spw_driver_api_find(enum spw_path path, const char *base, const char *symbol, int per_thread);
+
 /* cuInit, then device dev's primary context made current on this thread. */
 CUresult spw_driver_api_use_device(const struct spw_driver_api *api, int dev);
 #endif

@@ -21,6 +21,7 @@ UNIT_TESTS += tests/integration/shim/oversub.sh
 # Launches counted (issue 10's launch rows rely on it): launches.sh runs
 # test_launches.c.
 $(BUILD)/tests/integration/shim_launches: $(BUILD)/tests/integration/shim/test_launches.o \
+                                          $(BUILD)/tests/integration/shim/driver_api.o \
                                           $(BUILD)/tests/integration/shim/rig.o $(UNIT_MAIN) \
                                           $(BUILD)/stats/reader.o $(BUILD)/stats/decode.o \
                                           $(BUILD)/stats/procinfo.o $(FAKECUDA_LIB)

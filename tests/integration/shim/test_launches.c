@@ -8,6 +8,7 @@
  * A launch that reached the driver past the hooks would leave the count
  * short: the GPU check's launch rows (issue 10) rely on that. Run by
  * launches.sh, with spill off and on. */
+#include "tests/integration/shim/driver_api.h"
 #include "tests/integration/shim/rig.h"
 
 #include <dlfcn.h>
@@ -15,7 +16,6 @@
 #include <stdio.h>
 #include <string.h>
 
-enum path { LINKED, DLSYM, GPA, PATHS };
 static const char *const path_names[] = {"linked", "dlsym", "cuGetProcAddress"};
 
 /* CUDA 2.0's launch API is deprecated; programs may still use it, so it
@@ -37,44 +37,22 @@ static const struct {
     [LEGACY_GRID_ASYNC] = {"cuLaunchGridAsync", "cuLaunchGridAsync", 0},
 };
 
-typedef CUresult (*gpa_fn)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
-
 /* The function a program reaching the driver by path gets for api. */
-static void *resolve(enum path path, enum api a)
+static void *resolve(enum spw_path path, enum api a)
 {
-    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    ck_assert_ptr_nonnull(h);
-    if (path == LINKED) {
-        /* What a program linked with -lcuda calls; the _ptsz variant only a
-         * per-thread build names, as dlsym finds it. */
-        void *const linked[] = {[KERNEL] = (void *)&cuLaunchKernel,
-                                [KERNEL_PTSZ] = dlsym(RTLD_DEFAULT, "cuLaunchKernel_ptsz"),
-                                [KERNEL_EX] = (void *)&cuLaunchKernelEx,
-                                [COOPERATIVE] = (void *)&cuLaunchCooperativeKernel,
-                                [GRAPH] = (void *)&cuGraphLaunch,
-                                [LEGACY] = (void *)&cuLaunch,
-                                [LEGACY_GRID] = (void *)&cuLaunchGrid,
-                                [LEGACY_GRID_ASYNC] = (void *)&cuLaunchGridAsync};
-        return linked[a];
-    }
-    if (path == DLSYM)
-        return dlsym(h, apis[a].symbol);
-    /* As the runtime: cuGetProcAddress by dlsym, asked for itself first. */
-    void *first = dlsym(h, "cuGetProcAddress");
-    ck_assert_ptr_nonnull(first);
-    gpa_fn gpa = NULL;
-    CUdriverProcAddressQueryResult q;
-    ck_assert_int_eq(((CUresult(*)(const char *, void **, int, cuuint64_t))first)("cuGetProcAddress",
-                                                                                    (void **)&gpa, 12000,
-                                                                                    CU_GET_PROC_ADDRESS_DEFAULT),
-                     CUDA_SUCCESS);
-    void *fn = NULL;
-    ck_assert_int_eq(gpa(apis[a].base, &fn, 12000,
-                         apis[a].per_thread ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM
-                                            : CU_GET_PROC_ADDRESS_LEGACY_STREAM,
-                         &q),
-                     CUDA_SUCCESS);
-    return fn;
+    if (path != SPW_PATH_LINKED)
+        return spw_driver_api_find(path, apis[a].base, apis[a].symbol, apis[a].per_thread);
+    /* What a program linked with -lcuda calls; the _ptsz variant only a
+     * per-thread build names, as dlsym finds it. */
+    void *const linked[] = {[KERNEL] = (void *)&cuLaunchKernel,
+                            [KERNEL_PTSZ] = dlsym(RTLD_DEFAULT, "cuLaunchKernel_ptsz"),
+                            [KERNEL_EX] = (void *)&cuLaunchKernelEx,
+                            [COOPERATIVE] = (void *)&cuLaunchCooperativeKernel,
+                            [GRAPH] = (void *)&cuGraphLaunch,
+                            [LEGACY] = (void *)&cuLaunch,
+                            [LEGACY_GRID] = (void *)&cuLaunchGrid,
+                            [LEGACY_GRID_ASYNC] = (void *)&cuLaunchGridAsync};
+    return linked[a];
 }
 
 #define WORDS 64
@@ -144,7 +122,7 @@ static CUgraphExec captured_step(CUfunction f, CUstream s, CUdeviceptr *p, unsig
  * none in the other; the buffer stepped N times (they ran). */
 START_TEST(every_launch_api_is_counted_by_every_path)
 {
-    enum path path = (enum path)(_i / APIS);
+    enum spw_path path = (enum spw_path)(_i / APIS);
     enum api a = (enum api)(_i % APIS);
     rig_setup(0);
     void *fn = resolve(path, a);
@@ -298,7 +276,7 @@ Suite *test_suite(void)
     Suite *s = suite_create("shim_launches");
     TCase *c = tcase_create("launches");
     tcase_set_timeout(c, 60);
-    tcase_add_loop_test(c, every_launch_api_is_counted_by_every_path, 0, PATHS * APIS);
+    tcase_add_loop_test(c, every_launch_api_is_counted_by_every_path, 0, SPW_PATHS * APIS);
     tcase_add_test(c, refused_launches_are_not_counted);
     tcase_add_test(c, launches_count_on_the_current_contexts_device);
     tcase_add_test(c, threads_launching_at_once_count_exactly);
