@@ -132,51 +132,39 @@ static uintptr_t at(CUarray a, size_t off, size_t n, CUresult *r)
     return p;
 }
 
-#define ARRAY_DST(a, off, n)                \
-    CUresult r_;                            \
-    uintptr_t dst_ = at((a), (off), (n), &r_); \
-    if (!dst_)                              \
-        return r_
-#define ARRAY_SRC(a, off, n)                \
-    CUresult r_;                            \
-    uintptr_t src_ = at((a), (off), (n), &r_); \
-    if (!src_)                              \
-        return r_
-
 static CUresult dtoa(CUarray a, size_t off, CUdeviceptr src, size_t n, bool ptds)
 {
-    ARRAY_DST(a, off, n);
-    return fc_copy_linear(dst_, (uintptr_t)src, n, NULL, ptds, true, 1, 1);
+    CUresult r;
+    uintptr_t dst = at(a, off, n, &r);
+    return dst ? fc_copy_linear(dst, (uintptr_t)src, n, NULL, ptds, true, 1, 1) : r;
 }
 
 static CUresult atod(CUdeviceptr dst, CUarray a, size_t off, size_t n, bool ptds)
 {
-    ARRAY_SRC(a, off, n);
-    return fc_copy_linear((uintptr_t)dst, src_, n, NULL, ptds, true, 1, 1);
+    CUresult r;
+    uintptr_t src = at(a, off, n, &r);
+    return src ? fc_copy_linear((uintptr_t)dst, src, n, NULL, ptds, true, 1, 1) : r;
 }
 
 static CUresult htoa(CUarray a, size_t off, const void *src, size_t n, CUstream h, bool pt, bool sync)
 {
-    ARRAY_DST(a, off, n);
-    return fc_copy_linear(dst_, (uintptr_t)src, n, h, pt, sync, 1, 0);
+    CUresult r;
+    uintptr_t dst = at(a, off, n, &r);
+    return dst ? fc_copy_linear(dst, (uintptr_t)src, n, h, pt, sync, 1, 0) : r;
 }
 
 static CUresult atoh(void *dst, CUarray a, size_t off, size_t n, CUstream h, bool pt, bool sync)
 {
-    ARRAY_SRC(a, off, n);
-    return fc_copy_linear((uintptr_t)dst, src_, n, h, pt, sync, 0, 1);
+    CUresult r;
+    uintptr_t src = at(a, off, n, &r);
+    return src ? fc_copy_linear((uintptr_t)dst, src, n, h, pt, sync, 0, 1) : r;
 }
 
 static CUresult atoa(CUarray d, size_t doff, CUarray s, size_t soff, size_t n, bool ptds)
 {
     CUresult r;
-    uintptr_t dst = at(d, doff, n, &r);
-    if (!dst)
-        return r;
-    uintptr_t src = at(s, soff, n, &r);
-    if (!src)
-        return r;
-    return fc_copy_linear(dst, src, n, NULL, ptds, true, 1, 1);
+    uintptr_t dst = at(d, doff, n, &r), src = dst ? at(s, soff, n, &r) : 0;
+    return src ? fc_copy_linear(dst, src, n, NULL, ptds, true, 1, 1) : r;
 }
 
 FC_EXPORT CUresult cuMemcpyDtoA_v2(CUarray a, size_t off, CUdeviceptr src, size_t n) { FC_FAULT(cuMemcpyDtoA); return dtoa(a, off, src, n, false); }

@@ -42,75 +42,91 @@ static struct legacy *state_of(CUfunction f)
     return l;
 }
 
-/* Runs the statement (`l`: the state, `r_`: the result) on f's state under
- * the lock. */
-#define WITH_STATE(f, ...)                                                          \
-    do {                                                                            \
-        CUresult r_ = fc_initialized();                                             \
-        if (r_ != CUDA_SUCCESS)                                                     \
-            return r_;                                                              \
-        pthread_mutex_lock(&lock);                                                  \
-        struct legacy *l = state_of(f);                                             \
-        if (!l)                                                                     \
-            r_ = CUDA_ERROR_INVALID_HANDLE;                                         \
-        else                                                                        \
-            __VA_ARGS__;                                                            \
-        pthread_mutex_unlock(&lock);                                                \
-        return r_;                                                                  \
-    } while (0)
-
-static CUresult put(struct legacy *l, int offset, const void *p, size_t n)
+/* f's state with the lock held, or NULL (unlocked, *r the error). */
+static struct legacy *lock_state(CUfunction f, CUresult *r)
 {
+    if ((*r = fc_initialized()) != CUDA_SUCCESS)
+        return NULL;
+    pthread_mutex_lock(&lock);
+    struct legacy *l = state_of(f);
+    if (!l) {
+        pthread_mutex_unlock(&lock);
+        *r = CUDA_ERROR_INVALID_HANDLE;
+    }
+    return l;
+}
+
+static CUresult unlock(CUresult r)
+{
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+static CUresult put(CUfunction f, int offset, const void *p, size_t n)
+{
+    CUresult r;
+    struct legacy *l = lock_state(f, &r);
+    if (!l)
+        return r;
     if (offset < 0 || (size_t)offset + n > PARAM_BYTES || (n && !p))
-        return CUDA_ERROR_INVALID_VALUE;
+        return unlock(CUDA_ERROR_INVALID_VALUE);
     memcpy(l->bytes + offset, p, n);
-    return CUDA_SUCCESS;
+    return unlock(CUDA_SUCCESS);
 }
 
 FC_EXPORT CUresult cuFuncSetBlockShape(CUfunction f, int x, int y, int z)
 {
     FC_FAULT(cuFuncSetBlockShape);
-    WITH_STATE(f, {
-        if (x <= 0 || y <= 0 || z <= 0)
-            r_ = CUDA_ERROR_INVALID_VALUE;
-        else
-            l->block = (fakecuda_dim3){(unsigned)x, (unsigned)y, (unsigned)z};
-    });
+    CUresult r;
+    struct legacy *l = lock_state(f, &r);
+    if (!l)
+        return r;
+    if (x <= 0 || y <= 0 || z <= 0)
+        return unlock(CUDA_ERROR_INVALID_VALUE);
+    l->block = (fakecuda_dim3){(unsigned)x, (unsigned)y, (unsigned)z};
+    return unlock(CUDA_SUCCESS);
 }
 
 FC_EXPORT CUresult cuFuncSetSharedSize(CUfunction f, unsigned int bytes)
 {
     FC_FAULT(cuFuncSetSharedSize);
-    WITH_STATE(f, l->shmem = bytes);
+    CUresult r;
+    struct legacy *l = lock_state(f, &r);
+    if (!l)
+        return r;
+    l->shmem = bytes;
+    return unlock(CUDA_SUCCESS);
 }
 
 FC_EXPORT CUresult cuParamSetSize(CUfunction f, unsigned int numbytes)
 {
     FC_FAULT(cuParamSetSize);
-    WITH_STATE(f, {
-        if (numbytes > PARAM_BYTES)
-            r_ = CUDA_ERROR_INVALID_VALUE;
-        else
-            l->size = numbytes;
-    });
+    CUresult r;
+    struct legacy *l = lock_state(f, &r);
+    if (!l)
+        return r;
+    if (numbytes > PARAM_BYTES)
+        return unlock(CUDA_ERROR_INVALID_VALUE);
+    l->size = numbytes;
+    return unlock(CUDA_SUCCESS);
 }
 
 FC_EXPORT CUresult cuParamSeti(CUfunction f, int offset, unsigned int value)
 {
     FC_FAULT(cuParamSeti);
-    WITH_STATE(f, r_ = put(l, offset, &value, sizeof value));
+    return put(f, offset, &value, sizeof value);
 }
 
 FC_EXPORT CUresult cuParamSetf(CUfunction f, int offset, float value)
 {
     FC_FAULT(cuParamSetf);
-    WITH_STATE(f, r_ = put(l, offset, &value, sizeof value));
+    return put(f, offset, &value, sizeof value);
 }
 
 FC_EXPORT CUresult cuParamSetv(CUfunction f, int offset, void *ptr, unsigned int numbytes)
 {
     FC_FAULT(cuParamSetv);
-    WITH_STATE(f, r_ = put(l, offset, ptr, numbytes));
+    return put(f, offset, ptr, numbytes);
 }
 
 /* The launch with f's state as it is now: the bytes are copied at the call,
@@ -122,14 +138,11 @@ static CUresult launch_grid(CUfunction f, int w, int h, CUstream s)
         return r;
     if (w <= 0 || h <= 0)
         return CUDA_ERROR_INVALID_VALUE;
-    pthread_mutex_lock(&lock);
-    struct legacy *l = state_of(f);
-    struct legacy now;
-    if (l)
-        now = *l;
-    pthread_mutex_unlock(&lock);
+    struct legacy *l = lock_state(f, &r);
     if (!l)
-        return CUDA_ERROR_INVALID_HANDLE;
+        return r;
+    struct legacy now = *l;
+    unlock(CUDA_SUCCESS);
     void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, now.bytes, CU_LAUNCH_PARAM_BUFFER_SIZE, &now.size,
                      CU_LAUNCH_PARAM_END};
     return fc_launch(f, (fakecuda_dim3){(unsigned)w, (unsigned)h, 1}, now.block, now.shmem, s, NULL, extra,
