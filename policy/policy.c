@@ -424,9 +424,7 @@ static CUresult alloc_new(sw_device *d, int cls, uint32_t bucket, size_t size, C
     if (r != CUDA_SUCCESS)
         return r;
     if (cls < 0) {
-        sw_dev_lock(d);
-        *out = sw_block_install(e, size);
-        sw_dev_unlock(d);
+        *out = sw_block_install(e, size); /* a release store: no lock needed */
         return CUDA_SUCCESS;
     }
     /* Another thread may have made a slab of this class meanwhile: ours is

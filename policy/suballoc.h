@@ -50,8 +50,9 @@ int sw_class_of(const sw_device *d, size_t size); /* -1: not a slab size */
 CUresult sw_slab_take(sw_device *d, int cls, size_t size, CUdeviceptr *out);
 /* Makes the used, backed extent e a slab of class cls and takes a slot. */
 CUresult sw_slab_install(sw_device *d, int cls, sw_ext *e, size_t size, CUdeviceptr *out);
-/* Makes the used, backed extent e a live block of `size` requested bytes;
- * device lock held. */
+/* Makes the used, backed extent e a live block of `size` requested bytes:
+ * by its carver, with or without the device lock (its state is stored with
+ * release after req, and readers take req only from a live block). */
 CUdeviceptr sw_block_install(sw_ext *e, size_t size);
 /* Gives a carved extent that never became a block or slab back. */
 void sw_ext_discard(sw_device *d, sw_ext *e);
