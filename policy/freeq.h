@@ -27,7 +27,6 @@ typedef struct sw_freed {
     sw_ext *block;
 } sw_freed;
 
-
 typedef struct sw_pend {
     sw_freed f;
     uint64_t epoch;

@@ -361,7 +361,6 @@ static CUresult mark_slot(sw_policy *p, CUdeviceptr ptr, sw_device **dev, sw_fre
     return r;
 }
 
-
 static CUresult block_freed(sw_ext *e, CUdeviceptr ptr, sw_device **dev, sw_freed *out)
 {
     *dev = e->dev;

@@ -21,11 +21,11 @@
  *
  * The laned counters (layout.h: in_use_bytes, allocs, frees, launches,
  * graph_launches) are what spw_stats_alloc, spw_stats_free and
- * spw_stats_launch change, in the caller's lane. A lane
- * cannot tell an underflow (it goes below zero whenever another thread
- * frees what this one allocated): the caller keeps the exact total and
- * counts its own underflows (the shim: account.c). get/set/add/sub act on
- * a laned counter's value too (add and sub through its base); they are for
+ * spw_stats_launch change, in the caller's lane. A lane cannot tell an
+ * underflow (it goes below zero whenever another thread frees what this
+ * one allocated): the caller keeps the exact total and counts its own
+ * underflows (the shim: account.c). get/set/add/sub act on a laned
+ * counter's value too (add and sub through its base); they are for
  * attaching and tests, not the hot path. */
 #ifndef SPILLWAY_STATS_WRITER_H
 #define SPILLWAY_STATS_WRITER_H
