@@ -4,15 +4,17 @@
  * calls only files above it in this list (never the other way round):
  *
  *   device.c     per-device counters, sw_dev             (calls nothing)
- *   gate.c       the work gates (one per device)
+ *   gate.c       the work gates (one per device; gate.h)
  *   pagetable.c  VA page -> owner, users, logical page
- *   rate.c       rates of use of a heat record
+ *   rate.c       rates of use of a heat record (heat.h)
  *   pool.c       physical pages (device up to the limit, host up to its limit)
  *   syncer.c     device syncs a caller can stop waiting for; sync tickets
+ *                (gate.h)
  *   extent.c     VA segments and extents: bins, placement, carving, merging
- *   spans.c      per-buffer heat inside a big program mapping
+ *   spans.c      per-buffer heat inside a big program mapping (heat.h)
  *   reserve.c    pinned host pages kept ready by a thread of its own
  *   heat.c       the heat clock, touch, page heat, host page counts
+ *                (heat.h)
  *   pages.c      page users and owners, mapping, the cached list and the ring
  *   suballoc.c   slabs and blocks on extents; free, release, revive, lookup
  *                (suballoc.h)
@@ -73,6 +75,8 @@ typedef struct sw_ext sw_ext;
 typedef struct sw_stuck sw_stuck;
 
 #include "policy/freeq.h"
+#include "policy/gate.h"
+#include "policy/heat.h"
 #include "policy/suballoc.h"
 
 /* ---- device.c ----------------------------------------------------------- */
@@ -153,67 +157,6 @@ typedef struct sw_page {
 } sw_page;
 
 enum { SW_LIST_NONE = 0, SW_LIST_RING = 1, SW_LIST_CACHED = 2 };
-
-/* How recently the program used an owner (a block, a slab, a program
- * mapping) and how many pages it overlaps live on the host: what spill
- * picks victims by and what tells sw_touch that a fill may help. touched
- * is written lock-free by sw_touch; host_pages under the device lock. */
-typedef struct sw_heat {
-    _Atomic uint64_t touched; /* heat clock when last used */
-    _Atomic uint32_t host_pages;
-    /* Uses (touches), halved every 2^SW_HALF_LIFE_LOG ticks of the clock:
-     * how often, not how recently (sw_heat_uses reads it decayed). Written
-     * racily by sw_touch: a lost increment is noise. */
-    _Atomic uint32_t uses;
-    _Atomic uint64_t born; /* clock when the owner came to be */
-} sw_heat;
-
-/* The clock ticks once per SW_TOUCH_TICK touches of a thread (and at
- * allocations and spill's inspections); uses halve every 2^SW_HALF_LIFE_LOG
- * ticks. */
-#define SW_TOUCH_TICK 32u
-#define SW_HALF_LIFE_LOG 10u
-/* uses written at tick then, as of tick now: halved once per half-life
- * boundary crossed since (rate.c). */
-uint32_t sw_heat_decayed(uint32_t uses, uint64_t then, uint64_t now);
-uint32_t sw_heat_uses(const sw_heat *h, uint64_t now);
-/* Uses per tick (x 1024) over the owner's life, or over the decay's window
- * once older: a buffer allocated and used within a step compares fairly
- * with one that lives through many. An owner younger than SW_NEWBORN_TICKS
- * is not judged yet: SW_RATE_NEWBORN, above any rate. */
-#define SW_NEWBORN_TICKS 8u
-#define SW_RATE_NEWBORN (UINT32_MAX / 2)
-uint32_t sw_heat_rate(const sw_heat *h, uint64_t now);
-
-/* ---- spans.c: heat inside a large program mapping --------------------- */
-
-/* Mappings of at least this many pages get spans; at most SW_SPAN_MAX
- * spans each (then the last ones stay coarse). */
-#define SW_SPAN_MIN_PAGES 16u
-#define SW_SPAN_MAX 65536u
-
-typedef struct sw_span {
-    CUdeviceptr start;
-    sw_heat heat;
-} sw_span;
-typedef struct sw_spans sw_spans;
-
-bool sw_spans_wanted(const sw_policy *p, size_t size);
-/* One span over [va, va + size), with h's heat. NULL: no memory (the
- * mapping keeps one heat). Freed with the policy. */
-sw_spans *sw_spans_new(sw_policy *p, CUdeviceptr va, size_t size, const sw_heat *h);
-/* The heat of the span starting at ptr (made if new) and its end. */
-sw_heat *sw_spans_touch(sw_policy *p, sw_spans *s, CUdeviceptr ptr, CUdeviceptr *end);
-/* A known end of a buffer (a copy's or set's size): a span starts there,
- * so that what follows the buffer (free arena) has a heat of its own. */
-void sw_spans_mark(sw_policy *p, sw_spans *s, CUdeviceptr ptr);
-/* The span containing ptr, without making one. */
-sw_heat *sw_spans_at(sw_spans *s, CUdeviceptr ptr, CUdeviceptr *start, CUdeviceptr *end);
-/* The newest stamp and the highest rate of the spans over a page. */
-void sw_spans_page(sw_spans *s, CUdeviceptr page, size_t size, uint64_t now, uint64_t *stamp,
-                   uint32_t *rate);
-/* Frees what spans left behind (sw_policy_destroy). */
-void sw_spans_bury_all(sw_policy *p);
 
 /* What owns a VA page, as a tagged pointer in sw_pte.owner: one extent, a
  * mixed page (several extents share it), or a program VMM mapping. */
@@ -394,25 +337,6 @@ typedef struct sw_mixed {
  * that may miss (NULL) when it races a change of the page. */
 sw_ext *sw_mixed_find(const sw_device *d, const sw_mixed *m, CUdeviceptr va);
 
-/* ---- heat.c --------------------------------------------------------------- */
-
-/* The heat of what the program uses at va (NULL: nothing live there). */
-sw_heat *sw_heat_at(sw_policy *p, CUdeviceptr va);
-/* A fresh owner over [va, va + n) bytes: used now, host pages counted. */
-void sw_heat_init(sw_policy *p, sw_heat *h, CUdeviceptr va, size_t n);
-/* The newest touch of anything live in the page at va (0: none), and the
- * highest rate (sw_heat_rate) of what is live there. */
-uint64_t sw_page_stamp(sw_policy *p, CUdeviceptr va);
-void sw_page_heat(sw_policy *p, CUdeviceptr va, uint64_t *stamp, uint32_t *rate);
-/* Whether a page of [lo, hi) lives on the host (lock-free, racy). */
-bool sw_range_on_host(sw_policy *p, CUdeviceptr lo, CUdeviceptr hi);
-/* The page at va moved to (delta +1) or from (-1) the host: every owner
- * overlapping it counts it. Device lock held. */
-void sw_heat_host_pages(sw_policy *p, CUdeviceptr va, int delta);
-/* The heat clock: advanced by allocations, spill's inspections and every
- * SW_TOUCH_TICK touches of a thread. */
-uint64_t sw_clock_tick(sw_policy *p);
-
 /* ---- pages.c -------------------------------------------------------------- */
 
 /* Page bookkeeping for a used extent over its pages: users, owners, the
@@ -461,60 +385,6 @@ size_t sw_move_pages(sw_policy *p, sw_device *d, const CUdeviceptr *vas, size_t 
 CUresult sw_move_page(sw_policy *p, sw_device *d, CUdeviceptr va, sw_loc where);
 /* Whether pg can move at all: mapped once, and reachable by d. */
 bool sw_page_movable(sw_policy *p, sw_device *d, const sw_page *pg);
-
-/* ---- gate.c ----------------------------------------------------------------- */
-
-#define SW_GATE_SLOTS 32
-
-typedef struct sw_gate_slot {
-    _Atomic uint32_t n; /* brackets in progress of the threads of this slot */
-    char pad[60];
-} sw_gate_slot;
-
-/* One device's gate: brackets count themselves in slots, a mover sets
- * closed and waits for the slots to drain; parked brackets wait on
- * reopened. writer: one mover at a time. */
-typedef struct sw_gate {
-    _Atomic int closed;
-    pthread_mutex_t writer, park;
-    pthread_cond_t reopened;
-    sw_gate_slot slot[SW_GATE_SLOTS];
-} __attribute__((aligned(64))) sw_gate;
-
-int sw_gate_init(sw_gate *g);
-void sw_gate_destroy(sw_gate *g);
-/* Closes the gates of devices (a mask) in ascending order, waiting for the
- * brackets in progress until deadline_ns (sw_now_ns clock; UINT64_MAX: no
- * deadline). NOT_READY at the deadline (nothing stays closed); NOT_PERMITTED
- * when the calling thread holds one of them itself. */
-CUresult sw_gate_close(sw_policy *p, uint64_t devices, uint64_t deadline_ns);
-void sw_gate_open(sw_policy *p, uint64_t devices);
-uint64_t sw_now_ns(void); /* CLOCK_MONOTONIC */
-
-/* ---- syncer.c ---------------------------------------------------------------- */
-
-#define SW_SYNC_TOKENS 8
-
-typedef struct sw_syncer {
-    pthread_mutex_t m;
-    pthread_cond_t ask, answered;
-    uint64_t asked, done; /* generations */
-    CUresult result;      /* of the sync that answered `done` */
-    bool running, busy, stop;
-    pthread_t thread;
-    /* Askers' own contexts (backend sync_token) the next sync covers too. */
-    void *tokens[SW_SYNC_TOKENS];
-    size_t ntokens;
-} sw_syncer;
-
-int sw_syncer_init(sw_device *d);
-void sw_syncer_destroy(sw_device *d);
-/* A device sync that began after this call, waited for until deadline_ns:
- * its result, or NOT_READY when it did not end in time or a stream capture
- * is under way (then no sync was made for the caller). */
-CUresult sw_syncer_wait(sw_device *d, uint64_t deadline_ns);
-/* Now + the device's patience (cfg.quiesce_wait_ns). */
-uint64_t sw_deadline(const sw_device *d);
 
 /* ---- spill.c ---------------------------------------------------------------- */
 

@@ -1,0 +1,74 @@
+/* The work gate (gate.c) and the syncer (syncer.c): how the policy orders
+ * what it does to pages against the program's work on the device. A move
+ * closes the gates of the devices that can reach a page and waits for the
+ * submissions in progress; a sync point is asked of the device's syncer
+ * thread, never made on a program thread that later launches may have to
+ * release. Part of policy/'s internals (internal.h includes it); a header
+ * of its own because it is the policy's one concern with time and
+ * ordering, apart from what memory is where. */
+#ifndef SPILLWAY_POLICY_GATE_H
+#define SPILLWAY_POLICY_GATE_H
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "policy/policy.h"
+
+typedef struct sw_device sw_device;
+
+/* ---- gate.c ----------------------------------------------------------------- */
+
+#define SW_GATE_SLOTS 32
+
+typedef struct sw_gate_slot {
+    _Atomic uint32_t n; /* brackets in progress of the threads of this slot */
+    char pad[60];
+} sw_gate_slot;
+
+/* One device's gate: brackets count themselves in slots, a mover sets
+ * closed and waits for the slots to drain; parked brackets wait on
+ * reopened. writer: one mover at a time. */
+typedef struct sw_gate {
+    _Atomic int closed;
+    pthread_mutex_t writer, park;
+    pthread_cond_t reopened;
+    sw_gate_slot slot[SW_GATE_SLOTS];
+} __attribute__((aligned(64))) sw_gate;
+
+int sw_gate_init(sw_gate *g);
+void sw_gate_destroy(sw_gate *g);
+/* Closes the gates of devices (a mask) in ascending order, waiting for the
+ * brackets in progress until deadline_ns (sw_now_ns clock; UINT64_MAX: no
+ * deadline). NOT_READY at the deadline (nothing stays closed); NOT_PERMITTED
+ * when the calling thread holds one of them itself. */
+CUresult sw_gate_close(sw_policy *p, uint64_t devices, uint64_t deadline_ns);
+void sw_gate_open(sw_policy *p, uint64_t devices);
+uint64_t sw_now_ns(void); /* CLOCK_MONOTONIC */
+
+/* ---- syncer.c ---------------------------------------------------------------- */
+
+#define SW_SYNC_TOKENS 8
+
+typedef struct sw_syncer {
+    pthread_mutex_t m;
+    pthread_cond_t ask, answered;
+    uint64_t asked, done; /* generations */
+    CUresult result;      /* of the sync that answered `done` */
+    bool running, busy, stop;
+    pthread_t thread;
+    /* Askers' own contexts (backend sync_token) the next sync covers too. */
+    void *tokens[SW_SYNC_TOKENS];
+    size_t ntokens;
+} sw_syncer;
+
+int sw_syncer_init(sw_device *d);
+void sw_syncer_destroy(sw_device *d);
+/* A device sync that began after this call, waited for until deadline_ns:
+ * its result, or NOT_READY when it did not end in time or a stream capture
+ * is under way (then no sync was made for the caller). */
+CUresult sw_syncer_wait(sw_device *d, uint64_t deadline_ns);
+/* Now + the device's patience (cfg.quiesce_wait_ns). */
+uint64_t sw_deadline(const sw_device *d);
+
+#endif
