@@ -283,15 +283,12 @@ void spw_account_copy(int dev, enum spw_copy_dir dir, uint64_t bytes)
                   bytes);
 }
 
-int spw_account_publishing(void)
+void spw_account_launch(int (*device)(void), int graph)
 {
-    return atomic_load_explicit(&stats, memory_order_relaxed) != NULL;
-}
-
-void spw_account_launch(int dev, int graph)
-{
+    struct spw_stats_writer *w = atomic_load_explicit(&stats, memory_order_acquire);
+    int dev = w ? device() : -1;
     if (dev >= 0)
-        spw_stats_launch(stats_for(dev), (uint32_t)dev, sw_lane_of_thread(), graph);
+        spw_stats_launch(w, (uint32_t)dev, sw_lane_of_thread(), graph);
 }
 
 /* The stats gauge of a reason (host-location memory is host memory: none). */

@@ -120,14 +120,11 @@ int spw_account_unpooled_live(void);
 enum spw_copy_dir { SPW_COPY_HTOD, SPW_COPY_DTOH, SPW_COPY_DTOD };
 void spw_account_copy(int dev, enum spw_copy_dir dir, uint64_t bytes);
 
-/* Whether the counters are mirrored into a stats segment now: one atomic
- * load, for callers that would ask the driver for a device only to count. */
-int spw_account_publishing(void);
-
-/* A kernel launch (graph: a graph launch) the driver accepted on dev, in
- * the thread's lane of the stats segment (nothing before it is published
- * or for dev < 0). */
-void spw_account_launch(int dev, int graph);
+/* A kernel launch (graph: a graph launch) the driver accepted, in the
+ * thread's lane of the stats segment, on the device device() names
+ * (asked only while a segment is published: it costs driver calls;
+ * nothing for a device < 0). */
+void spw_account_launch(int (*device)(void), int graph);
 
 /* From now on, mirror every device's counters into the stats segment w
  * (limit, in use, peak, allocs, frees, OOMs); counts from before are

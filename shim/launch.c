@@ -55,8 +55,7 @@ static CUresult counted(CUresult r, int graph)
     if (r != CUDA_SUCCESS)
         return r;
     spw_publish_ensure(); /* a program may launch before it allocates */
-    if (spw_account_publishing())
-        spw_account_launch(spw_current_device(), graph);
+    spw_account_launch(spw_current_device, graph);
     return r;
 }
 
