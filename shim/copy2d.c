@@ -6,8 +6,8 @@
  * being issued; the spillway pointers each names are touched (and filled
  * back when they live on the host) first. A copy that succeeds adds its
  * bytes (width x height x depth; a batch, each copy's) to the stats' copy
- * bytes of its direction and device, as copy.c's do; 3D batches and sets
- * are not counted (README, known limits). */
+ * bytes of its direction and device, as copy.c's do; sets are not counted
+ * (README, known limits). */
 #include "shim/copy.h"
 #include "shim/gate_use.h"
 #include "shim/handler.h"
@@ -98,15 +98,85 @@ static void batch3d_sides(spw_sides *s, const CUDA_MEMCPY3D_BATCH_OP *ops, size_
     }
 }
 
+/* Bytes per element of a CUDA array: its format's channel size times its
+ * channels. 0 for the formats whose element is not that (block-compressed,
+ * planar and packed video formats): such copies are not counted. */
+static size_t array_element_bytes(CUarray a)
+{
+    CUDA_ARRAY3D_DESCRIPTOR d;
+    if (!spw_drv.cuArray3DGetDescriptor_v2 || spw_drv.cuArray3DGetDescriptor_v2(&d, a) != CUDA_SUCCESS)
+        return 0;
+    switch (d.Format) {
+    case CU_AD_FORMAT_UNSIGNED_INT8:
+    case CU_AD_FORMAT_SIGNED_INT8:
+    case CU_AD_FORMAT_UNORM_INT8X1:
+    case CU_AD_FORMAT_UNORM_INT8X2:
+    case CU_AD_FORMAT_UNORM_INT8X4:
+    case CU_AD_FORMAT_SNORM_INT8X1:
+    case CU_AD_FORMAT_SNORM_INT8X2:
+    case CU_AD_FORMAT_SNORM_INT8X4:
+        return d.NumChannels;
+    case CU_AD_FORMAT_UNSIGNED_INT16:
+    case CU_AD_FORMAT_SIGNED_INT16:
+    case CU_AD_FORMAT_HALF:
+    case CU_AD_FORMAT_UNORM_INT16X1:
+    case CU_AD_FORMAT_UNORM_INT16X2:
+    case CU_AD_FORMAT_UNORM_INT16X4:
+    case CU_AD_FORMAT_SNORM_INT16X1:
+    case CU_AD_FORMAT_SNORM_INT16X2:
+    case CU_AD_FORMAT_SNORM_INT16X4:
+        return 2 * (size_t)d.NumChannels;
+    case CU_AD_FORMAT_UNSIGNED_INT32:
+    case CU_AD_FORMAT_SIGNED_INT32:
+    case CU_AD_FORMAT_FLOAT:
+        return 4 * (size_t)d.NumChannels;
+    case CU_AD_FORMAT_UNORM_INT_101010_2:
+        return 4;
+    default:
+        return 0;
+    }
+}
+
+/* One operand of a 3D batch copy as a typed side: a pointer is classified
+ * as cuMemcpy's are (unified), an array is device memory. */
+static CUmemorytype operand_type(const CUmemcpy3DOperand *o)
+{
+    return o->type == CU_MEMCPY_OPERAND_TYPE_ARRAY ? CU_MEMORYTYPE_ARRAY : CU_MEMORYTYPE_UNIFIED;
+}
+
+static CUdeviceptr operand_ptr(const CUmemcpy3DOperand *o)
+{
+    return o->type == CU_MEMCPY_OPERAND_TYPE_POINTER ? o->op.ptr.ptr : 0;
+}
+
+/* A 3D batch's extents are in elements: one byte between two pointers,
+ * the array's element where an array takes part (both arrays' elements
+ * match, or the driver refused the batch). */
+static CUresult counted_batch3d(CUresult r, const CUDA_MEMCPY3D_BATCH_OP *ops, size_t n)
+{
+    for (size_t i = 0; r == CUDA_SUCCESS && ops && i < n && !spw_disabled(); i++) {
+        const CUDA_MEMCPY3D_BATCH_OP *o = &ops[i];
+        size_t elem = o->src.type == CU_MEMCPY_OPERAND_TYPE_ARRAY   ? array_element_bytes(o->src.op.array.array)
+                      : o->dst.type == CU_MEMCPY_OPERAND_TYPE_ARRAY ? array_element_bytes(o->dst.op.array.array)
+                                                                    : 1;
+        size_t bytes = elem * o->extent.width * o->extent.height * o->extent.depth;
+        if (bytes)
+            spw_copy_count_typed(operand_type(&o->dst), operand_ptr(&o->dst), operand_type(&o->src),
+                                 operand_ptr(&o->src), bytes);
+    }
+    return r;
+}
+
 SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_batch_async,
                         (CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
                          CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, CUstream hStream),
                         (dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, hStream),
                         batch_sides(s, dsts, srcs, count), counted_batch(r, dsts, srcs, sizes, count))
-SPW_SIDES_HANDLERS(spw_h_memcpy_3d_batch_async,
-                (size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, unsigned long long flags,
-                 CUstream hStream),
-                (numOps, opList, flags, hStream), batch3d_sides(s, opList, numOps))
+SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_3d_batch_async,
+                        (size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, unsigned long long flags,
+                         CUstream hStream),
+                        (numOps, opList, flags, hStream), batch3d_sides(s, opList, numOps),
+                        counted_batch3d(r, opList, numOps))
 
 SPW_SIDES_HANDLERS(spw_h_memset_d2d8,
                 (CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width,

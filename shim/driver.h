@@ -80,7 +80,8 @@ uint64_t spw_driver_page_size(int dev);
     X(cuGraphMemsetNodeGetParams, CUresult (*)(CUgraphNode, CUDA_MEMSET_NODE_PARAMS *))    \
     X(cuGraphChildGraphNodeGetGraph, CUresult (*)(CUgraphNode, CUgraph *))                 \
     X(cuFuncGetParamInfo, CUresult (*)(CUfunction, size_t, size_t *, size_t *))           \
-    X(cuKernelGetParamInfo, CUresult (*)(CUkernel, size_t, size_t *, size_t *))
+    X(cuKernelGetParamInfo, CUresult (*)(CUkernel, size_t, size_t *, size_t *))          \
+    X(cuArray3DGetDescriptor_v2, CUresult (*)(CUDA_ARRAY3D_DESCRIPTOR *, CUarray))
 
 struct spw_drv {
 #define SPW_DRV_FIELD(name, type) __typeof__(type) name;

@@ -4,8 +4,9 @@
  * (FC_ARRAY), so copies to and from it follow the driver's rules for
  * device memory (copy.c), in stream order, captured like any copy. The
  * linear copies (cuMemcpy{DtoA,AtoD,HtoA,AtoH,AtoA}, HtoA/AtoH async) take a
- * byte offset into it. Not emulated: texture and surface objects, layered,
- * cubemap and mipmapped arrays, and arrays as 2D/3D copy operands. */
+ * byte offset into it; 2D/3D copies and 3D batches see it as rows of
+ * Width elements (fc_array_layout, copy2d.c). Not emulated: texture and
+ * surface objects, 3D, layered, cubemap and mipmapped arrays. */
 #include <stdlib.h>
 
 #include "tests/fakecuda/internal.h"
@@ -81,18 +82,52 @@ FC_EXPORT CUresult cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTO
     return CUDA_SUCCESS;
 }
 
-FC_EXPORT CUresult cuArrayGetDescriptor_v2(CUDA_ARRAY_DESCRIPTOR *d, CUarray h)
+/* Array h's descriptor, as the two descriptor queries answer. */
+static CUresult descriptor(CUarray h, CUDA_ARRAY_DESCRIPTOR *out, bool want)
 {
-    FC_FAULT(cuArrayGetDescriptor);
     CUresult r = fc_initialized();
     if (r != CUDA_SUCCESS)
         return r;
     pthread_mutex_lock(&fc_lock);
     bool ok = known(h);
-    if (ok && d)
-        *d = h->desc;
+    if (ok)
+        *out = h->desc;
     pthread_mutex_unlock(&fc_lock);
-    return !ok ? CUDA_ERROR_INVALID_HANDLE : d ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    return !ok ? CUDA_ERROR_INVALID_HANDLE : want ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+FC_EXPORT CUresult cuArrayGetDescriptor_v2(CUDA_ARRAY_DESCRIPTOR *d, CUarray h)
+{
+    FC_FAULT(cuArrayGetDescriptor);
+    CUDA_ARRAY_DESCRIPTOR got;
+    CUresult r = descriptor(h, &got, d != NULL);
+    if (r == CUDA_SUCCESS)
+        *d = got;
+    return r;
+}
+
+FC_EXPORT CUresult cuArray3DGetDescriptor_v2(CUDA_ARRAY3D_DESCRIPTOR *d, CUarray h)
+{
+    FC_FAULT(cuArray3DGetDescriptor);
+    CUDA_ARRAY_DESCRIPTOR got;
+    CUresult r = descriptor(h, &got, d != NULL);
+    if (r == CUDA_SUCCESS)
+        *d = (CUDA_ARRAY3D_DESCRIPTOR){.Width = got.Width, .Height = got.Height, .Depth = 0,
+                                       .Format = got.Format, .NumChannels = got.NumChannels};
+    return r;
+}
+
+CUresult fc_array_layout(CUarray a, struct fc_array_layout *out)
+{
+    pthread_mutex_lock(&fc_lock);
+    bool ok = known(a);
+    if (ok) {
+        size_t elem = format_bytes(a->desc.Format) * a->desc.NumChannels;
+        *out = (struct fc_array_layout){.storage = a->storage, .elem = elem, .pitch = a->desc.Width * elem,
+                                        .height = a->desc.Height ? a->desc.Height : 1};
+    }
+    pthread_mutex_unlock(&fc_lock);
+    return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 FC_EXPORT CUresult cuArrayDestroy(CUarray h)

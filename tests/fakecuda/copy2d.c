@@ -4,8 +4,10 @@
  * captured copy and a launched memcpy node run the same code. The host
  * synchronisation rules are copy.c's (pageable sources staged, device to
  * device never waited for, pageable destinations always), because spillway's
- * safety depends on them whatever the shape of the copy. CUDA arrays do not
- * exist here: an array operand is INVALID_VALUE, as a bad array handle is. */
+ * safety depends on them whatever the shape of the copy. An array operand
+ * becomes the device memory that stores it (fc_array_layout) before the
+ * copy is checked, submitted or captured (so a captured copy's node names
+ * that storage, where the driver's names the array). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -255,15 +257,49 @@ static CUresult submit_copy(struct CUstream_st *s, const CUDA_MEMCPY3D *p, bool 
     return CUDA_SUCCESS;
 }
 
+/* One side of p if it is an array: the rows that store it instead. The
+ * box must start on an element and lie inside the array. */
+static CUresult array_side(CUmemorytype *type, CUarray a, CUdeviceptr *dev, size_t x, size_t y, size_t z,
+                           size_t *pitch, size_t *height, const CUDA_MEMCPY3D *p)
+{
+    if (*type != CU_MEMORYTYPE_ARRAY)
+        return CUDA_SUCCESS;
+    struct fc_array_layout l;
+    if (fc_array_layout(a, &l) != CUDA_SUCCESS || x % l.elem || p->WidthInBytes % l.elem ||
+        x > l.pitch || p->WidthInBytes > l.pitch - x || y > l.height || p->Height > l.height - y ||
+        z + p->Depth > 1)
+        return CUDA_ERROR_INVALID_VALUE;
+    *type = CU_MEMORYTYPE_DEVICE;
+    *dev = (CUdeviceptr)l.storage;
+    *pitch = l.pitch;
+    *height = l.height;
+    return CUDA_SUCCESS;
+}
+
+static CUresult resolve_arrays(CUDA_MEMCPY3D *p)
+{
+    if (empty(p))
+        return CUDA_SUCCESS;
+    CUresult r = array_side(&p->srcMemoryType, p->srcArray, &p->srcDevice, p->srcXInBytes, p->srcY, p->srcZ,
+                            &p->srcPitch, &p->srcHeight, p);
+    if (r == CUDA_SUCCESS)
+        r = array_side(&p->dstMemoryType, p->dstArray, &p->dstDevice, p->dstXInBytes, p->dstY, p->dstZ,
+                       &p->dstPitch, &p->dstHeight, p);
+    return r;
+}
+
 static CUresult copy3d(const CUDA_MEMCPY3D *p, CUstream h, bool ptds, bool sync)
 {
     struct CUstream_st *s;
     CUresult r = fc_stream_resolve(h, ptds, &s);
     if (r != CUDA_SUCCESS)
         return r;
-    if ((r = fc_copy3d_check(p)) != CUDA_SUCCESS)
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUDA_MEMCPY3D q = *p;
+    if ((r = resolve_arrays(&q)) != CUDA_SUCCESS || (r = fc_copy3d_check(&q)) != CUDA_SUCCESS)
         return r;
-    return submit_copy(s, p, sync);
+    return submit_copy(s, &q, sync);
 }
 
 static CUDA_MEMCPY3D from_2d(const CUDA_MEMCPY2D *q)
@@ -498,19 +534,47 @@ static CUresult batch(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_
     return r;
 }
 
-static CUresult operand(const CUmemcpy3DOperand *o, const CUextent3D *e, CUmemorytype *type,
-                        CUdeviceptr *ptr, size_t *pitch, size_t *height)
+/* A batch operand as a CUDA_MEMCPY3D side: a pointer's rows and layers
+ * are counted in elements of elem bytes; an array becomes its storage. */
+static CUresult operand(const CUmemcpy3DOperand *o, const CUextent3D *e, size_t elem, CUmemorytype *type,
+                        CUdeviceptr *ptr, CUarray *array, size_t *x, size_t *y, size_t *z, size_t *pitch,
+                        size_t *height)
 {
-    if (o->type != CU_MEMCPY_OPERAND_TYPE_POINTER)
-        return CUDA_ERROR_INVALID_VALUE; /* no CUDA arrays in fakecuda */
-    if ((o->op.ptr.rowLength && o->op.ptr.rowLength < e->width) ||
+    if (o->type == CU_MEMCPY_OPERAND_TYPE_ARRAY) {
+        *type = CU_MEMORYTYPE_ARRAY;
+        *array = o->op.array.array;
+        *x = o->op.array.offset.x * elem;
+        *y = o->op.array.offset.y;
+        *z = o->op.array.offset.z;
+        return CUDA_SUCCESS;
+    }
+    if (o->type != CU_MEMCPY_OPERAND_TYPE_POINTER || (o->op.ptr.rowLength && o->op.ptr.rowLength < e->width) ||
         (o->op.ptr.layerHeight && o->op.ptr.layerHeight < e->height))
         return CUDA_ERROR_INVALID_VALUE;
     *type = CU_MEMORYTYPE_UNIFIED;
     *ptr = o->op.ptr.ptr;
-    *pitch = o->op.ptr.rowLength ? o->op.ptr.rowLength : e->width; /* elements of 1 byte */
+    *pitch = (o->op.ptr.rowLength ? o->op.ptr.rowLength : e->width) * elem;
     *height = o->op.ptr.layerHeight ? o->op.ptr.layerHeight : e->height;
     return CUDA_SUCCESS;
+}
+
+/* "For pointer-to-pointer copies, the element size is considered to be 1.
+ * For pointer to CUDA array or vice versa copies, the element size is
+ * determined by the CUDA array. For CUDA array to CUDA array copies, the
+ * element size of the two CUDA arrays must match." 0: no such copy. */
+static size_t element_bytes(const CUDA_MEMCPY3D_BATCH_OP *o)
+{
+    size_t elem = 0;
+    const CUmemcpy3DOperand *sides[2] = {&o->src, &o->dst};
+    for (int i = 0; i < 2; i++) {
+        struct fc_array_layout l;
+        if (sides[i]->type != CU_MEMCPY_OPERAND_TYPE_ARRAY)
+            continue;
+        if (fc_array_layout(sides[i]->op.array.array, &l) != CUDA_SUCCESS || (elem && elem != l.elem))
+            return 0;
+        elem = l.elem;
+    }
+    return elem ? elem : 1;
 }
 
 static CUresult batch3d(size_t n, CUDA_MEMCPY3D_BATCH_OP *ops, size_t *fail_idx, unsigned long long flags,
@@ -533,14 +597,21 @@ static CUresult batch3d(size_t n, CUDA_MEMCPY3D_BATCH_OP *ops, size_t *fail_idx,
         CUDA_MEMCPY3D *p = &ps[i];
         if (!o->extent.width || !o->extent.height || !o->extent.depth || !order_ok(o->srcAccessOrder))
             r = CUDA_ERROR_INVALID_VALUE;
+        size_t elem = r == CUDA_SUCCESS ? element_bytes(o) : 0;
+        if (!elem)
+            r = CUDA_ERROR_INVALID_VALUE;
         if (r == CUDA_SUCCESS)
-            r = operand(&o->src, &o->extent, &p->srcMemoryType, &p->srcDevice, &p->srcPitch, &p->srcHeight);
+            r = operand(&o->src, &o->extent, elem, &p->srcMemoryType, &p->srcDevice, &p->srcArray,
+                        &p->srcXInBytes, &p->srcY, &p->srcZ, &p->srcPitch, &p->srcHeight);
         if (r == CUDA_SUCCESS)
-            r = operand(&o->dst, &o->extent, &p->dstMemoryType, &p->dstDevice, &p->dstPitch, &p->dstHeight);
-        p->WidthInBytes = o->extent.width;
+            r = operand(&o->dst, &o->extent, elem, &p->dstMemoryType, &p->dstDevice, &p->dstArray,
+                        &p->dstXInBytes, &p->dstY, &p->dstZ, &p->dstPitch, &p->dstHeight);
+        p->WidthInBytes = o->extent.width * elem;
         p->Height = o->extent.height;
         p->Depth = o->extent.depth;
         orders[i] = o->srcAccessOrder;
+        if (r == CUDA_SUCCESS)
+            r = resolve_arrays(p);
         if (r == CUDA_SUCCESS)
             r = fc_copy3d_check(p);
         if (r != CUDA_SUCCESS && fail_idx)

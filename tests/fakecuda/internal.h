@@ -112,6 +112,15 @@ bool fc_is_pinned_host(uintptr_t addr);
 CUresult fc_copy_linear(uintptr_t dst, uintptr_t src, size_t n, CUstream h, bool ptds, bool sync,
                         int dst_dev, int src_dev);
 
+/* How a 2D/3D copy reaches a CUDA array (array.c): its storage as rows
+ * of pitch bytes, height rows (one layer: no 3D arrays here), elements of
+ * elem bytes. INVALID_VALUE for anything that is not a live array. */
+struct fc_array_layout {
+    uintptr_t storage;
+    size_t elem, pitch, height;
+};
+CUresult fc_array_layout(CUarray a, struct fc_array_layout *out);
+
 /* Allocates, charges and registers device memory of the given kind. */
 CUresult fc_alloc_device(size_t size, enum fc_region_kind kind, struct fc_mempool *pool,
                          int dev, CUdeviceptr *dptr);

@@ -521,6 +521,75 @@ START_TEST(array_copies_counted)
 }
 END_TEST
 
+/* A 3D batch counts each copy's extent in elements: bytes between two
+ * pointers, the array's elements where an array takes part; pointers are
+ * classified as cuMemcpy's sides, an array is device memory (of the
+ * pointer's device, else the current context's). */
+START_TEST(batch3d_copies_counted)
+{
+    setup();
+    static unsigned char host[16 * KiB], back[16 * KiB];
+    fill(host, sizeof host, 61);
+    use(1);
+    CUdeviceptr d1 = dalloc(16 * KiB);
+    use(0);
+    CUdeviceptr d0 = dalloc(16 * KiB);
+    CUDA_ARRAY_DESCRIPTOR fd = {.Width = 64, .Height = 4, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1};
+    CUDA_ARRAY_DESCRIPTOR hd = {.Width = 32, .Height = 2, .Format = CU_AD_FORMAT_HALF, .NumChannels = 2};
+    CUarray fa, ha;
+    ck_assert_int_eq(cuArrayCreate(&fa, &fd), CUDA_SUCCESS);
+    ck_assert_int_eq(cuArrayCreate(&ha, &hd), CUDA_SUCCESS);
+    CUstream st;
+    ck_assert_int_eq(cuStreamCreate(&st, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    CUDA_MEMCPY3D_BATCH_OP op[3];
+    memset(op, 0, sizeof op);
+    for (int i = 0; i < 3; i++)
+        op[i].srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+    /* host to device 1's pool memory: 40 x 3 x 2 bytes */
+    op[0].src.type = op[0].dst.type = CU_MEMCPY_OPERAND_TYPE_POINTER;
+    op[0].src.op.ptr.ptr = H(host);
+    op[0].dst.op.ptr.ptr = d1;
+    op[0].extent = (CUextent3D){40, 3, 2};
+    /* device 0's memory into the float array: 10 x 2 elements of 4 bytes */
+    op[1].src.type = CU_MEMCPY_OPERAND_TYPE_POINTER;
+    op[1].src.op.ptr.ptr = d0;
+    op[1].dst.type = CU_MEMCPY_OPERAND_TYPE_ARRAY;
+    op[1].dst.op.array.array = fa;
+    op[1].dst.op.array.offset = (CUoffset3D){3, 1, 0};
+    op[1].extent = (CUextent3D){10, 2, 1};
+    COPY(1, 0, 240, cuMemcpy3DBatchAsync(1, &op[0], 0, st));
+    COPY(0, 2, 80, cuMemcpy3DBatchAsync(1, &op[1], 0, st));
+    /* two half2 elements of 4 bytes x 2 rows out to the host, in one
+     * batch with a copy to device 1 */
+    op[2].src.type = CU_MEMCPY_OPERAND_TYPE_ARRAY;
+    op[2].src.op.array.array = ha;
+    op[2].dst.type = CU_MEMCPY_OPERAND_TYPE_POINTER;
+    op[2].dst.op.ptr.ptr = H(back);
+    op[2].extent = (CUextent3D){2, 2, 1};
+    CUDA_MEMCPY3D_BATCH_OP two[2] = {op[2], op[0]};
+    ck_assert_int_eq(cuMemcpy3DBatchAsync(2, two, 0, st), CUDA_SUCCESS);
+    expected[0].dtoh += 16;
+    expected[1].htod += 240;
+    check_counts("a 3D batch of two");
+    ck_assert_int_eq(cuStreamSynchronize(st), CUDA_SUCCESS);
+    op[0].src.op.ptr.ptr = d1; /* and back: the data went through */
+    op[0].dst.op.ptr.ptr = H(back);
+    COPY(1, 1, 240, cuMemcpy3DBatchAsync(1, &op[0], 0, st));
+    ck_assert_int_eq(cuStreamSynchronize(st), CUDA_SUCCESS);
+    ck_assert_int_eq(memcmp(back, host, 240), 0);
+    /* Past the array's end: refused, nothing counted. */
+    op[1].extent.width = 62;
+    ck_assert_int_ne(cuMemcpy3DBatchAsync(1, &op[1], 0, st), CUDA_SUCCESS);
+    check_counts("a refused 3D batch");
+    ck_assert_int_eq(cuStreamDestroy(st), CUDA_SUCCESS);
+    synchronize();
+    ck_assert_int_eq(cuArrayDestroy(fa), CUDA_SUCCESS);
+    ck_assert_int_eq(cuArrayDestroy(ha), CUDA_SUCCESS);
+    ck_assert_int_eq(drv.mem_free(d0), CUDA_SUCCESS);
+    ck_assert_int_eq(drv.mem_free(d1), CUDA_SUCCESS);
+}
+END_TEST
+
 /* cudaMemcpy reaches the driver through cuGetProcAddress, i.e. a copy
  * handler: counted there, not again by the wrapper. With
  * FAKECUDART_BYPASS=1 no handler sees it and the wrapper counts it. */
@@ -624,6 +693,7 @@ Suite *test_suite(void)
     tcase_add_test(sides, charged_to_the_owning_device);
     tcase_add_test(sides, strided_peer_and_batch_copies);
     tcase_add_test(sides, array_copies_counted);
+    tcase_add_test(sides, batch3d_copies_counted);
     TCase *runtime = tcase_create("runtime");
     tcase_add_test(runtime, runtime_counted_once);
     TCase *threads = tcase_create("threads");

@@ -1,7 +1,7 @@
 /* Conformance: 2D and 3D copies (pitched rows, offsets, boxes), 2D memsets,
- * peer copies within a device, and batched copies. What a copy must leave
- * alone (the pitch gaps, the rows outside the box) is checked as closely as
- * what it writes. */
+ * peer copies within a device, batched copies, and CUDA arrays as
+ * operands. What a copy must leave alone (the pitch gaps, the rows outside
+ * the box) is checked as closely as what it writes. */
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -348,6 +348,90 @@ START_TEST(batched_copies)
 }
 END_TEST
 
+/* CUDA arrays as operands: a 2D array's rows written and read by 2D
+ * copies, and 3D batches whose extents count the array's elements (4-byte
+ * floats here) on the array side and on the pointer side alike. */
+START_TEST(array_operands)
+{
+    enum { AW = 32, AH = 6, E = 4, ROW = AW * E, PL = 16 /* pointer rows, in elements */ };
+    CUDA_ARRAY_DESCRIPTOR d = {.Width = AW, .Height = AH, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1};
+    CUarray a;
+    CU_OK(cuArrayCreate(&a, &d));
+    CUDA_ARRAY3D_DESCRIPTOR d3;
+    CU_OK(cuArray3DGetDescriptor(&d3, a));
+    ck_assert(d3.Width == AW && d3.Height == AH && d3.Depth == 0 && d3.NumChannels == 1 &&
+              d3.Format == CU_AD_FORMAT_FLOAT);
+    unsigned char *src = pattern(ROW * AH, 5), *back = calloc(ROW * AH, 1), *want = malloc(ROW * AH);
+    CUDA_MEMCPY2D c = copy2d();
+    c.srcMemoryType = CU_MEMORYTYPE_HOST;
+    c.srcHost = src;
+    c.srcPitch = ROW;
+    c.dstMemoryType = CU_MEMORYTYPE_ARRAY;
+    c.dstArray = a;
+    c.WidthInBytes = ROW;
+    c.Height = AH;
+    CU_OK(cuMemcpy2D(&c));
+    c = copy2d(); /* the box of 10 elements x 3 rows at element 2 of row 1 */
+    c.srcMemoryType = CU_MEMORYTYPE_ARRAY;
+    c.srcArray = a;
+    c.srcXInBytes = 2 * E;
+    c.srcY = 1;
+    c.dstMemoryType = CU_MEMORYTYPE_HOST;
+    c.dstHost = back;
+    c.dstPitch = 10 * E;
+    c.WidthInBytes = 10 * E;
+    c.Height = 3;
+    CU_OK(cuMemcpy2D(&c));
+    for (size_t y = 0; y < 3; y++)
+        ck_assert_mem_eq(back + y * 10 * E, src + (1 + y) * ROW + 2 * E, 10 * E);
+    c.srcY = AH - 2; /* three rows from there pass the array's end */
+    CU_ERR(cuMemcpy2D(&c), CUDA_ERROR_INVALID_VALUE);
+
+    CUdeviceptr p, q;
+    CU_OK(cuMemAlloc(&p, PL * E * 3));
+    CU_OK(cuMemAlloc(&q, ROW * AH));
+    CU_OK(cuMemcpyHtoD(p, src, PL * E * 3));
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUDA_MEMCPY3D_BATCH_OP op[2];
+    memset(op, 0, sizeof op);
+    /* 12 x 3 elements from rows of PL elements into the array at (4, 2) ... */
+    op[0].src.type = CU_MEMCPY_OPERAND_TYPE_POINTER;
+    op[0].src.op.ptr.ptr = p;
+    op[0].src.op.ptr.rowLength = PL;
+    op[0].dst.type = CU_MEMCPY_OPERAND_TYPE_ARRAY;
+    op[0].dst.op.array.array = a;
+    op[0].dst.op.array.offset = (CUoffset3D){4, 2, 0};
+    op[0].extent = (CUextent3D){12, 3, 1};
+    op[0].srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+    CU_OK(cuMemcpy3DBatchAsync(1, &op[0], 0, s));
+    /* ... and the whole array out to packed rows (a second batch: copies
+     * within one batch are in no order). */
+    op[1].src.type = CU_MEMCPY_OPERAND_TYPE_ARRAY;
+    op[1].src.op.array.array = a;
+    op[1].dst.type = CU_MEMCPY_OPERAND_TYPE_POINTER;
+    op[1].dst.op.ptr.ptr = q;
+    op[1].extent = (CUextent3D){AW, AH, 1};
+    op[1].srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+    CU_OK(cuMemcpy3DBatchAsync(1, &op[1], 0, s));
+    CU_OK(cuStreamSynchronize(s));
+    CU_OK(cuMemcpyDtoH(back, q, ROW * AH));
+    memcpy(want, src, ROW * AH);
+    for (size_t y = 0; y < 3; y++)
+        memcpy(want + (2 + y) * ROW + 4 * E, src + y * PL * E, 12 * E);
+    ck_assert_mem_eq(back, want, ROW * AH);
+    op[0].extent.width = AW - 4 + 1; /* one element past the row's end */
+    CU_ERR(cuMemcpy3DBatchAsync(1, &op[0], 0, s), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuStreamDestroy(s));
+    CU_OK(cuArrayDestroy(a));
+    CU_OK(cuMemFree(p));
+    CU_OK(cuMemFree(q));
+    free(src);
+    free(back);
+    free(want);
+}
+END_TEST
+
 /* Captured 2D copies and sets become memcpy and memset nodes. */
 START_TEST(captured_2d_work)
 {
@@ -407,6 +491,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, bad_2d_and_3d_copies);
     tcase_add_test(tc, peer_copies_within_a_device);
     tcase_add_test(tc, batched_copies);
+    tcase_add_test(tc, array_operands);
     tcase_add_test(tc, captured_2d_work);
     suite_add_tcase(s, tc);
     return s;
