@@ -283,10 +283,10 @@ void spw_account_copy(int dev, enum spw_copy_dir dir, uint64_t bytes)
                   bytes);
 }
 
-void spw_account_launch(int (*device)(void), int graph)
+void spw_account_launch(int (*device)(const void *), const void *arg, int graph)
 {
     struct spw_stats_writer *w = atomic_load_explicit(&stats, memory_order_acquire);
-    int dev = w ? device() : -1;
+    int dev = w ? device(arg) : -1;
     if (dev >= 0)
         spw_stats_launch(w, (uint32_t)dev, sw_lane_of_thread(), graph);
 }

@@ -121,10 +121,10 @@ enum spw_copy_dir { SPW_COPY_HTOD, SPW_COPY_DTOH, SPW_COPY_DTOD };
 void spw_account_copy(int dev, enum spw_copy_dir dir, uint64_t bytes);
 
 /* A kernel launch (graph: a graph launch) the driver accepted, in the
- * thread's lane of the stats segment, on the device device() names
- * (asked only while a segment is published: it costs driver calls;
+ * thread's lane of the stats segment, on the device device(arg) names
+ * (asked only while a segment is published: it may cost a driver call;
  * nothing for a device < 0). */
-void spw_account_launch(int (*device)(void), int graph);
+void spw_account_launch(int (*device)(const void *), const void *arg, int graph);
 
 /* From now on, mirror every device's counters into the stats segment w
  * (limit, in use, peak, allocs, frees, OOMs); counts from before are

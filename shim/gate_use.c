@@ -50,6 +50,21 @@ int spw_current_device(void)
     return (int)d;
 }
 
+int spw_stream_device(CUstream s)
+{
+    CUdevice d;
+    if (s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD && spw_drv.cuStreamGetDevice &&
+        spw_drv.cuStreamGetDevice(s, &d) == CUDA_SUCCESS && d >= 0 && d < SW_MAX_DEVICES)
+        return (int)d;
+    return spw_current_device();
+}
+
+uint64_t spw_gate_stream_devices(CUstream s)
+{
+    int d = spw_stream_device(s);
+    return d >= 0 ? 1ull << d : 0;
+}
+
 uint64_t spw_gate_devices(CUdeviceptr a, CUdeviceptr b)
 {
     uint64_t m = 0;

@@ -56,13 +56,25 @@ static inline void spw_gate_use2(sw_policy *p, CUdeviceptr a, CUdeviceptr b, siz
         spw_gate_filled();
 }
 
-/* A graph launch about to run exec: touches (and fills back) the pool
- * pointers its nodes use (graphs.c); returns the devices for its bracket. */
-uint64_t spw_graph_use(sw_policy *g, CUgraphExec exec);
+/* A graph launch about to run exec on stream: touches (and fills back)
+ * the pool pointers its nodes use (graphs.c); returns the devices for its
+ * bracket (the stream's and those pointers'). */
+uint64_t spw_graph_use(sw_policy *g, CUgraphExec exec, CUstream stream);
 
 /* The device of the calling thread's current context, or -1 when there is
  * none (or it is past SW_MAX_DEVICES). */
 int spw_current_device(void);
+
+/* The device work on stream s runs on: the stream's context's, which need
+ * not be the current one (a context-less kernel, CUkernel, "will either be
+ * taken from the specified stream or the current context in case of NULL
+ * stream"); the current context's for the NULL, legacy and per-thread
+ * streams, or when the driver cannot tell (no cuStreamGetDevice before
+ * CUDA 12.8). -1: none. */
+int spw_stream_device(CUstream s);
+
+/* The gate of that device (0: none): a launch's bracket. */
+uint64_t spw_gate_stream_devices(CUstream s);
 
 /* The devices a submission runs on or reads: the current context's, and
  * the pool devices of the (up to two, 0: none) pointers it names. Work on

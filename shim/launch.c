@@ -46,56 +46,78 @@ static void use_arguments(sw_policy *g, CUfunction f, void **params, void **extr
         spw_gate_filled();
 }
 
+/* Where a launch runs: its stream's device, as the gate was told (gated:
+ * the one bit of the launch's bracket) or asked now. */
+struct launch_on {
+    CUstream stream;
+    uint64_t gated;
+};
+
+static int launch_device(const void *arg)
+{
+    const struct launch_on *l = arg;
+    return l->gated ? __builtin_ctzll(l->gated) : spw_stream_device(l->stream);
+}
+
 /* Every launch the driver accepts is counted (stats: launches,
- * graph_launches), spill or not: a program whose count falls short of its
- * own reaches the driver past these handlers, where the gate cannot see
- * it (issue 10: the runtime's launches must arrive here). */
-static CUresult counted(CUresult r, int graph)
+ * graph_launches), spill or not, on the device of its stream: a program
+ * whose count falls short of its own reaches the driver past these
+ * handlers, where the gate cannot see it (issue 10: the runtime's launches
+ * must arrive here). A kernel launch counts on the device its bracket
+ * named, so the count checks the gate too. */
+static CUresult counted(CUresult r, CUstream stream, uint64_t gated, int graph)
 {
     if (r != CUDA_SUCCESS)
         return r;
     spw_publish_ensure(); /* a program may launch before it allocates */
-    spw_account_launch(spw_current_device, graph);
+    struct launch_on l = {stream, gated};
+    spw_account_launch(launch_device, &l, graph);
     return r;
 }
 
-#define LAUNCH_HANDLERS(handler, params, f, kparams, extra, args)             \
+/* A launch is gated on its stream's device: a kernel runs there even when
+ * another device's context is current (gate_use.h). */
+#define LAUNCH_HANDLERS(handler, params, f, kparams, extra, stream, args)     \
     SPW_GATED_HANDLERS(handler, params, args,                               \
                        use_arguments(g, (f), (kparams), (extra));           \
-                       devices = spw_gate_devices(0, 0), counted(r, 0))
+                       devices = spw_gate_stream_devices(stream), counted(r, (stream), devices, 0))
 
 LAUNCH_HANDLERS(spw_h_launch_kernel,
                 (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
                  unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
                  unsigned int sharedMemBytes, CUstream hStream, void **kernelParams,
                  void **extra),
-                f, kernelParams, extra,
+                f, kernelParams, extra, hStream,
                 (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,
                  hStream, kernelParams, extra))
 
 LAUNCH_HANDLERS(spw_h_launch_kernel_ex,
                 (const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra),
-                f, kernelParams, extra, (config, f, kernelParams, extra))
+                f, kernelParams, extra, config ? config->hStream : NULL, (config, f, kernelParams, extra))
 
 LAUNCH_HANDLERS(spw_h_launch_cooperative_kernel,
                 (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
                  unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
                  unsigned int sharedMemBytes, CUstream hStream, void **kernelParams),
-                f, kernelParams, NULL,
+                f, kernelParams, NULL, hStream,
                 (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,
                  hStream, kernelParams))
 
 SPW_GATED_HANDLERS(spw_h_graph_launch, (CUgraphExec hGraphExec, CUstream hStream),
-                   (hGraphExec, hStream), devices = spw_graph_use(g, hGraphExec), counted(r, 1))
+                   (hGraphExec, hStream), devices = spw_graph_use(g, hGraphExec, hStream),
+                   counted(r, hStream, 0, 1))
 
 /* The arguments of these live in the driver (cuParamSet*): not scanned, so
  * what they use is neither touched nor filled back; still gated, so no
  * page they may use moves while they are submitted. */
-SPW_GATED_HANDLER(spw_h_launch, (CUfunction f), (f), devices = spw_gate_devices(0, 0), counted(r, 0))
+SPW_GATED_HANDLER(spw_h_launch, (CUfunction f), (f), devices = spw_gate_stream_devices(NULL),
+                  counted(r, NULL, devices, 0))
 SPW_GATED_HANDLER(spw_h_launch_grid, (CUfunction f, int grid_width, int grid_height),
-                  (f, grid_width, grid_height), devices = spw_gate_devices(0, 0), counted(r, 0))
+                  (f, grid_width, grid_height), devices = spw_gate_stream_devices(NULL),
+                  counted(r, NULL, devices, 0))
 SPW_GATED_HANDLER(spw_h_launch_grid_async, (CUfunction f, int grid_width, int grid_height, CUstream hStream),
-                  (f, grid_width, grid_height, hStream), devices = spw_gate_devices(0, 0), counted(r, 0))
+                  (f, grid_width, grid_height, hStream), devices = spw_gate_stream_devices(hStream),
+                  counted(r, hStream, devices, 0))
 
 /* Forgotten before (a launch racing the unload must not cache the dying
  * layout under the current generation) and after (nor one asked between). */

@@ -588,6 +588,15 @@ static CUresult stream_get_ctx(CUstream h, CUcontext *pctx, bool ptds)
     return r;
 }
 
+static CUresult stream_get_device(CUstream h, CUdevice *dev, bool ptds)
+{
+    struct CUstream_st *s;
+    CUresult r = resolve_for_query(h, ptds, dev, &s);
+    if (r == CUDA_SUCCESS)
+        *dev = s->ctx->dev;
+    return r;
+}
+
 size_t fc_live_events(void)
 {
     size_t n = 0;
@@ -756,3 +765,5 @@ FC_EXPORT CUresult cuStreamGetFlags(CUstream h, unsigned int *f) { FC_FAULT(cuSt
 FC_EXPORT CUresult cuStreamGetFlags_ptsz(CUstream h, unsigned int *f) { FC_FAULT(cuStreamGetFlags); return stream_get_flags(h, f, true); }
 FC_EXPORT CUresult cuStreamGetCtx(CUstream h, CUcontext *c) { FC_FAULT(cuStreamGetCtx); return stream_get_ctx(h, c, false); }
 FC_EXPORT CUresult cuStreamGetCtx_ptsz(CUstream h, CUcontext *c) { FC_FAULT(cuStreamGetCtx); return stream_get_ctx(h, c, true); }
+FC_EXPORT CUresult cuStreamGetDevice(CUstream h, CUdevice *d) { FC_FAULT(cuStreamGetDevice); return stream_get_device(h, d, false); }
+FC_EXPORT CUresult cuStreamGetDevice_ptsz(CUstream h, CUdevice *d) { FC_FAULT(cuStreamGetDevice); return stream_get_device(h, d, true); }

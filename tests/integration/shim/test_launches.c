@@ -4,7 +4,8 @@
  * cuLaunchGrid and cuLaunchGridAsync), reached by each path programs
  * use (linked, dlsym, cuGetProcAddress as the runtime does), moves the
  * segment's launches or graph_launches by exactly the number the driver
- * accepted, on the current context's device, from any number of threads.
+ * accepted, on the device of the stream's context (for the NULL stream,
+ * the current one), from any number of threads.
  * A launch that reached the driver past the hooks would leave the count
  * short: the GPU check's launch rows (issue 10) rely on that. Run by
  * launches.sh, with spill off and on. */
@@ -205,6 +206,53 @@ START_TEST(launches_count_on_the_current_contexts_device)
 }
 END_TEST
 
+/* A context-less kernel (CUkernel cast to CUfunction) runs in the context
+ * of the stream it is launched on, whatever context is current: it is
+ * counted on the stream's device, as is a graph launched there. */
+START_TEST(launches_count_on_their_streams_device)
+{
+    int count = 0;
+    rig_setup(0);
+    CU_OK(cuDeviceGetCount(&count));
+    ck_assert_msg(count >= 2, "launches.sh gives fakecuda two devices");
+    rig_setup(1);
+    (void)rig_kernel("step_u32"); /* registers the kernels */
+    CUlibrary lib;
+    CUkernel kern;
+    CU_OK(cuLibraryLoadData(&lib, "fakecuda", NULL, NULL, 0, NULL, NULL, 0));
+    CU_OK(cuLibraryGetKernel(&kern, lib, "step_u32"));
+    CUfunction f = (CUfunction)kern;
+    CUstream s1;
+    CU_OK(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr p = rig_filled(BYTES, 4);
+    CU_OK(cuCtxSynchronize());
+    unsigned k = 6;
+    CUgraphExec g = captured_step(f, s1, &p, &k); /* one launch, counted on device 1 */
+    rig_setup(0);
+    uint64_t l0 = rig_stat(0, SPW_C_LAUNCHES), l1 = rig_stat(1, SPW_C_LAUNCHES);
+    uint64_t g0 = rig_stat(0, SPW_C_GRAPH_LAUNCHES), g1 = rig_stat(1, SPW_C_GRAPH_LAUNCHES);
+    CU_OK(launch(KERNEL, (void *)&cuLaunchKernel, f, s1, &p, &k, NULL));
+    CU_OK(launch(KERNEL_EX, (void *)&cuLaunchKernelEx, f, s1, &p, &k, NULL));
+    CU_OK(launch(COOPERATIVE, (void *)&cuLaunchCooperativeKernel, f, s1, &p, &k, NULL));
+    CU_OK(launch(GRAPH, (void *)&cuGraphLaunch, f, s1, &p, &k, g));
+    CU_OK(cuStreamSynchronize(s1));
+    ck_assert_uint_eq(rig_stat(1, SPW_C_LAUNCHES) - l1, 3);
+    ck_assert_uint_eq(rig_stat(1, SPW_C_GRAPH_LAUNCHES) - g1, 1);
+    ck_assert_uint_eq(rig_stat(0, SPW_C_LAUNCHES), l0);
+    ck_assert_uint_eq(rig_stat(0, SPW_C_GRAPH_LAUNCHES), g0);
+    uint32_t *want = rig_expected(BYTES, 4);
+    for (int i = 0; i < 4; i++)
+        for (size_t w = 0; w < WORDS; w++)
+            want[w] = rig_step(want[w], k);
+    rig_expect_words(p, want, BYTES, "the buffer the launches stepped");
+    free(want);
+    CU_OK(cuGraphExecDestroy(g));
+    CU_OK(cuStreamDestroy(s1));
+    CU_OK(cuLibraryUnload(lib));
+    CU_OK(cuMemFree(p));
+}
+END_TEST
+
 #define THREADS 8
 #define PER_THREAD 400
 
@@ -279,6 +327,7 @@ Suite *test_suite(void)
     tcase_add_loop_test(c, every_launch_api_is_counted_by_every_path, 0, SPW_PATHS * APIS);
     tcase_add_test(c, refused_launches_are_not_counted);
     tcase_add_test(c, launches_count_on_the_current_contexts_device);
+    tcase_add_test(c, launches_count_on_their_streams_device);
     tcase_add_test(c, threads_launching_at_once_count_exactly);
     tcase_add_test(c, a_launch_before_any_allocation_is_counted);
     suite_add_tcase(s, c);

@@ -1,5 +1,6 @@
 /* Conformance: two devices. Peer copies between their memory, a stream on
- * one waiting for an event of the other, and (fakecuda only) the stand-in
+ * one waiting for an event of the other, a context-less kernel launched on
+ * the other device's stream, and (fakecuda only) the stand-in
  * for a collective: a kernel on device 0 that waits for its peer on device
  * 1 with no stream dependency between them, as an NCCL all-reduce does,
  * and what a device sync does while the peer has not been launched (on a
@@ -11,6 +12,7 @@
 #include <time.h>
 
 #include "tests/unit/driver/common.h"
+#include "tests/unit/driver/kernels_ptx.h"
 
 static CUcontext ctx[2];
 static int ndev;
@@ -103,6 +105,38 @@ START_TEST(a_stream_waits_for_another_devices_event)
     CU_OK(cuCtxSetCurrent(ctx[0]));
     CU_OK(cuStreamDestroy(s0));
     CU_OK(cuEventDestroy(e0));
+}
+END_TEST
+
+/* "The context to launch the kernel on will either be taken from the
+ * specified stream hStream or the current context in case of NULL stream":
+ * a context-less kernel (CUkernel) on a stream of device 1 runs there while
+ * device 0's context is current (what spillway gates and counts a launch
+ * by). */
+START_TEST(a_context_less_kernel_runs_in_its_streams_context)
+{
+    if (ndev < 2)
+        return;
+    enum { N = 4096 };
+    CU_OK(cuCtxSetCurrent(ctx[1]));
+    CUstream s1;
+    CUdeviceptr p1;
+    CU_OK(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING));
+    CU_OK(cuMemAlloc(&p1, N * sizeof(unsigned)));
+    CU_OK(cuCtxSetCurrent(ctx[0]));
+    CUdevice d = -1;
+    CU_OK(cuStreamGetDevice(s1, &d));
+    ck_assert_int_eq(d, 1);
+    CUlibrary lib;
+    CUkernel kern;
+    CU_OK(cuLibraryLoadData(&lib, kernels_ptx, NULL, NULL, 0, NULL, NULL, 0));
+    CU_OK(cuLibraryGetKernel(&kern, lib, "fill_u32"));
+    CU_OK(launch_u32((CUfunction)kern, p1, 0x5eed, N, s1));
+    CU_OK(cuStreamSynchronize(s1));
+    expect_u32(p1, 0x5eed, N);
+    CU_OK(cuStreamDestroy(s1));
+    CU_OK(cuMemFree(p1));
+    CU_OK(cuLibraryUnload(lib));
 }
 END_TEST
 
@@ -210,6 +244,7 @@ Suite *test_suite(void)
     tcase_set_timeout(tc, 20);
     tcase_add_test(tc, peer_copies_between_devices);
     tcase_add_test(tc, a_stream_waits_for_another_devices_event);
+    tcase_add_test(tc, a_context_less_kernel_runs_in_its_streams_context);
     tcase_add_test(tc, collective_halves_meet);
     tcase_add_test(tc, a_device_sync_waits_for_a_peer_never_launched);
     suite_add_tcase(s, tc);

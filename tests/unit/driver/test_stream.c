@@ -186,6 +186,14 @@ START_TEST(bad_stream_arguments)
     CUcontext c = NULL;
     CU_OK(cuStreamGetCtx(s, &c));
     ck_assert_ptr_eq(c, test_ctx);
+    CUdevice mine, d = -1;
+    CU_OK(cuCtxGetDevice(&mine));
+    CU_OK(cuStreamGetDevice(s, &d));
+    ck_assert_int_eq(d, mine);
+    d = -1;
+    CU_OK(cuStreamGetDevice(CU_STREAM_LEGACY, &d));
+    ck_assert_int_eq(d, mine);
+    CU_ERR(cuStreamGetDevice(s, NULL), CUDA_ERROR_INVALID_VALUE);
     CU_OK(cuStreamDestroy(s));
     CUevent e;
     CU_ERR(cuEventCreate(&e, 0x100), CUDA_ERROR_INVALID_VALUE);
