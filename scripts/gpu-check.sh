@@ -80,7 +80,14 @@ launch_rows=()
 lc_rows=()
 
 # The real driver must be the one loaded: never fakecuda, never a preload.
-unset LD_LIBRARY_PATH LD_PRELOAD
+# Only fakecuda's entries leave LD_LIBRARY_PATH: on a host whose driver is
+# a mount the loader's cache predates (/usr/local/nvidia/lib64), the rest
+# of it is how libcuda.so.1 is found at all.
+unset LD_PRELOAD
+if [ -n "${LD_LIBRARY_PATH:-}" ]; then
+    LD_LIBRARY_PATH=$(tr : '\n' <<<"$LD_LIBRARY_PATH" | grep -v -e fakecuda -e '^$' | paste -sd: -)
+    if [ -n "$LD_LIBRARY_PATH" ]; then export LD_LIBRARY_PATH; else unset LD_LIBRARY_PATH; fi
+fi
 export PYTHONUNBUFFERED=1
 
 say() { printf '%s\n' "$*" | tee -a "$LOG"; }
@@ -166,6 +173,9 @@ fw_vers=$(timeout 60 "$PY" -m pip list 2>/dev/null | awk '$1 ~ /^(jax|jaxlib|tor
 fw_vers=${fw_vers:-"frameworks: none found by pip, "}
 rev=$(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet HEAD 2>/dev/null || echo "+changes")
 say "device: $device; driver $driver (CUDA $cuda_drv); nvcc $nvcc_ver; ${fw_vers%, }; spillway $rev"
+say "libcuda.so.1: $(ldconfig -p 2>/dev/null | grep -c 'libcuda\.so\.1') in the loader's cache;" \
+    "LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-unset}; persistence mode:" \
+    "$(nvidia-smi --query-gpu=persistence_mode --format=csv,noheader 2>/dev/null | head -1)"
 
 # --- tables -----------------------------------------------------------------
 # Rewritten after every stage, so that a run cut short still leaves the
@@ -227,9 +237,11 @@ if want conformance; then
     for t in "$BUILD"/tests/unit/driver_*; do
         [ -x "$t" ] || continue
         name=${t##*/}
-        # Seconds each: the rows after this need most of the budget.
+        # Seconds each (a test forks and makes its own context: seconds of
+        # cuInit each without persistence mode); the rows after this need
+        # most of the budget.
         if [ "$(left)" -lt 360 ]; then row "conformance: $name" skipped "time budget"; continue; fi
-        out=$(timeout 30 "$t" 2>&1); rc=$?
+        out=$(timeout 60 "$t" 2>&1); rc=$?
         printf '== %s (exit %d)\n%s\n' "$name" "$rc" "$out" >>"$LOG"
         summary=$(grep -E '^[0-9]+%: Checks:' <<<"$out" | tail -1)
         if [ "$rc" -eq 0 ] && [ -n "$summary" ]; then

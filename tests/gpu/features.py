@@ -200,6 +200,13 @@ class Checks:
         self.items.append([name, bool(ok), detail])
         return ok
 
+    def note(self, name, text):
+        """Adds text to the detail of check name (a cause worth reading
+        next to its verdict, not a verdict of its own)."""
+        for c in self.items:
+            if c[0] == name:
+                c[2] = "%s; %s" % (c[2], text)
+
     def passed(self):
         return bool(self.items) and all(c[1] for c in self.items)
 
@@ -266,12 +273,24 @@ def judge_jax(pair, env_flags):
     if not judge_ran(c, pair):
         return c, f
     counts = {k: pair[k].result.get("cmdbuf") for k in ("native", "spillway")}
-    ok = not flags_disable_cmdbuf(env_flags) and all(isinstance(n, int) and n > 0 for n in counts.values())
-    c.add("command buffers", ok, "XLA_FLAGS %s; command buffers in the compiled step: %s" % (
-        "turn them off" if flags_disable_cmdbuf(env_flags) else "leave them on",
-        ", ".join("%s %s" % kv for kv in counts.items())))
+    # XLA now forms command buffers on thunks (xla_gpu_experimental_enable_command_buffer_on_thunks,
+    # default true), after the HLO that as_text() prints: the spillway run's cuGraphLaunch count is
+    # the evidence that survives.
+    d, _ = segment(pair["spillway"])
+    graphs = (d or {}).get("graph_launches")
+    in_hlo = all(isinstance(n, int) and n > 0 for n in counts.values())
+    ok = not flags_disable_cmdbuf(env_flags) and (in_hlo or (graphs or 0) > 0)
+    f["graph_launches"] = graphs
+    c.add("command buffers", ok, "XLA_FLAGS %s; command_buffer calls in the optimized HLO: %s; graph launches "
+          "under spillway: %s" % ("turn them off" if flags_disable_cmdbuf(env_flags) else "leave them on",
+                                  ", ".join("%s %s" % kv for kv in counts.items()), graphs if graphs is not None else "n/a"))
     judge_spill(c, pair["spillway"], f)
     judge_results(c, pair, f)
+    hlo = {k: pair[k].result.get("hlo") for k in ("native", "spillway")}
+    f["hlo"] = hlo
+    if None not in hlo.values() and hlo["native"] != hlo["spillway"]:
+        c.note("results", "the two runs compiled different programs (HLO %s, %s): XLA schedules for the "
+               "memory it is told of" % (hlo["native"], hlo["spillway"]))
     timing(f, pair, "step_ms")
     f["bytes_limit"] = pair["spillway"].result.get("bytes_limit")
     return c, f
@@ -392,6 +411,8 @@ def self_test():
         ("jax cmdbuf off", jax, dict(j_ok, cmdbuf=0), dict(j_ok, cmdbuf=0), seg, fp, fp,
          "--xla_gpu_enable_command_buffer= --xla_gpu_autotune_level=0", ["command buffers"]),
         ("jax none outlined", jax, dict(j_ok, cmdbuf=0), j_ok, seg, fp, fp, "", ["command buffers"]),
+        ("jax cmdbuf on thunks", jax, dict(j_ok, cmdbuf=0), dict(j_ok, cmdbuf=0), dict(seg, graph_launches=40), fp, fp,
+         "--xla_gpu_autotune_level=0", []),
         ("expandable pooled", exp, None, e_ok, dict(seg, in_use_bytes=(1 << 30) + (8 << 20)), None, None, None, []),
         ("expandable as IPC", exp, None, e_ok, dict(seg, in_use_bytes=1 << 30, passthrough_ipc_bytes=1 << 30),
          None, None, None, ["pooled"]),

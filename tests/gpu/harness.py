@@ -124,7 +124,10 @@ def base_env(extra=None, preload=None, stats_dir=None):
     preload, Python unbuffered, spillway only when preload is given."""
     env = dict(os.environ)
     for k in list(env):
-        if k.startswith(("SPILLWAY_", "XLA_PYTHON_CLIENT_", "PYTORCH_CUDA_ALLOC_CONF", "FAKECUDA_")):
+        # XLA_CLIENT_MEM_FRACTION and PYTORCH_ALLOC_CONF are the newer
+        # spellings of what the rows set under the older ones.
+        if k.startswith(("SPILLWAY_", "XLA_PYTHON_CLIENT_", "XLA_CLIENT_", "PYTORCH_CUDA_ALLOC_CONF",
+                         "PYTORCH_ALLOC_CONF", "FAKECUDA_")):
             del env[k]
     env.pop("LD_PRELOAD", None)
     env["PYTHONUNBUFFERED"] = "1"

@@ -17,6 +17,7 @@ The dump (--dump): float32 fingerprint = the loss of each checked step,
 then per weight its column sums and column sums of |w|, then the biases.
 """
 import argparse
+import hashlib
 import os
 import re
 import statistics
@@ -95,16 +96,21 @@ def command_buffers(step, params, key):
     """Command buffers in the compiled step: XLA's CommandBufferScheduling
     outlines runs of kernels into computations named command_buffer* and
     calls them. The calls are counted (the computations, in a printing
-    without to_apply=)."""
+    without to_apply=); newer XLA forms them on thunks, after this HLO
+    (features.py then takes spillway's graph launch count). Also a digest of
+    the program: XLA schedules for the memory it is told of, so the native
+    and the spillway run may compile different programs, which features.py
+    says when their results differ."""
     text = step.lower(params, key).compile().as_text()
-    return len(re.findall(r"to_apply=%?command_buffer", text)) or \
+    n = len(re.findall(r"to_apply=%?command_buffer", text)) or \
         len(re.findall(r"^%?command_buffer[\w.]* ", text, re.M))
+    return n, hashlib.sha1(text.encode()).hexdigest()[:12]
 
 
 def main():
     step = jax.jit(train_step, donate_argnums=0)
     params, key = init(jax.random.PRNGKey(0)), jax.random.PRNGKey(1)
-    cmdbuf = command_buffers(step, params, key)
+    cmdbuf, hlo = command_buffers(step, params, key)
     params, losses, s = run(step, params, key)
     fp = fingerprint(params, losses)
     if a.dump:
@@ -112,7 +118,7 @@ def main():
     stats = jax.devices()[0].memory_stats() or {}
     rowlib.hold(a)
     rowlib.result(fw="jax", steps=a.steps, step_ms=round(s * 1e3, 3), loss0=fp[0], loss=fp[a.steps - 1],
-                  fp_len=len(fp), cmdbuf=cmdbuf, bytes_limit=stats.get("bytes_limit", "n/a"),
+                  fp_len=len(fp), cmdbuf=cmdbuf, hlo=hlo, bytes_limit=stats.get("bytes_limit", "n/a"),
                   xla_flags=os.environ.get("XLA_FLAGS", "").replace(" ", ",") or "none", jax=jax.__version__)
 
 

@@ -11,11 +11,15 @@ if ! command -v tmux >/dev/null 2>&1; then
     echo "SKIP: tmux is not installed (scripts/setup.sh installs it); interactive screen not tested"
     exit 0
 fi
-# A private tmux server: never touch the user's sessions.
+# A private tmux server: never touch the user's sessions. A session of its
+# own keeps it up while the screens under test come and go: a server left
+# with no session exits, and a new session asked of it meanwhile fails
+# ("server exited unexpectedly", seen on a loaded machine).
 SOCK="spw-test-$$"
 T() { tmux -L "$SOCK" -f /dev/null "$@"; }
 cleanup_tmux() { T kill-server 2>/dev/null; cleanup; }
 trap cleanup_tmux EXIT
+T new-session -d -s keeper "sleep 100000" || { echo "FAIL: cannot start tmux"; exit 1; }
 
 start_writer --cmd "alpha job" --inuse 2147483648; A=$WPID
 start_writer --cmd "beta job" --inuse 4294967296 --ramp; Bp=$WPID
@@ -153,8 +157,6 @@ expect_cmd() {
     esac
 }
 for W in 80 100 132 200; do
-    # The previous width's session goes once this one runs: killing the
-    # last session first would stop the tmux server under the next start.
     prev=$S; S=layout$W
     T new-session -d -s "$S" -x "$W" -y 24 \
         "env SPILLWAY_STATS_DIR='$STATS_DIR' '$TOP' --interval 0.2 --no-color"
