@@ -3,11 +3,14 @@
  * per-thread stream, and which forwards to the driver's _ptsz function).
  * Served from the stream's device's page pool; an allocation on a stream
  * being captured into a graph passes through (the graph must own a memory
- * node), counted. cuMemAllocFromPoolAsync is served from spillway's pool
- * whatever CUmemoryPool the program names: that pool's attributes (used
- * and reserved memory) do not show it. */
+ * node), counted. cuMemAllocFromPoolAsync is served from the spillway pool
+ * of its CUmemoryPool's device (that pool's attributes, used and reserved
+ * memory, do not show it), except from pools whose memory spillway cannot
+ * stand in for (mempools.h: host-located, exportable), which the driver
+ * serves, counted. */
 #include "shim/handler.h"
 #include "shim/log.h"
+#include "shim/mempools.h"
 
 /* The stream's device in *dev (-1: one accounting does not track). When
  * the driver cannot tell, its error is the allocation's: passing through
@@ -35,17 +38,22 @@ static int capturing(CUstream stream, int per_thread, CUresult *err)
 }
 
 /* The pool to serve an allocation on stream from (NULL: pass through, with
- * the reason in *why), its device in *dev (-1: not even counted); *err: the
- * driver's error when it cannot name the device (then nothing is called). */
-static sw_policy *route(CUstream stream, int per_thread, int *dev, sw_passthrough_reason *why,
+ * the reason in *why), its device in *dev (-1: not even counted): want's
+ * (a memory pool's device), else the stream's; *err: the driver's error
+ * when it cannot name the device (then nothing is called). */
+static sw_policy *route(CUstream stream, int per_thread, int want, int *dev, sw_passthrough_reason *why,
                         CUresult *err)
 {
     *why = SW_PT_DISABLED;
     *err = CUDA_SUCCESS;
     if (spw_disabled())
         return *dev = -1, NULL;
-    if ((*err = stream_device(stream, dev)) != CUDA_SUCCESS || *dev < 0)
+    if (want >= 0)
+        *dev = spw_account_tracks(want) ? want : -1;
+    else if ((*err = stream_device(stream, dev)) != CUDA_SUCCESS)
         return *dev = -1, NULL;
+    if (*dev < 0)
+        return NULL;
     spw_publish_ensure();
     sw_policy *p = spw_pool_for(*dev);
     if (!p)
@@ -66,7 +74,7 @@ static CUresult alloc_async(CUresult (*real)(CUdeviceptr *, size_t, CUstream), i
     int dev;
     sw_passthrough_reason why;
     CUresult err = CUDA_SUCCESS;
-    sw_policy *p = dptr ? route(stream, per_thread, &dev, &why, &err) : (dev = -1, NULL);
+    sw_policy *p = dptr ? route(stream, per_thread, -1, &dev, &why, &err) : (dev = -1, NULL);
     if (err != CUDA_SUCCESS)
         return err;
     if (p)
@@ -83,12 +91,20 @@ static CUresult alloc_from_pool(CUresult (*real)(CUdeviceptr *, size_t, CUmemory
 {
     if (!real)
         return CUDA_ERROR_NOT_INITIALIZED;
-    int dev;
+    int dev, pool_dev = -1;
+    int how = dptr && pool && !spw_disabled() ? spw_mempool_route(pool, &pool_dev) : -1;
+    if (how == SW_PT_HOST_LOCATION) /* pinned host memory, the CPU's to read: never the device's */
+        SPW_PASSTHROUGH_ALLOC(SPW_KIND_DEVPTR, SPILLWAY_HOST, bytesize, SW_PT_HOST_LOCATION,
+                              "cuMemAllocFromPoolAsync", real(dptr, bytesize, pool, stream), *dptr);
     sw_passthrough_reason why;
     CUresult err = CUDA_SUCCESS;
-    sw_policy *p = dptr && pool ? route(stream, per_thread, &dev, &why, &err) : (dev = -1, NULL);
+    sw_policy *p = dptr && pool ? route(stream, per_thread, pool_dev, &dev, &why, &err) : (dev = -1, NULL);
     if (err != CUDA_SUCCESS)
         return err;
+    if (p && how >= 0) { /* device memory the program shares or asked specially for */
+        p = NULL;
+        why = (sw_passthrough_reason)how;
+    }
     if (p)
         return spw_serve_alloc(p, dev, bytesize, 1, spw_pool_stream(stream, per_thread), dptr);
     if (dev < 0)

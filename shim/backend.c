@@ -175,11 +175,17 @@ static CUresult be_granularity(void *ctx, int dev, size_t *bytes)
                                                          CU_MEM_ALLOC_GRANULARITY_MINIMUM));
 }
 
-/* Host pages go on the device's NUMA node where the driver knows it. */
+/* Host pages go on the device's NUMA node where the driver knows it. The
+ * GPUDirect RDMA flag is a hint for device memory only: not asked for. The
+ * first refusal is reported (spill cannot move anything without these
+ * pages; later ones reach the program as its out-of-memory answers). */
 static CUresult create_host_page(int dev, size_t size, CUmemGenericAllocationHandle *h)
 {
+    static atomic_int reported;
     CUmemAllocationProp prop = device_prop(dev);
+    prop.allocFlags.gpuDirectRDMACapable = 0;
     int numa = -1;
+    CUresult numa_r = CUDA_ERROR_NOT_SUPPORTED;
     if (spw_drv.cuDeviceGetAttribute &&
         spw_drv.cuDeviceGetAttribute(&numa, CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, (CUdevice)dev) !=
             CUDA_SUCCESS)
@@ -187,12 +193,16 @@ static CUresult create_host_page(int dev, size_t size, CUmemGenericAllocationHan
     if (numa >= 0) {
         prop.location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
         prop.location.id = numa;
-        if (spw_real.spw_h_mem_create(h, size, &prop, 0) == CUDA_SUCCESS)
+        if ((numa_r = spw_real.spw_h_mem_create(h, size, &prop, 0)) == CUDA_SUCCESS)
             return CUDA_SUCCESS;
     }
     prop.location.type = CU_MEM_LOCATION_TYPE_HOST;
     prop.location.id = 0;
-    return spw_real.spw_h_mem_create(h, size, &prop, 0);
+    CUresult r = spw_real.spw_h_mem_create(h, size, &prop, 0);
+    if (r != CUDA_SUCCESS && !atomic_exchange_explicit(&reported, 1, memory_order_relaxed))
+        spw_warn("device %d: the driver refused a pinned host page of %zu bytes for spill (NUMA node %d: "
+                 "error %d; any node: error %d)", dev, size, numa, (int)numa_r, (int)r);
+    return r;
 }
 
 static CUresult be_page_create(void *ctx, int dev, sw_loc loc, size_t size,

@@ -177,6 +177,18 @@ SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_3d_batch_async,
                          CUstream hStream),
                         (numOps, opList, flags, hStream), batch3d_sides(s, opList, numOps),
                         counted_batch3d(r, opList, numOps))
+/* CUDA 12.8's ABI of the two batches: failIdx, which the driver sets. */
+SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_batch_async_v1,
+                        (CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
+                         CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, size_t *failIdx,
+                         CUstream hStream),
+                        (dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, failIdx, hStream),
+                        batch_sides(s, dsts, srcs, count), counted_batch(r, dsts, srcs, sizes, count))
+SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_3d_batch_async_v1,
+                        (size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, size_t *failIdx,
+                         unsigned long long flags, CUstream hStream),
+                        (numOps, opList, failIdx, flags, hStream), batch3d_sides(s, opList, numOps),
+                        counted_batch3d(r, opList, numOps))
 
 SPW_SIDES_HANDLERS(spw_h_memset_d2d8,
                 (CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width,

@@ -100,6 +100,18 @@ void *spw_handler_for_proc(const char *symbol, void *real, int version, cuuint64
     if (!var)                                                   \
         return CUDA_ERROR_NOT_INITIALIZED
 
+/* Whether real is one of the driver's exported functions behind a
+ * handler: the handler chosen for it is that very ABI. Otherwise
+ * spw_handler_for_proc chose by name and version, which a driver newer
+ * than the table could mean differently. */
+static int is_export(const void *real)
+{
+    for (unsigned i = 0; i < spw_hooks_count; i++)
+        if (real == *spw_hooks[i].real || (spw_hooks[i].real_pt && real == *spw_hooks[i].real_pt))
+            return 1;
+    return 0;
+}
+
 /* What a lookup hands out, and with SPILLWAY_LOG=debug which names were
  * asked for and who answers them: a launch that goes around the work gate
  * shows there as a name the runtime asked for that spillway left to the
@@ -109,7 +121,11 @@ static void *answer(const char *symbol, void *real, int version, cuuint64_t flag
     void *h = spw_handler_for_proc(symbol, real, version, flags);
     if (spw_log_enabled(SPW_LOG_DEBUG))
         spw_debug("cuGetProcAddress(\"%s\", %d, %#llx): %s", symbol ? symbol : "(null)", version,
-                  (unsigned long long)flags, h != real ? "spillway's handler" : "the driver's own");
+                  (unsigned long long)flags,
+                  h == real          ? "the driver's own"
+                  : is_export(real) ? "spillway's handler"
+                                    : "spillway's handler, by name and version (the driver answered an "
+                                      "address it does not export)");
     return h;
 }
 

@@ -9,6 +9,15 @@
  * CUDA 11.3 ABI only for its own build; the table needs both. */
 #undef cuGetProcAddress
 CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
+/* The same for the batch copies: CUDA 12.8's ABI (with failIdx) is still
+ * what 12.8 and 12.9 runtimes ask for. */
+#undef cuMemcpyBatchAsync
+#undef cuMemcpy3DBatchAsync
+CUresult CUDAAPI cuMemcpyBatchAsync(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
+                                    CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,
+                                    size_t *failIdx, CUstream hStream);
+CUresult CUDAAPI cuMemcpy3DBatchAsync(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, size_t *failIdx,
+                                      unsigned long long flags, CUstream hStream);
 
 #define SPW_PT_IF_NONE(...)
 #define SPW_PT_IF_PTSZ(...) __VA_ARGS__

@@ -202,6 +202,7 @@ struct fc_mempool {
     uint32_t magic;
     int dev;
     bool is_default;
+    bool host; /* HOST or HOST_NUMA location: pinned host memory */
     cuuint64_t release_threshold;
     int reuse_follow, reuse_opportunistic, reuse_internal;
     cuuint64_t used, used_high, reserved, reserved_high;

@@ -82,14 +82,23 @@ FC_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *pro
     CUresult r = fc_initialized();
     if (r != CUDA_SUCCESS)
         return r;
-    if (!pool || !props || props->allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
-        props->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+    if (!pool || !props || props->allocType != CU_MEM_ALLOCATION_TYPE_PINNED)
         return CUDA_ERROR_INVALID_VALUE;
-    if ((r = fc_check_device(props->location.id)) != CUDA_SUCCESS)
+    /* Host pools: "CU_MEM_LOCATION_TYPE_HOST are not IPC capable and
+     * handleTypes must be 0"; HOST_NUMA names a node (fakecuda has node 0);
+     * "HOST_NUMA_CURRENT will result in CUDA_ERROR_INVALID_VALUE". */
+    bool host = props->location.type == CU_MEM_LOCATION_TYPE_HOST ||
+                props->location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA;
+    if (host && ((props->location.type == CU_MEM_LOCATION_TYPE_HOST && props->handleTypes) ||
+                 (props->location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA && props->location.id != 0)))
         return CUDA_ERROR_INVALID_VALUE;
-    struct fc_mempool *p = fc_mempool_new(props->location.id, false);
+    if (!host && (props->location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
+                  fc_check_device(props->location.id) != CUDA_SUCCESS))
+        return CUDA_ERROR_INVALID_VALUE;
+    struct fc_mempool *p = fc_mempool_new(host ? 0 : props->location.id, false);
     if (!p)
         return CUDA_ERROR_OUT_OF_MEMORY;
+    p->host = host;
     *pool = (CUmemoryPool)p;
     return CUDA_SUCCESS;
 }
@@ -177,6 +186,12 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t size, struct fc_mempool *p
     bool capturing;
     if ((r = fc_capture_enter(s, &capturing)) != CUDA_SUCCESS)
         return r;
+    if (capturing && pool->host) { /* not emulated: host memory nodes */
+        fc_capture_add(s, NULL);
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    if (pool->host) /* usable at once; freed in stream order like the rest */
+        return fc_alloc_device(size, FC_HOST, pool, 0, dptr);
     if (capturing) {
         struct CUgraphNode_st *n = fc_node_new(CU_GRAPH_NODE_TYPE_MEM_ALLOC);
         if (n && (r = fc_gmem_new(pool->dev, size, &n->u.alloc.mem)) != CUDA_SUCCESS) {
@@ -218,7 +233,8 @@ static CUresult free_async(CUdeviceptr dptr, CUstream h, bool ptds)
     struct fc_region *reg = fc_region_find((uintptr_t)dptr);
     /* cuMemFreeAsync also frees cuMemAlloc memory, in stream order */
     bool ok = reg && reg->base == (uintptr_t)dptr && !reg->freeing &&
-              (reg->kind == FC_ASYNC || reg->kind == FC_DEVICE || reg->kind == FC_GRAPH_MEM);
+              (reg->kind == FC_ASYNC || reg->kind == FC_DEVICE || reg->kind == FC_GRAPH_MEM ||
+               (reg->kind == FC_HOST && reg->pool));
     bool graph = ok && reg->kind == FC_GRAPH_MEM;
     pthread_mutex_unlock(&fc_lock);
     if (!ok)

@@ -11,16 +11,16 @@ enum variant { NONE, PTDS, PTSZ };
 
 /* Only the addresses matter here: each symbol is bound by its linker name
  * (asm label), so cuda.h's macros and prototypes do not get in the way. */
-#define FC_PROC(base, ver, sym, var) extern char fc_p_##sym[] __asm__(#sym); VARIANT_DECL_##var(sym)
-#define VARIANT_DECL_NONE(sym)
-#define VARIANT_DECL_PTDS(sym) extern char fc_p_##sym##_ptds[] __asm__(#sym "_ptds");
-#define VARIANT_DECL_PTSZ(sym) extern char fc_p_##sym##_ptsz[] __asm__(#sym "_ptsz");
+#define FC_PROC(base, ver, sym, var) extern char fc_p_##sym[] __asm__(#sym); VARIANT_DECL_##var(fc_p_##sym, #sym)
+#define VARIANT_DECL_NONE(id, name)
+#define VARIANT_DECL_PTDS(id, name) extern char id##_ptds[] __asm__(name "_ptds");
+#define VARIANT_DECL_PTSZ(id, name) extern char id##_ptsz[] __asm__(name "_ptsz");
 #include "tests/fakecuda/procs.def"
 #undef FC_PROC
 
-#define VARIANT_PTR_NONE(sym) NULL
-#define VARIANT_PTR_PTDS(sym) (void *)fc_p_##sym##_ptds
-#define VARIANT_PTR_PTSZ(sym) (void *)fc_p_##sym##_ptsz
+#define VARIANT_PTR_NONE(id) NULL
+#define VARIANT_PTR_PTDS(id) (void *)id##_ptds
+#define VARIANT_PTR_PTSZ(id) (void *)id##_ptsz
 
 static const struct proc {
     const char *base;
@@ -28,7 +28,7 @@ static const struct proc {
     void *fn;
     void *per_thread;
 } procs[] = {
-#define FC_PROC(base, ver, sym, var) {#base, ver, (void *)fc_p_##sym, VARIANT_PTR_##var(sym)},
+#define FC_PROC(base, ver, sym, var) {#base, ver, (void *)fc_p_##sym, VARIANT_PTR_##var(fc_p_##sym)},
 #include "tests/fakecuda/procs.def"
 #undef FC_PROC
 };

@@ -1,7 +1,7 @@
 /* spillway only: what cannot be pool memory passes through, counted by
  * reason in the counters and the stats segment; cuMemAllocFromPoolAsync
- * is pool-served; the limit covers pool and pass-through together;
- * SPILLWAY_DISABLE=1 passes everything. */
+ * is pool-served for device pools, on the pool's device; the limit covers
+ * pool and pass-through together; SPILLWAY_DISABLE=1 passes everything. */
 #include "tests/integration/pool/common.h"
 
 #include "stats/reader.h"
@@ -118,8 +118,8 @@ START_TEST(passthrough_by_reason)
 }
 END_TEST
 
-/* cuMemAllocFromPoolAsync is served from spillway's pool whatever pool the
- * program names (that pool's own figures do not show it). */
+/* cuMemAllocFromPoolAsync is served from spillway's pool for a device pool
+ * the program names (that pool's own figures do not show it) ... */
 START_TEST(from_pool_async_is_pool_served)
 {
     if (!pooled())
@@ -153,6 +153,69 @@ START_TEST(from_pool_async_is_pool_served)
     ck_assert_uint_eq(pool_counters(0).in_use_bytes, 0);
     CU_OK(cuStreamDestroy(s));
     CU_OK(cuMemPoolDestroy(mp));
+}
+END_TEST
+
+/* ... but from its own device's pool for a pool of another device, and
+ * not at all from a pool whose memory spillway cannot stand in for: a host
+ * pool's memory is pinned host memory the CPU reads, an exportable pool's
+ * pointers are the program's to export. */
+START_TEST(from_pool_async_follows_its_pool)
+{
+    if (!pooled())
+        return;
+    use_device(0);
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr p;
+    CU_OK(cuMemAlloc(&p, 1)); /* the devices' pools exist */
+    CU_OK(cuMemFree(p));
+    use_device(1);
+    CU_OK(cuMemAlloc(&p, 1));
+    CU_OK(cuMemFree(p));
+    use_device(0);
+    struct spillway_pool_counters c0 = pool_counters(0), c1 = pool_counters(1);
+    CUmemPoolProps props;
+    memset(&props, 0, sizeof props);
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.location.type = CU_MEM_LOCATION_TYPE_HOST;
+    CUmemoryPool host, other, shared;
+    CU_OK(cuMemPoolCreate(&host, &props));
+    CU_OK(cuMemAllocFromPoolAsync(&p, 3 * MiB, host, s));
+    CU_OK(cuStreamSynchronize(s));
+    CUmemorytype type = 0;
+    CU_OK(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p));
+    ck_assert_int_eq(type, CU_MEMORYTYPE_HOST);
+    ((volatile unsigned char *)(uintptr_t)p)[3 * MiB - 1] = 7; /* the CPU's to touch */
+    ck_assert_uint_eq(pool_counters(0).in_use_bytes, c0.in_use_bytes);
+    CU_OK(cuMemFreeAsync(p, s));
+
+    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    props.location.id = 1;
+    CU_OK(cuMemPoolCreate(&other, &props));
+    CU_OK(cuMemAllocFromPoolAsync(&p, 2 * MiB, other, s)); /* device 0's stream */
+    ck_assert_uint_eq(pool_counters(1).in_use_bytes, c1.in_use_bytes + 2 * MiB);
+    ck_assert_uint_eq(pool_counters(0).in_use_bytes, c0.in_use_bytes);
+    int ordinal = -1;
+    CU_OK(cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p));
+    ck_assert_int_eq(ordinal, 1);
+    CU_OK(cuMemFreeAsync(p, s));
+
+    props.location.id = 0;
+    props.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    CU_OK(cuMemPoolCreate(&shared, &props));
+    size_t before = fakecuda_device_bytes_used(0);
+    CU_OK(cuMemAllocFromPoolAsync(&p, 4 * MiB, shared, s));
+    ck_assert_uint_eq(fakecuda_device_bytes_used(0) - before, 4 * MiB);
+    ck_assert_uint_eq(pool_counters(0).passthrough_count[SPILLWAY_PT_IPC],
+                      c0.passthrough_count[SPILLWAY_PT_IPC] + 1);
+    ck_assert_uint_eq(pool_counters(0).in_use_bytes, c0.in_use_bytes);
+    CU_OK(cuMemFreeAsync(p, s));
+    CU_OK(cuStreamSynchronize(s));
+    CU_OK(cuMemPoolDestroy(host));
+    CU_OK(cuMemPoolDestroy(other));
+    CU_OK(cuMemPoolDestroy(shared));
+    CU_OK(cuStreamDestroy(s));
 }
 END_TEST
 
@@ -209,6 +272,7 @@ Suite *test_suite(void)
     tcase_set_timeout(spw, 60);
     tcase_add_test(spw, passthrough_by_reason);
     tcase_add_test(spw, from_pool_async_is_pool_served);
+    tcase_add_test(spw, from_pool_async_follows_its_pool);
     tcase_add_test(spw, limit_covers_pool_and_passthrough);
     tcase_add_test(spw, disabled_passes_everything);
     suite_add_tcase(s, spw);

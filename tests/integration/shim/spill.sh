@@ -1,9 +1,25 @@
 #!/bin/sh
 # The spill suite (test_spill.c) under spillway against fakecuda: one
 # 256 MiB device, a 64 MiB limit, stats in a scratch directory. Then the
-# byte cap with spill off, and spill bounded by SPILLWAY_HOST_LIMIT.
+# byte cap with spill off, spill bounded by SPILLWAY_HOST_LIMIT, and a
+# driver that refuses every pinned host page (every cuMemCreate after the
+# pool's 32 device pages): out of memory past the limit, the data held
+# intact, and the refusal reported once.
 set -eu
 . "$(dirname "$0")/suite.sh"
 suite_run shim_spill
 suite_run shim_spill SPILLWAY_SPILL=0 SPW_SPILL_ONLY=off
 suite_run shim_spill SPILLWAY_HOST_LIMIT=16M SPW_SPILL_ONLY=host_limit
+log=$stats/host_refused.log
+if ! suite_run shim_spill FAKECUDA_FAIL=cuMemCreate:33- SPILLWAY_LOG=warn SPW_SPILL_ONLY=host_refused \
+    >"$log" 2>&1; then
+    cat "$log"
+    exit 1
+fi
+n=$(grep -c "the driver refused a pinned host page" "$log" || true)
+if [ "$n" != 1 ]; then
+    cat "$log"
+    echo "FAIL: the refused host pages were reported $n times, not once"
+    exit 1
+fi
+echo "host pages refused: reported once"

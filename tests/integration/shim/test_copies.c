@@ -464,6 +464,19 @@ START_TEST(strided_peer_and_batch_copies)
     expected[0].dtoh += 2000;
     expected[0].dtod += 3000;
     check_counts("cuMemcpyBatchAsync");
+    /* CUDA 12.8's ABI, as a 12.8 runtime finds it: counted the same. */
+    void *fn = NULL;
+    CUdriverProcAddressQueryResult q;
+    ck_assert_int_eq(cuGetProcAddress("cuMemcpyBatchAsync", &fn, 12080, 0, &q), CUDA_SUCCESS);
+    size_t fail = 0;
+    ck_assert_int_eq(((CUresult (*)(CUdeviceptr *, CUdeviceptr *, size_t *, size_t, CUmemcpyAttributes *,
+                                    size_t *, size_t, size_t *, CUstream))fn)(dsts, srcs, sizes, 3, &at, &idx, 1,
+                                                                              &fail, st),
+                     CUDA_SUCCESS);
+    expected[0].htod += 1000;
+    expected[0].dtoh += 2000;
+    expected[0].dtod += 3000;
+    check_counts("cuMemcpyBatchAsync, CUDA 12.8's ABI");
     ck_assert_int_eq(cuStreamSynchronize(st), CUDA_SUCCESS);
     ck_assert_int_eq(cuStreamDestroy(st), CUDA_SUCCESS);
     /* What the driver refuses counts nothing. */
@@ -559,6 +572,14 @@ START_TEST(batch3d_copies_counted)
     op[1].extent = (CUextent3D){10, 2, 1};
     COPY(1, 0, 240, cuMemcpy3DBatchAsync(1, &op[0], 0, st));
     COPY(0, 2, 80, cuMemcpy3DBatchAsync(1, &op[1], 0, st));
+    void *v1 = NULL; /* CUDA 12.8's ABI, per-thread, as such a runtime finds it */
+    CUdriverProcAddressQueryResult q;
+    ck_assert_int_eq(cuGetProcAddress("cuMemcpy3DBatchAsync", &v1, 12080,
+                                      CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &q),
+                     CUDA_SUCCESS);
+    size_t fail = 0;
+    COPY(0, 2, 80, ((CUresult (*)(size_t, CUDA_MEMCPY3D_BATCH_OP *, size_t *, unsigned long long,
+                                  CUstream))v1)(1, &op[1], &fail, 0, st));
     /* two half2 elements of 4 bytes x 2 rows out to the host, in one
      * batch with a copy to device 1 */
     op[2].src.type = CU_MEMCPY_OPERAND_TYPE_ARRAY;

@@ -515,6 +515,21 @@ START_TEST(host_limit_bounds_spill)
 }
 END_TEST
 
+/* ---- (e) the driver refuses every pinned host page (spill.sh) ------------ */
+
+START_TEST(host_pages_refused)
+{
+    setup();
+    CUdeviceptr a = filled(48 * MiB, 3), b = 0;
+    ck_assert_int_eq(cuMemAlloc(&b, 48 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
+    ck_assert_int_eq(cuMemAlloc(&b, 48 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
+    ck_assert_uint_eq(stat_of(SPW_C_SPILLED), 0);
+    ck_assert_uint_eq(counters().used, 48 * MiB);
+    expect_pattern(a, 48 * MiB, 3, "a buffer nothing could spill");
+    CU_OK(cuMemFree(a));
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("shim_spill");
@@ -536,6 +551,10 @@ Suite *test_suite(void)
     } else if (strcmp(only, "off") == 0) {
         tc = tcase_create("off");
         tcase_add_test(tc, spill_off_refuses_past_the_limit);
+        suite_add_tcase(s, tc);
+    } else if (strcmp(only, "host_refused") == 0) {
+        tc = tcase_create("host_refused");
+        tcase_add_test(tc, host_pages_refused);
         suite_add_tcase(s, tc);
     } else if (strcmp(only, "host_limit") == 0) {
         tc = tcase_create("host_limit");

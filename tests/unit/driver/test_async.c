@@ -89,6 +89,43 @@ START_TEST(explicit_pool)
 }
 END_TEST
 
+/* A pool of pinned host memory (CUDA 12.2 and later): the host reads and
+ * writes what it hands out; HOST_NUMA_CURRENT is no pool location. */
+START_TEST(host_pool)
+{
+    CUdevice dev;
+    int supported = 0;
+    CU_OK(cuCtxGetDevice(&dev));
+    CU_OK(cuDeviceGetAttribute(&supported, CU_DEVICE_ATTRIBUTE_HOST_MEMORY_POOLS_SUPPORTED, dev));
+    if (!supported)
+        return;
+    CUmemPoolProps props = {0};
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.location.type = CU_MEM_LOCATION_TYPE_HOST;
+    CUmemoryPool pool;
+    CU_OK(cuMemPoolCreate(&pool, &props));
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr p;
+    CU_OK(cuMemAllocFromPoolAsync(&p, 3 * MiB, pool, s));
+    CU_OK(cuMemsetD8Async(p, 0x5a, 3 * MiB, s));
+    CU_OK(cuStreamSynchronize(s));
+    volatile unsigned char *h = (volatile unsigned char *)(uintptr_t)p;
+    ck_assert_uint_eq(h[0], 0x5a);
+    ck_assert_uint_eq(h[3 * MiB - 1], 0x5a);
+    h[17] = 0x11;
+    unsigned char b = 0;
+    CU_OK(cuMemcpy((CUdeviceptr)(uintptr_t)&b, p + 17, 1)); /* unified: the driver tells */
+    ck_assert_uint_eq(b, 0x11);
+    CU_OK(cuMemFreeAsync(p, s));
+    CU_OK(cuStreamSynchronize(s));
+    CU_OK(cuMemPoolDestroy(pool));
+    CU_OK(cuStreamDestroy(s));
+    props.location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT;
+    CU_ERR(cuMemPoolCreate(&pool, &props), CUDA_ERROR_INVALID_VALUE);
+}
+END_TEST
+
 START_TEST(per_thread_entry_points)
 {
     CUdeviceptr p;
@@ -129,6 +166,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, bad_frees);
     tcase_add_test(tc, default_pool_attributes);
     tcase_add_test(tc, explicit_pool);
+    tcase_add_test(tc, host_pool);
     tcase_add_test(tc, per_thread_entry_points);
     tcase_add_test(tc, async_free_releases_in_stream_order);
     suite_add_tcase(s, tc);

@@ -96,6 +96,11 @@ START_TEST(capture_graph_library_and_copy_abis)
     ck_assert_ptr_eq(resolve("cuMemsetD2D32", 12000, 0), exported("cuMemsetD2D32_v2"));
     ck_assert_ptr_eq(resolve("cuMemcpyBatchAsync", 12080, 0), exported("cuMemcpyBatchAsync"));
     ck_assert_ptr_eq(resolve("cuMemcpyBatchAsync", 13000, 0), exported("cuMemcpyBatchAsync_v2"));
+    /* The per-thread variant of each ABI (cudaTypedefs.h: _v12080_ptsz, _v13000_ptsz). */
+    ck_assert_ptr_eq(resolve("cuMemcpyBatchAsync", 12080, pt), exported("cuMemcpyBatchAsync_ptsz"));
+    ck_assert_ptr_eq(resolve("cuMemcpyBatchAsync", 13000, pt), exported("cuMemcpyBatchAsync_v2_ptsz"));
+    ck_assert_ptr_eq(resolve("cuMemcpy3DBatchAsync", 12080, pt), exported("cuMemcpy3DBatchAsync_ptsz"));
+    ck_assert_ptr_eq(resolve("cuMemcpy3DBatchAsync", 13000, pt), exported("cuMemcpy3DBatchAsync_v2_ptsz"));
 }
 END_TEST
 
