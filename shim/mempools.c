@@ -1,6 +1,8 @@
 /* The program's memory pools: cuMemPoolCreate and cuMemPoolDestroy are
- * hooked to remember what each pool created hands out (location, handle
- * types), since the driver answers no question about it later. Pools are
+ * hooked to remember what each pool created hands out (location, kind,
+ * handle types), since the driver answers no question about it later, and
+ * so are CUDA 13's getters of the pools of a location and kind
+ * (cuMemGetDefaultMemPool, cuMemGetMemPool: a host or managed pool). Pools are
  * few and made rarely; every cuMemAllocFromPoolAsync looks its pool up, so
  * the table is read without a lock (a slot's pool is published after its
  * fields) and written under one. Pools the table never saw (made before
@@ -9,6 +11,7 @@
 #include "shim/mempools.h"
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -20,8 +23,8 @@
 
 struct pool_slot {
     _Atomic(uintptr_t) pool; /* 0: free */
-    int route;               /* spw_mempool_route's answer */
-    int dev;
+    atomic_int route;        /* spw_mempool_route's answer */
+    atomic_int dev;
 };
 
 static struct pool_slot slots[SPW_MAX_POOLS];
@@ -31,6 +34,8 @@ static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
 static int route_of(const CUmemPoolProps *props, int *dev)
 {
     *dev = -1;
+    if (props->allocType == CU_MEM_ALLOCATION_TYPE_MANAGED)
+        return SW_PT_MANAGED;
     switch (props->location.type) {
     case CU_MEM_LOCATION_TYPE_DEVICE:
         *dev = props->location.id;
@@ -52,21 +57,25 @@ static int route_of(const CUmemPoolProps *props, int *dev)
 static void remember(CUmemoryPool pool, int route, int dev)
 {
     pthread_mutex_lock(&slots_lock);
-    struct pool_slot *free_slot = NULL;
-    for (unsigned i = 0; i < SPW_MAX_POOLS; i++) {
+    struct pool_slot *slot = NULL, *free_slot = NULL;
+    for (unsigned i = 0; i < SPW_MAX_POOLS && !slot; i++) {
         uintptr_t p = atomic_load_explicit(&slots[i].pool, memory_order_relaxed);
         if (p == (uintptr_t)pool)
-            atomic_store_explicit(&slots[i].pool, 0, memory_order_release); /* a handle reused */
-        if (!free_slot && (p == 0 || p == (uintptr_t)pool))
+            slot = &slots[i]; /* asked again, or a handle reused: what it is now */
+        else if (!p && !free_slot)
             free_slot = &slots[i];
     }
-    if (free_slot) {
-        free_slot->route = route;
-        free_slot->dev = dev;
-        atomic_store_explicit(&free_slot->pool, (uintptr_t)pool, memory_order_release);
+    bool fresh = !slot && free_slot;
+    if (fresh)
+        slot = free_slot;
+    if (slot) {
+        atomic_store_explicit(&slot->route, route, memory_order_relaxed);
+        atomic_store_explicit(&slot->dev, dev, memory_order_relaxed);
     }
+    if (fresh) /* its fields first: a reader that finds the pool reads them */
+        atomic_store_explicit(&slot->pool, (uintptr_t)pool, memory_order_release);
     pthread_mutex_unlock(&slots_lock);
-    if (!free_slot)
+    if (!slot)
         spw_warn("more than %d memory pools: pool %p is served as a pool of the allocating stream's device",
                  SPW_MAX_POOLS, (void *)pool);
 }
@@ -85,8 +94,8 @@ int spw_mempool_route(CUmemoryPool pool, int *dev)
     *dev = -1;
     for (unsigned i = 0; i < SPW_MAX_POOLS; i++)
         if (atomic_load_explicit(&slots[i].pool, memory_order_acquire) == (uintptr_t)pool) {
-            *dev = slots[i].dev;
-            return slots[i].route;
+            *dev = atomic_load_explicit(&slots[i].dev, memory_order_relaxed);
+            return atomic_load_explicit(&slots[i].route, memory_order_relaxed);
         }
     return -1;
 }
@@ -99,6 +108,33 @@ CUresult spw_h_mem_pool_create(CUmemoryPool *pool, const CUmemPoolProps *poolPro
         int dev, route = route_of(poolProps, &dev);
         remember(*pool, route, dev);
     }
+    return r;
+}
+
+/* A pool the driver names for a location and kind. */
+static void remember_located(CUmemoryPool pool, const CUmemLocation *loc, CUmemAllocationType type)
+{
+    CUmemPoolProps props = {.allocType = type, .location = *loc};
+    int dev, route = route_of(&props, &dev);
+    remember(pool, route, dev);
+}
+
+CUresult spw_h_mem_get_default_mem_pool(CUmemoryPool *pool_out, CUmemLocation *location,
+                                        CUmemAllocationType type)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_mem_get_default_mem_pool);
+    CUresult r = real(pool_out, location, type);
+    if (r == CUDA_SUCCESS && pool_out && location && !spw_disabled())
+        remember_located(*pool_out, location, type);
+    return r;
+}
+
+CUresult spw_h_mem_get_mem_pool(CUmemoryPool *pool, CUmemLocation *location, CUmemAllocationType type)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_mem_get_mem_pool);
+    CUresult r = real(pool, location, type);
+    if (r == CUDA_SUCCESS && pool && location && !spw_disabled())
+        remember_located(*pool, location, type);
     return r;
 }
 

@@ -62,6 +62,59 @@ FC_EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
     return device_pool(pool, dev, true);
 }
 
+/* CUDA 13's pools by location and kind: a device's pinned pools, one
+ * default pool of pinned host memory (made at the first ask; fakecuda has
+ * one NUMA node, 0). Managed pools are not emulated (NOT_SUPPORTED, one of
+ * the documented answers), nor cuMemSetMemPool: a host location's current
+ * pool is its default. */
+static struct fc_mempool *host_default; /* under fc_lock */
+
+static CUresult location_pool(CUmemoryPool *pool, const CUmemLocation *loc, CUmemAllocationType type,
+                              bool current)
+{
+    CUresult r = fc_initialized();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!pool || !loc)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (type == CU_MEM_ALLOCATION_TYPE_MANAGED)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    if (type != CU_MEM_ALLOCATION_TYPE_PINNED)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (loc->type == CU_MEM_LOCATION_TYPE_DEVICE)
+        return device_pool(pool, loc->id, current) == CUDA_SUCCESS ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+    if (loc->type != CU_MEM_LOCATION_TYPE_HOST && (loc->type != CU_MEM_LOCATION_TYPE_HOST_NUMA || loc->id != 0))
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&fc_lock);
+    struct fc_mempool *p = host_default;
+    pthread_mutex_unlock(&fc_lock);
+    if (!p) {
+        struct fc_mempool *made = fc_mempool_new(0, true); /* a default pool: never destroyed */
+        if (!made)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        made->host = true;
+        pthread_mutex_lock(&fc_lock);
+        if (!host_default)
+            host_default = made; /* else another thread's won: this one stays unused on the list */
+        p = host_default;
+        pthread_mutex_unlock(&fc_lock);
+    }
+    *pool = (CUmemoryPool)p;
+    return CUDA_SUCCESS;
+}
+
+FC_EXPORT CUresult cuMemGetDefaultMemPool(CUmemoryPool *pool, CUmemLocation *loc, CUmemAllocationType type)
+{
+    FC_FAULT(cuMemGetDefaultMemPool);
+    return location_pool(pool, loc, type, false);
+}
+
+FC_EXPORT CUresult cuMemGetMemPool(CUmemoryPool *pool, CUmemLocation *loc, CUmemAllocationType type)
+{
+    FC_FAULT(cuMemGetMemPool);
+    return location_pool(pool, loc, type, true);
+}
+
 FC_EXPORT CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
 {
     FC_FAULT(cuDeviceSetMemPool);

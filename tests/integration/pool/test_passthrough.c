@@ -189,6 +189,14 @@ START_TEST(from_pool_async_follows_its_pool)
     ((volatile unsigned char *)(uintptr_t)p)[3 * MiB - 1] = 7; /* the CPU's to touch */
     ck_assert_uint_eq(pool_counters(0).in_use_bytes, c0.in_use_bytes);
     CU_OK(cuMemFreeAsync(p, s));
+    CUmemLocation at_host = {.type = CU_MEM_LOCATION_TYPE_HOST};
+    CUmemoryPool host_default;
+    CU_OK(cuMemGetDefaultMemPool(&host_default, &at_host, CU_MEM_ALLOCATION_TYPE_PINNED));
+    CU_OK(cuMemAllocFromPoolAsync(&p, MiB, host_default, s));
+    type = 0;
+    CU_OK(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p));
+    ck_assert_int_eq(type, CU_MEMORYTYPE_HOST);
+    CU_OK(cuMemFreeAsync(p, s));
 
     props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
     props.location.id = 1;

@@ -126,6 +126,45 @@ START_TEST(host_pool)
 }
 END_TEST
 
+/* CUDA 13's pools by location and kind: a device's pinned default pool is
+ * cuDeviceGetDefaultMemPool's, its current one cuDeviceGetMemPool's; the
+ * host's default pool hands out memory the CPU reads. */
+START_TEST(pools_by_location)
+{
+    CUdevice dev;
+    CU_OK(cuCtxGetDevice(&dev));
+    CUmemLocation loc = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = dev};
+    CUmemoryPool a, b;
+    CU_OK(cuMemGetDefaultMemPool(&a, &loc, CU_MEM_ALLOCATION_TYPE_PINNED));
+    CU_OK(cuDeviceGetDefaultMemPool(&b, dev));
+    ck_assert_ptr_eq(a, b);
+    CU_OK(cuMemGetMemPool(&a, &loc, CU_MEM_ALLOCATION_TYPE_PINNED));
+    CU_OK(cuDeviceGetMemPool(&b, dev));
+    ck_assert_ptr_eq(a, b);
+    CU_ERR(cuMemGetDefaultMemPool(&a, &loc, CU_MEM_ALLOCATION_TYPE_INVALID), CUDA_ERROR_INVALID_VALUE);
+    int supported = 0;
+    CU_OK(cuDeviceGetAttribute(&supported, CU_DEVICE_ATTRIBUTE_HOST_MEMORY_POOLS_SUPPORTED, dev));
+    if (!supported)
+        return;
+    loc = (CUmemLocation){.type = CU_MEM_LOCATION_TYPE_HOST};
+    CUmemoryPool host;
+    CU_OK(cuMemGetDefaultMemPool(&host, &loc, CU_MEM_ALLOCATION_TYPE_PINNED));
+    CU_OK(cuMemGetMemPool(&a, &loc, CU_MEM_ALLOCATION_TYPE_PINNED));
+    ck_assert_ptr_eq(a, host);
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr p;
+    CU_OK(cuMemAllocFromPoolAsync(&p, MiB, host, s));
+    CU_OK(cuMemsetD8Async(p, 0x77, MiB, s));
+    CU_OK(cuStreamSynchronize(s));
+    ck_assert_uint_eq(((volatile unsigned char *)(uintptr_t)p)[MiB - 1], 0x77);
+    CU_OK(cuMemFreeAsync(p, s));
+    CU_OK(cuStreamSynchronize(s));
+    CU_OK(cuStreamDestroy(s));
+    CU_ERR(cuMemPoolDestroy(host), CUDA_ERROR_INVALID_VALUE); /* a default pool */
+}
+END_TEST
+
 START_TEST(per_thread_entry_points)
 {
     CUdeviceptr p;
@@ -167,6 +206,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, default_pool_attributes);
     tcase_add_test(tc, explicit_pool);
     tcase_add_test(tc, host_pool);
+    tcase_add_test(tc, pools_by_location);
     tcase_add_test(tc, per_thread_entry_points);
     tcase_add_test(tc, async_free_releases_in_stream_order);
     suite_add_tcase(s, tc);
