@@ -111,31 +111,28 @@ CUresult spw_h_mem_pool_create(CUmemoryPool *pool, const CUmemPoolProps *poolPro
     return r;
 }
 
-/* A pool the driver names for a location and kind. */
-static void remember_located(CUmemoryPool pool, const CUmemLocation *loc, CUmemAllocationType type)
+/* After the driver named *pool for a location and kind (answer r). */
+static CUresult located(CUresult r, const CUmemoryPool *pool, const CUmemLocation *loc, CUmemAllocationType type)
 {
-    CUmemPoolProps props = {.allocType = type, .location = *loc};
-    int dev, route = route_of(&props, &dev);
-    remember(pool, route, dev);
+    if (r == CUDA_SUCCESS && pool && loc && !spw_disabled()) {
+        CUmemPoolProps props = {.allocType = type, .location = *loc};
+        int dev, route = route_of(&props, &dev);
+        remember(*pool, route, dev);
+    }
+    return r;
 }
 
 CUresult spw_h_mem_get_default_mem_pool(CUmemoryPool *pool_out, CUmemLocation *location,
                                         CUmemAllocationType type)
 {
     SPW_REAL_OR_RETURN(real, spw_h_mem_get_default_mem_pool);
-    CUresult r = real(pool_out, location, type);
-    if (r == CUDA_SUCCESS && pool_out && location && !spw_disabled())
-        remember_located(*pool_out, location, type);
-    return r;
+    return located(real(pool_out, location, type), pool_out, location, type);
 }
 
 CUresult spw_h_mem_get_mem_pool(CUmemoryPool *pool, CUmemLocation *location, CUmemAllocationType type)
 {
     SPW_REAL_OR_RETURN(real, spw_h_mem_get_mem_pool);
-    CUresult r = real(pool, location, type);
-    if (r == CUDA_SUCCESS && pool && location && !spw_disabled())
-        remember_located(*pool, location, type);
-    return r;
+    return located(real(pool, location, type), pool, location, type);
 }
 
 CUresult spw_h_mem_pool_destroy(CUmemoryPool pool)
