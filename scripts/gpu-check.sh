@@ -372,10 +372,18 @@ spill_run() { # label, env..., -- args...
     val() { grep -oE "$1=[^ ]+" <<<"$res" | cut -d= -f2; }
     local verdict=pass
     [ "$rc" -eq 0 ] && [ "$(val data_ok)" = 1 ] || verdict=FAIL
+    # --spilled-copies: a memset and copies on a spilled chunk, no fill
+    # possible (the copy engine on host-backed device addresses).
+    local sc sat extra=""
+    sc=$(val spilled_copies_ok) sat=$(val spilled_at)
+    if [ -n "$sc" ]; then
+        [ "$sc" = 1 ] && [ "${sat:-0}" != 0 ] || verdict=FAIL
+        extra="set/copies on a spilled chunk: $([ "$sc" = 1 ] && echo right || echo WRONG), $(( ${sat:-0} >> 20 )) MiB spilled before, $(val spilled_copies_s) s; "
+    fi
     local held; held=$(val held)
     local sb fb
     sb=$(val spill_bytes) fb=$(val fill_bytes)
-    spill_rows+=("| $label | $verdict | $(( ${held:-0} >> 20 )) MiB | $(val alloc_s) | $(val compute_s) | $(val verify_s) | ${sb:+$((sb >> 20)) MiB} | $(val spill_gbps) | ${fb:+$((fb >> 20)) MiB} | $(val fill_gbps) | $(val stall_s_per_gib) | $(val err) $(grep -m1 -vE '^RESULT' <<<"$out" | cut -c1-80) |")
+    spill_rows+=("| $label | $verdict | $(( ${held:-0} >> 20 )) MiB | $(val alloc_s) | $(val compute_s) | $(val verify_s) | ${sb:+$((sb >> 20)) MiB} | $(val spill_gbps) | ${fb:+$((fb >> 20)) MiB} | $(val fill_gbps) | $(val stall_s_per_gib) | $extra$(val err) $(grep -m1 -vE '^RESULT' <<<"$out" | cut -c1-80) |")
     say "spill: $label: $verdict $res"
 }
 if [ "$MODE" = fake ]; then SPILL_LIMIT=64M SPILL_BYTES=96M SPILL_CHUNK=16M; else SPILL_LIMIT=4G SPILL_BYTES=6G SPILL_CHUNK=256M; fi
@@ -383,7 +391,8 @@ if want spill; then
     stage "spill"
     spill_run "native, $SPILL_BYTES" -- --chunk "$SPILL_CHUNK" --bytes "$SPILL_BYTES"
     spill_run "spillway SPILLWAY_MEM_LIMIT=$SPILL_LIMIT, $SPILL_BYTES" LD_PRELOAD="$BUILD_ABS/libspillway.so" \
-        SPILLWAY_MEM_LIMIT="$SPILL_LIMIT" SPILLWAY_HOST_LIMIT=16G -- --chunk "$SPILL_CHUNK" --bytes "$SPILL_BYTES"
+        SPILLWAY_MEM_LIMIT="$SPILL_LIMIT" SPILLWAY_HOST_LIMIT=16G -- --chunk "$SPILL_CHUNK" --bytes "$SPILL_BYTES" \
+        --spilled-copies
 fi
 launch_native=""
 launch_run() { # label, env...

@@ -4,10 +4,18 @@
  * succeed (cold chunks move to pinned host memory) and the answers stay
  * right; without spillway it measures the same work natively for the ratio.
  *
- *   spill_check [--chunk 256M] [--factor 1.5] [--bytes SIZE] [--passes 2]
+ *   spill_check [--chunk 256M] [--factor 1.5] [--bytes SIZE] [--passes 2] [--spilled-copies]
  *   --factor  hold factor x the total cuMemGetInfo reports (the limit under
  *             spillway); --bytes holds exactly SIZE instead (the native run
  *             of the same work)
+ *   --spilled-copies  then a memset, a copy up and a copy down of the
+ *             coldest chunk, which is spilled, while a kernel spins on
+ *             another stream (no sync can finish, so nothing is filled back
+ *             first): the copy engine on device addresses backed by host
+ *             pages. spilled_copies_ok=1 when the chunk reads back as set
+ *             and written; spilled_at=.. the bytes in host memory just
+ *             before (0: the row proved nothing); spilled_copies_s the
+ *             time the three calls took
  *
  * Each chunk i is filled with i+1 by a kernel; then every pass adds 1 to
  * every chunk (a kernel over all of it: spilled chunks are read and written
@@ -24,6 +32,7 @@
  *          spill_bytes=.. spill_s=.. spill_gbps=.. fill_bytes=.. fill_s=..
  *          fill_gbps=.. stall_s=.. stall_s_per_gib=..  */
 #include <cuda.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,7 +70,7 @@ static CUresult launch(CUfunction f, CUdeviceptr p, unsigned v, size_t words)
 struct opts {
     uint64_t chunk, bytes;
     double factor;
-    int passes;
+    int passes, spilled_copies;
 };
 
 /* Fills *o from the command line; -1 on a bad argument. */
@@ -78,14 +87,16 @@ static int parse_args(int argc, char **argv, struct opts *o)
             i++;
         else if (!strcmp(a, "--passes") && v && (o->passes = atoi(v)) >= 0)
             i++;
+        else if (!strcmp(a, "--spilled-copies"))
+            o->spilled_copies = 1;
         else
             return -1;
     }
     return 0;
 }
 
-/* A context on device 0 and the two kernels. */
-static CUresult load_kernels(CUfunction *fill, CUfunction *add)
+/* A context on device 0 and the kernels. */
+static CUresult load_kernels(CUfunction *fill, CUfunction *add, CUfunction *wait)
 {
     CUdevice dev;
     CUcontext ctx;
@@ -95,7 +106,8 @@ static CUresult load_kernels(CUfunction *fill, CUfunction *add)
         fakecuda_kernels_register();
     if ((r = cuInit(0)) || (r = cuDeviceGet(&dev, 0)) || (r = cuDevicePrimaryCtxRetain(&ctx, dev)) ||
         (r = cuCtxSetCurrent(ctx)) || (r = cuModuleLoadData(&mod, kernels_ptx)) ||
-        (r = cuModuleGetFunction(fill, mod, "fill_u32")) || (r = cuModuleGetFunction(add, mod, "add_u32")))
+        (r = cuModuleGetFunction(fill, mod, "fill_u32")) || (r = cuModuleGetFunction(add, mod, "add_u32")) ||
+        (r = cuModuleGetFunction(wait, mod, "wait_flag")))
         return r;
     return CUDA_SUCCESS;
 }
@@ -146,6 +158,75 @@ static int verify_chunks(const CUdeviceptr *p, size_t got, uint64_t chunk, unsig
     return 1;
 }
 
+/* Releases the spinning kernel of --spilled-copies after 20 s whatever happens, so
+ * that a wait nobody ends is a slow failure, not a hang. */
+static void *watchdog(void *flag)
+{
+    struct timespec t = {20, 0};
+    nanosleep(&t, NULL);
+    __atomic_store_n((unsigned *)flag, 1u, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+#define WINDOW (1u << 20) /* bytes written by the copy up */
+
+/* --spilled-copies: chunk p (spilled: the coldest) set, written and read
+ * back while a kernel spins on another stream, so that nothing can be
+ * filled back first. 1 when every word reads as set or written; *secs:
+ * how long the three calls took. */
+static int spilled_copies(CUfunction wait, CUdeviceptr p, uint64_t chunk, unsigned *host, double *secs,
+                          CUresult *r)
+{
+    unsigned *flag = NULL;
+    CUdeviceptr dflag;
+    CUstream s;
+    *secs = 0;
+    if ((*r = cuMemHostAlloc((void **)&flag, sizeof *flag, CU_MEMHOSTALLOC_DEVICEMAP)) != CUDA_SUCCESS)
+        return 0;
+    *flag = 0;
+    pthread_t dog;
+    int dog_ok = 0;
+    void *args[] = {&dflag};
+    if ((*r = cuMemHostGetDevicePointer(&dflag, flag, 0)) == CUDA_SUCCESS &&
+        (*r = cuStreamCreate(&s, CU_STREAM_NON_BLOCKING)) == CUDA_SUCCESS) {
+        dog_ok = pthread_create(&dog, NULL, watchdog, flag) == 0;
+        *r = cuLaunchKernel(wait, 1, 1, 1, 1, 1, 1, 0, s, args, NULL);
+        size_t words = chunk / 4, off = (chunk / 2) & ~(size_t)3;
+        double t0 = now();
+        if (*r == CUDA_SUCCESS)
+            *r = cuMemsetD32(p, 0xa5a5a5a5u, words);
+        for (size_t w = 0; w < WINDOW / 4; w++)
+            host[w] = 0x10000000u + (unsigned)w;
+        if (*r == CUDA_SUCCESS)
+            *r = cuMemcpyHtoD(p + off, host, WINDOW);
+        if (*r == CUDA_SUCCESS)
+            *r = cuMemcpyDtoH(host, p, chunk);
+        *secs = now() - t0;
+        __atomic_store_n(flag, 1u, __ATOMIC_SEQ_CST);
+        CUresult sr = cuStreamSynchronize(s);
+        cuStreamDestroy(s);
+        if (*r == CUDA_SUCCESS)
+            *r = sr;
+        for (size_t w = 0; *r == CUDA_SUCCESS && w < words; w++) {
+            size_t at = w * 4;
+            unsigned want = at >= off && at < off + WINDOW ? 0x10000000u + (unsigned)((at - off) / 4) : 0xa5a5a5a5u;
+            if (host[w] != want) {
+                fprintf(stderr, "spill_check: spilled copies: word %zu is %#x, not %#x\n", w, host[w], want);
+                if (dog_ok)
+                    pthread_cancel(dog), pthread_join(dog, NULL);
+                cuMemFreeHost(flag);
+                return 0;
+            }
+        }
+    }
+    if (dog_ok) {
+        pthread_cancel(dog);
+        pthread_join(dog, NULL);
+    }
+    cuMemFreeHost(flag);
+    return *r == CUDA_SUCCESS;
+}
+
 /* What the moves cost, from this process's stats segment; nothing without
  * spillway (no segment). */
 static void print_moves(void)
@@ -166,12 +247,12 @@ int main(int argc, char **argv)
 {
     struct opts o;
     if (parse_args(argc, argv, &o)) {
-        fprintf(stderr, "usage: spill_check [--chunk SIZE] [--factor F | --bytes SIZE] [--passes N]\n");
+        fprintf(stderr, "usage: spill_check [--chunk SIZE] [--factor F | --bytes SIZE] [--passes N] [--spilled-copies]\n");
         return 2;
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
-    CUfunction fill, add;
-    CUresult r = load_kernels(&fill, &add);
+    CUfunction fill, add, wait;
+    CUresult r = load_kernels(&fill, &add, &wait);
     if (r != CUDA_SUCCESS) {
         printf("RESULT total=0 held=0 chunks=0 data_ok=0 err=%s\n", name_of(r));
         return 1;
@@ -194,8 +275,19 @@ int main(int argc, char **argv)
     double t2 = now();
     int ok = r == CUDA_SUCCESS && got == n && verify_chunks(p, got, chunk, host, o.passes, &r);
     double t3 = now();
+    int spilled_copies_ok = 0;
+    double spilled_copies_s = 0;
+    uint64_t spilled_at = 0;
+    if (ok && o.spilled_copies && chunk >= WINDOW) {
+        if (selfstats_get("spilled_bytes", 0, &spilled_at))
+            spilled_at = 0; /* no segment: not under spillway */
+        spilled_copies_ok = spilled_copies(wait, p[0], chunk, host, &spilled_copies_s, &r);
+    }
     printf("RESULT total=%zu held=%zu chunks=%zu data_ok=%d alloc_s=%.3f compute_s=%.3f verify_s=%.3f err=%s",
            total, got * (size_t)chunk, got, ok, t1 - t0, t2 - t1, t3 - t2, name_of(r));
+    if (o.spilled_copies)
+        printf(" spilled_copies_ok=%d spilled_at=%llu spilled_copies_s=%.3f", spilled_copies_ok,
+               (unsigned long long)spilled_at, spilled_copies_s);
     print_moves();
     printf("\n");
     for (size_t i = 0; i < got; i++)
