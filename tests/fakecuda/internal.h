@@ -112,6 +112,11 @@ bool fc_is_pinned_host(uintptr_t addr);
 CUresult fc_copy_linear(uintptr_t dst, uintptr_t src, size_t n, CUstream h, bool ptds, bool sync,
                         int dst_dev, int src_dev);
 
+/* What cuGetProcAddress hands out for the exported function fn: fn, or
+ * with FAKECUDA_PROC_ENTRY=internal an entry point of the same function at
+ * another address (proc_entry.c). */
+void *fc_proc_entry(void *fn);
+
 /* How a 2D/3D copy reaches a CUDA array (array.c): its storage as rows
  * of pitch bytes, height rows (one layer: no 3D arrays here), elements of
  * elem bytes. INVALID_VALUE for anything that is not a live array. */

@@ -54,8 +54,8 @@ static CUresult lookup(const char *symbol, void **pfn, int version, cuuint64_t f
                           : CU_GET_PROC_ADDRESS_SUCCESS;
     if (!best)
         return CUDA_ERROR_NOT_FOUND;
-    *pfn = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) && best->per_thread
-               ? best->per_thread : best->fn;
+    *pfn = fc_proc_entry((flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) && best->per_thread
+                             ? best->per_thread : best->fn);
     return CUDA_SUCCESS;
 }
 

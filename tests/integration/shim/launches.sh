@@ -2,8 +2,11 @@
 # The launch-count suite (test_launches.c) under spillway against fakecuda:
 # two 256 MiB devices, a 64 MiB limit, stats in a scratch directory; spill
 # on (launches pass the work gate) and off (they forward untouched): both
-# count.
+# count. Then with a driver whose cuGetProcAddress answers entry points it
+# does not export (FAKECUDA_PROC_ENTRY=internal): spillway's handlers are
+# chosen by name, version and flags, and every launch still counts.
 set -eu
 . "$(dirname "$0")/suite.sh"
 suite_run shim_launches FAKECUDA_DEVICES=2
 suite_run shim_launches FAKECUDA_DEVICES=2 SPILLWAY_SPILL=0
+suite_run shim_launches FAKECUDA_DEVICES=2 FAKECUDA_PROC_ENTRY=internal

@@ -16,3 +16,12 @@ for want in "cuGetProcAddress(\"cuLaunchKernel\", 12000, 0x2): spillway's handle
         exit 1
     fi
 done
+# A driver that answers lookups with entry points it does not export: the
+# handler is chosen by name and version, and the log says so.
+log=$(suite_run shim_paths SPILLWAY_SPILL=0 SPILLWAY_LOG=debug CK_RUN_CASE=resolution \
+    FAKECUDA_PROC_ENTRY=internal 2>&1)
+want="cuGetProcAddress(\"cuLaunchKernel\", 12000, 0x2): spillway's handler, by name and version"
+if ! printf '%s\n' "$log" | grep -qF "spillway: $want"; then
+    echo "paths.sh: the debug log lacks: $want" >&2
+    exit 1
+fi

@@ -1,0 +1,71 @@
+/* fakecuda: a driver whose cuGetProcAddress answers with entry points of
+ * its own rather than its exported symbols (FAKECUDA_PROC_ENTRY=internal):
+ * the same functions at other addresses, which nothing in the ABI forbids
+ * a driver to hand out. spillway can then not tell the ABI by the address
+ * and must choose its handler by name, version and flags (shim/hooks.c).
+ * Covered: the calls whose counts the shim suites check (allocation,
+ * free, the kernel launches and their per-thread variants). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/fakecuda/internal.h"
+
+/* The exported per-thread launches, declared by their linker names. */
+extern CUresult fc_x_launch_ptsz(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                 unsigned, CUstream, void **, void **) __asm__("cuLaunchKernel_ptsz");
+extern CUresult fc_x_launch_ex_ptsz(const CUlaunchConfig *, CUfunction, void **, void **)
+    __asm__("cuLaunchKernelEx_ptsz");
+
+static CUresult entry_alloc(CUdeviceptr *p, size_t n)
+{
+    return cuMemAlloc_v2(p, n);
+}
+
+static CUresult entry_free(CUdeviceptr p)
+{
+    return cuMemFree_v2(p);
+}
+
+static CUresult entry_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                             unsigned bz, unsigned shmem, CUstream s, void **params, void **extra)
+{
+    return cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
+}
+
+static CUresult entry_launch_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                  unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params,
+                                  void **extra)
+{
+    return fc_x_launch_ptsz(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
+}
+
+static CUresult entry_launch_ex(const CUlaunchConfig *c, CUfunction f, void **params, void **extra)
+{
+    return cuLaunchKernelEx(c, f, params, extra);
+}
+
+static CUresult entry_launch_ex_ptsz(const CUlaunchConfig *c, CUfunction f, void **params, void **extra)
+{
+    return fc_x_launch_ex_ptsz(c, f, params, extra);
+}
+
+void *fc_proc_entry(void *exported)
+{
+    const char *how = getenv("FAKECUDA_PROC_ENTRY");
+    if (!exported || !how || strcmp(how, "internal") != 0)
+        return exported;
+    const struct {
+        void *exported, *entry;
+    } entries[] = {
+        {(void *)cuMemAlloc_v2, (void *)entry_alloc},
+        {(void *)cuMemFree_v2, (void *)entry_free},
+        {(void *)cuLaunchKernel, (void *)entry_launch},
+        {(void *)fc_x_launch_ptsz, (void *)entry_launch_ptsz},
+        {(void *)cuLaunchKernelEx, (void *)entry_launch_ex},
+        {(void *)fc_x_launch_ex_ptsz, (void *)entry_launch_ex_ptsz},
+    };
+    for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++)
+        if (entries[i].exported == exported)
+            return entries[i].entry;
+    return exported;
+}
