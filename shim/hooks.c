@@ -63,6 +63,21 @@ static int is_handler(const void *p)
     return 0;
 }
 
+/* The driver's own answer for (symbol, version, flags), NULL if none. */
+static void *driver_answer(const char *symbol, int version, cuuint64_t flags)
+{
+    void *fn = NULL;
+    CUdriverProcAddressQueryResult st;
+    if (spw_real.spw_h_get_proc_address_v2) {
+        if (spw_real.spw_h_get_proc_address_v2(symbol, &fn, version, flags, &st) != CUDA_SUCCESS)
+            fn = NULL;
+    } else if (spw_real.spw_h_get_proc_address &&
+               spw_real.spw_h_get_proc_address(symbol, &fn, version, flags) != CUDA_SUCCESS) {
+        fn = NULL;
+    }
+    return fn;
+}
+
 void *spw_handler_for_proc(const char *symbol, void *real, int version, cuuint64_t flags)
 {
     if (!symbol || !real || symbol[0] != 'c' || symbol[1] != 'u' || spw_disabled() ||
@@ -84,8 +99,12 @@ void *spw_handler_for_proc(const char *symbol, void *real, int version, cuuint64
             best = h;
     }
     /* A driver whose cuGetProcAddress answers with other addresses than its
-     * exported symbols: map (symbol, version, flags) the documented way. */
-    if (!best)
+     * exported symbols: map (symbol, version, flags) the documented way,
+     * but only if the driver gives the same function at the table's
+     * version. A newer ABI than the table knows (a driver and runtime newer
+     * than spillway) is another function there, and stays the driver's: a
+     * handler of the old ABI would misread its arguments. */
+    if (!best || driver_answer(symbol, best->version, flags) != real)
         return real;
     if (best->pt_suffix && (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM))
         return usable(best->handler_pt, best->real_pt) ? best->handler_pt : real;

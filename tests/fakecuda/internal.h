@@ -116,6 +116,10 @@ CUresult fc_copy_linear(uintptr_t dst, uintptr_t src, size_t n, CUstream h, bool
  * with FAKECUDA_PROC_ENTRY=internal an entry point of the same function at
  * another address (proc_entry.c). */
 void *fc_proc_entry(void *fn);
+/* With FAKECUDA_PROC_FUTURE=1, a newer ABI of symbol at version (only
+ * cuMemAlloc from FC_FUTURE_VERSION), else NULL. */
+#define FC_FUTURE_VERSION 13090
+void *fc_proc_future(const char *symbol, int version);
 
 /* How a 2D/3D copy reaches a CUDA array (array.c): its storage as rows
  * of pitch bytes, height rows (one layer: no 3D arrays here), elements of

@@ -4,7 +4,9 @@
  * a driver to hand out. spillway can then not tell the ABI by the address
  * and must choose its handler by name, version and flags (shim/hooks.c).
  * Covered: the calls whose counts the shim suites check (allocation,
- * free, the kernel launches and their per-thread variants). */
+ * free, the kernel launches and their per-thread variants). And a driver
+ * newer than spillway (FAKECUDA_PROC_FUTURE=1): an ABI of cuMemAlloc
+ * from a CUDA version after 13.0, which spillway must leave alone. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,6 +49,21 @@ static CUresult entry_launch_ex(const CUlaunchConfig *c, CUfunction f, void **pa
 static CUresult entry_launch_ex_ptsz(const CUlaunchConfig *c, CUfunction f, void **params, void **extra)
 {
     return fc_x_launch_ex_ptsz(c, f, params, extra);
+}
+
+/* A newer ABI of cuMemAlloc than CUDA 13.0 has (FAKECUDA_PROC_FUTURE=1):
+ * a third argument, as a driver newer than spillway could bring. */
+static CUresult future_mem_alloc(CUdeviceptr *p, size_t n, unsigned long long flags)
+{
+    return flags ? CUDA_ERROR_INVALID_VALUE : cuMemAlloc_v2(p, n);
+}
+
+void *fc_proc_future(const char *symbol, int version)
+{
+    const char *on = getenv("FAKECUDA_PROC_FUTURE");
+    if (on && strcmp(on, "1") == 0 && strcmp(symbol, "cuMemAlloc") == 0 && version >= FC_FUTURE_VERSION)
+        return (void *)future_mem_alloc;
+    return NULL;
 }
 
 void *fc_proc_entry(void *exported)

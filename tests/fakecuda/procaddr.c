@@ -38,6 +38,13 @@ static CUresult lookup(const char *symbol, void **pfn, int version, cuuint64_t f
 {
     if (!symbol || !pfn)
         return CUDA_ERROR_INVALID_VALUE;
+    void *future = fc_proc_future(symbol, version);
+    if (future) {
+        *pfn = future;
+        if (status)
+            *status = CU_GET_PROC_ADDRESS_SUCCESS;
+        return CUDA_SUCCESS;
+    }
     const struct proc *best = NULL;
     bool known = false;
     for (size_t i = 0; i < sizeof procs / sizeof procs[0]; i++) {

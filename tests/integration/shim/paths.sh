@@ -16,6 +16,9 @@ for want in "cuGetProcAddress(\"cuLaunchKernel\", 12000, 0x2): spillway's handle
         exit 1
     fi
 done
+# A driver newer than spillway, with a newer ABI of a hooked function: the
+# driver's own function is handed out for it.
+suite_run shim_paths SPILLWAY_SPILL=0 CK_RUN_CASE=resolution FAKECUDA_PROC_FUTURE=1
 # A driver that answers lookups with entry points it does not export: the
 # handler is chosen by name and version, and the log says so.
 log=$(suite_run shim_paths SPILLWAY_SPILL=0 SPILLWAY_LOG=debug CK_RUN_CASE=resolution \

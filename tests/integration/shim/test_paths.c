@@ -439,6 +439,24 @@ START_TEST(unhooked_names_are_the_drivers)
 }
 END_TEST
 
+/* A driver newer than spillway (fakecuda with FAKECUDA_PROC_FUTURE=1) has a
+ * newer ABI of cuMemAlloc at 13090: spillway hands out the driver's own
+ * function there (its handler would misread the arguments), its handler
+ * below it. Only under paths.sh's run with that variable. */
+START_TEST(a_newer_abi_is_the_drivers)
+{
+    if (!getenv("FAKECUDA_PROC_FUTURE"))
+        return;
+    setup_path(SPW_PATH_LINKED);
+    void *newer = gpa("cuMemAlloc", 13090, 0);
+    ck_assert_msg(newer && !in_spillway(newer), "cuMemAlloc at 13090 -> %p", newer);
+    CUdeviceptr p;
+    ck_assert_int_eq(((CUresult(*)(CUdeviceptr *, size_t, unsigned long long))newer)(&p, MiB, 0), CUDA_SUCCESS);
+    ck_assert_int_eq(cuMemFree(p), CUDA_SUCCESS);
+    ck_assert_ptr_eq(gpa("cuMemAlloc", 13000, 0), (void *)&cuMemAlloc_v2);
+}
+END_TEST
+
 /* glibc finds RTLD_NEXT's "next" from dlsym's caller: spillway's override
  * must leave that the program. The object after this program is spillway,
  * whose cudaMalloc comes before the runtime's. */
@@ -558,6 +576,7 @@ Suite *test_suite(void)
     tcase_add_test(names, per_thread_variants);
     tcase_add_test(names, unhooked_names_are_the_drivers);
     tcase_add_test(names, rtld_next_is_relative_to_the_caller);
+    tcase_add_test(names, a_newer_abi_is_the_drivers);
     suite_add_tcase(s, names);
     TCase *threads = tcase_create("threads");
     tcase_set_timeout(threads, 60);
