@@ -391,6 +391,9 @@ START_TEST(array_operands)
     CU_OK(cuMemAlloc(&p, PL * E * 3));
     CU_OK(cuMemAlloc(&q, ROW * AH));
     CU_OK(cuMemcpyHtoD(p, src, PL * E * 3));
+    /* A copy from pageable memory may return before its DMA is done, and a
+     * non-blocking stream does not wait for the legacy one. */
+    CU_OK(cuCtxSynchronize());
     CUstream s;
     CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     CUDA_MEMCPY3D_BATCH_OP op[2];
