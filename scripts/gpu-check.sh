@@ -173,7 +173,8 @@ fw_vers=$(timeout 60 "$PY" -m pip list 2>/dev/null | awk '$1 ~ /^(jax|jaxlib|tor
 fw_vers=${fw_vers:-"frameworks: none found by pip, "}
 rev=$(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet HEAD 2>/dev/null || echo "+changes")
 say "device: $device; driver $driver (CUDA $cuda_drv); nvcc $nvcc_ver; ${fw_vers%, }; spillway $rev"
-say "libcuda.so.1: $(ldconfig -p 2>/dev/null | grep -c 'libcuda\.so\.1') in the loader's cache;" \
+say "libcuda.so.1 for the suites: $(ldd "$BUILD/tests/unit/driver_device" 2>/dev/null | awk '/libcuda\.so\.1/ {print $3; exit}');" \
+    "in the loader's cache: $(ldconfig -p 2>/dev/null | awk '/libcuda\.so\.1 / {print $NF; exit}');" \
     "LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-unset}; persistence mode:" \
     "$(nvidia-smi --query-gpu=persistence_mode --format=csv,noheader 2>/dev/null | head -1)"
 
@@ -374,11 +375,11 @@ spill_run() { # label, env..., -- args...
     [ "$rc" -eq 0 ] && [ "$(val data_ok)" = 1 ] || verdict=FAIL
     # --spilled-copies: a memset and copies on a spilled chunk, no fill
     # possible (the copy engine on host-backed device addresses).
-    local sc sat extra=""
-    sc=$(val spilled_copies_ok) sat=$(val spilled_at)
+    local sc sat sf extra=""
+    sc=$(val spilled_copies_ok) sat=$(val spilled_at) sf=$(val spilled_copies_fills)
     if [ -n "$sc" ]; then
-        [ "$sc" = 1 ] && [ "${sat:-0}" != 0 ] || verdict=FAIL
-        extra="set/copies on a spilled chunk: $([ "$sc" = 1 ] && echo right || echo WRONG), $(( ${sat:-0} >> 20 )) MiB spilled before, $(val spilled_copies_s) s; "
+        [ "$sc" = 1 ] && [ "${sat:-0}" != 0 ] && [ "${sf:-1}" = 0 ] || verdict=FAIL
+        extra="set/copies on a spilled chunk: $([ "$sc" = 1 ] && echo right || echo WRONG), $(( ${sat:-0} >> 20 )) MiB spilled before, ${sf:-?} bytes filled meanwhile, $(val spilled_copies_s) s; "
     fi
     local held; held=$(val held)
     local sb fb

@@ -85,6 +85,27 @@ static CUresult alloc_async(CUresult (*real)(CUdeviceptr *, size_t, CUstream), i
                           real(dptr, bytesize, stream), *dptr);
 }
 
+/* From a host-located pool: pinned host memory, the CPU's to read, never
+ * the device's. Counted as host memory, and as a pass-through on the
+ * stream's device (as a host-location cuMemCreate is, on the current
+ * context's). */
+static CUresult alloc_from_host_pool(CUresult (*real)(CUdeviceptr *, size_t, CUmemoryPool, CUstream),
+                                     CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream stream)
+{
+    spw_publish_ensure();
+    CUresult r = real(dptr, bytesize, pool, stream);
+    if (r != CUDA_SUCCESS)
+        return r;
+    int dev;
+    if (spw_driver_stream_device(stream, &dev) != CUDA_SUCCESS)
+        dev = -1;
+    spw_account_reserve(SPILLWAY_HOST, bytesize); /* host memory: never refused */
+    spw_account_commit_pt(SPW_KIND_DEVPTR, *dptr, SPILLWAY_HOST, bytesize, SW_PT_HOST_LOCATION);
+    spw_pool_passthrough(dev, SW_PT_HOST_LOCATION, bytesize, "cuMemAllocFromPoolAsync");
+    spw_mark_counted();
+    return r;
+}
+
 static CUresult alloc_from_pool(CUresult (*real)(CUdeviceptr *, size_t, CUmemoryPool, CUstream),
                                 int per_thread, CUdeviceptr *dptr, size_t bytesize,
                                 CUmemoryPool pool, CUstream stream)
@@ -93,9 +114,8 @@ static CUresult alloc_from_pool(CUresult (*real)(CUdeviceptr *, size_t, CUmemory
         return CUDA_ERROR_NOT_INITIALIZED;
     int dev, pool_dev = -1;
     int how = dptr && pool && !spw_disabled() ? spw_mempool_route(pool, &pool_dev) : -1;
-    if (how == SW_PT_HOST_LOCATION) /* pinned host memory, the CPU's to read: never the device's */
-        SPW_PASSTHROUGH_ALLOC(SPW_KIND_DEVPTR, SPILLWAY_HOST, bytesize, SW_PT_HOST_LOCATION,
-                              "cuMemAllocFromPoolAsync", real(dptr, bytesize, pool, stream), *dptr);
+    if (how == SW_PT_HOST_LOCATION)
+        return alloc_from_host_pool(real, dptr, bytesize, pool, stream);
     sw_passthrough_reason why;
     CUresult err = CUDA_SUCCESS;
     sw_policy *p = dptr && pool ? route(stream, per_thread, pool_dev, &dev, &why, &err) : (dev = -1, NULL);

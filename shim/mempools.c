@@ -1,18 +1,25 @@
-/* The program's memory pools: cuMemPoolCreate and cuMemPoolDestroy are
- * hooked to remember what each pool created hands out (location, kind,
- * handle types), since the driver answers no question about it later, and
- * so are CUDA 13's getters of the pools of a location and kind
- * (cuMemGetDefaultMemPool, cuMemGetMemPool: a host or managed pool). Pools are
- * few and made rarely; every cuMemAllocFromPoolAsync looks its pool up, so
- * the table is read without a lock (a slot's pool is published after its
- * fields) and written under one. Pools the table never saw (made before
- * spillway was loaded, or the devices' own default pools) are device pools
- * of the stream's device, as before this table. */
+/* The program's memory pools. The driver answers no question about what a
+ * CUmemoryPool hands out, so spillway remembers it where the pool appears:
+ * cuMemPoolCreate (its properties: location, kind, handle types, usage,
+ * size cap), the device getters (cuDeviceGetDefaultMemPool,
+ * cuDeviceGetMemPool: device pools) and CUDA 13's getters by location and
+ * kind (cuMemGetDefaultMemPool, cuMemGetMemPool: host and managed pools
+ * too). A getter never overwrites what a creation recorded (a pool made
+ * exportable and then set current is still exportable); cuMemPoolDestroy
+ * forgets, under the same lock as the driver call, so a handle the driver
+ * reuses at once is remembered afresh.
+ *
+ * Pools are few and made rarely; every cuMemAllocFromPoolAsync looks its
+ * pool up, so the table is read without a lock (a slot's fields are
+ * atomics, its pool published after them) and written under one. A pool
+ * the table never saw (made before spillway was loaded) is a device pool
+ * of the stream's device, unless the table ever overflowed: then an
+ * unknown pool is the driver's, since it may be a host pool. */
 #include "shim/mempools.h"
 
 #include <pthread.h>
-#include <stdbool.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "policy/policy.h"
@@ -28,6 +35,7 @@ struct pool_slot {
 };
 
 static struct pool_slot slots[SPW_MAX_POOLS];
+static atomic_bool overflowed;
 static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* What allocations from a pool of these properties are (spw_mempool_route). */
@@ -47,46 +55,48 @@ static int route_of(const CUmemPoolProps *props, int *dev)
     default:
         return SW_PT_OTHER;
     }
-    if (props->allocType != CU_MEM_ALLOCATION_TYPE_PINNED)
-        return SW_PT_OTHER;
     if (props->handleTypes != CU_MEM_HANDLE_TYPE_NONE)
         return SW_PT_IPC;
+    /* A special usage (hardware decompression) needs the driver's memory;
+     * a size cap is the pool's own out-of-memory answer, which spillway's
+     * pool would not give. */
+    if (props->allocType != CU_MEM_ALLOCATION_TYPE_PINNED || props->usage || props->maxSize)
+        return SW_PT_OTHER;
     return -1;
 }
 
-static void remember(CUmemoryPool pool, int route, int dev)
+/* Under slots_lock: pool's slot, or NULL. */
+static struct pool_slot *find_locked(CUmemoryPool pool)
 {
-    pthread_mutex_lock(&slots_lock);
-    struct pool_slot *slot = NULL, *free_slot = NULL;
-    for (unsigned i = 0; i < SPW_MAX_POOLS && !slot; i++) {
-        uintptr_t p = atomic_load_explicit(&slots[i].pool, memory_order_relaxed);
-        if (p == (uintptr_t)pool)
-            slot = &slots[i]; /* asked again, or a handle reused: what it is now */
-        else if (!p && !free_slot)
-            free_slot = &slots[i];
-    }
-    bool fresh = !slot && free_slot;
-    if (fresh)
-        slot = free_slot;
-    if (slot) {
-        atomic_store_explicit(&slot->route, route, memory_order_relaxed);
-        atomic_store_explicit(&slot->dev, dev, memory_order_relaxed);
-    }
-    if (fresh) /* its fields first: a reader that finds the pool reads them */
-        atomic_store_explicit(&slot->pool, (uintptr_t)pool, memory_order_release);
-    pthread_mutex_unlock(&slots_lock);
-    if (!slot)
-        spw_warn("more than %d memory pools: pool %p is served as a pool of the allocating stream's device",
-                 SPW_MAX_POOLS, (void *)pool);
-}
-
-static void forget(CUmemoryPool pool)
-{
-    pthread_mutex_lock(&slots_lock);
     for (unsigned i = 0; i < SPW_MAX_POOLS; i++)
         if (atomic_load_explicit(&slots[i].pool, memory_order_relaxed) == (uintptr_t)pool)
-            atomic_store_explicit(&slots[i].pool, 0, memory_order_release);
+            return &slots[i];
+    return NULL;
+}
+
+/* Records what pool is; overwrite: also when it is known (a creation, the
+ * authority on its properties), else only a pool seen for the first time. */
+static void remember(CUmemoryPool pool, int route, int dev, bool overwrite)
+{
+    if (!pool)
+        return;
+    pthread_mutex_lock(&slots_lock);
+    struct pool_slot *slot = find_locked(pool);
+    bool fresh = !slot;
+    if (fresh)
+        slot = find_locked(NULL);
+    if (slot && (fresh || overwrite)) {
+        atomic_store_explicit(&slot->route, route, memory_order_relaxed);
+        atomic_store_explicit(&slot->dev, dev, memory_order_relaxed);
+        if (fresh) /* its fields first: a reader that finds the pool reads them */
+            atomic_store_explicit(&slot->pool, (uintptr_t)pool, memory_order_release);
+    }
+    if (!slot)
+        atomic_store_explicit(&overflowed, true, memory_order_release);
     pthread_mutex_unlock(&slots_lock);
+    if (!slot)
+        spw_warn("more than %d memory pools: allocations from pool %p and from every pool spillway "
+                 "does not know are left to the driver", SPW_MAX_POOLS, (void *)pool);
 }
 
 int spw_mempool_route(CUmemoryPool pool, int *dev)
@@ -97,7 +107,7 @@ int spw_mempool_route(CUmemoryPool pool, int *dev)
             *dev = atomic_load_explicit(&slots[i].dev, memory_order_relaxed);
             return atomic_load_explicit(&slots[i].route, memory_order_relaxed);
         }
-    return -1;
+    return atomic_load_explicit(&overflowed, memory_order_acquire) ? SW_PT_OTHER : -1;
 }
 
 CUresult spw_h_mem_pool_create(CUmemoryPool *pool, const CUmemPoolProps *poolProps)
@@ -106,8 +116,20 @@ CUresult spw_h_mem_pool_create(CUmemoryPool *pool, const CUmemPoolProps *poolPro
     CUresult r = real(pool, poolProps);
     if (r == CUDA_SUCCESS && pool && poolProps && !spw_disabled()) {
         int dev, route = route_of(poolProps, &dev);
-        remember(*pool, route, dev);
+        remember(*pool, route, dev, true);
     }
+    return r;
+}
+
+CUresult spw_h_mem_pool_destroy(CUmemoryPool pool)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_mem_pool_destroy);
+    pthread_mutex_lock(&slots_lock);
+    CUresult r = real(pool);
+    struct pool_slot *slot = r == CUDA_SUCCESS && pool ? find_locked(pool) : NULL;
+    if (slot)
+        atomic_store_explicit(&slot->pool, 0, memory_order_release);
+    pthread_mutex_unlock(&slots_lock);
     return r;
 }
 
@@ -117,7 +139,7 @@ static CUresult located(CUresult r, const CUmemoryPool *pool, const CUmemLocatio
     if (r == CUDA_SUCCESS && pool && loc && !spw_disabled()) {
         CUmemPoolProps props = {.allocType = type, .location = *loc};
         int dev, route = route_of(&props, &dev);
-        remember(*pool, route, dev);
+        remember(*pool, route, dev, false);
     }
     return r;
 }
@@ -135,11 +157,16 @@ CUresult spw_h_mem_get_mem_pool(CUmemoryPool *pool, CUmemLocation *location, CUm
     return located(real(pool, location, type), pool, location, type);
 }
 
-CUresult spw_h_mem_pool_destroy(CUmemoryPool pool)
+CUresult spw_h_device_get_default_mem_pool(CUmemoryPool *pool_out, CUdevice dev)
 {
-    SPW_REAL_OR_RETURN(real, spw_h_mem_pool_destroy);
-    CUresult r = real(pool);
-    if (r == CUDA_SUCCESS)
-        forget(pool);
-    return r;
+    SPW_REAL_OR_RETURN(real, spw_h_device_get_default_mem_pool);
+    CUmemLocation at = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = dev};
+    return located(real(pool_out, dev), pool_out, &at, CU_MEM_ALLOCATION_TYPE_PINNED);
+}
+
+CUresult spw_h_device_get_mem_pool(CUmemoryPool *pool, CUdevice dev)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_device_get_mem_pool);
+    CUmemLocation at = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = dev};
+    return located(real(pool, dev), pool, &at, CU_MEM_ALLOCATION_TYPE_PINNED);
 }

@@ -10,6 +10,7 @@
  * made: the stream's device); else the sw_passthrough_reason it passes
  * the pool by with (a host-located pool: its memory is pinned host memory
  * the program reads from the CPU; a pool with shareable handle types: the
- * program exports its pointers). */
+ * program exports its pointers; managed, a special usage or a size cap:
+ * other). */
 int spw_mempool_route(CUmemoryPool pool, int *dev);
 #endif

@@ -121,7 +121,8 @@ FC_EXPORT CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
     CUresult r = fc_check_device(dev);
     if (r != CUDA_SUCCESS)
         return r;
-    if (!pool_known(pool) || ((struct fc_mempool *)pool)->dev != dev)
+    /* "The memory pool must be local to the specified device" */
+    if (!pool_known(pool) || ((struct fc_mempool *)pool)->host || ((struct fc_mempool *)pool)->dev != dev)
         return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&fc_lock);
     fc_devices[dev].current_pool = (struct fc_mempool *)pool;

@@ -14,8 +14,10 @@
  *             first): the copy engine on device addresses backed by host
  *             pages. spilled_copies_ok=1 when the chunk reads back as set
  *             and written; spilled_at=.. the bytes in host memory just
- *             before (0: the row proved nothing); spilled_copies_s the
- *             time the three calls took
+ *             before and spilled_copies_fills=.. the bytes filled back
+ *             meanwhile (none spilled, or some filled: the row proved
+ *             nothing); spilled_copies_s the time the three calls took.
+ *             Needs a chunk of 2 MiB or more
  *
  * Each chunk i is filled with i+1 by a kernel; then every pass adds 1 to
  * every chunk (a kernel over all of it: spilled chunks are read and written
@@ -278,16 +280,20 @@ int main(int argc, char **argv)
     int spilled_copies_ok = 0;
     double spilled_copies_s = 0;
     uint64_t spilled_at = 0;
-    if (ok && o.spilled_copies && chunk >= WINDOW) {
-        if (selfstats_get("spilled_bytes", 0, &spilled_at))
+    uint64_t fills0 = 0, fills1 = 0;
+    if (ok && o.spilled_copies && chunk >= 2 * WINDOW) { /* the window sits at chunk / 2 */
+        if (selfstats_get("spilled_bytes", 0, &spilled_at) || selfstats_get("fill_bytes", 0, &fills0))
             spilled_at = 0; /* no segment: not under spillway */
         spilled_copies_ok = spilled_copies(wait, p[0], chunk, host, &spilled_copies_s, &r);
+        if (selfstats_get("fill_bytes", 0, &fills1))
+            fills1 = fills0;
     }
     printf("RESULT total=%zu held=%zu chunks=%zu data_ok=%d alloc_s=%.3f compute_s=%.3f verify_s=%.3f err=%s",
            total, got * (size_t)chunk, got, ok, t1 - t0, t2 - t1, t3 - t2, name_of(r));
     if (o.spilled_copies)
-        printf(" spilled_copies_ok=%d spilled_at=%llu spilled_copies_s=%.3f", spilled_copies_ok,
-               (unsigned long long)spilled_at, spilled_copies_s);
+        printf(" spilled_copies_ok=%d spilled_at=%llu spilled_copies_fills=%llu spilled_copies_s=%.3f",
+               spilled_copies_ok, (unsigned long long)spilled_at, (unsigned long long)(fills1 - fills0),
+               spilled_copies_s);
     print_moves();
     printf("\n");
     for (size_t i = 0; i < got; i++)

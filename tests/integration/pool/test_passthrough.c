@@ -188,6 +188,8 @@ START_TEST(from_pool_async_follows_its_pool)
     ck_assert_int_eq(type, CU_MEMORYTYPE_HOST);
     ((volatile unsigned char *)(uintptr_t)p)[3 * MiB - 1] = 7; /* the CPU's to touch */
     ck_assert_uint_eq(pool_counters(0).in_use_bytes, c0.in_use_bytes);
+    ck_assert_uint_eq(pool_counters(0).passthrough_count[SPILLWAY_PT_HOST_LOCATION],
+                      c0.passthrough_count[SPILLWAY_PT_HOST_LOCATION] + 1); /* the stream's device */
     CU_OK(cuMemFreeAsync(p, s));
     CUmemLocation at_host = {.type = CU_MEM_LOCATION_TYPE_HOST};
     CUmemoryPool host_default;
@@ -208,10 +210,18 @@ START_TEST(from_pool_async_follows_its_pool)
     CU_OK(cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p));
     ck_assert_int_eq(ordinal, 1);
     CU_OK(cuMemFreeAsync(p, s));
+    CUmemoryPool default1; /* a CUDA 12 runtime's cudaDeviceGetDefaultMemPool(1) */
+    CU_OK(cuDeviceGetDefaultMemPool(&default1, 1));
+    CU_OK(cuMemAllocFromPoolAsync(&p, 2 * MiB, default1, s));
+    ordinal = -1;
+    CU_OK(cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p));
+    ck_assert_int_eq(ordinal, 1);
+    CU_OK(cuMemFreeAsync(p, s));
 
     props.location.id = 0;
     props.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
     CU_OK(cuMemPoolCreate(&shared, &props));
+    CU_OK(cuStreamSynchronize(s));
     size_t before = fakecuda_device_bytes_used(0);
     CU_OK(cuMemAllocFromPoolAsync(&p, 4 * MiB, shared, s));
     ck_assert_uint_eq(fakecuda_device_bytes_used(0) - before, 4 * MiB);
@@ -219,7 +229,33 @@ START_TEST(from_pool_async_follows_its_pool)
                       c0.passthrough_count[SPILLWAY_PT_IPC] + 1);
     ck_assert_uint_eq(pool_counters(0).in_use_bytes, c0.in_use_bytes);
     CU_OK(cuMemFreeAsync(p, s));
+    /* Made current and asked for again, it is still the exportable pool. */
+    CUmemoryPool current;
+    CU_OK(cuDeviceSetMemPool(0, shared));
+    CUmemLocation dev0 = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0};
+    CU_OK(cuMemGetMemPool(&current, &dev0, CU_MEM_ALLOCATION_TYPE_PINNED));
+    ck_assert_ptr_eq(current, shared);
+    CU_OK(cuStreamSynchronize(s)); /* the free above has run: the count is still */
+    before = fakecuda_device_bytes_used(0);
+    CU_OK(cuMemAllocFromPoolAsync(&p, 4 * MiB, current, s));
+    ck_assert_uint_eq(fakecuda_device_bytes_used(0) - before, 4 * MiB);
+    CU_OK(cuMemFreeAsync(p, s));
+    CUmemoryPool default0;
+    CU_OK(cuDeviceGetDefaultMemPool(&default0, 0));
+    CU_OK(cuDeviceSetMemPool(0, default0));
+    /* A pool with a size cap answers out of memory past it: the driver's. */
+    CUmemoryPool capped;
+    props.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
+    props.maxSize = 8 * MiB;
+    CU_OK(cuMemPoolCreate(&capped, &props));
     CU_OK(cuStreamSynchronize(s));
+    before = fakecuda_device_bytes_used(0);
+    CU_OK(cuMemAllocFromPoolAsync(&p, 2 * MiB, capped, s));
+    ck_assert_uint_eq(fakecuda_device_bytes_used(0) - before, 2 * MiB);
+    ck_assert_uint_eq(pool_counters(0).in_use_bytes, c0.in_use_bytes);
+    CU_OK(cuMemFreeAsync(p, s));
+    CU_OK(cuStreamSynchronize(s));
+    CU_OK(cuMemPoolDestroy(capped));
     CU_OK(cuMemPoolDestroy(host));
     CU_OK(cuMemPoolDestroy(other));
     CU_OK(cuMemPoolDestroy(shared));

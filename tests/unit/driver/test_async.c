@@ -119,6 +119,8 @@ START_TEST(host_pool)
     ck_assert_uint_eq(b, 0x11);
     CU_OK(cuMemFreeAsync(p, s));
     CU_OK(cuStreamSynchronize(s));
+    /* "The memory pool must be local to the specified device" */
+    CU_ERR(cuDeviceSetMemPool(dev, pool), CUDA_ERROR_INVALID_VALUE);
     CU_OK(cuMemPoolDestroy(pool));
     CU_OK(cuStreamDestroy(s));
     props.location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT;
