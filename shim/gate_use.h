@@ -56,10 +56,11 @@ static inline void spw_gate_use2(sw_policy *p, CUdeviceptr a, CUdeviceptr b, siz
         spw_gate_filled();
 }
 
-/* A graph launch about to run exec on stream: touches (and fills back)
- * the pool pointers its nodes use (graphs.c); returns the devices for its
- * bracket (the stream's and those pointers'). */
-uint64_t spw_graph_use(sw_policy *g, CUgraphExec exec, CUstream stream);
+/* A graph launch about to run exec on the device whose gate is runs_on
+ * (its stream's): touches (and fills back) the pool pointers its nodes use
+ * (graphs.c); returns the devices for its bracket (runs_on and those
+ * pointers'). */
+uint64_t spw_graph_use(sw_policy *g, CUgraphExec exec, uint64_t runs_on);
 
 /* The device of the calling thread's current context, or -1 when there is
  * none (or it is past SW_MAX_DEVICES). */
@@ -117,15 +118,17 @@ uint64_t spw_gate_use_sides(sw_policy *g, const spw_sides *s);
  * submission: handler (hooks.def), its parameters and the forwarded
  * arguments; use, statements run before the bracket when some pool spills
  * (g is the policy) that touch and fill back what the submission names and
- * set `devices` to the devices it may reach; result, what the handler
- * returns (r: the driver's answer). Without a spilling pool: one atomic
- * load, then the driver. */
+ * set `devices` to the devices it may reach (and a launch `runs_on`, the
+ * gate of the device it runs on, which its count reuses); result, what the
+ * handler returns (r: the driver's answer). Without a spilling pool: one
+ * atomic load, then the driver. */
 #define SPW_GATED_HANDLER(handler, params, args, use, result) \
     CUresult handler params                                    \
     {                                                          \
         SPW_REAL_OR_RETURN(real, handler);                     \
         sw_policy *g = spw_gate();                             \
-        uint64_t devices = 0;                                  \
+        uint64_t devices = 0, runs_on = 0;                     \
+        (void)runs_on;                                         \
         if (g) {                                               \
             use;                                               \
         }                                                      \

@@ -151,9 +151,9 @@ static void forget(CUgraphExec e)
     pthread_mutex_unlock(&lock);
 }
 
-uint64_t spw_graph_use(sw_policy *g, CUgraphExec e, CUstream stream)
+uint64_t spw_graph_use(sw_policy *g, CUgraphExec e, uint64_t runs_on)
 {
-    uint64_t devs = spw_gate_stream_devices(stream);
+    uint64_t devs = runs_on;
     enum { BATCH = 64 };
     CUdeviceptr p[BATCH];
     size_t n, done = 0;

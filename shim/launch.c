@@ -47,30 +47,30 @@ static void use_arguments(sw_policy *g, CUfunction f, void **params, void **extr
 }
 
 /* Where a launch runs: its stream's device, as the gate was told (gated:
- * the one bit of the launch's bracket) or asked now. */
+ * the bit of that device's gate, runs_on) or asked now. */
 struct launch_on {
     CUstream stream;
-    uint64_t gated;
+    uint64_t runs_on; /* the gate of its device (0: not gated) */
 };
 
 static int launch_device(const void *arg)
 {
     const struct launch_on *l = arg;
-    return l->gated ? __builtin_ctzll(l->gated) : spw_stream_device(l->stream);
+    return l->runs_on ? __builtin_ctzll(l->runs_on) : spw_stream_device(l->stream);
 }
 
 /* Every launch the driver accepts is counted (stats: launches,
  * graph_launches), spill or not, on the device of its stream: a program
  * whose count falls short of its own reaches the driver past these
  * handlers, where the gate cannot see it (issue 10: the runtime's launches
- * must arrive here). A kernel launch counts on the device its bracket
- * named, so the count checks the gate too. */
-static CUresult counted(CUresult r, CUstream stream, uint64_t gated, int graph)
+ * must arrive here). A launch counts on the device its bracket was told it
+ * runs on, so with spill on the count checks the gate too. */
+static CUresult counted(CUresult r, CUstream stream, uint64_t runs_on, int graph)
 {
     if (r != CUDA_SUCCESS)
         return r;
     spw_publish_ensure(); /* a program may launch before it allocates */
-    struct launch_on l = {stream, gated};
+    struct launch_on l = {stream, runs_on};
     spw_account_launch(launch_device, &l, graph);
     return r;
 }
@@ -80,7 +80,7 @@ static CUresult counted(CUresult r, CUstream stream, uint64_t gated, int graph)
 #define LAUNCH_HANDLERS(handler, params, f, kparams, extra, stream, args)     \
     SPW_GATED_HANDLERS(handler, params, args,                               \
                        use_arguments(g, (f), (kparams), (extra));           \
-                       devices = spw_gate_stream_devices(stream), counted(r, (stream), devices, 0))
+                       devices = runs_on = spw_gate_stream_devices(stream), counted(r, (stream), runs_on, 0))
 
 LAUNCH_HANDLERS(spw_h_launch_kernel,
                 (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
@@ -104,20 +104,21 @@ LAUNCH_HANDLERS(spw_h_launch_cooperative_kernel,
                  hStream, kernelParams))
 
 SPW_GATED_HANDLERS(spw_h_graph_launch, (CUgraphExec hGraphExec, CUstream hStream),
-                   (hGraphExec, hStream), devices = spw_graph_use(g, hGraphExec, hStream),
-                   counted(r, hStream, 0, 1))
+                   (hGraphExec, hStream),
+                   runs_on = spw_gate_stream_devices(hStream); devices = spw_graph_use(g, hGraphExec, runs_on),
+                   counted(r, hStream, runs_on, 1))
 
 /* The arguments of these live in the driver (cuParamSet*): not scanned, so
  * what they use is neither touched nor filled back; still gated, so no
  * page they may use moves while they are submitted. */
-SPW_GATED_HANDLER(spw_h_launch, (CUfunction f), (f), devices = spw_gate_stream_devices(NULL),
-                  counted(r, NULL, devices, 0))
+SPW_GATED_HANDLER(spw_h_launch, (CUfunction f), (f), devices = runs_on = spw_gate_stream_devices(NULL),
+                  counted(r, NULL, runs_on, 0))
 SPW_GATED_HANDLER(spw_h_launch_grid, (CUfunction f, int grid_width, int grid_height),
-                  (f, grid_width, grid_height), devices = spw_gate_stream_devices(NULL),
-                  counted(r, NULL, devices, 0))
+                  (f, grid_width, grid_height), devices = runs_on = spw_gate_stream_devices(NULL),
+                  counted(r, NULL, runs_on, 0))
 SPW_GATED_HANDLER(spw_h_launch_grid_async, (CUfunction f, int grid_width, int grid_height, CUstream hStream),
-                  (f, grid_width, grid_height, hStream), devices = spw_gate_stream_devices(hStream),
-                  counted(r, hStream, devices, 0))
+                  (f, grid_width, grid_height, hStream), devices = runs_on = spw_gate_stream_devices(hStream),
+                  counted(r, hStream, runs_on, 0))
 
 /* Forgotten before (a launch racing the unload must not cache the dying
  * layout under the current generation) and after (nor one asked between). */
