@@ -99,10 +99,7 @@ static CUresult alloc_from_host_pool(CUresult (*real)(CUdeviceptr *, size_t, CUm
     int dev;
     if (spw_driver_stream_device(stream, &dev) != CUDA_SUCCESS)
         dev = -1;
-    spw_account_reserve(SPILLWAY_HOST, bytesize); /* host memory: never refused */
-    spw_account_commit_pt(SPW_KIND_DEVPTR, *dptr, SPILLWAY_HOST, bytesize, SW_PT_HOST_LOCATION);
-    spw_pool_passthrough(dev, SW_PT_HOST_LOCATION, bytesize, "cuMemAllocFromPoolAsync");
-    spw_mark_counted();
+    spw_host_passthrough(SPW_KIND_DEVPTR, *dptr, bytesize, dev, SW_PT_HOST_LOCATION, "cuMemAllocFromPoolAsync");
     return r;
 }
 

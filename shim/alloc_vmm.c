@@ -157,11 +157,8 @@ CUresult spw_h_mem_create(CUmemGenericAllocationHandle *handle, size_t size,
     if (account == SPILLWAY_HOST) {
         /* Host memory: never refused, no device gauge. */
         CUresult r = real(handle, size, prop, flags);
-        if (r == CUDA_SUCCESS) {
-            spw_account_reserve(SPILLWAY_HOST, size);
-            spw_account_commit(SPW_KIND_HANDLE, *handle, SPILLWAY_HOST, size);
-            spw_pool_passthrough(noted, (sw_passthrough_reason)why, size, "cuMemCreate");
-        }
+        if (r == CUDA_SUCCESS)
+            spw_host_passthrough(SPW_KIND_HANDLE, *handle, size, noted, (sw_passthrough_reason)why, "cuMemCreate");
         return r;
     }
     SPW_PASSTHROUGH_ALLOC(SPW_KIND_HANDLE, account, size, (sw_passthrough_reason)why, "cuMemCreate",

@@ -55,6 +55,19 @@ static inline void spw_mark_counted(void)
                        spw_pool_passthrough((dev), (reason), (bytes), (what))),         \
                       spw_account_note_oom(dev))
 
+/* Host memory the driver has just handed out past the pool (cuMemCreate
+ * on a host location, a host memory pool): never refused, counted as host
+ * memory under key, and as a pass-through of reason why on device noted
+ * (-1: none). */
+static inline void spw_host_passthrough(enum spw_kind kind, uint64_t key, uint64_t bytes, int noted,
+                                        sw_passthrough_reason why, const char *what)
+{
+    spw_account_reserve(SPILLWAY_HOST, bytes);
+    spw_account_commit_pt(kind, key, SPILLWAY_HOST, bytes, why);
+    spw_pool_passthrough(noted, why, bytes, what);
+    spw_mark_counted();
+}
+
 /* All of the above: reserve bytes on dev (reserve: spw_account_reserve
  * or spw_pool_reserve), make the call, then settle (the statement
  * committed) or give the reservation back (and on out-of-memory run the

@@ -63,6 +63,20 @@ static int is_handler(const void *p)
     return 0;
 }
 
+/* The hook whose driver function real is (*pt: its per-thread variant),
+ * NULL when real is none of the exports behind a handler. */
+static const struct spw_hook *hook_of_real(const void *real, int *pt)
+{
+    for (unsigned i = 0; i < spw_hooks_count; i++) {
+        const struct spw_hook *h = &spw_hooks[i];
+        if (real == *h->real || (h->real_pt && real == *h->real_pt)) {
+            *pt = real != *h->real;
+            return h;
+        }
+    }
+    return NULL;
+}
+
 /* The driver's own answer for (symbol, version, flags), NULL if none. */
 static void *driver_answer(const char *symbol, int version, cuuint64_t flags)
 {
@@ -87,13 +101,13 @@ void *spw_handler_for_proc(const char *symbol, void *real, int version, cuuint64
      * answer is one of the functions behind a handler, that handler is it,
      * whatever name was asked ("cuGraphInstantiate" at 12000 is
      * cuGraphInstantiateWithFlags). */
+    int pt;
+    const struct spw_hook *exported = hook_of_real(real, &pt);
+    if (exported)
+        return pt ? exported->handler_pt : exported->handler;
     const struct spw_hook *best = NULL;
     for (unsigned i = 0; i < spw_hooks_count; i++) {
         const struct spw_hook *h = &spw_hooks[i];
-        if (real == *h->real)
-            return h->handler;
-        if (h->real_pt && real == *h->real_pt)
-            return h->handler_pt;
         if (strcmp(symbol, h->base) == 0 && version >= h->version &&
             (!best || h->version > best->version))
             best = h;
@@ -119,18 +133,6 @@ void *spw_handler_for_proc(const char *symbol, void *real, int version, cuuint64
     if (!var)                                                   \
         return CUDA_ERROR_NOT_INITIALIZED
 
-/* Whether real is one of the driver's exported functions behind a
- * handler: the handler chosen for it is that very ABI. Otherwise
- * spw_handler_for_proc chose by name and version, which a driver newer
- * than the table could mean differently. */
-static int is_export(const void *real)
-{
-    for (unsigned i = 0; i < spw_hooks_count; i++)
-        if (real == *spw_hooks[i].real || (spw_hooks[i].real_pt && real == *spw_hooks[i].real_pt))
-            return 1;
-    return 0;
-}
-
 /* What a lookup hands out, and with SPILLWAY_LOG=debug which names were
  * asked for and who answers them: a launch that goes around the work gate
  * shows there as a name the runtime asked for that spillway left to the
@@ -138,13 +140,14 @@ static int is_export(const void *real)
 static void *answer(const char *symbol, void *real, int version, cuuint64_t flags)
 {
     void *h = spw_handler_for_proc(symbol, real, version, flags);
+    int pt;
     if (spw_log_enabled(SPW_LOG_DEBUG))
         spw_debug("cuGetProcAddress(\"%s\", %d, %#llx): %s", symbol ? symbol : "(null)", version,
                   (unsigned long long)flags,
-                  h == real          ? "the driver's own"
-                  : is_export(real) ? "spillway's handler"
-                                    : "spillway's handler, by name and version (the driver answered an "
-                                      "address it does not export)");
+                  h == real                 ? "the driver's own"
+                  : hook_of_real(real, &pt) ? "spillway's handler"
+                                            : "spillway's handler, by name and version (the driver "
+                                              "answered an address it does not export)");
     return h;
 }
 

@@ -35,6 +35,8 @@ struct pool_slot {
 };
 
 static struct pool_slot slots[SPW_MAX_POOLS];
+/* Slots ever used: lookups scan no further (a program has a few pools). */
+static atomic_uint used;
 static atomic_bool overflowed;
 static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -65,13 +67,15 @@ static int route_of(const CUmemPoolProps *props, int *dev)
     return -1;
 }
 
-/* Under slots_lock: pool's slot, or NULL. */
+/* Under slots_lock: pool's slot, or NULL; a free one (pool NULL) may be
+ * one never used yet. */
 static struct pool_slot *find_locked(CUmemoryPool pool)
 {
-    for (unsigned i = 0; i < SPW_MAX_POOLS; i++)
+    unsigned n = atomic_load_explicit(&used, memory_order_relaxed);
+    for (unsigned i = 0; i < n; i++)
         if (atomic_load_explicit(&slots[i].pool, memory_order_relaxed) == (uintptr_t)pool)
             return &slots[i];
-    return NULL;
+    return !pool && n < SPW_MAX_POOLS ? &slots[n] : NULL;
 }
 
 /* Records what pool is; overwrite: also when it is known (a creation, the
@@ -88,8 +92,12 @@ static void remember(CUmemoryPool pool, int route, int dev, bool overwrite)
     if (slot && (fresh || overwrite)) {
         atomic_store_explicit(&slot->route, route, memory_order_relaxed);
         atomic_store_explicit(&slot->dev, dev, memory_order_relaxed);
-        if (fresh) /* its fields first: a reader that finds the pool reads them */
+        if (fresh) { /* its fields first: a reader that finds the pool reads them */
             atomic_store_explicit(&slot->pool, (uintptr_t)pool, memory_order_release);
+            unsigned i = (unsigned)(slot - slots);
+            if (i >= atomic_load_explicit(&used, memory_order_relaxed))
+                atomic_store_explicit(&used, i + 1, memory_order_release);
+        }
     }
     if (!slot)
         atomic_store_explicit(&overflowed, true, memory_order_release);
@@ -102,7 +110,8 @@ static void remember(CUmemoryPool pool, int route, int dev, bool overwrite)
 int spw_mempool_route(CUmemoryPool pool, int *dev)
 {
     *dev = -1;
-    for (unsigned i = 0; i < SPW_MAX_POOLS; i++)
+    unsigned n = atomic_load_explicit(&used, memory_order_acquire);
+    for (unsigned i = 0; i < n; i++)
         if (atomic_load_explicit(&slots[i].pool, memory_order_acquire) == (uintptr_t)pool) {
             *dev = atomic_load_explicit(&slots[i].dev, memory_order_relaxed);
             return atomic_load_explicit(&slots[i].route, memory_order_relaxed);

@@ -185,13 +185,19 @@ START_TEST(refused_launches_are_not_counted)
 }
 END_TEST
 
-/* A launch counts on the device whose context is current. */
-START_TEST(launches_count_on_the_current_contexts_device)
+/* Device 1 exists (launches.sh gives fakecuda two), device 0 current. */
+static void two_devices(void)
 {
     int count = 0;
     rig_setup(0);
     CU_OK(cuDeviceGetCount(&count));
     ck_assert_msg(count >= 2, "launches.sh gives fakecuda two devices");
+}
+
+/* A launch counts on the device whose context is current. */
+START_TEST(launches_count_on_the_current_contexts_device)
+{
+    two_devices();
     rig_setup(1);
     CUfunction f = rig_kernel("step_u32");
     CUdeviceptr p = rig_filled(BYTES, 2);
@@ -211,10 +217,7 @@ END_TEST
  * counted on the stream's device, as is a graph launched there. */
 START_TEST(launches_count_on_their_streams_device)
 {
-    int count = 0;
-    rig_setup(0);
-    CU_OK(cuDeviceGetCount(&count));
-    ck_assert_msg(count >= 2, "launches.sh gives fakecuda two devices");
+    two_devices();
     rig_setup(1);
     (void)rig_kernel("step_u32"); /* registers the kernels */
     CUlibrary lib;
