@@ -197,7 +197,7 @@ static size_t swap_in(sw_policy *p, sw_device *d, CUdeviceptr va, size_t n, cons
 static bool room_for(sw_device *d, uint32_t rate, uint64_t now)
 {
     sw_dev_lock(d);
-    bool room = d->pool.nfree || d->pool.created < d->pool.limit_pages || d->ncached ||
+    bool room = d->pool.nfree || d->pool.created < sw_pool_cap(d) || d->ncached ||
                 sw_freeq_pending(d, NULL);
     if (room && !d->cfg.demand_paging && d->c.host_in_use) {
         uint32_t floor = sw_ring_floor(d, now);

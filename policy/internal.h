@@ -7,7 +7,8 @@
  *   gate.c       the work gates (one per device; gate.h)
  *   pagetable.c  VA page -> owner, users, logical page
  *   rate.c       rates of use of a heat record (heat.h)
- *   pool.c       physical pages (device up to the limit, host up to its limit)
+ *   pool.c       physical pages (device up to the limit less what is lent,
+ *                host up to its limit)
  *   syncer.c     device syncs a caller can stop waiting for; sync tickets
  *                (gate.h)
  *   extent.c     VA segments and extents: bins, placement, carving, merging
@@ -25,6 +26,7 @@
  *   spill.c      victims and spill
  *   fill.c       fill, and the no-thrash rule
  *   acquire.c    backing a carved range: pool, reclaim, sync, spill, host
+ *   lend.c       device memory outside the pool: pages given back for it
  *   vmm.c        program-managed VMM
  *   promote.c    program VMM made shareable (exports)
  *   policy.c     the API of policy.h
@@ -204,6 +206,12 @@ typedef struct sw_pool {
 int sw_pool_init(sw_device *d, size_t limit_pages, size_t host_limit_pages);
 CUresult sw_pool_prefill(sw_device *d);
 size_t sw_pool_available(const sw_device *d); /* free + still creatable */
+/* The device pages the pool may hold now: the limit's, less what memory
+ * outside the pool takes (sw_lend), in whole pages. */
+size_t sw_pool_cap(const sw_device *d);
+/* Releases one free device page to the driver (created goes down): SUCCESS,
+ * NOT_FOUND when none is free, or the driver's error (the page stays). */
+CUresult sw_pool_give_back(sw_device *d);
 /* A free page of loc, created when none is free and the limit allows.
  * OUT_OF_MEMORY with *why = LIMIT / HOST_LIMIT when the limit stops it, or
  * DRIVER when the driver has no page to give; any other driver error as
@@ -545,6 +553,9 @@ struct sw_policy {
     unsigned shift;
     sw_pagetable pt;
     sw_device dev[SW_MAX_DEVICES];
+    /* Device memory outside the pool, per device (lend.c): kept here, not
+     * in sw_device, because it is lent before a device is set up too. */
+    _Atomic uint64_t lent[SW_MAX_DEVICES];
     _Atomic int ndev_hi; /* 1 + the highest device index set up */
     pthread_mutex_t handles_lock;
     sw_vmm **handles;         /* by index; NULL slots are free */

@@ -168,7 +168,7 @@ static CUresult take_device(sw_device *d, CUmemGenericAllocationHandle *h, sw_oo
 {
     sw_pool *pl = &d->pool;
     size_t got;
-    if (!pl->nfree && d->ncached && (cache_in_excess(d) || pl->created >= pl->limit_pages)) {
+    if (!pl->nfree && d->ncached && (cache_in_excess(d) || pl->created >= sw_pool_cap(d))) {
         CUresult r = sw_pages_reclaim(d, 1, &got);
         if (r != CUDA_SUCCESS)
             return r;

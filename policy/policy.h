@@ -256,7 +256,8 @@ CUresult sw_fill(sw_policy *p, CUdeviceptr ptr);
     X(CAPTURE, "capture", PASS_CAPTURE)         /* stream-ordered, during capture */ \
     X(HOST_LOCATION, "host-location", NONE)     /* cuMemCreate on a host location */ \
     X(DISABLED, "disabled", PASS_OTHER)         /* the device has no pool */        \
-    X(OTHER, "other", PASS_OTHER)               /* special properties */
+    X(OTHER, "other", PASS_OTHER)               /* special properties */        \
+    X(ARRAY, "array", PASS_OTHER)               /* a CUDA array (texture memory) */
 
 typedef enum sw_passthrough_reason {
 #define SW_PT_ENUM(reason, name, stat) SW_PT_##reason,
@@ -267,6 +268,24 @@ typedef enum sw_passthrough_reason {
 const char *sw_passthrough_reason_name(sw_passthrough_reason r);
 /* Counts one pass-through allocation of `bytes` on dev. */
 void sw_count_passthrough(sw_policy *p, int dev, sw_passthrough_reason r, size_t bytes);
+
+/* ---- memory outside the pool (lend.c) -------------------------------------
+ * Device memory the driver allocates past the pool takes its bytes out of
+ * the pool's device pages, so that together they never hold more of the
+ * device than the limit. sw_lend before the driver allocates bytes outside
+ * the pool on dev: the pool's page cap becomes the limit less everything
+ * lent, and pages beyond it go back to the driver now (free, cached, after
+ * a sync those of covered frees, with spill the coldest live data moved to
+ * the host first). OUT_OF_MEMORY, nothing lent, when more than the limit
+ * would be lent or the pages cannot be given back (no spill, or the device
+ * stays busy past the quiesce deadline); a device not set up yet only
+ * records it. sw_unlend after that memory was freed or its allocation
+ * failed. Which pass-through reasons lend: sw_passthrough_lends (device
+ * memory on a device with a pool). */
+bool sw_passthrough_lends(sw_passthrough_reason r);
+CUresult sw_lend(sw_policy *p, int dev, size_t bytes);
+void sw_unlend(sw_policy *p, int dev, size_t bytes);
+uint64_t sw_lent_bytes(const sw_policy *p, int dev);
 
 /* The spill figures, once: X(name, counter, stat) with name the field of
  * sw_spill_stats and sw_counters, counter the device counter it is read

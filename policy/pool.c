@@ -1,8 +1,10 @@
 /* The page pool of one device: physical pages (one driver handle each) that
- * are not mapped anywhere, device pages up to the limit and never beyond,
- * pinned host pages up to the host limit. Everything runs under the device
- * lock. Pages are kept once created: giving them back to the driver would
- * only make the next allocation pay cuMemCreate again. */
+ * are not mapped anywhere, device pages up to the limit less what memory
+ * outside the pool takes (sw_pool_cap, lend.c) and never beyond, pinned
+ * host pages up to the host limit. Everything runs under the device lock.
+ * Pages are kept once created (giving them back to the driver would only
+ * make the next allocation pay cuMemCreate again), except the ones memory
+ * outside the pool needs (sw_pool_give_back). */
 #include <stdlib.h>
 
 #include "policy/internal.h"
@@ -49,7 +51,8 @@ static void *prefill_run(void *arg)
 CUresult sw_pool_prefill(sw_device *d)
 {
     sw_pool *pl = &d->pool;
-    size_t want = pl->limit_pages - pl->created, base = pl->nfree;
+    size_t cap = sw_pool_cap(d);
+    size_t want = cap > pl->created ? cap - pl->created : 0, base = pl->nfree;
     if (!want)
         return CUDA_SUCCESS;
     size_t nt = want / PREFILL_MIN_SHARE;
@@ -83,9 +86,17 @@ CUresult sw_pool_prefill(sw_device *d)
     return first;
 }
 
+size_t sw_pool_cap(const sw_device *d)
+{
+    uint64_t lent = atomic_load_explicit(&d->pol->lent[d->id], memory_order_relaxed);
+    uint64_t pages = (lent + d->page - 1) >> d->shift;
+    return pages >= d->pool.limit_pages ? 0 : d->pool.limit_pages - (size_t)pages;
+}
+
 size_t sw_pool_available(const sw_device *d)
 {
-    return d->pool.nfree + (d->pool.limit_pages - d->pool.created);
+    size_t cap = sw_pool_cap(d);
+    return d->pool.nfree + (cap > d->pool.created ? cap - d->pool.created : 0);
 }
 
 /* A slot for one more host page within the host limit: counted as created
@@ -151,7 +162,7 @@ CUresult sw_pool_take(sw_device *d, sw_loc loc, CUmemGenericAllocationHandle *h,
             *h = pl->free[--pl->nfree];
             return CUDA_SUCCESS;
         }
-        if (pl->created >= pl->limit_pages) {
+        if (pl->created >= sw_pool_cap(d)) {
             *why = SW_OOM_LIMIT;
             return CUDA_ERROR_OUT_OF_MEMORY;
         }
@@ -203,6 +214,20 @@ static CUresult release2(sw_device *d, CUmemGenericAllocationHandle h)
     const sw_backend *be = &d->pol->be;
     CUresult r = be->page_release(be->ctx, h);
     return r == CUDA_SUCCESS ? r : be->page_release(be->ctx, h);
+}
+
+CUresult sw_pool_give_back(sw_device *d)
+{
+    sw_pool *pl = &d->pool;
+    if (!pl->nfree)
+        return CUDA_ERROR_NOT_FOUND;
+    CUresult r = release2(d, pl->free[pl->nfree - 1]);
+    if (r != CUDA_SUCCESS)
+        return r;
+    pl->nfree--;
+    pl->created--;
+    sw_figure_sub(&d->c, &d->c.pool_bytes, d->page);
+    return CUDA_SUCCESS;
 }
 
 /* Releases every free page; pages still mapped are the caller's to unmap

@@ -381,6 +381,14 @@ spill_run() { # label, env..., -- args...
         [ "$sc" = 1 ] && [ "${sat:-0}" != 0 ] && [ "${sf:-1}" = 0 ] || verdict=FAIL
         extra="set/copies on a spilled chunk: $([ "$sc" = 1 ] && echo right || echo WRONG), $(( ${sat:-0} >> 20 )) MiB spilled before, ${sf:-?} bytes filled meanwhile, $(val spilled_copies_s) s; "
     fi
+    # --outside-array SIZE: a CUDA array made with the pool full; the pool
+    # must give back at least SIZE for it and every chunk still read right.
+    local oo og
+    oo=$(val outside_ok) og=$(val outside_gave)
+    if [ -n "$oo" ]; then
+        [ "$oo" = 1 ] && [ "${og:-0}" -ge "$SPILL_CHUNK_BYTES" ] || verdict=FAIL
+        extra="${extra}array of $((SPILL_CHUNK_BYTES >> 20)) MiB with the pool full: $([ "$oo" = 1 ] && echo right || echo WRONG), pool gave back $(( ${og:-0} >> 20 )) MiB, $(val outside_s) s; "
+    fi
     local held; held=$(val held)
     local sb fb
     sb=$(val spill_bytes) fb=$(val fill_bytes)
@@ -388,12 +396,13 @@ spill_run() { # label, env..., -- args...
     say "spill: $label: $verdict $res"
 }
 if [ "$MODE" = fake ]; then SPILL_LIMIT=64M SPILL_BYTES=96M SPILL_CHUNK=16M; else SPILL_LIMIT=4G SPILL_BYTES=6G SPILL_CHUNK=256M; fi
+SPILL_CHUNK_BYTES=$(( ${SPILL_CHUNK%M} << 20 ))
 if want spill; then
     stage "spill"
     spill_run "native, $SPILL_BYTES" -- --chunk "$SPILL_CHUNK" --bytes "$SPILL_BYTES"
     spill_run "spillway SPILLWAY_MEM_LIMIT=$SPILL_LIMIT, $SPILL_BYTES" LD_PRELOAD="$BUILD_ABS/libspillway.so" \
         SPILLWAY_MEM_LIMIT="$SPILL_LIMIT" SPILLWAY_HOST_LIMIT=16G -- --chunk "$SPILL_CHUNK" --bytes "$SPILL_BYTES" \
-        --spilled-copies
+        --spilled-copies --outside-array "$SPILL_CHUNK"
 fi
 launch_native=""
 launch_run() { # label, env...

@@ -37,6 +37,9 @@ static pthread_once_t maps_once = PTHREAD_ONCE_INIT;
 static struct spw_stats_writer *_Atomic stats;
 /* Bytes of a device in host memory now (pool_setup.c sets it when a pool spills). */
 static uint64_t (*_Atomic spilled_of)(int dev);
+/* Where a pass-through entry whose memory went away unseen gives its
+ * bytes back to the pool (pool_setup.c's spw_pool_unlend). */
+static void (*_Atomic gone_to)(int dev, int reason, uint64_t bytes);
 /* Entries of the maps that are device memory (not SPILLWAY_HOST). */
 static _Atomic uint64_t unpooled;
 
@@ -152,6 +155,12 @@ void spw_account_set_spilled_source(uint64_t (*spilled)(int dev))
     atomic_compare_exchange_strong(&spilled_of, &none, spilled);
 }
 
+void spw_account_set_gone_sink(void (*gone)(int dev, int reason, uint64_t bytes))
+{
+    void (*none)(int, int, uint64_t) = NULL;
+    atomic_compare_exchange_strong(&gone_to, &none, gone);
+}
+
 void spw_account_add(int dev, uint64_t bytes)
 {
     atomic_fetch_add_explicit(&counters_of(dev)->used, bytes, memory_order_relaxed);
@@ -251,12 +260,13 @@ static int unpack_dev(int32_t v, int *reason)
 }
 
 /* Keeps `unpooled` in step with the maps: +1 / -1 for an entry that is
- * device memory outside the pool. Handles committed without a reason are
- * the pool's own (alloc_vmm.c); device pointers without one were adopted
- * from a runtime that bypassed the handlers (cudart.c). */
+ * device memory outside the pool that a pointer can name (arrays have no
+ * address). Handles committed without a reason are the pool's own
+ * (alloc_vmm.c); device pointers without one were adopted from a runtime
+ * that bypassed the handlers (cudart.c). */
 static void unpooled_step(enum spw_kind kind, int dev, int reason, int sign)
 {
-    if (dev == SPILLWAY_HOST || kind == SPW_KIND_HOSTPTR ||
+    if (dev == SPILLWAY_HOST || kind == SPW_KIND_HOSTPTR || kind == SPW_KIND_ARRAY ||
         (kind == SPW_KIND_HANDLE && reason < 0))
         return;
     if (sign > 0)
@@ -338,6 +348,9 @@ static void commit_tagged(enum spw_kind kind, uint64_t key, int dev, uint64_t by
         spw_stats_free(stats_for(sdev), (uint32_t)sdev, sw_lane_of_thread(), gone);
         pt_gauge_add(sdev, sreason, stale.size, -1);
         unpooled_step(kind, sdev, sreason, -1);
+        void (*sink)(int, int, uint64_t) = atomic_load_explicit(&gone_to, memory_order_acquire);
+        if (sink)
+            sink(sdev, sreason, stale.size);
     }
     unpooled_step(kind, dev, reason, 1);
     sw_lanes_add(&c->allocs, 1);

@@ -16,9 +16,10 @@
 enum spw_kind {
     SPW_KIND_DEVPTR, /* cuMemAlloc*, managed, stream-ordered: a CUdeviceptr */
     SPW_KIND_HANDLE, /* cuMemCreate: a CUmemGenericAllocationHandle */
-    SPW_KIND_HOSTPTR /* pinned host memory: a host pointer */
+    SPW_KIND_HOSTPTR, /* pinned host memory: a host pointer */
+    SPW_KIND_ARRAY    /* a CUDA array or mipmapped array: its handle */
 };
-#define SPW_KINDS 3
+#define SPW_KINDS 4
 
 
 /* Sets the options the limits come from and how to learn about a device
@@ -55,6 +56,11 @@ void spw_account_add(int dev, uint64_t bytes);
  * (in use - spilled) against the limit. Before it is set, nothing is
  * spilled. The first call wins. */
 void spw_account_set_spilled_source(uint64_t (*spilled)(int dev));
+
+/* Where an entry whose memory went away without a free spillway saw (its
+ * key reused by the driver) reports its device, pass-through reason and
+ * bytes. The first call wins. */
+void spw_account_set_gone_sink(void (*gone)(int dev, int reason, uint64_t bytes));
 
 /* Gives back a reservation whose allocation failed. */
 void spw_account_unreserve(int dev, uint64_t bytes);

@@ -4,18 +4,6 @@
  * through to the driver, counted against the same limit. */
 #include "shim/handler.h"
 
-/* The device a context-bound allocation goes to in *dev (-1: one
- * accounting does not track, which passes through). When the driver cannot
- * tell (no current context, or it failed), its error is the allocation's:
- * passing through would allocate memory spillway never counted. */
-static CUresult current_device(int *dev)
-{
-    CUresult r = spw_driver_ctx_device(dev);
-    if (r == CUDA_SUCCESS && (*dev < 0 || !spw_account_tracks(*dev)))
-        *dev = -1;
-    return r;
-}
-
 /* The pool of dev, with the stats segment opened first so that the pool's
  * first numbers reach it. */
 static sw_policy *pool_of(int dev)
@@ -30,7 +18,7 @@ CUresult spw_h_mem_alloc(CUdeviceptr *dptr, size_t bytesize)
     int dev;
     if (spw_disabled() || !dptr)
         return real(dptr, bytesize);
-    CUresult why = current_device(&dev);
+    CUresult why = spw_alloc_device(&dev);
     if (why != CUDA_SUCCESS)
         return why;
     if (dev < 0)
@@ -48,7 +36,7 @@ CUresult spw_h_mem_alloc_managed(CUdeviceptr *dptr, size_t bytesize, unsigned in
     int dev;
     if (spw_disabled() || !dptr)
         return real(dptr, bytesize, flags);
-    CUresult why = current_device(&dev);
+    CUresult why = spw_alloc_device(&dev);
     if (why != CUDA_SUCCESS)
         return why;
     if (dev < 0)
@@ -105,7 +93,7 @@ CUresult spw_h_mem_alloc_pitch(CUdeviceptr *dptr, size_t *pPitch, size_t WidthIn
     uint64_t row = ((uint64_t)WidthInBytes + PITCH_ALIGN - 1) / PITCH_ALIGN * PITCH_ALIGN;
     if (spw_disabled() || !dptr || !pPitch || (Height && row > UINT64_MAX / Height))
         return real(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
-    CUresult why = current_device(&dev);
+    CUresult why = spw_alloc_device(&dev);
     if (why != CUDA_SUCCESS)
         return why;
     if (dev < 0)

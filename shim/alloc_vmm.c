@@ -206,8 +206,14 @@ static CUresult promote(sw_policy *p, CUmemGenericAllocationHandle h,
         return CUDA_ERROR_INVALID_VALUE; /* not a type it was made for: the driver's answer */
     CUmemAllocationProp prop = spw_vmm_prop(dev, user);
     CUmemGenericAllocationHandle real;
-    if ((r = spw_backend_mem_create(dev, size, &prop, &real)) != CUDA_SUCCESS)
+    /* The driver's copy is memory outside the pool: the pool makes room
+     * for it first (its own pages come back to it after the copy). */
+    if (spw_pool_lend(dev, SW_PT_IPC, size))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    if ((r = spw_backend_mem_create(dev, size, &prop, &real)) != CUDA_SUCCESS) {
+        spw_pool_unlend(dev, SW_PT_IPC, size);
         return r;
+    }
     for (int i = 0; i < PROMOTE_TRIES; i++)
         if ((r = sw_vmm_promote(p, h, real)) != CUDA_ERROR_NOT_READY)
             break;
@@ -216,6 +222,7 @@ static CUresult promote(sw_policy *p, CUmemGenericAllocationHandle h,
         if (f != CUDA_SUCCESS)
             spw_warn("device %d: the driver refused to release a handle of %zu bytes (error %d)",
                      dev, size, (int)f);
+        spw_pool_unlend(dev, SW_PT_IPC, size);
         if (sw_vmm_promoted(p, h, NULL))
             return CUDA_SUCCESS; /* another thread's export did it */
         spw_warn("device %d: cuMemExportToShareableHandle of a pooled handle of %zu bytes "
@@ -225,6 +232,8 @@ static CUresult promote(sw_policy *p, CUmemGenericAllocationHandle h,
     }
     if (spw_account_retag(SPW_KIND_HANDLE, h, SW_PT_IPC) == 0)
         spw_pool_passthrough(dev, SW_PT_IPC, size, "cuMemExportToShareableHandle");
+    else
+        spw_pool_unlend(dev, SW_PT_IPC, size); /* uncounted: its release gives nothing back */
     spw_pool_publish(dev); /* its pages left, maybe from the host */
     spw_debug("device %d: a pooled handle of %zu bytes is the driver's now (exported)", dev, size);
     return CUDA_SUCCESS;

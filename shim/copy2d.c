@@ -8,6 +8,7 @@
  * bytes (width x height x depth; a batch, each copy's) to the stats' copy
  * bytes of its direction and device, as copy.c's do; sets are not counted
  * (README, known limits). */
+#include "shim/array_size.h"
 #include "shim/copy.h"
 #include "shim/gate_use.h"
 #include "shim/handler.h"
@@ -98,43 +99,14 @@ static void batch3d_sides(spw_sides *s, const CUDA_MEMCPY3D_BATCH_OP *ops, size_
     }
 }
 
-/* Bytes per element of a CUDA array: its format's channel size times its
- * channels. 0 for the formats whose element is not that (block-compressed,
- * planar and packed video formats): such copies are not counted. */
+/* Bytes per element of a CUDA array (0: its format's element is not whole
+ * bytes a channel, and such copies are not counted). */
 static size_t array_element_bytes(CUarray a)
 {
     CUDA_ARRAY3D_DESCRIPTOR d;
     if (!spw_drv.cuArray3DGetDescriptor_v2 || spw_drv.cuArray3DGetDescriptor_v2(&d, a) != CUDA_SUCCESS)
         return 0;
-    switch (d.Format) {
-    case CU_AD_FORMAT_UNSIGNED_INT8:
-    case CU_AD_FORMAT_SIGNED_INT8:
-    case CU_AD_FORMAT_UNORM_INT8X1:
-    case CU_AD_FORMAT_UNORM_INT8X2:
-    case CU_AD_FORMAT_UNORM_INT8X4:
-    case CU_AD_FORMAT_SNORM_INT8X1:
-    case CU_AD_FORMAT_SNORM_INT8X2:
-    case CU_AD_FORMAT_SNORM_INT8X4:
-        return d.NumChannels;
-    case CU_AD_FORMAT_UNSIGNED_INT16:
-    case CU_AD_FORMAT_SIGNED_INT16:
-    case CU_AD_FORMAT_HALF:
-    case CU_AD_FORMAT_UNORM_INT16X1:
-    case CU_AD_FORMAT_UNORM_INT16X2:
-    case CU_AD_FORMAT_UNORM_INT16X4:
-    case CU_AD_FORMAT_SNORM_INT16X1:
-    case CU_AD_FORMAT_SNORM_INT16X2:
-    case CU_AD_FORMAT_SNORM_INT16X4:
-        return 2 * (size_t)d.NumChannels;
-    case CU_AD_FORMAT_UNSIGNED_INT32:
-    case CU_AD_FORMAT_SIGNED_INT32:
-    case CU_AD_FORMAT_FLOAT:
-        return 4 * (size_t)d.NumChannels;
-    case CU_AD_FORMAT_UNORM_INT_101010_2:
-        return 4;
-    default:
-        return 0;
-    }
+    return spw_array_element_bytes(d.Format, d.NumChannels);
 }
 
 /* One operand of a 3D batch copy as a typed side: a pointer is classified

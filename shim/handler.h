@@ -24,6 +24,18 @@ static inline void spw_mark_counted(void)
         spw_rt_guard.counted = 1;
 }
 
+/* The device a context-bound allocation goes to in *dev (-1: one
+ * accounting does not track, which passes through). When the driver cannot
+ * tell (no current context, or it failed), its error is the allocation's:
+ * passing through would allocate memory spillway never counted. */
+static inline CUresult spw_alloc_device(int *dev)
+{
+    CUresult r = spw_driver_ctx_device(dev);
+    if (r == CUDA_SUCCESS && (*dev < 0 || !spw_account_tracks(*dev)))
+        *dev = -1;
+    return r;
+}
+
 /* Returns the real function or, if there is none, the error to return. */
 #define SPW_REAL_OR_RETURN(var, handler)         \
     __typeof__(spw_real.handler) var = SPW_REAL(handler); \
@@ -48,12 +60,30 @@ static inline void spw_mark_counted(void)
 
 /* The same for memory that passes the pool by, counted with its reason
  * (sw_passthrough_reason) in the policy's counters, the debug log and the
- * stats' pass-through gauges. */
-#define SPW_PASSTHROUGH_ALLOC(kind, dev, bytes, reason, what, call, key)          \
-    SPW_RESERVED_CALL(spw_account_reserve, dev, bytes, call,                      \
-                      (spw_account_commit_pt((kind), (uint64_t)(key), (dev), (bytes), (reason)), \
-                       spw_pool_passthrough((dev), (reason), (bytes), (what))),         \
-                      spw_account_note_oom(dev))
+ * stats' pass-through gauges. Device memory takes its pages out of the
+ * pool first (spw_pool_lend): the driver gets room the pool held. */
+#define SPW_PASSTHROUGH_ALLOC(kind, dev, bytes, reason, what, call, key)                  \
+    do {                                                                                  \
+        spw_publish_ensure();                                                             \
+        if (spw_pool_lend((dev), (reason), (bytes)))                                      \
+            return CUDA_ERROR_OUT_OF_MEMORY;                                              \
+        if (spw_account_reserve((dev), (bytes))) {                                        \
+            spw_pool_unlend((dev), (reason), (bytes));                                    \
+            return CUDA_ERROR_OUT_OF_MEMORY;                                              \
+        }                                                                                 \
+        CUresult spw_r_ = (call);                                                         \
+        if (spw_r_ == CUDA_SUCCESS) {                                                     \
+            spw_account_commit_pt((kind), (uint64_t)(key), (dev), (bytes), (reason));     \
+            spw_pool_passthrough((dev), (reason), (bytes), (what));                       \
+            spw_mark_counted();                                                           \
+        } else {                                                                          \
+            spw_account_unreserve((dev), (bytes));                                        \
+            spw_pool_unlend((dev), (reason), (bytes));                                    \
+            if (spw_r_ == CUDA_ERROR_OUT_OF_MEMORY)                                       \
+                spw_account_note_oom(dev);                                                \
+        }                                                                                 \
+        return spw_r_;                                                                    \
+    } while (0)
 
 /* Host memory the driver has just handed out past the pool (cuMemCreate
  * on a host location, a host memory pool): never refused, counted as host
@@ -90,8 +120,9 @@ static inline void spw_host_passthrough(enum spw_kind kind, uint64_t key, uint64
     } while (0)
 
 /* A free of key: forget it first (so that a new allocation the driver
- * gives the same key cannot be confused with it), call, then release, or
- * restore the entry if the driver refused. */
+ * gives the same key cannot be confused with it), call, then release (and
+ * give pass-through bytes back to the pool), or restore the entry if the
+ * driver refused. */
 #define SPW_ACCOUNTED_FREE(kind, key, call)                                   \
     do {                                                                      \
         int spw_dev_, spw_why_;                                               \
@@ -102,6 +133,7 @@ static inline void spw_host_passthrough(enum spw_kind kind, uint64_t key, uint64
         if (spw_known_) {                                                     \
             if (spw_r_ == CUDA_SUCCESS) {                                     \
                 spw_account_release_pt(spw_dev_, spw_bytes_, spw_why_);       \
+                spw_pool_unlend(spw_dev_, spw_why_, spw_bytes_);              \
                 spw_mark_counted();                                           \
             } else {                                                          \
                 spw_account_restore_pt((kind), (uint64_t)(key), spw_dev_, spw_bytes_, \

@@ -45,6 +45,7 @@ static sw_policy *create_policy(void)
         return NULL;
     }
     atomic_store_explicit(&policy, p, memory_order_release);
+    spw_account_set_gone_sink(spw_pool_unlend);
     return p;
 }
 
@@ -209,14 +210,52 @@ void spw_pool_publish(int dev)
         atomic_store_explicit(&published_gen[dev], gen, memory_order_relaxed);
 }
 
-void spw_pool_passthrough(int dev, sw_passthrough_reason reason, size_t bytes, const char *what)
+/* The policy, created if need be: the pass-through counters and the bytes
+ * lent live in it, pool or not. */
+static sw_policy *policy_now(void)
 {
     sw_policy *p = spw_pool_policy();
-    if (!p) { /* counters live in the policy, pool or not */
+    if (!p) {
         pthread_mutex_lock(&setup_lock);
         p = create_policy();
         pthread_mutex_unlock(&setup_lock);
     }
+    return p;
+}
+
+static int lends(int dev, int reason)
+{
+    return dev >= 0 && reason >= 0 && sw_passthrough_lends((sw_passthrough_reason)reason);
+}
+
+int spw_pool_lend(int dev, int reason, uint64_t bytes)
+{
+    if (!lends(dev, reason))
+        return 0;
+    sw_policy *p = policy_now();
+    CUresult r = sw_lend(p, dev, (size_t)bytes);
+    if (r == CUDA_SUCCESS) {
+        spw_pool_publish(dev); /* the pages it gave back */
+        return 0;
+    }
+    if (r == CUDA_ERROR_OUT_OF_MEMORY)
+        spw_account_note_pool_oom(dev, bytes, (int)SW_OOM_LIMIT);
+    else
+        spw_warn("device %d: the pool could not give back pages for %llu bytes outside it "
+                 "(error %d): refused",
+                 dev, (unsigned long long)bytes, (int)r);
+    return -1;
+}
+
+void spw_pool_unlend(int dev, int reason, uint64_t bytes)
+{
+    if (lends(dev, reason))
+        sw_unlend(spw_pool_policy(), dev, (size_t)bytes);
+}
+
+void spw_pool_passthrough(int dev, sw_passthrough_reason reason, size_t bytes, const char *what)
+{
+    sw_policy *p = policy_now();
     if (p && dev >= 0)
         sw_count_passthrough(p, dev, reason, bytes);
     spw_debug("%s of %zu bytes on device %d passes through to the driver (%s)", what, bytes, dev,

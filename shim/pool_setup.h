@@ -48,6 +48,15 @@ void spw_pool_grant_peer(int owner, int accessor);
  * in the stats segment where they changed. */
 void spw_pool_publish(int dev);
 
+/* Before the driver allocates bytes of device memory outside the pool on
+ * dev for reason (sw_passthrough_lends): the pool gives the pages back
+ * (sw_lend), so that pool and pass-through together stay within the limit.
+ * 0, or -1 when it cannot (counted and logged as the pool's refusal, reason
+ * "limit"). spw_pool_unlend after such memory was freed or not allocated
+ * (reason < 0: pool memory, nothing to do). */
+int spw_pool_lend(int dev, int reason, uint64_t bytes);
+void spw_pool_unlend(int dev, int reason, uint64_t bytes);
+
 /* Counts an allocation that passes through (policy counter and debug log). */
 void spw_pool_passthrough(int dev, sw_passthrough_reason reason, size_t bytes, const char *what);
 

@@ -33,6 +33,7 @@ enum spillway_passthrough {
     SPILLWAY_PT_HOST_LOCATION, /* cuMemCreate on a host location */
     SPILLWAY_PT_DISABLED,      /* the device has no pool (it could not be set up) */
     SPILLWAY_PT_OTHER,         /* special properties (compression, RDMA flags ...) */
+    SPILLWAY_PT_ARRAY,         /* a CUDA array or mipmapped array (texture memory) */
     SPILLWAY_PT_COUNT
 };
 

@@ -1,27 +1,52 @@
-/* fakecuda: CUDA arrays, as far as the linear array copies reach them.
- * An array is device memory of the current context's device that no
+/* fakecuda: CUDA arrays, as far as copies and memory accounting reach
+ * them. An array is device memory of the current context's device that no
  * CUdeviceptr names: its storage is a registered region of its own kind
  * (FC_ARRAY), so copies to and from it follow the driver's rules for
- * device memory (copy.c), in stream order, captured like any copy. The
- * linear copies (cuMemcpy{DtoA,AtoD,HtoA,AtoH,AtoA}, HtoA/AtoH async) take a
- * byte offset into it; 2D/3D copies and 3D batches see it as rows of
- * Width elements (fc_array_layout, copy2d.c). Not emulated: texture and
- * surface objects, 3D, layered, cubemap and mipmapped arrays. */
+ * device memory (copy.c), in stream order, captured like any copy, and it
+ * counts in cuMemGetInfo. The linear copies (cuMemcpy{DtoA,AtoD,HtoA,AtoH,
+ * AtoA}, HtoA/AtoH async) take a byte offset into it; 2D/3D copies and 3D
+ * batches see it as layers of rows of Width elements (fc_array_layout,
+ * copy2d.c). 1D, 2D, 3D, layered and cubemap arrays of the formats whose
+ * element is whole bytes a channel, and mipmapped arrays (levels, each an
+ * array, halved in every dimension but layers); with
+ * CUDA_ARRAY3D_DEFERRED_MAPPING an array has no storage until mapped (not
+ * emulated: only its memory requirements are answered). Not emulated:
+ * texture and surface objects, sparse arrays, the driver's padding. */
 #include <stdlib.h>
 
 #include "tests/fakecuda/internal.h"
 
-#define ARRAY_MAGIC 0x41525259u /* "ARRY" */
+#define ARRAY_MAGIC 0x41525259u  /* "ARRY" */
+#define MIPMAP_MAGIC 0x4d495050u /* "MIPP" */
+/* What fakecuda answers as a deferred array's alignment (the driver's own
+ * is its business: the conformance test asks only for a power of two). */
+#define DEFERRED_ALIGN ((size_t)64 << 10)
+#define KNOWN_FLAGS                                                                        \
+    (CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_SURFACE_LDST | CUDA_ARRAY3D_CUBEMAP |            \
+     CUDA_ARRAY3D_TEXTURE_GATHER | CUDA_ARRAY3D_DEFERRED_MAPPING)
+
+struct CUmipmappedArray_st;
 
 struct CUarray_st {
     uint32_t magic;
-    CUDA_ARRAY_DESCRIPTOR desc;
+    CUDA_ARRAY3D_DESCRIPTOR desc;
     size_t bytes;
-    uintptr_t storage;
+    uintptr_t storage;                 /* 0: deferred mapping */
+    struct CUmipmappedArray_st *level_of; /* a level is destroyed with its array */
     struct CUarray_st *next;
 };
 
+struct CUmipmappedArray_st {
+    uint32_t magic;
+    unsigned nlevels;
+    bool deferred;
+    size_t bytes;
+    struct CUarray_st **levels;
+    struct CUmipmappedArray_st *next;
+};
+
 static struct CUarray_st *arrays; /* live ones, under fc_lock */
+static struct CUmipmappedArray_st *mipmaps;
 
 static size_t format_bytes(CUarray_format f)
 {
@@ -51,39 +76,121 @@ static bool known(const struct CUarray_st *a)
     return false;
 }
 
-FC_EXPORT CUresult cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *d)
+static bool known_mipmap(const struct CUmipmappedArray_st *m)
 {
-    FC_FAULT(cuArrayCreate);
-    struct CUctx_st *ctx;
-    CUresult r = fc_current_ctx(&ctx);
-    if (r != CUDA_SUCCESS)
-        return r;
-    size_t elem = d ? format_bytes(d->Format) : 0;
-    if (!pHandle || !elem || !d->Width ||
-        (d->NumChannels != 1 && d->NumChannels != 2 && d->NumChannels != 4))
+    for (const struct CUmipmappedArray_st *x = mipmaps; x; x = x->next)
+        if (x == m)
+            return x->magic == MIPMAP_MAGIC;
+    return false;
+}
+
+static size_t dim(size_t v)
+{
+    return v ? v : 1;
+}
+
+static size_t element(const CUDA_ARRAY3D_DESCRIPTOR *d)
+{
+    return format_bytes(d->Format) * d->NumChannels;
+}
+
+/* The driver's checks of a descriptor that fakecuda can store. */
+static CUresult check_descriptor(const CUDA_ARRAY3D_DESCRIPTOR *d)
+{
+    if (!format_bytes(d->Format) || !d->Width || (d->NumChannels != 1 && d->NumChannels != 2 &&
+                                                  d->NumChannels != 4))
         return CUDA_ERROR_INVALID_VALUE;
+    if (d->Flags & ~(unsigned)KNOWN_FLAGS)
+        return CUDA_ERROR_INVALID_VALUE; /* sparse, depth and colour targets: not emulated */
+    if (d->Depth && !d->Height)
+        return CUDA_ERROR_INVALID_VALUE; /* 3D needs a height */
+    if ((d->Flags & CUDA_ARRAY3D_LAYERED) && !d->Depth)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (d->Flags & CUDA_ARRAY3D_CUBEMAP) {
+        bool layered = d->Flags & CUDA_ARRAY3D_LAYERED;
+        if (d->Width != d->Height || !d->Depth || (layered ? d->Depth % 6 : d->Depth != 6))
+            return CUDA_ERROR_INVALID_VALUE;
+    }
+    return CUDA_SUCCESS;
+}
+
+/* Makes one array of descriptor d in device dev (storage unless deferred)
+ * and links it in. */
+static CUresult make_array(const CUDA_ARRAY3D_DESCRIPTOR *d, int dev, struct CUmipmappedArray_st *level_of,
+                           struct CUarray_st **out)
+{
     struct CUarray_st *a = calloc(1, sizeof *a);
     if (!a)
         return CUDA_ERROR_OUT_OF_MEMORY;
     a->desc = *d;
-    a->bytes = d->Width * (d->Height ? d->Height : 1) * elem * d->NumChannels;
-    CUdeviceptr storage;
-    if ((r = fc_alloc_device(a->bytes, FC_ARRAY, NULL, ctx->dev, &storage)) != CUDA_SUCCESS) {
-        free(a);
-        return r;
+    a->level_of = level_of;
+    a->bytes = d->Width * dim(d->Height) * dim(d->Depth) * element(d);
+    if (!(d->Flags & CUDA_ARRAY3D_DEFERRED_MAPPING)) {
+        CUdeviceptr storage;
+        CUresult r = fc_alloc_device(a->bytes, FC_ARRAY, NULL, dev, &storage);
+        if (r != CUDA_SUCCESS) {
+            free(a);
+            return r;
+        }
+        a->storage = (uintptr_t)storage;
     }
-    a->storage = (uintptr_t)storage;
     a->magic = ARRAY_MAGIC;
     pthread_mutex_lock(&fc_lock);
     a->next = arrays;
     arrays = a;
     pthread_mutex_unlock(&fc_lock);
-    *pHandle = a;
+    *out = a;
     return CUDA_SUCCESS;
 }
 
+/* Unlinks a (under fc_lock) and releases its storage; free it after. */
+static void unlink_array_locked(struct CUarray_st *a)
+{
+    for (struct CUarray_st **pp = &arrays; *pp; pp = &(*pp)->next)
+        if (*pp == a) {
+            *pp = a->next;
+            break;
+        }
+    struct fc_region *reg = a->storage ? fc_region_find(a->storage) : NULL;
+    if (reg)
+        fc_region_release_locked(reg);
+    a->magic = 0;
+}
+
+static CUresult create(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *d)
+{
+    struct CUctx_st *ctx;
+    CUresult r = fc_current_ctx(&ctx);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!pHandle || !d)
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((r = check_descriptor(d)) != CUDA_SUCCESS)
+        return r;
+    struct CUarray_st *a;
+    if ((r = make_array(d, ctx->dev, NULL, &a)) == CUDA_SUCCESS)
+        *pHandle = a;
+    return r;
+}
+
+FC_EXPORT CUresult cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *d)
+{
+    FC_FAULT(cuArrayCreate);
+    CUDA_ARRAY3D_DESCRIPTOR d3 = {0};
+    if (d)
+        d3 = (CUDA_ARRAY3D_DESCRIPTOR){.Width = d->Width, .Height = d->Height, .Format = d->Format,
+                                       .NumChannels = d->NumChannels};
+    return create(pHandle, d ? &d3 : NULL);
+}
+
+FC_EXPORT CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *d)
+{
+    FC_FAULT(cuArray3DCreate);
+    return create(pHandle, d);
+}
+
 /* Array h's descriptor, as the two descriptor queries answer. */
-static CUresult descriptor(CUarray h, CUDA_ARRAY_DESCRIPTOR *out, bool want)
+static CUresult descriptor(CUarray h, CUDA_ARRAY3D_DESCRIPTOR *out, bool want)
 {
     CUresult r = fc_initialized();
     if (r != CUDA_SUCCESS)
@@ -99,37 +206,67 @@ static CUresult descriptor(CUarray h, CUDA_ARRAY_DESCRIPTOR *out, bool want)
 FC_EXPORT CUresult cuArrayGetDescriptor_v2(CUDA_ARRAY_DESCRIPTOR *d, CUarray h)
 {
     FC_FAULT(cuArrayGetDescriptor);
-    CUDA_ARRAY_DESCRIPTOR got;
+    CUDA_ARRAY3D_DESCRIPTOR got;
     CUresult r = descriptor(h, &got, d != NULL);
     if (r == CUDA_SUCCESS)
-        *d = got;
+        *d = (CUDA_ARRAY_DESCRIPTOR){.Width = got.Width, .Height = got.Height, .Format = got.Format,
+                                     .NumChannels = got.NumChannels};
     return r;
 }
 
 FC_EXPORT CUresult cuArray3DGetDescriptor_v2(CUDA_ARRAY3D_DESCRIPTOR *d, CUarray h)
 {
     FC_FAULT(cuArray3DGetDescriptor);
-    CUDA_ARRAY_DESCRIPTOR got;
+    CUDA_ARRAY3D_DESCRIPTOR got;
     CUresult r = descriptor(h, &got, d != NULL);
     if (r == CUDA_SUCCESS)
-        *d = (CUDA_ARRAY3D_DESCRIPTOR){.Width = got.Width, .Height = got.Height, .Depth = 0,
-                                       .Format = got.Format, .NumChannels = got.NumChannels};
+        *d = got;
     return r;
+}
+
+/* What a deferred array or mipmapped array needs mapped: its bytes in
+ * whole alignments. INVALID_VALUE for one that is not deferred. */
+static CUresult requirements(size_t bytes, bool deferred, CUDA_ARRAY_MEMORY_REQUIREMENTS *out)
+{
+    if (!deferred)
+        return CUDA_ERROR_INVALID_VALUE;
+    *out = (CUDA_ARRAY_MEMORY_REQUIREMENTS){
+        .size = (bytes + DEFERRED_ALIGN - 1) / DEFERRED_ALIGN * DEFERRED_ALIGN,
+        .alignment = DEFERRED_ALIGN};
+    return CUDA_SUCCESS;
+}
+
+FC_EXPORT CUresult cuArrayGetMemoryRequirements(CUDA_ARRAY_MEMORY_REQUIREMENTS *req, CUarray h, CUdevice dev)
+{
+    FC_FAULT(cuArrayGetMemoryRequirements);
+    CUresult r = fc_initialized();
+    if (r != CUDA_SUCCESS || (r = fc_check_device(dev)) != CUDA_SUCCESS)
+        return r;
+    pthread_mutex_lock(&fc_lock);
+    bool ok = known(h);
+    size_t bytes = ok ? h->bytes : 0;
+    bool deferred = ok && !h->storage;
+    pthread_mutex_unlock(&fc_lock);
+    if (!ok)
+        return CUDA_ERROR_INVALID_HANDLE;
+    return req ? requirements(bytes, deferred, req) : CUDA_ERROR_INVALID_VALUE;
 }
 
 CUresult fc_array_layout(CUarray a, struct fc_array_layout *out)
 {
     pthread_mutex_lock(&fc_lock);
-    bool ok = known(a);
+    bool ok = known(a) && a->storage;
     if (ok) {
-        size_t elem = format_bytes(a->desc.Format) * a->desc.NumChannels;
+        size_t elem = element(&a->desc);
         *out = (struct fc_array_layout){.storage = a->storage, .elem = elem, .pitch = a->desc.Width * elem,
-                                        .height = a->desc.Height ? a->desc.Height : 1};
+                                        .height = dim(a->desc.Height), .depth = dim(a->desc.Depth)};
     }
     pthread_mutex_unlock(&fc_lock);
     return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
+/* A level of a mipmapped array goes with it: destroying one alone is
+ * refused (INVALID_HANDLE: fakecuda's choice, not checked on a driver). */
 FC_EXPORT CUresult cuArrayDestroy(CUarray h)
 {
     FC_FAULT(cuArrayDestroy);
@@ -137,22 +274,138 @@ FC_EXPORT CUresult cuArrayDestroy(CUarray h)
     if (r != CUDA_SUCCESS)
         return r;
     pthread_mutex_lock(&fc_lock);
-    bool ok = known(h);
-    if (ok) {
-        for (struct CUarray_st **pp = &arrays; *pp; pp = &(*pp)->next)
-            if (*pp == h) {
-                *pp = h->next;
-                break;
-            }
-        struct fc_region *reg = fc_region_find(h->storage);
-        if (reg)
-            fc_region_release_locked(reg);
-        h->magic = 0;
-    }
+    bool ok = known(h) && !h->level_of;
+    if (ok)
+        unlink_array_locked(h);
     pthread_mutex_unlock(&fc_lock);
     if (ok)
         free(h);
     return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+/* ---- mipmapped arrays ---- */
+
+static void destroy_levels(struct CUmipmappedArray_st *m, unsigned n)
+{
+    pthread_mutex_lock(&fc_lock);
+    for (unsigned i = 0; i < n; i++)
+        unlink_array_locked(m->levels[i]);
+    pthread_mutex_unlock(&fc_lock);
+    for (unsigned i = 0; i < n; i++)
+        free(m->levels[i]);
+}
+
+/* "clamped to the range [1, 1 + floor(log2(max(width, height, depth)))]"
+ * (cuda.h, cuMipmappedArrayCreate). */
+static unsigned clamp_levels(const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned levels)
+{
+    size_t big = d->Width > d->Height ? d->Width : d->Height;
+    if (d->Depth > big)
+        big = d->Depth;
+    unsigned most = 1;
+    while (big >>= 1)
+        most++;
+    return levels < 1 ? 1 : levels > most ? most : levels;
+}
+
+FC_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *d,
+                                          unsigned int numMipmapLevels)
+{
+    FC_FAULT(cuMipmappedArrayCreate);
+    struct CUctx_st *ctx;
+    CUresult r = fc_current_ctx(&ctx);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!pHandle || !d)
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((r = check_descriptor(d)) != CUDA_SUCCESS)
+        return r;
+    numMipmapLevels = clamp_levels(d, numMipmapLevels);
+    struct CUmipmappedArray_st *m = calloc(1, sizeof *m);
+    if (!m || !(m->levels = calloc(numMipmapLevels, sizeof *m->levels))) {
+        free(m);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    bool layered = d->Flags & (CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_CUBEMAP);
+    CUDA_ARRAY3D_DESCRIPTOR l = *d;
+    for (unsigned i = 0; i < numMipmapLevels; i++) {
+        if ((r = make_array(&l, ctx->dev, m, &m->levels[i])) != CUDA_SUCCESS) {
+            destroy_levels(m, i);
+            free(m->levels);
+            free(m);
+            return r;
+        }
+        m->bytes += m->levels[i]->bytes;
+        l.Width = dim(l.Width / 2);
+        l.Height = l.Height ? dim(l.Height / 2) : 0;
+        l.Depth = l.Depth && !layered ? dim(l.Depth / 2) : l.Depth;
+    }
+    m->nlevels = numMipmapLevels;
+    m->deferred = d->Flags & CUDA_ARRAY3D_DEFERRED_MAPPING;
+    m->magic = MIPMAP_MAGIC;
+    pthread_mutex_lock(&fc_lock);
+    m->next = mipmaps;
+    mipmaps = m;
+    pthread_mutex_unlock(&fc_lock);
+    *pHandle = m;
+    return CUDA_SUCCESS;
+}
+
+FC_EXPORT CUresult cuMipmappedArrayGetLevel(CUarray *pLevelArray, CUmipmappedArray h, unsigned int level)
+{
+    FC_FAULT(cuMipmappedArrayGetLevel);
+    CUresult r = fc_initialized();
+    if (r != CUDA_SUCCESS)
+        return r;
+    pthread_mutex_lock(&fc_lock);
+    bool ok = known_mipmap(h);
+    bool in = ok && level < h->nlevels;
+    if (in && pLevelArray)
+        *pLevelArray = h->levels[level];
+    pthread_mutex_unlock(&fc_lock);
+    return !ok ? CUDA_ERROR_INVALID_HANDLE : in && pLevelArray ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+FC_EXPORT CUresult cuMipmappedArrayGetMemoryRequirements(CUDA_ARRAY_MEMORY_REQUIREMENTS *req,
+                                                         CUmipmappedArray h, CUdevice dev)
+{
+    FC_FAULT(cuMipmappedArrayGetMemoryRequirements);
+    CUresult r = fc_initialized();
+    if (r != CUDA_SUCCESS || (r = fc_check_device(dev)) != CUDA_SUCCESS)
+        return r;
+    pthread_mutex_lock(&fc_lock);
+    bool ok = known_mipmap(h);
+    size_t bytes = ok ? h->bytes : 0;
+    bool deferred = ok && h->deferred;
+    pthread_mutex_unlock(&fc_lock);
+    if (!ok)
+        return CUDA_ERROR_INVALID_HANDLE;
+    return req ? requirements(bytes, deferred, req) : CUDA_ERROR_INVALID_VALUE;
+}
+
+FC_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray h)
+{
+    FC_FAULT(cuMipmappedArrayDestroy);
+    CUresult r = fc_initialized();
+    if (r != CUDA_SUCCESS)
+        return r;
+    pthread_mutex_lock(&fc_lock);
+    bool ok = known_mipmap(h);
+    if (ok) {
+        for (struct CUmipmappedArray_st **pp = &mipmaps; *pp; pp = &(*pp)->next)
+            if (*pp == h) {
+                *pp = h->next;
+                break;
+            }
+        h->magic = 0;
+    }
+    pthread_mutex_unlock(&fc_lock);
+    if (!ok)
+        return CUDA_ERROR_INVALID_HANDLE;
+    destroy_levels(h, h->nlevels);
+    free(h->levels);
+    free(h);
+    return CUDA_SUCCESS;
 }
 
 /* The storage address of bytes [off, off + n) of array a, or 0 when a is
@@ -161,7 +414,7 @@ static uintptr_t at(CUarray a, size_t off, size_t n, CUresult *r)
 {
     pthread_mutex_lock(&fc_lock);
     bool ok = known(a);
-    uintptr_t p = ok && off <= a->bytes && n <= a->bytes - off ? a->storage + off : 0;
+    uintptr_t p = ok && a->storage && off <= a->bytes && n <= a->bytes - off ? a->storage + off : 0;
     pthread_mutex_unlock(&fc_lock);
     *r = !ok ? CUDA_ERROR_INVALID_HANDLE : p ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
     return p;

@@ -267,7 +267,7 @@ static CUresult array_side(CUmemorytype *type, CUarray a, CUdeviceptr *dev, size
     struct fc_array_layout l;
     if (fc_array_layout(a, &l) != CUDA_SUCCESS || x % l.elem || p->WidthInBytes % l.elem ||
         x > l.pitch || p->WidthInBytes > l.pitch - x || y > l.height || p->Height > l.height - y ||
-        z + p->Depth > 1)
+        z > l.depth || p->Depth > l.depth - z)
         return CUDA_ERROR_INVALID_VALUE;
     *type = CU_MEMORYTYPE_DEVICE;
     *dev = (CUdeviceptr)l.storage;

@@ -121,12 +121,12 @@ void *fc_proc_entry(void *fn);
 #define FC_FUTURE_VERSION 13090
 void *fc_proc_future(const char *symbol, int version);
 
-/* How a 2D/3D copy reaches a CUDA array (array.c): its storage as rows
- * of pitch bytes, height rows (one layer: no 3D arrays here), elements of
- * elem bytes. INVALID_VALUE for anything that is not a live array. */
+/* How a 2D/3D copy reaches a CUDA array (array.c): its storage as depth
+ * layers of height rows of pitch bytes, elements of elem bytes.
+ * INVALID_VALUE for anything that is not a live array with storage. */
 struct fc_array_layout {
     uintptr_t storage;
-    size_t elem, pitch, height;
+    size_t elem, pitch, height, depth;
 };
 CUresult fc_array_layout(CUarray a, struct fc_array_layout *out);
 

@@ -5,6 +5,7 @@
  * right; without spillway it measures the same work natively for the ratio.
  *
  *   spill_check [--chunk 256M] [--factor 1.5] [--bytes SIZE] [--passes 2] [--spilled-copies]
+ *               [--outside-array SIZE]
  *   --factor  hold factor x the total cuMemGetInfo reports (the limit under
  *             spillway); --bytes holds exactly SIZE instead (the native run
  *             of the same work)
@@ -18,6 +19,12 @@
  *             meanwhile (none spilled, or some filled: the row proved
  *             nothing); spilled_copies_s the time the three calls took.
  *             Needs a chunk of 2 MiB or more
+ *   --outside-array  then, the pool full, a CUDA array of SIZE bytes (2D,
+ *             floats, rows of 16 KiB): memory outside the pool, which the
+ *             pool must make room for. outside_ok=1 when it was made, holds
+ *             what was written to it and every chunk still reads right
+ *             afterwards; outside_gave=.. the pool bytes given back for it
+ *             (under spillway at least SIZE), outside_s the time to make it
  *
  * Each chunk i is filled with i+1 by a kernel; then every pass adds 1 to
  * every chunk (a kernel over all of it: spilled chunks are read and written
@@ -69,10 +76,13 @@ static CUresult launch(CUfunction f, CUdeviceptr p, unsigned v, size_t words)
     return cuLaunchKernel(f, 264, 1, 1, 256, 1, 1, 0, NULL, args, NULL);
 }
 
+#define ARRAY_ROW (16u << 10) /* bytes a row of --outside-array: 4096 floats */
+
 struct opts {
     uint64_t chunk, bytes;
     double factor;
     int passes, spilled_copies;
+    uint64_t outside;
 };
 
 /* Fills *o from the command line; -1 on a bad argument. */
@@ -91,10 +101,47 @@ static int parse_args(int argc, char **argv, struct opts *o)
             i++;
         else if (!strcmp(a, "--spilled-copies"))
             o->spilled_copies = 1;
+        else if (!strcmp(a, "--outside-array") && v && !parse_size(v, &o->outside) &&
+                 o->outside >= ARRAY_ROW && o->outside % ARRAY_ROW == 0)
+            i++;
         else
             return -1;
     }
     return 0;
+}
+
+/* --outside-array: an array of bytes made with the pool full (timed),
+ * written and read back through host (a buffer of at least one row), then
+ * destroyed; 1 when all of that went right. */
+static int outside_array(uint64_t bytes, unsigned *host, size_t host_bytes, double *secs, CUresult *r)
+{
+    CUDA_ARRAY_DESCRIPTOR d = {.Width = ARRAY_ROW / 4, .Height = bytes / ARRAY_ROW,
+                               .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1};
+    CUarray a;
+    double t0 = now();
+    if ((*r = cuArrayCreate(&a, &d)) != CUDA_SUCCESS)
+        return 0;
+    *secs = now() - t0;
+    size_t step = host_bytes < bytes ? host_bytes / ARRAY_ROW * ARRAY_ROW : bytes;
+    int ok = 1;
+    for (size_t off = 0; ok && off < bytes; off += step) {
+        size_t n = bytes - off < step ? bytes - off : step;
+        for (size_t w = 0; w < n / 4; w++)
+            host[w] = (unsigned)(off / 4 + w) ^ 0x5a5a5a5au;
+        if ((*r = cuMemcpyHtoA(a, off, host, n)) != CUDA_SUCCESS)
+            ok = 0;
+    }
+    for (size_t off = 0; ok && off < bytes; off += step) {
+        size_t n = bytes - off < step ? bytes - off : step;
+        if ((*r = cuMemcpyAtoH(host, a, off, n)) != CUDA_SUCCESS)
+            ok = 0;
+        for (size_t w = 0; ok && w < n / 4; w++)
+            ok = host[w] == ((unsigned)(off / 4 + w) ^ 0x5a5a5a5au);
+    }
+    CUresult d_r = cuArrayDestroy(a);
+    if (ok && d_r != CUDA_SUCCESS)
+        *r = d_r, ok = 0;
+    return ok;
 }
 
 /* A context on device 0 and the kernels. */
@@ -141,13 +188,13 @@ static CUresult add_passes(CUfunction add, const CUdeviceptr *p, size_t got, siz
     return r;
 }
 
-/* 1 when every word of chunk i reads i + 1 + passes; a failed copy-back
- * lands in *r. */
-static int verify_chunks(const CUdeviceptr *p, size_t got, uint64_t chunk, unsigned *host, int passes,
-                         CUresult *r)
+/* 1 when every word of each chunk i from `from` on reads i + 1 + passes; a
+ * failed copy-back lands in *r. */
+static int verify_chunks(const CUdeviceptr *p, size_t from, size_t got, uint64_t chunk, unsigned *host,
+                         int passes, CUresult *r)
 {
     size_t words = chunk / 4;
-    for (size_t i = 0; i < got; i++) {
+    for (size_t i = from; i < got; i++) {
         if ((*r = cuMemcpyDtoH(host, p[i], chunk)) != CUDA_SUCCESS)
             return 0;
         unsigned want = (unsigned)i + 1 + (unsigned)passes;
@@ -249,7 +296,8 @@ int main(int argc, char **argv)
 {
     struct opts o;
     if (parse_args(argc, argv, &o)) {
-        fprintf(stderr, "usage: spill_check [--chunk SIZE] [--factor F | --bytes SIZE] [--passes N] [--spilled-copies]\n");
+        fprintf(stderr, "usage: spill_check [--chunk SIZE] [--factor F | --bytes SIZE] [--passes N] [--spilled-copies]"
+                        " [--outside-array SIZE (whole 16 KiB rows)]\n");
         return 2;
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -275,7 +323,7 @@ int main(int argc, char **argv)
     if (r == CUDA_SUCCESS)
         r = add_passes(add, p, got, words, o.passes);
     double t2 = now();
-    int ok = r == CUDA_SUCCESS && got == n && verify_chunks(p, got, chunk, host, o.passes, &r);
+    int ok = r == CUDA_SUCCESS && got == n && verify_chunks(p, 0, got, chunk, host, o.passes, &r);
     double t3 = now();
     int spilled_copies_ok = 0;
     double spilled_copies_s = 0;
@@ -288,12 +336,27 @@ int main(int argc, char **argv)
         if (selfstats_get("fill_bytes", 0, &fills1))
             fills1 = fills0;
     }
+    int outside_ok = 0;
+    double outside_s = 0;
+    uint64_t pool0 = 0, pool1 = 0;
+    if (ok && o.outside) {
+        int seg = selfstats_get("pool_bytes", 0, &pool0) == 0;
+        outside_ok = outside_array(o.outside, host, chunk, &outside_s, &r);
+        /* Read before the chunks are: their fills may grow the pool again. */
+        if (!seg || selfstats_get("pool_bytes", 0, &pool1))
+            pool1 = pool0;
+        /* Chunk 0 holds what --spilled-copies wrote instead. */
+        outside_ok = outside_ok && verify_chunks(p, o.spilled_copies ? 1 : 0, got, chunk, host, o.passes, &r);
+    }
     printf("RESULT total=%zu held=%zu chunks=%zu data_ok=%d alloc_s=%.3f compute_s=%.3f verify_s=%.3f err=%s",
            total, got * (size_t)chunk, got, ok, t1 - t0, t2 - t1, t3 - t2, name_of(r));
     if (o.spilled_copies)
         printf(" spilled_copies_ok=%d spilled_at=%llu spilled_copies_fills=%llu spilled_copies_s=%.3f",
                spilled_copies_ok, (unsigned long long)spilled_at, (unsigned long long)(fills1 - fills0),
                spilled_copies_s);
+    if (o.outside)
+        printf(" outside_ok=%d outside_gave=%llu outside_s=%.3f", outside_ok,
+               (unsigned long long)(pool0 > pool1 ? pool0 - pool1 : 0), outside_s);
     print_moves();
     printf("\n");
     for (size_t i = 0; i < got; i++)

@@ -1,7 +1,7 @@
 /* spillway only: what cannot be pool memory passes through, counted by
  * reason in the counters and the stats segment; cuMemAllocFromPoolAsync
- * is pool-served for device pools, on the pool's device; the limit covers
- * pool and pass-through together; SPILLWAY_DISABLE=1 passes everything. */
+ * is pool-served for device pools, on the pool's device; CUDA arrays
+ * count as pass-through; the limit covers pool and pass-through together; SPILLWAY_DISABLE=1 passes everything. */
 #include "tests/integration/pool/common.h"
 
 #include "stats/reader.h"
@@ -28,6 +28,14 @@ static int read_stats(struct spw_stats_snapshot *snap)
     enum spw_read_result r = spw_stats_read_at(fd, name, 0, snap, &removed, why, sizeof why);
     close(fd);
     return r == SPW_READ_OK ? 0 : -1;
+}
+
+/* What the driver holds on dev beyond the pool's pages: pass-through
+ * memory (the pool gives pages back for it, so the driver's total alone
+ * would not show it). */
+static size_t outside_pool(int dev)
+{
+    return fakecuda_device_bytes_used(dev) - pool_counters(dev).pool_bytes;
 }
 
 /* What cannot be pool memory passes through, counted by reason, in the
@@ -222,9 +230,9 @@ START_TEST(from_pool_async_follows_its_pool)
     props.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
     CU_OK(cuMemPoolCreate(&shared, &props));
     CU_OK(cuStreamSynchronize(s));
-    size_t before = fakecuda_device_bytes_used(0);
+    size_t before = outside_pool(0);
     CU_OK(cuMemAllocFromPoolAsync(&p, 4 * MiB, shared, s));
-    ck_assert_uint_eq(fakecuda_device_bytes_used(0) - before, 4 * MiB);
+    ck_assert_uint_eq(outside_pool(0) - before, 4 * MiB);
     ck_assert_uint_eq(pool_counters(0).passthrough_count[SPILLWAY_PT_IPC],
                       c0.passthrough_count[SPILLWAY_PT_IPC] + 1);
     ck_assert_uint_eq(pool_counters(0).in_use_bytes, c0.in_use_bytes);
@@ -236,9 +244,9 @@ START_TEST(from_pool_async_follows_its_pool)
     CU_OK(cuMemGetMemPool(&current, &dev0, CU_MEM_ALLOCATION_TYPE_PINNED));
     ck_assert_ptr_eq(current, shared);
     CU_OK(cuStreamSynchronize(s)); /* the free above has run: the count is still */
-    before = fakecuda_device_bytes_used(0);
+    before = outside_pool(0);
     CU_OK(cuMemAllocFromPoolAsync(&p, 4 * MiB, current, s));
-    ck_assert_uint_eq(fakecuda_device_bytes_used(0) - before, 4 * MiB);
+    ck_assert_uint_eq(outside_pool(0) - before, 4 * MiB);
     CU_OK(cuMemFreeAsync(p, s));
     CUmemoryPool default0;
     CU_OK(cuDeviceGetDefaultMemPool(&default0, 0));
@@ -249,9 +257,9 @@ START_TEST(from_pool_async_follows_its_pool)
     props.maxSize = 8 * MiB;
     CU_OK(cuMemPoolCreate(&capped, &props));
     CU_OK(cuStreamSynchronize(s));
-    before = fakecuda_device_bytes_used(0);
+    before = outside_pool(0);
     CU_OK(cuMemAllocFromPoolAsync(&p, 2 * MiB, capped, s));
-    ck_assert_uint_eq(fakecuda_device_bytes_used(0) - before, 2 * MiB);
+    ck_assert_uint_eq(outside_pool(0) - before, 2 * MiB);
     ck_assert_uint_eq(pool_counters(0).in_use_bytes, c0.in_use_bytes);
     CU_OK(cuMemFreeAsync(p, s));
     CU_OK(cuStreamSynchronize(s));
@@ -291,6 +299,145 @@ START_TEST(limit_covers_pool_and_passthrough)
 }
 END_TEST
 
+static uint64_t used_on(int dev)
+{
+    struct spillway_counters c;
+    ck_assert_int_eq(get_counters(dev, &c), 0);
+    return c.used;
+}
+
+static CUDA_ARRAY3D_DESCRIPTOR floats(size_t w, size_t h, size_t d, unsigned flags)
+{
+    return (CUDA_ARRAY3D_DESCRIPTOR){.Width = w, .Height = h, .Depth = d, .Format = CU_AD_FORMAT_FLOAT,
+                                     .NumChannels = 1, .Flags = flags};
+}
+
+/* CUDA arrays are device memory the pool cannot serve: each kind counts
+ * its elements' bytes against the limit (as the "array" pass-through, in
+ * the stats' "other" gauge), is refused past it although the driver would
+ * give it, and gives its bytes back when destroyed. A deferred-mapping
+ * array has no memory of its own and counts nothing. */
+START_TEST(arrays_count_against_the_limit)
+{
+    if (!pooled())
+        return;
+    use_device(0);
+    CUdeviceptr first; /* the pool is set up at the device's first allocation */
+    CU_OK(cuMemAlloc(&first, MiB));
+    CU_OK(cuMemFree(first));
+    uint64_t used0 = used_on(0), device0 = outside_pool(0);
+    struct spillway_pool_counters pc0 = pool_counters(0);
+    CUarray a2, a3, layered, deferred, refused;
+    CUmipmappedArray mip;
+    CUDA_ARRAY_DESCRIPTOR d2 = {.Width = 1024, .Height = 1024, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1};
+    CU_OK(cuArrayCreate(&a2, &d2)); /* 4 MiB */
+    CUDA_ARRAY3D_DESCRIPTOR d3 = floats(64, 64, 64, 0);
+    d3.NumChannels = 2; /* 2 MiB */
+    CU_OK(cuArray3DCreate(&a3, &d3));
+    CUDA_ARRAY3D_DESCRIPTOR dl = floats(256, 256, 4, CUDA_ARRAY3D_LAYERED); /* 1 MiB */
+    CU_OK(cuArray3DCreate(&layered, &dl));
+    /* Four levels of 512 x 512 floats: 1 MiB + 256 + 64 + 16 KiB. */
+    CUDA_ARRAY3D_DESCRIPTOR dm = floats(512, 512, 0, 0);
+    CU_OK(cuMipmappedArrayCreate(&mip, &dm, 4));
+    const uint64_t mip_bytes = MiB + 256 * 1024 + 64 * 1024 + 16 * 1024;
+    CUDA_ARRAY3D_DESCRIPTOR dd = floats(2048, 2048, 0, CUDA_ARRAY3D_DEFERRED_MAPPING);
+    CU_OK(cuArray3DCreate(&deferred, &dd));
+    const uint64_t counted = 4 * MiB + 2 * MiB + MiB + mip_bytes;
+    ck_assert_uint_eq(used_on(0) - used0, counted);
+    ck_assert_uint_eq(outside_pool(0) - device0, counted);
+    struct spillway_pool_counters pc = pool_counters(0);
+    ck_assert_uint_eq(pc.passthrough_count[SPILLWAY_PT_ARRAY] - pc0.passthrough_count[SPILLWAY_PT_ARRAY], 4);
+    ck_assert_uint_eq(pc.passthrough_bytes[SPILLWAY_PT_ARRAY] - pc0.passthrough_bytes[SPILLWAY_PT_ARRAY],
+                      counted);
+    /* None of it the pool's, and the pool gave back room for it. */
+    ck_assert_uint_eq(pc.in_use_bytes, pc0.in_use_bytes);
+    ck_assert_uint_le(pc.pool_bytes, limit_bytes() - counted);
+    ck_assert_uint_le(fakecuda_device_bytes_used(0), limit_bytes());
+    struct spw_stats_snapshot snap;
+    ck_assert_int_eq(read_stats(&snap), 0);
+    ck_assert_uint_eq(snap.c[0][SPW_C_PASS_OTHER], counted);
+    size_t f, t;
+    CU_OK(cuMemGetInfo(&f, &t));
+    ck_assert_uint_eq(f, limit_bytes() - used_on(0));
+    /* No pointer names an array: while only arrays are outside the pool, a
+     * copy's sides are not asked of the driver. */
+    CUdeviceptr p;
+    static unsigned char host[4096];
+    CU_OK(cuMemAlloc(&p, sizeof host));
+    long long asked = fakecuda_calls("cuPointerGetAttribute");
+    CU_OK(cuMemcpy(p, (CUdeviceptr)(uintptr_t)host, sizeof host));
+    ck_assert_int_eq(fakecuda_calls("cuPointerGetAttribute"), asked);
+    CU_OK(cuMemFree(p));
+    /* 64 MiB more would pass the limit: refused, the driver never asked. */
+    CUDA_ARRAY_DESCRIPTOR big = {.Width = 4096, .Height = 4096, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1};
+    ck_assert_int_eq(cuArrayCreate(&refused, &big), CUDA_ERROR_OUT_OF_MEMORY);
+    ck_assert_uint_eq(outside_pool(0) - device0, counted);
+    /* Destroyed: the bytes and the gauge go back; a second destroy is the
+     * driver's error and changes nothing. */
+    CU_OK(cuArrayDestroy(a2));
+    CU_OK(cuArrayDestroy(a3));
+    CU_OK(cuArrayDestroy(layered));
+    CU_OK(cuArrayDestroy(deferred));
+    ck_assert_uint_eq(used_on(0) - used0, mip_bytes);
+    CU_OK(cuMipmappedArrayDestroy(mip));
+    ck_assert_int_eq(cuArrayDestroy(a2), CUDA_ERROR_INVALID_HANDLE);
+    ck_assert_int_eq(cuMipmappedArrayDestroy(mip), CUDA_ERROR_INVALID_HANDLE);
+    ck_assert_uint_eq(used_on(0), used0);
+    ck_assert_uint_eq(outside_pool(0), device0);
+    ck_assert_int_eq(read_stats(&snap), 0);
+    ck_assert_uint_eq(snap.c[0][SPW_C_PASS_OTHER], 0);
+    ck_assert_uint_eq(snap.c[0][SPW_C_UNDERFLOWS], 0);
+}
+END_TEST
+
+/* Pass-through memory takes its pages out of the pool: whatever the pool
+ * had preallocated, the driver never holds more of the device than the
+ * limit for pool and pass-through together. Free and freed pages go back
+ * first; with spill, live data moves to the host to make room (and reads
+ * back intact); without it, what live data holds is refused. Freed, the
+ * pass-through memory's pages are the pool's to take again. */
+START_TEST(passthrough_takes_its_pages_from_the_pool)
+{
+    if (!pooled())
+        return;
+    use_device(0);
+    const char *spill = getenv("SPILLWAY_SPILL");
+    bool spilling = !spill || strcmp(spill, "0") != 0;
+    const size_t limit = limit_bytes();
+    CUdeviceptr data, freed, m1, m2, big;
+    CU_OK(cuMemAlloc(&data, 24 * MiB));
+    put(data, 24 * MiB, 7);
+    CU_OK(cuMemAlloc(&freed, 24 * MiB));
+    CU_OK(cuMemFree(freed));
+    CU_OK(cuCtxSynchronize()); /* the free is covered: its pages are the pool's */
+    CU_OK(cuMemAllocManaged(&m1, 30 * MiB, CU_MEM_ATTACH_GLOBAL));
+    ck_assert_uint_le(fakecuda_device_bytes_used(0), limit);
+    ck_assert_uint_le(pool_counters(0).pool_bytes, limit - 30 * MiB);
+    /* 24 MiB of live data and 30 + 16 outside the pool: only spill fits it. */
+    CUresult r = cuMemAllocManaged(&m2, 16 * MiB, CU_MEM_ATTACH_GLOBAL);
+    if (spilling) {
+        CU_OK(r);
+        ck_assert_uint_le(fakecuda_device_bytes_used(0), limit);
+        ck_assert_uint_gt(pool_counters(0).spilled_bytes, 0);
+        expect(data, 24 * MiB, 7);
+        CU_OK(cuMemFree(m2));
+    } else {
+        ck_assert_int_eq(r, CUDA_ERROR_OUT_OF_MEMORY);
+        ck_assert_uint_le(fakecuda_device_bytes_used(0), limit);
+    }
+    CU_OK(cuMemFree(m1));
+    CU_OK(cuMemFree(data));
+    CU_OK(cuCtxSynchronize());
+    /* All of the limit is the pool's again. */
+    CU_OK(cuMemAlloc(&big, limit - 4 * MiB));
+    put(big, limit - 4 * MiB, 3);
+    ck_assert_uint_eq(pool_counters(0).spilled_bytes, 0);
+    expect(big, limit - 4 * MiB, 3);
+    ck_assert_uint_le(fakecuda_device_bytes_used(0), limit);
+    CU_OK(cuMemFree(big));
+}
+END_TEST
+
 /* With SPILLWAY_DISABLE=1 nothing is pool memory. */
 START_TEST(disabled_passes_everything)
 {
@@ -318,6 +465,8 @@ Suite *test_suite(void)
     tcase_add_test(spw, from_pool_async_is_pool_served);
     tcase_add_test(spw, from_pool_async_follows_its_pool);
     tcase_add_test(spw, limit_covers_pool_and_passthrough);
+    tcase_add_test(spw, arrays_count_against_the_limit);
+    tcase_add_test(spw, passthrough_takes_its_pages_from_the_pool);
     tcase_add_test(spw, disabled_passes_everything);
     suite_add_tcase(s, spw);
     return s;

@@ -374,15 +374,25 @@ START_TEST(cooperative_kernel_fill)
 }
 END_TEST
 
-/* Pass-through memory is capped by what is resident, not by what is held. */
+/* Pass-through memory is capped by what is resident, not by what is held,
+ * and takes its room from the pool: with 96 MiB of pool data on a 64 MiB
+ * limit, managed memory still fits, the pool moving as much more of its
+ * data to the host (read back intact), and the driver never holds more
+ * than the limit; more than the limit outside the pool never fits. */
 START_TEST(passthrough_counts_resident_bytes)
 {
     setup();
     CUdeviceptr a = filled(48 * MiB, 7);
     CUdeviceptr b = filled(48 * MiB, 8);
-    CUdeviceptr m = 0;
-    /* 64 MiB resident: no room for managed memory. */
-    ck_assert_int_eq(cuMemAllocManaged(&m, 8 * MiB, CU_MEM_ATTACH_GLOBAL), CUDA_ERROR_OUT_OF_MEMORY);
+    CUdeviceptr m = 0, m2 = 0;
+    uint64_t spilled = stat_of(SPW_C_SPILLED);
+    size_t driver = fakecuda_device_bytes_used(0);
+    CU_OK(cuMemAllocManaged(&m, 8 * MiB, CU_MEM_ATTACH_GLOBAL));
+    ck_assert_uint_ge(stat_of(SPW_C_SPILLED), spilled + 8 * MiB);
+    ck_assert_uint_le(fakecuda_device_bytes_used(0), driver);
+    ck_assert_int_eq(cuMemAllocManaged(&m2, 60 * MiB, CU_MEM_ATTACH_GLOBAL), CUDA_ERROR_OUT_OF_MEMORY);
+    expect_pattern(b, 48 * MiB, 8, "b");
+    CU_OK(cuMemFree(m));
     CU_OK(cuMemFree(b));
     /* a still lives partly on the host: its spilled bytes are not held
      * against the limit. */

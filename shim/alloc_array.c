@@ -1,0 +1,84 @@
+/* CUDA arrays (cuArrayCreate, cuArray3DCreate, cuMipmappedArrayCreate)
+ * and their destroys: texture memory of the current context's device that
+ * the pool cannot serve (the driver lays it out), so it passes through,
+ * counted against the same limit as the "array" pass-through. Without
+ * this a program would hold device memory past its limit unseen. An array
+ * made with deferred mapping or as sparse has no memory of its own (what
+ * is mapped into it is cuMemCreate's, counted there): not counted. */
+#include "shim/array_size.h"
+#include "shim/handler.h"
+
+/* The arrays whose memory the driver does not allocate at creation. */
+#define UNBACKED (CUDA_ARRAY3D_DEFERRED_MAPPING | CUDA_ARRAY3D_SPARSE)
+
+CUresult spw_h_array_create(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *pAllocateArray)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_array_create);
+    int dev;
+    if (spw_disabled() || !pHandle || !pAllocateArray)
+        return real(pHandle, pAllocateArray);
+    CUresult why = spw_alloc_device(&dev);
+    if (why != CUDA_SUCCESS)
+        return why;
+    if (dev < 0)
+        return real(pHandle, pAllocateArray);
+    const CUDA_ARRAY_DESCRIPTOR *d = pAllocateArray;
+    CUDA_ARRAY3D_DESCRIPTOR d3 = {.Width = d->Width, .Height = d->Height, .Format = d->Format,
+                                  .NumChannels = d->NumChannels};
+    uint64_t bytes = spw_array_bytes(&d3, 1);
+    SPW_PASSTHROUGH_ALLOC(SPW_KIND_ARRAY, dev, bytes, SW_PT_ARRAY, "cuArrayCreate",
+                          real(pHandle, pAllocateArray), (uintptr_t)*pHandle);
+}
+
+CUresult spw_h_array3d_create(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pAllocateArray)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_array3d_create);
+    int dev;
+    if (spw_disabled() || !pHandle || !pAllocateArray || (pAllocateArray->Flags & UNBACKED))
+        return real(pHandle, pAllocateArray);
+    CUresult why = spw_alloc_device(&dev);
+    if (why != CUDA_SUCCESS)
+        return why;
+    if (dev < 0)
+        return real(pHandle, pAllocateArray);
+    uint64_t bytes = spw_array_bytes(pAllocateArray, 1);
+    SPW_PASSTHROUGH_ALLOC(SPW_KIND_ARRAY, dev, bytes, SW_PT_ARRAY, "cuArray3DCreate",
+                          real(pHandle, pAllocateArray), (uintptr_t)*pHandle);
+}
+
+CUresult spw_h_mipmapped_array_create(CUmipmappedArray *pHandle,
+                                      const CUDA_ARRAY3D_DESCRIPTOR *pMipmappedArrayDesc,
+                                      unsigned int numMipmapLevels)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_mipmapped_array_create);
+    const CUDA_ARRAY3D_DESCRIPTOR *d = pMipmappedArrayDesc;
+    int dev;
+    if (spw_disabled() || !pHandle || !d || (d->Flags & UNBACKED))
+        return real(pHandle, d, numMipmapLevels);
+    CUresult why = spw_alloc_device(&dev);
+    if (why != CUDA_SUCCESS)
+        return why;
+    if (dev < 0)
+        return real(pHandle, d, numMipmapLevels);
+    uint64_t bytes = spw_array_bytes(d, numMipmapLevels);
+    SPW_PASSTHROUGH_ALLOC(SPW_KIND_ARRAY, dev, bytes, SW_PT_ARRAY, "cuMipmappedArrayCreate",
+                          real(pHandle, d, numMipmapLevels), (uintptr_t)*pHandle);
+}
+
+/* A level of a mipmapped array (cuMipmappedArrayGetLevel) was never
+ * counted on its own: forgetting finds nothing and the driver answers. */
+CUresult spw_h_array_destroy(CUarray hArray)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_array_destroy);
+    if (spw_disabled() || !hArray)
+        return real(hArray);
+    SPW_ACCOUNTED_FREE(SPW_KIND_ARRAY, (uintptr_t)hArray, real(hArray));
+}
+
+CUresult spw_h_mipmapped_array_destroy(CUmipmappedArray hMipmappedArray)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_mipmapped_array_destroy);
+    if (spw_disabled() || !hMipmappedArray)
+        return real(hMipmappedArray);
+    SPW_ACCOUNTED_FREE(SPW_KIND_ARRAY, (uintptr_t)hMipmappedArray, real(hMipmappedArray));
+}
