@@ -157,15 +157,23 @@ static void unlink_array_locked(struct CUarray_st *a)
     a->magic = 0;
 }
 
-static CUresult create(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *d)
+/* What every creation checks first: a current context (*ctx), somewhere
+ * to put the handle, a descriptor fakecuda can store. */
+static CUresult creation(const void *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *d, struct CUctx_st **ctx)
 {
-    struct CUctx_st *ctx;
-    CUresult r = fc_current_ctx(&ctx);
+    CUresult r = fc_current_ctx(ctx);
     if (r != CUDA_SUCCESS)
         return r;
     if (!pHandle || !d)
         return CUDA_ERROR_INVALID_VALUE;
-    if ((r = check_descriptor(d)) != CUDA_SUCCESS)
+    return check_descriptor(d);
+}
+
+static CUresult create(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *d)
+{
+    struct CUctx_st *ctx;
+    CUresult r = creation(pHandle, d, &ctx);
+    if (r != CUDA_SUCCESS)
         return r;
     struct CUarray_st *a;
     if ((r = make_array(d, ctx->dev, NULL, &a)) == CUDA_SUCCESS)
@@ -224,13 +232,32 @@ FC_EXPORT CUresult cuArray3DGetDescriptor_v2(CUDA_ARRAY3D_DESCRIPTOR *d, CUarray
     return r;
 }
 
-/* What a deferred array or mipmapped array needs mapped: its bytes in
- * whole alignments. INVALID_VALUE for one that is not deferred. */
-static CUresult requirements(size_t bytes, bool deferred, CUDA_ARRAY_MEMORY_REQUIREMENTS *out)
+/* What a deferred array (mipmap: a deferred mipmapped array) needs
+ * mapped: its bytes in whole alignments. INVALID_VALUE for one that is not
+ * deferred. */
+static CUresult requirements(bool mipmap, const void *h, CUdevice dev, CUDA_ARRAY_MEMORY_REQUIREMENTS *req)
 {
-    if (!deferred)
+    CUresult r = fc_initialized();
+    if (r != CUDA_SUCCESS || (r = fc_check_device(dev)) != CUDA_SUCCESS)
+        return r;
+    size_t bytes = 0;
+    bool deferred = false, ok;
+    pthread_mutex_lock(&fc_lock);
+    if (mipmap) {
+        const struct CUmipmappedArray_st *m = h;
+        if ((ok = known_mipmap(m)))
+            bytes = m->bytes, deferred = m->deferred;
+    } else {
+        const struct CUarray_st *a = h;
+        if ((ok = known(a)))
+            bytes = a->bytes, deferred = !a->storage;
+    }
+    pthread_mutex_unlock(&fc_lock);
+    if (!ok)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (!req || !deferred)
         return CUDA_ERROR_INVALID_VALUE;
-    *out = (CUDA_ARRAY_MEMORY_REQUIREMENTS){
+    *req = (CUDA_ARRAY_MEMORY_REQUIREMENTS){
         .size = (bytes + DEFERRED_ALIGN - 1) / DEFERRED_ALIGN * DEFERRED_ALIGN,
         .alignment = DEFERRED_ALIGN};
     return CUDA_SUCCESS;
@@ -239,17 +266,7 @@ static CUresult requirements(size_t bytes, bool deferred, CUDA_ARRAY_MEMORY_REQU
 FC_EXPORT CUresult cuArrayGetMemoryRequirements(CUDA_ARRAY_MEMORY_REQUIREMENTS *req, CUarray h, CUdevice dev)
 {
     FC_FAULT(cuArrayGetMemoryRequirements);
-    CUresult r = fc_initialized();
-    if (r != CUDA_SUCCESS || (r = fc_check_device(dev)) != CUDA_SUCCESS)
-        return r;
-    pthread_mutex_lock(&fc_lock);
-    bool ok = known(h);
-    size_t bytes = ok ? h->bytes : 0;
-    bool deferred = ok && !h->storage;
-    pthread_mutex_unlock(&fc_lock);
-    if (!ok)
-        return CUDA_ERROR_INVALID_HANDLE;
-    return req ? requirements(bytes, deferred, req) : CUDA_ERROR_INVALID_VALUE;
+    return requirements(false, h, dev, req);
 }
 
 CUresult fc_array_layout(CUarray a, struct fc_array_layout *out)
@@ -313,12 +330,8 @@ FC_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle, const CUDA_
 {
     FC_FAULT(cuMipmappedArrayCreate);
     struct CUctx_st *ctx;
-    CUresult r = fc_current_ctx(&ctx);
+    CUresult r = creation(pHandle, d, &ctx);
     if (r != CUDA_SUCCESS)
-        return r;
-    if (!pHandle || !d)
-        return CUDA_ERROR_INVALID_VALUE;
-    if ((r = check_descriptor(d)) != CUDA_SUCCESS)
         return r;
     numMipmapLevels = clamp_levels(d, numMipmapLevels);
     struct CUmipmappedArray_st *m = calloc(1, sizeof *m);
@@ -370,17 +383,7 @@ FC_EXPORT CUresult cuMipmappedArrayGetMemoryRequirements(CUDA_ARRAY_MEMORY_REQUI
                                                          CUmipmappedArray h, CUdevice dev)
 {
     FC_FAULT(cuMipmappedArrayGetMemoryRequirements);
-    CUresult r = fc_initialized();
-    if (r != CUDA_SUCCESS || (r = fc_check_device(dev)) != CUDA_SUCCESS)
-        return r;
-    pthread_mutex_lock(&fc_lock);
-    bool ok = known_mipmap(h);
-    size_t bytes = ok ? h->bytes : 0;
-    bool deferred = ok && h->deferred;
-    pthread_mutex_unlock(&fc_lock);
-    if (!ok)
-        return CUDA_ERROR_INVALID_HANDLE;
-    return req ? requirements(bytes, deferred, req) : CUDA_ERROR_INVALID_VALUE;
+    return requirements(true, h, dev, req);
 }
 
 FC_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray h)
