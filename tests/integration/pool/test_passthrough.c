@@ -438,6 +438,23 @@ START_TEST(passthrough_takes_its_pages_from_the_pool)
 }
 END_TEST
 
+/* Memory outside the pool made before the device's pool exists sizes its
+ * preallocation: the pool never holds the pages it took. */
+START_TEST(lent_before_the_pool_is_built)
+{
+    if (!pooled())
+        return;
+    use_device(1); /* no allocation on it yet in this process */
+    CUdeviceptr m, p;
+    CU_OK(cuMemAllocManaged(&m, 20 * MiB, CU_MEM_ATTACH_GLOBAL));
+    CU_OK(cuMemAlloc(&p, MiB)); /* builds the pool */
+    ck_assert_uint_le(pool_counters(1).pool_bytes, limit_bytes() - 20 * MiB);
+    ck_assert_uint_le(fakecuda_device_bytes_used(1), limit_bytes());
+    CU_OK(cuMemFree(p));
+    CU_OK(cuMemFree(m));
+}
+END_TEST
+
 /* With SPILLWAY_DISABLE=1 nothing is pool memory. */
 START_TEST(disabled_passes_everything)
 {
@@ -467,6 +484,7 @@ Suite *test_suite(void)
     tcase_add_test(spw, limit_covers_pool_and_passthrough);
     tcase_add_test(spw, arrays_count_against_the_limit);
     tcase_add_test(spw, passthrough_takes_its_pages_from_the_pool);
+    tcase_add_test(spw, lent_before_the_pool_is_built);
     tcase_add_test(spw, disabled_passes_everything);
     suite_add_tcase(s, spw);
     return s;
