@@ -40,7 +40,18 @@ CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null)
 ifeq ($(CHECK_LIBS),)
 CHECK_CFLAGS := -DSPILLWAY_MINICHECK
+CHECK_LIBS   := -lm
 endif
+# $(call state_stamp,FILE,STATE): FILE, rewritten (so newer than what
+# depends on it) when it does not hold STATE. A stamp named for its state
+# would not do: with .SECONDARY a missing prerequisite rebuilds nothing.
+state_stamp = $(shell mkdir -p $(dir $(1)) && { [ "$$(cat $(1) 2>/dev/null)" = "$(2)" ] || echo "$(2)" > $(1); } && echo $(1))
+
+# Which of the two the test objects were built against: a suite whose
+# objects mixed them ran no check and passed (Check installed after a
+# build), so a change of state rebuilds every test object.
+CHECK_STATE := $(if $(findstring MINICHECK,$(CHECK_CFLAGS)),minicheck,check)
+CHECK_STAMP := $(call state_stamp,$(BUILD)/tests/.built-with,$(CHECK_STATE))
 
 # Filled in by the modules (see tests/README.md for the conventions):
 #   ALL_TARGETS  what `make` builds
@@ -74,6 +85,11 @@ build-all: $(ALL_TARGETS)
 .PHONY: build-all
 
 $(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+# Test objects (the shorter stem wins over the rule above).
+$(BUILD)/tests/%.o: tests/%.c $(CHECK_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 

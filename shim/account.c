@@ -267,6 +267,7 @@ static int unpack_dev(int32_t v, int *reason)
 static void unpooled_step(enum spw_kind kind, int dev, int reason, int sign)
 {
     if (dev == SPILLWAY_HOST || kind == SPW_KIND_HOSTPTR || kind == SPW_KIND_ARRAY ||
+        kind == SPW_KIND_MIPMAP ||
         (kind == SPW_KIND_HANDLE && reason < 0))
         return;
     if (sign > 0)

@@ -17,9 +17,10 @@ enum spw_kind {
     SPW_KIND_DEVPTR, /* cuMemAlloc*, managed, stream-ordered: a CUdeviceptr */
     SPW_KIND_HANDLE, /* cuMemCreate: a CUmemGenericAllocationHandle */
     SPW_KIND_HOSTPTR, /* pinned host memory: a host pointer */
-    SPW_KIND_ARRAY    /* a CUDA array or mipmapped array: its handle */
+    SPW_KIND_ARRAY,   /* a CUDA array: its handle */
+    SPW_KIND_MIPMAP   /* a CUDA mipmapped array: its handle */
 };
-#define SPW_KINDS 4
+#define SPW_KINDS 5
 
 
 /* Sets the options the limits come from and how to learn about a device

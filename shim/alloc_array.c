@@ -4,7 +4,10 @@
  * counted against the same limit as the "array" pass-through. Without
  * this a program would hold device memory past its limit unseen. An array
  * made with deferred mapping or as sparse has no memory of its own (what
- * is mapped into it is cuMemCreate's, counted there): not counted. */
+ * is mapped into it is cuMemCreate's, counted there): not counted; nor
+ * is a descriptor the driver is sure to refuse (spw_array_refused), which
+ * gets the driver's own error, not an out-of-memory for a size it never
+ * had. */
 #include "shim/array_size.h"
 #include "shim/handler.h"
 
@@ -20,11 +23,11 @@ CUresult spw_h_array_create(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *pAllo
     CUresult why = spw_alloc_device(&dev);
     if (why != CUDA_SUCCESS)
         return why;
-    if (dev < 0)
-        return real(pHandle, pAllocateArray);
     const CUDA_ARRAY_DESCRIPTOR *d = pAllocateArray;
     CUDA_ARRAY3D_DESCRIPTOR d3 = {.Width = d->Width, .Height = d->Height, .Format = d->Format,
                                   .NumChannels = d->NumChannels};
+    if (dev < 0 || spw_array_refused(&d3))
+        return real(pHandle, pAllocateArray);
     uint64_t bytes = spw_array_bytes(&d3, 1);
     SPW_PASSTHROUGH_ALLOC(SPW_KIND_ARRAY, dev, bytes, SW_PT_ARRAY, "cuArrayCreate",
                           real(pHandle, pAllocateArray), (uintptr_t)*pHandle);
@@ -39,7 +42,7 @@ CUresult spw_h_array3d_create(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *p
     CUresult why = spw_alloc_device(&dev);
     if (why != CUDA_SUCCESS)
         return why;
-    if (dev < 0)
+    if (dev < 0 || spw_array_refused(pAllocateArray))
         return real(pHandle, pAllocateArray);
     uint64_t bytes = spw_array_bytes(pAllocateArray, 1);
     SPW_PASSTHROUGH_ALLOC(SPW_KIND_ARRAY, dev, bytes, SW_PT_ARRAY, "cuArray3DCreate",
@@ -58,15 +61,17 @@ CUresult spw_h_mipmapped_array_create(CUmipmappedArray *pHandle,
     CUresult why = spw_alloc_device(&dev);
     if (why != CUDA_SUCCESS)
         return why;
-    if (dev < 0)
+    if (dev < 0 || spw_array_refused(d))
         return real(pHandle, d, numMipmapLevels);
     uint64_t bytes = spw_array_bytes(d, numMipmapLevels);
-    SPW_PASSTHROUGH_ALLOC(SPW_KIND_ARRAY, dev, bytes, SW_PT_ARRAY, "cuMipmappedArrayCreate",
+    SPW_PASSTHROUGH_ALLOC(SPW_KIND_MIPMAP, dev, bytes, SW_PT_ARRAY, "cuMipmappedArrayCreate",
                           real(pHandle, d, numMipmapLevels), (uintptr_t)*pHandle);
 }
 
 /* A level of a mipmapped array (cuMipmappedArrayGetLevel) was never
- * counted on its own: forgetting finds nothing and the driver answers. */
+ * counted on its own: forgetting finds nothing and the driver answers.
+ * Arrays and mipmapped arrays are kept apart (two kinds), so a level whose
+ * handle equalled its mipmapped array's could not forget the whole. */
 CUresult spw_h_array_destroy(CUarray hArray)
 {
     SPW_REAL_OR_RETURN(real, spw_h_array_destroy);
@@ -80,5 +85,5 @@ CUresult spw_h_mipmapped_array_destroy(CUmipmappedArray hMipmappedArray)
     SPW_REAL_OR_RETURN(real, spw_h_mipmapped_array_destroy);
     if (spw_disabled() || !hMipmappedArray)
         return real(hMipmappedArray);
-    SPW_ACCOUNTED_FREE(SPW_KIND_ARRAY, (uintptr_t)hMipmappedArray, real(hMipmappedArray));
+    SPW_ACCOUNTED_FREE(SPW_KIND_MIPMAP, (uintptr_t)hMipmappedArray, real(hMipmappedArray));
 }

@@ -4,24 +4,30 @@
 size_t spw_array_element_bytes(CUarray_format format, unsigned channels)
 {
     switch (format) {
+    /* The X formats name their channels ("4 channel unsigned 8-bit
+     * normalized integer"): NumChannels does not widen or narrow them. */
+    case CU_AD_FORMAT_UNORM_INT8X1:
+    case CU_AD_FORMAT_SNORM_INT8X1:
+        return 1;
+    case CU_AD_FORMAT_UNORM_INT8X2:
+    case CU_AD_FORMAT_SNORM_INT8X2:
+    case CU_AD_FORMAT_UNORM_INT16X1:
+    case CU_AD_FORMAT_SNORM_INT16X1:
+        return 2;
+    case CU_AD_FORMAT_UNORM_INT8X4:
+    case CU_AD_FORMAT_SNORM_INT8X4:
+    case CU_AD_FORMAT_UNORM_INT16X2:
+    case CU_AD_FORMAT_SNORM_INT16X2:
+        return 4;
+    case CU_AD_FORMAT_UNORM_INT16X4:
+    case CU_AD_FORMAT_SNORM_INT16X4:
+        return 8;
     case CU_AD_FORMAT_UNSIGNED_INT8:
     case CU_AD_FORMAT_SIGNED_INT8:
-    case CU_AD_FORMAT_UNORM_INT8X1:
-    case CU_AD_FORMAT_UNORM_INT8X2:
-    case CU_AD_FORMAT_UNORM_INT8X4:
-    case CU_AD_FORMAT_SNORM_INT8X1:
-    case CU_AD_FORMAT_SNORM_INT8X2:
-    case CU_AD_FORMAT_SNORM_INT8X4:
         return channels;
     case CU_AD_FORMAT_UNSIGNED_INT16:
     case CU_AD_FORMAT_SIGNED_INT16:
     case CU_AD_FORMAT_HALF:
-    case CU_AD_FORMAT_UNORM_INT16X1:
-    case CU_AD_FORMAT_UNORM_INT16X2:
-    case CU_AD_FORMAT_UNORM_INT16X4:
-    case CU_AD_FORMAT_SNORM_INT16X1:
-    case CU_AD_FORMAT_SNORM_INT16X2:
-    case CU_AD_FORMAT_SNORM_INT16X4:
         return 2 * (size_t)channels;
     case CU_AD_FORMAT_UNSIGNED_INT32:
     case CU_AD_FORMAT_SIGNED_INT32:
@@ -147,4 +153,34 @@ uint64_t spw_array_bytes(const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned levels)
             z = at_least_1(z / 2);
     }
     return total;
+}
+
+/* Channels per element as the plain formats take them: "1, 2, or 4". */
+static int plain_channels(const CUDA_ARRAY3D_DESCRIPTOR *d)
+{
+    switch (d->Format) {
+    case CU_AD_FORMAT_UNSIGNED_INT8:
+    case CU_AD_FORMAT_SIGNED_INT8:
+    case CU_AD_FORMAT_UNSIGNED_INT16:
+    case CU_AD_FORMAT_SIGNED_INT16:
+    case CU_AD_FORMAT_HALF:
+    case CU_AD_FORMAT_UNSIGNED_INT32:
+    case CU_AD_FORMAT_SIGNED_INT32:
+    case CU_AD_FORMAT_FLOAT:
+        return d->NumChannels == 1 || d->NumChannels == 2 || d->NumChannels == 4;
+    default:
+        return 1; /* the others' rules are not spillway's to guess */
+    }
+}
+
+bool spw_array_refused(const CUDA_ARRAY3D_DESCRIPTOR *d)
+{
+    bool layered = d->Flags & CUDA_ARRAY3D_LAYERED;
+    if (!d->Width || !plain_channels(d))
+        return true;
+    if (!d->Height && d->Depth && !layered)
+        return true; /* neither 1D layered nor any other shape */
+    if (d->Flags & CUDA_ARRAY3D_CUBEMAP)
+        return d->Width != d->Height || !d->Depth || (layered ? d->Depth % 6 != 0 : d->Depth != 6);
+    return false;
 }

@@ -8,19 +8,15 @@ LAUNCH_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tools/launch*.c))
 CURSES_LIBS := $(shell pkg-config --libs ncurses 2>/dev/null || echo -lncurses)
 
 # --serve needs libmicrohttpd; without it (the GPU host may lack it)
-# spillway-top still builds and says so in --help. The stamp's name records
-# which way top_serve.o was built, so installing the library rebuilds it.
+# spillway-top still builds and says so in --help. The stamp records which
+# way top_serve.o was built, so installing the library rebuilds it.
 MHD_LIBS    := $(shell pkg-config --libs libmicrohttpd 2>/dev/null)
 MHD_STATE   := $(if $(MHD_LIBS),with,without)
-MHD_STAMP   := $(BUILD)/tools/.serve-$(MHD_STATE)-libmicrohttpd
+MHD_STAMP   := $(call state_stamp,$(BUILD)/tools/.serve-libmicrohttpd,$(MHD_STATE))
 ifneq ($(MHD_LIBS),)
 $(BUILD)/tools/top_serve.o: CFLAGS += -DSPW_HAVE_MHD $(shell pkg-config --cflags libmicrohttpd 2>/dev/null)
 endif
 $(BUILD)/tools/top_serve.o: $(MHD_STAMP)
-$(MHD_STAMP):
-	@mkdir -p $(dir $@)
-	@rm -f $(BUILD)/tools/.serve-*-libmicrohttpd
-	@touch $@
 
 $(TOOLS_BIN)/spillway-top: $(TOP_OBJS) $(STATS_READER_OBJS)
 	@mkdir -p $(dir $@)

@@ -6,8 +6,9 @@
  * counts in cuMemGetInfo. The linear copies (cuMemcpy{DtoA,AtoD,HtoA,AtoH,
  * AtoA}, HtoA/AtoH async) take a byte offset into it; 2D/3D copies and 3D
  * batches see it as layers of rows of Width elements (fc_array_layout,
- * copy2d.c). 1D, 2D, 3D, layered and cubemap arrays of the formats whose
- * element is whole bytes a channel, and mipmapped arrays (levels, each an
+ * copy2d.c). 1D, 2D, 3D, 1D and 2D layered and cubemap arrays of the
+ * formats whose element is whole bytes a channel (the X formats with the
+ * channels their names say), and mipmapped arrays (levels, each an
  * array, halved in every dimension but layers); with
  * CUDA_ARRAY3D_DEFERRED_MAPPING an array has no storage until mapped (not
  * emulated: only its memory requirements are answered). Not emulated:
@@ -53,14 +54,53 @@ static size_t format_bytes(CUarray_format f)
     switch (f) {
     case CU_AD_FORMAT_UNSIGNED_INT8:
     case CU_AD_FORMAT_SIGNED_INT8:
+    case CU_AD_FORMAT_UNORM_INT8X1:
+    case CU_AD_FORMAT_UNORM_INT8X2:
+    case CU_AD_FORMAT_UNORM_INT8X4:
+    case CU_AD_FORMAT_SNORM_INT8X1:
+    case CU_AD_FORMAT_SNORM_INT8X2:
+    case CU_AD_FORMAT_SNORM_INT8X4:
         return 1;
     case CU_AD_FORMAT_UNSIGNED_INT16:
     case CU_AD_FORMAT_SIGNED_INT16:
     case CU_AD_FORMAT_HALF:
+    case CU_AD_FORMAT_UNORM_INT16X1:
+    case CU_AD_FORMAT_UNORM_INT16X2:
+    case CU_AD_FORMAT_UNORM_INT16X4:
+    case CU_AD_FORMAT_SNORM_INT16X1:
+    case CU_AD_FORMAT_SNORM_INT16X2:
+    case CU_AD_FORMAT_SNORM_INT16X4:
         return 2;
     case CU_AD_FORMAT_UNSIGNED_INT32:
     case CU_AD_FORMAT_SIGNED_INT32:
     case CU_AD_FORMAT_FLOAT:
+        return 4;
+    default:
+        return 0;
+    }
+}
+
+/* The channels an X format names ("4 channel unsigned 8-bit normalized
+ * integer"), 0 for the formats that take any of 1, 2 or 4. fakecuda
+ * refuses an X format given other channels than its name's (what the
+ * driver does with them is not known here: programs give the name's). */
+static unsigned named_channels(CUarray_format f)
+{
+    switch (f) {
+    case CU_AD_FORMAT_UNORM_INT8X1:
+    case CU_AD_FORMAT_SNORM_INT8X1:
+    case CU_AD_FORMAT_UNORM_INT16X1:
+    case CU_AD_FORMAT_SNORM_INT16X1:
+        return 1;
+    case CU_AD_FORMAT_UNORM_INT8X2:
+    case CU_AD_FORMAT_SNORM_INT8X2:
+    case CU_AD_FORMAT_UNORM_INT16X2:
+    case CU_AD_FORMAT_SNORM_INT16X2:
+        return 2;
+    case CU_AD_FORMAT_UNORM_INT8X4:
+    case CU_AD_FORMAT_SNORM_INT8X4:
+    case CU_AD_FORMAT_UNORM_INT16X4:
+    case CU_AD_FORMAT_SNORM_INT16X4:
         return 4;
     default:
         return 0;
@@ -100,10 +140,12 @@ static CUresult check_descriptor(const CUDA_ARRAY3D_DESCRIPTOR *d)
     if (!format_bytes(d->Format) || !d->Width || (d->NumChannels != 1 && d->NumChannels != 2 &&
                                                   d->NumChannels != 4))
         return CUDA_ERROR_INVALID_VALUE;
+    if (named_channels(d->Format) && d->NumChannels != named_channels(d->Format))
+        return CUDA_ERROR_INVALID_VALUE;
     if (d->Flags & ~(unsigned)KNOWN_FLAGS)
         return CUDA_ERROR_INVALID_VALUE; /* sparse, depth and colour targets: not emulated */
-    if (d->Depth && !d->Height)
-        return CUDA_ERROR_INVALID_VALUE; /* 3D needs a height */
+    if (d->Depth && !d->Height && !(d->Flags & CUDA_ARRAY3D_LAYERED))
+        return CUDA_ERROR_INVALID_VALUE; /* 3D needs a height; 1D layered has none */
     if ((d->Flags & CUDA_ARRAY3D_LAYERED) && !d->Depth)
         return CUDA_ERROR_INVALID_VALUE;
     if (d->Flags & CUDA_ARRAY3D_CUBEMAP) {

@@ -120,6 +120,7 @@ static inline SRunner *srunner_create(Suite *s)
 }
 static inline void srunner_free(SRunner *sr) { free(sr); }
 static inline int srunner_ntests_failed(SRunner *sr) { return sr->failed + sr->errors; }
+static inline int srunner_ntests_run(SRunner *sr) { return sr->run; }
 
 static inline void srunner_run_all(SRunner *sr, enum print_output mode)
 {

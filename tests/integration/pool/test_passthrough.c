@@ -327,7 +327,7 @@ START_TEST(arrays_count_against_the_limit)
     CU_OK(cuMemFree(first));
     uint64_t used0 = used_on(0), device0 = outside_pool(0);
     struct spillway_pool_counters pc0 = pool_counters(0);
-    CUarray a2, a3, layered, deferred, refused;
+    CUarray a2, a3, layered, deferred, refused, layered1d, rgba8;
     CUmipmappedArray mip;
     CUDA_ARRAY_DESCRIPTOR d2 = {.Width = 1024, .Height = 1024, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1};
     CU_OK(cuArrayCreate(&a2, &d2)); /* 4 MiB */
@@ -342,11 +342,18 @@ START_TEST(arrays_count_against_the_limit)
     const uint64_t mip_bytes = MiB + 256 * 1024 + 64 * 1024 + 16 * 1024;
     CUDA_ARRAY3D_DESCRIPTOR dd = floats(2048, 2048, 0, CUDA_ARRAY3D_DEFERRED_MAPPING);
     CU_OK(cuArray3DCreate(&deferred, &dd));
-    const uint64_t counted = 4 * MiB + 2 * MiB + MiB + mip_bytes;
+    /* 1D layered: 64 layers of 4096 floats (1 MiB); an X format counts
+     * the channels its name says (512 x 512 of RGBA8: 1 MiB). */
+    CUDA_ARRAY3D_DESCRIPTOR d1l = floats(4096, 0, 64, CUDA_ARRAY3D_LAYERED);
+    CU_OK(cuArray3DCreate(&layered1d, &d1l));
+    CUDA_ARRAY3D_DESCRIPTOR dx = {.Width = 512, .Height = 512, .Format = CU_AD_FORMAT_UNORM_INT8X4,
+                                  .NumChannels = 4};
+    CU_OK(cuArray3DCreate(&rgba8, &dx));
+    const uint64_t counted = 4 * MiB + 2 * MiB + MiB + mip_bytes + 2 * MiB;
     ck_assert_uint_eq(used_on(0) - used0, counted);
     ck_assert_uint_eq(outside_pool(0) - device0, counted);
     struct spillway_pool_counters pc = pool_counters(0);
-    ck_assert_uint_eq(pc.passthrough_count[SPILLWAY_PT_ARRAY] - pc0.passthrough_count[SPILLWAY_PT_ARRAY], 4);
+    ck_assert_uint_eq(pc.passthrough_count[SPILLWAY_PT_ARRAY] - pc0.passthrough_count[SPILLWAY_PT_ARRAY], 6);
     ck_assert_uint_eq(pc.passthrough_bytes[SPILLWAY_PT_ARRAY] - pc0.passthrough_bytes[SPILLWAY_PT_ARRAY],
                       counted);
     /* None of it the pool's, and the pool gave back room for it. */
@@ -378,6 +385,8 @@ START_TEST(arrays_count_against_the_limit)
     CU_OK(cuArrayDestroy(a3));
     CU_OK(cuArrayDestroy(layered));
     CU_OK(cuArrayDestroy(deferred));
+    CU_OK(cuArrayDestroy(layered1d));
+    CU_OK(cuArrayDestroy(rgba8));
     ck_assert_uint_eq(used_on(0) - used0, mip_bytes);
     CU_OK(cuMipmappedArrayDestroy(mip));
     ck_assert_int_eq(cuArrayDestroy(a2), CUDA_ERROR_INVALID_HANDLE);
@@ -387,6 +396,53 @@ START_TEST(arrays_count_against_the_limit)
     ck_assert_int_eq(read_stats(&snap), 0);
     ck_assert_uint_eq(snap.c[0][SPW_C_PASS_OTHER], 0);
     ck_assert_uint_eq(snap.c[0][SPW_C_UNDERFLOWS], 0);
+}
+END_TEST
+
+/* A descriptor the driver is sure to refuse gets the driver's own error:
+ * not an out-of-memory for bytes it never had (a 12 GiB cubemap that is
+ * not square), and the pool gives back no page for it (a 12 MiB one would
+ * otherwise have been lent out of the preallocated pool). */
+START_TEST(arrays_the_driver_refuses_are_its_to_answer)
+{
+    if (!pooled())
+        return;
+    use_device(0);
+    CUdeviceptr first;
+    CU_OK(cuMemAlloc(&first, MiB));
+    CU_OK(cuMemFree(first));
+    uint64_t used0 = used_on(0), device0 = outside_pool(0);
+    struct spillway_pool_counters pc0 = pool_counters(0);
+    struct spw_stats_snapshot snap0, snap;
+    ck_assert_int_eq(read_stats(&snap0), 0);
+    CUarray a;
+    CUDA_ARRAY3D_DESCRIPTOR bad[] = {
+        floats(32768, 16384, 6, CUDA_ARRAY3D_CUBEMAP), /* 12 GiB, not square */
+        floats(1024, 512, 6, CUDA_ARRAY3D_CUBEMAP),    /* 12 MiB, not square */
+        floats(1024, 1024, 5, CUDA_ARRAY3D_CUBEMAP),   /* five faces */
+        floats(1024, 1024, 12, CUDA_ARRAY3D_CUBEMAP),  /* twelve, not layered */
+        floats(1024, 0, 1024, 0),                      /* a depth without a height */
+        floats(0, 1024, 0, 0),                         /* no width */
+    };
+    bad[5].Width = 0;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ck_assert_int_eq(cuArray3DCreate(&a, &bad[i]), CUDA_ERROR_INVALID_VALUE);
+        CUmipmappedArray m;
+        ck_assert_int_eq(cuMipmappedArrayCreate(&m, &bad[i], 3), CUDA_ERROR_INVALID_VALUE);
+    }
+    CUDA_ARRAY3D_DESCRIPTOR three = floats(2048, 2048, 0, 0);
+    three.NumChannels = 3; /* "1, 2, or 4" */
+    ck_assert_int_eq(cuArray3DCreate(&a, &three), CUDA_ERROR_INVALID_VALUE);
+    CUDA_ARRAY_DESCRIPTOR three2d = {.Width = 2048, .Height = 2048, .Format = CU_AD_FORMAT_FLOAT,
+                                     .NumChannels = 3};
+    ck_assert_int_eq(cuArrayCreate(&a, &three2d), CUDA_ERROR_INVALID_VALUE);
+    struct spillway_pool_counters pc = pool_counters(0);
+    ck_assert_uint_eq(used_on(0), used0);
+    ck_assert_uint_eq(outside_pool(0), device0);
+    ck_assert_uint_eq(pc.pool_bytes, pc0.pool_bytes);
+    ck_assert_int_eq(read_stats(&snap), 0);
+    ck_assert_uint_eq(snap.c[0][SPW_C_OOMS], snap0.c[0][SPW_C_OOMS]);
+    ck_assert_uint_eq(pc.passthrough_count[SPILLWAY_PT_ARRAY], pc0.passthrough_count[SPILLWAY_PT_ARRAY]);
 }
 END_TEST
 
@@ -483,6 +539,7 @@ Suite *test_suite(void)
     tcase_add_test(spw, from_pool_async_follows_its_pool);
     tcase_add_test(spw, limit_covers_pool_and_passthrough);
     tcase_add_test(spw, arrays_count_against_the_limit);
+    tcase_add_test(spw, arrays_the_driver_refuses_are_its_to_answer);
     tcase_add_test(spw, passthrough_takes_its_pages_from_the_pool);
     tcase_add_test(spw, lent_before_the_pool_is_built);
     tcase_add_test(spw, disabled_passes_everything);

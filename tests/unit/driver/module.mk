@@ -9,6 +9,9 @@ DRIVER_TEST_COMMON := $(BUILD)/tests/unit/driver/common.o $(BUILD)/tests/unit/dr
 $(BUILD)/tests/unit/driver_%: $(BUILD)/tests/unit/driver/test_%.o $(DRIVER_TEST_COMMON) $(UNIT_MAIN) | $(FAKECUDA_LIB)
 	$(CC) $(CFLAGS) $^ -o $@ -L$(BUILD)/fakecuda -l:libcuda.so.1 $(CHECK_LIBS) $(LDLIBS)
 
+# What spillway charges an array, checked against the driver's own needs.
+$(BUILD)/tests/unit/driver_array: $(BUILD)/shim/array_size.o
+
 ALL_TARGETS += $(DRIVER_TESTS)
 UNIT_TESTS  += $(DRIVER_TESTS) tests/unit/driver/multi_device.sh
 GPU_TARGETS += $(DRIVER_TESTS)

@@ -18,6 +18,13 @@ START_TEST(plain_formats)
     ck_assert_uint_eq(spw_array_bytes(&d, 1), 30 * 20 * 10 * 4);
     d = desc(CU_AD_FORMAT_UNORM_INT8X4, 4, 8, 8, 0, 0);
     ck_assert_uint_eq(spw_array_bytes(&d, 1), 8 * 8 * 4);
+    /* X formats: the channels the name says, whatever NumChannels says. */
+    d = desc(CU_AD_FORMAT_UNORM_INT8X4, 1, 8, 8, 0, 0);
+    ck_assert_uint_eq(spw_array_bytes(&d, 1), 8 * 8 * 4);
+    d = desc(CU_AD_FORMAT_SNORM_INT16X4, 1, 8, 8, 0, 0);
+    ck_assert_uint_eq(spw_array_bytes(&d, 1), 8 * 8 * 8);
+    ck_assert_uint_eq(spw_array_element_bytes(CU_AD_FORMAT_UNORM_INT8X1, 4), 1);
+    ck_assert_uint_eq(spw_array_element_bytes(CU_AD_FORMAT_UNORM_INT16X2, 1), 4);
     d = desc(CU_AD_FORMAT_UNORM_INT_101010_2, 4, 8, 8, 0, 0);
     ck_assert_uint_eq(spw_array_bytes(&d, 1), 8 * 8 * 4);
     ck_assert_uint_eq(spw_array_element_bytes(CU_AD_FORMAT_SIGNED_INT16, 4), 8);
@@ -68,6 +75,41 @@ START_TEST(mipmap_levels)
 }
 END_TEST
 
+/* What the driver refuses whatever the device, and shapes that are fine. */
+START_TEST(refused_descriptors)
+{
+    CUDA_ARRAY3D_DESCRIPTOR d = desc(CU_AD_FORMAT_FLOAT, 1, 0, 8, 0, 0);
+    ck_assert(spw_array_refused(&d)); /* no width */
+    d = desc(CU_AD_FORMAT_FLOAT, 3, 8, 8, 0, 0);
+    ck_assert(spw_array_refused(&d)); /* 3 channels of a plain format */
+    d = desc(CU_AD_FORMAT_FLOAT, 0, 8, 8, 0, 0);
+    ck_assert(spw_array_refused(&d));
+    d = desc(CU_AD_FORMAT_FLOAT, 1, 8, 0, 4, 0);
+    ck_assert(spw_array_refused(&d)); /* depth, no height, not layered */
+    d = desc(CU_AD_FORMAT_FLOAT, 1, 8, 4, 6, CUDA_ARRAY3D_CUBEMAP);
+    ck_assert(spw_array_refused(&d)); /* not square */
+    d = desc(CU_AD_FORMAT_FLOAT, 1, 8, 8, 5, CUDA_ARRAY3D_CUBEMAP);
+    ck_assert(spw_array_refused(&d)); /* five faces */
+    d = desc(CU_AD_FORMAT_FLOAT, 1, 8, 8, 12, CUDA_ARRAY3D_CUBEMAP);
+    ck_assert(spw_array_refused(&d)); /* twelve, not layered */
+    d = desc(CU_AD_FORMAT_FLOAT, 1, 8, 8, 14, CUDA_ARRAY3D_CUBEMAP | CUDA_ARRAY3D_LAYERED);
+    ck_assert(spw_array_refused(&d));
+
+    d = desc(CU_AD_FORMAT_FLOAT, 4, 8, 0, 0, 0);
+    ck_assert(!spw_array_refused(&d)); /* 1D */
+    d = desc(CU_AD_FORMAT_FLOAT, 1, 8, 0, 4, CUDA_ARRAY3D_LAYERED);
+    ck_assert(!spw_array_refused(&d)); /* 1D layered */
+    d = desc(CU_AD_FORMAT_FLOAT, 1, 8, 8, 12, CUDA_ARRAY3D_CUBEMAP | CUDA_ARRAY3D_LAYERED);
+    ck_assert(!spw_array_refused(&d));
+    d = desc(CU_AD_FORMAT_NV12, 3, 64, 64, 0, 0);
+    ck_assert(!spw_array_refused(&d)); /* other formats' channels are the driver's to judge */
+    d = desc((CUarray_format)0x7777, 3, 8, 8, 0, 0);
+    ck_assert(!spw_array_refused(&d));
+    d = desc(CU_AD_FORMAT_FLOAT, 1, 8, 8, 0, 0x8000);
+    ck_assert(!spw_array_refused(&d)); /* flags spillway does not know: counted */
+}
+END_TEST
+
 START_TEST(saturates)
 {
     CUDA_ARRAY3D_DESCRIPTOR d = desc(CU_AD_FORMAT_FLOAT, 4, (size_t)1 << 40, (size_t)1 << 20, (size_t)1 << 10, 0);
@@ -83,6 +125,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, plain_formats);
     tcase_add_test(tc, packed_formats);
     tcase_add_test(tc, mipmap_levels);
+    tcase_add_test(tc, refused_descriptors);
     tcase_add_test(tc, saturates);
     suite_add_tcase(s, tc);
     return s;
