@@ -209,6 +209,9 @@ size_t sw_pool_available(const sw_device *d); /* free + still creatable */
 /* The device pages the pool may hold now: the limit's, less what memory
  * outside the pool takes (sw_lend), in whole pages. */
 size_t sw_pool_cap(const sw_device *d);
+/* Right after the device is ready (not under its lock): gives back the
+ * pages a lend made while the pool was being built left above the cap. */
+void sw_lend_settle(sw_device *d);
 /* Releases one free device page to the driver (created goes down): SUCCESS,
  * NOT_FOUND when none is free, or the driver's error (the page stays). */
 CUresult sw_pool_give_back(sw_device *d);

@@ -93,9 +93,9 @@ static void sub_floor(_Atomic uint64_t *v, uint64_t n)
 
 bool sw_passthrough_lends(sw_passthrough_reason r)
 {
-    /* Host memory takes no device page; a device without a pool has none
-     * to give. */
-    return r >= 0 && r < SW_PT_NREASONS && r != SW_PT_HOST_LOCATION && r != SW_PT_DISABLED;
+    /* Host memory takes no device page. A device whose pool could not be
+     * set up lends too: a later try that builds it starts within its cap. */
+    return r >= 0 && r < SW_PT_NREASONS && r != SW_PT_HOST_LOCATION;
 }
 
 CUresult sw_lend(sw_policy *p, int dev, size_t bytes)
@@ -106,17 +106,30 @@ CUresult sw_lend(sw_policy *p, int dev, size_t bytes)
     uint64_t had = atomic_load_explicit(lent, memory_order_relaxed);
     sw_device *d = sw_dev(p, dev);
     do {
-        /* More than the limit outside the pool can never fit. */
-        if (d && (bytes > d->cfg.limit || had > d->cfg.limit - bytes))
+        /* More than the limit outside the pool can never fit; before the
+         * pool exists, at least the sum must not wrap. */
+        if (d ? bytes > d->cfg.limit || had > d->cfg.limit - bytes : had > UINT64_MAX - bytes)
             return CUDA_ERROR_OUT_OF_MEMORY;
     } while (!atomic_compare_exchange_weak_explicit(lent, &had, had + bytes, memory_order_relaxed,
                                                     memory_order_relaxed));
-    if (!d)
+    /* Pairs with sw_lend_settle's fence: a device made ready meanwhile
+     * either is seen here or sees these bytes when it settles. */
+    atomic_thread_fence(memory_order_seq_cst);
+    if (!d && !(d = sw_dev(p, dev)))
         return CUDA_SUCCESS; /* a pool built later starts within its cap */
     CUresult r = shrink(d);
     if (r != CUDA_SUCCESS)
         sub_floor(lent, bytes);
     return r;
+}
+
+void sw_lend_settle(sw_device *d)
+{
+    atomic_thread_fence(memory_order_seq_cst);
+    bool short_of;
+    /* All its pages are free yet: given back, they fit the cap. What the
+     * driver would not take back, the next lend on the device retries. */
+    (void)give_back_locked(d, &short_of);
 }
 
 void sw_unlend(sw_policy *p, int dev, size_t bytes)

@@ -250,6 +250,7 @@ CUresult sw_device_init(sw_policy *p, int dev, const sw_device_config *cfg)
         return r;
     }
     atomic_store_explicit(&d->ready, true, memory_order_release);
+    sw_lend_settle(d); /* what was lent while it was being built */
     int hi = atomic_load(&p->ndev_hi);
     while (hi < dev + 1 && !atomic_compare_exchange_weak(&p->ndev_hi, &hi, dev + 1))
         ;

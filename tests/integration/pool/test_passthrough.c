@@ -511,6 +511,44 @@ START_TEST(lent_before_the_pool_is_built)
 }
 END_TEST
 
+/* A device whose pool could not be set up passes allocations through
+ * (reason "disabled"), lent all the same: the try that builds the pool
+ * later builds it within the limit less what is outside it, and a free
+ * gives the bytes back. cuMemAllocPitch too (it lends what the driver's
+ * pitch makes, not the guess). */
+START_TEST(a_device_whose_set_up_failed_lends_too)
+{
+    if (!pooled())
+        return;
+    use_device(1); /* untouched yet: each test is a process of its own */
+    CUdeviceptr m, pitched, p, a;
+    size_t pitch;
+    ck_assert_int_eq(fakecuda_fault_config("cuMemAddressReserve:1-2", NULL, 0), 0);
+    CU_OK(cuMemAlloc(&m, 20 * MiB));          /* set-up fails: passes through */
+    CU_OK(cuMemAllocPitch(&pitched, &pitch, 1000, 2048, 4)); /* again */
+    fakecuda_fault_config(NULL, NULL, 0);
+    const uint64_t outside = 20 * MiB + (uint64_t)pitch * 2048;
+    ck_assert_uint_eq(pool_counters(1).passthrough_bytes[SPILLWAY_PT_DISABLED], outside);
+    CU_OK(cuMemAlloc(&p, MiB)); /* this try builds the pool */
+    struct spillway_pool_counters pc = pool_counters(1);
+    ck_assert_uint_gt(pc.pool_bytes, 0);
+    ck_assert_uint_le(pc.pool_bytes + outside, limit_bytes());
+    ck_assert_uint_le(fakecuda_device_bytes_used(1), limit_bytes());
+    /* The pool serves up to what is left, never past the limit. */
+    CUresult r = cuMemAlloc(&a, limit_bytes() - outside - 4 * MiB);
+    ck_assert_int_eq(r, CUDA_SUCCESS);
+    ck_assert_uint_le(fakecuda_device_bytes_used(1), limit_bytes());
+    CU_OK(cuMemFree(a));
+    /* Freed, the bytes outside are the pool's to take again. */
+    CU_OK(cuMemFree(m));
+    CU_OK(cuMemFree(pitched));
+    CU_OK(cuMemAlloc(&a, limit_bytes() - 4 * MiB));
+    ck_assert_uint_le(fakecuda_device_bytes_used(1), limit_bytes());
+    CU_OK(cuMemFree(a));
+    CU_OK(cuMemFree(p));
+}
+END_TEST
+
 /* With SPILLWAY_DISABLE=1 nothing is pool memory. */
 START_TEST(disabled_passes_everything)
 {
@@ -542,6 +580,7 @@ Suite *test_suite(void)
     tcase_add_test(spw, arrays_the_driver_refuses_are_its_to_answer);
     tcase_add_test(spw, passthrough_takes_its_pages_from_the_pool);
     tcase_add_test(spw, lent_before_the_pool_is_built);
+    tcase_add_test(spw, a_device_whose_set_up_failed_lends_too);
     tcase_add_test(spw, disabled_passes_everything);
     suite_add_tcase(s, spw);
     return s;

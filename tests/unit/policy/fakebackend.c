@@ -65,6 +65,9 @@ struct fake_backend {
     bool no_bytes;       /* bookkeeping only: nothing mapped, copied or protected */
     bool sync_held;      /* synchronize blocks until released */
     pthread_cond_t sync_release;
+    uint64_t on_create_nth; /* fake_on_create: after this many creates */
+    void (*on_create)(void *);
+    void *on_create_arg;
 };
 
 static void violate(fake_backend *fb, const char *fmt, unsigned long long a)
@@ -329,8 +332,24 @@ static CUresult b_page_create(void *ctx, int dev, sw_loc loc, size_t size,
         fb->st.creates++;
         *h = (CUmemGenericAllocationHandle)idx + 1;
     }
+    void (*fn)(void *) = NULL;
+    if (r == CUDA_SUCCESS && fb->on_create && fb->st.creates == fb->on_create_nth) {
+        fn = fb->on_create;
+        fb->on_create = NULL;
+    }
     pthread_mutex_unlock(&fb->lock);
+    if (fn)
+        fn(fb->on_create_arg);
     return r;
+}
+
+void fake_on_create(fake_backend *fb, uint64_t nth, void (*fn)(void *), void *arg)
+{
+    pthread_mutex_lock(&fb->lock);
+    fb->on_create_nth = nth;
+    fb->on_create = fn;
+    fb->on_create_arg = arg;
+    pthread_mutex_unlock(&fb->lock);
 }
 
 static CUresult b_page_release(void *ctx, CUmemGenericAllocationHandle h)

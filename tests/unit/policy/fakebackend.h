@@ -59,6 +59,11 @@ void fake_set_capturing(fake_backend *fb, bool on);
  * program has not submitted yet); released, it completes. */
 void fake_hold_sync(fake_backend *fb, bool held);
 
+/* fn(arg) runs once, on the creating thread, right after the nth page
+ * created (counting from the backend's start): what another thread does
+ * while the pool is being built. */
+void fake_on_create(fake_backend *fb, uint64_t nth, void (*fn)(void *), void *arg);
+
 /* cuMemAddressReserve / cuMemAddressFree as the program would call them. */
 CUresult fake_reserve(fake_backend *fb, size_t size, CUdeviceptr *va);
 CUresult fake_free_va(fake_backend *fb, CUdeviceptr va, size_t size);
