@@ -196,6 +196,10 @@ CUresult sw_vmm_promote(sw_policy *p, CUmemGenericAllocationHandle h,
  * releases *real, the driver handle behind it). */
 CUresult sw_vmm_release_promoted(sw_policy *p, CUmemGenericAllocationHandle h, bool *last,
                                  CUmemGenericAllocationHandle *real);
+/* The program's mappings of pool handle h: their count, the first max of
+ * them in va[] and size[] (what a promotion makes the driver's). */
+size_t sw_vmm_mappings(sw_policy *p, CUmemGenericAllocationHandle h, CUdeviceptr *va, size_t *size,
+                       size_t max);
 /* Whether h was promoted, and to which driver handle. */
 bool sw_vmm_promoted(sw_policy *p, CUmemGenericAllocationHandle h,
                      CUmemGenericAllocationHandle *real);

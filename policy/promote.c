@@ -216,6 +216,27 @@ CUresult sw_vmm_release_promoted(sw_policy *p, CUmemGenericAllocationHandle h, b
     return r;
 }
 
+size_t sw_vmm_mappings(sw_policy *p, CUmemGenericAllocationHandle h, CUdeviceptr *va, size_t *size,
+                       size_t max)
+{
+    if (!p)
+        return 0;
+    size_t n = 0;
+    pthread_mutex_lock(&p->handles_lock);
+    sw_vmm *v = sw_vmm_get(p, h);
+    for (sw_vmap *m = v ? p->vmaps : NULL; m; m = m->next) {
+        if (m->h != v)
+            continue;
+        if (n < max) {
+            va[n] = m->va;
+            size[n] = m->size;
+        }
+        n++;
+    }
+    pthread_mutex_unlock(&p->handles_lock);
+    return n;
+}
+
 bool sw_vmm_promoted(sw_policy *p, CUmemGenericAllocationHandle h,
                      CUmemGenericAllocationHandle *real)
 {

@@ -399,6 +399,11 @@ void spw_account_set_spill(int dev, const sw_spill_stats *f)
 #undef SPW_PUBLISH_SPILL
 }
 
+int spw_account_counted(enum spw_kind kind, uint64_t key)
+{
+    return spw_map_find(map_of(kind), key, NULL) == 0;
+}
+
 int spw_account_forget_pt(enum spw_kind kind, uint64_t key, int *dev, uint64_t *bytes,
                           int *reason)
 {

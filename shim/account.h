@@ -86,6 +86,9 @@ void spw_account_set_pool_bytes(int dev, uint64_t bytes);
  * counters of dev from the pool's figures. */
 void spw_account_set_spill(int dev, const sw_spill_stats *f);
 
+/* Whether spillway counts key (0 or 1). */
+int spw_account_counted(enum spw_kind kind, uint64_t key);
+
 /* Forgets key before the driver frees it. Returns 0 with its device and
  * size, or -1 if spillway never counted it (nothing changes). */
 int spw_account_forget(enum spw_kind kind, uint64_t key, int *dev, uint64_t *bytes);

@@ -11,8 +11,10 @@
 #include "shim/handler.h"
 #include "shim/log.h"
 #include "shim/vmm.h"
+#include "shim/vmm_live.h"
 
 #include <pthread.h>
+#include <stdlib.h>
 
 /* The account a handle's properties charge, or -2 if none (a location
  * spillway does not know). */
@@ -174,6 +176,23 @@ static CUresult release_promoted(sw_policy *p, CUmemGenericAllocationHandle hand
     return r == CUDA_SUCCESS && last ? spw_backend_mem_release(real) : r;
 }
 
+static CUresult release_promoted_key(uint64_t key, void *p)
+{
+    return release_promoted(p, (CUmemGenericAllocationHandle)key);
+}
+
+struct release_real {
+    CUresult (*real)(CUmemGenericAllocationHandle);
+};
+
+static CUresult release_driver_key(uint64_t key, void *arg)
+{
+    return ((struct release_real *)arg)->real((CUmemGenericAllocationHandle)key);
+}
+
+/* A pool handle's pages stay the pool's while mapped (the policy frees
+ * them at the last unmap); the driver's handles, promoted ones included,
+ * keep their count while mapped (vmm_live.c). */
 CUresult spw_h_mem_release(CUmemGenericAllocationHandle handle)
 {
     SPW_REAL_OR_RETURN(real, spw_h_mem_release);
@@ -181,10 +200,11 @@ CUresult spw_h_mem_release(CUmemGenericAllocationHandle handle)
         return real(handle);
     sw_policy *p = spw_pool_policy();
     if (p && sw_vmm_promoted(p, handle, NULL))
-        SPW_ACCOUNTED_FREE(SPW_KIND_HANDLE, handle, release_promoted(p, handle));
+        return spw_live_release(handle, release_promoted_key, p);
     if (p && sw_vmm_is_handle(p, handle))
         SPW_ACCOUNTED_FREE(SPW_KIND_HANDLE, handle, sw_vmm_release(p, handle));
-    SPW_ACCOUNTED_FREE(SPW_KIND_HANDLE, handle, real(handle));
+    struct release_real rr = {real};
+    return spw_live_release(handle, release_driver_key, &rr);
 }
 
 /* Quiescing the devices can time out while they are busy (or a capture
@@ -214,9 +234,33 @@ static CUresult promote(sw_policy *p, CUmemGenericAllocationHandle h,
         spw_pool_unlend(dev, SW_PT_IPC, size);
         return r;
     }
-    for (int i = 0; i < PROMOTE_TRIES; i++)
+    /* Its mappings become the driver's: remembered once it is (vmm_live.c). */
+    size_t cap = sw_vmm_mappings(p, h, NULL, NULL, 0) + 4, nmaps = 0;
+    CUdeviceptr *va = calloc(cap, sizeof *va);
+    size_t *len = calloc(cap, sizeof *len);
+    if (!va || !len) {
+        free(va);
+        free(len);
+        spw_backend_mem_release(real);
+        spw_pool_unlend(dev, SW_PT_IPC, size);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    for (int i = 0; i < PROMOTE_TRIES; i++) {
+        nmaps = sw_vmm_mappings(p, h, va, len, cap);
+        if (nmaps > cap) {
+            spw_warn("device %d: a pooled handle mapped %zu times while exported: the count of "
+                     "the mappings past %zu may leave at its release",
+                     dev, nmaps, cap);
+            nmaps = cap;
+        }
         if ((r = sw_vmm_promote(p, h, real)) != CUDA_ERROR_NOT_READY)
             break;
+    }
+    if (r == CUDA_SUCCESS)
+        for (size_t i = 0; i < nmaps; i++)
+            spw_live_mapped(h, va[i], len[i]);
+    free(va);
+    free(len);
     if (r != CUDA_SUCCESS) {
         CUresult f = spw_backend_mem_release(real);
         if (f != CUDA_SUCCESS)

@@ -3,9 +3,11 @@
  * cuMemUnmap, cuMemSetAccess, cuMemRetainAllocationHandle and
  * cuMemGetAllocationPropertiesFromHandle. A promoted handle (exported:
  * alloc_vmm.c) stands for its driver handle, and its mappings are the
- * driver's. */
+ * driver's. The driver's mappings of handles spillway counts are
+ * remembered (vmm_live.c): their memory lives until the last unmap. */
 #include "shim/handler.h"
 #include "shim/vmm.h"
+#include "shim/vmm_live.h"
 
 #include <string.h>
 
@@ -14,14 +16,15 @@ CUresult spw_h_mem_map(CUdeviceptr ptr, size_t size, size_t offset,
 {
     SPW_REAL_OR_RETURN(real, spw_h_mem_map);
     sw_policy *p = spw_disabled() ? NULL : spw_pool_policy();
-    if (!p || !sw_vmm_is_handle(p, handle))
-        return real(ptr, size, offset, handle, flags);
-    CUmemGenericAllocationHandle driver;
-    if (sw_vmm_promoted(p, handle, &driver))
-        return real(ptr, size, offset, driver, flags);
-    if (flags)
-        return CUDA_ERROR_INVALID_VALUE;
-    return sw_vmm_map(p, ptr, size, offset, handle);
+    CUmemGenericAllocationHandle driver = handle;
+    if (p && sw_vmm_is_handle(p, handle) && !sw_vmm_promoted(p, handle, &driver))
+        return flags ? CUDA_ERROR_INVALID_VALUE : sw_vmm_map(p, ptr, size, offset, handle);
+    /* The driver's mapping: a counted handle's memory lives until its last
+     * unmap (vmm_live.c). */
+    CUresult r = real(ptr, size, offset, driver, flags);
+    if (r == CUDA_SUCCESS && !spw_disabled())
+        spw_live_mapped(handle, ptr, size);
+    return r;
 }
 
 /* The end of the run of pages from at on that are (or are not) spillway's. */
@@ -69,10 +72,19 @@ struct unmap {
     CUresult (*real)(CUdeviceptr, size_t);
 };
 
+/* The driver's unmap of a range spillway does not map. */
+static CUresult driver_unmap(CUresult (*real)(CUdeviceptr, size_t), CUdeviceptr at, size_t len)
+{
+    CUresult r = real(at, len);
+    if (r == CUDA_SUCCESS && !spw_disabled())
+        spw_live_unmapped(at, len);
+    return r;
+}
+
 static CUresult unmap_run(sw_policy *p, bool ours, CUdeviceptr at, size_t len, void *arg)
 {
     const struct unmap *u = arg;
-    return ours ? sw_vmm_unmap(p, at, len) : u->real(at, len);
+    return ours ? sw_vmm_unmap(p, at, len) : driver_unmap(u->real, at, len);
 }
 
 CUresult spw_h_mem_unmap(CUdeviceptr ptr, size_t size)
@@ -81,7 +93,7 @@ CUresult spw_h_mem_unmap(CUdeviceptr ptr, size_t size)
     sw_policy *p = spw_disabled() ? NULL : spw_pool_policy();
     CUresult r = p ? sw_vmm_check(p, ptr, size) : CUDA_ERROR_NOT_FOUND;
     if (r == CUDA_ERROR_NOT_FOUND)
-        return real(ptr, size);
+        return driver_unmap(real, ptr, size);
     if (r == CUDA_SUCCESS)
         return sw_vmm_unmap(p, ptr, size);
     struct unmap u = {real};
@@ -131,8 +143,12 @@ CUresult spw_h_mem_retain_allocation_handle(CUmemGenericAllocationHandle *handle
     SPW_REAL_OR_RETURN(real, spw_h_mem_retain_allocation_handle);
     sw_policy *p = spw_disabled() ? NULL : spw_pool_policy();
     CUdeviceptr va = (CUdeviceptr)(uintptr_t)addr;
-    if (!p || !handle || !sw_owns(p, va))
-        return real(handle, addr);
+    if (!p || !handle || !sw_owns(p, va)) {
+        CUresult r = real(handle, addr);
+        if (r == CUDA_SUCCESS && handle && !spw_disabled())
+            spw_live_retained(*handle);
+        return r;
+    }
     CUresult r = sw_vmm_retain(p, va, handle);
     /* A cuMemAlloc pointer of the pool: no handle, as for the driver's own
      * cuMemAlloc memory (never the page's real handle). */

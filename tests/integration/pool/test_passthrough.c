@@ -511,6 +511,98 @@ START_TEST(lent_before_the_pool_is_built)
 }
 END_TEST
 
+/* As in the driver, a handle's memory outlives cuMemRelease while it is
+ * mapped, and a retain's release is not the last: a pass-through handle (a
+ * handle type the pool cannot serve) keeps its count and the pages it took
+ * out of the pool until both its references and its mappings are gone. */
+START_TEST(a_handle_released_while_mapped_keeps_its_count)
+{
+    if (!pooled())
+        return;
+    use_device(0);
+    const size_t limit = limit_bytes();
+    CUmemAllocationProp prop = device_prop(0);
+    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_WIN32_KMT; /* the driver's: "ipc" */
+    CUmemGenericAllocationHandle h, again;
+    uint64_t used0 = used_on(0);
+    CUdeviceptr va, big;
+    CU_OK(cuMemAddressReserve(&va, 64 * MiB, PAGE, 0, 0));
+    /* A retain's reference released, then unmapped: the creation's stands. */
+    CU_OK(cuMemCreate(&h, 32 * MiB, &prop, 0));
+    ck_assert_uint_eq(used_on(0) - used0, 32 * MiB);
+    CU_OK(cuMemMap(va, 32 * MiB, 0, h, 0));
+    CU_OK(cuMemRetainAllocationHandle(&again, (void *)(uintptr_t)va));
+    ck_assert(again == h);
+    CU_OK(cuMemRelease(again));
+    CU_OK(cuMemUnmap(va, 32 * MiB));
+    ck_assert_uint_eq(used_on(0) - used0, 32 * MiB);
+    CU_OK(cuMemRelease(h));
+    ck_assert_uint_eq(used_on(0), used0);
+    /* Mapped twice and released: counted until the last unmap. */
+    CU_OK(cuMemCreate(&h, 32 * MiB, &prop, 0));
+    CU_OK(cuMemMap(va, 32 * MiB, 0, h, 0));
+    CU_OK(cuMemMap(va + 32 * MiB, 32 * MiB, 0, h, 0));
+    CU_OK(cuMemRelease(h));
+    ck_assert_uint_eq(used_on(0) - used0, 32 * MiB);
+    ck_assert_uint_eq(pool_counters(0).passthrough_bytes[SPILLWAY_PT_IPC], 64 * MiB);
+    /* What the pool may hold still leaves the handle its room. */
+    if (cuMemAlloc(&big, 48 * MiB) == CUDA_SUCCESS) {
+        ck_assert_uint_le(fakecuda_device_bytes_used(0), limit);
+        CU_OK(cuMemFree(big));
+    }
+    ck_assert_uint_le(fakecuda_device_bytes_used(0), limit);
+    CU_OK(cuMemUnmap(va, 32 * MiB));
+    ck_assert_uint_eq(used_on(0) - used0, 32 * MiB);
+    CU_OK(cuMemUnmap(va + 32 * MiB, 32 * MiB)); /* the last: it is gone */
+    ck_assert_uint_eq(used_on(0), used0);
+    struct spw_stats_snapshot snap;
+    ck_assert_int_eq(read_stats(&snap), 0);
+    ck_assert_uint_eq(snap.c[0][SPW_C_UNDERFLOWS], 0);
+    /* Its pages are the pool's again. */
+    CU_OK(cuMemAlloc(&big, limit - 8 * MiB));
+    ck_assert_uint_le(fakecuda_device_bytes_used(0), limit);
+    CU_OK(cuMemFree(big));
+    CU_OK(cuMemAddressFree(va, 64 * MiB));
+}
+END_TEST
+
+/* The same for a pool handle made the driver's at its export: mapped
+ * before the export, released after it, it keeps its count until
+ * unmapped. */
+START_TEST(an_exported_handle_released_while_mapped_keeps_its_count)
+{
+    if (!pooled())
+        return;
+    use_device(0);
+    const size_t limit = limit_bytes();
+    CUmemAllocationProp prop = device_prop(0);
+    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    CUmemGenericAllocationHandle h;
+    uint64_t used0 = used_on(0);
+    CU_OK(cuMemCreate(&h, 16 * MiB, &prop, 0));
+    CUdeviceptr va, big;
+    CU_OK(cuMemAddressReserve(&va, 16 * MiB, PAGE, 0, 0));
+    CU_OK(cuMemMap(va, 16 * MiB, 0, h, 0));
+    set_rw(va, 16 * MiB, 0);
+    int fd = -1;
+    CU_OK(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    close(fd);
+    CU_OK(cuMemRelease(h));
+    ck_assert_uint_eq(used_on(0) - used0, 16 * MiB);
+    if (cuMemAlloc(&big, 56 * MiB) == CUDA_SUCCESS) {
+        ck_assert_uint_le(fakecuda_device_bytes_used(0), limit);
+        CU_OK(cuMemFree(big));
+    }
+    ck_assert_uint_le(fakecuda_device_bytes_used(0), limit);
+    CU_OK(cuMemUnmap(va, 16 * MiB));
+    ck_assert_uint_eq(used_on(0), used0);
+    CU_OK(cuMemAlloc(&big, limit - 8 * MiB));
+    ck_assert_uint_le(fakecuda_device_bytes_used(0), limit);
+    CU_OK(cuMemFree(big));
+    CU_OK(cuMemAddressFree(va, 16 * MiB));
+}
+END_TEST
+
 /* A device whose pool could not be set up passes allocations through
  * (reason "disabled"), lent all the same: the try that builds the pool
  * later builds it within the limit less what is outside it, and a free
@@ -580,6 +672,8 @@ Suite *test_suite(void)
     tcase_add_test(spw, arrays_the_driver_refuses_are_its_to_answer);
     tcase_add_test(spw, passthrough_takes_its_pages_from_the_pool);
     tcase_add_test(spw, lent_before_the_pool_is_built);
+    tcase_add_test(spw, a_handle_released_while_mapped_keeps_its_count);
+    tcase_add_test(spw, an_exported_handle_released_while_mapped_keeps_its_count);
     tcase_add_test(spw, a_device_whose_set_up_failed_lends_too);
     tcase_add_test(spw, disabled_passes_everything);
     suite_add_tcase(s, spw);
