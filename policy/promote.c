@@ -45,7 +45,8 @@ static CUresult scratch_unmap(sw_device *d, CUdeviceptr va, size_t size)
     return r != CUDA_SUCCESS ? r : f;
 }
 
-/* v's pages, one after the other, at a scratch range (v has no mapping). */
+/* v's pages, one after the other, at a scratch range (v has no mapping
+ * the device can read). */
 static CUresult pages_map(sw_device *d, const sw_vmm *v, CUdeviceptr *va)
 {
     const sw_backend *be = &d->pol->be;
@@ -71,6 +72,8 @@ static CUresult copy_out(sw_policy *p, sw_device *d, const sw_vmm *v, CUdevicept
     if (r != CUDA_SUCCESS)
         return r;
     sw_vmap *m = first_mapping(p, v);
+    if (m && !(m->access & (1ull << d->id)))
+        m = NULL; /* mapped, but the device may not read it there yet */
     CUdeviceptr src = m ? m->va : 0;
     if (!m && (r = pages_map(d, v, &src)) != CUDA_SUCCESS)
         return r;

@@ -155,6 +155,35 @@ START_TEST(export_makes_a_chunk_the_drivers)
 }
 END_TEST
 
+/* A chunk exported before the program granted access to its mapping (the
+ * driver exports a handle whatever its mappings): the export works, and
+ * once granted the mapping reads and writes the driver's memory. */
+START_TEST(export_before_access_is_granted)
+{
+    rig_setup(0);
+    CUmemAllocationProp prop = fd_prop();
+    CUmemGenericAllocationHandle h;
+    CU_OK(cuMemCreate(&h, CHUNK, &prop, 0));
+    CUdeviceptr va;
+    CU_OK(cuMemAddressReserve(&va, CHUNK, 0, 0, 0));
+    CU_OK(cuMemMap(va, CHUNK, 0, h, 0));
+    int fd = -1;
+    CU_OK(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    ck_assert_uint_eq(rig_pool(0).passthrough_count[SPILLWAY_PT_IPC], 1);
+    grant(va, CHUNK);
+    uint32_t *w = rig_expected(CHUNK, 900);
+    CU_OK(cuMemcpyHtoD(va, w, CHUNK));
+    free(w);
+    rig_expect_pattern(va, CHUNK, 900, "an exported chunk granted after");
+    CU_OK(cuMemUnmap(va, CHUNK));
+    CU_OK(cuMemRelease(h));
+    CU_OK(cuMemAddressFree(va, CHUNK));
+    ck_assert_uint_eq(rig_counters(0).used, 0);
+}
+END_TEST
+
 START_TEST(export_of_a_type_not_asked_for)
 {
     rig_setup(0);
@@ -190,6 +219,7 @@ Suite *test_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, pooled_and_spilled);
     tcase_add_test(tc, export_makes_a_chunk_the_drivers);
+    tcase_add_test(tc, export_before_access_is_granted);
     tcase_add_test(tc, export_of_a_type_not_asked_for);
     tcase_add_test(tc, fabric_gets_the_drivers_answer);
     suite_add_tcase(s, tc);
