@@ -97,6 +97,8 @@ void spw_live_mapped(uint64_t key, CUdeviceptr va, size_t size)
 
 void spw_live_retained(uint64_t key)
 {
+    if (!key) /* released entries have key 0 */
+        return;
     pthread_mutex_lock(&lock);
     struct live *l = find(key);
     if (l)
