@@ -511,6 +511,19 @@ START_TEST(lent_before_the_pool_is_built)
 }
 END_TEST
 
+/* An allocation of bytes on device 0 (served, spilled or refused) leaves
+ * the device within the limit. */
+static void within_limit_after(size_t bytes, bool must_succeed)
+{
+    CUdeviceptr p;
+    CUresult r = cuMemAlloc(&p, bytes);
+    if (must_succeed)
+        CU_OK(r);
+    ck_assert_uint_le(fakecuda_device_bytes_used(0), limit_bytes());
+    if (r == CUDA_SUCCESS)
+        CU_OK(cuMemFree(p));
+}
+
 /* As in the driver, a handle's memory outlives cuMemRelease while it is
  * mapped, and a retain's release is not the last: a pass-through handle (a
  * handle type the pool cannot serve) keeps its count and the pages it took
@@ -525,7 +538,7 @@ START_TEST(a_handle_released_while_mapped_keeps_its_count)
     prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_WIN32_KMT; /* the driver's: "ipc" */
     CUmemGenericAllocationHandle h, again;
     uint64_t used0 = used_on(0);
-    CUdeviceptr va, big;
+    CUdeviceptr va;
     CU_OK(cuMemAddressReserve(&va, 64 * MiB, PAGE, 0, 0));
     /* A retain's reference released, then unmapped: the creation's stands. */
     CU_OK(cuMemCreate(&h, 32 * MiB, &prop, 0));
@@ -545,12 +558,7 @@ START_TEST(a_handle_released_while_mapped_keeps_its_count)
     CU_OK(cuMemRelease(h));
     ck_assert_uint_eq(used_on(0) - used0, 32 * MiB);
     ck_assert_uint_eq(pool_counters(0).passthrough_bytes[SPILLWAY_PT_IPC], 64 * MiB);
-    /* What the pool may hold still leaves the handle its room. */
-    if (cuMemAlloc(&big, 48 * MiB) == CUDA_SUCCESS) {
-        ck_assert_uint_le(fakecuda_device_bytes_used(0), limit);
-        CU_OK(cuMemFree(big));
-    }
-    ck_assert_uint_le(fakecuda_device_bytes_used(0), limit);
+    within_limit_after(48 * MiB, false); /* the handle keeps its room */
     CU_OK(cuMemUnmap(va, 32 * MiB));
     ck_assert_uint_eq(used_on(0) - used0, 32 * MiB);
     CU_OK(cuMemUnmap(va + 32 * MiB, 32 * MiB)); /* the last: it is gone */
@@ -558,10 +566,7 @@ START_TEST(a_handle_released_while_mapped_keeps_its_count)
     struct spw_stats_snapshot snap;
     ck_assert_int_eq(read_stats(&snap), 0);
     ck_assert_uint_eq(snap.c[0][SPW_C_UNDERFLOWS], 0);
-    /* Its pages are the pool's again. */
-    CU_OK(cuMemAlloc(&big, limit - 8 * MiB));
-    ck_assert_uint_le(fakecuda_device_bytes_used(0), limit);
-    CU_OK(cuMemFree(big));
+    within_limit_after(limit - 8 * MiB, true); /* its pages are the pool's again */
     CU_OK(cuMemAddressFree(va, 64 * MiB));
 }
 END_TEST
@@ -580,7 +585,7 @@ START_TEST(an_exported_handle_released_while_mapped_keeps_its_count)
     CUmemGenericAllocationHandle h;
     uint64_t used0 = used_on(0);
     CU_OK(cuMemCreate(&h, 16 * MiB, &prop, 0));
-    CUdeviceptr va, big;
+    CUdeviceptr va;
     CU_OK(cuMemAddressReserve(&va, 16 * MiB, PAGE, 0, 0));
     CU_OK(cuMemMap(va, 16 * MiB, 0, h, 0));
     set_rw(va, 16 * MiB, 0);
@@ -589,16 +594,10 @@ START_TEST(an_exported_handle_released_while_mapped_keeps_its_count)
     close(fd);
     CU_OK(cuMemRelease(h));
     ck_assert_uint_eq(used_on(0) - used0, 16 * MiB);
-    if (cuMemAlloc(&big, 56 * MiB) == CUDA_SUCCESS) {
-        ck_assert_uint_le(fakecuda_device_bytes_used(0), limit);
-        CU_OK(cuMemFree(big));
-    }
-    ck_assert_uint_le(fakecuda_device_bytes_used(0), limit);
+    within_limit_after(56 * MiB, false);
     CU_OK(cuMemUnmap(va, 16 * MiB));
     ck_assert_uint_eq(used_on(0), used0);
-    CU_OK(cuMemAlloc(&big, limit - 8 * MiB));
-    ck_assert_uint_le(fakecuda_device_bytes_used(0), limit);
-    CU_OK(cuMemFree(big));
+    within_limit_after(limit - 8 * MiB, true);
     CU_OK(cuMemAddressFree(va, 16 * MiB));
 }
 END_TEST

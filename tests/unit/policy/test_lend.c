@@ -3,6 +3,21 @@
  * and the lent sum never wraps. */
 #include "tests/unit/policy/helpers.h"
 
+/* The policy over a 16-page fake backend, device 0 not set up yet. */
+static void policy_only(void)
+{
+    FB = fake_create(PG, 16);
+    sw_backend be = fake_ops(FB);
+    ck_assert_int_eq(sw_policy_create(&be, &P), CUDA_SUCCESS);
+}
+
+/* Device 0 with a preallocated pool of 16 pages. */
+static void set_up_16(void)
+{
+    sw_device_config cfg = {.limit = 16 * PG, .preallocate = true, .host_limit = 16 * PG};
+    ck_assert_int_eq(sw_device_init(P, 0, &cfg), CUDA_SUCCESS);
+}
+
 /* Bytes lent for device 0 from inside set-up (the fake backend's hook runs
  * on the thread creating the pool's pages): what another thread's lend
  * does while the pool is being built, when it cannot see the device yet. */
@@ -17,12 +32,9 @@ static void lend_four_pages(void *arg)
  * pass the limit; what is left is the pool's to use. */
 START_TEST(a_lend_during_set_up_is_given_back_when_ready)
 {
-    FB = fake_create(PG, 16);
-    sw_backend be = fake_ops(FB);
-    ck_assert_int_eq(sw_policy_create(&be, &P), CUDA_SUCCESS);
+    policy_only();
     fake_on_create(FB, 3, lend_four_pages, NULL);
-    sw_device_config cfg = {.limit = 16 * PG, .preallocate = true, .host_limit = 16 * PG};
-    ck_assert_int_eq(sw_device_init(P, 0, &cfg), CUDA_SUCCESS);
+    set_up_16();
     ck_assert_uint_eq(sw_lent_bytes(P, 0), 4 * PG);
     ck_assert_uint_eq(counters().pool_bytes, 12 * PG);
     ck_assert_uint_eq(fstats().live_dev_pages, 12);
@@ -38,12 +50,9 @@ END_TEST
 /* Lent before the pool exists: the pool is built within what is left. */
 START_TEST(lent_before_set_up_sizes_the_pool)
 {
-    FB = fake_create(PG, 16);
-    sw_backend be = fake_ops(FB);
-    ck_assert_int_eq(sw_policy_create(&be, &P), CUDA_SUCCESS);
+    policy_only();
     ck_assert_int_eq(sw_lend(P, 0, 5 * PG - 1), CUDA_SUCCESS); /* whole pages of the sum */
-    sw_device_config cfg = {.limit = 16 * PG, .preallocate = true, .host_limit = 16 * PG};
-    ck_assert_int_eq(sw_device_init(P, 0, &cfg), CUDA_SUCCESS);
+    set_up_16();
     ck_assert_uint_eq(counters().pool_bytes, 11 * PG);
     sw_unlend(P, 0, 5 * PG - 1);
     env_down();
@@ -55,16 +64,13 @@ END_TEST
  * refusal's unlend would clamp the sum to 0 and forget what was lent. */
 START_TEST(a_lend_that_would_wrap_is_refused)
 {
-    FB = fake_create(PG, 16);
-    sw_backend be = fake_ops(FB);
-    ck_assert_int_eq(sw_policy_create(&be, &P), CUDA_SUCCESS);
+    policy_only();
     ck_assert_int_eq(sw_lend(P, 0, 10 * MiB), CUDA_SUCCESS);
     ck_assert_int_eq(sw_lend(P, 0, SIZE_MAX), CUDA_ERROR_OUT_OF_MEMORY);
     ck_assert_int_eq(sw_lend(P, 0, SIZE_MAX - 5 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
     ck_assert_uint_eq(sw_lent_bytes(P, 0), 10 * MiB);
     /* Once it exists, more than the limit outside it is refused. */
-    sw_device_config cfg = {.limit = 16 * PG, .preallocate = true, .host_limit = 16 * PG};
-    ck_assert_int_eq(sw_device_init(P, 0, &cfg), CUDA_SUCCESS);
+    set_up_16();
     ck_assert_int_eq(sw_lend(P, 0, 16 * PG), CUDA_ERROR_OUT_OF_MEMORY);
     ck_assert_uint_eq(sw_lent_bytes(P, 0), 10 * MiB);
     sw_unlend(P, 0, 10 * MiB);
