@@ -245,7 +245,8 @@ CUresult sw_device_init(sw_policy *p, int dev, const sw_device_config *cfg)
     pthread_mutex_init(&d->lock, NULL);
     r = device_build(d, cfg, limit_pages);
     if (r != CUDA_SUCCESS) {
-        atomic_store(&d->ready, true); /* teardown undoes a partial build */
+        /* Undone while never ready: a thread that lends or allocates
+         * meanwhile finds no device, never one being torn down. */
         device_teardown(d);
         return r;
     }

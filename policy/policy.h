@@ -181,6 +181,13 @@ CUresult sw_vmm_properties(sw_policy *p, CUmemGenericAllocationHandle h, size_t 
                            uint64_t *user);
 /* One word the shim keeps with a handle (what the program asked for). */
 CUresult sw_vmm_set_user(sw_policy *p, CUmemGenericAllocationHandle h, uint64_t user);
+/* Mappings of a handle, as sw_vmm_promote lists them. */
+typedef struct sw_vmm_maps {
+    CUdeviceptr *va;
+    size_t *size;
+    size_t max; /* room in va[] and size[] */
+    size_t n;   /* the mappings there were (more than max: the rest untold) */
+} sw_vmm_maps;
 /* cuMemExportToShareableHandle of a pool handle: the handle becomes the
  * driver's handle `real` (made by the shim with the program's properties,
  * of the handle's size): its bytes are copied there and every mapping of
@@ -188,18 +195,17 @@ CUresult sw_vmm_set_user(sw_policy *p, CUmemGenericAllocationHandle h, uint64_t 
  * pool, and the handle value stays valid, standing for `real`
  * (sw_vmm_promoted). Waits for the devices that reach the handle (gates
  * closed, synced): NOT_READY when they stay busy past the deadline or a
- * capture runs (nothing changed then). */
+ * capture runs (nothing changed then). maps (may be NULL): the mappings
+ * made the driver's, listed in the same hold of the handle lock. */
 CUresult sw_vmm_promote(sw_policy *p, CUmemGenericAllocationHandle h,
-                        CUmemGenericAllocationHandle real);
+                        CUmemGenericAllocationHandle real, sw_vmm_maps *maps);
 /* The program's release of a promoted handle: one reference less; *last
  * when it was the last (the handle value is gone then, and the shim
  * releases *real, the driver handle behind it). */
 CUresult sw_vmm_release_promoted(sw_policy *p, CUmemGenericAllocationHandle h, bool *last,
                                  CUmemGenericAllocationHandle *real);
-/* The program's mappings of pool handle h: their count, the first max of
- * them in va[] and size[] (what a promotion makes the driver's). */
-size_t sw_vmm_mappings(sw_policy *p, CUmemGenericAllocationHandle h, CUdeviceptr *va, size_t *size,
-                       size_t max);
+/* How many mappings of pool handle h the program has now. */
+size_t sw_vmm_mappings(sw_policy *p, CUmemGenericAllocationHandle h);
 /* Whether h was promoted, and to which driver handle. */
 bool sw_vmm_promoted(sw_policy *p, CUmemGenericAllocationHandle h,
                      CUmemGenericAllocationHandle *real);

@@ -151,8 +151,23 @@ static CUresult remap_all(sw_policy *p, sw_device *d, sw_vmm *v, CUmemGenericAll
     return CUDA_SUCCESS;
 }
 
+/* v's mappings into out (its count, the first max of them). */
+static void list_mappings(sw_policy *p, const sw_vmm *v, sw_vmm_maps *out)
+{
+    out->n = 0;
+    for (sw_vmap *m = p->vmaps; m; m = m->next) {
+        if (m->h != v)
+            continue;
+        if (out->n < out->max) {
+            out->va[out->n] = m->va;
+            out->size[out->n] = m->size;
+        }
+        out->n++;
+    }
+}
+
 static CUresult promote_locked(sw_policy *p, sw_device *d, sw_vmm *v,
-                               CUmemGenericAllocationHandle real)
+                               CUmemGenericAllocationHandle real, sw_vmm_maps *maps)
 {
     CUdeviceptr dst;
     CUresult r = scratch_map(d, v->size, real, &dst);
@@ -167,13 +182,16 @@ static CUresult promote_locked(sw_policy *p, sw_device *d, sw_vmm *v,
     /* A partial remap leaves a mapping on real and one on pages: both hold
      * the bytes, but the handle cannot be both. Not expected of a driver
      * that just mapped real once; reported, nothing handed over. */
-    if (r == CUDA_SUCCESS)
+    if (r == CUDA_SUCCESS) {
+        if (maps)
+            list_mappings(p, v, maps);
         hand_over(p, d, v, real);
+    }
     return r;
 }
 
 CUresult sw_vmm_promote(sw_policy *p, CUmemGenericAllocationHandle h,
-                        CUmemGenericAllocationHandle real)
+                        CUmemGenericAllocationHandle real, sw_vmm_maps *maps)
 {
     if (!p)
         return CUDA_ERROR_INVALID_VALUE;
@@ -191,7 +209,7 @@ CUresult sw_vmm_promote(sw_policy *p, CUmemGenericAllocationHandle h,
     if (!v || !v->refs || v->promoted)
         r = CUDA_ERROR_INVALID_VALUE;
     else
-        r = promote_locked(p, d, v, real);
+        r = promote_locked(p, d, v, real, maps);
     sw_move_end(d, &q);
     return r;
 }
@@ -219,25 +237,17 @@ CUresult sw_vmm_release_promoted(sw_policy *p, CUmemGenericAllocationHandle h, b
     return r;
 }
 
-size_t sw_vmm_mappings(sw_policy *p, CUmemGenericAllocationHandle h, CUdeviceptr *va, size_t *size,
-                       size_t max)
+size_t sw_vmm_mappings(sw_policy *p, CUmemGenericAllocationHandle h)
 {
     if (!p)
         return 0;
-    size_t n = 0;
+    sw_vmm_maps none = {0};
     pthread_mutex_lock(&p->handles_lock);
     sw_vmm *v = sw_vmm_get(p, h);
-    for (sw_vmap *m = v ? p->vmaps : NULL; m; m = m->next) {
-        if (m->h != v)
-            continue;
-        if (n < max) {
-            va[n] = m->va;
-            size[n] = m->size;
-        }
-        n++;
-    }
+    if (v)
+        list_mappings(p, v, &none);
     pthread_mutex_unlock(&p->handles_lock);
-    return n;
+    return none.n;
 }
 
 bool sw_vmm_promoted(sw_policy *p, CUmemGenericAllocationHandle h,

@@ -167,26 +167,26 @@ CUresult spw_h_mem_create(CUmemGenericAllocationHandle *handle, size_t size,
                           real(handle, size, prop, flags), *handle);
 }
 
-/* The last release of a promoted handle releases the driver's. */
-static CUresult release_promoted(sw_policy *p, CUmemGenericAllocationHandle handle)
+/* The last release of a promoted handle releases the driver's (*last). */
+static CUresult release_promoted(sw_policy *p, CUmemGenericAllocationHandle handle, bool *last)
 {
-    bool last;
     CUmemGenericAllocationHandle real;
-    CUresult r = sw_vmm_release_promoted(p, handle, &last, &real);
-    return r == CUDA_SUCCESS && last ? spw_backend_mem_release(real) : r;
+    CUresult r = sw_vmm_release_promoted(p, handle, last, &real);
+    return r == CUDA_SUCCESS && *last ? spw_backend_mem_release(real) : r;
 }
 
-static CUresult release_promoted_key(uint64_t key, void *p)
+static CUresult release_promoted_key(uint64_t key, void *p, bool *last)
 {
-    return release_promoted(p, (CUmemGenericAllocationHandle)key);
+    return release_promoted(p, (CUmemGenericAllocationHandle)key, last);
 }
 
 struct release_real {
     CUresult (*real)(CUmemGenericAllocationHandle);
 };
 
-static CUresult release_driver_key(uint64_t key, void *arg)
+static CUresult release_driver_key(uint64_t key, void *arg, bool *last)
 {
+    (void)last; /* the driver's references: vmm_live.c counts the retains */
     return ((struct release_real *)arg)->real((CUmemGenericAllocationHandle)key);
 }
 
@@ -213,6 +213,32 @@ CUresult spw_h_mem_release(CUmemGenericAllocationHandle handle)
 
 /* Makes pool handle h the driver's, with a driver handle of the types it
  * was asked with. */
+/* The mappings of h its promotion made the driver's (on real), for
+ * vmm_live.c. One the program unmapped before they were remembered is
+ * forgotten again: the driver no longer maps real there. */
+static void remember_mappings(CUmemGenericAllocationHandle h, CUmemGenericAllocationHandle real,
+                              const sw_vmm_maps *maps, int dev)
+{
+    size_t n = maps->n < maps->max ? maps->n : maps->max;
+    if (maps->n > maps->max)
+        spw_warn("device %d: a pooled handle mapped %zu times was exported: the count of the "
+                 "mappings past %zu may leave at its release",
+                 dev, maps->n, maps->max);
+    for (size_t i = 0; i < n; i++)
+        spw_live_mapped(h, maps->va[i], maps->size[i]);
+    CUresult (*retain)(CUmemGenericAllocationHandle *, void *) = spw_real.spw_h_mem_retain_allocation_handle;
+    CUresult (*release)(CUmemGenericAllocationHandle) = spw_real.spw_h_mem_release;
+    for (size_t i = 0; retain && release && i < n; i++) {
+        CUmemGenericAllocationHandle there = 0;
+        CUresult r = retain(&there, (void *)(uintptr_t)maps->va[i]);
+        if (r != CUDA_SUCCESS || there != real)
+            spw_live_unmapped_of(h, maps->va[i]);
+        if (r == CUDA_SUCCESS && (r = release(there)) != CUDA_SUCCESS)
+            spw_warn("device %d: the driver refused to release a reference it just gave (error %d)",
+                     dev, (int)r);
+    }
+}
+
 static CUresult promote(sw_policy *p, CUmemGenericAllocationHandle h,
                         CUmemAllocationHandleType type)
 {
@@ -235,32 +261,22 @@ static CUresult promote(sw_policy *p, CUmemGenericAllocationHandle h,
         return r;
     }
     /* Its mappings become the driver's: remembered once it is (vmm_live.c). */
-    size_t cap = sw_vmm_mappings(p, h, NULL, NULL, 0) + 4, nmaps = 0;
-    CUdeviceptr *va = calloc(cap, sizeof *va);
-    size_t *len = calloc(cap, sizeof *len);
-    if (!va || !len) {
-        free(va);
-        free(len);
+    size_t cap = sw_vmm_mappings(p, h) + 4;
+    sw_vmm_maps maps = {calloc(cap, sizeof *maps.va), calloc(cap, sizeof *maps.size), cap, 0};
+    if (!maps.va || !maps.size) {
+        free(maps.va);
+        free(maps.size);
         spw_backend_mem_release(real);
         spw_pool_unlend(dev, SW_PT_IPC, size);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    for (int i = 0; i < PROMOTE_TRIES; i++) {
-        nmaps = sw_vmm_mappings(p, h, va, len, cap);
-        if (nmaps > cap) {
-            spw_warn("device %d: a pooled handle mapped %zu times while exported: the count of "
-                     "the mappings past %zu may leave at its release",
-                     dev, nmaps, cap);
-            nmaps = cap;
-        }
-        if ((r = sw_vmm_promote(p, h, real)) != CUDA_ERROR_NOT_READY)
+    for (int i = 0; i < PROMOTE_TRIES; i++)
+        if ((r = sw_vmm_promote(p, h, real, &maps)) != CUDA_ERROR_NOT_READY)
             break;
-    }
     if (r == CUDA_SUCCESS)
-        for (size_t i = 0; i < nmaps; i++)
-            spw_live_mapped(h, va[i], len[i]);
-    free(va);
-    free(len);
+        remember_mappings(h, real, &maps, dev);
+    free(maps.va);
+    free(maps.size);
     if (r != CUDA_SUCCESS) {
         CUresult f = spw_backend_mem_release(real);
         if (f != CUDA_SUCCESS)

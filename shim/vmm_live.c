@@ -76,10 +76,12 @@ void spw_live_mapped(uint64_t key, CUdeviceptr va, size_t size)
         return;
     pthread_mutex_lock(&lock);
     struct live *l = find(key);
+    bool made = false;
     if (!l && grow((void **)&lives, &cap_lives, nlives, sizeof *lives) && (l = calloc(1, sizeof *l))) {
         l->key = key;
         lives[nlives++] = l;
         atomic_fetch_add_explicit(&live_count, 1, memory_order_relaxed);
+        made = true;
     }
     if (l && grow((void **)&maps, &cap_maps, nmaps, sizeof *maps)) {
         maps[nmaps++] = (struct mapping){va, size, l};
@@ -89,51 +91,90 @@ void spw_live_mapped(uint64_t key, CUdeviceptr va, size_t size)
         spw_warn("out of memory recording a mapping of %zu bytes: its count may leave before "
                  "its memory does",
                  size);
-        if (l && !l->maps)
+        if (made)
             drop(l);
     }
     pthread_mutex_unlock(&lock);
 }
 
-void spw_live_retained(uint64_t key)
+/* The entry whose mapping holds va, under lock. */
+static struct live *mapped_at(CUdeviceptr va)
 {
-    if (!key) /* released entries have key 0 */
+    for (size_t i = 0; i < nmaps; i++)
+        if (va >= maps[i].va && va - maps[i].va < maps[i].size)
+            return maps[i].l;
+    return NULL;
+}
+
+void spw_live_retained(uint64_t key, CUdeviceptr va)
+{
+    if (!key)
         return;
     pthread_mutex_lock(&lock);
-    struct live *l = find(key);
-    if (l)
+    struct live *l = mapped_at(va);
+    if (l && l->held) {
+        /* Released, and the program holds it again: counted under the
+         * key it holds now, freed at that key's release. */
+        spw_account_restore_pt(SPW_KIND_HANDLE, key, l->dev, l->bytes, l->reason);
+        l->held = false;
+        l->key = key;
+    } else if (l && l->key == key) {
         l->refs++;
+    }
     pthread_mutex_unlock(&lock);
 }
 
-CUresult spw_live_release(uint64_t key, CUresult (*release)(uint64_t key, void *arg), void *arg)
+CUresult spw_live_release(uint64_t key, CUresult (*release)(uint64_t key, void *arg, bool *last),
+                          void *arg)
 {
     pthread_mutex_lock(&lock); /* across the call: an unmap meanwhile sees the outcome */
     struct live *l = key ? find(key) : NULL;
-    CUresult r;
-    if (l && l->refs) {
-        if ((r = release(key, arg)) == CUDA_SUCCESS)
-            l->refs--;
-        pthread_mutex_unlock(&lock);
-        return r;
-    }
     int dev, why;
     uint64_t bytes;
-    bool known = spw_account_forget_pt(SPW_KIND_HANDLE, key, &dev, &bytes, &why) == 0;
-    r = release(key, arg);
-    if (known && r != CUDA_SUCCESS) {
-        spw_account_restore_pt(SPW_KIND_HANDLE, key, dev, bytes, why);
+    bool known = spw_account_forget_pt(SPW_KIND_HANDLE, key, &dev, &bytes, &why) == 0, last = true;
+    CUresult r = release(key, arg, &last);
+    if (r == CUDA_SUCCESS && l && l->refs) {
+        l->refs--;
+        last = false;
+    }
+    if (known && (r != CUDA_SUCCESS || !last)) {
+        spw_account_restore_pt(SPW_KIND_HANDLE, key, dev, bytes, why); /* still referenced */
     } else if (known && l && l->maps) {
-        *l = (struct live){.maps = l->maps, .held = true, .dev = dev, .reason = why, .bytes = bytes};
+        l->held = true;
+        l->key = 0;
+        l->dev = dev;
+        l->reason = why;
+        l->bytes = bytes;
     } else if (known) {
         spw_account_release_pt(dev, bytes, why);
         spw_pool_unlend(dev, why, bytes);
         spw_mark_counted();
     }
-    if (r == CUDA_SUCCESS && l && !l->held)
-        drop(l);
+    if (r == CUDA_SUCCESS && last && l && !l->held) {
+        if (l->maps)
+            l->key = 0; /* nothing counted to hold: its mappings only */
+        else
+            drop(l);
+    }
     pthread_mutex_unlock(&lock);
     return r;
+}
+
+/* Forgets mapping i (under lock) and settles its entry. */
+static void unmap_one(size_t i)
+{
+    struct live *l = maps[i].l;
+    maps[i] = maps[--nmaps];
+    if (--l->maps)
+        return;
+    if (l->held) {
+        spw_account_release_pt(l->dev, l->bytes, l->reason);
+        spw_pool_unlend(l->dev, l->reason, l->bytes);
+        spw_mark_counted();
+        drop(l);
+    } else if (!l->refs || !l->key) {
+        drop(l); /* counted under its key, if at all, until its release */
+    }
 }
 
 void spw_live_unmapped(CUdeviceptr va, size_t size)
@@ -142,23 +183,21 @@ void spw_live_unmapped(CUdeviceptr va, size_t size)
         return;
     pthread_mutex_lock(&lock);
     for (size_t i = 0; i < nmaps;) {
-        struct mapping *m = &maps[i];
-        if (m->va < va || m->va - va >= size) {
+        if (maps[i].va >= va && maps[i].va - va < size)
+            unmap_one(i);
+        else
             i++;
-            continue;
-        }
-        struct live *l = m->l;
-        *m = maps[--nmaps];
-        if (--l->maps)
-            continue;
-        if (l->held) {
-            spw_account_release_pt(l->dev, l->bytes, l->reason);
-            spw_pool_unlend(l->dev, l->reason, l->bytes);
-            spw_mark_counted();
-            drop(l);
-        } else if (!l->refs) {
-            drop(l); /* counted under its key again, freed at its release */
-        }
     }
+    pthread_mutex_unlock(&lock);
+}
+
+void spw_live_unmapped_of(uint64_t key, CUdeviceptr va)
+{
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < nmaps; i++)
+        if (maps[i].va == va && maps[i].l->key == key) {
+            unmap_one(i);
+            break;
+        }
     pthread_mutex_unlock(&lock);
 }

@@ -5,22 +5,30 @@
 #ifndef SPILLWAY_SHIM_VMM_LIVE_H
 #define SPILLWAY_SHIM_VMM_LIVE_H
 #include <cuda.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 /* After the driver mapped [va, va+size) of handle key (as the program
  * names it), if spillway counts key: remembers the mapping. */
 void spw_live_mapped(uint64_t key, CUdeviceptr va, size_t size);
 
-/* After cuMemRetainAllocationHandle gave the program key again. */
-void spw_live_retained(uint64_t key);
+/* After cuMemRetainAllocationHandle(va) gave the program driver handle
+ * key: one reference more on the handle mapped at va, counted again under
+ * key if it had been released (its memory is the program's once more). */
+void spw_live_retained(uint64_t key, CUdeviceptr va);
 
-/* cuMemRelease of key by release(key), settled: a reference a retain took
- * only drops; the last one forgets key's count, which stays held while key
- * is mapped (given back at the last unmap) or is released now. Returns
- * release's answer. */
-CUresult spw_live_release(uint64_t key, CUresult (*release)(uint64_t key, void *arg), void *arg);
+/* cuMemRelease of key by release(key, arg, &last), settled. release sets
+ * last false when the handle keeps references spillway's pool counts (a
+ * promoted handle retained before its export); a reference a retain took
+ * (spw_live_retained) is not the last either. The last forgets key's
+ * count, which stays held while key is mapped (given back at the last
+ * unmap) or is released now. Returns release's answer. */
+CUresult spw_live_release(uint64_t key, CUresult (*release)(uint64_t key, void *arg, bool *last),
+                          void *arg);
 
 /* After the driver unmapped [va, va+size): forgets the mappings in it and
  * releases what a released handle held once its last mapping is gone. */
 void spw_live_unmapped(CUdeviceptr va, size_t size);
+/* The same for key's mapping at va alone (found not to be mapped there). */
+void spw_live_unmapped_of(uint64_t key, CUdeviceptr va);
 #endif

@@ -146,7 +146,7 @@ CUresult spw_h_mem_retain_allocation_handle(CUmemGenericAllocationHandle *handle
     if (!p || !handle || !sw_owns(p, va)) {
         CUresult r = real(handle, addr);
         if (r == CUDA_SUCCESS && handle && !spw_disabled())
-            spw_live_retained(*handle);
+            spw_live_retained(*handle, va);
         return r;
     }
     CUresult r = sw_vmm_retain(p, va, handle);

@@ -524,6 +524,13 @@ static void within_limit_after(size_t bytes, bool must_succeed)
         CU_OK(cuMemFree(p));
 }
 
+static void export_and_close(CUmemGenericAllocationHandle h)
+{
+    int fd = -1;
+    CU_OK(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    close(fd);
+}
+
 /* As in the driver, a handle's memory outlives cuMemRelease while it is
  * mapped, and a retain's release is not the last: a pass-through handle (a
  * handle type the pool cannot serve) keeps its count and the pages it took
@@ -563,6 +570,16 @@ START_TEST(a_handle_released_while_mapped_keeps_its_count)
     ck_assert_uint_eq(used_on(0) - used0, 32 * MiB);
     CU_OK(cuMemUnmap(va + 32 * MiB, 32 * MiB)); /* the last: it is gone */
     ck_assert_uint_eq(used_on(0), used0);
+    /* Released while mapped, then retained through its address: the
+     * program holds it again, counted until that reference goes too. */
+    CU_OK(cuMemCreate(&h, 32 * MiB, &prop, 0));
+    CU_OK(cuMemMap(va, 32 * MiB, 0, h, 0));
+    CU_OK(cuMemRelease(h));
+    CU_OK(cuMemRetainAllocationHandle(&again, (void *)(uintptr_t)va));
+    CU_OK(cuMemUnmap(va, 32 * MiB));
+    ck_assert_uint_eq(used_on(0) - used0, 32 * MiB);
+    CU_OK(cuMemRelease(again));
+    ck_assert_uint_eq(used_on(0), used0);
     struct spw_stats_snapshot snap;
     ck_assert_int_eq(read_stats(&snap), 0);
     ck_assert_uint_eq(snap.c[0][SPW_C_UNDERFLOWS], 0);
@@ -573,7 +590,8 @@ END_TEST
 
 /* The same for a pool handle made the driver's at its export: mapped
  * before the export, released after it, it keeps its count until
- * unmapped. */
+ * unmapped; retained before the export, its first release is not its
+ * last. */
 START_TEST(an_exported_handle_released_while_mapped_keeps_its_count)
 {
     if (!pooled())
@@ -582,19 +600,36 @@ START_TEST(an_exported_handle_released_while_mapped_keeps_its_count)
     const size_t limit = limit_bytes();
     CUmemAllocationProp prop = device_prop(0);
     prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
-    CUmemGenericAllocationHandle h;
+    CUmemGenericAllocationHandle h, again;
     uint64_t used0 = used_on(0);
-    CU_OK(cuMemCreate(&h, 16 * MiB, &prop, 0));
     CUdeviceptr va;
     CU_OK(cuMemAddressReserve(&va, 16 * MiB, PAGE, 0, 0));
+    /* Mapped before its export, released after: counted until unmapped. */
+    CU_OK(cuMemCreate(&h, 16 * MiB, &prop, 0));
     CU_OK(cuMemMap(va, 16 * MiB, 0, h, 0));
     set_rw(va, 16 * MiB, 0);
-    int fd = -1;
-    CU_OK(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
-    close(fd);
+    export_and_close(h);
     CU_OK(cuMemRelease(h));
     ck_assert_uint_eq(used_on(0) - used0, 16 * MiB);
     within_limit_after(56 * MiB, false);
+    CU_OK(cuMemUnmap(va, 16 * MiB));
+    ck_assert_uint_eq(used_on(0), used0);
+    within_limit_after(limit - 8 * MiB, true);
+    /* Retained before its export: the first release is not the last. */
+    CU_OK(cuMemCreate(&h, 16 * MiB, &prop, 0));
+    CU_OK(cuMemMap(va, 16 * MiB, 0, h, 0));
+    set_rw(va, 16 * MiB, 0);
+    CU_OK(cuMemRetainAllocationHandle(&again, (void *)(uintptr_t)va));
+    ck_assert(again == h);
+    export_and_close(h);
+    CU_OK(cuMemRelease(h));
+    CU_OK(cuMemUnmap(va, 16 * MiB)); /* the retain's reference holds it */
+    ck_assert_uint_eq(used_on(0) - used0, 16 * MiB);
+    within_limit_after(56 * MiB, false);
+    CU_OK(cuMemMap(va, 16 * MiB, 0, again, 0));
+    set_rw(va, 16 * MiB, 0);
+    CU_OK(cuMemRelease(again)); /* the last, while mapped */
+    ck_assert_uint_eq(used_on(0) - used0, 16 * MiB);
     CU_OK(cuMemUnmap(va, 16 * MiB));
     ck_assert_uint_eq(used_on(0), used0);
     within_limit_after(limit - 8 * MiB, true);

@@ -65,15 +65,28 @@ struct fake_backend {
     bool no_bytes;       /* bookkeeping only: nothing mapped, copied or protected */
     bool sync_held;      /* synchronize blocks until released */
     pthread_cond_t sync_release;
-    uint64_t on_create_nth; /* fake_on_create: after this many creates */
-    void (*on_create)(void *);
-    void *on_create_arg;
+    /* fake_on_call: fn(arg) after the nth call of op */
+    char on_op[32];
+    uint64_t on_nth, on_calls;
+    void (*on_fn)(void *);
+    void *on_arg;
 };
 
 static void violate(fake_backend *fb, const char *fmt, unsigned long long a)
 {
     if (!fb->st.violations++)
         snprintf(fb->violation, sizeof fb->violation, fmt, a);
+}
+
+/* The fake_on_call hook to run now that op was called (once), or NULL.
+ * Under fb->lock; the caller runs it after unlocking. */
+static void (*hook_due(fake_backend *fb, const char *op))(void *)
+{
+    if (!fb->on_fn || strcmp(fb->on_op, op) != 0 || ++fb->on_calls != fb->on_nth)
+        return NULL;
+    void (*fn)(void *) = fb->on_fn;
+    fb->on_fn = NULL;
+    return fn;
 }
 
 static bool injected(fake_backend *fb, const char *op, CUresult *r)
@@ -332,23 +345,21 @@ static CUresult b_page_create(void *ctx, int dev, sw_loc loc, size_t size,
         fb->st.creates++;
         *h = (CUmemGenericAllocationHandle)idx + 1;
     }
-    void (*fn)(void *) = NULL;
-    if (r == CUDA_SUCCESS && fb->on_create && fb->st.creates == fb->on_create_nth) {
-        fn = fb->on_create;
-        fb->on_create = NULL;
-    }
+    void (*fn)(void *) = hook_due(fb, "page_create");
     pthread_mutex_unlock(&fb->lock);
     if (fn)
-        fn(fb->on_create_arg);
+        fn(fb->on_arg);
     return r;
 }
 
-void fake_on_create(fake_backend *fb, uint64_t nth, void (*fn)(void *), void *arg)
+void fake_on_call(fake_backend *fb, const char *op, uint64_t nth, void (*fn)(void *), void *arg)
 {
     pthread_mutex_lock(&fb->lock);
-    fb->on_create_nth = nth;
-    fb->on_create = fn;
-    fb->on_create_arg = arg;
+    snprintf(fb->on_op, sizeof fb->on_op, "%s", op);
+    fb->on_nth = nth;
+    fb->on_calls = 0;
+    fb->on_fn = fn;
+    fb->on_arg = arg;
     pthread_mutex_unlock(&fb->lock);
 }
 
@@ -375,7 +386,10 @@ static CUresult b_page_release(void *ctx, CUmemGenericAllocationHandle h)
         fb->free_idx[fb->nfree_idx++] = idx;
         fb->st.releases++;
     }
+    void (*fn)(void *) = hook_due(fb, "page_release");
     pthread_mutex_unlock(&fb->lock);
+    if (fn)
+        fn(fb->on_arg);
     return r;
 }
 

@@ -59,10 +59,10 @@ void fake_set_capturing(fake_backend *fb, bool on);
  * program has not submitted yet); released, it completes. */
 void fake_hold_sync(fake_backend *fb, bool held);
 
-/* fn(arg) runs once, on the creating thread, right after the nth page
- * created (counting from the backend's start): what another thread does
- * while the pool is being built. */
-void fake_on_create(fake_backend *fb, uint64_t nth, void (*fn)(void *), void *arg);
+/* fn(arg) runs once, on the calling thread, right after the nth call of op
+ * ("page_create", "page_release") from now on: what another thread does
+ * while the pool is being built or torn down. */
+void fake_on_call(fake_backend *fb, const char *op, uint64_t nth, void (*fn)(void *), void *arg);
 
 /* cuMemAddressReserve / cuMemAddressFree as the program would call them. */
 CUresult fake_reserve(fake_backend *fb, size_t size, CUdeviceptr *va);

@@ -33,7 +33,7 @@ static void lend_four_pages(void *arg)
 START_TEST(a_lend_during_set_up_is_given_back_when_ready)
 {
     policy_only();
-    fake_on_create(FB, 3, lend_four_pages, NULL);
+    fake_on_call(FB, "page_create", 3, lend_four_pages, NULL);
     set_up_16();
     ck_assert_uint_eq(sw_lent_bytes(P, 0), 4 * PG);
     ck_assert_uint_eq(counters().pool_bytes, 12 * PG);
@@ -42,6 +42,35 @@ START_TEST(a_lend_during_set_up_is_given_back_when_ready)
     ck_assert_int_eq(sw_alloc(P, 0, 12 * PG, &a), CUDA_SUCCESS);
     ck_assert_int_eq(sw_alloc(P, 0, PG, &b), CUDA_ERROR_OUT_OF_MEMORY);
     ck_assert_int_eq(sw_free(P, a), CUDA_SUCCESS);
+    sw_unlend(P, 0, 4 * PG);
+    env_down();
+}
+END_TEST
+
+/* After the third page: the driver refuses more, and the first page given
+ * back lends four pages. */
+static void refuse_pages_then_lend(void *arg)
+{
+    (void)arg;
+    fake_fail_times(FB, "page_create", CUDA_ERROR_OUT_OF_MEMORY, 1000);
+    fake_on_call(FB, "page_release", 1, lend_four_pages, NULL);
+}
+
+/* A set-up that fails part-way is undone while the device is not ready: a
+ * lend meanwhile (here while its pages are given back, under the device
+ * lock) only records its bytes, never shrinks a pool being torn down. A
+ * later set-up builds the pool within what is left. */
+START_TEST(a_lend_during_a_failed_set_up_finds_no_device)
+{
+    policy_only();
+    fake_on_call(FB, "page_create", 3, refuse_pages_then_lend, NULL);
+    sw_device_config cfg = {.limit = 16 * PG, .preallocate = true, .host_limit = 16 * PG};
+    ck_assert_int_eq(sw_device_init(P, 0, &cfg), CUDA_ERROR_OUT_OF_MEMORY);
+    ck_assert_uint_eq(fstats().releases, 3); /* undone, and the lend ran */
+    ck_assert_uint_eq(sw_lent_bytes(P, 0), 4 * PG);
+    fake_fail_times(FB, "", CUDA_SUCCESS, 0); /* no more refusals */
+    set_up_16();
+    ck_assert_uint_eq(counters().pool_bytes, 12 * PG);
     sw_unlend(P, 0, 4 * PG);
     env_down();
 }
@@ -95,7 +124,9 @@ Suite *test_suite(void)
 {
     Suite *s = suite_create("policy_lend");
     TCase *tc = tcase_create("lend");
+    tcase_set_timeout(tc, 10); /* a lend into a device being torn down deadlocks */
     tcase_add_test(tc, a_lend_during_set_up_is_given_back_when_ready);
+    tcase_add_test(tc, a_lend_during_a_failed_set_up_finds_no_device);
     tcase_add_test(tc, lent_before_set_up_sizes_the_pool);
     tcase_add_test(tc, a_lend_that_would_wrap_is_refused);
     tcase_add_test(tc, which_reasons_lend);
