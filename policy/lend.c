@@ -19,12 +19,18 @@ static size_t excess(sw_device *d)
 static CUresult give_back_excess(sw_device *d)
 {
     while (excess(d)) {
-        if (!d->pool.nfree) {
+        /* Unmapping a cached page may free a host page (one a refused move
+         * left mapped), not a device page: go on to the next. */
+        while (!d->pool.nfree && d->ncached) {
             size_t got;
             CUresult r = sw_pages_reclaim(d, 1, &got);
-            if (r != CUDA_SUCCESS || !got)
+            if (r != CUDA_SUCCESS)
                 return r;
+            if (!got)
+                break;
         }
+        if (!d->pool.nfree)
+            return CUDA_SUCCESS; /* short of it: the caller escalates */
         CUresult r = sw_pool_give_back(d);
         if (r != CUDA_SUCCESS)
             return r;

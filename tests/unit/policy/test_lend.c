@@ -108,6 +108,27 @@ START_TEST(a_lend_that_would_wrap_is_refused)
 }
 END_TEST
 
+/* Spilled data freed leaves host pages among the cached ones: a lend
+ * reclaims past them to the device pages it can give back, and is not
+ * refused for finding a host page first. */
+START_TEST(a_lend_reclaims_past_cached_host_pages)
+{
+    env_spill(8, 16);
+    CUdeviceptr a, b;
+    ck_assert_int_eq(sw_alloc(P, 0, 6 * PG, &a), CUDA_SUCCESS);
+    fill(a, 6 * PG, 1);
+    ck_assert_int_eq(sw_alloc(P, 0, 6 * PG, &b), CUDA_SUCCESS); /* spills a */
+    ck_assert_uint_gt(counters().host_in_use_bytes, 0);
+    ck_assert_int_eq(sw_free(P, a), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_free(P, b), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_lend(P, 0, 6 * PG), CUDA_SUCCESS);
+    ck_assert_uint_le(counters().pool_bytes, 2 * PG);
+    ck_assert_uint_le(fstats().live_dev_pages, 2);
+    sw_unlend(P, 0, 6 * PG);
+    env_down();
+}
+END_TEST
+
 /* Every reason that is device memory lends, a device without a pool's too
  * (a later try at its set-up must start within the cap); host memory does
  * not. */
@@ -129,6 +150,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, a_lend_during_a_failed_set_up_finds_no_device);
     tcase_add_test(tc, lent_before_set_up_sizes_the_pool);
     tcase_add_test(tc, a_lend_that_would_wrap_is_refused);
+    tcase_add_test(tc, a_lend_reclaims_past_cached_host_pages);
     tcase_add_test(tc, which_reasons_lend);
     suite_add_tcase(s, tc);
     return s;
