@@ -160,15 +160,24 @@ CUresult sw_grant_access(sw_policy *p, int dev, int peer);
 bool sw_vmm_is_handle(sw_policy *p, CUmemGenericAllocationHandle h);
 /* size must be a multiple of the page size. Pages come from dev's pool. */
 CUresult sw_vmm_create(sw_policy *p, int dev, size_t size, CUmemGenericAllocationHandle *out);
-CUresult sw_vmm_release(sw_policy *p, CUmemGenericAllocationHandle h);
+/* One reference less; *gone (may be NULL) when it was the last and no
+ * mapping is left: its memory went back to the pool. */
+CUresult sw_vmm_release(sw_policy *p, CUmemGenericAllocationHandle h, bool *gone);
 /* Maps the whole handle at va (page aligned, inside a range the program
  * reserved): offset != 0 or size != the handle's size -> NOT_SUPPORTED, as
  * the driver; any page of the range already mapped -> INVALID_VALUE. */
 CUresult sw_vmm_map(sw_policy *p, CUdeviceptr va, size_t size, size_t offset,
                     CUmemGenericAllocationHandle h);
+/* The handles an unmap ended (released before, no mapping left): their
+ * memory went back to the pool. h is the caller's to free. */
+typedef struct sw_vmm_gone {
+    CUmemGenericAllocationHandle *h;
+    size_t n;
+} sw_vmm_gone;
 /* NOT_FOUND when no page of the range is spillway's; INVALID_VALUE when only
- * part of it is, or the range splits one mapping. */
-CUresult sw_vmm_unmap(sw_policy *p, CUdeviceptr va, size_t size);
+ * part of it is, or the range splits one mapping. gone (may be NULL): the
+ * handles it ended (OUT_OF_MEMORY, nothing unmapped, without room to say). */
+CUresult sw_vmm_unmap(sw_policy *p, CUdeviceptr va, size_t size, sw_vmm_gone *gone);
 /* What sw_vmm_unmap would answer for the range, changing nothing. */
 CUresult sw_vmm_check(sw_policy *p, CUdeviceptr va, size_t size);
 /* rw_dev_mask: devices given read-write access (bit d = device d). */

@@ -161,8 +161,10 @@ CUresult sw_vmm_create(sw_policy *p, int dev, size_t size, CUmemGenericAllocatio
     return r;
 }
 
-CUresult sw_vmm_release(sw_policy *p, CUmemGenericAllocationHandle h)
+CUresult sw_vmm_release(sw_policy *p, CUmemGenericAllocationHandle h, bool *gone)
 {
+    if (gone)
+        *gone = false;
     if (!p)
         return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&p->handles_lock);
@@ -176,6 +178,8 @@ CUresult sw_vmm_release(sw_policy *p, CUmemGenericAllocationHandle h)
             sw_lanes_add(&d->c.frees, 1);
             sw_vmm_forget(p, v);
             sw_dev_unlock(d);
+            if (gone)
+                *gone = true;
         }
     }
     pthread_mutex_unlock(&p->handles_lock);
@@ -332,12 +336,30 @@ CUresult sw_vmm_check(sw_policy *p, CUdeviceptr va, size_t size)
     return r;
 }
 
-CUresult sw_vmm_unmap(sw_policy *p, CUdeviceptr va, size_t size)
+/* Room for the ids of the handles the unmap of [va, va+size) may end:
+ * one per mapping there. Handle lock held; the range checked. */
+static CUresult gone_room(sw_policy *p, CUdeviceptr va, size_t size, sw_vmm_gone *gone)
 {
+    size_t n = 0;
+    for (CUdeviceptr at = va; at < va + size; n++) {
+        sw_vmap *m = sw_vmap_at(p, at);
+        at = m->va + m->size;
+    }
+    gone->n = 0;
+    gone->h = malloc(n * sizeof *gone->h);
+    return gone->h ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+CUresult sw_vmm_unmap(sw_policy *p, CUdeviceptr va, size_t size, sw_vmm_gone *gone)
+{
+    if (gone)
+        *gone = (sw_vmm_gone){0};
     if (!p || !p->page)
         return CUDA_ERROR_NOT_FOUND;
     pthread_mutex_lock(&p->handles_lock);
     CUresult r = check_range(p, va, size);
+    if (r == CUDA_SUCCESS && gone)
+        r = gone_room(p, va, size, gone);
     for (CUdeviceptr at = va; r == CUDA_SUCCESS && at < va + size;) {
         sw_vmap *m = sw_vmap_at(p, at);
         sw_vmm *v = m->h;
@@ -350,6 +372,8 @@ CUresult sw_vmm_unmap(sw_policy *p, CUdeviceptr va, size_t size)
         sw_vmap_retire(p, m);
         if (--v->maps == 0 && v->refs == 0) {
             sw_lanes_add(&d->c.frees, 1);
+            if (gone)
+                gone->h[gone->n++] = v->id;
             sw_vmm_forget(p, v);
         }
         sw_dev_unlock(d);

@@ -109,7 +109,7 @@ static CUresult create_pooled(sw_policy *p, int dev, size_t size, const CUmemAll
     uint64_t user = (prop->requestedHandleTypes & USER_TYPES) |
                     (prop->allocFlags.gpuDirectRDMACapable ? USER_RDMA : 0);
     if (r == CUDA_SUCCESS && user && (r = sw_vmm_set_user(p, *handle, user)) != CUDA_SUCCESS)
-        (void)sw_vmm_release(p, *handle); /* just made: cannot be refused */
+        (void)sw_vmm_release(p, *handle, NULL); /* just made: cannot be refused */
     return r;
 }
 
@@ -180,6 +180,13 @@ static CUresult release_promoted_key(uint64_t key, void *p, bool *last)
     return release_promoted(p, (CUmemGenericAllocationHandle)key, last);
 }
 
+/* A pool handle's memory goes back when released and unmapped (last:
+ * gone now; else at its last unmap, spw_live_pool_unmap). */
+static CUresult release_pooled_key(uint64_t key, void *p, bool *last)
+{
+    return sw_vmm_release(p, (CUmemGenericAllocationHandle)key, last);
+}
+
 struct release_real {
     CUresult (*real)(CUmemGenericAllocationHandle);
 };
@@ -190,9 +197,10 @@ static CUresult release_driver_key(uint64_t key, void *arg, bool *last)
     return ((struct release_real *)arg)->real((CUmemGenericAllocationHandle)key);
 }
 
-/* A pool handle's pages stay the pool's while mapped (the policy frees
- * them at the last unmap); the driver's handles, promoted ones included,
- * keep their count while mapped (vmm_live.c). */
+/* Every handle keeps its count while mapped or retained, as the driver
+ * keeps its memory (vmm_live.c): a pool handle until the policy frees its
+ * pages, the driver's handles, promoted ones included, until their last
+ * unmap. */
 CUresult spw_h_mem_release(CUmemGenericAllocationHandle handle)
 {
     SPW_REAL_OR_RETURN(real, spw_h_mem_release);
@@ -202,7 +210,7 @@ CUresult spw_h_mem_release(CUmemGenericAllocationHandle handle)
     if (p && sw_vmm_promoted(p, handle, NULL))
         return spw_live_release(handle, release_promoted_key, p);
     if (p && sw_vmm_is_handle(p, handle))
-        SPW_ACCOUNTED_FREE(SPW_KIND_HANDLE, handle, sw_vmm_release(p, handle));
+        return spw_live_release(handle, release_pooled_key, p);
     struct release_real rr = {real};
     return spw_live_release(handle, release_driver_key, &rr);
 }

@@ -1,4 +1,5 @@
-/* Counted handles with driver mappings (vmm_live.h). A handle gets an entry
+/* Counted handles with driver mappings (vmm_live.h), and the end of pool
+ * handles released while mapped. A handle gets an entry
  * at its first mapping; cuMemRelease of a mapped one moves its count from
  * the account (whose key the driver may hand out again) into the entry,
  * which gives it back, and its pages to the pool, at its last unmap.
@@ -13,6 +14,7 @@
 
 #include "shim/handler.h"
 #include "shim/log.h"
+#include "policy/policy.h"
 
 struct live {
     uint64_t key;     /* 0 once released: only its mappings name it then */
@@ -68,6 +70,15 @@ static void drop(struct live *l)
         }
     atomic_fetch_sub_explicit(&live_count, 1, memory_order_relaxed);
     free(l);
+}
+
+/* A forgotten entry's memory is gone: its bytes leave the count, and the
+ * pages it took out of the pool go back. */
+static void release_count(int dev, uint64_t bytes, int reason)
+{
+    spw_account_release_pt(dev, bytes, reason);
+    spw_pool_unlend(dev, reason, bytes);
+    spw_mark_counted();
 }
 
 void spw_live_mapped(uint64_t key, CUdeviceptr va, size_t size)
@@ -146,9 +157,7 @@ CUresult spw_live_release(uint64_t key, CUresult (*release)(uint64_t key, void *
         l->reason = why;
         l->bytes = bytes;
     } else if (known) {
-        spw_account_release_pt(dev, bytes, why);
-        spw_pool_unlend(dev, why, bytes);
-        spw_mark_counted();
+        release_count(dev, bytes, why);
     }
     if (r == CUDA_SUCCESS && last && l && !l->held) {
         if (l->maps)
@@ -168,9 +177,7 @@ static void unmap_one(size_t i)
     if (--l->maps)
         return;
     if (l->held) {
-        spw_account_release_pt(l->dev, l->bytes, l->reason);
-        spw_pool_unlend(l->dev, l->reason, l->bytes);
-        spw_mark_counted();
+        release_count(l->dev, l->bytes, l->reason);
         drop(l);
     } else if (!l->refs || !l->key) {
         drop(l); /* counted under its key, if at all, until its release */
@@ -200,4 +207,25 @@ void spw_live_unmapped_of(uint64_t key, CUdeviceptr va)
             break;
         }
     pthread_mutex_unlock(&lock);
+}
+
+/* A counted handle whose memory is gone: its count and lend go back. */
+static void gone_now(uint64_t key)
+{
+    int dev, why;
+    uint64_t bytes;
+    if (spw_account_forget_pt(SPW_KIND_HANDLE, key, &dev, &bytes, &why) == 0)
+        release_count(dev, bytes, why);
+}
+
+CUresult spw_live_pool_unmap(sw_policy *p, CUdeviceptr va, size_t size)
+{
+    sw_vmm_gone gone;
+    pthread_mutex_lock(&lock); /* a release meanwhile sees the outcome */
+    CUresult r = sw_vmm_unmap(p, va, size, &gone);
+    for (size_t i = 0; i < gone.n; i++)
+        gone_now(gone.h[i]);
+    pthread_mutex_unlock(&lock);
+    free(gone.h);
+    return r;
 }

@@ -1,12 +1,16 @@
 /* Counted handles whose mappings are the driver's (a pass-through
  * cuMemCreate, a pool handle made the driver's at its export): as in the
  * driver, their memory outlives cuMemRelease while mapped, so their count
- * and the pages they took out of the pool stay until the last unmap. */
+ * and the pages they took out of the pool stay until the last unmap. A
+ * pool handle's release and unmap are settled under the same lock, so
+ * that its count leaves when its memory does (the policy tells when). */
 #ifndef SPILLWAY_SHIM_VMM_LIVE_H
 #define SPILLWAY_SHIM_VMM_LIVE_H
 #include <cuda.h>
 #include <stdbool.h>
 #include <stdint.h>
+
+#include "policy/policy.h"
 
 /* After the driver mapped [va, va+size) of handle key (as the program
  * names it), if spillway counts key: remembers the mapping. */
@@ -31,4 +35,8 @@ CUresult spw_live_release(uint64_t key, CUresult (*release)(uint64_t key, void *
 void spw_live_unmapped(CUdeviceptr va, size_t size);
 /* The same for key's mapping at va alone (found not to be mapped there). */
 void spw_live_unmapped_of(uint64_t key, CUdeviceptr va);
+
+/* The program's unmap of spillway's mappings (sw_vmm_unmap): the pool
+ * handles it ended (released before) leave the count. */
+CUresult spw_live_pool_unmap(sw_policy *p, CUdeviceptr va, size_t size);
 #endif

@@ -84,7 +84,7 @@ static CUresult driver_unmap(CUresult (*real)(CUdeviceptr, size_t), CUdeviceptr 
 static CUresult unmap_run(sw_policy *p, bool ours, CUdeviceptr at, size_t len, void *arg)
 {
     const struct unmap *u = arg;
-    return ours ? sw_vmm_unmap(p, at, len) : driver_unmap(u->real, at, len);
+    return ours ? spw_live_pool_unmap(p, at, len) : driver_unmap(u->real, at, len);
 }
 
 CUresult spw_h_mem_unmap(CUdeviceptr ptr, size_t size)
@@ -95,7 +95,7 @@ CUresult spw_h_mem_unmap(CUdeviceptr ptr, size_t size)
     if (r == CUDA_ERROR_NOT_FOUND)
         return driver_unmap(real, ptr, size);
     if (r == CUDA_SUCCESS)
-        return sw_vmm_unmap(p, ptr, size);
+        return spw_live_pool_unmap(p, ptr, size);
     struct unmap u = {real};
     return by_runs(p, ptr, size, unmap_run, &u);
 }

@@ -588,6 +588,47 @@ START_TEST(a_handle_released_while_mapped_keeps_its_count)
 }
 END_TEST
 
+/* A pool handle too: released while mapped or retained, it stays counted
+ * until the pool gets its pages back (its last unmap, its last release),
+ * including two handles ended by one unmap. */
+START_TEST(a_pool_handle_released_while_mapped_keeps_its_count)
+{
+    if (!pooled())
+        return;
+    use_device(0);
+    CUmemAllocationProp prop = device_prop(0);
+    CUmemGenericAllocationHandle h, g, again;
+    uint64_t used0 = used_on(0);
+    CUdeviceptr va;
+    CU_OK(cuMemAddressReserve(&va, 16 * MiB, PAGE, 0, 0));
+    CU_OK(cuMemCreate(&h, 8 * MiB, &prop, 0));
+    CU_OK(cuMemCreate(&g, 8 * MiB, &prop, 0));
+    CU_OK(cuMemMap(va, 8 * MiB, 0, h, 0));
+    CU_OK(cuMemMap(va + 8 * MiB, 8 * MiB, 0, g, 0));
+    CU_OK(cuMemRelease(h));
+    CU_OK(cuMemRelease(g));
+    ck_assert_uint_eq(used_on(0) - used0, 16 * MiB);
+    ck_assert_uint_eq(pool_counters(0).in_use_bytes, 16 * MiB);
+    CU_OK(cuMemUnmap(va, 16 * MiB)); /* ends both */
+    ck_assert_uint_eq(used_on(0), used0);
+    ck_assert_uint_eq(pool_counters(0).in_use_bytes, 0);
+    /* Retained: the creation's release is not the last. */
+    CU_OK(cuMemCreate(&h, 8 * MiB, &prop, 0));
+    CU_OK(cuMemMap(va, 8 * MiB, 0, h, 0));
+    CU_OK(cuMemRetainAllocationHandle(&again, (void *)(uintptr_t)va));
+    ck_assert(again == h);
+    CU_OK(cuMemRelease(h));
+    CU_OK(cuMemUnmap(va, 8 * MiB));
+    ck_assert_uint_eq(used_on(0) - used0, 8 * MiB);
+    CU_OK(cuMemRelease(again));
+    ck_assert_uint_eq(used_on(0), used0);
+    struct spw_stats_snapshot snap;
+    ck_assert_int_eq(read_stats(&snap), 0);
+    ck_assert_uint_eq(snap.c[0][SPW_C_UNDERFLOWS], 0);
+    CU_OK(cuMemAddressFree(va, 16 * MiB));
+}
+END_TEST
+
 /* The same for a pool handle made the driver's at its export: mapped
  * before the export, released after it, it keeps its count until
  * unmapped; retained before the export, its first release is not its
@@ -708,6 +749,7 @@ Suite *test_suite(void)
     tcase_add_test(spw, lent_before_the_pool_is_built);
     tcase_add_test(spw, a_handle_released_while_mapped_keeps_its_count);
     tcase_add_test(spw, an_exported_handle_released_while_mapped_keeps_its_count);
+    tcase_add_test(spw, a_pool_handle_released_while_mapped_keeps_its_count);
     tcase_add_test(spw, a_device_whose_set_up_failed_lends_too);
     tcase_add_test(spw, disabled_passes_everything);
     suite_add_tcase(s, spw);

@@ -306,8 +306,8 @@ bool stepload_free(stepload *s, const char **why)
     bool ok = true;
     if (s->p) {
         if (s->cfg.mode == STEPLOAD_ARENA && s->handle) {
-            ok &= sw_vmm_unmap(s->p, s->arena, s->arena_bytes) == CUDA_SUCCESS;
-            ok &= sw_vmm_release(s->p, s->handle) == CUDA_SUCCESS;
+            ok &= sw_vmm_unmap(s->p, s->arena, s->arena_bytes, NULL) == CUDA_SUCCESS;
+            ok &= sw_vmm_release(s->p, s->handle, NULL) == CUDA_SUCCESS;
         }
         ok &= sw_policy_destroy(s->p) == CUDA_SUCCESS;
     }

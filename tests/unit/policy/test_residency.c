@@ -76,15 +76,15 @@ START_TEST(program_vmm_page_moves_and_keeps_access)
     ck_assert_int_eq(sw_set_residency(P, va + PG, 1, SW_RES_HOST), CUDA_SUCCESS);
     ck_assert(verify(va, 2 * PG, 5)); /* readable: access was granted again */
     /* Unmap and map the handle again elsewhere: the host page comes along. */
-    ck_assert_int_eq(sw_vmm_unmap(P, va, 2 * PG), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_unmap(P, va, 2 * PG, NULL), CUDA_SUCCESS);
     ck_assert_int_eq(sw_vmm_map(P, va + 2 * PG, 2 * PG, 0, h), CUDA_SUCCESS);
     ck_assert_int_eq(sw_vmm_set_access(P, va + 2 * PG, 2 * PG, 1), CUDA_SUCCESS);
     ck_assert(verify(va + 2 * PG, 2 * PG, 5));
     sw_residency where;
     ck_assert_int_eq(sw_get_residency(P, va + 3 * PG, &where), CUDA_SUCCESS);
     ck_assert_int_eq(where, SW_RES_HOST);
-    ck_assert_int_eq(sw_vmm_unmap(P, va + 2 * PG, 2 * PG), CUDA_SUCCESS);
-    ck_assert_int_eq(sw_vmm_release(P, h), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_unmap(P, va + 2 * PG, 2 * PG, NULL), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_release(P, h, NULL), CUDA_SUCCESS);
     ck_assert_uint_eq(counters().host_in_use_bytes, 0);
     ck_assert_int_eq(fake_free_va(FB, va, 4 * PG), CUDA_SUCCESS);
     env_down();
@@ -106,8 +106,8 @@ START_TEST(refused_moves)
     ck_assert_int_eq(sw_set_residency(P, va, 1, (sw_residency)7), CUDA_ERROR_INVALID_VALUE);
     sw_residency where;
     ck_assert_int_eq(sw_get_residency(P, va + 2 * PG, &where), CUDA_ERROR_NOT_FOUND);
-    ck_assert_int_eq(sw_vmm_unmap(P, va, 2 * PG), CUDA_SUCCESS);
-    ck_assert_int_eq(sw_vmm_release(P, h), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_unmap(P, va, 2 * PG, NULL), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_release(P, h, NULL), CUDA_SUCCESS);
     ck_assert_int_eq(fake_free_va(FB, va, 4 * PG), CUDA_SUCCESS);
     env_down();
 }
@@ -153,7 +153,7 @@ START_TEST(reclaim_takes_device_pages_only)
     ck_assert_uint_eq(counters().host_bytes, PG); /* kept for the next spill */
     /* No device page is left, and without spill no allocation lands on the host. */
     ck_assert_int_eq(sw_alloc(P, 0, 1, &b), CUDA_ERROR_OUT_OF_MEMORY);
-    ck_assert_int_eq(sw_vmm_release(P, h), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_release(P, h, NULL), CUDA_SUCCESS);
     env_down();
 }
 END_TEST

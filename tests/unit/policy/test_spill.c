@@ -184,12 +184,12 @@ START_TEST(program_vmm_pages_spill_and_make_room_for_handles)
     ck_assert_uint_eq(host_pages_in(va, 2), 2);
     ck_assert(verify(va, 2 * PG, 21)); /* access granted again on the host pages */
     ck_assert(verify(a, 2 * PG, 22));
-    ck_assert_int_eq(sw_vmm_release(P, h2), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_release(P, h2, NULL), CUDA_SUCCESS);
     ck_assert_int_eq(sw_fill(P, va + PG), CUDA_SUCCESS);
     ck_assert_uint_eq(host_pages_in(va, 2), 0);
     ck_assert(verify(va, 2 * PG, 21));
-    ck_assert_int_eq(sw_vmm_unmap(P, va, 2 * PG), CUDA_SUCCESS);
-    ck_assert_int_eq(sw_vmm_release(P, h), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_unmap(P, va, 2 * PG, NULL), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_release(P, h, NULL), CUDA_SUCCESS);
     ck_assert_int_eq(fake_free_va(FB, va, 2 * PG), CUDA_SUCCESS);
     env_down();
 }

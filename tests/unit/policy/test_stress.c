@@ -118,7 +118,7 @@ static void *vmm_work(void *arg)
         if (!verify(va, n * PG, tag) || sw_lookup(P, va + PG / 2, &base, &bs, &dev) ||
             base != va || bs != n * PG)
             w->error = "vmm bytes or lookup";
-        if (sw_vmm_unmap(P, va, n * PG) != CUDA_SUCCESS || sw_vmm_release(P, h) != CUDA_SUCCESS)
+        if (sw_vmm_unmap(P, va, n * PG, NULL) != CUDA_SUCCESS || sw_vmm_release(P, h, NULL) != CUDA_SUCCESS)
             w->error = "unmap/release";
         w->frees++;
     }

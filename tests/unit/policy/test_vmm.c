@@ -32,10 +32,10 @@ START_TEST(jax_like_arena_behaves_as_without_spillway)
     ck_assert_int_eq(sw_alloc(P, 0, 5 * PG, &p), CUDA_ERROR_OUT_OF_MEMORY);
     ck_assert_int_eq(sw_alloc(P, 0, 4 * PG, &p), CUDA_SUCCESS);
     ck_assert_int_eq(sw_free(P, p), CUDA_SUCCESS);
-    ck_assert_int_eq(sw_vmm_unmap(P, va + 4 * PG, 12 * PG), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_unmap(P, va + 4 * PG, 12 * PG, NULL), CUDA_SUCCESS);
     ck_assert(!sw_owns(P, va + 4 * PG));
     ck_assert_int_eq(sw_lookup(P, va + 5 * PG, &base, &size, &dev), CUDA_ERROR_NOT_FOUND);
-    ck_assert_int_eq(sw_vmm_release(P, h), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_release(P, h, NULL), CUDA_SUCCESS);
     ck_assert(!sw_vmm_is_handle(P, h));
     ck_assert_uint_eq(counters().in_use_bytes, 0);
     ck_assert_uint_eq(fstats().creates, 16); /* all from the preallocated pool */
@@ -55,7 +55,7 @@ START_TEST(growing_segments_map_handle_by_handle)
         ck_assert_int_eq(sw_vmm_map(P, va + (size_t)i * 2 * PG, 2 * PG, 0, h[i]), CUDA_SUCCESS);
         ck_assert_int_eq(sw_vmm_set_access(P, va + (size_t)i * 2 * PG, 2 * PG, 1), CUDA_SUCCESS);
         /* PyTorch releases its reference right after mapping. */
-        ck_assert_int_eq(sw_vmm_release(P, h[i]), CUDA_SUCCESS);
+        ck_assert_int_eq(sw_vmm_release(P, h[i], NULL), CUDA_SUCCESS);
     }
     fill(va, 16 * PG, 9);
     ck_assert(verify(va, 16 * PG, 9));
@@ -66,13 +66,13 @@ START_TEST(growing_segments_map_handle_by_handle)
     int dev;
     ck_assert_int_eq(sw_vmm_properties(P, r, &size, &dev, NULL), CUDA_SUCCESS);
     ck_assert_uint_eq(size, 2 * PG);
-    ck_assert_int_eq(sw_vmm_release(P, r), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_release(P, r, NULL), CUDA_SUCCESS);
     ck_assert_uint_eq(counters().in_use_bytes, 16 * PG);
     /* One unmap may cover several mappings. */
-    ck_assert_int_eq(sw_vmm_unmap(P, va, 8 * PG), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_unmap(P, va, 8 * PG, NULL), CUDA_SUCCESS);
     ck_assert_uint_eq(counters().in_use_bytes, 8 * PG);
     ck_assert(verify(va + 8 * PG, 8 * PG, 9 + 8 * PG / 8));
-    ck_assert_int_eq(sw_vmm_unmap(P, va + 8 * PG, 8 * PG), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_unmap(P, va + 8 * PG, 8 * PG, NULL), CUDA_SUCCESS);
     ck_assert_uint_eq(counters().in_use_bytes, 0);
     ck_assert_uint_eq(fstats().live_mappings, 0);
     ck_assert_int_eq(fake_free_va(FB, va, 16 * PG), CUDA_SUCCESS);
@@ -110,11 +110,11 @@ START_TEST(driver_rules_for_map_unmap_and_handles)
     ck_assert_int_ne(sw_vmm_map(P, elsewhere, 2 * PG, 0, g), CUDA_SUCCESS);
     ck_assert_int_eq(sw_vmm_map(P, va + 4 * PG, 2 * PG, 0, g), CUDA_SUCCESS);
     /* Unmap must cover whole mappings, all spillway's. */
-    ck_assert_int_eq(sw_vmm_unmap(P, va, 2 * PG), CUDA_ERROR_INVALID_VALUE);
-    ck_assert_int_eq(sw_vmm_unmap(P, va + 4 * PG, 4 * PG), CUDA_ERROR_INVALID_VALUE);
-    ck_assert_int_eq(sw_vmm_unmap(P, va + 8 * PG, 2 * PG), CUDA_ERROR_NOT_FOUND);
-    ck_assert_int_eq(sw_vmm_unmap(P, va, ~(size_t)0 - PG + 1), CUDA_ERROR_INVALID_VALUE);
-    ck_assert_int_eq(sw_vmm_unmap(P, va, 0), CUDA_ERROR_INVALID_VALUE);
+    ck_assert_int_eq(sw_vmm_unmap(P, va, 2 * PG, NULL), CUDA_ERROR_INVALID_VALUE);
+    ck_assert_int_eq(sw_vmm_unmap(P, va + 4 * PG, 4 * PG, NULL), CUDA_ERROR_INVALID_VALUE);
+    ck_assert_int_eq(sw_vmm_unmap(P, va + 8 * PG, 2 * PG, NULL), CUDA_ERROR_NOT_FOUND);
+    ck_assert_int_eq(sw_vmm_unmap(P, va, ~(size_t)0 - PG + 1, NULL), CUDA_ERROR_INVALID_VALUE);
+    ck_assert_int_eq(sw_vmm_unmap(P, va, 0, NULL), CUDA_ERROR_INVALID_VALUE);
     ck_assert_int_eq(sw_vmm_set_access(P, va + 8 * PG, 2 * PG, 1), CUDA_ERROR_NOT_FOUND);
     ck_assert_int_eq(sw_vmm_set_access(P, va, 2 * PG, 1), CUDA_ERROR_INVALID_VALUE);
     ck_assert_int_eq(sw_vmm_set_access(P, va, 6 * PG, 1), CUDA_SUCCESS);
@@ -122,18 +122,18 @@ START_TEST(driver_rules_for_map_unmap_and_handles)
     ck_assert_int_eq(sw_vmm_retain(P, va + 8 * PG, &r), CUDA_ERROR_NOT_FOUND);
     ck_assert_int_eq(sw_vmm_retain(P, va + 4 * PG, &r), CUDA_SUCCESS);
     ck_assert_uint_eq(r, g);
-    ck_assert_int_eq(sw_vmm_release(P, r), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_release(P, r, NULL), CUDA_SUCCESS);
     /* Released while mapped: memory stays, the handle is gone. */
-    ck_assert_int_eq(sw_vmm_release(P, h), CUDA_SUCCESS);
-    ck_assert_int_eq(sw_vmm_release(P, h), CUDA_ERROR_INVALID_VALUE);
+    ck_assert_int_eq(sw_vmm_release(P, h, NULL), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_release(P, h, NULL), CUDA_ERROR_INVALID_VALUE);
     size_t size;
     int dev;
     ck_assert_int_eq(sw_vmm_properties(P, h, &size, &dev, NULL), CUDA_ERROR_INVALID_VALUE);
     fill(va, 6 * PG, 4);
     ck_assert(verify(va, 6 * PG, 4));
-    ck_assert_int_eq(sw_vmm_unmap(P, va, 6 * PG), CUDA_SUCCESS); /* both mappings */
+    ck_assert_int_eq(sw_vmm_unmap(P, va, 6 * PG, NULL), CUDA_SUCCESS); /* both mappings */
     ck_assert_uint_eq(counters().in_use_bytes, 2 * PG);           /* g still held */
-    ck_assert_int_eq(sw_vmm_release(P, g), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_release(P, g, NULL), CUDA_SUCCESS);
     ck_assert_uint_eq(counters().in_use_bytes, 0);
     /* Handle values are spillway's own and not reused as the same value. */
     CUmemGenericAllocationHandle h2;
@@ -143,7 +143,7 @@ START_TEST(driver_rules_for_map_unmap_and_handles)
     ck_assert(!sw_vmm_is_handle(P, 0));
     ck_assert(!sw_vmm_is_handle(P, 1));
     ck_assert(!sw_vmm_is_handle(P, (CUmemGenericAllocationHandle)(uintptr_t)&h));
-    ck_assert_int_eq(sw_vmm_release(P, h2), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_release(P, h2, NULL), CUDA_SUCCESS);
     ck_assert_int_eq(fake_free_va(FB, va, 16 * PG), CUDA_SUCCESS);
     env_down();
 }
@@ -186,8 +186,8 @@ START_TEST(map_failure_midway_unwinds)
     ck_assert(!sw_owns(P, va));
     ck_assert_int_eq(sw_vmm_map(P, va, 4 * PG, 0, h), CUDA_SUCCESS);
     ck_assert_int_eq(sw_vmm_set_access(P, va, 4 * PG, 1), CUDA_SUCCESS);
-    ck_assert_int_eq(sw_vmm_unmap(P, va, 4 * PG), CUDA_SUCCESS);
-    ck_assert_int_eq(sw_vmm_release(P, h), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_unmap(P, va, 4 * PG, NULL), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_release(P, h, NULL), CUDA_SUCCESS);
     ck_assert_int_eq(fake_free_va(FB, va, 8 * PG), CUDA_SUCCESS);
     env_down();
 }
