@@ -1,6 +1,8 @@
 /* Program-managed VMM served from the pool: a JAX-like arena (reserve,
  * create, map, set access, use, unmap, release) and PyTorch-like growing
  * segments, answered as the driver would. */
+#include <stdlib.h>
+
 #include "tests/unit/policy/helpers.h"
 
 START_TEST(jax_like_arena_behaves_as_without_spillway)
@@ -206,6 +208,39 @@ START_TEST(destroy_cleans_up_live_program_mappings)
 }
 END_TEST
 
+/* Which call ended a handle: the release when nothing maps it, else the
+ * unmap that takes its last mapping (one unmap may end several). */
+START_TEST(release_and_unmap_tell_which_handles_ended)
+{
+    env_up(16, true, 0);
+    CUdeviceptr va;
+    ck_assert_int_eq(fake_reserve(FB, 8 * PG, &va), CUDA_SUCCESS);
+    CUmemGenericAllocationHandle a, b, c;
+    ck_assert_int_eq(sw_vmm_create(P, 0, 2 * PG, &a), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_create(P, 0, 2 * PG, &b), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_create(P, 0, 2 * PG, &c), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_map(P, va, 2 * PG, 0, a), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_map(P, va + 2 * PG, 2 * PG, 0, b), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_map(P, va + 4 * PG, 2 * PG, 0, c), CUDA_SUCCESS);
+    bool gone = true;
+    ck_assert_int_eq(sw_vmm_release(P, a, &gone), CUDA_SUCCESS);
+    ck_assert(!gone); /* mapped */
+    ck_assert_int_eq(sw_vmm_release(P, b, &gone), CUDA_SUCCESS);
+    ck_assert(!gone);
+    sw_vmm_gone ended;
+    ck_assert_int_eq(sw_vmm_unmap(P, va, 6 * PG, &ended), CUDA_SUCCESS);
+    ck_assert_uint_eq(ended.n, 2); /* a and b; c is still referenced */
+    ck_assert((ended.h[0] == a && ended.h[1] == b) || (ended.h[0] == b && ended.h[1] == a));
+    free(ended.h);
+    ck_assert_uint_eq(counters().in_use_bytes, 2 * PG);
+    ck_assert_int_eq(sw_vmm_release(P, c, &gone), CUDA_SUCCESS);
+    ck_assert(gone);
+    ck_assert_uint_eq(counters().in_use_bytes, 0);
+    ck_assert_int_eq(fake_free_va(FB, va, 8 * PG), CUDA_SUCCESS);
+    env_down();
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("policy_vmm");
@@ -217,6 +252,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, create_reclaims_cached_arena_pages_after_a_sync);
     tcase_add_test(tc, map_failure_midway_unwinds);
     tcase_add_test(tc, destroy_cleans_up_live_program_mappings);
+    tcase_add_test(tc, release_and_unmap_tell_which_handles_ended);
     suite_add_tcase(s, tc);
     return s;
 }
