@@ -65,7 +65,7 @@ static void read_environment(void)
     }
     for (int d = 0; d < fc_ndevices; d++) {
         fc_devices[d].capacity = cap;
-        fc_devices[d].default_pool = fc_mempool_new(d, true);
+        fc_devices[d].default_pool = fc_mempool_new(d, true, false);
         fc_devices[d].current_pool = fc_devices[d].default_pool;
     }
     pthread_atfork(NULL, NULL, forget_in_child);

@@ -215,10 +215,15 @@ struct fc_mempool {
     cuuint64_t release_threshold;
     int reuse_follow, reuse_opportunistic, reuse_internal;
     cuuint64_t used, used_high, reserved, reserved_high;
+    /* cuMemPoolSetAccess's flags per device: a device pool's own device
+     * reads and writes, a host pool starts readable by the host only
+     * ("default accessibility will be from the host CPU"). Kept and told,
+     * not enforced on the memory. */
+    CUmemAccess_flags access[FC_MAX_DEVICES];
     struct fc_mempool *next;
 };
 
-struct fc_mempool *fc_mempool_new(int dev, bool is_default);
+struct fc_mempool *fc_mempool_new(int dev, bool is_default, bool host);
 
 /* ---- kernels (kernel.c) ---- */
 

@@ -11,7 +11,7 @@
 
 static struct fc_mempool *pools; /* under fc_lock */
 
-struct fc_mempool *fc_mempool_new(int dev, bool is_default)
+struct fc_mempool *fc_mempool_new(int dev, bool is_default, bool host)
 {
     struct fc_mempool *p = calloc(1, sizeof *p);
     if (!p)
@@ -19,7 +19,10 @@ struct fc_mempool *fc_mempool_new(int dev, bool is_default)
     p->magic = FC_MAGIC_POOL;
     p->dev = dev;
     p->is_default = is_default;
+    p->host = host;
     p->reuse_follow = p->reuse_opportunistic = p->reuse_internal = 1;
+    if (!host && dev >= 0 && dev < FC_MAX_DEVICES)
+        p->access[dev] = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
     pthread_mutex_lock(&fc_lock);
     p->next = pools;
     pools = p;
@@ -89,10 +92,9 @@ static CUresult location_pool(CUmemoryPool *pool, const CUmemLocation *loc, CUme
     struct fc_mempool *p = host_default;
     pthread_mutex_unlock(&fc_lock);
     if (!p) {
-        struct fc_mempool *made = fc_mempool_new(0, true); /* a default pool: never destroyed */
+        struct fc_mempool *made = fc_mempool_new(0, true, true); /* a default pool: never destroyed */
         if (!made)
             return CUDA_ERROR_OUT_OF_MEMORY;
-        made->host = true;
         pthread_mutex_lock(&fc_lock);
         if (!host_default)
             host_default = made; /* else another thread's won: this one stays unused on the list */
@@ -149,10 +151,9 @@ FC_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *pro
     if (!host && (props->location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
                   fc_check_device(props->location.id) != CUDA_SUCCESS))
         return CUDA_ERROR_INVALID_VALUE;
-    struct fc_mempool *p = fc_mempool_new(host ? 0 : props->location.id, false);
+    struct fc_mempool *p = fc_mempool_new(host ? 0 : props->location.id, false, host);
     if (!p)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    p->host = host;
     *pool = (CUmemoryPool)p;
     return CUDA_SUCCESS;
 }
@@ -222,6 +223,40 @@ FC_EXPORT CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute 
     }
     pthread_mutex_unlock(&fc_lock);
     return r;
+}
+
+FC_EXPORT CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc *map, size_t count)
+{
+    FC_FAULT(cuMemPoolSetAccess);
+    if (!pool_known(pool) || (!map && count))
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < count; i++) {
+        if (map[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+            return CUDA_ERROR_INVALID_VALUE;
+        if (fc_check_device(map[i].location.id) != CUDA_SUCCESS)
+            return CUDA_ERROR_INVALID_DEVICE;
+        if (map[i].flags > CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+            return CUDA_ERROR_INVALID_VALUE;
+    }
+    struct fc_mempool *p = (struct fc_mempool *)pool;
+    pthread_mutex_lock(&fc_lock);
+    for (size_t i = 0; i < count; i++)
+        p->access[map[i].location.id] = map[i].flags;
+    pthread_mutex_unlock(&fc_lock);
+    return CUDA_SUCCESS;
+}
+
+FC_EXPORT CUresult cuMemPoolGetAccess(CUmemAccess_flags *flags, CUmemoryPool pool, CUmemLocation *location)
+{
+    FC_FAULT(cuMemPoolGetAccess);
+    if (!flags || !location || !pool_known(pool) || location->type != CU_MEM_LOCATION_TYPE_DEVICE)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (fc_check_device(location->id) != CUDA_SUCCESS)
+        return CUDA_ERROR_INVALID_DEVICE;
+    pthread_mutex_lock(&fc_lock);
+    *flags = ((struct fc_mempool *)pool)->access[location->id];
+    pthread_mutex_unlock(&fc_lock);
+    return CUDA_SUCCESS;
 }
 
 static CUresult alloc_async(CUdeviceptr *dptr, size_t size, struct fc_mempool *pool, CUstream h, bool ptds)

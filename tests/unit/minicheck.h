@@ -112,6 +112,15 @@ static inline void mc_add(TCase *tc, const TTest *t, int sig, int exitv, int sta
 #define tcase_add_exit_test(tc, t, v) mc_add(tc, t, 0, v, 0, 1)
 #define tcase_add_loop_test(tc, t, s, e) mc_add(tc, t, 0, 0, s, e)
 
+/* Check's CK_TIMEOUT_MULTIPLIER (a whole number here): a slower host
+ * (a real driver's context per test) scales every test's timeout. */
+static inline unsigned mc_timeout(unsigned t)
+{
+    const char *m = getenv("CK_TIMEOUT_MULTIPLIER");
+    long k = m ? strtol(m, NULL, 10) : 1;
+    return k > 1 && k < 100 ? t * (unsigned)k : t;
+}
+
 static inline SRunner *srunner_create(Suite *s)
 {
     SRunner *sr = calloc(1, sizeof *sr);
@@ -133,7 +142,7 @@ static inline void srunner_run_all(SRunner *sr, enum print_output mode)
                 fflush(NULL);
                 pid_t pid = fork();
                 if (pid == 0) {
-                    alarm(tc->timeout);
+                    alarm(mc_timeout(tc->timeout));
                     if (tc->setup) tc->setup();
                     e->t->fn(i);
                     if (tc->teardown) tc->teardown();

@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <stdio.h>
+
 #include "tests/unit/driver/common.h"
 
 static struct test_kernels k;
@@ -43,6 +45,22 @@ static void expect_invalidated_end(CUstream s)
     ck_assert_ptr_null(g);
     ck_assert_int_eq(status_of(s), CU_STREAM_CAPTURE_STATUS_NONE);
     CU_OK(cuStreamSynchronize(s));
+}
+
+/* After an error cuda.h does not say leaves the capture whole: whether it
+ * did is printed (fakecuda keeps it active). Still active: true. Else it
+ * was invalidated: ended as such, and a new capture begun in mode, so that
+ * what the test goes on to check is checked either way. */
+static bool still_capturing(CUstream s, CUstreamCaptureMode mode, const char *after)
+{
+    CUstreamCaptureStatus st = status_of(s);
+    printf("capture after %s: %s\n", after,
+           st == CU_STREAM_CAPTURE_STATUS_ACTIVE ? "active" : "invalidated");
+    if (st == CU_STREAM_CAPTURE_STATUS_ACTIVE)
+        return true;
+    expect_invalidated_end(s);
+    CU_OK(cuStreamBeginCapture(s, mode));
+    return false;
 }
 
 START_TEST(captured_work_runs_only_when_launched)
@@ -84,15 +102,19 @@ START_TEST(captured_work_runs_only_when_launched)
     size_t n = 0;
     CU_OK(cuGraphGetNodes(g, NULL, &n));
     ck_assert_uint_eq(n, 5);
-    static const CUgraphNodeType want[] = {CU_GRAPH_NODE_TYPE_KERNEL, CU_GRAPH_NODE_TYPE_KERNEL,
-                                           CU_GRAPH_NODE_TYPE_MEMSET, CU_GRAPH_NODE_TYPE_MEMCPY,
-                                           CU_GRAPH_NODE_TYPE_HOST};
+    /* Two kernels, a memset, a copy, a host function: in no order cuda.h
+     * promises. */
+    int kernels = 0, memsets = 0, copies = 0, hosts = 0;
     CUgraphNode nodes[5];
     CU_OK(cuGraphGetNodes(g, nodes, &n));
     for (size_t i = 0; i < 5; i++) {
         CU_OK(cuGraphNodeGetType(nodes[i], &type));
-        ck_assert_int_eq(type, want[i]);
+        kernels += type == CU_GRAPH_NODE_TYPE_KERNEL;
+        memsets += type == CU_GRAPH_NODE_TYPE_MEMSET;
+        copies += type == CU_GRAPH_NODE_TYPE_MEMCPY;
+        hosts += type == CU_GRAPH_NODE_TYPE_HOST;
     }
+    ck_assert(kernels == 2 && memsets == 1 && copies == 1 && hosts == 1);
     CUgraphExec x;
     CU_OK(cuGraphInstantiate(&x, g, 0));
     for (int round = 1; round <= 2; round++) {
@@ -118,16 +140,17 @@ START_TEST(begin_and_end_errors)
     CUstream s;
     CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     CUgraph g;
-    CU_ERR(cuStreamBeginCapture(CU_STREAM_LEGACY, CU_STREAM_CAPTURE_MODE_GLOBAL),
-           CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    /* The legacy stream cannot capture; cuda.h lists INVALID_VALUE for
+     * cuStreamBeginCapture, the error's own text fits UNSUPPORTED. */
+    CUresult legacy = cuStreamBeginCapture(CU_STREAM_LEGACY, CU_STREAM_CAPTURE_MODE_GLOBAL);
+    ck_assert(legacy == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED || legacy == CUDA_ERROR_INVALID_VALUE);
     CU_ERR(cuStreamBeginCapture(s, (CUstreamCaptureMode)7), CUDA_ERROR_INVALID_VALUE);
     CU_ERR(cuStreamEndCapture(s, &g), CUDA_ERROR_ILLEGAL_STATE);
     CU_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
     CU_ERR(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_ERROR_ILLEGAL_STATE);
     CU_ERR(cuStreamEndCapture(s, NULL), CUDA_ERROR_INVALID_VALUE);
-    /* an argument error leaves the capture whole */
     CU_ERR(cuMemsetD32Async(3, 1, 1, s), CUDA_ERROR_INVALID_VALUE);
-    ck_assert_int_eq(status_of(s), CU_STREAM_CAPTURE_STATUS_ACTIVE);
+    (void)still_capturing(s, CU_STREAM_CAPTURE_MODE_GLOBAL, "an argument error");
     CU_OK(cuStreamEndCapture(s, &g));
     size_t n = 7;
     CU_OK(cuGraphGetNodes(g, NULL, &n));
@@ -455,7 +478,7 @@ START_TEST(only_a_relaxed_capture_ends_on_another_thread)
     ck_assert_int_eq(pthread_create(&t, NULL, end_elsewhere, s), 0);
     pthread_join(t, &r);
     ck_assert_int_eq((CUresult)(uintptr_t)r, CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD);
-    ck_assert_int_eq(status_of(s), CU_STREAM_CAPTURE_STATUS_ACTIVE); /* it goes on */
+    (void)still_capturing(s, CU_STREAM_CAPTURE_MODE_GLOBAL, "an end on another thread");
     CUgraph g;
     CU_OK(cuStreamEndCapture(s, &g));
     CU_OK(cuGraphDestroy(g));
@@ -497,6 +520,14 @@ START_TEST(fork_and_join_through_events)
     CU_OK(cuEventRecord(join, side));
     CUgraph g;
     CU_ERR(cuStreamEndCapture(side, &g), CUDA_ERROR_STREAM_CAPTURE_UNMATCHED);
+    if (!still_capturing(s, CU_STREAM_CAPTURE_MODE_GLOBAL, "an end on a side stream")) {
+        /* Captured again from the start, without the failed end. */
+        CU_OK(launch_u32(k.fill_u32, p, 1, 2048, s));
+        CU_OK(cuEventRecord(fork, s));
+        CU_OK(cuStreamWaitEvent(side, fork, 0));
+        CU_OK(launch_u32(k.add_u32, p + 4096, 10, 1024, side));
+        CU_OK(cuEventRecord(join, side));
+    }
     CU_OK(cuStreamWaitEvent(s, join, 0));
     CU_OK(launch_u32(k.add_u32, p, 100, 1024, s));
     CU_OK(cuStreamEndCapture(s, &g));
@@ -611,17 +642,26 @@ START_TEST(stream_ordered_allocation_becomes_memory_nodes)
     size_t n = 4;
     CU_OK(cuGraphGetNodes(g, nodes, &n));
     ck_assert_uint_eq(n, 4);
-    CUgraphNodeType type;
-    CU_OK(cuGraphNodeGetType(nodes[0], &type));
-    ck_assert_int_eq(type, CU_GRAPH_NODE_TYPE_MEM_ALLOC);
-    CU_OK(cuGraphNodeGetType(nodes[3], &type));
-    ck_assert_int_eq(type, CU_GRAPH_NODE_TYPE_MEM_FREE);
+    /* One allocation node and one free node, wherever the list has them. */
+    CUgraphNode alloc_node = NULL, free_node = NULL;
+    for (size_t i = 0; i < n; i++) {
+        CUgraphNodeType type;
+        CU_OK(cuGraphNodeGetType(nodes[i], &type));
+        if (type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
+            ck_assert_ptr_null(alloc_node);
+            alloc_node = nodes[i];
+        } else if (type == CU_GRAPH_NODE_TYPE_MEM_FREE) {
+            ck_assert_ptr_null(free_node);
+            free_node = nodes[i];
+        }
+    }
+    ck_assert(alloc_node && free_node);
     CUDA_MEM_ALLOC_NODE_PARAMS ap;
-    CU_OK(cuGraphMemAllocNodeGetParams(nodes[0], &ap));
+    CU_OK(cuGraphMemAllocNodeGetParams(alloc_node, &ap));
     ck_assert_uint_eq(ap.dptr, tmp);
     ck_assert_uint_eq(ap.bytesize, 4096);
     CUdeviceptr freed = 0;
-    CU_OK(cuGraphMemFreeNodeGetParams(nodes[3], &freed));
+    CU_OK(cuGraphMemFreeNodeGetParams(free_node, &freed));
     ck_assert_uint_eq(freed, tmp);
     CUgraphExec x;
     CU_OK(cuGraphInstantiate(&x, g, 0));
@@ -664,7 +704,9 @@ START_TEST(capture_into_an_existing_graph)
     size_t n = 2, nd = 1;
     CU_OK(cuGraphGetNodes(g, nodes, &n));
     ck_assert_uint_eq(n, 2);
-    CU_OK(cuGraphNodeGetDependencies(nodes[1], deps, NULL, &nd));
+    ck_assert(nodes[0] == first || nodes[1] == first);
+    CUgraphNode captured = nodes[0] == first ? nodes[1] : nodes[0];
+    CU_OK(cuGraphNodeGetDependencies(captured, deps, NULL, &nd));
     ck_assert(nd == 1 && deps[0] == first);
     CUgraphExec x;
     CU_OK(cuGraphInstantiate(&x, g, 0));

@@ -2,6 +2,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <stdio.h>
+
 #include "tests/unit/driver/common.h"
 
 START_TEST(not_initialized_before_cuInit)
@@ -44,10 +46,15 @@ START_TEST(devices_and_attributes)
     int v;
     CU_OK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, d));
     ck_assert_int_eq(v, 1);
-    CU_OK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, d));
-    ck_assert_int_eq(v, 1);
-    CU_OK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, d));
-    ck_assert_int_ge(v, 0);
+    /* Host NUMA: a machine without NUMA answers -1 for the node ("when
+     * system does not support NUMA"); spill then asks for host pages
+     * without a node. Printed, for the GPU log. */
+    int numa_vmm = 0, numa = 0;
+    CU_OK(cuDeviceGetAttribute(&numa_vmm, CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, d));
+    CU_OK(cuDeviceGetAttribute(&numa, CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, d));
+    printf("attributes: host NUMA VMM supported %d, host NUMA node %d\n", numa_vmm, numa);
+    ck_assert_int_ge(numa, -1);
+    ck_assert(numa_vmm == 0 || numa_vmm == 1);
     CU_OK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, d));
     ck_assert_int_eq(v, 1);
     CU_OK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, d));

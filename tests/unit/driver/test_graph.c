@@ -6,6 +6,8 @@
  * given, the pointer values a library (spillway) reads. */
 #include <string.h>
 
+#include <stdio.h>
+
 #include "tests/unit/driver/common.h"
 
 static struct test_kernels k;
@@ -125,8 +127,15 @@ static void hand_check_topology(const struct hand *h)
     size_t count = 7;
     CU_OK(cuGraphGetNodes(h->g, nodes, &count));
     ck_assert_uint_eq(count, 5);
-    ck_assert(nodes[0] == h->copy_in && nodes[1] == h->add && nodes[4] == h->host);
-    ck_assert_ptr_null(nodes[5]);
+    /* In no order cuda.h promises: each node once. */
+    const CUgraphNode built[5] = {h->copy_in, h->add, h->set, h->copy_out, h->host};
+    for (int i = 0; i < 5; i++) {
+        int seen = 0;
+        for (int j = 0; j < 5; j++)
+            seen += nodes[j] == built[i];
+        ck_assert_int_eq(seen, 1);
+    }
+    ck_assert_ptr_null(nodes[5]); /* "the remaining entries ... set to NULL" */
     ck_assert_ptr_null(nodes[6]);
     count = 3;
     CU_OK(cuGraphGetRootNodes(h->g, nodes, &count));
@@ -136,8 +145,14 @@ static void hand_check_topology(const struct hand *h)
     count = 4;
     CU_OK(cuGraphGetEdges(h->g, from, to, NULL, &count));
     ck_assert_uint_eq(count, 4);
-    ck_assert(from[0] == h->copy_in && to[0] == h->add);
-    ck_assert(from[3] == h->copy_out && to[3] == h->host);
+    /* The chain's four edges, in any order. */
+    const CUgraphNode chain[5] = {h->copy_in, h->add, h->set, h->copy_out, h->host};
+    for (int i = 0; i < 4; i++) {
+        int seen = 0;
+        for (int j = 0; j < 4; j++)
+            seen += from[j] == chain[i] && to[j] == chain[i + 1];
+        ck_assert_int_eq(seen, 1);
+    }
 }
 
 static void hand_check_params(const struct hand *h)
@@ -225,8 +240,15 @@ START_TEST(bad_nodes_and_edges)
     CU_OK(cuGraphAddEmptyNode(&a, g, NULL, 0));
     CU_OK(cuGraphAddEmptyNode(&foreign, other, NULL, 0));
     CU_ERR(cuGraphAddEmptyNode(&b, g, &foreign, 1), CUDA_ERROR_INVALID_VALUE);
+    /* The same dependency twice: refused (fakecuda), or, if the driver
+     * takes it, the node is dropped again so the counts below hold. */
     CUgraphNode twice[2] = {a, a};
-    CU_ERR(cuGraphAddEmptyNode(&b, g, twice, 2), CUDA_ERROR_INVALID_VALUE);
+    CUresult dup = cuGraphAddEmptyNode(&b, g, twice, 2);
+    printf("a dependency given twice: %d\n", (int)dup);
+    if (dup == CUDA_SUCCESS)
+        CU_OK(cuGraphDestroyNode(b));
+    else
+        ck_assert_int_eq(dup, CUDA_ERROR_INVALID_VALUE);
     CU_OK(cuGraphAddEmptyNode(&b, g, &a, 1));
     CU_OK(cuGraphAddEmptyNode(&c, g, &b, 1));
     CU_ERR(cuGraphAddDependencies(g, &a, &b, NULL, 1), CUDA_ERROR_INVALID_VALUE); /* exists */
@@ -242,11 +264,15 @@ START_TEST(bad_nodes_and_edges)
     CU_OK(cuGraphGetNodes(g, NULL, &n));
     ck_assert_uint_eq(n, 3); /* nothing of the refused ones */
 
-    /* A cycle may be built, but not instantiated. */
-    CU_OK(cuGraphAddDependencies(g, &c, &a, NULL, 1));
+    /* A cycle is never instantiated: refused when built, or at the
+     * instantiation (fakecuda builds it; which the driver does, printed). */
     CUgraphExec x;
-    CU_ERR(cuGraphInstantiate(&x, g, 0), CUDA_ERROR_INVALID_VALUE);
-    CU_OK(cuGraphRemoveDependencies(g, &c, &a, NULL, 1));
+    CUresult cyc = cuGraphAddDependencies(g, &c, &a, NULL, 1);
+    printf("a cycle's edge: %d\n", (int)cyc);
+    if (cyc == CUDA_SUCCESS) {
+        ck_assert_int_ne(cuGraphInstantiate(&x, g, 0), CUDA_SUCCESS);
+        CU_OK(cuGraphRemoveDependencies(g, &c, &a, NULL, 1));
+    }
     CU_ERR(cuGraphRemoveDependencies(g, &c, &a, NULL, 1), CUDA_ERROR_INVALID_VALUE);
     CU_OK(cuGraphInstantiate(&x, g, 0));
     CU_OK(cuGraphExecDestroy(x));

@@ -162,7 +162,8 @@ START_TEST(host_memory)
     }
     CU_OK(cuMemFreeHost(a));
     CU_OK(cuMemFreeHost(b));
-    CU_ERR(cuMemFreeHost(b), CUDA_ERROR_INVALID_VALUE);
+    if (fakecuda_present()) /* a freed pointer again: the driver's is undefined */
+        CU_ERR(cuMemFreeHost(b), CUDA_ERROR_INVALID_VALUE);
 
     size_t len = 1 * MiB;
     void *r = aligned_alloc(4096, len);

@@ -3,6 +3,8 @@
 #include <signal.h>
 #include <string.h>
 
+#include <stdio.h>
+
 #include "tests/unit/driver/common.h"
 
 static CUmemAllocationProp prop_device(int dev)
@@ -15,13 +17,18 @@ static CUmemAllocationProp prop_device(int dev)
     return p;
 }
 
+/* Host memory on the device's NUMA node, as spill asks for it: "Returns
+ * -1 when system does not support NUMA" (HOST_NUMA_ID), node 0 then, as
+ * cuMemCreate's "where NUMA is not available" says; a device without host
+ * NUMA VMM gets a plain host location (what the shim falls back on). */
 static CUmemAllocationProp prop_host_numa(void)
 {
     CUmemAllocationProp p = prop_device(0);
-    int numa = 0;
+    int numa = 0, numa_vmm = 0;
     CU_OK(cuDeviceGetAttribute(&numa, CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, 0));
-    p.location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
-    p.location.id = numa;
+    CU_OK(cuDeviceGetAttribute(&numa_vmm, CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 0));
+    p.location.type = numa_vmm ? CU_MEM_LOCATION_TYPE_HOST_NUMA : CU_MEM_LOCATION_TYPE_HOST;
+    p.location.id = numa_vmm && numa > 0 ? numa : 0;
     return p;
 }
 
@@ -89,7 +96,13 @@ START_TEST(create_bad_arguments)
     p.location.id = n;
     ck_assert_int_ne(cuMemCreate(&h, g, &p, 0), CUDA_SUCCESS);
     CUdeviceptr va;
-    CU_ERR(cuMemAddressReserve(&va, g + 4096, 0, 0, 0), CUDA_ERROR_INVALID_VALUE);
+    /* "size ... must be a multiple of the host page size": what a size of
+     * whole host pages but not of the granularity gets is printed. */
+    CU_ERR(cuMemAddressReserve(&va, g + 1, 0, 0, 0), CUDA_ERROR_INVALID_VALUE);
+    CUresult r = cuMemAddressReserve(&va, g + 4096, 0, 0, 0);
+    printf("bad_arguments: cuMemAddressReserve of the granularity + 4 KiB: %d\n", (int)r);
+    if (r == CUDA_SUCCESS)
+        CU_OK(cuMemAddressFree(va, g + 4096));
 }
 END_TEST
 
