@@ -276,6 +276,14 @@ static void unpooled_step(enum spw_kind kind, int dev, int reason, int sign)
         atomic_fetch_sub_explicit(&unpooled, 1, memory_order_relaxed);
 }
 
+void spw_account_unpooled_held(int sign)
+{
+    if (sign > 0)
+        atomic_fetch_add_explicit(&unpooled, 1, memory_order_relaxed);
+    else
+        atomic_fetch_sub_explicit(&unpooled, 1, memory_order_relaxed);
+}
+
 int spw_account_unpooled_live(void)
 {
     return atomic_load_explicit(&unpooled, memory_order_relaxed) != 0;

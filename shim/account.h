@@ -120,6 +120,11 @@ void spw_account_note_oom(int dev);
  * then debug). */
 void spw_account_note_pool_oom(int dev, uint64_t bytes, int reason);
 
+/* Device memory outside the pool that the maps no longer hold but a
+ * pointer still names (a released handle still mapped: vmm_live.c): +1
+ * while it lives, -1 when it goes, for spw_account_unpooled_live. */
+void spw_account_unpooled_held(int sign);
+
 /* Whether device memory outside the pool is live (pass-through or adopted
  * allocations in the maps): one atomic load. Copies ask the driver where a
  * pointer lives only then (copy_side.c). */

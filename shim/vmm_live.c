@@ -127,6 +127,8 @@ void spw_live_retained(uint64_t key, CUdeviceptr va)
         /* Released, and the program holds it again: counted under the
          * key it holds now, freed at that key's release. */
         spw_account_restore_pt(SPW_KIND_HANDLE, key, l->dev, l->bytes, l->reason);
+        if (l->dev != SPILLWAY_HOST)
+            spw_account_unpooled_held(-1); /* the maps hold it again */
         l->held = false;
         l->key = key;
     } else if (l && l->key == key) {
@@ -156,6 +158,8 @@ CUresult spw_live_release(uint64_t key, CUresult (*release)(uint64_t key, void *
         l->dev = dev;
         l->reason = why;
         l->bytes = bytes;
+        if (dev != SPILLWAY_HOST)
+            spw_account_unpooled_held(+1); /* its mappings name it still */
     } else if (known) {
         release_count(dev, bytes, why);
     }
@@ -178,6 +182,8 @@ static void unmap_one(size_t i)
         return;
     if (l->held) {
         release_count(l->dev, l->bytes, l->reason);
+        if (l->dev != SPILLWAY_HOST)
+            spw_account_unpooled_held(-1);
         drop(l);
     } else if (!l->refs || !l->key) {
         drop(l); /* counted under its key, if at all, until its release */

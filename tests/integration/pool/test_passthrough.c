@@ -565,6 +565,15 @@ START_TEST(a_handle_released_while_mapped_keeps_its_count)
     CU_OK(cuMemRelease(h));
     ck_assert_uint_eq(used_on(0) - used0, 32 * MiB);
     ck_assert_uint_eq(pool_counters(0).passthrough_bytes[SPILLWAY_PT_IPC], 64 * MiB);
+    /* Still device memory to a copy's count: a unified copy into it is
+     * host to device (the driver is asked where it lies). */
+    set_rw(va, 32 * MiB, 0);
+    static unsigned char page[4096];
+    struct spw_stats_snapshot before, after;
+    ck_assert_int_eq(read_stats(&before), 0);
+    CU_OK(cuMemcpy(va, (CUdeviceptr)(uintptr_t)page, sizeof page));
+    ck_assert_int_eq(read_stats(&after), 0);
+    ck_assert_uint_eq(after.c[0][SPW_C_COPY_HTOD] - before.c[0][SPW_C_COPY_HTOD], sizeof page);
     within_limit_after(48 * MiB, false); /* the handle keeps its room */
     CU_OK(cuMemUnmap(va, 32 * MiB));
     ck_assert_uint_eq(used_on(0) - used0, 32 * MiB);
