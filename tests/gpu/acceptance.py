@@ -84,9 +84,9 @@ class Ctx:
         if fw == "jax" and mode == "oom":
             # XLA's BFC allocator waits up to 10 s for a free before each
             # out-of-memory answer (tsl AllocatorRetry) and nothing frees
-            # here: two refusals (64M, 32M), not six down to 2M. The
-            # verdict's tolerance is 256M.
-            c += ["--min-chunk", "32M"]
+            # here: one refusal (64M), not six down to 2M. The verdict's
+            # tolerance is 256M.
+            c += ["--min-chunk", "64M"]
         return c
 
     def cudac_bin(self, row_id):

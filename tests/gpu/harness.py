@@ -131,6 +131,9 @@ def base_env(extra=None, preload=None, stats_dir=None):
             del env[k]
     env.pop("LD_PRELOAD", None)
     env["PYTHONUNBUFFERED"] = "1"
+    # JAX without its CUDA plugin falls back to the CPU with a warning: a
+    # row would then judge the CPU. Native and spillway runs alike.
+    env.setdefault("JAX_PLATFORMS", "cuda")
     if stats_dir:
         env["SPILLWAY_STATS_DIR"] = stats_dir
     if preload:

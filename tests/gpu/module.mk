@@ -14,7 +14,7 @@ $(BUILD)/tests/gpu/rt-static/alloc_until_oom: $(GPU_OOM_OBJS) $(BUILD)/bench/gpu
 	$(NVCC) -cudart static $^ -o $@ -lpthread -ldl
 $(BUILD)/tests/gpu/rt-shared/alloc_until_oom: $(GPU_OOM_OBJS) $(BUILD)/bench/gpuapi_rt.o
 	@mkdir -p $(dir $@)
-	$(NVCC) -cudart shared $^ -o $@ -lpthread -ldl
+	$(NVCC) -cudart shared -Xlinker -rpath=$(CUDA_HOME)/lib64 $^ -o $@ -lpthread -ldl
 
 ALL_TARGETS += $(GPU_OOM_DRV)
 # The GPU host also needs the library and the launcher (literal paths: the
@@ -68,7 +68,7 @@ $(BUILD)/tests/gpu/rt-static/launch_count: $(GPU_LC_OBJS) $(GPU_LC_RT_OBJ)
 	$(NVCC) -cudart static $^ -o $@ -lpthread -ldl
 $(BUILD)/tests/gpu/rt-shared/launch_count: $(GPU_LC_OBJS) $(GPU_LC_RT_OBJ)
 	@mkdir -p $(dir $@)
-	$(NVCC) -cudart shared $^ -o $@ -lpthread -ldl
+	$(NVCC) -cudart shared -Xlinker -rpath=$(CUDA_HOME)/lib64 $^ -o $@ -lpthread -ldl
 
 ALL_TARGETS += $(GPU_LC_DRV)
 GPU_TARGETS += $(GPU_LC_RT) $(GPU_LC_DRV)
