@@ -117,6 +117,19 @@ else
     not_ok "negative control did not fail: $(cat "$OUT/neg.txt")"
 fi
 
+# A framework that cannot run even without spillway: its baseline fails
+# and its rows are skipped, not run (each would pay its import again).
+mkdir -p "$OUT/broken"
+"$PY" "$HERE/acceptance.py" --build "$B" --out "$OUT/broken" --fake --mock --rows cupy --limits 4G \
+    --extra-env MOCK_FAULT=broken-cupy >"$OUT/broken.txt" 2>&1
+if grep -q '^RESULT table=baseline fw=cupy status=FAIL' "$OUT/broken.txt" &&
+    grep -q '^RESULT table=acceptance name=cupy .* pass=0 .*failed=baseline$' "$OUT/broken.txt" &&
+    grep -q '^== baseline cupy' "$OUT/broken/gpu-check.log" && ! grep -q '^== CuPy @' "$OUT/broken/gpu-check.log"; then
+    ok "a framework broken without spillway: baseline FAIL, its rows skipped"
+else
+    not_ok "a framework broken without spillway: $(grep '^RESULT' "$OUT/broken.txt" | tr '\n' ' ')"
+fi
+
 "$PY" "$HERE/pair.py" --build "$B" --out "$OUT" --fake >"$OUT/pair.txt" 2>&1
 if grep -q '^RESULT table=pair pass=1' "$OUT/pair.txt"; then ok "two processes in spillway-top --once with matching in-use"
 else not_ok "pair: $(cat "$OUT/pair.txt")"; fi

@@ -1,5 +1,12 @@
-"""cupy stand-in (see ../README.md)."""
+"""cupy stand-in (see ../README.md). MOCK_FAULT=broken-cupy: it does not
+import at all, with or without spillway (a wheel that lacks its CUDA
+libraries)."""
+import os
+
 from mockdev import Buffer, Device, Mat
+
+if os.environ.get("MOCK_FAULT") == "broken-cupy":
+    raise ImportError("mock: cupy cannot load its CUDA libraries")
 
 from . import cuda  # noqa: F401
 
