@@ -243,6 +243,17 @@ write_tables() {
 # --- driver conformance: the suites CI runs against fakecuda ---------------
 if want conformance; then
     stage "driver conformance"
+    # Without persistence mode the driver sets the GPU up again for every
+    # process that finds it idle (each test forks one): a process that only
+    # initialized the driver keeps it up while the suites run (no context,
+    # no memory; the GPU's settings untouched).
+    hold_pid=
+    if [ "$MODE" != fake ] &&
+        [ "$(nvidia-smi --query-gpu=persistence_mode --format=csv,noheader 2>/dev/null | head -1)" != Enabled ]; then
+        "$PY" -c 'import ctypes, time; ctypes.CDLL("libcuda.so.1").cuInit(0); time.sleep(900)' &
+        hold_pid=$!
+        say "persistence mode off: pid $hold_pid keeps the driver initialized during the suites"
+    fi
     for t in "$BUILD"/tests/unit/driver_*; do
         [ -x "$t" ] || continue
         name=${t##*/}
@@ -263,6 +274,10 @@ if want conformance; then
             row "conformance: $name" FAIL "${summary:-exit $rc}; $(grep -m3 -E 'failed|Assertion' <<<"$out" | tr '\n' ' ')"
         fi
     done
+    if [ -n "$hold_pid" ]; then
+        kill "$hold_pid" 2>/dev/null
+        wait "$hold_pid" 2>/dev/null
+    fi
 fi
 
 # --- issue 10: runtime launches reach the gate ------------------------------
