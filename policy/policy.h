@@ -161,7 +161,8 @@ bool sw_vmm_is_handle(sw_policy *p, CUmemGenericAllocationHandle h);
 /* size must be a multiple of the page size. Pages come from dev's pool. */
 CUresult sw_vmm_create(sw_policy *p, int dev, size_t size, CUmemGenericAllocationHandle *out);
 /* One reference less; *gone (may be NULL) when it was the last and no
- * mapping is left: its memory went back to the pool. */
+ * mapping is left: its memory went back to the pool. NOT_SUPPORTED, nothing
+ * done, for a handle promoted meanwhile (sw_vmm_release_promoted's). */
 CUresult sw_vmm_release(sw_policy *p, CUmemGenericAllocationHandle h, bool *gone);
 /* Maps the whole handle at va (page aligned, inside a range the program
  * reserved): offset != 0 or size != the handle's size -> NOT_SUPPORTED, as

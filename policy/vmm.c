@@ -170,7 +170,9 @@ CUresult sw_vmm_release(sw_policy *p, CUmemGenericAllocationHandle h, bool *gone
     pthread_mutex_lock(&p->handles_lock);
     sw_vmm *v = sw_vmm_get(p, h);
     CUresult r = CUDA_ERROR_INVALID_VALUE;
-    if (v && v->refs > 0) {
+    if (v && v->refs > 0 && v->promoted) {
+        r = CUDA_ERROR_NOT_SUPPORTED; /* the driver's now: sw_vmm_release_promoted */
+    } else if (v && v->refs > 0) {
         r = CUDA_SUCCESS;
         if (--v->refs == 0 && v->maps == 0) {
             sw_device *d = v->dev; /* v is gone after handle_free */

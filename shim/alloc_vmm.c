@@ -184,7 +184,10 @@ static CUresult release_promoted_key(uint64_t key, void *p, bool *last)
  * gone now; else at its last unmap, spw_live_pool_unmap). */
 static CUresult release_pooled_key(uint64_t key, void *p, bool *last)
 {
-    return sw_vmm_release(p, (CUmemGenericAllocationHandle)key, last);
+    CUresult r = sw_vmm_release(p, (CUmemGenericAllocationHandle)key, last);
+    if (r == CUDA_ERROR_NOT_SUPPORTED) /* exported since the release looked */
+        r = release_promoted(p, (CUmemGenericAllocationHandle)key, last);
+    return r;
 }
 
 struct release_real {
@@ -298,7 +301,7 @@ static CUresult promote(sw_policy *p, CUmemGenericAllocationHandle h,
                  dev, size, (int)r);
         return r;
     }
-    if (spw_account_retag(SPW_KIND_HANDLE, h, SW_PT_IPC) == 0)
+    if (spw_live_retag(h, SW_PT_IPC) == 0)
         spw_pool_passthrough(dev, SW_PT_IPC, size, "cuMemExportToShareableHandle");
     else
         spw_pool_unlend(dev, SW_PT_IPC, size); /* uncounted: its release gives nothing back */

@@ -83,9 +83,15 @@ static void release_count(int dev, uint64_t bytes, int reason)
 
 void spw_live_mapped(uint64_t key, CUdeviceptr va, size_t size)
 {
-    if (!key || !spw_account_counted(SPW_KIND_HANDLE, key))
+    if (!key)
         return;
+    /* Asked under the lock: a release settling meanwhile takes the entry
+     * out of the account and may put it back. */
     pthread_mutex_lock(&lock);
+    if (!spw_account_counted(SPW_KIND_HANDLE, key)) {
+        pthread_mutex_unlock(&lock);
+        return;
+    }
     struct live *l = find(key);
     bool made = false;
     if (!l && grow((void **)&lives, &cap_lives, nlives, sizeof *lives) && (l = calloc(1, sizeof *l))) {
@@ -233,5 +239,13 @@ CUresult spw_live_pool_unmap(sw_policy *p, CUdeviceptr va, size_t size)
         gone_now(gone.h[i]);
     pthread_mutex_unlock(&lock);
     free(gone.h);
+    return r;
+}
+
+int spw_live_retag(uint64_t key, int reason)
+{
+    pthread_mutex_lock(&lock); /* not while a release has the entry out */
+    int r = spw_account_retag(SPW_KIND_HANDLE, key, reason);
+    pthread_mutex_unlock(&lock);
     return r;
 }

@@ -39,4 +39,8 @@ void spw_live_unmapped_of(uint64_t key, CUdeviceptr va);
 /* The program's unmap of spillway's mappings (sw_vmm_unmap): the pool
  * handles it ended (released before) leave the count. */
 CUresult spw_live_pool_unmap(sw_policy *p, CUdeviceptr va, size_t size);
+
+/* spw_account_retag of a handle, never while a release has its entry out
+ * of the account (a pool handle made the driver's at its export). */
+int spw_live_retag(uint64_t key, int reason);
 #endif

@@ -94,8 +94,11 @@ CUresult spw_h_mem_unmap(CUdeviceptr ptr, size_t size)
     CUresult r = p ? sw_vmm_check(p, ptr, size) : CUDA_ERROR_NOT_FOUND;
     if (r == CUDA_ERROR_NOT_FOUND)
         return driver_unmap(real, ptr, size);
-    if (r == CUDA_SUCCESS)
-        return spw_live_pool_unmap(p, ptr, size);
+    if (r == CUDA_SUCCESS) {
+        r = spw_live_pool_unmap(p, ptr, size);
+        /* Made the driver's since the check (an export): the driver's unmap. */
+        return r == CUDA_ERROR_NOT_FOUND ? driver_unmap(real, ptr, size) : r;
+    }
     struct unmap u = {real};
     return by_runs(p, ptr, size, unmap_run, &u);
 }

@@ -241,6 +241,44 @@ START_TEST(release_and_unmap_tell_which_handles_ended)
 }
 END_TEST
 
+/* A handle made the driver's (its export) is released as the driver's: a
+ * release that took it for a pool handle gets NOT_SUPPORTED and changes
+ * nothing (the shim then releases it as promoted), so the driver handle
+ * behind it is never leaked by a pool release racing the export. */
+START_TEST(a_promoted_handle_is_not_released_as_a_pool_handle)
+{
+    /* The driver has a page more than the pool's limit: the export's own. */
+    sw_device_config cfg = {.limit = 16 * PG, .preallocate = true, .host_limit = 64 * PG};
+    env_up_cfg(&cfg, 17);
+    sw_backend be = fake_ops(FB);
+    CUdeviceptr va;
+    ck_assert_int_eq(fake_reserve(FB, PG, &va), CUDA_SUCCESS);
+    CUmemGenericAllocationHandle h, real, behind;
+    ck_assert_int_eq(sw_vmm_create(P, 0, PG, &h), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_map(P, va, PG, 0, h), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_set_access(P, va, PG, 1), CUDA_SUCCESS);
+    fill(va, PG, 5);
+    ck_assert_int_eq(be.page_create(be.ctx, 0, SW_LOC_DEVICE, PG, &real), CUDA_SUCCESS);
+    CUdeviceptr mva[2];
+    size_t msize[2];
+    sw_vmm_maps maps = {mva, msize, 2, 0};
+    ck_assert_int_eq(sw_vmm_promote(P, h, real, &maps), CUDA_SUCCESS);
+    ck_assert(maps.n == 1 && mva[0] == va && msize[0] == PG); /* handed over, listed */
+    ck_assert(verify(va, PG, 5));
+    bool gone = true;
+    ck_assert_int_eq(sw_vmm_release(P, h, &gone), CUDA_ERROR_NOT_SUPPORTED);
+    ck_assert(!gone);
+    ck_assert(sw_vmm_promoted(P, h, &behind) && behind == real); /* untouched */
+    bool last = false;
+    ck_assert_int_eq(sw_vmm_release_promoted(P, h, &last, &behind), CUDA_SUCCESS);
+    ck_assert(last);
+    ck_assert_int_eq(be.unmap(be.ctx, va, PG), CUDA_SUCCESS); /* the program's, the driver's now */
+    ck_assert_int_eq(be.page_release(be.ctx, real), CUDA_SUCCESS);
+    ck_assert_int_eq(fake_free_va(FB, va, PG), CUDA_SUCCESS);
+    env_down();
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("policy_vmm");
@@ -253,6 +291,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, map_failure_midway_unwinds);
     tcase_add_test(tc, destroy_cleans_up_live_program_mappings);
     tcase_add_test(tc, release_and_unmap_tell_which_handles_ended);
+    tcase_add_test(tc, a_promoted_handle_is_not_released_as_a_pool_handle);
     suite_add_tcase(s, tc);
     return s;
 }
