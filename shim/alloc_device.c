@@ -66,38 +66,19 @@ static CUresult pool_pitch(sw_policy *p, int dev, CUdeviceptr *dptr, size_t *pPi
     return r;
 }
 
-/* Lends and reserves bytes for a pass-through cuMemAllocPitch: 0, or -1
- * with nothing held. */
-static int hold_pitch(int dev, uint64_t bytes)
-{
-    if (spw_pool_lend(dev, SW_PT_DISABLED, bytes))
-        return -1;
-    if (spw_account_reserve(dev, bytes)) {
-        spw_pool_unlend(dev, SW_PT_DISABLED, bytes);
-        return -1;
-    }
-    return 0;
-}
-
-static void drop_pitch(int dev, uint64_t bytes)
-{
-    spw_account_unreserve(dev, bytes);
-    spw_pool_unlend(dev, SW_PT_DISABLED, bytes);
-}
-
 /* A pass-through cuMemAllocPitch held a guess: settle the difference
  * once the driver told its pitch. */
 static CUresult settle_pitch(CUresult (*real_free)(CUdeviceptr), int dev, CUdeviceptr ptr,
                              uint64_t reserved, uint64_t actual)
 {
-    if (actual > reserved && hold_pitch(dev, actual - reserved)) {
-        drop_pitch(dev, reserved);
+    if (actual > reserved && spw_hold_passthrough(dev, SW_PT_DISABLED, actual - reserved)) {
+        spw_drop_passthrough(dev, SW_PT_DISABLED, reserved);
         if (real_free)
             real_free(ptr);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     if (actual < reserved)
-        drop_pitch(dev, reserved - actual);
+        spw_drop_passthrough(dev, SW_PT_DISABLED, reserved - actual);
     spw_account_commit_pt(SPW_KIND_DEVPTR, ptr, dev, actual, SW_PT_DISABLED);
     spw_pool_passthrough(dev, SW_PT_DISABLED, actual, "cuMemAllocPitch");
     spw_mark_counted();
@@ -121,11 +102,11 @@ CUresult spw_h_mem_alloc_pitch(CUdeviceptr *dptr, size_t *pPitch, size_t WidthIn
     if (p)
         return pool_pitch(p, dev, dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
     uint64_t guess = row * Height;
-    if (hold_pitch(dev, guess))
+    if (spw_hold_passthrough(dev, SW_PT_DISABLED, guess))
         return CUDA_ERROR_OUT_OF_MEMORY;
     CUresult r = real(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
     if (r != CUDA_SUCCESS) {
-        drop_pitch(dev, guess);
+        spw_drop_passthrough(dev, SW_PT_DISABLED, guess);
         if (r == CUDA_ERROR_OUT_OF_MEMORY)
             spw_account_note_oom(dev);
         return r;

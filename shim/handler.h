@@ -62,23 +62,47 @@ static inline CUresult spw_alloc_device(int *dev)
  * (sw_passthrough_reason) in the policy's counters, the debug log and the
  * stats' pass-through gauges. Device memory takes its pages out of the
  * pool first (spw_pool_lend): the driver gets room the pool held. */
+/* Takes bytes out of the pool and reserves them in the account for
+ * memory outside the pool: 0, or -1 with nothing held. */
+static inline int spw_hold_passthrough(int dev, int reason, uint64_t bytes)
+{
+    if (spw_pool_lend(dev, reason, bytes))
+        return -1;
+    if (spw_account_reserve(dev, bytes)) {
+        spw_pool_unlend(dev, reason, bytes);
+        return -1;
+    }
+    return 0;
+}
+
+/* Gives back what spw_hold_passthrough held (the driver refused). */
+static inline void spw_drop_passthrough(int dev, int reason, uint64_t bytes)
+{
+    spw_account_unreserve(dev, bytes);
+    spw_pool_unlend(dev, reason, bytes);
+}
+
+/* A forgotten entry's memory is gone: its bytes leave the count, and the
+ * pages it took out of the pool go back. */
+static inline void spw_release_passthrough(int dev, uint64_t bytes, int reason)
+{
+    spw_account_release_pt(dev, bytes, reason);
+    spw_pool_unlend(dev, reason, bytes);
+    spw_mark_counted();
+}
+
 #define SPW_PASSTHROUGH_ALLOC(kind, dev, bytes, reason, what, call, key)                  \
     do {                                                                                  \
         spw_publish_ensure();                                                             \
-        if (spw_pool_lend((dev), (reason), (bytes)))                                      \
+        if (spw_hold_passthrough((dev), (reason), (bytes)))                               \
             return CUDA_ERROR_OUT_OF_MEMORY;                                              \
-        if (spw_account_reserve((dev), (bytes))) {                                        \
-            spw_pool_unlend((dev), (reason), (bytes));                                    \
-            return CUDA_ERROR_OUT_OF_MEMORY;                                              \
-        }                                                                                 \
         CUresult spw_r_ = (call);                                                         \
         if (spw_r_ == CUDA_SUCCESS) {                                                     \
             spw_account_commit_pt((kind), (uint64_t)(key), (dev), (bytes), (reason));     \
             spw_pool_passthrough((dev), (reason), (bytes), (what));                       \
             spw_mark_counted();                                                           \
         } else {                                                                          \
-            spw_account_unreserve((dev), (bytes));                                        \
-            spw_pool_unlend((dev), (reason), (bytes));                                    \
+            spw_drop_passthrough((dev), (reason), (bytes));                               \
             if (spw_r_ == CUDA_ERROR_OUT_OF_MEMORY)                                       \
                 spw_account_note_oom(dev);                                                \
         }                                                                                 \
@@ -132,9 +156,7 @@ static inline void spw_host_passthrough(enum spw_kind kind, uint64_t key, uint64
         CUresult spw_r_ = (call);                                             \
         if (spw_known_) {                                                     \
             if (spw_r_ == CUDA_SUCCESS) {                                     \
-                spw_account_release_pt(spw_dev_, spw_bytes_, spw_why_);       \
-                spw_pool_unlend(spw_dev_, spw_why_, spw_bytes_);              \
-                spw_mark_counted();                                           \
+                spw_release_passthrough(spw_dev_, spw_bytes_, spw_why_);      \
             } else {                                                          \
                 spw_account_restore_pt((kind), (uint64_t)(key), spw_dev_, spw_bytes_, \
                                        spw_why_);                             \

@@ -72,13 +72,12 @@ static void drop(struct live *l)
     free(l);
 }
 
-/* A forgotten entry's memory is gone: its bytes leave the count, and the
- * pages it took out of the pool go back. */
-static void release_count(int dev, uint64_t bytes, int reason)
+/* Device memory a held entry keeps out of the maps is still what a
+ * pointer names (spw_account_unpooled_live): +1 held, -1 no longer. */
+static void held_step(const struct live *l, int sign)
 {
-    spw_account_release_pt(dev, bytes, reason);
-    spw_pool_unlend(dev, reason, bytes);
-    spw_mark_counted();
+    if (l->dev != SPILLWAY_HOST)
+        spw_account_unpooled_held(sign);
 }
 
 void spw_live_mapped(uint64_t key, CUdeviceptr va, size_t size)
@@ -133,8 +132,7 @@ void spw_live_retained(uint64_t key, CUdeviceptr va)
         /* Released, and the program holds it again: counted under the
          * key it holds now, freed at that key's release. */
         spw_account_restore_pt(SPW_KIND_HANDLE, key, l->dev, l->bytes, l->reason);
-        if (l->dev != SPILLWAY_HOST)
-            spw_account_unpooled_held(-1); /* the maps hold it again */
+        held_step(l, -1); /* the maps hold it again */
         l->held = false;
         l->key = key;
     } else if (l && l->key == key) {
@@ -164,10 +162,9 @@ CUresult spw_live_release(uint64_t key, CUresult (*release)(uint64_t key, void *
         l->dev = dev;
         l->reason = why;
         l->bytes = bytes;
-        if (dev != SPILLWAY_HOST)
-            spw_account_unpooled_held(+1); /* its mappings name it still */
+        held_step(l, +1); /* its mappings name it still */
     } else if (known) {
-        release_count(dev, bytes, why);
+        spw_release_passthrough(dev, bytes, why);
     }
     if (r == CUDA_SUCCESS && last && l && !l->held) {
         if (l->maps)
@@ -187,9 +184,8 @@ static void unmap_one(size_t i)
     if (--l->maps)
         return;
     if (l->held) {
-        release_count(l->dev, l->bytes, l->reason);
-        if (l->dev != SPILLWAY_HOST)
-            spw_account_unpooled_held(-1);
+        spw_release_passthrough(l->dev, l->bytes, l->reason);
+        held_step(l, -1);
         drop(l);
     } else if (!l->refs || !l->key) {
         drop(l); /* counted under its key, if at all, until its release */
@@ -227,7 +223,7 @@ static void gone_now(uint64_t key)
     int dev, why;
     uint64_t bytes;
     if (spw_account_forget_pt(SPW_KIND_HANDLE, key, &dev, &bytes, &why) == 0)
-        release_count(dev, bytes, why);
+        spw_release_passthrough(dev, bytes, why);
 }
 
 CUresult spw_live_pool_unmap(sw_policy *p, CUdeviceptr va, size_t size)
