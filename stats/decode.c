@@ -61,7 +61,9 @@ int spw_stats_parse_name(const char *name, uint32_t *uid, int32_t *pid)
     const char *p = name + plen;
     unsigned long long v[2];
     for (int i = 0; i < 2; i++) {
-        if (!isdigit((unsigned char)*p))
+        /* One spelling per number: "spillway.0.01" would be a second
+         * segment of pid 1. */
+        if (!isdigit((unsigned char)*p) || (p[0] == '0' && isdigit((unsigned char)p[1])))
             return -1;
         v[i] = 0;
         int digits = 0;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Reads a small /proc file into buf (NUL-terminated). Returns bytes read or
@@ -37,6 +38,33 @@ static ssize_t read_small(const char *path, char *buf, size_t len)
     close(fd);
     buf[got] = '\0';
     return (ssize_t)got;
+}
+
+/* The rest of the line of a /proc/<pid>/status file that starts with key
+ * (malloc'd), or NULL. Read line by line: a process with many groups has a
+ * status longer than any fixed buffer, and NSpid comes after Groups. */
+static char *status_line(const char *path, const char *key)
+{
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return NULL;
+    size_t klen = strlen(key), cap = 0;
+    char *line = NULL;
+    while (getline(&line, &cap, f) > 0) {
+        if (strncmp(line, key, klen) == 0) {
+            fclose(f);
+            memmove(line, line + klen, strlen(line + klen) + 1);
+            return line;
+        }
+    }
+    free(line);
+    fclose(f);
+    return NULL;
+}
+
+static void status_path(char *path, size_t len, pid_t pid)
+{
+    snprintf(path, len, "/proc/%d/status", (int)pid);
 }
 
 int spw_proc_start_time(pid_t pid, uint64_t *out)
@@ -89,17 +117,14 @@ uint64_t spw_proc_self_pid_ns(void)
 
 pid_t spw_proc_self_outer_pid(void)
 {
-    char buf[16384];
-    if (read_small("/proc/self/status", buf, sizeof buf) < 0)
-        return getpid();
-    char *line = strstr(buf, "\nNSpid:");
+    char *line = status_line("/proc/self/status", "NSpid:");
     if (!line)
         return getpid();
     char *end;
-    long v = strtol(line + 7, &end, 10);
-    if (end == line + 7 || v <= 0 || v > INT32_MAX)
-        return getpid();
-    return (pid_t)v;
+    long v = strtol(line, &end, 10);
+    bool ok = end != line && v > 0 && v <= INT32_MAX;
+    free(line);
+    return ok ? (pid_t)v : getpid();
 }
 
 void spw_proc_self_cmdline(char *buf, size_t len)
@@ -136,18 +161,13 @@ enum spw_liveness spw_proc_liveness(pid_t pid, uint64_t start_time)
  * process's own namespace. 0 when unknown. */
 static pid_t innermost_pid(pid_t pid)
 {
-    char path[64], buf[4096];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    if (read_small(path, buf, sizeof buf) < 0)
-        return 0;
-    char *line = strstr(buf, "\nNSpid:");
+    char path[64];
+    status_path(path, sizeof path, pid);
+    char *line = status_line(path, "NSpid:");
     if (!line)
         return 0;
-    char *end = strchr(line + 1, '\n');
-    if (end)
-        *end = '\0';
     long last = 0;
-    for (char *p = line + 7; *p;) {
+    for (char *p = line; *p;) {
         char *next;
         long v = strtol(p, &next, 10);
         if (next == p)
@@ -155,7 +175,29 @@ static pid_t innermost_pid(pid_t pid)
         last = v;
         p = next;
     }
+    free(line);
     return last > 0 && last <= INT32_MAX ? (pid_t)last : 0;
+}
+
+int spw_proc_has_uid(pid_t pid, uint32_t uid)
+{
+    char path[64];
+    status_path(path, sizeof path, pid);
+    char *line = status_line(path, "Uid:");
+    if (!line)
+        return -1;
+    int found = 0, seen = 0;
+    for (char *p = line; *p && seen < 4; seen++) {
+        char *next;
+        errno = 0;
+        unsigned long long v = strtoull(p, &next, 10);
+        if (next == p || errno)
+            break;
+        found |= v == uid;
+        p = next;
+    }
+    free(line);
+    return seen ? found : -1;
 }
 
 /* Whether process p is in the pid namespace with inode pid_ns, as far as
@@ -170,35 +212,119 @@ static bool maybe_in_ns(pid_t p, uint64_t pid_ns)
     return stat(path, &st) != 0 || (uint64_t)st.st_ino == pid_ns;
 }
 
-enum spw_liveness spw_proc_find_in_ns(uint64_t pid_ns, pid_t ns_pid, uint64_t start_time, pid_t *local)
+static int by_start(const void *a, const void *b)
 {
-    *local = 0;
-    if (pid_ns == 0 || ns_pid <= 0)
-        return SPW_UNKNOWN;
+    const struct spw_proc_entry *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Clock ticks since boot, as /proc's start times count them, or less:
+ * CLOCK_MONOTONIC stops in suspend where the kernel's start times may not,
+ * and an index that looks older than it is is only made again sooner. 0
+ * when unknown (the index is then made again for every lookup). */
+static uint64_t ticks_now(void)
+{
+    struct timespec ts;
+    long hz = sysconf(_SC_CLK_TCK);
+    if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0 || hz <= 0 || hz > 1000000000)
+        return 0;
+    return (uint64_t)ts.tv_sec * (uint64_t)hz + (uint64_t)ts.tv_nsec / (1000000000u / (uint64_t)hz);
+}
+
+/* One pass over /proc: every process's start time, sorted. */
+static void index_build(struct spw_proc_index *ix)
+{
+    free(ix->e);
+    *ix = (struct spw_proc_index){.built = true, .complete = true, .passes = ix->passes + 1};
+    ix->since = ticks_now();
     DIR *d = opendir("/proc");
-    if (!d)
-        return SPW_UNKNOWN;
-    bool complete = true;
+    if (!d) {
+        ix->complete = false;
+        return;
+    }
+    size_t cap = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         if (!isdigit((unsigned char)e->d_name[0]))
             continue;
         pid_t p = (pid_t)strtol(e->d_name, NULL, 10);
         uint64_t started;
-        /* The start time first: world-readable, and it rules out nearly
-         * every process at once. */
         if (spw_proc_start_time(p, &started) != 0) {
             if (errno != ENOENT && errno != ESRCH)
-                complete = false; /* a process we cannot judge */
+                ix->complete = false; /* a process we cannot judge */
             continue;
         }
-        if (started == start_time && innermost_pid(p) == ns_pid && maybe_in_ns(p, pid_ns)) {
-            *local = p;
-            closedir(d);
-            return SPW_ALIVE;
+        if (ix->n == cap) {
+            size_t ncap = cap ? cap * 2 : 256;
+            struct spw_proc_entry *grown = realloc(ix->e, ncap * sizeof *grown);
+            if (!grown) {
+                ix->complete = false;
+                break;
+            }
+            ix->e = grown;
+            cap = ncap;
         }
+        ix->e[ix->n++] = (struct spw_proc_entry){.pid = p, .start = started};
     }
     closedir(d);
+    qsort(ix->e, ix->n, sizeof *ix->e, by_start);
+}
+
+void spw_proc_index_free(struct spw_proc_index *ix)
+{
+    free(ix->e);
+    *ix = (struct spw_proc_index){0};
+}
+
+/* The processes of the index that started at start_time: [*from, *to). */
+static void index_range(const struct spw_proc_index *ix, uint64_t start_time, size_t *from, size_t *to)
+{
+    size_t lo = 0, hi = ix->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ix->e[mid].start < start_time)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *from = *to = lo;
+    while (*to < ix->n && ix->e[*to].start == start_time)
+        ++*to;
+}
+
+static bool index_find(const struct spw_proc_index *ix, uint64_t pid_ns, pid_t ns_pid, uint64_t start_time,
+                       pid_t *local)
+{
+    size_t from, to;
+    index_range(ix, start_time, &from, &to);
+    for (size_t i = from; i < to; i++) {
+        pid_t p = ix->e[i].pid;
+        if (innermost_pid(p) == ns_pid && maybe_in_ns(p, pid_ns)) {
+            *local = p;
+            return true;
+        }
+    }
+    return false;
+}
+
+enum spw_liveness spw_proc_find_in_ns(struct spw_proc_index *ix, uint64_t pid_ns, pid_t ns_pid,
+                                      uint64_t start_time, pid_t *local)
+{
+    *local = 0;
+    if (pid_ns == 0 || ns_pid <= 0)
+        return SPW_UNKNOWN;
+    struct spw_proc_index own = {0};
+    if (!ix)
+        ix = &own;
+    /* A process started since the index was made is not in it: look again
+     * rather than call its owner dead. */
+    if (!ix->built || start_time + 2 >= ix->since)
+        index_build(ix);
+    bool found = index_find(ix, pid_ns, ns_pid, start_time, local);
+    bool complete = ix->complete;
+    spw_proc_index_free(&own);
+    if (found)
+        return SPW_ALIVE;
     /* Only a reader that sees every process may call the owner dead. */
     return complete && spw_proc_self_pid_ns() == SPW_PROC_INIT_PID_NS ? SPW_DEAD : SPW_UNKNOWN;
 }

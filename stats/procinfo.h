@@ -2,6 +2,8 @@
  * reader checks to tell a live owner from a dead one. */
 #ifndef SPILLWAY_STATS_PROCINFO_H
 #define SPILLWAY_STATS_PROCINFO_H
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -28,14 +30,38 @@ enum spw_liveness spw_proc_liveness(pid_t pid, uint64_t start_time);
  * a reader there sees every process. */
 #define SPW_PROC_INIT_PID_NS 0xEFFFFFFCu
 
-/* Looks through /proc for the process that is ns_pid in the pid namespace
- * whose inode is pid_ns and started at start_time: a writer in a container
- * records only the pids it can see, so a reader outside (a node's exporter
- * with the host's pids) finds it this way. Matches on start time and
- * innermost NSpid (world-readable), and on the namespace where ptrace
- * access lets us read it. Returns SPW_ALIVE with *local its pid here;
- * SPW_DEAD when none matched, every process could be read, and the reader
- * is in the initial pid namespace (so it sees every process); else
- * SPW_UNKNOWN. One pass over /proc. */
-enum spw_liveness spw_proc_find_in_ns(uint64_t pid_ns, pid_t ns_pid, uint64_t start_time, pid_t *local);
+/* Whether uid is one of the real, effective, saved and filesystem uids of
+ * pid (/proc/<pid>/status, world-readable): 1 yes, 0 no, -1 unknown. A
+ * segment names its owner by pid and start time, both public: the owner's
+ * uid is what a segment of another user cannot fake. */
+int spw_proc_has_uid(pid_t pid, uint32_t uid);
+
+/* The start time of every process, made once for a whole scan of segments
+ * (spw_stats_scan) so that each segment of another pid namespace costs a
+ * lookup, not a pass over /proc. Zero it before first use. */
+struct spw_proc_entry {
+    pid_t pid;
+    uint64_t start;
+};
+struct spw_proc_index {
+    struct spw_proc_entry *e; /* sorted by start */
+    size_t n;
+    uint64_t since; /* when it was made, in /proc's clock ticks since boot */
+    bool built, complete; /* complete: every process's start time was read */
+    unsigned passes;      /* over /proc, for the tests */
+};
+void spw_proc_index_free(struct spw_proc_index *ix);
+
+/* Looks for the process that is ns_pid in the pid namespace whose inode is
+ * pid_ns and started at start_time: a writer in a container records only
+ * the pids it can see, so a reader outside (a node's exporter with the
+ * host's pids) finds it this way. Matches on start time and innermost
+ * NSpid (world-readable), and on the namespace where ptrace access lets us
+ * read it. Returns SPW_ALIVE with *local its pid here; SPW_DEAD when none
+ * matched, every process could be read, and the reader is in the initial
+ * pid namespace (so it sees every process); else SPW_UNKNOWN. ix: the
+ * scan's index, made on first use and remade for a process started since;
+ * NULL for a pass of its own. */
+enum spw_liveness spw_proc_find_in_ns(struct spw_proc_index *ix, uint64_t pid_ns, pid_t ns_pid,
+                                      uint64_t start_time, pid_t *local);
 #endif

@@ -110,7 +110,7 @@ static int same_file(int dirfd, const char *name, const struct stat *st)
            now.st_ino == st->st_ino;
 }
 
-static void judge_liveness(struct spw_stats_snapshot *s)
+static void judge_pid(struct spw_stats_snapshot *s, struct spw_proc_index *ix)
 {
     uint64_t my_ns = spw_proc_self_pid_ns();
     if (s->pid_ns != 0 && s->pid_ns == my_ns) {
@@ -132,9 +132,22 @@ static void judge_liveness(struct spw_stats_snapshot *s)
     /* A writer in a container saw only its own pids (a pod seen from the
      * node's exporter): look for it by namespace. */
     pid_t local;
-    s->liveness = spw_proc_find_in_ns(s->pid_ns, s->pid, s->start_time, &local);
+    s->liveness = spw_proc_find_in_ns(ix, s->pid_ns, s->pid, s->start_time, &local);
     if (s->liveness == SPW_ALIVE)
         s->local_pid = local;
+}
+
+/* Pid and start time are public: a segment of one user naming another
+ * user's live process (to be shown, labelled and killed as it) proves
+ * nothing about that process, so its owner is unknown and has no pid
+ * here. */
+static void judge_liveness(struct spw_stats_snapshot *s, struct spw_proc_index *ix)
+{
+    judge_pid(s, ix);
+    if (s->liveness == SPW_ALIVE && spw_proc_has_uid(s->local_pid, s->uid) != 1) {
+        s->liveness = SPW_UNKNOWN;
+        s->local_pid = 0;
+    }
 }
 
 static enum spw_read_result check_file(int fd, const char *name, unsigned flags, struct stat *st,
@@ -222,8 +235,8 @@ static enum spw_read_result copy_and_decode(int fd, size_t len, uint32_t file_ui
 /* The owner of a decoded segment: a live one's snapshot is returned (unless
  * its text is mid-rewrite), a dead one's segment removed when asked. */
 static enum spw_read_result judge_owner(int dirfd, const char *name, unsigned flags, const struct stat *st,
-                                        bool text_busy, struct spw_stats_snapshot *out, int *removed,
-                                        char *why, size_t whylen)
+                                        bool text_busy, struct spw_proc_index *ix,
+                                        struct spw_stats_snapshot *out, int *removed, char *why, size_t whylen)
 {
     uint32_t name_uid;
     int32_t name_pid;
@@ -231,7 +244,7 @@ static enum spw_read_result judge_owner(int dirfd, const char *name, unsigned fl
     if (name_pid != out->pid)
         return say(SPW_READ_BAD, why, whylen, "pid field %d but named for pid %d", out->pid, name_pid);
     snprintf(out->name, sizeof out->name, "%s", name);
-    judge_liveness(out);
+    judge_liveness(out, ix);
     if (out->liveness == SPW_DEAD) {
         char what[96];
         snprintf(what, sizeof what, "owner pid %d is gone%s", out->pid,
@@ -244,7 +257,7 @@ static enum spw_read_result judge_owner(int dirfd, const char *name, unsigned fl
 }
 
 static enum spw_read_result read_open(int dirfd, int fd, const char *name, unsigned flags,
-                                      struct spw_stats_snapshot *out, int *removed,
+                                      struct spw_proc_index *ix, struct spw_stats_snapshot *out, int *removed,
                                       char *why, size_t whylen)
 {
     struct stat st;
@@ -257,12 +270,11 @@ static enum spw_read_result read_open(int dirfd, int fd, const char *name, unsig
         return remove_abandoned(dirfd, name, flags, &st, removed, why, whylen);
     if (r != SPW_READ_OK)
         return r;
-    return judge_owner(dirfd, name, flags, &st, text_busy, out, removed, why, whylen);
+    return judge_owner(dirfd, name, flags, &st, text_busy, ix, out, removed, why, whylen);
 }
 
-enum spw_read_result spw_stats_read_at(int dirfd, const char *name, unsigned flags,
-                                       struct spw_stats_snapshot *out, int *removed,
-                                       char *why, size_t whylen)
+static enum spw_read_result read_at(int dirfd, const char *name, unsigned flags, struct spw_proc_index *ix,
+                                    struct spw_stats_snapshot *out, int *removed, char *why, size_t whylen)
 {
     *removed = 0;
     uint32_t uid;
@@ -278,9 +290,16 @@ enum spw_read_result spw_stats_read_at(int dirfd, const char *name, unsigned fla
             return say(SPW_READ_OTHER_USER, why, whylen, "belongs to uid %u", uid);
         return say(SPW_READ_BAD, why, whylen, "open: %s", strerror(errno));
     }
-    enum spw_read_result r = read_open(dirfd, fd, name, flags, out, removed, why, whylen);
+    enum spw_read_result r = read_open(dirfd, fd, name, flags, ix, out, removed, why, whylen);
     close(fd);
     return r;
+}
+
+enum spw_read_result spw_stats_read_at(int dirfd, const char *name, unsigned flags,
+                                       struct spw_stats_snapshot *out, int *removed,
+                                       char *why, size_t whylen)
+{
+    return read_at(dirfd, name, flags, NULL, out, removed, why, whylen);
 }
 
 const char *spw_stats_dir(const char *dir)
@@ -332,11 +351,12 @@ int spw_stats_scan(const char *dir, unsigned flags, struct spw_stats_list *list,
     struct spw_stats_snapshot *s = malloc(sizeof *s);
     size_t cap = 0;
     int rc = s ? 0 : -1;
+    struct spw_proc_index ix = {0}; /* made at the first segment of another pid namespace */
     struct dirent *e;
     while (rc == 0 && (e = readdir(d)) != NULL) {
         char reason[256] = "";
         int removed = 0;
-        enum spw_read_result r = spw_stats_read_at(dirfd, e->d_name, flags, s, &removed, reason, sizeof reason);
+        enum spw_read_result r = read_at(dirfd, e->d_name, flags, &ix, s, &removed, reason, sizeof reason);
         if (r == SPW_READ_OK)
             rc = list_push(list, &cap, s);
         else
@@ -344,6 +364,7 @@ int spw_stats_scan(const char *dir, unsigned flags, struct spw_stats_list *list,
     }
     if (rc != 0)
         say(SPW_READ_BAD, why, whylen, "out of memory");
+    spw_proc_index_free(&ix);
     free(s);
     closedir(d);
     return rc;

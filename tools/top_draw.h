@@ -25,6 +25,7 @@ struct ui {
     bool confirm_kill;
     pid_t kill_pid;
     uint64_t kill_start;
+    uint32_t kill_uid; /* the segment's user: a process of another is not signalled */
     bool force_sample;
     char message[160];         /* one-shot status message */
 };

@@ -5,7 +5,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+#if defined(__has_include)
+#if __has_include(<linux/openat2.h>)
+#include <linux/openat2.h>
+#define HAVE_OPENAT2 1
+#endif
+#endif
 
 /* Kubernetes names are DNS labels; anything else a process put in its
  * environment becomes '_' so that a label cannot carry surprises. */
@@ -36,16 +44,40 @@ void top_ident_from_environ(struct top_ident *id, const char *env, size_t len)
     top_environ_copy(env, len, "CONTAINER_NAME", id->container, sizeof id->container);
 }
 
-/* The namespace file Kubernetes mounts with a service account token, read
- * through the process's own root. */
-static void namespace_file(pid_t pid, char *out, size_t cap)
+/* Opens path inside the root of pid, resolving every link there as that
+ * process would (RESOLVE_IN_ROOT: an absolute link, /var/run -> /run in
+ * most images, stays in its root; a link to /proc/1/root/... or to a file
+ * of the host is not followed out) and never blocking on what is there (a
+ * FIFO the process planted). -1 where openat2 is missing (Linux < 5.6):
+ * then nothing is read rather than something unsafe. */
+static int open_in_root(pid_t pid, const char *path)
 {
-    char path[128];
-    snprintf(path, sizeof path, "/proc/%d/root/var/run/secrets/kubernetes.io/serviceaccount/namespace", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+#if defined(SYS_openat2) && defined(HAVE_OPENAT2)
+    char root[64];
+    snprintf(root, sizeof root, "/proc/%d/root", (int)pid);
+    int dirfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (dirfd < 0)
+        return -1;
+    struct open_how how = {.flags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
+                           .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
+    int fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof how);
+    close(dirfd);
+    return fd;
+#else
+    (void)pid;
+    (void)path;
+    return -1;
+#endif
+}
+
+void top_ident_namespace_file(pid_t pid, char *out, size_t cap)
+{
+    out[0] = '\0';
+    int fd = open_in_root(pid, "/var/run/secrets/kubernetes.io/serviceaccount/namespace");
     if (fd < 0)
         return;
-    ssize_t n = read(fd, out, cap - 1);
+    struct stat st;
+    ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, out, cap - 1) : -1;
     close(fd);
     out[n > 0 ? n : 0] = '\0';
     out[strcspn(out, "\r\n")] = '\0';
@@ -64,7 +96,7 @@ void top_ident_probe(struct top_ident *id, pid_t pid)
         top_ident_from_environ(id, env, len);
     free(env);
     if (id->ctr.pod_uid[0] && !id->ns[0])
-        namespace_file(pid, id->ns, sizeof id->ns);
+        top_ident_namespace_file(pid, id->ns, sizeof id->ns);
     k8s_name(id->pod);
     k8s_name(id->ns);
     k8s_name(id->container);

@@ -23,6 +23,13 @@ struct top_ident {
 /* Fills id from /proc/<pid>; pid <= 0 leaves it unprobed. */
 void top_ident_probe(struct top_ident *id, pid_t pid);
 
+/* The first line of the namespace file Kubernetes mounts with a service
+ * account token (/var/run/secrets/kubernetes.io/serviceaccount/namespace),
+ * read through pid's own root; "" when there is none. The process owns
+ * what is there: links resolve inside its root, only a regular file is
+ * read, and nothing there can block the reader. */
+void top_ident_namespace_file(pid_t pid, char *out, size_t cap);
+
 /* Fills the environment's parts of id from an environ image (for tests and
  * for top_ident_probe). */
 void top_ident_from_environ(struct top_ident *id, const char *env, size_t len);

@@ -31,6 +31,7 @@ void top_model_free(struct top_model *m)
         free(m->procs[i]);
     free(m->procs);
     free(m->rows);
+    free(m->devices);
     memset(m, 0, sizeof *m);
 }
 
@@ -246,15 +247,31 @@ static bool push_row(struct top_model *m, struct top_proc *p, uint32_t dev)
     return true;
 }
 
-static void add_to_device(struct top_model *m, const struct top_row *r)
+/* The device row of GPU index gpu, added if new; NULL out of memory. */
+static struct top_device *device_of(struct top_model *m, uint32_t gpu)
+{
+    for (size_t i = 0; i < m->ndevices; i++)
+        if (m->devices[i].index == gpu)
+            return &m->devices[i];
+    if (m->ndevices == m->devices_cap) {
+        size_t ncap = m->devices_cap ? m->devices_cap * 2 : 8;
+        struct top_device *nd = realloc(m->devices, ncap * sizeof *nd);
+        if (!nd)
+            return NULL;
+        m->devices = nd;
+        m->devices_cap = ncap;
+    }
+    return &m->devices[m->ndevices++];
+}
+
+static bool add_to_device(struct top_model *m, const struct top_row *r)
 {
     const uint64_t *c = r->p->snap.c[r->dev];
-    struct top_device *d = NULL;
-    for (size_t i = 0; i < m->ndevices && !d; i++)
-        if (m->devices[i].index == r->gpu)
-            d = &m->devices[i];
-    if (!d) {
-        d = &m->devices[m->ndevices++];
+    size_t before = m->ndevices;
+    struct top_device *d = device_of(m, r->gpu);
+    if (!d)
+        return false;
+    if (m->ndevices > before) {
         memset(d, 0, sizeof *d);
         d->index = r->gpu;
         d->hw = top_nvml_gpu(m->nvml, r->gpu);
@@ -270,6 +287,13 @@ static void add_to_device(struct top_model *m, const struct top_row *r)
      * missing figure. */
     d->told = sat_add(d->told, c[SPW_C_REPORTED] ? c[SPW_C_REPORTED] : c[SPW_C_LIMIT]);
     d->moves += top_proc_moves(r->p, r->dev);
+    return true;
+}
+
+static int by_index(const void *a, const void *b)
+{
+    const struct top_device *x = a, *y = b;
+    return (x->index > y->index) - (x->index < y->index);
 }
 
 /* qsort has no context argument: the key lives here for one sort call. */
@@ -319,18 +343,14 @@ void top_model_arrange(struct top_model *m, enum top_sort key, bool reverse, con
             return;
     }
     for (size_t i = 0; i < m->nrows; i++)
-        add_to_device(m, &m->rows[i]);
+        if (!add_to_device(m, &m->rows[i]))
+            break; /* out of memory: the devices seen so far */
     sort_key = key;
     sort_sign = reverse ? -1 : 1;
     if (m->nrows > 1)
         qsort(m->rows, m->nrows, sizeof *m->rows, cmp_rows);
-    /* Devices in index order. */
-    for (size_t i = 1; i < m->ndevices; i++)
-        for (size_t j = i; j > 0 && m->devices[j - 1].index > m->devices[j].index; j--) {
-            struct top_device t = m->devices[j];
-            m->devices[j] = m->devices[j - 1];
-            m->devices[j - 1] = t;
-        }
+    if (m->ndevices > 1)
+        qsort(m->devices, m->ndevices, sizeof *m->devices, by_index);
 }
 
 static const char *const sort_names[TOP_SORT_COUNT] = {

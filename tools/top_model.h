@@ -61,8 +61,8 @@ struct top_model {
     size_t nprocs, cap;
     struct top_row *rows;   /* after top_model_arrange */
     size_t nrows, rows_cap;
-    struct top_device devices[SPW_STATS_MAX_DEVICES];
-    size_t ndevices;
+    struct top_device *devices; /* after top_model_arrange: as many as the rows' GPU indices, */
+    size_t ndevices, devices_cap; /* which come from processes' environments when NVML is off */
     size_t skipped, removed;  /* in the latest scan */
     char last_note[256];      /* latest skip/removal, for the status line */
     char error[256];          /* the directory could not be read, or "" */

@@ -134,6 +134,7 @@ static void ask_kill(struct ui *u)
     }
     u->kill_pid = p->snap.local_pid;
     u->kill_start = p->snap.start_time;
+    u->kill_uid = p->snap.uid;
     u->confirm_kill = true;
 }
 
@@ -143,6 +144,12 @@ static void do_kill(struct ui *u)
     /* The pid may have been reused since the question was asked. */
     if (spw_proc_liveness(u->kill_pid, u->kill_start) != SPW_ALIVE) {
         snprintf(u->message, sizeof u->message, "pid %d has already exited", (int)u->kill_pid);
+        return;
+    }
+    /* Nor is it signalled unless it still runs as the segment's user. */
+    if (spw_proc_has_uid(u->kill_pid, u->kill_uid) != 1) {
+        snprintf(u->message, sizeof u->message, "pid %d no longer runs as uid %u", (int)u->kill_pid,
+                 (unsigned)u->kill_uid);
         return;
     }
     if (kill(u->kill_pid, SIGTERM) == 0)

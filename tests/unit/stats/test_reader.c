@@ -306,6 +306,23 @@ START_TEST(other_users_segment)
     ck_assert_int_eq(spw_stats_read_at(dfd, name, SPW_SCAN_ALL_USERS, &snap, &removed, why, sizeof why),
                      SPW_READ_OK);
     ck_assert_uint_eq(snap.uid, 4242);
+    /* It names this process (root's), pid and start time alike, which
+     * anyone can read: not proof that this is its owner. Shown, but not
+     * alive and with no pid here to be labelled or killed as. */
+    ck_assert_int_eq(snap.liveness, SPW_UNKNOWN);
+    ck_assert_int_eq(snap.local_pid, 0);
+    /* Its pid in another namespace does not help either (the search by
+     * namespace finds this process and then its uid). */
+    uint64_t own_ns;
+    memcpy(&own_ns, img + OFF(pid_ns), 8);
+    put_u64(OFF(pid_ns), 1);
+    plant_file(name, img, img_len, 0600);
+    ck_assert_int_eq(chown(path, 4242, 4242), 0);
+    ck_assert_int_eq(spw_stats_read_at(dfd, name, SPW_SCAN_ALL_USERS, &snap, &removed, why, sizeof why),
+                     SPW_READ_OK);
+    ck_assert_int_eq(snap.liveness, SPW_UNKNOWN);
+    ck_assert_int_eq(snap.local_pid, 0);
+    put_u64(OFF(pid_ns), own_ns);
     /* Dead and another user's: never removed, even when asked. */
     put_u64(OFF(start_time), 1);
     plant_file(name, img, img_len, 0600);
@@ -336,9 +353,12 @@ START_TEST(names_are_parsed_strictly)
     ck_assert_int_eq(spw_stats_parse_name("spillway.1000.42", &uid, &pid), 0);
     ck_assert_uint_eq(uid, 1000);
     ck_assert_int_eq(pid, 42);
+    ck_assert_int_eq(spw_stats_parse_name("spillway.0.10", &uid, &pid), 0);
+    ck_assert_uint_eq(uid, 0);
     const char *bad[] = {"spillway.", "spillway.1", "spillway.1.", "spillway..2", "spillway.1.2x",
                          "spillway.1.0", "spillway.1.99999999999", "spillway.-1.2", "xspillway.1.2",
-                         "spillway.1.2.3", "spillway.4294967296.2", "spillway.1.2147483648"};
+                         "spillway.1.2.3", "spillway.4294967296.2", "spillway.1.2147483648",
+                         "spillway.1.02", "spillway.01.2", "spillway.00.2"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         ck_assert_msg(spw_stats_parse_name(bad[i], &uid, &pid) == -1, "accepted %s", bad[i]);
 }

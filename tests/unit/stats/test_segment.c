@@ -2,6 +2,7 @@
  * exit and after kill -9, fork safety, and the cost of an update. */
 #include "tests/unit/check_compat.h"
 #include "tests/unit/stats/segdir.h"
+#include "stats/procinfo.h"
 #include "stats/reader.h"
 #include "stats/writer.h"
 
@@ -530,6 +531,40 @@ START_TEST(live_segment_in_other_namespace_is_not_clobbered)
 }
 END_TEST
 
+/* The search by pid namespace (a pod's writer seen from the node's
+ * exporter): one pass over /proc serves a whole scan however many owners
+ * are gone, and a process started since the pass is still found. */
+START_TEST(namespace_search_reads_proc_once_per_scan)
+{
+    uint64_t ns = spw_proc_self_pid_ns(), start;
+    ck_assert_int_eq(spw_proc_start_time(getpid(), &start), 0);
+    struct spw_proc_index ix = {0};
+    pid_t local = 0;
+    ck_assert_int_eq(spw_proc_find_in_ns(&ix, ns, getpid(), start, &local), SPW_ALIVE);
+    ck_assert_int_eq(local, getpid());
+    unsigned passes = ix.passes;
+    ck_assert_uint_ge(passes, 1);
+    for (int i = 0; i < 100; i++)
+        ck_assert_int_ne(spw_proc_find_in_ns(&ix, ns, 40000 + i, 1 + (uint64_t)i, &local), SPW_ALIVE);
+    ck_assert_uint_eq(ix.passes, passes);
+    pid_t c = fork();
+    if (c == 0) {
+        pause();
+        _exit(0);
+    }
+    uint64_t cs;
+    ck_assert_int_eq(spw_proc_start_time(c, &cs), 0);
+    ck_assert_int_eq(spw_proc_find_in_ns(&ix, ns, c, cs, &local), SPW_ALIVE);
+    ck_assert_int_eq(local, c);
+    ck_assert_uint_eq(ix.passes, passes + 1);
+    kill(c, SIGKILL);
+    waitpid(c, NULL, 0);
+    spw_proc_index_free(&ix);
+    /* Without an index, each lookup makes a pass of its own. */
+    ck_assert_int_eq(spw_proc_find_in_ns(NULL, ns, getpid(), start, &local), SPW_ALIVE);
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("stats_segment");
@@ -550,6 +585,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, stale_segment_with_our_pid_is_replaced);
     tcase_add_test(tc, segment_left_before_exec_is_replaced);
     tcase_add_test(tc, live_segment_in_other_namespace_is_not_clobbered);
+    tcase_add_test(tc, namespace_search_reads_proc_once_per_scan);
     suite_add_tcase(s, tc);
     return s;
 }

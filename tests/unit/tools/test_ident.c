@@ -13,8 +13,11 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* Relative to the repository root, where make runs the tests. */
@@ -250,6 +253,79 @@ START_TEST(ident_probe_self)
 }
 END_TEST
 
+/* A process chrooted to root, stopped until killed; its pid. */
+static pid_t jailed(const char *root)
+{
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        char ok = chroot(root) == 0 && chdir("/") == 0;
+        (void)!write(fds[1], &ok, 1);
+        for (;;)
+            pause();
+    }
+    char ok = 0;
+    ck_assert_int_eq(read(fds[0], &ok, 1), 1);
+    close(fds[0]);
+    close(fds[1]);
+    ck_assert_msg(ok, "chroot %s failed", root);
+    return pid;
+}
+
+static void put_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    ck_assert_msg(f != NULL, "%s", path);
+    fputs(text, f);
+    fclose(f);
+}
+
+static const char *ns_of(pid_t pid)
+{
+    static char ns[TOP_K8S_NAME];
+    top_ident_namespace_file(pid, ns, sizeof ns);
+    return ns;
+}
+
+/* The namespace file belongs to the pod's process: its links resolve in
+ * its root (an image's /var/run -> /run, the kubelet's ..data links), and
+ * nothing there reaches the reader's own files or blocks it (a link to a
+ * host path, a FIFO). Needs root for chroot. */
+START_TEST(namespace_file_stays_in_the_process_root)
+{
+    if (geteuid() != 0) {
+        printf("namespace_file_stays_in_the_process_root: not root, skipped\n");
+        return;
+    }
+    char root[] = "/tmp/spw-nsroot-XXXXXX", cmd[2048], secret[64], sa[256], file[300];
+    ck_assert_ptr_nonnull(mkdtemp(root));
+    snprintf(secret, sizeof secret, "%s.secret", root); /* a file of the reader's, outside the root */
+    put_text(secret, "leaked\n");
+    snprintf(sa, sizeof sa, "%s/run/secrets/kubernetes.io/serviceaccount", root);
+    snprintf(cmd, sizeof cmd, "mkdir -p %s/..2026_11_28 %s/var && ln -s /run %s/var/run && "
+             "ln -s ..2026_11_28 %s/..data && ln -s ..data/namespace %s/namespace", sa, root, root, sa, sa);
+    ck_assert_int_eq(system(cmd), 0);
+    snprintf(file, sizeof file, "%s/..2026_11_28/namespace", sa);
+    put_text(file, "team-b\nmore");
+    pid_t pid = jailed(root);
+    ck_assert_str_eq(ns_of(pid), "team-b");
+    /* A link out of the root names the root's own path, which is not there. */
+    unlink(file);
+    ck_assert_int_eq(symlink(secret, file), 0);
+    ck_assert_str_eq(ns_of(pid), "");
+    unlink(file);
+    ck_assert_int_eq(mkfifo(file, 0600), 0);
+    ck_assert_str_eq(ns_of(pid), ""); /* at once: the suite's timeout would catch a hang */
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    ck_assert_str_eq(ns_of(pid), "");
+    snprintf(cmd, sizeof cmd, "rm -rf %s %s", root, secret);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 static void listen_is(const char *arg, int family, const char *addr, unsigned port)
 {
     struct sockaddr_storage ss;
@@ -302,6 +378,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, gpu_map_with_nvml);
     tcase_add_test(tc, ident_names_only_in_a_pod);
     tcase_add_test(tc, ident_probe_self);
+    tcase_add_test(tc, namespace_file_stays_in_the_process_root);
     tcase_add_test(tc, listen_addresses);
     suite_add_tcase(s, tc);
     return s;

@@ -168,6 +168,40 @@ START_TEST(sorting_and_filtering)
 }
 END_TEST
 
+/* GPU indices come from what processes say (CUDA_VISIBLE_DEVICES, up to
+ * 4095) when NVML is off: more distinct ones than a segment has devices
+ * still each get their device line. */
+START_TEST(more_gpus_than_a_segment_holds)
+{
+    struct spw_stats_writer *w = writer("wide", SPW_STATS_MAX_DEVICES);
+    for (uint32_t d = 0; d < SPW_STATS_MAX_DEVICES; d++)
+        spw_stats_alloc(w, d, 0, 4096, 4096);
+    struct top_model m;
+    top_model_init(&m, NULL, 0);
+    ck_assert_int_eq(top_model_sample(&m, 1.0, NULL, NULL), 0);
+    ck_assert_uint_eq(m.nprocs, 1);
+    /* A second process like it whose device 0 is GPU 100. */
+    struct top_proc *twin = malloc(sizeof *twin);
+    memcpy(twin, m.procs[0], sizeof *twin);
+    twin->ident.gpu_env.known = true;
+    twin->ident.gpu_env.has_cuda_visible = true;
+    snprintf(twin->ident.gpu_env.cuda_visible, sizeof twin->ident.gpu_env.cuda_visible, "100");
+    m.procs = realloc(m.procs, (m.nprocs + 1) * sizeof *m.procs);
+    m.procs[m.nprocs++] = twin;
+    m.cap = m.nprocs;
+    top_model_arrange(&m, TOP_SORT_DEVICE, false, NULL);
+    ck_assert_uint_eq(m.nrows, 2 * SPW_STATS_MAX_DEVICES);
+    ck_assert_uint_eq(m.ndevices, SPW_STATS_MAX_DEVICES + 1);
+    for (size_t i = 1; i < m.ndevices; i++)
+        ck_assert_uint_lt(m.devices[i - 1].index, m.devices[i].index);
+    ck_assert_uint_eq(m.devices[m.ndevices - 1].index, 100);
+    ck_assert_uint_eq(m.devices[m.ndevices - 1].procs, 1);
+    ck_assert_uint_eq(m.devices[1].procs, 2);
+    top_model_free(&m);
+    spw_stats_close(w);
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("tools_model");
@@ -177,6 +211,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, count_formatting);
     tcase_add_test(tc, rates_rows_and_history);
     tcase_add_test(tc, sorting_and_filtering);
+    tcase_add_test(tc, more_gpus_than_a_segment_holds);
     suite_add_tcase(s, tc);
     return s;
 }
