@@ -524,6 +524,9 @@ struct sw_device {
         bool give_back;
     } stuck[SW_SCRATCH_PAGES];
     _Atomic uint64_t vmm_access; /* devices given access to its VMM mappings */
+    /* VAs a failed move left with no page (residency.c, forget): until
+     * there are any, a reused block or slot is known to be backed. */
+    _Atomic size_t lost;
     sw_mixed *spare_mixed;
     /* Pages backing live data on the device, in a circle (spill's clock,
      * the hand at ring) and free arena pages still mapped (cached, in the

@@ -106,6 +106,8 @@ CUresult sw_unmap_page(sw_device *d, CUdeviceptr va)
 {
     sw_pte *e = pte_at(d, va);
     sw_page *pg = atomic_load_explicit(&e->page, memory_order_relaxed);
+    if (!pg)
+        return CUDA_SUCCESS; /* a VA a failed move lost: nothing of ours is mapped there */
     CUresult r = d->pol->be.unmap(d->pol->be.ctx, va, d->page);
     if (r != CUDA_SUCCESS)
         return r;

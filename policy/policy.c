@@ -69,6 +69,23 @@ static CUresult va_free2(sw_policy *p, CUdeviceptr va, size_t size)
 }
 
 /* Frees what sw_device_init built, in reverse; first error wins. */
+/* Scratch slots a refused unmap left mapped, unmapped before any page is
+ * released: a page there may also back a program VA (a move that
+ * completed) and go back to the pool with it. The device was synchronized:
+ * no copy runs. Those the driver still refuses keep their pages. */
+static void unstick_all(sw_device *d)
+{
+    const sw_backend *be = &d->pol->be;
+    for (unsigned i = 0; d->scratch && i < SW_SCRATCH_PAGES; i++) {
+        sw_stuck st = d->stuck[i];
+        if (!st.h || be->unmap(be->ctx, d->scratch + ((CUdeviceptr)i << d->shift), d->page) != CUDA_SUCCESS)
+            continue;
+        if (st.give_back)
+            (void)be->page_release(be->ctx, st.h); /* taken from the pool: not among its pages */
+        d->stuck[i] = (sw_stuck){0};
+    }
+}
+
 static CUresult device_teardown(sw_device *d)
 {
     sw_policy *p = d->pol;
@@ -87,6 +104,7 @@ static CUresult device_teardown(sw_device *d)
     if ((r = sw_freeq_destroy(d)) != CUDA_SUCCESS && first == CUDA_SUCCESS)
         first = r;
     sw_dev_lock(d);
+    unstick_all(d);
     sw_classes_destroy(d);
     if ((r = sw_pages_unmap_all(d)) != CUDA_SUCCESS && first == CUDA_SUCCESS)
         first = r;
@@ -107,12 +125,6 @@ static CUresult device_teardown(sw_device *d)
             first = r;
     }
     atomic_store(&d->arena.nsegs, 0);
-    for (unsigned i = 0; d->scratch && i < SW_SCRATCH_PAGES; i++)
-        if (d->stuck[i].h &&
-            p->be.unmap(p->be.ctx, d->scratch + ((CUdeviceptr)i << d->shift), d->page) ==
-                CUDA_SUCCESS &&
-            d->stuck[i].give_back)
-            (void)p->be.page_release(p->be.ctx, d->stuck[i].h);
     if (d->scratch) {
         if ((r = va_free2(p, d->scratch, (size_t)SW_SCRATCH_PAGES << d->shift)) == CUDA_SUCCESS)
             sw_count_sub(&d->c.va_bytes, (uint64_t)SW_SCRATCH_PAGES << d->shift);
@@ -436,6 +448,19 @@ static CUresult alloc_new(sw_device *d, int cls, uint32_t bucket, size_t size, C
     return r;
 }
 
+/* A reused block or slot whose pages a failed move lost (its VA has no
+ * page since): backed again before the program gets it. */
+static CUresult reback(sw_device *d, CUdeviceptr ptr, size_t size)
+{
+    CUdeviceptr va = ptr & ~(CUdeviceptr)(d->page - 1);
+    size_t n = (size_t)((ptr + size - va + d->page - 1) >> d->shift), missing;
+    sw_oom_reason why;
+    sw_dev_lock(d);
+    CUresult r = sw_pages_map(d, va, n, d->cfg.spill, &missing, &why);
+    sw_dev_unlock(d);
+    return r == CUDA_SUCCESS && missing ? sw_refuse(d, why) : r;
+}
+
 static CUresult alloc_common(sw_policy *p, int dev, size_t size, bool async, CUstream stream,
                              CUdeviceptr *out)
 {
@@ -459,6 +484,10 @@ static CUresult alloc_common(sw_policy *p, int dev, size_t size, bool async, CUs
     }
     sw_count_add(&d->c.in_use, size, &d->c.peak_in_use);
     sw_lanes_add(&d->c.allocs, 1);
+    if (atomic_load_explicit(&d->lost, memory_order_relaxed) && (r = reback(d, ptr, size)) != CUDA_SUCCESS) {
+        (void)sw_free(p, ptr);
+        return r;
+    }
     if (d->cfg.spill)
         (void)sw_touch(p, ptr); /* the newest data is the last to spill */
     *out = ptr;

@@ -64,10 +64,15 @@ static CUresult pages_map(sw_device *d, const sw_vmm *v, CUdeviceptr *va)
     return r;
 }
 
-/* Copies v's bytes into real (mapped at dst); device lock held, quiesced. */
-static CUresult copy_out(sw_policy *p, sw_device *d, const sw_vmm *v, CUdeviceptr dst)
+/* Copies v's bytes into real (mapped at dst); device lock held, quiesced.
+ * *busy: the copy may still be running (its stream and the device sync
+ * both refused), so neither end may be unmapped: an unmap under a running
+ * copy ends the context (the remap hazard); the scratch ranges are left
+ * mapped instead, as a move leaves its stuck slots. */
+static CUresult copy_out(sw_policy *p, sw_device *d, const sw_vmm *v, CUdeviceptr dst, bool *busy)
 {
     const sw_backend *be = &p->be;
+    *busy = false;
     CUresult r = sw_movers(d);
     if (r != CUDA_SUCCESS)
         return r;
@@ -78,14 +83,38 @@ static CUresult copy_out(sw_policy *p, sw_device *d, const sw_vmm *v, CUdevicept
     if (!m && (r = pages_map(d, v, &src)) != CUDA_SUCCESS)
         return r;
     r = be->copy(be->ctx, d->id, dst, src, v->size, d->mover[0]);
-    if (r == CUDA_SUCCESS)
+    if (r == CUDA_SUCCESS) {
         r = be->stream_sync(be->ctx, d->id, d->mover[0]);
-    if (!m) {
+        if (r != CUDA_SUCCESS) /* as a move's finish: the device sync covers the copy */
+            r = be->synchronize(be->ctx, d->id);
+        *busy = r != CUDA_SUCCESS;
+    }
+    if (!m && !*busy) {
         CUresult u = scratch_unmap(d, src, v->size);
         if (r == CUDA_SUCCESS)
             r = u;
     }
     return r;
+}
+
+/* m's pages mapped at its VAs again (those whose unmap was refused are
+ * still there), with its access: nothing ran there meanwhile (quiesced). */
+static void pages_back(sw_policy *p, sw_device *d, sw_vmap *m)
+{
+    const sw_backend *be = &p->be;
+    sw_vmm *v = m->h;
+    uint64_t now = atomic_load(&m->heat.touched);
+    for (uint32_t i = 0; i < v->npages; i++) {
+        CUdeviceptr va = m->va + ((CUdeviceptr)i << p->shift);
+        sw_pte *e = sw_pt_get(&p->pt, va);
+        if (!atomic_load(&e->page) && sw_map_page(d, va, v->pages[i]) != CUDA_SUCCESS)
+            continue; /* lost: the VA reads as unmapped, as the driver left it */
+        atomic_store_explicit(&e->owner, SW_OWN(m, SW_OWN_VMM), memory_order_release);
+        if (v->pages[i]->loc == SW_LOC_DEVICE && v->pages[i]->nmaps == 1)
+            sw_ring_insert(d, v->pages[i], now);
+    }
+    if (m->access)
+        (void)be->set_access(be->ctx, m->va, v->size, m->access);
 }
 
 /* Puts real where m's pages were. If the driver refuses, the pages go back
@@ -100,20 +129,22 @@ static CUresult remap(sw_policy *p, sw_device *d, sw_vmap *m, CUmemGenericAlloca
             return CUDA_SUCCESS;
         be->unmap(be->ctx, m->va, v->size);
     }
-    uint64_t now = atomic_load(&m->heat.touched);
-    for (uint32_t i = 0; i < v->npages; i++) {
-        CUdeviceptr va = m->va + ((CUdeviceptr)i << p->shift);
-        sw_pte *e = sw_pt_get(&p->pt, va);
-        /* Still mapped where its unmap was the refusal. */
-        if (!atomic_load(&e->page) && sw_map_page(d, va, v->pages[i]) != CUDA_SUCCESS)
-            continue; /* lost: the VA reads as unmapped, as the driver left it */
-        atomic_store_explicit(&e->owner, SW_OWN(m, SW_OWN_VMM), memory_order_release);
-        if (v->pages[i]->loc == SW_LOC_DEVICE && v->pages[i]->nmaps == 1)
-            sw_ring_insert(d, v->pages[i], now);
-    }
-    if (m->access)
-        be->set_access(be->ctx, m->va, v->size, m->access);
+    pages_back(p, d, m);
     return r;
+}
+
+/* A mapping already moved onto real, put back on v's pages when a later
+ * mapping of v could not be moved: one handle's mappings must all show the
+ * same memory. The unmap of real is tried twice; if the driver refuses
+ * both, the mapping stays on real and that is reported. */
+static CUresult unpromote(sw_policy *p, sw_device *d, sw_vmap *m)
+{
+    const sw_backend *be = &p->be;
+    CUresult r = be->unmap(be->ctx, m->va, m->h->size);
+    if (r != CUDA_SUCCESS && (r = be->unmap(be->ctx, m->va, m->h->size)) != CUDA_SUCCESS)
+        return r;
+    pages_back(p, d, m);
+    return CUDA_SUCCESS;
 }
 
 /* v's pages back to the pool, its mappings forgotten: it is real now. */
@@ -137,18 +168,23 @@ static void hand_over(sw_policy *p, sw_device *d, sw_vmm *v, CUmemGenericAllocat
     sw_count_sub(&d->c.backing, v->size);
 }
 
-/* Every mapping of v onto real; on a refusal those done so far stay real
- * (they hold the same bytes), the rest keep their pages. */
+/* Every mapping of v onto real, or none: on a refusal those done so far go
+ * back to v's pages (two mappings of one handle showing different memory
+ * would part the program's aliases). One whose unmap of real the driver
+ * refuses twice stays on real, its VA unknown to the page table (the
+ * program's unmap of it then goes to the driver): not expected of a driver
+ * that just mapped real; the export answers the first refusal. */
 static CUresult remap_all(sw_policy *p, sw_device *d, sw_vmm *v, CUmemGenericAllocationHandle real)
 {
-    for (sw_vmap *m = p->vmaps; m; m = m->next) {
-        if (m->h != v)
-            continue;
-        CUresult r = remap(p, d, m, real);
-        if (r != CUDA_SUCCESS)
-            return r;
-    }
-    return CUDA_SUCCESS;
+    sw_vmap *failed = NULL;
+    CUresult r = CUDA_SUCCESS;
+    for (sw_vmap *m = p->vmaps; m && !failed; m = m->next)
+        if (m->h == v && (r = remap(p, d, m, real)) != CUDA_SUCCESS)
+            failed = m;
+    for (sw_vmap *m = p->vmaps; failed && m != failed; m = m->next)
+        if (m->h == v)
+            (void)unpromote(p, d, m);
+    return r;
 }
 
 /* v's mappings into out (its count, the first max of them). */
@@ -173,15 +209,15 @@ static CUresult promote_locked(sw_policy *p, sw_device *d, sw_vmm *v,
     CUresult r = scratch_map(d, v->size, real, &dst);
     if (r != CUDA_SUCCESS)
         return r;
-    r = copy_out(p, d, v, dst);
+    bool busy;
+    r = copy_out(p, d, v, dst, &busy);
+    if (busy)
+        return r; /* dst stays mapped: the copy may still write it */
     CUresult u = scratch_unmap(d, dst, v->size);
     if (r == CUDA_SUCCESS)
         r = u;
     if (r == CUDA_SUCCESS)
         r = remap_all(p, d, v, real);
-    /* A partial remap leaves a mapping on real and one on pages: both hold
-     * the bytes, but the handle cannot be both. Not expected of a driver
-     * that just mapped real once; reported, nothing handed over. */
     if (r == CUDA_SUCCESS) {
         if (maps)
             list_mappings(p, v, maps);

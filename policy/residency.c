@@ -175,32 +175,34 @@ static CUresult access2(const sw_backend *be, CUdeviceptr va, size_t size, uint6
     return r == CUDA_SUCCESS ? r : be->set_access(be->ctx, va, size, mask);
 }
 
-/* Maps handle h at va and grants access, each step tried twice. */
+/* Maps handle h at va and grants access, each step tried twice; a map
+ * that gets no access is undone (a page nobody can reach backs nothing). */
 static CUresult map_with_access(const sw_backend *be, sw_device *d, CUdeviceptr va,
                                 CUmemGenericAllocationHandle h, uint64_t access)
 {
     CUresult r = map2(be, va, d->page, h);
-    if (r == CUDA_SUCCESS && access)
-        r = access2(be, va, d->page, access);
+    if (r == CUDA_SUCCESS && access && (r = access2(be, va, d->page, access)) != CUDA_SUCCESS)
+        (void)be->unmap(be->ctx, va, d->page);
     return r;
 }
 
 /* va lost its mapping: back with the old page (its bytes are the same as
  * the new one's), else with the new one. *now_new: the new page backs it.
- * A VA left with neither is reported (the context is likely lost). */
+ * A VA left with neither is m->lost (a flag, not an error code: the driver
+ * answers CUDA_ERROR_UNKNOWN too) and reported as CUDA_ERROR_UNKNOWN (the
+ * context is likely lost). */
 static CUresult restore(sw_policy *p, sw_device *d, move *m, bool *now_new)
 {
     const sw_backend *be = &p->be;
     for (int attempt = 0; attempt < 2; attempt++) {
         if (map_with_access(be, d, m->va, m->pg->handle, m->access) == CUDA_SUCCESS)
             return CUDA_SUCCESS;
-        (void)be->unmap(be->ctx, m->va, d->page); /* a map without its access */
         if (map_with_access(be, d, m->va, m->h, m->access) == CUDA_SUCCESS) {
             *now_new = true;
             return CUDA_SUCCESS;
         }
-        (void)be->unmap(be->ctx, m->va, d->page);
     }
+    m->lost = true;
     return CUDA_ERROR_UNKNOWN;
 }
 
@@ -244,8 +246,7 @@ static CUresult grant(sw_policy *p, sw_device *d, move *w, size_t n, bool *ok)
                 bool now_new = true;
                 if (unmap2(be, w[k].va, d->page) == CUDA_SUCCESS) {
                     now_new = false;
-                    if (restore(p, d, &w[k], &now_new) != CUDA_SUCCESS)
-                        w[k].lost = true;
+                    (void)restore(p, d, &w[k], &now_new); /* else lost, reported above */
                 }
                 ok[k] = now_new; /* still the new page: no access, reported above */
             }
@@ -253,6 +254,26 @@ static CUresult grant(sw_policy *p, sw_device *d, move *w, size_t n, bool *ok)
         i = j;
     }
     return first;
+}
+
+/* The page table lets go of a lost VA, as grant_run does: no move copies
+ * from it again (on a GPU, a copy from an unmapped VA is an illegal address
+ * that ends the context), a free or a program unmap finds nothing mapped
+ * there, and the next owner of the VA gets a fresh page. The old page stays
+ * out of the pool (it may still be mapped). */
+static void forget(sw_policy *p, sw_device *d, move *m)
+{
+    sw_page *pg = m->pg;
+    sw_list_remove(d, pg);
+    if (pg->loc == SW_LOC_HOST) {
+        sw_figure_sub(&d->c, &d->c.host_in_use, d->page);
+        sw_heat_host_pages(p, m->va, -1);
+    }
+    if (pg->nmaps)
+        pg->nmaps--;
+    atomic_store_explicit(&sw_pt_get(&p->pt, m->va)->page, NULL, memory_order_release);
+    atomic_fetch_sub_explicit(&d->c.mapped, d->page, memory_order_relaxed);
+    atomic_fetch_add_explicit(&d->lost, 1, memory_order_relaxed);
 }
 
 /* Remaps the staged pages of one window once its stream is done. */
@@ -284,8 +305,6 @@ static size_t finish(sw_policy *p, sw_device *d, move *w, size_t n, sw_loc where
         bool now_new;
         CUresult m = remap(p, d, &w[i], &now_new);
         ok[i] = now_new;
-        if (m == CUDA_ERROR_UNKNOWN && !now_new)
-            w[i].lost = true;
         if (m != CUDA_SUCCESS && *err == CUDA_SUCCESS)
             *err = m;
     }
@@ -306,6 +325,7 @@ static size_t finish(sw_policy *p, sw_device *d, move *w, size_t n, sw_loc where
             /* Neither page maps the VA any more: both keep their bytes, out
              * of the pool, and the VA answers the driver's error. */
             release_scratch(p, d, slot_of(d, w[i].scratch), w[i].h, where, false);
+            forget(p, d, &w[i]);
             w[i].staged = false;
         } else {
             unstage(p, d, &w[i], where);

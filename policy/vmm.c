@@ -352,6 +352,40 @@ static CUresult gone_room(sw_policy *p, CUdeviceptr va, size_t size, sw_vmm_gone
     return gone->h ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
+/* The program's unmap of mapping m, all of it or none: when the driver
+ * refuses a page, the pages unmapped before it are mapped back, so that
+ * the mapping stays whole, its handle's pages stay out of the pool, and the
+ * program's retry finds it again. Handle and device locks held. */
+static CUresult unmap_whole(sw_policy *p, sw_vmap *m)
+{
+    sw_vmm *v = m->h;
+    sw_device *d = v->dev;
+    CUresult r = CUDA_SUCCESS;
+    uint32_t done = 0;
+    for (; done < v->npages; done++) {
+        CUdeviceptr va = m->va + ((CUdeviceptr)done << p->shift);
+        if ((r = sw_unmap_page(d, va)) != CUDA_SUCCESS)
+            break;
+        sw_list_remove(d, v->pages[done]);
+        atomic_store_explicit(&sw_pt_get(&p->pt, va)->owner, 0, memory_order_release);
+    }
+    if (r == CUDA_SUCCESS)
+        return r;
+    uint64_t now = atomic_load(&m->heat.touched);
+    for (uint32_t i = 0; i < done; i++) {
+        CUdeviceptr va = m->va + ((CUdeviceptr)i << p->shift);
+        sw_page *pg = v->pages[i];
+        if (sw_map_page(d, va, pg) != CUDA_SUCCESS)
+            continue; /* lost: the VA reads as unmapped, as the driver left it */
+        atomic_store_explicit(&sw_pt_get(&p->pt, va)->owner, SW_OWN(m, SW_OWN_VMM), memory_order_release);
+        if (pg->loc == SW_LOC_DEVICE && pg->nmaps == 1)
+            sw_ring_insert(d, pg, now);
+    }
+    if (done && m->access)
+        (void)p->be.set_access(p->be.ctx, m->va, (size_t)done << p->shift, m->access);
+    return r;
+}
+
 CUresult sw_vmm_unmap(sw_policy *p, CUdeviceptr va, size_t size, sw_vmm_gone *gone)
 {
     if (gone)
@@ -369,8 +403,12 @@ CUresult sw_vmm_unmap(sw_policy *p, CUdeviceptr va, size_t size, sw_vmm_gone *go
         sw_dev_lock(d);
         /* The program's own unmap: ordering it after the program's work is
          * the program's business, as without spillway. */
-        r = sw_vmap_unmap_pages(p, m, v->npages);
+        r = unmap_whole(p, m);
         at = m->va + m->size;
+        if (r != CUDA_SUCCESS) {
+            sw_dev_unlock(d);
+            break;
+        }
         sw_vmap_retire(p, m);
         if (--v->maps == 0 && v->refs == 0) {
             sw_lanes_add(&d->c.frees, 1);

@@ -57,9 +57,12 @@ struct fake_backend {
     int nworks;
     fake_stats st;
     char violation[256];
-    char fail_op[32];
-    CUresult fail_r;
-    int fail_times;
+    struct fail {
+        char op[32];
+        CUresult r;
+        int times;
+        int skip;        /* calls of op that pass before the failures */
+    } fail[2];           /* fake_fail_after's, fake_fail_also's */
     int nmovers;         /* streams handed out by stream_create */
     bool capturing;
     bool no_bytes;       /* bookkeeping only: nothing mapped, copied or protected */
@@ -91,22 +94,53 @@ static void (*hook_due(fake_backend *fb, const char *op))(void *)
 
 static bool injected(fake_backend *fb, const char *op, CUresult *r)
 {
-    if (fb->fail_op[0] && !strcmp(fb->fail_op, op)) {
-        if (--fb->fail_times <= 0)
-            fb->fail_op[0] = 0;
-        *r = fb->fail_r;
+    for (int i = 0; i < 2; i++) {
+        struct fail *f = &fb->fail[i];
+        if (!f->op[0] || strcmp(f->op, op) != 0)
+            continue;
+        if (f->skip > 0) {
+            f->skip--;
+            return false;
+        }
+        if (--f->times <= 0)
+            f->op[0] = 0;
+        *r = f->r;
         return true;
     }
     return false;
 }
 
-void fake_fail_times(fake_backend *fb, const char *op, CUresult r, int times)
+static void set_fail(fake_backend *fb, int slot, const char *op, int skip, CUresult r, int times)
 {
     pthread_mutex_lock(&fb->lock);
-    snprintf(fb->fail_op, sizeof fb->fail_op, "%s", op);
-    fb->fail_r = r;
-    fb->fail_times = times;
+    struct fail *f = &fb->fail[slot];
+    snprintf(f->op, sizeof f->op, "%s", op);
+    f->r = r;
+    f->times = times;
+    f->skip = skip;
+    if (slot == 0)
+        fb->fail[1].op[0] = 0;
     pthread_mutex_unlock(&fb->lock);
+}
+
+void fake_fail_after(fake_backend *fb, const char *op, int skip, CUresult r, int times)
+{
+    set_fail(fb, 0, op, skip, r, times);
+}
+
+void fake_fail_also(fake_backend *fb, const char *op, CUresult r, int times)
+{
+    set_fail(fb, 1, op, 0, r, times);
+}
+
+void fake_fail_times(fake_backend *fb, const char *op, CUresult r, int times)
+{
+    fake_fail_after(fb, op, 0, r, times);
+}
+
+void fake_fail_clear(fake_backend *fb)
+{
+    fake_fail_after(fb, "", 0, CUDA_SUCCESS, 0);
 }
 
 void fake_fail_next(fake_backend *fb, const char *op, CUresult r)
@@ -551,7 +585,10 @@ static CUresult b_stream_sync(void *ctx, int dev, CUstream s)
         st->completed = st->issued;
         purge_work(fb);
     }
+    void (*fn)(void *) = hook_due(fb, "stream_sync");
     pthread_mutex_unlock(&fb->lock);
+    if (fn)
+        fn(fb->on_arg);
     return r;
 }
 

@@ -48,6 +48,12 @@ bool fake_conflict(fake_backend *fb, CUdeviceptr ptr, size_t size, CUstream s);
 void fake_fail_next(fake_backend *fb, const char *op, CUresult r);
 /* The same for the next `times` calls of op. */
 void fake_fail_times(fake_backend *fb, const char *op, CUresult r, int times);
+/* The same after `skip` calls of op have passed; fake_fail_clear: none.
+ * Each of these replaces what was set before. */
+void fake_fail_after(fake_backend *fb, const char *op, int skip, CUresult r, int times);
+void fake_fail_clear(fake_backend *fb);
+/* A second op failing too, beside the one set last. */
+void fake_fail_also(fake_backend *fb, const char *op, CUresult r, int times);
 
 /* Bookkeeping only, from now on (before the first reservation): nothing is
  * mapped, protected or copied, so that a benchmark of 40,000 pages runs
@@ -60,8 +66,9 @@ void fake_set_capturing(fake_backend *fb, bool on);
 void fake_hold_sync(fake_backend *fb, bool held);
 
 /* fn(arg) runs once, on the calling thread, right after the nth call of op
- * ("page_create", "page_release") from now on: what another thread does
- * while the pool is being built or torn down. */
+ * ("page_create", "page_release", "stream_sync") from now on: what another
+ * thread does while the pool is being built or torn down, or what the
+ * driver does next. */
 void fake_on_call(fake_backend *fb, const char *op, uint64_t nth, void (*fn)(void *), void *arg);
 
 /* cuMemAddressReserve / cuMemAddressFree as the program would call them. */
