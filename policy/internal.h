@@ -573,6 +573,10 @@ struct sw_policy {
     /* Each device's work gate, ready before any device is set up: brackets
      * name devices whether or not they have a pool. */
     sw_gate gate[SW_MAX_DEVICES];
+    /* Syncers of devices without a pool (sw_sync_device): a peer given
+     * access to a pool's pages runs work a move must wait for, pool or
+     * not. */
+    sw_syncer bare[SW_MAX_DEVICES];
     /* The host-page reserve's thread (reserve.c) and the devices it should
      * look at. */
     pthread_mutex_t reserve_lock;

@@ -12,17 +12,19 @@ uint64_t sw_reach(sw_device *d)
            1ull << d->id;
 }
 
-/* Syncs every device of mask; NOT_READY when one cannot be had in time. */
+/* Syncs every device of mask, with a pool or without one (a peer the
+ * program never allocated on through spillway still reads our pages);
+ * NOT_READY when one cannot be had in time. */
 static CUresult sync_all(sw_policy *p, uint64_t mask, uint64_t deadline)
 {
     for (uint64_t m = mask; m; m &= m - 1) {
-        sw_device *x = sw_dev(p, __builtin_ctzll(m));
-        if (!x)
-            continue; /* no pool there: its work reaches ours only through peers we sync */
-        CUresult r = sw_syncer_wait(x, deadline);
+        int i = __builtin_ctzll(m);
+        CUresult r = sw_sync_device(p, i, deadline);
         if (r != CUDA_SUCCESS)
             return r;
-        sw_freeq_collect(x, false);
+        sw_device *x = sw_dev(p, i);
+        if (x)
+            sw_freeq_collect(x, false);
     }
     return CUDA_SUCCESS;
 }

@@ -19,9 +19,9 @@
 
 static void *syncer_main(void *arg)
 {
-    sw_device *d = arg;
-    sw_syncer *s = &d->syncer;
-    const sw_backend *be = &d->pol->be;
+    sw_syncer *s = arg;
+    sw_policy *p = s->pol;
+    const sw_backend *be = &p->be;
     if (be->thread_start)
         be->thread_start(be->ctx);
     pthread_mutex_lock(&s->m);
@@ -38,7 +38,7 @@ static void *syncer_main(void *arg)
         s->ntokens = 0;
         s->busy = true;
         pthread_mutex_unlock(&s->m);
-        uint64_t ticket = sw_sync_begin(d->pol, d->id);
+        uint64_t ticket = sw_sync_begin(p, s->dev);
         CUresult r = CUDA_SUCCESS;
         /* A capture begun since the request was made: a sync now would
          * invalidate it (the askers see NOT_READY, as when they ask while
@@ -46,11 +46,14 @@ static void *syncer_main(void *arg)
         if (be->capturing && be->capturing(be->ctx))
             r = CUDA_ERROR_NOT_READY;
         for (size_t i = 0; i < ntokens && r == CUDA_SUCCESS; i++)
-            r = be->sync_context(be->ctx, d->id, tokens[i]);
+            r = be->sync_context(be->ctx, s->dev, tokens[i]);
         if (r == CUDA_SUCCESS)
-            r = be->synchronize(be->ctx, d->id);
+            r = be->synchronize(be->ctx, s->dev);
         if (r == CUDA_SUCCESS) {
-            sw_sync_end(d->pol, d->id, ticket);
+            sw_sync_end(p, s->dev, ticket);
+            /* Counted on the device whether or not it has a pool (its
+             * counters outlive a later set-up, as pass-through counts do). */
+            sw_device *d = &p->dev[s->dev];
             sw_figure_add(&d->c, &d->c.syncs, 1);
         }
         pthread_mutex_lock(&s->m);
@@ -65,10 +68,9 @@ static void *syncer_main(void *arg)
     return NULL;
 }
 
-int sw_syncer_init(sw_device *d)
+int sw_syncer_init(sw_syncer *s, sw_policy *p, int dev)
 {
-    sw_syncer *s = &d->syncer;
-    *s = (sw_syncer){0};
+    *s = (sw_syncer){.pol = p, .dev = dev};
     if (pthread_mutex_init(&s->m, NULL) || pthread_cond_init(&s->ask, NULL))
         return -1;
     pthread_condattr_t a;
@@ -80,32 +82,30 @@ int sw_syncer_init(sw_device *d)
 }
 
 /* Started on first use: a program that never spills never has it. */
-static CUresult start(sw_device *d)
+static CUresult start(sw_syncer *s)
 {
-    sw_syncer *s = &d->syncer;
     if (s->running)
         return CUDA_SUCCESS;
-    if (pthread_create(&s->thread, NULL, syncer_main, d))
+    if (pthread_create(&s->thread, NULL, syncer_main, s))
         return CUDA_ERROR_OUT_OF_MEMORY;
     s->running = true;
     return CUDA_SUCCESS;
 }
 
-CUresult sw_syncer_wait(sw_device *d, uint64_t deadline_ns)
+static CUresult syncer_wait(sw_syncer *s, uint64_t deadline_ns)
 {
-    const sw_backend *be = &d->pol->be;
+    const sw_backend *be = &s->pol->be;
     if (be->capturing && be->capturing(be->ctx))
         return CUDA_ERROR_NOT_READY; /* a sync would invalidate the capture */
-    sw_syncer *s = &d->syncer;
     pthread_mutex_lock(&s->m);
-    CUresult r = start(d);
+    CUresult r = start(s);
     if (r != CUDA_SUCCESS) {
         pthread_mutex_unlock(&s->m);
         return r;
     }
     /* The asker's own context, if the program uses one besides the
      * primary: its work counts too. */
-    void *token = be->sync_token ? be->sync_token(be->ctx, d->id) : NULL;
+    void *token = be->sync_token ? be->sync_token(be->ctx, s->dev) : NULL;
     if (token && be->sync_context) {
         size_t i = 0;
         while (i < s->ntokens && s->tokens[i] != token)
@@ -130,9 +130,21 @@ CUresult sw_syncer_wait(sw_device *d, uint64_t deadline_ns)
     return r;
 }
 
-void sw_syncer_destroy(sw_device *d)
+CUresult sw_syncer_wait(sw_device *d, uint64_t deadline_ns)
 {
-    sw_syncer *s = &d->syncer;
+    return syncer_wait(&d->syncer, deadline_ns);
+}
+
+CUresult sw_sync_device(sw_policy *p, int dev, uint64_t deadline_ns)
+{
+    if (!p || dev < 0 || dev >= SW_MAX_DEVICES)
+        return CUDA_ERROR_INVALID_VALUE;
+    sw_device *d = sw_dev(p, dev);
+    return syncer_wait(d ? &d->syncer : &p->bare[dev], deadline_ns);
+}
+
+void sw_syncer_destroy(sw_syncer *s)
+{
     pthread_mutex_lock(&s->m);
     bool running = s->running;
     s->stop = true;

@@ -28,3 +28,14 @@ $(BUILD)/tests/integration/shim_launches: $(BUILD)/tests/integration/shim/test_l
 	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(CHECK_LIBS) $(LDLIBS)
 ALL_TARGETS += $(BUILD)/tests/integration/shim_launches
 UNIT_TESTS += tests/integration/shim/launches.sh
+
+# The work gate's coverage (every device that can reach a page is synced
+# before it moves; every submission passes the gate): gates.sh runs
+# test_gates.c.
+$(BUILD)/tests/integration/shim_gates: $(BUILD)/tests/integration/shim/test_gates.o \
+                                       $(BUILD)/tests/integration/shim/rig.o $(UNIT_MAIN) \
+                                       $(BUILD)/stats/reader.o $(BUILD)/stats/decode.o \
+                                       $(BUILD)/stats/procinfo.o $(FAKECUDA_LIB)
+	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(CHECK_LIBS) $(LDLIBS)
+ALL_TARGETS += $(BUILD)/tests/integration/shim_gates
+UNIT_TESTS += tests/integration/shim/gates.sh
