@@ -415,7 +415,8 @@ void sw_unquiesce(sw_device *d, uint64_t devices, uint64_t since_ns);
 /* A move's critical section, as every move takes it: sw_quiesce, then the
  * handles lock and d's lock; sw_move_end undoes it in reverse and counts
  * the stall. sw_move_begin's errors are sw_quiesce's (NOT_READY: busy or
- * capturing), with nothing held. */
+ * capturing), and NOT_READY when a device was granted access to d's pages
+ * while the others were quiesced; nothing is held then. */
 typedef struct sw_quiet {
     uint64_t held; /* devices quiesced */
     uint64_t t0;   /* when the stall began */

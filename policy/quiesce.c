@@ -64,6 +64,15 @@ CUresult sw_move_begin(sw_device *d, sw_quiet *q)
         return r;
     pthread_mutex_lock(&d->pol->handles_lock);
     sw_dev_lock(d);
+    /* The reach was read before the gates closed: a grant since (peer
+     * access under d's lock, a VMM mapping's access under the handles
+     * lock, both held now) added a device whose gate is open and whose
+     * work no sync covered. The caller goes on without moving, as when a
+     * device is busy; the next move closes the larger set. */
+    if (sw_reach(d) & ~q->held) {
+        sw_move_end(d, q);
+        return CUDA_ERROR_NOT_READY;
+    }
     return CUDA_SUCCESS;
 }
 

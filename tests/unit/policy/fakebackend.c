@@ -559,7 +559,10 @@ static CUresult b_synchronize(void *ctx, int dev)
         fb->nworks = 0;
         fb->st.syncs++;
     }
+    void (*fn)(void *) = hook_due(fb, "synchronize");
     pthread_mutex_unlock(&fb->lock);
+    if (fn)
+        fn(fb->on_arg);
     return r;
 }
 

@@ -66,9 +66,9 @@ void fake_set_capturing(fake_backend *fb, bool on);
 void fake_hold_sync(fake_backend *fb, bool held);
 
 /* fn(arg) runs once, on the calling thread, right after the nth call of op
- * ("page_create", "page_release", "stream_sync") from now on: what another
- * thread does while the pool is being built or torn down, or what the
- * driver does next. */
+ * ("page_create", "page_release", "synchronize", "stream_sync") from now
+ * on: what another thread does while the pool is being built or torn down,
+ * or while a move waits for its sync, or what the driver does next. */
 void fake_on_call(fake_backend *fb, const char *op, uint64_t nth, void (*fn)(void *), void *arg);
 
 /* cuMemAddressReserve / cuMemAddressFree as the program would call them. */
