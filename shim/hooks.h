@@ -19,6 +19,21 @@ CUresult CUDAAPI cuMemcpyBatchAsync(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t
 CUresult CUDAAPI cuMemcpy3DBatchAsync(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, size_t *failIdx,
                                       unsigned long long flags, CUstream hStream);
 
+/* CUDA 8/9's stream memory operations (no suffix): the same arguments as
+ * the _v2 that cuda.h maps these names to, declared for the rows that
+ * name the old symbols themselves. */
+#undef cuStreamWriteValue32
+#undef cuStreamWriteValue64
+#undef cuStreamWaitValue32
+#undef cuStreamWaitValue64
+#undef cuStreamBatchMemOp
+CUresult CUDAAPI cuStreamWriteValue32(CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags);
+CUresult CUDAAPI cuStreamWriteValue64(CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags);
+CUresult CUDAAPI cuStreamWaitValue32(CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags);
+CUresult CUDAAPI cuStreamWaitValue64(CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags);
+CUresult CUDAAPI cuStreamBatchMemOp(CUstream stream, unsigned int count,
+                                    CUstreamBatchMemOpParams *paramArray, unsigned int flags);
+
 #define SPW_PT_IF_NONE(...)
 #define SPW_PT_IF_PTSZ(...) __VA_ARGS__
 #define SPW_PT_IF_PTDS(...) __VA_ARGS__

@@ -42,6 +42,25 @@ SPW_SIDES_HANDLERS(spw_h_stream_batch_mem_op,
                  unsigned int flags),
                 (stream, count, paramArray, flags), memop_sides(s, paramArray, count))
 
+/* The CUDA 8/9 ABIs of the same five (hooks.def): the same arguments and
+ * sides, each forwarding to its own driver symbol. */
+SPW_SIDES_HANDLERS(spw_h_stream_write_value32_v1,
+         (CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags),
+         (stream, addr, value, flags), spw_side(s, addr))
+SPW_SIDES_HANDLERS(spw_h_stream_write_value64_v1,
+         (CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags),
+         (stream, addr, value, flags), spw_side(s, addr))
+SPW_SIDES_HANDLERS(spw_h_stream_wait_value32_v1,
+         (CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags),
+         (stream, addr, value, flags), spw_side(s, addr))
+SPW_SIDES_HANDLERS(spw_h_stream_wait_value64_v1,
+         (CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags),
+         (stream, addr, value, flags), spw_side(s, addr))
+SPW_SIDES_HANDLERS(spw_h_stream_batch_mem_op_v1,
+         (CUstream stream, unsigned int count, CUstreamBatchMemOpParams *paramArray,
+          unsigned int flags),
+         (stream, count, paramArray, flags), memop_sides(s, paramArray, count))
+
 /* Managed memory only (never the pool's), and host functions: ordered work
  * all the same, gated so that a move never runs between their submission
  * and the sync that covers them. */

@@ -6,6 +6,7 @@
  * unmap under that work, which on a GPU kills the context. */
 #include "tests/integration/shim/rig.h"
 
+#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -86,6 +87,86 @@ END_TEST
 START_TEST(a_peer_with_a_pool_is_synced_before_a_move) { peer_reads_device0(1); }
 END_TEST
 
+/* ---- stream memory operations, CUDA 8's ABI ------------------------------- */
+
+#undef cuStreamWriteValue32
+#undef cuStreamWaitValue32
+#undef cuStreamBatchMemOp
+CUresult cuStreamWriteValue32(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+CUresult cuStreamWriteValue32_ptsz(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+CUresult cuStreamWaitValue32(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+CUresult cuStreamBatchMemOp(CUstream, unsigned int, CUstreamBatchMemOpParams *, unsigned int);
+typedef CUresult (*write32_fn)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+
+static int in_spillway(const void *p)
+{
+    Dl_info info;
+    return p && dladdr(p, &info) && info.dli_fname && strstr(info.dli_fname, "libspillway.so");
+}
+
+/* The first address of [p, p + bytes) whose page lives on the host. */
+static CUdeviceptr spilled_at(CUdeviceptr p, size_t bytes)
+{
+    for (CUdeviceptr a = p; a < p + bytes; a += 2 * MiB)
+        if (fakecuda_mapped_location(a) != 0)
+            return a;
+    ck_abort_msg("nothing of the buffer spilled");
+    return 0;
+}
+
+/* A program built with CUDA 8-11.6 headers (-lcuda) or a runtime asking
+ * cuGetProcAddress for a version before 11.7 gets the unsuffixed ABI: it
+ * is spillway's, and like every submission it touches what it names, so
+ * that spilled data it is about to use is filled back first (then gated). */
+START_TEST(memops_of_cuda_8_pass_the_gate)
+{
+    CUcontext c0 = rig_setup(0);
+    CUdeviceptr b = rig_filled(BUF, 5);
+    spill_device0(c0);
+    CUdeviceptr x;
+    CU_OK(cuMemAlloc(&x, 8 * MiB)); /* more pressure: b is partly away */
+    CU_OK(cuMemFree(x));
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    void *pfn = NULL;
+    CUdriverProcAddressQueryResult q;
+    CU_OK(cuGetProcAddress("cuStreamWriteValue32", &pfn, 11000, CU_GET_PROC_ADDRESS_DEFAULT, &q));
+    void *ppt = NULL;
+    CU_OK(cuGetProcAddress("cuStreamWriteValue32", &ppt, 11000,
+                           CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &q));
+    write32_fn ways[] = {cuStreamWriteValue32, cuStreamWriteValue32_ptsz, (write32_fn)pfn,
+                         (write32_fn)ppt};
+    for (unsigned i = 0; i < sizeof ways / sizeof ways[0]; i++) {
+        ck_assert_msg(in_spillway((void *)ways[i]), "way %u is the driver's", i);
+        CUdeviceptr a = spilled_at(b, BUF);
+        size_t before = rig_resident(b, BUF, 0);
+        CU_OK(ways[i](s, a, 0xc0ffee00u + i, 0));
+        CU_OK(cuStreamSynchronize(s));
+        ck_assert_msg(rig_resident(b, BUF, 0) > before, "way %u: not filled back", i);
+        uint32_t got;
+        CU_OK(cuMemcpyDtoH(&got, a, sizeof got));
+        ck_assert_uint_eq(got, 0xc0ffee00u + i);
+        /* Away again for the next way. */
+        spill_device0(c0);
+    }
+    ck_assert(in_spillway((void *)cuStreamWaitValue32));
+    ck_assert(in_spillway((void *)cuStreamBatchMemOp));
+    CUstreamBatchMemOpParams op[2];
+    memset(op, 0, sizeof op);
+    op[0].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+    op[0].writeValue.address = b;
+    op[0].writeValue.value = 77;
+    op[1].waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_32;
+    op[1].waitValue.address = b;
+    op[1].waitValue.value = 77;
+    op[1].waitValue.flags = CU_STREAM_WAIT_VALUE_EQ;
+    CU_OK(cuStreamBatchMemOp(s, 2, op, 0));
+    CU_OK(cuStreamWaitValue32(s, b, 77, CU_STREAM_WAIT_VALUE_GEQ));
+    CU_OK(cuStreamSynchronize(s));
+    CU_OK(cuStreamDestroy(s));
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("shim_gates");
@@ -93,6 +174,7 @@ Suite *test_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, a_peer_without_a_pool_is_synced_before_a_move);
     tcase_add_test(tc, a_peer_with_a_pool_is_synced_before_a_move);
+    tcase_add_test(tc, memops_of_cuda_8_pass_the_gate);
     suite_add_tcase(s, tc);
     return s;
 }
