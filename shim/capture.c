@@ -1,4 +1,5 @@
-/* cuStreamBeginCapture(_v2), cuStreamBeginCaptureToGraph and
+/* cuStreamBeginCapture (CUDA 10.0's, without a mode, and _v2),
+ * cuStreamBeginCaptureToGraph and
  * cuStreamEndCapture, each also as its per-thread variant: counted, so
  * that the pool knows a capture is under way (capture.h). A begin counts
  * when the driver accepted it; an end uncounts when the stream was
@@ -50,6 +51,8 @@ static void ended(bool was)
         return r;                                \
     }
 
+BEGIN_HANDLER(spw_h_stream_begin_capture_v1, (CUstream hStream), (hStream))
+BEGIN_HANDLER(spw_h_stream_begin_capture_v1_pt, (CUstream hStream), (hStream))
 BEGIN_HANDLER(spw_h_stream_begin_capture, (CUstream hStream, CUstreamCaptureMode mode),
               (hStream, mode))
 BEGIN_HANDLER(spw_h_stream_begin_capture_pt, (CUstream hStream, CUstreamCaptureMode mode),

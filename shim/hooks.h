@@ -34,6 +34,10 @@ CUresult CUDAAPI cuStreamWaitValue64(CUstream stream, CUdeviceptr addr, cuuint64
 CUresult CUDAAPI cuStreamBatchMemOp(CUstream stream, unsigned int count,
                                     CUstreamBatchMemOpParams *paramArray, unsigned int flags);
 
+/* CUDA 10.0's cuStreamBeginCapture, without a mode. */
+#undef cuStreamBeginCapture
+CUresult CUDAAPI cuStreamBeginCapture(CUstream hStream);
+
 #define SPW_PT_IF_NONE(...)
 #define SPW_PT_IF_PTSZ(...) __VA_ARGS__
 #define SPW_PT_IF_PTDS(...) __VA_ARGS__

@@ -167,6 +167,53 @@ START_TEST(memops_of_cuda_8_pass_the_gate)
 }
 END_TEST
 
+/* ---- captures begun through CUDA 10.0's ABI -------------------------------- */
+
+#undef cuStreamBeginCapture
+CUresult cuStreamBeginCapture(CUstream);
+CUresult cuStreamBeginCapture_ptsz(CUstream);
+typedef CUresult (*begin_v1_fn)(CUstream);
+
+/* A capture (A, RELAXED) stays live while another one (B) is begun through
+ * the mode-less ABI and ended: spillway must still count A, so an
+ * allocation past the limit gets host pages without a spill (a sync would
+ * invalidate A), and A ends intact. Uncounted, B's end took A's count. */
+START_TEST(a_capture_begun_without_a_mode_is_counted)
+{
+    CUcontext c0 = rig_setup(0);
+    (void)c0;
+    CUdeviceptr b = rig_filled(BUF, 4);
+    void *pfn = NULL, *ppt = NULL;
+    CUdriverProcAddressQueryResult q;
+    CU_OK(cuGetProcAddress("cuStreamBeginCapture", &pfn, 10000, CU_GET_PROC_ADDRESS_DEFAULT, &q));
+    CU_OK(cuGetProcAddress("cuStreamBeginCapture", &ppt, 10000,
+                           CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &q));
+    begin_v1_fn ways[] = {cuStreamBeginCapture, cuStreamBeginCapture_ptsz, (begin_v1_fn)pfn,
+                          (begin_v1_fn)ppt};
+    for (unsigned i = 0; i < sizeof ways / sizeof ways[0]; i++) {
+        CUstream sa, sb;
+        CU_OK(cuStreamCreate(&sa, CU_STREAM_NON_BLOCKING));
+        CU_OK(cuStreamCreate(&sb, CU_STREAM_NON_BLOCKING));
+        CU_OK(cuStreamBeginCapture_v2(sa, CU_STREAM_CAPTURE_MODE_RELAXED));
+        CU_OK(cuMemsetD32Async(b, i, 16, sa));
+        CU_OK(ways[i](sb));
+        CU_OK(cuMemsetD32Async(b + 64, i, 16, sb));
+        CUgraph gb = NULL, ga = NULL;
+        CU_OK(cuStreamEndCapture(sb, &gb));
+        CUdeviceptr x;
+        CU_OK(cuMemAlloc(&x, 24 * MiB)); /* past the limit, while A captures */
+        ck_assert_msg(rig_pool(0).spill_bytes == 0, "way %u: spilled during a capture", i);
+        CU_OK(cuStreamEndCapture(sa, &ga));
+        ck_assert_ptr_nonnull(ga);
+        CU_OK(cuGraphDestroy(ga));
+        CU_OK(cuGraphDestroy(gb));
+        CU_OK(cuMemFree(x));
+        CU_OK(cuStreamDestroy(sa));
+        CU_OK(cuStreamDestroy(sb));
+    }
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("shim_gates");
@@ -175,6 +222,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, a_peer_without_a_pool_is_synced_before_a_move);
     tcase_add_test(tc, a_peer_with_a_pool_is_synced_before_a_move);
     tcase_add_test(tc, memops_of_cuda_8_pass_the_gate);
+    tcase_add_test(tc, a_capture_begun_without_a_mode_is_counted);
     suite_add_tcase(s, tc);
     return s;
 }
