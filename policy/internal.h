@@ -525,6 +525,7 @@ struct sw_device {
         bool give_back;
     } stuck[SW_SCRATCH_PAGES];
     _Atomic uint64_t vmm_access; /* devices given access to its VMM mappings */
+    _Atomic uint64_t work_reach; /* devices whose work named its memory (sw_note_work) */
     /* VAs a failed move left with no page (residency.c, forget): until
      * there are any, a reused block or slot is known to be backed. */
     _Atomic size_t lost;

@@ -147,6 +147,11 @@ bool sw_owns(const sw_policy *p, CUdeviceptr ptr);
  * CUDA_ERROR_NOT_FOUND when ptr is not inside a live allocation. */
 CUresult sw_lookup(sw_policy *p, CUdeviceptr ptr, CUdeviceptr *base, size_t *size, int *dev);
 
+/* Work running on device runs_on names memory of device dev (a copy on
+ * another device's stream, without peer access): dev's moves wait for
+ * runs_on's work too, from now on. Lock-free; one load once known. */
+void sw_note_work(sw_policy *p, int dev, int runs_on);
+
 /* ---- peer access ---------------------------------------------------------
  * The program enabled access from device `peer` to dev's memory (cuCtxEnable-
  * PeerAccess in peer's context): spillway grants it on dev's arena mappings,

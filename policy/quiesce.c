@@ -9,7 +9,20 @@
 uint64_t sw_reach(sw_device *d)
 {
     return d->access_mask | atomic_load_explicit(&d->vmm_access, memory_order_relaxed) |
-           1ull << d->id;
+           atomic_load(&d->work_reach) | 1ull << d->id;
+}
+
+void sw_note_work(sw_policy *p, int dev, int runs_on)
+{
+    if (!p || dev < 0 || dev >= SW_MAX_DEVICES || runs_on < 0 || runs_on >= SW_MAX_DEVICES || dev == runs_on)
+        return;
+    /* Noted before the submission enters its gates: a move that closed
+     * them without runs_on sees it when it re-reads the reach (sw_move_begin)
+     * and gives up. */
+    _Atomic uint64_t *w = &p->dev[dev].work_reach;
+    uint64_t bit = 1ull << runs_on;
+    if (!(atomic_load_explicit(w, memory_order_relaxed) & bit))
+        atomic_fetch_or(w, bit);
 }
 
 /* Syncs every device of mask, with a pool or without one (a peer the

@@ -65,15 +65,26 @@ uint64_t spw_gate_stream_devices(CUstream s)
     return d >= 0 ? 1ull << d : 0;
 }
 
+/* The pool device of side p, noting that work on device `on` names it. */
+static int side_device(CUdeviceptr p, int on)
+{
+    int d = p ? spw_arena_device(p) : -1;
+    if (d < 0 || d >= SW_MAX_DEVICES)
+        return -1;
+    if (on >= 0 && on != d)
+        sw_note_work(spw_pool_policy(), d, on);
+    return d;
+}
+
 uint64_t spw_gate_devices(CUdeviceptr a, CUdeviceptr b)
 {
     uint64_t m = 0;
-    int d = spw_current_device(); /* no context: only the sides */
-    if (d >= 0)
+    int on = spw_current_device(), d; /* no context: only the sides */
+    if (on >= 0)
+        m |= 1ull << on;
+    if ((d = side_device(a, on)) >= 0)
         m |= 1ull << d;
-    if (a && (d = spw_arena_device(a)) >= 0 && d < SW_MAX_DEVICES)
-        m |= 1ull << d;
-    if (b && (d = spw_arena_device(b)) >= 0 && d < SW_MAX_DEVICES)
+    if ((d = side_device(b, on)) >= 0)
         m |= 1ull << d;
     return m;
 }

@@ -81,7 +81,9 @@ uint64_t spw_gate_stream_devices(CUstream s);
  * the pool devices of the (up to two, 0: none) pointers it names. Work on
  * a device that can reach another's pages (peer access) is covered by
  * that device's gate: a move closes the gates of every device that can
- * reach its pages (policy's sw_reach). */
+ * reach its pages (policy's sw_reach), and so does work that named them
+ * from another device without peer access (a copy queued on that device's
+ * stream: sw_note_work). */
 uint64_t spw_gate_devices(CUdeviceptr a, CUdeviceptr b);
 
 /* r = call, bracketed on the gates of devices when g (a spw_gate()

@@ -51,15 +51,17 @@ static void spill_device0(CUcontext c0)
     ck_assert_uint_gt(rig_pool(0).spill_bytes, 0);
 }
 
-/* Device 1 was given access to device 0's pool (cuCtxEnablePeerAccess) and
- * reads it on a stream of its own; give_dev1_a_pool says whether device 1
- * ever allocated through spillway. Without a pool it had no syncer, and a
- * move skipped its sync. */
-static void peer_reads_device0(int give_dev1_a_pool)
+/* Device 1 reads device 0's pool on a stream of its own, given access to
+ * it (cuCtxEnablePeerAccess) or not (a copy only); give_dev1_a_pool says
+ * whether device 1 ever allocated through spillway. Without a pool it had
+ * no syncer, and a move skipped its sync; without peer access it was not
+ * among the devices that reach device 0's pages. */
+static void device1_reads_device0(int give_dev1_a_pool, int peer_access)
 {
     CUcontext c0 = rig_setup(0), c1 = rig_setup(1);
     CU_OK(cuCtxSetCurrent(c1));
-    CU_OK(cuCtxEnablePeerAccess(c0, 0));
+    if (peer_access)
+        CU_OK(cuCtxEnablePeerAccess(c0, 0));
     if (give_dev1_a_pool) {
         CUdeviceptr y;
         CU_OK(cuMemAlloc(&y, 1 * MiB));
@@ -82,9 +84,13 @@ static void peer_reads_device0(int give_dev1_a_pool)
     rig_expect_pattern(b, BUF, 7, "the spilled buffer");
 }
 
-START_TEST(a_peer_without_a_pool_is_synced_before_a_move) { peer_reads_device0(0); }
+START_TEST(a_peer_without_a_pool_is_synced_before_a_move) { device1_reads_device0(0, 1); }
 END_TEST
-START_TEST(a_peer_with_a_pool_is_synced_before_a_move) { peer_reads_device0(1); }
+START_TEST(a_peer_with_a_pool_is_synced_before_a_move) { device1_reads_device0(1, 1); }
+END_TEST
+START_TEST(a_device_that_copied_without_peer_access_is_synced_before_a_move) { device1_reads_device0(1, 0); }
+END_TEST
+START_TEST(a_device_without_a_pool_that_copied_is_synced_before_a_move) { device1_reads_device0(0, 0); }
 END_TEST
 
 /* ---- stream memory operations, CUDA 8's ABI ------------------------------- */
@@ -221,6 +227,8 @@ Suite *test_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, a_peer_without_a_pool_is_synced_before_a_move);
     tcase_add_test(tc, a_peer_with_a_pool_is_synced_before_a_move);
+    tcase_add_test(tc, a_device_that_copied_without_peer_access_is_synced_before_a_move);
+    tcase_add_test(tc, a_device_without_a_pool_that_copied_is_synced_before_a_move);
     tcase_add_test(tc, memops_of_cuda_8_pass_the_gate);
     tcase_add_test(tc, a_capture_begun_without_a_mode_is_counted);
     suite_add_tcase(s, tc);
