@@ -1,6 +1,7 @@
 /* Stream memory operations (cuStreamWriteValue32/64, cuStreamWaitValue32/64,
- * cuStreamBatchMemOp), prefetches (cuMemPrefetchAsync) and host functions
- * (cuLaunchHostFunc), each also as its per-thread variant: ordered work,
+ * cuStreamBatchMemOp), prefetches (cuMemPrefetchAsync), host functions
+ * (cuLaunchHostFunc) and decompression batches (cuMemBatchDecompressAsync),
+ * each also as its per-thread variant: ordered work,
  * gated like every submission (gate_use.h), so that a move never remaps a
  * page between its submission and the sync that covers it. */
 #include "shim/gate_use.h"
@@ -70,3 +71,19 @@ SPW_SIDES_HANDLERS(spw_h_mem_prefetch_async,
                 (devPtr, count, location, flags, hStream), (void)s)
 SPW_SIDES_HANDLERS(spw_h_launch_host_func, (CUstream hStream, CUhostFn fn, void *userData),
                 (hStream, fn, userData), (void)s)
+
+/* Decompression reads src and writes dst and dstActBytes, all of which may
+ * be cuMemAlloc memory (the pool's), asynchronously like a copy. */
+static void decompress_sides(spw_sides *s, const CUmemDecompressParams *p, size_t n)
+{
+    for (size_t i = 0; p && i < n; i++) {
+        spw_side(s, (CUdeviceptr)(uintptr_t)p[i].src);
+        spw_side(s, (CUdeviceptr)(uintptr_t)p[i].dst);
+        spw_side(s, (CUdeviceptr)(uintptr_t)p[i].dstActBytes);
+    }
+}
+
+SPW_SIDES_HANDLERS(spw_h_mem_batch_decompress_async,
+                (CUmemDecompressParams *paramsArray, size_t count, unsigned int flags, size_t *errorIndex,
+                 CUstream stream),
+                (paramsArray, count, flags, errorIndex, stream), decompress_sides(s, paramsArray, count))

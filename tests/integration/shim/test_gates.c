@@ -173,6 +173,56 @@ START_TEST(memops_of_cuda_8_pass_the_gate)
 }
 END_TEST
 
+/* ---- decompression batches ------------------------------------------------ */
+
+#undef cuMemBatchDecompressAsync
+CUresult cuMemBatchDecompressAsync(CUmemDecompressParams *, size_t, unsigned, size_t *, CUstream);
+CUresult cuMemBatchDecompressAsync_ptsz(CUmemDecompressParams *, size_t, unsigned, size_t *, CUstream);
+typedef CUresult (*decompress_fn)(CUmemDecompressParams *, size_t, unsigned, size_t *, CUstream);
+
+/* A batch names pool memory (cuMemAlloc memory is what the driver wants
+ * there) to read and write asynchronously, like a copy: by every way of
+ * calling it, it reaches spillway, and its spilled source comes back
+ * before the submission (fakecuda, like every device without the
+ * decompression engine, then refuses the batch itself). */
+START_TEST(a_decompression_batch_passes_the_gate)
+{
+    CUcontext c0 = rig_setup(0);
+    CUdeviceptr b = rig_filled(BUF, 5), act;
+    CU_OK(cuMemAlloc(&act, 4096));
+    spill_device0(c0);
+    CUdeviceptr x;
+    CU_OK(cuMemAlloc(&x, 8 * MiB)); /* more pressure: b is partly away */
+    CU_OK(cuMemFree(x));
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    void *pfn = NULL;
+    CUdriverProcAddressQueryResult q;
+    CU_OK(cuGetProcAddress("cuMemBatchDecompressAsync", &pfn, 12080, CU_GET_PROC_ADDRESS_DEFAULT, &q));
+    decompress_fn ways[] = {cuMemBatchDecompressAsync, cuMemBatchDecompressAsync_ptsz, (decompress_fn)pfn};
+    for (unsigned i = 0; i < sizeof ways / sizeof ways[0]; i++) {
+        ck_assert_msg(in_spillway((void *)ways[i]), "way %u is the driver's", i);
+        CUdeviceptr a = spilled_at(b, BUF);
+        size_t before = rig_resident(b, BUF, 0);
+        CUmemDecompressParams p;
+        memset(&p, 0, sizeof p);
+        p.srcNumBytes = 4096;
+        p.dstNumBytes = 4096;
+        /* The spilled address as the source, then as the destination. */
+        p.src = i % 2 ? NULL : (const void *)(uintptr_t)a;
+        p.dst = i % 2 ? (void *)(uintptr_t)a : NULL;
+        p.dstActBytes = (cuuint32_t *)(uintptr_t)act;
+        p.algo = CU_MEM_DECOMPRESS_ALGORITHM_DEFLATE;
+        size_t at = 0;
+        ck_assert_int_eq(ways[i](&p, 1, 0, &at, s), CUDA_ERROR_NOT_SUPPORTED);
+        ck_assert_msg(rig_resident(b, BUF, 0) > before, "way %u: not filled back", i);
+        spill_device0(c0);
+    }
+    CU_OK(cuStreamDestroy(s));
+    rig_expect_pattern(b, BUF, 5, "the buffer decompression named");
+}
+END_TEST
+
 /* ---- captures begun through CUDA 10.0's ABI -------------------------------- */
 
 #undef cuStreamBeginCapture
@@ -230,6 +280,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, a_device_that_copied_without_peer_access_is_synced_before_a_move);
     tcase_add_test(tc, a_device_without_a_pool_that_copied_is_synced_before_a_move);
     tcase_add_test(tc, memops_of_cuda_8_pass_the_gate);
+    tcase_add_test(tc, a_decompression_batch_passes_the_gate);
     tcase_add_test(tc, a_capture_begun_without_a_mode_is_counted);
     suite_add_tcase(s, tc);
     return s;

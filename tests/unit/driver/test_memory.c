@@ -1,6 +1,8 @@
 /* Conformance: linear device memory, pinned host memory, managed memory,
  * cuMemGetInfo, address ranges and pointer attributes. */
 #include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -206,6 +208,62 @@ START_TEST(freed_memory_faults)
 }
 END_TEST
 
+/* cuMemBatchDecompressAsync (CUDA 12.8) on a device without the hardware
+ * decompression engine (the algorithm mask 0: every device before
+ * Blackwell, fakecuda's too): refused, with nothing written. The driver's
+ * error is printed; fakecuda answers NOT_SUPPORTED with *errorIndex
+ * SIZE_MAX (a general error). A device with the engine only prints. */
+typedef CUresult (*decompress_fn)(CUmemDecompressParams *, size_t, unsigned, size_t *, CUstream);
+
+START_TEST(decompression_without_the_engine)
+{
+    CUdevice dev;
+    CU_OK(cuCtxGetDevice(&dev));
+    int mask = -1;
+    CU_OK(cuDeviceGetAttribute(&mask, CU_DEVICE_ATTRIBUTE_MEM_DECOMPRESS_ALGORITHM_MASK, dev));
+    void *fn = NULL;
+    CUdriverProcAddressQueryResult q;
+    if (cuGetProcAddress("cuMemBatchDecompressAsync", &fn, 12080, CU_GET_PROC_ADDRESS_DEFAULT, &q) !=
+            CUDA_SUCCESS ||
+        !fn || mask != 0) {
+        printf("decompression_without_the_engine: skipped (entry point %s, algorithm mask %d)\n",
+               fn ? "found" : "absent", mask);
+        return;
+    }
+    decompress_fn decompress = (decompress_fn)fn;
+    CUdeviceptr src, dst, act;
+    CU_OK(cuMemAlloc(&src, 64 * 1024));
+    CU_OK(cuMemAlloc(&dst, 64 * 1024));
+    CU_OK(cuMemAlloc(&act, 4096));
+    CU_OK(cuMemsetD32(dst, 0x5a5a5a5au, 64 * 1024 / 4));
+    CU_OK(cuMemsetD32(act, 0x5a5a5a5au, 1));
+    CUmemDecompressParams p;
+    memset(&p, 0, sizeof p);
+    p.srcNumBytes = 4096;
+    p.dstNumBytes = 64 * 1024;
+    p.src = (const void *)(uintptr_t)src;
+    p.dst = (void *)(uintptr_t)dst;
+    p.dstActBytes = (cuuint32_t *)(uintptr_t)act;
+    p.algo = CU_MEM_DECOMPRESS_ALGORITHM_DEFLATE;
+    size_t at = 7;
+    CUresult r = decompress(&p, 1, 0, &at, NULL);
+    printf("decompression_without_the_engine: the driver answers %d (error index %zu)\n", (int)r, at);
+    ck_assert_int_ne(r, CUDA_SUCCESS);
+    if (fakecuda_present()) {
+        ck_assert_int_eq(r, CUDA_ERROR_NOT_SUPPORTED);
+        ck_assert_uint_eq(at, SIZE_MAX);
+        CU_ERR(decompress(&p, 1, 1, &at, NULL), CUDA_ERROR_INVALID_VALUE);
+        CU_ERR(decompress(NULL, 1, 0, &at, NULL), CUDA_ERROR_INVALID_VALUE);
+    }
+    CU_OK(cuCtxSynchronize());
+    expect_u32(dst, 0x5a5a5a5au, 64 * 1024 / 4);
+    expect_u32(act, 0x5a5a5a5au, 1);
+    CU_OK(cuMemFree(src));
+    CU_OK(cuMemFree(dst));
+    CU_OK(cuMemFree(act));
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("driver_memory");
@@ -220,6 +278,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, pointer_attributes);
     tcase_add_test(tc, host_memory);
     tcase_add_test(tc, managed_memory);
+    tcase_add_test(tc, decompression_without_the_engine);
     tcase_add_test_raise_signal(tc, freed_memory_faults, SIGSEGV);
     suite_add_tcase(s, tc);
     return s;
