@@ -7,19 +7,6 @@
 #include "shim/gate_use.h"
 #include "shim/handler.h"
 
-SPW_SIDES_HANDLERS(spw_h_stream_write_value32,
-                (CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags),
-                (stream, addr, value, flags), spw_side(s, addr))
-SPW_SIDES_HANDLERS(spw_h_stream_write_value64,
-                (CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags),
-                (stream, addr, value, flags), spw_side(s, addr))
-SPW_SIDES_HANDLERS(spw_h_stream_wait_value32,
-                (CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags),
-                (stream, addr, value, flags), spw_side(s, addr))
-SPW_SIDES_HANDLERS(spw_h_stream_wait_value64,
-                (CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags),
-                (stream, addr, value, flags), spw_side(s, addr))
-
 static void memop_sides(spw_sides *s, const CUstreamBatchMemOpParams *ops, unsigned n)
 {
     for (unsigned i = 0; ops && i < n; i++) {
@@ -38,29 +25,29 @@ static void memop_sides(spw_sides *s, const CUstreamBatchMemOpParams *ops, unsig
     }
 }
 
-SPW_SIDES_HANDLERS(spw_h_stream_batch_mem_op,
-                (CUstream stream, unsigned int count, CUstreamBatchMemOpParams *paramArray,
-                 unsigned int flags),
-                (stream, count, paramArray, flags), memop_sides(s, paramArray, count))
+/* The five, for each ABI (hooks.def): CUDA 11.7's _v2 (no handler suffix)
+ * and CUDA 8/9's (_v1), which take the same arguments and name the same
+ * memory, each forwarding to its own driver symbol. */
+#define MEMOP_HANDLERS(sfx)                                                                  \
+    SPW_SIDES_HANDLERS(spw_h_stream_write_value32##sfx,                                      \
+                       (CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags), \
+                       (stream, addr, value, flags), spw_side(s, addr))                      \
+    SPW_SIDES_HANDLERS(spw_h_stream_write_value64##sfx,                                      \
+                       (CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags), \
+                       (stream, addr, value, flags), spw_side(s, addr))                      \
+    SPW_SIDES_HANDLERS(spw_h_stream_wait_value32##sfx,                                       \
+                       (CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags), \
+                       (stream, addr, value, flags), spw_side(s, addr))                      \
+    SPW_SIDES_HANDLERS(spw_h_stream_wait_value64##sfx,                                       \
+                       (CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags), \
+                       (stream, addr, value, flags), spw_side(s, addr))                      \
+    SPW_SIDES_HANDLERS(spw_h_stream_batch_mem_op##sfx,                                       \
+                       (CUstream stream, unsigned int count, CUstreamBatchMemOpParams *paramArray, \
+                        unsigned int flags),                                                 \
+                       (stream, count, paramArray, flags), memop_sides(s, paramArray, count))
 
-/* The CUDA 8/9 ABIs of the same five (hooks.def): the same arguments and
- * sides, each forwarding to its own driver symbol. */
-SPW_SIDES_HANDLERS(spw_h_stream_write_value32_v1,
-         (CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags),
-         (stream, addr, value, flags), spw_side(s, addr))
-SPW_SIDES_HANDLERS(spw_h_stream_write_value64_v1,
-         (CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags),
-         (stream, addr, value, flags), spw_side(s, addr))
-SPW_SIDES_HANDLERS(spw_h_stream_wait_value32_v1,
-         (CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags),
-         (stream, addr, value, flags), spw_side(s, addr))
-SPW_SIDES_HANDLERS(spw_h_stream_wait_value64_v1,
-         (CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags),
-         (stream, addr, value, flags), spw_side(s, addr))
-SPW_SIDES_HANDLERS(spw_h_stream_batch_mem_op_v1,
-         (CUstream stream, unsigned int count, CUstreamBatchMemOpParams *paramArray,
-          unsigned int flags),
-         (stream, count, paramArray, flags), memop_sides(s, paramArray, count))
+MEMOP_HANDLERS()
+MEMOP_HANDLERS(_v1)
 
 /* Managed memory only (never the pool's), and host functions: ordered work
  * all the same, gated so that a move never runs between their submission
