@@ -10,7 +10,7 @@
  * AddressSanitizer runtime resolves its interceptors through it while it
  * initialises): the functions on dlsym's pass-through path must not be
  * instrumented, or a sanitizer build of spillway crashes at start-up. */
-#define SPW_EARLY __attribute__((no_sanitize("address", "undefined")))
+#define SPW_EARLY __attribute__((no_sanitize("address", "undefined", "thread")))
 
 typedef void *(*spw_dlsym_fn)(void *handle, const char *name);
 
