@@ -151,6 +151,12 @@ typedef struct sw_page {
     CUmemGenericAllocationHandle handle; /* current physical backing */
     uint8_t loc;                         /* sw_loc */
     uint8_t list;                        /* SW_LIST_* */
+    /* lost: a failed move left its VA without it (residency.c, forget; the
+     * page table no longer names it). kept: its handle never goes back to
+     * the pool, as it may still be mapped where spillway does not track it
+     * (lost, or left at a scratch range under a copy that could not be
+     * waited for: promote.c). */
+    uint8_t lost, kept;
     uint32_t nmaps;                      /* VAs it is mapped at */
     CUdeviceptr va;                      /* where it is mapped (the first VA) */
     uint64_t seen;                       /* heat clock when spill last looked */
@@ -230,6 +236,14 @@ void sw_pool_host_settle(sw_device *d, CUresult r);
 CUresult sw_pool_destroy(sw_device *d);
 sw_page *sw_page_new(sw_device *d, CUmemGenericAllocationHandle h, sw_loc loc);
 void sw_page_free(sw_device *d, sw_page *pg);
+/* The page of a handle or mapping that goes away: its handle back to the
+ * pool unless kept, out of host_in_use unless lost (counted out then), the
+ * object freed. Device lock held. */
+void sw_page_retire(sw_device *d, sw_page *pg);
+/* pg no longer backs va (unmapped there) and could not be mapped back:
+ * lost and kept, off its list, out of host_in_use, counted in d->lost.
+ * Device lock held. */
+void sw_page_lose(sw_device *d, CUdeviceptr va, sw_page *pg);
 void sw_page_objs_destroy(sw_device *d);
 
 /* ---- extent.c: VA segments and extents ----------------------------------- */

@@ -118,6 +118,26 @@ CUresult sw_unmap_page(sw_device *d, CUdeviceptr va)
     return CUDA_SUCCESS;
 }
 
+void sw_page_retire(sw_device *d, sw_page *pg)
+{
+    if (!pg->kept)
+        sw_pool_put(d, (sw_loc)pg->loc, pg->handle);
+    if (pg->loc == SW_LOC_HOST && !pg->lost)
+        sw_figure_sub(&d->c, &d->c.host_in_use, d->page);
+    sw_page_free(d, pg);
+}
+
+void sw_page_lose(sw_device *d, CUdeviceptr va, sw_page *pg)
+{
+    sw_list_remove(d, pg);
+    pg->lost = pg->kept = 1;
+    if (pg->loc == SW_LOC_HOST) {
+        sw_figure_sub(&d->c, &d->c.host_in_use, d->page);
+        sw_heat_host_pages(d->pol, va, -1);
+    }
+    atomic_fetch_add_explicit(&d->lost, 1, memory_order_relaxed);
+}
+
 /* Unmaps the arena page at va and gives its physical page to the pool
  * (the caller settles host_in_use). A refused unmap is tried once more;
  * then the page stays where it is, on the cached list, for a later

@@ -64,6 +64,15 @@ static CUresult pages_map(sw_device *d, const sw_vmm *v, CUdeviceptr *va)
     return r;
 }
 
+/* Whether every page of mapping m is there (none lost by a failed move). */
+static bool whole(sw_policy *p, const sw_vmap *m)
+{
+    for (uint32_t i = 0; i < m->h->npages; i++)
+        if (m->h->pages[i]->lost || !atomic_load(&sw_pt_get(&p->pt, m->va + ((CUdeviceptr)i << p->shift))->page))
+            return false;
+    return true;
+}
+
 /* Copies v's bytes into real (mapped at dst); device lock held, quiesced.
  * *busy: the copy may still be running (its stream and the device sync
  * both refused), so neither end may be unmapped: an unmap under a running
@@ -77,8 +86,8 @@ static CUresult copy_out(sw_policy *p, sw_device *d, const sw_vmm *v, CUdevicept
     if (r != CUDA_SUCCESS)
         return r;
     sw_vmap *m = first_mapping(p, v);
-    if (m && !(m->access & (1ull << d->id)))
-        m = NULL; /* mapped, but the device may not read it there yet */
+    if (m && (!(m->access & (1ull << d->id)) || !whole(p, m)))
+        m = NULL; /* the device may not read it there (yet), or a page was lost there */
     CUdeviceptr src = m ? m->va : 0;
     if (!m && (r = pages_map(d, v, &src)) != CUDA_SUCCESS)
         return r;
@@ -89,7 +98,11 @@ static CUresult copy_out(sw_policy *p, sw_device *d, const sw_vmm *v, CUdevicept
             r = be->synchronize(be->ctx, d->id);
         *busy = r != CUDA_SUCCESS;
     }
-    if (!m && !*busy) {
+    if (!m && *busy) {
+        /* v's pages stay mapped at src under the copy: never the pool's. */
+        for (uint32_t i = 0; i < v->npages; i++)
+            v->pages[i]->kept = 1;
+    } else if (!m) {
         CUresult u = scratch_unmap(d, src, v->size);
         if (r == CUDA_SUCCESS)
             r = u;
@@ -107,8 +120,12 @@ static void pages_back(sw_policy *p, sw_device *d, sw_vmap *m)
     for (uint32_t i = 0; i < v->npages; i++) {
         CUdeviceptr va = m->va + ((CUdeviceptr)i << p->shift);
         sw_pte *e = sw_pt_get(&p->pt, va);
-        if (!atomic_load(&e->page) && sw_map_page(d, va, v->pages[i]) != CUDA_SUCCESS)
-            continue; /* lost: the VA reads as unmapped, as the driver left it */
+        if (v->pages[i]->lost)
+            continue; /* a failed move's: stays so */
+        if (!atomic_load(&e->page) && sw_map_page(d, va, v->pages[i]) != CUDA_SUCCESS) {
+            sw_page_lose(d, va, v->pages[i]); /* the VA reads as unmapped, as the driver left it */
+            continue;
+        }
         atomic_store_explicit(&e->owner, SW_OWN(m, SW_OWN_VMM), memory_order_release);
         if (v->pages[i]->loc == SW_LOC_DEVICE && v->pages[i]->nmaps == 1)
             sw_ring_insert(d, v->pages[i], now);
@@ -152,12 +169,8 @@ static void hand_over(sw_policy *p, sw_device *d, sw_vmm *v, CUmemGenericAllocat
 {
     for (sw_vmap *m = first_mapping(p, v); m; m = first_mapping(p, v))
         sw_vmap_retire(p, m);
-    for (uint32_t i = 0; i < v->npages; i++) {
-        sw_pool_put(d, (sw_loc)v->pages[i]->loc, v->pages[i]->handle);
-        if (v->pages[i]->loc == SW_LOC_HOST)
-            sw_figure_sub(&d->c, &d->c.host_in_use, d->page);
-        sw_page_free(d, v->pages[i]);
-    }
+    for (uint32_t i = 0; i < v->npages; i++)
+        sw_page_retire(d, v->pages[i]);
     free(v->pages);
     v->pages = NULL;
     v->npages = 0;

@@ -264,16 +264,11 @@ static CUresult grant(sw_policy *p, sw_device *d, move *w, size_t n, bool *ok)
 static void forget(sw_policy *p, sw_device *d, move *m)
 {
     sw_page *pg = m->pg;
-    sw_list_remove(d, pg);
-    if (pg->loc == SW_LOC_HOST) {
-        sw_figure_sub(&d->c, &d->c.host_in_use, d->page);
-        sw_heat_host_pages(p, m->va, -1);
-    }
     if (pg->nmaps)
         pg->nmaps--;
     atomic_store_explicit(&sw_pt_get(&p->pt, m->va)->page, NULL, memory_order_release);
     atomic_fetch_sub_explicit(&d->c.mapped, d->page, memory_order_relaxed);
-    atomic_fetch_add_explicit(&d->lost, 1, memory_order_relaxed);
+    sw_page_lose(d, m->va, pg);
 }
 
 /* Remaps the staged pages of one window once its stream is done. */
@@ -387,7 +382,7 @@ bool sw_page_movable(sw_policy *p, sw_device *d, const sw_page *pg)
     /* An alias would have to move too; a page no device was given access
      * to (a program mapping before its cuMemSetAccess) cannot be copied:
      * on a GPU the copy would fault. */
-    return pg->nmaps == 1 && (access_of(p, d, pg->va) >> d->id & 1);
+    return pg->nmaps == 1 && !pg->kept && (access_of(p, d, pg->va) >> d->id & 1);
 }
 
 CUresult sw_move_page(sw_policy *p, sw_device *d, CUdeviceptr va, sw_loc where)

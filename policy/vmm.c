@@ -67,12 +67,8 @@ static CUresult handle_register(sw_policy *p, sw_vmm *v)
 void sw_vmm_forget(sw_policy *p, sw_vmm *v)
 {
     sw_device *d = v->dev;
-    for (uint32_t i = 0; i < v->npages; i++) {
-        sw_pool_put(d, (sw_loc)v->pages[i]->loc, v->pages[i]->handle);
-        if (v->pages[i]->loc == SW_LOC_HOST)
-            sw_figure_sub(&d->c, &d->c.host_in_use, d->page);
-        sw_page_free(d, v->pages[i]);
-    }
+    for (uint32_t i = 0; i < v->npages; i++)
+        sw_page_retire(d, v->pages[i]);
     p->handles[v->id & IDX_MASK] = NULL;
     if (!v->promoted) { /* a promoted handle's bytes left the pool then */
         sw_count_sub(&d->c.in_use, v->size);
@@ -375,14 +371,19 @@ static CUresult unmap_whole(sw_policy *p, sw_vmap *m)
     for (uint32_t i = 0; i < done; i++) {
         CUdeviceptr va = m->va + ((CUdeviceptr)i << p->shift);
         sw_page *pg = v->pages[i];
-        if (sw_map_page(d, va, pg) != CUDA_SUCCESS)
-            continue; /* lost: the VA reads as unmapped, as the driver left it */
+        /* A page a failed move lost stays so; one the driver will not map
+         * back is lost now (the VA reads as unmapped, as the driver left
+         * it), its owner kept: the mapping stays whole for the retry. */
+        if (!pg->lost && sw_map_page(d, va, pg) != CUDA_SUCCESS)
+            sw_page_lose(d, va, pg);
         atomic_store_explicit(&sw_pt_get(&p->pt, va)->owner, SW_OWN(m, SW_OWN_VMM), memory_order_release);
+        if (pg->lost)
+            continue;
+        if (m->access)
+            (void)p->be.set_access(p->be.ctx, va, d->page, m->access);
         if (pg->loc == SW_LOC_DEVICE && pg->nmaps == 1)
             sw_ring_insert(d, pg, now);
     }
-    if (done && m->access)
-        (void)p->be.set_access(p->be.ctx, m->va, (size_t)done << p->shift, m->access);
     return r;
 }
 

@@ -198,6 +198,81 @@ START_TEST(a_refused_program_unmap_keeps_the_mapping_whole)
 }
 END_TEST
 
+/* A handle's page lost in a move (a fill whose every remap is refused):
+ * counted out of the host pages once, not again when the handle goes, and
+ * its handle kept out of the pool. */
+START_TEST(a_handles_lost_page_is_counted_once)
+{
+    sw_device_config cfg = {.limit = 8 * PG, .host_limit = 16 * PG, .spill = true};
+    env_up_cfg(&cfg, 8);
+    CUdeviceptr va;
+    CUmemGenericAllocationHandle h;
+    ck_assert_int_eq(fake_reserve(FB, PG, &va), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_create(P, 0, PG, &h), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_map(P, va, PG, 0, h), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_set_access(P, va, PG, 1), CUDA_SUCCESS);
+    fill(va, PG, 4);
+    ck_assert_int_eq(sw_set_residency(P, va, 1, SW_RES_HOST), CUDA_SUCCESS);
+    ck_assert_uint_eq(counters().host_in_use_bytes, PG);
+    fake_fail_after(FB, "map", 1, CUDA_ERROR_OUT_OF_MEMORY, 10);
+    ck_assert_int_eq(sw_set_residency(P, va, 1, SW_RES_DEVICE), CUDA_ERROR_UNKNOWN);
+    fake_fail_clear(FB);
+    ck_assert_uint_eq(counters().host_in_use_bytes, 0);
+    ck_assert_int_eq(sw_vmm_unmap(P, va, PG, NULL), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_release(P, h, NULL), CUDA_SUCCESS);
+    ck_assert_uint_eq(counters().host_in_use_bytes, 0);
+    assert_no_violation();
+}
+END_TEST
+
+/* The export of a handle whose page a move lost copies from its pages
+ * (the old page kept the bytes), never from the VA that has none (on a
+ * GPU an illegal address). */
+START_TEST(an_export_after_a_lost_page_copies_from_the_pages)
+{
+    sw_device_config cfg = {.limit = 8 * PG, .host_limit = 16 * PG, .spill = true};
+    env_up_cfg(&cfg, 8);
+    CUdeviceptr va;
+    CUmemGenericAllocationHandle h, real;
+    ck_assert_int_eq(fake_reserve(FB, PG, &va), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_create(P, 0, PG, &h), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_map(P, va, PG, 0, h), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_set_access(P, va, PG, 1), CUDA_SUCCESS);
+    fill(va, PG, 4);
+    fake_fail_after(FB, "map", 1, CUDA_ERROR_OUT_OF_MEMORY, 10);
+    ck_assert_int_eq(sw_set_residency(P, va, 1, SW_RES_HOST), CUDA_ERROR_UNKNOWN);
+    fake_fail_clear(FB);
+    sw_backend be = fake_ops(FB);
+    ck_assert_int_eq(be.page_create(be.ctx, 0, SW_LOC_DEVICE, PG, &real), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_promote(P, h, real, NULL), CUDA_SUCCESS);
+    assert_no_violation();
+    ck_assert_uint_eq(fake_mapped_handle(FB, va), real);
+    ck_assert(verify(va, PG, 4)); /* the bytes the lost page kept */
+}
+END_TEST
+
+/* The export of a handle the device cannot read at any mapping copies
+ * from its pages at a scratch range; when that copy cannot be waited for,
+ * the pages stay there and never reach the pool (released while mapped). */
+START_TEST(pages_under_a_copy_that_may_still_run_stay_out_of_the_pool)
+{
+    env_up(8, false, 0);
+    CUmemGenericAllocationHandle h, real;
+    ck_assert_int_eq(sw_vmm_create(P, 0, PG, &h), CUDA_SUCCESS);
+    sw_backend be = fake_ops(FB);
+    ck_assert_int_eq(be.page_create(be.ctx, 0, SW_LOC_DEVICE, PG, &real), CUDA_SUCCESS);
+    fake_fail_next(FB, "stream_sync", CUDA_ERROR_UNKNOWN);
+    fake_on_call(FB, "stream_sync", 1, refuse_the_device_sync, NULL);
+    ck_assert_int_eq(sw_vmm_promote(P, h, real, NULL), CUDA_ERROR_LAUNCH_FAILED);
+    fake_fail_clear(FB);
+    ck_assert_int_eq(sw_vmm_release(P, h, NULL), CUDA_SUCCESS);
+    assert_no_violation();
+    ck_assert_int_eq(be.synchronize(be.ctx, 0), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_policy_destroy(P), CUDA_SUCCESS); /* the pool's pages released, not that one */
+    ck_assert_msg(fstats().violations == 0, "at destroy: %s", fake_violation(FB));
+}
+END_TEST
+
 /* One case of the sweep, in a child: NULL when every invariant held, else
  * what broke. */
 static const char *sweep_case(const char *op, int skip, int times, CUresult err, bool fill_back)
@@ -285,6 +360,9 @@ Suite *test_suite(void)
     tcase_add_test(tc, maps_without_access_are_undone);
     tcase_add_test(tc, the_drivers_unknown_error_is_not_a_lost_va);
     tcase_add_test(tc, a_refused_program_unmap_keeps_the_mapping_whole);
+    tcase_add_test(tc, a_handles_lost_page_is_counted_once);
+    tcase_add_test(tc, an_export_after_a_lost_page_copies_from_the_pages);
+    tcase_add_test(tc, pages_under_a_copy_that_may_still_run_stay_out_of_the_pool);
     tcase_add_test(tc, every_refused_step_of_a_move_keeps_the_bytes);
     suite_add_tcase(s, tc);
     return s;
