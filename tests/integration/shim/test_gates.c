@@ -120,20 +120,29 @@ static CUdeviceptr spilled_at(CUdeviceptr p, size_t bytes)
     return 0;
 }
 
+/* Device 0 set up, a BUF buffer of pattern 5 partly spilled (more
+ * pressure after the spill), and a stream of its own: *c0, *s. */
+static CUdeviceptr partly_spilled(CUcontext *c0, CUstream *s)
+{
+    *c0 = rig_setup(0);
+    CUdeviceptr b = rig_filled(BUF, 5);
+    spill_device0(*c0);
+    CUdeviceptr x;
+    CU_OK(cuMemAlloc(&x, 8 * MiB));
+    CU_OK(cuMemFree(x));
+    CU_OK(cuStreamCreate(s, CU_STREAM_NON_BLOCKING));
+    return b;
+}
+
 /* A program built with CUDA 8-11.6 headers (-lcuda) or a runtime asking
  * cuGetProcAddress for a version before 11.7 gets the unsuffixed ABI: it
  * is spillway's, and like every submission it touches what it names, so
  * that spilled data it is about to use is filled back first (then gated). */
 START_TEST(memops_of_cuda_8_pass_the_gate)
 {
-    CUcontext c0 = rig_setup(0);
-    CUdeviceptr b = rig_filled(BUF, 5);
-    spill_device0(c0);
-    CUdeviceptr x;
-    CU_OK(cuMemAlloc(&x, 8 * MiB)); /* more pressure: b is partly away */
-    CU_OK(cuMemFree(x));
+    CUcontext c0;
     CUstream s;
-    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr b = partly_spilled(&c0, &s);
     void *pfn = NULL;
     CUdriverProcAddressQueryResult q;
     CU_OK(cuGetProcAddress("cuStreamWriteValue32", &pfn, 11000, CU_GET_PROC_ADDRESS_DEFAULT, &q));
@@ -187,15 +196,10 @@ typedef CUresult (*decompress_fn)(CUmemDecompressParams *, size_t, unsigned, siz
  * decompression engine, then refuses the batch itself). */
 START_TEST(a_decompression_batch_passes_the_gate)
 {
-    CUcontext c0 = rig_setup(0);
-    CUdeviceptr b = rig_filled(BUF, 5), act;
-    CU_OK(cuMemAlloc(&act, 4096));
-    spill_device0(c0);
-    CUdeviceptr x;
-    CU_OK(cuMemAlloc(&x, 8 * MiB)); /* more pressure: b is partly away */
-    CU_OK(cuMemFree(x));
+    CUcontext c0;
     CUstream s;
-    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr b = partly_spilled(&c0, &s), act;
+    CU_OK(cuMemAlloc(&act, 4096));
     void *pfn = NULL;
     CUdriverProcAddressQueryResult q;
     CU_OK(cuGetProcAddress("cuMemBatchDecompressAsync", &pfn, 12080, CU_GET_PROC_ADDRESS_DEFAULT, &q));

@@ -198,20 +198,27 @@ START_TEST(a_refused_program_unmap_keeps_the_mapping_whole)
 }
 END_TEST
 
+/* Spill on (8 pages, 16 on the host); a one-page pool handle mapped at
+ * *va with access, its bytes seed 4. */
+static void one_page_handle(CUdeviceptr *va, CUmemGenericAllocationHandle *h)
+{
+    sw_device_config cfg = {.limit = 8 * PG, .host_limit = 16 * PG, .spill = true};
+    env_up_cfg(&cfg, 8);
+    ck_assert_int_eq(fake_reserve(FB, PG, va), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_create(P, 0, PG, h), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_map(P, *va, PG, 0, *h), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_set_access(P, *va, PG, 1), CUDA_SUCCESS);
+    fill(*va, PG, 4);
+}
+
 /* A handle's page lost in a move (a fill whose every remap is refused):
  * counted out of the host pages once, not again when the handle goes, and
  * its handle kept out of the pool. */
 START_TEST(a_handles_lost_page_is_counted_once)
 {
-    sw_device_config cfg = {.limit = 8 * PG, .host_limit = 16 * PG, .spill = true};
-    env_up_cfg(&cfg, 8);
     CUdeviceptr va;
     CUmemGenericAllocationHandle h;
-    ck_assert_int_eq(fake_reserve(FB, PG, &va), CUDA_SUCCESS);
-    ck_assert_int_eq(sw_vmm_create(P, 0, PG, &h), CUDA_SUCCESS);
-    ck_assert_int_eq(sw_vmm_map(P, va, PG, 0, h), CUDA_SUCCESS);
-    ck_assert_int_eq(sw_vmm_set_access(P, va, PG, 1), CUDA_SUCCESS);
-    fill(va, PG, 4);
+    one_page_handle(&va, &h);
     ck_assert_int_eq(sw_set_residency(P, va, 1, SW_RES_HOST), CUDA_SUCCESS);
     ck_assert_uint_eq(counters().host_in_use_bytes, PG);
     fake_fail_after(FB, "map", 1, CUDA_ERROR_OUT_OF_MEMORY, 10);
@@ -230,15 +237,9 @@ END_TEST
  * GPU an illegal address). */
 START_TEST(an_export_after_a_lost_page_copies_from_the_pages)
 {
-    sw_device_config cfg = {.limit = 8 * PG, .host_limit = 16 * PG, .spill = true};
-    env_up_cfg(&cfg, 8);
     CUdeviceptr va;
     CUmemGenericAllocationHandle h, real;
-    ck_assert_int_eq(fake_reserve(FB, PG, &va), CUDA_SUCCESS);
-    ck_assert_int_eq(sw_vmm_create(P, 0, PG, &h), CUDA_SUCCESS);
-    ck_assert_int_eq(sw_vmm_map(P, va, PG, 0, h), CUDA_SUCCESS);
-    ck_assert_int_eq(sw_vmm_set_access(P, va, PG, 1), CUDA_SUCCESS);
-    fill(va, PG, 4);
+    one_page_handle(&va, &h);
     fake_fail_after(FB, "map", 1, CUDA_ERROR_OUT_OF_MEMORY, 10);
     ck_assert_int_eq(sw_set_residency(P, va, 1, SW_RES_HOST), CUDA_ERROR_UNKNOWN);
     fake_fail_clear(FB);
