@@ -329,7 +329,7 @@ CUresult sw_sync_point(sw_device *d)
 {
     /* Through the device's syncer: the program's own thread must never
      * wait on a sync that may depend on its later launches. */
-    return sw_syncer_wait(d, sw_deadline(d));
+    return sw_sync_device(d->pol, d->id, sw_deadline(d));
 }
 
 CUresult sw_sync_and_collect(sw_device *d)

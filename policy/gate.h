@@ -67,15 +67,14 @@ typedef struct sw_syncer {
 /* A syncer of device dev; its thread starts at the first wait. */
 int sw_syncer_init(sw_syncer *s, sw_policy *p, int dev);
 void sw_syncer_destroy(sw_syncer *s);
-/* A device sync that began after this call, waited for until deadline_ns:
- * its result, or NOT_READY when it did not end in time or a stream capture
- * is under way (then no sync was made for the caller). */
-CUresult sw_syncer_wait(sw_device *d, uint64_t deadline_ns);
-/* The same for any device dev, with or without a pool: one with none
- * (never allocated through spillway, or passed through after a failed
- * set-up) can still run work that reaches another device's pages through
- * peer access, and a move must sync it too. Its syncer is the policy's
- * (sw_policy.bare), started at the first such sync. */
+/* A sync of device dev that began after this call, waited for until
+ * deadline_ns: its result, or NOT_READY when it did not end in time or a
+ * stream capture is under way (then no sync was made for the caller).
+ * With or without a pool: one with none (never allocated through
+ * spillway, or passed through after a failed set-up) can still run work
+ * that reaches another device's pages through peer access, and a move
+ * must sync it too. The syncers are the policy's (sw_policy.syncer), one
+ * per device like the gates. */
 CUresult sw_sync_device(sw_policy *p, int dev, uint64_t deadline_ns);
 /* Now + the device's patience (cfg.quiesce_wait_ns). */
 uint64_t sw_deadline(const sw_device *d);

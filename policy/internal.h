@@ -549,7 +549,6 @@ struct sw_device {
      * order they were freed), with their lengths. */
     sw_page *ring, *cached;
     size_t nring, ncached;
-    sw_syncer syncer;
     size_t host_target;       /* host pages the reserve keeps free (0: none) */
     size_t low_water;         /* free device pages a spill leaves behind */
     /* The no-thrash rule's move budget (spill.c): pages a swap may still
@@ -589,10 +588,9 @@ struct sw_policy {
     /* Each device's work gate, ready before any device is set up: brackets
      * name devices whether or not they have a pool. */
     sw_gate gate[SW_MAX_DEVICES];
-    /* Syncers of devices without a pool (sw_sync_device): a peer given
-     * access to a pool's pages runs work a move must wait for, pool or
-     * not. */
-    sw_syncer bare[SW_MAX_DEVICES];
+    /* Each device's syncer, as its gate: a device without a pool (a peer
+     * given access to a pool's pages) runs work a move must wait for too. */
+    sw_syncer syncer[SW_MAX_DEVICES];
     /* The host-page reserve's thread (reserve.c) and the devices it should
      * look at. */
     pthread_mutex_t reserve_lock;

@@ -52,7 +52,7 @@ CUresult sw_policy_create(const sw_backend *backend, sw_policy **out)
     for (int i = 0; i < SW_MAX_DEVICES; i++) {
         p->dev[i].pol = p;
         p->dev[i].id = i;
-        if (sw_gate_init(&p->gate[i]) || sw_syncer_init(&p->bare[i], p, i)) {
+        if (sw_gate_init(&p->gate[i]) || sw_syncer_init(&p->syncer[i], p, i)) {
             free(p);
             return CUDA_ERROR_OUT_OF_MEMORY;
         }
@@ -92,7 +92,6 @@ static CUresult device_teardown(sw_device *d)
     unsigned nsegs = atomic_load(&d->arena.nsegs);
     /* Unmapping below must not race work the program left queued. */
     CUresult first = nsegs ? p->be.synchronize(p->be.ctx, d->id) : CUDA_SUCCESS, r;
-    sw_syncer_destroy(&d->syncer);
     for (int i = 0; i < 2; i++) {
         if (!d->mover[i])
             continue;
@@ -165,7 +164,7 @@ CUresult sw_policy_destroy(sw_policy *p)
     pthread_mutex_destroy(&p->reserve_lock);
     pthread_cond_destroy(&p->reserve_cv);
     for (int i = 0; i < SW_MAX_DEVICES; i++) {
-        sw_syncer_destroy(&p->bare[i]);
+        sw_syncer_destroy(&p->syncer[i]);
         sw_gate_destroy(&p->gate[i]);
     }
     free(p);
@@ -208,7 +207,7 @@ static CUresult device_build(sw_device *d, const sw_device_config *cfg, size_t l
     }
     atomic_fetch_add_explicit(&d->c.va_bytes, (uint64_t)SW_SCRATCH_PAGES << d->shift,
                               memory_order_relaxed);
-    if (!sw_pt_ensure(&p->pt, d->scratch) || sw_syncer_init(&d->syncer, p, d->id) ||
+    if (!sw_pt_ensure(&p->pt, d->scratch) ||
         sw_pool_init(d, limit_pages, cfg->host_limit >> d->shift) || sw_arena_init(d, first_va) ||
         sw_classes_init(d) || sw_freeq_init(&d->q))
         return CUDA_ERROR_OUT_OF_MEMORY;

@@ -130,17 +130,11 @@ static CUresult syncer_wait(sw_syncer *s, uint64_t deadline_ns)
     return r;
 }
 
-CUresult sw_syncer_wait(sw_device *d, uint64_t deadline_ns)
-{
-    return syncer_wait(&d->syncer, deadline_ns);
-}
-
 CUresult sw_sync_device(sw_policy *p, int dev, uint64_t deadline_ns)
 {
     if (!p || dev < 0 || dev >= SW_MAX_DEVICES)
         return CUDA_ERROR_INVALID_VALUE;
-    sw_device *d = sw_dev(p, dev);
-    return syncer_wait(d ? &d->syncer : &p->bare[dev], deadline_ns);
+    return syncer_wait(&p->syncer[dev], deadline_ns);
 }
 
 void sw_syncer_destroy(sw_syncer *s)
