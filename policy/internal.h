@@ -510,6 +510,13 @@ CUresult sw_vmm_destroy_all(sw_policy *p);
 sw_vmm *sw_vmm_get(sw_policy *p, CUmemGenericAllocationHandle h);
 sw_vmap *sw_vmap_at(sw_policy *p, CUdeviceptr va);
 CUresult sw_vmap_unmap_pages(sw_policy *p, sw_vmap *m, uint32_t done);
+/* m's pages [0, n) mapped at its VAs again where none is (an unmap or a
+ * remap refused partway: nothing ran there meanwhile), each with m's
+ * access; one the driver will not map back is lost (its VA reads as
+ * unmapped, as the driver left it). Every page keeps m as its owner, so
+ * that the mapping stays whole for the program's next call. Handle and
+ * device locks held. */
+void sw_vmap_pages_back(sw_policy *p, sw_vmap *m, uint32_t n);
 /* Gives a handle's pages back to the pool and forgets it (device lock held
  * too). */
 void sw_vmm_forget(sw_policy *p, sw_vmm *v);

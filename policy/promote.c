@@ -110,33 +110,9 @@ static CUresult copy_out(sw_policy *p, sw_device *d, const sw_vmm *v, CUdevicept
     return r;
 }
 
-/* m's pages mapped at its VAs again (those whose unmap was refused are
- * still there), with its access: nothing ran there meanwhile (quiesced). */
-static void pages_back(sw_policy *p, sw_device *d, sw_vmap *m)
-{
-    const sw_backend *be = &p->be;
-    sw_vmm *v = m->h;
-    uint64_t now = atomic_load(&m->heat.touched);
-    for (uint32_t i = 0; i < v->npages; i++) {
-        CUdeviceptr va = m->va + ((CUdeviceptr)i << p->shift);
-        sw_pte *e = sw_pt_get(&p->pt, va);
-        if (v->pages[i]->lost)
-            continue; /* a failed move's: stays so */
-        if (!atomic_load(&e->page) && sw_map_page(d, va, v->pages[i]) != CUDA_SUCCESS) {
-            sw_page_lose(d, va, v->pages[i]); /* the VA reads as unmapped, as the driver left it */
-            continue;
-        }
-        atomic_store_explicit(&e->owner, SW_OWN(m, SW_OWN_VMM), memory_order_release);
-        if (v->pages[i]->loc == SW_LOC_DEVICE && v->pages[i]->nmaps == 1)
-            sw_ring_insert(d, v->pages[i], now);
-    }
-    if (m->access)
-        (void)be->set_access(be->ctx, m->va, v->size, m->access);
-}
-
 /* Puts real where m's pages were. If the driver refuses, the pages go back
  * (nothing ran there meanwhile: quiesced). */
-static CUresult remap(sw_policy *p, sw_device *d, sw_vmap *m, CUmemGenericAllocationHandle real)
+static CUresult remap(sw_policy *p, sw_vmap *m, CUmemGenericAllocationHandle real)
 {
     const sw_backend *be = &p->be;
     sw_vmm *v = m->h;
@@ -146,7 +122,7 @@ static CUresult remap(sw_policy *p, sw_device *d, sw_vmap *m, CUmemGenericAlloca
             return CUDA_SUCCESS;
         be->unmap(be->ctx, m->va, v->size);
     }
-    pages_back(p, d, m);
+    sw_vmap_pages_back(p, m, v->npages);
     return r;
 }
 
@@ -154,13 +130,13 @@ static CUresult remap(sw_policy *p, sw_device *d, sw_vmap *m, CUmemGenericAlloca
  * mapping of v could not be moved: one handle's mappings must all show the
  * same memory. The unmap of real is tried twice; if the driver refuses
  * both, the mapping stays on real and that is reported. */
-static CUresult unpromote(sw_policy *p, sw_device *d, sw_vmap *m)
+static CUresult unpromote(sw_policy *p, sw_vmap *m)
 {
     const sw_backend *be = &p->be;
     CUresult r = be->unmap(be->ctx, m->va, m->h->size);
     if (r != CUDA_SUCCESS && (r = be->unmap(be->ctx, m->va, m->h->size)) != CUDA_SUCCESS)
         return r;
-    pages_back(p, d, m);
+    sw_vmap_pages_back(p, m, m->h->npages);
     return CUDA_SUCCESS;
 }
 
@@ -187,16 +163,16 @@ static void hand_over(sw_policy *p, sw_device *d, sw_vmm *v, CUmemGenericAllocat
  * refuses twice stays on real, its VA unknown to the page table (the
  * program's unmap of it then goes to the driver): not expected of a driver
  * that just mapped real; the export answers the first refusal. */
-static CUresult remap_all(sw_policy *p, sw_device *d, sw_vmm *v, CUmemGenericAllocationHandle real)
+static CUresult remap_all(sw_policy *p, sw_vmm *v, CUmemGenericAllocationHandle real)
 {
     sw_vmap *failed = NULL;
     CUresult r = CUDA_SUCCESS;
     for (sw_vmap *m = p->vmaps; m && !failed; m = m->next)
-        if (m->h == v && (r = remap(p, d, m, real)) != CUDA_SUCCESS)
+        if (m->h == v && (r = remap(p, m, real)) != CUDA_SUCCESS)
             failed = m;
     for (sw_vmap *m = p->vmaps; failed && m != failed; m = m->next)
         if (m->h == v)
-            (void)unpromote(p, d, m);
+            (void)unpromote(p, m);
     return r;
 }
 
@@ -230,7 +206,7 @@ static CUresult promote_locked(sw_policy *p, sw_device *d, sw_vmm *v,
     if (r == CUDA_SUCCESS)
         r = u;
     if (r == CUDA_SUCCESS)
-        r = remap_all(p, d, v, real);
+        r = remap_all(p, v, real);
     if (r == CUDA_SUCCESS) {
         if (maps)
             list_mappings(p, v, maps);

@@ -348,6 +348,28 @@ static CUresult gone_room(sw_policy *p, CUdeviceptr va, size_t size, sw_vmm_gone
     return gone->h ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
+void sw_vmap_pages_back(sw_policy *p, sw_vmap *m, uint32_t n)
+{
+    sw_vmm *v = m->h;
+    sw_device *d = v->dev;
+    uint64_t now = atomic_load(&m->heat.touched);
+    for (uint32_t i = 0; i < n; i++) {
+        CUdeviceptr va = m->va + ((CUdeviceptr)i << p->shift);
+        sw_pte *e = sw_pt_get(&p->pt, va);
+        sw_page *pg = v->pages[i];
+        /* A page a failed move lost stays so. */
+        if (!pg->lost && !atomic_load(&e->page) && sw_map_page(d, va, pg) != CUDA_SUCCESS)
+            sw_page_lose(d, va, pg);
+        atomic_store_explicit(&e->owner, SW_OWN(m, SW_OWN_VMM), memory_order_release);
+        if (pg->lost)
+            continue;
+        if (m->access)
+            (void)p->be.set_access(p->be.ctx, va, d->page, m->access);
+        if (pg->loc == SW_LOC_DEVICE && pg->nmaps == 1)
+            sw_ring_insert(d, pg, now);
+    }
+}
+
 /* The program's unmap of mapping m, all of it or none: when the driver
  * refuses a page, the pages unmapped before it are mapped back, so that
  * the mapping stays whole, its handle's pages stay out of the pool, and the
@@ -365,25 +387,8 @@ static CUresult unmap_whole(sw_policy *p, sw_vmap *m)
         sw_list_remove(d, v->pages[done]);
         atomic_store_explicit(&sw_pt_get(&p->pt, va)->owner, 0, memory_order_release);
     }
-    if (r == CUDA_SUCCESS)
-        return r;
-    uint64_t now = atomic_load(&m->heat.touched);
-    for (uint32_t i = 0; i < done; i++) {
-        CUdeviceptr va = m->va + ((CUdeviceptr)i << p->shift);
-        sw_page *pg = v->pages[i];
-        /* A page a failed move lost stays so; one the driver will not map
-         * back is lost now (the VA reads as unmapped, as the driver left
-         * it), its owner kept: the mapping stays whole for the retry. */
-        if (!pg->lost && sw_map_page(d, va, pg) != CUDA_SUCCESS)
-            sw_page_lose(d, va, pg);
-        atomic_store_explicit(&sw_pt_get(&p->pt, va)->owner, SW_OWN(m, SW_OWN_VMM), memory_order_release);
-        if (pg->lost)
-            continue;
-        if (m->access)
-            (void)p->be.set_access(p->be.ctx, va, d->page, m->access);
-        if (pg->loc == SW_LOC_DEVICE && pg->nmaps == 1)
-            sw_ring_insert(d, pg, now);
-    }
+    if (r != CUDA_SUCCESS)
+        sw_vmap_pages_back(p, m, done);
     return r;
 }
 
