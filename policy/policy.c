@@ -68,7 +68,6 @@ static CUresult va_free2(sw_policy *p, CUdeviceptr va, size_t size)
     return r == CUDA_SUCCESS ? r : p->be.va_free(p->be.ctx, va, size);
 }
 
-/* Frees what sw_device_init built, in reverse; first error wins. */
 /* Scratch slots a refused unmap left mapped, unmapped before any page is
  * released: a page there may also back a program VA (a move that
  * completed) and go back to the pool with it. The device was synchronized:
@@ -86,6 +85,7 @@ static void unstick_all(sw_device *d)
     }
 }
 
+/* Frees what sw_device_init built, in reverse; first error wins. */
 static CUresult device_teardown(sw_device *d)
 {
     sw_policy *p = d->pol;

@@ -270,10 +270,7 @@ static void unpooled_step(enum spw_kind kind, int dev, int reason, int sign)
         kind == SPW_KIND_MIPMAP ||
         (kind == SPW_KIND_HANDLE && reason < 0))
         return;
-    if (sign > 0)
-        atomic_fetch_add_explicit(&unpooled, 1, memory_order_relaxed);
-    else
-        atomic_fetch_sub_explicit(&unpooled, 1, memory_order_relaxed);
+    spw_account_unpooled_held(sign);
 }
 
 void spw_account_unpooled_held(int sign)

@@ -58,10 +58,6 @@ static inline CUresult spw_alloc_device(int *dev)
                       spw_account_commit((kind), (uint64_t)(key), (dev), (bytes)), \
                       spw_account_note_pool_oom((dev), (bytes), (int)sw_refusal_reason()))
 
-/* The same for memory that passes the pool by, counted with its reason
- * (sw_passthrough_reason) in the policy's counters, the debug log and the
- * stats' pass-through gauges. Device memory takes its pages out of the
- * pool first (spw_pool_lend): the driver gets room the pool held. */
 /* Takes bytes out of the pool and reserves them in the account for
  * memory outside the pool: 0, or -1 with nothing held. */
 static inline int spw_hold_passthrough(int dev, int reason, uint64_t bytes)
@@ -91,6 +87,11 @@ static inline void spw_release_passthrough(int dev, uint64_t bytes, int reason)
     spw_mark_counted();
 }
 
+/* The same as SPW_POOL_ALLOC for memory that passes the pool by, counted
+ * with its reason (sw_passthrough_reason) in the policy's counters, the
+ * debug log and the stats' pass-through gauges. Device memory takes its
+ * pages out of the pool first (spw_pool_lend): the driver gets room the
+ * pool held. */
 #define SPW_PASSTHROUGH_ALLOC(kind, dev, bytes, reason, what, call, key)                  \
     do {                                                                                  \
         spw_publish_ensure();                                                             \
