@@ -66,6 +66,18 @@ static inline void assert_no_violation(void)
     ck_assert_msg(s.violations == 0, "backend invariant violated: %s", fake_violation(FB));
 }
 
+/* How many of the npages pages from va live on the host. */
+static inline size_t host_pages_in(CUdeviceptr va, size_t npages)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < npages; i++) {
+        sw_residency w;
+        ck_assert_int_eq(sw_get_residency(P, va + i * PG, &w), CUDA_SUCCESS);
+        n += w == SW_RES_HOST;
+    }
+    return n;
+}
+
 /* Destroys the policy: everything it created must be gone. */
 static inline void env_down(void)
 {

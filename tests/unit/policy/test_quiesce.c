@@ -3,17 +3,6 @@
  * when the gates were closed. */
 #include "tests/unit/policy/helpers.h"
 
-static size_t host_pages_in(CUdeviceptr va, size_t npages)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < npages; i++) {
-        sw_residency w;
-        ck_assert_int_eq(sw_get_residency(P, va + i * PG, &w), CUDA_SUCCESS);
-        n += w == SW_RES_HOST;
-    }
-    return n;
-}
-
 typedef struct grant {
     CUdeviceptr va;
     size_t size;

@@ -14,14 +14,6 @@ static sw_residency where_is(CUdeviceptr va)
     return w;
 }
 
-static size_t host_pages_in(CUdeviceptr va, size_t npages)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < npages; i++)
-        n += where_is(va + i * PG) == SW_RES_HOST;
-    return n;
-}
-
 START_TEST(full_pool_spills_coldest_and_keeps_bytes)
 {
     env_spill(8, 16);

@@ -26,17 +26,6 @@ static uint64_t now_ms(void)
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-static size_t host_pages_in(CUdeviceptr va, size_t npages)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < npages; i++) {
-        sw_residency w;
-        ck_assert_int_eq(sw_get_residency(P, va + i * PG, &w), CUDA_SUCCESS);
-        n += w == SW_RES_HOST;
-    }
-    return n;
-}
-
 /* The two-device collective of issue 12, at the policy level: the device's
  * sync cannot end (its kernel waits for a launch the allocating thread
  * makes only after the allocation). Before, the allocation hung. */
