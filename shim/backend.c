@@ -13,6 +13,7 @@
 #include "shim/backend.h"
 
 #include "shim/capture.h"
+#include "shim/contexts.h"
 #include "shim/copy_side.h"
 #include "shim/driver.h"
 #include "shim/hooks.h"
@@ -25,6 +26,13 @@ static _Atomic(CUcontext) primary[SW_MAX_DEVICES];
 static pthread_mutex_t primary_lock = PTHREAD_MUTEX_INITIALIZER;
 /* A device whose primary context serves device-less calls. */
 static _Atomic int some_device = -1;
+
+CUcontext spw_backend_primary_known(int dev)
+{
+    return dev >= 0 && dev < SW_MAX_DEVICES
+               ? atomic_load_explicit(&primary[dev], memory_order_acquire)
+               : NULL;
+}
 
 CUcontext spw_backend_primary(int dev)
 {
@@ -321,18 +329,25 @@ static CUcontext own_context_of(int dev)
     return cur;
 }
 
-/* The primary context, and the calling thread's own context of dev if it
- * uses one (the policy synchronizes from the allocating thread). Work the
- * program queued in yet other contexts is not covered (README). */
+/* One context of the program's, made current for its sync. */
+static CUresult sync_one(CUcontext c)
+{
+    NEED(spw_real.spw_h_ctx_synchronize);
+    WITH_CTX(ctx_enter_ctx(c, &pushed_), spw_real.spw_h_ctx_synchronize());
+}
+
+/* The primary context, the calling thread's own context of dev if it uses
+ * one (the policy may synchronize from the allocating thread), and every
+ * other context of dev that the program gave work (contexts.h). */
 static CUresult be_synchronize(void *ctx, int dev)
 {
     (void)ctx;
     NEED(spw_real.spw_h_ctx_synchronize);
-    if (own_context_of(dev)) {
-        CUresult r = spw_real.spw_h_ctx_synchronize();
-        if (r != CUDA_SUCCESS)
-            return r;
-    }
+    CUresult r;
+    if (own_context_of(dev) && (r = spw_real.spw_h_ctx_synchronize()) != CUDA_SUCCESS)
+        return r;
+    if ((r = spw_contexts_sync(dev, sync_one)) != CUDA_SUCCESS)
+        return r;
     IN_DEVICE(dev, spw_real.spw_h_ctx_synchronize());
 }
 
@@ -389,8 +404,7 @@ static CUresult be_sync_context(void *ctx, int dev, void *token)
 {
     (void)ctx;
     (void)dev;
-    NEED(spw_real.spw_h_ctx_synchronize);
-    WITH_CTX(ctx_enter_ctx((CUcontext)token, &pushed_), spw_real.spw_h_ctx_synchronize());
+    return sync_one((CUcontext)token);
 }
 
 /* In the freeing thread's context when it is dev's: an event is recorded on

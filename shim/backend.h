@@ -9,6 +9,11 @@ const sw_backend *spw_backend(void);
 /* dev's primary context, retained on first use (NULL if the driver refuses). */
 CUcontext spw_backend_primary(int dev);
 
+/* dev's primary context if spillway retained it already, else NULL
+ * (never retains: a device the program only uses through contexts of its
+ * own gets no primary context from a question). */
+CUcontext spw_backend_primary_known(int dev);
+
 /* The device of a context (pushed for the question when not current). */
 CUresult spw_backend_ctx_device(CUcontext ctx, int *dev);
 /* Whether dev's pool pages are made GPUDirect RDMA capable (the device

@@ -55,6 +55,8 @@ uint64_t spw_driver_page_size(int dev);
     X(cuCtxPopCurrent_v2, CUresult (*)(CUcontext *))                                       \
     X(cuCtxGetDevice, CUresult (*)(CUdevice *))                                            \
     X(cuStreamGetDevice, CUresult (*)(CUstream, CUdevice *))                               \
+    X(cuStreamGetCtx, CUresult (*)(CUstream, CUcontext *))                                 \
+    X(cuStreamGetCtx_v2, CUresult (*)(CUstream, CUcontext *, CUgreenCtx *))                \
     X(cuDeviceGetCount, CUresult (*)(int *))                                               \
     X(cuDevicePrimaryCtxRetain, CUresult (*)(CUcontext *, CUdevice))                       \
     X(cuDeviceGetAttribute, CUresult (*)(int *, CUdevice_attribute, CUdevice))             \

@@ -3,6 +3,8 @@
 #include "shim/arenas.h"
 #include "shim/gate_use.h"
 
+#include "shim/backend.h"
+#include "shim/contexts.h"
 #include "shim/copy_side.h"
 #include "shim/driver.h"
 #include "shim/log.h"
@@ -63,6 +65,65 @@ uint64_t spw_gate_stream_devices(CUstream s)
 {
     int d = spw_stream_device(s);
     return d >= 0 ? 1ull << d : 0;
+}
+
+/* What this thread already noted (contexts.h): the context it last
+ * submitted from, and the stream it last launched on, each valid while the
+ * generation stays. */
+static _Thread_local CUcontext noted_ctx;
+static _Thread_local uint64_t noted_ctx_gen;
+static _Thread_local CUstream noted_stream;
+static _Thread_local uint64_t noted_stream_gen;
+
+/* The context whose sync covers work on s (NULL: the current context's
+ * streams). For a green context's stream, CUDA 12.5's cuStreamGetCtx_v2
+ * answers its device's primary context, whose sync covers every green
+ * context (and which is never kept: a green context may be current on one
+ * thread only, so spillway must not make it current on its own). */
+static CUresult work_context(CUstream s, CUcontext *c)
+{
+    CUgreenCtx green;
+    if (spw_drv.cuStreamGetCtx_v2)
+        return spw_drv.cuStreamGetCtx_v2(s, c, &green);
+    if (spw_drv.cuStreamGetCtx)
+        return spw_drv.cuStreamGetCtx(s, c);
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+/* Keeps the context of work on s when it is one the program made. */
+static void note(CUstream s)
+{
+    CUcontext c = NULL;
+    int dev;
+    if (work_context(s, &c) == CUDA_SUCCESS && c &&
+        spw_backend_ctx_device(c, &dev) == CUDA_SUCCESS && dev >= 0 && dev < SW_MAX_DEVICES &&
+        c != spw_backend_primary_known(dev))
+        spw_contexts_add(c, dev);
+}
+
+void spw_gate_note_context(void)
+{
+    CUcontext c = NULL;
+    if (!spw_drv.cuCtxGetCurrent || spw_drv.cuCtxGetCurrent(&c) != CUDA_SUCCESS || !c)
+        return;
+    uint64_t gen = spw_contexts_generation();
+    if (c == noted_ctx && gen == noted_ctx_gen)
+        return;
+    note(NULL);
+    noted_ctx = c;
+    noted_ctx_gen = gen;
+}
+
+void spw_gate_note_stream(CUstream s)
+{
+    if (!s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD)
+        return; /* the current context's: noted by every gated handler */
+    uint64_t gen = spw_contexts_generation();
+    if (s == noted_stream && gen == noted_stream_gen)
+        return;
+    note(s);
+    noted_stream = s;
+    noted_stream_gen = gen;
 }
 
 /* The pool device of side p, noting that work on device `on` names it. */

@@ -62,6 +62,13 @@ static inline void spw_gate_use2(sw_policy *p, CUdeviceptr a, CUdeviceptr b, siz
  * pointers'). */
 uint64_t spw_graph_use(sw_policy *g, CUgraphExec exec, uint64_t runs_on);
 
+/* The calling thread's current context, and a launch's stream's context,
+ * kept when it is a context the program made (contexts.h), so that a move's
+ * sync covers its work: once per thread and context (a thread-local
+ * compare otherwise). Before the bracket. */
+void spw_gate_note_context(void);
+void spw_gate_note_stream(CUstream s);
+
 /* The device of the calling thread's current context, or -1 when there is
  * none (or it is past SW_MAX_DEVICES). */
 int spw_current_device(void);
@@ -133,6 +140,7 @@ uint64_t spw_gate_use_sides(sw_policy *g, const spw_sides *s);
         (void)runs_on;                                         \
         if (g) {                                               \
             use;                                               \
+            spw_gate_note_context();                           \
         }                                                      \
         CUresult r;                                            \
         SPW_GATED_CALL(g, devices, r, real args);              \

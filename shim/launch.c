@@ -80,6 +80,7 @@ static CUresult counted(CUresult r, CUstream stream, uint64_t runs_on, int graph
 #define LAUNCH_HANDLERS(handler, params, f, kparams, extra, stream, args)     \
     SPW_GATED_HANDLERS(handler, params, args,                               \
                        use_arguments(g, (f), (kparams), (extra));           \
+                       spw_gate_note_stream(stream);                        \
                        devices = runs_on = spw_gate_stream_devices(stream), counted(r, (stream), runs_on, 0))
 
 LAUNCH_HANDLERS(spw_h_launch_kernel,
@@ -105,7 +106,8 @@ LAUNCH_HANDLERS(spw_h_launch_cooperative_kernel,
 
 SPW_GATED_HANDLERS(spw_h_graph_launch, (CUgraphExec hGraphExec, CUstream hStream),
                    (hGraphExec, hStream),
-                   runs_on = spw_gate_stream_devices(hStream); devices = spw_graph_use(g, hGraphExec, runs_on),
+                   runs_on = spw_gate_stream_devices(hStream); spw_gate_note_stream(hStream);
+                   devices = spw_graph_use(g, hGraphExec, runs_on),
                    counted(r, hStream, runs_on, 1))
 
 /* The arguments of these live in the driver (cuParamSet*): not scanned, so
@@ -117,7 +119,8 @@ SPW_GATED_HANDLER(spw_h_launch_grid, (CUfunction f, int grid_width, int grid_hei
                   (f, grid_width, grid_height), devices = runs_on = spw_gate_stream_devices(NULL),
                   counted(r, NULL, runs_on, 0))
 SPW_GATED_HANDLER(spw_h_launch_grid_async, (CUfunction f, int grid_width, int grid_height, CUstream hStream),
-                  (f, grid_width, grid_height, hStream), devices = runs_on = spw_gate_stream_devices(hStream),
+                  (f, grid_width, grid_height, hStream),
+                  spw_gate_note_stream(hStream); devices = runs_on = spw_gate_stream_devices(hStream),
                   counted(r, hStream, runs_on, 0))
 
 /* Forgotten before (a launch racing the unload must not cache the dying

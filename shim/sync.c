@@ -3,6 +3,7 @@
  * value may come back as a new stream) and peer access (granted on the
  * pool's mappings too). Each forwards first; the driver's answer stands. */
 #include "shim/backend.h"
+#include "shim/contexts.h"
 #include "shim/handler.h"
 
 /* Asked twice when refused: a sync point missed leaves freed spilled data
@@ -83,9 +84,30 @@ CUresult spw_h_stream_destroy(CUstream hStream)
         spw_driver_stream_device(hStream, &dev) != CUDA_SUCCESS)
         dev = -1;
     CUresult r = real(hStream);
+    if (r == CUDA_SUCCESS && !spw_disabled())
+        spw_contexts_stream_gone();
     if (r == CUDA_SUCCESS && dev >= 0 && spw_pool_serves(dev))
         sw_stream_destroyed(spw_pool_policy(), dev, hStream);
     return r;
+}
+
+/* Forgotten first: a move's sync must never make a destroyed context
+ * current. A destroy the driver refuses leaves a context that its threads
+ * note again at their next work (the generation changed). */
+CUresult spw_h_ctx_destroy(CUcontext ctx)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_ctx_destroy);
+    if (ctx && !spw_disabled())
+        spw_contexts_gone(ctx);
+    return real(ctx);
+}
+
+CUresult spw_h_ctx_destroy_v1(CUcontext ctx)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_ctx_destroy_v1);
+    if (ctx && !spw_disabled())
+        spw_contexts_gone(ctx);
+    return real(ctx);
 }
 
 CUresult spw_h_ctx_enable_peer_access(CUcontext peerContext, unsigned int Flags)

@@ -765,5 +765,17 @@ FC_EXPORT CUresult cuStreamGetFlags(CUstream h, unsigned int *f) { FC_FAULT(cuSt
 FC_EXPORT CUresult cuStreamGetFlags_ptsz(CUstream h, unsigned int *f) { FC_FAULT(cuStreamGetFlags); return stream_get_flags(h, f, true); }
 FC_EXPORT CUresult cuStreamGetCtx(CUstream h, CUcontext *c) { FC_FAULT(cuStreamGetCtx); return stream_get_ctx(h, c, false); }
 FC_EXPORT CUresult cuStreamGetCtx_ptsz(CUstream h, CUcontext *c) { FC_FAULT(cuStreamGetCtx); return stream_get_ctx(h, c, true); }
+/* CUDA 12.5's: fakecuda has no green contexts, so every stream's is NULL. */
+static CUresult stream_get_ctx_v2(CUstream h, CUcontext *c, CUgreenCtx *g, bool ptds)
+{
+    if (!c || !g)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = stream_get_ctx(h, c, ptds);
+    if (r == CUDA_SUCCESS)
+        *g = NULL;
+    return r;
+}
+FC_EXPORT CUresult cuStreamGetCtx_v2(CUstream h, CUcontext *c, CUgreenCtx *g) { FC_FAULT(cuStreamGetCtx); return stream_get_ctx_v2(h, c, g, false); }
+FC_EXPORT CUresult cuStreamGetCtx_v2_ptsz(CUstream h, CUcontext *c, CUgreenCtx *g) { FC_FAULT(cuStreamGetCtx); return stream_get_ctx_v2(h, c, g, true); }
 FC_EXPORT CUresult cuStreamGetDevice(CUstream h, CUdevice *d) { FC_FAULT(cuStreamGetDevice); return stream_get_device(h, d, false); }
 FC_EXPORT CUresult cuStreamGetDevice_ptsz(CUstream h, CUdevice *d) { FC_FAULT(cuStreamGetDevice); return stream_get_device(h, d, true); }

@@ -7,6 +7,7 @@
 #include "tests/integration/shim/rig.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -91,6 +92,93 @@ END_TEST
 START_TEST(a_device_that_copied_without_peer_access_is_synced_before_a_move) { device1_reads_device0(1, 0); }
 END_TEST
 START_TEST(a_device_without_a_pool_that_copied_is_synced_before_a_move) { device1_reads_device0(0, 0); }
+END_TEST
+
+/* ---- contexts the program created ------------------------------------------ */
+
+/* Work queued in a context the program created (cuCtxCreate), on a thread
+ * that has another context current when the move comes: the primary
+ * context's sync does not cover it. `other_thread`: the work is queued by
+ * a thread of its own, which then waits (the allocating thread never had
+ * that context current). */
+struct own_ctx_work {
+    CUdeviceptr b;
+    void *host;
+    CUcontext mine;
+    CUstream s;
+};
+
+static void *queue_in_own_context(void *arg)
+{
+    struct own_ctx_work *w = arg;
+    CU_OK(cuCtxSetCurrent(w->mine));
+    CU_OK(cuStreamCreate(&w->s, CU_STREAM_NON_BLOCKING));
+    sleep_on(w->s, 300);
+    CU_OK(cuMemcpyDtoHAsync(w->host, w->b, BUF, w->s));
+    return NULL;
+}
+
+static void own_context_reads_the_pool(int other_thread)
+{
+    CUcontext c0 = rig_setup(0);
+    struct own_ctx_work w = {.b = rig_filled(BUF, 9)};
+    CU_OK(cuMemAllocHost(&w.host, BUF));
+    CU_OK(cuCtxCreate(&w.mine, NULL, 0, 0));
+    CU_OK(cuCtxSetCurrent(c0));
+    if (other_thread) {
+        pthread_t t;
+        ck_assert_int_eq(pthread_create(&t, NULL, queue_in_own_context, &w), 0);
+        ck_assert_int_eq(pthread_join(t, NULL), 0);
+    } else {
+        queue_in_own_context(&w);
+    }
+    spill_device0(c0);
+    CU_OK(cuCtxSetCurrent(w.mine));
+    CU_OK(cuStreamSynchronize(w.s));
+    uint32_t *want = rig_expected(BUF, 9);
+    ck_assert(memcmp(w.host, want, BUF) == 0);
+    free(want);
+    CU_OK(cuStreamDestroy(w.s));
+    CU_OK(cuCtxDestroy(w.mine));
+    CU_OK(cuCtxSetCurrent(c0));
+    rig_expect_pattern(w.b, BUF, 9, "the spilled buffer");
+}
+
+START_TEST(a_context_the_program_created_is_synced_before_a_move) { own_context_reads_the_pool(0); }
+END_TEST
+START_TEST(another_threads_own_context_is_synced_before_a_move) { own_context_reads_the_pool(1); }
+END_TEST
+
+/* A context that had work and was destroyed is forgotten: the next move
+ * neither syncs it (a destroyed handle) nor fails, and a context made
+ * afterwards, which may get the same handle, is synced again. */
+START_TEST(a_destroyed_context_is_forgotten)
+{
+    CUcontext c0 = rig_setup(0);
+    CUdeviceptr b = rig_filled(BUF, 3);
+    void *host;
+    CU_OK(cuMemAllocHost(&host, BUF));
+    CUcontext mine;
+    CU_OK(cuCtxCreate(&mine, NULL, 0, 0));
+    CU_OK(cuMemcpyDtoH(host, b, 4096));
+    CU_OK(cuCtxDestroy(mine));
+    CU_OK(cuCtxSetCurrent(c0));
+    spill_device0(c0);
+    rig_expect_pattern(b, BUF, 3, "the spilled buffer");
+    struct own_ctx_work w = {.b = b, .host = host};
+    CU_OK(cuCtxCreate(&w.mine, NULL, 0, 0));
+    queue_in_own_context(&w);
+    CU_OK(cuCtxSetCurrent(c0));
+    CUdeviceptr x;
+    CU_OK(cuMemAlloc(&x, 40 * MiB)); /* spills b back out (it was filled for the copy) */
+    CU_OK(cuCtxSetCurrent(w.mine));
+    CU_OK(cuStreamSynchronize(w.s));
+    uint32_t *want = rig_expected(BUF, 3);
+    ck_assert(memcmp(host, want, BUF) == 0);
+    free(want);
+    CU_OK(cuStreamDestroy(w.s));
+    CU_OK(cuCtxDestroy(w.mine));
+}
 END_TEST
 
 /* ---- stream memory operations, CUDA 8's ABI ------------------------------- */
@@ -283,6 +371,9 @@ Suite *test_suite(void)
     tcase_add_test(tc, a_peer_with_a_pool_is_synced_before_a_move);
     tcase_add_test(tc, a_device_that_copied_without_peer_access_is_synced_before_a_move);
     tcase_add_test(tc, a_device_without_a_pool_that_copied_is_synced_before_a_move);
+    tcase_add_test(tc, a_context_the_program_created_is_synced_before_a_move);
+    tcase_add_test(tc, another_threads_own_context_is_synced_before_a_move);
+    tcase_add_test(tc, a_destroyed_context_is_forgotten);
     tcase_add_test(tc, memops_of_cuda_8_pass_the_gate);
     tcase_add_test(tc, a_decompression_batch_passes_the_gate);
     tcase_add_test(tc, a_capture_begun_without_a_mode_is_counted);

@@ -186,6 +186,18 @@ START_TEST(bad_stream_arguments)
     CUcontext c = NULL;
     CU_OK(cuStreamGetCtx(s, &c));
     ck_assert_ptr_eq(c, test_ctx);
+    /* CUDA 12.5's: a stream of a context (not a green one) names no green
+     * context; the special streams name the current context. */
+    CUgreenCtx g = (CUgreenCtx)&c;
+    c = NULL;
+    CU_OK(cuStreamGetCtx_v2(s, &c, &g));
+    ck_assert_ptr_eq(c, test_ctx);
+    ck_assert_ptr_null(g);
+    g = (CUgreenCtx)&c;
+    c = NULL;
+    CU_OK(cuStreamGetCtx_v2(CU_STREAM_LEGACY, &c, &g));
+    ck_assert_ptr_eq(c, test_ctx);
+    ck_assert_ptr_null(g);
     CUdevice mine, d = -1;
     CU_OK(cuCtxGetDevice(&mine));
     CU_OK(cuStreamGetDevice(s, &d));

@@ -1,0 +1,163 @@
+/* The contexts the program made that have had work (contexts.h). Noted
+ * rarely (a thread's first work in a context), read by the device syncers
+ * before a move: one lock. A syncer marks the context it is syncing busy
+ * and drops the lock for the sync, so a cuCtxDestroy of that context waits
+ * for the sync to end before the driver destroys it (and never pushes a
+ * destroyed handle). */
+#include "shim/contexts.h"
+
+#include "shim/log.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+struct kept {
+    CUcontext ctx;
+    int dev;
+    bool busy;     /* a sync of it is under way, the lock dropped */
+    uint64_t swept; /* the last sweep that took it */
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t idle = PTHREAD_COND_INITIALIZER;
+static struct kept *kept;
+static size_t nkept, cap;
+static uint64_t sweeps;
+static _Atomic uint64_t generation = 1;
+
+uint64_t spw_contexts_generation(void)
+{
+    return atomic_load_explicit(&generation, memory_order_acquire);
+}
+
+static void next_generation(void)
+{
+    atomic_fetch_add_explicit(&generation, 1, memory_order_acq_rel);
+}
+
+static struct kept *find(CUcontext c)
+{
+    for (size_t i = 0; i < nkept; i++)
+        if (kept[i].ctx == c)
+            return &kept[i];
+    return NULL;
+}
+
+void spw_contexts_add(CUcontext c, int dev)
+{
+    pthread_mutex_lock(&lock);
+    if (!find(c)) {
+        if (nkept == cap) {
+            size_t n = cap ? 2 * cap : 8;
+            struct kept *k = realloc(kept, n * sizeof *k);
+            if (!k) {
+                pthread_mutex_unlock(&lock);
+                spw_error("out of memory noting a context of device %d: its work is not waited "
+                          "for before a move",
+                          dev);
+                return;
+            }
+            kept = k;
+            cap = n;
+        }
+        kept[nkept++] = (struct kept){.ctx = c, .dev = dev};
+        spw_debug("context %p of device %d has work: the device's syncs cover it", (void *)c, dev);
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+/* Under the lock; e not busy. */
+static void drop(struct kept *e)
+{
+    *e = kept[--nkept];
+    next_generation();
+}
+
+void spw_contexts_gone(CUcontext c)
+{
+    pthread_mutex_lock(&lock);
+    struct kept *e;
+    while ((e = find(c)) && e->busy)
+        pthread_cond_wait(&idle, &lock);
+    if (e)
+        drop(e);
+    else
+        next_generation(); /* a thread may remember c as a primary context */
+    pthread_mutex_unlock(&lock);
+}
+
+void spw_contexts_stream_gone(void)
+{
+    next_generation();
+}
+
+/* A refusal after which the context runs no more work: a handle that is
+ * no longer a context, or an error that ends the context. */
+static bool ended(CUresult r)
+{
+    switch (r) {
+    case CUDA_ERROR_INVALID_CONTEXT:
+    case CUDA_ERROR_CONTEXT_IS_DESTROYED:
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_LAUNCH_TIMEOUT:
+    case CUDA_ERROR_ASSERT:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_LAUNCH_FAILED:
+        return true;
+    default:
+        return false;
+    }
+}
+
+CUresult spw_contexts_sync(int dev, CUresult (*sync)(CUcontext))
+{
+    CUresult first = CUDA_SUCCESS;
+    pthread_mutex_lock(&lock);
+    /* Each of dev's contexts once in this sweep, found again by handle
+     * after each sync (the list changes while the lock is dropped). One
+     * that another sync has busy is waited for and synced again: that sync
+     * may have begun before the work this one must cover. */
+    uint64_t sweep = ++sweeps;
+    for (;;) {
+        struct kept *e = NULL;
+        bool wait = false;
+        for (size_t i = 0; i < nkept && !e; i++) {
+            if (kept[i].dev != dev || kept[i].swept == sweep)
+                continue;
+            if (kept[i].busy)
+                wait = true;
+            else
+                e = &kept[i];
+        }
+        if (!e && !wait)
+            break;
+        if (!e) {
+            pthread_cond_wait(&idle, &lock);
+            continue;
+        }
+        CUcontext c = e->ctx;
+        e->busy = true;
+        e->swept = sweep;
+        pthread_mutex_unlock(&lock);
+        CUresult r = sync(c);
+        pthread_mutex_lock(&lock);
+        e = find(c); /* still kept: a destroy waits while it is busy */
+        e->busy = false;
+        pthread_cond_broadcast(&idle);
+        if (r != CUDA_SUCCESS && ended(r)) {
+            spw_debug("context %p of device %d ended (error %d): no longer synced", (void *)c,
+                      dev, (int)r);
+            drop(e);
+        } else if (r != CUDA_SUCCESS && first == CUDA_SUCCESS) {
+            first = r;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return first;
+}
