@@ -88,6 +88,16 @@ void spw_contexts_gone(CUcontext c)
     pthread_mutex_unlock(&lock);
 }
 
+int spw_contexts_kept(int dev)
+{
+    int n = 0;
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < nkept && !n; i++)
+        n = kept[i].dev == dev;
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+
 void spw_contexts_stream_gone(void)
 {
     next_generation();

@@ -25,6 +25,10 @@ void spw_contexts_add(CUcontext c, int dev);
  * has ended (the driver's destroy would wait for its work too). */
 void spw_contexts_gone(CUcontext c);
 
+/* Whether some context of dev is kept: then a sync of dev's primary
+ * context alone is not a sync point of the device. */
+int spw_contexts_kept(int dev);
+
 /* A stream is gone: its handle may name another context's stream next. */
 void spw_contexts_stream_gone(void);
 

@@ -16,9 +16,11 @@ static int current_device(void)
     return -1;
 }
 
-/* Only a sync of the primary context counts as the device's: the pool's
+/* Only a sync of the primary context counts as the device's (the pool's
  * own work and most programs' live there; a context the program created
- * covers only its own streams. */
+ * covers only its own streams), and only while no context the program
+ * created has had work on the device (contexts.h): the primary's sync
+ * does not wait for theirs. */
 static int primary_current(int dev)
 {
     CUcontext cur = NULL;
@@ -35,7 +37,7 @@ CUresult spw_h_ctx_synchronize(void)
     SPW_REAL_OR_RETURN(real, spw_h_ctx_synchronize);
     int dev;
     if (spw_disabled() || (dev = current_device()) < 0 || !spw_pool_serves(dev) ||
-        !primary_current(dev))
+        !primary_current(dev) || spw_contexts_kept(dev))
         return real();
     sw_policy *p = spw_pool_policy();
     uint64_t ticket = sw_sync_begin(p, dev);
@@ -51,7 +53,8 @@ CUresult spw_h_ctx_synchronize(void)
 }
 
 /* cuCtxSynchronize_v2 names its context: a sync point of the device when
- * that context is the device's primary one (NULL: the current one). */
+ * that context is the device's primary one (NULL: the current one), as
+ * above. */
 CUresult spw_h_ctx_synchronize_v2(CUcontext ctx)
 {
     SPW_REAL_OR_RETURN(real, spw_h_ctx_synchronize_v2);
@@ -61,7 +64,7 @@ CUresult spw_h_ctx_synchronize_v2(CUcontext ctx)
     if (!ctx && spw_drv.cuCtxGetCurrent && spw_drv.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS)
         ctx = NULL;
     if (!ctx || spw_backend_ctx_device(ctx, &dev) != CUDA_SUCCESS || !spw_pool_serves(dev) ||
-        ctx != spw_backend_primary(dev))
+        ctx != spw_backend_primary(dev) || spw_contexts_kept(dev))
         return real(ctx);
     sw_policy *p = spw_pool_policy();
     uint64_t ticket = sw_sync_begin(p, dev);

@@ -8,6 +8,7 @@
 static _Thread_local struct CUctx_st *ctx_stack[STACK_MAX];
 static _Thread_local int ctx_depth;
 static struct CUctx_st *all_contexts; /* under fc_lock; never freed (handles stay checkable) */
+static unsigned long long stale_uses;  /* under fc_lock: calls that named a destroyed context */
 
 static struct CUctx_st *ctx_new(int dev, bool primary)
 {
@@ -29,10 +30,20 @@ bool fc_ctx_valid(struct CUctx_st *ctx)
     bool ok = false;
     pthread_mutex_lock(&fc_lock);
     for (struct CUctx_st *c = all_contexts; c; c = c->next)
-        if (c == ctx && !c->destroyed)
-            ok = true;
+        if (c == ctx) {
+            ok = !c->destroyed;
+            stale_uses += c->destroyed;
+        }
     pthread_mutex_unlock(&fc_lock);
     return ok;
+}
+
+unsigned long long fc_ctx_stale_uses(void)
+{
+    pthread_mutex_lock(&fc_lock);
+    unsigned long long n = stale_uses;
+    pthread_mutex_unlock(&fc_lock);
+    return n;
 }
 
 int fc_ctx_depth(void)

@@ -62,6 +62,9 @@ size_t fakecuda_live_graph_execs(void) __attribute__((weak));
  * context), read without a driver call, so without counting one. */
 int fakecuda_ctx_depth(void) __attribute__((weak));
 void *fakecuda_ctx_current(void) __attribute__((weak));
+/* Calls that named a context after cuCtxDestroy (refused with
+ * INVALID_CONTEXT; on a GPU the handle may be another context's by then). */
+unsigned long long fakecuda_stale_context_uses(void) __attribute__((weak));
 
 /* The unmap hazard check (FAKECUDA_CHECK_UNMAP=1 at load, or this call):
  * copies and sets remember the memory they use until the host has seen

@@ -57,6 +57,9 @@ bool fc_forked(void);                   /* a child forked after cuInit: no drive
 CUresult fc_current_ctx(struct CUctx_st **ctx); /* NOT_INITIALIZED / INVALID_CONTEXT */
 CUresult fc_check_device(CUdevice dev);
 bool fc_ctx_valid(struct CUctx_st *ctx);
+/* How many calls named a context after it was destroyed (the driver
+ * refuses them, or worse if the handle was reused). */
+unsigned long long fc_ctx_stale_uses(void);
 /* Device bytes: reserve against capacity (OOM when full) and give back. */
 CUresult fc_device_charge(int dev, size_t bytes);
 void fc_device_uncharge(int dev, size_t bytes);

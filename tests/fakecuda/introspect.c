@@ -126,3 +126,8 @@ FC_EXPORT void *fakecuda_ctx_current(void)
 {
     return fc_ctx_top();
 }
+
+FC_EXPORT unsigned long long fakecuda_stale_context_uses(void)
+{
+    return fc_ctx_stale_uses();
+}
