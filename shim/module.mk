@@ -20,7 +20,11 @@ $(BUILD)/tests/unit/shim_account: $(BUILD)/tests/unit/shim/test_account.o $(UNIT
 	$(CC) $(CFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
 $(BUILD)/tests/unit/shim_array_size: $(BUILD)/tests/unit/shim/test_array_size.o $(UNIT_MAIN) $(BUILD)/shim/array_size.o
 	$(CC) $(CFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
-UNIT_TESTS += $(BUILD)/tests/unit/shim_ptrmap $(BUILD)/tests/unit/shim_account $(BUILD)/tests/unit/shim_array_size
+$(BUILD)/tests/unit/shim_contexts: $(BUILD)/tests/unit/shim/test_contexts.o $(UNIT_MAIN) \
+    $(BUILD)/shim/contexts.o $(BUILD)/shim/log.o $(SHIM_OPTIONS_OBJ)
+	$(CC) $(CFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
+UNIT_TESTS += $(BUILD)/tests/unit/shim_ptrmap $(BUILD)/tests/unit/shim_account $(BUILD)/tests/unit/shim_array_size \
+    $(BUILD)/tests/unit/shim_contexts
 
 # The shim dlopen'ed in front of a spy driver (SPILLWAY_DRIVER).
 $(BUILD)/tests/unit/shim/libspydriver.so: $(BUILD)/tests/unit/shim/spydriver.o
