@@ -181,7 +181,10 @@ static struct MHD_Daemon *start(struct server *s, const struct sockaddr *addr)
     unsigned flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
     uint16_t port;
     if (addr->sa_family == AF_INET6) {
-        flags |= MHD_USE_IPv6;
+        /* Dual stack: with MHD_USE_IPv6 alone MHD sets IPV6_V6ONLY, and
+         * [::]:PORT, documented as every interface, refused IPv4 scrapers
+         * (a Prometheus reaching a pod by its IPv4 address). */
+        flags |= MHD_USE_DUAL_STACK;
         port = ntohs(((const struct sockaddr_in6 *)addr)->sin6_port);
     } else {
         port = ntohs(((const struct sockaddr_in *)addr)->sin_port);

@@ -81,6 +81,21 @@ bad() {
 check "--serve 70000 refused" bad "invalid port in '70000'" --serve 70000
 check "--serve ::1:80 refused" bad "write an IPv6 address as" --serve ::1:80
 check "--serve without a value refused" bad "needs a value" --serve
+# "0.0.0.0:PORT or [::]:PORT on every interface" (README, spillway-top(1)):
+# both families reach [::], as they reach 0.0.0.0 over IPv4. A host without
+# IPv6 cannot bind [::]; the check is then skipped.
+if python3 -c 'import socket; socket.socket(socket.AF_INET6).bind(("::", 0))' 2>/dev/null; then
+    start_serve '[::]:0'
+    check "[::]:PORT answers over IPv4" [ "$(status GET "http://127.0.0.1:$SERVE_PORT/metrics" 2>/dev/null)" = 200 ]
+    check "[::]:PORT answers over IPv6" [ "$(status GET "http://[::1]:$SERVE_PORT/metrics" 2>/dev/null)" = 200 ]
+    kill -TERM "$SERVE_PID"; wait "$SERVE_PID" 2>/dev/null
+else
+    echo "skip - [::]:PORT: this host cannot bind an IPv6 socket"
+fi
+start_serve 0.0.0.0:0
+check "0.0.0.0:PORT answers over IPv4" [ "$(status GET "http://127.0.0.1:$SERVE_PORT/metrics" 2>/dev/null)" = 200 ]
+kill -TERM "$SERVE_PID"; wait "$SERVE_PID" 2>/dev/null
+
 start_serve 0; P=$SERVE_PORT
 err=$(timeout 5 "$TOP" --serve "127.0.0.1:$P" 2>&1); rc=$?
 check "a port in use: exit 1 with the reason" bash -c '[ "$1" -eq 1 ] && grep -q "cannot serve on 127.0.0.1:$2" <<<"$3" && grep -qi "in use" <<<"$3"' _ $rc "$P" "$err"
