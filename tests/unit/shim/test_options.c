@@ -442,8 +442,9 @@ START_TEST(oversubscribe_rules)
          "for SPILLWAY_MEM_LIMIT (0=8G): programs would be told 12 GiB"},
         {{"SPILLWAY_OVERSUBSCRIBE=1.5", "SPILLWAY_MEM_LIMIT=0=8G,1=2G", "SPILLWAY_HOST_LIMIT=4G"}, NULL},
         {{"SPILLWAY_OVERSUBSCRIBE=2", "SPILLWAY_MEM_LIMIT=8G", "SPILLWAY_HOST_LIMIT=unlimited"}, NULL},
-        /* Known only once a device is seen (spw_limit). */
-        {{"SPILLWAY_OVERSUBSCRIBE=2", "SPILLWAY_MEM_LIMIT=8G"}, NULL},
+        /* Auto holds 8 MiB on any machine; how many devices share it is
+         * known once a device is seen (spw_limit), and a fraction too. */
+        {{"SPILLWAY_OVERSUBSCRIBE=2", "SPILLWAY_MEM_LIMIT=8M"}, NULL},
         {{"SPILLWAY_OVERSUBSCRIBE=2", "SPILLWAY_HOST_LIMIT=1M"}, NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -459,6 +460,16 @@ START_TEST(oversubscribe_rules)
                       cases[i].want);
         ck_assert_ptr_null(strchr(err, '\n'));
     }
+    /* A limit in bytes that auto cannot hold even for one device (half
+     * the machine's memory): refused here, before any device is seen. */
+    uint64_t phys = spw_options_phys_memory();
+    char limit[64], err[512];
+    snprintf(limit, sizeof limit, "SPILLWAY_MEM_LIMIT=%llu", (unsigned long long)phys);
+    const char *const env[] = {"SPILLWAY_OVERSUBSCRIBE=2", limit, NULL};
+    struct spw_options o;
+    ck_assert_int_eq(load_list(env, &o, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "(auto: half of the machine's ") != NULL, "%s", err);
+    ck_assert_ptr_null(strchr(err, '\n'));
 }
 END_TEST
 
