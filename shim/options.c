@@ -19,6 +19,7 @@ static const char accepted_devlimit[] =
     "bytes with an optional K/M/G/T suffix (8G, 512M, 1073741824), "
     "or per device <index>=<bytes>[,...] (0=8G,1=4G), each > 0, index < 64";
 static const char accepted_bytes[] = "bytes with an optional K/M/G/T suffix (8G, 512M, 1073741824), auto or unlimited";
+static const char accepted_reserve[] = "bytes with an optional K/M/G/T suffix (8G, 512M, 1073741824), or auto";
 static const char accepted_loglevel[] = "error, warn, info or debug";
 static const char accepted_string[] = "a string shorter than 4096 bytes";
 
@@ -158,6 +159,17 @@ static int parse_bytes(const char *v, spw_opt_bytes *out)
     return r == 0 && *out >= SPW_BYTES_AUTO ? -1 : r; /* the keywords' values */
 }
 
+/* A reserve: bytes or auto, as its doc says. Not unlimited, which the
+ * bytes type takes: a reserve is pinned ahead of need, and an unlimited
+ * one pinned the whole host limit (with SPILLWAY_HOST_LIMIT=unlimited,
+ * host memory until the driver refused). */
+static int parse_reserve(const char *v, spw_opt_reserve *out)
+{
+    if (strcasecmp(v, "unlimited") == 0)
+        return -1;
+    return parse_bytes(v, out);
+}
+
 static int parse_loglevel(const char *v, spw_opt_loglevel *out)
 {
     for (size_t i = 0; i < sizeof level_names / sizeof level_names[0]; i++)
@@ -266,6 +278,7 @@ static int format_bytes(char *b, size_t n, const spw_opt_bytes *v)
         return snprintf(b, n, "auto");
     return snprintf(b, n, "%llu", (unsigned long long)*v);
 }
+static int format_reserve(char *b, size_t n, const spw_opt_reserve *v) { return format_bytes(b, n, v); }
 static int format_devlimit(char *b, size_t n, const spw_opt_devlimit *v)
 {
     if (v->all)

@@ -27,6 +27,7 @@ typedef double spw_opt_factor;              /* in [1, SPW_MAX_FACTOR] */
 typedef struct spw_devlimit spw_opt_devlimit;
 typedef uint64_t spw_opt_bytes;             /* UINT64_MAX = unlimited, SPW_BYTES_AUTO = auto */
 #define SPW_BYTES_AUTO (UINT64_MAX - 1)
+typedef uint64_t spw_opt_reserve;           /* bytes, or SPW_BYTES_AUTO; never unlimited */
 typedef enum spw_log_level spw_opt_loglevel;
 typedef char spw_opt_string[SPW_OPT_STRING_MAX];
 

@@ -64,7 +64,8 @@ static void apply_early_peers(sw_policy *p, int dev)
 
 /* SPILLWAY_HOST_RESERVE for one device: auto is 1/32 of the limit, from
  * 128 MiB to 4 GiB (one spill event's worth and more, not a share of the
- * machine), never more than the host limit. */
+ * machine), never more than the host limit. Bytes or auto: the parser
+ * refuses unlimited (options.c, parse_reserve). */
 static size_t host_reserve_of(uint64_t opt, size_t limit, size_t host_limit)
 {
     size_t r;
@@ -72,7 +73,7 @@ static size_t host_reserve_of(uint64_t opt, size_t limit, size_t host_limit)
         r = limit / 32;
         r = r < ((size_t)128 << 20) ? (size_t)128 << 20 : r > ((size_t)4 << 30) ? (size_t)4 << 30 : r;
     } else {
-        r = opt == UINT64_MAX ? SIZE_MAX : (size_t)opt;
+        r = (size_t)opt;
     }
     return r < host_limit ? r : host_limit;
 }

@@ -37,6 +37,10 @@ static const struct {
     {"SPILLWAY_HOST_LIMIT", "1.5G", "unlimited"},
     {"SPILLWAY_HOST_LIMIT", "autox", "auto or unlimited"},
     {"SPILLWAY_HOST_LIMIT", "18446744073709551614", "auto or unlimited"}, /* auto's own value */
+    /* Not a size of reserve: it pinned the whole host limit ahead of need
+     * (with SPILLWAY_HOST_LIMIT=unlimited, until the driver refused). */
+    {"SPILLWAY_HOST_RESERVE", "unlimited", "1073741824), or auto"},
+    {"SPILLWAY_HOST_RESERVE", "", "empty"},
     {"SPILLWAY_OVERSUBSCRIBE", "0.5", "from 1 to 1000"},
     {"SPILLWAY_OVERSUBSCRIBE", "0", "from 1 to 1000"},
     {"SPILLWAY_OVERSUBSCRIBE", "two", "from 1 to 1000"},
