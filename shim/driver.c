@@ -88,18 +88,32 @@ static void resolve_hooks(void *handle, spw_dlsym_fn sym)
     }
 }
 
-static void load_driver(void)
+static void *open_driver(const char *path)
 {
-    const char *path = spw_config()->driver;
     loading_here = 1;
     void *handle = dlopen(path, RTLD_LAZY | RTLD_LOCAL);
     loading_here = 0;
+    return handle;
+}
+
+static void load_driver(void)
+{
+    static const char default_driver[] = "libcuda.so.1";
+    const char *path = spw_config()->driver;
+    void *handle = open_driver(path);
     if (!handle) {
-        /* A program linked with -lcuda still has its driver: the next
-         * definitions after spillway. */
-        spw_warn("cannot load the CUDA driver '%s' (%s): using the driver already loaded, if any",
-                 path, dlerror());
-        handle = RTLD_NEXT;
+        char why[512];
+        snprintf(why, sizeof why, "%s", dlerror());
+        /* "The driver the program loaded itself" (options.def). A program
+         * that dlopened it into a local scope (every framework) is not
+         * reached through RTLD_NEXT, which left such programs unlimited
+         * when SPILLWAY_DRIVER was mistyped: the soname finds it, loaded
+         * or not. A program linked with -lcuda has it after spillway. */
+        void *own = strcmp(path, default_driver) != 0 ? open_driver(default_driver) : NULL;
+        spw_warn("cannot load the CUDA driver '%s' (%s): using %s", path, why,
+                 own ? default_driver : "the driver already loaded, if any");
+        handle = own ? own : RTLD_NEXT;
+        path = own ? default_driver : path;
     }
     spw_dlsym_fn sym = spw_real_dlsym();
     resolve_hooks(handle, sym);

@@ -78,7 +78,11 @@ $(SHIM_IT)/shim_env: $(SHIM_IT)/shim/test_env.o $(UNIT_MAIN) $(SHIM_OPTIONS_OBJ)
                      $(SHIM_IT)/shim_probe $(SHIM_LIB)
 	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(CHECK_LIBS) $(LDLIBS)
 
-ALL_TARGETS += $(SHIM_IT)/shim_probe $(SHIM_IT)/shim_env
+# The driver in a local scope only, as frameworks load it (strict.sh).
+$(SHIM_IT)/shim_dlprobe: $(SHIM_IT)/shim/dlprobe.o
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+ALL_TARGETS += $(SHIM_IT)/shim_probe $(SHIM_IT)/shim_env $(SHIM_IT)/shim_dlprobe
 UNIT_TESTS += $(SHIM_IT)/shim_env
 # Strict configuration through the launcher and the library (strict.sh).
 UNIT_TESTS += tests/integration/shim/strict.sh

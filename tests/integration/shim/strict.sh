@@ -68,6 +68,18 @@ out=$(SPILLWAY_LIB=$LIB "$SPW" run --limit 1 -- "$PROBE" info 2>/dev/null)
 [[ $out == *"dev 0 total 2097152 "*"devtotal 2097152"* ]]
 check "--limit 1: the program sees one page" $?
 
+# SPILLWAY_DRIVER that cannot be loaded: "the driver the program loaded
+# itself" (options.def) also when the program dlopened it into a local
+# scope, as every framework does; before, such a program ran unlimited.
+DLPROBE=$B/tests/integration/shim_dlprobe
+out=$(env LD_PRELOAD="$LIB" SPILLWAY_DRIVER=/nonexistent/libcuda.so.1 SPILLWAY_MEM_LIMIT=32M \
+    "$DLPROBE" 2>&1)
+bad=0
+[[ $out == *"dlprobe: devtotal $((32 << 20))"* ]] || bad=1
+[[ $out == *"spillway: cannot load the CUDA driver '/nonexistent/libcuda.so.1'"* ]] || bad=1
+[ $bad = 0 ] || printf '%s\n' "$out"
+check "unloadable SPILLWAY_DRIVER, driver dlopened by the program: still limited" $bad
+
 # One "stats:" prefix, not two.
 out=$(SPILLWAY_LIB=$LIB SPILLWAY_STATS_DIR=/nonexistent/spillway-strict "$SPW" run -- "$PROBE" alloc 0 1048576 2>&1)
 [[ $out == *"spillway: stats: cannot open directory /nonexistent/spillway-strict: "* ]] && [[ $out != *"stats: stats:"* ]]
