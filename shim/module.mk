@@ -86,6 +86,8 @@ ALL_TARGETS += $(SHIM_IT)/shim_probe $(SHIM_IT)/shim_env $(SHIM_IT)/shim_dlprobe
 UNIT_TESTS += $(SHIM_IT)/shim_env
 # Strict configuration through the launcher and the library (strict.sh).
 UNIT_TESTS += tests/integration/shim/strict.sh
+# A driver older than what spillway hooks (olddriver.sh).
+UNIT_TESTS += tests/integration/shim/olddriver.sh
 UNIT_TESTS += tests/integration/shim/demo.sh
 
 # The copy family by every path, read back from the stats segment (copies.sh).

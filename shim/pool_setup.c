@@ -101,12 +101,18 @@ static int set_up(int dev)
     if (r != CUDA_SUCCESS) {
         /* A driver that refused once may not refuse again (memory other
          * processes held, a transient error): the next allocations try
-         * again, a few times, passing through meanwhile. */
+         * again, a few times, passing through meanwhile. Not one that
+         * lacks what the pool is made of (a driver older than VMM, a
+         * device without it: NOT_SUPPORTED), which said "will try again"
+         * three times to no end. */
         int tried = ++setup_tries[dev];
-        bool again = r != CUDA_ERROR_INVALID_VALUE && tried < SETUP_TRIES;
-        spw_warn("device %d: cannot set up the page pool for %llu bytes (error %d): "
+        bool never = r == CUDA_ERROR_NOT_SUPPORTED;
+        bool again = r != CUDA_ERROR_INVALID_VALUE && !never && tried < SETUP_TRIES;
+        spw_warn("device %d: cannot set up the page pool for %llu bytes (error %d%s): "
                  "allocations pass through to the driver, capped%s",
-                 dev, (unsigned long long)limit, (int)r, again ? "; will try again" : "");
+                 dev, (unsigned long long)limit, (int)r,
+                 never ? ", the driver or device lacks virtual memory management" : "",
+                 again ? "; will try again" : "");
         return again ? DEV_UNKNOWN : DEV_PASS;
     }
     apply_early_peers(p, dev);

@@ -13,3 +13,13 @@ $(FAKECUDA_LIB): $(FAKECUDA_OBJS)
 	ln -sf libcuda.so.1 $(dir $@)libcuda.so
 
 ALL_TARGETS += $(FAKECUDA_LIB)
+
+# The same objects as a driver older than what spillway hooks: only the
+# entry points of old_driver.map (olddriver.sh).
+FAKECUDA_OLD_LIB := $(BUILD)/fakecuda/old/libcuda.so.1
+$(FAKECUDA_OLD_LIB): $(FAKECUDA_OBJS) tests/fakecuda/old_driver.map
+	@mkdir -p $(dir $@)
+	$(CC) -shared -Wl,-soname,libcuda.so.1 -Wl,--no-undefined -Wl,-Bsymbolic \
+		-Wl,--version-script=tests/fakecuda/old_driver.map $(FAKECUDA_OBJS) -o $@ $(LDLIBS)
+
+ALL_TARGETS += $(FAKECUDA_OLD_LIB)
