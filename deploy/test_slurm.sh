@@ -44,6 +44,20 @@ check "GPU memory unknown: a note, no limit" \
     SLURM_JOB_GPUS=0 PATH=/usr/bin:/bin
 check "a bad size: a note, no limit" \
     is "print spillway: SPW_SLURM_GPU_MEMORY='lots' is not a size; no GPU memory limit set" SLURM_JOB_GPUS=0 SPW_SLURM_GPU_MEMORY=lots
+# Sizes as spillway writes them (README: optional B/iB after the unit),
+# and a malformed one answered with the note alone: the shell's own
+# "Illegal number" on stderr went to slurmd's log before.
+same_as_80G() { [ "$(prolog SLURM_JOB_GPUS=0 SPW_SLURM_GPU_MEMORY="$1")" = $'export SPILLWAY_MEM_LIMIT=81920M\nexport SPILLWAY_SPILL=1' ]; }
+check "80GiB is a size" same_as_80G 80GiB
+check "80GB is a size" same_as_80G 80GB
+note_only() {
+    local got; got=$(prolog SLURM_JOB_GPUS=0 SPW_SLURM_GPU_MEMORY="$1" 2>&1)
+    [ "$got" = "print spillway: SPW_SLURM_GPU_MEMORY='$1' is not a size; no GPU memory limit set" ] ||
+        { echo "  got: $got"; return 1; }
+}
+for bad in 8GG 8G8 80B G 1.5T 8iB; do
+    check "SPW_SLURM_GPU_MEMORY=$bad: the note only, nothing on stderr" note_only "$bad"
+done
 check "verbose: says the limit" \
     bash -c '[ "$(env -i PATH=/usr/bin:/bin SPW_SLURM_CONF=/nonexistent SPW_SLURM_LIB= SLURM_JOB_GPUS=0 SPW_SLURM_GPU_MEMORY=80G SPW_SLURM_VERBOSE=1 "$1" "$2" | tail -1)" = "print spillway: GPU memory limit 81920M (a whole GPU of 81920M)" ]' _ "$SH" "$PROLOG"
 conf="$STATS_DIR/slurm.conf"

@@ -40,13 +40,19 @@ VERBOSE=${SPW_SLURM_VERBOSE:-0}
 
 say() { echo "print spillway: $*"; }
 
-# A size with K/M/G/T (powers of 1024) in MiB; empty when invalid.
+# A size as spillway writes one (bytes, or K/M/G/T: powers of 1024, with an
+# optional B or iB after the unit) in MiB; empty when it is not one. The
+# shape is checked whole before any arithmetic: "8GG" or "8G8" reached
+# $((...)) and the shell's "Illegal number" went to slurmd's log.
 to_mib() {
-    case $1 in
-    *[!0-9KMGTkmgt]* | "" | [!0-9]*) return ;;
+    v=$1
+    case $v in
+    *[KMGTkmgt][Ii][Bb]) v=${v%??} ;;
+    *[KMGTkmgt][Bb]) v=${v%?} ;;
     esac
-    n=${1%[KMGTkmgt]}
-    case $1 in
+    n=${v%[KMGTkmgt]}
+    case $n in "" | *[!0-9]*) return ;; esac
+    case $v in
     *[Kk]) echo $((n / 1024)) ;;
     *[Mm]) echo "$n" ;;
     *[Gg]) echo $((n * 1024)) ;;
