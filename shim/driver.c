@@ -121,7 +121,7 @@ static void load_driver(void)
     SPW_DRV_FUNCS(SPW_DRV_LOAD)
 #undef SPW_DRV_LOAD
     if (!spw_drv.cuCtxGetDevice) {
-        spw_warn("no CUDA driver found: passing every call through");
+        spw_warn("no CUDA driver found: every CUDA call answers CUDA_ERROR_NOT_INITIALIZED");
         atomic_store_explicit(&driver_state, DRIVER_FAILED, memory_order_release);
         return;
     }
