@@ -3,8 +3,13 @@
  * cuStreamEndCapture, each also as its per-thread variant: counted, so
  * that the pool knows a capture is under way (capture.h). A begin counts
  * when the driver accepted it; an end uncounts when the stream was
- * capturing before it (active or invalidated: either way the end closes
- * the capture, whatever the driver answers). */
+ * capturing before it (active or invalidated) and the end closed that
+ * capture: it succeeded, or it failed and the stream no longer captures
+ * (an invalidated or unjoined capture ends with its error). An end the
+ * driver refused before touching the capture (no place for the graph, a
+ * stream forked into the capture rather than its origin, a GLOBAL or
+ * THREAD_LOCAL capture ended from another thread) leaves it going: still
+ * counted, or the pool would sync under it and invalidate it. */
 #include "shim/capture.h"
 
 #include "shim/handler.h"
@@ -36,9 +41,11 @@ static bool in_capture(CUstream stream, int per_thread)
     return st != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
-static void ended(bool was)
+static void ended(CUstream stream, int per_thread, bool was, CUresult r)
 {
-    if (was && atomic_fetch_sub_explicit(&captures, 1, memory_order_acq_rel) <= 0)
+    if (!was || (r != CUDA_SUCCESS && in_capture(stream, per_thread)))
+        return;
+    if (atomic_fetch_sub_explicit(&captures, 1, memory_order_acq_rel) <= 0)
         atomic_store_explicit(&captures, 0, memory_order_release); /* never below zero */
 }
 
@@ -73,7 +80,7 @@ CUresult spw_h_stream_end_capture(CUstream hStream, CUgraph *phGraph)
     SPW_REAL_OR_RETURN(real, spw_h_stream_end_capture);
     bool was = in_capture(hStream, 0);
     CUresult r = real(hStream, phGraph);
-    ended(was);
+    ended(hStream, 0, was, r);
     return r;
 }
 
@@ -82,6 +89,6 @@ CUresult spw_h_stream_end_capture_pt(CUstream hStream, CUgraph *phGraph)
     SPW_REAL_OR_RETURN(real, spw_h_stream_end_capture_pt);
     bool was = in_capture(hStream, 1);
     CUresult r = real(hStream, phGraph);
-    ended(was);
+    ended(hStream, 1, was, r);
     return r;
 }

@@ -425,6 +425,78 @@ START_TEST(graph_allocation_in_capture)
 }
 END_TEST
 
+/* ---- ends the driver refuses ------------------------------------------------ */
+
+static void *end_elsewhere(void *arg)
+{
+    CUgraph g = NULL;
+    CUresult r = cuCtxSetCurrent(ctx);
+    if (r == CUDA_SUCCESS)
+        r = cuStreamEndCapture((CUstream)arg, &g);
+    if (g)
+        (void)cuGraphDestroy(g);
+    return (void *)(uintptr_t)r;
+}
+
+/* An end the driver refuses leaves the capture going (no place for the
+ * graph, a stream forked into the capture instead of its origin, a GLOBAL
+ * capture ended from another thread): spillway must still count it, so an
+ * allocation past the limit gets host pages without a spill (whose sync
+ * would invalidate the capture), and the capture ends intact. Uncounted
+ * at the refused end, it was lost at the real one. */
+START_TEST(a_refused_end_leaves_the_capture_counted)
+{
+    ctx = rig_setup(0);
+    CUdeviceptr b = rig_filled(BUF, 500);
+    CUstream s, side;
+    CUevent fork, join;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CU_OK(cuStreamCreate(&side, CU_STREAM_NON_BLOCKING));
+    CU_OK(cuEventCreate(&fork, CU_EVENT_DISABLE_TIMING));
+    CU_OK(cuEventCreate(&join, CU_EVENT_DISABLE_TIMING));
+    for (int way = 0; way < 3; way++) {
+        CU_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+        CU_OK(cuMemsetD32Async(b, (unsigned)way, 16, s));
+        CUgraph g = NULL;
+        if (way == 0) {
+            ck_assert_int_eq(cuStreamEndCapture(s, NULL), CUDA_ERROR_INVALID_VALUE);
+        } else if (way == 1) {
+            CU_OK(cuEventRecord(fork, s));
+            CU_OK(cuStreamWaitEvent(side, fork, 0));
+            CU_OK(cuMemsetD32Async(b + 64, (unsigned)way, 16, side));
+            ck_assert_int_eq(cuStreamEndCapture(side, &g), CUDA_ERROR_STREAM_CAPTURE_UNMATCHED);
+            CU_OK(cuEventRecord(join, side));
+            CU_OK(cuStreamWaitEvent(s, join, 0));
+        } else {
+            pthread_t t;
+            void *r;
+            ck_assert_int_eq(pthread_create(&t, NULL, end_elsewhere, s), 0);
+            ck_assert_int_eq(pthread_join(t, &r), 0);
+            ck_assert_int_eq((CUresult)(uintptr_t)r, CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD);
+        }
+        /* The program's allocation in RELAXED mode, as PyTorch's. */
+        uint64_t spilled = rig_pool(0).spill_bytes;
+        CUstreamCaptureMode m = CU_STREAM_CAPTURE_MODE_RELAXED;
+        CU_OK(cuThreadExchangeStreamCaptureMode(&m));
+        CUdeviceptr x;
+        CU_OK(cuMemAlloc(&x, LIMIT));
+        CU_OK(cuThreadExchangeStreamCaptureMode(&m));
+        ck_assert_msg(rig_pool(0).spill_bytes == spilled, "way %d: spilled during a capture", way);
+        CU_OK(cuStreamEndCapture(s, &g));
+        ck_assert_ptr_nonnull(g);
+        CU_OK(cuGraphDestroy(g));
+        CU_OK(cuMemFree(x));
+        CU_OK(cuCtxSynchronize());
+    }
+    rig_expect_pattern(b, BUF, 500, "the buffer the captures named");
+    CU_OK(cuEventDestroy(fork));
+    CU_OK(cuEventDestroy(join));
+    CU_OK(cuStreamDestroy(side));
+    CU_OK(cuStreamDestroy(s));
+    CU_OK(cuMemFree(b));
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("shim_capture");
@@ -437,6 +509,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, exec_set_params_fills_the_new_buffer);
     tcase_add_test(tc, free_of_a_pool_block_in_capture);
     tcase_add_test(tc, graph_allocation_in_capture);
+    tcase_add_test(tc, a_refused_end_leaves_the_capture_counted);
     suite_add_tcase(s, tc);
     return s;
 }
