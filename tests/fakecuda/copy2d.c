@@ -119,6 +119,33 @@ void fc_copy3d_run(const CUDA_MEMCPY3D *p)
                    p->WidthInBytes);
 }
 
+struct fc_use fc_copy3d_use(const CUDA_MEMCPY3D *p)
+{
+    struct fc_use u = {{0, 0}, {0, 0}};
+    if (empty(p))
+        return u;
+    struct side src, dst;
+    bool ok;
+    sides(p, &src, &dst, &ok);
+    if (ok) {
+        u.base[0] = dst.start;
+        u.size[0] = dst.span;
+        u.base[1] = src.start;
+        u.size[1] = src.span;
+    }
+    return u;
+}
+
+struct fc_use fc_memset2d_use(const CUDA_MEMSET_NODE_PARAMS *p)
+{
+    struct fc_use u = {{0, 0}, {0, 0}};
+    if (p->width && p->height) {
+        u.base[0] = (uintptr_t)p->dst;
+        u.size[0] = (p->height - 1) * p->pitch + p->width * p->elementSize;
+    }
+    return u;
+}
+
 void fc_copy3d_linear(CUDA_MEMCPY3D *p, uintptr_t dst, uintptr_t src, size_t n)
 {
     memset(p, 0, sizeof *p);

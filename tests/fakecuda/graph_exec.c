@@ -158,6 +158,44 @@ static void record_events(const struct CUgraph_st *g, struct CUstream_st *s, uin
             record_events(n->u.child, s, seq);
 }
 
+/* What a launch's copy and set nodes use (those of its child graphs too),
+ * for the unmap hazard check: noted like the copies and sets a stream
+ * runs, so that unmapping a page they use before the host saw the launch
+ * complete stops the process. */
+struct uses {
+    struct fc_use *u;
+    size_t n, cap;
+};
+
+static void use_add(struct uses *l, struct fc_use u)
+{
+    if (!u.size[0] && !u.size[1])
+        return;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 8;
+        struct fc_use *g = realloc(l->u, cap * sizeof *g);
+        if (!g)
+            abort(); /* as fc_stream_enqueue: tests are small */
+        l->u = g;
+        l->cap = cap;
+    }
+    l->u[l->n++] = u;
+}
+
+/* Under the graph lock. */
+static void uses_of(const struct CUgraphNode_st *x, struct uses *l)
+{
+    if (x->disabled)
+        return;
+    if (x->type == CU_GRAPH_NODE_TYPE_MEMCPY)
+        use_add(l, fc_copy3d_use(&x->u.copy.p));
+    else if (x->type == CU_GRAPH_NODE_TYPE_MEMSET)
+        use_add(l, fc_memset2d_use(&x->u.set.p));
+    else if (x->type == CU_GRAPH_NODE_TYPE_GRAPH)
+        for (const struct CUgraphNode_st *c = x->u.child->head; c; c = c->next)
+            uses_of(c, l);
+}
+
 /* ---- instantiation -------------------------------------------------------- */
 
 #define INSTANTIATE_FLAGS                                                                     \
@@ -337,7 +375,18 @@ static CUresult launch(CUgraphExec x, CUstream h, bool ptsz)
     fc_graph_unlock();
     if (!snap)
         return CUDA_ERROR_OUT_OF_MEMORY;
+    struct uses used = {NULL, 0, 0};
+    if (fc_check_unmap) { /* from the snapshot, which the launch frees once run */
+        fc_graph_lock();
+        for (size_t i = 0; i < snap->n; i++)
+            uses_of(&snap->nodes[i], &used);
+        fc_graph_unlock();
+    }
     uint64_t seq = fc_stream_enqueue(s, run_snapshot, snap, NULL);
+    for (size_t i = 0; i < used.n; i++)
+        fc_track_op(s, seq, used.u[i].base[0], used.u[i].size[0], used.u[i].base[1],
+                    used.u[i].size[1]);
+    free(used.u);
     fc_graph_lock();
     if (exec_known(x))
         record_events(x->g, s, seq);

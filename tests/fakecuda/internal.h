@@ -297,6 +297,14 @@ CUresult fc_copy3d_check(const CUDA_MEMCPY3D *p);
 void fc_copy3d_run(const CUDA_MEMCPY3D *p);
 CUresult fc_memset2d_check(const CUDA_MEMSET_NODE_PARAMS *p);
 void fc_memset2d_run(const CUDA_MEMSET_NODE_PARAMS *p);
+/* The (up to two) ranges such a copy or set uses, for the unmap hazard
+ * check (a graph's copy and set nodes are copies and sets too). */
+struct fc_use {
+    uintptr_t base[2];
+    size_t size[2];
+};
+struct fc_use fc_copy3d_use(const CUDA_MEMCPY3D *p);
+struct fc_use fc_memset2d_use(const CUDA_MEMSET_NODE_PARAMS *p);
 /* A 1D copy of n bytes as a CUDA_MEMCPY3D (unified addressing). */
 void fc_copy3d_linear(CUDA_MEMCPY3D *p, uintptr_t dst, uintptr_t src, size_t n);
 

@@ -8,6 +8,7 @@
  * On the real driver the fakecuda_* symbols are NULL and every test here
  * returns at once: there is nothing to inject into. */
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -437,8 +438,10 @@ END_TEST
 
 /* Copies into a mapped VMM page on a stream held back by a kernel, then
  * unmaps the page with the copy still queued: with the check on, the
- * process must stop (SIGABRT) — in a child, so that the test survives. */
-static void unmap_under_copy(void)
+ * process must stop (SIGABRT) — in a child, so that the test survives.
+ * graph: the set is a memset node of a graph launched there (a graph's
+ * copies and sets are copies and sets on the GPU too). */
+static void unmap_under_copy(bool graph)
 {
     driver_setup(); /* the child's own driver: a forked one has none */
     struct test_kernels k;
@@ -451,13 +454,26 @@ static void unmap_under_copy(void)
     flag_new(&f);
     stream_block(&k, &f, s);
     fakecuda_check_unmap(1);
-    CU_OK(cuMemsetD32Async(v.va, 7, 2 * MiB / 4, s));
+    if (graph) {
+        CUgraph g;
+        CU_OK(cuGraphCreate(&g, 0));
+        CUDA_MEMSET_NODE_PARAMS p = {.dst = v.va, .value = 7, .elementSize = 4,
+                                     .width = 2 * MiB / 4, .height = 1};
+        CUcontext ctx;
+        CU_OK(cuCtxGetCurrent(&ctx));
+        CUgraphNode n;
+        CU_OK(cuGraphAddMemsetNode(&n, g, NULL, 0, &p, ctx));
+        CUgraphExec x;
+        CU_OK(cuGraphInstantiateWithFlags(&x, g, 0));
+        CU_OK(cuGraphLaunch(x, s));
+    } else {
+        CU_OK(cuMemsetD32Async(v.va, 7, 2 * MiB / 4, s));
+    }
     cuMemUnmap(v.va, 2 * MiB);
     _exit(0); /* not reached when the hazard is caught */
 }
 
-/* No fixture: the driver is initialized in the child only. */
-START_TEST(unmap_hazard_is_caught)
+static void hazard_is_caught(bool graph)
 {
     if (!injectable() || !fakecuda_check_unmap)
         return;
@@ -465,11 +481,23 @@ START_TEST(unmap_hazard_is_caught)
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
         fclose(stderr); /* the child's HAZARD line is expected */
-        unmap_under_copy();
+        unmap_under_copy(graph);
     }
     int status = 0;
     ck_assert_int_eq(waitpid(pid, &status, 0), pid);
     ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT, "child status %#x", status);
+}
+
+/* No fixture: the driver is initialized in the child only. */
+START_TEST(unmap_hazard_is_caught)
+{
+    hazard_is_caught(false);
+}
+END_TEST
+
+START_TEST(unmap_hazard_under_a_graph_set_is_caught)
+{
+    hazard_is_caught(true);
 }
 END_TEST
 
@@ -514,6 +542,7 @@ Suite *test_suite(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("hazard");
     tcase_add_test(tc, unmap_hazard_is_caught);
+    tcase_add_test(tc, unmap_hazard_under_a_graph_set_is_caught);
     suite_add_tcase(s, tc);
     return s;
 }
