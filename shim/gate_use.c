@@ -137,6 +137,12 @@ static int side_device(CUdeviceptr p, int on)
     return d;
 }
 
+uint64_t spw_gate_side_on(CUdeviceptr p, int on)
+{
+    int d = side_device(p, on);
+    return d >= 0 ? 1ull << d : 0;
+}
+
 uint64_t spw_gate_devices(CUdeviceptr a, CUdeviceptr b)
 {
     uint64_t m = 0;

@@ -92,6 +92,10 @@ uint64_t spw_gate_stream_devices(CUstream s);
  * from another device without peer access (a copy queued on that device's
  * stream: sw_note_work). */
 uint64_t spw_gate_devices(CUdeviceptr a, CUdeviceptr b);
+/* The gate of pointer p's pool device (0: none), noting that work running
+ * on device `on` (-1: unknown) names it, as spw_gate_devices does for the
+ * current context's. */
+uint64_t spw_gate_side_on(CUdeviceptr p, int on);
 
 /* r = call, bracketed on the gates of devices when g (a spw_gate()
  * answer) is not NULL. */

@@ -153,7 +153,14 @@ static void forget(CUgraphExec e)
 
 uint64_t spw_graph_use(sw_policy *g, CUgraphExec e, uint64_t runs_on)
 {
-    uint64_t devs = runs_on;
+    /* The graph's nodes run on its stream's device, which need not be the
+     * current context's (one thread launching for several devices): a
+     * node there that names another device's pool without peer access (a
+     * copy node) must be noted as that device's work, or a move of those
+     * pages would not sync it. Noted for the current context's device too,
+     * as every submission is. */
+    int on = runs_on ? __builtin_ctzll(runs_on) : -1, cur = spw_current_device();
+    uint64_t devs = runs_on | (cur >= 0 ? 1ull << cur : 0);
     enum { BATCH = 64 };
     CUdeviceptr p[BATCH];
     size_t n, done = 0;
@@ -168,7 +175,7 @@ uint64_t spw_graph_use(sw_policy *g, CUgraphExec e, uint64_t runs_on)
         pthread_mutex_unlock(&lock);
         for (size_t i = 0; i < n; i++) {
             filled |= spw_gate_use(g, p[i]);
-            devs |= spw_gate_devices(p[i], 0);
+            devs |= spw_gate_side_on(p[i], on) | spw_gate_side_on(p[i], cur);
         }
         done += n;
     } while (n == BATCH);

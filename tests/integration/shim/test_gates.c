@@ -441,6 +441,57 @@ START_TEST(a_capture_begun_without_a_mode_is_counted)
 }
 END_TEST
 
+/* ---- a graph launched on another device's stream --------------------------- */
+
+/* A graph of device 1 (its copy node in device 1's context) whose copy
+ * reads device 0's pool without peer access, launched on a stream of
+ * device 1 while device 0's context is current (one thread driving
+ * several devices): the copy runs on device 1, so a move of its pages
+ * must sync device 1 too, as for a copy queued there
+ * (device1_reads_device0). */
+START_TEST(a_graph_on_another_devices_stream_is_synced_before_a_move)
+{
+    CUcontext c0 = rig_setup(0), c1 = rig_setup(1);
+    CU_OK(cuCtxSetCurrent(c1));
+    CUdeviceptr y;
+    CU_OK(cuMemAlloc(&y, 1 * MiB));
+    CU_OK(cuCtxSetCurrent(c0));
+    CUdeviceptr b = rig_filled(BUF, 8);
+    void *host;
+    CU_OK(cuMemAllocHost(&host, BUF));
+    CUgraph g;
+    CU_OK(cuGraphCreate(&g, 0));
+    CUDA_MEMCPY3D c;
+    memset(&c, 0, sizeof c);
+    c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    c.srcDevice = b;
+    c.dstMemoryType = CU_MEMORYTYPE_HOST;
+    c.dstHost = host;
+    c.WidthInBytes = BUF;
+    c.Height = 1;
+    c.Depth = 1;
+    CUgraphNode node;
+    CU_OK(cuGraphAddMemcpyNode(&node, g, NULL, 0, &c, c1));
+    CUgraphExec e;
+    CU_OK(cuGraphInstantiateWithFlags(&e, g, 0));
+    CU_OK(cuCtxSetCurrent(c1));
+    CUstream s1;
+    CU_OK(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING));
+    sleep_on(s1, 300);
+    CU_OK(cuCtxSetCurrent(c0));
+    CU_OK(cuGraphLaunch(e, s1));
+    spill_device0(c0);
+    CU_OK(cuCtxSetCurrent(c1));
+    CU_OK(cuStreamSynchronize(s1));
+    uint32_t *want = rig_expected(BUF, 8);
+    ck_assert(memcmp(host, want, BUF) == 0);
+    free(want);
+    rig_expect_pattern(b, BUF, 8, "the spilled buffer");
+    CU_OK(cuGraphExecDestroy(e));
+    CU_OK(cuGraphDestroy(g));
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("shim_gates");
@@ -460,6 +511,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, memops_of_cuda_8_pass_the_gate);
     tcase_add_test(tc, a_decompression_batch_passes_the_gate);
     tcase_add_test(tc, a_capture_begun_without_a_mode_is_counted);
+    tcase_add_test(tc, a_graph_on_another_devices_stream_is_synced_before_a_move);
     suite_add_tcase(s, tc);
     return s;
 }
