@@ -34,12 +34,38 @@ bool fc_graph_known(struct CUgraph_st *g)
     return false;
 }
 
+/* Whether n is a node of g or of a graph a child graph node of g embeds
+ * (recursively): the driver hands the embedded graph out
+ * (cuGraphChildGraphNodeGetGraph), and its nodes are nodes like any. */
+static bool node_in(const struct CUgraph_st *g, const struct CUgraphNode_st *n)
+{
+    for (const struct CUgraphNode_st *x = g->head; x; x = x->next)
+        if (x == n || (x->type == CU_GRAPH_NODE_TYPE_GRAPH && node_in(x->u.child, n)))
+            return true;
+    return false;
+}
+
 bool fc_node_known(struct CUgraphNode_st *n)
 {
     for (struct CUgraph_st *g = graphs; g; g = g->next)
-        for (struct CUgraphNode_st *x = g->head; x; x = x->next)
-            if (x == n)
-                return true;
+        if (node_in(g, n))
+            return true;
+    return false;
+}
+
+static bool embeds(const struct CUgraph_st *g, const struct CUgraph_st *e)
+{
+    for (const struct CUgraphNode_st *x = g->head; x; x = x->next)
+        if (x->type == CU_GRAPH_NODE_TYPE_GRAPH && (x->u.child == e || embeds(x->u.child, e)))
+            return true;
+    return false;
+}
+
+bool fc_graph_embedded(struct CUgraph_st *g)
+{
+    for (struct CUgraph_st *x = graphs; x; x = x->next)
+        if (embeds(x, g))
+            return true;
     return false;
 }
 
@@ -759,6 +785,25 @@ FC_EXPORT CUresult cuGraphAddChildGraphNode(CUgraphNode *out, CUgraph g, const C
     return r != CUDA_SUCCESS ? r : add_node(out, g, deps, ndeps, n);
 }
 
+/* The node's own graph, not a copy: what the program reads of it (its
+ * nodes, their parameters, its edges) is the node's. fakecuda lets only
+ * those queries and parameter changes through on it, not new nodes. */
+FC_EXPORT CUresult cuGraphChildGraphNodeGetGraph(CUgraphNode hNode, CUgraph *phGraph)
+{
+    FC_FAULT(cuGraphChildGraphNodeGetGraph);
+    CUresult r = fc_initialized();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!phGraph)
+        return CUDA_ERROR_INVALID_VALUE;
+    fc_graph_lock();
+    struct CUgraphNode_st *n = node_of(hNode, CU_GRAPH_NODE_TYPE_GRAPH);
+    if (n)
+        *phGraph = n->u.child;
+    fc_graph_unlock();
+    return n ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
 static CUresult add_event_node(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t ndeps,
                                CUevent e, CUgraphNodeType type)
 {
@@ -885,7 +930,7 @@ static CUresult list_nodes(CUgraph g, CUgraphNode *nodes, size_t *num, bool root
     if (!num)
         return CUDA_ERROR_INVALID_VALUE;
     fc_graph_lock();
-    if (!fc_graph_known(g)) {
+    if (!fc_graph_known(g) && !fc_graph_embedded(g)) {
         fc_graph_unlock();
         return CUDA_ERROR_INVALID_VALUE;
     }
@@ -929,7 +974,7 @@ static CUresult get_edges(CUgraph g, CUgraphNode *from, CUgraphNode *to, CUgraph
     if (!num || (!from) != (!to) || (edata && !from))
         return CUDA_ERROR_INVALID_VALUE;
     fc_graph_lock();
-    if (!fc_graph_known(g)) {
+    if (!fc_graph_known(g) && !fc_graph_embedded(g)) {
         fc_graph_unlock();
         return CUDA_ERROR_INVALID_VALUE;
     }

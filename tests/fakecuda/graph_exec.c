@@ -481,11 +481,8 @@ static bool set_compatible(const CUDA_MEMSET_NODE_PARAMS *a, const CUDA_MEMSET_N
            a->pitch == b->pitch;
 }
 
-FC_EXPORT CUresult cuGraphExecMemcpyNodeSetParams(CUgraphExec x, CUgraphNode n, const CUDA_MEMCPY3D *p,
-                                                  CUcontext ctx)
+static CUresult exec_copy_set(CUgraphExec x, CUgraphNode n, const CUDA_MEMCPY3D *p)
 {
-    FC_FAULT(cuGraphExecMemcpyNodeSetParams);
-    (void)ctx;
     if (!p)
         return CUDA_ERROR_INVALID_VALUE;
     CUresult r = fc_copy3d_check(p);
@@ -500,11 +497,16 @@ FC_EXPORT CUresult cuGraphExecMemcpyNodeSetParams(CUgraphExec x, CUgraphNode n, 
     return r;
 }
 
-FC_EXPORT CUresult cuGraphExecMemsetNodeSetParams(CUgraphExec x, CUgraphNode n,
-                                                  const CUDA_MEMSET_NODE_PARAMS *p, CUcontext ctx)
+FC_EXPORT CUresult cuGraphExecMemcpyNodeSetParams(CUgraphExec x, CUgraphNode n, const CUDA_MEMCPY3D *p,
+                                                  CUcontext ctx)
 {
-    FC_FAULT(cuGraphExecMemsetNodeSetParams);
+    FC_FAULT(cuGraphExecMemcpyNodeSetParams);
     (void)ctx;
+    return exec_copy_set(x, n, p);
+}
+
+static CUresult exec_set_set(CUgraphExec x, CUgraphNode n, const CUDA_MEMSET_NODE_PARAMS *p)
+{
     if (!p)
         return CUDA_ERROR_INVALID_VALUE;
     CUresult r = fc_memset2d_check(p);
@@ -519,9 +521,16 @@ FC_EXPORT CUresult cuGraphExecMemsetNodeSetParams(CUgraphExec x, CUgraphNode n,
     return r;
 }
 
-FC_EXPORT CUresult cuGraphExecHostNodeSetParams(CUgraphExec x, CUgraphNode n, const CUDA_HOST_NODE_PARAMS *p)
+FC_EXPORT CUresult cuGraphExecMemsetNodeSetParams(CUgraphExec x, CUgraphNode n,
+                                                  const CUDA_MEMSET_NODE_PARAMS *p, CUcontext ctx)
 {
-    FC_FAULT(cuGraphExecHostNodeSetParams);
+    FC_FAULT(cuGraphExecMemsetNodeSetParams);
+    (void)ctx;
+    return exec_set_set(x, n, p);
+}
+
+static CUresult exec_host_set(CUgraphExec x, CUgraphNode n, const CUDA_HOST_NODE_PARAMS *p)
+{
     if (!p || !p->fn)
         return CUDA_ERROR_INVALID_VALUE;
     fc_graph_lock();
@@ -530,6 +539,12 @@ FC_EXPORT CUresult cuGraphExecHostNodeSetParams(CUgraphExec x, CUgraphNode n, co
         c->u.host = *p;
     fc_graph_unlock();
     return c ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+FC_EXPORT CUresult cuGraphExecHostNodeSetParams(CUgraphExec x, CUgraphNode n, const CUDA_HOST_NODE_PARAMS *p)
+{
+    FC_FAULT(cuGraphExecHostNodeSetParams);
+    return exec_host_set(x, n, p);
 }
 
 /* Kernel, memcpy and memset nodes may be disabled (the driver's list). */
@@ -563,18 +578,19 @@ FC_EXPORT CUresult cuGraphNodeGetEnabled(CUgraphExec x, CUgraphNode n, unsigned 
 
 /* ---- update ---------------------------------------------------------------- */
 
-/* Under the graph lock: whether g can update x, pairing nodes in the order
- * they were added (how a re-capture of the same work pairs with the first);
- * the result as cuGraphExecUpdate reports it. */
-static CUgraphExecUpdateResult compare(struct CUgraphExec_st *x, struct CUgraph_st *g,
+/* Under the graph lock: whether g can update x's graph xg (x's own, or
+ * the copy of a child graph in it), pairing nodes in the order they were
+ * added (how a re-capture of the same work pairs with the first); the
+ * result as cuGraphExecUpdate reports it. */
+static CUgraphExecUpdateResult compare(struct CUgraph_st *xg, struct CUgraph_st *g,
                                        CUgraphNode *err_node, CUgraphNode *err_from)
 {
     *err_node = *err_from = NULL;
-    if (x->g->nnodes != g->nnodes)
+    if (xg->nnodes != g->nnodes)
         return CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
-    fc_graph_number(x->g);
+    fc_graph_number(xg);
     fc_graph_number(g);
-    for (struct CUgraphNode_st *a = x->g->head, *b = g->head; a && b; a = a->next, b = b->next) {
+    for (struct CUgraphNode_st *a = xg->head, *b = g->head; a && b; a = a->next, b = b->next) {
         if (a->type != b->type) {
             *err_node = b;
             return CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED;
@@ -619,7 +635,7 @@ static CUresult update(CUgraphExec x, CUgraph g, CUgraphExecUpdateResultInfo *in
         info->result = CU_GRAPH_EXEC_UPDATE_ERROR;
         return CUDA_ERROR_INVALID_VALUE;
     }
-    info->result = compare(x, g, &info->errorNode, &info->errorFromNode);
+    info->result = compare(x->g, g, &info->errorNode, &info->errorFromNode);
     if (info->result != CU_GRAPH_EXEC_UPDATE_SUCCESS) {
         fc_graph_unlock();
         return CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
@@ -677,4 +693,98 @@ FC_EXPORT CUresult cuGraphExecUpdate(CUgraphExec x, CUgraph g, CUgraphNode *err_
     *err_node = info.errorNode;
     *result = info.result;
     return r;
+}
+
+/* ---- child graphs, and any node by its type ---------------------------------- */
+
+/* "The topology of childGraph, as well as the node insertion order, must
+ * match that of the graph contained in hNode" (cuGraphExecUpdate's
+ * restrictions): x's copy of the child becomes a copy of childGraph;
+ * launches already queued keep theirs. */
+static CUresult exec_child_set(CUgraphExec x, CUgraphNode n, CUgraph child)
+{
+    CUresult r = fc_initialized();
+    if (r != CUDA_SUCCESS)
+        return r;
+    fc_graph_lock();
+    struct CUgraphNode_st *c = exec_node(x, n, CU_GRAPH_NODE_TYPE_GRAPH);
+    CUgraphNode err_node, err_from;
+    struct CUgraph_st *copy = NULL;
+    if (!c || (!fc_graph_known(child) && !fc_graph_embedded(child)) ||
+        compare(c->u.child, child, &err_node, &err_from) != CU_GRAPH_EXEC_UPDATE_SUCCESS)
+        r = CUDA_ERROR_INVALID_VALUE;
+    else if (!(copy = fc_graph_clone(child, true)))
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    if (r == CUDA_SUCCESS) {
+        fc_graph_free(c->u.child);
+        c->u.child = copy;
+    }
+    fc_graph_unlock();
+    return r;
+}
+
+FC_EXPORT CUresult cuGraphExecChildGraphNodeSetParams(CUgraphExec x, CUgraphNode n, CUgraph child)
+{
+    FC_FAULT(cuGraphExecChildGraphNodeSetParams);
+    return exec_child_set(x, n, child);
+}
+
+/* CUDA 12.2's one entry point for every type, as the type's own call.
+ * Memory allocation and free nodes: "API unsupported". Event and external
+ * semaphore nodes, which fakecuda's executable graphs cannot change,
+ * answer NOT_SUPPORTED, one of the call's documented errors. */
+FC_EXPORT CUresult cuGraphExecNodeSetParams(CUgraphExec x, CUgraphNode n, CUgraphNodeParams *p)
+{
+    FC_FAULT(cuGraphExecNodeSetParams);
+    CUresult r = fc_initialized();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!p || p->reserved0[0] || p->reserved0[1] || p->reserved0[2] || p->reserved2)
+        return CUDA_ERROR_INVALID_VALUE;
+    fc_graph_lock();
+    struct CUgraphNode_st *c = exec_node(x, n, -1);
+    bool same = c && c->type == p->type;
+    fc_graph_unlock();
+    if (!same)
+        return CUDA_ERROR_INVALID_VALUE;
+    switch (p->type) {
+    case CU_GRAPH_NODE_TYPE_KERNEL: {
+        CUDA_KERNEL_NODE_PARAMS k;
+        memset(&k, 0, sizeof k);
+        k.func = p->kernel.func;
+        k.gridDimX = p->kernel.gridDimX;
+        k.gridDimY = p->kernel.gridDimY;
+        k.gridDimZ = p->kernel.gridDimZ;
+        k.blockDimX = p->kernel.blockDimX;
+        k.blockDimY = p->kernel.blockDimY;
+        k.blockDimZ = p->kernel.blockDimZ;
+        k.sharedMemBytes = p->kernel.sharedMemBytes;
+        k.kernelParams = p->kernel.kernelParams;
+        k.extra = p->kernel.extra;
+        k.kern = p->kernel.kern;
+        k.ctx = p->kernel.ctx;
+        return exec_kernel_set(x, n, &k);
+    }
+    case CU_GRAPH_NODE_TYPE_MEMCPY:
+        if (p->memcpy.flags || p->memcpy.reserved)
+            return CUDA_ERROR_INVALID_VALUE;
+        return exec_copy_set(x, n, &p->memcpy.copyParams);
+    case CU_GRAPH_NODE_TYPE_MEMSET: {
+        CUDA_MEMSET_NODE_PARAMS m = {.dst = p->memset.dst, .pitch = p->memset.pitch,
+                                     .value = p->memset.value, .elementSize = p->memset.elementSize,
+                                     .width = p->memset.width, .height = p->memset.height};
+        return exec_set_set(x, n, &m);
+    }
+    case CU_GRAPH_NODE_TYPE_HOST: {
+        CUDA_HOST_NODE_PARAMS h = {.fn = p->host.fn, .userData = p->host.userData};
+        return exec_host_set(x, n, &h);
+    }
+    case CU_GRAPH_NODE_TYPE_GRAPH:
+        return exec_child_set(x, n, p->graph.graph);
+    case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
+    case CU_GRAPH_NODE_TYPE_MEM_FREE:
+        return CUDA_ERROR_INVALID_VALUE;
+    default:
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
 }

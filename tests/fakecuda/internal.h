@@ -363,6 +363,8 @@ void fc_graph_lock(void);
 void fc_graph_unlock(void);
 bool fc_graph_known(struct CUgraph_st *g);
 bool fc_node_known(struct CUgraphNode_st *n);
+/* g is the graph a child graph node of a known graph embeds. */
+bool fc_graph_embedded(struct CUgraph_st *g);
 struct CUgraph_st *fc_graph_new(bool internal);
 void fc_graph_free(struct CUgraph_st *g);
 /* A detached node of that type (zeroed payload), or NULL. */

@@ -2,8 +2,10 @@
  * host, child-graph and event nodes; edges and their order; instantiation
  * (a cycle is refused); a launch is one operation in stream order; an
  * executable graph takes new kernel arguments and updates from a graph of
- * the same shape; cuGraphKernelNodeGetParams hands back the arguments as
- * given, the pointer values a library (spillway) reads. */
+ * the same shape, and a child graph node another child graph;
+ * cuGraphKernelNodeGetParams hands back the arguments as given, the
+ * pointer values a library (spillway) reads, also inside the graph a child
+ * graph node embeds. */
 #include <string.h>
 
 #include <stdio.h>
@@ -475,6 +477,90 @@ START_TEST(child_graphs_clones_and_launch_into_a_capture)
 }
 END_TEST
 
+/* The graph a child graph node embeds is the node's own (a copy of the
+ * one given), read back like any graph: its nodes and their parameters,
+ * what a library (spillway) reads of an executable graph's children. An
+ * executable graph's copy of the node takes another child graph of the
+ * same shape, by its own call or by cuGraphExecNodeSetParams; the
+ * program's node keeps its graph. */
+START_TEST(child_graph_read_back_and_set_in_an_executable_graph)
+{
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr p, q;
+    CU_OK(cuMemAlloc(&p, 4096));
+    CU_OK(cuMemAlloc(&q, 4096));
+    CUgraph c1 = capture_fill_add(s, p, 10), c2 = capture_fill_add(s, q, 20), parent, embedded;
+    CU_OK(cuGraphCreate(&parent, 0));
+    CUgraphNode node, nodes[2];
+    CU_OK(cuGraphAddChildGraphNode(&node, parent, NULL, 0, c1));
+    CU_OK(cuGraphChildGraphNodeGetGraph(node, &embedded));
+    ck_assert_ptr_ne(embedded, c1);
+    size_t n = 0;
+    CU_OK(cuGraphGetNodes(embedded, NULL, &n));
+    ck_assert_uint_eq(n, 2);
+    CU_OK(cuGraphGetNodes(embedded, nodes, &n));
+    CUgraphNodeType type;
+    CU_OK(cuGraphNodeGetType(nodes[0], &type));
+    ck_assert_int_eq(type, CU_GRAPH_NODE_TYPE_KERNEL);
+    CUDA_KERNEL_NODE_PARAMS got;
+    CU_OK(cuGraphKernelNodeGetParams(nodes[0], &got));
+    ck_assert_uint_eq(*(CUdeviceptr *)got.kernelParams[0], p);
+    CU_ERR(cuGraphChildGraphNodeGetGraph(nodes[0], &embedded), CUDA_ERROR_INVALID_VALUE);
+
+    CUgraphExec x;
+    CU_OK(cuGraphInstantiate(&x, parent, 0));
+    CU_OK(cuGraphExecChildGraphNodeSetParams(x, node, c2));
+    CU_OK(cuMemsetD32Async(p, 0, 1024, s));
+    CU_OK(cuGraphLaunch(x, s));
+    CU_OK(cuStreamSynchronize(s));
+    expect_u32(q, 21, 1024);
+    expect_u32(p, 0, 1024);
+    CU_OK(cuGraphChildGraphNodeGetGraph(node, &embedded));
+    CU_OK(cuGraphGetNodes(embedded, nodes, &n));
+    CU_OK(cuGraphKernelNodeGetParams(nodes[0], &got));
+    ck_assert_uint_eq(*(CUdeviceptr *)got.kernelParams[0], p);
+
+    CUgraphNodeParams np;
+    memset(&np, 0, sizeof np);
+    np.type = CU_GRAPH_NODE_TYPE_GRAPH;
+    np.graph.graph = c1;
+    CU_OK(cuGraphExecNodeSetParams(x, node, &np));
+    CU_OK(cuGraphLaunch(x, s));
+    CU_OK(cuStreamSynchronize(s));
+    expect_u32(p, 11, 1024);
+
+    /* Another shape (one node more), or the parameters of another type. */
+    CUgraph c3;
+    CU_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CU_OK(launch_u32(k.fill_u32, q, 1, 1024, s));
+    CU_OK(launch_u32(k.add_u32, q, 1, 1024, s));
+    CU_OK(launch_u32(k.add_u32, q, 1, 1024, s));
+    CU_OK(cuStreamEndCapture(s, &c3));
+    CU_ERR(cuGraphExecChildGraphNodeSetParams(x, node, c3), CUDA_ERROR_INVALID_VALUE);
+    memset(&np, 0, sizeof np);
+    np.type = CU_GRAPH_NODE_TYPE_MEMSET;
+    np.memset.dst = q;
+    np.memset.value = 3;
+    np.memset.elementSize = 4;
+    np.memset.width = 1024;
+    np.memset.height = 1;
+    ck_assert_int_ne(cuGraphExecNodeSetParams(x, node, &np), CUDA_SUCCESS);
+    CU_OK(cuMemsetD32Async(p, 0, 1024, s));
+    CU_OK(cuGraphLaunch(x, s));
+    CU_OK(cuStreamSynchronize(s));
+    expect_u32(p, 11, 1024);
+    CU_OK(cuGraphExecDestroy(x));
+    CU_OK(cuGraphDestroy(parent));
+    CU_OK(cuGraphDestroy(c1));
+    CU_OK(cuGraphDestroy(c2));
+    CU_OK(cuGraphDestroy(c3));
+    CU_OK(cuMemFree(p));
+    CU_OK(cuMemFree(q));
+    CU_OK(cuStreamDestroy(s));
+}
+END_TEST
+
 /* An event record node: the event completes with the launch. */
 START_TEST(event_record_node)
 {
@@ -552,6 +638,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, executable_graph_takes_new_kernel_arguments);
     tcase_add_test(tc, exec_update_from_a_graph_of_the_same_shape);
     tcase_add_test(tc, child_graphs_clones_and_launch_into_a_capture);
+    tcase_add_test(tc, child_graph_read_back_and_set_in_an_executable_graph);
     tcase_add_test(tc, event_record_node);
     tcase_add_test(tc, a_long_captured_chain);
     suite_add_tcase(s, tc);
