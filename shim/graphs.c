@@ -6,7 +6,8 @@
  * Recorded at instantiation from the graph's nodes (kernel parameters read
  * back with cuGraphKernelNodeGetParams and scanned like a launch's, copy
  * and set operands, child graphs), again at cuGraphExecUpdate, and added to
- * at cuGraphExec(Kernel)NodeSetParams; forgotten at cuGraphExecDestroy.
+ * at cuGraphExec(Kernel|Memcpy|Memset|ChildGraph)NodeSetParams and
+ * cuGraphExecNodeSetParams; forgotten at cuGraphExecDestroy.
  * Graphs that PyTorch and XLA capture from streams are instantiated like
  * any other. Only pointers into spillway's memory are kept, each once. */
 #include "shim/gate_use.h"
@@ -219,9 +220,10 @@ CUresult spw_h_graph_exec_update(CUgraphExec hGraphExec, CUgraph hGraph,
 
 /* A node of e given new operands: they are the graph's too (the old ones
  * stay listed until the next instantiate or update: touched for nothing,
- * never wrong). One of k, c or dst. */
+ * never wrong). One of k, c, dst or child (a child graph node's new graph,
+ * whose nodes are read as at instantiation). */
 static void add_to(CUgraphExec e, const CUDA_KERNEL_NODE_PARAMS *k, const CUDA_MEMCPY3D *c,
-                   CUdeviceptr dst)
+                   CUdeviceptr dst, CUgraph child)
 {
     if (spw_disabled() || !spw_pool_policy())
         return;
@@ -233,6 +235,8 @@ static void add_to(CUgraphExec e, const CUDA_KERNEL_NODE_PARAMS *k, const CUDA_M
         add_copy(x, c);
     else if (x && dst)
         add(x, dst);
+    else if (x && child)
+        collect(x, child, 1);
     pthread_mutex_unlock(&lock);
 }
 
@@ -242,7 +246,7 @@ CUresult spw_h_graph_exec_kernel_node_set_params(CUgraphExec hGraphExec, CUgraph
     SPW_REAL_OR_RETURN(real, spw_h_graph_exec_kernel_node_set_params);
     CUresult r = real(hGraphExec, hNode, nodeParams);
     if (r == CUDA_SUCCESS && nodeParams)
-        add_to(hGraphExec, nodeParams, NULL, 0);
+        add_to(hGraphExec, nodeParams, NULL, 0, NULL);
     return r;
 }
 
@@ -252,7 +256,7 @@ CUresult spw_h_graph_exec_memcpy_node_set_params(CUgraphExec hGraphExec, CUgraph
     SPW_REAL_OR_RETURN(real, spw_h_graph_exec_memcpy_node_set_params);
     CUresult r = real(hGraphExec, hNode, copyParams, ctx);
     if (r == CUDA_SUCCESS && copyParams)
-        add_to(hGraphExec, NULL, copyParams, 0);
+        add_to(hGraphExec, NULL, copyParams, 0, NULL);
     return r;
 }
 
@@ -263,7 +267,20 @@ CUresult spw_h_graph_exec_memset_node_set_params(CUgraphExec hGraphExec, CUgraph
     SPW_REAL_OR_RETURN(real, spw_h_graph_exec_memset_node_set_params);
     CUresult r = real(hGraphExec, hNode, memsetParams, ctx);
     if (r == CUDA_SUCCESS && memsetParams)
-        add_to(hGraphExec, NULL, NULL, memsetParams->dst);
+        add_to(hGraphExec, NULL, NULL, memsetParams->dst, NULL);
+    return r;
+}
+
+/* A child graph node of the executable graph given the parameters of
+ * another graph of its shape (XLA's nested command buffers, at each
+ * update): what that graph's nodes name is the executable graph's now. */
+CUresult spw_h_graph_exec_child_graph_node_set_params(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                                      CUgraph childGraph)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_graph_exec_child_graph_node_set_params);
+    CUresult r = real(hGraphExec, hNode, childGraph);
+    if (r == CUDA_SUCCESS && childGraph)
+        add_to(hGraphExec, NULL, NULL, 0, childGraph);
     return r;
 }
 
@@ -280,11 +297,13 @@ CUresult spw_h_graph_exec_node_set_params(CUgraphExec hGraphExec, CUgraphNode hN
         k.kernelParams = nodeParams->kernel.kernelParams;
         k.extra = nodeParams->kernel.extra;
         k.kern = nodeParams->kernel.kern;
-        add_to(hGraphExec, &k, NULL, 0);
+        add_to(hGraphExec, &k, NULL, 0, NULL);
     } else if (nodeParams->type == CU_GRAPH_NODE_TYPE_MEMCPY) {
-        add_to(hGraphExec, NULL, &nodeParams->memcpy.copyParams, 0);
+        add_to(hGraphExec, NULL, &nodeParams->memcpy.copyParams, 0, NULL);
     } else if (nodeParams->type == CU_GRAPH_NODE_TYPE_MEMSET) {
-        add_to(hGraphExec, NULL, NULL, nodeParams->memset.dst);
+        add_to(hGraphExec, NULL, NULL, nodeParams->memset.dst, NULL);
+    } else if (nodeParams->type == CU_GRAPH_NODE_TYPE_GRAPH && nodeParams->graph.graph) {
+        add_to(hGraphExec, NULL, NULL, 0, nodeParams->graph.graph);
     }
     return r;
 }
