@@ -110,42 +110,44 @@ static inline CUresult unified(CUresult r, CUdeviceptr dst, CUdeviceptr src, siz
 
 /* One handler and its per-thread variant: name, the hooks.def handler,
  * parameters, the forwarded arguments, the two sides that may be spillway
- * memory (0: none), the bytes copied, and the counting expression. With spill, a side that
- * lives on the host is filled back first and the copy is submitted inside
- * the work gate (gate_use.h). */
-#define COPY_HANDLERS(handler, params, args, side_a, side_b, bytes, count)  \
-    SPW_GATED_HANDLERS(handler, params, args,                              \
-                       spw_gate_use2(g, (side_a), (side_b), (bytes));      \
-                       devices = spw_gate_devices((side_a), (side_b)), count)
+ * memory (0: none), the bytes copied, the stream (NULL: a synchronous
+ * copy) and the counting expression. With spill, a side that lives on the
+ * host is filled back first and the copy is submitted inside the work gate
+ * (gate_use.h) of the stream's device, which need not be the current
+ * context's. */
+#define COPY_HANDLERS(handler, params, args, side_a, side_b, bytes, stream, count) \
+    SPW_GATED_HANDLERS(handler, params, args,                                     \
+                       spw_gate_use2(g, (side_a), (side_b), (bytes));             \
+                       devices = spw_gate_devices_on((stream), (side_a), (side_b)), count)
 
 COPY_HANDLERS(spw_h_memcpy, (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount),
-              (dst, src, ByteCount), dst, src, ByteCount, unified(r, dst, src, ByteCount))
+              (dst, src, ByteCount), dst, src, ByteCount, NULL, unified(r, dst, src, ByteCount))
 COPY_HANDLERS(spw_h_memcpy_async,
               (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream),
-              (dst, src, ByteCount, hStream), dst, src, ByteCount, unified(r, dst, src, ByteCount))
+              (dst, src, ByteCount, hStream), dst, src, ByteCount, hStream, unified(r, dst, src, ByteCount))
 
 COPY_HANDLERS(spw_h_memcpy_htod, (CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount),
-              (dstDevice, srcHost, ByteCount), dstDevice, 0, ByteCount,
+              (dstDevice, srcHost, ByteCount), dstDevice, 0, ByteCount, NULL,
               typed(r, SPW_COPY_HTOD, dstDevice, HOST(srcHost), ByteCount))
 COPY_HANDLERS(spw_h_memcpy_dtoh, (void *dstHost, CUdeviceptr srcDevice, size_t ByteCount),
-              (dstHost, srcDevice, ByteCount), srcDevice, 0, ByteCount,
+              (dstHost, srcDevice, ByteCount), srcDevice, 0, ByteCount, NULL,
               typed(r, SPW_COPY_DTOH, srcDevice, HOST(dstHost), ByteCount))
 COPY_HANDLERS(spw_h_memcpy_dtod,
               (CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount),
-              (dstDevice, srcDevice, ByteCount), dstDevice, srcDevice, ByteCount,
+              (dstDevice, srcDevice, ByteCount), dstDevice, srcDevice, ByteCount, NULL,
               typed(r, SPW_COPY_DTOD, dstDevice, srcDevice, ByteCount))
 
 COPY_HANDLERS(spw_h_memcpy_htod_async,
               (CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount, CUstream hStream),
-              (dstDevice, srcHost, ByteCount, hStream), dstDevice, 0, ByteCount,
+              (dstDevice, srcHost, ByteCount, hStream), dstDevice, 0, ByteCount, hStream,
               typed(r, SPW_COPY_HTOD, dstDevice, HOST(srcHost), ByteCount))
 COPY_HANDLERS(spw_h_memcpy_dtoh_async,
               (void *dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream),
-              (dstHost, srcDevice, ByteCount, hStream), srcDevice, 0, ByteCount,
+              (dstHost, srcDevice, ByteCount, hStream), srcDevice, 0, ByteCount, hStream,
               typed(r, SPW_COPY_DTOH, srcDevice, HOST(dstHost), ByteCount))
 COPY_HANDLERS(spw_h_memcpy_dtod_async,
               (CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream),
-              (dstDevice, srcDevice, ByteCount, hStream), dstDevice, srcDevice, ByteCount,
+              (dstDevice, srcDevice, ByteCount, hStream), dstDevice, srcDevice, ByteCount, hStream,
               typed(r, SPW_COPY_DTOD, dstDevice, srcDevice, ByteCount))
 
 /* Copies to and from CUDA arrays (device memory no pointer names: charged
@@ -153,26 +155,26 @@ COPY_HANDLERS(spw_h_memcpy_dtod_async,
  * pointer of DtoA/AtoD is a side like any copy's, touched, filled back and
  * gated; the offsets are into the array. */
 COPY_HANDLERS(spw_h_memcpy_dtoa, (CUarray dstArray, size_t dstOffset, CUdeviceptr srcDevice, size_t ByteCount),
-              (dstArray, dstOffset, srcDevice, ByteCount), srcDevice, 0, ByteCount,
+              (dstArray, dstOffset, srcDevice, ByteCount), srcDevice, 0, ByteCount, NULL,
               typed(r, SPW_COPY_DTOD, srcDevice, 0, ByteCount))
 COPY_HANDLERS(spw_h_memcpy_atod, (CUdeviceptr dstDevice, CUarray srcArray, size_t srcOffset, size_t ByteCount),
-              (dstDevice, srcArray, srcOffset, ByteCount), dstDevice, 0, ByteCount,
+              (dstDevice, srcArray, srcOffset, ByteCount), dstDevice, 0, ByteCount, NULL,
               typed(r, SPW_COPY_DTOD, dstDevice, 0, ByteCount))
 COPY_HANDLERS(spw_h_memcpy_htoa, (CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount),
-              (dstArray, dstOffset, srcHost, ByteCount), 0, 0, ByteCount,
+              (dstArray, dstOffset, srcHost, ByteCount), 0, 0, ByteCount, NULL,
               typed(r, SPW_COPY_HTOD, 0, HOST(srcHost), ByteCount))
 COPY_HANDLERS(spw_h_memcpy_atoh, (void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount),
-              (dstHost, srcArray, srcOffset, ByteCount), 0, 0, ByteCount,
+              (dstHost, srcArray, srcOffset, ByteCount), 0, 0, ByteCount, NULL,
               typed(r, SPW_COPY_DTOH, 0, HOST(dstHost), ByteCount))
 COPY_HANDLERS(spw_h_memcpy_atoa,
               (CUarray dstArray, size_t dstOffset, CUarray srcArray, size_t srcOffset, size_t ByteCount),
-              (dstArray, dstOffset, srcArray, srcOffset, ByteCount), 0, 0, ByteCount,
+              (dstArray, dstOffset, srcArray, srcOffset, ByteCount), 0, 0, ByteCount, NULL,
               typed(r, SPW_COPY_DTOD, 0, 0, ByteCount))
 COPY_HANDLERS(spw_h_memcpy_htoa_async,
               (CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount, CUstream hStream),
-              (dstArray, dstOffset, srcHost, ByteCount, hStream), 0, 0, ByteCount,
+              (dstArray, dstOffset, srcHost, ByteCount, hStream), 0, 0, ByteCount, hStream,
               typed(r, SPW_COPY_HTOD, 0, HOST(srcHost), ByteCount))
 COPY_HANDLERS(spw_h_memcpy_atoh_async,
               (void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount, CUstream hStream),
-              (dstHost, srcArray, srcOffset, ByteCount, hStream), 0, 0, ByteCount,
+              (dstHost, srcArray, srcOffset, ByteCount, hStream), 0, 0, ByteCount, hStream,
               typed(r, SPW_COPY_DTOH, 0, HOST(dstHost), ByteCount))

@@ -53,31 +53,31 @@ static CUdeviceptr device_side(CUmemorytype type, CUdeviceptr p)
         }                                                                       \
     } while (0)
 
-SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_2d, (const CUDA_MEMCPY2D *pCopy), (pCopy), COPY2D_SIDES(pCopy),
+SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_2d, (const CUDA_MEMCPY2D *pCopy), (pCopy), NULL, COPY2D_SIDES(pCopy),
                         COUNTED_COPY(pCopy, 1))
-SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_2d_unaligned, (const CUDA_MEMCPY2D *pCopy), (pCopy),
+SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_2d_unaligned, (const CUDA_MEMCPY2D *pCopy), (pCopy), NULL,
                         COPY2D_SIDES(pCopy), COUNTED_COPY(pCopy, 1))
-SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_3d, (const CUDA_MEMCPY3D *pCopy), (pCopy), COPY2D_SIDES(pCopy),
+SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_3d, (const CUDA_MEMCPY3D *pCopy), (pCopy), NULL, COPY2D_SIDES(pCopy),
                         COUNTED_COPY(pCopy, pCopy->Depth))
-SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_3d_peer, (const CUDA_MEMCPY3D_PEER *pCopy), (pCopy),
+SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_3d_peer, (const CUDA_MEMCPY3D_PEER *pCopy), (pCopy), NULL,
                         COPY2D_SIDES(pCopy), COUNTED_COPY(pCopy, pCopy->Depth))
 SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_2d_async, (const CUDA_MEMCPY2D *pCopy, CUstream hStream),
-                        (pCopy, hStream), COPY2D_SIDES(pCopy), COUNTED_COPY(pCopy, 1))
+                        (pCopy, hStream), hStream, COPY2D_SIDES(pCopy), COUNTED_COPY(pCopy, 1))
 SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_3d_async, (const CUDA_MEMCPY3D *pCopy, CUstream hStream),
-                        (pCopy, hStream), COPY2D_SIDES(pCopy), COUNTED_COPY(pCopy, pCopy->Depth))
+                        (pCopy, hStream), hStream, COPY2D_SIDES(pCopy), COUNTED_COPY(pCopy, pCopy->Depth))
 SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_3d_peer_async, (const CUDA_MEMCPY3D_PEER *pCopy, CUstream hStream),
-                        (pCopy, hStream), COPY2D_SIDES(pCopy), COUNTED_COPY(pCopy, pCopy->Depth))
+                        (pCopy, hStream), hStream, COPY2D_SIDES(pCopy), COUNTED_COPY(pCopy, pCopy->Depth))
 
 SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_peer,
                         (CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
                          CUcontext srcContext, size_t ByteCount),
-                        (dstDevice, dstContext, srcDevice, srcContext, ByteCount),
+                        (dstDevice, dstContext, srcDevice, srcContext, ByteCount), NULL,
                         (spw_side(s, dstDevice), spw_side(s, srcDevice)),
                         COUNTED_PEER(dstDevice, srcDevice, ByteCount))
 SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_peer_async,
                         (CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
                          CUcontext srcContext, size_t ByteCount, CUstream hStream),
-                        (dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream),
+                        (dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream), hStream,
                         (spw_side(s, dstDevice), spw_side(s, srcDevice)),
                         COUNTED_PEER(dstDevice, srcDevice, ByteCount))
 
@@ -142,47 +142,47 @@ static CUresult counted_batch3d(CUresult r, const CUDA_MEMCPY3D_BATCH_OP *ops, s
 SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_batch_async,
                         (CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
                          CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, CUstream hStream),
-                        (dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, hStream),
+                        (dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, hStream), hStream,
                         batch_sides(s, dsts, srcs, count), counted_batch(r, dsts, srcs, sizes, count))
 SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_3d_batch_async,
                         (size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, unsigned long long flags,
                          CUstream hStream),
-                        (numOps, opList, flags, hStream), batch3d_sides(s, opList, numOps),
+                        (numOps, opList, flags, hStream), hStream, batch3d_sides(s, opList, numOps),
                         counted_batch3d(r, opList, numOps))
 /* CUDA 12.8's ABI of the two batches: failIdx, which the driver sets. */
 SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_batch_async_v1,
                         (CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
                          CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, size_t *failIdx,
                          CUstream hStream),
-                        (dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, failIdx, hStream),
+                        (dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, failIdx, hStream), hStream,
                         batch_sides(s, dsts, srcs, count), counted_batch(r, dsts, srcs, sizes, count))
 SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_3d_batch_async_v1,
                         (size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, size_t *failIdx,
                          unsigned long long flags, CUstream hStream),
-                        (numOps, opList, failIdx, flags, hStream), batch3d_sides(s, opList, numOps),
+                        (numOps, opList, failIdx, flags, hStream), hStream, batch3d_sides(s, opList, numOps),
                         counted_batch3d(r, opList, numOps))
 
 SPW_SIDES_HANDLERS(spw_h_memset_d2d8,
                 (CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width,
                  size_t Height),
-                (dstDevice, dstPitch, uc, Width, Height), spw_side(s, dstDevice))
+                (dstDevice, dstPitch, uc, Width, Height), NULL, spw_side(s, dstDevice))
 SPW_SIDES_HANDLERS(spw_h_memset_d2d16,
                 (CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width,
                  size_t Height),
-                (dstDevice, dstPitch, us, Width, Height), spw_side(s, dstDevice))
+                (dstDevice, dstPitch, us, Width, Height), NULL, spw_side(s, dstDevice))
 SPW_SIDES_HANDLERS(spw_h_memset_d2d32,
                 (CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width,
                  size_t Height),
-                (dstDevice, dstPitch, ui, Width, Height), spw_side(s, dstDevice))
+                (dstDevice, dstPitch, ui, Width, Height), NULL, spw_side(s, dstDevice))
 SPW_SIDES_HANDLERS(spw_h_memset_d2d8_async,
                 (CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width,
                  size_t Height, CUstream hStream),
-                (dstDevice, dstPitch, uc, Width, Height, hStream), spw_side(s, dstDevice))
+                (dstDevice, dstPitch, uc, Width, Height, hStream), hStream, spw_side(s, dstDevice))
 SPW_SIDES_HANDLERS(spw_h_memset_d2d16_async,
                 (CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width,
                  size_t Height, CUstream hStream),
-                (dstDevice, dstPitch, us, Width, Height, hStream), spw_side(s, dstDevice))
+                (dstDevice, dstPitch, us, Width, Height, hStream), hStream, spw_side(s, dstDevice))
 SPW_SIDES_HANDLERS(spw_h_memset_d2d32_async,
                 (CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width,
                  size_t Height, CUstream hStream),
-                (dstDevice, dstPitch, ui, Width, Height, hStream), spw_side(s, dstDevice))
+                (dstDevice, dstPitch, ui, Width, Height, hStream), hStream, spw_side(s, dstDevice))

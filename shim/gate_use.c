@@ -143,10 +143,12 @@ uint64_t spw_gate_side_on(CUdeviceptr p, int on)
     return d >= 0 ? 1ull << d : 0;
 }
 
-uint64_t spw_gate_devices(CUdeviceptr a, CUdeviceptr b)
+/* Work running on device `on` (-1: none known, only the sides) naming a
+ * and b. */
+static uint64_t devices_on(int on, CUdeviceptr a, CUdeviceptr b)
 {
     uint64_t m = 0;
-    int on = spw_current_device(), d; /* no context: only the sides */
+    int d;
     if (on >= 0)
         m |= 1ull << on;
     if ((d = side_device(a, on)) >= 0)
@@ -156,13 +158,27 @@ uint64_t spw_gate_devices(CUdeviceptr a, CUdeviceptr b)
     return m;
 }
 
-uint64_t spw_gate_use_sides(sw_policy *g, const spw_sides *s)
+uint64_t spw_gate_devices(CUdeviceptr a, CUdeviceptr b)
+{
+    return devices_on(spw_current_device(), a, b);
+}
+
+uint64_t spw_gate_devices_on(CUstream s, CUdeviceptr a, CUdeviceptr b)
+{
+    spw_gate_note_stream(s);
+    return devices_on(spw_stream_device(s), a, b);
+}
+
+uint64_t spw_gate_use_sides(sw_policy *g, const spw_sides *s, CUstream stream)
 {
     int filled = 0;
-    uint64_t devs = spw_gate_devices(0, 0);
+    /* The device the work runs on: the stream's, asked once. */
+    spw_gate_note_stream(stream);
+    int on = spw_stream_device(stream);
+    uint64_t devs = devices_on(on, 0, 0);
     for (unsigned i = 0; i < s->n; i++) {
         filled |= spw_gate_use(g, s->p[i]);
-        devs |= spw_gate_devices(s->p[i], 0);
+        devs |= devices_on(on, s->p[i], 0);
     }
     if (filled)
         spw_gate_filled();

@@ -97,6 +97,15 @@ uint64_t spw_gate_devices(CUdeviceptr a, CUdeviceptr b);
  * current context's. */
 uint64_t spw_gate_side_on(CUdeviceptr p, int on);
 
+/* The same for work queued on stream s, which runs on s's device
+ * (spw_stream_device) rather than the current context's: a copy may be
+ * issued to a stream of another device ("a memory copy will succeed even
+ * if it is issued to a stream that is not associated to the current
+ * device", CUDA programming guide), and a move of the pages it names must
+ * then close and sync that device. Also notes s's context (a context the
+ * program made need not be current). Before the bracket. */
+uint64_t spw_gate_devices_on(CUstream s, CUdeviceptr a, CUdeviceptr b);
+
 /* r = call, bracketed on the gates of devices when g (a spw_gate()
  * answer) is not NULL. */
 #define SPW_GATED_CALL(g, devices, r, call) \
@@ -123,9 +132,10 @@ static inline void spw_side(spw_sides *s, CUdeviceptr p)
         s->p[s->n++] = p;
 }
 
-/* Touches and fills back the sides; returns the devices for the bracket
- * (the current context's and the sides'). */
-uint64_t spw_gate_use_sides(sw_policy *g, const spw_sides *s);
+/* Touches and fills back the sides of work queued on stream (NULL for a
+ * synchronous call); returns the devices for the bracket (the stream's, as
+ * spw_gate_devices_on, and the sides'). */
+uint64_t spw_gate_use_sides(sw_policy *g, const spw_sides *s, CUstream stream);
 
 /* One gated handler and its per-thread variant, the shape of every
  * submission: handler (hooks.def), its parameters and the forwarded
@@ -154,13 +164,14 @@ uint64_t spw_gate_use_sides(sw_policy *g, const spw_sides *s);
     SPW_GATED_HANDLER(handler, params, args, use, result)      \
     SPW_GATED_HANDLER(handler##_pt, params, args, use, result)
 
-/* The same for a submission whose pointers collect adds to the sides s
- * (spw_side(s, p)); _THEN: returning result instead of the driver's answer r
- * (a counting step that returns r). */
-#define SPW_SIDES_HANDLERS_THEN(handler, params, args, collect, result)          \
+/* The same for a submission on stream (NULL: a synchronous call) whose
+ * pointers collect adds to the sides s (spw_side(s, p)); _THEN: returning
+ * result instead of the driver's answer r (a counting step that returns
+ * r). */
+#define SPW_SIDES_HANDLERS_THEN(handler, params, args, stream, collect, result)  \
     SPW_GATED_HANDLERS(handler, params, args,                                    \
                        spw_sides s_ = {.n = 0}; spw_sides *s = &s_; collect;     \
-                       devices = spw_gate_use_sides(g, s), result)
-#define SPW_SIDES_HANDLERS(handler, params, args, collect) \
-    SPW_SIDES_HANDLERS_THEN(handler, params, args, collect, r)
+                       devices = spw_gate_use_sides(g, s, (stream)), result)
+#define SPW_SIDES_HANDLERS(handler, params, args, stream, collect) \
+    SPW_SIDES_HANDLERS_THEN(handler, params, args, stream, collect, r)
 #endif

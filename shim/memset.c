@@ -8,23 +8,24 @@
 #include "shim/gate_use.h"
 #include "shim/handler.h"
 
-#define SET_HANDLERS(handler, params, args, dst, bytes)                       \
+/* stream: the set's (NULL for the synchronous ones), whose device runs it. */
+#define SET_HANDLERS(handler, params, args, dst, bytes, stream)               \
     SPW_GATED_HANDLERS(handler, params, args,                                 \
                        spw_gate_use2(g, (dst), 0, (bytes));                   \
-                       devices = spw_gate_devices((dst), 0), r)
+                       devices = spw_gate_devices_on((stream), (dst), 0), r)
 
 SET_HANDLERS(spw_h_memset_d8, (CUdeviceptr dstDevice, unsigned char uc, size_t N),
-             (dstDevice, uc, N), dstDevice, N)
+             (dstDevice, uc, N), dstDevice, N, NULL)
 SET_HANDLERS(spw_h_memset_d16, (CUdeviceptr dstDevice, unsigned short us, size_t N),
-             (dstDevice, us, N), dstDevice, 2 * N)
+             (dstDevice, us, N), dstDevice, 2 * N, NULL)
 SET_HANDLERS(spw_h_memset_d32, (CUdeviceptr dstDevice, unsigned int ui, size_t N),
-             (dstDevice, ui, N), dstDevice, 4 * N)
+             (dstDevice, ui, N), dstDevice, 4 * N, NULL)
 SET_HANDLERS(spw_h_memset_d8_async,
              (CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream),
-             (dstDevice, uc, N, hStream), dstDevice, N)
+             (dstDevice, uc, N, hStream), dstDevice, N, hStream)
 SET_HANDLERS(spw_h_memset_d16_async,
              (CUdeviceptr dstDevice, unsigned short us, size_t N, CUstream hStream),
-             (dstDevice, us, N, hStream), dstDevice, 2 * N)
+             (dstDevice, us, N, hStream), dstDevice, 2 * N, hStream)
 SET_HANDLERS(spw_h_memset_d32_async,
              (CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream),
-             (dstDevice, ui, N, hStream), dstDevice, 4 * N)
+             (dstDevice, ui, N, hStream), dstDevice, 4 * N, hStream)

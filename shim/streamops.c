@@ -31,20 +31,20 @@ static void memop_sides(spw_sides *s, const CUstreamBatchMemOpParams *ops, unsig
 #define MEMOP_HANDLERS(sfx)                                                                  \
     SPW_SIDES_HANDLERS(spw_h_stream_write_value32##sfx,                                      \
                        (CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags), \
-                       (stream, addr, value, flags), spw_side(s, addr))                      \
+                       (stream, addr, value, flags), stream, spw_side(s, addr))              \
     SPW_SIDES_HANDLERS(spw_h_stream_write_value64##sfx,                                      \
                        (CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags), \
-                       (stream, addr, value, flags), spw_side(s, addr))                      \
+                       (stream, addr, value, flags), stream, spw_side(s, addr))              \
     SPW_SIDES_HANDLERS(spw_h_stream_wait_value32##sfx,                                       \
                        (CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags), \
-                       (stream, addr, value, flags), spw_side(s, addr))                      \
+                       (stream, addr, value, flags), stream, spw_side(s, addr))              \
     SPW_SIDES_HANDLERS(spw_h_stream_wait_value64##sfx,                                       \
                        (CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags), \
-                       (stream, addr, value, flags), spw_side(s, addr))                      \
+                       (stream, addr, value, flags), stream, spw_side(s, addr))              \
     SPW_SIDES_HANDLERS(spw_h_stream_batch_mem_op##sfx,                                       \
                        (CUstream stream, unsigned int count, CUstreamBatchMemOpParams *paramArray, \
                         unsigned int flags),                                                 \
-                       (stream, count, paramArray, flags), memop_sides(s, paramArray, count))
+                       (stream, count, paramArray, flags), stream, memop_sides(s, paramArray, count))
 
 MEMOP_HANDLERS()
 MEMOP_HANDLERS(_v1)
@@ -55,9 +55,9 @@ MEMOP_HANDLERS(_v1)
 SPW_SIDES_HANDLERS(spw_h_mem_prefetch_async,
                 (CUdeviceptr devPtr, size_t count, CUmemLocation location, unsigned int flags,
                  CUstream hStream),
-                (devPtr, count, location, flags, hStream), (void)s)
+                (devPtr, count, location, flags, hStream), hStream, (void)s)
 SPW_SIDES_HANDLERS(spw_h_launch_host_func, (CUstream hStream, CUhostFn fn, void *userData),
-                (hStream, fn, userData), (void)s)
+                (hStream, fn, userData), hStream, (void)s)
 
 /* Decompression reads src and writes dst and dstActBytes, all of which may
  * be cuMemAlloc memory (the pool's), asynchronously like a copy. */
@@ -73,4 +73,4 @@ static void decompress_sides(spw_sides *s, const CUmemDecompressParams *p, size_
 SPW_SIDES_HANDLERS(spw_h_mem_batch_decompress_async,
                 (CUmemDecompressParams *paramsArray, size_t count, unsigned int flags, size_t *errorIndex,
                  CUstream stream),
-                (paramsArray, count, flags, errorIndex, stream), decompress_sides(s, paramsArray, count))
+                (paramsArray, count, flags, errorIndex, stream), stream, decompress_sides(s, paramsArray, count))

@@ -94,6 +94,75 @@ END_TEST
 START_TEST(a_device_without_a_pool_that_copied_is_synced_before_a_move) { device1_reads_device0(0, 0); }
 END_TEST
 
+/* A copy may be queued on a stream of another device than the current
+ * context's (CUDA programming guide, "Stream and Event Behavior": "a
+ * memory copy will succeed even if it is issued to a stream that is not
+ * associated to the current device"). Device 0 current, device 1's
+ * stream, device 0's pool buffer: the work runs on device 1, which must be
+ * gated and synced before the buffer moves, by every way of naming the
+ * buffer (a typed copy, cuMemcpyAsync, a 2D copy, a peer copy). */
+enum other_stream_way { OS_DTOH, OS_UNIFIED, OS_2D, OS_PEER };
+
+static void copy_on_another_devices_stream(enum other_stream_way way)
+{
+    CUcontext c0 = rig_setup(0), c1 = rig_setup(1);
+    CU_OK(cuCtxSetCurrent(c1));
+    CUdeviceptr y; /* device 1's pool (and syncer): a peer copy's destination */
+    CU_OK(cuMemAlloc(&y, way == OS_PEER ? BUF : 1 * MiB));
+    CUstream s1;
+    CU_OK(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING));
+    void *host;
+    CU_OK(cuMemAllocHost(&host, BUF));
+    sleep_on(s1, 300);
+    CU_OK(cuCtxSetCurrent(c0));
+    CUdeviceptr b = rig_filled(BUF, 6);
+    switch (way) {
+    case OS_DTOH:
+        CU_OK(cuMemcpyDtoHAsync(host, b, BUF, s1));
+        break;
+    case OS_UNIFIED:
+        CU_OK(cuMemcpyAsync((CUdeviceptr)(uintptr_t)host, b, BUF, s1));
+        break;
+    case OS_2D: {
+        CUDA_MEMCPY2D c;
+        memset(&c, 0, sizeof c);
+        c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+        c.srcDevice = b;
+        c.srcPitch = BUF / 8;
+        c.dstMemoryType = CU_MEMORYTYPE_HOST;
+        c.dstHost = host;
+        c.dstPitch = BUF / 8;
+        c.WidthInBytes = BUF / 8;
+        c.Height = 8;
+        CU_OK(cuMemcpy2DAsync(&c, s1));
+        break;
+    }
+    case OS_PEER:
+        CU_OK(cuMemcpyPeerAsync(y, c1, b, c0, BUF, s1));
+        break;
+    }
+    spill_device0(c0);
+    CU_OK(cuCtxSetCurrent(c1));
+    CU_OK(cuStreamSynchronize(s1));
+    if (way == OS_PEER)
+        CU_OK(cuMemcpyDtoH(host, y, BUF));
+    uint32_t *want = rig_expected(BUF, 6);
+    ck_assert(memcmp(host, want, BUF) == 0);
+    free(want);
+    CU_OK(cuStreamDestroy(s1));
+    CU_OK(cuCtxSetCurrent(c0));
+    rig_expect_pattern(b, BUF, 6, "the spilled buffer");
+}
+
+START_TEST(a_copy_on_another_devices_stream_is_synced_before_a_move) { copy_on_another_devices_stream(OS_DTOH); }
+END_TEST
+START_TEST(a_unified_copy_on_another_devices_stream_is_synced_before_a_move) { copy_on_another_devices_stream(OS_UNIFIED); }
+END_TEST
+START_TEST(a_2d_copy_on_another_devices_stream_is_synced_before_a_move) { copy_on_another_devices_stream(OS_2D); }
+END_TEST
+START_TEST(a_peer_copy_on_another_devices_stream_is_synced_before_a_move) { copy_on_another_devices_stream(OS_PEER); }
+END_TEST
+
 /* ---- contexts the program created ------------------------------------------ */
 
 /* Work queued in a context the program created (cuCtxCreate) is not
@@ -105,6 +174,7 @@ enum own_ctx_way {
     OWN_OTHER_THREAD, /* the same from a thread of its own (which then ends) */
     OWN_COPY_ONLY,    /* a host function and a copy: no launch names the context */
     OWN_STREAM_ONLY,  /* a context-less kernel and a copy on its stream, the primary current */
+    OWN_STREAM_COPY,  /* a host function and a copy on its stream, the primary current */
 };
 
 struct own_ctx_work {
@@ -140,6 +210,9 @@ static void *queue_in_own_context(void *arg)
     CU_OK(cuCtxSetCurrent(w->mine));
     CU_OK(cuStreamCreate(&w->s, CU_STREAM_NON_BLOCKING));
     if (w->way == OWN_COPY_ONLY) {
+        CU_OK(cuLaunchHostFunc(w->s, sleep_300ms, NULL));
+    } else if (w->way == OWN_STREAM_COPY) {
+        CU_OK(cuCtxSetCurrent(w->c0));
         CU_OK(cuLaunchHostFunc(w->s, sleep_300ms, NULL));
     } else if (w->way == OWN_STREAM_ONLY) {
         CU_OK(cuCtxSetCurrent(w->c0));
@@ -184,6 +257,8 @@ END_TEST
 START_TEST(an_own_context_that_only_copied_is_synced_before_a_move) { own_context_reads_the_pool(OWN_COPY_ONLY); }
 END_TEST
 START_TEST(an_own_contexts_stream_is_synced_before_a_move) { own_context_reads_the_pool(OWN_STREAM_ONLY); }
+END_TEST
+START_TEST(an_own_contexts_stream_that_only_copied_is_synced_before_a_move) { own_context_reads_the_pool(OWN_STREAM_COPY); }
 END_TEST
 
 /* A free waits for a sync point that covers the work issued before it.
@@ -501,10 +576,15 @@ Suite *test_suite(void)
     tcase_add_test(tc, a_peer_with_a_pool_is_synced_before_a_move);
     tcase_add_test(tc, a_device_that_copied_without_peer_access_is_synced_before_a_move);
     tcase_add_test(tc, a_device_without_a_pool_that_copied_is_synced_before_a_move);
+    tcase_add_test(tc, a_copy_on_another_devices_stream_is_synced_before_a_move);
+    tcase_add_test(tc, a_unified_copy_on_another_devices_stream_is_synced_before_a_move);
+    tcase_add_test(tc, a_2d_copy_on_another_devices_stream_is_synced_before_a_move);
+    tcase_add_test(tc, a_peer_copy_on_another_devices_stream_is_synced_before_a_move);
     tcase_add_test(tc, a_context_the_program_created_is_synced_before_a_move);
     tcase_add_test(tc, another_threads_own_context_is_synced_before_a_move);
     tcase_add_test(tc, an_own_context_that_only_copied_is_synced_before_a_move);
     tcase_add_test(tc, an_own_contexts_stream_is_synced_before_a_move);
+    tcase_add_test(tc, an_own_contexts_stream_that_only_copied_is_synced_before_a_move);
     tcase_add_test(tc, a_destroyed_context_is_forgotten);
     tcase_add_test(tc, a_primary_sync_does_not_cover_an_own_contexts_work);
     tcase_add_test(tc, a_primary_sync_v2_does_not_cover_an_own_contexts_work);
