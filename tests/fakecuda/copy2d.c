@@ -521,7 +521,21 @@ static CUresult submit_batch(struct CUstream_st *s, const CUDA_MEMCPY3D *ps,
         }
     }
     b->n = n;
-    fc_stream_enqueue(s, run_batch, b, NULL);
+    /* What each copy reads and writes, taken before the worker may free b. */
+    struct side *sd = fc_check_unmap ? calloc(2 * n, sizeof *sd) : NULL;
+    for (size_t i = 0; sd && i < n; i++) {
+        bool ok;
+        sides(&b->ops[i].p, &sd[2 * i], &sd[2 * i + 1], &ok);
+        if (!ok || b->ops[i].staging)
+            sd[2 * i] = (struct side){0, 0}; /* a staged source is read already */
+        if (!ok)
+            sd[2 * i + 1] = (struct side){0, 0};
+    }
+    uint64_t seq = fc_stream_enqueue(s, run_batch, b, NULL);
+    /* In flight like any copy: unmapping what it uses is the hazard. */
+    for (size_t i = 0; sd && i < n; i++)
+        fc_track_op(s, seq, sd[2 * i + 1].start, sd[2 * i + 1].span, sd[2 * i].start, sd[2 * i].span);
+    free(sd);
     return CUDA_SUCCESS;
 }
 

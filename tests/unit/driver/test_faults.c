@@ -436,12 +436,43 @@ END_TEST
 
 /* ---- the unmap hazard check ------------------------------------------- */
 
+/* What the child queues on the held-back stream: a set, a graph's set
+ * node, or a batch copy
+ * (cuMemcpyBatchAsync: asynchronous like any copy, "the copies may be
+ * performed in any order" once the stream reaches it). */
+enum hazard_way { UNDER_SET, UNDER_BATCH, UNDER_GRAPH_SET };
+
+static void queue_on(enum hazard_way way, CUstream s, CUdeviceptr va)
+{
+    if (way == UNDER_GRAPH_SET) {
+        CUgraph g;
+        CU_OK(cuGraphCreate(&g, 0));
+        CUDA_MEMSET_NODE_PARAMS p = {.dst = va, .value = 7, .elementSize = 4,
+                                     .width = 2 * MiB / 4, .height = 1};
+        CUcontext ctx;
+        CU_OK(cuCtxGetCurrent(&ctx));
+        CUgraphNode n;
+        CU_OK(cuGraphAddMemsetNode(&n, g, NULL, 0, &p, ctx));
+        CUgraphExec x;
+        CU_OK(cuGraphInstantiateWithFlags(&x, g, 0));
+        CU_OK(cuGraphLaunch(x, s));
+        return;
+    }
+    if (way == UNDER_SET) {
+        CU_OK(cuMemsetD32Async(va, 7, 2 * MiB / 4, s));
+        return;
+    }
+    static uint32_t src[1024];
+    CUdeviceptr dsts[] = {va + 4096}, srcs[] = {(CUdeviceptr)(uintptr_t)src};
+    size_t sizes[] = {sizeof src}, idx = 0;
+    CUmemcpyAttributes at = {.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM};
+    CU_OK(cuMemcpyBatchAsync(dsts, srcs, sizes, 1, &at, &idx, 1, s));
+}
+
 /* Copies into a mapped VMM page on a stream held back by a kernel, then
  * unmaps the page with the copy still queued: with the check on, the
- * process must stop (SIGABRT) — in a child, so that the test survives.
- * graph: the set is a memset node of a graph launched there (a graph's
- * copies and sets are copies and sets on the GPU too). */
-static void unmap_under_copy(bool graph)
+ * process must stop (SIGABRT) — in a child, so that the test survives. */
+static void unmap_under_copy(enum hazard_way way)
 {
     driver_setup(); /* the child's own driver: a forked one has none */
     struct test_kernels k;
@@ -454,26 +485,12 @@ static void unmap_under_copy(bool graph)
     flag_new(&f);
     stream_block(&k, &f, s);
     fakecuda_check_unmap(1);
-    if (graph) {
-        CUgraph g;
-        CU_OK(cuGraphCreate(&g, 0));
-        CUDA_MEMSET_NODE_PARAMS p = {.dst = v.va, .value = 7, .elementSize = 4,
-                                     .width = 2 * MiB / 4, .height = 1};
-        CUcontext ctx;
-        CU_OK(cuCtxGetCurrent(&ctx));
-        CUgraphNode n;
-        CU_OK(cuGraphAddMemsetNode(&n, g, NULL, 0, &p, ctx));
-        CUgraphExec x;
-        CU_OK(cuGraphInstantiateWithFlags(&x, g, 0));
-        CU_OK(cuGraphLaunch(x, s));
-    } else {
-        CU_OK(cuMemsetD32Async(v.va, 7, 2 * MiB / 4, s));
-    }
+    queue_on(way, s, v.va);
     cuMemUnmap(v.va, 2 * MiB);
     _exit(0); /* not reached when the hazard is caught */
 }
 
-static void hazard_is_caught(bool graph)
+static void hazard_caught(enum hazard_way way)
 {
     if (!injectable() || !fakecuda_check_unmap)
         return;
@@ -481,7 +498,7 @@ static void hazard_is_caught(bool graph)
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
         fclose(stderr); /* the child's HAZARD line is expected */
-        unmap_under_copy(graph);
+        unmap_under_copy(way);
     }
     int status = 0;
     ck_assert_int_eq(waitpid(pid, &status, 0), pid);
@@ -489,16 +506,12 @@ static void hazard_is_caught(bool graph)
 }
 
 /* No fixture: the driver is initialized in the child only. */
-START_TEST(unmap_hazard_is_caught)
-{
-    hazard_is_caught(false);
-}
+START_TEST(unmap_hazard_is_caught) { hazard_caught(UNDER_SET); }
 END_TEST
-
-START_TEST(unmap_hazard_under_a_graph_set_is_caught)
-{
-    hazard_is_caught(true);
-}
+START_TEST(unmap_hazard_under_a_batch_copy_is_caught) { hazard_caught(UNDER_BATCH); }
+END_TEST
+/* A graph's copies and sets are copies and sets on the GPU too. */
+START_TEST(unmap_hazard_under_a_graph_set_is_caught) { hazard_caught(UNDER_GRAPH_SET); }
 END_TEST
 
 /* The same sequence with the host waiting for the set: no hazard. */
@@ -542,6 +555,7 @@ Suite *test_suite(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("hazard");
     tcase_add_test(tc, unmap_hazard_is_caught);
+    tcase_add_test(tc, unmap_hazard_under_a_batch_copy_is_caught);
     tcase_add_test(tc, unmap_hazard_under_a_graph_set_is_caught);
     suite_add_tcase(s, tc);
     return s;
