@@ -180,6 +180,12 @@ uint64_t spw_gate_use_sides(sw_policy *g, const spw_sides *s, CUstream stream)
         filled |= spw_gate_use(g, s->p[i]);
         devs |= devices_on(on, s->p[i], 0);
     }
+    for (uint64_t m = s->more; m; m &= m - 1) {
+        int d = __builtin_ctzll(m);
+        if (on >= 0 && on != d)
+            sw_note_work(g, d, on);
+        devs |= 1ull << d;
+    }
     if (filled)
         spw_gate_filled();
     return devs;

@@ -17,6 +17,7 @@
 #ifndef SPILLWAY_SHIM_GATE_USE_H
 #define SPILLWAY_SHIM_GATE_USE_H
 #include "policy/policy.h"
+#include "shim/arenas.h"
 #include "shim/pool_setup.h"
 
 #include <stdatomic.h>
@@ -119,17 +120,27 @@ uint64_t spw_gate_devices_on(CUstream s, CUdeviceptr a, CUdeviceptr b);
 
 /* Up to SPW_MAX_SIDES pointers one submission names (2D copies, batches,
  * stream memory operations): each touched and filled back before the
- * bracket; a submission naming more has the rest only gated. */
+ * bracket; a submission naming more has the rest only gated: their pool
+ * devices are kept in `more`, so that the bracket holds their gates and
+ * their moves sync the device the work runs on, as for the first ones. */
 #define SPW_MAX_SIDES 64
 typedef struct spw_sides {
     CUdeviceptr p[SPW_MAX_SIDES];
     unsigned n;
+    uint64_t more; /* the pool devices of the sides past p */
 } spw_sides;
 
 static inline void spw_side(spw_sides *s, CUdeviceptr p)
 {
-    if (p && s->n < SPW_MAX_SIDES)
+    if (!p)
+        return;
+    if (s->n < SPW_MAX_SIDES) {
         s->p[s->n++] = p;
+        return;
+    }
+    int d = spw_arena_device(p);
+    if (d >= 0 && d < SW_MAX_DEVICES)
+        s->more |= 1ull << d;
 }
 
 /* Touches and fills back the sides of work queued on stream (NULL for a
@@ -170,7 +181,7 @@ uint64_t spw_gate_use_sides(sw_policy *g, const spw_sides *s, CUstream stream);
  * r). */
 #define SPW_SIDES_HANDLERS_THEN(handler, params, args, stream, collect, result)  \
     SPW_GATED_HANDLERS(handler, params, args,                                    \
-                       spw_sides s_ = {.n = 0}; spw_sides *s = &s_; collect;     \
+                       spw_sides s_ = {0}; spw_sides *s = &s_; collect;     \
                        devices = spw_gate_use_sides(g, s, (stream)), result)
 #define SPW_SIDES_HANDLERS(handler, params, args, stream, collect) \
     SPW_SIDES_HANDLERS_THEN(handler, params, args, stream, collect, r)

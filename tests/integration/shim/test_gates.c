@@ -163,6 +163,51 @@ END_TEST
 START_TEST(a_peer_copy_on_another_devices_stream_is_synced_before_a_move) { copy_on_another_devices_stream(OS_PEER); }
 END_TEST
 
+/* A batch copy names more pointers than the sides a submission touches
+ * (SPW_MAX_SIDES, 64): the copy past them reads device 1's pool on device
+ * 0's stream, without peer access. Device 1 must count among the devices
+ * that reach its pages all the same, so that its move syncs device 0. */
+START_TEST(a_batch_past_the_touched_sides_is_synced_before_a_move)
+{
+    CUcontext c0 = rig_setup(0), c1 = rig_setup(1);
+    CUdeviceptr b1 = rig_filled(BUF, 8); /* device 1's pool (c1 current) */
+    CU_OK(cuCtxSetCurrent(c0));
+    CUdeviceptr y;
+    CU_OK(cuMemAlloc(&y, 1 * MiB)); /* device 0's pool (and syncer) */
+    CUstream s0;
+    CU_OK(cuStreamCreate(&s0, CU_STREAM_NON_BLOCKING));
+    enum { N = 40 };
+    void *host, *small;
+    CU_OK(cuMemAllocHost(&host, BUF));
+    CU_OK(cuMemAllocHost(&small, 2 * N * 64));
+    CUdeviceptr dsts[N], srcs[N];
+    size_t sizes[N], idx = 0;
+    for (unsigned i = 0; i < N - 1; i++) { /* host to host: two sides each */
+        dsts[i] = (CUdeviceptr)(uintptr_t)small + 2 * i * 64;
+        srcs[i] = (CUdeviceptr)(uintptr_t)small + (2 * i + 1) * 64;
+        sizes[i] = 64;
+    }
+    dsts[N - 1] = (CUdeviceptr)(uintptr_t)host;
+    srcs[N - 1] = b1;
+    sizes[N - 1] = BUF;
+    CUmemcpyAttributes at = {.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM};
+    sleep_on(s0, 300);
+    CU_OK(cuMemcpyBatchAsync(dsts, srcs, sizes, N, &at, &idx, 1, s0));
+    CU_OK(cuCtxSetCurrent(c1));
+    CUdeviceptr x;
+    CU_OK(cuMemAlloc(&x, 24 * MiB)); /* past device 1's limit: b1 spills */
+    ck_assert_uint_gt(rig_pool(1).spill_bytes, 0);
+    CU_OK(cuCtxSetCurrent(c0));
+    CU_OK(cuStreamSynchronize(s0));
+    uint32_t *want = rig_expected(BUF, 8);
+    ck_assert(memcmp(host, want, BUF) == 0);
+    free(want);
+    CU_OK(cuStreamDestroy(s0));
+    CU_OK(cuCtxSetCurrent(c1));
+    rig_expect_pattern(b1, BUF, 8, "the spilled buffer");
+}
+END_TEST
+
 /* ---- contexts the program created ------------------------------------------ */
 
 /* Work queued in a context the program created (cuCtxCreate) is not
@@ -580,6 +625,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, a_unified_copy_on_another_devices_stream_is_synced_before_a_move);
     tcase_add_test(tc, a_2d_copy_on_another_devices_stream_is_synced_before_a_move);
     tcase_add_test(tc, a_peer_copy_on_another_devices_stream_is_synced_before_a_move);
+    tcase_add_test(tc, a_batch_past_the_touched_sides_is_synced_before_a_move);
     tcase_add_test(tc, a_context_the_program_created_is_synced_before_a_move);
     tcase_add_test(tc, another_threads_own_context_is_synced_before_a_move);
     tcase_add_test(tc, an_own_context_that_only_copied_is_synced_before_a_move);
