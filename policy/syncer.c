@@ -49,6 +49,13 @@ static void *syncer_main(void *arg)
             r = be->sync_context(be->ctx, s->dev, tokens[i]);
         if (r == CUDA_SUCCESS)
             r = be->synchronize(be->ctx, s->dev);
+        /* A capture begun after the check above: the driver refused the
+         * sync for it (and invalidated it). The askers go on as when the
+         * device is busy; the capture's error is the program's, not an
+         * allocation's. */
+        if (r == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED || r == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED ||
+            r == CUDA_ERROR_STREAM_CAPTURE_IMPLICIT)
+            r = CUDA_ERROR_NOT_READY;
         if (r == CUDA_SUCCESS) {
             sw_sync_end(p, s->dev, ticket);
             /* Counted on the device whether or not it has a pool (its

@@ -311,8 +311,10 @@ CUresult spw_h_graph_exec_node_set_params(CUgraphExec hGraphExec, CUgraphNode hN
 CUresult spw_h_graph_exec_destroy(CUgraphExec hGraphExec)
 {
     SPW_REAL_OR_RETURN(real, spw_h_graph_exec_destroy);
-    CUresult r = real(hGraphExec);
-    if (r == CUDA_SUCCESS)
-        forget(hGraphExec);
-    return r;
+    /* Forgotten first: once the driver destroyed it, another thread's
+     * instantiate may get the same handle and record it, which a forget
+     * after would drop (its replays would go unfilled). The driver refuses
+     * only a handle that is no graph's. */
+    forget(hGraphExec);
+    return real(hGraphExec);
 }

@@ -51,12 +51,56 @@ START_TEST(a_grant_during_the_quiesce_stops_the_move)
 }
 END_TEST
 
+/* A capture begun between the syncer's check and its sync makes the sync
+ * answer a capture error (and the driver invalidates that capture): the
+ * move must give up as when a device is busy, and the allocation get host
+ * pages, not fail with the capture's error. A device that is really
+ * broken (an error the device keeps) still fails the allocation. */
+static void sync_refused_with(CUresult err, CUresult want)
+{
+    sw_device_config cfg = {
+        .limit = 4 * PG, .host_limit = 16 * PG, .spill = true,
+        .quiesce_wait_ns = 50 * 1000000ull,
+    };
+    env_up_cfg(&cfg, 4);
+    CUdeviceptr a, b = 0;
+    ck_assert_int_eq(sw_alloc(P, 0, 4 * PG, &a), CUDA_SUCCESS);
+    fill(a, 4 * PG, 5);
+    fake_fail_next(FB, "synchronize", err);
+    ck_assert_int_eq(sw_alloc(P, 0, 2 * PG, &b), want);
+    assert_no_violation();
+    ck_assert(verify(a, 4 * PG, 5));
+    ck_assert_uint_eq(host_pages_in(a, 4), 0);
+    if (want == CUDA_SUCCESS) {
+        ck_assert_uint_eq(host_pages_in(b, 2), 2);
+        ck_assert_int_eq(sw_free(P, b), CUDA_SUCCESS);
+    }
+    ck_assert_int_eq(sw_free(P, a), CUDA_SUCCESS);
+    env_down();
+}
+
+START_TEST(a_sync_refused_by_a_new_capture_gives_up_the_move)
+{
+    sync_refused_with(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, CUDA_SUCCESS);
+    sync_refused_with(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, CUDA_SUCCESS);
+    sync_refused_with(CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, CUDA_SUCCESS);
+}
+END_TEST
+
+START_TEST(a_sync_refused_by_a_broken_device_fails_the_allocation)
+{
+    sync_refused_with(CUDA_ERROR_ILLEGAL_ADDRESS, CUDA_ERROR_ILLEGAL_ADDRESS);
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("policy_quiesce");
     TCase *tc = tcase_create("quiesce");
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, a_grant_during_the_quiesce_stops_the_move);
+    tcase_add_test(tc, a_sync_refused_by_a_new_capture_gives_up_the_move);
+    tcase_add_test(tc, a_sync_refused_by_a_broken_device_fails_the_allocation);
     suite_add_tcase(s, tc);
     return s;
 }
