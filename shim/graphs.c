@@ -195,6 +195,19 @@ CUresult spw_h_graph_instantiate_with_flags(CUgraphExec *phGraphExec, CUgraph hG
     return r;
 }
 
+#define INSTANTIATE_V1(handler)                                                          \
+    CUresult handler(CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode,  \
+                     char *logBuffer, size_t bufferSize)                                  \
+    {                                                                                     \
+        SPW_REAL_OR_RETURN(real, handler);                                                \
+        CUresult r = real(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize);       \
+        if (r == CUDA_SUCCESS && phGraphExec)                                             \
+            record(*phGraphExec, hGraph);                                                 \
+        return r;                                                                         \
+    }
+INSTANTIATE_V1(spw_h_graph_instantiate_v1)
+INSTANTIATE_V1(spw_h_graph_instantiate_v2)
+
 #define WITH_PARAMS(handler)                                                              \
     CUresult handler(CUgraphExec *phGraphExec, CUgraph hGraph,                            \
                      CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams)                    \
@@ -213,6 +226,16 @@ CUresult spw_h_graph_exec_update(CUgraphExec hGraphExec, CUgraph hGraph,
 {
     SPW_REAL_OR_RETURN(real, spw_h_graph_exec_update);
     CUresult r = real(hGraphExec, hGraph, resultInfo);
+    if (r == CUDA_SUCCESS)
+        record(hGraphExec, hGraph);
+    return r;
+}
+
+CUresult spw_h_graph_exec_update_v1(CUgraphExec hGraphExec, CUgraph hGraph, CUgraphNode *hErrorNode_out,
+                                    CUgraphExecUpdateResult *updateResult_out)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_graph_exec_update_v1);
+    CUresult r = real(hGraphExec, hGraph, hErrorNode_out, updateResult_out);
     if (r == CUDA_SUCCESS)
         record(hGraphExec, hGraph);
     return r;
@@ -247,6 +270,24 @@ CUresult spw_h_graph_exec_kernel_node_set_params(CUgraphExec hGraphExec, CUgraph
     CUresult r = real(hGraphExec, hNode, nodeParams);
     if (r == CUDA_SUCCESS && nodeParams)
         add_to(hGraphExec, nodeParams, NULL, 0, NULL);
+    return r;
+}
+
+/* The CUDA 10.1 parameters are the leading fields of today's. */
+CUresult spw_h_graph_exec_kernel_node_set_params_v1(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                                    const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_graph_exec_kernel_node_set_params_v1);
+    CUresult r = real(hGraphExec, hNode, nodeParams);
+    if (r == CUDA_SUCCESS && nodeParams) {
+        CUDA_KERNEL_NODE_PARAMS k = {
+            .func = nodeParams->func, .gridDimX = nodeParams->gridDimX,
+            .gridDimY = nodeParams->gridDimY, .gridDimZ = nodeParams->gridDimZ,
+            .blockDimX = nodeParams->blockDimX, .blockDimY = nodeParams->blockDimY,
+            .blockDimZ = nodeParams->blockDimZ, .sharedMemBytes = nodeParams->sharedMemBytes,
+            .kernelParams = nodeParams->kernelParams, .extra = nodeParams->extra};
+        add_to(hGraphExec, &k, NULL, 0, NULL);
+    }
     return r;
 }
 

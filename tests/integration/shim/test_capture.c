@@ -420,8 +420,26 @@ static void one_node_free(struct one_node *o)
 
 enum how {
     EXEC_KERNEL_SET, EXEC_NODE_SET, EXEC_UPDATE, EXEC_MEMSET_SET, EXEC_MEMCPY_SET,
-    EXEC_CHILD_SET, INSTANTIATED_WITH_PARAMS
+    EXEC_CHILD_SET, INSTANTIATED_WITH_PARAMS,
+    /* The ABIs runtimes before CUDA 12 ask cuGetProcAddress for. */
+    EXEC_KERNEL_SET_V1, EXEC_UPDATE_V1, INSTANTIATED_V1, INSTANTIATED_V2
 };
+
+/* CUDA 10.0/11.0's instantiate (error node and log), 10.2's update (error
+ * node and result), 10.1's kernel node set (the parameters without kern
+ * and ctx). */
+typedef CUresult (*instantiate_v1_fn)(CUgraphExec *, CUgraph, CUgraphNode *, char *, size_t);
+typedef CUresult (*update_v1_fn)(CUgraphExec, CUgraph, CUgraphNode *, CUgraphExecUpdateResult *);
+typedef CUresult (*kernel_set_v1_fn)(CUgraphExec, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS_v1 *);
+
+static void *old_abi(const char *name, int version)
+{
+    void *fn = NULL;
+    CUdriverProcAddressQueryResult q;
+    CU_OK(cuGetProcAddress(name, &fn, version, CU_GET_PROC_ADDRESS_DEFAULT, &q));
+    ck_assert_ptr_nonnull(fn);
+    return fn;
+}
 
 static const struct way {
     enum node_kind kind;
@@ -440,6 +458,11 @@ static const struct way {
     {CHILD, EXEC_UPDATE, "cuGraphExecUpdate (child graph)"},
     {CHILD, INSTANTIATED_WITH_PARAMS, "cuGraphInstantiateWithParams (child graph)"},
     {MEMCPY, INSTANTIATED_WITH_PARAMS, "cuGraphInstantiateWithParams (memcpy)"},
+    {KERNEL, EXEC_KERNEL_SET_V1, "cuGraphExecKernelNodeSetParams (CUDA 10.1)"},
+    {KERNEL, EXEC_UPDATE_V1, "cuGraphExecUpdate (CUDA 10.2)"},
+    {CHILD, EXEC_UPDATE_V1, "cuGraphExecUpdate (CUDA 10.2, child graph)"},
+    {MEMCPY, INSTANTIATED_V1, "cuGraphInstantiate (CUDA 10.0)"},
+    {KERNEL, INSTANTIATED_V2, "cuGraphInstantiate (CUDA 11.0)"},
 };
 
 /* An executable graph of graph a (naming buffer a) made to name buffer c
@@ -451,6 +474,14 @@ static CUgraphExec exec_naming(const struct way *w, struct one_node *a, struct o
         CUDA_GRAPH_INSTANTIATE_PARAMS ip = {.flags = CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD,
                                             .hUploadStream = s};
         CU_OK(cuGraphInstantiateWithParams(&e, c->g, &ip));
+        return e;
+    }
+    if (w->how == INSTANTIATED_V1 || w->how == INSTANTIATED_V2) {
+        instantiate_v1_fn inst =
+            (instantiate_v1_fn)old_abi("cuGraphInstantiate", w->how == INSTANTIATED_V1 ? 10000 : 11000);
+        CUgraphNode err = NULL;
+        char log[64];
+        CU_OK(inst(&e, c->g, &err, log, sizeof log));
         return e;
     }
     CU_OK(cuGraphInstantiateWithFlags(&e, a->g, 0));
@@ -473,6 +504,19 @@ static CUgraphExec exec_naming(const struct way *w, struct one_node *a, struct o
     case EXEC_UPDATE:
         CU_OK(cuGraphExecUpdate(e, c->g, &info));
         break;
+    case EXEC_KERNEL_SET_V1: {
+        CUDA_KERNEL_NODE_PARAMS_v1 k1 = {
+            .func = c->kp.func, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
+            .blockDimX = 1, .blockDimY = 1, .blockDimZ = 1, .kernelParams = c->kp.kernelParams};
+        CU_OK(((kernel_set_v1_fn)old_abi("cuGraphExecKernelNodeSetParams", 10010))(e, a->node, &k1));
+        break;
+    }
+    case EXEC_UPDATE_V1: {
+        CUgraphNode err = NULL;
+        CUgraphExecUpdateResult res;
+        CU_OK(((update_v1_fn)old_abi("cuGraphExecUpdate", 10020))(e, c->g, &err, &res));
+        break;
+    }
     case EXEC_NODE_SET:
         if (w->kind == KERNEL) {
             np.type = CU_GRAPH_NODE_TYPE_KERNEL;
