@@ -45,9 +45,12 @@ void spw_gate_fill(sw_policy *p, CUdeviceptr ptr);
 void spw_gate_filled(void);
 
 /* spw_gate_use_range for the (up to two) device sides of a copy or set of
- * bytes; 0 is no side. */
+ * bytes; 0 is no side. A copy or set of 0 bytes touches no memory: nothing
+ * to touch or fill (still gated). */
 static inline void spw_gate_use2(sw_policy *p, CUdeviceptr a, CUdeviceptr b, size_t bytes)
 {
+    if (!bytes)
+        return;
     int filled = 0;
     if (a)
         filled |= spw_gate_use_range(p, a, bytes);

@@ -425,6 +425,28 @@ static CUdeviceptr partly_spilled(CUcontext *c0, CUstream *s)
  * cuGetProcAddress for a version before 11.7 gets the unsuffixed ABI: it
  * is spillway's, and like every submission it touches what it names, so
  * that spilled data it is about to use is filled back first (then gated). */
+/* A copy or set of 0 bytes touches no memory (the driver does nothing):
+ * the spilled buffer it names stays where it is, no fill and no sync. */
+START_TEST(an_empty_copy_or_set_fills_nothing_back)
+{
+    CUcontext c0;
+    CUstream s;
+    CUdeviceptr b = partly_spilled(&c0, &s);
+    CUdeviceptr a = spilled_at(b, BUF);
+    size_t before = rig_resident(b, BUF, 0);
+    char host[4];
+    CU_OK(cuMemcpyDtoH(host, a, 0));
+    CU_OK(cuMemcpyHtoDAsync(a, host, 0, s));
+    CU_OK(cuMemcpyDtoD(a, a + 4096, 0));
+    CU_OK(cuMemsetD32(a, 0, 0));
+    CU_OK(cuMemsetD8Async(a, 0, 0, s));
+    CU_OK(cuStreamSynchronize(s));
+    ck_assert_uint_eq(rig_resident(b, BUF, 0), before);
+    ck_assert_int_ne(fakecuda_mapped_location(a), 0);
+    rig_expect_pattern(b, BUF, 5, "the buffer");
+}
+END_TEST
+
 START_TEST(memops_of_cuda_8_pass_the_gate)
 {
     CUcontext c0;
@@ -634,6 +656,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, a_destroyed_context_is_forgotten);
     tcase_add_test(tc, a_primary_sync_does_not_cover_an_own_contexts_work);
     tcase_add_test(tc, a_primary_sync_v2_does_not_cover_an_own_contexts_work);
+    tcase_add_test(tc, an_empty_copy_or_set_fills_nothing_back);
     tcase_add_test(tc, memops_of_cuda_8_pass_the_gate);
     tcase_add_test(tc, a_decompression_batch_passes_the_gate);
     tcase_add_test(tc, a_capture_begun_without_a_mode_is_counted);
