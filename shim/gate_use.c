@@ -137,10 +137,13 @@ static int side_device(CUdeviceptr p, int on)
     return d;
 }
 
-uint64_t spw_gate_side_on(CUdeviceptr p, int on)
+uint64_t spw_gate_side_on(CUdeviceptr p, int on, int also)
 {
     int d = side_device(p, on);
-    return d >= 0 ? 1ull << d : 0;
+    if (d < 0)
+        return 0;
+    sw_note_work(spw_pool_policy(), d, also);
+    return 1ull << d;
 }
 
 /* Work running on device `on` (-1: none known, only the sides) naming a
@@ -180,12 +183,9 @@ uint64_t spw_gate_use_sides(sw_policy *g, const spw_sides *s, CUstream stream)
         filled |= spw_gate_use(g, s->p[i]);
         devs |= devices_on(on, s->p[i], 0);
     }
-    for (uint64_t m = s->more; m; m &= m - 1) {
-        int d = __builtin_ctzll(m);
-        if (on >= 0 && on != d)
-            sw_note_work(g, d, on);
-        devs |= 1ull << d;
-    }
+    for (uint64_t m = s->more; m; m &= m - 1)
+        sw_note_work(g, __builtin_ctzll(m), on); /* nothing for on's own or -1 */
+    devs |= s->more;
     if (filled)
         spw_gate_filled();
     return devs;

@@ -97,9 +97,9 @@ uint64_t spw_gate_stream_devices(CUstream s);
  * stream: sw_note_work). */
 uint64_t spw_gate_devices(CUdeviceptr a, CUdeviceptr b);
 /* The gate of pointer p's pool device (0: none), noting that work running
- * on device `on` (-1: unknown) names it, as spw_gate_devices does for the
- * current context's. */
-uint64_t spw_gate_side_on(CUdeviceptr p, int on);
+ * on devices `on` and `also` (-1: none) names it, as spw_gate_devices does
+ * for the current context's. */
+uint64_t spw_gate_side_on(CUdeviceptr p, int on, int also);
 
 /* The same for work queued on stream s, which runs on s's device
  * (spw_stream_device) rather than the current context's: a copy may be

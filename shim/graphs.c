@@ -176,7 +176,7 @@ uint64_t spw_graph_use(sw_policy *g, CUgraphExec e, uint64_t runs_on)
         pthread_mutex_unlock(&lock);
         for (size_t i = 0; i < n; i++) {
             filled |= spw_gate_use(g, p[i]);
-            devs |= spw_gate_side_on(p[i], on) | spw_gate_side_on(p[i], cur);
+            devs |= spw_gate_side_on(p[i], on, cur);
         }
         done += n;
     } while (n == BATCH);

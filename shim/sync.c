@@ -97,21 +97,16 @@ CUresult spw_h_stream_destroy(CUstream hStream)
 /* Forgotten first: a move's sync must never make a destroyed context
  * current. A destroy the driver refuses leaves a context that its threads
  * note again at their next work (the generation changed). */
-CUresult spw_h_ctx_destroy(CUcontext ctx)
-{
-    SPW_REAL_OR_RETURN(real, spw_h_ctx_destroy);
-    if (ctx && !spw_disabled())
-        spw_contexts_gone(ctx);
-    return real(ctx);
-}
-
-CUresult spw_h_ctx_destroy_v1(CUcontext ctx)
-{
-    SPW_REAL_OR_RETURN(real, spw_h_ctx_destroy_v1);
-    if (ctx && !spw_disabled())
-        spw_contexts_gone(ctx);
-    return real(ctx);
-}
+#define DESTROY_HANDLER(handler)                \
+    CUresult handler(CUcontext ctx)             \
+    {                                           \
+        SPW_REAL_OR_RETURN(real, handler);      \
+        if (ctx && !spw_disabled())             \
+            spw_contexts_gone(ctx);             \
+        return real(ctx);                       \
+    }
+DESTROY_HANDLER(spw_h_ctx_destroy)
+DESTROY_HANDLER(spw_h_ctx_destroy_v1)
 
 CUresult spw_h_ctx_enable_peer_access(CUcontext peerContext, unsigned int Flags)
 {
