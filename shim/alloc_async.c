@@ -1,7 +1,9 @@
 /* Stream-ordered allocation: cuMemAllocAsync, cuMemAllocFromPoolAsync and
  * cuMemFreeAsync, each also as its _ptsz variant (whose stream 0 is the
  * per-thread stream, and which forwards to the driver's _ptsz function).
- * Served from the stream's device's page pool; an allocation on a stream
+ * Served from the stream's device's page pool (cuMemAllocAsync: unless
+ * the program made a pool spillway cannot stand in for the device's
+ * current one); an allocation on a stream
  * being captured into a graph passes through (the graph must own a memory
  * node), counted. cuMemAllocFromPoolAsync is served from the spillway pool
  * of its CUmemoryPool's device (that pool's attributes, used and reserved
@@ -77,6 +79,11 @@ static CUresult alloc_async(CUresult (*real)(CUdeviceptr *, size_t, CUstream), i
     sw_policy *p = dptr ? route(stream, per_thread, -1, &dev, &why, &err) : (dev = -1, NULL);
     if (err != CUDA_SUCCESS)
         return err;
+    int how = p ? spw_mempool_current_route(dev) : -1;
+    if (how >= 0) { /* the device's current pool is one spillway cannot stand in for */
+        p = NULL;
+        why = (sw_passthrough_reason)how;
+    }
     if (p)
         return spw_serve_alloc(p, dev, bytesize, 1, spw_pool_stream(stream, per_thread), dptr);
     if (dev < 0)

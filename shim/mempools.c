@@ -14,7 +14,12 @@
  * atomics, its pool published after them) and written under one. A pool
  * the table never saw (made before spillway was loaded) is a device pool
  * of the stream's device, unless the table ever overflowed: then an
- * unknown pool is the driver's, since it may be a host pool. */
+ * unknown pool is the driver's, since it may be a host pool.
+ *
+ * cuMemAllocAsync allocates from the stream's device's current pool: the
+ * setters (cuDeviceSetMemPool, CUDA 13's cuMemSetMemPool) remember it per
+ * device, and destroying it makes the default current again, as the
+ * driver does. */
 #include "shim/mempools.h"
 
 #include <pthread.h>
@@ -39,6 +44,8 @@ static struct pool_slot slots[SPW_MAX_POOLS];
 static atomic_uint used;
 static atomic_bool overflowed;
 static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Per device, the pool the program made current (0: the default). */
+static _Atomic(uintptr_t) current[SW_MAX_DEVICES];
 
 /* What allocations from a pool of these properties are (spw_mempool_route). */
 static int route_of(const CUmemPoolProps *props, int *dev)
@@ -138,6 +145,55 @@ CUresult spw_h_mem_pool_destroy(CUmemoryPool pool)
     struct pool_slot *slot = r == CUDA_SUCCESS && pool ? find_locked(pool) : NULL;
     if (slot)
         atomic_store_explicit(&slot->pool, 0, memory_order_release);
+    /* "Destroying the current mempool of a device sets the default mempool
+     * of that device as the current mempool for that device." */
+    for (int d = 0; r == CUDA_SUCCESS && pool && d < SW_MAX_DEVICES; d++) {
+        uintptr_t was = (uintptr_t)pool;
+        atomic_compare_exchange_strong(&current[d], &was, 0);
+    }
+    pthread_mutex_unlock(&slots_lock);
+    return r;
+}
+
+int spw_mempool_current_route(int dev)
+{
+    if (dev < 0 || dev >= SW_MAX_DEVICES)
+        return -1;
+    uintptr_t pool = atomic_load_explicit(&current[dev], memory_order_acquire);
+    int pool_dev;
+    return pool ? spw_mempool_route((CUmemoryPool)pool, &pool_dev) : -1;
+}
+
+/* After the driver made pool dev's current one (answer r); under the lock
+ * that cuMemPoolDestroy holds, so that a pool destroyed meanwhile is not
+ * left current. */
+static CUresult made_current(CUresult r, int dev, CUmemoryPool pool)
+{
+    if (r == CUDA_SUCCESS && dev >= 0 && dev < SW_MAX_DEVICES)
+        atomic_store_explicit(&current[dev], (uintptr_t)pool, memory_order_release);
+    return r;
+}
+
+CUresult spw_h_device_set_mem_pool(CUdevice dev, CUmemoryPool pool)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_device_set_mem_pool);
+    pthread_mutex_lock(&slots_lock);
+    CUresult r = made_current(real(dev, pool), dev, pool);
+    pthread_mutex_unlock(&slots_lock);
+    return r;
+}
+
+/* CUDA 13's: "If the location type is CU_MEM_LOCATION_TYPE_DEVICE and the
+ * allocation type is CU_MEM_ALLOCATION_TYPE_PINNED, then this API is the
+ * equivalent of calling cuDeviceSetMemPool"; other locations and kinds
+ * are no device's current pool for cuMemAllocAsync. */
+CUresult spw_h_mem_set_mem_pool(CUmemLocation *location, CUmemAllocationType type, CUmemoryPool pool)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_mem_set_mem_pool);
+    pthread_mutex_lock(&slots_lock);
+    CUresult r = real(location, type, pool);
+    if (location && location->type == CU_MEM_LOCATION_TYPE_DEVICE && type == CU_MEM_ALLOCATION_TYPE_PINNED)
+        made_current(r, location->id, pool);
     pthread_mutex_unlock(&slots_lock);
     return r;
 }

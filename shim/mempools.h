@@ -13,4 +13,10 @@
  * program exports its pointers; managed, a special usage or a size cap:
  * other). */
 int spw_mempool_route(CUmemoryPool pool, int *dev);
+
+/* How cuMemAllocAsync on a stream of dev allocates: from dev's current
+ * pool (cuDeviceSetMemPool, cuMemSetMemPool), so spw_mempool_route's
+ * answer for that pool: -1 (served from spillway's pool, also while the
+ * default pool is current) or the reason it passes the pool by. */
+int spw_mempool_current_route(int dev);
 #endif

@@ -67,10 +67,10 @@ FC_EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
 
 /* CUDA 13's pools by location and kind: a device's pinned pools, one
  * default pool of pinned host memory (made at the first ask; fakecuda has
- * one NUMA node, 0). Managed pools are not emulated (NOT_SUPPORTED, one of
- * the documented answers), nor cuMemSetMemPool: a host location's current
- * pool is its default. */
-static struct fc_mempool *host_default; /* under fc_lock */
+ * one NUMA node, 0) and the host's current pool (cuMemSetMemPool; NULL:
+ * the default). Managed pools are not emulated (NOT_SUPPORTED, one of the
+ * documented answers). */
+static struct fc_mempool *host_default, *host_current; /* under fc_lock */
 
 static CUresult location_pool(CUmemoryPool *pool, const CUmemLocation *loc, CUmemAllocationType type,
                               bool current)
@@ -89,7 +89,7 @@ static CUresult location_pool(CUmemoryPool *pool, const CUmemLocation *loc, CUme
     if (loc->type != CU_MEM_LOCATION_TYPE_HOST && (loc->type != CU_MEM_LOCATION_TYPE_HOST_NUMA || loc->id != 0))
         return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&fc_lock);
-    struct fc_mempool *p = host_default;
+    struct fc_mempool *p = current && host_current ? host_current : host_default;
     pthread_mutex_unlock(&fc_lock);
     if (!p) {
         struct fc_mempool *made = fc_mempool_new(0, true, true); /* a default pool: never destroyed */
@@ -117,9 +117,8 @@ FC_EXPORT CUresult cuMemGetMemPool(CUmemoryPool *pool, CUmemLocation *loc, CUmem
     return location_pool(pool, loc, type, true);
 }
 
-FC_EXPORT CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
+static CUresult device_set_pool(CUdevice dev, CUmemoryPool pool)
 {
-    FC_FAULT(cuDeviceSetMemPool);
     CUresult r = fc_check_device(dev);
     if (r != CUDA_SUCCESS)
         return r;
@@ -128,6 +127,35 @@ FC_EXPORT CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
         return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&fc_lock);
     fc_devices[dev].current_pool = (struct fc_mempool *)pool;
+    pthread_mutex_unlock(&fc_lock);
+    return CUDA_SUCCESS;
+}
+
+FC_EXPORT CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
+{
+    FC_FAULT(cuDeviceSetMemPool);
+    return device_set_pool(dev, pool);
+}
+
+/* "The location and allocation type specified must match those of the
+ * pool otherwise CUDA_ERROR_INVALID_VALUE is returned"; a device's pinned
+ * pool is cuDeviceSetMemPool's. */
+FC_EXPORT CUresult cuMemSetMemPool(CUmemLocation *loc, CUmemAllocationType type, CUmemoryPool pool)
+{
+    FC_FAULT(cuMemSetMemPool);
+    CUresult r = fc_initialized();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!loc || type != CU_MEM_ALLOCATION_TYPE_PINNED || !pool_known(pool))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (loc->type == CU_MEM_LOCATION_TYPE_DEVICE)
+        return fc_check_device(loc->id) != CUDA_SUCCESS ? CUDA_ERROR_INVALID_VALUE
+                                                        : device_set_pool(loc->id, pool);
+    if ((loc->type != CU_MEM_LOCATION_TYPE_HOST && (loc->type != CU_MEM_LOCATION_TYPE_HOST_NUMA || loc->id != 0)) ||
+        !((struct fc_mempool *)pool)->host)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&fc_lock);
+    host_current = (struct fc_mempool *)pool;
     pthread_mutex_unlock(&fc_lock);
     return CUDA_SUCCESS;
 }
@@ -166,7 +194,16 @@ FC_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
         return r;
     if (!pool_known(pool) || ((struct fc_mempool *)pool)->is_default)
         return CUDA_ERROR_INVALID_VALUE;
-    /* Kept on the list: allocations still refer to it. */
+    /* "Destroying the current mempool of a device sets the default mempool
+     * of that device as the current mempool for that device." Kept on the
+     * list: allocations still refer to it. */
+    pthread_mutex_lock(&fc_lock);
+    for (int d = 0; d < FC_MAX_DEVICES; d++)
+        if (fc_devices[d].current_pool == (struct fc_mempool *)pool)
+            fc_devices[d].current_pool = fc_devices[d].default_pool;
+    if (host_current == (struct fc_mempool *)pool)
+        host_current = NULL;
+    pthread_mutex_unlock(&fc_lock);
     return CUDA_SUCCESS;
 }
 

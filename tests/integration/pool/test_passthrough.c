@@ -271,6 +271,76 @@ START_TEST(from_pool_async_follows_its_pool)
 }
 END_TEST
 
+/* cuMemAllocAsync allocates from the current pool of the stream's device
+ * (cuDeviceSetMemPool): made current, an exportable or capped pool's
+ * allocations are the driver's, as cuMemAllocFromPoolAsync's from it are;
+ * the default pool made current again, or the current pool destroyed
+ * (which makes the default current), they are the pool's again. */
+START_TEST(alloc_async_follows_the_current_pool)
+{
+    if (!pooled())
+        return;
+    use_device(0);
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr p;
+    CU_OK(cuMemAlloc(&p, 1)); /* the device's pool exists */
+    CU_OK(cuMemFree(p));
+    struct spillway_pool_counters c0 = pool_counters(0);
+    CUmemPoolProps props;
+    memset(&props, 0, sizeof props);
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    props.location.id = 0;
+    props.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    CUmemoryPool shared, capped, default0;
+    CU_OK(cuMemPoolCreate(&shared, &props));
+    CU_OK(cuDeviceSetMemPool(0, shared));
+    size_t before = outside_pool(0);
+    CU_OK(cuMemAllocAsync(&p, 4 * MiB, s));
+    ck_assert_uint_eq(outside_pool(0) - before, 4 * MiB);
+    ck_assert_uint_eq(pool_counters(0).passthrough_count[SPILLWAY_PT_IPC],
+                      c0.passthrough_count[SPILLWAY_PT_IPC] + 1);
+    ck_assert_uint_eq(pool_counters(0).in_use_bytes, c0.in_use_bytes);
+    CU_OK(cuMemFreeAsync(p, s));
+    CU_OK(cuStreamSynchronize(s));
+
+    CU_OK(cuDeviceGetDefaultMemPool(&default0, 0));
+    CU_OK(cuDeviceSetMemPool(0, default0));
+    CU_OK(cuMemAllocAsync(&p, 4 * MiB, s));
+    ck_assert_uint_eq(pool_counters(0).in_use_bytes, c0.in_use_bytes + 4 * MiB);
+    CU_OK(cuMemFreeAsync(p, s));
+
+    props.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
+    props.maxSize = 8 * MiB;
+    CU_OK(cuMemPoolCreate(&capped, &props));
+    CU_OK(cuDeviceSetMemPool(0, capped));
+    CU_OK(cuStreamSynchronize(s));
+    before = outside_pool(0);
+    CU_OK(cuMemAllocAsync(&p, 2 * MiB, s));
+    ck_assert_uint_eq(outside_pool(0) - before, 2 * MiB);
+    ck_assert_uint_eq(pool_counters(0).in_use_bytes, c0.in_use_bytes);
+    CU_OK(cuMemFreeAsync(p, s));
+    CU_OK(cuStreamSynchronize(s));
+    CU_OK(cuMemPoolDestroy(capped)); /* the default pool is current again */
+    CU_OK(cuMemAllocAsync(&p, 4 * MiB, s));
+    ck_assert_uint_eq(pool_counters(0).in_use_bytes, c0.in_use_bytes + 4 * MiB);
+    CU_OK(cuMemFreeAsync(p, s));
+    CU_OK(cuStreamSynchronize(s));
+    /* CUDA 13's setter by location, for a device's pinned pool. */
+    CUmemLocation dev0 = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0};
+    CU_OK(cuMemSetMemPool(&dev0, CU_MEM_ALLOCATION_TYPE_PINNED, shared));
+    before = outside_pool(0);
+    CU_OK(cuMemAllocAsync(&p, 4 * MiB, s));
+    ck_assert_uint_eq(outside_pool(0) - before, 4 * MiB);
+    ck_assert_uint_eq(pool_counters(0).in_use_bytes, c0.in_use_bytes);
+    CU_OK(cuMemFreeAsync(p, s));
+    CU_OK(cuStreamSynchronize(s));
+    CU_OK(cuMemPoolDestroy(shared));
+    CU_OK(cuStreamDestroy(s));
+}
+END_TEST
+
 /* The limit holds for the pool and pass-through together; with spill on,
  * the pool's allocation past it is served (its device pages never pass the
  * limit) and pass-through memory is what the cap still refuses. */
@@ -755,6 +825,7 @@ Suite *test_suite(void)
     tcase_add_test(spw, passthrough_by_reason);
     tcase_add_test(spw, from_pool_async_is_pool_served);
     tcase_add_test(spw, from_pool_async_follows_its_pool);
+    tcase_add_test(spw, alloc_async_follows_the_current_pool);
     tcase_add_test(spw, limit_covers_pool_and_passthrough);
     tcase_add_test(spw, arrays_count_against_the_limit);
     tcase_add_test(spw, arrays_the_driver_refuses_are_its_to_answer);

@@ -166,6 +166,19 @@ START_TEST(pools_by_location)
     CU_OK(cuDeviceGetMemPool(&b, dev));
     ck_assert_ptr_eq(a, b);
     CU_ERR(cuMemGetDefaultMemPool(&a, &loc, CU_MEM_ALLOCATION_TYPE_INVALID), CUDA_ERROR_INVALID_VALUE);
+    /* cuMemSetMemPool of a device's pinned pool is cuDeviceSetMemPool. */
+    CUmemPoolProps props = {0};
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.location = loc;
+    CUmemoryPool made;
+    CU_OK(cuMemPoolCreate(&made, &props));
+    CU_OK(cuMemSetMemPool(&loc, CU_MEM_ALLOCATION_TYPE_PINNED, made));
+    CU_OK(cuDeviceGetMemPool(&a, dev));
+    ck_assert_ptr_eq(a, made);
+    CU_OK(cuMemSetMemPool(&loc, CU_MEM_ALLOCATION_TYPE_PINNED, b));
+    CU_OK(cuMemGetMemPool(&a, &loc, CU_MEM_ALLOCATION_TYPE_PINNED));
+    ck_assert_ptr_eq(a, b);
+    CU_OK(cuMemPoolDestroy(made));
     int supported = 0;
     CU_OK(cuDeviceGetAttribute(&supported, CU_DEVICE_ATTRIBUTE_HOST_MEMORY_POOLS_SUPPORTED, dev));
     if (!supported)
@@ -175,6 +188,8 @@ START_TEST(pools_by_location)
     CU_OK(cuMemGetDefaultMemPool(&host, &loc, CU_MEM_ALLOCATION_TYPE_PINNED));
     CU_OK(cuMemGetMemPool(&a, &loc, CU_MEM_ALLOCATION_TYPE_PINNED));
     ck_assert_ptr_eq(a, host);
+    /* A device pool is no host location's: the locations must match. */
+    CU_ERR(cuMemSetMemPool(&loc, CU_MEM_ALLOCATION_TYPE_PINNED, b), CUDA_ERROR_INVALID_VALUE);
     device_may_use(host, dev);
     CUstream s;
     CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
@@ -191,6 +206,33 @@ START_TEST(pools_by_location)
     CUresult r = cuMemPoolDestroy(host);
     printf("destroying the host's default pool: %d\n", (int)r);
     ck_assert(r == CUDA_ERROR_INVALID_VALUE || (!fakecuda_present() && r == CUDA_SUCCESS));
+}
+END_TEST
+
+/* "Destroying the current mempool of a device sets the default mempool of
+ * that device as the current mempool for that device." */
+START_TEST(destroying_the_current_pool)
+{
+    CUdevice dev;
+    CU_OK(cuCtxGetDevice(&dev));
+    CUmemPoolProps props = {0};
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    props.location.id = dev;
+    CUmemoryPool pool, current, dflt;
+    CU_OK(cuMemPoolCreate(&pool, &props));
+    CU_OK(cuDeviceGetDefaultMemPool(&dflt, dev));
+    CU_OK(cuDeviceSetMemPool(dev, pool));
+    CU_OK(cuDeviceGetMemPool(&current, dev));
+    ck_assert_ptr_eq(current, pool);
+    CU_OK(cuMemPoolDestroy(pool));
+    CU_OK(cuDeviceGetMemPool(&current, dev));
+    ck_assert_ptr_eq(current, dflt);
+    CUdeviceptr p; /* from the default pool, on the device */
+    CU_OK(cuMemAllocAsync(&p, MiB, NULL));
+    CU_OK(cuMemsetD8Async(p, 0x3c, MiB, NULL));
+    CU_OK(cuMemFreeAsync(p, NULL));
+    CU_OK(cuStreamSynchronize(NULL));
 }
 END_TEST
 
@@ -236,6 +278,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, explicit_pool);
     tcase_add_test(tc, host_pool);
     tcase_add_test(tc, pools_by_location);
+    tcase_add_test(tc, destroying_the_current_pool);
     tcase_add_test(tc, per_thread_entry_points);
     tcase_add_test(tc, async_free_releases_in_stream_order);
     suite_add_tcase(s, tc);
