@@ -115,6 +115,12 @@ typedef struct sw_backend {
      * returns CUDA_SUCCESS once complete, CUDA_ERROR_NOT_READY before. */
     CUresult (*event_create)(void *ctx, int dev, CUevent *ev);
     CUresult (*event_record)(void *ctx, CUevent ev, CUstream stream);
+    /* An event made in stream's own context, and that context's device in
+     * *dev: for a free on a stream of another context than the events
+     * event_create makes (the driver records an event only on a stream of
+     * its own context: CUDA_ERROR_INVALID_HANDLE), e.g. a block of one
+     * device freed on another device's stream. NULL: none. */
+    CUresult (*event_create_on)(void *ctx, CUstream stream, CUevent *ev, int *dev);
     CUresult (*event_query)(void *ctx, CUevent ev);
     CUresult (*event_destroy)(void *ctx, CUevent ev);
 } sw_backend;

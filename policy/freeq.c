@@ -10,7 +10,11 @@
  * free: the same stream may take them back at once (stream order protects
  * it), other streams once the event completed or a sync covered the free.
  * Events are recycled (record again), never created on the fast path once
- * warm. The queue is sharded (see sw_freeq_shard) so that threads freeing
+ * warm. The driver records an event only on a stream of the context it
+ * was made in: a free on a stream of another context (another device's,
+ * for a block of this device's pool allocated or freed there) gets an
+ * event of that context, destroyed when done; when that stream is another
+ * device's, no sync of this device covers the free, its event alone does. The queue is sharded (see sw_freeq_shard) so that threads freeing
  * at once rarely meet; a shard lock is innermost: releasing a block (class
  * and device locks) happens after it is dropped. */
 #include <stdlib.h>
@@ -98,9 +102,47 @@ static void rec_put(sw_freeq_shard *q, sw_pend *e)
     q->spare = e;
 }
 
-/* An event recorded on stream now; from the shard's idle ones when possible. */
-static CUresult event_at(sw_device *d, sw_freeq_shard *q, CUstream stream, CUevent *out)
+/* An event done with: back to the shard's idle ones, or destroyed when
+ * it is of another context (its streams are not this device's); shard
+ * lock held. */
+static void event_done(sw_device *d, sw_freeq_shard *q, const sw_pend *e)
 {
+    if (!e->foreign_ev) {
+        event_put(q, e->ev);
+        return;
+    }
+    const sw_backend *be = &d->pol->be;
+    if (be->event_destroy(be->ctx, e->ev) == CUDA_SUCCESS)
+        atomic_fetch_sub_explicit(&d->c.events, 1, memory_order_relaxed);
+}
+
+/* The driver refused the device's event on stream (INVALID_HANDLE: the
+ * stream is of another context, e.g. another device's): one made in the
+ * stream's own context, recorded there, in *out, with that context's
+ * device in *dev. A stream the driver does not know gets its error. */
+static CUresult event_elsewhere(sw_device *d, CUstream stream, CUevent *out, int *dev)
+{
+    const sw_backend *be = &d->pol->be;
+    CUevent ev;
+    CUresult r = be->event_create_on(be->ctx, stream, &ev, dev);
+    if (r != CUDA_SUCCESS)
+        return r;
+    atomic_fetch_add_explicit(&d->c.events, 1, memory_order_relaxed);
+    if ((r = be->event_record(be->ctx, ev, stream)) != CUDA_SUCCESS) {
+        if (be->event_destroy(be->ctx, ev) == CUDA_SUCCESS)
+            atomic_fetch_sub_explicit(&d->c.events, 1, memory_order_relaxed);
+        return r;
+    }
+    *out = ev;
+    return CUDA_SUCCESS;
+}
+
+/* An event recorded on stream now; from the shard's idle ones when
+ * possible. *elsewhere: -1 when it is the device's own event, else the
+ * device of the stream's context, in which it was made (event_elsewhere). */
+static CUresult event_at(sw_device *d, sw_freeq_shard *q, CUstream stream, CUevent *out, int *elsewhere)
+{
+    *elsewhere = -1;
     const sw_backend *be = &d->pol->be;
     CUevent ev = NULL;
     pthread_mutex_lock(&q->lock);
@@ -118,6 +160,8 @@ static CUresult event_at(sw_device *d, sw_freeq_shard *q, CUstream stream, CUeve
         pthread_mutex_lock(&q->lock);
         event_put(q, ev);
         pthread_mutex_unlock(&q->lock);
+        if (r == CUDA_ERROR_INVALID_HANDLE && be->event_create_on)
+            return event_elsewhere(d, stream, out, elsewhere);
         return r;
     }
     *out = ev;
@@ -128,8 +172,9 @@ CUresult sw_freeq_push(sw_device *d, const sw_freed *f, bool async, CUstream str
 {
     sw_freeq_shard *q = async ? stream_shard(&d->q, stream) : thread_shard(&d->q);
     CUevent ev = NULL;
+    int elsewhere = -1;
     if (async) {
-        CUresult r = event_at(d, q, stream, &ev);
+        CUresult r = event_at(d, q, stream, &ev, &elsewhere);
         if (r != CUDA_SUCCESS)
             return r;
     }
@@ -139,16 +184,20 @@ CUresult sw_freeq_push(sw_device *d, const sw_freed *f, bool async, CUstream str
         q->spare = e->next;
     else if (!(e = malloc(sizeof *e))) {
         if (ev)
-            event_put(q, ev);
+            event_done(d, q, &(sw_pend){.ev = ev, .foreign_ev = elsewhere >= 0});
         pthread_mutex_unlock(&q->lock);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     e->f = *f;
     e->stream = stream;
     e->ev = ev;
+    e->foreign_ev = elsewhere >= 0;
     e->same_stream_ok = async && stream != CU_STREAM_PER_THREAD;
-    /* Read under the lock so that each list stays in epoch order. */
-    e->epoch = atomic_load_explicit(&d->q.epoch, memory_order_acquire);
+    /* Read under the lock so that each list stays in epoch order. A free
+     * on another device's stream is covered by no sync of this device
+     * (the work before it runs there): its event alone releases it. */
+    e->epoch = elsewhere >= 0 && elsewhere != d->id ? UINT64_MAX
+                                                    : atomic_load_explicit(&d->q.epoch, memory_order_acquire);
     if (async) {
         list_append(&q->async_list, e);
         q->async_bytes += f->bytes;
@@ -174,7 +223,7 @@ bool sw_freeq_take_stream(sw_device *d, CUstream stream, uint32_t bucket, sw_fre
         list_unlink(&q->async_list, e);
         q->async_bytes -= e->f.bytes;
         q->count--;
-        event_put(q, e->ev);
+        event_done(d, q, e);
         *out = e->f;
         rec_put(q, e);
         found = true;
@@ -264,7 +313,7 @@ static int shard_collect(sw_device *d, sw_freeq_shard *q, bool poll_events, int 
         list_unlink(&q->async_list, e);
         q->async_bytes -= e->f.bytes;
         q->count--;
-        event_put(q, e->ev);
+        event_done(d, q, e);
         list_append(done, e);
     }
     pthread_mutex_unlock(&q->lock);

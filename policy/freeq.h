@@ -33,6 +33,9 @@ typedef struct sw_pend {
     CUstream stream;
     CUevent ev;
     bool same_stream_ok;
+    /* ev was made in the stream's context, not the device's: destroyed
+     * when done, never recycled for this device's streams. */
+    bool foreign_ev;
     struct sw_pend *prev, *next;
 } sw_pend;
 

@@ -427,6 +427,31 @@ static CUresult be_event_record(void *ctx, CUevent ev, CUstream stream)
     IN_ANY(spw_drv.cuEventRecord(ev, stream));
 }
 
+/* In the stream's own context: an event the driver records there, and
+ * that context's device (a block freed on a stream of another device or
+ * context than its events'). */
+static CUresult create_here(CUevent *ev, int *dev)
+{
+    CUdevice d;
+    CUresult r = spw_drv.cuCtxGetDevice(&d);
+    if (r == CUDA_SUCCESS && (r = spw_drv.cuEventCreate(ev, CU_EVENT_DISABLE_TIMING)) == CUDA_SUCCESS)
+        *dev = (int)d;
+    return r;
+}
+
+static CUresult be_event_create_on(void *ctx, CUstream stream, CUevent *ev, int *dev)
+{
+    (void)ctx;
+    NEED(spw_drv.cuEventCreate);
+    NEED(spw_drv.cuStreamGetCtx);
+    NEED(spw_drv.cuCtxGetDevice);
+    CUcontext c = NULL;
+    CUresult r = spw_drv.cuStreamGetCtx(stream, &c); /* the legacy and per-thread streams: the current one's */
+    if (r != CUDA_SUCCESS)
+        return r;
+    WITH_CTX(ctx_enter_ctx(c, &pushed_), create_here(ev, dev));
+}
+
 static CUresult be_event_query(void *ctx, CUevent ev)
 {
     (void)ctx;
@@ -464,6 +489,7 @@ const sw_backend *spw_backend(void)
         .thread_start = be_thread_start,
         .event_create = be_event_create,
         .event_record = be_event_record,
+        .event_create_on = be_event_create_on,
         .event_query = be_event_query,
         .event_destroy = be_event_destroy,
     };

@@ -35,6 +35,7 @@ struct CUstream_st {
 struct CUevent_st {
     uint32_t magic;
     unsigned flags;
+    struct CUctx_st *ctx; /* current at its creation: it records only there */
     struct CUstream_st *stream; /* NULL until recorded */
     uint64_t seq;
     struct CUevent_st *next;
@@ -657,6 +658,7 @@ FC_EXPORT CUresult cuEventCreate(CUevent *phEvent, unsigned int flags)
         return CUDA_ERROR_OUT_OF_MEMORY;
     e->magic = FC_MAGIC_EVENT;
     e->flags = flags;
+    e->ctx = ctx;
     pthread_mutex_lock(&lock);
     e->next = events;
     events = e;
@@ -694,6 +696,10 @@ static CUresult event_record(CUevent e, CUstream h, unsigned flags, bool ptds)
         return r;
     if ((r = event_known(e)) != CUDA_SUCCESS)
         return r;
+    /* "hEvent and hStream must be from the same context otherwise
+     * CUDA_ERROR_INVALID_HANDLE is returned" */
+    if (e->ctx != s->ctx)
+        return CUDA_ERROR_INVALID_HANDLE;
     if (flags & ~(unsigned)CU_EVENT_RECORD_EXTERNAL)
         return CUDA_ERROR_INVALID_VALUE;
     bool done;

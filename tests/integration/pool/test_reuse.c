@@ -120,6 +120,51 @@ START_TEST(own_context_free_waits_for_its_work)
 }
 END_TEST
 
+/* A block of device 1's pool freed on a stream of device 0 behind slow
+ * work there, then wanted on device 1 with its pool full: device 1's sync
+ * does not cover device 0's stream, so the block is not handed out (or
+ * unmapped) before that work is done. */
+START_TEST(free_on_another_devices_stream_waits_for_its_work)
+{
+    use_device(0);
+    CUfunction slow = slow_kernel();
+    CUstream a, b;
+    CU_OK(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING));
+    CUmemoryPool pool1;
+    CU_OK(cuDeviceGetDefaultMemPool(&pool1, 1));
+    size_t half = limit_bytes() / 2;
+    CUdeviceptr p, filler, q;
+    CU_OK(cuMemAllocFromPoolAsync(&p, half, pool1, a)); /* device 1's memory */
+    CU_OK(cuStreamSynchronize(a));
+    use_device(1);
+    CU_OK(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING));
+    CU_OK(cuMemAlloc(&filler, half));
+    use_device(0);
+    launch_slow(slow, p, 0xAA, half, 150, a);
+    CU_OK(cuMemFreeAsync(p, a));
+    use_device(1);
+    CUresult r = cuMemAllocAsync(&q, half, b);
+    /* Without spill, the block still in use may be all there is. */
+    ck_assert_msg(r == CUDA_SUCCESS || r == CUDA_ERROR_OUT_OF_MEMORY, "cuMemAllocAsync: %d", (int)r);
+    if (r == CUDA_SUCCESS) {
+        CU_OK(cuMemsetD8Async(q, 0x55, half, b));
+        CU_OK(cuStreamSynchronize(b));
+    }
+    use_device(0);
+    CU_OK(cuStreamSynchronize(a));
+    use_device(1);
+    if (r == CUDA_SUCCESS) {
+        expect_byte(q, half, 0x55);
+        CU_OK(cuMemFreeAsync(q, b));
+    }
+    CU_OK(cuMemFree(filler));
+    CU_OK(cuCtxSynchronize());
+    CU_OK(cuStreamDestroy(b));
+    use_device(0);
+    CU_OK(cuStreamDestroy(a));
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("pool_reuse");
@@ -129,6 +174,7 @@ Suite *test_suite(void)
     tcase_add_test(both, sync_free_reused_after_queued_work);
     tcase_add_test(both, reclaim_waits_for_queued_work);
     tcase_add_test(both, own_context_free_waits_for_its_work);
+    tcase_add_test(both, free_on_another_devices_stream_waits_for_its_work);
     suite_add_tcase(s, both);
     return s;
 }

@@ -138,6 +138,40 @@ START_TEST(wait_event_orders_streams)
 }
 END_TEST
 
+/* "hEvent and hStream must be from the same context otherwise
+ * CUDA_ERROR_INVALID_HANDLE is returned": an event of the primary context
+ * on a stream of a context created on the same device, or on the legacy
+ * stream while that context is current. */
+START_TEST(event_records_only_in_its_context)
+{
+    CUevent ev;
+    CUstream own;
+    CU_OK(cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
+    CUcontext created, popped;
+    CUctxCreateParams params;
+    memset(&params, 0, sizeof params);
+    CUdevice dev;
+    CU_OK(cuCtxGetDevice(&dev));
+    CU_OK(cuCtxCreate(&created, &params, 0, dev)); /* pushed as current */
+    CU_OK(cuStreamCreate(&own, CU_STREAM_NON_BLOCKING));
+    CU_ERR(cuEventRecord(ev, own), CUDA_ERROR_INVALID_HANDLE);
+    CU_ERR(cuEventRecord(ev, NULL), CUDA_ERROR_INVALID_HANDLE);
+    CUevent mine;
+    CU_OK(cuEventCreate(&mine, CU_EVENT_DISABLE_TIMING));
+    CU_OK(cuEventRecord(mine, own));
+    CU_OK(cuEventRecord(mine, NULL));
+    CU_OK(cuEventSynchronize(mine));
+    CU_OK(cuStreamDestroy(own));
+    CU_OK(cuEventDestroy(mine));
+    CU_OK(cuCtxPopCurrent(&popped));
+    ck_assert_ptr_eq(popped, created);
+    CU_OK(cuCtxDestroy(created));
+    CU_OK(cuEventRecord(ev, NULL)); /* its own context's again */
+    CU_OK(cuEventSynchronize(ev));
+    CU_OK(cuEventDestroy(ev));
+}
+END_TEST
+
 START_TEST(destroyed_stream_finishes_its_work)
 {
     CUstream s;
@@ -224,6 +258,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, blocking_stream_waits_for_legacy_stream);
     tcase_add_test(tc, non_blocking_stream_ignores_legacy_stream);
     tcase_add_test(tc, wait_event_orders_streams);
+    tcase_add_test(tc, event_records_only_in_its_context);
     tcase_add_test(tc, destroyed_stream_finishes_its_work);
     tcase_add_test(tc, host_function_runs_in_order);
     tcase_add_test(tc, bad_stream_arguments);
