@@ -198,6 +198,25 @@ CUresult spw_h_mem_set_mem_pool(CUmemLocation *location, CUmemAllocationType typ
     return r;
 }
 
+/* Peers of a pool spillway serves: the memory the program gets from it is
+ * spillway's, mapped with the access of the pool's device's mappings, so
+ * the grant goes there (for every peer a descriptor gives access; a
+ * revocation is not applied: spillway's mappings keep what they had).
+ * Pools spillway does not serve, or never saw, are the driver's alone. */
+CUresult spw_h_mem_pool_set_access(CUmemoryPool pool, const CUmemAccessDesc *map, size_t count)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_mem_pool_set_access);
+    CUresult r = real(pool, map, count);
+    int owner;
+    if (r != CUDA_SUCCESS || !map || spw_disabled() || spw_mempool_route(pool, &owner) >= 0 || owner < 0)
+        return r;
+    for (size_t i = 0; i < count; i++)
+        if (map[i].location.type == CU_MEM_LOCATION_TYPE_DEVICE && map[i].location.id != owner &&
+            map[i].flags != CU_MEM_ACCESS_FLAGS_PROT_NONE)
+            spw_pool_grant_peer(owner, map[i].location.id);
+    return r;
+}
+
 /* After the driver named *pool for a location and kind (answer r). */
 static CUresult located(CUresult r, const CUmemoryPool *pool, const CUmemLocation *loc, CUmemAllocationType type)
 {

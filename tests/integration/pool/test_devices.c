@@ -69,6 +69,35 @@ START_TEST(peer_access)
 }
 END_TEST
 
+/* Stream-ordered memory gets its peers from its pool's access
+ * (cuMemPoolSetAccess: XLA's cuda_async allocator grants each device's pool
+ * to its peers so, Warp's set_mempool_access_enabled too). That memory is
+ * spillway's here, so the grant reaches its mappings, now and later. */
+START_TEST(pool_access_reaches_stream_ordered_memory)
+{
+    if (!pooled())
+        return;
+    use_device(0);
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUmemoryPool pool0;
+    CU_OK(cuDeviceGetDefaultMemPool(&pool0, 0));
+    CUdeviceptr p, q;
+    CU_OK(cuMemAllocFromPoolAsync(&p, MiB, pool0, s));
+    ck_assert_uint_eq(fakecuda_access_devices(p), 1);
+    CUmemAccessDesc rw = {{CU_MEM_LOCATION_TYPE_DEVICE, 1}, CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    CU_OK(cuMemPoolSetAccess(pool0, &rw, 1));
+    ck_assert_uint_eq(fakecuda_access_devices(p), 3);
+    CU_OK(cuMemAllocAsync(&q, 16 * MiB, s));
+    ck_assert_uint_eq(fakecuda_access_devices(q), 3);
+    ck_assert_uint_eq(fakecuda_access_devices(q + 15 * MiB), 3);
+    CU_OK(cuMemFreeAsync(p, s));
+    CU_OK(cuMemFreeAsync(q, s));
+    CU_OK(cuStreamSynchronize(s));
+    CU_OK(cuStreamDestroy(s));
+}
+END_TEST
+
 /* A handle created for device 1 while device 0's context is current: the
  * pool of device 1 is set up in device 1's primary context (pushed for it),
  * and the program's current context is left as it was. */
@@ -114,6 +143,7 @@ Suite *test_suite(void)
     tcase_set_timeout(spw, 60);
     tcase_add_test(spw, preallocation);
     tcase_add_test(spw, peer_access);
+    tcase_add_test(spw, pool_access_reaches_stream_ordered_memory);
     tcase_add_test(spw, other_device_keeps_the_current_context);
     suite_add_tcase(s, spw);
     return s;
