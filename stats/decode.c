@@ -5,6 +5,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,32 +54,45 @@ static int copy_text(char *dst, const unsigned char *src, size_t cap, int keep_n
     return 0;
 }
 
-int spw_stats_parse_name(const char *name, uint32_t *uid, int32_t *pid)
+/* One decimal number of at most max_digits digits, spelled one way (no
+ * leading zero: "spillway.0.01" would be a second segment of pid 1), at
+ * *p; advances *p past it. 0 or -1. */
+static int parse_number(const char **p, int max_digits, unsigned long long *v)
+{
+    const char *s = *p;
+    if (!isdigit((unsigned char)*s) || (s[0] == '0' && isdigit((unsigned char)s[1])))
+        return -1;
+    *v = 0;
+    for (int digits = 0; isdigit((unsigned char)*s); s++) {
+        unsigned d = (unsigned)(*s - '0');
+        if (++digits > max_digits || *v > (ULLONG_MAX - d) / 10)
+            return -1;
+        *v = *v * 10 + d;
+    }
+    *p = s;
+    return 0;
+}
+
+int spw_stats_parse_name(const char *name, uint32_t *uid, int32_t *pid, uint64_t *pid_ns)
 {
     size_t plen = strlen(SPW_STATS_NAME_PREFIX);
     if (strncmp(name, SPW_STATS_NAME_PREFIX, plen) != 0)
         return -1;
     const char *p = name + plen;
-    unsigned long long v[2];
-    for (int i = 0; i < 2; i++) {
-        /* One spelling per number: "spillway.0.01" would be a second
-         * segment of pid 1. */
-        if (!isdigit((unsigned char)*p) || (p[0] == '0' && isdigit((unsigned char)p[1])))
-            return -1;
-        v[i] = 0;
-        int digits = 0;
-        while (isdigit((unsigned char)*p)) {
-            if (++digits > 10)
-                return -1;
-            v[i] = v[i] * 10 + (unsigned)(*p++ - '0');
-        }
-        if (i == 0 && *p++ != '.')
+    unsigned long long u, n, ns = 0;
+    if (parse_number(&p, 10, &u) != 0 || *p++ != '.' || parse_number(&p, 10, &n) != 0)
+        return -1;
+    /* The namespace-qualified name (SPW_STATS_NAME_NS_FORMAT). */
+    if (*p == '.') {
+        p++;
+        if (parse_number(&p, 20, &ns) != 0 || ns == 0)
             return -1;
     }
-    if (*p != '\0' || v[0] > UINT32_MAX || v[1] == 0 || v[1] > INT32_MAX)
+    if (*p != '\0' || u > UINT32_MAX || n == 0 || n > INT32_MAX)
         return -1;
-    *uid = (uint32_t)v[0];
-    *pid = (int32_t)v[1];
+    *uid = (uint32_t)u;
+    *pid = (int32_t)n;
+    *pid_ns = ns;
     return 0;
 }
 

@@ -2,7 +2,9 @@
  *
  * Every process running under spillway publishes one file,
  * <dir>/spillway.<uid>.<pid> (dir: $SPILLWAY_STATS_DIR or /dev/shm), mode
- * 0600, created O_CREAT|O_EXCL|O_NOFOLLOW, removed at normal exit. It holds a
+ * 0600, created O_CREAT|O_EXCL|O_NOFOLLOW, removed at normal exit; or
+ * spillway.<uid>.<pid>.<pidns> when the first name is held by a live writer
+ * of another pid namespace (SPW_STATS_NAME_NS_FORMAT). It holds a
  * struct spw_stats_header followed by device_count struct spw_stats_device.
  *
  * Compatibility rules: the layout of a given abi_version never changes.
@@ -43,6 +45,12 @@
  * writer's effective one, geteuid(), the owner of the file it creates
  * (what readers check), not getuid(). */
 #define SPW_STATS_NAME_FORMAT  SPW_STATS_NAME_PREFIX "%u.%d"
+/* The same, with the inode of the writer's pid namespace (unsigned long
+ * long) added: pids repeat across namespaces sharing a directory (every
+ * pod's program is pid 1, and pods on a node share the node's directory),
+ * so a writer whose first name belongs to another namespace's live writer
+ * takes this one. */
+#define SPW_STATS_NAME_NS_FORMAT SPW_STATS_NAME_FORMAT ".%llu"
 #define SPW_STATS_DIR_ENV      "SPILLWAY_STATS_DIR"
 #define SPW_STATS_DEFAULT_DIR  "/dev/shm"
 

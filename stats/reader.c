@@ -155,7 +155,8 @@ static enum spw_read_result check_file(int fd, const char *name, unsigned flags,
 {
     uint32_t name_uid;
     int32_t name_pid;
-    if (spw_stats_parse_name(name, &name_uid, &name_pid) != 0)
+    uint64_t name_ns;
+    if (spw_stats_parse_name(name, &name_uid, &name_pid, &name_ns) != 0)
         return say(SPW_READ_NOT_SEGMENT, why, whylen, "not a segment name");
     if (fstat(fd, st) != 0)
         return say(SPW_READ_BAD, why, whylen, "fstat: %s", strerror(errno));
@@ -240,9 +241,13 @@ static enum spw_read_result judge_owner(int dirfd, const char *name, unsigned fl
 {
     uint32_t name_uid;
     int32_t name_pid;
-    spw_stats_parse_name(name, &name_uid, &name_pid);
+    uint64_t name_ns;
+    spw_stats_parse_name(name, &name_uid, &name_pid, &name_ns);
     if (name_pid != out->pid)
         return say(SPW_READ_BAD, why, whylen, "pid field %d but named for pid %d", out->pid, name_pid);
+    if (name_ns != 0 && name_ns != out->pid_ns)
+        return say(SPW_READ_BAD, why, whylen, "pid namespace field %llu but named for %llu",
+                   (unsigned long long)out->pid_ns, (unsigned long long)name_ns);
     snprintf(out->name, sizeof out->name, "%s", name);
     judge_liveness(out, ix);
     if (out->liveness == SPW_DEAD) {
@@ -279,7 +284,8 @@ static enum spw_read_result read_at(int dirfd, const char *name, unsigned flags,
     *removed = 0;
     uint32_t uid;
     int32_t pid;
-    if (spw_stats_parse_name(name, &uid, &pid) != 0)
+    uint64_t ns;
+    if (spw_stats_parse_name(name, &uid, &pid, &ns) != 0)
         return say(SPW_READ_NOT_SEGMENT, why, whylen, "not a segment name");
     /* O_NONBLOCK: a FIFO planted under a segment name must not hang us. */
     int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);

@@ -38,7 +38,7 @@ enum spw_read_result {
     SPW_READ_NOT_READY,   /* being initialised (magic still zero) */
     SPW_READ_OTHER_USER,  /* another user's segment, not asked for */
     SPW_READ_DEAD,        /* owner is dead; removed if it was ours and asked to */
-    SPW_READ_NOT_SEGMENT, /* the name is not spillway.<uid>.<pid> */
+    SPW_READ_NOT_SEGMENT, /* the name is not spillway.<uid>.<pid>[.<pidns>] */
 };
 
 enum {
@@ -64,8 +64,9 @@ int spw_stats_decode_owner(const void *buf, size_t len, uint32_t file_uid,
  * text fields when the image was taken (or died doing so). */
 int spw_stats_text_busy(const void *buf, size_t len);
 
-/* Parses "spillway.<uid>.<pid>"; 0 or -1. */
-int spw_stats_parse_name(const char *name, uint32_t *uid, int32_t *pid);
+/* Parses "spillway.<uid>.<pid>" (*pid_ns = 0) or
+ * "spillway.<uid>.<pid>.<pidns>" (SPW_STATS_NAME_NS_FORMAT); 0 or -1. */
+int spw_stats_parse_name(const char *name, uint32_t *uid, int32_t *pid, uint64_t *pid_ns);
 
 /* Reads one segment by name from an open directory. For SPW_READ_DEAD,
  * *removed tells whether it was unlinked. */

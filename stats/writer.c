@@ -110,43 +110,101 @@ static bool open_here(const char *path)
     return found;
 }
 
-/* An existing file with our name is stale when it is ours (same owner, same
- * pid namespace) and no writer of this process has it open: it was left by
- * an earlier process with our pid (other start time), by this very process
+/* What an existing file with the name a writer wants is to it. */
+enum existing {
+    EXISTING_STALE,  /* ours, left behind: replaced */
+    EXISTING_OPEN,   /* a writer of this process holds it: refused */
+    EXISTING_OTHERS, /* someone else's: left alone, another name is tried */
+};
+
+/* A file with our name is stale when it is ours (same owner, same pid
+ * namespace) and no writer of this process has it open: it was left by an
+ * earlier process with our pid (other start time), by this very process
  * before an exec (same pid and start time, but exec skips atexit), or by a
- * writer killed during initialisation. A live owner in another pid
- * namespace sharing the directory is left alone. */
-static bool existing_is_stale(int dirfd, const char *name, const char *path)
+ * writer killed during initialisation. A writer of another pid namespace
+ * sharing the directory, live or still initialising (its namespace is
+ * written first: create_at), and another user's file are someone else's. */
+static enum existing judge_existing(int dirfd, const char *name, const char *path)
 {
     int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
-        return false;
+        return EXISTING_OTHERS;
     struct stat st;
     struct spw_stats_header h;
-    bool stale = false;
+    memset(&h, 0, sizeof h);
+    enum existing v = EXISTING_OTHERS;
     if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid()) {
         ssize_t n = pread(fd, &h, offsetof(struct spw_stats_header, cmdline), 0);
-        if (n < (ssize_t)offsetof(struct spw_stats_header, text_generation) || h.magic != SPW_STATS_MAGIC)
-            stale = true;
-        else if (h.pid_ns == spw_proc_self_pid_ns())
-            stale = !open_here(path);
+        bool published = n >= (ssize_t)offsetof(struct spw_stats_header, text_generation) &&
+                         h.magic == SPW_STATS_MAGIC;
+        uint64_t mine = spw_proc_self_pid_ns();
+        if (published ? h.pid_ns != mine : h.pid_ns != 0 && h.pid_ns != mine)
+            v = EXISTING_OTHERS;
+        else
+            v = published && open_here(path) ? EXISTING_OPEN : EXISTING_STALE;
     }
     close(fd);
-    return stale;
+    return v;
 }
 
-static int create_file(struct spw_stats_writer *w, char *err, size_t errlen)
+/* Creates w->name, replacing a stale file of that name; -1 with errno, and
+ * *seen what held the name. The pid namespace is the first thing written,
+ * before the file has its size, so that a writer of another namespace
+ * finding the name taken while this one initialises leaves it. */
+static int create_at(struct spw_stats_writer *w, uint64_t pid_ns, enum existing *seen)
 {
     for (int attempt = 0; attempt < 2; attempt++) {
         int fd = openat(w->dirfd, w->name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd >= 0)
+        if (fd >= 0) {
+            if (pwrite(fd, &pid_ns, sizeof pid_ns, offsetof(struct spw_stats_header, pid_ns)) !=
+                (ssize_t)sizeof pid_ns) {
+                int e = errno;
+                close(fd);
+                unlinkat(w->dirfd, w->name, 0);
+                errno = e;
+                return -1;
+            }
             return fd;
-        if (errno != EEXIST || attempt > 0 || !existing_is_stale(w->dirfd, w->name, w->path))
-            break;
+        }
+        if (errno != EEXIST || attempt > 0)
+            return -1;
+        *seen = judge_existing(w->dirfd, w->name, w->path);
+        if (*seen != EXISTING_STALE) {
+            errno = EEXIST;
+            return -1;
+        }
         unlinkat(w->dirfd, w->name, 0);
     }
-    fail(err, errlen, "cannot create %s: %s", w->path, strerror(errno));
+    errno = EEXIST;
     return -1;
+}
+
+static void set_name(struct spw_stats_writer *w, const char *dir, uint64_t pid_ns)
+{
+    if (pid_ns)
+        snprintf(w->name, sizeof w->name, SPW_STATS_NAME_NS_FORMAT, (unsigned)geteuid(), (int)getpid(),
+                 (unsigned long long)pid_ns);
+    else
+        snprintf(w->name, sizeof w->name, SPW_STATS_NAME_FORMAT, (unsigned)geteuid(), (int)getpid());
+    snprintf(w->path, sizeof w->path, "%s/%s", dir, w->name);
+}
+
+/* spillway.<uid>.<pid>, or, when a writer of another pid namespace holds
+ * that name (pods sharing a node's directory, each with its own pid 1),
+ * the name qualified by our pid namespace. */
+static int create_file(struct spw_stats_writer *w, const char *dir, char *err, size_t errlen)
+{
+    uint64_t ns = spw_proc_self_pid_ns();
+    enum existing seen = EXISTING_STALE;
+    set_name(w, dir, 0);
+    int fd = create_at(w, ns, &seen);
+    if (fd < 0 && errno == EEXIST && seen == EXISTING_OTHERS && ns != 0) {
+        set_name(w, dir, ns);
+        fd = create_at(w, ns, &seen);
+    }
+    if (fd < 0)
+        fail(err, errlen, "cannot create %s: %s", w->path, strerror(errno));
+    return fd;
 }
 
 static void copy_text(char *dst, size_t cap, const char *src)
@@ -233,13 +291,11 @@ int spw_stats_open(struct spw_stats_writer **out, const struct spw_stats_params 
         free(w);
         return -1;
     }
-    snprintf(w->name, sizeof w->name, SPW_STATS_NAME_FORMAT, (unsigned)geteuid(), (int)getpid());
-    snprintf(w->path, sizeof w->path, "%s/%s", dir, w->name);
     w->device_count = p->device_count;
     w->size = (size_t)spw_stats_total_size(p->device_count);
     w->owner_pid = getpid();
 
-    int fd = create_file(w, err, errlen);
+    int fd = create_file(w, dir, err, errlen);
     if (fd < 0)
         goto fail_dir;
     if (map_segment(w, fd, err, errlen) != 0)

@@ -156,6 +156,27 @@ START_TEST(pid_field_mismatch)
     expect_bad(img, img_len, 0600, "named for pid");
 }
 END_TEST
+/* The name qualified by the pid namespace (a second writer with the same
+ * pid in another namespace) reads when the header's namespace is the one
+ * named, and is refused otherwise. */
+START_TEST(namespace_in_the_name_must_match)
+{
+    uint64_t ns;
+    memcpy(&ns, img + OFF(pid_ns), 8);
+    char name[96], why[256] = "";
+    snprintf(name, sizeof name, "%s.%llu", own_name(), (unsigned long long)ns);
+    plant_file(name, img, img_len, 0600);
+    int dfd = open(segdir, O_RDONLY | O_DIRECTORY), removed = 0;
+    ck_assert_int_eq(spw_stats_read_at(dfd, name, 0, &snap, &removed, why, sizeof why), SPW_READ_OK);
+    ck_assert_str_eq(snap.name, name);
+    ck_assert_int_eq(snap.liveness, SPW_ALIVE);
+    put_u64(OFF(pid_ns), ns + 1);
+    plant_file(name, img, img_len, 0600);
+    ck_assert_int_eq(spw_stats_read_at(dfd, name, 0, &snap, &removed, why, sizeof why), SPW_READ_BAD);
+    ck_assert_msg(strstr(why, "pid namespace field") != NULL, "%s", why);
+    close(dfd);
+}
+END_TEST
 START_TEST(negative_pid) { put_u32(OFF(pid), 0x80000000u); expect_bad(img, img_len, 0600, "invalid pid"); }
 END_TEST
 START_TEST(world_readable) { expect_bad(img, img_len, 0644, "mode 0644"); }
@@ -350,17 +371,27 @@ START_TEST(names_are_parsed_strictly)
 {
     uint32_t uid;
     int32_t pid;
-    ck_assert_int_eq(spw_stats_parse_name("spillway.1000.42", &uid, &pid), 0);
+    uint64_t ns;
+    ck_assert_int_eq(spw_stats_parse_name("spillway.1000.42", &uid, &pid, &ns), 0);
     ck_assert_uint_eq(uid, 1000);
     ck_assert_int_eq(pid, 42);
-    ck_assert_int_eq(spw_stats_parse_name("spillway.0.10", &uid, &pid), 0);
+    ck_assert_uint_eq(ns, 0);
+    ck_assert_int_eq(spw_stats_parse_name("spillway.0.10", &uid, &pid, &ns), 0);
     ck_assert_uint_eq(uid, 0);
+    ck_assert_int_eq(spw_stats_parse_name("spillway.0.1.4026532448", &uid, &pid, &ns), 0);
+    ck_assert_int_eq(pid, 1);
+    ck_assert_uint_eq(ns, 4026532448u);
+    ck_assert_int_eq(spw_stats_parse_name("spillway.0.1.18446744073709551615", &uid, &pid, &ns), 0);
+    ck_assert_uint_eq(ns, UINT64_MAX);
     const char *bad[] = {"spillway.", "spillway.1", "spillway.1.", "spillway..2", "spillway.1.2x",
                          "spillway.1.0", "spillway.1.99999999999", "spillway.-1.2", "xspillway.1.2",
-                         "spillway.1.2.3", "spillway.4294967296.2", "spillway.1.2147483648",
-                         "spillway.1.02", "spillway.01.2", "spillway.00.2"};
+                         "spillway.4294967296.2", "spillway.1.2147483648",
+                         "spillway.1.02", "spillway.01.2", "spillway.00.2", "spillway.1.2.",
+                         "spillway.1.2.0", "spillway.1.2.03", "spillway.1.2.3.4", "spillway.1.2.3x",
+                         "spillway.1.2.18446744073709551616", "spillway.1.2.123456789012345678901",
+                         "spillway.1.2.-3"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        ck_assert_msg(spw_stats_parse_name(bad[i], &uid, &pid) == -1, "accepted %s", bad[i]);
+        ck_assert_msg(spw_stats_parse_name(bad[i], &uid, &pid, &ns) == -1, "accepted %s", bad[i]);
 }
 END_TEST
 
@@ -436,6 +467,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, unterminated_config);
     tcase_add_test(tc, uid_field_mismatch);
     tcase_add_test(tc, pid_field_mismatch);
+    tcase_add_test(tc, namespace_in_the_name_must_match);
     tcase_add_test(tc, negative_pid);
     tcase_add_test(tc, world_readable);
     tcase_add_test(tc, text_being_rewritten);

@@ -518,16 +518,58 @@ START_TEST(segment_left_before_exec_is_replaced)
 }
 END_TEST
 
+/* Pods sharing a node's directory each have a pid 1: a live writer of
+ * another pid namespace keeps its name, and this writer publishes under
+ * the name qualified by its own namespace (it was refused, and the second
+ * pod ran without stats). */
 START_TEST(live_segment_in_other_namespace_is_not_clobbered)
 {
     struct spw_stats_writer *w = open_writer(1, NULL);
     w->hdr->pid_ns ^= 1; /* as if written from another pid namespace sharing the directory */
     struct spw_stats_params p = {.device_count = 1};
     struct spw_stats_writer *w2 = NULL;
-    char err[256] = "";
-    ck_assert_int_eq(spw_stats_open(&w2, &p, err, sizeof err), -1);
+    char err[256] = "", want[512];
+    ck_assert_msg(spw_stats_open(&w2, &p, err, sizeof err) == 0, "%s", err);
+    snprintf(want, sizeof want, "%s.%llu", spw_stats_path(w), (unsigned long long)spw_proc_self_pid_ns());
+    ck_assert_str_eq(spw_stats_path(w2), want);
+    ck_assert_int_eq(segdir_count(), 2);
+    struct spw_stats_snapshot *s = malloc(sizeof *s);
+    int dfd = open(segdir, O_RDONLY | O_DIRECTORY), removed = 0;
+    ck_assert_int_eq(spw_stats_read_at(dfd, strrchr(want, '/') + 1, 0, s, &removed, err, sizeof err),
+                     SPW_READ_OK);
+    ck_assert_int_eq(s->pid, getpid());
+    ck_assert_int_eq(s->liveness, SPW_ALIVE);
+    close(dfd);
+    free(s);
+    /* A third writer finds both names taken. */
+    struct spw_stats_writer *w3 = NULL;
+    ck_assert_int_eq(spw_stats_open(&w3, &p, err, sizeof err), -1);
     ck_assert_msg(strstr(err, "File exists") != NULL, "%s", err);
-    ck_assert_int_eq(segdir_count(), 1);
+    spw_stats_close(w2);
+    spw_stats_close(w);
+    ck_assert_int_eq(segdir_count(), 0);
+}
+END_TEST
+
+/* A writer of another pid namespace still initialising its segment (no
+ * magic yet, its namespace already written) is not taken for one killed
+ * during initialisation: its file stays, ours gets the qualified name. */
+START_TEST(initialising_segment_of_other_namespace_is_not_removed)
+{
+    char name[64];
+    snprintf(name, sizeof name, "spillway.%u.%d", (unsigned)geteuid(), (int)getpid());
+    static struct spw_stats_header h;
+    h.pid_ns = spw_proc_self_pid_ns() ^ 1;
+    plant(name, &h, sizeof h, 0600);
+    struct spw_stats_writer *w = open_writer(1, NULL);
+    char want[512];
+    snprintf(want, sizeof want, "%s/%s.%llu", segdir, name, (unsigned long long)spw_proc_self_pid_ns());
+    ck_assert_str_eq(spw_stats_path(w), want);
+    struct stat st;
+    char planted[512];
+    snprintf(planted, sizeof planted, "%s/%s", segdir, name);
+    ck_assert_int_eq(stat(planted, &st), 0);
+    ck_assert_uint_eq((uint64_t)st.st_size, sizeof h);
     spw_stats_close(w);
 }
 END_TEST
@@ -586,6 +628,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, stale_segment_with_our_pid_is_replaced);
     tcase_add_test(tc, segment_left_before_exec_is_replaced);
     tcase_add_test(tc, live_segment_in_other_namespace_is_not_clobbered);
+    tcase_add_test(tc, initialising_segment_of_other_namespace_is_not_removed);
     tcase_add_test(tc, namespace_search_reads_proc_once_per_scan);
     suite_add_tcase(s, tc);
     return s;

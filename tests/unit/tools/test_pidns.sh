@@ -29,4 +29,26 @@ kill -9 "$W"; wait "$U" 2>/dev/null
 err=$("$TOP" --once 2>&1 >/dev/null)
 check "killed: its segment is judged dead and removed" [ ! -e "$seg" ]
 check "and the removal is noted" grep -q "spillway.$(id -u).1: owner pid 1 is gone; removed" <<<"$err"
+
+# Pods on one node share its stats directory, and each pod's program is
+# pid 1 of its own namespace: two of them at once must both publish (the
+# second was refused, "File exists", and ran without stats) and both show.
+outs=()
+for i in 1 2; do
+    outs[$i]="$STATS_DIR/.podwriter$i"
+    unshare -p -f --mount-proc "$WRITER" --cmd "pod job $i" --inuse $((i << 30)) >"${outs[$i]}" 2>"${outs[$i]}.err" &
+    writers+=("$!")
+done
+for i in 1 2; do
+    check "pod writer $i publishes beside the other pid 1" poll 10 grep -qs '^ready ' "${outs[$i]}"
+done
+json=$("$TOP" --json)
+for i in 1 2; do
+    check "--json shows pod job $i, alive" grep -qE "\"ns_pid\":1,[^}]*\"command\":\"pod job $i\",[^}]*\"liveness\":\"alive\"" <<<"$json"
+done
+for i in 1 2; do
+    P=$(pgrep -f "stats_writer --cmd pod job $i" | while read -r p; do [ "$(ps -o comm= -p "$p")" = stats_writer ] && echo "$p"; done | head -1)
+    [ -n "$P" ] && kill "$P"
+done
+check "both segments go when their writers exit" poll 10 sh -c "! ls '$STATS_DIR' | grep -q '^spillway\\.'"
 finish
