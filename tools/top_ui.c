@@ -295,7 +295,9 @@ int top_ui_run(struct top_model *m, struct top_settings *s)
         double wait = next - mono_now();
         timeout(wait <= 0 ? 0 : (int)(wait * 1000) + 1);
         int ch = getch();
-        if (ch != ERR)
+        /* A resize is no key: it is drawn at the top of the loop, and
+         * must not leave the help nor answer the kill question. */
+        if (ch != ERR && ch != KEY_RESIZE)
             running = handle_key(&u, ch);
         if (u.force_sample || mono_now() >= next) {
             u.force_sample = false;

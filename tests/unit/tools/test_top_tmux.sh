@@ -80,13 +80,22 @@ check "Esc returns to the list" poll 5 shows "^ +PID +USER +GPU"
 
 key h
 check "h shows the help" poll 5 shows "this help"
+# A resize is no key: the help is drawn again at the new size, not left.
+T resize-window -t "$S" -x 120 -y 30
+check "a resize redraws the help at the new width" poll 5 bash -c "[ \$(tmux -L '$SOCK' -f /dev/null capture-pane -p -t '$S' | head -1 | wc -L) -gt 100 ]"
+check "and keeps the help" shows "this help"
 key x
 check "any key leaves the help" poll 5 shows "^ +PID +USER +GPU"
 
 # Kill with confirmation: n keeps it, y sends SIGTERM.
 key g K
 check "K asks first" poll 5 shows "Send SIGTERM to pid $Bp\? \[y/N\]"
+# Nor does a resize answer the question.
+T resize-window -t "$S" -x 132 -y 30
+check "a resize redraws the question at the new width" poll 5 bash -c "[ \$(tmux -L '$SOCK' -f /dev/null capture-pane -p -t '$S' | head -1 | wc -L) -gt 120 ]"
+check "and keeps asking" shows "Send SIGTERM to pid $Bp\? \[y/N\]"
 key n
+T resize-window -t "$S" -x 100 -y 30
 check "n keeps the process" poll 5 hides "Send SIGTERM"
 check "beta still running" kill -0 "$Bp"
 key K y
