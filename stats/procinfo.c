@@ -67,7 +67,8 @@ static void status_path(char *path, size_t len, pid_t pid)
     snprintf(path, len, "/proc/%d/status", (int)pid);
 }
 
-int spw_proc_start_time(pid_t pid, uint64_t *out)
+/* starttime and the state letter (field 3) of pid; as spw_proc_start_time. */
+static int read_stat(pid_t pid, uint64_t *out, char *state)
 {
     char path[64], buf[1024];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
@@ -89,6 +90,8 @@ int spw_proc_start_time(pid_t pid, uint64_t *out)
             errno = EINVAL;
             return -1;
         }
+        if (field == 3)
+            *state = *p;
         if (field == 22) {
             char *end;
             errno = 0;
@@ -105,6 +108,30 @@ int spw_proc_start_time(pid_t pid, uint64_t *out)
     }
     errno = EINVAL;
     return -1;
+}
+
+int spw_proc_start_time(pid_t pid, uint64_t *out)
+{
+    char state;
+    return read_stat(pid, out, &state);
+}
+
+/* Whether pid, in state `state`, is a process that has ended and not been
+ * reaped: /proc keeps its pid and start time until its parent waits for
+ * it. A leader shows Z too when only its main thread has exited
+ * (pthread_exit) while others run: its thread count tells them apart. */
+static bool ended(pid_t pid, char state)
+{
+    if (state != 'Z' && state != 'X')
+        return false;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    char *line = status_line(path, "Threads:");
+    if (!line)
+        return true; /* reaped meanwhile */
+    long threads = strtol(line, NULL, 10);
+    free(line);
+    return threads <= 1;
 }
 
 uint64_t spw_proc_self_pid_ns(void)
@@ -151,10 +178,11 @@ enum spw_liveness spw_proc_liveness(pid_t pid, uint64_t start_time)
     if (pid <= 0)
         return SPW_UNKNOWN;
     uint64_t now;
-    if (spw_proc_start_time(pid, &now) != 0)
+    char state;
+    if (read_stat(pid, &now, &state) != 0)
         return (errno == ENOENT || errno == ESRCH) ? SPW_DEAD : SPW_UNKNOWN;
     /* Same pid, other start time: the pid was reused after the owner died. */
-    return now == start_time ? SPW_ALIVE : SPW_DEAD;
+    return now == start_time && !ended(pid, state) ? SPW_ALIVE : SPW_DEAD;
 }
 
 /* The last pid on the NSpid line of /proc/<pid>/status: the pid in the
@@ -323,8 +351,15 @@ enum spw_liveness spw_proc_find_in_ns(struct spw_proc_index *ix, uint64_t pid_ns
     bool found = index_find(ix, pid_ns, ns_pid, start_time, local);
     bool complete = ix->complete;
     spw_proc_index_free(&own);
-    if (found)
+    if (found) {
+        uint64_t now;
+        char state;
+        if (read_stat(*local, &now, &state) == 0 && now == start_time && ended(*local, state)) {
+            *local = 0;
+            return SPW_DEAD; /* found, and not reaped yet */
+        }
         return SPW_ALIVE;
+    }
     /* Only a reader that sees every process may call the owner dead. */
     return complete && spw_proc_self_pid_ns() == SPW_PROC_INIT_PID_NS ? SPW_DEAD : SPW_UNKNOWN;
 }

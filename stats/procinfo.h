@@ -22,7 +22,9 @@ pid_t spw_proc_self_outer_pid(void);
  * fit, always NUL-terminated. Empty string if unreadable. */
 void spw_proc_self_cmdline(char *buf, size_t len);
 
-/* Liveness of a process given its pid and recorded start time. */
+/* Liveness of a process given its pid and recorded start time: dead also
+ * when it has ended and waits to be reaped (a zombie: /proc still shows
+ * its pid and start time). */
 enum spw_liveness { SPW_ALIVE, SPW_DEAD, SPW_UNKNOWN };
 enum spw_liveness spw_proc_liveness(pid_t pid, uint64_t start_time);
 
@@ -57,9 +59,10 @@ void spw_proc_index_free(struct spw_proc_index *ix);
  * the pids it can see, so a reader outside (a node's exporter with the
  * host's pids) finds it this way. Matches on start time and innermost
  * NSpid (world-readable), and on the namespace where ptrace access lets us
- * read it. Returns SPW_ALIVE with *local its pid here; SPW_DEAD when none
- * matched, every process could be read, and the reader is in the initial
- * pid namespace (so it sees every process); else SPW_UNKNOWN. ix: the
+ * read it. Returns SPW_ALIVE with *local its pid here; SPW_DEAD when the
+ * one that matched has ended (a zombie), or when none matched, every
+ * process could be read, and the reader is in the initial pid namespace
+ * (so it sees every process); else SPW_UNKNOWN. ix: the
  * scan's index, made on first use and remade for a process started since;
  * NULL for a pass of its own. */
 enum spw_liveness spw_proc_find_in_ns(struct spw_proc_index *ix, uint64_t pid_ns, pid_t ns_pid,

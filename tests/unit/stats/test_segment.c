@@ -400,6 +400,96 @@ START_TEST(kill_9_leaves_segment_next_reader_removes)
 }
 END_TEST
 
+/* A child that opens a writer, says so on fd, then keeps running: in its
+ * main thread (pause), or, with leader_exits, in a second thread only
+ * (its main thread has called pthread_exit: /proc shows the leader as a
+ * zombie while the process lives). */
+static void *sleeper(void *arg)
+{
+    (void)arg;
+    for (;;)
+        pause();
+    return NULL;
+}
+
+static pid_t writer_child(int fd, bool leader_exits)
+{
+    pid_t c = fork();
+    if (c != 0)
+        return c;
+    struct spw_stats_params p = {.device_count = 1};
+    struct spw_stats_writer *w;
+    char err[256];
+    if (spw_stats_open(&w, &p, err, sizeof err) != 0)
+        _exit(3);
+    pthread_t t;
+    if (leader_exits && pthread_create(&t, NULL, sleeper, NULL) != 0)
+        _exit(5);
+    if (write(fd, "x", 1) != 1)
+        _exit(4);
+    if (leader_exits)
+        pthread_exit(NULL);
+    for (;;)
+        pause();
+}
+
+/* The state letter of pid in /proc (field 3 of its stat), or 0. */
+static char proc_state(pid_t pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');
+    return p && p[1] == ' ' ? p[2] : 0;
+}
+
+static void wait_state(pid_t pid, char want)
+{
+    for (int i = 0; i < 200 && proc_state(pid) != want; i++)
+        usleep(10000);
+    ck_assert_int_eq(proc_state(pid), want);
+}
+
+/* A writer killed whose parent has not reaped it yet is a zombie: dead,
+ * though /proc still has its pid and start time. Its segment is removed
+ * (it was listed as a live process until the parent reaped it). A process
+ * whose main thread alone has exited is alive. */
+START_TEST(zombie_owner_is_dead)
+{
+    int pfd[2];
+    char ch, why[256];
+    ck_assert_int_eq(pipe(pfd), 0);
+    pid_t c = writer_child(pfd[1], false);
+    ck_assert_int_eq(read(pfd[0], &ch, 1), 1);
+    kill(c, SIGKILL);
+    wait_state(c, 'Z');
+    struct spw_stats_list list;
+    ck_assert_int_eq(spw_stats_scan(NULL, SPW_SCAN_REMOVE_DEAD, &list, NULL, NULL, why, sizeof why), 0);
+    ck_assert_uint_eq(list.n, 0);
+    ck_assert_uint_eq(list.removed, 1);
+    spw_stats_list_free(&list);
+    ck_assert_int_eq(segdir_count(), 0);
+    waitpid(c, NULL, 0);
+
+    pid_t t = writer_child(pfd[1], true);
+    ck_assert_int_eq(read(pfd[0], &ch, 1), 1);
+    wait_state(t, 'Z');
+    ck_assert_int_eq(spw_stats_scan(NULL, SPW_SCAN_REMOVE_DEAD, &list, NULL, NULL, why, sizeof why), 0);
+    ck_assert_uint_eq(list.n, 1);
+    ck_assert_int_eq(list.items[0].pid, t);
+    ck_assert_int_eq(list.items[0].liveness, SPW_ALIVE);
+    spw_stats_list_free(&list);
+    kill(t, SIGKILL);
+    waitpid(t, NULL, 0);
+    close(pfd[0]);
+    close(pfd[1]);
+}
+END_TEST
+
 /* A writer killed while it rewrites its text leaves the seqlock odd for
  * good. While it lives the reader skips it; once it is dead the next reader
  * that may remove dead segments removes it, as after any kill -9. */
@@ -624,6 +714,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, normal_exit_removes_segment);
     tcase_add_test(tc, kill_9_leaves_segment_next_reader_removes);
     tcase_add_test(tc, kill_9_mid_rewrite_next_reader_removes);
+    tcase_add_test(tc, zombie_owner_is_dead);
     tcase_add_test(tc, forked_child_neither_writes_nor_removes);
     tcase_add_test(tc, stale_segment_with_our_pid_is_replaced);
     tcase_add_test(tc, segment_left_before_exec_is_replaced);
