@@ -150,6 +150,16 @@ static void judge_liveness(struct spw_stats_snapshot *s, struct spw_proc_index *
     }
 }
 
+/* Whether a file of size bytes, shorter than a header, has no magic yet:
+ * a writer creates its file, writes its pid namespace, then sizes it, and
+ * stores the magic last. */
+static bool unpublished(int fd, off_t size)
+{
+    unsigned char magic[8] = {0};
+    size_t n = size < (off_t)sizeof magic ? (size_t)size : sizeof magic;
+    return read_exact(fd, magic, n, 0) == 0 && memcmp(magic, "\0\0\0\0\0\0\0\0", sizeof magic) == 0;
+}
+
 static enum spw_read_result check_file(int fd, const char *name, unsigned flags, struct stat *st,
                                        char *why, size_t whylen)
 {
@@ -169,6 +179,8 @@ static enum spw_read_result check_file(int fd, const char *name, unsigned flags,
         return say(SPW_READ_OTHER_USER, why, whylen, "belongs to uid %u", (unsigned)st->st_uid);
     if (st->st_mode & 0077)
         return say(SPW_READ_BAD, why, whylen, "mode %04o, expected 0600", (unsigned)(st->st_mode & 07777));
+    if (st->st_size < (off_t)sizeof(struct spw_stats_header) && unpublished(fd, st->st_size))
+        return say(SPW_READ_NOT_READY, why, whylen, "being initialised");
     if (st->st_size < (off_t)sizeof(struct spw_stats_header) ||
         (uint64_t)st->st_size > spw_stats_total_size(SPW_STATS_MAX_DEVICES))
         return say(SPW_READ_BAD, why, whylen, "size %lld out of range", (long long)st->st_size);
@@ -267,6 +279,8 @@ static enum spw_read_result read_open(int dirfd, int fd, const char *name, unsig
 {
     struct stat st;
     enum spw_read_result r = check_file(fd, name, flags, &st, why, whylen);
+    if (r == SPW_READ_NOT_READY)
+        return remove_abandoned(dirfd, name, flags, &st, removed, why, whylen);
     if (r != SPW_READ_OK)
         return r;
     bool text_busy = false;
