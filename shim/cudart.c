@@ -124,7 +124,10 @@ SPW_EXPORT cudaError_t cudaMalloc(void **devPtr, size_t size)
         return e;
     RUNTIME_FN(real_free, cudaFree);
     spw_debug("cudaMalloc reached the driver unseen: counting it here");
-    return adopt(*devPtr, size, real_free);
+    e = adopt(*devPtr, size, real_free);
+    if (e != cudaSuccess)
+        *devPtr = NULL; /* adopt freed it: the program must not get its address */
+    return e;
 }
 
 SPW_EXPORT cudaError_t cudaFree(void *devPtr)

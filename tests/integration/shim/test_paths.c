@@ -270,8 +270,11 @@ START_TEST(runtime_counted_once)
     ck_assert_int_eq(cudaMemGetInfo(&f, &t), cudaSuccess);
     ck_assert_uint_eq(t, limit);
     ck_assert_uint_eq(f, limit - 16 * MiB);
-    void *q = NULL;
+    void *q = (void *)1;
     ck_assert_int_eq(cudaMalloc(&q, limit), cudaErrorMemoryAllocation);
+    /* Left alone or cleared, never the address of memory freed again
+     * (rtbypass.sh: spillway's wrapper refused what the runtime allocated). */
+    ck_assert_msg(q == (void *)1 || q == NULL, "refused cudaMalloc left %p", q);
     ck_assert_uint_eq(counters(0).ooms, 1);
     char host[64] = "spillway", back[64] = "";
     ck_assert_int_eq(cudaMemcpy(p, host, sizeof host, cudaMemcpyHostToDevice), cudaSuccess);
