@@ -261,7 +261,11 @@ START_TEST(unsafe_calls_follow_the_capture_mode)
     CUdeviceptr p = 0x1234;
     CU_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
     CU_ERR(cuMemAlloc(&p, 4096), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
-    ck_assert_uint_eq(p, 0x1234); /* untouched */
+    /* What a refused cuMemAlloc leaves in *dptr cuda.h does not say:
+     * fakecuda leaves it untouched; the driver's is printed. */
+    printf("a refused cuMemAlloc left *dptr %#llx\n", (unsigned long long)p);
+    if (fakecuda_present())
+        ck_assert_uint_eq(p, 0x1234);
     expect_invalidated_end(s);
     CU_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
     CU_ERR(cuMemAlloc(&p, 4096), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
