@@ -219,7 +219,7 @@ void ui_draw_list(struct ui *u)
     for (int i = 0; i < visible && (size_t)(u->first + i) < m->nrows; i++)
         process_row(u, y + i, &m->rows[u->first + i], &c, u->first + i == u->selected);
     if (m->nrows == 0)
-        put(y + 1, 2, A_NORMAL, m->nprocs ? "(no process matches the filter)" : "(no processes running under spillway)");
+        put(y + 1, 2, A_NORMAL, top_model_empty_note(m));
 }
 
 const struct top_proc *ui_detail_proc(const struct ui *u)

@@ -150,7 +150,11 @@ void top_print_table(FILE *f, const struct top_model *m, bool with_rates, int wi
     char when[32];
     localtime_r(&t, &tm);
     strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
-    fprintf(f, "spillway-top  %s  %zu process%s\n", when, m->nprocs, m->nprocs == 1 ? "" : "es");
+    if (m->nshown != m->nprocs) /* a filter: what it kept, of all */
+        fprintf(f, "spillway-top  %s  %zu of %zu process%s\n", when, m->nshown, m->nprocs,
+                m->nprocs == 1 ? "" : "es");
+    else
+        fprintf(f, "spillway-top  %s  %zu process%s\n", when, m->nprocs, m->nprocs == 1 ? "" : "es");
     for (size_t i = 0; i < m->ndevices; i++) {
         print_device_line(f, &m->devices[i]);
         if (m->devices[i].told > m->devices[i].limit) {
@@ -185,7 +189,7 @@ void top_print_table(FILE *f, const struct top_model *m, bool with_rates, int wi
                 r->gpu, use, lim, peak, sp, a, s, c[SPW_C_OOMS] > 999 ? 999 : c[SPW_C_OOMS], command);
     }
     if (m->nrows == 0)
-        fprintf(f, "(no processes running under spillway)\n");
+        fprintf(f, "%s\n", top_model_empty_note(m));
 }
 
 /* Text is already sanitised to printable ASCII (plus '\n' in config) by the
@@ -294,8 +298,12 @@ void top_print_json(FILE *f, const struct top_model *m)
 {
     fprintf(f, "{\"abi_version\":%u,\"time\":%.3f,\"skipped_segments\":%zu,\"removed_segments\":%zu,\"processes\":[",
             SPW_STATS_ABI_VERSION, m->time, m->skipped, m->removed);
+    bool first = true;
     for (size_t i = 0; i < m->nprocs; i++) {
-        fputs(i ? ",\n" : "\n", f);
+        if (!m->procs[i]->shown)
+            continue;
+        fputs(first ? "\n" : ",\n", f);
+        first = false;
         json_process(f, m, m->procs[i]);
     }
     fputs("\n]", f);

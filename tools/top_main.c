@@ -222,7 +222,7 @@ int main(int argc, char **argv)
     if (a.mode == MODE_UI)
         rc = top_ui_run(&m, &a.ui);
     else if (a.mode == MODE_SERVE)
-        rc = top_serve(&m, (const struct sockaddr *)&a.serve, a.serve_len);
+        rc = top_serve(&m, a.ui.filter, (const struct sockaddr *)&a.serve, a.serve_len);
     else
         rc = run_batch(&m, &a);
     top_model_free(&m);

@@ -91,6 +91,7 @@ static void update_proc(struct top_proc *p, const struct spw_stats_snapshot *s, 
 {
     p->snap = *s;
     p->seen = true;
+    p->shown = true; /* until a filter says otherwise */
     /* Once its pid is known here: a process's container and start-up
      * environment do not change. */
     if (!p->ident.probed)
@@ -182,7 +183,7 @@ static void drop_unseen(struct top_model *m)
         else
             free(m->procs[i]);
     }
-    m->nprocs = keep;
+    m->nprocs = m->nshown = keep;
 }
 
 int top_model_sample(struct top_model *m, double mono_now, spw_stats_note_fn note, void *ctx)
@@ -222,6 +223,11 @@ bool top_device_in_use(const uint64_t *c)
 {
     return c[SPW_C_LIMIT] || c[SPW_C_POOL] || c[SPW_C_IN_USE] || c[SPW_C_ALLOCS] || c[SPW_C_HOST] ||
            c[SPW_C_SPILLED] || c[SPW_C_OOMS];
+}
+
+const char *top_model_empty_note(const struct top_model *m)
+{
+    return m->nprocs ? "(no process matches the filter)" : "(no processes running under spillway)";
 }
 
 static bool matches(const struct top_proc *p, const char *filter)
@@ -331,10 +337,12 @@ void top_model_arrange(struct top_model *m, enum top_sort key, bool reverse, con
 {
     m->nrows = 0;
     m->ndevices = 0;
+    m->nshown = 0;
     for (size_t i = 0; i < m->nprocs; i++) {
         struct top_proc *p = m->procs[i];
-        if (!matches(p, filter))
+        if (!(p->shown = matches(p, filter)))
             continue;
+        m->nshown++;
         size_t before = m->nrows;
         for (uint32_t d = 0; d < p->snap.device_count; d++)
             if (top_device_in_use(p->snap.c[d]) && !push_row(m, p, d))

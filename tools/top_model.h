@@ -23,6 +23,7 @@ struct top_proc {
     char user[33];
     struct top_ident ident;           /* container, pod, device variables */
     bool seen;                        /* in the latest scan */
+    bool shown;                       /* kept by the latest filter (top_model_arrange) */
     bool has_prev;
     double prev_time;
     uint64_t prev_allocs[SPW_STATS_MAX_DEVICES];
@@ -59,6 +60,7 @@ struct top_model {
     unsigned scan_flags;
     struct top_proc **procs;
     size_t nprocs, cap;
+    size_t nshown;          /* of them, kept by the latest filter (all until arranged) */
     struct top_row *rows;   /* after top_model_arrange */
     size_t nrows, rows_cap;
     struct top_device *devices; /* after top_model_arrange: as many as the rows' GPU indices, */
@@ -85,8 +87,12 @@ int top_model_sample(struct top_model *m, double mono_now, spw_stats_note_fn not
 /* Rebuilds m->rows: one per process and device in use (at least one per
  * process), kept if filter (NULL/"" for all) is a substring of the pid, the
  * user or the command, sorted by key (descending for sizes and rates,
- * ascending for names and ids; reverse flips it). Also fills m->devices. */
+ * ascending for names and ids; reverse flips it). Also fills m->devices,
+ * and marks the processes kept (shown, nshown): every output shows those. */
 void top_model_arrange(struct top_model *m, enum top_sort key, bool reverse, const char *filter);
+
+/* What an output with no rows says: no process, or none the filter kept. */
+const char *top_model_empty_note(const struct top_model *m);
 
 /* Whether a process's device's counters show it in use (a limit, a pool,
  * memory, an allocation or a refusal): the devices rows and series show. */

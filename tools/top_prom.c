@@ -46,6 +46,18 @@ static void command_label(FILE *f, const char *cmdline)
     fputc('"', f);
 }
 
+/* The pid namespace of a process whose pid is not one of ours (its own
+ * namespace's: an exporter without the pods' pids, hostPID off, sees
+ * every pod's program as pid 1), "" otherwise: the pid label then names
+ * the process only together with it. */
+static void pid_namespace(const struct top_proc *p, char *out, size_t len)
+{
+    if (p->snap.local_pid > 0 || !p->snap.pid_ns)
+        out[0] = '\0';
+    else
+        snprintf(out, len, "%llu", (unsigned long long)p->snap.pid_ns);
+}
+
 static void series_labels(FILE *f, const struct top_model *m, const struct top_proc *p, uint32_t d,
                           const char *host)
 {
@@ -65,19 +77,29 @@ static void series_labels(FILE *f, const struct top_model *m, const struct top_p
     label(f, "pod", id->pod);
     label(f, "namespace", id->ns);
     label(f, "container", id->container);
+    char ns[24];
+    pid_namespace(p, ns, sizeof ns);
+    label(f, "pid_namespace", ns);
     fputc('}', f);
 }
 
-/* Two segments shown with the same pid and user would make two series
- * with one label set, and Prometheus rejects the whole scrape for that; it
- * takes a writer in a pid namespace we cannot see whose pid equals one of
- * ours. The first one wins. */
+/* Two segments shown with the same pid, user and pid namespace label would
+ * make two series with one label set, and Prometheus rejects the whole
+ * scrape for that; it takes a writer in a pid namespace we cannot see
+ * whose pid, in its namespace, equals one of ours. The first one wins. */
 static bool duplicate(const struct top_model *m, size_t i)
 {
     const struct top_proc *p = m->procs[i];
-    for (size_t j = 0; j < i; j++)
-        if (top_proc_pid(m->procs[j]) == top_proc_pid(p) && m->procs[j]->snap.uid == p->snap.uid)
+    char ns[24], other[24];
+    pid_namespace(p, ns, sizeof ns);
+    for (size_t j = 0; j < i; j++) {
+        const struct top_proc *q = m->procs[j];
+        if (!q->shown || top_proc_pid(q) != top_proc_pid(p) || q->snap.uid != p->snap.uid)
+            continue;
+        pid_namespace(q, other, sizeof other);
+        if (strcmp(ns, other) == 0)
             return true;
+    }
     return false;
 }
 
@@ -117,7 +139,7 @@ static void counter_family(FILE *f, const struct top_model *m, enum spw_counter 
             per_base > 0 ? " (exported in seconds)" : "", name, spw_stats_counter_is_gauge(k) ? "gauge" : "counter");
     for (size_t i = 0; i < m->nprocs; i++) {
         const struct top_proc *p = m->procs[i];
-        if (duplicate(m, i))
+        if (!p->shown || duplicate(m, i))
             continue;
         bool none = true;
         for (uint32_t d = 0; d < p->snap.device_count && none; d++)

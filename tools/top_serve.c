@@ -9,9 +9,9 @@ bool top_serve_available(void)
     return false;
 }
 
-int top_serve(struct top_model *m, const struct sockaddr *addr, socklen_t addrlen)
+int top_serve(struct top_model *m, const char *filter, const struct sockaddr *addr, socklen_t addrlen)
 {
-    (void)m, (void)addr, (void)addrlen;
+    (void)m, (void)filter, (void)addr, (void)addrlen;
     fprintf(stderr, "spillway-top: --serve is not available: built without libmicrohttpd\n");
     return 2;
 }
@@ -44,6 +44,7 @@ static const char not_allowed_text[] = "405 method not allowed: GET or HEAD\n";
 
 struct server {
     struct top_model *m;
+    const char *filter;           /* --filter: the processes shown */
     struct MHD_Response *index, *not_found, *not_allowed;
     struct MHD_Response *metrics; /* the latest rendering, shared by requests */
     double metrics_at;            /* monotonic seconds */
@@ -110,6 +111,7 @@ static struct MHD_Response *render(struct server *s, int *status)
         fprintf(f, "spillway-top: %s\n", s->m->error);
         *status = MHD_HTTP_INTERNAL_SERVER_ERROR;
     } else {
+        top_model_arrange(s->m, TOP_SORT_PID, false, s->filter);
         top_print_prometheus(f, s->m);
     }
     if (fclose(f) != 0) {
@@ -224,10 +226,10 @@ bool top_serve_available(void)
     return true;
 }
 
-int top_serve(struct top_model *m, const struct sockaddr *addr, socklen_t addrlen)
+int top_serve(struct top_model *m, const char *filter, const struct sockaddr *addr, socklen_t addrlen)
 {
     (void)addrlen;
-    struct server s = {.m = m};
+    struct server s = {.m = m, .filter = filter};
     /* The daemon's thread inherits this mask: the signals that stop us
      * reach sigwait below and nothing else. A peer that hangs up must not
      * kill us either. */

@@ -27,6 +27,7 @@ bool top_serve_available(void);
 
 /* Serves on addr until SIGINT, SIGTERM or SIGHUP; says where on stderr
  * ("spillway-top: serving http://ADDR:PORT/metrics"). Returns the exit
- * status: 0 after a signal, 1 when it cannot listen (with the reason). */
-int top_serve(struct top_model *m, const struct sockaddr *addr, socklen_t addrlen);
+ * status: 0 after a signal, 1 when it cannot listen (with the reason).
+ * Each rendering shows the processes filter keeps (NULL or "": all). */
+int top_serve(struct top_model *m, const char *filter, const struct sockaddr *addr, socklen_t addrlen);
 #endif

@@ -49,6 +49,18 @@ if command -v promtool >/dev/null; then
     check "promtool check metrics passes on /metrics" bash -c 'promtool check metrics <<<"$1"' _ "$body"
 fi
 
+# --filter holds for what it serves too: a second server, filtered.
+start_writer --cmd "other job" --inuse 1048576; O=$WPID
+keep=("$SERVE_PID" "$SERVE_URL" "$SERVE_PORT")
+start_serve 0 --filter trainer
+resp=$(http GET "$SERVE_URL")
+body=${resp#*$'\n--\n'}
+check "--serve --filter: the matching process's series" grep -qE "^spillway_in_use_bytes\{pid=\"$A\"," <<<"$body"
+check "--serve --filter: no other process's" bash -c '! grep -q "pid=\"$2\"" <<<"$1"' _ "$body" "$O"
+check "--serve --filter: the same as --prometheus --filter" [ "$body" = "$("$TOP" --prometheus --filter trainer)" ]
+kill -TERM "$SERVE_PID" "$O"; wait "$SERVE_PID" "$O" 2>/dev/null
+SERVE_PID=${keep[0]} SERVE_URL=${keep[1]} SERVE_PORT=${keep[2]}
+
 # The writer goes; once the rendering is older than its half second, so
 # does its series.
 kill -TERM "$A"; wait "$A" 2>/dev/null

@@ -46,6 +46,16 @@ json=$("$TOP" --json)
 for i in 1 2; do
     check "--json shows pod job $i, alive" grep -qE "\"ns_pid\":1,[^}]*\"command\":\"pod job $i\",[^}]*\"liveness\":\"alive\"" <<<"$json"
 done
+# An exporter that cannot see the pods' pids (no hostPID) shows both as pid
+# 1: each must keep its series (one was dropped as a duplicate), told apart
+# by the pid namespace.
+prom=$(unshare -p -f --mount-proc "$TOP" --prometheus 2>/dev/null)
+for i in 1 2; do
+    check "--prometheus from another pid namespace: pod job $i's series" \
+        grep -qE "^spillway_in_use_bytes\{pid=\"1\",[^}]*command=\"pod\",[^}]*\} $((i << 30))$" <<<"$prom"
+done
+check "--prometheus from another pid namespace: no two series with one label set" \
+    bash -c '[ -z "$(grep -E "^spillway_[a-z_]+\{" <<<"$1" | sed -E "s/\} .*/}/" | sort | uniq -d)" ]' _ "$prom"
 for i in 1 2; do
     P=$(pgrep -f "stats_writer --cmd pod job $i" | while read -r p; do [ "$(ps -o comm= -p "$p")" = stats_writer ] && echo "$p"; done | head -1)
     [ -n "$P" ] && kill "$P"

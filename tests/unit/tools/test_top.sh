@@ -74,6 +74,13 @@ first=$(printf '%s\n' "$A" "$Bp" | sort -n | head -1); second=$(printf '%s\n' "$
 check "--sort pid" [ "$("$TOP" --once --sort pid | pids_in_order)" = "$first $second " ]
 check "--sort command" [ "$("$TOP" --once --sort command | pids_in_order)" = "$A $Bp " ]
 check "--filter" [ "$("$TOP" --once --filter beta | pids_in_order)" = "$Bp " ]
+check "--once --filter: the title counts what it shows of all" grep -q ' 1 of 2 processes$' <<<"$("$TOP" --once --filter beta)"
+check "--once --filter matching none says so" grep -qx '(no process matches the filter)' <<<"$("$TOP" --once --filter nothing-matches)"
+json=$("$TOP" --json --filter beta)
+check "--json --filter: only the matching process" bash -c '[ "$(grep -c "\"pid\":" <<<"$1")" = 1 ] && grep -q "\"pid\":$2," <<<"$1"' _ "$json" "$Bp"
+prom=$("$TOP" --prometheus --filter beta)
+check "--prometheus --filter: only the matching process's series" bash -c '! grep -E "^spillway_in_use_bytes\{" <<<"$1" | grep -qv "pid=\"$2\""' _ "$prom" "$Bp"
+check "--prometheus --filter: the matching process's series" grep -qE "^spillway_in_use_bytes\{pid=\"$Bp\"" <<<"$prom"
 check "--once with --interval shows rates" grep -q 'ALLC/s' <<<"$("$TOP" --once --interval 0.2)"
 
 # kill -9 leaves the segment; the next reader removes it (--keep-dead keeps it).
