@@ -137,7 +137,7 @@ struct spw_stats_header {
     uint32_t device_count;      /* 1..SPW_STATS_MAX_DEVICES */
     uint32_t device_size;       /* sizeof(struct spw_stats_device) */
     uint32_t counter_count;     /* SPW_C_COUNT */
-    uint32_t uid;               /* real uid of the writer; must equal the file owner */
+    uint32_t uid;               /* effective uid of the writer (geteuid): must equal the file owner */
     int32_t pid;                /* getpid() in the writer's pid namespace */
     int32_t host_pid;           /* first NSpid entry the writer saw (outermost visible); == pid when not nested */
     uint64_t pid_ns;            /* inode of /proc/self/ns/pid, 0 if unknown */

@@ -153,8 +153,8 @@ static void cell_text(char *out, size_t len, enum top_col k, const struct top_ro
     case TOP_COL_PEAK: top_fmt_bytes(out, len, v[SPW_C_PEAK]); break;
     case TOP_COL_SPILL: top_fmt_bytes(out, len, v[SPW_C_SPILLED]); break;
     case TOP_COL_ALLOC_RATE: top_fmt_count_rate(out, len, r->p->alloc_rate[r->dev]); break;
-    case TOP_COL_SPILL_RATE: top_fmt_bytes(out, len, (uint64_t)r->p->spill_rate[r->dev]); break;
-    case TOP_COL_FILL_RATE: top_fmt_bytes(out, len, (uint64_t)r->p->fill_rate[r->dev]); break;
+    case TOP_COL_SPILL_RATE: top_fmt_byte_rate(out, len, r->p->spill_rate[r->dev]); break;
+    case TOP_COL_FILL_RATE: top_fmt_byte_rate(out, len, r->p->fill_rate[r->dev]); break;
     case TOP_COL_OOM:
         snprintf(out, len, "%llu", (unsigned long long)(v[SPW_C_OOMS] > 999 ? 999 : v[SPW_C_OOMS]));
         break;
@@ -302,7 +302,7 @@ static int detail_oversub(const struct top_proc *p, uint32_t d, int y)
     top_fmt_bytes(told, sizeof told, c[SPW_C_REPORTED]);
     top_fmt_bytes(dev, sizeof dev, top_on_device(c));
     top_fmt_bytes(host, sizeof host, c[SPW_C_SPILLED]);
-    top_fmt_bytes(moves, sizeof moves, (uint64_t)top_proc_moves(p, d));
+    top_fmt_byte_rate(moves, sizeof moves, top_proc_moves(p, d));
     put(y++, 4, A_DIM, "told %s (x%.3g the limit)  on device %s  on host %s  moves %s/s", told,
         top_oversubscribe(c), dev, host, moves);
     return y;

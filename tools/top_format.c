@@ -26,6 +26,14 @@ void top_fmt_bytes(char *out, size_t len, uint64_t v)
     snprintf(out, len, x < 9.95 ? "%.1f%c" : "%.0f%c", x, units[u]);
 }
 
+/* v as a uint64_t without an out-of-range conversion (undefined). */
+static uint64_t clamp_u64(double v)
+{
+    if (!(v > 0)) /* and NaN */
+        return 0;
+    return v >= 18446744073709551616.0 ? UINT64_MAX : (uint64_t)v;
+}
+
 void top_fmt_count_rate(char *out, size_t len, double v)
 {
     if (v < 0 || v != v)
@@ -35,7 +43,12 @@ void top_fmt_count_rate(char *out, size_t len, double v)
     else if (v < 99999.5)
         snprintf(out, len, "%.0f", v);
     else
-        top_fmt_bytes(out, len, (uint64_t)v); /* K/M suffix, same scale */
+        top_fmt_bytes(out, len, clamp_u64(v)); /* K/M suffix, same scale */
+}
+
+void top_fmt_byte_rate(char *out, size_t len, double v)
+{
+    top_fmt_bytes(out, len, clamp_u64(v));
 }
 
 void top_fmt_count(char *out, size_t len, uint64_t v)
@@ -103,7 +116,7 @@ int top_fmt_oversub(char *out, size_t len, int width, const struct top_device *d
     snprintf(host, sizeof host, "on host %s", b);
     snprintf(host_short, sizeof host_short, "host %s", b);
     if (rates) {
-        top_fmt_bytes(b, sizeof b, (uint64_t)d->moves);
+        top_fmt_byte_rate(b, sizeof b, d->moves);
         snprintf(moves, sizeof moves, "moves %s/s", b);
         snprintf(moves_short, sizeof moves_short, "mov %s/s", b);
     }
@@ -178,7 +191,7 @@ void top_print_table(FILE *f, const struct top_model *m, bool with_rates, int wi
         top_fmt_bytes(sp, sizeof sp, c[SPW_C_SPILLED]);
         if (with_rates) {
             top_fmt_count_rate(a, sizeof a, r->p->alloc_rate[r->dev]);
-            top_fmt_bytes(s, sizeof s, (uint64_t)r->p->spill_rate[r->dev]);
+            top_fmt_byte_rate(s, sizeof s, r->p->spill_rate[r->dev]);
         } else {
             top_fmt_count(a, sizeof a, c[SPW_C_ALLOCS]);
             top_fmt_bytes(s, sizeof s, c[SPW_C_SPILL_BYTES]);

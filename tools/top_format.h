@@ -11,6 +11,10 @@ void top_fmt_bytes(char *out, size_t len, uint64_t v);
 void top_fmt_count(char *out, size_t len, uint64_t v);
 /* A count per second in at most 5 characters: "0", "12.5", "9999", "12K". */
 void top_fmt_count_rate(char *out, size_t len, double v);
+/* Bytes per second as top_fmt_bytes shows bytes. Rates come from counters
+ * of segments anyone may write: below 0 or NaN shows 0, past what a
+ * uint64_t holds the most it holds. */
+void top_fmt_byte_rate(char *out, size_t len, double v);
 
 /* The device's own figures (NVML) in width columns (see top_fit_line):
  * name, utilization, memory used by all processes of the device against

@@ -7,6 +7,7 @@
 #include "tools/top_format.h"
 #include "tools/top_model.h"
 
+#include <math.h>
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -53,6 +54,21 @@ START_TEST(count_formatting)
     ck_assert_str_eq(out, "1234");
     top_fmt_count_rate(out, sizeof out, -5);
     ck_assert_str_eq(out, "0");
+    /* A hostile segment's counter may jump past what a uint64_t holds in a
+     * second: the rate is shown as the most there is, never converted out
+     * of range (undefined; x86 gave 8E). */
+    top_fmt_count_rate(out, sizeof out, 1e30);
+    ck_assert_str_eq(out, "16E");
+    top_fmt_byte_rate(out, sizeof out, 1e30);
+    ck_assert_str_eq(out, "16E");
+    top_fmt_byte_rate(out, sizeof out, HUGE_VAL);
+    ck_assert_str_eq(out, "16E");
+    top_fmt_byte_rate(out, sizeof out, NAN);
+    ck_assert_str_eq(out, "0B");
+    top_fmt_byte_rate(out, sizeof out, -1);
+    ck_assert_str_eq(out, "0B");
+    top_fmt_byte_rate(out, sizeof out, 1536);
+    ck_assert_str_eq(out, "1.5K");
 }
 END_TEST
 
