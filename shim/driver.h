@@ -54,6 +54,8 @@ uint64_t spw_driver_page_size(int dev);
     X(cuCtxPushCurrent_v2, CUresult (*)(CUcontext))                                        \
     X(cuCtxPopCurrent_v2, CUresult (*)(CUcontext *))                                       \
     X(cuCtxGetDevice, CUresult (*)(CUdevice *))                                            \
+    X(cuCtxGetFlags, CUresult (*)(unsigned int *))                                         \
+    X(cuCtxSetFlags, CUresult (*)(unsigned int))                                           \
     X(cuStreamGetDevice, CUresult (*)(CUstream, CUdevice *))                               \
     X(cuStreamGetCtx, CUresult (*)(CUstream, CUcontext *))                                 \
     X(cuStreamGetCtx_v2, CUresult (*)(CUstream, CUcontext *, CUgreenCtx *))                \

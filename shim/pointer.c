@@ -6,6 +6,7 @@
  * asked of the driver. BUFFER_ID is the allocation's base address (unique
  * among live allocations, but reused with the address);
  * IS_LEGACY_CUDA_IPC_CAPABLE is 0 (pool memory cannot be exported). */
+#include "shim/arenas.h"
 #include "shim/backend.h"
 #include "shim/handler.h"
 
@@ -39,6 +40,47 @@ CUresult spw_h_mem_get_address_range(CUdeviceptr *pbase, size_t *psize, CUdevice
     if (psize)
         *psize = pp.size;
     return CUDA_SUCCESS;
+}
+
+/* SYNC_MEMOPS of a cuMemAlloc-class pool allocation. The driver refuses
+ * the attribute on VMM memory (CUDA_ERROR_NOT_SUPPORTED) where it takes it
+ * on a cuMemAlloc pointer, and UCX, libfabric and Open MPI set it on every
+ * buffer a NIC will read. Its VMM form is the context flag
+ * CU_CTX_SYNC_MEMOPS (CUDA 12.1): set on the calling thread's context (the
+ * device's primary one when the thread has none), it makes every
+ * synchronous memory operation of that context synchronize, this
+ * allocation's among them. *on (may be NULL) tells whether the flag is set.
+ * NOT_SUPPORTED: a driver without cuCtxSetFlags (ask the driver). */
+static CUresult ctx_sync_memops(int dev, int set, unsigned *on)
+{
+    if (!spw_drv.cuCtxGetFlags || !spw_drv.cuCtxSetFlags || !spw_drv.cuCtxGetCurrent ||
+        !spw_drv.cuCtxPushCurrent_v2 || !spw_drv.cuCtxPopCurrent_v2)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    CUcontext cur = NULL, ctx;
+    CUresult r = spw_drv.cuCtxGetCurrent(&cur);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!cur) {
+        if (!(ctx = spw_backend_primary(dev)))
+            return CUDA_ERROR_INVALID_CONTEXT;
+        if ((r = spw_drv.cuCtxPushCurrent_v2(ctx)) != CUDA_SUCCESS)
+            return r;
+    }
+    unsigned flags = 0;
+    r = spw_drv.cuCtxGetFlags(&flags);
+    if (r == CUDA_SUCCESS && set && !(flags & CU_CTX_SYNC_MEMOPS)) {
+        __typeof__(spw_real.spw_h_ctx_synchronize) sync = SPW_REAL(spw_h_ctx_synchronize);
+        r = spw_drv.cuCtxSetFlags(flags | CU_CTX_SYNC_MEMOPS);
+        /* "Pending synchronous memory operations complete before it returns". */
+        if (r == CUDA_SUCCESS && sync)
+            r = sync();
+        flags |= CU_CTX_SYNC_MEMOPS;
+    }
+    if (on)
+        *on = !!(flags & CU_CTX_SYNC_MEMOPS);
+    if (!cur)
+        (void)spw_drv.cuCtxPopCurrent_v2(&ctx);
+    return r;
 }
 
 /* Answers attribute a for pp (CUDA_ERROR_NOT_SUPPORTED: ask the driver). An
@@ -101,6 +143,15 @@ static CUresult answer(CUpointer_attribute a, void *data, const struct pool_ptr 
     case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID:
         *(unsigned long long *)data = k ? (unsigned long long)pp->base : 0;
         return CUDA_SUCCESS;
+    /* A program's VMM mapping on pool pages (outside the arenas) has none,
+     * as the driver answers. */
+    case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
+        if (k && spw_arena_device(ptr) >= 0)
+            return ctx_sync_memops(pp->dev, 0, (unsigned *)data);
+        if (k)
+            return CUDA_ERROR_NOT_SUPPORTED;
+        *(unsigned *)data = 0;
+        return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
         *(unsigned *)data = k && spw_backend_rdma_capable(pp->dev);
         return CUDA_SUCCESS;
@@ -148,4 +199,24 @@ CUresult spw_h_pointer_get_attributes(unsigned int numAttributes, CUpointer_attr
             r = real(1, &attributes[i], &data[i], ptr);
     }
     return r;
+}
+
+/* Unsetting SYNC_MEMOPS of a pool allocation leaves the context's flag:
+ * other allocations may need it (synchronizing more is never wrong). */
+CUresult spw_h_pointer_set_attribute(const void *value, CUpointer_attribute attribute,
+                                     CUdeviceptr ptr)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_pointer_set_attribute);
+    sw_policy *p = spw_disabled() || !value || attribute != CU_POINTER_ATTRIBUTE_SYNC_MEMOPS
+                       ? NULL
+                       : spw_pool_owner(ptr);
+    if (!p || spw_arena_device(ptr) < 0)
+        return real(value, attribute, ptr);
+    struct pool_ptr pp = look_up(p, ptr);
+    if (!pp.found)
+        return CUDA_ERROR_INVALID_VALUE; /* the driver's answer for unknown memory */
+    if (*(const unsigned *)value == 0)
+        return CUDA_SUCCESS;
+    CUresult r = ctx_sync_memops(pp.dev, 1, NULL);
+    return r == CUDA_ERROR_NOT_SUPPORTED ? real(value, attribute, ptr) : r;
 }

@@ -152,7 +152,7 @@ FC_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice dev)
     return CUDA_SUCCESS;
 }
 
-static CUresult ctx_create(CUcontext *pctx, CUdevice dev)
+static CUresult ctx_create(CUcontext *pctx, unsigned flags, CUdevice dev)
 {
     CUresult r = fc_check_device(dev);
     if (r != CUDA_SUCCESS)
@@ -164,6 +164,7 @@ static CUresult ctx_create(CUcontext *pctx, CUdevice dev)
     struct CUctx_st *c = ctx_new(dev, false);
     if (!c)
         return CUDA_ERROR_OUT_OF_MEMORY;
+    c->flags = flags;
     ctx_stack[ctx_depth++] = c;
     *pctx = c;
     return CUDA_SUCCESS;
@@ -173,16 +174,14 @@ static CUresult ctx_create(CUcontext *pctx, CUdevice dev)
 FC_EXPORT CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
 {
     FC_FAULT(cuCtxCreate);
-    (void)flags;
-    return ctx_create(pctx, dev);
+    return ctx_create(pctx, flags, dev);
 }
 
 FC_EXPORT CUresult cuCtxCreate(CUcontext *pctx, CUctxCreateParams *params, unsigned int flags, CUdevice dev)
 {
     FC_FAULT(cuCtxCreate);
     (void)params;
-    (void)flags;
-    return ctx_create(pctx, dev);
+    return ctx_create(pctx, flags, dev);
 }
 
 FC_EXPORT CUresult cuCtxDestroy(CUcontext ctx)
@@ -271,6 +270,43 @@ FC_EXPORT CUresult cuCtxGetDevice(CUdevice *device)
     if (!device)
         return CUDA_ERROR_INVALID_VALUE;
     *device = c->dev;
+    return CUDA_SUCCESS;
+}
+
+/* A primary context's flags are its device's (cuDevicePrimaryCtxSetFlags
+ * and cuDevicePrimaryCtxGetState see them); call with fc_lock held. */
+static unsigned *ctx_flags(struct CUctx_st *c)
+{
+    return c->is_primary ? &fc_devices[c->dev].primary_flags : &c->flags;
+}
+
+FC_EXPORT CUresult cuCtxGetFlags(unsigned int *flags)
+{
+    FC_FAULT(cuCtxGetFlags);
+    struct CUctx_st *c;
+    CUresult r = fc_current_ctx(&c);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!flags)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&fc_lock);
+    *flags = *ctx_flags(c);
+    pthread_mutex_unlock(&fc_lock);
+    return CUDA_SUCCESS;
+}
+
+FC_EXPORT CUresult cuCtxSetFlags(unsigned int flags)
+{
+    FC_FAULT(cuCtxSetFlags);
+    struct CUctx_st *c;
+    CUresult r = fc_current_ctx(&c);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (flags & ~(unsigned)CU_CTX_FLAGS_MASK)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&fc_lock);
+    *ctx_flags(c) = flags;
+    pthread_mutex_unlock(&fc_lock);
     return CUDA_SUCCESS;
 }
 

@@ -43,6 +43,7 @@ struct CUctx_st {
     int dev;
     bool is_primary;
     bool destroyed;
+    unsigned flags;              /* cuCtxCreate's, cuCtxSetFlags' (primary: the device's) */
     struct CUstream_st *legacy;  /* created on first use */
     struct CUctx_st *next;       /* every context, for validation */
 };
@@ -90,6 +91,7 @@ struct fc_region {
     struct fc_mempool *pool;
     struct fc_handle *handle; /* FC_VMM */
     unsigned access;        /* FC_VMM: CUmemAccess_flags set by cuMemSetAccess */
+    bool sync_memops_off;   /* CU_POINTER_ATTRIBUTE_SYNC_MEMOPS unset by the program */
     unsigned long long access_devs; /* FC_VMM: devices cuMemSetAccess gave access (bit d) */
     struct fc_gmem *gmem;   /* FC_GRAPH_MEM: the graph objects that keep it */
 };

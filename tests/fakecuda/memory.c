@@ -356,7 +356,9 @@ static CUresult answer(CUpointer_attribute a, void *data, const struct fc_region
         *(unsigned long long *)data = reg && reg->handle ? reg->handle->prop.requestedHandleTypes : 0;
         return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
-        *(unsigned *)data = 1;
+        /* VMM memory has no such attribute of its own: 0, as the driver
+         * answers (the context flag CU_CTX_SYNC_MEMOPS is its way). */
+        *(unsigned *)data = reg && reg->kind != FC_VMM && !reg->sync_memops_off;
         return CUDA_SUCCESS;
     default:
         return CUDA_ERROR_INVALID_VALUE;
@@ -392,6 +394,32 @@ FC_EXPORT CUresult cuPointerGetAttributes(unsigned int numAttributes, CUpointer_
     for (unsigned i = 0; i < numAttributes && r == CUDA_SUCCESS; i++)
         if (data[i])
             r = answer(attributes[i], data[i], reg, ptr);
+    pthread_mutex_unlock(&fc_lock);
+    return r;
+}
+
+/* Only SYNC_MEMOPS can be set, and not on VMM memory (cuMemCreate and
+ * cuMemMap): the driver answers CUDA_ERROR_NOT_SUPPORTED there (UCX issue
+ * 9895, libfabric issue 12853; CU_CTX_SYNC_MEMOPS is the context-wide
+ * way). fakecuda's synchronous copies and sets always complete before they
+ * return, so the attribute changes only what cuPointerGetAttribute says. */
+FC_EXPORT CUresult cuPointerSetAttribute(const void *value, CUpointer_attribute attribute,
+                                         CUdeviceptr ptr)
+{
+    FC_FAULT(cuPointerSetAttribute);
+    CUresult r = fc_initialized();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!value || attribute != CU_POINTER_ATTRIBUTE_SYNC_MEMOPS)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&fc_lock);
+    struct fc_region *reg = fc_region_find((uintptr_t)ptr);
+    if (!reg)
+        r = CUDA_ERROR_INVALID_VALUE;
+    else if (reg->kind == FC_VMM)
+        r = CUDA_ERROR_NOT_SUPPORTED;
+    else
+        reg->sync_memops_off = *(const unsigned *)value == 0;
     pthread_mutex_unlock(&fc_lock);
     return r;
 }

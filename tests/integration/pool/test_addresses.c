@@ -137,6 +137,38 @@ START_TEST(address_range_and_attributes)
 }
 END_TEST
 
+/* UCX, libfabric and Open MPI set SYNC_MEMOPS on each device buffer a NIC
+ * will read; the driver refuses it on VMM memory (the pool's pages), so
+ * spillway sets the context's CU_CTX_SYNC_MEMOPS instead. */
+START_TEST(sync_memops_of_an_allocation)
+{
+    use_device(0);
+    CUdeviceptr small, large;
+    CU_OK(cuMemAlloc(&small, 1000));
+    CU_OK(cuMemAlloc(&large, 3 * MiB));
+    unsigned flags = 0, on = 1, off = 0, got = 7;
+    CU_OK(cuCtxGetFlags(&flags));
+    CU_OK(cuPointerSetAttribute(&on, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, small + 10));
+    CU_OK(cuPointerSetAttribute(&on, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, large));
+    CU_OK(cuPointerGetAttribute(&got, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, large + MiB));
+    ck_assert_uint_eq(got, 1);
+    if (pooled()) {
+        unsigned now = 0;
+        CU_OK(cuCtxGetFlags(&now));
+        ck_assert_uint_eq(now, flags | CU_CTX_SYNC_MEMOPS);
+    }
+    /* Unset: the driver forgets it; spillway's context stays synchronous. */
+    CU_OK(cuPointerSetAttribute(&off, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, small));
+    CU_OK(cuMemFree(small));
+    ck_assert_int_eq(cuPointerSetAttribute(&on, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, small),
+                     CUDA_ERROR_INVALID_VALUE);
+    ck_assert_int_eq(cuPointerSetAttribute(NULL, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, large),
+                     CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuMemFree(large));
+    CU_OK(cuCtxSetFlags(flags));
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("pool_addresses");
@@ -144,6 +176,7 @@ Suite *test_suite(void)
     tcase_set_timeout(both, 60);
     tcase_add_test(both, jax_like_arena);
     tcase_add_test(both, address_range_and_attributes);
+    tcase_add_test(both, sync_memops_of_an_allocation);
     suite_add_tcase(s, both);
     return s;
 }

@@ -146,6 +146,30 @@ START_TEST(pointer_attributes)
 }
 END_TEST
 
+/* What UCX, libfabric and Open MPI set on every device buffer before a NIC
+ * reads it, and the context-wide flag that is the VMM way (CUDA 12.1). */
+START_TEST(sync_memops)
+{
+    CUdeviceptr p;
+    CU_OK(cuMemAlloc(&p, 4096));
+    unsigned on = 1, off = 0, got = 7;
+    CU_OK(cuPointerSetAttribute(&on, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, p));
+    CU_OK(cuPointerGetAttribute(&got, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, p + 100));
+    ck_assert_uint_eq(got, 1);
+    CU_OK(cuPointerSetAttribute(&off, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, p + 100));
+    CU_OK(cuPointerGetAttribute(&got, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, p));
+    ck_assert_uint_eq(got, 0);
+    CU_OK(cuMemFree(p));
+    unsigned flags = 0, again = 0;
+    CU_OK(cuCtxGetFlags(&flags));
+    CU_OK(cuCtxSetFlags(flags | CU_CTX_SYNC_MEMOPS));
+    CU_OK(cuCtxGetFlags(&again));
+    ck_assert_uint_eq(again, flags | CU_CTX_SYNC_MEMOPS);
+    CU_OK(cuCtxSetFlags(flags));
+    CU_ERR(cuCtxGetFlags(NULL), CUDA_ERROR_INVALID_VALUE);
+}
+END_TEST
+
 START_TEST(host_memory)
 {
     size_t host0 = fakecuda_present() ? fakecuda_host_bytes_used() : 0;
@@ -276,6 +300,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, pitch);
     tcase_add_test(tc, address_range);
     tcase_add_test(tc, pointer_attributes);
+    tcase_add_test(tc, sync_memops);
     tcase_add_test(tc, host_memory);
     tcase_add_test(tc, managed_memory);
     tcase_add_test(tc, decompression_without_the_engine);

@@ -84,6 +84,26 @@ START_TEST(create_map_access_roundtrip)
 }
 END_TEST
 
+/* VMM memory has no SYNC_MEMOPS of its own (UCX issue 9895, libfabric
+ * issue 12853): CU_CTX_SYNC_MEMOPS on the context is its way. */
+START_TEST(sync_memops_not_supported)
+{
+    size_t g = granularity();
+    CUdeviceptr va;
+    CU_OK(cuMemAddressReserve(&va, g, 0, 0, 0));
+    CUmemAllocationProp p = prop_device(0);
+    CUmemGenericAllocationHandle h;
+    CU_OK(cuMemCreate(&h, g, &p, 0));
+    CU_OK(cuMemMap(va, g, 0, h, 0));
+    set_rw(va, g);
+    unsigned on = 1;
+    CU_ERR(cuPointerSetAttribute(&on, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, va), CUDA_ERROR_NOT_SUPPORTED);
+    CU_OK(cuMemUnmap(va, g));
+    CU_OK(cuMemRelease(h));
+    CU_OK(cuMemAddressFree(va, g));
+}
+END_TEST
+
 START_TEST(create_bad_arguments)
 {
     size_t g = granularity();
@@ -320,6 +340,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, granularity_is_2mib);
     tcase_add_test(tc, create_map_access_roundtrip);
     tcase_add_test(tc, create_bad_arguments);
+    tcase_add_test(tc, sync_memops_not_supported);
     tcase_add_test(tc, partial_map_not_supported);
     tcase_add_test(tc, remap_changes_contents);
     tcase_add_test(tc, host_locations_counted_as_host);
