@@ -1,11 +1,12 @@
-/* The pool's arenas, one VA range per device, as the policy reserved them:
- * what tells a pool pointer's device with a few compares and no lock. */
+/* The pool's arenas, every VA range the policy reserved on each device
+ * (the first arena, its growth, scratch ranges): what tells a pool
+ * pointer's device with a few compares and no lock. */
 #ifndef SPILLWAY_SHIM_ARENAS_H
 #define SPILLWAY_SHIM_ARENAS_H
 #include <cuda.h>
 #include <stddef.h>
 
-/* The pool's arena of dev is [base, base + size) (backend.c, when the
+/* [base, base + size) is one of dev's pool ranges (backend.c, when the
  * policy reserves it), or no longer is. */
 void spw_arena_note(int dev, CUdeviceptr base, size_t size);
 void spw_arena_forget(CUdeviceptr base);

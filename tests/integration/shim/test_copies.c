@@ -387,6 +387,29 @@ START_TEST(charged_to_the_owning_device)
 }
 END_TEST
 
+/* The same once the pool's arena has grown a second VA reservation
+ * (64 MiB limit: the first is 256 MiB; spill holds the rest): a block of
+ * the first is still the pool's, of its device. */
+START_TEST(charged_to_the_owning_device_after_the_arena_grows)
+{
+    setup();
+    static unsigned char src[4 * KiB];
+    fill(src, sizeof src, 31);
+    use(1);
+    CUdeviceptr first = dalloc(64 * KiB), big[5];
+    for (int i = 0; i < 5; i++)
+        big[i] = dalloc(60 * MiB);
+    use(0);
+    COPY(1, 0, 111, cuMemcpyHtoD(first, src, 111));
+    COPY(1, 0, 222, cuMemcpy(first, H(src), 222));
+    COPY(1, 0, 333, cuMemcpyHtoD(big[4], src, 333));
+    synchronize();
+    for (int i = 0; i < 5; i++)
+        ck_assert_int_eq(drv.mem_free(big[i]), CUDA_SUCCESS);
+    ck_assert_int_eq(drv.mem_free(first), CUDA_SUCCESS);
+}
+END_TEST
+
 static CUDA_MEMCPY2D copy2d(CUmemorytype dt, CUdeviceptr d, CUmemorytype st, CUdeviceptr s, size_t width,
                            size_t height)
 {
@@ -712,6 +735,7 @@ Suite *test_suite(void)
     TCase *sides = tcase_create("sides");
     tcase_add_test(sides, unified_sides);
     tcase_add_test(sides, charged_to_the_owning_device);
+    tcase_add_test(sides, charged_to_the_owning_device_after_the_arena_grows);
     tcase_add_test(sides, strided_peer_and_batch_copies);
     tcase_add_test(sides, array_copies_counted);
     tcase_add_test(sides, batch3d_copies_counted);
