@@ -192,7 +192,7 @@ CUresult sw_freeq_push(sw_device *d, const sw_freed *f, bool async, CUstream str
     e->stream = stream;
     e->ev = ev;
     e->foreign_ev = elsewhere >= 0;
-    e->same_stream_ok = async && stream != CU_STREAM_PER_THREAD;
+    e->same_stream_ok = async && stream != CU_STREAM_PER_THREAD && stream != CU_STREAM_LEGACY;
     /* Read under the lock so that each list stays in epoch order. A free
      * on another device's stream is covered by no sync of this device
      * (the work before it runs there): its event alone releases it. */

@@ -108,7 +108,10 @@ CUresult sw_alloc(sw_policy *p, int dev, size_t size, CUdeviceptr *out);
 /* cuMemAllocAsync / cuMemAllocFromPoolAsync: may reuse blocks freed on the
  * same stream without waiting. The shim passes CU_STREAM_PER_THREAD for the
  * per-thread default stream (also for stream 0 in a _ptsz call): it is never
- * treated as "the same stream" across threads. */
+ * treated as "the same stream" across threads. Likewise CU_STREAM_LEGACY
+ * for the legacy stream of a context other than the device's primary one
+ * (NULL is the primary's): each context has its own, and no two are
+ * ordered. */
 CUresult sw_alloc_async(sw_policy *p, int dev, size_t size, CUstream stream, CUdeviceptr *out);
 /* cuMemFree: dptr must be the base of a live allocation, else
  * CUDA_ERROR_INVALID_VALUE (a double free included). */

@@ -10,9 +10,33 @@
  * memory, do not show it), except from pools whose memory spillway cannot
  * stand in for (mempools.h: host-located, exportable), which the driver
  * serves, counted. */
+#include "shim/arenas.h"
+#include "shim/backend.h"
 #include "shim/handler.h"
 #include "shim/log.h"
 #include "shim/mempools.h"
+
+/* The stream value the policy keys async reuse on dev's pool by (policy.h,
+ * sw_alloc_async): stream 0 of a _ptsz call is the per-thread stream. The
+ * legacy stream (NULL, CU_STREAM_LEGACY) is one per context, and no two
+ * are ordered: NULL stands for the one of dev's primary context, the only
+ * legacy stream frees and allocations of dev's blocks may take each other's
+ * on; in any other context (one the program made, another device's) it is
+ * CU_STREAM_LEGACY, on which the policy reuses nothing at once (a block
+ * freed there in one context was handed to the legacy stream of another,
+ * under the work still queued on it). */
+static CUstream reuse_key(CUstream s, int per_thread, int dev)
+{
+    if (!s && per_thread)
+        return CU_STREAM_PER_THREAD;
+    if (s && s != CU_STREAM_LEGACY)
+        return s;
+    CUcontext cur = NULL;
+    if (spw_drv.cuCtxGetCurrent && spw_drv.cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur &&
+        cur == spw_backend_primary_known(dev))
+        return NULL;
+    return CU_STREAM_LEGACY;
+}
 
 /* The stream's device in *dev (-1: one accounting does not track). When
  * the driver cannot tell, its error is the allocation's: passing through
@@ -85,7 +109,7 @@ static CUresult alloc_async(CUresult (*real)(CUdeviceptr *, size_t, CUstream), i
         why = (sw_passthrough_reason)how;
     }
     if (p)
-        return spw_serve_alloc(p, dev, bytesize, 1, spw_pool_stream(stream, per_thread), dptr);
+        return spw_serve_alloc(p, dev, bytesize, 1, reuse_key(stream, per_thread, dev), dptr);
     if (dev < 0)
         return real(dptr, bytesize, stream);
     SPW_PASSTHROUGH_ALLOC(SPW_KIND_DEVPTR, dev, bytesize, why, "cuMemAllocAsync",
@@ -130,7 +154,7 @@ static CUresult alloc_from_pool(CUresult (*real)(CUdeviceptr *, size_t, CUmemory
         why = (sw_passthrough_reason)how;
     }
     if (p)
-        return spw_serve_alloc(p, dev, bytesize, 1, spw_pool_stream(stream, per_thread), dptr);
+        return spw_serve_alloc(p, dev, bytesize, 1, reuse_key(stream, per_thread, dev), dptr);
     if (dev < 0)
         return real(dptr, bytesize, pool, stream);
     SPW_PASSTHROUGH_ALLOC(SPW_KIND_DEVPTR, dev, bytesize, why, "cuMemAllocFromPoolAsync",
@@ -171,7 +195,7 @@ static CUresult free_async(CUresult (*real)(CUdeviceptr, CUstream), int per_thre
             return err; /* the driver's answer for this stream */
         if (c > 0)
             return free_in_capture(real, dptr, stream);
-        return spw_serve_free(p, dptr, 1, spw_pool_stream(stream, per_thread));
+        return spw_serve_free(p, dptr, 1, reuse_key(stream, per_thread, spw_arena_device(dptr)));
     }
     SPW_ACCOUNTED_FREE(SPW_KIND_DEVPTR, dptr, real(dptr, stream));
 }

@@ -74,14 +74,4 @@ int spw_pool_reserve(int dev, uint64_t bytes);
 /* Frees a pool pointer (async: on stream) and releases its bytes. */
 CUresult spw_serve_free(sw_policy *p, CUdeviceptr ptr, int async, CUstream stream);
 
-/* The stream value the policy keys async reuse by: the legacy stream is
- * NULL, and stream 0 of a _ptsz call is the per-thread stream. */
-static inline CUstream spw_pool_stream(CUstream s, int per_thread)
-{
-    if (s == CU_STREAM_LEGACY)
-        return NULL;
-    if (!s && per_thread)
-        return CU_STREAM_PER_THREAD;
-    return s;
-}
 #endif

@@ -6,6 +6,7 @@
  * moves what does not fit to host memory; it answers out of memory only
  * when the host limit (or host memory) is exhausted too. */
 #include "shim/account.h"
+#include "shim/gate_use.h"
 #include "shim/handler.h"
 #include "shim/pool_setup.h"
 
@@ -23,6 +24,19 @@ int spw_pool_reserve(int dev, uint64_t bytes)
     return 0;
 }
 
+/* The contexts a pool block is allocated or freed in are those its work
+ * likely runs in: a sync that releases freed blocks for reuse must cover
+ * them (contexts.h). Gated submissions note them when some pool spills;
+ * with spill off nothing else would, and a block freed in a context the
+ * program made was handed out under that context's queued work. Once per
+ * thread and context (a thread-local compare otherwise). */
+static void note_contexts(int async, CUstream stream)
+{
+    spw_gate_note_context();
+    if (async)
+        spw_gate_note_stream(stream);
+}
+
 CUresult spw_serve_alloc(sw_policy *p, int dev, size_t bytes, int async, CUstream stream,
                          CUdeviceptr *out)
 {
@@ -30,6 +44,7 @@ CUresult spw_serve_alloc(sw_policy *p, int dev, size_t bytes, int async, CUstrea
         return CUDA_ERROR_INVALID_VALUE; /* before reserving: the driver's answer */
     if (spw_pool_reserve(dev, bytes))
         return CUDA_ERROR_OUT_OF_MEMORY;
+    note_contexts(async, stream);
     CUdeviceptr ptr;
     CUresult r = async ? sw_alloc_async(p, dev, bytes, stream, &ptr) : sw_alloc(p, dev, bytes, &ptr);
     if (r != CUDA_SUCCESS) {
@@ -51,6 +66,7 @@ CUresult spw_serve_free(sw_policy *p, CUdeviceptr ptr, int async, CUstream strea
 {
     int dev;
     size_t bytes;
+    note_contexts(async, stream);
     CUresult r = sw_free_sized(p, ptr, async, stream, &dev, &bytes);
     if (r != CUDA_SUCCESS)
         return r;

@@ -165,6 +165,71 @@ START_TEST(free_on_another_devices_stream_waits_for_its_work)
 }
 END_TEST
 
+/* The legacy stream (NULL) is one per context: a block freed on one
+ * context's legacy stream behind slow work there is not that stream's to
+ * take back for an allocation on another context's legacy stream of the
+ * same device (they are not ordered), whichever of them is the primary
+ * context. The block is allocated in the taker's context, so that only the
+ * free names the freer's (spill off: no gated launch notes it either). */
+enum { PRIMARY, OWN, OWN2 };
+static void legacy_reuse(int freer_is, int taker_is)
+{
+    CUcontext c[3];
+    c[PRIMARY] = use_device(0);
+    CUctxCreateParams params;
+    memset(&params, 0, sizeof params);
+    CU_OK(cuCtxCreate(&c[OWN], &params, 0, 0));
+    CU_OK(cuCtxCreate(&c[OWN2], &params, 0, 0));
+    CUcontext freer = c[freer_is], taker = c[taker_is];
+    size_t half = limit_bytes() / 2;
+    CUdeviceptr p, filler, q;
+    CU_OK(cuCtxSetCurrent(taker));
+    CU_OK(cuMemAlloc(&filler, half));
+    CU_OK(cuMemAllocAsync(&p, half, NULL));
+    CU_OK(cuStreamSynchronize(NULL));
+    CU_OK(cuCtxSetCurrent(freer));
+    CUfunction slow = slow_kernel();
+    launch_slow(slow, p, 0xAA, half, 150, NULL);
+    CU_OK(cuMemFreeAsync(p, NULL));
+    CU_OK(cuCtxSetCurrent(taker));
+    CUresult r = cuMemAllocAsync(&q, half, NULL);
+    /* Without spill, the block still in use may be all there is. */
+    ck_assert_msg(r == CUDA_SUCCESS || r == CUDA_ERROR_OUT_OF_MEMORY, "cuMemAllocAsync: %d", (int)r);
+    if (r == CUDA_SUCCESS) {
+        CU_OK(cuMemsetD8Async(q, 0x55, half, NULL));
+        CU_OK(cuStreamSynchronize(NULL));
+    }
+    CU_OK(cuCtxSetCurrent(freer));
+    CU_OK(cuCtxSynchronize());
+    CU_OK(cuCtxSetCurrent(taker));
+    if (r == CUDA_SUCCESS) {
+        expect_byte(q, half, 0x55);
+        CU_OK(cuMemFree(q));
+    }
+    CU_OK(cuMemFree(filler));
+    CU_OK(cuCtxSetCurrent(c[PRIMARY]));
+    CU_OK(cuCtxDestroy(c[OWN]));
+    CU_OK(cuCtxDestroy(c[OWN2]));
+}
+
+START_TEST(legacy_stream_of_an_own_context_is_not_the_primarys)
+{
+    legacy_reuse(OWN, PRIMARY);
+}
+END_TEST
+
+START_TEST(legacy_stream_of_the_primary_is_not_an_own_contexts)
+{
+    legacy_reuse(PRIMARY, OWN);
+}
+END_TEST
+
+START_TEST(legacy_streams_of_two_own_contexts_are_two)
+{
+    legacy_reuse(OWN, OWN2);
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("pool_reuse");
@@ -175,6 +240,9 @@ Suite *test_suite(void)
     tcase_add_test(both, reclaim_waits_for_queued_work);
     tcase_add_test(both, own_context_free_waits_for_its_work);
     tcase_add_test(both, free_on_another_devices_stream_waits_for_its_work);
+    tcase_add_test(both, legacy_stream_of_an_own_context_is_not_the_primarys);
+    tcase_add_test(both, legacy_stream_of_the_primary_is_not_an_own_contexts);
+    tcase_add_test(both, legacy_streams_of_two_own_contexts_are_two);
     suite_add_tcase(s, both);
     return s;
 }
