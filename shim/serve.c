@@ -26,12 +26,15 @@ int spw_pool_reserve(int dev, uint64_t bytes)
 
 /* The contexts a pool block is allocated or freed in are those its work
  * likely runs in: a sync that releases freed blocks for reuse must cover
- * them (contexts.h). Gated submissions note them when some pool spills;
- * with spill off nothing else would, and a block freed in a context the
- * program made was handed out under that context's queued work. Once per
- * thread and context (a thread-local compare otherwise). */
+ * them (contexts.h). While some pool spills, every gated submission notes
+ * the contexts its work runs in, and this is not needed; with spill off
+ * nothing else would, and a block freed in a context the program made was
+ * handed out under that context's queued work. Once per thread and context
+ * (a thread-local compare after the driver's current context otherwise). */
 static void note_contexts(int async, CUstream stream)
 {
+    if (spw_gate())
+        return;
     spw_gate_note_context();
     if (async)
         spw_gate_note_stream(stream);
