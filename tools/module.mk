@@ -1,7 +1,8 @@
 # tools/: spillway-top (the monitor) and spillway (the launcher), their man
 # pages and the install rules. Tools link the stats reader, never the shim;
-# the launcher links only shim/options.o and options_names.o to validate
-# SPILLWAY_* before exec.
+# both link shim/options.o and options_names.o (pure libc) to validate
+# SPILLWAY_* as the library does: the launcher before exec, the monitor
+# before it reads the directory SPILLWAY_STATS_DIR names.
 TOOLS_BIN   := $(BUILD)/tools
 TOP_OBJS    := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tools/top_*.c))
 LAUNCH_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tools/launch*.c))
@@ -18,7 +19,7 @@ $(BUILD)/tools/top_serve.o: CFLAGS += -DSPW_HAVE_MHD $(shell pkg-config --cflags
 endif
 $(BUILD)/tools/top_serve.o: $(MHD_STAMP)
 
-$(TOOLS_BIN)/spillway-top: $(TOP_OBJS) $(STATS_READER_OBJS)
+$(TOOLS_BIN)/spillway-top: $(TOP_OBJS) $(STATS_READER_OBJS) $(BUILD)/shim/options.o $(BUILD)/shim/options_names.o
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $^ -o $@ $(CURSES_LIBS) $(MHD_LIBS) -lm $(LDLIBS)
 $(TOOLS_BIN)/spillway: $(LAUNCH_OBJS) $(BUILD)/shim/options.o $(BUILD)/shim/options_names.o

@@ -1,6 +1,7 @@
 /* spillway-top: command line, then the interactive screen, one of the
  * non-interactive outputs (--once, --json, --prometheus) or the HTTP
  * exporter (--serve). */
+#include "shim/options.h"
 #include "tools/top_format.h"
 #include "tools/top_listen.h"
 #include "tools/top_model.h"
@@ -207,6 +208,15 @@ int main(int argc, char **argv)
     int rc = parse_args(argc, argv, &a);
     if (rc >= 0)
         return rc;
+    /* The environment as the library and the launcher judge it: a misspelt
+     * SPILLWAY_STATS_DIR would otherwise send us to another directory, to
+     * show nothing there. */
+    struct spw_options opts;
+    char err[512];
+    if (spw_options_load_environ(&opts, err, sizeof err) != 0) {
+        fprintf(stderr, "spillway-top: %s\n", err);
+        return 2;
+    }
     if (a.mode == MODE_UI && !isatty(STDOUT_FILENO)) {
         fprintf(stderr, "spillway-top: standard output is not a terminal; use --once, --json or --prometheus\n");
         return 2;

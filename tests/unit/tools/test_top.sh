@@ -123,6 +123,12 @@ check "--sort bogus refused" bad "invalid sort key 'bogus'" --once --sort bogus
 check "unknown option refused" bad "unknown option '--frobnicate'" --frobnicate
 check "missing value refused" bad "needs a value" --once --sort
 check "no terminal refused" bad "not a terminal" </dev/null
+# The same strictness as the library and the launcher: a misspelt variable
+# would otherwise make it read another directory, showing nothing.
+check "unknown SPILLWAY_* name refused, the near one named" \
+    env SPILLWAY_STAT_DIR=/run/spillway bash -c "$(declare -f bad); TOP='$TOP'; bad 'did you mean SPILLWAY_STATS_DIR' --once"
+check "an empty SPILLWAY_STATS_DIR refused" \
+    env SPILLWAY_STATS_DIR= bash -c "$(declare -f bad); TOP='$TOP'; bad 'SPILLWAY_STATS_DIR' --once"
 err=$("$TOP" --once --dir /nonexistent/spw 2>&1); rc=$?
 check "unreadable directory: exit 1 with reason" bash -c '[ "$1" -eq 1 ] && grep -q "cannot read /nonexistent/spw" <<<"$2"' _ $rc "$err"
 check "--help" grep -q -- '--prometheus' <<<"$("$TOP" --help)"
