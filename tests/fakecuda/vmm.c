@@ -444,10 +444,16 @@ FC_EXPORT CUresult cuMemGetAccess(unsigned long long *flags, const CUmemLocation
         return r;
     if (!flags || !location)
         return CUDA_ERROR_INVALID_VALUE;
+    if (location->type != CU_MEM_LOCATION_TYPE_DEVICE || fc_check_device(location->id) != CUDA_SUCCESS)
+        return CUDA_ERROR_INVALID_DEVICE;
     pthread_mutex_lock(&fc_lock);
     struct fc_region *reg = fc_region_find((uintptr_t)ptr);
+    /* The flags of the location asked: one the last cuMemSetAccess did not
+     * grant has none (the flags kept are the widest granted). */
     if (reg && reg->kind == FC_VMM)
-        *flags = reg->access;
+        *flags = location->id < 64 && (reg->access_devs >> location->id & 1)
+                     ? reg->access
+                     : CU_MEM_ACCESS_FLAGS_PROT_NONE;
     else
         r = CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_unlock(&fc_lock);

@@ -236,6 +236,42 @@ START_TEST(a_device_sync_waits_for_a_peer_never_launched)
 }
 END_TEST
 
+/* cuMemGetAccess answers for the location asked: a device that
+ * cuMemSetAccess did not name has no access, whatever another has. */
+START_TEST(get_access_answers_for_the_location_asked)
+{
+    if (ndev < 2)
+        return;
+    CUmemAllocationProp prop;
+    memset(&prop, 0, sizeof prop);
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    size_t g = 0;
+    CU_OK(cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    CUdeviceptr va;
+    CUmemGenericAllocationHandle h;
+    CU_OK(cuMemAddressReserve(&va, g, 0, 0, 0));
+    CU_OK(cuMemCreate(&h, g, &prop, 0));
+    CU_OK(cuMemMap(va, g, 0, h, 0));
+    CUmemLocation dev0 = {CU_MEM_LOCATION_TYPE_DEVICE, 0}, dev1 = {CU_MEM_LOCATION_TYPE_DEVICE, 1};
+    CUmemAccessDesc rw = {dev0, CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    CU_OK(cuMemSetAccess(va, g, &rw, 1));
+    unsigned long long flags = 99;
+    CU_OK(cuMemGetAccess(&flags, &dev0, va));
+    ck_assert_uint_eq(flags, CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+    CU_OK(cuMemGetAccess(&flags, &dev1, va));
+    ck_assert_uint_eq(flags, CU_MEM_ACCESS_FLAGS_PROT_NONE);
+    CUmemAccessDesc both[2] = {{dev0, CU_MEM_ACCESS_FLAGS_PROT_READWRITE},
+                               {dev1, CU_MEM_ACCESS_FLAGS_PROT_READWRITE}};
+    CU_OK(cuMemSetAccess(va, g, both, 2));
+    CU_OK(cuMemGetAccess(&flags, &dev1, va + g - 1));
+    ck_assert_uint_eq(flags, CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+    CU_OK(cuMemUnmap(va, g));
+    CU_OK(cuMemRelease(h));
+    CU_OK(cuMemAddressFree(va, g));
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("driver_multidevice");
@@ -247,6 +283,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, a_context_less_kernel_runs_in_its_streams_context);
     tcase_add_test(tc, collective_halves_meet);
     tcase_add_test(tc, a_device_sync_waits_for_a_peer_never_launched);
+    tcase_add_test(tc, get_access_answers_for_the_location_asked);
     suite_add_tcase(s, tc);
     return s;
 }
