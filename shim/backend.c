@@ -237,6 +237,12 @@ CUresult spw_backend_mem_release(CUmemGenericAllocationHandle handle)
     IN_ANY(spw_real.spw_h_mem_release(handle));
 }
 
+CUresult spw_backend_address_range(CUdeviceptr va, CUdeviceptr *base, size_t *size)
+{
+    NEED(spw_real.spw_h_mem_get_address_range);
+    IN_ANY(spw_real.spw_h_mem_get_address_range(base, size, va));
+}
+
 static CUresult be_page_release(void *ctx, CUmemGenericAllocationHandle handle)
 {
     (void)ctx;

@@ -26,4 +26,8 @@ int spw_backend_rdma_capable(int dev);
 CUresult spw_backend_mem_create(int dev, size_t size, const CUmemAllocationProp *prop,
                                 CUmemGenericAllocationHandle *handle);
 CUresult spw_backend_mem_release(CUmemGenericAllocationHandle handle);
+
+/* The driver's own cuMemGetAddressRange (for a VMM address: the mapping it
+ * lies in), with a context current if the thread has none. */
+CUresult spw_backend_address_range(CUdeviceptr va, CUdeviceptr *base, size_t *size);
 #endif

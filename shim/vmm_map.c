@@ -5,6 +5,7 @@
  * alloc_vmm.c) stands for its driver handle, and its mappings are the
  * driver's. The driver's mappings of handles spillway counts are
  * remembered (vmm_live.c): their memory lives until the last unmap. */
+#include "shim/backend.h"
 #include "shim/handler.h"
 #include "shim/vmm.h"
 #include "shim/vmm_live.h"
@@ -36,13 +37,36 @@ static CUdeviceptr run_end(sw_policy *p, CUdeviceptr at, CUdeviceptr end, size_t
     return e;
 }
 
+/* Whether [at, at+len), none of it spillway's, is whole mappings of the
+ * driver's, back to back: cuMemGetAddressRange answers the mapping a VMM
+ * address lies in. An error that says nothing of the address (no such
+ * call, no context) leaves it to the driver's own answer. */
+static bool driver_whole(CUdeviceptr at, size_t len)
+{
+    for (CUdeviceptr end = at + len; at < end;) {
+        CUdeviceptr base = 0;
+        size_t size = 0;
+        CUresult r = spw_backend_address_range(at, &base, &size);
+        if (r == CUDA_ERROR_INVALID_VALUE || r == CUDA_ERROR_NOT_FOUND)
+            return false; /* nothing mapped there */
+        if (r != CUDA_SUCCESS)
+            return true;
+        if (base != at || !size || size > end - at)
+            return false; /* splits a mapping */
+        at += size;
+    }
+    return true;
+}
+
 /* What to do with one run: spillway's mappings or the driver's. */
 typedef CUresult (*run_fn)(sw_policy *p, bool ours, CUdeviceptr at, size_t len, void *arg);
 
 /* A range that mixes spillway's mappings with the driver's (a chunk made
  * the driver's at its export among pooled ones, and PyTorch unmaps or
  * grants a whole segment at once): each run goes to its owner, once every
- * run of spillway's is known to be whole mappings. */
+ * run is known to be whole mappings. The driver refuses a range with a
+ * hole or part of a mapping whole, so nothing is done then: unmapping
+ * spillway's runs first would free memory the program still holds. */
 static CUresult by_runs(sw_policy *p, CUdeviceptr va, size_t size, run_fn fn, void *arg)
 {
     size_t page = sw_page_size(p);
@@ -52,7 +76,7 @@ static CUresult by_runs(sw_policy *p, CUdeviceptr va, size_t size, run_fn fn, vo
     for (CUdeviceptr at = va; at < end;) {
         bool ours = sw_owns(p, at);
         CUdeviceptr e = run_end(p, at, end, page, ours);
-        if (ours && sw_vmm_check(p, at, e - at) != CUDA_SUCCESS)
+        if (ours ? sw_vmm_check(p, at, e - at) != CUDA_SUCCESS : !driver_whole(at, e - at))
             return CUDA_ERROR_INVALID_VALUE; /* splits a mapping: nothing done */
         at = e;
     }
