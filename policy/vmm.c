@@ -392,6 +392,27 @@ static CUresult unmap_whole(sw_policy *p, sw_vmap *m)
     return r;
 }
 
+/* After one of v's mappings went with others left (a handle mapped at
+ * several VAs): its pages name a VA still mapped, and once one mapping is
+ * left they are single pages again, which spill may move (an alias could
+ * not), back on the clock's ring the unmap took them off. Handle and
+ * device locks held. */
+static void rehome(sw_policy *p, sw_vmm *v)
+{
+    sw_vmap *m = p->vmaps;
+    while (m && m->h != v)
+        m = m->next;
+    if (!m)
+        return;
+    uint64_t now = atomic_load(&m->heat.touched);
+    for (uint32_t i = 0; i < v->npages; i++) {
+        sw_page *pg = v->pages[i];
+        pg->va = m->va + ((CUdeviceptr)i << p->shift);
+        if (!pg->lost && pg->loc == SW_LOC_DEVICE && pg->nmaps == 1)
+            sw_ring_insert(v->dev, pg, now);
+    }
+}
+
 CUresult sw_vmm_unmap(sw_policy *p, CUdeviceptr va, size_t size, sw_vmm_gone *gone)
 {
     if (gone)
@@ -421,6 +442,8 @@ CUresult sw_vmm_unmap(sw_policy *p, CUdeviceptr va, size_t size, sw_vmm_gone *go
             if (gone)
                 gone->h[gone->n++] = v->id;
             sw_vmm_forget(p, v);
+        } else if (v->maps) {
+            rehome(p, v);
         }
         sw_dev_unlock(d);
     }

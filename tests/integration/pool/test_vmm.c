@@ -284,6 +284,46 @@ START_TEST(grow_and_shrink_cycles_do_not_drift)
 }
 END_TEST
 
+/* A handle mapped at two VAs cannot spill (both would have to move);
+ * once one of them is unmapped, the other's pages are spillable again and
+ * keep every byte: the pool makes room for new memory by moving them, as
+ * it would any other cold page. Either mapping may be the one left. */
+START_TEST(a_handle_left_with_one_mapping_spills_again)
+{
+    if (!pooled() || !preallocating())
+        return;
+    use_device(0);
+    CUmemAllocationProp prop = device_prop(0);
+    CUdeviceptr a, b;
+    CU_OK(cuMemAddressReserve(&a, 32 * MiB, PAGE, 0, 0));
+    CU_OK(cuMemAddressReserve(&b, 32 * MiB, PAGE, 0, 0));
+    for (int keep_first = 0; keep_first < 2; keep_first++) {
+        CUmemGenericAllocationHandle h = mapped(a, 32 * MiB, &prop);
+        CU_OK(cuMemMap(b, 32 * MiB, 0, h, 0));
+        set_rw(b, 32 * MiB, 0);
+        CU_OK(cuMemRelease(h));
+        CUdeviceptr left = keep_first ? a : b;
+        put(left, 32 * MiB, 21 + (unsigned)keep_first);
+        CU_OK(cuMemUnmap(keep_first ? b : a, 32 * MiB));
+        /* 48 MiB more of a 64 MiB pool: 16 MiB of h must move out. */
+        CUdeviceptr p;
+        CU_OK(cuMemAlloc(&p, 48 * MiB));
+        CU_OK(cuMemsetD8(p, 0x5a, 48 * MiB));
+        size_t on_host = 0; /* h's pages moved out, not the new ones put on the host */
+        for (size_t off = 0; off < 32 * MiB; off += PAGE)
+            on_host += fakecuda_mapped_location(left + off) == -1;
+        ck_assert_uint_ge(on_host * PAGE, 16 * MiB);
+        expect(left, 32 * MiB, 21 + (unsigned)keep_first);
+        expect_byte(p, 48 * MiB, 0x5a);
+        CU_OK(cuMemFree(p));
+        CU_OK(cuMemUnmap(left, 32 * MiB));
+        ck_assert_uint_eq(pool_counters(0).in_use_bytes, 0);
+    }
+    CU_OK(cuMemAddressFree(a, 32 * MiB));
+    CU_OK(cuMemAddressFree(b, 32 * MiB));
+}
+END_TEST
+
 struct worker {
     int id;
     int failures;
@@ -363,6 +403,7 @@ Suite *test_suite(void)
     tcase_set_timeout(sw, 60);
     tcase_add_test(sw, counted_once_until_the_memory_goes);
     tcase_add_test(sw, grow_and_shrink_cycles_do_not_drift);
+    tcase_add_test(sw, a_handle_left_with_one_mapping_spills_again);
     tcase_add_test(sw, threads_map_and_release_their_own_handles);
     suite_add_tcase(s, sw);
     return s;
