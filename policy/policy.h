@@ -222,6 +222,12 @@ CUresult sw_vmm_promote(sw_policy *p, CUmemGenericAllocationHandle h,
  * releases *real, the driver handle behind it). */
 CUresult sw_vmm_release_promoted(sw_policy *p, CUmemGenericAllocationHandle h, bool *last,
                                  CUmemGenericAllocationHandle *real);
+/* cuMemRetainAllocationHandle of a promoted handle's memory: the driver
+ * answered real; *h is the promoted handle standing for it (the value the
+ * program mapped), with one reference more. NOT_FOUND: real stands for no
+ * live promoted handle. */
+CUresult sw_vmm_retain_promoted(sw_policy *p, CUmemGenericAllocationHandle real,
+                                CUmemGenericAllocationHandle *h);
 /* How many mappings of pool handle h the program has now. */
 size_t sw_vmm_mappings(sw_policy *p, CUmemGenericAllocationHandle h);
 /* Whether h was promoted, and to which driver handle. */

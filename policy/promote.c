@@ -262,6 +262,25 @@ CUresult sw_vmm_release_promoted(sw_policy *p, CUmemGenericAllocationHandle h, b
     return r;
 }
 
+CUresult sw_vmm_retain_promoted(sw_policy *p, CUmemGenericAllocationHandle real,
+                                CUmemGenericAllocationHandle *h)
+{
+    if (!p || !h)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = CUDA_ERROR_NOT_FOUND;
+    pthread_mutex_lock(&p->handles_lock);
+    for (size_t i = 0; i < p->nhandles && r != CUDA_SUCCESS; i++) {
+        sw_vmm *v = p->handles[i];
+        if (v && v->refs && v->promoted && v->real == real) {
+            v->refs++;
+            *h = v->id;
+            r = CUDA_SUCCESS;
+        }
+    }
+    pthread_mutex_unlock(&p->handles_lock);
+    return r;
+}
+
 size_t sw_vmm_mappings(sw_policy *p, CUmemGenericAllocationHandle h)
 {
     if (!p)

@@ -7,6 +7,7 @@
  * remembered (vmm_live.c): their memory lives until the last unmap. */
 #include "shim/backend.h"
 #include "shim/handler.h"
+#include "shim/log.h"
 #include "shim/vmm.h"
 #include "shim/vmm_live.h"
 
@@ -165,6 +166,26 @@ CUresult spw_h_mem_set_access(CUdeviceptr ptr, size_t size, const CUmemAccessDes
     return by_runs(p, ptr, size, access_run, &a);
 }
 
+/* The driver retained *handle, mapped at va, for the program. A promoted
+ * pool handle's memory answers that handle, the value the program mapped
+ * (the driver's answer is "the same handle value used to map the
+ * memory"): one reference more on it, and the driver's reference, which
+ * the promoted handle holds once for all of its own, given back. */
+static void retained(sw_policy *p, CUmemGenericAllocationHandle *handle, CUdeviceptr va)
+{
+    CUmemGenericAllocationHandle h;
+    if (p && sw_vmm_retain_promoted(p, *handle, &h) == CUDA_SUCCESS) {
+        CUresult r = spw_backend_mem_release(*handle);
+        if (r != CUDA_SUCCESS)
+            spw_warn("the driver refused to release a reference it just gave (error %d): an "
+                     "exported handle's memory may outlive its last release",
+                     (int)r);
+        *handle = h;
+        return;
+    }
+    spw_live_retained(*handle, va);
+}
+
 CUresult spw_h_mem_retain_allocation_handle(CUmemGenericAllocationHandle *handle, void *addr)
 {
     SPW_REAL_OR_RETURN(real, spw_h_mem_retain_allocation_handle);
@@ -173,7 +194,7 @@ CUresult spw_h_mem_retain_allocation_handle(CUmemGenericAllocationHandle *handle
     if (!p || !handle || !sw_owns(p, va)) {
         CUresult r = real(handle, addr);
         if (r == CUDA_SUCCESS && handle && !spw_disabled())
-            spw_live_retained(*handle, va);
+            retained(p, handle, va);
         return r;
     }
     CUresult r = sw_vmm_retain(p, va, handle);

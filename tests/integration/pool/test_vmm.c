@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <unistd.h>
 
 static uint64_t used_on(int dev)
 {
@@ -215,6 +216,71 @@ START_TEST(access_and_unmap_over_pooled_and_driver_handles)
 }
 END_TEST
 
+/* An export (PyTorch's IPC of an expandable segment) of a handle mapped
+ * at two VAs: both keep showing the same bytes, which the exported
+ * descriptor shares; its count stays one handle's until its memory goes. */
+START_TEST(export_of_a_handle_at_two_vas)
+{
+    use_device(0);
+    CUmemAllocationProp prop = device_prop(0);
+    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    uint64_t used0 = pooled() ? used_on(0) : 0;
+    CUdeviceptr a, b;
+    CU_OK(cuMemAddressReserve(&a, 8 * MiB, PAGE, 0, 0));
+    CU_OK(cuMemAddressReserve(&b, 8 * MiB, PAGE, 0, 0));
+    CUmemGenericAllocationHandle h = mapped(a, 8 * MiB, &prop), imported;
+    /* What the driver holds outside the pool (h is the pool's until its export). */
+    size_t driver0 = fakecuda_device_bytes_used(0) - (pooled() ? pool_counters(0).pool_bytes : 8 * MiB);
+    CU_OK(cuMemMap(b, 8 * MiB, 0, h, 0));
+    set_rw(b, 8 * MiB, 0);
+    put(a, 8 * MiB, 31);
+    int fd = -1;
+    CU_OK(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    expect(a, 8 * MiB, 31);
+    expect(b, 8 * MiB, 31);
+    put(b, 8 * MiB, 32);
+    expect(a, 8 * MiB, 32);
+    if (pooled())
+        ck_assert_uint_eq(used_on(0) - used0, 8 * MiB);
+    /* What another process would map: the same bytes. */
+    CU_OK(cuMemImportFromShareableHandle(&imported, (void *)(uintptr_t)fd,
+                                         CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+    CUdeviceptr c;
+    CU_OK(cuMemAddressReserve(&c, 8 * MiB, PAGE, 0, 0));
+    CU_OK(cuMemMap(c, 8 * MiB, 0, imported, 0));
+    set_rw(c, 8 * MiB, 0);
+    expect(c, 8 * MiB, 32);
+    CU_OK(cuMemUnmap(c, 8 * MiB));
+    CU_OK(cuMemRelease(imported));
+    CU_OK(cuMemAddressFree(c, 8 * MiB));
+    /* The retain answers the handle that was mapped, after the export too. */
+    CUmemGenericAllocationHandle r;
+    CU_OK(cuMemRetainAllocationHandle(&r, (void *)(uintptr_t)(b + MiB)));
+    ck_assert(r == h);
+    CUmemAllocationProp got;
+    CU_OK(cuMemGetAllocationPropertiesFromHandle(&got, r));
+    ck_assert_int_eq(got.requestedHandleTypes, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    CU_OK(cuMemRelease(r));
+    CU_OK(cuMemRelease(h));
+    ck_assert_int_eq(cuMemRelease(h), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuMemUnmap(a, 8 * MiB));
+    expect(b, 8 * MiB, 32);
+    if (pooled())
+        ck_assert_uint_eq(used_on(0) - used0, 8 * MiB);
+    CU_OK(cuMemUnmap(b, 8 * MiB));
+    close(fd);
+    /* The driver's memory went too: no reference left behind. */
+    size_t driver = fakecuda_device_bytes_used(0);
+    if (pooled()) {
+        ck_assert_uint_eq(used_on(0), used0);
+        driver -= pool_counters(0).pool_bytes;
+    }
+    ck_assert_uint_eq(driver, driver0);
+    CU_OK(cuMemAddressFree(a, 8 * MiB));
+    CU_OK(cuMemAddressFree(b, 8 * MiB));
+}
+END_TEST
+
 /* ---- spillway only ---------------------------------------------------- */
 
 /* Counted once per handle, however often mapped, until the driver would
@@ -398,6 +464,7 @@ Suite *test_suite(void)
     tcase_add_test(both, properties_answer_what_was_asked);
     tcase_add_test(both, get_access_answers_what_was_set);
     tcase_add_test(both, access_and_unmap_over_pooled_and_driver_handles);
+    tcase_add_test(both, export_of_a_handle_at_two_vas);
     suite_add_tcase(s, both);
     TCase *sw = tcase_create("spillway");
     tcase_set_timeout(sw, 60);
