@@ -315,7 +315,8 @@ END_TEST
 
 /* PyTorch's expandable segments: 2 MiB handles mapped into one reserved
  * range as it grows, unmapped and released as it shrinks, many times, with
- * a shareable handle type: no drift. */
+ * a shareable handle type, one of them now and then exported (IPC): no
+ * drift. */
 START_TEST(grow_and_shrink_cycles_do_not_drift)
 {
     if (!pooled())
@@ -333,6 +334,13 @@ START_TEST(grow_and_shrink_cycles_do_not_drift)
             CUmemGenericAllocationHandle h;
             CU_OK(cuMemCreate(&h, PAGE, &prop, 0));
             CU_OK(cuMemMap(va + i * PAGE, PAGE, 0, h, 0));
+            if (i == want / 2 && cycle % 5 == 0) {
+                /* Shared with another process: the driver's from now on. */
+                set_rw(va + i * PAGE, PAGE, 0);
+                int fd;
+                CU_OK(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+                close(fd);
+            }
             CU_OK(cuMemRelease(h));
         }
         set_rw(va, want * PAGE, 0);
