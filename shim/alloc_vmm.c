@@ -323,6 +323,8 @@ CUresult spw_h_mem_export_to_shareable_handle(void *shareableHandle,
     sw_policy *p = spw_disabled() ? NULL : spw_pool_policy();
     if (!p || !sw_vmm_is_handle(p, handle))
         return real(shareableHandle, handle, handleType, flags);
+    if (!shareableHandle || flags)
+        return CUDA_ERROR_INVALID_VALUE; /* the driver's answer: no promotion for it */
     CUmemGenericAllocationHandle driver;
     if (!sw_vmm_promoted(p, handle, &driver)) {
         CUresult r = promote(p, handle, handleType);

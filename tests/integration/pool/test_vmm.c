@@ -398,6 +398,30 @@ START_TEST(a_handle_left_with_one_mapping_spills_again)
 }
 END_TEST
 
+/* An export the driver refuses for its arguments (no place for the
+ * descriptor, flags) changes nothing: the handle stays pooled. */
+START_TEST(a_refused_export_leaves_the_handle_pooled)
+{
+    if (!pooled())
+        return;
+    use_device(0);
+    CUmemAllocationProp prop = device_prop(0);
+    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    CUmemGenericAllocationHandle h;
+    CU_OK(cuMemCreate(&h, 8 * MiB, &prop, 0));
+    uint64_t ipc0 = pool_counters(0).passthrough_bytes[SPILLWAY_PT_IPC];
+    int fd;
+    ck_assert_int_eq(cuMemExportToShareableHandle(NULL, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+                     CUDA_ERROR_INVALID_VALUE);
+    ck_assert_int_eq(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 1),
+                     CUDA_ERROR_INVALID_VALUE);
+    struct spillway_pool_counters pc = pool_counters(0);
+    ck_assert_uint_eq(pc.passthrough_bytes[SPILLWAY_PT_IPC], ipc0);
+    ck_assert_uint_eq(pc.in_use_bytes, 8 * MiB); /* still the pool's */
+    CU_OK(cuMemRelease(h));
+}
+END_TEST
+
 struct worker {
     int id;
     int failures;
@@ -479,6 +503,7 @@ Suite *test_suite(void)
     tcase_add_test(sw, counted_once_until_the_memory_goes);
     tcase_add_test(sw, grow_and_shrink_cycles_do_not_drift);
     tcase_add_test(sw, a_handle_left_with_one_mapping_spills_again);
+    tcase_add_test(sw, a_refused_export_leaves_the_handle_pooled);
     tcase_add_test(sw, threads_map_and_release_their_own_handles);
     suite_add_tcase(s, sw);
     return s;
