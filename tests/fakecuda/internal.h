@@ -220,6 +220,10 @@ struct fc_mempool {
     cuuint64_t release_threshold;
     int reuse_follow, reuse_opportunistic, reuse_internal;
     cuuint64_t used, used_high, reserved, reserved_high;
+    /* Of reserved, what no allocation uses: freed memory a device pool
+     * keeps for its next allocations, charged to the device, up to its
+     * release threshold (fc_mempool_trim_locked). Host pools keep none. */
+    cuuint64_t cached;
     /* cuMemPoolSetAccess's flags per device: a device pool's own device
      * reads and writes, a host pool starts readable by the host only
      * ("default accessibility will be from the host CPU"). Kept and told,
@@ -229,6 +233,9 @@ struct fc_mempool {
 };
 
 struct fc_mempool *fc_mempool_new(int dev, bool is_default, bool host);
+/* Gives what pool keeps back to its device until it reserves at most keep
+ * bytes (or keeps nothing); under fc_lock. */
+void fc_mempool_trim_locked(struct fc_mempool *pool, cuuint64_t keep);
 
 /* ---- kernels (kernel.c) ---- */
 

@@ -11,7 +11,12 @@ static CUresult alloc_region(int dev, size_t size, enum fc_region_kind kind,
 {
     size_t charged = fc_page_round(size);
     pthread_mutex_lock(&fc_lock);
-    CUresult r = kind == FC_HOST ? CUDA_SUCCESS : fc_device_charge(dev, charged);
+    /* A device pool's memory comes from what it keeps (fc_mempool_trim_locked)
+     * first: that is charged to the device already. */
+    size_t kept = pool && !pool->host ? (pool->cached < charged ? pool->cached : charged) : 0;
+    CUresult r = kind == FC_HOST ? CUDA_SUCCESS : fc_device_charge(dev, charged - kept);
+    if (r == CUDA_SUCCESS && kept)
+        pool->cached -= kept;
     pthread_mutex_unlock(&fc_lock);
     if (r != CUDA_SUCCESS)
         return r;
@@ -21,7 +26,9 @@ static CUresult alloc_region(int dev, size_t size, enum fc_region_kind kind,
                             .kind = kind, .dev = dev, .pool = pool};
     if (!p || !fc_region_add(&reg)) {
         if (kind != FC_HOST)
-            fc_device_uncharge(dev, charged);
+            fc_device_uncharge(dev, charged - kept);
+        if (kept)
+            pool->cached += kept;
         pthread_mutex_unlock(&fc_lock);
         if (p)
             fc_unmap(p, size);
@@ -31,7 +38,7 @@ static CUresult alloc_region(int dev, size_t size, enum fc_region_kind kind,
         fc_host_used += charged;
     if (pool) {
         pool->used += charged;
-        pool->reserved += charged;
+        pool->reserved += charged - kept;
         if (pool->used > pool->used_high)
             pool->used_high = pool->used;
         if (pool->reserved > pool->reserved_high)
@@ -47,15 +54,20 @@ void fc_region_release_locked(struct fc_region *reg)
 {
     void *p = (void *)reg->base;
     size_t size = reg->size;
+    struct fc_mempool *pool = reg->pool;
     if (reg->kind == FC_HOST)
         fc_host_used -= reg->charged;
     else if (reg->kind == FC_REGISTERED)
         fc_host_used -= reg->charged;
-    else
+    else if (!pool || pool->host)
         fc_device_uncharge(reg->dev, reg->charged);
-    if (reg->pool) {
-        reg->pool->used -= reg->charged;
-        reg->pool->reserved -= reg->charged;
+    if (pool && pool->host) {
+        pool->used -= reg->charged;
+        pool->reserved -= reg->charged;
+    } else if (pool) { /* kept by the pool, up to its release threshold */
+        pool->used -= reg->charged;
+        pool->cached += reg->charged;
+        fc_mempool_trim_locked(pool, pool->release_threshold);
     }
     bool unmap = reg->kind != FC_REGISTERED;
     fc_region_remove(reg);

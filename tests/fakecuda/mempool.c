@@ -1,6 +1,8 @@
 /* fakecuda: stream-ordered allocation (cuMemAllocAsync and memory pools).
  * Memory is usable at once; a cuMemFreeAsync releases it when its stream
- * reaches the free, so a later touch through a stale pointer faults. On a
+ * reaches the free, so a later touch through a stale pointer faults (its
+ * bytes stay reserved by a device pool up to the pool's release threshold,
+ * for the pool's next allocations, until cuMemPoolTrimTo). On a
  * capturing stream an allocation becomes a memory allocation node, owned by
  * the graph ("the allocation is owned by the graph instead of the memory
  * pool"), and a free a memory free node, which must name a graph
@@ -196,8 +198,12 @@ FC_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
         return CUDA_ERROR_INVALID_VALUE;
     /* "Destroying the current mempool of a device sets the default mempool
      * of that device as the current mempool for that device." Kept on the
-     * list: allocations still refer to it. */
+     * list: allocations still refer to it. What it keeps goes back now,
+     * the rest as they are freed ("released automatically once there are
+     * no more outstanding allocations"). */
     pthread_mutex_lock(&fc_lock);
+    ((struct fc_mempool *)pool)->release_threshold = 0;
+    fc_mempool_trim_locked((struct fc_mempool *)pool, 0);
     for (int d = 0; d < FC_MAX_DEVICES; d++)
         if (fc_devices[d].current_pool == (struct fc_mempool *)pool)
             fc_devices[d].current_pool = fc_devices[d].default_pool;
@@ -207,11 +213,34 @@ FC_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
     return CUDA_SUCCESS;
 }
 
+/* "When more than the release threshold bytes of memory are held by the
+ * memory pool, the allocator will try to release memory back to the OS on
+ * the next call to stream, event or context synchronize": fakecuda
+ * releases when the free happens (earlier, never later). */
+void fc_mempool_trim_locked(struct fc_mempool *pool, cuuint64_t keep)
+{
+    if (pool->reserved <= keep)
+        return;
+    cuuint64_t give = pool->reserved - keep;
+    if (give > pool->cached)
+        give = pool->cached;
+    pool->cached -= give;
+    pool->reserved -= give;
+    fc_device_uncharge(pool->dev, (size_t)give);
+}
+
+/* "Releases memory back to the OS until the pool contains fewer than
+ * minBytesToKeep reserved bytes, or there is no more memory that the
+ * allocator can safely release": what backs live allocations stays. */
 FC_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
 {
     FC_FAULT(cuMemPoolTrimTo);
-    (void)minBytesToKeep;
-    return pool_known(pool) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    if (!pool_known(pool))
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&fc_lock);
+    fc_mempool_trim_locked((struct fc_mempool *)pool, minBytesToKeep);
+    pthread_mutex_unlock(&fc_lock);
+    return CUDA_SUCCESS;
 }
 
 FC_EXPORT CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)

@@ -86,6 +86,78 @@ START_TEST(default_pool_attributes)
 }
 END_TEST
 
+/* A pool's usage attributes ("cudaMemPoolAttrReservedMemCurrent ... the
+ * current total physical GPU memory consumed by the pool",
+ * "cudaMemPoolAttrUsedMemCurrent ... the total size of all of the memory
+ * allocated from the pool and not available for reuse", the HIGH marks
+ * "can be reset to the current value"), with a release threshold that
+ * keeps freed memory reserved ("Amount of reserved memory in bytes to hold
+ * onto before trying to release memory back to the OS") until
+ * cuMemPoolTrimTo gives it back. A fresh pool: nobody else's figures. */
+START_TEST(pool_usage_attributes)
+{
+    CUmemPoolProps props = {0};
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    CUmemoryPool pool;
+    CU_OK(cuMemPoolCreate(&pool, &props));
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    cuuint64_t used, reserved, used_high, reserved_high, zero = 0, one = 1, keep = ~(cuuint64_t)0;
+#define FIGURES()                                                                                \
+    do {                                                                                         \
+        CU_OK(cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used));             \
+        CU_OK(cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved));     \
+        CU_OK(cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_HIGH, &used_high));           \
+        CU_OK(cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, &reserved_high));   \
+        ck_assert_uint_ge(reserved, used);                                                       \
+        ck_assert_uint_ge(used_high, used);                                                      \
+        ck_assert_uint_ge(reserved_high, reserved);                                              \
+    } while (0)
+    FIGURES();
+    ck_assert_uint_eq(used, 0);
+    ck_assert_uint_eq(reserved, 0);
+    CU_OK(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep));
+    CUdeviceptr p;
+    CU_OK(cuMemAllocFromPoolAsync(&p, 8 * MiB, pool, s));
+    FIGURES();
+    ck_assert_uint_ge(used, 8 * MiB);
+    ck_assert_uint_ge(used_high, 8 * MiB);
+    ck_assert_uint_ge(reserved_high, 8 * MiB);
+    /* Only 0 resets a high mark. */
+    CU_ERR(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_HIGH, &one), CUDA_ERROR_INVALID_VALUE);
+    CU_ERR(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, &one), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuMemFreeAsync(p, s));
+    CU_OK(cuStreamSynchronize(s));
+    FIGURES();
+    ck_assert_uint_eq(used, 0);
+    ck_assert_uint_ge(reserved, 8 * MiB); /* kept: below the threshold */
+    ck_assert_uint_ge(used_high, 8 * MiB);
+    CU_OK(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_HIGH, &zero));
+    CU_OK(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, &zero));
+    cuuint64_t kept = reserved;
+    FIGURES();
+    ck_assert_uint_eq(used_high, used);
+    ck_assert_uint_eq(reserved_high, kept);
+    CU_OK(cuMemAllocFromPoolAsync(&p, 8 * MiB, pool, s)); /* from what the pool keeps */
+    FIGURES();
+    ck_assert_uint_eq(reserved, kept);
+    CU_OK(cuMemPoolTrimTo(pool, 0)); /* what backs a live allocation stays */
+    FIGURES();
+    ck_assert_uint_ge(reserved, 8 * MiB);
+    CU_OK(cuMemFreeAsync(p, s));
+    CU_OK(cuStreamSynchronize(s));
+    CU_OK(cuMemPoolTrimTo(pool, 0));
+    FIGURES();
+    ck_assert_uint_eq(used, 0);
+    ck_assert_uint_eq(reserved, 0);
+    ck_assert_uint_ge(reserved_high, kept);
+#undef FIGURES
+    CU_OK(cuMemPoolDestroy(pool));
+    CU_OK(cuStreamDestroy(s));
+}
+END_TEST
+
 START_TEST(explicit_pool)
 {
     CUmemPoolProps props = {0};
@@ -275,6 +347,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, alloc_use_free_in_stream_order);
     tcase_add_test(tc, bad_frees);
     tcase_add_test(tc, default_pool_attributes);
+    tcase_add_test(tc, pool_usage_attributes);
     tcase_add_test(tc, explicit_pool);
     tcase_add_test(tc, host_pool);
     tcase_add_test(tc, pools_by_location);
