@@ -2,6 +2,10 @@
  * with threads). For each thread count T, T threads start together and
  * each makes N operations of its own:
  *   --op pair    gpu_malloc + gpu_free of one size (the default);
+ *   --op async   gpu_malloc_async + gpu_free_async on the thread's own
+ *                stream (cudaMallocAsync/cuMemAllocAsync from the default
+ *                pool: PyTorch's cudaMallocAsync backend, one per tensor),
+ *                the stream synchronized once at the end;
  *   --op submit  an asynchronous 256-byte memset into a buffer of its own,
  *                on its own stream (a submission: under spillway with spill
  *                on, the work gate and the heat of the buffer), the stream
@@ -12,7 +16,7 @@
  * takes the ratio per thread count from one run of each. Meaningful only
  * with at least as many cores as threads (the line says how many there are).
  *
- *   alloc_threads [--op pair|submit] [--threads 1,2,4,8,16] [--size 64K] [--pairs N] [--scale F]
+ *   alloc_threads [--op pair|async|submit] [--threads 1,2,4,8,16] [--size 64K] [--pairs N] [--scale F]
  *
  * One line per thread count:
  *   RESULT bench=alloc_threads api=driver op=pair size=65536 threads=8 cores=16
@@ -33,7 +37,7 @@
 struct run {
     uint64_t size;
     unsigned pairs;
-    bool submit;
+    bool submit, async;
     pthread_barrier_t start;
     int err;
     const char *what;
@@ -44,13 +48,15 @@ static int pairs(struct run *r)
     int e = 0;
     for (unsigned i = 0; e == 0 && i < r->pairs; i++) {
         gpu_ptr p;
-        if ((e = gpu_malloc(&p, r->size)) != 0) {
-            r->what = "gpu_malloc";
+        if ((e = r->async ? gpu_malloc_async(&p, r->size) : gpu_malloc(&p, r->size)) != 0) {
+            r->what = r->async ? "gpu_malloc_async" : "gpu_malloc";
             break;
         }
-        if ((e = gpu_free(p)) != 0)
-            r->what = "gpu_free";
+        if ((e = r->async ? gpu_free_async(p) : gpu_free(p)) != 0)
+            r->what = r->async ? "gpu_free_async" : "gpu_free";
     }
+    if (e == 0 && r->async && (e = gpu_stream_sync()) != 0)
+        r->what = "gpu_stream_sync";
     return e;
 }
 
@@ -134,7 +140,7 @@ int main(int argc, char **argv)
     uint64_t sizes[1] = {64u << 10};
     double scale = 1.0;
     unsigned pairs = 20000;
-    bool submit = false;
+    bool submit = false, async = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
             if ((ncounts = parse_threads(argv[++i], counts, 16)) <= 0)
@@ -148,15 +154,16 @@ int main(int argc, char **argv)
             scale = atof(argv[++i]);
         } else if (!strcmp(argv[i], "--op") && i + 1 < argc) {
             const char *op = argv[++i];
-            if (strcmp(op, "pair") && strcmp(op, "submit"))
+            if (strcmp(op, "pair") && strcmp(op, "async") && strcmp(op, "submit"))
                 goto usage;
             submit = !strcmp(op, "submit");
+            async = !strcmp(op, "async");
         } else {
             goto usage;
         }
     }
     struct run r = {.size = sizes[0], .pairs = (unsigned)(pairs * scale) ? (unsigned)(pairs * scale) : 1,
-                    .submit = submit};
+                    .submit = submit, .async = async};
     int e = gpu_init();
     if (e)
         die_gpu("gpu_init", e);
@@ -171,13 +178,13 @@ int main(int argc, char **argv)
             one = rate / counts[k];
         printf("RESULT bench=alloc_threads api=%s op=%s size=%llu threads=%u cores=%ld pairs=%u wall_ns=%llu "
                "pairs_per_s=%.0f efficiency=%.3f\n",
-               gpu_api_name(), submit ? "submit" : "pair", (unsigned long long)r.size, counts[k], cores, r.pairs,
+               gpu_api_name(), submit ? "submit" : async ? "async" : "pair", (unsigned long long)r.size, counts[k], cores, r.pairs,
                (unsigned long long)wall, rate, rate / (one * counts[k]));
         fflush(stdout);
     }
     return 0;
 usage:
-    fprintf(stderr, "usage: alloc_threads [--op pair|submit] [--threads 1,2,4,8,16] [--size SIZE] [--pairs N] "
+    fprintf(stderr, "usage: alloc_threads [--op pair|async|submit] [--threads 1,2,4,8,16] [--size SIZE] [--pairs N] "
                     "[--scale F]\n");
     return 2;
 }
