@@ -18,6 +18,18 @@ size_t sw_page_size(const sw_policy *p)
     return p->page;
 }
 
+size_t sw_footprint(const sw_policy *p, int dev, size_t size)
+{
+    const sw_device *d = sw_dev((sw_policy *)p, dev);
+    if (!d || size == 0)
+        return size;
+    int cls = sw_class_of(d, size);
+    if (cls >= 0)
+        return d->classes[cls * SW_CLASS_SHARDS].size;
+    size_t g = d->arena.granule;
+    return (size + g - 1) / g * g;
+}
+
 CUresult sw_policy_create(const sw_backend *backend, sw_policy **out)
 {
     if (!backend || !out)

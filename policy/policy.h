@@ -82,6 +82,11 @@ CUresult sw_policy_destroy(sw_policy *p);
 CUresult sw_device_init(sw_policy *p, int dev, const sw_device_config *cfg);
 bool sw_device_ready(const sw_policy *p, int dev);
 size_t sw_page_size(const sw_policy *p); /* granularity (same on all devices) */
+/* What a live allocation of size bytes on dev holds of the pool: its slab
+ * slot's size class (up to a quarter of a chunk), else size rounded to the
+ * granule (4 KiB); size itself before dev is set up. A reused block or
+ * slot has the same footprint as a fresh one (reuse is by bucket). */
+size_t sw_footprint(const sw_policy *p, int dev, size_t size);
 
 /* ---- refusals -------------------------------------------------------------
  * Why an allocation got CUDA_ERROR_OUT_OF_MEMORY. Each is counted per device

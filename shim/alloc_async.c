@@ -15,6 +15,7 @@
 #include "shim/handler.h"
 #include "shim/log.h"
 #include "shim/mempools.h"
+#include "shim/pool_use.h"
 
 /* The stream value the policy keys async reuse on dev's pool by (policy.h,
  * sw_alloc_async): stream 0 of a _ptsz call is the per-thread stream. The
@@ -92,6 +93,17 @@ static sw_policy *route(CUstream stream, int per_thread, int want, int *dev, sw_
     return NULL;
 }
 
+/* Served from p for the memory pool in slot (-1: none spillway can
+ * name), which counts it in its usage attributes. */
+static CUresult serve_for_pool(sw_policy *p, int dev, size_t bytes, CUstream key, int slot,
+                               CUdeviceptr *dptr)
+{
+    CUresult r = spw_serve_alloc(p, dev, bytes, 1, key, dptr);
+    if (r == CUDA_SUCCESS && slot >= 0)
+        spw_pool_use_add(slot, *dptr, bytes, sw_footprint(p, dev, bytes));
+    return r;
+}
+
 static CUresult alloc_async(CUresult (*real)(CUdeviceptr *, size_t, CUstream), int per_thread,
                             CUdeviceptr *dptr, size_t bytesize, CUstream stream)
 {
@@ -109,7 +121,8 @@ static CUresult alloc_async(CUresult (*real)(CUdeviceptr *, size_t, CUstream), i
         why = (sw_passthrough_reason)how;
     }
     if (p)
-        return spw_serve_alloc(p, dev, bytesize, 1, reuse_key(stream, per_thread, dev), dptr);
+        return serve_for_pool(p, dev, bytesize, reuse_key(stream, per_thread, dev),
+                              spw_mempool_current_slot(dev), dptr);
     if (dev < 0)
         return real(dptr, bytesize, stream);
     SPW_PASSTHROUGH_ALLOC(SPW_KIND_DEVPTR, dev, bytesize, why, "cuMemAllocAsync",
@@ -154,7 +167,8 @@ static CUresult alloc_from_pool(CUresult (*real)(CUdeviceptr *, size_t, CUmemory
         why = (sw_passthrough_reason)how;
     }
     if (p)
-        return spw_serve_alloc(p, dev, bytesize, 1, reuse_key(stream, per_thread, dev), dptr);
+        return serve_for_pool(p, dev, bytesize, reuse_key(stream, per_thread, dev), spw_mempool_slot(pool),
+                              dptr);
     if (dev < 0)
         return real(dptr, bytesize, pool, stream);
     SPW_PASSTHROUGH_ALLOC(SPW_KIND_DEVPTR, dev, bytesize, why, "cuMemAllocFromPoolAsync",

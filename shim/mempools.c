@@ -19,7 +19,14 @@
  * cuMemAllocAsync allocates from the stream's device's current pool: the
  * setters (cuDeviceSetMemPool, CUDA 13's cuMemSetMemPool) remember it per
  * device, and destroying it makes the default current again, as the
- * driver does. */
+ * driver does.
+ *
+ * A slot's index also names the pool's usage figures (pool_use.h), which
+ * cuMemPoolGetAttribute adds to the driver's and cuMemPoolSetAttribute's
+ * reset of a high mark resets (hooked here, for the pools' table): a
+ * slot whose pool was destroyed while allocations spillway served from it
+ * live is not given to another pool until they are freed, so that their
+ * frees count against no other pool. */
 #include "shim/mempools.h"
 
 #include <pthread.h>
@@ -30,8 +37,7 @@
 #include "policy/policy.h"
 #include "shim/handler.h"
 #include "shim/log.h"
-
-#define SPW_MAX_POOLS 256
+#include "shim/pool_use.h"
 
 struct pool_slot {
     _Atomic(uintptr_t) pool; /* 0: free */
@@ -75,13 +81,18 @@ static int route_of(const CUmemPoolProps *props, int *dev)
 }
 
 /* Under slots_lock: pool's slot, or NULL; a free one (pool NULL) may be
- * one never used yet. */
+ * one never used yet, and is none a destroyed pool's live allocations
+ * still count in (its figures start afresh). */
 static struct pool_slot *find_locked(CUmemoryPool pool)
 {
     unsigned n = atomic_load_explicit(&used, memory_order_relaxed);
     for (unsigned i = 0; i < n; i++)
-        if (atomic_load_explicit(&slots[i].pool, memory_order_relaxed) == (uintptr_t)pool)
+        if (atomic_load_explicit(&slots[i].pool, memory_order_relaxed) == (uintptr_t)pool &&
+            (pool || spw_pool_use_idle((int)i))) {
+            if (!pool)
+                spw_pool_use_clear((int)i);
             return &slots[i];
+        }
     return !pool && n < SPW_MAX_POOLS ? &slots[n] : NULL;
 }
 
@@ -114,16 +125,54 @@ static void remember(CUmemoryPool pool, int route, int dev, bool overwrite)
                  "does not know are left to the driver", SPW_MAX_POOLS, (void *)pool);
 }
 
+/* pool's slot index, or -1; lock-free. */
+static int lookup(CUmemoryPool pool)
+{
+    if (!pool)
+        return -1;
+    unsigned n = atomic_load_explicit(&used, memory_order_acquire);
+    for (unsigned i = 0; i < n; i++)
+        if (atomic_load_explicit(&slots[i].pool, memory_order_acquire) == (uintptr_t)pool)
+            return (int)i;
+    return -1;
+}
+
 int spw_mempool_route(CUmemoryPool pool, int *dev)
 {
     *dev = -1;
-    unsigned n = atomic_load_explicit(&used, memory_order_acquire);
-    for (unsigned i = 0; i < n; i++)
-        if (atomic_load_explicit(&slots[i].pool, memory_order_acquire) == (uintptr_t)pool) {
-            *dev = atomic_load_explicit(&slots[i].dev, memory_order_relaxed);
-            return atomic_load_explicit(&slots[i].route, memory_order_relaxed);
-        }
+    int i = lookup(pool);
+    if (i >= 0) {
+        *dev = atomic_load_explicit(&slots[i].dev, memory_order_relaxed);
+        return atomic_load_explicit(&slots[i].route, memory_order_relaxed);
+    }
     return atomic_load_explicit(&overflowed, memory_order_acquire) ? SW_PT_OTHER : -1;
+}
+
+int spw_mempool_slot(CUmemoryPool pool)
+{
+    int i = lookup(pool);
+    if (i >= 0 || !pool)
+        return i;
+    /* A pool made before spillway was loaded: remembered as what routing
+     * takes it for (a device pool of the stream's device). A full table
+     * leaves it uncounted, and routing as it was. */
+    pthread_mutex_lock(&slots_lock);
+    struct pool_slot *slot = find_locked(pool);
+    if (!slot && (slot = find_locked(NULL))) {
+        atomic_store_explicit(&slot->route, -1, memory_order_relaxed);
+        atomic_store_explicit(&slot->dev, -1, memory_order_relaxed);
+        atomic_store_explicit(&slot->pool, (uintptr_t)pool, memory_order_release);
+        unsigned k = (unsigned)(slot - slots);
+        if (k >= atomic_load_explicit(&used, memory_order_relaxed))
+            atomic_store_explicit(&used, k + 1, memory_order_release);
+    }
+    pthread_mutex_unlock(&slots_lock);
+    return slot ? (int)(slot - slots) : -1;
+}
+
+int spw_mempool_known_slot(CUmemoryPool pool)
+{
+    return lookup(pool);
 }
 
 CUresult spw_h_mem_pool_create(CUmemoryPool *pool, const CUmemPoolProps *poolProps)
@@ -162,6 +211,35 @@ int spw_mempool_current_route(int dev)
     uintptr_t pool = atomic_load_explicit(&current[dev], memory_order_acquire);
     int pool_dev;
     return pool ? spw_mempool_route((CUmemoryPool)pool, &pool_dev) : -1;
+}
+
+/* Per device, its default pool's slot + 1 (0: not asked yet). A default
+ * pool is never destroyed, so its slot stays its own. */
+static atomic_int default_slot[SW_MAX_DEVICES];
+
+int spw_mempool_current_slot(int dev)
+{
+    if (dev < 0 || dev >= SW_MAX_DEVICES)
+        return -1;
+    uintptr_t pool = atomic_load_explicit(&current[dev], memory_order_acquire);
+    if (pool)
+        return spw_mempool_slot((CUmemoryPool)pool);
+    int s = atomic_load_explicit(&default_slot[dev], memory_order_acquire);
+    if (s)
+        return s - 1;
+    /* Once per device: the driver names its default pool. */
+    CUmemoryPool dflt = NULL;
+    __typeof__(spw_real.spw_h_device_get_default_mem_pool) get =
+        SPW_REAL(spw_h_device_get_default_mem_pool);
+    if (!get || get(&dflt, dev) != CUDA_SUCCESS || !dflt)
+        return -1;
+    CUmemLocation at = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = dev};
+    CUmemPoolProps props = {.allocType = CU_MEM_ALLOCATION_TYPE_PINNED, .location = at};
+    int pool_dev, route = route_of(&props, &pool_dev);
+    remember(dflt, route, pool_dev, false);
+    if ((s = lookup(dflt)) >= 0)
+        atomic_store_explicit(&default_slot[dev], s + 1, memory_order_release);
+    return s;
 }
 
 /* After the driver made pool dev's current one (answer r); under the lock
@@ -253,4 +331,29 @@ CUresult spw_h_device_get_mem_pool(CUmemoryPool *pool, CUdevice dev)
     SPW_REAL_OR_RETURN(real, spw_h_device_get_mem_pool);
     CUmemLocation at = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = dev};
     return located(real(pool, dev), pool, &at, CU_MEM_ALLOCATION_TYPE_PINNED);
+}
+
+/* A pool's usage attributes (USED_MEM_*, RESERVED_MEM_*): the driver's
+ * figure plus what spillway serves for the pool (pool_use.c says what each
+ * counts); pools spillway never served answer the driver's alone. */
+CUresult spw_h_mem_pool_get_attribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_mem_pool_get_attribute);
+    CUresult r = real(pool, attr, value);
+    uint64_t mine;
+    if (r == CUDA_SUCCESS && value && !spw_disabled() &&
+        spw_pool_use_figure(spw_mempool_known_slot(pool), attr, &mine))
+        *(cuuint64_t *)value += mine;
+    return r;
+}
+
+/* The driver's reset of a high mark (it accepts 0 only: "reset to the
+ * current value") resets spillway's part too; a refused one nothing. */
+CUresult spw_h_mem_pool_set_attribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_mem_pool_set_attribute);
+    CUresult r = real(pool, attr, value);
+    if (r == CUDA_SUCCESS && !spw_disabled())
+        spw_pool_use_reset_high(spw_mempool_known_slot(pool), attr);
+    return r;
 }

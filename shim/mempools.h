@@ -5,6 +5,9 @@
 #define SPILLWAY_SHIM_MEMPOOLS_H
 #include <cuda.h>
 
+/* The most pools spillway remembers at once. */
+#define SPW_MAX_POOLS 256
+
 /* How an allocation from pool is to be made: -1, served from spillway's
  * pool of *dev (the pool's device; -1 when spillway never saw the pool
  * made: the stream's device); else the sw_passthrough_reason it passes
@@ -19,4 +22,15 @@ int spw_mempool_route(CUmemoryPool pool, int *dev);
  * answer for that pool: -1 (served from spillway's pool, also while the
  * default pool is current) or the reason it passes the pool by. */
 int spw_mempool_current_route(int dev);
+
+/* The index (below SPW_MAX_POOLS) of pool's place in the table, which
+ * names its usage figures (pool_use.h), or -1: spw_mempool_slot also
+ * remembers a pool never seen (made before spillway was loaded) where
+ * there is room; spw_mempool_known_slot only looks (lock-free). */
+int spw_mempool_slot(CUmemoryPool pool);
+int spw_mempool_known_slot(CUmemoryPool pool);
+
+/* The slot of dev's current pool (cuMemAllocAsync's): the one the program
+ * set, else the default pool, which the driver names once per device. */
+int spw_mempool_current_slot(int dev);
 #endif

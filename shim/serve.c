@@ -1,13 +1,16 @@
 /* The hot path: allocations and frees served from the page pool, kept in
  * the one byte count per device (account.c) that the limit, cuMemGetInfo
  * and the stats read. policy/ knows each allocation's size, so the shim
- * keeps no table of its own for pool memory. With spill the count may pass
+ * keeps no table of its own for pool memory, but for the blocks served
+ * from a memory pool, whose usage attributes count them (pool_use.h).
+ * With spill the count may pass
  * the limit: the pool never holds more device pages than the limit and
  * moves what does not fit to host memory; it answers out of memory only
  * when the host limit (or host memory) is exhausted too. */
 #include "shim/account.h"
 #include "shim/gate_use.h"
 #include "shim/handler.h"
+#include "shim/pool_use.h"
 #include "shim/pool_setup.h"
 
 int spw_pool_reserve(int dev, uint64_t bytes)
@@ -70,9 +73,16 @@ CUresult spw_serve_free(sw_policy *p, CUdeviceptr ptr, int async, CUstream strea
     int dev;
     size_t bytes;
     note_contexts(async, stream);
+    spw_pool_use_ticket pool_use;
+    bool from_pool = spw_pool_use_take(ptr, &pool_use);
     CUresult r = sw_free_sized(p, ptr, async, stream, &dev, &bytes);
-    if (r != CUDA_SUCCESS)
+    if (r != CUDA_SUCCESS) {
+        if (from_pool)
+            spw_pool_use_undo(ptr, &pool_use);
         return r;
+    }
+    if (from_pool)
+        spw_pool_use_done(&pool_use, sw_footprint(p, dev, bytes));
     spw_account_release(dev, bytes);
     if (spw_pool_spills(dev))
         spw_pool_publish(dev); /* freeing spilled data shrinks the spilled gauge */
