@@ -103,17 +103,39 @@ static bool fill_target(sw_policy *p, sw_device *d, CUdeviceptr ptr, CUdeviceptr
     return true;
 }
 
-/* The host pages of [va, va + n pages), at most max of them, into vas. */
-static size_t host_pages(sw_policy *p, CUdeviceptr va, size_t n, size_t max, CUdeviceptr *vas)
+/* The host pages of [va, va + n pages) that a move can bring back, at
+ * most max of them, into vas (NULL: only counted). A page mapped at two
+ * VAs, or one d was given no access to, never moves (sw_page_movable):
+ * counting it would quiesce the device at every launch that names it,
+ * and a swap would push data out for room nothing takes. */
+static size_t host_pages(sw_policy *p, sw_device *d, CUdeviceptr va, size_t n, size_t max,
+                         CUdeviceptr *vas)
 {
     size_t k = 0;
     for (size_t i = 0; i < n && k < max; i++) {
         CUdeviceptr at = va + ((CUdeviceptr)i << p->shift);
         sw_page *pg = atomic_load(&sw_pt_get(&p->pt, at)->page);
-        if (pg && pg->loc == SW_LOC_HOST)
-            vas[k++] = at;
+        if (pg && pg->loc == SW_LOC_HOST && sw_page_movable(p, d, pg)) {
+            if (vas)
+                vas[k] = at;
+            k++;
+        }
     }
     return k;
+}
+
+/* Before the quiesce: whether the range a fill of ptr works on has a host
+ * page that can move at all (a hint: the device lock alone is held, and
+ * the quiesce looks again). */
+static bool can_move_in(sw_policy *p, sw_device *d, CUdeviceptr ptr)
+{
+    CUdeviceptr va;
+    size_t n;
+    sw_heat *h;
+    sw_dev_lock(d);
+    bool any = fill_target(p, d, ptr, &va, &n, &h) && host_pages(p, d, va, n, 1, NULL);
+    sw_dev_unlock(d);
+    return any;
 }
 
 /* Moves up to max host pages of the range to the device while device
@@ -127,7 +149,7 @@ static size_t fill_free(sw_policy *p, sw_device *d, CUdeviceptr va, size_t n, si
         *err = CUDA_ERROR_OUT_OF_MEMORY;
         return 0;
     }
-    size_t moved = sw_move_pages(p, d, vas, host_pages(p, va, n, max, vas), SW_LOC_DEVICE, err);
+    size_t moved = sw_move_pages(p, d, vas, host_pages(p, d, va, n, max, vas), SW_LOC_DEVICE, err);
     if (*err == CUDA_ERROR_OUT_OF_MEMORY)
         *err = CUDA_SUCCESS; /* no free device page: the rest stays on the host */
     free(vas);
@@ -169,7 +191,7 @@ static size_t swap_in(sw_policy *p, sw_device *d, CUdeviceptr va, size_t n, cons
         max_rate = (uint32_t)((uint64_t)rate * SWAP_RATIO_NUM / SWAP_RATIO_DEN);
     }
     CUdeviceptr *vas = malloc((n ? n : 1) * sizeof *vas);
-    size_t k = vas ? host_pages(p, va, n, want, vas) : 0;
+    size_t k = vas ? host_pages(p, d, va, n, want, vas) : 0;
     free(vas);
     CUresult e_out = CUDA_SUCCESS, e_in = CUDA_SUCCESS;
     size_t out = k ? sw_spill_coldest(d, k, va, va + ((CUdeviceptr)n << p->shift), max_rate, &e_out)
@@ -229,7 +251,7 @@ CUresult sw_fill(sw_policy *p, CUdeviceptr ptr)
     }
     uint64_t now = now_of(p);
     bool room = room_for(d, sw_heat_rate(target, now), now);
-    if (!room && !swap_likely(d, target, now))
+    if ((!room && !swap_likely(d, target, now)) || !can_move_in(p, d, ptr))
         return CUDA_SUCCESS;
     sw_quiet q;
     CUresult r = sw_move_begin(d, &q);

@@ -138,6 +138,60 @@ START_TEST(fill_uses_free_device_pages_only)
 }
 END_TEST
 
+/* Host pages a fill can never move (a handle mapped at two VAs: the alias
+ * would have to move too) must not cost a quiesce at every launch, nor
+ * push other data out to make room they will never take. */
+START_TEST(fill_ignores_host_pages_that_cannot_move)
+{
+    env_spill(6, 16);
+    CUdeviceptr va1, va2, a;
+    ck_assert_int_eq(fake_reserve(FB, 2 * PG, &va1), CUDA_SUCCESS);
+    ck_assert_int_eq(fake_reserve(FB, 2 * PG, &va2), CUDA_SUCCESS);
+    CUmemGenericAllocationHandle h;
+    ck_assert_int_eq(sw_vmm_create(P, 0, 2 * PG, &h), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_map(P, va1, 2 * PG, 0, h), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_set_access(P, va1, 2 * PG, 1), CUDA_SUCCESS);
+    fill(va1, 2 * PG, 31);
+    ck_assert_int_eq(sw_set_residency(P, va1, 2, SW_RES_HOST), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_map(P, va2, 2 * PG, 0, h), CUDA_SUCCESS); /* an alias */
+    ck_assert_int_eq(sw_vmm_set_access(P, va2, 2 * PG, 1), CUDA_SUCCESS);
+    ck_assert_uint_eq(host_pages_in(va1, 2), 2);
+    /* Free device pages: the fill finds out without a sync that it cannot
+     * use them. */
+    ck_assert(sw_touch(P, va1));
+    uint64_t syncs = fstats().syncs;
+    for (int i = 0; i < 10; i++)
+        ck_assert_int_eq(sw_fill(P, va1), CUDA_SUCCESS);
+    /* A full device, the alias used often, the rest never: no victim goes
+     * to the host for pages that cannot come in. */
+    ck_assert_int_eq(sw_alloc(P, 0, 6 * PG, &a), CUDA_SUCCESS);
+    fill(a, 6 * PG, 32);
+    ck_assert_uint_eq(host_pages_in(a, 6), 0);
+    for (int i = 0; i < 2000; i++)
+        ck_assert(sw_touch(P, va1 + (CUdeviceptr)i % 64));
+    uint64_t spilled = counters().spill_bytes;
+    syncs = fstats().syncs;
+    for (int i = 0; i < 10; i++) {
+        for (int j = 0; j < 64; j++)
+            (void)sw_touch(P, va1);
+        ck_assert_int_eq(sw_fill(P, va1), CUDA_SUCCESS);
+    }
+    ck_assert_uint_eq(counters().spill_bytes, spilled);
+    ck_assert_uint_eq(host_pages_in(a, 6), 0);
+    ck_assert_uint_eq(fstats().syncs, syncs);
+    assert_no_violation();
+    ck_assert(verify(va2, 2 * PG, 31));
+    ck_assert(verify(a, 6 * PG, 32));
+    ck_assert_int_eq(sw_free(P, a), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_unmap(P, va2, 2 * PG, NULL), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_unmap(P, va1, 2 * PG, NULL), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_release(P, h, NULL), CUDA_SUCCESS);
+    ck_assert_int_eq(fake_free_va(FB, va1, 2 * PG), CUDA_SUCCESS);
+    ck_assert_int_eq(fake_free_va(FB, va2, 2 * PG), CUDA_SUCCESS);
+    env_down();
+}
+END_TEST
+
 START_TEST(small_allocations_spill_with_their_slab)
 {
     env_spill(3, 8);
@@ -400,6 +454,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, spill_off_fails_at_the_limit);
     tcase_add_test(tc, host_limit_bounds_spill_and_loses_nothing);
     tcase_add_test(tc, fill_uses_free_device_pages_only);
+    tcase_add_test(tc, fill_ignores_host_pages_that_cannot_move);
     tcase_add_test(tc, small_allocations_spill_with_their_slab);
     tcase_add_test(tc, program_vmm_pages_spill_and_make_room_for_handles);
     tcase_add_test(tc, foreign_pointers);
