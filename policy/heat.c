@@ -174,10 +174,14 @@ void sw_heat_host_pages(sw_policy *p, CUdeviceptr va, int delta)
     case SW_OWN_EXT:
         count_host(SW_OWN_PTR(o), arg);
         break;
-    case SW_OWN_VMM:
-        atomic_fetch_add_explicit(&((sw_vmap *)SW_OWN_PTR(o))->heat.host_pages, (uint32_t)delta,
-                                  memory_order_relaxed);
+    case SW_OWN_VMM: {
+        sw_vmap *m = SW_OWN_PTR(o);
+        sw_spans *s = atomic_load_explicit(&m->spans, memory_order_acquire);
+        atomic_fetch_add_explicit(&m->heat.host_pages, (uint32_t)delta, memory_order_relaxed);
+        if (s)
+            sw_spans_host(s, va & ~(CUdeviceptr)(p->page - 1), delta > 0);
         break;
+    }
     case SW_OWN_MIXED: {
         sw_device *d = device_of_page(p, va);
         if (d)
@@ -208,7 +212,7 @@ static bool touch_span(sw_policy *p, sw_vmap *m, sw_spans *s, CUdeviceptr ptr, u
     use(sw_spans_touch(p, s, ptr, &end), now);
     if (!atomic_load_explicit(&m->heat.host_pages, memory_order_relaxed))
         return false;
-    return sw_range_on_host(p, ptr, end);
+    return sw_spans_host_in(s, ptr, end);
 }
 
 bool sw_touch(sw_policy *p, CUdeviceptr ptr)

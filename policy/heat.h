@@ -72,6 +72,11 @@ sw_heat *sw_spans_at(sw_spans *s, CUdeviceptr ptr, CUdeviceptr *start, CUdevicep
 /* The newest stamp and the highest rate of the spans over a page. */
 void sw_spans_page(sw_spans *s, CUdeviceptr page, size_t size, uint64_t now, uint64_t *stamp,
                    uint32_t *rate);
+/* The mapping's page at `page` moved to (on) or from the host (device
+ * lock held); whether a page overlapping [lo, hi) lives on the host
+ * (lock-free, racy: a hint). */
+void sw_spans_host(sw_spans *s, CUdeviceptr page, bool on);
+bool sw_spans_host_in(sw_spans *s, CUdeviceptr lo, CUdeviceptr hi);
 /* Frees what spans left behind (sw_policy_destroy). */
 void sw_spans_bury_all(sw_policy *p);
 

@@ -59,6 +59,14 @@ struct sw_spans {
     CUdeviceptr end;           /* the mapping's end */
     sw_span *store;             /* spans in blocks, never moved */
     uint32_t store_used, store_cap;
+    /* Which pages of the mapping live on the host: one bit per page, and
+     * one bit per word of those saying it is not zero, so that a touch
+     * tells whether a buffer has a host page in O(pages / 4096), not one
+     * page-table walk per page (a touch runs at every launch). Written
+     * under the device lock (sw_spans_host), read lock-free: a hint. */
+    CUdeviceptr base;
+    unsigned shift;
+    _Atomic uint64_t *host, *host_sum;
 };
 
 #define BLOCK 256u
@@ -84,15 +92,26 @@ bool sw_spans_wanted(const sw_policy *p, size_t size)
 
 sw_spans *sw_spans_new(sw_policy *p, CUdeviceptr va, size_t size, const sw_heat *h)
 {
+    size_t npages = (size + p->page - 1) >> p->shift, nwords = (npages + 63) / 64;
     sw_spans *s = calloc(1, sizeof *s);
     sw_span **at = calloc(16, sizeof *at);
-    if (!s || !at || pthread_mutex_init(&s->lock, NULL)) {
+    _Atomic uint64_t *host = calloc(nwords, sizeof *host);
+    _Atomic uint64_t *sum = calloc((nwords + 63) / 64, sizeof *sum);
+    if (!s || !at || !host || !sum || pthread_mutex_init(&s->lock, NULL)) {
         free(s);
         free(at);
+        free(host);
+        free(sum);
         return NULL;
     }
     bury(p, s);
     bury(p, at);
+    bury(p, host);
+    bury(p, sum);
+    s->base = va;
+    s->shift = p->shift;
+    s->host = host;
+    s->host_sum = sum;
     s->cap = 16;
     s->end = va + size;
     sw_span *first = span_new(p, s);
@@ -247,3 +266,46 @@ void sw_spans_page(sw_spans *s, CUdeviceptr page, size_t size, uint64_t now, uin
     }
 }
 
+
+void sw_spans_host(sw_spans *s, CUdeviceptr page, bool on)
+{
+    size_t i = (size_t)((page - s->base) >> s->shift), w = i / 64;
+    uint64_t bit = 1ull << (i % 64), sbit = 1ull << (w % 64);
+    if (on) {
+        atomic_fetch_or_explicit(&s->host[w], bit, memory_order_relaxed);
+        atomic_fetch_or_explicit(&s->host_sum[w / 64], sbit, memory_order_relaxed);
+    } else if (!(atomic_fetch_and_explicit(&s->host[w], ~bit, memory_order_relaxed) & ~bit)) {
+        atomic_fetch_and_explicit(&s->host_sum[w / 64], ~sbit, memory_order_relaxed);
+    }
+}
+
+/* Whether a bit of [lo, hi) is set in a, word by word. */
+static bool any_bit(const _Atomic uint64_t *a, size_t lo, size_t hi)
+{
+    while (lo < hi) {
+        size_t w = lo / 64, end = (w + 1) * 64 < hi ? (w + 1) * 64 : hi;
+        uint64_t mask = (end - w * 64 == 64 ? ~0ull : (1ull << (end - w * 64)) - 1) &
+                        ~((1ull << (lo % 64)) - 1);
+        if (atomic_load_explicit(&a[w], memory_order_relaxed) & mask)
+            return true;
+        lo = end;
+    }
+    return false;
+}
+
+bool sw_spans_host_in(sw_spans *s, CUdeviceptr lo, CUdeviceptr hi)
+{
+    if (hi > s->end)
+        hi = s->end;
+    if (lo < s->base || lo >= hi)
+        return false;
+    size_t a = (size_t)((lo - s->base) >> s->shift);
+    size_t b = (size_t)((hi - 1 - s->base) >> s->shift) + 1;
+    /* The words wholly inside [a, b) through the summary, the two partial
+     * ones at the ends bit by bit. */
+    size_t wa = (a + 63) / 64, wb = b / 64;
+    if (wa >= wb)
+        return any_bit(s->host, a, b);
+    return any_bit(s->host, a, wa * 64) || any_bit(s->host, wb * 64, b) ||
+           any_bit(s->host_sum, wa, wb);
+}

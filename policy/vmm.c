@@ -277,9 +277,13 @@ CUresult sw_vmm_map(sw_policy *p, CUdeviceptr va, size_t size, size_t offset,
     } else {
         sw_heat_init(p, &m->heat, va, size); /* host pages counted now they are mapped */
         uint64_t now = atomic_load(&m->heat.touched);
-        for (uint32_t k = 0; k < v->npages; k++)
+        sw_spans *spans = atomic_load(&m->spans);
+        for (uint32_t k = 0; k < v->npages; k++) {
             if (v->pages[k]->loc == SW_LOC_DEVICE && v->pages[k]->nmaps == 1)
                 sw_ring_insert(d, v->pages[k], now);
+            else if (v->pages[k]->loc == SW_LOC_HOST && spans)
+                sw_spans_host(spans, va + ((CUdeviceptr)k << p->shift), true);
+        }
         v->maps++;
         m->prev = NULL;
         m->next = p->vmaps;
