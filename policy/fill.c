@@ -18,8 +18,8 @@
  *     ~48 GB/s on an H100, docs/design.md) instead of moving back and forth;
  *   - the pages a swap may move come from a budget that refills with the
  *     clock, so that a burst of equally hot data cannot churn the device;
- *   - a swap that found no victim leaves a floor: ranges used no more often
- *     than that do not quiesce the device again for a while;
+ *   - a swap that found no victim leaves a floor: ranges used no more than
+ *     an eighth more often do not quiesce the device again for a while;
  *   - free device pages go to data used at least half as often as the
  *     coldest data on the device (what the hand is about to reach), so
  *     that a step's freed buffers do not pull its optimizer state in for
@@ -170,7 +170,18 @@ static bool swap_likely(sw_device *d, const sw_heat *h, uint64_t now)
         return false; /* not judged yet, used too rarely, or out of budget */
     uint64_t at = atomic_load_explicit(&d->swap_floor_at, memory_order_relaxed);
     uint32_t floor = atomic_load_explicit(&d->swap_floor, memory_order_relaxed);
-    return !(now - at < FLOOR_TICKS && rate <= floor);
+    return !(now - at < FLOOR_TICKS && rate < floor);
+}
+
+/* The floor a swap that found no victim for data of this rate leaves: a
+ * margin above its rate, which a rarely used range's rate creeping up by a
+ * little each step does not cross (it did, every step, when the floor was
+ * the rate itself: a device sync per step that moved nothing). */
+#define FLOOR_MARGIN_LOG 3u /* 1/8 */
+static uint32_t floor_after(uint32_t rate)
+{
+    uint64_t f = (uint64_t)rate + (rate >> FLOOR_MARGIN_LOG) + 1;
+    return f > UINT32_MAX ? UINT32_MAX : (uint32_t)f;
 }
 
 /* The range's host pages in place of colder device pages (or, demand
@@ -190,16 +201,14 @@ static size_t swap_in(sw_policy *p, sw_device *d, CUdeviceptr va, size_t n, cons
         want = budget;
         max_rate = (uint32_t)((uint64_t)rate * SWAP_RATIO_NUM / SWAP_RATIO_DEN);
     }
-    CUdeviceptr *vas = malloc((n ? n : 1) * sizeof *vas);
-    size_t k = vas ? host_pages(p, d, va, n, want, vas) : 0;
-    free(vas);
+    size_t k = host_pages(p, d, va, n, want, NULL);
     CUresult e_out = CUDA_SUCCESS, e_in = CUDA_SUCCESS;
     size_t out = k ? sw_spill_coldest(d, k, va, va + ((CUdeviceptr)n << p->shift), max_rate, &e_out)
                    : 0;
     if (out)
         sw_figure_add(&d->c, &d->c.spill_events, 1);
     if (k && !out && !d->cfg.demand_paging) {
-        atomic_store_explicit(&d->swap_floor, rate, memory_order_relaxed);
+        atomic_store_explicit(&d->swap_floor, floor_after(rate), memory_order_relaxed);
         atomic_store_explicit(&d->swap_floor_at, now, memory_order_relaxed);
     }
     size_t in = out ? fill_free(p, d, va, n, out, &e_in) : 0;

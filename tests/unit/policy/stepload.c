@@ -301,6 +301,13 @@ uint64_t stepload_max_device_pages(stepload *s)
     return st.max_dev_pages;
 }
 
+uint64_t stepload_syncs(stepload *s)
+{
+    fake_stats st;
+    fake_get_stats(s->fb, &st);
+    return st.syncs;
+}
+
 bool stepload_free(stepload *s, const char **why)
 {
     bool ok = true;

@@ -54,6 +54,8 @@ size_t stepload_hot_pages(const stepload *s);
 size_t stepload_hot_on_host(stepload *s);
 /* The backend's most device pages at once (must stay within the limit). */
 uint64_t stepload_max_device_pages(stepload *s);
+/* Device syncs the backend has run so far (each quiesce of a move syncs). */
+uint64_t stepload_syncs(stepload *s);
 /* Tears it all down; false with why if the policy or backend complained. */
 bool stepload_free(stepload *s, const char **why);
 #endif
