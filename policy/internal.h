@@ -201,6 +201,12 @@ typedef struct sw_pool {
     size_t host_created;
     CUmemGenericAllocationHandle *host_free;
     size_t host_nfree, host_cap;
+    /* The reserve's page in flight (reserve.c): its slot is counted in
+     * host_created while it is pinned outside the device lock, so a caller
+     * at the host limit waits for it (sw_pool_take) instead of refusing;
+     * it is handed over without the device lock, which that caller holds. */
+    _Atomic bool host_pending;
+    _Atomic CUmemGenericAllocationHandle host_arrived;
     sw_page *page_objs; /* recycled sw_page objects */
 } sw_pool;
 
@@ -226,8 +232,11 @@ CUresult sw_pool_take(sw_device *d, sw_loc loc, CUmemGenericAllocationHandle *h,
 void sw_pool_put(sw_device *d, sw_loc loc, CUmemGenericAllocationHandle h);
 CUresult sw_pool_grow_host(sw_device *d); /* one more free host page */
 /* For a host page made outside the device lock (reserve.c): a slot within
- * the host limit, then its outcome. */
+ * the host limit (host_pending set), then its outcome: handed over (h, not
+ * under the device lock), then settled under it (h to the free stack
+ * unless a caller took it meanwhile). */
 CUresult sw_pool_host_slot(sw_device *d, sw_oom_reason *why);
+void sw_pool_host_hand_over(sw_device *d, CUresult r, CUmemGenericAllocationHandle h);
 void sw_pool_host_settle(sw_device *d, CUresult r);
 CUresult sw_pool_destroy(sw_device *d);
 sw_page *sw_page_new(sw_device *d, CUmemGenericAllocationHandle h, sw_loc loc);

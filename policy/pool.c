@@ -6,6 +6,7 @@
  * make the next allocation pay cuMemCreate again), except the ones memory
  * outside the pool needs (sw_pool_give_back). */
 #include <stdlib.h>
+#include <time.h>
 
 #include "policy/internal.h"
 
@@ -134,11 +135,45 @@ void sw_pool_host_settle(sw_device *d, CUresult r)
         d->pool.host_created--;
 }
 
+void sw_pool_host_hand_over(sw_device *d, CUresult r, CUmemGenericAllocationHandle h)
+{
+    if (r == CUDA_SUCCESS)
+        atomic_store_explicit(&d->pool.host_arrived, h, memory_order_release);
+    atomic_store_explicit(&d->pool.host_pending, false, memory_order_release);
+}
+
+/* At the host limit with the reserve's last page still pinning (its slot
+ * counted, the page not yet in the pool): that page, waited for until the
+ * device's deadline (pinning takes about a millisecond), rather than a
+ * refusal of memory that is on its way. Device lock held: the reserve
+ * hands the page over without it. */
+static bool host_in_flight(sw_device *d, CUmemGenericAllocationHandle *h)
+{
+    uint64_t deadline = 0;
+    for (;;) {
+        bool pending = atomic_load_explicit(&d->pool.host_pending, memory_order_acquire);
+        if ((*h = atomic_exchange_explicit(&d->pool.host_arrived, 0, memory_order_acquire)))
+            return true;
+        if (!pending)
+            return false;
+        if (!deadline)
+            deadline = sw_deadline(d);
+        else if (sw_now_ns() > deadline)
+            return false;
+        struct timespec ts = {0, 20000};
+        nanosleep(&ts, NULL);
+    }
+}
+
 /* A new pinned host page now, on the caller's path (400-800 us on an H100:
  * counted, the reserve exists so that this does not happen). */
 static CUresult create_host(sw_device *d, CUmemGenericAllocationHandle *h, sw_oom_reason *why)
 {
     CUresult r = sw_pool_host_slot(d, why);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY && *why == SW_OOM_HOST_LIMIT && host_in_flight(d, h)) {
+        sw_figure_add(&d->c, &d->c.host_creates_waited, 1);
+        return CUDA_SUCCESS;
+    }
     if (r != CUDA_SUCCESS)
         return r;
     r = d->pol->be.page_create(d->pol->be.ctx, d->id, SW_LOC_HOST, d->page, h);

@@ -20,15 +20,22 @@ static void refill(sw_device *d)
         sw_dev_lock(d);
         bool need = d->pool.host_nfree < d->host_target &&
                     sw_pool_host_slot(d, &why) == CUDA_SUCCESS;
+        if (need)
+            atomic_store_explicit(&d->pool.host_pending, true, memory_order_relaxed);
         sw_dev_unlock(d);
         if (!need)
             return;
-        CUmemGenericAllocationHandle h;
+        CUmemGenericAllocationHandle h = 0;
         CUresult r = be->page_create(be->ctx, d->id, SW_LOC_HOST, d->page, &h);
+        /* A spill at the host limit may be waiting for it, holding the
+         * device lock: handed over first, then settled. */
+        sw_pool_host_hand_over(d, r, h);
         sw_dev_lock(d);
         sw_pool_host_settle(d, r);
-        if (r == CUDA_SUCCESS)
-            sw_pool_put(d, SW_LOC_HOST, h);
+        CUmemGenericAllocationHandle left =
+            atomic_exchange_explicit(&d->pool.host_arrived, 0, memory_order_acquire);
+        if (left)
+            sw_pool_put(d, SW_LOC_HOST, left); /* nobody took it */
         sw_dev_unlock(d);
         if (r != CUDA_SUCCESS)
             return; /* the driver refused: the spill path will see it too */

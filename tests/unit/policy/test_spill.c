@@ -506,6 +506,45 @@ START_TEST(no_reserve_counts_waits)
 }
 END_TEST
 
+/* The reserve's page in flight (a slot of the host limit taken, the page
+ * not yet in the pool: 400-800 us of pinning on an H100) is one a spill
+ * can have: waited for, not refused as past the host limit. */
+static atomic_int pin_started;
+static void slow_pin(void *arg)
+{
+    (void)arg;
+    atomic_store(&pin_started, 1);
+    sleep_ms(100);
+}
+
+START_TEST(spill_waits_for_the_reserves_page_in_flight)
+{
+    sw_device_config cfg = {.limit = 4 * PG, .preallocate = true, .spill = true,
+                            .host_limit = 4 * PG, .host_reserve = 4 * PG};
+    env_up_cfg(&cfg, 4);
+    CUdeviceptr a, b, c;
+    ck_assert_int_eq(sw_reserve_host_pages(P, 0, 3), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_alloc(P, 0, 4 * PG, &a), CUDA_SUCCESS);
+    fill(a, 4 * PG, 41);
+    atomic_store(&pin_started, 0);
+    /* The next page created is the reserve's 4th, the last the host
+     * limit allows: it pins slowly. */
+    fake_on_call(FB, "page_create", 1, slow_pin, NULL);
+    ck_assert_int_eq(sw_alloc(P, 0, PG, &b), CUDA_SUCCESS); /* wakes the reserve */
+    for (int i = 0; i < 1000 && !atomic_load(&pin_started); i++)
+        sleep_ms(1);
+    ck_assert(atomic_load(&pin_started));
+    /* 3 more pages to the host: 2 free, the 4th on its way. */
+    ck_assert_int_eq(sw_alloc(P, 0, 3 * PG, &c), CUDA_SUCCESS);
+    ck_assert(verify(a, 4 * PG, 41));
+    ck_assert_uint_eq(counters().host_bytes, 4 * PG);
+    ck_assert_int_eq(sw_free(P, a), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_free(P, b), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_free(P, c), CUDA_SUCCESS);
+    env_down();
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("policy_spill");
@@ -525,6 +564,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, threads_churn_through_spill);
     tcase_add_test(tc, reserve_is_used_and_refilled);
     tcase_add_test(tc, no_reserve_counts_waits);
+    tcase_add_test(tc, spill_waits_for_the_reserves_page_in_flight);
     suite_add_tcase(s, tc);
     return s;
 }
