@@ -181,6 +181,49 @@ static void random_workload(bool prealloc, double capf)
     down(e);
 }
 
+/* ns per touch of a buffer of n pages inside one mapping of many (JAX's
+ * and TensorFlow's arenas: spans), while another page of the mapping is on
+ * the host: design.md says a touch costs a store or two whatever the
+ * buffer's size, not a page-table walk per page. */
+static void span_touch(void)
+{
+    enum { BIG = 4096, MID = 256, SMALL = 16, NP = BIG + MID + 2 * SMALL };
+    fake_backend *fb = fake_create(PG, NP);
+    fake_no_bytes(fb); /* bookkeeping only */
+    sw_backend be = fake_ops(fb);
+    sw_policy *p;
+    sw_device_config cfg = {.limit = NP * PG, .host_limit = 64 * PG, .spill = true};
+    CUresult r;
+    CUdeviceptr va;
+    CUmemGenericAllocationHandle h;
+    if ((r = sw_policy_create(&be, &p)) || (r = sw_device_init(p, 0, &cfg)) ||
+        (r = fake_reserve(fb, NP * PG, &va)) || (r = sw_vmm_create(p, 0, NP * PG, &h)) ||
+        (r = sw_vmm_map(p, va, NP * PG, 0, h)) || (r = sw_vmm_set_access(p, va, NP * PG, 1)))
+        die("span set-up", r);
+    CUdeviceptr big = va, mid = big + BIG * PG, small = mid + MID * PG, last = small + SMALL * PG;
+    if ((r = sw_set_residency(p, last + 3 * PG, 1, SW_RES_HOST)))
+        die("span residency", r);
+    const CUdeviceptr bufs[] = {small, mid, big};
+    const int pages[] = {SMALL, MID, BIG};
+    double ns[3];
+    for (int i = 0; i < 3; i++) {
+        const long n = 200000;
+        for (long k = 0; k < n / 10; k++) /* warm */
+            (void)sw_touch(p, bufs[i]);
+        double t0 = now();
+        for (long k = 0; k < n; k++)
+            (void)sw_touch(p, bufs[i]);
+        ns[i] = (now() - t0) * 1e9 / (double)n;
+    }
+    printf("touch inside spans (a page of the mapping on the host), ns per touch: %d pages %.1f, "
+           "%d pages %.1f, %d pages %.1f (%.1f x the %d-page one)\n\n",
+           pages[0], ns[0], pages[1], ns[1], pages[2], ns[2], ns[2] / ns[0], pages[0]);
+    if ((r = sw_vmm_unmap(p, va, NP * PG, NULL)) || (r = sw_vmm_release(p, h, NULL)) ||
+        (r = fake_free_va(fb, va, NP * PG)) || (r = sw_policy_destroy(p)))
+        die("span tear-down", r);
+    fake_destroy(fb);
+}
+
 int main(void)
 {
     static const size_t sizes[] = {256, 64 * 1024, MiB, 16 * MiB, 256 * MiB};
@@ -205,6 +248,7 @@ int main(void)
     for (size_t i = 0; i < sizeof nt / sizeof *nt; i++)
         printf("  %d: %.2f", nt[i], threads_mops(nt[i], 1024));
     printf("\n\n");
+    span_touch();
     random_workload(false, 0.75);
     random_workload(false, 0.9);
     random_workload(true, 0.9);

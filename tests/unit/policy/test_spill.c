@@ -194,26 +194,13 @@ END_TEST
 
 /* CPU time of n touches of ptr (this thread's: other processes' load does
  * not count), the least of five tries. */
-static double touch_cost(CUdeviceptr ptr, int n)
-{
-    double best = 1e30;
-    for (int t = 0; t < 5; t++) {
-        struct timespec a, b;
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
-        for (int i = 0; i < n; i++)
-            (void)sw_touch(P, ptr);
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
-        double s = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) * 1e-9;
-        best = s < best ? s : best;
-    }
-    return best;
-}
-
 /* Inside one big mapping (spans), a touch tells whether the buffer's own
- * pages are on the host, and costs the same for a buffer of 4,096 pages as
- * for one of 16 (design.md: touching a 40 GiB tensor costs a store or two,
- * not one per page), while any page of the mapping lives on the host. */
-START_TEST(span_touch_is_not_per_page)
+ * pages are on the host, whichever other page of the mapping lives there.
+ * What it costs (the same for a buffer of 4,096 pages as for one of 16:
+ * design.md, touching a 40 GiB tensor costs a store or two, not one per
+ * page) is policy_bench's "touch inside spans" line: speed lives in
+ * benchmarks, not in timed tests. */
+START_TEST(span_touch_answers_for_the_buffers_own_pages)
 {
     enum { BIG = 4096, SMALL = 16, NP = BIG + 2 * SMALL };
     FB = fake_create(PG, NP);
@@ -243,8 +230,6 @@ START_TEST(span_touch_is_not_per_page)
     ck_assert(!sw_touch(P, small));
     ck_assert_int_eq(sw_set_residency(P, big + 100 * PG, 1, SW_RES_DEVICE), CUDA_SUCCESS);
     ck_assert(!sw_touch(P, big));
-    double cb = touch_cost(big, 2000), cs = touch_cost(small, 2000);
-    ck_assert_msg(cb < 8 * cs, "a touch of %d pages costs %.1f x one of %d", BIG, cb / cs, SMALL);
     ck_assert_int_eq(sw_set_residency(P, last + 3 * PG, 1, SW_RES_DEVICE), CUDA_SUCCESS);
     ck_assert(!sw_touch(P, last));
     ck_assert_int_eq(sw_vmm_unmap(P, va, NP * PG, NULL), CUDA_SUCCESS);
@@ -556,7 +541,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, host_limit_bounds_spill_and_loses_nothing);
     tcase_add_test(tc, fill_uses_free_device_pages_only);
     tcase_add_test(tc, fill_ignores_host_pages_that_cannot_move);
-    tcase_add_test(tc, span_touch_is_not_per_page);
+    tcase_add_test(tc, span_touch_answers_for_the_buffers_own_pages);
     tcase_add_test(tc, small_allocations_spill_with_their_slab);
     tcase_add_test(tc, program_vmm_pages_spill_and_make_room_for_handles);
     tcase_add_test(tc, foreign_pointers);
