@@ -146,6 +146,68 @@ START_TEST(pointer_attributes)
 }
 END_TEST
 
+/* CU_POINTER_ATTRIBUTE_BUFFER_ID: "Every memory allocation from any of the
+ * CUDA memory allocation APIs will have a unique ID over a process
+ * lifetime. Subsequent allocations do not reuse IDs from previous freed
+ * allocations." Registration caches (UCX, libfabric, Open MPI) rely on it
+ * to tell a buffer allocated again at a freed one's address from the one
+ * they registered. Each round frees before allocating again, so the
+ * driver may well give the same address back (the stream-ordered
+ * allocator does on the same stream). */
+#define ID_ROUNDS 8
+
+static unsigned long long id_at(CUdeviceptr p, size_t n)
+{
+    unsigned long long id = 0, inside = 0;
+    CU_OK(cuPointerGetAttribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, p));
+    CUpointer_attribute a = CU_POINTER_ATTRIBUTE_BUFFER_ID;
+    void *data = &inside;
+    CU_OK(cuPointerGetAttributes(1, &a, &data, p + n - 1));
+    ck_assert_uint_ne(id, 0);
+    ck_assert_uint_eq(inside, id); /* one ID for the whole allocation */
+    return id;
+}
+
+static void expect_new(const unsigned long long *ids, int n, unsigned long long id)
+{
+    for (int i = 0; i < n; i++)
+        ck_assert_msg(ids[i] != id, "BUFFER_ID %llu given twice", id);
+}
+
+START_TEST(buffer_ids_are_never_reused)
+{
+    unsigned long long ids[4 * ID_ROUNDS];
+    int n = 0;
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr live;
+    CU_OK(cuMemAlloc(&live, 1000));
+    ids[n++] = id_at(live, 1000);
+    for (int r = 0; r < ID_ROUNDS; r++) {
+        CUdeviceptr p, q;
+        void *h;
+        CU_OK(cuMemAlloc(&p, 1000));
+        unsigned long long id = id_at(p, 1000);
+        expect_new(ids, n, id);
+        ids[n++] = id;
+        CU_OK(cuMemFree(p));
+        CU_OK(cuMemAllocAsync(&q, 3 * MiB, s));
+        id = id_at(q, 3 * MiB);
+        expect_new(ids, n, id);
+        ids[n++] = id;
+        CU_OK(cuMemFreeAsync(q, s));
+        CU_OK(cuMemAllocHost(&h, 4096));
+        id = id_at((CUdeviceptr)h, 4096);
+        expect_new(ids, n, id);
+        ids[n++] = id;
+        CU_OK(cuMemFreeHost(h));
+    }
+    CU_OK(cuStreamSynchronize(s));
+    CU_OK(cuStreamDestroy(s));
+    CU_OK(cuMemFree(live));
+}
+END_TEST
+
 /* What UCX, libfabric and Open MPI set on every device buffer before a NIC
  * reads it, and the context-wide flag that is the VMM way (CUDA 12.1). */
 START_TEST(sync_memops)
@@ -300,6 +362,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, pitch);
     tcase_add_test(tc, address_range);
     tcase_add_test(tc, pointer_attributes);
+    tcase_add_test(tc, buffer_ids_are_never_reused);
     tcase_add_test(tc, sync_memops);
     tcase_add_test(tc, host_memory);
     tcase_add_test(tc, managed_memory);
