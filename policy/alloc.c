@@ -76,7 +76,7 @@ static bool reuse_covered(sw_device *d, uint32_t bucket, size_t size, CUdevicept
     sw_freed f;
     if (!sw_freeq_take_covered(d, bucket, &f))
         return false;
-    sw_revive(d, &f, size);
+    sw_revive(d, &f, size, true);
     *out = f.ptr;
     return true;
 }
@@ -220,7 +220,7 @@ static CUresult alloc_common(sw_policy *p, int dev, size_t size, bool async, CUs
     sw_freed f;
     CUresult r = CUDA_SUCCESS;
     if (async && sw_freeq_take_stream(d, stream, bucket, &f)) {
-        sw_revive(d, &f, size);
+        sw_revive(d, &f, size, true);
         ptr = f.ptr;
     } else if ((r = alloc_new(d, cls, bucket, size, &ptr)) != CUDA_SUCCESS) {
         return r;
@@ -258,7 +258,7 @@ static CUresult free_common(sw_policy *p, CUdeviceptr dptr, bool async, CUstream
     if (r != CUDA_SUCCESS)
         return r;
     if ((r = sw_freeq_push(d, &f, async, stream)) != CUDA_SUCCESS) {
-        sw_revive(d, &f, f.bytes); /* the program still owns it */
+        sw_revive(d, &f, f.bytes, false); /* the program still owns it, its ID too */
         return r;
     }
     sw_count_sub(&d->c.in_use, f.bytes);

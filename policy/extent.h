@@ -51,6 +51,8 @@ struct sw_ext {
      * swap of both, which fails if the record became another block since. */
     _Atomic uint64_t state;
     size_t req;                   /* blocks: bytes the program asked for */
+    uint64_t id;                  /* blocks: the allocation's ID (sw_ids), new when
+                                   * it is handed out, written before it is live */
     sw_device *dev;
     _Atomic(struct sw_slab *) slab; /* kind SLAB; set (release) once the slab is filled in */
     sw_heat heat;

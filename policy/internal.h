@@ -3,7 +3,7 @@
  * declarations by the file that defines them, lowest layer first. A file
  * calls only files above it in this list (never the other way round):
  *
- *   device.c     per-device counters, sw_dev             (calls nothing)
+ *   device.c     per-device counters, sw_dev, sw_new_id  (calls nothing)
  *   gate.c       the work gates (one per device; gate.h)
  *   pagetable.c  VA page -> owner, users, logical page
  *   rate.c       rates of use of a heat record (heat.h)
@@ -125,6 +125,19 @@ static inline void sw_figure_set(sw_dev_counters *c, _Atomic uint64_t *v, uint64
 void sw_count_add(_Atomic uint64_t *v, uint64_t n, _Atomic uint64_t *peak);
 void sw_count_sub(_Atomic uint64_t *v, uint64_t n);
 sw_device *sw_dev(sw_policy *p, int dev); /* NULL unless ready */
+/* A new ID for an allocation, a program mapping or a program handle
+ * (sw_ids): unique in the process and never given again (never 0),
+ * whichever policy or thread asks. From the calling thread's batch,
+ * refilled from the process's counter when used up; inline (on the
+ * allocation's hot path). */
+extern _Thread_local uint64_t sw_id_next, sw_id_end;
+uint64_t sw_new_id_batch(void);
+static inline uint64_t sw_new_id(void)
+{
+    if (__builtin_expect(sw_id_next == sw_id_end, 0))
+        return sw_new_id_batch();
+    return SW_ID_BIT | sw_id_next++;
+}
 /* The device lock (sw_device.lock), the one all threads of a device share.
  * Taken through a function of its own, never inlined, so that a profile
  * counts its acquisitions exactly (make bench-threads). */

@@ -287,13 +287,15 @@ bool sw_owns(const sw_policy *p, CUdeviceptr ptr)
     return e && SW_OWN_TAG(atomic_load_explicit(&e->owner, memory_order_acquire)) == SW_OWN_VMM;
 }
 
-CUresult sw_lookup(sw_policy *p, CUdeviceptr ptr, CUdeviceptr *base, size_t *size, int *dev)
+CUresult sw_lookup(sw_policy *p, CUdeviceptr ptr, CUdeviceptr *base, size_t *size, int *dev,
+                   sw_ids *ids)
 {
     if (!p || !base || !size || !dev)
         return CUDA_ERROR_INVALID_VALUE;
     if (!p->page)
         return CUDA_ERROR_NOT_FOUND;
-    return sw_lookup_owner(p, ptr, base, size, dev);
+    sw_ids unused;
+    return sw_lookup_owner(p, ptr, base, size, dev, ids ? ids : &unused);
 }
 
 /* ---- peers --------------------------------------------------------------- */

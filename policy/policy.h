@@ -149,11 +149,29 @@ void sw_stream_destroyed(sw_policy *p, int dev, CUstream stream);
  * True when ptr lies in a spillway arena or a page spillway mapped for the
  * program: then the call is spillway's to answer. Lock-free. */
 bool sw_owns(const sw_policy *p, CUdeviceptr ptr);
+/* The IDs of what a pointer lies in, as CU_POINTER_ATTRIBUTE_BUFFER_ID and
+ * MEMORY_BLOCK_ID answer them: unique in the process and never given again
+ * ("subsequent allocations do not reuse IDs from previous freed
+ * allocations"), so that a registration cache (UCX, libfabric, Open MPI,
+ * IPC caches) tells an allocation at a freed one's address from the freed
+ * one. A cuMemAlloc-class allocation gets a new one each time it is handed
+ * out (a reused block or slot too), buffer == block (the program's
+ * allocation is its physical allocation as far as it can tell). The top
+ * bit is set: never equal to the driver's own IDs of memory spillway
+ * passes through (it counts from 1). A program VMM mapping answers with
+ * its address. */
+#define SW_ID_BIT ((uint64_t)1 << 63)
+typedef struct sw_ids {
+    uint64_t buffer, block;
+} sw_ids;
+
 /* The program's allocation containing ptr: its base, its size as requested
- * (a program VMM mapping: the mapped range), and the device. Memory that
- * lives on the host for now is still device memory for the program.
- * CUDA_ERROR_NOT_FOUND when ptr is not inside a live allocation. */
-CUresult sw_lookup(sw_policy *p, CUdeviceptr ptr, CUdeviceptr *base, size_t *size, int *dev);
+ * (a program VMM mapping: the mapped range), the device and (ids may be
+ * NULL) its IDs. Memory that lives on the host for now is still device
+ * memory for the program. CUDA_ERROR_NOT_FOUND when ptr is not inside a
+ * live allocation. */
+CUresult sw_lookup(sw_policy *p, CUdeviceptr ptr, CUdeviceptr *base, size_t *size, int *dev,
+                   sw_ids *ids);
 
 /* Work running on device runs_on names memory of device dev (a copy on
  * another device's stream, without peer access): dev's moves wait for

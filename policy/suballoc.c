@@ -125,12 +125,14 @@ static sw_slab *slab_get(sw_device *d, int cls)
     if (s) {
         c->spare = s->next;
     } else {
-        s = malloc(sizeof *s + 2 * words * sizeof(uint64_t) + c->nslots * sizeof(uint32_t));
+        s = malloc(sizeof *s + (2 * words + c->nslots) * sizeof(uint64_t) +
+                   c->nslots * sizeof(uint32_t));
         if (!s)
             return NULL;
         s->live = (uint64_t *)(s + 1);
         s->used = s->live + words;
-        s->req = (uint32_t *)(s->used + words);
+        s->ids = s->used + words;
+        s->req = (uint32_t *)(s->ids + c->nslots);
         s->cls = (uint32_t)cls;
         s->dev = d;
     }
@@ -189,6 +191,7 @@ static CUdeviceptr take_slot(sw_class *c, size_t size)
     s->used[slot / 64] |= 1ull << (slot % 64);
     s->live[slot / 64] |= 1ull << (slot % 64);
     s->req[slot] = (uint32_t)size;
+    s->ids[slot] = sw_new_id();
     if (++s->nused == s->nslots)
         partial_remove(c, s);
     return s->base + (CUdeviceptr)slot * c->size;
@@ -313,6 +316,7 @@ static void slab_retire(sw_device *d, sw_class *c, sw_slab *s)
 CUdeviceptr sw_block_install(sw_ext *e, size_t size)
 {
     e->req = size;
+    e->id = sw_new_id();
     sw_ext_set_state(e, SW_LIVE);
     return sw_ext_base(e);
 }
@@ -435,10 +439,12 @@ void sw_release_all(sw_device *d, const sw_freed *f, size_t n)
             release_slot(d, &f[i]);
 }
 
-void sw_revive(sw_device *d, const sw_freed *f, size_t size)
+void sw_revive(sw_device *d, const sw_freed *f, size_t size, bool fresh)
 {
     if (f->block) {
         f->block->req = size;
+        if (fresh)
+            f->block->id = sw_new_id();
         sw_ext_set_state(f->block, SW_LIVE);
         return;
     }
@@ -449,13 +455,15 @@ void sw_revive(sw_device *d, const sw_freed *f, size_t size)
     uint32_t slot = (uint32_t)((f->ptr - s->base) / c->size);
     s->live[slot / 64] |= 1ull << (slot % 64);
     s->req[slot] = (uint32_t)size;
+    if (fresh)
+        s->ids[slot] = sw_new_id();
     pthread_mutex_unlock(&c->lock);
 }
 
 /* ---- lookup ------------------------------------------------------------- */
 
 static CUresult lookup_slab(sw_policy *p, CUdeviceptr ptr, CUdeviceptr *base, size_t *size,
-                            int *dev)
+                            int *dev, sw_ids *ids)
 {
     sw_class *c;
     sw_slab *s = slab_lock(p, ptr, &c);
@@ -467,6 +475,7 @@ static CUresult lookup_slab(sw_policy *p, CUdeviceptr ptr, CUdeviceptr *base, si
         *base = s->base + (CUdeviceptr)slot * c->size;
         *size = s->req[slot];
         *dev = s->dev->id;
+        ids->buffer = ids->block = s->ids[slot];
         r = CUDA_SUCCESS;
     }
     pthread_mutex_unlock(&c->lock);
@@ -474,7 +483,7 @@ static CUresult lookup_slab(sw_policy *p, CUdeviceptr ptr, CUdeviceptr *base, si
 }
 
 CUresult sw_lookup_owner(sw_policy *p, CUdeviceptr ptr, CUdeviceptr *base, size_t *size,
-                         int *dev)
+                         int *dev, sw_ids *ids)
 {
     sw_pte *pte = sw_pt_get(&p->pt, ptr);
     if (!pte)
@@ -488,6 +497,7 @@ CUresult sw_lookup_owner(sw_policy *p, CUdeviceptr ptr, CUdeviceptr *base, size_
             *base = m->va;
             *size = m->size;
             *dev = m->h->dev->id;
+            ids->buffer = ids->block = m->va;
             r = CUDA_SUCCESS;
         }
         pthread_mutex_unlock(&p->handles_lock);
@@ -508,10 +518,11 @@ CUresult sw_lookup_owner(sw_policy *p, CUdeviceptr ptr, CUdeviceptr *base, size_
         *base = sw_ext_base(e);
         *size = e->req;
         *dev = d->id;
+        ids->buffer = ids->block = e->id;
         r = CUDA_SUCCESS;
     }
     sw_dev_unlock(d);
-    return kind == SW_EXT_SLAB ? lookup_slab(p, ptr, base, size, dev) : r;
+    return kind == SW_EXT_SLAB ? lookup_slab(p, ptr, base, size, dev, ids) : r;
 }
 
 bool sw_owner_range(sw_policy *p, sw_device *d, CUdeviceptr ptr, CUdeviceptr *va, size_t *n,

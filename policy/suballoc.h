@@ -24,6 +24,7 @@ typedef struct sw_slab {
     bool on_partial;
     uint64_t *live;   /* slot held by the program */
     uint64_t *used;   /* slot not reusable (live or pending) */
+    uint64_t *ids;    /* the allocation's ID per slot (sw_ids), new when handed out */
     uint32_t *req;    /* requested size per slot */
 } sw_slab;
 
@@ -64,11 +65,13 @@ CUresult sw_mark_freed(sw_policy *p, CUdeviceptr ptr, sw_device **dev, sw_freed 
  * hundreds; one lock hand-off each would make a second allocating thread
  * wait hundreds of times). */
 void sw_release_all(sw_device *d, const sw_freed *f, size_t n);
-/* Gives a freed, still-reserved allocation to a new owner of `size` bytes. */
-void sw_revive(sw_device *d, const sw_freed *f, size_t size);
+/* Makes a freed, still-reserved allocation live again for `size` bytes:
+ * fresh, for a new owner (a new ID), else back to the program that freed
+ * it (a free that failed: it keeps its ID). */
+void sw_revive(sw_device *d, const sw_freed *f, size_t size, bool fresh);
 uint32_t sw_bucket_of(const sw_device *d, size_t size);
 CUresult sw_lookup_owner(sw_policy *p, CUdeviceptr ptr, CUdeviceptr *base, size_t *size,
-                         int *dev);
+                         int *dev, sw_ids *ids);
 /* The live owner at ptr: its range in pages [*va, *va + *n pages) and its
  * heat; device lock held. False when ptr is in no live allocation. */
 bool sw_owner_range(sw_policy *p, sw_device *d, CUdeviceptr ptr, CUdeviceptr *va, size_t *n,

@@ -3,8 +3,8 @@
  * with the program's allocation, as the driver would for a cuMemAlloc
  * pointer: device memory (also while a page lives on the host), the
  * device's ordinal and primary context. Attributes it does not know are
- * asked of the driver. BUFFER_ID is the allocation's base address (unique
- * among live allocations, but reused with the address);
+ * asked of the driver. BUFFER_ID and MEMORY_BLOCK_ID are policy/'s IDs of
+ * the allocation (sw_ids: never reused, as the driver's);
  * IS_LEGACY_CUDA_IPC_CAPABLE is 0 (pool memory cannot be exported). */
 #include "shim/arenas.h"
 #include "shim/backend.h"
@@ -17,12 +17,13 @@ struct pool_ptr {
     CUdeviceptr base;
     size_t size;
     int dev;
+    sw_ids ids;
 };
 
 static struct pool_ptr look_up(sw_policy *p, CUdeviceptr ptr)
 {
     struct pool_ptr pp = {0};
-    pp.found = sw_lookup(p, ptr, &pp.base, &pp.size, &pp.dev) == CUDA_SUCCESS;
+    pp.found = sw_lookup(p, ptr, &pp.base, &pp.size, &pp.dev, &pp.ids) == CUDA_SUCCESS;
     return pp;
 }
 
@@ -121,7 +122,7 @@ static CUresult answer(CUpointer_attribute a, void *data, const struct pool_ptr 
         *(unsigned *)data = k;
         return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_BUFFER_ID:
-        *(unsigned long long *)data = k ? (unsigned long long)pp->base : 0;
+        *(unsigned long long *)data = k ? pp->ids.buffer : 0;
         return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
         *(unsigned *)data = k ? CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE : 0;
@@ -141,7 +142,7 @@ static CUresult answer(CUpointer_attribute a, void *data, const struct pool_ptr 
         *(size_t *)data = k ? pp->size : 0;
         return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID:
-        *(unsigned long long *)data = k ? (unsigned long long)pp->base : 0;
+        *(unsigned long long *)data = k ? pp->ids.block : 0;
         return CUDA_SUCCESS;
     /* A program's VMM mapping on pool pages (outside the arenas) has none,
      * as the driver answers. */

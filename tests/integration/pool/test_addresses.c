@@ -4,7 +4,9 @@
  * blocks, live and freed. */
 #include "tests/integration/pool/common.h"
 
+#include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -169,6 +171,106 @@ START_TEST(sync_memops_of_an_allocation)
 }
 END_TEST
 
+/* CU_POINTER_ATTRIBUTE_BUFFER_ID: "Every memory allocation from any of the
+ * CUDA memory allocation APIs will have a unique ID over a process
+ * lifetime. Subsequent allocations do not reuse IDs from previous freed
+ * allocations." Registration caches (UCX, libfabric, Open MPI, NCCL's and
+ * PyTorch's IPC caches) key on it to tell a buffer freed and allocated
+ * again at the same address from the one they registered. spillway gives
+ * an address back at once (same-stream async reuse) or after a sync:
+ * under it, each case below does get p's range again. */
+static unsigned long long buffer_id(CUdeviceptr p)
+{
+    unsigned long long id = 0;
+    CU_OK(cuPointerGetAttribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, p));
+    return id;
+}
+
+static unsigned long long block_id(CUdeviceptr p)
+{
+    unsigned long long id = 0;
+    CU_OK(cuPointerGetAttribute(&id, CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID, p));
+    return id;
+}
+
+enum how { SYNC, ASYNC, PITCH, FROM_POOL };
+
+static CUdeviceptr alloc_how(enum how h, size_t n, CUstream s, CUmemoryPool pool)
+{
+    CUdeviceptr p = 0;
+    size_t pitch = 0;
+    switch (h) {
+    case SYNC: CU_OK(cuMemAlloc(&p, n)); break;
+    case ASYNC: CU_OK(cuMemAllocAsync(&p, n, s)); break;
+    case PITCH: CU_OK(cuMemAllocPitch(&p, &pitch, n / 4, 4, 4)); break;
+    case FROM_POOL: CU_OK(cuMemAllocFromPoolAsync(&p, n, pool, s)); break;
+    }
+    return p;
+}
+
+/* The IDs of p (n bytes) at its base and at its last byte: one ID. */
+static unsigned long long id_of(CUdeviceptr p, size_t n, const char *what)
+{
+    unsigned long long id = buffer_id(p);
+    ck_assert_msg(id != 0, "%s: no BUFFER_ID", what);
+    ck_assert_msg(buffer_id(p + n - 1) == id, "%s: interior pointer has another BUFFER_ID", what);
+    if (pooled())
+        ck_assert_msg(block_id(p + n / 2) == block_id(p), "%s: MEMORY_BLOCK_ID", what);
+    return id;
+}
+
+START_TEST(buffer_ids_are_never_reused)
+{
+    use_device(0);
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUmemoryPool pool;
+    CU_OK(cuDeviceGetDefaultMemPool(&pool, 0));
+    static const size_t sizes[] = {1000, 3 * MiB + 4};
+    static const char *const names[] = {"cuMemAlloc", "cuMemAllocAsync", "cuMemAllocPitch",
+                                        "cuMemAllocFromPoolAsync"};
+    for (int h = SYNC; h <= FROM_POOL; h++) {
+        for (int k = 0; k < 2; k++) {
+            size_t n = sizes[k];
+            char what[96];
+            snprintf(what, sizeof what, "%s of %zu bytes", names[h], n);
+            bool async = h == ASYNC || h == FROM_POOL;
+            CUdeviceptr p = alloc_how(h, n, s, pool), q = alloc_how(h, n, s, pool);
+            unsigned long long idp = id_of(p, n, what), idq = id_of(q, n, what);
+            ck_assert_msg(idp != idq, "%s: two live allocations share BUFFER_ID %llu", what, idp);
+            unsigned long long blockp = pooled() ? block_id(p) : 0;
+            if (pooled())
+                ck_assert_msg(block_id(q) != blockp, "%s: two live allocations share a block ID", what);
+            if (async) {
+                CU_OK(cuMemFreeAsync(p, s)); /* taken back at once on s */
+            } else {
+                CU_OK(cuMemFree(p));
+                CU_OK(cuCtxSynchronize());
+            }
+            CUdeviceptr again = alloc_how(h, n, s, pool);
+            /* At p, or (a block placed on a page boundary once the slab
+             * before it went back) over it: a cache keyed by address finds
+             * p's entry either way. */
+            if (pooled())
+                ck_assert_msg(again < p + n && p < again + n, "%s: p's range was not reused", what);
+            unsigned long long ida = id_of(again, n, what);
+            ck_assert_msg(ida != idp && ida != idq, "%s: BUFFER_ID %llu reused", what, ida);
+            if (pooled())
+                ck_assert_msg(block_id(again) != blockp, "%s: MEMORY_BLOCK_ID reused", what);
+            if (async) {
+                CU_OK(cuMemFreeAsync(again, s));
+                CU_OK(cuMemFreeAsync(q, s));
+            } else {
+                CU_OK(cuMemFree(again));
+                CU_OK(cuMemFree(q));
+            }
+        }
+    }
+    CU_OK(cuStreamSynchronize(s));
+    CU_OK(cuStreamDestroy(s));
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("pool_addresses");
@@ -177,6 +279,7 @@ Suite *test_suite(void)
     tcase_add_test(both, jax_like_arena);
     tcase_add_test(both, address_range_and_attributes);
     tcase_add_test(both, sync_memops_of_an_allocation);
+    tcase_add_test(both, buffer_ids_are_never_reused);
     suite_add_tcase(s, both);
     return s;
 }

@@ -253,7 +253,7 @@ START_TEST(randomized_sequences_keep_every_byte)
         CUdeviceptr base;
         size_t bs;
         int dev;
-        if (sw_lookup(P, p + sz - 1, &base, &bs, &dev) != CUDA_SUCCESS || base != p || bs != sz)
+        if (sw_lookup(P, p + sz - 1, &base, &bs, &dev, NULL) != CUDA_SUCCESS || base != p || bs != sz)
             ck_abort_msg("lookup of a new block's last byte");
         ptr[k] = p;
         size[k] = sz;

@@ -135,7 +135,7 @@ static void check_covered_reuse(size_t size, size_t again_size)
     CUdeviceptr base;
     size_t got;
     int dev;
-    ck_assert_int_eq(sw_lookup(P, c + 10, &base, &got, &dev), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_lookup(P, c + 10, &base, &got, &dev, NULL), CUDA_SUCCESS);
     ck_assert_uint_eq(base, c);
     ck_assert_uint_eq(got, again_size);
     ck_assert_int_eq(sw_free(P, c), CUDA_SUCCESS);
@@ -230,7 +230,7 @@ START_TEST(async_free_reused_at_once_on_its_stream)
     CUdeviceptr base;
     size_t size;
     int dev;
-    ck_assert_int_eq(sw_lookup(P, b, &base, &size, &dev), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_lookup(P, b, &base, &size, &dev, NULL), CUDA_SUCCESS);
     ck_assert_uint_eq(size, 3 * PG - 5);
     /* Small blocks too. */
     CUdeviceptr s, t;
@@ -348,19 +348,28 @@ START_TEST(bad_pointers_and_double_frees_are_refused)
 }
 END_TEST
 
+/* The program still owns it: its size, and its BUFFER_ID (a registration
+ * cache must not take it for another allocation). */
 START_TEST(event_failure_keeps_the_block_live)
 {
     env_up(8, false, 0);
-    CUdeviceptr a;
-    ck_assert_int_eq(sw_alloc(P, 0, 5000, &a), CUDA_SUCCESS);
-    fake_fail_next(FB, "event_record", CUDA_ERROR_INVALID_HANDLE);
-    ck_assert_int_eq(sw_free_async(P, a, S1), CUDA_ERROR_INVALID_HANDLE);
-    CUdeviceptr base;
-    size_t size;
-    int dev;
-    ck_assert_int_eq(sw_lookup(P, a, &base, &size, &dev), CUDA_SUCCESS);
-    ck_assert_uint_eq(counters().in_use_bytes, 5000);
-    ck_assert_int_eq(sw_free_async(P, a, S1), CUDA_SUCCESS);
+    static const size_t sizes[] = {5000, 3 * PG + 1};
+    for (int i = 0; i < 2; i++) {
+        CUdeviceptr a;
+        ck_assert_int_eq(sw_alloc(P, 0, sizes[i], &a), CUDA_SUCCESS);
+        CUdeviceptr base;
+        size_t size;
+        int dev;
+        sw_ids before, after;
+        ck_assert_int_eq(sw_lookup(P, a, &base, &size, &dev, &before), CUDA_SUCCESS);
+        fake_fail_next(FB, "event_record", CUDA_ERROR_INVALID_HANDLE);
+        ck_assert_int_eq(sw_free_async(P, a, S1), CUDA_ERROR_INVALID_HANDLE);
+        ck_assert_int_eq(sw_lookup(P, a, &base, &size, &dev, &after), CUDA_SUCCESS);
+        ck_assert_uint_eq(size, sizes[i]);
+        ck_assert(after.buffer == before.buffer && after.block == before.block);
+        ck_assert_uint_eq(counters().in_use_bytes, sizes[i]);
+        ck_assert_int_eq(sw_free_async(P, a, S1), CUDA_SUCCESS);
+    }
     env_down();
 }
 END_TEST

@@ -25,7 +25,7 @@ START_TEST(arena_page_to_host_and_back_keeps_bytes_and_address)
     CUdeviceptr base;
     size_t size;
     int dev;
-    ck_assert_int_eq(sw_lookup(P, a + PG, &base, &size, &dev), CUDA_SUCCESS); /* still device memory */
+    ck_assert_int_eq(sw_lookup(P, a + PG, &base, &size, &dev, NULL), CUDA_SUCCESS); /* still device memory */
     ck_assert_uint_eq(base, a);
     /* Writes go to the host page, and come back with it. */
     fill(a + PG, PG, 43);

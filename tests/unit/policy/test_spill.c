@@ -46,7 +46,7 @@ START_TEST(full_pool_spills_coldest_and_keeps_bytes)
     CUdeviceptr base;
     size_t size;
     int dev;
-    ck_assert_int_eq(sw_lookup(P, a + 5 * PG, &base, &size, &dev), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_lookup(P, a + 5 * PG, &base, &size, &dev, NULL), CUDA_SUCCESS);
     ck_assert_uint_eq(base, a);
     ck_assert_uint_eq(size, 6 * PG);
     ck_assert_int_eq(sw_free(P, a), CUDA_SUCCESS);

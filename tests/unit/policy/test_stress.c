@@ -36,7 +36,7 @@ static void *work(void *arg)
             size_t bs;
             int dev;
             CUdeviceptr probe = ptr[k] + rnd(&seed) % size[k];
-            if (sw_lookup(P, probe, &base, &bs, &dev) != CUDA_SUCCESS || base != ptr[k] ||
+            if (sw_lookup(P, probe, &base, &bs, &dev, NULL) != CUDA_SUCCESS || base != ptr[k] ||
                 bs != size[k]) {
                 w->error = "lookup of a live block";
                 break;
@@ -115,7 +115,7 @@ static void *vmm_work(void *arg)
         CUdeviceptr base;
         size_t bs;
         int dev;
-        if (!verify(va, n * PG, tag) || sw_lookup(P, va + PG / 2, &base, &bs, &dev) ||
+        if (!verify(va, n * PG, tag) || sw_lookup(P, va + PG / 2, &base, &bs, &dev, NULL) ||
             base != va || bs != n * PG)
             w->error = "vmm bytes or lookup";
         if (sw_vmm_unmap(P, va, n * PG, NULL) != CUDA_SUCCESS || sw_vmm_release(P, h, NULL) != CUDA_SUCCESS)

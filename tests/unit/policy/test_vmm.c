@@ -25,7 +25,7 @@ START_TEST(jax_like_arena_behaves_as_without_spillway)
     fill(va + 4 * PG, 12 * PG, 77);
     ck_assert(verify(va + 4 * PG, 12 * PG, 77));
     CUdeviceptr base;
-    ck_assert_int_eq(sw_lookup(P, va + 9 * PG + 123, &base, &size, &dev), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_lookup(P, va + 9 * PG + 123, &base, &size, &dev, NULL), CUDA_SUCCESS);
     ck_assert_uint_eq(base, va + 4 * PG);
     ck_assert_uint_eq(size, 12 * PG);
     ck_assert_uint_eq(counters().in_use_bytes, 12 * PG);
@@ -36,7 +36,7 @@ START_TEST(jax_like_arena_behaves_as_without_spillway)
     ck_assert_int_eq(sw_free(P, p), CUDA_SUCCESS);
     ck_assert_int_eq(sw_vmm_unmap(P, va + 4 * PG, 12 * PG, NULL), CUDA_SUCCESS);
     ck_assert(!sw_owns(P, va + 4 * PG));
-    ck_assert_int_eq(sw_lookup(P, va + 5 * PG, &base, &size, &dev), CUDA_ERROR_NOT_FOUND);
+    ck_assert_int_eq(sw_lookup(P, va + 5 * PG, &base, &size, &dev, NULL), CUDA_ERROR_NOT_FOUND);
     ck_assert_int_eq(sw_vmm_release(P, h, NULL), CUDA_SUCCESS);
     ck_assert(!sw_vmm_is_handle(P, h));
     ck_assert_uint_eq(counters().in_use_bytes, 0);
