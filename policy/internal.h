@@ -385,6 +385,7 @@ typedef struct sw_vmm {
     uint32_t maps;    /* live mappings */
     sw_page **pages;
     uint64_t user;    /* the shim's word: what the program asked for */
+    uint64_t block_id; /* MEMORY_BLOCK_ID of its mappings (sw_ids) */
     /* Made the driver's (promote.c): its memory is this driver handle, it
      * has no pages and no mappings of spillway's any more. */
     bool promoted;
@@ -397,6 +398,7 @@ typedef struct sw_vmap {
     size_t size;
     sw_vmm *h;        /* NULL once unmapped (the record is recycled) */
     uint64_t access;  /* devices the program granted access (cuMemSetAccess) */
+    uint64_t id;      /* BUFFER_ID (sw_ids), new at each cuMemMap */
     sw_heat heat;
     /* Per-buffer heat of a large mapping (spans.c; NULL: one heat for it
      * all). Set before the mapping is published, kept when its record is

@@ -156,10 +156,11 @@ bool sw_owns(const sw_policy *p, CUdeviceptr ptr);
  * IPC caches) tells an allocation at a freed one's address from the freed
  * one. A cuMemAlloc-class allocation gets a new one each time it is handed
  * out (a reused block or slot too), buffer == block (the program's
- * allocation is its physical allocation as far as it can tell). The top
- * bit is set: never equal to the driver's own IDs of memory spillway
- * passes through (it counts from 1). A program VMM mapping answers with
- * its address. */
+ * allocation is its physical allocation as far as it can tell); a program
+ * VMM mapping gets one per cuMemMap (buffer) and its handle one per
+ * cuMemCreate (block: the physical allocation). The top bit is set: never
+ * equal to the driver's own IDs of memory spillway passes through (it
+ * counts from 1). */
 #define SW_ID_BIT ((uint64_t)1 << 63)
 typedef struct sw_ids {
     uint64_t buffer, block;

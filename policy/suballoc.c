@@ -497,7 +497,8 @@ CUresult sw_lookup_owner(sw_policy *p, CUdeviceptr ptr, CUdeviceptr *base, size_
             *base = m->va;
             *size = m->size;
             *dev = m->h->dev->id;
-            ids->buffer = ids->block = m->va;
+            ids->buffer = m->id;
+            ids->block = m->h->block_id;
             r = CUDA_SUCCESS;
         }
         pthread_mutex_unlock(&p->handles_lock);

@@ -126,6 +126,7 @@ CUresult sw_vmm_create(sw_policy *p, int dev, size_t size, CUmemGenericAllocatio
     v->size = size;
     v->npages = (uint32_t)n;
     v->refs = 1;
+    v->block_id = sw_new_id();
     pthread_mutex_lock(&p->handles_lock);
     sw_dev_lock(d);
     for (size_t i = 0; i < n; i++)
@@ -256,6 +257,7 @@ CUresult sw_vmm_map(sw_policy *p, CUdeviceptr va, size_t size, size_t offset,
     m->va = va;
     m->size = size;
     m->h = v;
+    m->id = sw_new_id();
     m->access = 0;
     sw_heat_init(p, &m->heat, va, size);
     atomic_store(&m->spans, sw_spans_wanted(p, size) ? sw_spans_new(p, va, size, &m->heat) : NULL);

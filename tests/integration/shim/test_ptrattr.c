@@ -106,6 +106,20 @@ START_TEST(program_mappings_answer_with_themselves)
                          .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
     CU_OK(cuMemSetAccess(va + 4 * MiB, 6 * MiB, &a, 1));
     expect_mapping(va + 4 * MiB, 6 * MiB, "a mapping of a pooled handle");
+    /* Another handle mapped where the first was: another physical
+     * allocation (MEMORY_BLOCK_ID) and another buffer (BUFFER_ID), which a
+     * registration cache keyed on them must not take for the first. */
+    unsigned long long block = one_by_one(va + 4 * MiB).block, buffer = 0, again = 0;
+    CU_OK(cuPointerGetAttribute(&buffer, CU_POINTER_ATTRIBUTE_BUFFER_ID, va + 4 * MiB));
+    CU_OK(cuMemUnmap(va + 4 * MiB, 6 * MiB));
+    CU_OK(cuMemRelease(h));
+    CU_OK(cuMemCreate(&h, 6 * MiB, &prop, 0));
+    CU_OK(cuMemMap(va + 4 * MiB, 6 * MiB, 0, h, 0));
+    CU_OK(cuMemSetAccess(va + 4 * MiB, 6 * MiB, &a, 1));
+    expect_mapping(va + 4 * MiB, 6 * MiB, "a second handle at the same address");
+    ck_assert_uint_ne(one_by_one(va + 4 * MiB).block, block);
+    CU_OK(cuPointerGetAttribute(&again, CU_POINTER_ATTRIBUTE_BUFFER_ID, va + 5 * MiB));
+    ck_assert_uint_ne(again, buffer);
     CU_OK(cuMemUnmap(va + 4 * MiB, 6 * MiB));
     CU_OK(cuMemRelease(h));
     CU_OK(cuMemAddressFree(va, 16 * MiB));

@@ -279,6 +279,57 @@ START_TEST(a_promoted_handle_is_not_released_as_a_pool_handle)
 }
 END_TEST
 
+/* A program mapping's BUFFER_ID is new at each cuMemMap, its
+ * MEMORY_BLOCK_ID is its handle's (the physical allocation): the same
+ * through every mapping of one handle, new for each handle, never the
+ * address (which the program maps again and again in a reserved range). */
+static sw_ids vmm_ids(CUdeviceptr ptr)
+{
+    CUdeviceptr b;
+    size_t s;
+    int dev;
+    sw_ids ids;
+    ck_assert_int_eq(sw_lookup(P, ptr, &b, &s, &dev, &ids), CUDA_SUCCESS);
+    ck_assert(ids.buffer & SW_ID_BIT && ids.block & SW_ID_BIT);
+    return ids;
+}
+
+START_TEST(mappings_and_handles_have_ids_of_their_own)
+{
+    env_up(16, false, 0);
+    CUdeviceptr va;
+    ck_assert_int_eq(fake_reserve(FB, 16 * PG, &va), CUDA_SUCCESS);
+    CUmemGenericAllocationHandle h, h2;
+    ck_assert_int_eq(sw_vmm_create(P, 0, 2 * PG, &h), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_map(P, va, 2 * PG, 0, h), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_map(P, va + 4 * PG, 2 * PG, 0, h), CUDA_SUCCESS);
+    sw_ids one = vmm_ids(va), inside = vmm_ids(va + 2 * PG - 1), two = vmm_ids(va + 5 * PG);
+    ck_assert(inside.buffer == one.buffer && inside.block == one.block);
+    ck_assert_uint_ne(two.buffer, one.buffer);
+    ck_assert_uint_eq(two.block, one.block);
+    /* Mapped again where it was: a new buffer, the same block. */
+    ck_assert_int_eq(sw_vmm_unmap(P, va, 2 * PG, NULL), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_map(P, va, 2 * PG, 0, h), CUDA_SUCCESS);
+    sw_ids again = vmm_ids(va);
+    ck_assert(again.buffer != one.buffer && again.buffer != two.buffer);
+    ck_assert_uint_eq(again.block, one.block);
+    /* Another handle at the same address: new IDs both. */
+    ck_assert_int_eq(sw_vmm_unmap(P, va, 2 * PG, NULL), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_create(P, 0, 2 * PG, &h2), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_map(P, va, 2 * PG, 0, h2), CUDA_SUCCESS);
+    sw_ids other = vmm_ids(va);
+    ck_assert(other.buffer != one.buffer && other.buffer != two.buffer &&
+              other.buffer != again.buffer);
+    ck_assert_uint_ne(other.block, one.block);
+    ck_assert_int_eq(sw_vmm_unmap(P, va, 2 * PG, NULL), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_unmap(P, va + 4 * PG, 2 * PG, NULL), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_release(P, h, NULL), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_release(P, h2, NULL), CUDA_SUCCESS);
+    ck_assert_int_eq(fake_free_va(FB, va, 16 * PG), CUDA_SUCCESS);
+    env_down();
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("policy_vmm");
@@ -286,6 +337,7 @@ Suite *test_suite(void)
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, jax_like_arena_behaves_as_without_spillway);
     tcase_add_test(tc, growing_segments_map_handle_by_handle);
+    tcase_add_test(tc, mappings_and_handles_have_ids_of_their_own);
     tcase_add_test(tc, driver_rules_for_map_unmap_and_handles);
     tcase_add_test(tc, create_reclaims_cached_arena_pages_after_a_sync);
     tcase_add_test(tc, map_failure_midway_unwinds);
