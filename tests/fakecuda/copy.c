@@ -8,7 +8,9 @@
  *    the call returns when the copy is done;
  *  - device to device, and memsets of device memory, do not wait at all.
  * On a capturing stream an asynchronous copy or set becomes a graph node;
- * a synchronous one is refused by the capture rules (capture.c). */
+ * a synchronous one is refused by the capture rules (capture.c). Through
+ * a multicast object's mapping a copy or set reaches every bound member
+ * (multicast.c); captured, it would not (its node faults there). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,12 +21,16 @@ struct copy_op {
     const void *src;
     size_t n;
     void *staging;
+    bool dst_mc, src_mc; /* a side in a multicast object's mapping (multicast.c) */
 };
 
 static void run_copy(void *arg)
 {
     struct copy_op *c = arg;
-    memcpy(c->dst, c->src, c->n);
+    if (c->dst_mc || c->src_mc)
+        fc_mcast_copy((uintptr_t)c->dst, c->dst_mc, (uintptr_t)c->src, c->src_mc, c->n);
+    else
+        memcpy(c->dst, c->src, c->n);
     free(c->staging);
     free(c);
 }
@@ -34,21 +40,34 @@ struct set_op {
     uint32_t value;
     size_t n;
     unsigned width;
+    bool mc; /* dst in a multicast object's mapping: set a buffer, copy it there */
 };
+
+static void fill(void *dst, uint32_t value, size_t n, unsigned width)
+{
+    if (width == 1) {
+        memset(dst, (int)value, n);
+    } else if (width == 2) {
+        uint16_t *p = dst;
+        for (size_t i = 0; i < n; i++)
+            p[i] = (uint16_t)value;
+    } else {
+        uint32_t *p = dst;
+        for (size_t i = 0; i < n; i++)
+            p[i] = value;
+    }
+}
 
 static void run_set(void *arg)
 {
     struct set_op *s = arg;
-    if (s->width == 1) {
-        memset(s->dst, (int)s->value, s->n);
-    } else if (s->width == 2) {
-        uint16_t *p = s->dst;
-        for (size_t i = 0; i < s->n; i++)
-            p[i] = (uint16_t)s->value;
-    } else {
-        uint32_t *p = s->dst;
-        for (size_t i = 0; i < s->n; i++)
-            p[i] = s->value;
+    void *buf = s->mc ? malloc(s->n * s->width) : s->dst;
+    if (!buf)
+        abort(); /* an op cannot report: the set would be lost silently */
+    fill(buf, s->value, s->n, s->width);
+    if (s->mc) {
+        fc_mcast_copy((uintptr_t)s->dst, true, (uintptr_t)buf, false, s->n * s->width);
+        free(buf);
     }
     free(s);
 }
@@ -81,6 +100,11 @@ static CUresult copy(uintptr_t dst, uintptr_t src, size_t n, CUstream h, bool pt
         return CUDA_ERROR_INVALID_VALUE;
     if ((ds == DEVICE && !device_ok(dst, n)) || (ss == DEVICE && !device_ok(src, n)))
         return CUDA_ERROR_INVALID_VALUE;
+    CUresult de, se;
+    bool dst_mc = ds == DEVICE && fc_mcast_touches(dst, n, &de);
+    bool src_mc = ss == DEVICE && fc_mcast_touches(src, n, &se);
+    if ((dst_mc && de != CUDA_SUCCESS) || (src_mc && se != CUDA_SUCCESS))
+        return CUDA_ERROR_INVALID_VALUE;
     bool capturing = false;
     r = sync ? fc_capture_sync_call(s) : fc_capture_enter(s, &capturing);
     if (r != CUDA_SUCCESS)
@@ -99,7 +123,7 @@ static CUresult copy(uintptr_t dst, uintptr_t src, size_t n, CUstream h, bool pt
     struct copy_op *c = malloc(sizeof *c);
     if (!c)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    *c = (struct copy_op){(void *)dst, (const void *)src, n, NULL};
+    *c = (struct copy_op){(void *)dst, (const void *)src, n, NULL, dst_mc, src_mc};
     bool wait;
     if (ss == PAGEABLE && ds != PAGEABLE) {
         if (sync) /* "a stream sync is performed before the copy is initiated" */
@@ -143,6 +167,10 @@ static CUresult set(CUdeviceptr dst, uint32_t value, size_t n, unsigned width, C
         return CUDA_SUCCESS;
     if ((dst % width) || !device_ok(dst, n * width))
         return CUDA_ERROR_INVALID_VALUE;
+    CUresult me;
+    bool mc = fc_mcast_touches(dst, n * width, &me);
+    if (mc && me != CUDA_SUCCESS)
+        return CUDA_ERROR_INVALID_VALUE;
     bool capturing = false;
     r = sync ? fc_capture_sync_call(s) : fc_capture_enter(s, &capturing);
     if (r != CUDA_SUCCESS)
@@ -157,7 +185,7 @@ static CUresult set(CUdeviceptr dst, uint32_t value, size_t n, unsigned width, C
     struct set_op *op = malloc(sizeof *op);
     if (!op)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    *op = (struct set_op){(void *)dst, value, n, width};
+    *op = (struct set_op){(void *)dst, value, n, width, mc};
     uint64_t seq = fc_stream_enqueue(s, run_set, op, NULL);
     if (fc_check_unmap)
         fc_track_op(s, seq, dst, n * width, 0, 0);

@@ -9,6 +9,7 @@ pthread_mutex_t fc_lock = PTHREAD_MUTEX_INITIALIZER;
 int fc_ndevices;
 struct fc_device fc_devices[FC_MAX_DEVICES];
 size_t fc_host_used;
+bool fc_multicast = true;
 
 static atomic_bool initialized;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -63,6 +64,14 @@ static void read_environment(void)
         fprintf(stderr, "fakecuda: FAKECUDA_MEM=%s: expected bytes with K/M/G/T suffix\n", m);
         exit(2);
     }
+    /* An H100 SXM on an NVSwitch system reports multicast; 0 stands for a
+     * device that does not (PCIe, no fabric manager). */
+    const char *mc = getenv("FAKECUDA_MULTICAST");
+    if (mc && strcmp(mc, "0") != 0 && strcmp(mc, "1") != 0) {
+        fprintf(stderr, "fakecuda: FAKECUDA_MULTICAST=%s: expected 0 or 1\n", mc);
+        exit(2);
+    }
+    fc_multicast = !mc || strcmp(mc, "1") == 0;
     for (int d = 0; d < fc_ndevices; d++) {
         fc_devices[d].capacity = cap;
         fc_devices[d].default_pool = fc_mempool_new(d, true, false);
@@ -185,6 +194,8 @@ static int attribute_value(CUdevice_attribute attrib, CUdevice dev)
     case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS:
     case CU_DEVICE_ATTRIBUTE_DEFERRED_MAPPING_CUDA_ARRAY_SUPPORTED:
         return 1;
+    case CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED:
+        return fc_multicast;
     case CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID:
         return 0;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:

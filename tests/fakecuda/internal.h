@@ -52,6 +52,7 @@ extern pthread_mutex_t fc_lock;  /* guards devices, contexts, memory registry */
 extern int fc_ndevices;
 extern struct fc_device fc_devices[FC_MAX_DEVICES];
 extern size_t fc_host_used;
+extern bool fc_multicast; /* FAKECUDA_MULTICAST: CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED */
 
 CUresult fc_initialized(void);          /* CUDA_ERROR_NOT_INITIALIZED before cuInit */
 bool fc_forked(void);                   /* a child forked after cuInit: no driver here */
@@ -153,16 +154,42 @@ size_t fc_page_round(size_t size);
 
 /* ---- VMM (vmm.c) ---- */
 
+struct fc_mcast;
+
 struct fc_handle {
     uint32_t magic;
-    int fd;
+    int fd;         /* -1 for a multicast object: it has no memory of its own */
     size_t size;
     CUmemAllocationProp prop;
     int refs;       /* create + retains - releases */
     int mappings;   /* live cuMemMap of it */
+    int binds;      /* multicast objects its memory is bound to (multicast.c) */
     bool imported;  /* cuMemImportFromShareableHandle: charged to its exporter */
+    struct fc_mcast *mc; /* a multicast object (cuMulticastCreate), else NULL */
     struct fc_handle *next;
 };
+
+/* Frees h once nothing refers to it (refs, mappings, binds); under fc_lock. */
+void fc_vmm_handle_maybe_free(struct fc_handle *h);
+
+/* ---- multicast objects (multicast.c) ---- */
+
+/* A multicast object's end: its bindings go (their memory may go with
+ * them); under fc_lock, h->mc set, nothing refers to h any more. */
+void fc_mcast_free(struct fc_handle *h);
+/* Waits (fc_lock held, released while waiting) until every device of the
+ * team of the multicast object with value mc was added, as cuMemMap and the
+ * binds do; the object found again afterwards, NULL if it went meanwhile. */
+struct fc_handle *fc_mcast_wait_team(CUmemGenericAllocationHandle mc);
+/* The device a mapping of multicast object h names (its first member). */
+int fc_mcast_device(const struct fc_handle *h);
+/* Whether [addr, addr+n) touches a mapping of a multicast object
+ * (*err: INVALID_VALUE when it does without lying inside one); takes
+ * fc_lock. A copy there runs as fc_mcast_copy (on the stream's worker; it
+ * takes fc_lock): bytes written through the mapping go to every member
+ * bound there, bytes read come from the member of the lowest device. */
+bool fc_mcast_touches(uintptr_t addr, size_t n, CUresult *err);
+void fc_mcast_copy(uintptr_t dst, bool dst_mc, uintptr_t src, bool src_mc, size_t n);
 
 /* ---- streams and events (stream.c) ---- */
 

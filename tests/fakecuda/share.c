@@ -3,7 +3,8 @@
  * memory is a memfd (vmm.c), so the exported descriptor is a duplicate of
  * it: another process that imports it maps the same bytes, as with the
  * driver. Only CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR is offered (FABRIC
- * needs an IMEX channel fakecuda does not have: cuMemCreate refuses it). */
+ * needs an IMEX channel fakecuda does not have: cuMemCreate refuses it), and
+ * not for multicast objects (one process's emulation cannot share them). */
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -27,7 +28,7 @@ FC_EXPORT CUresult cuMemExportToShareableHandle(void *shareableHandle,
     int fd = -1;
     if (!h || h->refs <= 0 || !(h->prop.requestedHandleTypes & handleType))
         r = CUDA_ERROR_INVALID_VALUE; /* not a type it was made for */
-    else if (handleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+    else if (handleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR || h->mc)
         r = CUDA_ERROR_NOT_SUPPORTED;
     else if ((fd = fcntl(h->fd, F_DUPFD_CLOEXEC, 0)) < 0)
         r = CUDA_ERROR_OUT_OF_MEMORY;

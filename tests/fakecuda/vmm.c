@@ -251,15 +251,18 @@ FC_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size
 /* Frees the handle's memory once nothing refers to it; under fc_lock. */
 static void handle_maybe_free(struct fc_handle *h)
 {
-    if (h->refs > 0 || h->mappings > 0)
+    if (h->refs > 0 || h->mappings > 0 || h->binds > 0)
         return;
-    if (h->imported)
+    if (h->mc)
+        fc_mcast_free(h); /* no memory of its own; its bindings go */
+    else if (h->imported)
         ; /* its exporter's memory: charged there */
     else if (h->prop.location.type == CU_MEM_LOCATION_TYPE_DEVICE)
         fc_device_uncharge(h->prop.location.id, h->size);
     else
         fc_host_used -= h->size;
-    close(h->fd);
+    if (h->fd >= 0)
+        close(h->fd);
     h->magic = 0;
     live_handles--;
     for (struct fc_handle **pp = &handles; *pp; pp = &(*pp)->next)
@@ -268,6 +271,11 @@ static void handle_maybe_free(struct fc_handle *h)
             break;
         }
     free(h);
+}
+
+void fc_vmm_handle_maybe_free(struct fc_handle *h)
+{
+    handle_maybe_free(h);
 }
 
 FC_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
@@ -299,6 +307,8 @@ FC_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
         return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&fc_lock);
     struct fc_handle *h = handle_of(handle);
+    if (h && h->mc) /* "cuMemMap will block until all devices have been added" */
+        h = fc_mcast_wait_team(handle);
     bool mapped = false;
     if (h && reservation_of((uintptr_t)ptr, size))
         fc_region_each_in((uintptr_t)ptr, size, any_mapping, &mapped);
@@ -307,9 +317,12 @@ FC_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
     else if (offset != 0 || size != h->size)
         r = CUDA_ERROR_NOT_SUPPORTED; /* a handle maps whole, as on the real driver */
     if (r == CUDA_SUCCESS) {
-        void *p = mmap((void *)ptr, size, PROT_NONE, MAP_SHARED | MAP_FIXED, h->fd, 0);
+        /* A multicast object's mapping stays inaccessible (multicast.c). */
+        void *p = h->mc ? (void *)ptr
+                        : mmap((void *)ptr, size, PROT_NONE, MAP_SHARED | MAP_FIXED, h->fd, 0);
         struct fc_region reg = {.base = (uintptr_t)ptr, .size = size, .kind = FC_VMM,
-                                .dev = h->prop.location.type == CU_MEM_LOCATION_TYPE_DEVICE
+                                .dev = h->mc ? fc_mcast_device(h)
+                                       : h->prop.location.type == CU_MEM_LOCATION_TYPE_DEVICE
                                            ? h->prop.location.id : 0,
                                 .handle = h};
         if (p == MAP_FAILED || !fc_region_add(&reg))
@@ -430,6 +443,8 @@ FC_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAcces
     for (size_t i = 0; i < w.n; i++) {
         w.found[i]->access = flags;
         w.found[i]->access_devs = devs;
+        if (w.found[i]->handle->mc) /* copies reach it, direct stores fault */
+            mprotect((void *)w.found[i]->base, w.found[i]->size, PROT_NONE);
     }
     pthread_mutex_unlock(&fc_lock);
     walk_done(&w);
