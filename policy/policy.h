@@ -217,6 +217,12 @@ CUresult sw_vmm_check(sw_policy *p, CUdeviceptr va, size_t size);
 CUresult sw_vmm_set_access(sw_policy *p, CUdeviceptr va, size_t size, uint64_t rw_dev_mask);
 /* cuMemRetainAllocationHandle: the handle mapped at va (+1 reference). */
 CUresult sw_vmm_retain(sw_policy *p, CUdeviceptr va, CUmemGenericAllocationHandle *out);
+/* The pool handle a program mapping at va maps, and that mapping's range:
+ * NOT_FOUND where no such mapping is (the arena's cuMemAlloc-class memory,
+ * or nothing of spillway's), NOT_SUPPORTED (*h set) for a handle the
+ * program released (only its mappings keep it: it cannot be promoted). */
+CUresult sw_vmm_mapped_at(sw_policy *p, CUdeviceptr va, CUmemGenericAllocationHandle *h,
+                          CUdeviceptr *base, size_t *size);
 /* cuMemGetAllocationPropertiesFromHandle: size and device of the handle,
  * and the word the shim set (user may be NULL). */
 CUresult sw_vmm_properties(sw_policy *p, CUmemGenericAllocationHandle h, size_t *size, int *dev,

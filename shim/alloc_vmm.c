@@ -4,7 +4,8 @@
  * spillway's handle values carry a tag no driver handle has. A handle that
  * may be shared (a POSIX file descriptor or FABRIC handle type: PyTorch's
  * expandable segments ask for one) is pooled too, as long as it is not
- * exported; its export makes it the driver's (promotion: policy/promote.c).
+ * exported or bound to a multicast object (multicast.c); either makes it
+ * the driver's first (promotion: policy/promote.c, spw_vmm_driver_handle).
  * Everything else passes through, counted with its reason: special memory
  * against the device's limit, host locations as host. */
 #include "shim/backend.h"
@@ -222,8 +223,6 @@ CUresult spw_h_mem_release(CUmemGenericAllocationHandle handle)
  * runs): an export is rare and worth a few tries. */
 #define PROMOTE_TRIES 20
 
-/* Makes pool handle h the driver's, with a driver handle of the types it
- * was asked with. */
 /* The mappings of h its promotion made the driver's (on real), for
  * vmm_live.c. One the program unmapped before they were remembered is
  * forgotten again: the driver no longer maps real there. */
@@ -250,8 +249,10 @@ static void remember_mappings(CUmemGenericAllocationHandle h, CUmemGenericAlloca
     }
 }
 
-static CUresult promote(sw_policy *p, CUmemGenericAllocationHandle h,
-                        CUmemAllocationHandleType type)
+/* Makes pool handle h the driver's, with a driver handle of the types it
+ * was asked with, for call (the entry point that needs it: counted and
+ * logged under its name). */
+static CUresult promote(sw_policy *p, CUmemGenericAllocationHandle h, const char *call)
 {
     size_t size;
     int dev;
@@ -259,8 +260,6 @@ static CUresult promote(sw_policy *p, CUmemGenericAllocationHandle h,
     CUresult r = sw_vmm_properties(p, h, &size, &dev, &user);
     if (r != CUDA_SUCCESS)
         return r;
-    if (!(user & USER_TYPES & (uint64_t)type))
-        return CUDA_ERROR_INVALID_VALUE; /* not a type it was made for: the driver's answer */
     CUmemAllocationProp prop = spw_vmm_prop(dev, user);
     CUmemGenericAllocationHandle real;
     /* The driver's copy is memory outside the pool: the pool makes room
@@ -296,18 +295,30 @@ static CUresult promote(sw_policy *p, CUmemGenericAllocationHandle h,
         spw_pool_unlend(dev, SW_PT_IPC, size);
         if (sw_vmm_promoted(p, h, NULL))
             return CUDA_SUCCESS; /* another thread's export did it */
-        spw_warn("device %d: cuMemExportToShareableHandle of a pooled handle of %zu bytes "
-                 "failed: its pages could not be handed to the driver (error %d)",
-                 dev, size, (int)r);
+        spw_warn("device %d: %s of a pooled handle of %zu bytes failed: its pages could not "
+                 "be handed to the driver (error %d)",
+                 dev, call, size, (int)r);
         return r;
     }
     if (spw_live_retag(h, SW_PT_IPC) == 0)
-        spw_pool_passthrough(dev, SW_PT_IPC, size, "cuMemExportToShareableHandle");
+        spw_pool_passthrough(dev, SW_PT_IPC, size, call);
     else
         spw_pool_unlend(dev, SW_PT_IPC, size); /* uncounted: its release gives nothing back */
     spw_pool_publish(dev); /* its pages left, maybe from the host */
-    spw_debug("device %d: a pooled handle of %zu bytes is the driver's now (exported)", dev, size);
+    spw_debug("device %d: a pooled handle of %zu bytes is the driver's now (%s)", dev, size, call);
     return CUDA_SUCCESS;
+}
+
+CUresult spw_vmm_driver_handle(sw_policy *p, CUmemGenericAllocationHandle h, const char *call,
+                               CUmemGenericAllocationHandle *driver)
+{
+    if (sw_vmm_promoted(p, h, driver))
+        return CUDA_SUCCESS;
+    CUresult r = promote(p, h, call);
+    if (r != CUDA_SUCCESS)
+        return r;
+    return sw_vmm_promoted(p, h, driver) ? CUDA_SUCCESS
+                                         : CUDA_ERROR_INVALID_VALUE; /* released meanwhile */
 }
 
 /* A pool handle is a list of spillway's pages, not one driver allocation:
@@ -327,11 +338,15 @@ CUresult spw_h_mem_export_to_shareable_handle(void *shareableHandle,
         return CUDA_ERROR_INVALID_VALUE; /* the driver's answer: no promotion for it */
     CUmemGenericAllocationHandle driver;
     if (!sw_vmm_promoted(p, handle, &driver)) {
-        CUresult r = promote(p, handle, handleType);
+        size_t size;
+        int dev;
+        uint64_t user;
+        CUresult r = sw_vmm_properties(p, handle, &size, &dev, &user);
         if (r != CUDA_SUCCESS)
             return r;
-        if (!sw_vmm_promoted(p, handle, &driver))
-            return CUDA_ERROR_INVALID_VALUE; /* released meanwhile */
+        if (!(user & USER_TYPES & (uint64_t)handleType))
+            return CUDA_ERROR_INVALID_VALUE; /* not a type it was made for: the driver's answer */
     }
-    return real(shareableHandle, driver, handleType, flags);
+    CUresult r = spw_vmm_driver_handle(p, handle, "cuMemExportToShareableHandle", &driver);
+    return r == CUDA_SUCCESS ? real(shareableHandle, driver, handleType, flags) : r;
 }

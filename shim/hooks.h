@@ -50,6 +50,15 @@ CUresult CUDAAPI cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph, CUgra
 CUresult CUDAAPI cuGraphExecKernelNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
                                                 const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams);
 
+/* CUDA 13.1's multicast binds that name the device: not in 13.0's cuda.h;
+ * a newer one declares them the same. */
+CUresult CUDAAPI cuMulticastBindMem_v2(CUmemGenericAllocationHandle mcHandle, CUdevice dev,
+                                       size_t mcOffset, CUmemGenericAllocationHandle memHandle,
+                                       size_t memOffset, size_t size, unsigned long long flags);
+CUresult CUDAAPI cuMulticastBindAddr_v2(CUmemGenericAllocationHandle mcHandle, CUdevice dev,
+                                        size_t mcOffset, CUdeviceptr memptr, size_t size,
+                                        unsigned long long flags);
+
 /* CUDA 10.0's cuStreamBeginCapture, without a mode. */
 #undef cuStreamBeginCapture
 CUresult CUDAAPI cuStreamBeginCapture(CUstream hStream);

@@ -129,12 +129,14 @@ $(SHIM_IT)/shim_spill2d: $(SHIM_IT)/shim/test_spill2d.o $(SHIM_RIG)
 	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(CHECK_LIBS) $(LDLIBS)
 ALL_TARGETS += $(SHIM_IT)/shim_spill2d
 UNIT_TESTS += tests/integration/shim/spill2d.sh
-# ... program VMM: expandable segments, exports (vmm.sh).
+# ... program VMM: expandable segments, exports, NCCL's multicast binds (vmm.sh).
 $(SHIM_IT)/shim_expandable: $(SHIM_IT)/shim/test_expandable.o $(SHIM_RIG)
 	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(CHECK_LIBS) $(LDLIBS)
 $(SHIM_IT)/shim_ptrattr: $(SHIM_IT)/shim/test_ptrattr.o $(SHIM_RIG)
 	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(CHECK_LIBS) $(LDLIBS)
-ALL_TARGETS += $(SHIM_IT)/shim_expandable $(SHIM_IT)/shim_ptrattr
+$(SHIM_IT)/shim_multicast: $(SHIM_IT)/shim/test_multicast.o $(SHIM_RIG)
+	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(CHECK_LIBS) $(LDLIBS)
+ALL_TARGETS += $(SHIM_IT)/shim_expandable $(SHIM_IT)/shim_ptrattr $(SHIM_IT)/shim_multicast
 UNIT_TESTS += tests/integration/shim/vmm.sh
 
 # The runtime in a library's local scope (rtlocal.c).
