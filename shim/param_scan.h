@@ -16,8 +16,10 @@
 unsigned spw_param_scan(CUfunction f, void **kernelParams, void **extra,
                         void (*each)(void *ctx, CUdeviceptr word), void *ctx);
 
-/* A module or library is about to be unloaded, or was: a function handed
- * out later may reuse an unloaded one's handle value with another layout,
- * so every cached layout is asked again. Call it before and after. */
+/* A module or library is about to be unloaded, or was (cuModuleUnload,
+ * cuLibraryUnload, cuCtxDestroy, which unloads its context's modules): a
+ * function handed out later may reuse an unloaded one's handle value with
+ * another layout, so every cached layout is asked again. Call it before
+ * and after. */
 void spw_param_scan_forget(void);
 #endif

@@ -5,6 +5,7 @@
 #include "shim/backend.h"
 #include "shim/contexts.h"
 #include "shim/handler.h"
+#include "shim/param_scan.h"
 
 /* Asked twice when refused: a sync point missed leaves freed spilled data
  * counted (and its host pages held) until the pool's own next sync. */
@@ -96,14 +97,21 @@ CUresult spw_h_stream_destroy(CUstream hStream)
 
 /* Forgotten first: a move's sync must never make a destroyed context
  * current. A destroy the driver refuses leaves a context that its threads
- * note again at their next work (the generation changed). */
+ * note again at their next work (the generation changed). The destroy
+ * unloads the context's modules: the cached parameter layouts are
+ * forgotten around it as around an unload (launch.c), or a function of a
+ * later module handed the dead one's handle would be scanned by the dead
+ * one's layout, past the arguments its launch passes. */
 #define DESTROY_HANDLER(handler)                \
     CUresult handler(CUcontext ctx)             \
     {                                           \
         SPW_REAL_OR_RETURN(real, handler);      \
         if (ctx && !spw_disabled())             \
             spw_contexts_gone(ctx);             \
-        return real(ctx);                       \
+        spw_param_scan_forget();                \
+        CUresult r = real(ctx);                 \
+        spw_param_scan_forget();                \
+        return r;                               \
     }
 DESTROY_HANDLER(spw_h_ctx_destroy)
 DESTROY_HANDLER(spw_h_ctx_destroy_v1)

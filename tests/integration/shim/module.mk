@@ -39,3 +39,13 @@ $(BUILD)/tests/integration/shim_gates: $(BUILD)/tests/integration/shim/test_gate
 	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(CHECK_LIBS) $(LDLIBS)
 ALL_TARGETS += $(BUILD)/tests/integration/shim_gates
 UNIT_TESTS += tests/integration/shim/gates.sh
+
+# The parameter scan of launches (the layout cached per function is its
+# own): params.sh runs test_params.c.
+$(BUILD)/tests/integration/shim_params: $(BUILD)/tests/integration/shim/test_params.o \
+                                        $(BUILD)/tests/integration/shim/rig.o $(UNIT_MAIN) \
+                                        $(BUILD)/stats/reader.o $(BUILD)/stats/decode.o \
+                                        $(BUILD)/stats/procinfo.o $(FAKECUDA_LIB)
+	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(CHECK_LIBS) $(LDLIBS)
+ALL_TARGETS += $(BUILD)/tests/integration/shim_params
+UNIT_TESTS += tests/integration/shim/params.sh

@@ -1,0 +1,85 @@
+/* The parameter scan of launches under spill (shim/param_scan.c), run by
+ * params.sh with spill on against fakecuda: the layout it caches per
+ * function is the function's own, also for a function handed out at the
+ * address of one that died with its context. A scan that used another
+ * function's layout would read past the arguments the launch passed: here
+ * they end at an unmapped page, so such a read faults. */
+#include "tests/integration/shim/rig.h"
+
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* bytes that end where an unmapped page begins. */
+static void *at_a_page_end(size_t bytes)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    unsigned char *m = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(m, MAP_FAILED);
+    ck_assert_int_eq(mprotect(m + page, page, PROT_NONE), 0);
+    return m + page - bytes;
+}
+
+static void noop(fakecuda_dim3 g, fakecuda_dim3 b, void **params)
+{
+    (void)g;
+    (void)b;
+    (void)params;
+}
+
+static CUfunction function_of(CUmodule *m, const char *name)
+{
+    CUfunction f;
+    CU_OK(cuModuleLoadData(m, "fakecuda"));
+    CU_OK(cuModuleGetFunction(&f, *m, name));
+    return f;
+}
+
+static void launch(CUfunction f, void **params)
+{
+    CU_OK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+    CU_OK(cuCtxSynchronize());
+}
+
+/* cuCtxDestroy unloads the context's modules: a function of a later module
+ * may get the dead one's handle (fakecuda hands out the same address for
+ * a name registered again), and must be scanned by its own layout, not the
+ * one cached for the dead function (two 8-byte parameters where it takes
+ * one of 4 bytes: the scan would read past both). */
+START_TEST(a_function_at_a_destroyed_contexts_handle_is_scanned_by_its_own_layout)
+{
+    rig_setup(0);
+    CUdeviceptr a = rig_filled(2 * MiB, 1); /* the pool, spilling */
+    static const size_t two_pointers[] = {sizeof(CUdeviceptr), sizeof(CUdeviceptr)};
+    ck_assert_int_eq(fakecuda_register_kernel("params_reused", noop, 2, two_pointers), 0);
+    CUcontext mine;
+    CU_OK(cuCtxCreate(&mine, NULL, 0, 0));
+    CUmodule m;
+    CUfunction dead = function_of(&m, "params_reused");
+    launch(dead, (void *[]){&a, &a});
+    CU_OK(cuCtxDestroy(mine));
+
+    rig_setup(0);
+    static const size_t one_word[] = {sizeof(unsigned)};
+    ck_assert_int_eq(fakecuda_register_kernel("params_reused", noop, 1, one_word), 0);
+    CUfunction f = function_of(&m, "params_reused");
+    ck_assert_ptr_eq(f, dead); /* what the test is about */
+    unsigned *k = at_a_page_end(sizeof *k);
+    *k = 7;
+    void **params = at_a_page_end(sizeof(void *));
+    params[0] = k;
+    launch(f, params);
+    CU_OK(cuModuleUnload(m));
+    CU_OK(cuMemFree(a));
+}
+END_TEST
+
+Suite *test_suite(void)
+{
+    Suite *s = suite_create("shim_params");
+    TCase *c = tcase_create("params");
+    tcase_set_timeout(c, 60);
+    tcase_add_test(c, a_function_at_a_destroyed_contexts_handle_is_scanned_by_its_own_layout);
+    suite_add_tcase(s, c);
+    return s;
+}
