@@ -3,10 +3,14 @@
  * Asking the driver the layout costs a call per parameter, and programs
  * launch the same few functions millions of times: the answer is cached
  * per CUfunction in a fixed open-addressing table read without a lock. An
- * entry is immutable once published; an entry made stale by an unload is
- * replaced, never freed (another thread may be reading it; unloads are
- * rare, so the leak stays small). When the table is full (more live
- * functions than slots), layouts are asked for at each launch. */
+ * entry's layout is immutable once published. An unload makes every entry
+ * stale (its generation): the next launch asks again, and an answer equal
+ * to the entry renews the entry's generation in place, so that a program
+ * that loads and unloads modules in a loop does not grow the cache; only
+ * an answer that differs (another function at that handle) replaces the
+ * entry, which is never freed (another thread may be reading it). When the
+ * table is full (more live functions than slots), layouts are asked for at
+ * each launch. */
 #include "shim/param_scan.h"
 
 #include "shim/driver.h"
@@ -24,7 +28,7 @@ enum {
 };
 
 struct layout {
-    uint64_t generation; /* of spw_param_scan_forget when it was asked */
+    _Atomic uint64_t generation; /* of spw_param_scan_forget when last asked */
     int scannable;
     unsigned n;
     struct {
@@ -64,7 +68,7 @@ static struct layout *ask(CUfunction f, uint64_t gen)
     struct layout *l = malloc(sizeof *l + cap * sizeof l->p[0]);
     if (!l)
         return NULL;
-    l->generation = gen;
+    atomic_init(&l->generation, gen);
     l->scannable = 0;
     int as_kernel = 0;
     for (;;) {
@@ -103,6 +107,11 @@ static struct layout *ask(CUfunction f, uint64_t gen)
     return l;
 }
 
+static int same(const struct layout *a, const struct layout *b)
+{
+    return a->n == b->n && memcmp(a->p, b->p, a->n * sizeof a->p[0]) == 0;
+}
+
 /* f's layout; *owned tells the caller to free it (not cached). */
 static struct layout *layout_of(CUfunction f, int *owned)
 {
@@ -121,7 +130,7 @@ static struct layout *layout_of(CUfunction f, int *owned)
         if (k != f)
             continue;
         struct layout *cur = atomic_load_explicit(&s->value, memory_order_acquire);
-        if (cur && cur->generation == gen)
+        if (cur && atomic_load_explicit(&cur->generation, memory_order_relaxed) == gen)
             return cur;
         struct layout *l = ask(f, gen);
         if (!l)
@@ -131,6 +140,13 @@ static struct layout *layout_of(CUfunction f, int *owned)
              * never cached as "no pointers". */
             *owned = 1;
             return l;
+        }
+        if (cur && same(cur, l)) {
+            /* Asked after gen began: cur holds in gen. A racing renewal
+             * with an older generation only costs another ask. */
+            atomic_store_explicit(&cur->generation, gen, memory_order_relaxed);
+            free(l);
+            return cur;
         }
         /* The stale one is left to whoever still reads it. */
         if (!atomic_compare_exchange_strong_explicit(&s->value, &cur, l, memory_order_acq_rel,

@@ -41,7 +41,7 @@ ALL_TARGETS += $(BUILD)/tests/integration/shim_gates
 UNIT_TESTS += tests/integration/shim/gates.sh
 
 # The parameter scan of launches (the layout cached per function is its
-# own): params.sh runs test_params.c.
+# own; unloads do not grow the cache): params.sh runs test_params.c.
 $(BUILD)/tests/integration/shim_params: $(BUILD)/tests/integration/shim/test_params.o \
                                         $(BUILD)/tests/integration/shim/rig.o $(UNIT_MAIN) \
                                         $(BUILD)/stats/reader.o $(BUILD)/stats/decode.o \

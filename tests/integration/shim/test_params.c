@@ -1,11 +1,13 @@
 /* The parameter scan of launches under spill (shim/param_scan.c), run by
  * params.sh with spill on against fakecuda: the layout it caches per
  * function is the function's own, also for a function handed out at the
- * address of one that died with its context. A scan that used another
- * function's layout would read past the arguments the launch passed: here
- * they end at an unmapped page, so such a read faults. */
+ * address of one that died with its context, and what the cache keeps
+ * does not grow with the unloads a program makes. A scan that used
+ * another function's layout would read past the arguments the launch
+ * passed: here they end at an unmapped page, so such a read faults. */
 #include "tests/integration/shim/rig.h"
 
+#include <malloc.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -74,12 +76,47 @@ START_TEST(a_function_at_a_destroyed_contexts_handle_is_scanned_by_its_own_layou
 }
 END_TEST
 
+/* A module loaded and unloaded over and over while its kernel and another
+ * (of a module that stays) are launched: each unload makes every cached
+ * layout ask again, and what the cache keeps must not grow with them. */
+START_TEST(unloads_do_not_grow_the_layout_cache)
+{
+    rig_setup(0);
+    CUdeviceptr a = rig_filled(2 * MiB, 2);
+    static const size_t sizes[] = {sizeof(CUdeviceptr), sizeof(size_t), sizeof(unsigned)};
+    ck_assert_int_eq(fakecuda_register_kernel("params_stays", noop, 3, sizes), 0);
+    ck_assert_int_eq(fakecuda_register_kernel("params_cycles", noop, 3, sizes), 0);
+    CUmodule stays, cycles;
+    CUfunction f = function_of(&stays, "params_stays");
+    size_t n = 1;
+    unsigned k = 1;
+    void *params[] = {&a, &n, &k};
+    enum { ROUNDS = 20000 };
+    size_t before = 0;
+    for (int i = 0; i < ROUNDS; i++) {
+        CUfunction g = function_of(&cycles, "params_cycles");
+        CU_OK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+        CU_OK(cuLaunchKernel(g, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+        CU_OK(cuCtxSynchronize());
+        CU_OK(cuModuleUnload(cycles));
+        if (i == ROUNDS / 10)
+            before = mallinfo2().uordblks; /* past the first rounds' caches */
+    }
+    size_t after = mallinfo2().uordblks;
+    ck_assert_msg(after < before + 256 * 1024, "the heap grew by %zu bytes over %d unloads",
+                  after - before, ROUNDS - ROUNDS / 10);
+    CU_OK(cuModuleUnload(stays));
+    CU_OK(cuMemFree(a));
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("shim_params");
     TCase *c = tcase_create("params");
     tcase_set_timeout(c, 60);
     tcase_add_test(c, a_function_at_a_destroyed_contexts_handle_is_scanned_by_its_own_layout);
+    tcase_add_test(c, unloads_do_not_grow_the_layout_cache);
     suite_add_tcase(s, c);
     return s;
 }
