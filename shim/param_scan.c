@@ -14,6 +14,7 @@
 #include "shim/param_scan.h"
 
 #include "shim/driver.h"
+#include "shim/log.h"
 
 #include <stdatomic.h>
 #include <stdint.h>
@@ -60,6 +61,21 @@ static CUresult param_info(CUfunction f, int as_kernel, size_t i, size_t *off, s
                                       : CUDA_ERROR_NOT_SUPPORTED;
 }
 
+/* A function whose layout cannot be had is scanned nowhere: said once, so
+ * that a program on a driver without cuFuncGetParamInfo (before 12.4)
+ * learns why its launches never fill spilled data back. An unknown handle
+ * is not said: the launch itself answers that error. */
+static void unscannable(CUfunction f, CUresult r)
+{
+    static atomic_flag said = ATOMIC_FLAG_INIT;
+    if (r == CUDA_ERROR_INVALID_HANDLE || atomic_flag_test_and_set(&said))
+        return;
+    spw_warn("the driver does not describe the parameters of kernel %p (error %d): the arguments of "
+             "such kernels' launches are not scanned (not touched, not filled back: spilled data "
+             "they use is read over the bus); said once",
+             (void *)f, (int)r);
+}
+
 /* Asks the driver f's layout: past the last parameter it answers
  * INVALID_VALUE; any other error makes f unscannable. NULL without memory. */
 static struct layout *ask(CUfunction f, uint64_t gen)
@@ -71,9 +87,10 @@ static struct layout *ask(CUfunction f, uint64_t gen)
     atomic_init(&l->generation, gen);
     l->scannable = 0;
     int as_kernel = 0;
+    CUresult r;
     for (;;) {
         size_t off = 0, size = 0;
-        CUresult r = param_info(f, as_kernel, n, &off, &size);
+        r = param_info(f, as_kernel, n, &off, &size);
         /* A CUkernel cast to CUfunction (a CUlibrary's kernel): the
          * function query may answer anything, INVALID_VALUE included, which
          * would read as "no parameters" (issue 12); the kernel query
@@ -90,12 +107,18 @@ static struct layout *ask(CUfunction f, uint64_t gen)
             l->scannable = 1;
             break;
         }
-        if (r != CUDA_SUCCESS || n == MAX_PARAMS || off > UINT32_MAX || size > UINT32_MAX)
+        if (r != CUDA_SUCCESS)
             break;
+        if (n == MAX_PARAMS || off > UINT32_MAX || size > UINT32_MAX) {
+            r = CUDA_ERROR_INVALID_VALUE; /* not a layout the driver takes */
+            break;
+        }
         if (n == cap) {
             struct layout *g = realloc(l, sizeof *l + 2 * cap * sizeof l->p[0]);
-            if (!g)
+            if (!g) {
+                r = CUDA_ERROR_OUT_OF_MEMORY;
                 break; /* unscannable: gated, never wrong */
+            }
             l = g;
             cap *= 2;
         }
@@ -104,6 +127,8 @@ static struct layout *ask(CUfunction f, uint64_t gen)
         n++;
     }
     l->n = l->scannable ? n : 0;
+    if (!l->scannable)
+        unscannable(f, r);
     return l;
 }
 

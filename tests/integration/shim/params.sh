@@ -1,7 +1,23 @@
 #!/bin/sh
 # The parameter-scan suite (test_params.c) under spillway against fakecuda:
 # one 256 MiB device, a 64 MiB limit, spill on (launches scan their
-# arguments only then).
+# arguments only then). Then with a driver that describes no kernel's
+# parameters (SPW_PARAMS_REFUSED): the launches run, and spillway says once
+# that their arguments are not scanned.
 set -eu
 . "$(dirname "$0")/suite.sh"
 suite_run shim_params
+log=$stats/refused.log
+if ! suite_run shim_params SPW_PARAMS_REFUSED=1 SPILLWAY_LOG=warn \
+    FAKECUDA_FAIL=cuFuncGetParamInfo:1-:CUDA_ERROR_NOT_SUPPORTED,cuKernelGetParamInfo:1-:CUDA_ERROR_NOT_SUPPORTED \
+    >"$log" 2>&1; then
+    cat "$log"
+    exit 1
+fi
+n=$(grep -c "are not scanned" "$log" || true)
+if [ "$n" != 1 ]; then
+    cat "$log"
+    echo "FAIL: unscanned kernel arguments were reported $n times, not once"
+    exit 1
+fi
+echo "kernel parameters refused: reported once"
