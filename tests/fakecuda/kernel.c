@@ -342,6 +342,8 @@ FC_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsign
                                   void **extra)
 {
     FC_FAULT(cuLaunchKernel);
+    if (params && extra)
+        return CUDA_ERROR_INVALID_VALUE; /* one form or the other, documented */
     return fc_launch(f, DIM(gx, gy, gz), DIM(bx, by, bz), shmem, h, params, extra, false);
 }
 
@@ -350,6 +352,8 @@ FC_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, u
                                        void **params, void **extra)
 {
     FC_FAULT(cuLaunchKernel);
+    if (params && extra)
+        return CUDA_ERROR_INVALID_VALUE;
     return fc_launch(f, DIM(gx, gy, gz), DIM(bx, by, bz), shmem, h, params, extra, true);
 }
 

@@ -157,6 +157,13 @@ START_TEST(bad_launches)
     void *args[] = {&p, &v, &n};
     CU_ERR(cuLaunchKernel(k.fill_u32, 1, 1, 1, 2048, 1, 1, 0, NULL, args, NULL), CUDA_ERROR_INVALID_VALUE);
     CU_ERR(cuLaunchKernel(k.fill_u32, 0, 1, 1, 32, 1, 1, 0, NULL, args, NULL), CUDA_ERROR_INVALID_VALUE);
+    /* Arguments in both forms at once ("both kernelParams and extra are
+     * non-NULL", cuLaunchKernel's documentation). */
+    unsigned char buf[24] = {0};
+    size_t len = sizeof buf;
+    void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, buf, CU_LAUNCH_PARAM_BUFFER_SIZE, &len,
+                     CU_LAUNCH_PARAM_END};
+    CU_ERR(cuLaunchKernel(k.fill_u32, 1, 1, 1, 32, 1, 1, 0, NULL, args, extra), CUDA_ERROR_INVALID_VALUE);
 }
 END_TEST
 
