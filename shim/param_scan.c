@@ -9,8 +9,10 @@
  * that loads and unloads modules in a loop does not grow the cache; only
  * an answer that differs (another function at that handle) replaces the
  * entry, which is never freed (another thread may be reading it). When the
- * table is full (more live functions than slots), layouts are asked for at
- * each launch. */
+ * table is full (more live functions than slots, or than the probes reach:
+ * 64Ki slots, 1 MiB of address space touched only as functions come),
+ * layouts are asked for at each launch: JIT compilers (Triton, XLA,
+ * torch.compile) make thousands of kernels, and 4Ki slots were passed. */
 #include "shim/param_scan.h"
 
 #include "shim/driver.h"
@@ -22,7 +24,8 @@
 #include <string.h>
 
 enum {
-    SLOTS = 4096, /* a power of two */
+    SLOT_BITS = 16,
+    SLOTS = 1 << SLOT_BITS,
     PROBES = 32,
     MAX_PARAMS = 32768, /* the driver's argument space is 32764 bytes */
     MAX_EXTRA = 64,     /* option pairs of extra looked at */
@@ -141,7 +144,7 @@ static int same(const struct layout *a, const struct layout *b)
 static struct layout *layout_of(CUfunction f, int *owned)
 {
     uint64_t gen = atomic_load_explicit(&generation, memory_order_acquire);
-    size_t h = (size_t)(((uint64_t)(uintptr_t)f >> 4) * 0x9E3779B97F4A7C15ull >> 52);
+    size_t h = (size_t)(((uint64_t)(uintptr_t)f >> 4) * 0x9E3779B97F4A7C15ull >> (64 - SLOT_BITS));
     *owned = 0;
     for (unsigned i = 0; i < PROBES; i++) {
         struct slot *s = &table[(h + i) & (SLOTS - 1)];
