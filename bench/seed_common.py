@@ -42,6 +42,18 @@ def hold():
         sys.stdin.readline()
 
 
+def jax_memory_stats(device):
+    """device.memory_stats(), {} where there are none: jaxlib answers None
+    for an allocator without stats (platform), and XLA versions whose
+    GetAllocatorStats has TF_RET_CHECK(stats.has_value()) raise INTERNAL
+    instead (as tests/gpu/rowlib.py)."""
+    try:
+        return device.memory_stats() or {}
+    except Exception as e:  # jax.errors.JaxRuntimeError (XlaRuntimeError before)
+        print("memory_stats() failed: %s" % str(e).splitlines()[0][:160], file=sys.stderr)
+        return {}
+
+
 def gib(v):
     return "%.2f GiB" % (v / GiB) if isinstance(v, (int, float)) else "n/a"
 

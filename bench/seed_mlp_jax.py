@@ -186,7 +186,7 @@ def main():
         print("step %d: loss %r, %.2f ms" % (i + 1, losses[-1], times[-1] * 1e3), flush=True)
     med = statistics.median(times[a.warmup:])
     finite = int(all(math.isfinite(v) for v in losses))
-    stats = jax.devices()[0].memory_stats() or {}
+    stats = seed_common.jax_memory_stats(jax.devices()[0])
     held = [stats[k] for k in ("peak_pool_bytes", "pool_bytes", "peak_bytes_reserved", "bytes_reserved") if k in stats]
     print("median step: %.2f ms over %d steps after %d warm-up" % (med * 1e3, a.steps - a.warmup, a.warmup))
     print("final loss: %r" % losses[-1])

@@ -34,8 +34,7 @@ del c, A, B
 
 
 def stat(key):
-    s = dev.memory_stats() or {}
-    return s.get(key, "n/a")
+    return rowlib.jax_memory_stats(dev).get(key, "n/a")
 
 
 bytes_limit = stat("bytes_limit")

@@ -115,7 +115,7 @@ def main():
     fp = fingerprint(params, losses)
     if a.dump:
         rowlib.write_floats(a.dump, fp)
-    stats = jax.devices()[0].memory_stats() or {}
+    stats = rowlib.jax_memory_stats(jax.devices()[0])
     rowlib.hold(a)
     rowlib.result(fw="jax", steps=a.steps, step_ms=round(s * 1e3, 3), loss0=fp[0], loss=fp[a.steps - 1],
                   fp_len=len(fp), cmdbuf=cmdbuf, hlo=hlo, bytes_limit=stats.get("bytes_limit", "n/a"),

@@ -66,6 +66,18 @@ def driver_total():
         return "n/a"
 
 
+def jax_memory_stats(device):
+    """device.memory_stats(), {} where there are none: jaxlib answers None
+    for an allocator without stats (platform), and XLA versions whose
+    GetAllocatorStats has TF_RET_CHECK(stats.has_value()) raise INTERNAL
+    instead; either way the row goes on and reports n/a."""
+    try:
+        return device.memory_stats() or {}
+    except Exception as e:  # jax.errors.JaxRuntimeError (XlaRuntimeError before)
+        print("memory_stats() failed: %s" % str(e).splitlines()[0][:160], file=sys.stderr)
+        return {}
+
+
 def alloc_until_refused(alloc, is_oom, a, keep):
     """Allocates a.chunk blocks (halving after each refusal down to
     a.min_chunk) until refused or a.cap; appends the blocks to keep.

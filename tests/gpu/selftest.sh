@@ -15,6 +15,7 @@
 #     peak, judgement) must pass;
 #  4. the negative control: the same row with SPILLWAY_DISABLE=1 must FAIL
 #     (a check that cannot fail is no check);
+#     A JAX row survives memory_stats() raising;
 #  5. pair.py --fake: two processes under `spillway run`, both in
 #     spillway-top --once with matching in-use figures;
 #  6. issue 12's rows (features.py): the judging on synthetic runs
@@ -128,6 +129,17 @@ if grep -q '^RESULT table=baseline fw=cupy status=FAIL' "$OUT/broken.txt" &&
     ok "a framework broken without spillway: baseline FAIL, its rows skipped"
 else
     not_ok "a framework broken without spillway: $(grep '^RESULT' "$OUT/broken.txt" | tr '\n' ' ')"
+fi
+
+# jaxlib versions whose GetAllocatorStats RET_CHECKs an allocator without
+# stats raise from Device.memory_stats(): the rows go on (n/a).
+mkdir -p "$OUT/stats"
+"$PY" "$HERE/acceptance.py" --build "$B" --out "$OUT/stats" --fake --mock --phase limit --rows jax-platform \
+    --limits 4G --native-total 268435456 --extra-env MOCK_FAULT=stats-internal >"$OUT/stats.txt" 2>&1
+if grep -q '^RESULT table=acceptance name=jax-platform .* pass=1 ' "$OUT/stats.txt"; then
+    ok "JAX row survives memory_stats() raising INTERNAL"
+else
+    not_ok "JAX row with memory_stats() raising: $(grep '^RESULT' "$OUT/stats.txt")"
 fi
 
 "$PY" "$HERE/pair.py" --build "$B" --out "$OUT" --fake >"$OUT/pair.txt" 2>&1

@@ -36,6 +36,8 @@ process under spillway (libspillway in LD_PRELOAD):
                 invalidates it)
   unpooled      expandable segments ask for compressible memory, which
                 spillway passes through instead of pooling
+  stats-internal  jax's Device.memory_stats() raises XLA's INTERNAL error
+                (the allocator has no stats, older XLA) instead of None
 """
 import ctypes
 import os

@@ -40,6 +40,12 @@ Device.stream_ordered = _allocator() == "cuda_async"
 
 class _Dev:
     def memory_stats(self):
+        """As jaxlib's Device.memory_stats: None where the allocator has no
+        stats (platform: XLA answers Unimplemented). MOCK_FAULT=stats-internal:
+        the INTERNAL error XLA versions whose GetAllocatorStats has
+        TF_RET_CHECK(stats.has_value()) raise instead."""
+        if mockdev.fault("stats-internal"):
+            raise XlaRuntimeError("INTERNAL: RET_CHECK failure (xla/pjrt/gpu/se_gpu_pjrt_client.cc) stats.has_value()")
         if _allocator() == "platform":
             return None
         return {"bytes_limit": _bytes_limit(), "bytes_in_use": Device.used, "pool_bytes": Device.used,
