@@ -140,6 +140,8 @@ def run_all(a, build, lib, stats_dir, log, results, budget):
             r = harness.run(cmd, env, timeout, log, label="bench " + rid)
             rec["results"] = [harness.parse_result(l) for l in r.stdout if l.startswith("RESULT")]
             rec.update(status="ok" if r.ok() else "FAIL", why=r.why(), wall=round(r.wall, 2))
+            if r.missing():  # a framework this host lacks: skipped, not failed
+                rec.update(status="SKIP", why="no %s" % r.missing())
         results.add(rec)
         print("RESULT table=bench run=%s status=%s wall=%s%s" % (
             rid, rec["status"], rec.get("wall"), "" if rec["status"] == "ok" else " why=" + rec["why"].replace(" ", "_")),

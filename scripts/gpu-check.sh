@@ -321,7 +321,12 @@ lc_run() { # label, timeout, env K=V..., -- command...
         case $(val err) in CUDA_SUCCESS | cudaSuccess | none) ;; *) why+=("err=$(val err)") ;; esac
     fi
     local verdict=pass detail
-    if [ ${#why[@]} -gt 0 ] && { [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; }; then
+    if [[ "$(val err)" =~ ^no_(torch|jax|cupy|numpy)$ ]]; then
+        # The framework is not installed on this host: skipped, not failed.
+        lc_rows+=("| $label | skipped | $n | | | skipped: ${BASH_REMATCH[0]/_/ } |")
+        say "launches: $label: skipped: ${BASH_REMATCH[0]/_/ }"
+        return
+    elif [ ${#why[@]} -gt 0 ] && { [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; }; then
         verdict=FAIL # a hang is not worth its time twice
         detail=$(printf '%s; ' "${why[@]}")
         detail=${detail%; }

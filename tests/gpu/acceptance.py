@@ -154,7 +154,9 @@ def baselines(ctx):
             continue
         r, nv = got
         rec = {"table": "baseline", "fw": fw, "env": extra, "wall": round(r.wall, 1), "nvml": nv}
-        if not r.ok():
+        if r.missing():  # not installed on this host: its rows are skipped too
+            rec.update(status="SKIP", missing=r.missing(), why="no %s" % r.missing())
+        elif not r.ok():
             rec.update(status="FAIL", why=r.why())
         else:
             res = r.result
@@ -190,13 +192,19 @@ def known(ctx):
 
 
 def broken_natively(ctx):
-    """Frameworks whose baseline could not run at all without spillway
-    (an import error, a library the wheel lacks): fw -> why. Their rows
-    under spillway would only pay the import again and fail the same way."""
+    """Frameworks whose baseline could not run at all without spillway:
+    fw -> the skipped check of their rows. Not installed: "skipped: no jax";
+    an import error or a library the wheel lacks: their rows under spillway
+    would only pay the import again and fail the same way."""
     broken = {}
     for rec in ctx.results.load():
-        if rec.get("table") == "baseline" and rec.get("status") == "FAIL" and "result" not in rec:
-            broken[rec["fw"]] = rec.get("why", "failed")
+        if rec.get("table") != "baseline":
+            continue
+        if rec.get("status") == "SKIP" and rec.get("missing"):
+            broken[rec["fw"]] = ["framework", False, "skipped: no %s" % rec["missing"]]
+        elif rec.get("status") == "FAIL" and "result" not in rec:
+            broken[rec["fw"]] = ["baseline", False, "skipped: %s fails without spillway (%s)"
+                                 % (rec["fw"], rec.get("why", "failed"))]
     return broken
 
 
@@ -349,8 +357,7 @@ def limit_rows(ctx):
             rec = {"table": "acceptance", "row": row_id, "label": label, "fw": fw, "cfg": "%s=%s" % (var, val),
                    "limit_cfg": cfg}
             if fw in broken and not ctx.a.dry_run:
-                rec.update(status="SKIP", checks=[["baseline", False, "skipped: %s fails without spillway (%s)"
-                                                   % (fw, broken[fw])]])
+                rec.update(status="SKIP", checks=[broken[fw]])
                 got = None
             else:
                 got = run_one(ctx, name, fw, cmd, env, TIMEOUT[fw])
@@ -360,6 +367,9 @@ def limit_rows(ctx):
                 if ctx.a.dry_run:
                     continue
                 rec.update(status="SKIP", checks=[["budget", False, "skipped: time budget spent"]])
+            elif got[0].missing():  # no baseline ran (--phase limit alone): found here
+                broken[fw] = ["framework", False, "skipped: no %s" % got[0].missing()]
+                rec.update(status="SKIP", checks=[broken[fw]])
             else:
                 r, nv = got
                 checks, fields = judge(ctx, fw, row_id, r, nv, limit, overheads)

@@ -138,6 +138,9 @@ def run_pair(ctx, row):
         hold = (lambda pid: {"seg": None, "why": "native run: no segment"}) if kind == "native" else read_segment(ctx)
         runs[kind] = harness.run(ctx.cmd(row, dirs[kind]), ctx.env(row, kind == "spillway"), max(t, 1),
                                  ctx.log, on_hold=hold, label="%s (%s)" % (row["label"], kind))
+        if runs[kind].missing():  # not installed here: the row is skipped, its other run not paid
+            return {"native": runs.get("native"), "spillway": runs.get("spillway"), "dirs": dirs,
+                    "missing": runs[kind].missing()}
     return {"native": runs.get("native"), "spillway": runs["spillway"], "dirs": dirs}
 
 
@@ -333,6 +336,9 @@ def record(ctx, row, pair):
            "cfg": "SPILLWAY_MEM_LIMIT=%s" % ctx.limit(row), "env": dict(row["env"], **row["spw_env"])}
     if pair is None:
         rec.update(status="SKIP", checks=[["budget", False, "skipped: time budget spent"]])
+        return rec
+    if pair.get("missing"):
+        rec.update(status="SKIP", checks=[["framework", False, "skipped: no %s" % pair["missing"]]])
         return rec
     flags = ctx.env(row, True).get("XLA_FLAGS") if row["fw"] == "jax" else None
     if flags:

@@ -10,6 +10,7 @@ on stdin; meanwhile the harness samples what it needs at the program's peak
 import json
 import os
 import queue
+import re
 import signal
 import subprocess
 import sys
@@ -20,6 +21,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 GRANULE = 2 << 20
 MAX_LOG = 300
 MiB, GiB = 1 << 20, 1 << 30
+# What a row imports that the GPU host may lack: a run that cannot import one
+# of them is skipped ("skipped: no jax"), not failed; any other missing
+# module is a bug of the row and fails it.
+FRAMEWORKS = ("jax", "jaxlib", "torch", "cupy", "numpy")
+_NO_MODULE = re.compile(r"ModuleNotFoundError: No module named '([\w.]+)'")
 
 
 def parse_result(line):
@@ -102,6 +108,17 @@ class Run:
     def __init__(self):
         self.rc, self.timed_out, self.wall = None, False, 0.0
         self.stdout, self.stderr, self.result, self.hold, self.pid = [], [], None, None, None
+
+    def missing(self):
+        """The framework this run could not import ("jax", ...), else None:
+        Python's own message for a package that is not installed."""
+        if self.rc == 0 and self.result is not None:
+            return None
+        for line in self.stderr:
+            m = _NO_MODULE.search(line)
+            if m and m.group(1).split(".")[0] in FRAMEWORKS:
+                return m.group(1).split(".")[0]
+        return None
 
     def ok(self):
         return self.rc == 0 and not self.timed_out and self.result is not None and "error" not in self.result

@@ -310,6 +310,10 @@ def record(ctx, row, nat, spw):
     rec = {"table": "oversub", "row": row["id"], "label": row["label"], "fw": row["fw"],
            "cfg": "SPILLWAY_MEM_LIMIT=%s SPILLWAY_OVERSUBSCRIBE=%s" % (ctx.limit(row), row["factor"]), "env": env,
            "goal_ratio": GOAL_RATIO, "seed_ratio": SEED_RATIO}
+    missing = next((got[0].missing() for got in (nat, spw) if got and got[0].missing()), None)
+    if missing:  # not installed here (found by the native run: the spillway run is not paid)
+        rec.update(status="SKIP", checks=[["framework", False, "skipped: no %s" % missing]])
+        return rec
     if nat is None or spw is None:
         rec.update(status="SKIP", checks=[["budget", False, "skipped: time budget spent"]])
         return rec
@@ -350,7 +354,7 @@ def main_rows(ctx):
         return
     for row in rows:
         nat = native(ctx, row["fw"])
-        spw = run_one(ctx, row["fw"], row, row["timeout"]) if nat else None
+        spw = run_one(ctx, row["fw"], row, row["timeout"]) if nat and not nat[0].missing() else None
         rec = record(ctx, row, nat, spw)
         ctx.results.add(rec)
         failed = [c[0] for c in rec["checks"] if not c[1]]

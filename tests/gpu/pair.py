@@ -183,6 +183,10 @@ def judge_proc(name, lim, r, pid, snap, top_procs, tolerance, checks):
 def judge(procs, runs, pids, snap, tolerance):
     """The results record of the pair, its status and checks included."""
     rec = {"table": "pair", "procs": [], "top": snap["top"], "once_file": "spillway-top-once.txt"}
+    missing = sorted({r.missing() for r in runs if r and r.missing()})
+    if missing:  # a framework not installed here: nothing to compare
+        rec.update(status="SKIP", checks=[["framework", False, "skipped: no %s" % ", no ".join(missing)]])
+        return rec
     checks = []
     top_procs = {}
     if snap["json"]:
@@ -223,7 +227,9 @@ def main():
     rec = judge(procs, runs, pids, snap, a.tolerance)
     results.add(rec)
     failed = [c[0] for c in rec["checks"] if not c[1]]
-    print("RESULT table=pair pass=%d failed=%s" % (rec["status"] == "pass", ",".join(failed).replace(" ", "_") or "none"))
+    print("RESULT table=pair pass=%d failed=%s%s" % (rec["status"] == "pass", ",".join(failed).replace(" ", "_") or "none",
+                                                     " skipped=" + rec["checks"][0][2].replace(" ", "_")
+                                                     if rec["status"] == "SKIP" else ""))
     print(snap["once"] or "")
     return 0
 

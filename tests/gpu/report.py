@@ -34,10 +34,18 @@ def table(head, rows):
     return "\n".join(out) + "\n"
 
 
+def skipped(rec):
+    """'skipped: why' of a skipped record: its first failed check's detail
+    ("skipped: no jax", "skipped: time budget spent") or its why."""
+    why = rec.get("why") or next((c[2] for c in rec.get("checks", []) if not c[1]), "")
+    why = why[len("skipped"):].lstrip(": ") if why.startswith("skipped") else why
+    return "skipped: %s" % (why or "time budget")
+
+
 def failed(rec):
     bad = [c for c in rec.get("checks", []) if not c[1]]
     if rec.get("status") == "SKIP":
-        return "skipped (time budget)"
+        return skipped(rec)
     if not bad:
         return "**pass**"
     return "**FAIL**: " + "; ".join("%s (%s)" % (c[0], c[2]) for c in bad)
@@ -88,7 +96,7 @@ def pair_section(recs, outdir):
         return ""
     r = recs[-1]
     if r.get("status") == "SKIP":
-        return "### Two processes at once (issue 5)\n\nskipped (time budget)\n"
+        return "### Two processes at once (issue 5)\n\n%s\n" % skipped(r)
     rows = []
     for p in r.get("procs", []):
         rows.append([p["name"], p.get("pid"), b(p.get("limit")), b(p.get("seg_limit")), b(p.get("in_use")),
@@ -216,7 +224,9 @@ def us(ns):
 
 def state(runs, rid):
     r = runs.get(rid)
-    return "not run" if not r else ("skipped" if r["status"] == "SKIP" else r["status"])
+    if r and r["status"] == "SKIP":
+        return "skipped (%s)" % r.get("why", "time budget")
+    return "not run" if not r else r["status"]
 
 
 def threads_table(runs, native, spw, title, what):
@@ -375,6 +385,9 @@ def self_test():
          "checks": [["limit reported", False, "80 GiB total"]]},
         {"table": "acceptance", "label": "CuPy", "fw": "cupy", "cfg": "SPILLWAY_MEM_FRACTION=0.1", "status": "SKIP",
          "checks": [["budget", False, "skipped"]]},
+        {"table": "acceptance", "label": "JAX platform", "fw": "jax", "cfg": "SPILLWAY_MEM_LIMIT=4G", "status": "SKIP",
+         "checks": [["framework", False, "skipped: no jax"]]},
+        {"table": "baseline", "fw": "jax", "status": "SKIP", "missing": "jax", "why": "no jax"},
         {"table": "feature", "label": "PyTorch graph", "cfg": "SPILLWAY_MEM_LIMIT=256M", "status": "pass",
          "native_ms": 4.0, "spillway_ms": 10.0, "time_key": "replay_ms", "compare_detail": "bitwise equal (9 values)",
          "spill_bytes": 512 * MiB, "spill_events": 4, "spilled_bytes": 256 * MiB, "checks": [["ran", True, "ok"]]},
@@ -408,7 +421,8 @@ def self_test():
         with open(p, "w") as f:
             f.write("\n".join(json.dumps(r) for r in recs) + "\n")
         text = render(p)
-    musts = ["| CUDA C | SPILLWAY_MEM_LIMIT=4G | 4.00 GiB |", "**FAIL**: limit reported", "skipped (time budget)",
+    musts = ["| CUDA C | SPILLWAY_MEM_LIMIT=4G | 4.00 GiB |", "**FAIL**: limit reported", "| skipped: time budget |",
+             "| JAX platform | SPILLWAY_MEM_LIMIT=4G | – | – | – | – | – | skipped: no jax |", "| jax | n/a | n/a | n/a | SKIP (no jax) |",
              "×100.0", "0.968", "not run", "skipped", "replay 4.00 / 10.00 ms (×2.50)",
              "512 MiB spilled in 4 events", "pass-through: ipc 1.00 GiB", "**FAIL**: pooled",
              "### Oversubscription", "| 25.6 / 38.4 | ×1.50 | 64 MiB (all steps: 300 MiB) |",

@@ -15,7 +15,8 @@
 #     peak, judgement) must pass;
 #  4. the negative control: the same row with SPILLWAY_DISABLE=1 must FAIL
 #     (a check that cannot fail is no check);
-#     A JAX row survives memory_stats() raising;
+#     A framework the host lacks (MOCK_MISSING) is skipped ("skipped: no
+#     jax"), not failed; a JAX row survives memory_stats() raising;
 #  5. pair.py --fake: two processes under `spillway run`, both in
 #     spillway-top --once with matching in-use figures;
 #  6. issue 12's rows (features.py): the judging on synthetic runs
@@ -131,6 +132,32 @@ else
     not_ok "a framework broken without spillway: $(grep '^RESULT' "$OUT/broken.txt" | tr '\n' ' ')"
 fi
 
+# A framework the host does not have (MOCK_MISSING: Python's own
+# ModuleNotFoundError): its baseline and rows say "skipped: no jax", never
+# FAIL, and the other frameworks' rows still run and pass.
+mkdir -p "$OUT/missing"
+"$PY" "$HERE/acceptance.py" --build "$B" --out "$OUT/missing" --fake --mock --rows jax-platform,cupy --limits 4G \
+    --extra-env MOCK_MISSING=jax >"$OUT/missing.txt" 2>&1
+"$PY" "$HERE/features.py" --build "$B" --out "$OUT/missing" --fake --rows jax-cmdbuf \
+    --extra-env MOCK_MISSING=jax >>"$OUT/missing.txt" 2>&1
+"$PY" "$HERE/report.py" "$OUT/missing/results.jsonl" >"$OUT/missing.md" 2>&1
+if grep -q '^RESULT table=baseline fw=jax status=SKIP .*why=no_jax' "$OUT/missing.txt" &&
+    grep -q '^RESULT table=acceptance name=cupy .* pass=1 ' "$OUT/missing.txt" &&
+    grep -q '^| JAX ALLOCATOR=platform | SPILLWAY_MEM_LIMIT=64M | .* | skipped: no jax |$' "$OUT/missing.md" &&
+    grep -q '^| JAX jit MLP step, XLA command buffers on | .* | skipped: no jax |$' "$OUT/missing.md" &&
+    ! grep -q '^== JAX jit MLP step, XLA command buffers on (spillway)' "$OUT/missing/gpu-check.log" &&
+    ! grep -q 'FAIL' "$OUT/missing.md"; then
+    ok "a framework not installed: its baseline and rows skipped (no jax), the others pass"
+else
+    not_ok "a framework not installed: $(grep '^RESULT' "$OUT/missing.txt" | tr '\n' ' ') $(grep -i 'jax' "$OUT/missing.md")"
+fi
+launches_stage launches-notorch MOCK_MISSING=torch
+rc=$?
+if [ "$rc" -eq 0 ] && has "$OUT/launches-notorch/gpu-check.md" "| $LC_TORCH | skipped | 1000 | | | skipped: no torch |"; then
+    ok "issue 10 without torch: the PyTorch row is skipped (no torch), the run passes"
+else
+    not_ok "issue 10 without torch (exit $rc): $(grep -F "$LC_TORCH" "$OUT/launches-notorch/gpu-check.md")"
+fi
 # jaxlib versions whose GetAllocatorStats RET_CHECKs an allocator without
 # stats raise from Device.memory_stats(): the rows go on (n/a).
 mkdir -p "$OUT/stats"

@@ -38,6 +38,10 @@ process under spillway (libspillway in LD_PRELOAD):
                 spillway passes through instead of pooling
   stats-internal  jax's Device.memory_stats() raises XLA's INTERNAL error
                 (the allocator has no stats, older XLA) instead of None
+
+MOCK_MISSING=jax,torch,cupy,numpy (any of them, with or without spillway):
+those stand-ins raise ModuleNotFoundError at import, as on a host without
+the framework (importable()).
 """
 import ctypes
 import os
@@ -59,6 +63,14 @@ def under_spillway():
 
 def fault(name):
     return os.environ.get("MOCK_FAULT") == name and under_spillway()
+
+
+def importable(name):
+    """MOCK_MISSING=jax,cupy,...: those stand-ins are not installed, with or
+    without spillway: importing one raises what Python raises for a missing
+    package (a host without that framework)."""
+    if name in os.environ.get("MOCK_MISSING", "").split(","):
+        raise ModuleNotFoundError("No module named %r" % name, name=name)
 
 
 class _Prop(ctypes.Structure):  # CUmemAllocationProp (cuda.h)

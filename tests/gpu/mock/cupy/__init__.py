@@ -3,7 +3,10 @@ import at all, with or without spillway (a wheel that lacks its CUDA
 libraries)."""
 import os
 
+import mockdev
 from mockdev import Buffer, Device, Mat
+
+mockdev.importable("cupy")  # MOCK_MISSING: a host without cupy
 
 if os.environ.get("MOCK_FAULT") == "broken-cupy":
     raise ImportError("mock: cupy cannot load its CUDA libraries")

@@ -1,7 +1,10 @@
 """numpy stand-in (see ../README.md)."""
 import random as _random
 
+import mockdev
 from mockdev import N, Mat
+
+mockdev.importable("numpy")  # MOCK_MISSING: a host without numpy
 
 float32 = "float32"
 uint8 = "uint8"

@@ -16,6 +16,8 @@ import random as _random
 import mockdev
 from mockdev import MIN_BYTES, N, Buffer, Device, Mat
 
+mockdev.importable("torch")  # MOCK_MISSING: a host without torch
+
 __version__ = "0.0-mock"
 uint8, int64, float32 = "uint8", "int64", "float32"
 
