@@ -95,11 +95,25 @@ class Results:
             f.write(json.dumps(rec, sort_keys=True) + "\n")
 
     def load(self):
+        """Every whole record; a line cut short (a run killed while writing)
+        is left out, not fatal."""
         try:
             with open(self.path) as f:
-                return [json.loads(l) for l in f if l.strip()]
+                return load_records(f)
         except OSError:
             return []
+
+
+def load_records(lines):
+    out = []
+    for line in lines:
+        try:
+            rec = json.loads(line) if line.strip() else None
+        except ValueError:
+            continue
+        if isinstance(rec, dict):
+            out.append(rec)
+    return out
 
 
 class Run:

@@ -61,6 +61,17 @@ def pair_env(build, stats_dir, fake):
     return env
 
 
+def _tool(cmd, env):
+    """(stdout, stderr, exit status) of a reader run while both hold; a hang
+    or a missing binary is said in stderr, never raised (the processes hold
+    until the snapshot is taken, and the record must still be written)."""
+    try:
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=20)
+        return p.stdout, p.stderr, p.returncode
+    except (subprocess.TimeoutExpired, OSError) as e:
+        return "", "%s: %s\n" % (cmd[0], e), "n/a"
+
+
 def take_snapshot(top, env, stats_dir, pids, log):
     """spillway-top --once and --json (else the Python reader) and each
     process's segment, while both hold."""
@@ -69,15 +80,14 @@ def take_snapshot(top, env, stats_dir, pids, log):
     if os.access(top, os.X_OK):
         snap["top"] = top
         for mode, key in (("--once", "once"), ("--json", "json")):
-            p = subprocess.run([top, mode], env=topenv, capture_output=True, text=True, timeout=20)
-            snap[key] = p.stdout
-            log.write("$ spillway-top %s (exit %d)\n%s%s" % (mode, p.returncode, p.stdout, p.stderr))
+            out, err, rc = _tool([top, mode], topenv)
+            snap[key] = out
+            log.write("$ spillway-top %s (exit %s)\n%s%s" % (mode, rc, out, err))
     else:
         # No spillway-top on this host (no ncurses): the same segments
         # through the Python reader, said so in the table.
-        p = subprocess.run([harness.python(), os.path.join(HERE, "swstats.py"), "--dir", stats_dir], env=topenv,
-                           capture_output=True, text=True, timeout=20)
-        snap["once"] = "(spillway-top not built here; swstats.py fallback)\n" + p.stdout
+        out, err, _ = _tool([harness.python(), os.path.join(HERE, "swstats.py"), "--dir", stats_dir], topenv)
+        snap["once"] = "(spillway-top not built here; swstats.py fallback)\n" + out + err
     for pid in pids:
         seg, why = swstats.read_pid(pid, stats_dir)
         snap["segments"][pid] = seg or why

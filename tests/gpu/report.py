@@ -13,6 +13,9 @@ import os
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+
 MiB, GiB = 1 << 20, 1 << 30
 
 
@@ -358,7 +361,7 @@ def step_section(runs):
 
 def render(path, section="all"):
     with open(path) as f:
-        recs = [json.loads(l) for l in f if l.strip()]
+        recs = harness.load_records(f)  # a line cut short by a killed run is left out
     outdir = os.path.dirname(os.path.abspath(path))
     parts = []
     if section in ("acceptance", "all"):
@@ -420,6 +423,7 @@ def self_test():
         p = os.path.join(d, "results.jsonl")
         with open(p, "w") as f:
             f.write("\n".join(json.dumps(r) for r in recs) + "\n")
+            f.write(json.dumps({"table": "acceptance", "label": "cut short"})[:30])  # a run killed mid-line
         text = render(p)
     musts = ["| CUDA C | SPILLWAY_MEM_LIMIT=4G | 4.00 GiB |", "**FAIL**: limit reported", "| skipped: time budget |",
              "| JAX platform | SPILLWAY_MEM_LIMIT=4G | – | – | – | – | – | skipped: no jax |", "| jax | n/a | n/a | n/a | SKIP (no jax) |",

@@ -172,6 +172,17 @@ fi
 "$PY" "$HERE/pair.py" --build "$B" --out "$OUT" --fake >"$OUT/pair.txt" 2>&1
 if grep -q '^RESULT table=pair pass=1' "$OUT/pair.txt"; then ok "two processes in spillway-top --once with matching in-use"
 else not_ok "pair: $(cat "$OUT/pair.txt")"; fi
+# A spillway-top that cannot run (here: a missing interpreter) fails the
+# pair's top checks; the pair still records its result.
+printf '#!/nonexistent/interpreter\n' >"$OUT/badtop"
+chmod +x "$OUT/badtop"
+mkdir -p "$OUT/badtop.d"
+"$PY" "$HERE/pair.py" --build "$B" --out "$OUT/badtop.d" --fake --top "$OUT/badtop" >"$OUT/badtop.txt" 2>&1
+if grep -q '^RESULT table=pair pass=0 failed=jax_in_spillway-top,torch_in_spillway-top$' "$OUT/badtop.txt"; then
+    ok "a spillway-top that cannot run: the pair fails its top checks, its record written"
+else
+    not_ok "a spillway-top that cannot run: $(tail -3 "$OUT/badtop.txt")"
+fi
 
 if "$PY" "$HERE/features.py" --self-test >"$OUT/feat-self.txt" 2>&1; then ok "issue 12 judging on synthetic runs"
 else not_ok "issue 12 judging: $(grep -v '^ok' "$OUT/feat-self.txt")"; fi
