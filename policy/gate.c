@@ -141,14 +141,22 @@ static struct timespec abs_of(uint64_t deadline_ns)
 }
 
 /* The writer lock, waited for until the deadline (CLOCK_MONOTONIC). Under
- * ThreadSanitizer the same deadline on CLOCK_REALTIME: gcc 12's does not
- * intercept pthread_mutex_clocklock, so it would not see the lock taken
- * (false reports at the unlock, and the ordering the lock gives unseen). */
+ * ThreadSanitizer the same deadline on CLOCK_REALTIME: neither gcc 12's nor
+ * clang 14's intercepts pthread_mutex_clocklock, so it would not see the
+ * lock taken (false reports at the unlock, and the ordering the lock gives
+ * unseen). gcc says so with __SANITIZE_THREAD__, clang with __has_feature. */
+#if defined(__SANITIZE_THREAD__)
+#define SW_UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define SW_UNDER_TSAN 1
+#endif
+#endif
 static bool lock_writer(sw_gate *g, uint64_t deadline_ns)
 {
     if (deadline_ns == UINT64_MAX)
         return pthread_mutex_lock(&g->writer) == 0;
-#ifdef __SANITIZE_THREAD__
+#ifdef SW_UNDER_TSAN
     struct timespec rt;
     clock_gettime(CLOCK_REALTIME, &rt);
     uint64_t now = sw_now_ns(), left = deadline_ns > now ? deadline_ns - now : 0;
