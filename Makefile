@@ -129,7 +129,7 @@ sanitize:
 # those orderings are checked by review, not here.
 TSAN_UNIT := policy_stress policy_wait policy_lend policy_spill policy_quiesce policy_alloc \
              policy_free policy_vmm policy_residency policy_lookup stats_segment stats_reader \
-             shim_contexts
+             shim_contexts policy_spans
 TSAN_SHIM := tests/integration/shim/launches.sh tests/integration/shim/copies.sh
 tsan:
 	$(MAKE) BUILD=$(BUILD)-tsan EXTRA_CFLAGS=-Wno-error=tsan \

@@ -53,7 +53,7 @@ uint32_t sw_heat_rate(const sw_heat *h, uint64_t now);
 #define SW_SPAN_MAX 65536u
 
 typedef struct sw_span {
-    CUdeviceptr start;
+    _Atomic CUdeviceptr start; /* set once; atomic for spans.c's sequence lock */
     sw_heat heat;
 } sw_span;
 typedef struct sw_spans sw_spans;

@@ -14,11 +14,18 @@
  * bump the count, and readers that overlapped retry. Segments never move
  * or go away while the policy lives: a reader that raced a change holds a
  * valid span, at worst the wrong one, and retries. Arrays outgrown, and
- * the spans of an unmapped mapping, are kept until the policy goes. */
+ * the spans of an unmapped mapping, are kept until the policy goes.
+ *
+ * The sequence lock is C11's (Boehm, "Can seqlocks get along with
+ * programming language memory models?", 2012): what a reader reads between
+ * its two looks at the count (the array's pointers, the spans' starts) is
+ * atomic; the writer makes the count odd, then a release fence, then
+ * writes; the reader reads, then an acquire fence, then the count again.
+ * The array moves pointer by pointer, not with memmove, whose copy need not
+ * write a pointer whole (a reader dereferences what it reads). */
 #include "policy/internal.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 /* Retired memory, freed with the policy. */
 typedef struct grave {
@@ -53,7 +60,7 @@ void sw_spans_bury_all(sw_policy *p)
 struct sw_spans {
     pthread_mutex_t lock;      /* writers */
     _Atomic uint32_t seq;      /* odd while a writer changes the array */
-    _Atomic(sw_span **) at;     /* sorted by start */
+    _Atomic(_Atomic(sw_span *) *) at; /* sorted by start */
     _Atomic uint32_t n;
     uint32_t cap;
     CUdeviceptr end;           /* the mapping's end */
@@ -70,6 +77,28 @@ struct sw_spans {
 };
 
 #define BLOCK 256u
+
+/* A span's start: written once before the span is in an array, read
+ * inside the sequence lock, where a reader may see a span being inserted. */
+static CUdeviceptr start_of(const sw_span *g)
+{
+    return atomic_load_explicit(&g->start, memory_order_relaxed);
+}
+
+/* Acquire, pairing with put's release: a reader dereferences what it finds
+ * before it knows whether its read was consistent, so a span it finds must
+ * be initialised for it (its block's zeroing, its start), whether or not
+ * the sequence count later makes it retry. As the page table's levels are
+ * read (pagetable.c): a plain load on x86-64, LDAR/LDAPR on AArch64. */
+static sw_span *span_at(_Atomic(sw_span *) const *at, uint32_t i)
+{
+    return atomic_load_explicit(&at[i], memory_order_acquire);
+}
+
+static void put(_Atomic(sw_span *) *at, uint32_t i, sw_span *g)
+{
+    atomic_store_explicit(&at[i], g, memory_order_release);
+}
 
 static sw_span *span_new(sw_policy *p, sw_spans *s)
 {
@@ -94,7 +123,7 @@ sw_spans *sw_spans_new(sw_policy *p, CUdeviceptr va, size_t size, const sw_heat 
 {
     size_t npages = (size + p->page - 1) >> p->shift, nwords = (npages + 63) / 64;
     sw_spans *s = calloc(1, sizeof *s);
-    sw_span **at = calloc(16, sizeof *at);
+    _Atomic(sw_span *) *at = calloc(16, sizeof *at);
     _Atomic uint64_t *host = calloc(nwords, sizeof *host);
     _Atomic uint64_t *sum = calloc((nwords + 63) / 64, sizeof *sum);
     if (!s || !at || !host || !sum || pthread_mutex_init(&s->lock, NULL)) {
@@ -117,10 +146,10 @@ sw_spans *sw_spans_new(sw_policy *p, CUdeviceptr va, size_t size, const sw_heat 
     sw_span *first = span_new(p, s);
     if (!first)
         return NULL;
-    first->start = va;
+    atomic_store_explicit(&first->start, va, memory_order_relaxed);
     atomic_store(&first->heat.touched, atomic_load(&h->touched));
     atomic_store(&first->heat.born, atomic_load(&h->born));
-    at[0] = first;
+    put(at, 0, first);
     atomic_store(&s->at, at);
     atomic_store(&s->n, 1);
     return s;
@@ -128,12 +157,12 @@ sw_spans *sw_spans_new(sw_policy *p, CUdeviceptr va, size_t size, const sw_heat 
 
 /* The index of the last span starting at or before ptr (n > 0, the
  * first starts at the mapping's start). */
-static uint32_t find(sw_span *const *at, uint32_t n, CUdeviceptr ptr)
+static uint32_t find(_Atomic(sw_span *) const *at, uint32_t n, CUdeviceptr ptr)
 {
     uint32_t lo = 0, hi = n;
     while (hi - lo > 1) {
         uint32_t mid = lo + (hi - lo) / 2;
-        if (at[mid]->start <= ptr)
+        if (start_of(span_at(at, mid)) <= ptr)
             lo = mid;
         else
             hi = mid;
@@ -143,7 +172,7 @@ static uint32_t find(sw_span *const *at, uint32_t n, CUdeviceptr ptr)
 
 /* The seqlock's read side: a sequence number to check after reading, the
  * count and the array as of it. */
-static uint32_t read_begin(sw_spans *s, uint32_t *n, sw_span ***at)
+static uint32_t read_begin(sw_spans *s, uint32_t *n, _Atomic(sw_span *) **at)
 {
     uint32_t q;
     while ((q = atomic_load_explicit(&s->seq, memory_order_acquire)) & 1)
@@ -167,11 +196,11 @@ static sw_span *lookup(sw_spans *s, CUdeviceptr ptr, CUdeviceptr *end)
 {
     for (;;) {
         uint32_t n;
-        sw_span **at;
+        _Atomic(sw_span *) *at;
         uint32_t q = read_begin(s, &n, &at);
         uint32_t i = find(at, n, ptr);
-        sw_span *g = at[i];
-        CUdeviceptr e = i + 1 < n ? at[i + 1]->start : s->end;
+        sw_span *g = span_at(at, i);
+        CUdeviceptr e = i + 1 < n ? start_of(span_at(at, i + 1)) : s->end;
         if (read_valid(s, q)) {
             *end = e;
             return g;
@@ -184,36 +213,48 @@ static sw_span *lookup(sw_spans *s, CUdeviceptr ptr, CUdeviceptr *end)
 static sw_span *insert(sw_policy *p, sw_spans *s, CUdeviceptr ptr)
 {
     pthread_mutex_lock(&s->lock);
-    sw_span **at = atomic_load(&s->at);
+    _Atomic(sw_span *) *at = atomic_load(&s->at);
     uint32_t n = atomic_load(&s->n), i = find(at, n, ptr);
-    sw_span *g = at[i];
-    if (g->start == ptr || n >= SW_SPAN_MAX) { /* raced, or full: stay coarse */
+    sw_span *g = span_at(at, i);
+    if (start_of(g) == ptr || n >= SW_SPAN_MAX) { /* raced, or full: stay coarse */
         pthread_mutex_unlock(&s->lock);
-        return g->start == ptr ? g : NULL;
+        return start_of(g) == ptr ? g : NULL;
     }
     sw_span *ng = span_new(p, s);
     if (!ng) {
         pthread_mutex_unlock(&s->lock);
         return NULL;
     }
-    ng->start = ptr;
+    atomic_store_explicit(&ng->start, ptr, memory_order_relaxed);
     /* A new buffer: judged on its own uses from now (sw_heat_rate). */
     uint64_t now = atomic_load_explicit(&p->clock, memory_order_relaxed);
     atomic_store(&ng->heat.touched, now);
     atomic_store(&ng->heat.born, now);
-    sw_span **dst = at;
+    _Atomic(sw_span *) *dst = at;
     if (n == s->cap) {
         if (!(dst = malloc(2 * s->cap * sizeof *dst))) {
             pthread_mutex_unlock(&s->lock);
             return NULL;
         }
-        memcpy(dst, at, n * sizeof *dst);
+        for (uint32_t k = 0; k < n; k++)
+            put(dst, k, span_at(at, k));
         bury(p, dst);
         s->cap *= 2;
     }
-    atomic_fetch_add_explicit(&s->seq, 1, memory_order_acq_rel); /* odd */
-    memmove(&dst[i + 2], &dst[i + 1], (n - i - 1) * sizeof *dst);
-    dst[i + 1] = ng;
+    /* Odd, then a release fence before the first write a reader may see:
+     * a reader that reads any pointer or start written below then reads
+     * the count odd or moved on in read_valid (whose acquire fence pairs
+     * with this one), and retries. An acq_rel increment does not order the
+     * writes after it (its release half orders only what precedes it):
+     * AArch64 without LSE atomics makes it ldaxr/stlxr, and the stores of
+     * the move could be seen before the odd count, so a reader took a
+     * half-moved array (a span twice, an end at its own start) for a
+     * consistent one. */
+    atomic_fetch_add_explicit(&s->seq, 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    for (uint32_t k = n - 1; k > i; k--)
+        put(dst, k + 1, span_at(dst, k));
+    put(dst, i + 1, ng);
     atomic_store_explicit(&s->at, dst, memory_order_release);
     atomic_store_explicit(&s->n, n + 1, memory_order_release);
     atomic_fetch_add_explicit(&s->seq, 1, memory_order_release); /* even */
@@ -224,7 +265,7 @@ static sw_span *insert(sw_policy *p, sw_spans *s, CUdeviceptr ptr)
 sw_heat *sw_spans_touch(sw_policy *p, sw_spans *s, CUdeviceptr ptr, CUdeviceptr *end)
 {
     sw_span *g = lookup(s, ptr, end);
-    if (g->start != ptr && insert(p, s, ptr))
+    if (start_of(g) != ptr && insert(p, s, ptr))
         g = lookup(s, ptr, end);
     return &g->heat;
 }
@@ -232,14 +273,14 @@ sw_heat *sw_spans_touch(sw_policy *p, sw_spans *s, CUdeviceptr ptr, CUdeviceptr 
 void sw_spans_mark(sw_policy *p, sw_spans *s, CUdeviceptr ptr)
 {
     CUdeviceptr end;
-    if (ptr < s->end && lookup(s, ptr, &end)->start != ptr)
+    if (ptr < s->end && start_of(lookup(s, ptr, &end)) != ptr)
         (void)insert(p, s, ptr); /* full: the span stays coarser, never wrong */
 }
 
 sw_heat *sw_spans_at(sw_spans *s, CUdeviceptr ptr, CUdeviceptr *start, CUdeviceptr *end)
 {
     sw_span *g = lookup(s, ptr, end);
-    *start = g->start;
+    *start = start_of(g);
     return &g->heat;
 }
 
@@ -248,13 +289,14 @@ void sw_spans_page(sw_spans *s, CUdeviceptr page, size_t size, uint64_t now, uin
 {
     for (;;) {
         uint32_t n;
-        sw_span **at;
+        _Atomic(sw_span *) *at;
         uint32_t q = read_begin(s, &n, &at);
         uint64_t t = 0;
         uint32_t u = 0;
-        for (uint32_t i = find(at, n, page); i < n && at[i]->start < page + size; i++) {
-            uint64_t ti = atomic_load_explicit(&at[i]->heat.touched, memory_order_relaxed);
-            uint32_t ui = sw_heat_rate(&at[i]->heat, now);
+        for (uint32_t i = find(at, n, page); i < n && start_of(span_at(at, i)) < page + size; i++) {
+            sw_span *g = span_at(at, i);
+            uint64_t ti = atomic_load_explicit(&g->heat.touched, memory_order_relaxed);
+            uint32_t ui = sw_heat_rate(&g->heat, now);
             t = ti > t ? ti : t;
             u = ui > u ? ui : u;
         }
