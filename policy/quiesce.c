@@ -21,7 +21,12 @@ void sw_note_work(sw_policy *p, int dev, int runs_on)
      * and gives up. */
     _Atomic uint64_t *w = &p->dev[dev].work_reach;
     uint64_t bit = 1ull << runs_on;
-    if (!(atomic_load_explicit(w, memory_order_relaxed) & bit))
+    /* seq_cst, not relaxed: a bit another thread set (and was parked at the
+     * closed gate after setting) must be one the mover's seq_cst re-read
+     * sees too before this thread's work passes the gate; C11 does not
+     * promise that of a relaxed load (x86-64 and AArch64 would anyway: an
+     * ldar on AArch64, only on submissions naming another device's pages). */
+    if (!(atomic_load_explicit(w, memory_order_seq_cst) & bit))
         atomic_fetch_or(w, bit);
 }
 

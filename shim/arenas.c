@@ -39,6 +39,10 @@ void spw_arena_note(int dev, CUdeviceptr base, size_t size)
     while (i < ARENA_RANGES && atomic_load_explicit(&arenas[i].base, memory_order_relaxed))
         i++;
     if (i < ARENA_RANGES) {
+        /* A reused entry: its base went to 0 (spw_arena_forget) before its
+         * new size and device, for a reader that read the old base and
+         * checks it again (spw_arena_device). */
+        atomic_thread_fence(memory_order_release);
         atomic_store_explicit(&arenas[i].size, size, memory_order_relaxed);
         atomic_store_explicit(&arenas[i].dev, dev, memory_order_relaxed);
         atomic_store_explicit(&arenas[i].base, base, memory_order_release);
