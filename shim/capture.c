@@ -2,7 +2,11 @@
  * cuStreamBeginCaptureToGraph and
  * cuStreamEndCapture, each also as its per-thread variant: counted, so
  * that the pool knows a capture is under way (capture.h). A begin counts
- * when the driver accepted it; an end uncounts when the stream was
+ * before the driver is asked, and uncounts if the driver refused it: a
+ * sync the pool would issue while the driver begins the capture would
+ * invalidate it, and counting after the driver's answer left that window
+ * open for the whole call (what remains is a sync already past its check,
+ * syncer.c). An end uncounts when the stream was
  * capturing before it (active or invalidated) and the end closed that
  * capture: it succeeded, or it failed and the stream no longer captures
  * (an invalidated or unjoined capture ends with its error). An end the
@@ -23,10 +27,15 @@ bool spw_capture_active(void)
     return atomic_load_explicit(&captures, memory_order_acquire) > 0;
 }
 
+static void beginning(void)
+{
+    atomic_fetch_add_explicit(&captures, 1, memory_order_acq_rel);
+}
+
 static void began(CUresult r)
 {
-    if (r == CUDA_SUCCESS)
-        atomic_fetch_add_explicit(&captures, 1, memory_order_acq_rel);
+    if (r != CUDA_SUCCESS && atomic_fetch_sub_explicit(&captures, 1, memory_order_acq_rel) <= 0)
+        atomic_store_explicit(&captures, 0, memory_order_release); /* never below zero */
 }
 
 /* Whether stream is in a capture (active or invalidated), asked before the
@@ -53,6 +62,7 @@ static void ended(CUstream stream, int per_thread, bool was, CUresult r)
     CUresult handler params                      \
     {                                            \
         SPW_REAL_OR_RETURN(real, handler);       \
+        beginning();                             \
         CUresult r = real args;                  \
         began(r);                                \
         return r;                                \
