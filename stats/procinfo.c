@@ -119,7 +119,9 @@ int spw_proc_start_time(pid_t pid, uint64_t *out)
 /* Whether pid, in state `state`, is a process that has ended and not been
  * reaped: /proc keeps its pid and start time until its parent waits for
  * it. A leader shows Z too when only its main thread has exited
- * (pthread_exit) while others run: its thread count tells them apart. */
+ * (pthread_exit) while others run: its thread count tells them apart. A
+ * killed process's other threads take a moment to go after its leader:
+ * until they have, it is taken for alive, and the next scan finds it dead. */
 static bool ended(pid_t pid, char state)
 {
     if (state != 'Z' && state != 'X')

@@ -447,6 +447,32 @@ static char proc_state(pid_t pid)
     return p && p[1] == ' ' ? p[2] : 0;
 }
 
+/* The Threads: count /proc gives pid (-1: none). */
+static long proc_threads(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    long n = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, "Threads:", 8) == 0)
+            n = strtol(line + 8, NULL, 10);
+    if (f)
+        fclose(f);
+    return n;
+}
+
+/* A killed process shows Z as soon as its leader has exited, while its
+ * other threads (a sanitizer's, a CUDA program's) may still be going: the
+ * reader takes it for a leader that only called pthread_exit until they
+ * are gone (the next scan removes it). The test waits for that. */
+static void wait_all_threads_gone(pid_t pid)
+{
+    for (int i = 0; i < 200 && proc_threads(pid) > 1; i++)
+        usleep(10000);
+    ck_assert_int_le(proc_threads(pid), 1);
+}
+
 static void wait_state(pid_t pid, char want)
 {
     for (int i = 0; i < 200 && proc_state(pid) != want; i++)
@@ -467,6 +493,7 @@ START_TEST(zombie_owner_is_dead)
     ck_assert_int_eq(read(pfd[0], &ch, 1), 1);
     kill(c, SIGKILL);
     wait_state(c, 'Z');
+    wait_all_threads_gone(c);
     struct spw_stats_list list;
     ck_assert_int_eq(spw_stats_scan(NULL, SPW_SCAN_REMOVE_DEAD, &list, NULL, NULL, why, sizeof why), 0);
     ck_assert_uint_eq(list.n, 0);
