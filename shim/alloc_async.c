@@ -115,14 +115,13 @@ static CUresult alloc_async(CUresult (*real)(CUdeviceptr *, size_t, CUstream), i
     sw_policy *p = dptr ? route(stream, per_thread, -1, &dev, &why, &err) : (dev = -1, NULL);
     if (err != CUDA_SUCCESS)
         return err;
-    int how = p ? spw_mempool_current_route(dev) : -1;
+    int slot = -1, how = p ? spw_mempool_current(dev, &slot) : -1;
     if (how >= 0) { /* the device's current pool is one spillway cannot stand in for */
         p = NULL;
         why = (sw_passthrough_reason)how;
     }
     if (p)
-        return serve_for_pool(p, dev, bytesize, reuse_key(stream, per_thread, dev),
-                              spw_mempool_current_slot(dev), dptr);
+        return serve_for_pool(p, dev, bytesize, reuse_key(stream, per_thread, dev), slot, dptr);
     if (dev < 0)
         return real(dptr, bytesize, stream);
     SPW_PASSTHROUGH_ALLOC(SPW_KIND_DEVPTR, dev, bytesize, why, "cuMemAllocAsync",

@@ -123,22 +123,18 @@ SPW_GATED_HANDLER(spw_h_launch_grid_async, (CUfunction f, int grid_width, int gr
                   spw_gate_note_stream(hStream); devices = runs_on = spw_gate_stream_devices(hStream),
                   counted(r, hStream, runs_on, 0))
 
-/* Forgotten before (a launch racing the unload must not cache the dying
- * layout under the current generation) and after (nor one asked between). */
 CUresult spw_h_module_unload(CUmodule hmod)
 {
     SPW_REAL_OR_RETURN(real, spw_h_module_unload);
-    spw_param_scan_forget();
-    CUresult r = real(hmod);
-    spw_param_scan_forget();
+    CUresult r;
+    SPW_UNLOADING(r, real(hmod));
     return r;
 }
 
 CUresult spw_h_library_unload(CUlibrary library)
 {
     SPW_REAL_OR_RETURN(real, spw_h_library_unload);
-    spw_param_scan_forget();
-    CUresult r = real(library);
-    spw_param_scan_forget();
+    CUresult r;
+    SPW_UNLOADING(r, real(library));
     return r;
 }

@@ -204,30 +204,16 @@ CUresult spw_h_mem_pool_destroy(CUmemoryPool pool)
     return r;
 }
 
-int spw_mempool_current_route(int dev)
-{
-    if (dev < 0 || dev >= SW_MAX_DEVICES)
-        return -1;
-    uintptr_t pool = atomic_load_explicit(&current[dev], memory_order_acquire);
-    int pool_dev;
-    return pool ? spw_mempool_route((CUmemoryPool)pool, &pool_dev) : -1;
-}
-
 /* Per device, its default pool's slot + 1 (0: not asked yet). A default
  * pool is never destroyed, so its slot stays its own. */
 static atomic_int default_slot[SW_MAX_DEVICES];
 
-int spw_mempool_current_slot(int dev)
+/* The slot of dev's default pool, named by the driver once per device. */
+static int default_pool_slot(int dev)
 {
-    if (dev < 0 || dev >= SW_MAX_DEVICES)
-        return -1;
-    uintptr_t pool = atomic_load_explicit(&current[dev], memory_order_acquire);
-    if (pool)
-        return spw_mempool_slot((CUmemoryPool)pool);
     int s = atomic_load_explicit(&default_slot[dev], memory_order_acquire);
     if (s)
         return s - 1;
-    /* Once per device: the driver names its default pool. */
     CUmemoryPool dflt = NULL;
     __typeof__(spw_real.spw_h_device_get_default_mem_pool) get =
         SPW_REAL(spw_h_device_get_default_mem_pool);
@@ -240,6 +226,29 @@ int spw_mempool_current_slot(int dev)
     if ((s = lookup(dflt)) >= 0)
         atomic_store_explicit(&default_slot[dev], s + 1, memory_order_release);
     return s;
+}
+
+int spw_mempool_current(int dev, int *slot)
+{
+    *slot = -1;
+    if (dev < 0 || dev >= SW_MAX_DEVICES)
+        return -1;
+    uintptr_t pool = atomic_load_explicit(&current[dev], memory_order_acquire);
+    if (!pool) {
+        *slot = default_pool_slot(dev);
+        return -1;
+    }
+    int i = lookup((CUmemoryPool)pool);
+    if (i >= 0) {
+        int route = atomic_load_explicit(&slots[i].route, memory_order_relaxed);
+        if (route < 0)
+            *slot = i;
+        return route;
+    }
+    if (atomic_load_explicit(&overflowed, memory_order_acquire))
+        return SW_PT_OTHER;
+    *slot = spw_mempool_slot((CUmemoryPool)pool);
+    return -1;
 }
 
 /* After the driver made pool dev's current one (answer r); under the lock

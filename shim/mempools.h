@@ -20,8 +20,11 @@ int spw_mempool_route(CUmemoryPool pool, int *dev);
 /* How cuMemAllocAsync on a stream of dev allocates: from dev's current
  * pool (cuDeviceSetMemPool, cuMemSetMemPool), so spw_mempool_route's
  * answer for that pool: -1 (served from spillway's pool, also while the
- * default pool is current) or the reason it passes the pool by. */
-int spw_mempool_current_route(int dev);
+ * default pool is current) or the reason it passes the pool by. When -1,
+ * *slot is that pool's slot (spw_mempool_slot: the one the program set,
+ * else the default pool, which the driver names once per device), whose
+ * usage attributes count what spillway serves; one look-up for both. */
+int spw_mempool_current(int dev, int *slot);
 
 /* The index (below SPW_MAX_POOLS) of pool's place in the table, which
  * names its usage figures (pool_use.h), or -1: spw_mempool_slot also
@@ -30,7 +33,4 @@ int spw_mempool_current_route(int dev);
 int spw_mempool_slot(CUmemoryPool pool);
 int spw_mempool_known_slot(CUmemoryPool pool);
 
-/* The slot of dev's current pool (cuMemAllocAsync's): the one the program
- * set, else the default pool, which the driver names once per device. */
-int spw_mempool_current_slot(int dev);
 #endif

@@ -19,7 +19,15 @@ unsigned spw_param_scan(CUfunction f, void **kernelParams, void **extra,
 /* A module or library is about to be unloaded, or was (cuModuleUnload,
  * cuLibraryUnload, cuCtxDestroy, which unloads its context's modules): a
  * function handed out later may reuse an unloaded one's handle value with
- * another layout, so every cached layout is asked again. Call it before
- * and after. */
+ * another layout, so every cached layout is asked again: before (a launch
+ * racing the unload must not cache the dying layout under the current
+ * generation) and after (nor one asked between). */
 void spw_param_scan_forget(void);
+/* r = call, an unloading call, with the layouts forgotten around it. */
+#define SPW_UNLOADING(r, call)     \
+    do {                           \
+        spw_param_scan_forget();   \
+        (r) = (call);              \
+        spw_param_scan_forget();   \
+    } while (0)
 #endif

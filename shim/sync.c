@@ -108,9 +108,8 @@ CUresult spw_h_stream_destroy(CUstream hStream)
         SPW_REAL_OR_RETURN(real, handler);      \
         if (ctx && !spw_disabled())             \
             spw_contexts_gone(ctx);             \
-        spw_param_scan_forget();                \
-        CUresult r = real(ctx);                 \
-        spw_param_scan_forget();                \
+        CUresult r;                             \
+        SPW_UNLOADING(r, real(ctx));            \
         return r;                               \
     }
 DESTROY_HANDLER(spw_h_ctx_destroy)
