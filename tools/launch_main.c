@@ -70,21 +70,34 @@ static int set(const char *name, const char *value)
     return 0;
 }
 
-/* Prepends lib to LD_PRELOAD unless it is already there. */
+/* Puts lib first in LD_PRELOAD, taking it out of where it already was (the
+ * first preloaded library interposes its symbols before the others'; left
+ * later, another hook of the driver would be called instead of spillway).
+ * The other entries keep their order and the separator before them (' ' or
+ * ':'). */
 static int add_preload(const char *lib)
 {
     const char *old = getenv("LD_PRELOAD");
-    if (!old || !*old)
-        return set("LD_PRELOAD", lib);
-    size_t n = strlen(lib);
-    for (const char *p = strstr(old, lib); p; p = strstr(p + 1, lib))
-        if ((p == old || p[-1] == ' ' || p[-1] == ':') && (p[n] == '\0' || p[n] == ' ' || p[n] == ':'))
-            return 0;
-    size_t len = n + 1 + strlen(old) + 1;
+    if (!old)
+        old = "";
+    size_t n = strlen(lib), len = n + 1 + strlen(old) + 1, used = n;
     char *v = malloc(len);
     if (!v)
         return fail(2, "out of memory%s%s", "", "");
-    snprintf(v, len, "%s:%s", lib, old);
+    memcpy(v, lib, n);
+    for (const char *p = old; *p;) {
+        size_t sep = strspn(p, " :");
+        const char *e = p + sep;
+        size_t el = strcspn(e, " :");
+        if (el && !(el == n && memcmp(e, lib, n) == 0)) {
+            char c = used == n || !sep ? ':' : p[0];
+            v[used++] = c;
+            memcpy(v + used, e, el);
+            used += el;
+        }
+        p = e + el;
+    }
+    v[used] = '\0';
     int rc = set("LD_PRELOAD", v);
     free(v);
     return rc;

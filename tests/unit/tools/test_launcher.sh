@@ -22,6 +22,13 @@ out=$(LD_PRELOAD=$other SPILLWAY_LIB=$lib "$SPW" run sh -c 'echo "$LD_PRELOAD"')
 check "keeps an existing LD_PRELOAD after spillway" [ "$out" = "$lib:$other" ]
 out=$(LD_PRELOAD=$lib SPILLWAY_LIB=$lib "$SPW" run sh -c 'echo "$LD_PRELOAD"')
 check "does not preload twice" [ "$out" = "$lib" ]
+# README, man page: the library is put first, also when the user's
+# LD_PRELOAD already names it after another library (which would otherwise
+# interpose its symbols before spillway's).
+out=$(LD_PRELOAD="$other:$lib" SPILLWAY_LIB=$lib "$SPW" run sh -c 'echo "$LD_PRELOAD"')
+check "moves spillway first when LD_PRELOAD has it later" [ "$out" = "$lib:$other" ]
+out=$(LD_PRELOAD="$other $lib:$other" SPILLWAY_LIB=$lib "$SPW" run sh -c 'echo "$LD_PRELOAD"')
+check "moves spillway first across space-separated entries" [ "$out" = "$lib:$other:$other" ]
 out=$(SPILLWAY_LIB=$lib "$SPW" run -- sh -c 'echo "$@"' x --limit 1G)
 check "the command's own options are left alone" [ "$out" = "--limit 1G" ]
 SPILLWAY_LIB=$lib "$SPW" run sh -c 'exit 7'
