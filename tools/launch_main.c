@@ -144,6 +144,47 @@ static int apply_flag(size_t i, const char *arg, struct run_opts *o)
     return 0;
 }
 
+/* The line for getopt_long's error c (':' a missing value, '?' the rest),
+ * naming the option as the user wrote it. optopt says which: the short
+ * option's character, the flag's value for a long option given a value it
+ * does not take, 0 for a long option unknown or ambiguous. arg (argv[optind
+ * - 1]) is the argument at fault except for an unknown short option before
+ * the end of a cluster ("-xv"), where optind has not moved on. Returns 2. */
+static int option_error(int c, const char *arg)
+{
+    int i = optopt ? spw_run_flag_find(optopt) : -1;
+    int is_long = strncmp(arg, "--", 2) == 0;
+    char name[64];
+    if (c == ':') {
+        if (is_long && i >= 0)
+            snprintf(name, sizeof name, "--%s", spw_run_flags[i].name);
+        else
+            snprintf(name, sizeof name, "-%c", optopt);
+        return fail(2, "option '%s' needs a value%s", name, "");
+    }
+    if (optopt && i < 0) {
+        snprintf(name, sizeof name, "-%c", optopt);
+        return fail(2, "unknown option '%s' (see spillway --help)%s", name, "");
+    }
+    size_t n = strcspn(arg + 2, "=");
+    if (i >= 0)
+        return fail(2, "option '--%s' takes no value (got '%s')", spw_run_flags[i].name, arg);
+    char fits[256] = "";
+    size_t used = 0, count = 0;
+    for (size_t k = 0; k < SPW_RUN_FLAG_COUNT; k++) {
+        if (strncmp(spw_run_flags[k].name, arg + 2, n) != 0 || used >= sizeof fits)
+            continue;
+        used += (size_t)snprintf(fits + used, sizeof fits - used, "%s--%s", count ? ", " : "",
+                                 spw_run_flags[k].name);
+        count++;
+    }
+    if (count > 1) {
+        snprintf(name, sizeof name, "%.*s", (int)(n + 2), arg);
+        return fail(2, "option '%s' is ambiguous: it begins %s", name, fits);
+    }
+    return fail(2, "unknown option '%s' (see spillway --help)%s", arg, "");
+}
+
 /* Parses run's options into the environment. Returns the index of the
  * command in argv, or -(exit status). */
 static int parse_run(int argc, char **argv, struct run_opts *o)
@@ -155,12 +196,9 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
     optind = 1;
     int c, rc = 0;
     while (rc == 0 && (c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
-        int i = c == ':' || c == '?' ? -1 : spw_run_flag_find(c);
-        if (c == ':')
-            return -fail(2, "option '%s' needs a value%s", argv[optind - 1], "");
-        if (i < 0)
-            return -fail(2, "unknown option '%s' (see spillway --help)%s", argv[optind - 1], "");
-        rc = apply_flag((size_t)i, optarg, o);
+        if (c == ':' || c == '?')
+            return -option_error(c, argv[optind - 1]);
+        rc = apply_flag((size_t)spw_run_flag_find(c), optarg, o);
     }
     if (rc == -1)
         return -0x100;

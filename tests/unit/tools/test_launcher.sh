@@ -47,6 +47,13 @@ check "bad variable already in the environment" refused "SPILLWAY_SPILL='maybe'"
 check "command not run when refused" bash -c '! SPILLWAY_LIB=$1 "$2" run --limit x -- touch "$3/ran" 2>/dev/null; [ ! -e "$3/ran" ]' _ "$lib" "$SPW" "$STATS_DIR"
 check "unknown option" refused "unknown option '--frob'" "$SPW" run --frob true
 check "missing value" refused "option '--limit' needs a value" "$SPW" run --limit
+# The option at fault is named, wherever it stands in a cluster of short
+# options, and an abbreviation that fits several is said to be one.
+check "unknown short option first in a cluster" refused "unknown option '-x'" "$SPW" run -xv true
+check "unknown short option last in a cluster" refused "unknown option '-x'" "$SPW" run -vx true
+check "missing value in a cluster" refused "option '-l' needs a value" "$SPW" run -vl
+check "ambiguous abbreviation" refused "option '--no' is ambiguous" "$SPW" run --no true
+check "value given to a flag without one" refused "option '--no-spill' takes no value" "$SPW" run --no-spill=1 true
 check "no command" refused "no command to run" "$SPW" run --limit 1G
 check "unknown subcommand" refused "unknown command 'walk'" "$SPW" walk
 check "missing library" refused "library '/nonexistent/lib.so' (from SPILLWAY_LIB)" env SPILLWAY_LIB=/nonexistent/lib.so "$SPW" run true
