@@ -51,7 +51,13 @@ static int explicit_library(const char *path, const char *source, char *out, siz
 
 int spw_find_library(const char *override, char *out, size_t len, char *err, size_t errlen)
 {
-    if (override && *override)
+    /* An empty --lib is a script's missing variable, as an empty
+     * SPILLWAY_LIB is (which the option parser refuses): not "unset". */
+    if (override && !*override) {
+        snprintf(err, errlen, "library '' (from --lib): empty; omit --lib for the default search");
+        return -1;
+    }
+    if (override)
         return explicit_library(override, "--lib", out, len, err, errlen);
     const char *env = getenv(SPW_LIB_ENV);
     if (env && *env)

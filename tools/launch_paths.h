@@ -12,7 +12,7 @@
 int spw_exe_dir(char *dir, size_t len);
 
 /* The library to preload, as an absolute path: `override` (from --lib) if
- * given, else $SPILLWAY_LIB, else the first readable of
+ * given (empty: an error), else $SPILLWAY_LIB, else the first readable of
  *   <exe dir>/../lib/libspillway.so   (installed: PREFIX/bin -> PREFIX/lib)
  *   <exe dir>/../libspillway.so       (build tree: build/tools -> build)
  *   <exe dir>/libspillway.so

@@ -57,6 +57,10 @@ check "value given to a flag without one" refused "option '--no-spill' takes no 
 check "no command" refused "no command to run" "$SPW" run --limit 1G
 check "unknown subcommand" refused "unknown command 'walk'" "$SPW" walk
 check "missing library" refused "library '/nonexistent/lib.so' (from SPILLWAY_LIB)" env SPILLWAY_LIB=/nonexistent/lib.so "$SPW" run true
+# An empty --lib is what a script leaves when the variable it meant to
+# expand is missing: refused like an empty SPILLWAY_LIB, not taken as unset.
+check "empty --lib is refused" refused "library '' (from --lib): empty" "$SPW" run --lib "" true
+check "empty --lib= is refused" refused "library '' (from --lib): empty" "$SPW" run --lib= true
 check "--lib wins over SPILLWAY_LIB" bash -c '[ "$(SPILLWAY_LIB=/nonexistent "$1" run --lib "$2" sh -c "echo \$LD_PRELOAD")" = "$2" ]' _ "$SPW" "$lib"
 SPILLWAY_LIB=$lib "$SPW" run /nonexistent/program 2>/dev/null
 check "missing command: 127" [ $? -eq 127 ]
