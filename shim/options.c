@@ -263,8 +263,20 @@ void spw_options_print_table(FILE *f)
 
 /* Formatters: the inverse of the parsers, one value per call. */
 static int format_bool(char *b, size_t n, const spw_opt_bool *v) { return snprintf(b, n, "%d", *v); }
-static int format_fraction(char *b, size_t n, const spw_opt_fraction *v) { return snprintf(b, n, "%g", *v); }
-static int format_factor(char *b, size_t n, const spw_opt_factor *v) { return snprintf(b, n, "%g", *v); }
+/* The fewest digits (six or more) that parse back to v: %g's six alone
+ * published 0.1234567 as 0.123457, and a factor of 1.0000001 as 1. */
+static int format_number(char *b, size_t n, double v)
+{
+    char t[32];
+    for (int digits = 6; digits <= 17; digits++) {
+        snprintf(t, sizeof t, "%.*g", digits, v);
+        if (strtod(t, NULL) == v)
+            break;
+    }
+    return snprintf(b, n, "%s", t);
+}
+static int format_fraction(char *b, size_t n, const spw_opt_fraction *v) { return format_number(b, n, *v); }
+static int format_factor(char *b, size_t n, const spw_opt_factor *v) { return format_number(b, n, *v); }
 static int format_loglevel(char *b, size_t n, const spw_opt_loglevel *v)
 {
     return snprintf(b, n, "%s", spw_log_level_name(*v));

@@ -196,6 +196,9 @@ START_TEST(format_round_trips)
         {"SPILLWAY_HOST_LIMIT", "64G"},        {"SPILLWAY_MEM_FRACTION", "0.3"},
         {"SPILLWAY_LOG", "debug"},             {"SPILLWAY_DISABLE", "yes"},
         {"SPILLWAY_OVERSUBSCRIBE", "1.5"},
+        /* More digits than %g's six: published, they read as another
+         * value (1.0000001 as 1, not oversubscribed at all). */
+        {"SPILLWAY_MEM_FRACTION", "0.1234567"}, {"SPILLWAY_OVERSUBSCRIBE", "1.0000001"},
     };
     for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++) {
         struct spw_options a, b;
