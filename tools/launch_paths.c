@@ -1,11 +1,36 @@
 #include "tools/launch_paths.h"
 
+#include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+/* The ELF identity of this build, which the library shares. */
+#if __SIZEOF_POINTER__ == 8
+#define SPW_ELF_CLASS ELFCLASS64
+#else
+#define SPW_ELF_CLASS ELFCLASS32
+#endif
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define SPW_ELF_DATA ELFDATA2LSB
+#else
+#define SPW_ELF_DATA ELFDATA2MSB
+#endif
+#if defined(__x86_64__)
+#define SPW_ELF_MACHINE EM_X86_64
+#elif defined(__aarch64__)
+#define SPW_ELF_MACHINE EM_AARCH64
+#elif defined(__powerpc64__)
+#define SPW_ELF_MACHINE EM_PPC64
+#else
+#define SPW_ELF_MACHINE EM_NONE /* not checked: the class, order and type still are */
+#endif
 
 int spw_exe_dir(char *dir, size_t len)
 {
@@ -21,13 +46,36 @@ int spw_exe_dir(char *dir, size_t len)
     return 0;
 }
 
-/* Resolves path to an absolute, readable file and checks LD_PRELOAD can
- * carry it. 0, or -1 with errno (EINVAL: unusable characters). */
+/* Whether path is a shared object the loader can map into a process like
+ * this one: a regular file with an ELF header of our class, byte order and
+ * machine, of type ET_DYN. The loader skips any other preload with an error
+ * line ("cannot be preloaded ... ignored") and runs the program without
+ * spillway: unlimited. */
+static int loadable(const char *path)
+{
+    ElfW(Ehdr) h;
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    int ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && read(fd, &h, sizeof h) == (ssize_t)sizeof h;
+    close(fd);
+    return ok && memcmp(h.e_ident, ELFMAG, SELFMAG) == 0 && h.e_ident[EI_CLASS] == SPW_ELF_CLASS &&
+           h.e_ident[EI_DATA] == SPW_ELF_DATA && (SPW_ELF_MACHINE == EM_NONE || h.e_machine == SPW_ELF_MACHINE) && h.e_type == ET_DYN;
+}
+
+/* Resolves path to an absolute, readable shared object and checks
+ * LD_PRELOAD can carry it. 0, or -1 with errno (EINVAL: unusable
+ * characters; ENOEXEC: not a shared object). */
 static int usable(const char *path, char *out, size_t len)
 {
     char abs[PATH_MAX];
     if (!realpath(path, abs) || access(abs, R_OK) != 0)
         return -1;
+    if (!loadable(abs)) {
+        errno = ENOEXEC;
+        return -1;
+    }
     if (strpbrk(abs, " :\t\n")) {
         errno = EINVAL;
         return -1;
@@ -45,7 +93,9 @@ static int explicit_library(const char *path, const char *source, char *out, siz
     if (usable(path, out, len) == 0)
         return 0;
     snprintf(err, errlen, "library '%s' (from %s): %s", path, source,
-             errno == EINVAL ? "its path has a space or colon, which LD_PRELOAD cannot carry" : strerror(errno));
+             errno == EINVAL    ? "its path has a space or colon, which LD_PRELOAD cannot carry"
+             : errno == ENOEXEC ? "not a shared library for this machine (the loader would skip it)"
+                                : strerror(errno));
     return -1;
 }
 

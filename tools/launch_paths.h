@@ -12,12 +12,14 @@
 int spw_exe_dir(char *dir, size_t len);
 
 /* The library to preload, as an absolute path: `override` (from --lib) if
- * given (empty: an error), else $SPILLWAY_LIB, else the first readable of
+ * given (empty: an error), else $SPILLWAY_LIB, else the first readable
+ * shared library of
  *   <exe dir>/../lib/libspillway.so   (installed: PREFIX/bin -> PREFIX/lib)
  *   <exe dir>/../libspillway.so       (build tree: build/tools -> build)
  *   <exe dir>/libspillway.so
  * 0, or -1 with err saying what was tried. A path LD_PRELOAD cannot carry
- * (with a space or a colon) is refused. */
+ * (with a space or a colon) is refused, and so is a file the loader would
+ * skip (not an ELF shared object of this machine). */
 int spw_find_library(const char *override, char *out, size_t len, char *err, size_t errlen);
 
 /* <exe dir>/<name> if it is executable, else name alone (for a PATH search). */

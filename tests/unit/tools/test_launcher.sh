@@ -61,6 +61,12 @@ check "missing library" refused "library '/nonexistent/lib.so' (from SPILLWAY_LI
 # expand is missing: refused like an empty SPILLWAY_LIB, not taken as unset.
 check "empty --lib is refused" refused "library '' (from --lib): empty" "$SPW" run --lib "" true
 check "empty --lib= is refused" refused "library '' (from --lib): empty" "$SPW" run --lib= true
+# A library the loader would skip ("cannot be preloaded ... ignored") ran
+# the program without spillway, unlimited: refused before exec instead.
+printf 'not a library\n' >"$STATS_DIR/text.so"
+check "a directory as --lib is refused" refused "library '$STATS_DIR' (from --lib): not a shared library" "$SPW" run --lib "$STATS_DIR" true
+check "a text file as SPILLWAY_LIB is refused" refused "(from SPILLWAY_LIB): not a shared library" env SPILLWAY_LIB="$STATS_DIR/text.so" "$SPW" run true
+check "refused library: command not run" bash -c '! "$1" run --lib "$2" -- touch "$3/ran-lib" 2>/dev/null; [ ! -e "$3/ran-lib" ]' _ "$SPW" "$STATS_DIR/text.so" "$STATS_DIR"
 check "--lib wins over SPILLWAY_LIB" bash -c '[ "$(SPILLWAY_LIB=/nonexistent "$1" run --lib "$2" sh -c "echo \$LD_PRELOAD")" = "$2" ]' _ "$SPW" "$lib"
 SPILLWAY_LIB=$lib "$SPW" run /nonexistent/program 2>/dev/null
 check "missing command: 127" [ $? -eq 127 ]
