@@ -39,34 +39,65 @@ static CUresult counted_batch(CUresult r, const CUdeviceptr *dsts, const CUdevic
     return r;
 }
 
-/* A copy operand that may be device memory: device or unified types. */
-static CUdeviceptr device_side(CUmemorytype type, CUdeviceptr p)
+/* One operand of a 2D/3D copy that may be device memory (device or
+ * unified types) as the side the copy reaches: from its first byte,
+ * base + (z x height + y) x pitch + x (cuMemcpy3D's documentation), over
+ * depth slices of height rows of pitch bytes, the last row width bytes. A
+ * pitch or height of 0 is the copy's own. The base alone would name the
+ * buffer it starts, not the rows the offsets reach: in a program mapping
+ * with spans (policy/spans.c) another buffer's, filled back and heated in
+ * place of the one the copy uses. */
+static void copy_side(spw_sides *s, CUmemorytype type, CUdeviceptr base, size_t x, size_t y, size_t z,
+                      size_t pitch, size_t height, size_t width, size_t rows, size_t depth)
 {
-    return type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_UNIFIED ? p : 0;
+    if (type != CU_MEMORYTYPE_DEVICE && type != CU_MEMORYTYPE_UNIFIED)
+        return;
+    if (!pitch)
+        pitch = width;
+    if (!height)
+        height = rows;
+    CUdeviceptr first = base + (z * height + y) * pitch + x;
+    if (!width || !rows || !depth) {
+        spw_side(s, first);
+        return;
+    }
+    spw_side_range(s, first, ((depth - 1) * height + (rows - 1)) * pitch + width);
 }
 
-#define COPY2D_SIDES(c)                                                         \
-    do {                                                                        \
-        if (c) {                                                                \
-            spw_side(s, device_side((c)->srcMemoryType, (c)->srcDevice));       \
-            spw_side(s, device_side((c)->dstMemoryType, (c)->dstDevice));       \
-        }                                                                       \
+#define COPY2D_SIDES(c)                                                                                   \
+    do {                                                                                                  \
+        if (c) {                                                                                          \
+            copy_side(s, (c)->srcMemoryType, (c)->srcDevice, (c)->srcXInBytes, (c)->srcY, 0, (c)->srcPitch, \
+                      0, (c)->WidthInBytes, (c)->Height, 1);                                              \
+            copy_side(s, (c)->dstMemoryType, (c)->dstDevice, (c)->dstXInBytes, (c)->dstY, 0, (c)->dstPitch, \
+                      0, (c)->WidthInBytes, (c)->Height, 1);                                              \
+        }                                                                                                 \
+    } while (0)
+/* The same for a CUDA_MEMCPY3D or CUDA_MEMCPY3D_PEER. */
+#define COPY3D_SIDES(c)                                                                                   \
+    do {                                                                                                  \
+        if (c) {                                                                                          \
+            copy_side(s, (c)->srcMemoryType, (c)->srcDevice, (c)->srcXInBytes, (c)->srcY, (c)->srcZ,       \
+                      (c)->srcPitch, (c)->srcHeight, (c)->WidthInBytes, (c)->Height, (c)->Depth);         \
+            copy_side(s, (c)->dstMemoryType, (c)->dstDevice, (c)->dstXInBytes, (c)->dstY, (c)->dstZ,       \
+                      (c)->dstPitch, (c)->dstHeight, (c)->WidthInBytes, (c)->Height, (c)->Depth);         \
+        }                                                                                                 \
     } while (0)
 
 SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_2d, (const CUDA_MEMCPY2D *pCopy), (pCopy), NULL, COPY2D_SIDES(pCopy),
                         COUNTED_COPY(pCopy, 1))
 SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_2d_unaligned, (const CUDA_MEMCPY2D *pCopy), (pCopy), NULL,
                         COPY2D_SIDES(pCopy), COUNTED_COPY(pCopy, 1))
-SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_3d, (const CUDA_MEMCPY3D *pCopy), (pCopy), NULL, COPY2D_SIDES(pCopy),
+SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_3d, (const CUDA_MEMCPY3D *pCopy), (pCopy), NULL, COPY3D_SIDES(pCopy),
                         COUNTED_COPY(pCopy, pCopy->Depth))
 SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_3d_peer, (const CUDA_MEMCPY3D_PEER *pCopy), (pCopy), NULL,
-                        COPY2D_SIDES(pCopy), COUNTED_COPY(pCopy, pCopy->Depth))
+                        COPY3D_SIDES(pCopy), COUNTED_COPY(pCopy, pCopy->Depth))
 SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_2d_async, (const CUDA_MEMCPY2D *pCopy, CUstream hStream),
                         (pCopy, hStream), hStream, COPY2D_SIDES(pCopy), COUNTED_COPY(pCopy, 1))
 SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_3d_async, (const CUDA_MEMCPY3D *pCopy, CUstream hStream),
-                        (pCopy, hStream), hStream, COPY2D_SIDES(pCopy), COUNTED_COPY(pCopy, pCopy->Depth))
+                        (pCopy, hStream), hStream, COPY3D_SIDES(pCopy), COUNTED_COPY(pCopy, pCopy->Depth))
 SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_3d_peer_async, (const CUDA_MEMCPY3D_PEER *pCopy, CUstream hStream),
-                        (pCopy, hStream), hStream, COPY2D_SIDES(pCopy), COUNTED_COPY(pCopy, pCopy->Depth))
+                        (pCopy, hStream), hStream, COPY3D_SIDES(pCopy), COUNTED_COPY(pCopy, pCopy->Depth))
 
 SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_peer,
                         (CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,

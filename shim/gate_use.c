@@ -180,7 +180,7 @@ uint64_t spw_gate_use_sides(sw_policy *g, const spw_sides *s, CUstream stream)
     int on = spw_stream_device(stream);
     uint64_t devs = devices_on(on, 0, 0);
     for (unsigned i = 0; i < s->n; i++) {
-        filled |= spw_gate_use(g, s->p[i]);
+        filled |= spw_gate_use_range(g, s->p[i], s->bytes[i]);
         devs |= devices_on(on, s->p[i], 0);
     }
     for (uint64_t m = s->more; m; m &= m - 1)

@@ -129,21 +129,29 @@ uint64_t spw_gate_devices_on(CUstream s, CUdeviceptr a, CUdeviceptr b);
 #define SPW_MAX_SIDES 64
 typedef struct spw_sides {
     CUdeviceptr p[SPW_MAX_SIDES];
+    size_t bytes[SPW_MAX_SIDES]; /* what the side reaches from p (0: not known) */
     unsigned n;
     uint64_t more; /* the pool devices of the sides past p */
 } spw_sides;
 
-static inline void spw_side(spw_sides *s, CUdeviceptr p)
+/* A side whose extent is known: bytes from p on (spw_gate_use_range). */
+static inline void spw_side_range(spw_sides *s, CUdeviceptr p, size_t bytes)
 {
     if (!p)
         return;
     if (s->n < SPW_MAX_SIDES) {
+        s->bytes[s->n] = bytes;
         s->p[s->n++] = p;
         return;
     }
     int d = spw_arena_device(p);
     if (d >= 0 && d < SW_MAX_DEVICES)
         s->more |= 1ull << d;
+}
+
+static inline void spw_side(spw_sides *s, CUdeviceptr p)
+{
+    spw_side_range(s, p, 0);
 }
 
 /* Touches and fills back the sides of work queued on stream (NULL for a

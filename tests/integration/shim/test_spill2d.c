@@ -3,7 +3,8 @@
  * writes rectangles and boxes into the buffer by cuMemcpy2D, cuMemcpy2DAsync,
  * cuMemcpy3D and cuMemsetD2D32, keeping a host mirror; another thread keeps
  * allocating what leaves no room for it, so its pages move while the copies
- * run. Every byte must be what the mirror says.
+ * run. Every byte must be what the mirror says. And a copy that reaches a
+ * spilled buffer by offsets from a base fills back what it reaches.
  *
  * Run by spill2d.sh: one 256 MiB device, a 64 MiB limit, the unmap hazard
  * check on. */
@@ -156,12 +157,80 @@ START_TEST(copies_2d_3d_into_moving_pages)
 }
 END_TEST
 
+/* A 2D or 3D copy names its rows by a base and offsets (its X, Y
+ * and Z in bytes, rows and slices of its pitch): the rows it reaches are
+ * what it uses and fills back, not the buffer its base starts. In a large
+ * program mapping (JAX's arena on cuMemCreate) each buffer a call names is
+ * a span of its own (policy/spans.c): two buffers, [va, va + 16 MiB) and
+ * [va + 16 MiB, va + 24 MiB), all spilled; a 2D copy (by its Y) and a 3D
+ * copy (by its Z) into the second through the mapping's base must bring
+ * that one back. */
+enum rows_way { ROWS_2D, ROWS_3D };
+
+static void fills_the_rows_it_names(enum rows_way way)
+{
+    ctx = rig_setup(0);
+    enum { MAP = 32 * MiB, SECOND = 16 * MiB, SECOND_BYTES = 8 * MiB, ROW = 1 * MiB };
+    CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                                .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0}};
+    CUdeviceptr va;
+    CUmemGenericAllocationHandle h;
+    CU_OK(cuMemAddressReserve(&va, MAP, 0, 0, 0));
+    CU_OK(cuMemCreate(&h, MAP, &prop, 0));
+    CU_OK(cuMemMap(va, MAP, 0, h, 0));
+    CUmemAccessDesc a = {.location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0},
+                         .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    CU_OK(cuMemSetAccess(va, MAP, &a, 1));
+    CU_OK(cuMemsetD8(va, 1, SECOND));
+    CU_OK(cuMemsetD8(va + SECOND, 2, SECOND_BYTES));
+    CUdeviceptr x;
+    CU_OK(cuMemAlloc(&x, LIMIT)); /* the whole pool: the mapping spills */
+    ck_assert_uint_eq(rig_resident(va, MAP, 0), 0);
+    CU_OK(cuMemFree(x));
+    CU_OK(cuCtxSynchronize()); /* its pages are free again */
+    unsigned char *src = source(1, ROW, SECOND_BYTES / ROW);
+    CUDA_MEMCPY2D c = up_2d(va, src, ROW, 0, 0, ROW, SECOND_BYTES / ROW);
+    c.dstPitch = ROW;
+    switch (way) {
+    case ROWS_2D:
+        c.dstY = SECOND / ROW;
+        CU_OK(cuMemcpy2D(&c));
+        break;
+    case ROWS_3D: {
+        /* slices of 4 rows: the second buffer is slice 4 on */
+        CUDA_MEMCPY3D b = {.srcMemoryType = CU_MEMORYTYPE_HOST, .srcHost = src, .srcPitch = ROW,
+                           .srcHeight = 4, .dstMemoryType = CU_MEMORYTYPE_DEVICE, .dstDevice = va,
+                           .dstZ = SECOND / ROW / 4, .dstPitch = ROW, .dstHeight = 4,
+                           .WidthInBytes = ROW, .Height = 4, .Depth = SECOND_BYTES / ROW / 4};
+        CU_OK(cuMemcpy3D(&b));
+        break;
+    }
+    }
+    ck_assert_uint_eq(rig_resident(va + SECOND, SECOND_BYTES, 0), SECOND_BYTES);
+    unsigned char *got = malloc(SECOND_BYTES);
+    ck_assert_ptr_nonnull(got);
+    CU_OK(cuMemcpyDtoH(got, va + SECOND, SECOND_BYTES));
+    ck_assert(memcmp(got, src, SECOND_BYTES) == 0);
+    free(got);
+    free(src);
+    CU_OK(cuMemUnmap(va, MAP));
+    CU_OK(cuMemRelease(h));
+    CU_OK(cuMemAddressFree(va, MAP));
+}
+
+START_TEST(a_2d_copy_fills_the_rows_it_names) { fills_the_rows_it_names(ROWS_2D); }
+END_TEST
+START_TEST(a_3d_copy_fills_the_slices_it_names) { fills_the_rows_it_names(ROWS_3D); }
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("shim_spill2d");
     TCase *tc = tcase_create("spill2d");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, copies_2d_3d_into_moving_pages);
+    tcase_add_test(tc, a_2d_copy_fills_the_rows_it_names);
+    tcase_add_test(tc, a_3d_copy_fills_the_slices_it_names);
     suite_add_tcase(s, tc);
     return s;
 }
