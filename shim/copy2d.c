@@ -52,16 +52,13 @@ static void copy_side(spw_sides *s, CUmemorytype type, CUdeviceptr base, size_t 
 {
     if (type != CU_MEMORYTYPE_DEVICE && type != CU_MEMORYTYPE_UNIFIED)
         return;
+    if (!width || !rows || !depth)
+        return; /* the driver copies nothing: nothing to touch or fill (still gated) */
     if (!pitch)
         pitch = width;
     if (!height)
         height = rows;
-    CUdeviceptr first = base + (z * height + y) * pitch + x;
-    if (!width || !rows || !depth) {
-        spw_side(s, first);
-        return;
-    }
-    spw_side_range(s, first, ((depth - 1) * height + (rows - 1)) * pitch + width);
+    spw_side_range(s, base + (z * height + y) * pitch + x, ((depth - 1) * height + (rows - 1)) * pitch + width);
 }
 
 #define COPY2D_SIDES(c)                                                                                   \
@@ -193,27 +190,42 @@ SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_3d_batch_async_v1,
                         (numOps, opList, failIdx, flags, hStream), hStream, batch3d_sides(s, opList, numOps),
                         counted_batch3d(r, opList, numOps))
 
+/* A 2D set of height rows of width elements of elem bytes, pitch bytes
+ * apart: its destination and the bytes to the end of its last row. No row
+ * or no element is nothing set: nothing to touch or fill (still gated). */
+static void set2d_side(spw_sides *s, CUdeviceptr dst, size_t pitch, size_t width, size_t height, size_t elem)
+{
+    if (width && height)
+        spw_side_range(s, dst, (height - 1) * pitch + width * elem);
+}
+
 SPW_SIDES_HANDLERS(spw_h_memset_d2d8,
                 (CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width,
                  size_t Height),
-                (dstDevice, dstPitch, uc, Width, Height), NULL, spw_side(s, dstDevice))
+                (dstDevice, dstPitch, uc, Width, Height), NULL,
+                set2d_side(s, dstDevice, dstPitch, Width, Height, 1))
 SPW_SIDES_HANDLERS(spw_h_memset_d2d16,
                 (CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width,
                  size_t Height),
-                (dstDevice, dstPitch, us, Width, Height), NULL, spw_side(s, dstDevice))
+                (dstDevice, dstPitch, us, Width, Height), NULL,
+                set2d_side(s, dstDevice, dstPitch, Width, Height, 2))
 SPW_SIDES_HANDLERS(spw_h_memset_d2d32,
                 (CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width,
                  size_t Height),
-                (dstDevice, dstPitch, ui, Width, Height), NULL, spw_side(s, dstDevice))
+                (dstDevice, dstPitch, ui, Width, Height), NULL,
+                set2d_side(s, dstDevice, dstPitch, Width, Height, 4))
 SPW_SIDES_HANDLERS(spw_h_memset_d2d8_async,
                 (CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width,
                  size_t Height, CUstream hStream),
-                (dstDevice, dstPitch, uc, Width, Height, hStream), hStream, spw_side(s, dstDevice))
+                (dstDevice, dstPitch, uc, Width, Height, hStream), hStream,
+                set2d_side(s, dstDevice, dstPitch, Width, Height, 1))
 SPW_SIDES_HANDLERS(spw_h_memset_d2d16_async,
                 (CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width,
                  size_t Height, CUstream hStream),
-                (dstDevice, dstPitch, us, Width, Height, hStream), hStream, spw_side(s, dstDevice))
+                (dstDevice, dstPitch, us, Width, Height, hStream), hStream,
+                set2d_side(s, dstDevice, dstPitch, Width, Height, 2))
 SPW_SIDES_HANDLERS(spw_h_memset_d2d32_async,
                 (CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width,
                  size_t Height, CUstream hStream),
-                (dstDevice, dstPitch, ui, Width, Height, hStream), hStream, spw_side(s, dstDevice))
+                (dstDevice, dstPitch, ui, Width, Height, hStream), hStream,
+                set2d_side(s, dstDevice, dstPitch, Width, Height, 4))

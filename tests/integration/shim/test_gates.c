@@ -440,6 +440,31 @@ START_TEST(an_empty_copy_or_set_fills_nothing_back)
     CU_OK(cuMemcpyDtoD(a, a + 4096, 0));
     CU_OK(cuMemsetD32(a, 0, 0));
     CU_OK(cuMemsetD8Async(a, 0, 0, s));
+    /* 2D and 3D: no width, no row or no slice is nothing either. */
+    CUDA_MEMCPY2D c;
+    memset(&c, 0, sizeof c);
+    c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    c.srcDevice = a;
+    c.srcPitch = 4096;
+    c.dstMemoryType = CU_MEMORYTYPE_HOST;
+    c.dstHost = host;
+    c.dstPitch = 4096;
+    c.WidthInBytes = 4;
+    CU_OK(cuMemcpy2D(&c)); /* Height 0 */
+    c.Height = 1;
+    c.WidthInBytes = 0;
+    CU_OK(cuMemcpy2DAsync(&c, s));
+    CUDA_MEMCPY3D c3;
+    memset(&c3, 0, sizeof c3);
+    c3.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    c3.dstDevice = a;
+    c3.srcMemoryType = CU_MEMORYTYPE_HOST;
+    c3.srcHost = host;
+    c3.WidthInBytes = 4;
+    c3.Height = 1;
+    CU_OK(cuMemcpy3D(&c3)); /* Depth 0 */
+    CU_OK(cuMemsetD2D8(a, 4096, 0, 0, 4));
+    CU_OK(cuMemsetD2D32Async(a, 4096, 0, 4, 0, s));
     CU_OK(cuStreamSynchronize(s));
     ck_assert_uint_eq(rig_resident(b, BUF, 0), before);
     ck_assert_int_ne(fakecuda_mapped_location(a), 0);
