@@ -287,6 +287,16 @@ bool sw_owns(const sw_policy *p, CUdeviceptr ptr)
     return e && SW_OWN_TAG(atomic_load_explicit(&e->owner, memory_order_acquire)) == SW_OWN_VMM;
 }
 
+int sw_page_device(const sw_policy *p, CUdeviceptr ptr)
+{
+    if (!p || !p->page)
+        return -1;
+    sw_pte *e = sw_pt_get(&p->pt, ptr);
+    /* A page keeps its device for life (a move changes its backing only). */
+    sw_page *pg = e ? atomic_load_explicit(&e->page, memory_order_acquire) : NULL;
+    return pg ? pg->dev->id : -1;
+}
+
 CUresult sw_lookup(sw_policy *p, CUdeviceptr ptr, CUdeviceptr *base, size_t *size, int *dev,
                    sw_ids *ids)
 {

@@ -149,6 +149,10 @@ void sw_stream_destroyed(sw_policy *p, int dev, CUstream stream);
  * True when ptr lies in a spillway arena or a page spillway mapped for the
  * program: then the call is spillway's to answer. Lock-free. */
 bool sw_owns(const sw_policy *p, CUdeviceptr ptr);
+/* The device whose pool page is mapped at ptr (in an arena or a program
+ * mapping on pool pages), whether it lives on the device or the host now;
+ * -1 when none. Lock-free: one page-table walk. */
+int sw_page_device(const sw_policy *p, CUdeviceptr ptr);
 /* The IDs of what a pointer lies in, as CU_POINTER_ATTRIBUTE_BUFFER_ID and
  * MEMORY_BLOCK_ID answer them: unique in the process and never given again
  * ("subsequent allocations do not reuse IDs from previous freed

@@ -129,7 +129,7 @@ void spw_gate_note_stream(CUstream s)
 /* The pool device of side p, noting that work on device `on` names it. */
 static int side_device(CUdeviceptr p, int on)
 {
-    int d = p ? spw_arena_device(p) : -1;
+    int d = p ? spw_side_pool_device(p) : -1;
     if (d < 0 || d >= SW_MAX_DEVICES)
         return -1;
     if (on >= 0 && on != d)

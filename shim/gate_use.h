@@ -134,6 +134,15 @@ typedef struct spw_sides {
     uint64_t more; /* the pool devices of the sides past p */
 } spw_sides;
 
+/* The pool device of a side p (-1: none): its arena's (a few compares),
+ * else the device of the pool page mapped there (a program mapping on pool
+ * pages, as JAX's arena, lies in no arena). */
+static inline int spw_side_pool_device(CUdeviceptr p)
+{
+    int d = spw_arena_device(p);
+    return d >= 0 ? d : sw_page_device(spw_pool_policy(), p);
+}
+
 /* A side whose extent is known: bytes from p on (spw_gate_use_range). */
 static inline void spw_side_range(spw_sides *s, CUdeviceptr p, size_t bytes)
 {
@@ -144,7 +153,7 @@ static inline void spw_side_range(spw_sides *s, CUdeviceptr p, size_t bytes)
         s->p[s->n++] = p;
         return;
     }
-    int d = spw_arena_device(p);
+    int d = spw_side_pool_device(p);
     if (d >= 0 && d < SW_MAX_DEVICES)
         s->more |= 1ull << d;
 }

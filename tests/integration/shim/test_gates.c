@@ -608,6 +608,49 @@ START_TEST(a_capture_begun_without_a_mode_is_counted)
 }
 END_TEST
 
+/* The same for a program mapping on device 0's pool pages (cuMemCreate,
+ * as JAX's arena), which lies in no pool arena: a copy of it queued on
+ * device 1's stream, device 1 given no access (fakecuda copies without it), runs on
+ * device 1, so a move of its pages must sync device 1 as for a pool
+ * block's (copy_on_another_devices_stream). */
+START_TEST(a_program_mappings_copy_on_another_devices_stream_is_synced_before_a_move)
+{
+    CUcontext c0 = rig_setup(0), c1 = rig_setup(1);
+    CU_OK(cuCtxSetCurrent(c1));
+    CUdeviceptr y; /* device 1's pool (and syncer) */
+    CU_OK(cuMemAlloc(&y, 1 * MiB));
+    CUstream s1;
+    CU_OK(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING));
+    void *host;
+    CU_OK(cuMemAllocHost(&host, BUF));
+    CU_OK(cuCtxSetCurrent(c0));
+    CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                                .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0}};
+    CUdeviceptr va;
+    CUmemGenericAllocationHandle h;
+    CU_OK(cuMemAddressReserve(&va, BUF, 0, 0, 0));
+    CU_OK(cuMemCreate(&h, BUF, &prop, 0));
+    CU_OK(cuMemMap(va, BUF, 0, h, 0));
+    CUmemAccessDesc a = {.location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0},
+                         .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    CU_OK(cuMemSetAccess(va, BUF, &a, 1));
+    uint32_t *want = rig_expected(BUF, 9);
+    CU_OK(cuMemcpyHtoD(va, want, BUF));
+    CU_OK(cuCtxSetCurrent(c1));
+    sleep_on(s1, 300);
+    CU_OK(cuCtxSetCurrent(c0));
+    CU_OK(cuMemcpyDtoHAsync(host, va, BUF, s1));
+    spill_device0(c0);
+    CU_OK(cuCtxSetCurrent(c1));
+    CU_OK(cuStreamSynchronize(s1));
+    ck_assert(memcmp(host, want, BUF) == 0);
+    CU_OK(cuStreamDestroy(s1));
+    CU_OK(cuCtxSetCurrent(c0));
+    rig_expect_words(va, want, BUF, "the spilled mapping");
+    free(want);
+}
+END_TEST
+
 /* ---- a graph launched on another device's stream --------------------------- */
 
 /* A graph of device 1 (its copy node in device 1's context) whose copy
@@ -686,6 +729,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, a_decompression_batch_passes_the_gate);
     tcase_add_test(tc, a_capture_begun_without_a_mode_is_counted);
     tcase_add_test(tc, a_graph_on_another_devices_stream_is_synced_before_a_move);
+    tcase_add_test(tc, a_program_mappings_copy_on_another_devices_stream_is_synced_before_a_move);
     suite_add_tcase(s, tc);
     return s;
 }
