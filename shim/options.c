@@ -381,7 +381,7 @@ static uint64_t asked_limit(const struct spw_options *o, int dev, uint64_t total
 uint64_t spw_options_resolve_limit(const struct spw_options *o, int dev, uint64_t total,
                                    uint64_t page, char *note, size_t len)
 {
-    char what[192], a[48], b[48];
+    char what[192], a[48], b[48], c[48];
     uint64_t limit = asked_limit(o, dev, total, what, sizeof what);
     if (note && len)
         note[0] = '\0';
@@ -390,14 +390,29 @@ uint64_t spw_options_resolve_limit(const struct spw_options *o, int dev, uint64_
         format_human(a, sizeof a, page);
         if (note && len)
             snprintf(note, len, "device %d: %s is below one page (%s): using %s", dev, what, a, a);
-        limit = page;
+        return total && page > total ? total : page;
     }
-    if (total && limit > total) {
+    uint64_t asked = limit;
+    if (total && limit > total)
+        limit = total;
+    /* Nor a part of one: the program is told the limit and sizes itself
+     * to it, and without spill the bytes of a last part page were told
+     * free and refused. */
+    if (page)
+        limit -= limit % page;
+    format_human(c, sizeof c, limit);
+    if (total && asked > total) {
         format_human(b, sizeof b, total);
         if (note && len)
             snprintf(note, len, "device %d: %s is more than the device has (%s): using %s", dev,
-                     what, b, b);
-        limit = total;
+                     what, b, c);
+    } else if (limit != asked && (o->mem_limit.all ||
+                                  (dev >= 0 && dev < SW_MAX_DEVICES && o->mem_limit.dev[dev]))) {
+        /* A fraction never falls on a page: rounded without a word. */
+        format_human(a, sizeof a, page);
+        if (note && len)
+            snprintf(note, len, "device %d: %s is not a whole number of pages (%s): using %s",
+                     dev, what, a, c);
     }
     return limit;
 }

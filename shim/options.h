@@ -85,10 +85,11 @@ void spw_options_print_table(FILE *f);
 uint64_t spw_options_device_limit(const struct spw_options *o, int dev, uint64_t total);
 
 /* The same, knowing the device's page (the VMM granularity; 0: unknown) and
- * total (0: unknown): never less than one page (the pool holds whole
- * pages), never more than total. When that is not what the options ask,
- * note gets one line saying what was asked and what is used instead (for a
- * warning); else it is left empty. */
+ * total (0: unknown): never less than one page, never more than total, and
+ * a whole number of pages (the pool holds whole pages: rounded down). When
+ * that is not what SPILLWAY_MEM_LIMIT asks (or a fraction gives less than
+ * a page, or more than total), note gets one line saying what was asked and
+ * what is used instead (for a warning); else it is left empty. */
 uint64_t spw_options_resolve_limit(const struct spw_options *o, int dev, uint64_t total,
                                    uint64_t page, char *note, size_t len);
 

@@ -3,6 +3,7 @@
  *   info              per device: total and free (cuMemGetInfo_v2), cuDeviceTotalMem_v2
  *   fill DEV CHUNK    cuMemAlloc_v2 CHUNK bytes on DEV until it fails
  *   alloc DEV BYTES   one cuMemAlloc_v2
+ *   takefree DEV      one cuMemAlloc_v2 of what cuMemGetInfo_v2 says is free
  *   errors            the codes of bad calls (bad pointer, double free, NULL,
  *                     copies the driver refuses ...)
  * It prints "probe: main" first, so a run that stops before main shows. */
@@ -76,6 +77,18 @@ static int alloc(int dev, size_t size)
         return 1;
     CUdeviceptr p;
     printf("alloc %d err %d\n", dev, cuMemAlloc_v2(&p, size));
+    return 0;
+}
+
+/* What a program that sizes itself to the free figure does (TensorFlow's
+ * BFC takes what is reported free): it must get it. */
+static int takefree(int dev)
+{
+    size_t f = 0, t = 0;
+    CUdeviceptr p;
+    if (use_device(dev) || cuMemGetInfo_v2(&f, &t))
+        return 1;
+    printf("takefree %d bytes %zu err %d\n", dev, f, cuMemAlloc_v2(&p, f));
     return 0;
 }
 
@@ -207,8 +220,10 @@ int main(int argc, char **argv)
         return fill(atoi(argv[2]), strtoull(argv[3], NULL, 0));
     if (argc >= 4 && strcmp(argv[1], "alloc") == 0)
         return alloc(atoi(argv[2]), strtoull(argv[3], NULL, 0));
+    if (argc >= 3 && strcmp(argv[1], "takefree") == 0)
+        return takefree(atoi(argv[2]));
     if (argc >= 2 && strcmp(argv[1], "errors") == 0)
         return errors();
-    fprintf(stderr, "usage: probe info|fill DEV CHUNK|alloc DEV BYTES|errors\n");
+    fprintf(stderr, "usage: probe info|fill DEV CHUNK|alloc DEV BYTES|takefree DEV|errors\n");
     return 64;
 }

@@ -68,6 +68,21 @@ out=$(SPILLWAY_LIB=$LIB "$SPW" run --limit 1 -- "$PROBE" info 2>/dev/null)
 [[ $out == *"dev 0 total 2097152 "*"devtotal 2097152"* ]]
 check "--limit 1: the program sees one page" $?
 
+# What the program is told is free it can allocate, spill off (TensorFlow's
+# BFC takes what is reported free; the GPU rows' CUDA C stops within a
+# granule of it): the pool holds whole pages, so a limit that is not a
+# whole number of them (a fraction of the device, 3M of 2 MiB pages, a
+# device's odd total) is rounded down to one that is. It was told the
+# fraction's bytes and refused them, the pool holding a page less. On
+# device 1, the current context's device.
+for lim in "SPILLWAY_MEM_FRACTION=0.3" "SPILLWAY_MEM_LIMIT=3M" "SPILLWAY_MEM_LIMIT=1=255000000"; do
+    out=$(env FAKECUDA_DEVICES=2 SPILLWAY_SPILL=0 "$lim" LD_PRELOAD="$LIB" "$PROBE" takefree 1 2>&1)
+    bad=0
+    [[ $out == *"takefree 1 bytes "*" err 0"* ]] || bad=1
+    [ $bad = 0 ] || printf '%s\n' "$out"
+    check "$lim, spill off: the free bytes reported can be allocated" $bad
+done
+
 # SPILLWAY_DRIVER that cannot be loaded: "the driver the program loaded
 # itself" (options.def) also when the program dlopened it into a local
 # scope, as every framework does; before, such a program ran unlimited.

@@ -364,12 +364,27 @@ START_TEST(limit_below_a_page_or_above_the_device_is_noted)
     ck_assert_uint_eq(resolve("SPILLWAY_MEM_LIMIT", "99999T", 0, total, note, sizeof note), total);
     ck_assert_str_eq(note, "device 0: SPILLWAY_MEM_LIMIT=99999T is more than the device has "
                            "(256 MiB): using 256 MiB");
-    ck_assert_uint_eq(resolve("SPILLWAY_MEM_LIMIT", "0=8G", 0, total + 1, note, sizeof note), total + 1);
+    /* A device's total is no whole number of pages: its whole pages. */
+    ck_assert_uint_eq(resolve("SPILLWAY_MEM_LIMIT", "0=8G", 0, total + 1, note, sizeof note), total);
     ck_assert_str_eq(note, "device 0: SPILLWAY_MEM_LIMIT (0=8G) is more than the device has "
-                           "(268435457 bytes): using 268435457 bytes");
+                           "(268435457 bytes): using 256 MiB");
+    /* The pool holds whole pages: the program was told 3M and, spill off,
+     * refused the third (strict.sh's "the free bytes reported can be
+     * allocated"). */
+    ck_assert_uint_eq(resolve("SPILLWAY_MEM_LIMIT", "3M", 0, total, note, sizeof note), 2 * MiB);
+    ck_assert_str_eq(note, "device 0: SPILLWAY_MEM_LIMIT=3M is not a whole number of pages "
+                           "(2 MiB): using 2 MiB");
+    ck_assert_uint_eq(resolve("SPILLWAY_MEM_LIMIT", "1=255000000", 1, total, note, sizeof note),
+                      242 * MiB);
+    ck_assert_str_eq(note, "device 1: SPILLWAY_MEM_LIMIT (1=255000000) is not a whole number of "
+                           "pages (2 MiB): using 242 MiB");
+    /* A fraction is rounded down without a note: it never falls on a page. */
+    ck_assert_uint_eq(resolve("SPILLWAY_MEM_FRACTION", "0.3", 0, total, note, sizeof note),
+                      76 * MiB);
+    ck_assert_str_eq(note, "");
     /* As asked: no note. Exactly one page and exactly the device are fine. */
     static const char *const fine[][2] = {{"SPILLWAY_MEM_LIMIT", "2M"}, {"SPILLWAY_MEM_LIMIT", "256M"},
-                                          {"SPILLWAY_MEM_LIMIT", "3M"}, {"SPILLWAY_MEM_FRACTION", "1"},
+                                          {"SPILLWAY_MEM_LIMIT", "4M"}, {"SPILLWAY_MEM_FRACTION", "1"},
                                           {"SPILLWAY_MEM_FRACTION", "0.5"}};
     for (size_t i = 0; i < sizeof fine / sizeof fine[0]; i++) {
         strcpy(note, "untouched");
