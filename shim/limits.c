@@ -90,6 +90,12 @@ uint64_t spw_limit(int dev)
     const struct spw_device_query *q = atomic_load(&query);
     if (!o || !q)
         return UINT64_MAX;
+    /* Before cuInit the driver tells neither the count nor the total nor
+     * the page: a limit computed then (spillway_get_counters at start) was
+     * the fraction of an unknown total, kept for good: no limit at all.
+     * Not computed until the driver can say. */
+    if (q->count && q->count() < 0)
+        return UINT64_MAX;
     check_listed_devices(o, q);
     uint64_t t = q->total(dev), page = q->page ? q->page(dev) : 0;
     char note[512];

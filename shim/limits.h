@@ -27,7 +27,9 @@ void spw_limits_init(const struct spw_options *opts, const struct spw_device_que
 /* The device's limit in bytes, computed on first use: one page at least,
  * the device's total at most, each with a warning when it is not what the
  * options ask. The first computation also warns about devices
- * SPILLWAY_MEM_LIMIT names that the machine lacks. */
+ * SPILLWAY_MEM_LIMIT names that the machine lacks. UINT64_MAX (none yet)
+ * before accounting starts, and while the driver cannot count the devices
+ * (before cuInit): computed at the first call after. */
 uint64_t spw_limit(int dev);
 
 /* Also computed with the limit: what the program is told device dev has

@@ -353,6 +353,50 @@ START_TEST(segment_in_use_is_the_count)
 }
 END_TEST
 
+/* A driver loaded but not initialized (before cuInit) can tell neither a
+ * device's total nor the count: cuDeviceTotalMem answers NOT_INITIALIZED. */
+static int driver_up;
+
+static uint64_t total_once_up(int dev)
+{
+    return driver_up ? total_of(dev) : 0;
+}
+
+static uint64_t page_once_up(int dev)
+{
+    return driver_up ? page_of(dev) : 0;
+}
+
+static int count_once_up(void)
+{
+    return driver_up ? count_of() : -1;
+}
+
+/* spillway_get_counters before cuInit (a program reading its limit at
+ * start) computed the limit then: the fraction of an unknown total, i.e.
+ * 0.75 x 2^64, kept for good. The device was unlimited, cuMemGetInfo told
+ * the program 13835058055282163712 bytes, and the pool could not be set up
+ * for that. Not computed until the driver can tell. */
+START_TEST(limit_waits_for_the_driver)
+{
+    static const struct spw_device_query late = {total_once_up, page_once_up, count_once_up};
+    char err[256];
+    ck_assert_int_eq(spw_options_load(&opts, NULL, err, sizeof err), 0);
+    spw_log_set_level(SPW_LOG_ERROR);
+    spw_account_init(&opts, &late);
+    ck_assert_uint_eq(spw_limit(0), UINT64_MAX); /* not known yet, as before accounting */
+    ck_assert_uint_eq(spw_limit_told(0), UINT64_MAX);
+    struct spillway_counters c = read_dev(0);
+    ck_assert_uint_eq(c.limit, 0);
+    ck_assert_int_eq(spw_account_reserve(0, 4 * MiB), 0); /* unlimited meanwhile */
+    spw_account_unreserve(0, 4 * MiB);
+    driver_up = 1; /* cuInit */
+    ck_assert_uint_eq(spw_limit(0), 768 * MiB);
+    ck_assert_uint_eq(spw_limit_told(0), 768 * MiB);
+    ck_assert_uint_eq(read_dev(0).limit, 768 * MiB);
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("shim_account");
@@ -368,6 +412,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, fork_while_accounting);
     tcase_add_test(tc, pool_and_passthrough_share_the_count);
     tcase_add_test(tc, segment_in_use_is_the_count);
+    tcase_add_test(tc, limit_waits_for_the_driver);
     suite_add_tcase(s, tc);
     return s;
 }
