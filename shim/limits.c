@@ -105,7 +105,14 @@ uint64_t spw_limit(int dev)
         limit = 1; /* 0 means "not computed"; a 0-byte device takes nothing anyway */
     /* Racing threads store the same figures. */
     atomic_store(&c->host_limit, device_host_limit(o, q, dev, limit));
-    atomic_store(&c->told, spw_options_told(o, limit));
+    /* Whole pages, as the limit: the part past it lives in whole host
+     * pages, and a host limit of (F - 1) x the limit (what the README
+     * asks) holds only the whole ones: a program that took all it was told
+     * was refused the last part page. */
+    uint64_t told = spw_options_told(o, limit);
+    if (page && told > limit)
+        told -= told % page;
+    atomic_store(&c->told, told);
     uint64_t unset = 0;
     if (!atomic_compare_exchange_strong(&c->limit, &unset, limit))
         return unset; /* another thread computed it (and said what it had to) */

@@ -41,6 +41,17 @@ out=$(env SPILLWAY_OVERSUBSCRIBE=2 SPILLWAY_MEM_LIMIT=64M SPILLWAY_HOST_LIMIT=1G
     [[ $out == *"it would pass what the program is told the device has"* ]]
 check "F = 2: 128 MiB allocated past a 64 MiB limit, then the program's own out-of-memory" $?
 
+# F x the limit that is not a whole number of pages, with the host limit
+# the README asks, (F - 1) x the limit: told 9 MiB over 6 MiB, the program
+# allocating all it is told is free needed 5 pages where the pool has 3 and
+# the host limit 1 (host-limit refusal). Told whole pages: 8 MiB.
+out=$(env SPILLWAY_OVERSUBSCRIBE=1.5 SPILLWAY_MEM_LIMIT=6M SPILLWAY_HOST_LIMIT=3M \
+    LD_PRELOAD="$LIB" "$PROBE" takefree 0 2>&1)
+bad=0
+[[ $out == *"takefree 0 bytes "*" err 0"* ]] || bad=1
+[ $bad = 0 ] || printf '%s\n' "$out"
+check "F = 1.5 over 6 MiB, host limit 3 MiB: what the program is told is free it gets" $bad
+
 # refused WANT VAR=VALUE...: the library and the launcher exit 2 with one
 # line containing WANT.
 refused() {
