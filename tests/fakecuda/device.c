@@ -123,7 +123,7 @@ FC_EXPORT CUresult cuDriverGetVersion(int *version)
 {
     if (!version)
         return CUDA_ERROR_INVALID_VALUE;
-    *version = FC_DRIVER_VERSION;
+    *version = fc_driver_version;
     return CUDA_SUCCESS;
 }
 

@@ -21,6 +21,11 @@
 #define FC_MAX_DEVICES 8
 #define FC_GRANULARITY ((size_t)2 << 20)
 #define FC_DRIVER_VERSION 13000
+/* The version this build of fakecuda is: FC_DRIVER_VERSION, or an older
+ * driver's in a build that emulates one (module.mk: the 12.7 driver, which
+ * lacks what procs.def dates later, in cuGetProcAddress and in its
+ * exports). cuDriverGetVersion answers it. */
+extern const int fc_driver_version;
 
 /* ---- devices and contexts (device.c, context.c) ---- */
 

@@ -13,5 +13,5 @@ $(BUILD)/tests/unit/driver_%: $(BUILD)/tests/unit/driver/test_%.o $(DRIVER_TEST_
 $(BUILD)/tests/unit/driver_array: $(BUILD)/shim/array_size.o
 
 ALL_TARGETS += $(DRIVER_TESTS)
-UNIT_TESTS  += $(DRIVER_TESTS) tests/unit/driver/multi_device.sh
+UNIT_TESTS  += $(DRIVER_TESTS) tests/unit/driver/multi_device.sh tests/unit/driver/older.sh
 GPU_TARGETS += $(DRIVER_TESTS)

@@ -139,6 +139,38 @@ START_TEST(resolved_functions_work)
 }
 END_TEST
 
+/* An entry point newer than the driver is not there at all: not exported,
+ * and cuGetProcAddress does not know its name (SYMBOL_NOT_FOUND, whatever
+ * version is asked). cuStreamGetDevice came with CUDA 12.8; before it, the
+ * device of a stream is its context's (cuStreamGetCtx, CUDA 9.2), which is
+ * what spillway falls back on. Run on fakecuda as a 12.7 driver too
+ * (older.sh); a real driver of 12.8 or later answers with the function. */
+START_TEST(an_entry_point_newer_than_the_driver_is_absent)
+{
+    int version = 0;
+    CU_OK(cuDriverGetVersion(&version));
+    ck_assert_ptr_nonnull(exported("cuStreamGetCtx"));
+    cuuint64_t pt = CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+    if (version >= 12080) {
+        ck_assert_ptr_eq(resolve("cuStreamGetDevice", 12080, 0), exported("cuStreamGetDevice"));
+        ck_assert_ptr_eq(resolve("cuStreamGetDevice", 12080, pt), exported("cuStreamGetDevice_ptsz"));
+        return;
+    }
+    ck_assert_ptr_null(dlsym(driver, "cuStreamGetDevice"));
+    ck_assert_ptr_null(dlsym(driver, "cuStreamGetDevice_ptsz"));
+    for (int i = 0; i < 2; i++) {
+        void *fn = (void *)1;
+        CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SUCCESS;
+        CU_ERR(cuGetProcAddress("cuStreamGetDevice", &fn, 13000, i ? pt : 0, &st), CUDA_ERROR_NOT_FOUND);
+        ck_assert_int_eq(st, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
+        ck_assert_ptr_null(fn);
+    }
+    /* What it has is served as before. */
+    ck_assert_ptr_eq(resolve("cuStreamGetCtx", 13000, 0), exported("cuStreamGetCtx_v2"));
+    ck_assert_ptr_eq(resolve("cuLaunchKernel", 13000, pt), exported("cuLaunchKernel_ptsz"));
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("driver_procaddr");
@@ -151,5 +183,10 @@ Suite *test_suite(void)
     tcase_add_test(tc, not_found);
     tcase_add_test(tc, resolved_functions_work);
     suite_add_tcase(s, tc);
+    /* A case of its own: older.sh runs only it on fakecuda as 12.7. */
+    TCase *older = tcase_create("older");
+    tcase_add_checked_fixture(older, setup, driver_teardown);
+    tcase_add_test(older, an_entry_point_newer_than_the_driver_is_absent);
+    suite_add_tcase(s, older);
     return s;
 }
