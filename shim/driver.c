@@ -171,12 +171,50 @@ CUresult spw_driver_ctx_device(int *dev)
     return r;
 }
 
+/* The device of context c: cuCtxGetDevice asks the current one, so c is
+ * made current for the call when it is not (and popped after). */
+static CUresult ctx_device_of(CUcontext c, CUdevice *d)
+{
+    CUcontext cur = NULL;
+    if (!spw_drv.cuCtxGetCurrent || spw_drv.cuCtxGetCurrent(&cur) != CUDA_SUCCESS)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (cur == c)
+        return spw_drv.cuCtxGetDevice(d);
+    if (!spw_drv.cuCtxPushCurrent_v2 || !spw_drv.cuCtxPopCurrent_v2)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    CUresult r = spw_drv.cuCtxPushCurrent_v2(c);
+    if (r != CUDA_SUCCESS)
+        return r;
+    r = spw_drv.cuCtxGetDevice(d);
+    /* A failed pop would leave c on the program's stack: once more. */
+    CUcontext popped;
+    if (spw_drv.cuCtxPopCurrent_v2(&popped) != CUDA_SUCCESS)
+        (void)spw_drv.cuCtxPopCurrent_v2(&popped);
+    return r;
+}
+
+/* Before CUDA 12.8 (no cuStreamGetDevice) a stream's device is its
+ * context's: cuStreamGetCtx_v2 (12.5) answers a green context's stream
+ * with its device's primary context; cuStreamGetCtx (9.2) with the green
+ * context itself, made current here for one call on a 12.4 driver. */
+CUresult spw_driver_stream_ctx_device(CUstream stream, CUdevice *d)
+{
+    CUcontext c = NULL;
+    CUgreenCtx green;
+    CUresult r = spw_drv.cuStreamGetCtx_v2 ? spw_drv.cuStreamGetCtx_v2(stream, &c, &green)
+                 : spw_drv.cuStreamGetCtx  ? spw_drv.cuStreamGetCtx(stream, &c)
+                                           : CUDA_ERROR_NOT_SUPPORTED;
+    if (r == CUDA_SUCCESS && !c)
+        r = CUDA_ERROR_INVALID_CONTEXT;
+    return r == CUDA_SUCCESS ? ctx_device_of(c, d) : r;
+}
+
 CUresult spw_driver_stream_device(CUstream stream, int *dev)
 {
     int special = stream == NULL || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD;
-    if (!special && spw_driver_ready() && spw_drv.cuStreamGetDevice) {
+    if (!special && spw_driver_ready()) {
         CUdevice d;
-        if (spw_drv.cuStreamGetDevice(stream, &d) == CUDA_SUCCESS) {
+        if (spw_driver_stream_own_device(stream, &d) == CUDA_SUCCESS) {
             saw_initialized();
             *dev = (int)d;
             return CUDA_SUCCESS;

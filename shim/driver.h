@@ -29,9 +29,12 @@ int spw_driver_owns(const void *addr);
 /* The device of the calling thread's current context. */
 CUresult spw_driver_ctx_device(int *dev);
 
-/* The device a stream belongs to; the current context's for the NULL,
- * legacy and per-thread streams, or when the driver cannot tell. */
+/* The device a stream belongs to (cuStreamGetDevice; before CUDA 12.8 its
+ * context's, cuStreamGetCtx); the current context's for the NULL, legacy
+ * and per-thread streams, or when the driver cannot tell. */
 CUresult spw_driver_stream_device(CUstream stream, int *dev);
+/* Before CUDA 12.8: the device of the stream's context (driver.c). */
+CUresult spw_driver_stream_ctx_device(CUstream stream, CUdevice *d);
 
 /* The device an allocation lives on (for allocations spillway did not see
  * being made). */
@@ -98,4 +101,13 @@ extern struct spw_drv spw_drv;
 /* The real function behind a handler, NULL if there is none (no driver, or
  * this driver does not export it). */
 #define SPW_REAL(handler) (spw_driver_ready() ? spw_real.handler : NULL)
+
+/* spw_driver_stream_device for a stream that is none of the NULL, legacy
+ * and per-thread ones, the driver ready (a handler's hot path): the
+ * driver's answer, nothing else asked. */
+static inline CUresult spw_driver_stream_own_device(CUstream stream, CUdevice *d)
+{
+    return spw_drv.cuStreamGetDevice ? spw_drv.cuStreamGetDevice(stream, d)
+                                     : spw_driver_stream_ctx_device(stream, d);
+}
 #endif

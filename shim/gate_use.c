@@ -55,8 +55,8 @@ int spw_current_device(void)
 int spw_stream_device(CUstream s)
 {
     CUdevice d;
-    if (s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD && spw_drv.cuStreamGetDevice &&
-        spw_drv.cuStreamGetDevice(s, &d) == CUDA_SUCCESS && d >= 0 && d < SW_MAX_DEVICES)
+    if (s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD &&
+        spw_driver_stream_own_device(s, &d) == CUDA_SUCCESS && d >= 0 && d < SW_MAX_DEVICES)
         return (int)d;
     return spw_current_device();
 }

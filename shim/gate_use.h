@@ -80,9 +80,9 @@ int spw_current_device(void);
 /* The device work on stream s runs on: the stream's context's, which need
  * not be the current one (a context-less kernel, CUkernel, "will either be
  * taken from the specified stream or the current context in case of NULL
- * stream"); the current context's for the NULL, legacy and per-thread
- * streams, or when the driver cannot tell (no cuStreamGetDevice before
- * CUDA 12.8). -1: none. */
+ * stream"), as spw_driver_stream_device finds it; the current context's
+ * for the NULL, legacy and per-thread streams, or when the driver cannot
+ * tell. -1: none. */
 int spw_stream_device(CUstream s);
 
 /* The gate of that device (0: none): a launch's bracket. */

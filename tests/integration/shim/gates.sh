@@ -1,7 +1,11 @@
 #!/bin/sh
 # The work-gate suite (test_gates.c) under spillway against fakecuda: two
 # 256 MiB devices, a 64 MiB limit, and fakecuda aborting on an unmap under
-# in-flight work (FAKECUDA_CHECK_UNMAP: the context-killing hazard).
+# in-flight work (FAKECUDA_CHECK_UNMAP: the context-killing hazard). Then on
+# a CUDA 12.7 driver, whose streams tell their device only through their
+# context (no cuStreamGetDevice): work on another device's stream is gated
+# and synced on that device all the same.
 set -eu
 . "$(dirname "$0")/suite.sh"
 suite_run shim_gates FAKECUDA_DEVICES=2 FAKECUDA_CHECK_UNMAP=1
+suite_run shim_gates FAKECUDA_DEVICES=2 FAKECUDA_CHECK_UNMAP=1 LD_LIBRARY_PATH="$B/fakecuda/12.7"

@@ -77,6 +77,13 @@ uint32_t *rig_expected(size_t bytes, unsigned seed)
     return w;
 }
 
+int rig_driver_has(int version)
+{
+    int v = 0;
+    CU_OK(cuDriverGetVersion(&v));
+    return v >= version;
+}
+
 CUdeviceptr rig_filled(size_t bytes, unsigned seed)
 {
     CUdeviceptr p = 0;

@@ -26,6 +26,11 @@
  * primary context current; returns it. */
 CUcontext rig_setup(int dev);
 
+/* Whether the driver is of CUDA version (cuDriverGetVersion) or later:
+ * the suites also run on fakecuda as a 12.7 driver (launches.sh,
+ * gates.sh), where a test of a later entry point has nothing to test. */
+int rig_driver_has(int version);
+
 /* A counter of device dev in the process's stats segment (the suite's
  * script sets SPILLWAY_STATS_DIR). */
 uint64_t rig_stat(int dev, enum spw_counter k);

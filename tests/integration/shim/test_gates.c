@@ -169,6 +169,8 @@ END_TEST
  * that reach its pages all the same, so that its move syncs device 0. */
 START_TEST(a_batch_past_the_touched_sides_is_synced_before_a_move)
 {
+    if (!rig_driver_has(12080))
+        return; /* no cuMemcpyBatchAsync */
     CUcontext c0 = rig_setup(0), c1 = rig_setup(1);
     CUdeviceptr b1 = rig_filled(BUF, 8); /* device 1's pool (c1 current) */
     CU_OK(cuCtxSetCurrent(c0));
@@ -312,6 +314,8 @@ END_TEST
  * context's set of it is still queued. */
 static void primary_sync_then_reuse(int v2)
 {
+    if (v2 && !rig_driver_has(13000))
+        return; /* no cuCtxSynchronize_v2 */
     CUcontext c0 = rig_setup(0);
     CUdeviceptr b;
     CU_OK(cuMemAlloc(&b, 8 * MiB));
@@ -530,6 +534,8 @@ typedef CUresult (*decompress_fn)(CUmemDecompressParams *, size_t, unsigned, siz
  * decompression engine, then refuses the batch itself). */
 START_TEST(a_decompression_batch_passes_the_gate)
 {
+    if (!rig_driver_has(12080))
+        return; /* no cuMemBatchDecompressAsync */
     CUcontext c0;
     CUstream s;
     CUdeviceptr b = partly_spilled(&c0, &s), act;
