@@ -302,7 +302,9 @@ void spw_account_copy(int dev, enum spw_copy_dir dir, uint64_t bytes)
 void spw_account_launch(int (*device)(const void *), const void *arg, int graph)
 {
     struct spw_stats_writer *w = atomic_load_explicit(&stats, memory_order_acquire);
-    int dev = w ? device(arg) : -1;
+    /* With one device every launch the driver accepted ran on it: no call
+     * (cuStreamGetDevice was most of a launch's cost with spill off). */
+    int dev = !w ? -1 : w->device_count == 1 ? 0 : device(arg);
     if (dev >= 0)
         spw_stats_launch(w, (uint32_t)dev, sw_lane_of_thread(), graph);
 }

@@ -137,8 +137,8 @@ void spw_account_copy(int dev, enum spw_copy_dir dir, uint64_t bytes);
 
 /* A kernel launch (graph: a graph launch) the driver accepted, in the
  * thread's lane of the stats segment, on the device device(arg) names
- * (asked only while a segment is published: it may cost a driver call;
- * nothing for a device < 0). */
+ * (asked only while a segment is published and the process has more than
+ * one device: it may cost a driver call; nothing for a device < 0). */
 void spw_account_launch(int (*device)(const void *), const void *arg, int graph);
 
 /* From now on, mirror every device's counters into the stats segment w

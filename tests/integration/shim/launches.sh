@@ -4,7 +4,8 @@
 # on (launches pass the work gate) and off (they forward untouched): both
 # count. Then with a driver whose cuGetProcAddress answers entry points it
 # does not export (FAKECUDA_PROC_ENTRY=internal): spillway's handlers are
-# chosen by name, version and flags, and every launch still counts. Then on
+# chosen by name, version and flags, and every launch still counts. With one
+# device, spill off: counting a launch asks the driver nothing. Then on
 # a CUDA 12.7 driver (no cuStreamGetDevice): a launch on another device's
 # stream still counts on that device, spill on and off.
 set -eu
@@ -12,5 +13,6 @@ set -eu
 suite_run shim_launches FAKECUDA_DEVICES=2
 suite_run shim_launches FAKECUDA_DEVICES=2 SPILLWAY_SPILL=0
 suite_run shim_launches FAKECUDA_DEVICES=2 FAKECUDA_PROC_ENTRY=internal
+suite_run shim_launches FAKECUDA_DEVICES=1 SPILLWAY_SPILL=0
 suite_run shim_launches FAKECUDA_DEVICES=2 LD_LIBRARY_PATH="$B/fakecuda/12.7"
 suite_run shim_launches FAKECUDA_DEVICES=2 SPILLWAY_SPILL=0 LD_LIBRARY_PATH="$B/fakecuda/12.7"
