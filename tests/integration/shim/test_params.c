@@ -76,6 +76,54 @@ START_TEST(a_function_at_a_destroyed_contexts_handle_is_scanned_by_its_own_layou
 }
 END_TEST
 
+/* A primary context's reset (cudaDeviceReset), and the release of its last
+ * reference, destroy it with its modules, as cuCtxDestroy does a context:
+ * a function of a module loaded after may get a dead one's handle and
+ * must be scanned by its own layout. Device 1's primary context, the pool
+ * (spilling) on device 0. */
+static void primary_context_ends(int by_release)
+{
+    rig_setup(0);
+    CUdeviceptr a = rig_filled(2 * MiB, 1);
+    static const size_t two_pointers[] = {sizeof(CUdeviceptr), sizeof(CUdeviceptr)};
+    ck_assert_int_eq(fakecuda_register_kernel("params_reset", noop, 2, two_pointers), 0);
+    CUcontext c1;
+    CU_OK(cuDevicePrimaryCtxRetain(&c1, 1));
+    CU_OK(cuCtxSetCurrent(c1));
+    CUmodule m;
+    CUfunction dead = function_of(&m, "params_reset");
+    launch(dead, (void *[]){&a, &a});
+    CU_OK(by_release ? cuDevicePrimaryCtxRelease(1) : cuDevicePrimaryCtxReset(1));
+
+    static const size_t one_word[] = {sizeof(unsigned)};
+    ck_assert_int_eq(fakecuda_register_kernel("params_reset", noop, 1, one_word), 0);
+    CU_OK(cuDevicePrimaryCtxRetain(&c1, 1));
+    CU_OK(cuCtxSetCurrent(c1));
+    CUfunction f = function_of(&m, "params_reset");
+    ck_assert_ptr_eq(f, dead); /* what the test is about */
+    unsigned *k = at_a_page_end(sizeof *k);
+    *k = 7;
+    void **params = at_a_page_end(sizeof(void *));
+    params[0] = k;
+    launch(f, params);
+    CU_OK(cuModuleUnload(m));
+    CU_OK(cuDevicePrimaryCtxRelease(1));
+    rig_setup(0);
+    CU_OK(cuMemFree(a));
+}
+
+START_TEST(a_function_at_a_reset_primary_contexts_handle_is_scanned_by_its_own_layout)
+{
+    primary_context_ends(0);
+}
+END_TEST
+
+START_TEST(a_function_at_a_released_primary_contexts_handle_is_scanned_by_its_own_layout)
+{
+    primary_context_ends(1);
+}
+END_TEST
+
 /* A module loaded and unloaded over and over while its kernel and another
  * (of a module that stays) are launched: each unload makes every cached
  * layout ask again, and what the cache keeps must not grow with them. */
@@ -145,6 +193,8 @@ Suite *test_suite(void)
         tcase_add_test(c, launches_of_kernels_the_driver_will_not_describe);
     } else {
         tcase_add_test(c, a_function_at_a_destroyed_contexts_handle_is_scanned_by_its_own_layout);
+        tcase_add_test(c, a_function_at_a_reset_primary_contexts_handle_is_scanned_by_its_own_layout);
+        tcase_add_test(c, a_function_at_a_released_primary_contexts_handle_is_scanned_by_its_own_layout);
         tcase_add_test(c, unloads_do_not_grow_the_layout_cache);
     }
     suite_add_tcase(s, c);
