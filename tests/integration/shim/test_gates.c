@@ -116,6 +116,10 @@ static void copy_on_another_devices_stream(enum other_stream_way way)
     sleep_on(s1, 300);
     CU_OK(cuCtxSetCurrent(c0));
     CUdeviceptr b = rig_filled(BUF, 6);
+    /* The fill's copy may still be in flight when cuMemcpyHtoD returns, and
+     * s1 (another device's, non-blocking) is not ordered after it: under
+     * load the copy below read b before it was filled. */
+    CU_OK(cuCtxSynchronize());
     switch (way) {
     case OS_DTOH:
         CU_OK(cuMemcpyDtoHAsync(host, b, BUF, s1));
