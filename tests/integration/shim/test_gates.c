@@ -69,6 +69,7 @@ static void device1_reads_device0(int give_dev1_a_pool, int peer_access)
     }
     CU_OK(cuCtxSetCurrent(c0));
     CUdeviceptr b = rig_filled(BUF, 7);
+    CU_OK(cuCtxSynchronize()); /* the fill done: another device reads b */
     CU_OK(cuCtxSetCurrent(c1));
     CUstream s1;
     CU_OK(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING));
@@ -177,6 +178,7 @@ START_TEST(a_batch_past_the_touched_sides_is_synced_before_a_move)
         return; /* no cuMemcpyBatchAsync */
     CUcontext c0 = rig_setup(0), c1 = rig_setup(1);
     CUdeviceptr b1 = rig_filled(BUF, 8); /* device 1's pool (c1 current) */
+    CU_OK(cuCtxSynchronize()); /* the fill done: device 0 reads b1 */
     CU_OK(cuCtxSetCurrent(c0));
     CUdeviceptr y;
     CU_OK(cuMemAlloc(&y, 1 * MiB)); /* device 0's pool (and syncer) */
@@ -646,6 +648,7 @@ START_TEST(a_program_mappings_copy_on_another_devices_stream_is_synced_before_a_
     CU_OK(cuMemSetAccess(va, BUF, &a, 1));
     uint32_t *want = rig_expected(BUF, 9);
     CU_OK(cuMemcpyHtoD(va, want, BUF));
+    CU_OK(cuCtxSynchronize()); /* the fill done: device 1 reads va */
     CU_OK(cuCtxSetCurrent(c1));
     sleep_on(s1, 300);
     CU_OK(cuCtxSetCurrent(c0));
@@ -677,6 +680,7 @@ START_TEST(a_graph_on_another_devices_stream_is_synced_before_a_move)
     CU_OK(cuMemAlloc(&y, 1 * MiB));
     CU_OK(cuCtxSetCurrent(c0));
     CUdeviceptr b = rig_filled(BUF, 8);
+    CU_OK(cuCtxSynchronize()); /* the fill done: device 1 reads b */
     void *host;
     CU_OK(cuMemAllocHost(&host, BUF));
     CUgraph g;
