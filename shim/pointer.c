@@ -47,20 +47,27 @@ CUresult spw_h_mem_get_address_range(CUdeviceptr *pbase, size_t *psize, CUdevice
  * the attribute on VMM memory (CUDA_ERROR_NOT_SUPPORTED) where it takes it
  * on a cuMemAlloc pointer, and UCX, libfabric and Open MPI set it on every
  * buffer a NIC will read. Its VMM form is the context flag
- * CU_CTX_SYNC_MEMOPS (CUDA 12.1): set on the calling thread's context (the
- * device's primary one when the thread has none), it makes every
- * synchronous memory operation of that context synchronize, this
- * allocation's among them. *on (may be NULL) tells whether the flag is set.
- * NOT_SUPPORTED: a driver without cuCtxSetFlags (ask the driver). */
+ * CU_CTX_SYNC_MEMOPS (CUDA 12.1): set on the calling thread's context when
+ * it is one of the allocation's device (else on the device's primary one:
+ * a flag on another device's context would leave this allocation's copies
+ * asynchronous), it makes every synchronous memory operation of that
+ * context synchronize, this allocation's among them. *on (may be NULL)
+ * tells whether the flag is set. NOT_SUPPORTED: a driver without
+ * cuCtxSetFlags (ask the driver). */
 static CUresult ctx_sync_memops(int dev, int set, unsigned *on)
 {
     if (!spw_drv.cuCtxGetFlags || !spw_drv.cuCtxSetFlags || !spw_drv.cuCtxGetCurrent ||
-        !spw_drv.cuCtxPushCurrent_v2 || !spw_drv.cuCtxPopCurrent_v2)
+        !spw_drv.cuCtxGetDevice || !spw_drv.cuCtxPushCurrent_v2 || !spw_drv.cuCtxPopCurrent_v2)
         return CUDA_ERROR_NOT_SUPPORTED;
     CUcontext cur = NULL, ctx;
     CUresult r = spw_drv.cuCtxGetCurrent(&cur);
     if (r != CUDA_SUCCESS)
         return r;
+    CUdevice cur_dev;
+    if (cur && (r = spw_drv.cuCtxGetDevice(&cur_dev)) != CUDA_SUCCESS)
+        return r;
+    if (cur && cur_dev != (CUdevice)dev)
+        cur = NULL; /* another device's: the allocation's primary instead */
     if (!cur) {
         if (!(ctx = spw_backend_primary(dev)))
             return CUDA_ERROR_INVALID_CONTEXT;

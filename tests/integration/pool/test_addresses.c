@@ -171,6 +171,35 @@ START_TEST(sync_memops_of_an_allocation)
 }
 END_TEST
 
+/* SYNC_MEMOPS set on an allocation while another device's context is
+ * current (a multi-device process: UCX sets it on each buffer it meets,
+ * whatever context is current) belongs to the allocation's device: asked
+ * in that device's context it answers 1, and the current context of the
+ * other device is left as it was. */
+START_TEST(sync_memops_of_another_devices_allocation)
+{
+    CUcontext c0 = use_device(0);
+    CUdeviceptr p;
+    CU_OK(cuMemAlloc(&p, 1000));
+    unsigned f0 = 0, f1 = 0, now = 0, on = 1, got = 7;
+    CU_OK(cuCtxGetFlags(&f0));
+    use_device(1);
+    CU_OK(cuCtxGetFlags(&f1));
+    CU_OK(cuPointerSetAttribute(&on, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, p));
+    CU_OK(cuCtxGetFlags(&now));
+    ck_assert_msg(now == f1, "device 1's context got flags %#x, had %#x", now, f1);
+    CU_OK(cuCtxSetCurrent(c0));
+    CU_OK(cuPointerGetAttribute(&got, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, p));
+    ck_assert_msg(got == 1, "SYNC_MEMOPS of device 0's allocation, asked in its context: %u", got);
+    if (pooled()) {
+        CU_OK(cuCtxGetFlags(&now));
+        ck_assert_uint_eq(now, f0 | CU_CTX_SYNC_MEMOPS);
+    }
+    CU_OK(cuMemFree(p));
+    CU_OK(cuCtxSetFlags(f0));
+}
+END_TEST
+
 /* CU_POINTER_ATTRIBUTE_BUFFER_ID: "Every memory allocation from any of the
  * CUDA memory allocation APIs will have a unique ID over a process
  * lifetime. Subsequent allocations do not reuse IDs from previous freed
@@ -279,6 +308,7 @@ Suite *test_suite(void)
     tcase_add_test(both, jax_like_arena);
     tcase_add_test(both, address_range_and_attributes);
     tcase_add_test(both, sync_memops_of_an_allocation);
+    tcase_add_test(both, sync_memops_of_another_devices_allocation);
     tcase_add_test(both, buffer_ids_are_never_reused);
     suite_add_tcase(s, both);
     return s;
