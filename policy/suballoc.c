@@ -471,8 +471,10 @@ static CUresult lookup_slab(sw_policy *p, CUdeviceptr ptr, CUdeviceptr *base, si
         return CUDA_ERROR_NOT_FOUND;
     uint32_t slot = (uint32_t)((ptr - s->base) / c->size);
     CUresult r = CUDA_ERROR_NOT_FOUND;
-    if (slot < s->nslots && (s->live[slot / 64] >> (slot % 64) & 1)) {
-        *base = s->base + (CUdeviceptr)slot * c->size;
+    CUdeviceptr at = s->base + (CUdeviceptr)slot * c->size;
+    /* The rest of the slot past the requested size is no allocation's. */
+    if (slot < s->nslots && (s->live[slot / 64] >> (slot % 64) & 1) && ptr - at < s->req[slot]) {
+        *base = at;
         *size = s->req[slot];
         *dev = s->dev->id;
         ids->buffer = ids->block = s->ids[slot];
@@ -515,7 +517,8 @@ CUresult sw_lookup_owner(sw_policy *p, CUdeviceptr ptr, CUdeviceptr *base, size_
     /* A live block's fields were written before it became live; a look-up
      * racing the free of the same block is the program's race, as with the
      * driver. */
-    if (kind == SW_EXT_BLOCK && sw_ext_state(e) == SW_LIVE) {
+    /* Nor is the rest of the block's granule past its requested size. */
+    if (kind == SW_EXT_BLOCK && sw_ext_state(e) == SW_LIVE && ptr - sw_ext_base(e) < e->req) {
         *base = sw_ext_base(e);
         *size = e->req;
         *dev = d->id;

@@ -139,6 +139,38 @@ START_TEST(address_range_and_attributes)
 }
 END_TEST
 
+/* One byte past an allocation's end is not the allocation: spillway
+ * answers with (base, requested size), which must contain the pointer (the
+ * real driver may round its size up, but its range always does), so the
+ * rest of a small block's 1 KiB slab slot or of a large block's 4 KiB
+ * granule is unknown memory, by each call, as fakecuda answers. */
+START_TEST(one_byte_past_the_end_is_unknown)
+{
+    use_device(0);
+    static const size_t sizes[] = {1000, 3 * MiB + 5};
+    for (int i = 0; i < 2; i++) {
+        size_t n = sizes[i];
+        CUdeviceptr p, base = 0;
+        size_t size = 0;
+        CU_OK(cuMemAlloc(&p, n));
+        CU_OK(cuMemGetAddressRange(&base, &size, p + n - 1));
+        ck_assert(base == p && size == n);
+        ck_assert_int_eq(cuMemGetAddressRange(&base, &size, p + n), CUDA_ERROR_NOT_FOUND);
+        unsigned type = 9, mapped = 9;
+        ck_assert_int_eq(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p + n),
+                         CUDA_ERROR_INVALID_VALUE);
+        CUdeviceptr start = 1;
+        CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MAPPED,
+                                       CU_POINTER_ATTRIBUTE_RANGE_START_ADDR};
+        void *data[] = {&mapped, &start};
+        CU_OK(cuPointerGetAttributes(2, attrs, data, p + n));
+        ck_assert_msg(mapped == 0 && start == 0, "%zu bytes: past the end mapped %u, range at %#llx",
+                      n, mapped, (unsigned long long)start);
+        CU_OK(cuMemFree(p));
+    }
+}
+END_TEST
+
 /* UCX, libfabric and Open MPI set SYNC_MEMOPS on each device buffer a NIC
  * will read; the driver refuses it on VMM memory (the pool's pages), so
  * spillway sets the context's CU_CTX_SYNC_MEMOPS instead. */
@@ -307,6 +339,7 @@ Suite *test_suite(void)
     tcase_set_timeout(both, 60);
     tcase_add_test(both, jax_like_arena);
     tcase_add_test(both, address_range_and_attributes);
+    tcase_add_test(both, one_byte_past_the_end_is_unknown);
     tcase_add_test(both, sync_memops_of_an_allocation);
     tcase_add_test(both, sync_memops_of_another_devices_allocation);
     tcase_add_test(both, buffer_ids_are_never_reused);

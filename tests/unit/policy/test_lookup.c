@@ -40,6 +40,25 @@ START_TEST(interior_pointers_answer_with_the_allocation)
 }
 END_TEST
 
+/* A pointer past an allocation's requested end, in the rest of its slot or
+ * of its 4 KiB-granular range, is not inside it: the answer (base, size)
+ * must contain the pointer, as the driver's does, or a registration cache
+ * keyed by [base, base + size) never covers the address it was asked for. */
+START_TEST(pointers_past_the_requested_end_are_not_the_allocation)
+{
+    env_up(16, false, 0);
+    static const size_t sizes[] = {1, 300, 1000, 70000, MiB + 1, 5 * PG + 3};
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        CUdeviceptr p;
+        ck_assert_int_eq(sw_alloc(P, 0, sizes[i], &p), CUDA_SUCCESS);
+        expect_none(p + sizes[i]);
+        expect_range(p + sizes[i] - 1, p, sizes[i]);
+        ck_assert_int_eq(sw_free(P, p), CUDA_SUCCESS);
+    }
+    env_down();
+}
+END_TEST
+
 START_TEST(freed_and_foreign_pointers_are_not_found)
 {
     env_up(16, false, 64 * PG);
@@ -270,6 +289,7 @@ Suite *test_suite(void)
     TCase *tc = tcase_create("lookup");
     tcase_add_test(tc, interior_pointers_answer_with_the_allocation);
     tcase_add_test(tc, freed_and_foreign_pointers_are_not_found);
+    tcase_add_test(tc, pointers_past_the_requested_end_are_not_the_allocation);
     tcase_add_test(tc, counters_track_use_peak_and_pool);
     tcase_add_test(tc, two_devices_have_separate_pools);
     tcase_add_test(tc, ids_are_new_each_time_an_allocation_is_handed_out);
