@@ -110,6 +110,8 @@ int spw_map_insert(struct spw_map *m, uint64_t key, int32_t dev, uint64_t size,
 /* Finds key: copies its entry to out and, with erase, removes it. */
 static int lookup(struct spw_map *m, uint64_t key, struct spw_map_entry *out, int erase)
 {
+    if (key == 0)
+        return -1; /* it would match an empty slot (cuMemRelease(0) asks) */
     uint64_t h = mix(key);
     struct spw_map_shard *s = shard_of(m, h);
     int ret = -1;

@@ -35,7 +35,8 @@ void spw_map_destroy(struct spw_map *m);
 int spw_map_insert(struct spw_map *m, uint64_t key, int32_t dev, uint64_t size,
                    struct spw_map_entry *old);
 
-/* Removes key. Returns 0 with its entry in *out, or -1 if absent. */
+/* Removes key. Returns 0 with its entry in *out, or -1 if absent (key 0
+ * always is). */
 int spw_map_remove(struct spw_map *m, uint64_t key, struct spw_map_entry *out);
 
 /* Looks key up without removing it. Returns 0 or -1. */

@@ -27,6 +27,32 @@ START_TEST(insert_find_remove)
 }
 END_TEST
 
+/* Key 0 marks empty slots: no entry has it, so looking it up or removing
+ * it finds nothing. (cuMemRelease(0) asks to forget handle 0: a phantom
+ * entry found there was "removed", the shard's count dropped below its
+ * entries, and a shard whose count no longer grew it filled up, after
+ * which a probe for an absent key never ended.) */
+START_TEST(key_zero_is_never_found)
+{
+    struct spw_map m;
+    spw_map_init(&m);
+    struct spw_map_entry e = {.key = 7, .size = 7, .dev = 7};
+    ck_assert_int_eq(spw_map_find(&m, 0, &e), -1);
+    for (uint64_t k = 1; k <= 4096; k++) /* every shard gets slots */
+        ck_assert_int_eq(spw_map_insert(&m, k << 12, 0, k, NULL), 0);
+    ck_assert_int_eq(spw_map_find(&m, 0, &e), -1);
+    ck_assert_int_eq(spw_map_remove(&m, 0, &e), -1);
+    ck_assert_uint_eq(e.size, 7); /* untouched */
+    ck_assert_uint_eq(spw_map_count(&m), 4096);
+    for (uint64_t k = 1; k <= 4096; k++)
+        ck_assert_int_eq(spw_map_remove(&m, k << 12, NULL), 0);
+    for (int i = 0; i < 100; i++)
+        ck_assert_int_eq(spw_map_remove(&m, 0, NULL), -1);
+    ck_assert_uint_eq(spw_map_count(&m), 0);
+    spw_map_destroy(&m);
+}
+END_TEST
+
 #define KEYS 20000
 
 START_TEST(random_against_reference)
@@ -118,6 +144,7 @@ Suite *test_suite(void)
     TCase *tc = tcase_create("ptrmap");
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, insert_find_remove);
+    tcase_add_test(tc, key_zero_is_never_found);
     tcase_add_test(tc, random_against_reference);
     tcase_add_test(tc, threads);
     suite_add_tcase(s, tc);
