@@ -403,9 +403,18 @@ FC_EXPORT CUresult cuPointerGetAttributes(unsigned int numAttributes, CUpointer_
         return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&fc_lock);
     struct fc_region *reg = fc_region_find((uintptr_t)ptr);
-    for (unsigned i = 0; i < numAttributes && r == CUDA_SUCCESS; i++)
-        if (data[i])
+    for (unsigned i = 0; i < numAttributes && r == CUDA_SUCCESS; i++) {
+        if (!data[i])
+            continue;
+        /* Unlike the singular call, no error for HOST_POINTER of device
+         * memory: NULL (the runtime's cudaPointerGetAttributes asks it of
+         * every pointer). */
+        if (attributes[i] == CU_POINTER_ATTRIBUTE_HOST_POINTER && reg &&
+            !(is_host_kind(reg) || reg->kind == FC_MANAGED))
+            *(void **)data[i] = NULL;
+        else
             r = answer(attributes[i], data[i], reg, ptr);
+    }
     pthread_mutex_unlock(&fc_lock);
     return r;
 }

@@ -115,9 +115,9 @@ START_TEST(address_range_and_attributes)
     ordinal = -1;
     CU_OK(cuPointerGetAttributes(4, attrs, data, q + 1));
     ck_assert(managed == 0 && mapped == 1 && devptr == q + 1 && ordinal == 0);
-    if (pooled()) {
-        /* As the runtime's cudaPointerGetAttributes asks (the real driver
-         * answers NULL; fakecuda's plural call fails instead). */
+    {
+        /* As the runtime's cudaPointerGetAttributes asks (the plural call
+         * answers NULL where the singular one fails). */
         CUpointer_attribute rt[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
                                     CU_POINTER_ATTRIBUTE_HOST_POINTER,
                                     CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};

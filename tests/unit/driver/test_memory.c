@@ -134,6 +134,20 @@ START_TEST(pointer_attributes)
     CU_OK(cuPointerGetAttributes(2, attrs, data, p));
     ck_assert_uint_eq(type, CU_MEMORYTYPE_DEVICE);
     ck_assert_uint_eq(dp, p);
+    /* The plural call does not fail on device memory for HOST_POINTER (the
+     * singular one does): it answers NULL. The runtime's
+     * cudaPointerGetAttributes asks it so of every pointer. */
+    CUpointer_attribute rt[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_HOST_POINTER,
+                                CU_POINTER_ATTRIBUTE_DEVICE_POINTER};
+    void *host = (void *)1;
+    void *rtdata[] = {&type, &host, &dp};
+    type = 0;
+    dp = 0;
+    CU_OK(cuPointerGetAttributes(3, rt, rtdata, p + 8));
+    ck_assert_uint_eq(type, CU_MEMORYTYPE_DEVICE);
+    ck_assert_ptr_null(host);
+    ck_assert_uint_eq(dp, p + 8);
+    CU_ERR(cuPointerGetAttribute(&host, CU_POINTER_ATTRIBUTE_HOST_POINTER, p), CUDA_ERROR_INVALID_VALUE);
     CU_OK(cuMemFree(p));
 
     /* unknown memory: an error for one attribute, zeroes for several */
