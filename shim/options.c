@@ -495,50 +495,15 @@ int spw_options_check_host_room(const struct spw_options *o, const char *who, ui
     return -1;
 }
 
-/* The host limit against every limit in bytes: what can be known before a
- * device is seen. A host limit in bytes is exact. An auto one is half the
- * machine's memory split among the devices, so at most half of it (one
- * device): what that cannot hold, no device count can, and it is refused
- * here rather than at the program's first CUDA call (README, "Checked at
- * start": before main, and by `spillway run` before it runs anything).
- * What it can hold may still be too much for one of several devices, and
- * a fraction waits for the device: spw_limit checks those there. */
-static int check_static_room(const struct spw_options *o, char *err, size_t errlen)
-{
-    char who[64], v[32], how[96] = "";
-    uint64_t host = o->host_limit;
-    if (host == UINT64_MAX)
-        return 0;
-    if (host == SPW_BYTES_AUTO) {
-        uint64_t phys = spw_options_phys_memory();
-        if (!phys)
-            return 0; /* unknown memory: spw_limit says what auto is */
-        host = spw_options_host_limit(o, 1, phys);
-        snprintf(how, sizeof how, " (auto: half of the machine's %llu MiB, less with more devices)",
-                 (unsigned long long)(phys >> 20));
-    }
-    if (o->mem_limit.all) {
-        format_written(v, sizeof v, o->mem_limit.all);
-        snprintf(who, sizeof who, "SPILLWAY_MEM_LIMIT=%s", v);
-        if (spw_options_check_host_room(o, who, o->mem_limit.all, host, how, err, errlen))
-            return -1;
-    }
-    for (int d = 0; d < SW_MAX_DEVICES; d++) {
-        if (!o->mem_limit.dev[d])
-            continue;
-        format_written(v, sizeof v, o->mem_limit.dev[d]);
-        snprintf(who, sizeof who, "SPILLWAY_MEM_LIMIT (%d=%s)", d, v);
-        if (spw_options_check_host_room(o, who, o->mem_limit.dev[d], host, how, err, errlen))
-            return -1;
-    }
-    return 0;
-}
-
 static int check_combinations(const struct spw_options *o, char *err, size_t errlen)
 {
     if (o->oversubscribe <= 1.0)
         return 0;
-    /* Memory past the limit is host pages, and only spill maps them. */
+    /* Memory past the limit is host pages, and only spill maps them.
+     * Whether the host limit holds them waits for the device (spw_limit):
+     * a limit in bytes above the device is cut to it, and only the part
+     * past the limit applied needs host memory, so no byte count can be
+     * refused before the device is seen. */
     if (!o->spill) {
         if (err && errlen)
             snprintf(err, errlen,
@@ -547,5 +512,5 @@ static int check_combinations(const struct spw_options *o, char *err, size_t err
                      o->oversubscribe);
         return -1;
     }
-    return check_static_room(o, err, errlen);
+    return 0;
 }

@@ -48,10 +48,10 @@ struct spw_options {
 /* Parses every SPILLWAY_* variable through get (pass getenv); an unset
  * variable takes its default, an empty one is an error. Then the rules
  * between options that need no device to check: SPILLWAY_OVERSUBSCRIBE
- * above 1 needs spill, and a host limit given in bytes must hold the part
- * of every limit given in bytes that the factor puts past it
- * (spw_options_check_host_room). Returns 0, or -1 with err holding one
- * line naming the variable, the value and what is accepted. get returns
+ * above 1 needs spill. (Whether the host limit holds what the factor puts
+ * past a limit needs the device, which cuts a limit above it: that is
+ * spw_options_check_host_room at the device's first use.) Returns 0, or
+ * -1 with err holding one line naming the variable, the value and what is accepted. get returns
  * char * (not const char *) so that getenv itself can be passed. */
 int spw_options_load(struct spw_options *out, char *(*get)(const char *name),
                      char *err, size_t errlen);

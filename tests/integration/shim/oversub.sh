@@ -73,22 +73,37 @@ refused "the 256 MiB past the limit of 128 MiB must fit in pinned host memory, b
     SPILLWAY_OVERSUBSCRIBE=3 SPILLWAY_MEM_FRACTION=0.5 SPILLWAY_HOST_LIMIT=200M
 refused "invalid SPILLWAY_OVERSUBSCRIBE=2 with SPILLWAY_SPILL=0" SPILLWAY_OVERSUBSCRIBE=2 SPILLWAY_SPILL=0
 
+# A limit in bytes above the device is cut to the device (256 MiB here):
+# the host limit must hold what the factor puts past the limit applied,
+# 256 MiB, not past the one asked for (1 TiB). It was checked against the
+# 1 TiB before main, and the start refused by the library and the launcher.
+cut=(SPILLWAY_OVERSUBSCRIBE=2 SPILLWAY_MEM_LIMIT=1T SPILLWAY_HOST_LIMIT=512M SPILLWAY_LOG=error)
+a=$(env "${cut[@]}" LD_PRELOAD="$LIB" "$PROBE" info 2>&1); ra=$?
+b=$(env "${cut[@]}" SPILLWAY_LIB="$LIB" "$SPW" run -- "$PROBE" info 2>&1); rb=$?
+bad=0
+for o in "$a" "$b"; do
+    [[ $o == *"dev 0 total $((512 * M)) free "*" devtotal $((512 * M))"* ]] || bad=1
+done
+[ $ra = 0 ] && [ $rb = 0 ] || bad=1
+[ $bad = 0 ] || printf '  exit %s/%s\n  library:  %s\n  launcher: %s\n' $ra $rb "$a" "$b"
+check "a limit above the device, cut to it: the host limit holds the cut limit's excess" $bad
+
 # A limit in bytes and the automatic host limit (the default): auto is at
-# most half the machine's memory (one device), so a factor that needs more
-# is refused before main, and by spillway run before it runs anything, as
-# the README's "Checked at start" says; it used to run the program and stop
-# it at its first CUDA call. The device is larger than the limit, so that
-# the limit is the one asked for.
+# most half the machine's memory, so a device at least as large as a limit
+# of all of it stops the program at its first CUDA call, under the library
+# and under spillway run alike, with one line naming the device. (Before
+# the device is seen nothing can be refused: a smaller device cuts the
+# limit, and the excess with it.)
 mib=$(($(sed -n 's/^MemTotal: *\([0-9]*\) kB$/\1/p' /proc/meminfo) / 1024))
 big=(FAKECUDA_MEM=$((4 * mib))M SPILLWAY_OVERSUBSCRIBE=2 SPILLWAY_MEM_LIMIT=${mib}M)
-a=$(env "${big[@]}" LD_PRELOAD="$LIB" "$PROBE" info 2>&1); ra=$?
-b=$(env "${big[@]}" SPILLWAY_LIB="$LIB" "$SPW" run -- "$PROBE" info 2>&1); rb=$?
+a=$(env "${big[@]}" LD_PRELOAD="$LIB" "$PROBE" info 2>&1 >/dev/null); ra=$?
+b=$(env "${big[@]}" SPILLWAY_LIB="$LIB" "$SPW" run -- "$PROBE" info 2>&1 >/dev/null); rb=$?
 bad=0
 [ $ra = 2 ] && [ $rb = 2 ] && [ "$a" = "$b" ] || bad=1
 [ "$(printf '%s\n' "$a" | wc -l)" = 1 ] || bad=1
-[[ $a == "spillway: invalid SPILLWAY_OVERSUBSCRIBE=2 for SPILLWAY_MEM_LIMIT=${mib}M: "*"SPILLWAY_HOST_LIMIT is "*"(auto: "* ]] || bad=1
+[[ $a == "spillway: invalid SPILLWAY_OVERSUBSCRIBE=2 for device 0: "*"SPILLWAY_HOST_LIMIT is "*"(auto: "* ]] || bad=1
 [ $bad = 0 ] || printf '  exit %s/%s\n  library:  %s\n  launcher: %s\n' $ra $rb "$a" "$b"
-check "limit in bytes, auto host limit too small for any device count: refused before main" $bad
+check "limit in bytes, auto host limit too small for it: refused at the device's first use" $bad
 refused "invalid SPILLWAY_OVERSUBSCRIBE='0.5'" SPILLWAY_OVERSUBSCRIBE=0.5
 
 out=$(env XLA_PYTHON_CLIENT_ALLOCATOR=platform SPILLWAY_LIB="$LIB" \
