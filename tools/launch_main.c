@@ -106,6 +106,8 @@ static int add_preload(const char *lib)
 struct run_opts {
     const char *lib;
     int verbose;
+    const char *fraction; /* --fraction's value, when given */
+    int limit;            /* whether --limit was given */
 };
 
 /* getopt_long's tables from launch_flags.def: "+:" (stop at the command,
@@ -136,7 +138,12 @@ static int apply_flag(size_t i, const char *arg, struct run_opts *o)
 {
     const struct spw_run_flag *fl = &spw_run_flags[i];
     switch (fl->own) {
-    case SPW_RUN_SETS_VARIABLE: return set(fl->var, fl->value ? fl->value : arg);
+    case SPW_RUN_SETS_VARIABLE:
+        if (strcmp(fl->var, "SPILLWAY_MEM_FRACTION") == 0)
+            o->fraction = arg;
+        else if (strcmp(fl->var, "SPILLWAY_MEM_LIMIT") == 0)
+            o->limit = 1;
+        return set(fl->var, fl->value ? fl->value : arg);
     case SPW_RUN_LIB: o->lib = arg; return 0;
     case SPW_RUN_VERBOSE: o->verbose = 1; return 0;
     case SPW_RUN_HELP: help(); return -1;
@@ -209,6 +216,27 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
     return optind;
 }
 
+/* --fraction with SPILLWAY_MEM_LIMIT inherited from the environment (a
+ * job's profile, Slurm's TaskProlog): the limit wins over any fraction
+ * (options.def), so the flag the user typed would do nothing. The command
+ * line wins over the environment, as every other flag does: the inherited
+ * limit is taken out (*dropped: 1), its value kept in value for the line
+ * that says so. With --limit as well both stand, as the variables do: the
+ * limit, the fraction for devices its per-device form does not name.
+ * Returns 0, or an exit status. */
+static int drop_inherited_limit(const struct run_opts *o, int *dropped, char *value, size_t len)
+{
+    const char *inherited = getenv("SPILLWAY_MEM_LIMIT");
+    *dropped = 0;
+    if (!o->fraction || o->limit || !inherited)
+        return 0;
+    spw_options_quote(inherited, value, len);
+    if (unsetenv("SPILLWAY_MEM_LIMIT") != 0)
+        return fail(2, "cannot unset %s: %s", "SPILLWAY_MEM_LIMIT", strerror(errno));
+    *dropped = 1;
+    return 0;
+}
+
 static void print_settings(void)
 {
     extern char **environ;
@@ -226,11 +254,22 @@ static int cmd_run(int argc, char **argv)
     if (cmd < 0)
         return -cmd;
     static struct spw_options opts; /* large: not on the stack */
-    char err[512];
+    char err[512], limit[128];
+    int dropped, rc = drop_inherited_limit(&o, &dropped, limit, sizeof limit);
+    if (rc)
+        return rc;
     /* Before -v prints anything: a misspelt or empty variable stops here
      * with the library's own line, verbose or not. */
     if (spw_options_load_environ(&opts, err, sizeof err) != 0)
         return fail(2, "%s%s", err, "");
+    if (dropped) {
+        char f[64];
+        fprintf(stderr,
+                "spillway: --fraction %s replaces SPILLWAY_MEM_LIMIT=%s from the environment "
+                "(the limit would win over any fraction; the command line wins over the "
+                "environment)\n",
+                spw_options_quote(o.fraction, f, sizeof f), limit);
+    }
     char lib[PATH_MAX];
     if (spw_find_library(o.lib, lib, sizeof lib, err, sizeof err) != 0)
         return fail(2, "%s%s", err, "");

@@ -16,6 +16,21 @@ out=$(SPILLWAY_LIB=$lib "$SPW" run --limit 8G --no-spill -- sh -c "$show")
 check "run sets LD_PRELOAD, limit and spill" [ "$out" = "LD_PRELOAD=$lib LIMIT=8G FRACTION= SPILL=0 PREALLOC= HOST= STATS= LOG=" ]
 out=$(SPILLWAY_LIB=$lib "$SPW" run -f 0.5 --no-preallocate --host-limit 16G --no-stats --log debug sh -c "$show")
 check "run sets the other variables" [ "$out" = "LD_PRELOAD=$lib LIMIT= FRACTION=0.5 SPILL= PREALLOC=0 HOST=16G STATS=0 LOG=debug" ]
+# --fraction with SPILLWAY_MEM_LIMIT in the environment (a job's profile, a
+# Slurm TaskProlog): the limit wins over any fraction, so the flag the user
+# typed did nothing, without a word. The command line wins over the
+# environment, as --limit does: the inherited limit is dropped, and one
+# line on stderr says so.
+err=$(SPILLWAY_MEM_LIMIT=8G SPILLWAY_LIB=$lib "$SPW" run --fraction 0.5 -- sh -c "$show" 2>&1 >"$STATS_DIR/frac.out")
+out=$(cat "$STATS_DIR/frac.out")
+check "--fraction wins over SPILLWAY_MEM_LIMIT from the environment" [ "$out" = "LD_PRELOAD=$lib LIMIT= FRACTION=0.5 SPILL= PREALLOC= HOST= STATS= LOG=" ]
+check "... and says so in one line" bash -c '[ "$(wc -l <<<"$1")" = 1 ] && [[ $1 == "spillway: --fraction 0.5 replaces SPILLWAY_MEM_LIMIT=8G"*"environment"* ]]' _ "$err"
+err=$(SPILLWAY_MEM_LIMIT=8G SPILLWAY_LIB=$lib "$SPW" run --limit 0=4G --fraction 0.5 -- sh -c "$show" 2>&1 >"$STATS_DIR/frac.out")
+out=$(cat "$STATS_DIR/frac.out")
+check "--limit and --fraction together: both kept, nothing said" [ "$out|$err" = "LD_PRELOAD=$lib LIMIT=0=4G FRACTION=0.5 SPILL= PREALLOC= HOST= STATS= LOG=|" ]
+err=$(SPILLWAY_MEM_LIMIT=8G SPILLWAY_LIB=$lib "$SPW" run --no-spill -- sh -c "$show" 2>&1 >"$STATS_DIR/frac.out")
+out=$(cat "$STATS_DIR/frac.out")
+check "without --fraction the environment's limit stays" [ "$out|$err" = "LD_PRELOAD=$lib LIMIT=8G FRACTION= SPILL=0 PREALLOC= HOST= STATS= LOG=|" ]
 other="$STATS_DIR/other.so"
 cp "$lib" "$other"
 out=$(LD_PRELOAD=$other SPILLWAY_LIB=$lib "$SPW" run sh -c 'echo "$LD_PRELOAD"')
