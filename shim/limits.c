@@ -1,6 +1,7 @@
 /* Owner of each device's limit, told size and host limit (limits.h). */
 #include "shim/limits.h"
 
+#include "shim/hostmem.h"
 #include "shim/log.h"
 #include "shim/spillway.h"
 #include "policy/limits.h"
@@ -65,12 +66,16 @@ static uint64_t device_host_limit(const struct spw_options *o, const struct spw_
                                   int dev, uint64_t limit)
 {
     int n = q->count ? q->count() : -1;
-    uint64_t phys = spw_options_phys_memory();
-    uint64_t host = spw_options_host_limit(o, n, phys);
-    char who[32], how[160] = "", line[512];
+    struct spw_host_memory mem = {0};
     if (o->host_limit == SPW_BYTES_AUTO)
-        snprintf(how, sizeof how, " (auto: half of the machine's %llu MiB among %d device%s)",
-                 (unsigned long long)(phys >> 20), n > 0 ? n : 1, n > 1 ? "s" : "");
+        spw_host_memory(&mem);
+    uint64_t host = spw_options_host_limit(o, n, mem.bytes);
+    char who[32], how[192] = "", line[512], of[96];
+    if (o->host_limit == SPW_BYTES_AUTO) {
+        snprintf(how, sizeof how, " (auto: half of %s among %d device%s)",
+                 spw_host_memory_describe(&mem, of, sizeof of), n > 0 ? n : 1, n > 1 ? "s" : "");
+        spw_info("device %d: SPILLWAY_HOST_LIMIT %llu bytes%s", dev, (unsigned long long)host, how);
+    }
     snprintf(who, sizeof who, "device %d", dev);
     if (spw_options_check_host_room(o, who, limit, host, how, line, sizeof line))
         refuse_configuration(line);

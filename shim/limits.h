@@ -35,7 +35,7 @@ uint64_t spw_limit(int dev);
 /* Also computed with the limit: what the program is told device dev has
  * (SPILLWAY_OVERSUBSCRIBE x the limit, rounded down to whole pages:
  * cuMemGetInfo's total, cuDeviceTotalMem), and the pinned host memory spill may use on it
- * (SPILLWAY_HOST_LIMIT resolved: auto is a share of the machine's memory).
+ * (SPILLWAY_HOST_LIMIT resolved: auto is a share of spw_host_memory's).
  * With a factor above 1, a host limit too small for the part of told past
  * the limit stops the program there (status 2, one line), as a bad value
  * does before main. UINT64_MAX / 0 before accounting starts. */

@@ -1,6 +1,7 @@
 # shim/: build/libspillway.so, the LD_PRELOAD library (issue 3), and
-# build/shim/options.o, which the launcher links on its own.
-SHIM_OPTIONS_OBJ := $(BUILD)/shim/options.o $(BUILD)/shim/options_names.o
+# build/shim/options.o, which the launcher links on its own. hostmem.o
+# (pure libc as well) is what the automatic host limit is half of.
+SHIM_OPTIONS_OBJ := $(BUILD)/shim/options.o $(BUILD)/shim/options_names.o $(BUILD)/shim/hostmem.o
 # The stats writer (stats/module.mk's STATS_WRITER_OBJS, named here because
 # that file is read after this one).
 SHIM_STATS_OBJS := $(BUILD)/stats/writer.o $(BUILD)/stats/procinfo.o
@@ -11,6 +12,9 @@ ALL_TARGETS += $(SHIM_OPTIONS_OBJ)
 $(BUILD)/tests/unit/shim_options: $(BUILD)/tests/unit/shim/test_options.o $(UNIT_MAIN) $(SHIM_OPTIONS_OBJ)
 	$(CC) $(CFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
 UNIT_TESTS += $(BUILD)/tests/unit/shim_options
+$(BUILD)/tests/unit/shim_hostmem: $(BUILD)/tests/unit/shim/test_hostmem.o $(UNIT_MAIN) $(SHIM_OPTIONS_OBJ)
+	$(CC) $(CFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
+UNIT_TESTS += $(BUILD)/tests/unit/shim_hostmem
 
 $(BUILD)/tests/unit/shim_ptrmap: $(BUILD)/tests/unit/shim/test_ptrmap.o $(UNIT_MAIN) $(BUILD)/shim/ptrmap.o
 	$(CC) $(CFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)

@@ -98,14 +98,15 @@ uint64_t spw_options_resolve_limit(const struct spw_options *o, int dev, uint64_
  * the limit itself at the default factor of 1. */
 uint64_t spw_options_told(const struct spw_options *o, uint64_t limit);
 
-/* SPILLWAY_HOST_LIMIT for one of ndev devices (ndev < 1: one) on a machine
- * with phys bytes of memory (0: unknown): auto is half of phys split evenly
+/* SPILLWAY_HOST_LIMIT for one of ndev devices (ndev < 1: one) for a process
+ * that may have phys bytes of memory (0: unknown; spw_host_memory: the
+ * machine's, or its cgroup's limit when lower): auto is half of phys split evenly
  * among the devices, because pinned pages cannot be swapped and a program
  * spilling all of RAM would take the machine down with it; unknown memory
  * gives 0 (no spill rather than a guess). UINT64_MAX: unlimited. */
 uint64_t spw_options_host_limit(const struct spw_options *o, int ndev, uint64_t phys);
 
-/* The machine's memory in bytes (0: unknown), for spw_options_host_limit. */
+/* The machine's memory in bytes (0: unknown), for spw_host_memory. */
 uint64_t spw_options_phys_memory(void);
 
 /* Whether host_limit holds what SPILLWAY_OVERSUBSCRIBE puts past limit

@@ -106,6 +106,26 @@ bad=0
 check "limit in bytes, auto host limit too small for it: refused at the device's first use" $bad
 refused "invalid SPILLWAY_OVERSUBSCRIBE='0.5'" SPILLWAY_OVERSUBSCRIBE=0.5
 
+# In a job with a memory limit (a Kubernetes pod, a Slurm job: the
+# process's cgroup), spilled pages are pinned memory charged to it: auto
+# is half of that limit when it is below the machine's, else the program
+# spilling past it is killed by the kernel instead of refused. A fake
+# cgroup v2 tree (SPW_TEST_CGROUP_ROOT stands for /) limits the job to
+# 96 MiB: auto is 48 MiB, short of the 64 MiB F = 2 puts past the limit.
+cg=$stats/cgroot
+mkdir -p "$cg/proc/self" "$cg/sys/fs/cgroup/job"
+echo "0::/job" >"$cg/proc/self/cgroup"
+echo "30 23 0:27 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 cgroup2 rw" \
+    >"$cg/proc/self/mountinfo"
+echo $((96 * M)) >"$cg/sys/fs/cgroup/job/memory.max"
+refused "the 64 MiB past the limit of 64 MiB must fit in pinned host memory, but SPILLWAY_HOST_LIMIT is 48 MiB (auto: half of the cgroup's memory limit of 96 MiB" \
+    SPW_TEST_CGROUP_ROOT="$cg" SPILLWAY_OVERSUBSCRIBE=2 SPILLWAY_MEM_LIMIT=64M
+echo max >"$cg/sys/fs/cgroup/job/memory.max"
+out=$(env SPW_TEST_CGROUP_ROOT="$cg" SPILLWAY_OVERSUBSCRIBE=2 SPILLWAY_MEM_LIMIT=64M \
+    LD_PRELOAD="$LIB" "$PROBE" info 2>&1)
+[[ $out == *"dev 0 total $((128 * M)) "* ]] || printf '%s\n' "$out"
+check "a cgroup without a memory limit (max): auto is the machine's half" $?
+
 out=$(env XLA_PYTHON_CLIENT_ALLOCATOR=platform SPILLWAY_LIB="$LIB" \
     "$SPW" run -v --oversubscribe 1.5 --limit 64M -- "$PROBE" info 2>&1)
 bad=0
