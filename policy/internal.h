@@ -21,6 +21,7 @@
  *   suballoc.c   slabs and blocks on extents; free, release, revive, lookup
  *                (suballoc.h)
  *   freeq.c      pending frees (calls suballoc.c to release; freeq.h)
+ *   held.c       what live data holds of the pool (cuMemGetInfo's free)
  *   quiesce.c    closing the gates and syncing before a move
  *   counters.c   the figures the shim publishes
  *   residency.c  moving pages between device and host

@@ -395,6 +395,18 @@ typedef struct sw_counters {
 /* Device pages dev holds from the driver (pool_bytes), lock-free: cheap
  * enough for the shim to publish after every allocation. */
 uint64_t sw_pool_bytes(const sw_policy *p, int dev);
+/* Bytes of dev's pool that a new allocation cannot have: the pages live
+ * data holds, on the device or spilled (a page serves an allocation of any
+ * size only when nothing live is on it), plus the whole pages memory
+ * outside the pool takes (sw_lend). Pages only pending frees hold are not
+ * counted (an allocation that needs them syncs and takes them: free at
+ * once, as the driver's memory after cuMemFree), except those of slab
+ * slots, held until their frees are released; frees a sync point already
+ * covered are released first. The unused part of a held page is not free:
+ * only a small enough allocation could use it. For cuMemGetInfo: it takes
+ * the device lock and walks the pending frees (held.c), not for a hot
+ * path. 0 for a device that is not set up. */
+uint64_t sw_held_bytes(sw_policy *p, int dev);
 /* A snapshot of dev's counters (each read atomically). */
 CUresult sw_get_counters(sw_policy *p, int dev, sw_counters *out);
 

@@ -17,11 +17,27 @@ void spw_info_clamp(int dev, size_t *free_bytes, size_t *total_bytes)
     uint64_t avail = used < told ? told - used : 0;
     if (total_bytes)
         *total_bytes = (size_t)told;
+    if (!free_bytes)
+        return;
+    /* Without a pool, the smaller one stands. */
+    if (!spw_pool_serves(dev)) {
+        if (avail < *free_bytes)
+            *free_bytes = (size_t)avail;
+        return;
+    }
     /* The pool holds its pages from the driver (all of them when
      * preallocated): the driver's free figure says nothing of what the
-     * program may still allocate. Without a pool, the smaller one stands. */
-    if (free_bytes && (spw_pool_serves(dev) || avail < *free_bytes))
-        *free_bytes = (size_t)avail;
+     * program may still allocate. Like the driver's, free drops by whole
+     * pages: what a new allocation can have is the pages no live data
+     * holds (sw_held_bytes: freed blocks' pages are free at once, slab
+     * slots' once a sync covered their frees, memory outside the pool
+     * takes whole pages), not the bytes the program did not request; an
+     * allocation of the figure succeeds. Told more than the limit
+     * (SPILLWAY_OVERSUBSCRIBE), the same rule against what it is told.
+     * Never above told - used, which the limit checks. */
+    uint64_t held = sw_held_bytes(spw_pool_policy(), dev);
+    uint64_t pages = held < told ? told - held : 0;
+    *free_bytes = (size_t)(pages < avail ? pages : avail);
 }
 
 CUresult spw_h_mem_get_info(size_t *free_bytes, size_t *total_bytes)

@@ -136,6 +136,106 @@ START_TEST(other_device_keeps_the_current_context)
 }
 END_TEST
 
+static size_t free_now(void)
+{
+    size_t f = 0, t = 0;
+    CU_OK(cuMemGetInfo(&f, &t));
+    ck_assert_uint_eq(t, limit_bytes());
+    return f;
+}
+
+/* cuMemGetInfo's free is what the pool can hand out: the limit less the
+ * pages live data holds (the pool, as the driver, holds whole pages), not
+ * less the bytes requested. It was the latter: after 1000 x 100 bytes
+ * (four slabs on one page) 67008864 bytes were reported free, and an
+ * allocation of them refused with spill off; after 32 x (1 MiB + 1), each
+ * on a page of its own, half the limit was reported free and not even
+ * 1 MiB could be had. With spill, the program is told the same. */
+START_TEST(free_is_what_the_pool_can_hand_out)
+{
+    if (!pooled())
+        return;
+    use_device(0);
+    ck_assert_uint_eq(free_now(), limit_bytes());
+    CUdeviceptr small[1000], rest, big[32];
+    for (int i = 0; i < 32; i++)
+        CU_OK(cuMemAlloc(&big[i], MiB + 1));
+    ck_assert_uint_lt(free_now(), MiB);
+    for (int i = 0; i < 32; i++)
+        CU_OK(cuMemFree(big[i]));
+    ck_assert_uint_eq(free_now(), limit_bytes());
+    for (int i = 0; i < 1000; i++)
+        CU_OK(cuMemAlloc(&small[i], 100));
+    size_t f = free_now();
+    ck_assert_uint_eq(f, limit_bytes() - PAGE);
+    CU_OK(cuMemAlloc(&rest, f));
+    ck_assert_uint_eq(free_now(), 0);
+    CU_OK(cuMemFree(rest));
+    for (int i = 0; i < 1000; i++)
+        CU_OK(cuMemFree(small[i]));
+    CU_OK(cuCtxSynchronize());
+    ck_assert_uint_eq(free_now(), limit_bytes());
+    /* Pages that hold no live data any more (mapped still) serve again:
+     * what is reported free is had, wherever the blocks sit. */
+    for (int i = 0; i < 32; i++)
+        CU_OK(cuMemAlloc(&big[i], MiB + 1));
+    f = free_now();
+    ck_assert_uint_lt(f, limit_bytes() - 32 * (MiB + 1) + 1);
+    if (f)
+        CU_OK(cuMemAlloc(&rest, f));
+    for (int i = 0; i < 32; i++)
+        CU_OK(cuMemFree(big[i]));
+}
+END_TEST
+
+/* Allocating and freeing brings free back where it was, without waiting
+ * for a sync: a freed block's pages are free at once, as the driver's
+ * after cuMemFree, whether or not it shared them with other freed blocks
+ * (sizes that end inside a page), and for cuMemFreeAsync too (the pool
+ * reuses them: no memory pool keeps them). Small allocations (slab slots)
+ * give their pages back once a sync covered their frees. */
+START_TEST(free_comes_back_after_churn)
+{
+    if (!pooled())
+        return;
+    use_device(0);
+    const size_t sizes[] = {3 * MiB + 5, MiB + 1, 5 * MiB, 20 * 1024 + 3, 700 * 1024, PAGE,
+                            64 * 1024, 9 * MiB + 4096};
+    enum { N = sizeof sizes / sizeof sizes[0] };
+    size_t f0 = free_now();
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    for (int round = 0; round < 6; round++) {
+        CUdeviceptr p[2 * N];
+        for (int i = 0; i < 2 * N; i++) {
+            size_t n = sizes[(i + round) % N];
+            if (round % 2)
+                CU_OK(cuMemAllocAsync(&p[i], n, s));
+            else
+                CU_OK(cuMemAlloc(&p[i], n));
+        }
+        ck_assert_uint_lt(free_now(), f0);
+        for (int i = 0; i < 2 * N; i++) {
+            if (round % 2)
+                CU_OK(cuMemFreeAsync(p[i], s));
+            else
+                CU_OK(cuMemFree(p[i]));
+        }
+        ck_assert_msg(free_now() == f0, "round %d: %zu free, %zu at the start", round, free_now(),
+                      f0);
+    }
+    CUdeviceptr q[600];
+    for (int i = 0; i < 600; i++)
+        CU_OK(cuMemAlloc(&q[i], i % 2 ? 100 : 4096));
+    ck_assert_uint_lt(free_now(), f0);
+    for (int i = 0; i < 600; i++)
+        CU_OK(cuMemFree(q[i]));
+    CU_OK(cuCtxSynchronize());
+    ck_assert_uint_eq(free_now(), f0);
+    CU_OK(cuStreamDestroy(s));
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("pool_devices");
@@ -145,6 +245,8 @@ Suite *test_suite(void)
     tcase_add_test(spw, peer_access);
     tcase_add_test(spw, pool_access_reaches_stream_ordered_memory);
     tcase_add_test(spw, other_device_keeps_the_current_context);
+    tcase_add_test(spw, free_is_what_the_pool_can_hand_out);
+    tcase_add_test(spw, free_comes_back_after_churn);
     suite_add_tcase(s, spw);
     return s;
 }

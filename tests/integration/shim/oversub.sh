@@ -52,6 +52,18 @@ bad=0
 [ $bad = 0 ] || printf '%s\n' "$out"
 check "F = 1.5 over 6 MiB, host limit 3 MiB: what the program is told is free it gets" $bad
 
+# Told F x the limit, free follows the rule it follows at F = 1: what live
+# data's pages leave of what the program is told. 32 x (1 MiB + 1) hold 32
+# pages: 64 MiB of the 128 told are free, and all of it is had within a
+# host limit of (F - 1) x the limit. It was told the bytes not requested
+# (96 MiB), which needed 16 host pages past the host limit.
+out=$(env SPILLWAY_OVERSUBSCRIBE=2 SPILLWAY_MEM_LIMIT=64M SPILLWAY_HOST_LIMIT=64M \
+    LD_PRELOAD="$LIB" "$PROBE" takefree 0 32 1048577 2>&1)
+bad=0
+[[ $out == *"takefree 0 bytes $((64 * M)) err 0"* ]] || bad=1
+[ $bad = 0 ] || printf '%s\n' "$out"
+check "F = 2, after 32 x (1 MiB + 1): told 64 MiB free, which the program gets" $bad
+
 # refused WANT VAR=VALUE...: the library and the launcher exit 2 with one
 # line containing WANT.
 refused() {

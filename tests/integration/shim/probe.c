@@ -3,7 +3,8 @@
  *   info              per device: total and free (cuMemGetInfo_v2), cuDeviceTotalMem_v2
  *   fill DEV CHUNK    cuMemAlloc_v2 CHUNK bytes on DEV until it fails
  *   alloc DEV BYTES   one cuMemAlloc_v2
- *   takefree DEV      one cuMemAlloc_v2 of what cuMemGetInfo_v2 says is free
+ *   takefree DEV [N SIZE]  one cuMemAlloc_v2 of what cuMemGetInfo_v2 says is
+ *                     free (after N allocations of SIZE bytes, if given)
  *   errors            the codes of bad calls (bad pointer, double free, NULL,
  *                     copies the driver refuses ...)
  * It prints "probe: main" first, so a run that stops before main shows. */
@@ -81,13 +82,26 @@ static int alloc(int dev, size_t size)
 }
 
 /* What a program that sizes itself to the free figure does (TensorFlow's
- * BFC takes what is reported free): it must get it. */
-static int takefree(int dev)
+ * BFC takes what is reported free): it must get it, also after n
+ * allocations of size bytes took their pages. Nothing free: no allocation
+ * to try (err -). */
+static int takefree(int dev, int n, size_t size)
 {
     size_t f = 0, t = 0;
     CUdeviceptr p;
-    if (use_device(dev) || cuMemGetInfo_v2(&f, &t))
+    if (use_device(dev))
         return 1;
+    for (int i = 0; i < n; i++)
+        if (cuMemAlloc_v2(&p, size) != CUDA_SUCCESS) {
+            printf("takefree %d: allocation %d of %zu bytes refused\n", dev, i, size);
+            return 1;
+        }
+    if (cuMemGetInfo_v2(&f, &t))
+        return 1;
+    if (!f) {
+        printf("takefree %d bytes 0 err -\n", dev);
+        return 0;
+    }
     printf("takefree %d bytes %zu err %d\n", dev, f, cuMemAlloc_v2(&p, f));
     return 0;
 }
@@ -220,10 +234,12 @@ int main(int argc, char **argv)
         return fill(atoi(argv[2]), strtoull(argv[3], NULL, 0));
     if (argc >= 4 && strcmp(argv[1], "alloc") == 0)
         return alloc(atoi(argv[2]), strtoull(argv[3], NULL, 0));
+    if (argc >= 5 && strcmp(argv[1], "takefree") == 0)
+        return takefree(atoi(argv[2]), atoi(argv[3]), strtoull(argv[4], NULL, 0));
     if (argc >= 3 && strcmp(argv[1], "takefree") == 0)
-        return takefree(atoi(argv[2]));
+        return takefree(atoi(argv[2]), 0, 0);
     if (argc >= 2 && strcmp(argv[1], "errors") == 0)
         return errors();
-    fprintf(stderr, "usage: probe info|fill DEV CHUNK|alloc DEV BYTES|takefree DEV|errors\n");
+    fprintf(stderr, "usage: probe info|fill DEV CHUNK|alloc DEV BYTES|takefree DEV [N SIZE]|errors\n");
     return 64;
 }

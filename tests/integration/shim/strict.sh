@@ -83,6 +83,21 @@ for lim in "SPILLWAY_MEM_FRACTION=0.3" "SPILLWAY_MEM_LIMIT=3M" "SPILLWAY_MEM_LIM
     check "$lim, spill off: the free bytes reported can be allocated" $bad
 done
 
+# The same once allocations took their pages: the pool (as the driver)
+# holds whole pages, so what is free is what no live data's page holds.
+# It was the limit less the bytes requested: after 1000 x 100 bytes (one
+# page of slabs) 67008864 bytes were reported free and refused; after 32 x
+# (1 MiB + 1), each on a page of its own, 33.5 MB free and not 1 MiB to
+# be had.
+out=$(env SPILLWAY_SPILL=0 SPILLWAY_MEM_LIMIT=64M LD_PRELOAD="$LIB" "$PROBE" takefree 0 1000 100 2>&1)
+bad=0
+[[ $out == *"takefree 0 bytes $((62 << 20)) err 0"* ]] || { bad=1; printf '%s\n' "$out"; }
+check "spill off, after 1000 x 100 bytes: the free bytes reported (62 MiB) can be allocated" $bad
+out=$(env SPILLWAY_SPILL=0 SPILLWAY_MEM_LIMIT=64M LD_PRELOAD="$LIB" "$PROBE" takefree 0 32 1048577 2>&1)
+bad=0
+[[ $out == *"takefree 0 bytes 0 err -"* ]] || { bad=1; printf '%s\n' "$out"; }
+check "spill off, after 32 x (1 MiB + 1) on 32 pages: nothing reported free" $bad
+
 # SPILLWAY_DRIVER that cannot be loaded: "the driver the program loaded
 # itself" (options.def) also when the program dlopened it into a local
 # scope, as every framework does; before, such a program ran unlimited.

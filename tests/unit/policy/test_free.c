@@ -217,6 +217,47 @@ START_TEST(covered_block_of_the_thread_itself_comes_first)
 }
 END_TEST
 
+/* sw_held_bytes (cuMemGetInfo's free): pages that live data holds, and
+ * pages only pending frees hold left out at once, a page shared by two
+ * freed blocks once, one shared with live data not at all; slab pages
+ * until their frees are released (a covered one at the query); memory
+ * outside the pool in whole pages. */
+START_TEST(held_bytes_are_pages_of_live_data)
+{
+    env_up(16, true, 64 * PG);
+    CUdeviceptr a, b, c, s;
+    ck_assert_uint_eq(sw_held_bytes(P, 0), 0);
+    /* a on pages 0-1, b from the middle of page 1 to the end of page 2. */
+    ck_assert_int_eq(sw_alloc(P, 0, PG + MiB, &a), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_alloc(P, 0, PG + MiB, &b), CUDA_SUCCESS);
+    ck_assert_uint_eq(b, a + PG + MiB);
+    ck_assert_uint_eq(sw_held_bytes(P, 0), 3 * PG);
+    ck_assert_int_eq(sw_free(P, a), CUDA_SUCCESS);
+    ck_assert_uint_eq(sw_held_bytes(P, 0), 2 * PG); /* page 1: b's too */
+    ck_assert_int_eq(sw_free(P, b), CUDA_SUCCESS);
+    ck_assert_uint_eq(sw_held_bytes(P, 0), 0);      /* page 1 left out once */
+    ck_assert_uint_eq(counters().backing_bytes, 3 * PG); /* still pending */
+    /* A block within one page, and a small slot: the slab holds its page
+     * until the slot's free is released. */
+    ck_assert_int_eq(sw_alloc(P, 0, 100 * 1024, &c), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_alloc(P, 0, 100, &s), CUDA_SUCCESS);
+    ck_assert_uint_eq(sw_held_bytes(P, 0), c / PG == s / PG ? PG : 2 * PG);
+    ck_assert_int_eq(sw_free(P, s), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_free(P, c), CUDA_SUCCESS);
+    ck_assert_uint_eq(sw_held_bytes(P, 0), PG);
+    uint64_t t = sw_sync_begin(P, 0);
+    sw_sync_end(P, 0, t);
+    ck_assert_uint_eq(sw_held_bytes(P, 0), 0);
+    ck_assert_uint_eq(counters().backing_bytes, 0); /* the query released them */
+    /* Outside the pool: whole pages of it. */
+    ck_assert_int_eq(sw_lend(P, 0, PG + 1), CUDA_SUCCESS);
+    ck_assert_uint_eq(sw_held_bytes(P, 0), 2 * PG);
+    sw_unlend(P, 0, PG + 1);
+    ck_assert_uint_eq(sw_held_bytes(P, 0), 0);
+    env_down();
+}
+END_TEST
+
 START_TEST(async_free_reused_at_once_on_its_stream)
 {
     env_up(8, false, 0);
@@ -427,6 +468,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, event_failure_keeps_the_block_live);
     tcase_add_test(tc, sync_failure_is_returned);
     tcase_add_test(tc, events_are_recycled);
+    tcase_add_test(tc, held_bytes_are_pages_of_live_data);
     suite_add_tcase(s, tc);
     return s;
 }
