@@ -175,6 +175,13 @@ int spw_mempool_known_slot(CUmemoryPool pool)
     return lookup(pool);
 }
 
+CUmemoryPool spw_mempool_of_slot(int slot)
+{
+    if (slot < 0 || slot >= SPW_MAX_POOLS)
+        return NULL;
+    return (CUmemoryPool)atomic_load_explicit(&slots[slot].pool, memory_order_acquire);
+}
+
 CUresult spw_h_mem_pool_create(CUmemoryPool *pool, const CUmemPoolProps *poolProps)
 {
     SPW_REAL_OR_RETURN(real, spw_h_mem_pool_create);

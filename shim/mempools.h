@@ -32,5 +32,7 @@ int spw_mempool_current(int dev, int *slot);
  * there is room; spw_mempool_known_slot only looks (lock-free). */
 int spw_mempool_slot(CUmemoryPool pool);
 int spw_mempool_known_slot(CUmemoryPool pool);
+/* The pool in slot, or NULL (a free slot, or its pool destroyed). */
+CUmemoryPool spw_mempool_of_slot(int slot);
 
 #endif

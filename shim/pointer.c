@@ -5,10 +5,13 @@
  * device's ordinal and primary context. Attributes it does not know are
  * asked of the driver. BUFFER_ID and MEMORY_BLOCK_ID are policy/'s IDs of
  * the allocation (sw_ids: never reused, as the driver's);
- * IS_LEGACY_CUDA_IPC_CAPABLE is 0 (pool memory cannot be exported). */
+ * IS_LEGACY_CUDA_IPC_CAPABLE is 0 (pool memory cannot be exported);
+ * MEMPOOL_HANDLE the memory pool a stream-ordered allocation was served for. */
 #include "shim/arenas.h"
 #include "shim/backend.h"
 #include "shim/handler.h"
+#include "shim/mempools.h"
+#include "shim/pool_use.h"
 
 /* What spillway knows of a pool pointer; found = 0 for pool addresses that
  * are not inside a live allocation (answered as unknown memory). */
@@ -134,8 +137,10 @@ static CUresult answer(CUpointer_attribute a, void *data, const struct pool_ptr 
     case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
         *(unsigned *)data = k ? CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE : 0;
         return CUDA_SUCCESS;
+    /* Stream-ordered memory names the memory pool it was served for, as
+     * the driver's does (pool_use.c keeps which, per allocation). */
     case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
-        *(CUmemoryPool *)data = NULL;
+        *(CUmemoryPool *)data = k ? spw_mempool_of_slot(spw_pool_use_slot_of(pp->base)) : NULL;
         return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
         *(unsigned long long *)data = 0;

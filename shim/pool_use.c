@@ -125,6 +125,15 @@ void spw_pool_use_undo(CUdeviceptr ptr, const spw_pool_use_ticket *t)
     }
 }
 
+int spw_pool_use_slot_of(CUdeviceptr ptr)
+{
+    if (!atomic_load_explicit(&any, memory_order_acquire))
+        return -1;
+    pthread_once(&owners_once, init_owners);
+    struct spw_map_entry e;
+    return spw_map_find(&owners, (uint64_t)ptr, &e) == 0 ? e.dev : -1;
+}
+
 bool spw_pool_use_idle(int slot)
 {
     return atomic_load(&uses[slot].used) == 0 && atomic_load(&uses[slot].reserved) == 0;

@@ -26,6 +26,10 @@ bool spw_pool_use_take(CUdeviceptr ptr, spw_pool_use_ticket *t);
 void spw_pool_use_done(const spw_pool_use_ticket *t, uint64_t footprint);
 void spw_pool_use_undo(CUdeviceptr ptr, const spw_pool_use_ticket *t);
 
+/* The slot of the pool the live allocation starting at ptr was served for,
+ * or -1 (not a stream-ordered pool block): what its MEMPOOL_HANDLE names. */
+int spw_pool_use_slot_of(CUdeviceptr ptr);
+
 /* Whether no allocation counts in slot (its pool destroyed, the slot may
  * go to another pool), and its figures' reset for that. */
 bool spw_pool_use_idle(int slot);

@@ -306,6 +306,50 @@ START_TEST(small_allocations_reserve_their_slot)
 }
 END_TEST
 
+/* "CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE: Returns the mempool handle for the
+ * allocation if it was allocated from a mempool. Otherwise returns NULL."
+ * Stream-ordered memory names its pool, at its start and inside it (also
+ * the default pool's, through cuMemAllocAsync); cuMemAlloc memory none. */
+static CUmemoryPool pool_of(CUdeviceptr p)
+{
+    CUmemoryPool owner = (CUmemoryPool)(uintptr_t)1;
+    CU_OK(cuPointerGetAttribute(&owner, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, p));
+    return owner;
+}
+
+START_TEST(stream_ordered_memory_names_its_pool)
+{
+    use_device(0);
+    CUmemoryPool dflt, pool = device_pool(0);
+    CU_OK(cuDeviceGetDefaultMemPool(&dflt, 0));
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    const size_t big = 3 * MiB + 4096, small = 20 * 1024;
+    CUdeviceptr pa, pb, pc, pd;
+    CU_OK(cuMemAllocFromPoolAsync(&pa, big, pool, s));
+    CU_OK(cuMemAllocFromPoolAsync(&pb, small, pool, s));
+    CU_OK(cuMemAllocAsync(&pc, big, s));
+    CU_OK(cuMemAlloc(&pd, big));
+    ck_assert_ptr_eq(pool_of(pa), pool);
+    ck_assert_ptr_eq(pool_of(pa + big - 1), pool);
+    ck_assert_ptr_eq(pool_of(pb + 100), pool);
+    ck_assert_ptr_eq(pool_of(pc + MiB), dflt);
+    ck_assert_ptr_eq(pool_of(pd), NULL);
+    CUpointer_attribute attr = CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE;
+    CUmemoryPool many = NULL;
+    void *data[] = {&many};
+    CU_OK(cuPointerGetAttributes(1, &attr, data, pa + 4096));
+    ck_assert_ptr_eq(many, pool);
+    CU_OK(cuMemFreeAsync(pa, s));
+    CU_OK(cuMemFreeAsync(pb, s));
+    CU_OK(cuMemFreeAsync(pc, s));
+    CU_OK(cuMemFree(pd));
+    CU_OK(cuStreamSynchronize(s));
+    CU_OK(cuMemPoolDestroy(pool));
+    CU_OK(cuStreamDestroy(s));
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("pool_attrs");
@@ -316,6 +360,7 @@ Suite *test_suite(void)
     tcase_add_test(both, destroyed_pools_allocation_counts_against_no_other);
     tcase_add_test(both, pools_left_to_the_driver_answer_the_drivers_figures);
     tcase_add_test(both, threads_churning_one_pool_leave_it_empty);
+    tcase_add_test(both, stream_ordered_memory_names_its_pool);
     suite_add_tcase(s, both);
     TCase *sp = tcase_create("spillway");
     tcase_add_test(sp, small_allocations_reserve_their_slot);
