@@ -71,6 +71,7 @@
 typedef struct sw_device sw_device;
 typedef struct sw_ext sw_ext;
 typedef struct sw_stuck sw_stuck;
+typedef struct sw_strand sw_strand;
 
 #include "policy/extent.h"
 #include "policy/freeq.h"
@@ -263,6 +264,20 @@ void sw_page_retire(sw_device *d, sw_page *pg);
  * lost and kept, off its list, out of host_in_use, counted in d->lost.
  * Device lock held. */
 void sw_page_lose(sw_device *d, CUdeviceptr va, sw_page *pg);
+/* Physical page h stays mapped at va, which the page table no longer names
+ * (it got no access, and the driver refused the unmap undoing its map too):
+ * its unmap is tried again before anything is mapped at va (the driver
+ * refuses a map over a mapping) and at teardown; then, with give_back, h
+ * goes to the pool. Device lock held. */
+struct sw_strand {
+    CUdeviceptr va;
+    CUmemGenericAllocationHandle h;
+    uint8_t loc;
+    bool give_back;
+    sw_strand *next;
+};
+void sw_strand_page(sw_device *d, CUdeviceptr va, CUmemGenericAllocationHandle h, sw_loc loc,
+                    bool give_back);
 void sw_page_objs_destroy(sw_device *d);
 
 /* ---- pages.c -------------------------------------------------------------- */
@@ -461,6 +476,9 @@ struct sw_device {
      * order they were freed), with their lengths. */
     sw_page *ring, *cached;
     size_t nring, ncached;
+    /* Pages the driver keeps mapped at VAs the page table no longer names
+     * (sw_strand); usually none. */
+    sw_strand *stranded;
     size_t host_target;       /* host pages the reserve keeps free (0: none) */
     size_t low_water;         /* free device pages a spill leaves behind */
     /* The no-thrash rule's move budget (spill.c): pages a swap may still

@@ -204,13 +204,54 @@ static CUresult take_device(sw_device *d, CUmemGenericAllocationHandle *h, sw_oo
     return r;
 }
 
+void sw_strand_page(sw_device *d, CUdeviceptr va, CUmemGenericAllocationHandle h, sw_loc loc,
+                    bool give_back)
+{
+    sw_strand *st = malloc(sizeof *st);
+    if (!st)
+        return; /* unrecorded: h stays out of the pool, as the caller left it */
+    *st = (sw_strand){va, h, (uint8_t)loc, give_back, d->stranded};
+    d->stranded = st;
+}
+
+/* Unmaps the stranded page at va (every one when all), giving its physical
+ * page back to the pool when it may; the driver's refusal when it still
+ * will not. */
+static CUresult unstrand(sw_device *d, CUdeviceptr va, bool all)
+{
+    CUresult first = CUDA_SUCCESS;
+    for (sw_strand **at = &d->stranded; *at;) {
+        sw_strand *st = *at;
+        if (!all && st->va != va) {
+            at = &st->next;
+            continue;
+        }
+        CUresult r = d->pol->be.unmap(d->pol->be.ctx, st->va, d->page);
+        if (r != CUDA_SUCCESS) {
+            if (first == CUDA_SUCCESS)
+                first = r;
+            at = &st->next;
+            continue;
+        }
+        *at = st->next;
+        atomic_fetch_add_explicit(&d->c.unmaps, 1, memory_order_relaxed);
+        if (st->give_back)
+            sw_pool_put(d, (sw_loc)st->loc, st->h);
+        free(st);
+    }
+    return first;
+}
+
 /* Maps one fresh page at va: device first, host when allowed and no device
  * page is left. OUT_OF_MEMORY (with *why) when none can be had. */
 static CUresult map_fresh(sw_device *d, CUdeviceptr va, bool host_ok, sw_oom_reason *why)
 {
     CUmemGenericAllocationHandle h;
     sw_loc loc = SW_LOC_DEVICE;
-    CUresult r = take_device(d, &h, why);
+    CUresult r = d->stranded ? unstrand(d, va, false) : CUDA_SUCCESS;
+    if (r != CUDA_SUCCESS)
+        return r;
+    r = take_device(d, &h, why);
     if (r == CUDA_ERROR_OUT_OF_MEMORY && host_ok) {
         loc = SW_LOC_HOST;
         r = sw_pool_take(d, loc, &h, why);
@@ -236,13 +277,13 @@ static CUresult map_fresh(sw_device *d, CUdeviceptr va, bool host_ok, sw_oom_rea
     return CUDA_SUCCESS;
 }
 
-/* Grants access to the n pages mapped from va; on failure they are dropped
- * again (nothing ran on them: unmapping is safe). */
 /* Grants access to the n pages mapped from va, trying a refused grant once
  * more page by page; pages that still get none are dropped again (nothing
  * ran on them: unmapping is safe), or, when even that is refused, forgotten
  * by the page table (their VA then answers the driver's error, never a
- * page nobody can reach) and kept out of the pool. */
+ * page nobody can reach: a placement over mapped pages would hand it out
+ * without access) and stranded, out of the pool, until an unmap of them
+ * succeeds (unstrand). */
 static CUresult grant_run(sw_device *d, CUdeviceptr va, size_t n)
 {
     const sw_backend *be = &d->pol->be;
@@ -262,6 +303,9 @@ static CUresult grant_run(sw_device *d, CUdeviceptr va, size_t n)
         if (drop_page(d, at) != CUDA_SUCCESS) {
             sw_list_remove(d, pg);
             atomic_store_explicit(&pte_at(d, at)->page, NULL, memory_order_release);
+            atomic_fetch_sub_explicit(&d->c.mapped, d->page, memory_order_relaxed);
+            sw_strand_page(d, at, pg->handle, (sw_loc)pg->loc, true);
+            sw_page_free(d, pg);
         }
         if (host)
             sw_figure_sub(&d->c, &d->c.host_in_use, d->page);
@@ -518,7 +562,12 @@ void sw_pages_settle(sw_device *d, sw_ext *merged, CUdeviceptr lo, CUdeviceptr h
 
 CUresult sw_pages_unmap_all(sw_device *d)
 {
-    CUresult first = CUDA_SUCCESS;
+    CUresult first = unstrand(d, 0, true);
+    while (d->stranded) { /* refused still: their pages stay the driver's */
+        sw_strand *st = d->stranded;
+        d->stranded = st->next;
+        free(st);
+    }
     unsigned n = atomic_load(&d->arena.nsegs);
     for (unsigned s = 0; s < n; s++) {
         const sw_seg *g = &d->arena.seg[s];

@@ -274,6 +274,32 @@ START_TEST(pages_under_a_copy_that_may_still_run_stay_out_of_the_pool)
 }
 END_TEST
 
+/* A fresh page's access refused (the run, then the page), and its undo, the
+ * unmap, refused too (each tried twice): the page is still mapped at the
+ * VA. The allocation answers the driver's error; the next one placed there
+ * must not map over that page (the driver refuses a map over a mapping,
+ * so every later allocation there failed), and the page is not leaked. */
+START_TEST(a_fresh_page_whose_grant_and_unmap_are_refused_is_unmapped_later)
+{
+    env_up(8, false, 0);
+    CUdeviceptr a, b;
+    fake_fail_times(FB, "set_access", CUDA_ERROR_UNKNOWN, 2);
+    fake_fail_also(FB, "unmap", CUDA_ERROR_UNKNOWN, 2);
+    ck_assert_int_eq(sw_alloc(P, 0, PG, &a), CUDA_ERROR_UNKNOWN);
+    fake_fail_clear(FB);
+    assert_no_violation();
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(sw_alloc(P, 0, PG, &b), CUDA_SUCCESS);
+        assert_no_violation();
+        ck_assert_uint_ne(fake_mapped_handle(FB, b), 0);
+        fill(b, PG, 2 + (uint64_t)i);
+        ck_assert(verify(b, PG, 2 + (uint64_t)i));
+        ck_assert_int_eq(sw_free(P, b), CUDA_SUCCESS);
+    }
+    env_down(); /* no page left mapped under the arena, none leaked */
+}
+END_TEST
+
 /* One case of the sweep, in a child: NULL when every invariant held, else
  * what broke. */
 static const char *sweep_case(const char *op, int skip, int times, CUresult err, bool fill_back)
@@ -364,6 +390,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, a_handles_lost_page_is_counted_once);
     tcase_add_test(tc, an_export_after_a_lost_page_copies_from_the_pages);
     tcase_add_test(tc, pages_under_a_copy_that_may_still_run_stay_out_of_the_pool);
+    tcase_add_test(tc, a_fresh_page_whose_grant_and_unmap_are_refused_is_unmapped_later);
     tcase_add_test(tc, every_refused_step_of_a_move_keeps_the_bytes);
     suite_add_tcase(s, tc);
     return s;
