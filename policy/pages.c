@@ -102,12 +102,14 @@ CUresult sw_map_page(sw_device *d, CUdeviceptr va, sw_page *pg)
     return CUDA_SUCCESS;
 }
 
+static CUresult unstrand(sw_device *d, CUdeviceptr va, bool all);
+
 CUresult sw_unmap_page(sw_device *d, CUdeviceptr va)
 {
     sw_pte *e = pte_at(d, va);
     sw_page *pg = atomic_load_explicit(&e->page, memory_order_relaxed);
-    if (!pg)
-        return CUDA_SUCCESS; /* a VA a failed move lost: nothing of ours is mapped there */
+    if (!pg) /* a VA a failed move lost: at most a page the driver kept there */
+        return d->stranded ? unstrand(d, va, false) : CUDA_SUCCESS;
     CUresult r = d->pol->be.unmap(d->pol->be.ctx, va, d->page);
     if (r != CUDA_SUCCESS)
         return r;

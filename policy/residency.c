@@ -63,6 +63,9 @@ typedef struct move {
     uint64_t access;
     bool staged; /* new page mapped at scratch and its copy queued */
     bool lost;   /* the driver refused every way to back the VA again */
+    /* Lost with a page still mapped at the VA, without access (its grant
+     * and the unmap undoing it refused): that page's handle. */
+    CUmemGenericAllocationHandle left;
 } move;
 
 /* Unmaps the scratch page at slot and gives its page to the pool; when the
@@ -176,13 +179,15 @@ static CUresult access2(const sw_backend *be, CUdeviceptr va, size_t size, uint6
 }
 
 /* Maps handle h at va and grants access, each step tried twice; a map
- * that gets no access is undone (a page nobody can reach backs nothing). */
+ * that gets no access is undone (a page nobody can reach backs nothing).
+ * *stays: the undo was refused too, so h is still mapped at va. */
 static CUresult map_with_access(const sw_backend *be, sw_device *d, CUdeviceptr va,
-                                CUmemGenericAllocationHandle h, uint64_t access)
+                                CUmemGenericAllocationHandle h, uint64_t access, bool *stays)
 {
+    *stays = false;
     CUresult r = map2(be, va, d->page, h);
     if (r == CUDA_SUCCESS && access && (r = access2(be, va, d->page, access)) != CUDA_SUCCESS)
-        (void)be->unmap(be->ctx, va, d->page);
+        *stays = unmap2(be, va, d->page) != CUDA_SUCCESS;
     return r;
 }
 
@@ -190,17 +195,26 @@ static CUresult map_with_access(const sw_backend *be, sw_device *d, CUdeviceptr 
  * the new one's), else with the new one. *now_new: the new page backs it.
  * A VA left with neither is m->lost (a flag, not an error code: the driver
  * answers CUDA_ERROR_UNKNOWN too) and reported as CUDA_ERROR_UNKNOWN (the
- * context is likely lost). */
+ * context is likely lost); so is one where a page stays mapped without
+ * access (m->left), after which nothing else can be mapped there (the
+ * driver refuses a map over a mapping). */
 static CUresult restore(sw_policy *p, sw_device *d, move *m, bool *now_new)
 {
     const sw_backend *be = &p->be;
-    for (int attempt = 0; attempt < 2; attempt++) {
-        if (map_with_access(be, d, m->va, m->pg->handle, m->access) == CUDA_SUCCESS)
+    bool stays = false;
+    for (int attempt = 0; attempt < 2 && !stays; attempt++) {
+        if (map_with_access(be, d, m->va, m->pg->handle, m->access, &stays) == CUDA_SUCCESS)
             return CUDA_SUCCESS;
-        if (map_with_access(be, d, m->va, m->h, m->access) == CUDA_SUCCESS) {
+        if (stays) {
+            m->left = m->pg->handle;
+            break;
+        }
+        if (map_with_access(be, d, m->va, m->h, m->access, &stays) == CUDA_SUCCESS) {
             *now_new = true;
             return CUDA_SUCCESS;
         }
+        if (stays)
+            m->left = m->h;
     }
     m->lost = true;
     return CUDA_ERROR_UNKNOWN;
@@ -317,10 +331,23 @@ static size_t finish(sw_policy *p, sw_device *d, move *w, size_t n, sw_loc where
             w[i].staged = false;
             done++;
         } else if (w[i].lost) {
-            /* Neither page maps the VA any more: both keep their bytes, out
-             * of the pool, and the VA answers the driver's error. */
-            release_scratch(p, d, slot_of(d, w[i].scratch), w[i].h, where, false);
+            /* The VA is lost and answers the driver's error. The old page
+             * keeps its bytes, out of the pool (a handle's page is still
+             * the handle's: an export copies from it); the new one, a copy
+             * nobody can reach, goes back once its scratch slot lets it
+             * go, unless it is the page left at the VA. */
+            unsigned slot = slot_of(d, w[i].scratch);
+            release_scratch(p, d, slot, w[i].h, where, w[i].left != w[i].h);
+            bool vmm = SW_OWN_TAG(atomic_load(&sw_pt_get(&p->pt, w[i].va)->owner)) == SW_OWN_VMM;
             forget(p, d, &w[i]);
+            if (w[i].left) {
+                /* Once unmapped there, a page nothing else holds goes to
+                 * the pool: the old page of an arena VA (a handle's stays
+                 * the handle's), the new one unless its slot kept it. */
+                bool old = w[i].left == w[i].pg->handle;
+                sw_strand_page(d, w[i].va, w[i].left, old ? (sw_loc)w[i].pg->loc : where,
+                               old ? !vmm : d->stuck[slot].h != w[i].h);
+            }
             w[i].staged = false;
         } else {
             unstage(p, d, &w[i], where);
@@ -345,7 +372,7 @@ static size_t move_pages(sw_policy *p, sw_device *d, const CUdeviceptr *vas, siz
                 continue; /* already there, gone, aliased, or unreachable */
             move *m = &win[cur][fill[cur]];
             *m = (move){va, d->scratch + ((CUdeviceptr)(cur * WINDOW + fill[cur]) << d->shift), pg,
-                        0, access_of(p, d, va), false, false};
+                        0, access_of(p, d, va), false, false, 0};
             CUresult r = stage(p, d, m, where, d->mover[cur]);
             if (r != CUDA_SUCCESS) {
                 *err = r; /* no page left at `where`, or the driver refused */

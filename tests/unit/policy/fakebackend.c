@@ -62,7 +62,7 @@ struct fake_backend {
         CUresult r;
         int times;
         int skip;        /* calls of op that pass before the failures */
-    } fail[2];           /* fake_fail_after's, fake_fail_also's */
+    } fail[3];           /* fake_fail_after's, fake_fail_also's (two) */
     int nmovers;         /* streams handed out by stream_create */
     bool capturing;
     bool no_bytes;       /* bookkeeping only: nothing mapped, copied or protected */
@@ -94,7 +94,7 @@ static void (*hook_due(fake_backend *fb, const char *op))(void *)
 
 static bool injected(fake_backend *fb, const char *op, CUresult *r)
 {
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 3; i++) {
         struct fail *f = &fb->fail[i];
         if (!f->op[0] || strcmp(f->op, op) != 0)
             continue;
@@ -113,13 +113,15 @@ static bool injected(fake_backend *fb, const char *op, CUresult *r)
 static void set_fail(fake_backend *fb, int slot, const char *op, int skip, CUresult r, int times)
 {
     pthread_mutex_lock(&fb->lock);
+    if (slot == 1 && fb->fail[1].op[0])
+        slot = 2; /* a third op, beside the two set before */
     struct fail *f = &fb->fail[slot];
     snprintf(f->op, sizeof f->op, "%s", op);
     f->r = r;
     f->times = times;
     f->skip = skip;
     if (slot == 0)
-        fb->fail[1].op[0] = 0;
+        fb->fail[1].op[0] = fb->fail[2].op[0] = 0;
     pthread_mutex_unlock(&fb->lock);
 }
 
@@ -131,6 +133,11 @@ void fake_fail_after(fake_backend *fb, const char *op, int skip, CUresult r, int
 void fake_fail_also(fake_backend *fb, const char *op, CUresult r, int times)
 {
     set_fail(fb, 1, op, 0, r, times);
+}
+
+void fake_fail_also_after(fake_backend *fb, const char *op, int skip, CUresult r, int times)
+{
+    set_fail(fb, 1, op, skip, r, times);
 }
 
 void fake_fail_times(fake_backend *fb, const char *op, CUresult r, int times)

@@ -52,8 +52,10 @@ void fake_fail_times(fake_backend *fb, const char *op, CUresult r, int times);
  * Each of these replaces what was set before. */
 void fake_fail_after(fake_backend *fb, const char *op, int skip, CUresult r, int times);
 void fake_fail_clear(fake_backend *fb);
-/* A second op failing too, beside the one set last. */
+/* A second op failing too, beside the one set last (a third one when a
+ * second is still set); _after: once `skip` calls of it have passed. */
 void fake_fail_also(fake_backend *fb, const char *op, CUresult r, int times);
+void fake_fail_also_after(fake_backend *fb, const char *op, int skip, CUresult r, int times);
 
 /* Bookkeeping only, from now on (before the first reservation): nothing is
  * mapped, protected or copied, so that a benchmark of 40,000 pages runs

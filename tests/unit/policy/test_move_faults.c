@@ -300,6 +300,65 @@ START_TEST(a_fresh_page_whose_grant_and_unmap_are_refused_is_unmapped_later)
 }
 END_TEST
 
+/* Once a move's copy is done (its stream synced): the VA's new page
+ * refused twice, then every grant, and every unmap after the VA's own.
+ * restore maps the old page back, gets no access, and cannot undo the map:
+ * that page stays mapped at the VA. */
+static void refuse_the_restore(void *arg)
+{
+    (void)arg;
+    fake_fail_after(FB, "map", 0, CUDA_ERROR_UNKNOWN, 2);
+    fake_fail_also(FB, "set_access", CUDA_ERROR_UNKNOWN, 100);
+    fake_fail_also_after(FB, "unmap", 1, CUDA_ERROR_UNKNOWN, 100);
+}
+
+/* The VA is lost (as a_lost_va_is_let_go), but a page is still mapped
+ * there: nothing is mapped over it (the driver refuses a map over a
+ * mapping, so every allocation placed there failed), the next owner of the
+ * VA gets a page once the driver lets the old one go, and no page leaks. */
+START_TEST(a_page_left_at_a_lost_va_is_unmapped_before_the_va_is_reused)
+{
+    env_up(8, false, 0);
+    CUdeviceptr a, b;
+    ck_assert_int_eq(sw_alloc(P, 0, PG, &a), CUDA_SUCCESS);
+    fill(a, PG, 1);
+    fake_on_call(FB, "stream_sync", 1, refuse_the_restore, NULL);
+    ck_assert_int_eq(sw_set_residency(P, a, 1, SW_RES_HOST), CUDA_ERROR_UNKNOWN);
+    fake_fail_clear(FB);
+    assert_no_violation();
+    sw_residency w;
+    ck_assert_int_eq(sw_get_residency(P, a, &w), CUDA_ERROR_NOT_FOUND);
+    ck_assert_int_eq(sw_free(P, a), CUDA_SUCCESS);
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(sw_alloc(P, 0, PG, &b), CUDA_SUCCESS);
+        assert_no_violation();
+        fill(b, PG, 2 + (uint64_t)i);
+        ck_assert(verify(b, PG, 2 + (uint64_t)i));
+        ck_assert_int_eq(sw_free(P, b), CUDA_SUCCESS);
+    }
+    env_down();
+}
+END_TEST
+
+/* The same in a program mapping: the program's unmap unmaps the page left
+ * there, so that its reservation can be freed (or mapped again). */
+START_TEST(the_programs_unmap_of_a_lost_va_unmaps_the_page_left_there)
+{
+    CUdeviceptr va;
+    CUmemGenericAllocationHandle h;
+    one_page_handle(&va, &h);
+    fake_on_call(FB, "stream_sync", 1, refuse_the_restore, NULL);
+    ck_assert_int_eq(sw_set_residency(P, va, 1, SW_RES_HOST), CUDA_ERROR_UNKNOWN);
+    fake_fail_clear(FB);
+    assert_no_violation();
+    ck_assert_int_eq(sw_vmm_unmap(P, va, PG, NULL), CUDA_SUCCESS);
+    ck_assert_uint_eq(fake_mapped_handle(FB, va), 0);
+    ck_assert_int_eq(sw_vmm_release(P, h, NULL), CUDA_SUCCESS);
+    ck_assert_int_eq(fake_free_va(FB, va, PG), CUDA_SUCCESS);
+    assert_no_violation();
+}
+END_TEST
+
 /* One case of the sweep, in a child: NULL when every invariant held, else
  * what broke. */
 static const char *sweep_case(const char *op, int skip, int times, CUresult err, bool fill_back)
@@ -391,6 +450,8 @@ Suite *test_suite(void)
     tcase_add_test(tc, an_export_after_a_lost_page_copies_from_the_pages);
     tcase_add_test(tc, pages_under_a_copy_that_may_still_run_stay_out_of_the_pool);
     tcase_add_test(tc, a_fresh_page_whose_grant_and_unmap_are_refused_is_unmapped_later);
+    tcase_add_test(tc, a_page_left_at_a_lost_va_is_unmapped_before_the_va_is_reused);
+    tcase_add_test(tc, the_programs_unmap_of_a_lost_va_unmaps_the_page_left_there);
     tcase_add_test(tc, every_refused_step_of_a_move_keeps_the_bytes);
     suite_add_tcase(s, tc);
     return s;
