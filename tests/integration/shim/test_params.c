@@ -43,6 +43,18 @@ static void launch(CUfunction f, void **params)
     CU_OK(cuCtxSynchronize());
 }
 
+/* A launch of f with its one 4-byte parameter, and the array naming it,
+ * each just before an unmapped page: a scan by a layout of more or larger
+ * parameters than f's reads past them (SIGSEGV). */
+static void launch_one_word_at_a_page_end(CUfunction f)
+{
+    unsigned *k = at_a_page_end(sizeof *k);
+    *k = 7;
+    void **params = at_a_page_end(sizeof(void *));
+    params[0] = k;
+    launch(f, params);
+}
+
 /* cuCtxDestroy unloads the context's modules: a function of a later module
  * may get the dead one's handle (fakecuda hands out the same address for
  * a name registered again), and must be scanned by its own layout, not the
@@ -66,11 +78,7 @@ START_TEST(a_function_at_a_destroyed_contexts_handle_is_scanned_by_its_own_layou
     ck_assert_int_eq(fakecuda_register_kernel("params_reused", noop, 1, one_word), 0);
     CUfunction f = function_of(&m, "params_reused");
     ck_assert_ptr_eq(f, dead); /* what the test is about */
-    unsigned *k = at_a_page_end(sizeof *k);
-    *k = 7;
-    void **params = at_a_page_end(sizeof(void *));
-    params[0] = k;
-    launch(f, params);
+    launch_one_word_at_a_page_end(f);
     CU_OK(cuModuleUnload(m));
     CU_OK(cuMemFree(a));
 }
@@ -101,11 +109,7 @@ static void primary_context_ends(int by_release)
     CU_OK(cuCtxSetCurrent(c1));
     CUfunction f = function_of(&m, "params_reset");
     ck_assert_ptr_eq(f, dead); /* what the test is about */
-    unsigned *k = at_a_page_end(sizeof *k);
-    *k = 7;
-    void **params = at_a_page_end(sizeof(void *));
-    params[0] = k;
-    launch(f, params);
+    launch_one_word_at_a_page_end(f);
     CU_OK(cuModuleUnload(m));
     CU_OK(cuDevicePrimaryCtxRelease(1));
     rig_setup(0);
