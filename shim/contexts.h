@@ -12,10 +12,10 @@
 #include <cuda.h>
 #include <stdint.h>
 
-/* Changes whenever a context or a stream is gone: a thread's memory of
- * what it already noted holds only while this stays the same (a handle
- * value may come back as another context's, or another context's
- * stream). */
+/* Changes whenever a context or a stream is gone (sync.c: before and
+ * after each destroy): a thread's memory of what it already noted, or of
+ * a stream's device, holds only while this stays the same (a handle value
+ * may come back as another context's, or another context's stream). */
 uint64_t spw_contexts_generation(void);
 
 /* Keeps c, a context of device dev that is not its primary context. */

@@ -10,6 +10,8 @@
 #include "shim/log.h"
 #include "shim/pool_setup.h"
 
+#include <string.h>
+
 void spw_gate_fill(sw_policy *p, CUdeviceptr ptr)
 {
     /* A fill that finds no free device page leaves the data on the host:
@@ -52,13 +54,41 @@ int spw_current_device(void)
     return (int)d;
 }
 
+/* The devices of the streams this thread last worked on: asking the
+ * driver was most of a launch's cost (a torchrun process sees every device
+ * and launches on a few streams of one). Valid while the generation
+ * (contexts.h) stays: it changes around every destroy of a stream, as the
+ * destroyed handle may come back as another device's stream. */
+#define KNOWN_STREAMS 4
+static _Thread_local struct {
+    CUstream stream;
+    int dev;
+} known[KNOWN_STREAMS];
+static _Thread_local uint64_t known_gen;
+static _Thread_local unsigned known_next;
+
 int spw_stream_device(CUstream s)
 {
+    if (!s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD)
+        return spw_current_device();
+    /* Read before the driver is asked: a destroy meanwhile makes what it
+     * answers stale at once. */
+    uint64_t gen = spw_contexts_generation();
+    if (gen == known_gen) {
+        for (int i = 0; i < KNOWN_STREAMS; i++)
+            if (known[i].stream == s)
+                return known[i].dev;
+    } else {
+        memset(known, 0, sizeof known);
+        known_gen = gen;
+    }
     CUdevice d;
-    if (s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD &&
-        spw_driver_stream_own_device(s, &d) == CUDA_SUCCESS && d >= 0 && d < SW_MAX_DEVICES)
-        return (int)d;
-    return spw_current_device();
+    if (spw_driver_stream_own_device(s, &d) != CUDA_SUCCESS || d < 0 || d >= SW_MAX_DEVICES)
+        return spw_current_device();
+    unsigned at = known_next++ % KNOWN_STREAMS;
+    known[at].stream = s;
+    known[at].dev = (int)d;
+    return (int)d;
 }
 
 uint64_t spw_gate_stream_devices(CUstream s)

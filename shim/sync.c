@@ -87,6 +87,12 @@ CUresult spw_h_stream_destroy(CUstream hStream)
     if (!spw_disabled() && hStream && spw_pool_policy() &&
         spw_driver_stream_device(hStream, &dev) != CUDA_SUCCESS)
         dev = -1;
+    /* Before: once the driver has freed the handle, another thread's
+     * create may hand it out as another device's stream, and a launch on
+     * that must not find the old device remembered (gate_use.c). After:
+     * a launch racing with the destroy may have remembered it meanwhile. */
+    if (!spw_disabled())
+        spw_contexts_stream_gone();
     CUresult r = real(hStream);
     if (r == CUDA_SUCCESS && !spw_disabled())
         spw_contexts_stream_gone();
@@ -110,6 +116,8 @@ CUresult spw_h_stream_destroy(CUstream hStream)
             spw_contexts_gone(ctx);             \
         CUresult r;                             \
         SPW_UNLOADING(r, real(ctx));            \
+        if (r == CUDA_SUCCESS && !spw_disabled()) \
+            spw_contexts_stream_gone();         \
         return r;                               \
     }
 DESTROY_HANDLER(spw_h_ctx_destroy)
@@ -126,6 +134,8 @@ DESTROY_HANDLER(spw_h_ctx_destroy_v1)
     {                                           \
         SPW_REAL_OR_RETURN(real, handler);      \
         CUresult r;                             \
+        if (!spw_disabled())                    \
+            spw_contexts_stream_gone();         \
         SPW_UNLOADING(r, real(dev));            \
         if (r == CUDA_SUCCESS && !spw_disabled()) \
             spw_contexts_stream_gone();         \

@@ -105,6 +105,11 @@ int fakecuda_fault_nth(unsigned long long i, const char **fn, unsigned long long
  * capture itself, use cuStreamBeginCapture. Returns 0, or -1 for a bad
  * stream. */
 int fakecuda_set_capturing(void *stream, int capturing) __attribute__((weak));
+/* on: cuStreamCreate (and WithPriority) gives back the handle of a
+ * destroyed stream, once its work is done, as the real driver may reuse
+ * a freed stream's memory; off (the default): every stream is new.
+ * Returns 0. */
+int fakecuda_reuse_streams(int on) __attribute__((weak));
 
 /* A stand-in for a collective across devices (an NCCL all-reduce: a kernel
  * per device that spins until the kernels of all its peers have started),

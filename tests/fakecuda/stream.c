@@ -26,6 +26,7 @@ struct CUstream_st {
     int priority;
     enum fc_stream_kind kind;
     bool destroyed;
+    bool exited;    /* its worker is gone (destroyed, queue done) */
     bool capturing; /* fakecuda_set_capturing: a status only, without capture's rules */
     struct fc_op *head, *tail;
     uint64_t submitted, completed;
@@ -169,12 +170,69 @@ static void *worker(void *arg)
             pthread_cond_broadcast(&progress);
             continue;
         }
-        if (!op && s->destroyed)
+        if (!op && s->destroyed) {
+            s->exited = true;
+            pthread_cond_broadcast(&progress);
             break;
+        }
         pthread_cond_wait(&progress, &lock);
     }
     pthread_mutex_unlock(&lock);
     return NULL;
+}
+
+static void *worker(void *arg);
+
+/* fakecuda_reuse_streams: cuStreamCreate gives a destroyed stream's handle
+ * back, as the driver may (its handles are its freed memory). */
+static bool reuse_handles;
+
+FC_EXPORT int fakecuda_reuse_streams(int on)
+{
+    pthread_mutex_lock(&lock);
+    reuse_handles = on != 0;
+    pthread_mutex_unlock(&lock);
+    return 0;
+}
+
+static int start_worker(struct CUstream_st *s)
+{
+    pthread_t t;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 256 << 10);
+    int err = pthread_create(&t, &attr, worker, s);
+    pthread_attr_destroy(&attr);
+    return err;
+}
+
+/* A destroyed user stream made anew in ctx once its worker is gone; NULL
+ * when reuse is off or none is destroyed. Its counters keep counting, so
+ * a dependency on its old work (an event) stays met. */
+static struct CUstream_st *stream_reused(struct CUctx_st *ctx, unsigned flags, int prio)
+{
+    pthread_mutex_lock(&lock);
+    struct CUstream_st *s = streams;
+    while (reuse_handles && s && !(s->kind == FC_STREAM_USER && s->destroyed))
+        s = s->next;
+    if (!reuse_handles || !s) {
+        pthread_mutex_unlock(&lock);
+        return NULL;
+    }
+    while (!s->exited)
+        pthread_cond_wait(&progress, &lock);
+    s->ctx = ctx;
+    s->flags = flags;
+    s->priority = prio;
+    s->capturing = false;
+    s->destroyed = s->exited = false;
+    if (start_worker(s) != 0) {
+        s->destroyed = s->exited = true;
+        s = NULL;
+    }
+    pthread_mutex_unlock(&lock);
+    return s;
 }
 
 /* Creates a stream and its worker; NULL when out of resources. */
@@ -189,14 +247,7 @@ static struct CUstream_st *stream_new(struct CUctx_st *ctx, unsigned flags, int 
     s->flags = flags;
     s->priority = prio;
     s->kind = kind;
-    pthread_t t;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, 256 << 10);
-    int err = pthread_create(&t, &attr, worker, s);
-    pthread_attr_destroy(&attr);
-    if (err) {
+    if (start_worker(s) != 0) {
         free(s);
         return NULL;
     }
@@ -413,8 +464,8 @@ static CUresult stream_create(CUstream *ph, unsigned flags, int prio)
         return r;
     if (!ph || (flags & ~(unsigned)CU_STREAM_NON_BLOCKING))
         return CUDA_ERROR_INVALID_VALUE;
-    struct CUstream_st *s = stream_new(ctx, flags, prio, FC_STREAM_USER);
-    if (!s)
+    struct CUstream_st *s = stream_reused(ctx, flags, prio);
+    if (!s && !(s = stream_new(ctx, flags, prio, FC_STREAM_USER)))
         return CUDA_ERROR_OUT_OF_MEMORY;
     *ph = s;
     return CUDA_SUCCESS;

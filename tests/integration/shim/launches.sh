@@ -5,7 +5,9 @@
 # count. Then with a driver whose cuGetProcAddress answers entry points it
 # does not export (FAKECUDA_PROC_ENTRY=internal): spillway's handlers are
 # chosen by name, version and flags, and every launch still counts. With one
-# device, spill off: counting a launch asks the driver nothing. Then on
+# device, spill off: counting a launch asks the driver nothing; with two,
+# launching again on a known stream asks nothing, and a destroyed stream's
+# handle made another device's stream counts there. Then on
 # a CUDA 12.7 driver (no cuStreamGetDevice): a launch on another device's
 # stream still counts on that device, spill on and off.
 set -eu

@@ -358,6 +358,86 @@ START_TEST(counting_a_launch_on_the_only_device_asks_nothing)
 }
 END_TEST
 
+/* A context-less kernel (a CUkernel as a CUfunction): it runs in the
+ * context of whatever stream it is launched on. */
+static CUfunction any_context_kernel(CUlibrary *lib)
+{
+    CUkernel kern;
+    (void)rig_kernel("step_u32"); /* registers the kernels */
+    CU_OK(cuLibraryLoadData(lib, "fakecuda", NULL, NULL, 0, NULL, NULL, 0));
+    CU_OK(cuLibraryGetKernel(&kern, *lib, "step_u32"));
+    return (CUfunction)kern;
+}
+
+/* The driver may give a destroyed stream's handle to the next stream made
+ * (its freed memory): a launch on that handle is counted on the new
+ * stream's device, not on the one the handle meant before (spillway
+ * remembers streams' devices). launches.sh's two-device runs. */
+START_TEST(a_reused_stream_handle_counts_on_its_new_device)
+{
+    if (!two_devices())
+        return;
+    CUlibrary lib;
+    CUfunction f = any_context_kernel(&lib);
+    CUdeviceptr p = rig_filled(BYTES, 5);
+    unsigned k = 3;
+    ck_assert_int_eq(fakecuda_reuse_streams(1), 0);
+    CUstream s0, s1;
+    CU_OK(cuStreamCreate(&s0, CU_STREAM_NON_BLOCKING));
+    uint64_t l0 = rig_stat(0, SPW_C_LAUNCHES), l1 = rig_stat(1, SPW_C_LAUNCHES);
+    CU_OK(launch(KERNEL, (void *)&cuLaunchKernel, f, s0, &p, &k, NULL));
+    CU_OK(cuStreamSynchronize(s0));
+    ck_assert_uint_eq(rig_stat(0, SPW_C_LAUNCHES) - l0, 1);
+    CU_OK(cuStreamDestroy(s0));
+    rig_setup(1);
+    CU_OK(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING));
+    ck_assert_int_eq(fakecuda_reuse_streams(0), 0);
+    ck_assert_ptr_eq(s1, s0); /* the same handle, now device 1's stream */
+    rig_setup(0);
+    for (int i = 0; i < 3; i++) {
+        CU_OK(launch(KERNEL, (void *)&cuLaunchKernel, f, s1, &p, &k, NULL));
+        CU_OK(launch(KERNEL_EX, (void *)&cuLaunchKernelEx, f, s1, &p, &k, NULL));
+    }
+    CU_OK(cuStreamSynchronize(s1));
+    ck_assert_uint_eq(rig_stat(1, SPW_C_LAUNCHES) - l1, 6);
+    ck_assert_uint_eq(rig_stat(0, SPW_C_LAUNCHES) - l0, 1);
+    CU_OK(cuStreamDestroy(s1));
+    CU_OK(cuLibraryUnload(lib));
+    CU_OK(cuMemFree(p));
+}
+END_TEST
+
+/* With several devices, a launch on a stream whose device spillway
+ * already knows asks the driver nothing (cuStreamGetDevice, before CUDA
+ * 12.8 cuStreamGetCtx, was most of a launch's cost): a process of a
+ * multi-GPU machine (torchrun) sees every device and uses one. */
+START_TEST(launching_again_on_a_known_stream_asks_nothing)
+{
+    if (!two_devices())
+        return;
+    rig_setup(1);
+    CUfunction f = rig_kernel("step_u32");
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr p = rig_filled(BYTES, 3);
+    CU_OK(cuCtxSynchronize());
+    unsigned k = 2;
+    uint64_t l1 = rig_stat(1, SPW_C_LAUNCHES);
+    long long asked = fakecuda_calls("cuStreamGetDevice") + fakecuda_calls("cuStreamGetCtx");
+    enum { N = 50 };
+    for (int i = 0; i < N; i++) {
+        CU_OK(launch(KERNEL, (void *)&cuLaunchKernel, f, s, &p, &k, NULL));
+        CU_OK(launch(KERNEL_EX, (void *)&cuLaunchKernelEx, f, s, &p, &k, NULL));
+    }
+    CU_OK(cuStreamSynchronize(s));
+    ck_assert_uint_eq(rig_stat(1, SPW_C_LAUNCHES) - l1, 2 * N);
+    long long now = fakecuda_calls("cuStreamGetDevice") + fakecuda_calls("cuStreamGetCtx");
+    ck_assert_msg(now - asked <= 4, "%lld questions for %d launches on one stream", now - asked, 2 * N);
+    CU_OK(cuStreamDestroy(s));
+    CU_OK(cuMemFree(p));
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("shim_launches");
@@ -370,6 +450,8 @@ Suite *test_suite(void)
     tcase_add_test(c, threads_launching_at_once_count_exactly);
     tcase_add_test(c, a_launch_before_any_allocation_is_counted);
     tcase_add_test(c, counting_a_launch_on_the_only_device_asks_nothing);
+    tcase_add_test(c, a_reused_stream_handle_counts_on_its_new_device);
+    tcase_add_test(c, launching_again_on_a_known_stream_asks_nothing);
     suite_add_tcase(s, c);
     return s;
 }

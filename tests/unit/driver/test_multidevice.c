@@ -163,6 +163,43 @@ static double now(void)
 }
 
 /* fakecuda only: both halves run, in either order of launch. */
+/* The driver may give a destroyed stream's memory, its handle, to the
+ * next stream made (fakecuda_reuse_streams makes fakecuda do so): the
+ * handle then names the new stream, of the new context and device, and an
+ * event of the old stream's work stays complete. */
+START_TEST(a_stream_made_after_a_destroy_is_its_own_contexts)
+{
+    if (ndev < 2)
+        return;
+    CUstream s0, s1;
+    CUevent e0;
+    CUcontext c;
+    CUdevice d;
+    CU_OK(cuStreamCreate(&s0, CU_STREAM_NON_BLOCKING));
+    CU_OK(cuEventCreate(&e0, CU_EVENT_DISABLE_TIMING));
+    CU_OK(cuEventRecord(e0, s0));
+    CU_OK(cuStreamSynchronize(s0));
+    CU_OK(cuStreamDestroy(s0));
+    if (fakecuda_present())
+        ck_assert_int_eq(fakecuda_reuse_streams(1), 0);
+    CU_OK(cuCtxSetCurrent(ctx[1]));
+    CU_OK(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING));
+    if (fakecuda_present()) {
+        ck_assert_int_eq(fakecuda_reuse_streams(0), 0);
+        ck_assert_ptr_eq(s1, s0);
+    }
+    CU_OK(cuCtxSetCurrent(ctx[0]));
+    CU_OK(cuStreamGetCtx(s1, &c));
+    ck_assert_ptr_eq(c, ctx[1]);
+    CU_OK(cuStreamGetDevice(s1, &d));
+    ck_assert_int_eq(d, 1);
+    ck_assert_int_eq(cuEventQuery(e0), CUDA_SUCCESS);
+    CU_OK(cuStreamSynchronize(s1));
+    CU_OK(cuStreamDestroy(s1));
+    CU_OK(cuEventDestroy(e0));
+}
+END_TEST
+
 START_TEST(collective_halves_meet)
 {
     if (ndev < 2 || !fakecuda_present())
@@ -281,6 +318,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, peer_copies_between_devices);
     tcase_add_test(tc, a_stream_waits_for_another_devices_event);
     tcase_add_test(tc, a_context_less_kernel_runs_in_its_streams_context);
+    tcase_add_test(tc, a_stream_made_after_a_destroy_is_its_own_contexts);
     tcase_add_test(tc, collective_halves_meet);
     tcase_add_test(tc, a_device_sync_waits_for_a_peer_never_launched);
     tcase_add_test(tc, get_access_answers_for_the_location_asked);
