@@ -55,12 +55,12 @@ static void count_event(sw_device *d, size_t moved)
 }
 
 /* Steps 3 and 4, quiesced. */
-static CUresult spill_for(sw_device *d, CUdeviceptr va, size_t n, size_t *missing,
+static CUresult spill_for(sw_device *d, CUdeviceptr va, size_t n, uint64_t *by, size_t *missing,
                           sw_oom_reason *why)
 {
     sw_quiet q;
     start_reserve(d);
-    CUresult r = sw_move_begin(d, &q);
+    CUresult r = sw_move_begin(d, &q, by);
     if (r == CUDA_ERROR_NOT_READY)
         return map_locked(d, va, n, true, missing, why); /* busy: host pages now */
     if (r != CUDA_SUCCESS)
@@ -87,7 +87,7 @@ static CUresult spill_for(sw_device *d, CUdeviceptr va, size_t n, size_t *missin
     return r;
 }
 
-CUresult sw_acquire(sw_device *d, sw_ext *e, bool synced, sw_oom_reason *why)
+CUresult sw_acquire(sw_device *d, sw_ext *e, bool synced, uint64_t *by, sw_oom_reason *why)
 {
     CUdeviceptr va = sw_ext_base(e) & ~(CUdeviceptr)(d->page - 1);
     size_t n = (size_t)((sw_ext_end(e) - va + d->page - 1) >> d->shift), missing;
@@ -96,7 +96,7 @@ CUresult sw_acquire(sw_device *d, sw_ext *e, bool synced, sw_oom_reason *why)
     if (r != CUDA_SUCCESS || !missing)
         return r;
     if (!synced && sw_freeq_pending(d, NULL)) {
-        r = sw_sync_and_collect(d);
+        r = sw_sync_and_collect(d, by);
         if (r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY)
             return r;
         if (r == CUDA_SUCCESS &&
@@ -105,7 +105,7 @@ CUresult sw_acquire(sw_device *d, sw_ext *e, bool synced, sw_oom_reason *why)
     }
     if (!d->cfg.spill)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    if ((r = spill_for(d, va, n, &missing, why)) != CUDA_SUCCESS)
+    if ((r = spill_for(d, va, n, by, &missing, why)) != CUDA_SUCCESS)
         return r;
     return missing ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
 }
@@ -149,12 +149,12 @@ static CUresult take_locked(sw_device *d, size_t n, bool host_ok,
 
 /* Spills until n device pages are free or creatable, then takes them (and
  * host pages for the rest). Quiesce first. */
-static CUresult spill_and_take(sw_device *d, size_t n, CUmemGenericAllocationHandle *out,
-                               sw_loc *locs, sw_oom_reason *why)
+static CUresult spill_and_take(sw_device *d, size_t n, uint64_t *by,
+                               CUmemGenericAllocationHandle *out, sw_loc *locs, sw_oom_reason *why)
 {
     sw_quiet q;
     start_reserve(d);
-    CUresult r = sw_move_begin(d, &q);
+    CUresult r = sw_move_begin(d, &q, by);
     if (r == CUDA_ERROR_NOT_READY)
         return take_locked(d, n, true, out, locs, why); /* busy: host pages now */
     if (r != CUDA_SUCCESS)
@@ -188,8 +188,9 @@ CUresult sw_acquire_pages(sw_device *d, size_t n, CUmemGenericAllocationHandle *
     CUresult r = take_locked(d, n, false, out, locs, why);
     if (r != CUDA_ERROR_OUT_OF_MEMORY)
         return r;
+    uint64_t by = 0; /* one patience for the sync and the spill together */
     if (sw_freeq_pending(d, NULL)) {
-        r = sw_sync_and_collect(d);
+        r = sw_sync_and_collect(d, &by);
         if (r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY)
             return r;
         if (r == CUDA_SUCCESS &&
@@ -199,5 +200,5 @@ CUresult sw_acquire_pages(sw_device *d, size_t n, CUmemGenericAllocationHandle *
     }
     if (!d->cfg.spill)
         return r;
-    return spill_and_take(d, n, out, locs, why);
+    return spill_and_take(d, n, &by, out, locs, why);
 }

@@ -98,7 +98,7 @@ static CUresult carve_live(sw_device *d, shape sh, size_t size, sw_ext **e, CUde
  * is live, carved or a covered free reused), or *synced telling whether the
  * search synchronized on the way. */
 static CUresult carve_mapped(sw_device *d, shape sh, uint32_t bucket, size_t size, sw_ext **e,
-                             CUdeviceptr *ptr, bool *synced)
+                             CUdeviceptr *ptr, bool *synced, uint64_t *by)
 {
     *synced = false;
     CUresult r = carve_live(d, sh, size, e, ptr);
@@ -113,7 +113,7 @@ static CUresult carve_mapped(sw_device *d, shape sh, uint32_t bucket, size_t siz
         return CUDA_ERROR_OUT_OF_MEMORY;
     /* Tried once per allocation: a busy device is not asked again. */
     *synced = true;
-    r = sw_sync_point(d);
+    r = sw_sync_point(d, by);
     if (r == CUDA_ERROR_NOT_READY)
         return CUDA_ERROR_OUT_OF_MEMORY;
     if (r != CUDA_SUCCESS)
@@ -129,7 +129,7 @@ static CUresult carve_mapped(sw_device *d, shape sh, uint32_t bucket, size_t siz
 }
 
 /* Steps 5 and 6: a backed extent, or the refusal's reason. */
-static CUresult carve_backed(sw_device *d, shape sh, bool synced, sw_ext **out,
+static CUresult carve_backed(sw_device *d, shape sh, bool synced, uint64_t *by, sw_ext **out,
                              sw_oom_reason *why)
 {
     sw_place_mode modes[2] = {SW_PLACE_ANY, SW_PLACE_BEST};
@@ -139,7 +139,7 @@ static CUresult carve_backed(sw_device *d, shape sh, bool synced, sw_ext **out,
         size_t cost;
         if ((r = carve(d, sh, modes[i], 0, &e, &cost, why)) != CUDA_SUCCESS)
             return r;
-        if ((r = sw_acquire(d, e, synced || i > 0, why)) == CUDA_SUCCESS) {
+        if ((r = sw_acquire(d, e, synced || i > 0, by, why)) == CUDA_SUCCESS) {
             *out = e;
             return r;
         }
@@ -171,11 +171,14 @@ static CUresult alloc_new(sw_device *d, int cls, uint32_t bucket, size_t size, C
     sw_ext *e;
     bool synced;
     sw_oom_reason why = SW_OOM_LIMIT;
-    CUresult r = carve_mapped(d, sh, bucket, size, &e, out, &synced);
+    /* The allocation's one deadline: its sync and its spill's quiesce wait
+     * for a busy device one patience in all (sw_deadline_of). */
+    uint64_t by = 0;
+    CUresult r = carve_mapped(d, sh, bucket, size, &e, out, &synced, &by);
     if (r == CUDA_SUCCESS && !e)
         return r; /* live already */
     if (r == CUDA_ERROR_OUT_OF_MEMORY)
-        r = carve_backed(d, sh, synced, &e, &why);
+        r = carve_backed(d, sh, synced, &by, &e, &why);
     if (r == CUDA_ERROR_OUT_OF_MEMORY)
         return sw_refuse(d, why);
     if (r != CUDA_SUCCESS)

@@ -93,6 +93,7 @@ CUresult sw_get_counters(sw_policy *p, int dev, sw_counters *out)
     out->va_bytes = atomic_load(&c->va_bytes);
     out->streams = atomic_load(&c->streams);
     out->events = atomic_load(&c->events);
+    out->wait_timeouts = atomic_load(&c->wait_timeouts);
     for (int i = 0; i < SW_OOM_NREASONS; i++)
         out->ooms_by[i] = atomic_load(&c->oom[i]);
     return CUDA_SUCCESS;

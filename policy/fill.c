@@ -263,7 +263,7 @@ CUresult sw_fill(sw_policy *p, CUdeviceptr ptr)
     if ((!room && !swap_likely(d, target, now)) || !can_move_in(p, d, ptr))
         return CUDA_SUCCESS;
     sw_quiet q;
-    CUresult r = sw_move_begin(d, &q);
+    CUresult r = sw_move_begin(d, &q, NULL);
     if (r == CUDA_ERROR_NOT_READY)
         return CUDA_SUCCESS; /* busy or capturing: it stays on the host for now */
     if (r != CUDA_SUCCESS)

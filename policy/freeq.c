@@ -374,16 +374,20 @@ size_t sw_freeq_pending(sw_device *d, size_t *count)
     return b;
 }
 
-CUresult sw_sync_point(sw_device *d)
+CUresult sw_sync_point(sw_device *d, uint64_t *by)
 {
     /* Through the device's syncer: the program's own thread must never
-     * wait on a sync that may depend on its later launches. */
-    return sw_sync_device(d->pol, d->id, sw_deadline(d));
+     * wait on a sync that may depend on its later launches. A patience
+     * spent already asks for no sync (nobody would wait for it). */
+    uint64_t deadline = sw_deadline_of(d, by);
+    if (sw_now_ns() >= deadline)
+        return CUDA_ERROR_NOT_READY;
+    return sw_sync_device(d->pol, d->id, deadline);
 }
 
-CUresult sw_sync_and_collect(sw_device *d)
+CUresult sw_sync_and_collect(sw_device *d, uint64_t *by)
 {
-    CUresult r = sw_sync_point(d);
+    CUresult r = sw_sync_point(d, by);
     if (r != CUDA_SUCCESS)
         return r;
     sw_freeq_collect(d, false);

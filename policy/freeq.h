@@ -82,10 +82,11 @@ size_t sw_freeq_collect(sw_device *d, bool poll_events);
 size_t sw_freeq_pending(sw_device *d, size_t *count);
 /* Synchronizes dev (through its syncer, until its deadline) and releases
  * everything the sync covers. NOT_READY: no sync could be had in time
- * (busy device, stream capture): nothing released. */
-CUresult sw_sync_and_collect(sw_device *d);
+ * (busy device, stream capture, the deadline *by already past): nothing
+ * released. by: the operation's deadline (sw_deadline_of). */
+CUresult sw_sync_and_collect(sw_device *d, uint64_t *by);
 /* The sync alone: what it covers stays queued (sw_freeq_take_covered). */
-CUresult sw_sync_point(sw_device *d);
+CUresult sw_sync_point(sw_device *d, uint64_t *by);
 void sw_freeq_forget_stream(sw_device *d, CUstream stream);
 
 #endif

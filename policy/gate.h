@@ -78,5 +78,11 @@ void sw_syncer_destroy(sw_syncer *s);
 CUresult sw_sync_device(sw_policy *p, int dev, uint64_t deadline_ns);
 /* Now + the device's patience (cfg.quiesce_wait_ns). */
 uint64_t sw_deadline(const sw_device *d);
+/* One operation's deadline, shared by all its waits: *by (0: none yet) is
+ * set to sw_deadline(d) at its first wait and kept for the next ones, so
+ * that an allocation whose sync and spill's quiesce both find the device
+ * busy waits one patience in all, not one each. by NULL: a deadline of the
+ * call's own (an operation that waits once). Returns the deadline. */
+uint64_t sw_deadline_of(const sw_device *d, uint64_t *by);
 
 #endif

@@ -95,6 +95,7 @@ typedef struct sw_dev_counters {
     _Atomic uint64_t stall_ns;        /* gates closed for moves, in total */
     _Atomic uint64_t spill_ns, fill_ns; /* moving, each way (sw_move_pages) */
     _Atomic uint64_t host_creates_waited; /* host pages created on a caller's path */
+    _Atomic uint64_t wait_timeouts;   /* waits for this device that hit their deadline */
     _Atomic uint64_t streams, events; /* the pool's own, alive */
     _Atomic uint64_t pt_count[SW_PT_NREASONS], pt_bytes[SW_PT_NREASONS];
     _Atomic uint64_t oom[SW_OOM_NREASONS];
@@ -339,9 +340,10 @@ uint64_t sw_reach(sw_device *d);
  * d's pages is in flight or can be submitted through a bracket until
  * sw_gate_open(p, *devices). The sync also releases the frees it covers.
  * NOT_READY (nothing held) when a bracket, a sync or a stream capture would
- * keep it waiting past the deadline: the caller goes on without moving
+ * keep it waiting past the deadline (*by, the operation's: sw_deadline_of),
+ * or that deadline is past already: the caller goes on without moving
  * pages. */
-CUresult sw_quiesce(sw_device *d, uint64_t *devices);
+CUresult sw_quiesce(sw_device *d, uint64_t *by, uint64_t *devices);
 /* Opens the gates again; the time since since_ns counts as stalled. */
 void sw_unquiesce(sw_device *d, uint64_t devices, uint64_t since_ns);
 /* A move's critical section, as every move takes it: sw_quiesce, then the
@@ -353,7 +355,7 @@ typedef struct sw_quiet {
     uint64_t held; /* devices quiesced */
     uint64_t t0;   /* when the stall began */
 } sw_quiet;
-CUresult sw_move_begin(sw_device *d, sw_quiet *q);
+CUresult sw_move_begin(sw_device *d, sw_quiet *q, uint64_t *by);
 void sw_move_end(sw_device *d, const sw_quiet *q);
 /* Moves up to want of d's coldest pages of live data to the host, never a
  * page of [keep_lo, keep_hi) (what the caller is backing) nor one whose
@@ -383,8 +385,9 @@ void sw_reserve_stop(sw_policy *p);
  * frees, spilling colder pages (cfg.spill), then host pages (cfg.spill,
  * within the host limit). OUT_OF_MEMORY with *why when that is not enough;
  * e stays carved either way (the caller discards it on failure). Called
- * without locks. */
-CUresult sw_acquire(sw_device *d, sw_ext *e, bool synced, sw_oom_reason *why);
+ * without locks. by: the allocation's deadline (sw_deadline_of), shared
+ * with the waits made before. */
+CUresult sw_acquire(sw_device *d, sw_ext *e, bool synced, uint64_t *by, sw_oom_reason *why);
 /* n pages for a program VMM handle, the same way: device pages first, then
  * (with spill) host pages; locs[i] tells where out[i] lives. */
 CUresult sw_acquire_pages(sw_device *d, size_t n, CUmemGenericAllocationHandle *out,

@@ -48,10 +48,10 @@ static CUresult give_back_locked(sw_device *d, bool *short_of)
 }
 
 /* Spills the coldest live data until the excess can be given back. */
-static CUresult spill_excess(sw_device *d)
+static CUresult spill_excess(sw_device *d, uint64_t *by)
 {
     sw_quiet q;
-    CUresult r = sw_move_begin(d, &q);
+    CUresult r = sw_move_begin(d, &q, by);
     if (r != CUDA_SUCCESS)
         return r == CUDA_ERROR_NOT_READY ? CUDA_ERROR_OUT_OF_MEMORY : r;
     size_t spilled = 0;
@@ -79,14 +79,15 @@ static CUresult shrink(sw_device *d)
     CUresult r = give_back_locked(d, &short_of);
     if (r != CUDA_SUCCESS || !short_of)
         return r;
+    uint64_t by = 0; /* one patience for the sync and the spill together */
     if (sw_freeq_pending(d, NULL)) {
-        r = sw_sync_and_collect(d);
+        r = sw_sync_and_collect(d, &by);
         if (r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY)
             return r;
         if ((r = give_back_locked(d, &short_of)) != CUDA_SUCCESS || !short_of)
             return r;
     }
-    return d->cfg.spill ? spill_excess(d) : CUDA_ERROR_OUT_OF_MEMORY;
+    return d->cfg.spill ? spill_excess(d, &by) : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
 static void sub_floor(_Atomic uint64_t *v, uint64_t n)

@@ -389,6 +389,9 @@ typedef struct sw_counters {
     uint64_t ooms_by[SW_OOM_NREASONS]; /* refusals by reason */
     uint64_t va_bytes;       /* virtual address space reserved (arena and scratch) */
     uint64_t streams, events; /* the pool's own, alive */
+    /* Waits for this device (its work gate, its sync) that ran into their
+     * deadline: the device was busy and a caller went on without it. */
+    uint64_t wait_timeouts;
     uint64_t passthrough_count[SW_PT_NREASONS];
     uint64_t passthrough_bytes[SW_PT_NREASONS];
 } sw_counters;

@@ -227,7 +227,7 @@ CUresult sw_vmm_promote(sw_policy *p, CUmemGenericAllocationHandle h,
     if (!d)
         return CUDA_ERROR_INVALID_VALUE;
     sw_quiet q;
-    CUresult r = sw_move_begin(d, &q);
+    CUresult r = sw_move_begin(d, &q, NULL);
     if (r != CUDA_SUCCESS)
         return r;
     v = sw_vmm_get(p, h); /* released or promoted meanwhile? */

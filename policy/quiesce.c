@@ -47,7 +47,7 @@ static CUresult sync_all(sw_policy *p, uint64_t mask, uint64_t deadline)
     return CUDA_SUCCESS;
 }
 
-CUresult sw_quiesce(sw_device *d, uint64_t *devices)
+CUresult sw_quiesce(sw_device *d, uint64_t *by, uint64_t *devices)
 {
     sw_policy *p = d->pol;
     const sw_backend *be = &p->be;
@@ -56,8 +56,14 @@ CUresult sw_quiesce(sw_device *d, uint64_t *devices)
     sw_dev_lock(d);
     uint64_t mask = sw_reach(d);
     sw_dev_unlock(d);
-    uint64_t deadline = sw_deadline(d);
+    /* The operation's deadline: an earlier wait of it (its sync) may have
+     * spent the patience already; then the gates are not even closed. */
+    uint64_t deadline = sw_deadline_of(d, by);
+    if (sw_now_ns() >= deadline)
+        return CUDA_ERROR_NOT_READY;
     CUresult r = sw_gate_close(p, mask, deadline);
+    if (r == CUDA_ERROR_NOT_READY)
+        atomic_fetch_add_explicit(&d->c.wait_timeouts, 1, memory_order_relaxed);
     if (r != CUDA_SUCCESS)
         return r;
     if ((r = sync_all(p, mask, deadline)) != CUDA_SUCCESS) {
@@ -74,10 +80,10 @@ void sw_unquiesce(sw_device *d, uint64_t devices, uint64_t since_ns)
     sw_figure_add(&d->c, &d->c.stall_ns, sw_now_ns() - since_ns);
 }
 
-CUresult sw_move_begin(sw_device *d, sw_quiet *q)
+CUresult sw_move_begin(sw_device *d, sw_quiet *q, uint64_t *by)
 {
     q->t0 = sw_now_ns();
-    CUresult r = sw_quiesce(d, &q->held);
+    CUresult r = sw_quiesce(d, by, &q->held);
     if (r != CUDA_SUCCESS)
         return r;
     pthread_mutex_lock(&d->pol->handles_lock);

@@ -438,7 +438,7 @@ CUresult sw_set_residency(sw_policy *p, CUdeviceptr va, size_t npages, sw_reside
         d = pg->dev;
     }
     sw_quiet q;
-    CUresult r = sw_move_begin(d, &q);
+    CUresult r = sw_move_begin(d, &q, NULL);
     if (r != CUDA_SUCCESS)
         return r;
     CUdeviceptr *vas = malloc(npages * sizeof *vas);

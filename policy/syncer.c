@@ -129,6 +129,7 @@ static CUresult syncer_wait(sw_syncer *s, uint64_t deadline_ns)
             pthread_cond_wait(&s->answered, &s->m);
         } else if (pthread_cond_timedwait(&s->answered, &s->m, &ts)) {
             pthread_mutex_unlock(&s->m);
+            atomic_fetch_add_explicit(&s->pol->dev[s->dev].c.wait_timeouts, 1, memory_order_relaxed);
             return CUDA_ERROR_NOT_READY;
         }
     }
@@ -163,6 +164,18 @@ void sw_syncer_destroy(sw_syncer *s)
 uint64_t sw_deadline(const sw_device *d)
 {
     return sw_now_ns() + d->cfg.quiesce_wait_ns;
+}
+
+/* One deadline per operation rather than skipping a wait after one timed
+ * out: it also bounds a sync answered just before its deadline followed by
+ * a quiesce that would have waited a whole patience more. */
+uint64_t sw_deadline_of(const sw_device *d, uint64_t *by)
+{
+    if (!by)
+        return sw_deadline(d);
+    if (!*by)
+        *by = sw_deadline(d);
+    return *by;
 }
 
 /* Sync tickets: a sync that began after ticket t was taken covers every

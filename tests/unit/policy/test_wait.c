@@ -150,6 +150,72 @@ START_TEST(gates_are_per_device)
 }
 END_TEST
 
+/* A device kept busy (the program runs ahead of its GPU) with frees
+ * pending: the allocation's sync that would release them and its spill's
+ * quiesce both wait for the device. Together they wait one patience, not
+ * one each: before, each waited out a deadline of its own (two timeouts,
+ * twice the stall, on every allocation past the limit). */
+static void busy_with_pending_frees(CUdeviceptr *y)
+{
+    env_wait(4, 16);
+    CUdeviceptr x;
+    ck_assert_int_eq(sw_alloc(P, 0, 2 * PG, &x), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_alloc(P, 0, 2 * PG, y), CUDA_SUCCESS);
+    fill(*y, 2 * PG, 6);
+    ck_assert_int_eq(sw_free(P, x), CUDA_SUCCESS); /* pending: a sync would release it */
+    fake_launch(FB, S1, *y, 2 * PG);
+    fake_hold_sync(FB, true);
+    ck_assert_uint_eq(counters().wait_timeouts, 0);
+}
+
+static void busy_ends(CUdeviceptr y)
+{
+    fake_hold_sync(FB, false);
+    fake_complete(FB, S1);
+    assert_no_violation();
+    ck_assert(verify(y, 2 * PG, 6));
+    ck_assert_int_eq(sw_free(P, y), CUDA_SUCCESS);
+}
+
+START_TEST(an_allocation_waits_for_a_busy_device_once)
+{
+    CUdeviceptr y, b;
+    busy_with_pending_frees(&y);
+    ck_assert_int_eq(sw_alloc(P, 0, 4 * PG, &b), CUDA_SUCCESS);
+    ck_assert_uint_eq(host_pages_in(b, 4), 4);
+    ck_assert_uint_eq(counters().wait_timeouts, 1);
+    busy_ends(y);
+    ck_assert_int_eq(sw_free(P, b), CUDA_SUCCESS);
+    env_down();
+}
+END_TEST
+
+START_TEST(a_vmm_allocation_waits_for_a_busy_device_once)
+{
+    CUdeviceptr y;
+    CUmemGenericAllocationHandle h;
+    busy_with_pending_frees(&y);
+    ck_assert_int_eq(sw_vmm_create(P, 0, 4 * PG, &h), CUDA_SUCCESS);
+    ck_assert_uint_eq(counters().wait_timeouts, 1);
+    busy_ends(y);
+    bool gone;
+    ck_assert_int_eq(sw_vmm_release(P, h, &gone), CUDA_SUCCESS);
+    env_down();
+}
+END_TEST
+
+START_TEST(a_lend_waits_for_a_busy_device_once)
+{
+    CUdeviceptr y;
+    busy_with_pending_frees(&y);
+    /* The pool must give 3 pages back: only a sync or a spill frees them. */
+    ck_assert_int_eq(sw_lend(P, 0, 3 * PG), CUDA_ERROR_OUT_OF_MEMORY);
+    ck_assert_uint_eq(counters().wait_timeouts, 1);
+    busy_ends(y);
+    env_down();
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("policy_wait");
@@ -159,6 +225,9 @@ Suite *test_suite(void)
     tcase_add_test(tc, capture_means_no_sync_and_no_move);
     tcase_add_test(tc, open_bracket_past_the_deadline_gives_host_pages);
     tcase_add_test(tc, gates_are_per_device);
+    tcase_add_test(tc, an_allocation_waits_for_a_busy_device_once);
+    tcase_add_test(tc, a_vmm_allocation_waits_for_a_busy_device_once);
+    tcase_add_test(tc, a_lend_waits_for_a_busy_device_once);
     suite_add_tcase(s, tc);
     return s;
 }
