@@ -80,9 +80,8 @@ CUresult spw_h_ctx_synchronize_v2(CUcontext ctx)
     return r;
 }
 
-CUresult spw_h_stream_destroy(CUstream hStream)
+static CUresult stream_destroy(CUresult (*real)(CUstream), CUstream hStream)
 {
-    SPW_REAL_OR_RETURN(real, spw_h_stream_destroy);
     int dev = -1;
     if (!spw_disabled() && hStream && spw_pool_policy() &&
         spw_driver_stream_device(hStream, &dev) != CUDA_SUCCESS)
@@ -99,6 +98,21 @@ CUresult spw_h_stream_destroy(CUstream hStream)
     if (r == CUDA_SUCCESS && dev >= 0 && spw_pool_serves(dev))
         sw_stream_destroyed(spw_pool_policy(), dev, hStream);
     return r;
+}
+
+/* Both ABIs: CUDA 2.0's unsuffixed export destroys as the _v2 does, and
+ * a program built against old headers (or asking cuGetProcAddress for an
+ * old version) calls it. */
+CUresult spw_h_stream_destroy(CUstream hStream)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_stream_destroy);
+    return stream_destroy(real, hStream);
+}
+
+CUresult spw_h_stream_destroy_v1(CUstream hStream)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_stream_destroy_v1);
+    return stream_destroy(real, hStream);
 }
 
 /* Forgotten first: a move's sync must never make a destroyed context
@@ -143,6 +157,8 @@ DESTROY_HANDLER(spw_h_ctx_destroy_v1)
     }
 PRIMARY_END_HANDLER(spw_h_primary_ctx_reset)
 PRIMARY_END_HANDLER(spw_h_primary_ctx_release)
+PRIMARY_END_HANDLER(spw_h_primary_ctx_reset_v1)
+PRIMARY_END_HANDLER(spw_h_primary_ctx_release_v1)
 
 CUresult spw_h_ctx_enable_peer_access(CUcontext peerContext, unsigned int Flags)
 {

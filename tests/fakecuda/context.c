@@ -380,3 +380,11 @@ FC_EXPORT CUresult cuCtxDisablePeerAccess(CUcontext peer)
     pthread_mutex_unlock(&fc_lock);
     return r;
 }
+
+/* CUDA 7.0's ABI of the two, which the _v2 superseded in 11.0 (cuda.h
+ * declares it only for the driver's own build): still exported and served
+ * to older callers, the same calls. */
+#undef cuDevicePrimaryCtxRelease
+#undef cuDevicePrimaryCtxReset
+FC_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev) { return cuDevicePrimaryCtxRelease_v2(dev); }
+FC_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice dev) { return cuDevicePrimaryCtxReset_v2(dev); }

@@ -836,3 +836,8 @@ FC_EXPORT CUresult cuStreamGetCtx_v2(CUstream h, CUcontext *c, CUgreenCtx *g) { 
 FC_EXPORT CUresult cuStreamGetCtx_v2_ptsz(CUstream h, CUcontext *c, CUgreenCtx *g) { FC_FAULT(cuStreamGetCtx); return stream_get_ctx_v2(h, c, g, true); }
 FC_EXPORT CUresult cuStreamGetDevice(CUstream h, CUdevice *d) { FC_FAULT(cuStreamGetDevice); return stream_get_device(h, d, false); }
 FC_EXPORT CUresult cuStreamGetDevice_ptsz(CUstream h, CUdevice *d) { FC_FAULT(cuStreamGetDevice); return stream_get_device(h, d, true); }
+
+/* CUDA 2.0's ABI, which the _v2 superseded in 4.0: still exported and
+ * served to older callers, the same call. */
+#undef cuStreamDestroy
+FC_EXPORT CUresult cuStreamDestroy(CUstream h) { return cuStreamDestroy_v2(h); }

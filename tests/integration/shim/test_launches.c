@@ -373,10 +373,17 @@ static CUfunction any_context_kernel(CUlibrary *lib)
  * (its freed memory): a launch on that handle is counted on the new
  * stream's device, not on the one the handle meant before (spillway
  * remembers streams' devices). launches.sh's two-device runs. */
-START_TEST(a_reused_stream_handle_counts_on_its_new_device)
+static void reused_stream_handle(int old_abi)
 {
     if (!two_devices())
         return;
+    /* CUDA 2.0's unsuffixed export, which runtimes and bindings built
+     * against old headers still call, destroys as the _v2 does. */
+    CUresult (*destroy)(CUstream) = cuStreamDestroy;
+    if (old_abi) {
+        *(void **)&destroy = dlsym(RTLD_DEFAULT, "cuStreamDestroy");
+        ck_assert_ptr_nonnull((void *)destroy);
+    }
     CUlibrary lib;
     CUfunction f = any_context_kernel(&lib);
     CUdeviceptr p = rig_filled(BYTES, 5);
@@ -388,7 +395,7 @@ START_TEST(a_reused_stream_handle_counts_on_its_new_device)
     CU_OK(launch(KERNEL, (void *)&cuLaunchKernel, f, s0, &p, &k, NULL));
     CU_OK(cuStreamSynchronize(s0));
     ck_assert_uint_eq(rig_stat(0, SPW_C_LAUNCHES) - l0, 1);
-    CU_OK(cuStreamDestroy(s0));
+    CU_OK(destroy(s0));
     rig_setup(1);
     CU_OK(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING));
     ck_assert_int_eq(fakecuda_reuse_streams(0), 0);
@@ -404,6 +411,17 @@ START_TEST(a_reused_stream_handle_counts_on_its_new_device)
     CU_OK(cuStreamDestroy(s1));
     CU_OK(cuLibraryUnload(lib));
     CU_OK(cuMemFree(p));
+}
+
+START_TEST(a_reused_stream_handle_counts_on_its_new_device)
+{
+    reused_stream_handle(0);
+}
+END_TEST
+
+START_TEST(a_stream_handle_reused_after_an_old_abi_destroy_counts_on_its_new_device)
+{
+    reused_stream_handle(1);
 }
 END_TEST
 
@@ -451,6 +469,7 @@ Suite *test_suite(void)
     tcase_add_test(c, a_launch_before_any_allocation_is_counted);
     tcase_add_test(c, counting_a_launch_on_the_only_device_asks_nothing);
     tcase_add_test(c, a_reused_stream_handle_counts_on_its_new_device);
+    tcase_add_test(c, a_stream_handle_reused_after_an_old_abi_destroy_counts_on_its_new_device);
     tcase_add_test(c, launching_again_on_a_known_stream_asks_nothing);
     suite_add_tcase(s, c);
     return s;

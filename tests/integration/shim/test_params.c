@@ -7,6 +7,7 @@
  * passed: here they end at an unmapped page, so such a read faults. */
 #include "tests/integration/shim/rig.h"
 
+#include <dlfcn.h>
 #include <malloc.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -89,8 +90,16 @@ END_TEST
  * a function of a module loaded after may get a dead one's handle and
  * must be scanned by its own layout. Device 1's primary context, the pool
  * (spilling) on device 0. */
-static void primary_context_ends(int by_release)
+/* how: 0 reset, 1 release, 2 and 3 the same by their CUDA 7.0 ABI (the
+ * unsuffixed exports, which CUDA.jl's deprecated wrappers and runtimes
+ * before 11.0 call). */
+static void primary_context_ends(int how)
 {
+    CUresult (*end)(CUdevice) = how == 0 ? cuDevicePrimaryCtxReset : cuDevicePrimaryCtxRelease;
+    if (how >= 2) {
+        *(void **)&end = dlsym(RTLD_DEFAULT, how == 2 ? "cuDevicePrimaryCtxReset" : "cuDevicePrimaryCtxRelease");
+        ck_assert_ptr_nonnull((void *)end);
+    }
     rig_setup(0);
     CUdeviceptr a = rig_filled(2 * MiB, 1);
     static const size_t two_pointers[] = {sizeof(CUdeviceptr), sizeof(CUdeviceptr)};
@@ -101,7 +110,7 @@ static void primary_context_ends(int by_release)
     CUmodule m;
     CUfunction dead = function_of(&m, "params_reset");
     launch(dead, (void *[]){&a, &a});
-    CU_OK(by_release ? cuDevicePrimaryCtxRelease(1) : cuDevicePrimaryCtxReset(1));
+    CU_OK(end(1));
 
     static const size_t one_word[] = {sizeof(unsigned)};
     ck_assert_int_eq(fakecuda_register_kernel("params_reset", noop, 1, one_word), 0);
@@ -125,6 +134,18 @@ END_TEST
 START_TEST(a_function_at_a_released_primary_contexts_handle_is_scanned_by_its_own_layout)
 {
     primary_context_ends(1);
+}
+END_TEST
+
+START_TEST(a_function_at_a_primary_context_reset_by_the_old_abi_is_scanned_by_its_own_layout)
+{
+    primary_context_ends(2);
+}
+END_TEST
+
+START_TEST(a_function_at_a_primary_context_released_by_the_old_abi_is_scanned_by_its_own_layout)
+{
+    primary_context_ends(3);
 }
 END_TEST
 
@@ -199,6 +220,8 @@ Suite *test_suite(void)
         tcase_add_test(c, a_function_at_a_destroyed_contexts_handle_is_scanned_by_its_own_layout);
         tcase_add_test(c, a_function_at_a_reset_primary_contexts_handle_is_scanned_by_its_own_layout);
         tcase_add_test(c, a_function_at_a_released_primary_contexts_handle_is_scanned_by_its_own_layout);
+        tcase_add_test(c, a_function_at_a_primary_context_reset_by_the_old_abi_is_scanned_by_its_own_layout);
+        tcase_add_test(c, a_function_at_a_primary_context_released_by_the_old_abi_is_scanned_by_its_own_layout);
         tcase_add_test(c, unloads_do_not_grow_the_layout_cache);
     }
     suite_add_tcase(s, c);

@@ -139,6 +139,42 @@ START_TEST(resolved_functions_work)
 }
 END_TEST
 
+/* The ABIs the _v2 calls superseded are still exported and served to a
+ * caller of an older version, and do the same: cuStreamDestroy (CUDA 2.0),
+ * cuDevicePrimaryCtxRelease and cuDevicePrimaryCtxReset (CUDA 7.0; _v2
+ * since 11.0). CUDA.jl's deprecated wrappers and runtimes older than 11.0
+ * call them by these names. */
+START_TEST(superseded_abis_are_exported_and_work)
+{
+    typedef CUresult (*by_stream)(CUstream);
+    typedef CUresult (*by_device)(CUdevice);
+    by_stream destroy = (by_stream)resolve("cuStreamDestroy", 3000, 0);
+    by_device release = (by_device)resolve("cuDevicePrimaryCtxRelease", 10000, 0);
+    by_device reset = (by_device)resolve("cuDevicePrimaryCtxReset", 10000, 0);
+    ck_assert_ptr_eq((void *)destroy, exported("cuStreamDestroy"));
+    ck_assert_ptr_eq((void *)release, exported("cuDevicePrimaryCtxRelease"));
+    ck_assert_ptr_eq((void *)reset, exported("cuDevicePrimaryCtxReset"));
+
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CU_OK(destroy(s));
+
+    CUcontext c;
+    unsigned flags;
+    int active;
+    CU_OK(cuDevicePrimaryCtxRetain(&c, 0));
+    CU_OK(cuDevicePrimaryCtxRetain(&c, 0));
+    CU_OK(release(0));
+    CU_OK(cuDevicePrimaryCtxGetState(0, &flags, &active));
+    ck_assert_int_eq(active, 1); /* one reference left */
+    CU_OK(reset(0));
+    CU_OK(cuDevicePrimaryCtxGetState(0, &flags, &active));
+    ck_assert_int_eq(active, 0);
+    CU_OK(cuDevicePrimaryCtxRetain(&c, 0)); /* current again for the teardown */
+    CU_OK(cuCtxSetCurrent(c));
+}
+END_TEST
+
 /* An entry point newer than the driver is not there at all: not exported,
  * and cuGetProcAddress does not know its name (SYMBOL_NOT_FOUND, whatever
  * version is asked). cuStreamGetDevice came with CUDA 12.8; before it, the
@@ -182,6 +218,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, capture_graph_library_and_copy_abis);
     tcase_add_test(tc, not_found);
     tcase_add_test(tc, resolved_functions_work);
+    tcase_add_test(tc, superseded_abis_are_exported_and_work);
     suite_add_tcase(s, tc);
     /* A case of its own: older.sh runs only it on fakecuda as 12.7. */
     TCase *older = tcase_create("older");
