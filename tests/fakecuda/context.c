@@ -97,6 +97,10 @@ FC_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
     return CUDA_SUCCESS;
 }
 
+/* The driver: "The context is automatically reset once the last reference
+ * to it is released", as cuDevicePrimaryCtxReset does here (its work
+ * finished, the context inactive); a release with no retain outstanding is
+ * CUDA_ERROR_INVALID_CONTEXT. Neither pops the context. */
 FC_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
 {
     FC_FAULT(cuDevicePrimaryCtxRelease);
@@ -108,7 +112,10 @@ FC_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
     r = d->primary_refs > 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
     if (r == CUDA_SUCCESS)
         d->primary_refs--;
+    bool last = r == CUDA_SUCCESS && d->primary_refs == 0;
     pthread_mutex_unlock(&fc_lock);
+    if (last) /* inactive first: a retain meanwhile keeps its reference */
+        fc_device_drain(dev);
     return r;
 }
 

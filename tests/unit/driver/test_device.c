@@ -1,6 +1,8 @@
 /* Conformance: init, version, devices, attributes, contexts, errors. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <stdio.h>
 
@@ -112,6 +114,84 @@ START_TEST(primary_context)
 }
 END_TEST
 
+/* cuDevicePrimaryCtxRelease: "Releasing a primary context that has not been
+ * previously retained will fail with CUDA_ERROR_INVALID_CONTEXT", each retain
+ * needs its release, and the last one resets the context (inactive after). */
+START_TEST(primary_release_needs_a_retain)
+{
+    CU_OK(cuInit(0));
+    CU_ERR(cuDevicePrimaryCtxRelease(0), CUDA_ERROR_INVALID_CONTEXT);
+    CUcontext c;
+    unsigned flags;
+    int active = -1;
+    CU_OK(cuDevicePrimaryCtxRetain(&c, 0));
+    CU_OK(cuDevicePrimaryCtxRetain(&c, 0));
+    CU_OK(cuDevicePrimaryCtxRelease(0));
+    CU_OK(cuDevicePrimaryCtxGetState(0, &flags, &active));
+    ck_assert_int_eq(active, 1); /* one reference left */
+    CU_OK(cuDevicePrimaryCtxRelease(0));
+    CU_OK(cuDevicePrimaryCtxGetState(0, &flags, &active));
+    ck_assert_int_eq(active, 0);
+    CU_ERR(cuDevicePrimaryCtxRelease(0), CUDA_ERROR_INVALID_CONTEXT);
+}
+END_TEST
+
+/* Program memory, registered and mapped: it outlives the context (the
+ * release unregisters it with the driver, never frees it). */
+static CUdeviceptr registered_word(volatile unsigned **host)
+{
+    static unsigned page[4096 / sizeof(unsigned)] __attribute__((aligned(4096)));
+    *host = page;
+    CU_OK(cuMemHostRegister(page, sizeof page, CU_MEMHOSTREGISTER_DEVICEMAP));
+    CUdeviceptr d;
+    CU_OK(cuMemHostGetDevicePointer(&d, page, 0));
+    return d;
+}
+
+static void *set_after_100ms(void *flag)
+{
+    struct timespec ts = {0, 100000000};
+    nanosleep(&ts, NULL);
+    __atomic_store_n((volatile unsigned *)flag, 1u, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+/* The last release resets the context, as cuDevicePrimaryCtxReset does: it
+ * finishes the context's work first (what was queued is done when it
+ * returns). The stream waits on a flag another thread sets 100 ms later,
+ * then writes a word the host reads after the release. */
+START_TEST(last_primary_release_finishes_the_contexts_work)
+{
+    CU_OK(cuInit(0));
+    CUcontext c;
+    CU_OK(cuDevicePrimaryCtxRetain(&c, 0));
+    CU_OK(cuCtxSetCurrent(c));
+    struct test_kernels k;
+    kernels_load(&k);
+    volatile unsigned *flag, *word;
+    CUdeviceptr dflag = registered_word(&flag);
+    CUdeviceptr dword = dflag + 64;
+    word = flag + 16;
+    *flag = 0;
+    *word = 0;
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    void *args[] = {&dflag};
+    CU_OK(cuLaunchKernel(k.wait_flag, 1, 1, 1, 1, 1, 1, 0, s, args, NULL));
+    CU_OK(launch_u32(k.fill_u32, dword, 7, 1, s));
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, set_after_100ms, (void *)flag), 0);
+    CU_OK(cuDevicePrimaryCtxRelease(0));
+    unsigned seen = __atomic_load_n(word, __ATOMIC_SEQ_CST);
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    ck_assert_msg(seen == 7, "the word is %u after the last release, expected 7", seen);
+    int active = -1;
+    unsigned flags;
+    CU_OK(cuDevicePrimaryCtxGetState(0, &flags, &active));
+    ck_assert_int_eq(active, 0);
+}
+END_TEST
+
 START_TEST(created_contexts_stack)
 {
     CU_OK(cuInit(0));
@@ -198,6 +278,8 @@ Suite *test_suite(void)
     tcase_add_test(tc, devices_and_attributes);
     tcase_add_test(tc, total_memory);
     tcase_add_test(tc, primary_context);
+    tcase_add_test(tc, primary_release_needs_a_retain);
+    tcase_add_test(tc, last_primary_release_finishes_the_contexts_work);
     tcase_add_test(tc, created_contexts_stack);
     tcase_add_test(tc, error_strings);
     tcase_add_test(tc, peer_access_needs_two_devices);
