@@ -19,3 +19,26 @@ suite_run() {
         SPILLWAY_MEM_LIMIT=64M SPILLWAY_LOG=error SPILLWAY_STATS_DIR="$stats" "$@" \
         timeout "${SUITE_TIMEOUT:-280}" "$B/tests/integration/$suite"
 }
+
+#   suite_says_once WHAT TEXT SUITE [VAR=VALUE ...]
+#
+# runs SUITE as suite_run does, its output kept, and fails unless it passes
+# and its output holds TEXT on exactly one line: a warning spillway gives
+# once however often its cause recurs. WHAT names the cause for the
+# messages.
+suite_says_once() {
+    what=$1 text=$2
+    shift 2
+    log=$stats/says_once.log
+    if ! suite_run "$@" >"$log" 2>&1; then
+        cat "$log"
+        exit 1
+    fi
+    n=$(grep -c "$text" "$log" || true)
+    if [ "$n" != 1 ]; then
+        cat "$log"
+        echo "FAIL: $what were reported $n times, not once"
+        exit 1
+    fi
+    echo "$what: reported once"
+}
