@@ -92,6 +92,7 @@ FC_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
     }
     pthread_mutex_lock(&fc_lock);
     d->primary_refs++;
+    d->primary_active = true;
     pthread_mutex_unlock(&fc_lock);
     *pctx = p;
     return CUDA_SUCCESS;
@@ -113,6 +114,8 @@ FC_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
     if (r == CUDA_SUCCESS)
         d->primary_refs--;
     bool last = r == CUDA_SUCCESS && d->primary_refs == 0;
+    if (last)
+        d->primary_active = false;
     pthread_mutex_unlock(&fc_lock);
     if (last) /* inactive first: a retain meanwhile keeps its reference */
         fc_device_drain(dev);
@@ -129,7 +132,7 @@ FC_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags,
         return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&fc_lock);
     *flags = fc_devices[dev].primary_flags;
-    *active = fc_devices[dev].primary_refs > 0;
+    *active = fc_devices[dev].primary_active;
     pthread_mutex_unlock(&fc_lock);
     return CUDA_SUCCESS;
 }
@@ -146,6 +149,11 @@ FC_EXPORT CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags)
     return CUDA_SUCCESS;
 }
 
+/* The driver: "Resetting the primary context does not release it, an
+ * application that has retained the primary context should explicitly
+ * release its usage": the references stay, each with its release to come;
+ * the context is inactive until the next retain (cuDevicePrimaryCtxGetState
+ * on NVIDIA's driver). */
 FC_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice dev)
 {
     FC_FAULT(cuDevicePrimaryCtxReset);
@@ -154,7 +162,7 @@ FC_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice dev)
         return r;
     fc_device_drain(dev);
     pthread_mutex_lock(&fc_lock);
-    fc_devices[dev].primary_refs = 0;
+    fc_devices[dev].primary_active = false;
     pthread_mutex_unlock(&fc_lock);
     return CUDA_SUCCESS;
 }

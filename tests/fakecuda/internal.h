@@ -37,6 +37,7 @@ struct fc_device {
     size_t used_high;            /* the most used has been (fakecuda_device_bytes_peak) */
     struct CUctx_st *primary;
     int primary_refs;
+    bool primary_active;         /* retained since the last reset or last release */
     unsigned primary_flags;
     struct fc_mempool *default_pool;
     struct fc_mempool *current_pool;

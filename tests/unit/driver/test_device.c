@@ -136,6 +136,29 @@ START_TEST(primary_release_needs_a_retain)
 }
 END_TEST
 
+/* cuDevicePrimaryCtxReset: "Resetting the primary context does not release
+ * it, an application that has retained the primary context should
+ * explicitly release its usage", and "it is safe for other modules to call
+ * cuDevicePrimaryCtxRelease() even after resetting the device": each retain
+ * made before the reset still has its release. The context is inactive
+ * after the reset (as NVIDIA's driver answers cuDevicePrimaryCtxGetState
+ * then) until the next retain. */
+START_TEST(primary_reset_keeps_the_retains)
+{
+    CU_OK(cuInit(0));
+    CUcontext c;
+    unsigned flags;
+    int active = -1;
+    CU_OK(cuDevicePrimaryCtxRetain(&c, 0));
+    CU_OK(cuDevicePrimaryCtxRetain(&c, 0));
+    CU_OK(cuDevicePrimaryCtxReset(0));
+    CU_OK(cuDevicePrimaryCtxGetState(0, &flags, &active));
+    ck_assert_int_eq(active, 0);
+    CU_OK(cuDevicePrimaryCtxRelease(0));
+    CU_OK(cuDevicePrimaryCtxRelease(0));
+}
+END_TEST
+
 /* Program memory, registered and mapped: it outlives the context (the
  * release unregisters it with the driver, never frees it). */
 static CUdeviceptr registered_word(volatile unsigned **host)
@@ -279,6 +302,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, total_memory);
     tcase_add_test(tc, primary_context);
     tcase_add_test(tc, primary_release_needs_a_retain);
+    tcase_add_test(tc, primary_reset_keeps_the_retains);
     tcase_add_test(tc, last_primary_release_finishes_the_contexts_work);
     tcase_add_test(tc, created_contexts_stack);
     tcase_add_test(tc, error_strings);
