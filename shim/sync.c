@@ -137,29 +137,6 @@ CUresult spw_h_stream_destroy_v1(CUstream hStream)
 DESTROY_HANDLER(spw_h_ctx_destroy)
 DESTROY_HANDLER(spw_h_ctx_destroy_v1)
 
-/* A primary context's reset destroys it with its modules and streams, and
- * so does the release of its last reference (which of them is the last,
- * only the driver knows: every release counts). As around cuCtxDestroy,
- * the cached parameter layouts are forgotten (a function of a later module
- * may get a dead one's handle), and so is what threads noted of streams
- * (a dead stream's handle may come back as another context's). */
-#define PRIMARY_END_HANDLER(handler)            \
-    CUresult handler(CUdevice dev)              \
-    {                                           \
-        SPW_REAL_OR_RETURN(real, handler);      \
-        CUresult r;                             \
-        if (!spw_disabled())                    \
-            spw_contexts_stream_gone();         \
-        SPW_UNLOADING(r, real(dev));            \
-        if (r == CUDA_SUCCESS && !spw_disabled()) \
-            spw_contexts_stream_gone();         \
-        return r;                               \
-    }
-PRIMARY_END_HANDLER(spw_h_primary_ctx_reset)
-PRIMARY_END_HANDLER(spw_h_primary_ctx_release)
-PRIMARY_END_HANDLER(spw_h_primary_ctx_reset_v1)
-PRIMARY_END_HANDLER(spw_h_primary_ctx_release_v1)
-
 CUresult spw_h_ctx_enable_peer_access(CUcontext peerContext, unsigned int Flags)
 {
     SPW_REAL_OR_RETURN(real, spw_h_ctx_enable_peer_access);

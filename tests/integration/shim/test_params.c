@@ -9,6 +9,7 @@
 
 #include <dlfcn.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -149,6 +150,149 @@ START_TEST(a_function_at_a_primary_context_released_by_the_old_abi_is_scanned_by
 }
 END_TEST
 
+/* ---- the program's references to a primary context ---------------------- */
+
+#define CU_ERR(call, want)                                                     \
+    do {                                                                       \
+        CUresult r_ = (call);                                                  \
+        ck_assert_msg(r_ == (want), "%s: error %d, expected %d", #call, (int)r_, (int)(want)); \
+    } while (0)
+
+typedef CUresult (*retain_fn)(CUcontext *, CUdevice);
+typedef CUresult (*release_fn)(CUdevice);
+
+static void *looked_up(const char *name, int version)
+{
+    void *fn = NULL;
+    CU_OK(cuGetProcAddress(name, &fn, version, CU_GET_PROC_ADDRESS_DEFAULT, NULL));
+    ck_assert_ptr_nonnull(fn);
+    return fn;
+}
+
+/* how: 0 the exports (_v2), 1 the CUDA 7.0 release export (dlsym), 2 and 3
+ * both through cuGetProcAddress, for CUDA 12.0 (_v2) and 10.0 (the old
+ * release ABI). */
+static void primary_by(int how, retain_fn *retain, release_fn *release)
+{
+    *retain = cuDevicePrimaryCtxRetain;
+    *release = cuDevicePrimaryCtxRelease;
+    if (how == 1)
+        *(void **)release = dlsym(RTLD_DEFAULT, "cuDevicePrimaryCtxRelease");
+    if (how >= 2) {
+        *(void **)retain = looked_up("cuDevicePrimaryCtxRetain", how == 2 ? 12000 : 10000);
+        *(void **)release = looked_up("cuDevicePrimaryCtxRelease", how == 2 ? 12000 : 10000);
+    }
+    ck_assert_ptr_nonnull((void *)*release);
+}
+
+/* cuDevicePrimaryCtxRelease: "Releasing a primary context that has not
+ * been previously retained will fail with CUDA_ERROR_INVALID_CONTEXT". The
+ * pool holds spillway's own reference: a release beyond the program's
+ * retains (a bug, or two libraries each releasing what one retained) must
+ * get that answer, not take spillway's reference and reset the context
+ * under every pool pointer of the process. */
+START_TEST(a_release_beyond_the_programs_retains_is_refused)
+{
+    retain_fn retain;
+    release_fn release;
+    primary_by(_i, &retain, &release);
+    CUcontext c = rig_setup(0), again; /* the program's first retain */
+    CUdeviceptr a = rig_filled(2 * MiB, 5); /* the pool: spillway's reference */
+    CU_OK(retain(&again, 0));
+    ck_assert_ptr_eq(again, c);
+    CU_OK(release(0));
+    CU_OK(release(0)); /* both retains released: each was the program's */
+    CU_ERR(release(0), CUDA_ERROR_INVALID_CONTEXT);
+    CU_ERR(release(0), CUDA_ERROR_INVALID_CONTEXT);
+    unsigned flags;
+    int active = -1;
+    CU_OK(cuDevicePrimaryCtxGetState(0, &flags, &active));
+    ck_assert_msg(active == 1, "the primary context lost spillway's reference");
+    rig_expect_pattern(a, 2 * MiB, 5, "pool memory after a refused release");
+    CU_OK(cuMemsetD32(a, 0x5a5a5a5au, 2 * MiB / 4));
+    uint32_t w = 0;
+    CU_OK(cuMemcpyDtoH(&w, a + MiB, sizeof w));
+    ck_assert_uint_eq(w, 0x5a5a5a5au);
+    CU_OK(retain(&again, 0)); /* the program holds one again */
+    CU_OK(release(0));
+    CU_OK(cuMemFree(a));
+}
+END_TEST
+
+static void *retain_release_pairs(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 2000; i++) {
+        CUcontext c;
+        if (cuDevicePrimaryCtxRetain(&c, 0) != CUDA_SUCCESS || cuDevicePrimaryCtxRelease(0) != CUDA_SUCCESS)
+            return (void *)1;
+    }
+    return NULL;
+}
+
+/* Threads retaining and releasing at once (a release never outruns its
+ * own retain): none is refused, and the count ends where it began, one
+ * retain of the program's, whose release is accepted and the next one
+ * refused. */
+START_TEST(concurrent_retains_and_releases_keep_the_count)
+{
+    rig_setup(0);
+    CUdeviceptr a = rig_filled(2 * MiB, 7);
+    pthread_t t[8];
+    for (int i = 0; i < 8; i++)
+        ck_assert_int_eq(pthread_create(&t[i], NULL, retain_release_pairs, NULL), 0);
+    for (int i = 0; i < 8; i++) {
+        void *failed;
+        ck_assert_int_eq(pthread_join(t[i], &failed), 0);
+        ck_assert_msg(failed == NULL, "a thread's retain or release failed");
+    }
+    CU_OK(cuDevicePrimaryCtxRelease(0));
+    CU_ERR(cuDevicePrimaryCtxRelease(0), CUDA_ERROR_INVALID_CONTEXT);
+    rig_expect_pattern(a, 2 * MiB, 7, "pool memory after the threads");
+    CU_OK(cuMemFree(a));
+}
+END_TEST
+
+/* cuDevicePrimaryCtxReset: "Resetting the primary context does not
+ * release it, an application that has retained the primary context should
+ * explicitly release its usage": the program's retain made before a reset
+ * (cudaDeviceReset's) still has its release, and one more is refused. */
+START_TEST(a_reset_leaves_the_programs_retains_to_release)
+{
+    rig_setup(0);
+    CUdeviceptr a = rig_filled(2 * MiB, 6);
+    CU_OK(cuMemFree(a));
+    CU_OK(cuCtxSynchronize());
+    CU_OK(cuDevicePrimaryCtxReset(0));
+    CU_OK(cuDevicePrimaryCtxRelease(0));
+    CU_ERR(cuDevicePrimaryCtxRelease(0), CUDA_ERROR_INVALID_CONTEXT);
+}
+END_TEST
+
+/* On a device whose primary context spillway holds no reference to (no
+ * pool there), a release is the driver's to answer, also for a retain
+ * spillway never saw (made through the driver's own function, as a runtime
+ * that resolved the driver before spillway was there). */
+START_TEST(a_release_where_spillway_holds_no_reference_is_the_drivers)
+{
+    rig_setup(0);
+    void *(*glibc_dlsym)(void *, const char *) =
+        (void *(*)(void *, const char *))dlvsym(RTLD_DEFAULT, "dlsym", "GLIBC_2.34");
+    if (!glibc_dlsym)
+        glibc_dlsym = (void *(*)(void *, const char *))dlvsym(RTLD_DEFAULT, "dlsym", "GLIBC_2.2.5");
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    ck_assert_ptr_nonnull(h);
+    retain_fn unseen;
+    *(void **)&unseen = glibc_dlsym(h, "cuDevicePrimaryCtxRetain");
+    ck_assert_ptr_nonnull((void *)unseen);
+    ck_assert_ptr_ne((void *)unseen, (void *)cuDevicePrimaryCtxRetain);
+    CUcontext c;
+    CU_OK(unseen(&c, 1));
+    CU_OK(cuDevicePrimaryCtxRelease(1));
+    CU_ERR(cuDevicePrimaryCtxRelease(1), CUDA_ERROR_INVALID_CONTEXT);
+}
+END_TEST
+
 /* A module loaded and unloaded over and over while its kernel and another
  * (of a module that stays) are launched: each unload makes every cached
  * layout ask again, and what the cache keeps must not grow with them. */
@@ -216,6 +360,8 @@ Suite *test_suite(void)
     tcase_set_timeout(c, 60);
     if (getenv("SPW_PARAMS_REFUSED")) {
         tcase_add_test(c, launches_of_kernels_the_driver_will_not_describe);
+    } else if (getenv("SPW_PARAMS_PRIMARY_WARN")) { /* one process, two refusals */
+        tcase_add_loop_test(c, a_release_beyond_the_programs_retains_is_refused, 0, 1);
     } else {
         tcase_add_test(c, a_function_at_a_destroyed_contexts_handle_is_scanned_by_its_own_layout);
         tcase_add_test(c, a_function_at_a_reset_primary_contexts_handle_is_scanned_by_its_own_layout);
@@ -223,6 +369,10 @@ Suite *test_suite(void)
         tcase_add_test(c, a_function_at_a_primary_context_reset_by_the_old_abi_is_scanned_by_its_own_layout);
         tcase_add_test(c, a_function_at_a_primary_context_released_by_the_old_abi_is_scanned_by_its_own_layout);
         tcase_add_test(c, unloads_do_not_grow_the_layout_cache);
+        tcase_add_loop_test(c, a_release_beyond_the_programs_retains_is_refused, 0, 4);
+        tcase_add_test(c, concurrent_retains_and_releases_keep_the_count);
+        tcase_add_test(c, a_reset_leaves_the_programs_retains_to_release);
+        tcase_add_test(c, a_release_where_spillway_holds_no_reference_is_the_drivers);
     }
     suite_add_tcase(s, c);
     return s;

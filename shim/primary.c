@@ -1,0 +1,124 @@
+/* The program's references to each device's primary context.
+ *
+ * The pool lives in the primary context, on a reference spillway retained
+ * for it (backend.c, through the driver's own function: never counted
+ * here) and never releases. The driver counts every retain alike, so a
+ * release beyond the program's own retains would take spillway's
+ * reference, and the driver would reset the context under every pool
+ * pointer of the process, where without spillway it answers
+ * CUDA_ERROR_INVALID_CONTEXT ("Releasing a primary context that has not
+ * been previously retained"). So the program's retains are counted per
+ * device, and such a release gets the driver's answer without reaching it.
+ *
+ * Only where spillway holds a reference: elsewhere (SPILLWAY_DISABLE, a
+ * device without pool) every release is the driver's to answer, also one
+ * of a retain made behind spillway's back. (A release of none racing with
+ * spillway's first retain of the device, as another thread sets the pool
+ * up, may still reach the driver after that retain and take it.) A reset (cuDevicePrimaryCtxReset) does not
+ * release: "an application that has retained the primary context should
+ * explicitly release its usage" after it, so it leaves the count alone. */
+#include "shim/backend.h"
+#include "shim/contexts.h"
+#include "shim/handler.h"
+#include "shim/log.h"
+#include "shim/param_scan.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+
+static _Atomic int program_refs[SW_MAX_DEVICES];
+static _Atomic bool warned[SW_MAX_DEVICES]; /* the first refusal warns, later ones are debug */
+
+static int counted(CUdevice dev)
+{
+    return dev >= 0 && dev < SW_MAX_DEVICES && !spw_disabled();
+}
+
+CUresult spw_h_primary_ctx_retain(CUcontext *pctx, CUdevice dev)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_primary_ctx_retain);
+    CUresult r = real(pctx, dev);
+    if (r == CUDA_SUCCESS && counted(dev))
+        atomic_fetch_add(&program_refs[dev], 1);
+    return r;
+}
+
+/* Takes one of the program's references for a release: 1, or 0 when it
+ * holds none (taken before the call, so that two releases of the last one
+ * cannot both reach the driver). */
+static int take_ref(CUdevice dev)
+{
+    int n = atomic_load(&program_refs[dev]);
+    while (n > 0)
+        if (atomic_compare_exchange_weak(&program_refs[dev], &n, n - 1))
+            return 1;
+    return 0;
+}
+
+/* A reset destroys the context with its modules and streams, and so does
+ * the release of its last reference (which one is the last, only the
+ * driver knows: every release counts). As around cuCtxDestroy, the cached
+ * parameter layouts are forgotten (a function of a later module may get a
+ * dead one's handle), and so is what threads noted of streams (a dead
+ * stream's handle may come back as another context's). */
+static CUresult primary_end(CUresult (*real)(CUdevice), CUdevice dev)
+{
+    CUresult r;
+    if (!spw_disabled())
+        spw_contexts_stream_gone();
+    SPW_UNLOADING(r, real(dev));
+    if (r == CUDA_SUCCESS && !spw_disabled())
+        spw_contexts_stream_gone();
+    return r;
+}
+
+static CUresult release(CUresult (*real)(CUdevice), CUdevice dev)
+{
+    if (!counted(dev))
+        return primary_end(real, dev);
+    if (!take_ref(dev)) {
+        if (!spw_backend_primary_known(dev))
+            return primary_end(real, dev);
+        if (!atomic_exchange(&warned[dev], true))
+            spw_warn("device %d: cuDevicePrimaryCtxRelease without a retain of the program's "
+                     "left: refused (CUDA_ERROR_INVALID_CONTEXT, as without spillway), the "
+                     "context and spillway's pool in it stay",
+                     (int)dev);
+        else
+            spw_debug("device %d: cuDevicePrimaryCtxRelease without a retain of the program's "
+                      "left: refused",
+                      (int)dev);
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    CUresult r = primary_end(real, dev);
+    if (r != CUDA_SUCCESS)
+        atomic_fetch_add(&program_refs[dev], 1); /* the driver kept it */
+    return r;
+}
+
+/* Both ABIs: CUDA 7.0's unsuffixed exports end the context as the _v2 do,
+ * and what was built against old headers (or asks cuGetProcAddress for an
+ * old version) calls them. */
+CUresult spw_h_primary_ctx_release(CUdevice dev)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_primary_ctx_release);
+    return release(real, dev);
+}
+
+CUresult spw_h_primary_ctx_release_v1(CUdevice dev)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_primary_ctx_release_v1);
+    return release(real, dev);
+}
+
+CUresult spw_h_primary_ctx_reset(CUdevice dev)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_primary_ctx_reset);
+    return primary_end(real, dev);
+}
+
+CUresult spw_h_primary_ctx_reset_v1(CUdevice dev)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_primary_ctx_reset_v1);
+    return primary_end(real, dev);
+}
