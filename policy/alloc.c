@@ -207,6 +207,20 @@ static CUresult reback(sw_device *d, CUdeviceptr ptr, size_t size)
     return r == CUDA_SUCCESS && missing ? sw_refuse(d, why) : r;
 }
 
+/* A reused block or slot on a page a failed move left without access (a
+ * freed block revived keeps its pages): granted, or a fresh page, before
+ * the program gets it. */
+static CUresult regrant(sw_device *d, CUdeviceptr ptr, size_t size)
+{
+    CUdeviceptr va = ptr & ~(CUdeviceptr)(d->page - 1);
+    size_t n = (size_t)((ptr + size - va + d->page - 1) >> d->shift);
+    sw_oom_reason why;
+    sw_dev_lock(d);
+    CUresult r = sw_pages_regrant(d, va, n, &why);
+    sw_dev_unlock(d);
+    return r == CUDA_ERROR_OUT_OF_MEMORY ? sw_refuse(d, why) : r;
+}
+
 static CUresult alloc_common(sw_policy *p, int dev, size_t size, bool async, CUstream stream,
                              CUdeviceptr *out)
 {
@@ -230,6 +244,10 @@ static CUresult alloc_common(sw_policy *p, int dev, size_t size, bool async, CUs
     }
     sw_count_add(&d->c.in_use, size, &d->c.peak_in_use);
     sw_lanes_add(&d->c.allocs, 1);
+    if (atomic_load_explicit(&d->nnoacc, memory_order_relaxed) && (r = regrant(d, ptr, size)) != CUDA_SUCCESS) {
+        (void)sw_free(p, ptr);
+        return r;
+    }
     if (atomic_load_explicit(&d->lost, memory_order_relaxed) && (r = reback(d, ptr, size)) != CUDA_SUCCESS) {
         (void)sw_free(p, ptr);
         return r;

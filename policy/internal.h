@@ -72,6 +72,7 @@ typedef struct sw_device sw_device;
 typedef struct sw_ext sw_ext;
 typedef struct sw_stuck sw_stuck;
 typedef struct sw_strand sw_strand;
+typedef struct sw_noacc sw_noacc;
 
 #include "policy/extent.h"
 #include "policy/freeq.h"
@@ -167,8 +168,11 @@ typedef struct sw_page {
      * page table no longer names it). kept: its handle never goes back to
      * the pool, as it may still be mapped where spillway does not track it
      * (lost, or left at a scratch range under a copy that could not be
-     * waited for: promote.c). */
-    uint8_t lost, kept;
+     * waited for: promote.c). noaccess: mapped at its VA without access (a
+     * move's grant and the unmap undoing it refused): its bytes are there,
+     * but no copy may touch it and no allocation may get it until a grant
+     * succeeds (residency.c, sw_noaccess_retry). */
+    uint8_t lost, kept, noaccess;
     uint32_t nmaps;                      /* VAs it is mapped at */
     CUdeviceptr va;                      /* where it is mapped (the first VA) */
     uint64_t seen;                       /* heat clock when spill last looked */
@@ -279,6 +283,18 @@ struct sw_strand {
 };
 void sw_strand_page(sw_device *d, CUdeviceptr va, CUmemGenericAllocationHandle h, sw_loc loc,
                     bool give_back);
+/* A VA whose page is mapped without access (sw_page.noaccess). */
+struct sw_noacc {
+    CUdeviceptr va;
+    sw_noacc *next;
+};
+/* Grants access to the no-access pages again (residency.c); the driver's
+ * refusal when one still gets none. Device lock held. */
+CUresult sw_noaccess_retry(sw_policy *p, sw_device *d);
+/* The n arena pages from va for a new owner: each one without access
+ * granted again, or let go and backed by a fresh page. Device lock held;
+ * OUT_OF_MEMORY (with *why) when no page can be had. */
+CUresult sw_pages_regrant(sw_device *d, CUdeviceptr va, size_t n, sw_oom_reason *why);
 void sw_page_objs_destroy(sw_device *d);
 
 /* ---- pages.c -------------------------------------------------------------- */
@@ -482,6 +498,11 @@ struct sw_device {
     /* Pages the driver keeps mapped at VAs the page table no longer names
      * (sw_strand); usually none. */
     sw_strand *stranded;
+    /* VAs whose page got no access (sw_page.noaccess), retried at each
+     * move, at each allocation while there are any (nnoacc, read without
+     * the lock) and when freed; usually none. */
+    sw_noacc *noacc;
+    _Atomic size_t nnoacc;
     size_t host_target;       /* host pages the reserve keeps free (0: none) */
     size_t low_water;         /* free device pages a spill leaves behind */
     /* The no-thrash rule's move budget (spill.c): pages a swap may still

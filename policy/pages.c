@@ -114,6 +114,7 @@ CUresult sw_unmap_page(sw_device *d, CUdeviceptr va)
     if (r != CUDA_SUCCESS)
         return r;
     pg->nmaps--;
+    pg->noaccess = 0; /* the mapping without access is gone */
     atomic_store_explicit(&e->page, NULL, memory_order_release);
     atomic_fetch_add_explicit(&d->c.unmaps, 1, memory_order_relaxed);
     atomic_fetch_sub_explicit(&d->c.mapped, d->page, memory_order_relaxed);
@@ -159,6 +160,22 @@ static CUresult drop_page(sw_device *d, CUdeviceptr va)
     sw_pool_put(d, (sw_loc)pg->loc, pg->handle);
     sw_page_free(d, pg);
     return CUDA_SUCCESS;
+}
+
+/* Unmaps the arena page at va, which has no access, into the pool; when
+ * the driver refuses, the page table forgets it (a placement over mapped
+ * pages would hand it out as it is) and it is stranded, out of the pool,
+ * until an unmap of it succeeds (unstrand). */
+static void drop_or_strand(sw_device *d, CUdeviceptr va)
+{
+    sw_page *pg = atomic_load_explicit(&pte_at(d, va)->page, memory_order_relaxed);
+    if (drop_page(d, va) == CUDA_SUCCESS)
+        return;
+    sw_list_remove(d, pg);
+    atomic_store_explicit(&pte_at(d, va)->page, NULL, memory_order_release);
+    atomic_fetch_sub_explicit(&d->c.mapped, d->page, memory_order_relaxed);
+    sw_strand_page(d, va, pg->handle, (sw_loc)pg->loc, true);
+    sw_page_free(d, pg);
 }
 
 /* Newest first: a freed extent's pages join the list in address order, and
@@ -302,17 +319,44 @@ static CUresult grant_run(sw_device *d, CUdeviceptr va, size_t n)
         bool host = pg->loc == SW_LOC_HOST;
         if (host)
             sw_heat_host_pages(d->pol, at, -1);
-        if (drop_page(d, at) != CUDA_SUCCESS) {
-            sw_list_remove(d, pg);
-            atomic_store_explicit(&pte_at(d, at)->page, NULL, memory_order_release);
-            atomic_fetch_sub_explicit(&d->c.mapped, d->page, memory_order_relaxed);
-            sw_strand_page(d, at, pg->handle, (sw_loc)pg->loc, true);
-            sw_page_free(d, pg);
-        }
+        drop_or_strand(d, at);
         if (host)
             sw_figure_sub(&d->c, &d->c.host_in_use, d->page);
     }
     return first;
+}
+
+CUresult sw_pages_regrant(sw_device *d, CUdeviceptr va, size_t n, sw_oom_reason *why)
+{
+    const sw_backend *be = &d->pol->be;
+    CUresult first = CUDA_SUCCESS;
+    for (size_t i = 0; i < n; i++) {
+        CUdeviceptr at = va + ((CUdeviceptr)i << d->shift);
+        sw_page *pg = atomic_load_explicit(&pte_at(d, at)->page, memory_order_relaxed);
+        if (!pg || !pg->noaccess)
+            continue;
+        CUresult r = be->set_access(be->ctx, at, d->page, d->access_mask);
+        if (r == CUDA_SUCCESS) {
+            pg->noaccess = 0; /* its record goes at the next retry */
+            continue;
+        }
+        if (pte_at(d, at)->users > 1) { /* live data of another owner on it: kept */
+            if (first == CUDA_SUCCESS)
+                first = r;
+            continue;
+        }
+        /* The bytes on it were freed: a fresh page serves as well. */
+        if (pg->loc == SW_LOC_HOST) {
+            sw_heat_host_pages(d->pol, at, -1);
+            sw_figure_sub(&d->c, &d->c.host_in_use, d->page);
+        }
+        drop_or_strand(d, at);
+    }
+    if (first != CUDA_SUCCESS)
+        return first;
+    size_t missing;
+    CUresult r = sw_pages_map(d, va, n, d->cfg.spill, &missing, why);
+    return r == CUDA_SUCCESS && missing ? CUDA_ERROR_OUT_OF_MEMORY : r;
 }
 
 CUresult sw_pages_map(sw_device *d, CUdeviceptr va, size_t n, bool host_ok, size_t *missing,
@@ -543,6 +587,19 @@ void sw_pages_unuse(sw_device *d, sw_ext *e)
         sw_page *p = atomic_load_explicit(&pte->page, memory_order_relaxed);
         if (!p)
             continue;
+        if (p->noaccess) {
+            /* Never cached as it is: the next allocation there would get
+             * it without access. Granted now, or let go. */
+            const sw_backend *be = &d->pol->be;
+            if (be->set_access(be->ctx, pg, d->page, d->access_mask) == CUDA_SUCCESS) {
+                p->noaccess = 0;
+            } else {
+                if (p->loc == SW_LOC_HOST)
+                    sw_figure_sub(&d->c, &d->c.host_in_use, d->page);
+                drop_or_strand(d, pg);
+                continue;
+            }
+        }
         if (p->loc == SW_LOC_HOST) {
             /* It holds no program data any more, whether or not the driver
              * lets it go now (drop_page keeps it cached for later). */
@@ -570,6 +627,12 @@ CUresult sw_pages_unmap_all(sw_device *d)
         d->stranded = st->next;
         free(st);
     }
+    while (d->noacc) { /* unmapped below, with access or not */
+        sw_noacc *n = d->noacc;
+        d->noacc = n->next;
+        free(n);
+    }
+    atomic_store_explicit(&d->nnoacc, 0, memory_order_relaxed);
     unsigned n = atomic_load(&d->arena.nsegs);
     for (unsigned s = 0; s < n; s++) {
         const sw_seg *g = &d->arena.seg[s];

@@ -64,11 +64,12 @@ static CUresult pages_map(sw_device *d, const sw_vmm *v, CUdeviceptr *va)
     return r;
 }
 
-/* Whether every page of mapping m is there (none lost by a failed move). */
+/* Whether every page of mapping m is there (none lost by a failed move)
+ * and readable (none left without access by one). */
 static bool whole(sw_policy *p, const sw_vmap *m)
 {
     for (uint32_t i = 0; i < m->h->npages; i++)
-        if (m->h->pages[i]->lost || !atomic_load(&sw_pt_get(&p->pt, m->va + ((CUdeviceptr)i << p->shift))->page))
+        if (m->h->pages[i]->lost || m->h->pages[i]->noaccess || !atomic_load(&sw_pt_get(&p->pt, m->va + ((CUdeviceptr)i << p->shift))->page))
             return false;
     return true;
 }

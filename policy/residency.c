@@ -66,6 +66,7 @@ typedef struct move {
     /* Lost with a page still mapped at the VA, without access (its grant
      * and the unmap undoing it refused): that page's handle. */
     CUmemGenericAllocationHandle left;
+    bool noaccess; /* moved, but the new page got no access at the VA */
 } move;
 
 /* Unmaps the scratch page at slot and gives its page to the pool; when the
@@ -261,11 +262,53 @@ static CUresult grant(sw_policy *p, sw_device *d, move *w, size_t n, bool *ok)
                 if (unmap2(be, w[k].va, d->page) == CUDA_SUCCESS) {
                     now_new = false;
                     (void)restore(p, d, &w[k], &now_new); /* else lost, reported above */
+                } else {
+                    /* Still the new page, with the bytes (the copy is
+                     * done), but no access: moved (finish), and kept from
+                     * every copy and allocation until a grant succeeds. */
+                    w[k].noaccess = true;
                 }
-                ok[k] = now_new; /* still the new page: no access, reported above */
+                ok[k] = now_new;
             }
         }
         i = j;
+    }
+    return first;
+}
+
+/* pg, now at va, got no access there: its bytes stay on it, kept from
+ * copies (sw_page_movable) and allocations (pages.c, sw_pages_unuse) until
+ * sw_noaccess_retry grants it. */
+static void no_access(sw_device *d, CUdeviceptr va, sw_page *pg)
+{
+    sw_noacc *n = malloc(sizeof *n);
+    pg->noaccess = 1; /* unrecorded without memory: retried when freed */
+    if (n) {
+        *n = (sw_noacc){va, d->noacc};
+        d->noacc = n;
+        atomic_fetch_add_explicit(&d->nnoacc, 1, memory_order_relaxed);
+    }
+}
+
+CUresult sw_noaccess_retry(sw_policy *p, sw_device *d)
+{
+    CUresult first = CUDA_SUCCESS;
+    for (sw_noacc **at = &d->noacc; *at;) {
+        sw_noacc *n = *at;
+        sw_page *pg = atomic_load(&sw_pt_get(&p->pt, n->va)->page);
+        if (pg && pg->noaccess) {
+            CUresult r = access2(&p->be, n->va, d->page, access_of(p, d, n->va));
+            if (r != CUDA_SUCCESS) {
+                if (first == CUDA_SUCCESS)
+                    first = r;
+                at = &n->next;
+                continue;
+            }
+            pg->noaccess = 0;
+        }
+        *at = n->next; /* granted, or no longer there (unmapped, freed) */
+        free(n);
+        atomic_fetch_sub_explicit(&d->nnoacc, 1, memory_order_relaxed);
     }
     return first;
 }
@@ -328,6 +371,8 @@ static size_t finish(sw_policy *p, sw_device *d, move *w, size_t n, sw_loc where
             /* The page now backs the program's VA: never the pool's. */
             release_scratch(p, d, slot_of(d, w[i].scratch), w[i].h, where, false);
             moved(p, d, &w[i], where);
+            if (w[i].noaccess)
+                no_access(d, w[i].va, w[i].pg);
             w[i].staged = false;
             done++;
         } else if (w[i].lost) {
@@ -361,6 +406,10 @@ static size_t move_pages(sw_policy *p, sw_device *d, const CUdeviceptr *vas, siz
 {
     move win[2][WINDOW];
     size_t fill[2] = {0, 0}, done = 0, next = 0;
+    /* A page still without access is skipped (sw_page_movable); when it is
+     * one asked for, the driver's refusal is this move's answer. */
+    CUresult na = d->noacc ? sw_noaccess_retry(p, d) : CUDA_SUCCESS;
+    bool na_hit = false;
     *err = sw_movers(d);
     int cur = 0;
     while (*err == CUDA_SUCCESS && (next < n || fill[0] || fill[1])) {
@@ -368,11 +417,13 @@ static size_t move_pages(sw_policy *p, sw_device *d, const CUdeviceptr *vas, siz
         while (*err == CUDA_SUCCESS && next < n && fill[cur] < WINDOW) {
             sw_page *pg = atomic_load(&sw_pt_get(&p->pt, vas[next])->page);
             CUdeviceptr va = vas[next++];
-            if (!pg || pg->loc == where || !sw_page_movable(p, d, pg))
+            if (!pg || pg->loc == where || !sw_page_movable(p, d, pg)) {
+                na_hit |= pg && pg->loc != where && pg->noaccess;
                 continue; /* already there, gone, aliased, or unreachable */
+            }
             move *m = &win[cur][fill[cur]];
             *m = (move){va, d->scratch + ((CUdeviceptr)(cur * WINDOW + fill[cur]) << d->shift), pg,
-                        0, access_of(p, d, va), false, false, 0};
+                        0, access_of(p, d, va), false, false, 0, false};
             CUresult r = stage(p, d, m, where, d->mover[cur]);
             if (r != CUDA_SUCCESS) {
                 *err = r; /* no page left at `where`, or the driver refused */
@@ -389,6 +440,8 @@ static size_t move_pages(sw_policy *p, sw_device *d, const CUdeviceptr *vas, siz
     for (int k = 0; k < 2; k++)
         if (fill[k])
             done += finish(p, d, win[k], fill[k], where, d->mover[k], err);
+    if (*err == CUDA_SUCCESS && na_hit)
+        *err = na;
     return done;
 }
 
@@ -409,7 +462,7 @@ bool sw_page_movable(sw_policy *p, sw_device *d, const sw_page *pg)
     /* An alias would have to move too; a page no device was given access
      * to (a program mapping before its cuMemSetAccess) cannot be copied:
      * on a GPU the copy would fault. */
-    return pg->nmaps == 1 && !pg->kept && (access_of(p, d, pg->va) >> d->id & 1);
+    return pg->nmaps == 1 && !pg->kept && !pg->noaccess && (access_of(p, d, pg->va) >> d->id & 1);
 }
 
 CUresult sw_move_page(sw_policy *p, sw_device *d, CUdeviceptr va, sw_loc where)

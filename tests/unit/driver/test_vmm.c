@@ -332,6 +332,42 @@ START_TEST(mapped_without_access_faults)
 }
 END_TEST
 
+/* The driver refuses a copy through a mapping that got no access (at the
+ * call, INVALID_VALUE, or as the copy's error at the sync: an illegal
+ * address). spillway's moves must never make one (policy/residency.c,
+ * sw_page.noaccess); the policy suites' fake backend refuses it too. */
+START_TEST(copy_through_a_mapping_without_access_is_refused)
+{
+    size_t g = granularity();
+    CUdeviceptr va, ok;
+    CU_OK(cuMemAddressReserve(&va, 2 * g, 0, 0, 0));
+    CUmemAllocationProp p = prop_device(0);
+    CUmemGenericAllocationHandle h, h2;
+    CU_OK(cuMemCreate(&h, g, &p, 0));
+    CU_OK(cuMemCreate(&h2, g, &p, 0));
+    CU_OK(cuMemMap(va, g, 0, h, 0));
+    ok = va + g;
+    CU_OK(cuMemMap(ok, g, 0, h2, 0));
+    set_rw(ok, g);
+    char buf[16] = {0};
+    CUresult r = cuMemcpyDtoH(buf, va, sizeof buf);
+    if (r == CUDA_SUCCESS)
+        r = cuCtxSynchronize();
+    ck_assert_int_ne(r, CUDA_SUCCESS);
+    r = cuMemcpyDtoD(ok, va, sizeof buf);
+    if (r == CUDA_SUCCESS)
+        r = cuCtxSynchronize();
+    ck_assert_int_ne(r, CUDA_SUCCESS);
+    if (!fakecuda_present())
+        return; /* an illegal address may have ended the context */
+    CU_OK(cuMemcpyDtoH(buf, ok, sizeof buf)); /* the accessible one copies */
+    CU_OK(cuMemUnmap(va, 2 * g));
+    CU_OK(cuMemRelease(h));
+    CU_OK(cuMemRelease(h2));
+    CU_OK(cuMemAddressFree(va, 2 * g));
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("driver_vmm");
@@ -348,6 +384,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, release_while_mapped_keeps_memory);
     tcase_add_test(tc, unmap_must_cover_whole_mappings);
     tcase_add_test(tc, access_and_unmap_over_many_mappings);
+    tcase_add_test(tc, copy_through_a_mapping_without_access_is_refused);
     tcase_add_test_raise_signal(tc, unmapped_va_faults, SIGSEGV);
     tcase_add_test_raise_signal(tc, mapped_without_access_faults, SIGSEGV);
     suite_add_tcase(s, tc);

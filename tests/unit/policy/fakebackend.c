@@ -21,6 +21,7 @@ typedef struct reservation {
     void *raw;   /* what mmap returned (before alignment) */
     size_t raw_size;
     CUmemGenericAllocationHandle *mapped; /* per page, 0 when unmapped */
+    bool *access; /* per page: set_access granted since the page was mapped */
 } reservation;
 
 typedef struct stream_state {
@@ -301,6 +302,7 @@ static CUresult reserve_locked(fake_backend *fb, size_t size, size_t align, CUde
     r->base = ((CUdeviceptr)raw + align - 1) & ~(CUdeviceptr)(align - 1);
     r->size = size;
     r->mapped = calloc(size / fb->page, sizeof *r->mapped);
+    r->access = calloc(size / fb->page, sizeof *r->access);
     fb->st.reserves++;
     *va = r->base;
     return CUDA_SUCCESS;
@@ -327,6 +329,7 @@ static CUresult free_va_locked(fake_backend *fb, CUdeviceptr va, size_t size)
         if (!fb->no_bytes)
             munmap(r->raw, r->raw_size);
         free(r->mapped);
+        free(r->access);
         fb->res[i] = fb->res[--fb->nres];
         fb->st.va_frees++;
         return CUDA_SUCCESS;
@@ -471,6 +474,7 @@ static CUresult b_map(void *ctx, CUdeviceptr va, size_t size, CUmemGenericAlloca
         r = CUDA_ERROR_OUT_OF_MEMORY;
     } else {
         res->mapped[(va - res->base) / fb->page] = h;
+        res->access[(va - res->base) / fb->page] = false;
         fb->maps_of[idx]++;
         fb->st.maps++;
         fb->st.live_mappings++;
@@ -498,6 +502,7 @@ static CUresult b_unmap(void *ctx, CUdeviceptr va, size_t size)
         CUmemGenericAllocationHandle h = res->mapped[(va - res->base) / fb->page];
         fb->maps_of[h - 1]--;
         res->mapped[(va - res->base) / fb->page] = 0;
+        res->access[(va - res->base) / fb->page] = false;
         fb->st.unmaps++;
         fb->st.live_mappings--;
     }
@@ -524,11 +529,26 @@ static CUresult b_set_access(void *ctx, CUdeviceptr va, size_t size, uint64_t de
         if (r == CUDA_SUCCESS) {
             if (!fb->no_bytes)
                 mprotect((void *)va, size, PROT_READ | PROT_WRITE);
+            for (size_t p = 0; p < size / fb->page; p++)
+                res->access[(va - res->base) / fb->page + p] = true;
             fb->st.set_access++;
         }
     }
     pthread_mutex_unlock(&fb->lock);
     return r;
+}
+
+/* Whether the device may touch [va, va+size): outside every reservation
+ * (host memory), or mapped with access granted. */
+static bool reachable(fake_backend *fb, CUdeviceptr va, size_t size)
+{
+    reservation *res = res_of(fb, va, size);
+    if (!res)
+        return true;
+    for (CUdeviceptr a = va & ~(CUdeviceptr)(fb->page - 1); a < va + size; a += fb->page)
+        if (!res->mapped[(a - res->base) / fb->page] || !res->access[(a - res->base) / fb->page])
+            return false;
+    return true;
 }
 
 static CUresult b_copy(void *ctx, int dev, CUdeviceptr dst, CUdeviceptr src, size_t size,
@@ -538,7 +558,14 @@ static CUresult b_copy(void *ctx, int dev, CUdeviceptr dst, CUdeviceptr src, siz
     (void)dev;
     CUresult r = CUDA_SUCCESS;
     pthread_mutex_lock(&fb->lock);
-    if (!injected(fb, "copy", &r)) {
+    if (injected(fb, "copy", &r)) {
+    } else if (!reachable(fb, dst, size) || !reachable(fb, src, size)) {
+        /* The driver's answer (fakecuda's too); on a GPU the copy may
+         * instead fault the context: either way no byte moves. */
+        violate(fb, "copy through a page without access at %llx",
+                (unsigned long long)(reachable(fb, src, size) ? dst : src));
+        r = CUDA_ERROR_INVALID_VALUE;
+    } else {
         if (!fb->no_bytes)
             memmove((void *)dst, (const void *)src, size);
         stream_state *st = stream_of(fb, stream);

@@ -13,7 +13,9 @@
  * (counted, and the first described) are: unmapping a page with work in
  * flight, creating a device page beyond the limit, mapping over a mapping,
  * unmapping what is not mapped, releasing a page still mapped, granting
- * access outside a reservation or on an unmapped page. */
+ * access outside a reservation or on an unmapped page, and a copy through a
+ * page that is not mapped or got no access (refused, INVALID_VALUE, as
+ * fakecuda and the driver refuse it). */
 #ifndef SPILLWAY_TEST_FAKEBACKEND_H
 #define SPILLWAY_TEST_FAKEBACKEND_H
 #include <stdbool.h>

@@ -359,6 +359,69 @@ START_TEST(the_programs_unmap_of_a_lost_va_unmaps_the_page_left_there)
 }
 END_TEST
 
+/* A move's access grant refused (the run, then the page, twice) and the
+ * unmap undoing the remap refused too (twice): the VA keeps the new page,
+ * mapped without access. Set after the scratch page's grant and the
+ * scratch and VA unmaps that come before. */
+static void refuse_grant_and_undo(int times)
+{
+    fake_fail_after(FB, "set_access", 1, CUDA_ERROR_UNKNOWN, times);
+    fake_fail_also_after(FB, "unmap", 1, CUDA_ERROR_UNKNOWN, 2);
+}
+
+/* Spilled that way, the page is no source for a fill while it has no
+ * access (on a GPU the copy faults the context); once the driver grants
+ * it again, the fill brings the bytes back. */
+START_TEST(a_page_left_without_access_is_not_copied_from)
+{
+    env_spill(8, 16);
+    CUdeviceptr a;
+    ck_assert_int_eq(sw_alloc(P, 0, PG, &a), CUDA_SUCCESS);
+    fill(a, PG, 6);
+    refuse_grant_and_undo(3);
+    ck_assert_int_eq(sw_set_residency(P, a, 1, SW_RES_HOST), CUDA_ERROR_UNKNOWN);
+    fake_fail_clear(FB);
+    assert_no_violation();
+    fake_fail_times(FB, "set_access", CUDA_ERROR_UNKNOWN, 100); /* still refused */
+    (void)sw_set_residency(P, a, 1, SW_RES_DEVICE);
+    fake_fail_clear(FB);
+    assert_no_violation(); /* no copy through the page without access */
+    ck_assert_int_eq(sw_set_residency(P, a, 1, SW_RES_DEVICE), CUDA_SUCCESS);
+    assert_no_violation();
+    ck_assert(verify(a, PG, 6));
+    ck_assert_int_eq(sw_set_residency(P, a, 1, SW_RES_HOST), CUDA_SUCCESS);
+    ck_assert(verify(a, PG, 6));
+    ck_assert_int_eq(sw_free(P, a), CUDA_SUCCESS);
+    env_down();
+}
+END_TEST
+
+/* Filled that way, then freed: the device page without access is not
+ * cached for the next allocation there (a cached page is handed out as it
+ * is, mapped: its owner's kernels would fault on it). */
+START_TEST(a_page_left_without_access_is_not_handed_out_again)
+{
+    env_spill(8, 16);
+    CUdeviceptr a, b;
+    ck_assert_int_eq(sw_alloc(P, 0, PG, &a), CUDA_SUCCESS);
+    fill(a, PG, 7);
+    ck_assert_int_eq(sw_set_residency(P, a, 1, SW_RES_HOST), CUDA_SUCCESS);
+    refuse_grant_and_undo(3);
+    ck_assert_int_eq(sw_set_residency(P, a, 1, SW_RES_DEVICE), CUDA_ERROR_UNKNOWN);
+    fake_fail_clear(FB);
+    assert_no_violation();
+    ck_assert_int_eq(sw_free(P, a), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_alloc(P, 0, PG, &b), CUDA_SUCCESS);
+    ck_assert_uint_eq(b, a);
+    sw_backend be = fake_ops(FB);
+    ck_assert_int_eq(be.copy(be.ctx, 0, b, b, PG, S1), CUDA_SUCCESS); /* the device can reach it */
+    fill(b, PG, 8);
+    ck_assert(verify(b, PG, 8));
+    ck_assert_int_eq(sw_free(P, b), CUDA_SUCCESS);
+    env_down();
+}
+END_TEST
+
 /* One case of the sweep, in a child: NULL when every invariant held, else
  * what broke. */
 static const char *sweep_case(const char *op, int skip, int times, CUresult err, bool fill_back)
@@ -452,6 +515,8 @@ Suite *test_suite(void)
     tcase_add_test(tc, a_fresh_page_whose_grant_and_unmap_are_refused_is_unmapped_later);
     tcase_add_test(tc, a_page_left_at_a_lost_va_is_unmapped_before_the_va_is_reused);
     tcase_add_test(tc, the_programs_unmap_of_a_lost_va_unmaps_the_page_left_there);
+    tcase_add_test(tc, a_page_left_without_access_is_not_copied_from);
+    tcase_add_test(tc, a_page_left_without_access_is_not_handed_out_again);
     tcase_add_test(tc, every_refused_step_of_a_move_keeps_the_bytes);
     suite_add_tcase(s, tc);
     return s;
