@@ -7,7 +7,9 @@
  *
  * The pages that back a used extent are counted (sw_dev_counters.backing,
  * kept by pages.c where an extent takes its pages and gives them back, and
- * by vmm.c for program handles: no cost here). A freed block keeps its
+ * by vmm.c for program handles: no cost here), and so are the device pages
+ * refused driver calls keep out of the pool (sw_page_faulted: lost,
+ * stranded, stuck at a scratch slot). A freed block keeps its
  * extent, and so its pages, until its free is released (a sync point or
  * its event); an allocation that needs them syncs and takes them, so they
  * are free for the program at once, as the driver's memory is after
@@ -80,6 +82,9 @@ uint64_t sw_held_bytes(sw_policy *p, int dev)
     size_t idle = 0;
     sw_dev_lock(d);
     uint64_t held = atomic_load_explicit(&d->c.backing, memory_order_relaxed);
+    /* Pages refused driver calls keep out of the pool: no allocation can
+     * have them, whatever holds their VA now. */
+    uint64_t faulted = atomic_load_explicit(&d->c.faulted, memory_order_relaxed);
     for (int i = 0; i < SW_FREEQ_SHARDS; i++) {
         sw_freeq_shard *q = &d->q.shard[i];
         pthread_mutex_lock(&q->lock);
@@ -89,7 +94,7 @@ uint64_t sw_held_bytes(sw_policy *p, int dev)
     }
     sw_dev_unlock(d);
     uint64_t idle_bytes = (uint64_t)idle << d->shift;
-    held = held > idle_bytes ? held - idle_bytes : 0;
+    held = (held > idle_bytes ? held - idle_bytes : 0) + faulted;
     /* Memory outside the pool takes whole pages of it (sw_pool_cap). */
     uint64_t lent = sw_lent_bytes(p, dev);
     return held + ((lent + d->page - 1) & ~(uint64_t)(d->page - 1));

@@ -98,6 +98,10 @@ typedef struct sw_dev_counters {
     _Atomic uint64_t host_creates_waited; /* host pages created on a caller's path */
     _Atomic uint64_t wait_timeouts;   /* waits for this device that hit their deadline */
     _Atomic uint64_t streams, events; /* the pool's own, alive */
+    /* Device pages out of the pool after refused driver calls, bytes: lost
+     * (kept for good), stranded or stuck at a scratch slot (until the
+     * driver lets them go). Held (held.c): no allocation can have them. */
+    _Atomic uint64_t faulted;
     _Atomic uint64_t pt_count[SW_PT_NREASONS], pt_bytes[SW_PT_NREASONS];
     _Atomic uint64_t oom[SW_OOM_NREASONS];
     /* Bumped after every change of a figure the shim publishes after each
@@ -273,7 +277,8 @@ void sw_page_lose(sw_device *d, CUdeviceptr va, sw_page *pg);
  * (it got no access, and the driver refused the unmap undoing its map too):
  * its unmap is tried again before anything is mapped at va (the driver
  * refuses a map over a mapping) and at teardown; then, with give_back, h
- * goes to the pool. Device lock held. */
+ * goes to the pool. Held meanwhile (sw_page_faulted), unless h is a lost
+ * page's, counted already. Device lock held. */
 struct sw_strand {
     CUdeviceptr va;
     CUmemGenericAllocationHandle h;
@@ -282,7 +287,10 @@ struct sw_strand {
     sw_strand *next;
 };
 void sw_strand_page(sw_device *d, CUdeviceptr va, CUmemGenericAllocationHandle h, sw_loc loc,
-                    bool give_back);
+                    bool give_back, bool lost);
+/* A device page at loc leaves the pool after a refused driver call (out)
+ * or comes back to it: counted in d->c.faulted. */
+void sw_page_faulted(sw_device *d, sw_loc loc, bool out);
 /* A VA whose page is mapped without access (sw_page.noaccess). */
 struct sw_noacc {
     CUdeviceptr va;

@@ -134,6 +134,7 @@ void sw_page_lose(sw_device *d, CUdeviceptr va, sw_page *pg)
 {
     sw_list_remove(d, pg);
     pg->lost = pg->kept = 1;
+    sw_page_faulted(d, (sw_loc)pg->loc, true);
     if (pg->loc == SW_LOC_HOST) {
         sw_figure_sub(&d->c, &d->c.host_in_use, d->page);
         sw_heat_host_pages(d->pol, va, -1);
@@ -174,7 +175,7 @@ static void drop_or_strand(sw_device *d, CUdeviceptr va)
     sw_list_remove(d, pg);
     atomic_store_explicit(&pte_at(d, va)->page, NULL, memory_order_release);
     atomic_fetch_sub_explicit(&d->c.mapped, d->page, memory_order_relaxed);
-    sw_strand_page(d, va, pg->handle, (sw_loc)pg->loc, true);
+    sw_strand_page(d, va, pg->handle, (sw_loc)pg->loc, true, false);
     sw_page_free(d, pg);
 }
 
@@ -223,9 +224,21 @@ static CUresult take_device(sw_device *d, CUmemGenericAllocationHandle *h, sw_oo
     return r;
 }
 
-void sw_strand_page(sw_device *d, CUdeviceptr va, CUmemGenericAllocationHandle h, sw_loc loc,
-                    bool give_back)
+void sw_page_faulted(sw_device *d, sw_loc loc, bool out)
 {
+    if (loc != SW_LOC_DEVICE)
+        return; /* a host page takes nothing of the device's */
+    if (out)
+        sw_figure_add(&d->c, &d->c.faulted, d->page);
+    else
+        sw_figure_sub(&d->c, &d->c.faulted, d->page);
+}
+
+void sw_strand_page(sw_device *d, CUdeviceptr va, CUmemGenericAllocationHandle h, sw_loc loc,
+                    bool give_back, bool lost)
+{
+    if (give_back && !lost)
+        sw_page_faulted(d, loc, true);
     sw_strand *st = malloc(sizeof *st);
     if (!st)
         return; /* unrecorded: h stays out of the pool, as the caller left it */
@@ -254,8 +267,10 @@ static CUresult unstrand(sw_device *d, CUdeviceptr va, bool all)
         }
         *at = st->next;
         atomic_fetch_add_explicit(&d->c.unmaps, 1, memory_order_relaxed);
-        if (st->give_back)
+        if (st->give_back) {
             sw_pool_put(d, (sw_loc)st->loc, st->h);
+            sw_page_faulted(d, (sw_loc)st->loc, false);
+        }
         free(st);
     }
     return first;

@@ -382,6 +382,9 @@ typedef struct sw_counters {
     uint64_t backing_bytes;  /* pages that back at least one live allocation */
     uint64_t peak_backing_bytes;
     uint64_t pending_bytes;  /* freed, waiting for a sync point or an event */
+    /* device pages refused driver calls keep out of the pool (lost for
+     * good, or stranded or stuck until the driver lets them go): held */
+    uint64_t faulted_bytes;
 #define SW_SPILL_FIELD(name, counter, stat) uint64_t name;
     SW_SPILL_FIGURES(SW_SPILL_FIELD) /* the spill figures, as sw_spill_stats */
 #undef SW_SPILL_FIELD
@@ -401,7 +404,8 @@ uint64_t sw_pool_bytes(const sw_policy *p, int dev);
 /* Bytes of dev's pool that a new allocation cannot have: the pages live
  * data holds, on the device or spilled (a page serves an allocation of any
  * size only when nothing live is on it), plus the whole pages memory
- * outside the pool takes (sw_lend). Pages only pending frees hold are not
+ * outside the pool takes (sw_lend) and the pages refused driver calls keep
+ * out of the pool (faulted_bytes). Pages only pending frees hold are not
  * counted (an allocation that needs them syncs and takes them: free at
  * once, as the driver's memory after cuMemFree), except those of slab
  * slots, held until their frees are released; frees a sync point already

@@ -78,6 +78,8 @@ static void release_scratch(sw_policy *p, sw_device *d, unsigned slot,
     CUdeviceptr va = d->scratch + ((CUdeviceptr)slot << d->shift);
     if (p->be.unmap(p->be.ctx, va, d->page) != CUDA_SUCCESS) {
         d->stuck[slot] = (sw_stuck){h, (uint8_t)loc, give_back};
+        if (give_back)
+            sw_page_faulted(d, loc, true);
         return;
     }
     if (give_back)
@@ -94,8 +96,10 @@ static CUresult unstick(sw_policy *p, sw_device *d, unsigned slot)
     CUresult r = p->be.unmap(p->be.ctx, va, d->page);
     if (r != CUDA_SUCCESS)
         return r;
-    if (st.give_back)
+    if (st.give_back) {
         sw_pool_put(d, (sw_loc)st.loc, st.h);
+        sw_page_faulted(d, (sw_loc)st.loc, false);
+    }
     d->stuck[slot] = (sw_stuck){0};
     return CUDA_SUCCESS;
 }
@@ -343,8 +347,10 @@ static size_t finish(sw_policy *p, sw_device *d, move *w, size_t n, sw_loc where
          * (the program's VAs keep their old pages) until the slot's next
          * use, which comes after a quiesce whose sync covers them. */
         for (size_t i = 0; i < n; i++) {
-            if (w[i].staged)
+            if (w[i].staged) {
                 d->stuck[slot_of(d, w[i].scratch)] = (sw_stuck){w[i].h, (uint8_t)where, true};
+                sw_page_faulted(d, where, true);
+            }
             w[i].staged = false;
         }
         if (*err == CUDA_SUCCESS)
@@ -391,7 +397,7 @@ static size_t finish(sw_policy *p, sw_device *d, move *w, size_t n, sw_loc where
                  * the handle's), the new one unless its slot kept it. */
                 bool old = w[i].left == w[i].pg->handle;
                 sw_strand_page(d, w[i].va, w[i].left, old ? (sw_loc)w[i].pg->loc : where,
-                               old ? !vmm : d->stuck[slot].h != w[i].h);
+                               old ? !vmm : d->stuck[slot].h != w[i].h, old);
             }
             w[i].staged = false;
         } else {

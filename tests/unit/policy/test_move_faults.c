@@ -422,6 +422,54 @@ START_TEST(a_page_left_without_access_is_not_handed_out_again)
 }
 END_TEST
 
+/* cuMemGetInfo's free (the limit less sw_held_bytes) after a move lost a
+ * device page for good: an allocation of all of it succeeds with spill
+ * off, as the driver's free promises; the lost page is out of the pool. */
+START_TEST(free_memory_after_a_lost_page_can_be_allocated)
+{
+    env_up(8, false, 0);
+    CUdeviceptr a, b;
+    ck_assert_int_eq(sw_alloc(P, 0, PG, &a), CUDA_SUCCESS);
+    fill(a, PG, 1);
+    fake_fail_after(FB, "map", 1, CUDA_ERROR_OUT_OF_MEMORY, 10); /* as a_lost_va_is_let_go */
+    ck_assert_int_eq(sw_set_residency(P, a, 1, SW_RES_HOST), CUDA_ERROR_UNKNOWN);
+    fake_fail_clear(FB);
+    ck_assert_int_eq(sw_free(P, a), CUDA_SUCCESS);
+    uint64_t held = sw_held_bytes(P, 0);
+    ck_assert_uint_lt(held, 8 * PG);
+    ck_assert_int_eq(sw_alloc(P, 0, 8 * PG - held, &b), CUDA_SUCCESS);
+    ck_assert_uint_eq(sw_held_bytes(P, 0), 8 * PG);
+    ck_assert_uint_eq(counters().faulted_bytes, PG); /* the lost page, for good */
+    ck_assert_int_eq(sw_free(P, b), CUDA_SUCCESS);
+    assert_no_violation();
+}
+END_TEST
+
+/* A fresh page stranded (its grant and unmap refused): out of the pool
+ * while the driver keeps it mapped, so held (the pool can hand out 6
+ * pages, not 7), and free again once the next allocation there unmaps it. */
+START_TEST(a_stranded_page_is_held_until_the_driver_lets_it_go)
+{
+    env_up(8, false, 0);
+    CUdeviceptr a, b, c;
+    ck_assert_int_eq(sw_alloc(P, 0, PG, &a), CUDA_SUCCESS);
+    fake_fail_times(FB, "set_access", CUDA_ERROR_UNKNOWN, 2);
+    fake_fail_also(FB, "unmap", CUDA_ERROR_UNKNOWN, 2);
+    ck_assert_int_eq(sw_alloc(P, 0, PG, &b), CUDA_ERROR_UNKNOWN); /* its page stranded */
+    fake_fail_clear(FB);
+    ck_assert_uint_eq(sw_held_bytes(P, 0), 2 * PG);
+    ck_assert_uint_eq(counters().faulted_bytes, PG);
+    ck_assert_int_eq(sw_alloc(P, 0, PG, &b), CUDA_SUCCESS); /* placed there: unmapped first */
+    ck_assert_uint_eq(sw_held_bytes(P, 0), 2 * PG);
+    ck_assert_uint_eq(counters().faulted_bytes, 0);
+    ck_assert_int_eq(sw_alloc(P, 0, 6 * PG, &c), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_free(P, c), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_free(P, b), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_free(P, a), CUDA_SUCCESS);
+    env_down();
+}
+END_TEST
+
 /* One case of the sweep, in a child: NULL when every invariant held, else
  * what broke. */
 static const char *sweep_case(const char *op, int skip, int times, CUresult err, bool fill_back)
@@ -517,6 +565,8 @@ Suite *test_suite(void)
     tcase_add_test(tc, the_programs_unmap_of_a_lost_va_unmaps_the_page_left_there);
     tcase_add_test(tc, a_page_left_without_access_is_not_copied_from);
     tcase_add_test(tc, a_page_left_without_access_is_not_handed_out_again);
+    tcase_add_test(tc, free_memory_after_a_lost_page_can_be_allocated);
+    tcase_add_test(tc, a_stranded_page_is_held_until_the_driver_lets_it_go);
     tcase_add_test(tc, every_refused_step_of_a_move_keeps_the_bytes);
     suite_add_tcase(s, tc);
     return s;
