@@ -341,10 +341,12 @@ CUresult fc_gmem_new(int dev, size_t size, struct fc_gmem **out)
         free(m);
         return r;
     }
-    m->size = size;
+    m->size = fc_page_round(size);
+    m->dev = dev;
     m->refs = 1;
     pthread_mutex_lock(&fc_lock);
     fc_region_find((uintptr_t)m->ptr)->gmem = m;
+    fc_gmem_list_locked(m, true);
     pthread_mutex_unlock(&fc_lock);
     *out = m;
     return CUDA_SUCCESS;
@@ -362,6 +364,12 @@ void fc_gmem_unref(struct fc_gmem *m)
     pthread_mutex_lock(&fc_lock);
     bool last = --m->refs == 0;
     if (last) {
+        /* Its physical memory stays in the device's graph pool (until a
+         * trim), as the driver's does when a graph is destroyed. */
+        fc_gmem_live_locked(m, false);
+        if (m->mapped)
+            fc_devices[m->dev].gm_mapped -= m->size;
+        fc_gmem_list_locked(m, false);
         struct fc_region *reg = fc_region_find((uintptr_t)m->ptr);
         if (reg && reg->gmem == m)
             fc_region_release_locked(reg);
@@ -378,8 +386,11 @@ void fc_gmem_mark(CUdeviceptr ptr, bool live)
 {
     pthread_mutex_lock(&fc_lock);
     struct fc_region *reg = fc_region_find((uintptr_t)ptr);
-    if (reg && reg->kind == FC_GRAPH_MEM)
+    if (reg && reg->kind == FC_GRAPH_MEM) {
         reg->freeing = !live;
+        if (reg->gmem)
+            fc_gmem_live_locked(reg->gmem, live);
+    }
     pthread_mutex_unlock(&fc_lock);
 }
 

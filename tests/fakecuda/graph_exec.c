@@ -112,8 +112,12 @@ static void snapshot_free(struct snapshot *s, size_t upto)
             fc_kernel_call_free(&n->u.kernel);
         else if (n->type == CU_GRAPH_NODE_TYPE_GRAPH)
             fc_graph_free(n->u.child);
-        else if (n->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC)
+        else if (n->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
+            pthread_mutex_lock(&fc_lock);
+            n->u.alloc.mem->inflight--;
+            pthread_mutex_unlock(&fc_lock);
             fc_gmem_unref(n->u.alloc.mem);
+        }
     }
     free(s);
 }
@@ -141,6 +145,11 @@ static struct snapshot *snapshot_of(struct CUgraphExec_st *x)
         if (fc_node_payload_copy(n, x->order[i]) != CUDA_SUCCESS) {
             snapshot_free(s, i);
             return NULL;
+        }
+        if (n->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) { /* in use until run: trim keeps it */
+            pthread_mutex_lock(&fc_lock);
+            n->u.alloc.mem->inflight++;
+            pthread_mutex_unlock(&fc_lock);
         }
         s->n = i + 1;
     }
@@ -346,6 +355,15 @@ FC_EXPORT CUresult cuGraphExecDestroy(CUgraphExec x)
 
 /* ---- launch ---------------------------------------------------------------- */
 
+/* Under the graph lock: x's allocations backed by the graph pool. */
+static CUresult map_graph(struct CUgraphExec_st *x)
+{
+    pthread_mutex_lock(&fc_lock);
+    CUresult r = fc_gmem_map_graph_locked(x->g);
+    pthread_mutex_unlock(&fc_lock);
+    return r;
+}
+
 static CUresult launch(CUgraphExec x, CUstream h, bool ptsz)
 {
     struct CUstream_st *s;
@@ -371,10 +389,14 @@ static CUresult launch(CUgraphExec x, CUstream h, bool ptsz)
         return fc_capture_add(s, n);
     }
     fc_graph_lock();
-    struct snapshot *snap = snapshot_of(x);
+    struct snapshot *snap = NULL;
+    if (!exec_known(x)) /* destroyed meanwhile */
+        r = CUDA_ERROR_INVALID_VALUE;
+    else if ((r = map_graph(x)) == CUDA_SUCCESS && !(snap = snapshot_of(x)))
+        r = CUDA_ERROR_OUT_OF_MEMORY;
     fc_graph_unlock();
-    if (!snap)
-        return CUDA_ERROR_OUT_OF_MEMORY;
+    if (r != CUDA_SUCCESS)
+        return r;
     struct uses used = {NULL, 0, 0};
     if (fc_check_unmap) { /* from the snapshot, which the launch frees once run */
         fc_graph_lock();
@@ -397,7 +419,8 @@ static CUresult launch(CUgraphExec x, CUstream h, bool ptsz)
 FC_EXPORT CUresult cuGraphLaunch(CUgraphExec x, CUstream h) { FC_FAULT(cuGraphLaunch); return launch(x, h, false); }
 FC_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec x, CUstream h) { FC_FAULT(cuGraphLaunch); return launch(x, h, true); }
 
-/* An upload prepares a launch; fakecuda has nothing to prepare. */
+/* An upload prepares a launch: the physical memory of the graph's
+ * allocations is reserved then, as at a first launch. */
 static CUresult upload(CUgraphExec x, CUstream h, bool ptsz)
 {
     struct CUstream_st *s;
@@ -405,9 +428,9 @@ static CUresult upload(CUgraphExec x, CUstream h, bool ptsz)
     if (r != CUDA_SUCCESS)
         return r;
     fc_graph_lock();
-    bool known = exec_known(x);
+    r = exec_known(x) ? map_graph(x) : CUDA_ERROR_INVALID_VALUE;
     fc_graph_unlock();
-    return known ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    return r;
 }
 
 FC_EXPORT CUresult cuGraphUpload(CUgraphExec x, CUstream h) { FC_FAULT(cuGraphUpload); return upload(x, h, false); }

@@ -41,6 +41,10 @@ struct fc_device {
     unsigned primary_flags;
     struct fc_mempool *default_pool;
     struct fc_mempool *current_pool;
+    /* The graph memory pool (graph_mem.c), under fc_lock: physical memory
+     * reserved for graph allocations (charged in used), the part of it
+     * mapped to graph allocations, the bytes of graph allocations live. */
+    size_t gm_reserved, gm_reserved_high, gm_mapped, gm_used, gm_used_high;
     bool peer_enabled[FC_MAX_DEVICES];
 };
 
@@ -356,8 +360,13 @@ void fc_copy3d_linear(CUDA_MEMCPY3D *p, uintptr_t dst, uintptr_t src, size_t n);
  * (the graph, its clones, their executable graphs); released with the last. */
 struct fc_gmem {
     CUdeviceptr ptr;
-    size_t size;
-    int refs; /* under fc_lock */
+    size_t size;   /* page-rounded: what its physical memory takes */
+    int dev;
+    int refs;      /* under fc_lock, as the rest */
+    bool mapped;   /* physical memory from the device's graph pool behind it */
+    bool live;     /* allocated by a launch and not freed since */
+    int inflight;  /* launches queued or running that name it */
+    struct fc_gmem *next; /* every graph allocation, for trim */
 };
 
 struct CUgraphNode_st {
@@ -433,6 +442,13 @@ CUresult fc_gmem_new(int dev, size_t size, struct fc_gmem **out);
 void fc_gmem_ref(struct fc_gmem *m);
 void fc_gmem_unref(struct fc_gmem *m);
 void fc_gmem_mark(CUdeviceptr ptr, bool live);
+/* graph_mem.c, all under fc_lock. Physical memory for every allocation
+ * node of g (and its children) not backed yet, from the device's graph
+ * pool, the pool growing as needed: OUT_OF_MEMORY when the device has not
+ * enough. Called at a launch and an upload, under the graph lock too. */
+CUresult fc_gmem_map_graph_locked(const struct CUgraph_st *g);
+void fc_gmem_list_locked(struct fc_gmem *m, bool add);
+void fc_gmem_live_locked(struct fc_gmem *m, bool live);
 /* Is ptr the start of a graph allocation of g (for a captured free)? */
 bool fc_graph_owns_alloc(struct CUgraph_st *g, CUdeviceptr ptr);
 

@@ -9,7 +9,9 @@
 static CUresult alloc_region(int dev, size_t size, enum fc_region_kind kind,
                              struct fc_mempool *pool, uintptr_t *out)
 {
-    size_t charged = fc_page_round(size);
+    /* A graph allocation's address is reserved at its node's creation; its
+     * physical memory comes from the graph pool at a launch (graph_mem.c). */
+    size_t charged = kind == FC_GRAPH_MEM ? 0 : fc_page_round(size);
     pthread_mutex_lock(&fc_lock);
     /* A device pool's memory comes from what it keeps (fc_mempool_trim_locked)
      * first: that is charged to the device already. */
@@ -156,8 +158,10 @@ FC_EXPORT CUresult cuMemFree(CUdeviceptr dptr)
         return CUDA_ERROR_INVALID_VALUE;
     /* cuMemFree is synchronous: work still queued may use the memory. */
     fc_device_drain(dev);
-    if (graph) /* freed until its graph allocates it again; the graph keeps the pages */
+    if (graph) { /* freed until its graph allocates it again; the graph keeps the pages */
+        fc_gmem_mark(dptr, false);
         return CUDA_SUCCESS;
+    }
     pthread_mutex_lock(&fc_lock);
     reg = fc_region_find((uintptr_t)dptr);
     fc_region_release_locked(reg);

@@ -375,6 +375,8 @@ static void run_free(void *arg)
     struct fc_region *reg = fc_region_find((uintptr_t)arg);
     if (reg && reg->kind != FC_GRAPH_MEM) /* a graph keeps its allocation's pages */
         fc_region_release_locked(reg);
+    else if (reg && reg->gmem)
+        fc_gmem_live_locked(reg->gmem, false);
     pthread_mutex_unlock(&fc_lock);
 }
 

@@ -1,0 +1,200 @@
+/* Conformance: the graph memory pool of a device (the programming guide's
+ * "Graph Memory Nodes"). An allocation node's physical memory is reserved
+ * at the first launch or upload of its graph, not at instantiation, and is
+ * charged to the device (cuMemGetInfo); it stays reserved across launches,
+ * after the graph frees the allocation and after the graph is destroyed,
+ * until cuDeviceGraphMemTrim, which gives back what no live allocation
+ * uses. USED_MEM_CURRENT counts the live graph allocations. Each test runs
+ * in its own process, so the pool starts empty. Sizes are multiples of
+ * 2 MiB, the driver's granularity, and only bounds are asserted where the
+ * driver may round. */
+#include <stdbool.h>
+
+#include "tests/unit/driver/common.h"
+
+#define SIZE (8 * MiB)
+
+static CUdevice dev;
+
+static void setup(void)
+{
+    driver_setup();
+    CU_OK(cuCtxGetDevice(&dev));
+}
+
+static cuuint64_t attr(CUgraphMem_attribute a)
+{
+    cuuint64_t v = ~(cuuint64_t)0;
+    CU_OK(cuDeviceGetGraphMemAttribute(dev, a, &v));
+    return v;
+}
+
+static size_t free_mem(void)
+{
+    size_t free, total;
+    CU_OK(cuMemGetInfo(&free, &total));
+    return free;
+}
+
+/* A graph with an allocation node of SIZE bytes, and a free node after it
+ * when with_free. */
+static CUgraph alloc_graph(bool with_free, CUdeviceptr *p)
+{
+    CUgraph g;
+    CU_OK(cuGraphCreate(&g, 0));
+    CUDA_MEM_ALLOC_NODE_PARAMS ap = {0};
+    ap.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    ap.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    ap.poolProps.location.id = dev;
+    ap.bytesize = SIZE;
+    CUgraphNode a, f;
+    CU_OK(cuGraphAddMemAllocNode(&a, g, NULL, 0, &ap));
+    *p = ap.dptr;
+    if (with_free)
+        CU_OK(cuGraphAddMemFreeNode(&f, g, &a, 1, ap.dptr));
+    return g;
+}
+
+START_TEST(reserved_at_first_launch_and_kept_until_trim)
+{
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    ck_assert_uint_eq(attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT), 0);
+    CUdeviceptr p;
+    CUgraph g = alloc_graph(true, &p);
+    CUgraphExec x;
+    CU_OK(cuGraphInstantiate(&x, g, 0));
+    ck_assert_uint_eq(attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT), 0);
+    size_t before = free_mem();
+
+    CU_OK(cuGraphLaunch(x, s));
+    CU_OK(cuStreamSynchronize(s));
+    cuuint64_t reserved = attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT);
+    ck_assert_uint_ge(reserved, SIZE);
+    ck_assert_uint_ge(attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH), reserved);
+    ck_assert_uint_eq(attr(CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT), 0); /* freed by its node */
+    ck_assert_uint_ge(attr(CU_GRAPH_MEM_ATTR_USED_MEM_HIGH), SIZE);
+    size_t after = free_mem();
+    ck_assert_uint_le(after + SIZE, before); /* the device's memory, charged */
+
+    CU_OK(cuGraphLaunch(x, s)); /* a replay reuses what is reserved */
+    CU_OK(cuStreamSynchronize(s));
+    ck_assert_uint_eq(attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT), reserved);
+
+    CU_OK(cuGraphExecDestroy(x));
+    CU_OK(cuGraphDestroy(g));
+    ck_assert_uint_eq(attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT), reserved); /* the pool's still */
+    CU_OK(cuDeviceGraphMemTrim(dev));
+    ck_assert_uint_eq(attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT), 0);
+    ck_assert_uint_ge(free_mem(), after + SIZE);
+    CU_OK(cuStreamDestroy(s));
+}
+END_TEST
+
+START_TEST(a_live_allocation_is_used_and_not_trimmed)
+{
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr p;
+    CUgraph g = alloc_graph(false, &p);
+    CUgraphExec x;
+    CU_OK(cuGraphInstantiate(&x, g, 0));
+    CU_OK(cuGraphLaunch(x, s));
+    CU_OK(cuStreamSynchronize(s));
+    ck_assert_uint_eq(attr(CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT), SIZE);
+    CU_OK(cuDeviceGraphMemTrim(dev)); /* in use: stays */
+    ck_assert_uint_ge(attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT), SIZE);
+    CU_OK(cuMemsetD8Async(p, 7, SIZE, s));
+
+    CU_OK(cuMemFreeAsync(p, s));
+    CU_OK(cuStreamSynchronize(s));
+    ck_assert_uint_eq(attr(CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT), 0);
+    ck_assert_uint_ge(attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT), SIZE);
+    CU_OK(cuDeviceGraphMemTrim(dev)); /* the graph is not running: all of it goes */
+    ck_assert_uint_eq(attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT), 0);
+
+    CU_OK(cuGraphLaunch(x, s)); /* mapped again */
+    CU_OK(cuStreamSynchronize(s));
+    ck_assert_uint_ge(attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT), SIZE);
+    CU_OK(cuMemFreeAsync(p, s));
+    CU_OK(cuStreamSynchronize(s));
+    CU_OK(cuGraphExecDestroy(x));
+    CU_OK(cuGraphDestroy(g));
+    CU_OK(cuStreamDestroy(s));
+}
+END_TEST
+
+START_TEST(an_upload_reserves_before_any_launch)
+{
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr p;
+    CUgraph g = alloc_graph(true, &p);
+    CUgraphExec x;
+    CU_OK(cuGraphInstantiate(&x, g, 0));
+    CU_OK(cuGraphUpload(x, s));
+    CU_OK(cuStreamSynchronize(s));
+    ck_assert_uint_ge(attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT), SIZE);
+    ck_assert_uint_eq(attr(CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT), 0);
+    CU_OK(cuGraphExecDestroy(x));
+    CU_OK(cuGraphDestroy(g));
+    CU_OK(cuDeviceGraphMemTrim(dev));
+    ck_assert_uint_eq(attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT), 0);
+    CU_OK(cuStreamDestroy(s));
+}
+END_TEST
+
+START_TEST(attribute_errors_and_high_mark_reset)
+{
+    int n;
+    CU_OK(cuDeviceGetCount(&n));
+    cuuint64_t v = 0;
+    CU_ERR(cuDeviceGetGraphMemAttribute(n, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &v),
+           CUDA_ERROR_INVALID_DEVICE);
+    CU_ERR(cuDeviceSetGraphMemAttribute(n, CU_GRAPH_MEM_ATTR_USED_MEM_HIGH, &v),
+           CUDA_ERROR_INVALID_DEVICE);
+    CU_ERR(cuDeviceGraphMemTrim(n), CUDA_ERROR_INVALID_DEVICE);
+    CU_ERR(cuDeviceGetGraphMemAttribute(dev, (CUgraphMem_attribute)0x7f, &v), CUDA_ERROR_INVALID_VALUE);
+    CU_ERR(cuDeviceSetGraphMemAttribute(dev, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &v),
+           CUDA_ERROR_INVALID_VALUE);
+    CU_ERR(cuDeviceSetGraphMemAttribute(dev, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &v),
+           CUDA_ERROR_INVALID_VALUE);
+    v = 1; /* a high mark can only be reset to 0 */
+    CU_ERR(cuDeviceSetGraphMemAttribute(dev, CU_GRAPH_MEM_ATTR_USED_MEM_HIGH, &v),
+           CUDA_ERROR_INVALID_VALUE);
+
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr p;
+    CUgraph g = alloc_graph(true, &p);
+    CUgraphExec x;
+    CU_OK(cuGraphInstantiate(&x, g, 0));
+    CU_OK(cuGraphLaunch(x, s));
+    CU_OK(cuStreamSynchronize(s));
+    CU_OK(cuGraphExecDestroy(x));
+    CU_OK(cuGraphDestroy(g));
+    CU_OK(cuDeviceGraphMemTrim(dev));
+    ck_assert_uint_ge(attr(CU_GRAPH_MEM_ATTR_USED_MEM_HIGH), SIZE);
+    ck_assert_uint_ge(attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH), SIZE);
+    v = 0;
+    CU_OK(cuDeviceSetGraphMemAttribute(dev, CU_GRAPH_MEM_ATTR_USED_MEM_HIGH, &v));
+    CU_OK(cuDeviceSetGraphMemAttribute(dev, CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH, &v));
+    ck_assert_uint_eq(attr(CU_GRAPH_MEM_ATTR_USED_MEM_HIGH), 0);
+    ck_assert_uint_eq(attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH), 0);
+    CU_OK(cuStreamDestroy(s));
+}
+END_TEST
+
+Suite *test_suite(void)
+{
+    Suite *s = suite_create("driver_graph_mem");
+    TCase *tc = tcase_create("graph_mem");
+    tcase_add_checked_fixture(tc, setup, driver_teardown);
+    tcase_set_timeout(tc, 20);
+    tcase_add_test(tc, reserved_at_first_launch_and_kept_until_trim);
+    tcase_add_test(tc, a_live_allocation_is_used_and_not_trimmed);
+    tcase_add_test(tc, an_upload_reserves_before_any_launch);
+    tcase_add_test(tc, attribute_errors_and_high_mark_reset);
+    suite_add_tcase(s, tc);
+    return s;
+}
