@@ -321,8 +321,27 @@ static int pt_gauge(int reason)
     return reason >= 0 && reason < SW_PT_NREASONS ? gauge[reason] : -1;
 }
 
+/* Live pass-through bytes by device and reason, whether published or not
+ * (spw_account_pt_bytes). */
+static _Atomic uint64_t pt_live[SW_MAX_DEVICES][SW_PT_NREASONS];
+
+uint64_t spw_account_pt_bytes(int dev, int reason)
+{
+    if (dev < 0 || dev >= SW_MAX_DEVICES || reason < 0 || reason >= SW_PT_NREASONS)
+        return 0;
+    return atomic_load_explicit(&pt_live[dev][reason], memory_order_relaxed);
+}
+
 static void pt_gauge_add(int dev, int reason, uint64_t bytes, int sign)
 {
+    if (dev >= 0 && dev < SW_MAX_DEVICES && reason >= 0 && reason < SW_PT_NREASONS) {
+        _Atomic uint64_t *v = &pt_live[dev][reason];
+        uint64_t cur = atomic_load_explicit(v, memory_order_relaxed), next;
+        do /* never below zero */
+            next = sign > 0 ? cur + bytes : cur > bytes ? cur - bytes : 0;
+        while (!atomic_compare_exchange_weak_explicit(v, &cur, next, memory_order_relaxed,
+                                                      memory_order_relaxed));
+    }
     int g = pt_gauge(reason);
     if (g < 0 || dev < 0)
         return;
@@ -375,6 +394,12 @@ void spw_account_commit(enum spw_kind kind, uint64_t key, int dev, uint64_t byte
 void spw_account_commit_pt(enum spw_kind kind, uint64_t key, int dev, uint64_t bytes, int reason)
 {
     commit_tagged(kind, key, dev, bytes, reason);
+}
+
+void spw_account_commit_unkeyed_pt(int dev, uint64_t bytes, int reason)
+{
+    spw_account_commit_pool(dev, bytes);
+    pt_gauge_add(dev, reason, bytes, 1);
 }
 
 void spw_account_commit_pool(int dev, uint64_t bytes)

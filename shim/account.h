@@ -79,6 +79,13 @@ void spw_account_commit_pool(int dev, uint64_t bytes);
  * gauge of its reason until freed. */
 void spw_account_commit_pt(enum spw_kind kind, uint64_t key, int dev, uint64_t bytes, int reason);
 
+/* The same for memory with no key of its own (the driver's graph memory
+ * pool, graph_mem.c): released with spw_account_release_pt. */
+void spw_account_commit_unkeyed_pt(int dev, uint64_t bytes, int reason);
+
+/* Live bytes passed through on dev for reason (a sw_passthrough_reason). */
+uint64_t spw_account_pt_bytes(int dev, int reason);
+
 /* Sets the stats' pool_bytes gauge of dev (device pages held). */
 void spw_account_set_pool_bytes(int dev, uint64_t bytes);
 

@@ -86,6 +86,9 @@ uint64_t spw_driver_page_size(int dev);
     X(cuGraphMemcpyNodeGetParams, CUresult (*)(CUgraphNode, CUDA_MEMCPY3D *))              \
     X(cuGraphMemsetNodeGetParams, CUresult (*)(CUgraphNode, CUDA_MEMSET_NODE_PARAMS *))    \
     X(cuGraphChildGraphNodeGetGraph, CUresult (*)(CUgraphNode, CUgraph *))                 \
+    X(cuGraphMemAllocNodeGetParams, CUresult (*)(CUgraphNode, CUDA_MEM_ALLOC_NODE_PARAMS *)) \
+    X(cuDeviceGetGraphMemAttribute, CUresult (*)(CUdevice, CUgraphMem_attribute, void *))  \
+    X(cuDeviceGraphMemTrim, CUresult (*)(CUdevice))                                        \
     X(cuFuncGetParamInfo, CUresult (*)(CUfunction, size_t, size_t *, size_t *))           \
     X(cuKernelGetParamInfo, CUresult (*)(CUkernel, size_t, size_t *, size_t *))          \
     X(cuArray3DGetDescriptor_v2, CUresult (*)(CUDA_ARRAY3D_DESCRIPTOR *, CUarray))

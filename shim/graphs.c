@@ -11,6 +11,7 @@
  * Graphs that PyTorch and XLA capture from streams are instantiated like
  * any other. Only pointers into spillway's memory are kept, each once. */
 #include "shim/gate_use.h"
+#include "shim/graph_mem.h"
 #include "shim/handler.h"
 #include "shim/param_scan.h"
 
@@ -25,11 +26,17 @@ struct exec_ptrs {
     CUgraphExec exec;
     CUdeviceptr *p;
     size_t n, cap;
+    /* Its memory alloc nodes (graph_mem.c): their bytes, on which devices,
+     * and the trim generation its launch last settled them at. */
+    uint64_t alloc_bytes, alloc_devs;
+    unsigned alloc_gen;
     struct exec_ptrs *next;
 };
 
 static struct exec_ptrs *buckets[BUCKETS];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+/* Records with alloc nodes: while none, a launch looks nothing up. */
+static _Atomic unsigned with_allocs;
 
 static struct exec_ptrs **slot_of(CUgraphExec e)
 {
@@ -97,6 +104,14 @@ static void collect(struct exec_ptrs *x, CUgraph g, int depth)
             CUDA_MEMSET_NODE_PARAMS m;
             if (spw_drv.cuGraphMemsetNodeGetParams(nodes[i], &m) == CUDA_SUCCESS)
                 add(x, m.dst);
+        } else if (t == CU_GRAPH_NODE_TYPE_MEM_ALLOC && spw_drv.cuGraphMemAllocNodeGetParams) {
+            CUDA_MEM_ALLOC_NODE_PARAMS a;
+            if (spw_drv.cuGraphMemAllocNodeGetParams(nodes[i], &a) == CUDA_SUCCESS &&
+                a.poolProps.location.type == CU_MEM_LOCATION_TYPE_DEVICE &&
+                a.poolProps.location.id >= 0 && a.poolProps.location.id < 64) {
+                x->alloc_bytes += a.bytesize;
+                x->alloc_devs |= 1ull << a.poolProps.location.id;
+            }
         } else if (t == CU_GRAPH_NODE_TYPE_GRAPH && depth < MAX_DEPTH &&
                    spw_drv.cuGraphChildGraphNodeGetGraph) {
             CUgraph child;
@@ -125,16 +140,53 @@ static struct exec_ptrs *find(CUgraphExec e, bool make)
     return x;
 }
 
+static void allocs_step(const struct exec_ptrs *x, int sign)
+{
+    if (x->alloc_bytes)
+        atomic_fetch_add_explicit(&with_allocs, (unsigned)sign, memory_order_relaxed);
+}
+
+/* Without a pool there is nothing of spillway's to name, but the graph's
+ * alloc nodes are still counted. */
 static void record(CUgraphExec e, CUgraph g)
 {
-    if (spw_disabled() || !spw_pool_policy())
-        return; /* no pool: nothing of spillway's to name */
+    if (spw_disabled())
+        return;
     pthread_mutex_lock(&lock);
     struct exec_ptrs *x = find(e, true);
     if (x) {
+        allocs_step(x, -1);
         x->n = 0;
+        x->alloc_bytes = x->alloc_devs = 0;
+        x->alloc_gen = 0; /* settled again at its next launch */
         collect(x, g, 0);
+        allocs_step(x, 1);
     }
+    pthread_mutex_unlock(&lock);
+}
+
+uint64_t spw_graph_allocs_due(CUgraphExec e, unsigned gen, uint64_t *devs)
+{
+    *devs = 0;
+    if (!atomic_load_explicit(&with_allocs, memory_order_relaxed))
+        return 0;
+    uint64_t bytes = 0;
+    pthread_mutex_lock(&lock);
+    struct exec_ptrs *x = find(e, false);
+    if (x && x->alloc_bytes && x->alloc_gen != gen) {
+        bytes = x->alloc_bytes;
+        *devs = x->alloc_devs;
+    }
+    pthread_mutex_unlock(&lock);
+    return bytes;
+}
+
+void spw_graph_allocs_settled(CUgraphExec e, unsigned gen)
+{
+    pthread_mutex_lock(&lock);
+    struct exec_ptrs *x = find(e, false);
+    if (x)
+        x->alloc_gen = gen;
     pthread_mutex_unlock(&lock);
 }
 
@@ -145,6 +197,7 @@ static void forget(CUgraphExec e)
         if ((*pp)->exec == e) {
             struct exec_ptrs *x = *pp;
             *pp = x->next;
+            allocs_step(x, -1);
             free(x->p);
             free(x);
             break;

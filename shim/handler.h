@@ -6,6 +6,7 @@
 #include "shim/account.h"
 #include "shim/config.h"
 #include "shim/driver.h"
+#include "shim/graph_mem.h"
 #include "shim/hooks.h"
 #include "shim/pool_setup.h"
 #include "shim/publish.h"
@@ -60,7 +61,7 @@ static inline CUresult spw_alloc_device(int *dev)
 
 /* Takes bytes out of the pool and reserves them in the account for
  * memory outside the pool: 0, or -1 with nothing held. */
-static inline int spw_hold_passthrough(int dev, int reason, uint64_t bytes)
+static inline int spw_hold_passthrough_now(int dev, int reason, uint64_t bytes)
 {
     if (spw_pool_lend(dev, reason, bytes))
         return -1;
@@ -69,6 +70,14 @@ static inline int spw_hold_passthrough(int dev, int reason, uint64_t bytes)
         return -1;
     }
     return 0;
+}
+
+/* The same, the driver's idle graph memory given back first when the
+ * limit has no room (graph_mem.h). */
+static inline int spw_hold_passthrough(int dev, int reason, uint64_t bytes)
+{
+    spw_graph_mem_make_room(dev, bytes);
+    return spw_hold_passthrough_now(dev, reason, bytes);
 }
 
 /* Gives back what spw_hold_passthrough held (the driver refused). */
@@ -102,6 +111,8 @@ static inline void spw_release_passthrough(int dev, uint64_t bytes, int reason)
             spw_account_commit_pt((kind), (uint64_t)(key), (dev), (bytes), (reason));     \
             spw_pool_passthrough((dev), (reason), (bytes), (what));                       \
             spw_mark_counted();                                                           \
+            if ((reason) == SW_PT_CAPTURE) /* the graph pool may hold it already */        \
+                spw_graph_mem_settle(dev);                                                \
         } else {                                                                          \
             spw_drop_passthrough((dev), (reason), (bytes));                               \
             if (spw_r_ == CUDA_ERROR_OUT_OF_MEMORY)                                       \
@@ -158,6 +169,8 @@ static inline void spw_host_passthrough(enum spw_kind kind, uint64_t key, uint64
         if (spw_known_) {                                                     \
             if (spw_r_ == CUDA_SUCCESS) {                                     \
                 spw_release_passthrough(spw_dev_, spw_bytes_, spw_why_);      \
+                if (spw_why_ == SW_PT_CAPTURE) /* still the graph pool's? */  \
+                    spw_graph_mem_settle(spw_dev_);                           \
             } else {                                                          \
                 spw_account_restore_pt((kind), (uint64_t)(key), spw_dev_, spw_bytes_, \
                                        spw_why_);                             \

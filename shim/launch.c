@@ -14,6 +14,7 @@
  * A graph launch touches and fills what its nodes use (graphs.c). */
 #include "shim/account.h"
 #include "shim/gate_use.h"
+#include "shim/graph_mem.h"
 #include "shim/handler.h"
 #include "shim/param_scan.h"
 #include "shim/publish.h"
@@ -104,11 +105,31 @@ LAUNCH_HANDLERS(spw_h_launch_cooperative_kernel,
                 (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,
                  hStream, kernelParams))
 
-SPW_GATED_HANDLERS(spw_h_graph_launch, (CUgraphExec hGraphExec, CUstream hStream),
-                   (hGraphExec, hStream),
-                   runs_on = spw_gate_stream_devices(hStream); spw_gate_note_stream(hStream);
-                   devices = spw_graph_use(g, hGraphExec, runs_on),
-                   counted(r, hStream, runs_on, 1))
+/* SPW_GATED_HANDLER's shape, with the driver's graph memory counted
+ * around it (graph_mem.h: a first launch may reserve, and is refused when
+ * the limit has no room for it). */
+#define GRAPH_LAUNCH_HANDLER(handler)                                    \
+    CUresult handler(CUgraphExec hGraphExec, CUstream hStream)           \
+    {                                                                    \
+        SPW_REAL_OR_RETURN(real, handler);                               \
+        struct spw_graph_mem_ticket t;                                   \
+        CUresult r = spw_graph_mem_before(hGraphExec, &t);               \
+        if (r != CUDA_SUCCESS)                                           \
+            return r;                                                    \
+        sw_policy *g = spw_gate();                                       \
+        uint64_t devices = 0, runs_on = 0;                               \
+        if (g) {                                                         \
+            runs_on = spw_gate_stream_devices(hStream);                  \
+            spw_gate_note_stream(hStream);                               \
+            devices = spw_graph_use(g, hGraphExec, runs_on);             \
+            spw_gate_note_context();                                     \
+        }                                                                \
+        SPW_GATED_CALL(g, devices, r, real(hGraphExec, hStream));        \
+        spw_graph_mem_after(&t, r);                                      \
+        return counted(r, hStream, runs_on, 1);                          \
+    }
+GRAPH_LAUNCH_HANDLER(spw_h_graph_launch)
+GRAPH_LAUNCH_HANDLER(spw_h_graph_launch_pt)
 
 /* The arguments of these live in the driver (cuParamSet*): not scanned, so
  * what they use is neither touched nor filled back; still gated, so no

@@ -126,6 +126,11 @@ $(SHIM_IT)/shim_capture: $(SHIM_IT)/shim/test_capture.o $(SHIM_RIG)
 	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(CHECK_LIBS) $(LDLIBS)
 ALL_TARGETS += $(SHIM_IT)/shim_capture
 UNIT_TESTS += tests/integration/shim/capture.sh
+# ... the driver's graph memory pool against the limit (graph_mem.sh).
+$(SHIM_IT)/shim_graph_mem: $(SHIM_IT)/shim/test_graph_mem.o $(SHIM_RIG)
+	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(CHECK_LIBS) $(LDLIBS)
+ALL_TARGETS += $(SHIM_IT)/shim_graph_mem
+UNIT_TESTS += tests/integration/shim/graph_mem.sh
 # ... a collective across two devices while one must move pages (collective.sh).
 $(SHIM_IT)/shim_collective: $(SHIM_IT)/shim/test_collective.o $(SHIM_RIG)
 	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(CHECK_LIBS) $(LDLIBS)

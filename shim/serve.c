@@ -48,6 +48,7 @@ CUresult spw_serve_alloc(sw_policy *p, int dev, size_t bytes, int async, CUstrea
 {
     if (bytes == 0)
         return CUDA_ERROR_INVALID_VALUE; /* before reserving: the driver's answer */
+    spw_graph_mem_make_room(dev, bytes);
     if (spw_pool_reserve(dev, bytes))
         return CUDA_ERROR_OUT_OF_MEMORY;
     note_contexts(async, stream);

@@ -1,0 +1,42 @@
+/* The driver's graph memory pool against the limit (graph_mem.c). */
+#ifndef SPILLWAY_SHIM_GRAPH_MEM_H
+#define SPILLWAY_SHIM_GRAPH_MEM_H
+#include <cuda.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* graphs.c: the bytes of e's memory alloc nodes (and in *devs their
+ * devices) when its launch has to settle them (it has some, and did not
+ * since trim generation gen); else 0, one atomic load while no executable
+ * graph has any. */
+uint64_t spw_graph_allocs_due(CUgraphExec e, unsigned gen, uint64_t *devs);
+void spw_graph_allocs_settled(CUgraphExec e, unsigned gen);
+
+/* Around a graph launch or upload: before, what its first launch may
+ * reserve is held against the limit (0, or OUT_OF_MEMORY: refused, after
+ * a trim of the driver's idle graph memory); after, the driver's figure is
+ * read and counted instead. */
+struct spw_graph_mem_ticket {
+    CUgraphExec exec;
+    unsigned gen;
+    uint64_t devs, held; /* held on each device of devs */
+};
+CUresult spw_graph_mem_before(CUgraphExec e, struct spw_graph_mem_ticket *t);
+void spw_graph_mem_after(const struct spw_graph_mem_ticket *t, CUresult r);
+
+/* Recounts dev after the live captured allocations changed. */
+void spw_graph_mem_settle(int dev);
+
+/* Before an allocation of bytes on dev spills or is refused: the driver's
+ * graph memory no graph uses is given back first (cuDeviceGraphMemTrim)
+ * and dev recounted. One relaxed load while spillway counts none. */
+extern _Atomic uint64_t spw_graph_mem_idle_devs;
+void spw_graph_mem_trim_for(int dev, uint64_t bytes);
+static inline void spw_graph_mem_make_room(int dev, uint64_t bytes)
+{
+    if (dev >= 0 && dev < 64 &&
+        (atomic_load_explicit(&spw_graph_mem_idle_devs, memory_order_relaxed) >> dev & 1))
+        spw_graph_mem_trim_for(dev, bytes);
+}
+#endif

@@ -1,0 +1,162 @@
+/* The driver's graph memory pool under spillway: what a graph's memory
+ * alloc nodes reserve at its first launch stays the driver's after the
+ * graph frees it (until cuDeviceGraphMemTrim), and counts against the
+ * limit like any memory outside the pool:
+ *  - cuMemGetInfo's free drops by it after the launch, the stats show it
+ *    as pass-through memory, replays add nothing, and the program's trim
+ *    gives it back;
+ *  - an allocation that needs those bytes has the driver's idle graph
+ *    memory trimmed rather than spilling or passing the limit;
+ *  - a captured allocation still live is counted once, not once captured
+ *    and again when the graph pool backs it, and stays counted after the
+ *    program frees it while the graph pool keeps it.
+ *
+ * Run by graph_mem.sh: one 256 MiB device, a 64 MiB limit. */
+#include "tests/integration/shim/rig.h"
+
+#define LIMIT (64 * MiB)
+#define GBYTES (16 * MiB)
+
+static size_t free_now(void)
+{
+    size_t free, total;
+    CU_OK(cuMemGetInfo(&free, &total));
+    return free;
+}
+
+static uint64_t reserved(void)
+{
+    cuuint64_t v = 0;
+    CU_OK(cuDeviceGetGraphMemAttribute(0, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &v));
+    return v;
+}
+
+/* An executable graph that allocates GBYTES, sets them and frees them. */
+static CUgraphExec alloc_set_free(CUgraph *g)
+{
+    CU_OK(cuGraphCreate(g, 0));
+    CUDA_MEM_ALLOC_NODE_PARAMS ap = {0};
+    ap.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    ap.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    ap.poolProps.location.id = 0;
+    ap.bytesize = GBYTES;
+    CUgraphNode a, set, f;
+    CU_OK(cuGraphAddMemAllocNode(&a, *g, NULL, 0, &ap));
+    CUDA_MEMSET_NODE_PARAMS mp = {.dst = ap.dptr, .value = 7, .elementSize = 4, .width = GBYTES / 4,
+                                  .height = 1};
+    CU_OK(cuGraphAddMemsetNode(&set, *g, &a, 1, &mp, rig_setup(0)));
+    CU_OK(cuGraphAddMemFreeNode(&f, *g, &set, 1, ap.dptr));
+    CUgraphExec e;
+    CU_OK(cuGraphInstantiateWithFlags(&e, *g, 0));
+    return e;
+}
+
+START_TEST(a_launch_counts_what_the_graph_pool_reserves)
+{
+    rig_setup(0);
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUgraph g;
+    CUgraphExec e = alloc_set_free(&g);
+    CUdeviceptr one;
+    CU_OK(cuMemAlloc(&one, MiB)); /* the stats segment is published */
+    CU_OK(cuMemFree(one));
+    size_t before = free_now();
+    uint64_t pass = rig_stat(0, SPW_C_PASS_CAPTURE);
+    CU_OK(cuGraphLaunch(e, s));
+    CU_OK(cuStreamSynchronize(s));
+    ck_assert_uint_ge(reserved(), GBYTES);
+    size_t after = free_now();
+    ck_assert_msg(after + GBYTES <= before, "free %zu MiB before the launch, %zu after", before >> 20,
+                  after >> 20);
+    ck_assert_uint_ge(rig_stat(0, SPW_C_PASS_CAPTURE), pass + GBYTES);
+    for (int i = 0; i < 3; i++) /* replays reuse it */
+        CU_OK(cuGraphLaunch(e, s));
+    CU_OK(cuStreamSynchronize(s));
+    ck_assert_uint_eq(free_now(), after);
+    CU_OK(cuGraphExecDestroy(e));
+    CU_OK(cuGraphDestroy(g));
+    ck_assert_uint_eq(free_now(), after); /* still the driver's after the graph went */
+    CU_OK(cuDeviceGraphMemTrim(0));
+    ck_assert_uint_eq(reserved(), 0);
+    ck_assert_uint_eq(free_now(), before);
+    ck_assert_uint_eq(rig_stat(0, SPW_C_PASS_CAPTURE), pass);
+    CU_OK(cuStreamDestroy(s));
+}
+END_TEST
+
+START_TEST(an_allocation_at_the_limit_trims_idle_graph_memory)
+{
+    rig_setup(0);
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr big = rig_filled(LIMIT - GBYTES - 4 * MiB, 11);
+    CUgraph g;
+    CUgraphExec e = alloc_set_free(&g);
+    CU_OK(cuGraphLaunch(e, s));
+    CU_OK(cuStreamSynchronize(s));
+    ck_assert_uint_ge(reserved(), GBYTES);
+    uint64_t spilled = rig_pool(0).spill_bytes;
+    CUdeviceptr more;
+    CU_OK(cuMemAlloc(&more, GBYTES)); /* room only once the graph pool's idle memory goes */
+    ck_assert_uint_eq(reserved(), 0);
+    ck_assert_uint_eq(rig_pool(0).spill_bytes, spilled);
+    ck_assert_msg(fakecuda_device_bytes_used(0) <= LIMIT, "the device holds %zu MiB, the limit is %d",
+                  fakecuda_device_bytes_used(0) >> 20, (int)(LIMIT >> 20));
+    CU_OK(cuGraphLaunch(e, s)); /* maps it again: the pool gives back room (spilling) */
+    CU_OK(cuStreamSynchronize(s));
+    ck_assert_uint_ge(reserved(), GBYTES);
+    ck_assert_msg(fakecuda_device_bytes_used(0) <= LIMIT, "the device holds %zu MiB, the limit is %d",
+                  fakecuda_device_bytes_used(0) >> 20, (int)(LIMIT >> 20));
+    rig_expect_pattern(big, LIMIT - GBYTES - 4 * MiB, 11, "the data the pool held");
+    CU_OK(cuGraphExecDestroy(e));
+    CU_OK(cuGraphDestroy(g));
+    CU_OK(cuMemFree(more));
+    CU_OK(cuMemFree(big));
+    CU_OK(cuDeviceGraphMemTrim(0));
+    CU_OK(cuStreamDestroy(s));
+}
+END_TEST
+
+START_TEST(a_live_captured_allocation_counts_once)
+{
+    rig_setup(0);
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    size_t before = free_now();
+    CU_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CUdeviceptr t = 0;
+    CU_OK(cuMemAllocAsync(&t, GBYTES, s)); /* outlives the graph: the program frees it */
+    CU_OK(cuMemsetD32Async(t, 3u, GBYTES / 4, s));
+    CUgraph g;
+    CU_OK(cuStreamEndCapture(s, &g));
+    ck_assert_uint_eq(free_now() + GBYTES, before); /* counted from its capture */
+    CUgraphExec e;
+    CU_OK(cuGraphInstantiateWithFlags(&e, g, 0));
+    CU_OK(cuGraphLaunch(e, s));
+    CU_OK(cuStreamSynchronize(s));
+    ck_assert_uint_ge(reserved(), GBYTES);
+    ck_assert_uint_eq(free_now() + GBYTES, before); /* backed now: still once */
+    CU_OK(cuMemFreeAsync(t, s));
+    CU_OK(cuStreamSynchronize(s));
+    ck_assert_uint_ge(reserved(), GBYTES);
+    ck_assert_uint_eq(free_now() + GBYTES, before); /* freed, still the graph pool's */
+    CU_OK(cuGraphExecDestroy(e));
+    CU_OK(cuGraphDestroy(g));
+    CU_OK(cuDeviceGraphMemTrim(0));
+    ck_assert_uint_eq(free_now(), before);
+    CU_OK(cuStreamDestroy(s));
+}
+END_TEST
+
+Suite *test_suite(void)
+{
+    Suite *s = suite_create("shim_graph_mem");
+    TCase *tc = tcase_create("graph_mem");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, a_launch_counts_what_the_graph_pool_reserves);
+    tcase_add_test(tc, an_allocation_at_the_limit_trims_idle_graph_memory);
+    tcase_add_test(tc, a_live_captured_allocation_counts_once);
+    suite_add_tcase(s, tc);
+    return s;
+}
