@@ -202,11 +202,9 @@ CUresult spw_graph_mem_before(CUgraphExec e, struct spw_graph_mem_ticket *t)
     t->exec = e;
     t->gen = atomic_load_explicit(&generation, memory_order_relaxed);
     t->devs = t->held = 0;
-    if (spw_disabled())
-        return CUDA_SUCCESS;
     uint64_t on, need = 0;
-    uint64_t bytes = spw_graph_allocs_due(e, t->gen, &on);
-    if (!bytes)
+    uint64_t bytes = spw_graph_allocs_due(e, t->gen, &on); /* first: one load on a replay */
+    if (!bytes || spw_disabled())
         return CUDA_SUCCESS;
     spw_publish_ensure();
     /* A graph allocating on several devices (rare) is held its whole on
