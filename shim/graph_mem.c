@@ -35,10 +35,12 @@
 #include "shim/capture.h"
 #include "shim/handler.h"
 #include "shim/log.h"
+#include "policy/limits.h"
 
 #include <pthread.h>
 
-#define DEVS 64
+#define DEVS SW_MAX_DEVICES
+_Static_assert(DEVS <= 64, "a device is a bit of a 64-bit mask here");
 #define WHY SW_PT_CAPTURE
 
 _Atomic uint64_t spw_graph_mem_idle_devs;
