@@ -98,6 +98,24 @@ FC_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
     return CUDA_SUCCESS;
 }
 
+/* What a reset does once the device's work is finished: "Destroy all
+ * allocations and reset all state on the primary context". Its cuMemAlloc-
+ * class memory, streams, events and modules go; the context object stays
+ * (NVIDIA's driver hands the same handle back at the next retain), fresh.
+ * Memory pools and VMM memory are device objects (cuMemPoolCreate and
+ * cuMemCreate name a device, not a context) and stay. */
+static void primary_reset(int dev)
+{
+    pthread_mutex_lock(&fc_lock);
+    struct CUctx_st *p = fc_devices[dev].primary;
+    pthread_mutex_unlock(&fc_lock);
+    if (!p)
+        return;
+    fc_ctx_free_memory(p);
+    fc_ctx_end_streams(p);
+    fc_ctx_end_modules(p);
+}
+
 /* The driver: "The context is automatically reset once the last reference
  * to it is released", as cuDevicePrimaryCtxReset does here (its work
  * finished, the context inactive); a release with no retain outstanding is
@@ -117,8 +135,14 @@ FC_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
     if (last)
         d->primary_active = false;
     pthread_mutex_unlock(&fc_lock);
-    if (last) /* inactive first: a retain meanwhile keeps its reference */
+    if (last) { /* inactive first: a retain meanwhile keeps its reference */
         fc_device_drain(dev);
+        pthread_mutex_lock(&fc_lock);
+        last = !d->primary_active; /* and what it made since */
+        pthread_mutex_unlock(&fc_lock);
+        if (last)
+            primary_reset(dev);
+    }
     return r;
 }
 
@@ -164,6 +188,7 @@ FC_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice dev)
     pthread_mutex_lock(&fc_lock);
     fc_devices[dev].primary_active = false;
     pthread_mutex_unlock(&fc_lock);
+    primary_reset(dev);
     return CUDA_SUCCESS;
 }
 

@@ -14,9 +14,18 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct CUfunc_st kernels[MAX_KERNELS]; /* entries never move: CUfunction points here */
 static unsigned nkernels;
 
+struct fc_modfunc;
+
 struct CUmod_st {
     uint32_t magic;
+    struct CUctx_st *ctx;      /* a cuModuleLoad* module's (a library's: NULL) */
+    struct fc_modfunc *funcs;  /* cuModuleGetFunction's, under lock */
+    struct CUmod_st *next;
 };
+
+/* The loaded modules, under lock: a context's reset unloads its own, and a
+ * function is valid while its module is listed here. */
+static struct CUmod_st *modules;
 
 FC_EXPORT int fakecuda_register_kernel(const char *name, fakecuda_kernel_fn fn,
                                        unsigned nparams, const size_t *param_sizes)
@@ -62,6 +71,14 @@ struct CUfunc_st *fc_kernel_at(unsigned i)
     return i < fc_kernel_count() ? &kernels[i] : NULL;
 }
 
+/* A module's function: its own handle, a copy of the registered kernel
+ * made at cuModuleGetFunction, valid while the module is loaded. Never
+ * freed: launches queued or captured before an unload still read it. */
+struct fc_modfunc {
+    struct CUfunc_st f; /* first: the CUfunction points here */
+    struct fc_modfunc *next;
+};
+
 CUresult fc_module_new(CUmodule *m)
 {
     struct CUctx_st *c;
@@ -70,12 +87,59 @@ CUresult fc_module_new(CUmodule *m)
         return r;
     if (!m)
         return CUDA_ERROR_INVALID_VALUE;
-    struct CUmod_st *mod = malloc(sizeof *mod);
+    struct CUmod_st *mod = calloc(1, sizeof *mod);
     if (!mod)
         return CUDA_ERROR_OUT_OF_MEMORY;
     mod->magic = FC_MAGIC_MODULE;
+    pthread_mutex_lock(&lock);
+    mod->next = modules;
+    modules = mod;
+    pthread_mutex_unlock(&lock);
     *m = mod;
     return CUDA_SUCCESS;
+}
+
+/* A module of the current context (cuModuleLoad*): the context's reset
+ * unloads it. (A library's module, fc_module_new alone, is the library's:
+ * it stays.) */
+static CUresult module_load(CUmodule *m)
+{
+    CUresult r = fc_module_new(m);
+    if (r != CUDA_SUCCESS)
+        return r;
+    struct CUctx_st *c;
+    fc_current_ctx(&c); /* fc_module_new found one */
+    pthread_mutex_lock(&lock);
+    (*m)->ctx = c;
+    pthread_mutex_unlock(&lock);
+    return CUDA_SUCCESS;
+}
+
+/* Under lock: m unloaded, its functions dead with it (marked, kept). An
+ * unload then frees m; a reset keeps it, dead, so that a stale handle is
+ * told apart without reading freed memory. */
+static void module_end_locked(struct CUmod_st *m)
+{
+    for (struct CUmod_st **pp = &modules; *pp; pp = &(*pp)->next)
+        if (*pp == m) {
+            *pp = m->next;
+            break;
+        }
+    for (struct fc_modfunc *f = m->funcs; f; f = f->next)
+        f->f.magic = 0;
+    m->magic = 0;
+}
+
+/* A reset unloads the context's modules. */
+void fc_ctx_end_modules(struct CUctx_st *ctx)
+{
+    pthread_mutex_lock(&lock);
+    for (struct CUmod_st *m = modules, *next; m; m = next) {
+        next = m->next;
+        if (m->ctx == ctx)
+            module_end_locked(m);
+    }
+    pthread_mutex_unlock(&lock);
 }
 
 FC_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image)
@@ -83,7 +147,7 @@ FC_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image)
     FC_FAULT(cuModuleLoadData);
     if (!image)
         return CUDA_ERROR_INVALID_VALUE;
-    return fc_module_new(module);
+    return module_load(module);
 }
 
 FC_EXPORT CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int n,
@@ -96,7 +160,7 @@ FC_EXPORT CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsig
     /* Not through cuModuleLoadData: that would count a call of it too. */
     if (!image)
         return CUDA_ERROR_INVALID_VALUE;
-    return fc_module_new(module);
+    return module_load(module);
 }
 
 FC_EXPORT CUresult cuModuleLoad(CUmodule *module, const char *fname)
@@ -104,12 +168,14 @@ FC_EXPORT CUresult cuModuleLoad(CUmodule *module, const char *fname)
     FC_FAULT(cuModuleLoad);
     if (!fname)
         return CUDA_ERROR_INVALID_VALUE;
-    return fc_module_new(module);
+    return module_load(module);
 }
 
 void fc_module_free(CUmodule m)
 {
-    m->magic = 0;
+    pthread_mutex_lock(&lock);
+    module_end_locked(m);
+    pthread_mutex_unlock(&lock);
     free(m);
 }
 
@@ -121,8 +187,7 @@ FC_EXPORT CUresult cuModuleUnload(CUmodule m)
     CUresult r = fc_capture_unsafe_call();
     if (r != CUDA_SUCCESS)
         return r;
-    m->magic = 0;
-    free(m);
+    fc_module_free(m);
     return CUDA_SUCCESS;
 }
 
@@ -139,7 +204,19 @@ FC_EXPORT CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule m, const char
     struct CUfunc_st *k = fc_kernel_find(name);
     if (!k)
         return CUDA_ERROR_NOT_FOUND;
-    *hfunc = k;
+    pthread_mutex_lock(&lock);
+    struct fc_modfunc *f = m->funcs;
+    while (f && strcmp(f->f.name, name) != 0)
+        f = f->next;
+    if (!f && (f = malloc(sizeof *f))) {
+        f->f = *k;
+        f->next = m->funcs;
+        m->funcs = f;
+    }
+    pthread_mutex_unlock(&lock);
+    if (!f)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *hfunc = &f->f;
     return CUDA_SUCCESS;
 }
 
@@ -154,9 +231,19 @@ struct CUfunc_st *fc_kernel_find(const char *name)
     return k;
 }
 
+/* A registered kernel (what a CUkernel names), or a function of a loaded
+ * module (only pointers compared: a dead one's memory is not read). */
 static bool func_valid(CUfunction f)
 {
-    return f >= &kernels[0] && f < &kernels[MAX_KERNELS] && f->magic == FC_MAGIC_FUNC;
+    if (f >= &kernels[0] && f < &kernels[MAX_KERNELS])
+        return f->magic == FC_MAGIC_FUNC;
+    bool ok = false;
+    pthread_mutex_lock(&lock);
+    for (struct CUmod_st *m = modules; m && !ok; m = m->next)
+        for (struct fc_modfunc *x = m->funcs; x && !ok; x = x->next)
+            ok = f == &x->f;
+    pthread_mutex_unlock(&lock);
+    return ok;
 }
 
 bool fc_func_valid(CUfunction f)

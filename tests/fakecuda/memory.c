@@ -89,6 +89,54 @@ CUresult fc_alloc_device(size_t size, enum fc_region_kind kind, struct fc_mempoo
     return r;
 }
 
+/* cuMemAlloc-class memory: an object of the context c, which a reset of
+ * it destroys (fc_ctx_free_memory). */
+static CUresult ctx_alloc(struct CUctx_st *c, size_t size, enum fc_region_kind kind,
+                          CUdeviceptr *dptr)
+{
+    CUresult r = fc_alloc_device(size, kind, NULL, c->dev, dptr);
+    if (r == CUDA_SUCCESS) {
+        pthread_mutex_lock(&fc_lock);
+        fc_region_find((uintptr_t)*dptr)->ctx = c;
+        pthread_mutex_unlock(&fc_lock);
+    }
+    return r;
+}
+
+static bool of_ctx(struct fc_region *r, void *arg)
+{
+    struct fc_region **found = arg;
+    /* one being freed is left to its cuMemFree */
+    if ((r->kind == FC_DEVICE || r->kind == FC_MANAGED) && r->ctx == (*found)->ctx && !r->freeing) {
+        *found = r;
+        return false;
+    }
+    return true;
+}
+
+/* cuDevicePrimaryCtxReset: "Destroy all allocations". Each leaves the
+ * registry (the driver no longer knows its address: copies, frees and
+ * attribute queries answer as for unknown memory) and the device's charge.
+ * Its pages are emptied but stay mapped: a test that still touches one
+ * through a raw pointer reads zeros (the data is lost, as on a GPU) instead
+ * of dying of SIGSEGV, and the address is never handed out again. */
+void fc_ctx_free_memory(struct CUctx_st *ctx)
+{
+    pthread_mutex_lock(&fc_lock);
+    for (;;) {
+        struct fc_region key = {.ctx = ctx}, *found = &key;
+        fc_region_each_in(0, UINTPTR_MAX, of_ctx, &found);
+        if (found == &key)
+            break;
+        void *p = (void *)found->base;
+        size_t size = found->size;
+        fc_device_uncharge(found->dev, found->charged);
+        fc_region_remove(found);
+        madvise(p, fc_page_round(size), MADV_DONTNEED);
+    }
+    pthread_mutex_unlock(&fc_lock);
+}
+
 FC_EXPORT CUresult cuMemAlloc(CUdeviceptr *dptr, size_t bytesize)
 {
     FC_FAULT(cuMemAlloc);
@@ -98,7 +146,7 @@ FC_EXPORT CUresult cuMemAlloc(CUdeviceptr *dptr, size_t bytesize)
         r = fc_capture_unsafe_call();
     if (r != CUDA_SUCCESS)
         return r;
-    return fc_alloc_device(bytesize, FC_DEVICE, NULL, c->dev, dptr);
+    return ctx_alloc(c, bytesize, FC_DEVICE, dptr);
 }
 
 FC_EXPORT CUresult cuMemAllocPitch(CUdeviceptr *dptr, size_t *pitch, size_t width,
@@ -115,7 +163,7 @@ FC_EXPORT CUresult cuMemAllocPitch(CUdeviceptr *dptr, size_t *pitch, size_t widt
     if ((r = fc_capture_unsafe_call()) != CUDA_SUCCESS)
         return r;
     size_t p = (width + 511) & ~(size_t)511; /* the driver's texture pitch alignment */
-    r = fc_alloc_device(p * height, FC_DEVICE, NULL, c->dev, dptr);
+    r = ctx_alloc(c, p * height, FC_DEVICE, dptr);
     if (r == CUDA_SUCCESS)
         *pitch = p;
     return r;
@@ -132,7 +180,7 @@ FC_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigne
         return CUDA_ERROR_INVALID_VALUE;
     if ((r = fc_capture_unsafe_call()) != CUDA_SUCCESS)
         return r;
-    return fc_alloc_device(bytesize, FC_MANAGED, NULL, c->dev, dptr);
+    return ctx_alloc(c, bytesize, FC_MANAGED, dptr);
 }
 
 FC_EXPORT CUresult cuMemFree(CUdeviceptr dptr)

@@ -291,8 +291,14 @@ static struct CUstream_st *per_thread_of(struct CUctx_st *ctx)
 {
     int free_slot = -1;
     for (int i = 0; i < PT_MAX; i++) {
-        if (per_thread[i].ctx == ctx)
-            return per_thread[i].s;
+        if (per_thread[i].ctx == ctx) {
+            pthread_mutex_lock(&lock);
+            bool gone = per_thread[i].s->destroyed; /* its context was reset */
+            pthread_mutex_unlock(&lock);
+            if (!gone)
+                return per_thread[i].s;
+            per_thread[i].ctx = NULL;
+        }
         if (!per_thread[i].ctx && free_slot < 0)
             free_slot = i;
     }
@@ -452,6 +458,37 @@ void fc_ctx_drain(struct CUctx_st *ctx)
 void fc_device_drain(int dev)
 {
     drain_where(NULL, dev);
+}
+
+/* A primary context's reset: its streams (user, legacy, per-thread) and
+ * events are destroyed; the legacy and per-thread streams are made anew on
+ * next use. The context's work is finished, so each worker exits at once. */
+void fc_ctx_end_streams(struct CUctx_st *ctx)
+{
+    struct CUevent_st *gone = NULL;
+    pthread_mutex_lock(&lock);
+    for (struct CUstream_st *s = streams; s; s = s->next)
+        if (s->ctx == ctx)
+            s->destroyed = true;
+    ctx->legacy = NULL;
+    for (struct CUevent_st **pp = &events; *pp;) {
+        struct CUevent_st *e = *pp;
+        if (e->ctx == ctx) {
+            *pp = e->next;
+            e->next = gone;
+            gone = e;
+        } else {
+            pp = &e->next;
+        }
+    }
+    pthread_cond_broadcast(&progress);
+    pthread_mutex_unlock(&lock);
+    while (gone) {
+        struct CUevent_st *e = gone;
+        gone = e->next;
+        fc_capture_event_forget(e);
+        free(e);
+    }
 }
 
 /* ---- the stream API ---- */

@@ -215,6 +215,82 @@ START_TEST(last_primary_release_finishes_the_contexts_work)
 }
 END_TEST
 
+/* cuDevicePrimaryCtxReset: "Destroy all allocations and reset all state on
+ * the primary context. Explicitly destroys and cleans up all resources
+ * associated with the current device in the current process." What was
+ * made in the context before the reset is gone after it (asked with the
+ * context retained anew, as a program that goes on does): the driver no
+ * longer knows the allocation's address, nor the stream, event, module or
+ * the module's function. Memory allocated after the next retain works. */
+static void expect_context_objects_gone(void (*end)(void))
+{
+    CU_OK(cuInit(0));
+    CUcontext c;
+    CU_OK(cuDevicePrimaryCtxRetain(&c, 0));
+    CU_OK(cuCtxSetCurrent(c));
+    struct test_kernels k;
+    kernels_load(&k);
+    CUdeviceptr p;
+    CU_OK(cuMemAlloc(&p, MiB));
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUevent e;
+    CU_OK(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+    CU_OK(launch_u32(k.fill_u32, p, 7, MiB / 4, s));
+    CU_OK(cuEventRecord(e, s));
+    end();
+
+    CU_OK(cuDevicePrimaryCtxRetain(&c, 0));
+    CU_OK(cuCtxSetCurrent(c));
+    CUdeviceptr q0;
+    CU_OK(cuMemAlloc(&q0, 4096));
+    CUcontext owner = NULL;
+    CU_ERR(cuPointerGetAttribute(&owner, CU_POINTER_ATTRIBUTE_CONTEXT, p), CUDA_ERROR_INVALID_VALUE);
+    CUdeviceptr base;
+    size_t size;
+    CU_ERR(cuMemGetAddressRange(&base, &size, p), CUDA_ERROR_NOT_FOUND);
+    CU_ERR(cuMemFree(p), CUDA_ERROR_INVALID_VALUE);
+    CU_ERR(cuStreamQuery(s), CUDA_ERROR_INVALID_HANDLE);
+    CU_ERR(cuEventQuery(e), CUDA_ERROR_INVALID_HANDLE);
+    CUfunction f;
+    CU_ERR(cuModuleGetFunction(&f, k.module, "fill_u32"), CUDA_ERROR_INVALID_HANDLE);
+    CU_ERR(launch_u32(k.fill_u32, q0, 1, 1, NULL), CUDA_ERROR_INVALID_HANDLE);
+
+    CUdeviceptr q;
+    CU_OK(cuMemAlloc(&q, MiB));
+    CU_OK(cuMemGetAddressRange(&base, &size, q));
+    ck_assert_uint_eq(base, q);
+    CU_OK(cuMemsetD32(q, 9, MiB / 4));
+    expect_u32(q, 9, MiB / 4);
+    CU_OK(cuMemFree(q));
+    CU_OK(cuMemFree(q0));
+    CU_OK(cuDevicePrimaryCtxRelease(0));
+}
+
+static void reset_device0(void)
+{
+    CU_OK(cuDevicePrimaryCtxReset(0));
+}
+
+static void release_device0(void)
+{
+    CU_OK(cuDevicePrimaryCtxRelease(0));
+}
+
+START_TEST(primary_reset_destroys_the_contexts_objects)
+{
+    expect_context_objects_gone(reset_device0);
+}
+END_TEST
+
+/* "The context is automatically reset once the last reference to it is
+ * released": the same as above. */
+START_TEST(last_primary_release_destroys_the_contexts_objects)
+{
+    expect_context_objects_gone(release_device0);
+}
+END_TEST
+
 START_TEST(created_contexts_stack)
 {
     CU_OK(cuInit(0));
@@ -304,6 +380,8 @@ Suite *test_suite(void)
     tcase_add_test(tc, primary_release_needs_a_retain);
     tcase_add_test(tc, primary_reset_keeps_the_retains);
     tcase_add_test(tc, last_primary_release_finishes_the_contexts_work);
+    tcase_add_test(tc, primary_reset_destroys_the_contexts_objects);
+    tcase_add_test(tc, last_primary_release_destroys_the_contexts_objects);
     tcase_add_test(tc, created_contexts_stack);
     tcase_add_test(tc, error_strings);
     tcase_add_test(tc, peer_access_needs_two_devices);
