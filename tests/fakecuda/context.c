@@ -233,6 +233,7 @@ FC_EXPORT CUresult cuCtxDestroy(CUcontext ctx)
     if (!ctx || !fc_ctx_valid(ctx) || ctx->is_primary)
         return CUDA_ERROR_INVALID_CONTEXT;
     fc_ctx_drain(ctx);
+    fc_ctx_end_modules(ctx); /* its modules die with it, as at a primary reset */
     pthread_mutex_lock(&fc_lock);
     ctx->destroyed = true;
     pthread_mutex_unlock(&fc_lock);

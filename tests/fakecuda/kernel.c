@@ -72,12 +72,16 @@ struct CUfunc_st *fc_kernel_at(unsigned i)
 }
 
 /* A module's function: its own handle, a copy of the registered kernel
- * made at cuModuleGetFunction, valid while the module is loaded. Never
- * freed: launches queued or captured before an unload still read it. */
+ * made at cuModuleGetFunction, valid while the module is loaded. A dead
+ * one's memory is never freed (a launch queued or captured before the
+ * unload still reads it) but handed out again, newest first, to the next
+ * module's function, as the driver reuses a dead function's handle. */
 struct fc_modfunc {
     struct CUfunc_st f; /* first: the CUfunction points here */
     struct fc_modfunc *next;
 };
+
+static struct fc_modfunc *spare; /* dead functions, under lock */
 
 CUresult fc_module_new(CUmodule *m)
 {
@@ -125,8 +129,13 @@ static void module_end_locked(struct CUmod_st *m)
             *pp = m->next;
             break;
         }
-    for (struct fc_modfunc *f = m->funcs; f; f = f->next)
+    while (m->funcs) {
+        struct fc_modfunc *f = m->funcs;
+        m->funcs = f->next;
         f->f.magic = 0;
+        f->next = spare;
+        spare = f;
+    }
     m->magic = 0;
 }
 
@@ -208,7 +217,14 @@ FC_EXPORT CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule m, const char
     struct fc_modfunc *f = m->funcs;
     while (f && strcmp(f->f.name, name) != 0)
         f = f->next;
-    if (!f && (f = malloc(sizeof *f))) {
+    bool fresh = !f;
+    if (fresh && spare) {
+        f = spare;
+        spare = f->next;
+    } else if (fresh) {
+        f = malloc(sizeof *f);
+    }
+    if (fresh && f) {
         f->f = *k;
         f->next = m->funcs;
         m->funcs = f;

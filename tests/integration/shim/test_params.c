@@ -58,8 +58,8 @@ static void launch_one_word_at_a_page_end(CUfunction f)
 }
 
 /* cuCtxDestroy unloads the context's modules: a function of a later module
- * may get the dead one's handle (fakecuda hands out the same address for
- * a name registered again), and must be scanned by its own layout, not the
+ * may get the dead one's handle (fakecuda hands a dead function's handle to
+ * the next module's function, newest first), and must be scanned by its own layout, not the
  * one cached for the dead function (two 8-byte parameters where it takes
  * one of 4 bytes: the scan would read past both). */
 START_TEST(a_function_at_a_destroyed_contexts_handle_is_scanned_by_its_own_layout)
