@@ -404,6 +404,17 @@ void sw_freeq_forget_stream(sw_device *d, CUstream stream)
     pthread_mutex_unlock(&q->lock);
 }
 
+void sw_freeq_forget_events(sw_device *d)
+{
+    for (int i = 0; i < SW_FREEQ_SHARDS; i++) {
+        sw_freeq_shard *q = &d->q.shard[i];
+        pthread_mutex_lock(&q->lock);
+        atomic_fetch_sub_explicit(&d->c.events, q->nevents, memory_order_relaxed);
+        q->nevents = 0;
+        pthread_mutex_unlock(&q->lock);
+    }
+}
+
 void sw_stream_destroyed(sw_policy *p, int dev, CUstream stream)
 {
     sw_device *d = sw_dev(p, dev);

@@ -88,5 +88,8 @@ CUresult sw_sync_and_collect(sw_device *d, uint64_t *by);
 /* The sync alone: what it covers stays queued (sw_freeq_take_covered). */
 CUresult sw_sync_point(sw_device *d, uint64_t *by);
 void sw_freeq_forget_stream(sw_device *d, CUstream stream);
+/* The idle events (made in a context that a reset destroyed): forgotten,
+ * never destroyed (their handles are dead). */
+void sw_freeq_forget_events(sw_device *d);
 
 #endif

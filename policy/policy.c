@@ -85,6 +85,22 @@ static void unstick_all(sw_device *d)
     }
 }
 
+void sw_context_reset(sw_policy *p, int dev)
+{
+    sw_device *d = sw_dev(p, dev);
+    if (!d)
+        return;
+    sw_freeq_collect(d, false); /* their events go idle, then are forgotten */
+    sw_freeq_forget_events(d);
+    sw_dev_lock(d);
+    for (int i = 0; i < 2; i++)
+        if (d->mover[i]) {
+            d->mover[i] = NULL;
+            atomic_fetch_sub_explicit(&d->c.streams, 1, memory_order_relaxed);
+        }
+    sw_dev_unlock(d);
+}
+
 /* Frees what sw_device_init built, in reverse; first error wins. */
 static CUresult device_teardown(sw_device *d)
 {

@@ -144,6 +144,13 @@ size_t sw_collect(sw_policy *p, int dev);
 /* cuStreamDestroy: blocks freed on stream lose their same-stream reuse (a new
  * stream may get the same handle value). */
 void sw_stream_destroyed(sw_policy *p, int dev, CUstream stream);
+/* cuDevicePrimaryCtxReset of dev, after its sw_sync_end (the reset finished
+ * every piece of work: it is a sync point): the streams and events the
+ * pool made in that context died with it. The pending frees are released,
+ * the device's mover streams and idle events forgotten (never destroyed:
+ * dead handles, which the driver may hand out again), made anew on next
+ * use. Call with no policy lock held. */
+void sw_context_reset(sw_policy *p, int dev);
 
 /* ---- lookups (cuMemGetAddressRange, cuPointerGetAttribute(s)) ----------
  * True when ptr lies in a spillway arena or a page spillway mapped for the

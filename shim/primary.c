@@ -22,6 +22,7 @@
 #include "shim/handler.h"
 #include "shim/log.h"
 #include "shim/param_scan.h"
+#include "shim/pool_setup.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -111,14 +112,41 @@ CUresult spw_h_primary_ctx_release_v1(CUdevice dev)
     return release(real, dev);
 }
 
+/* A reset also destroys the streams and events spillway's pool made in
+ * the context (spill's mover streams, the free queue's events): without
+ * forgetting them, every later move of the device would name a dead
+ * stream, and a program that resets between phases (cudaDeviceReset:
+ * CUDA samples, test suites) could never allocate past the device's
+ * pages again (CUDA_ERROR_INVALID_HANDLE). The reset finishes the
+ * context's work first, so it is a sync point of the device where a
+ * cuCtxSynchronize of the primary context is one. (A release is never the last on a device whose
+ * pool spillway holds a reference to.) */
+static CUresult reset(CUresult (*real)(CUdevice), CUdevice dev)
+{
+    sw_policy *p = spw_pool_policy();
+    bool pool = p && !spw_disabled() && dev >= 0 && dev < SW_MAX_DEVICES &&
+                spw_pool_serves((int)dev) && spw_backend_primary_known((int)dev);
+    /* As for cuCtxSynchronize (sync.c): not while contexts the program
+     * created have work on the device (the reset ends only the primary's). */
+    bool sync_point = pool && !spw_contexts_kept((int)dev);
+    uint64_t ticket = sync_point ? sw_sync_begin(p, (int)dev) : 0;
+    CUresult r = primary_end(real, dev);
+    if (pool && r == CUDA_SUCCESS) {
+        if (sync_point)
+            sw_sync_end(p, (int)dev, ticket);
+        sw_context_reset(p, (int)dev);
+    }
+    return r;
+}
+
 CUresult spw_h_primary_ctx_reset(CUdevice dev)
 {
     SPW_REAL_OR_RETURN(real, spw_h_primary_ctx_reset);
-    return primary_end(real, dev);
+    return reset(real, dev);
 }
 
 CUresult spw_h_primary_ctx_reset_v1(CUdevice dev)
 {
     SPW_REAL_OR_RETURN(real, spw_h_primary_ctx_reset_v1);
-    return primary_end(real, dev);
+    return reset(real, dev);
 }

@@ -474,6 +474,34 @@ START_TEST(launches_race_spill_and_fill)
 }
 END_TEST
 
+/* cudaDeviceReset between phases (CUDA samples, test suites): phase one
+ * spills and frees everything, the program resets the device, retains it
+ * again and runs phase two past the limit, which spills and fills again.
+ * The reset destroyed the streams and events spillway had made in the
+ * primary context for its moves: they must be made anew, not named dead
+ * (CUDA_ERROR_INVALID_HANDLE from every allocation past the device's
+ * pages, for good). */
+START_TEST(a_reset_between_phases)
+{
+    setup();
+    CUdeviceptr a = filled(48 * MiB, 1);
+    CUdeviceptr b = filled(48 * MiB, 2);
+    ck_assert_uint_gt(stat_of(SPW_C_SPILLED), 0);
+    CU_OK(cuMemFree(a));
+    CU_OK(cuMemFree(b));
+    CU_OK(cuCtxSynchronize());
+    CU_OK(cuDevicePrimaryCtxReset(0));
+    CU_OK(cuDevicePrimaryCtxRelease(0));
+    setup();
+    a = filled(48 * MiB, 3);
+    b = filled(48 * MiB, 4);
+    expect_pattern(a, 48 * MiB, 3, "a after the reset");
+    expect_pattern(b, 48 * MiB, 4, "b after the reset");
+    CU_OK(cuMemFree(a));
+    CU_OK(cuMemFree(b));
+}
+END_TEST
+
 /* ---- (c) SPILLWAY_SPILL=0: the byte cap as before -------------------------- */
 
 START_TEST(spill_off_refuses_past_the_limit)
@@ -557,6 +585,7 @@ Suite *test_suite(void)
         tcase_add_test(tc, cooperative_kernel_fill);
         tcase_add_test(tc, passthrough_counts_resident_bytes);
         tcase_add_test(tc, launches_race_spill_and_fill);
+        tcase_add_test(tc, a_reset_between_phases);
         suite_add_tcase(s, tc);
     } else if (strcmp(only, "off") == 0) {
         tc = tcase_create("off");
