@@ -9,7 +9,10 @@
  * allocation and no queued or running launch uses; a later launch maps it
  * again. Allocations are never backed by the same bytes at once (the
  * driver may overlap those whose lifetimes do not: fakecuda's figures are
- * an upper bound of the driver's, never under). */
+ * an upper bound of the driver's, never under). USED_MEM_CURRENT is "the
+ * amount of physical memory currently mapped by at least one graph"
+ * (programming guide): an allocation's memory stays mapped after its free,
+ * until a trim unmaps it, so it does not follow the allocations' lives. */
 #include "tests/fakecuda/internal.h"
 
 static struct fc_gmem *all; /* under fc_lock */
@@ -30,17 +33,7 @@ void fc_gmem_list_locked(struct fc_gmem *m, bool add)
 
 void fc_gmem_live_locked(struct fc_gmem *m, bool live)
 {
-    if (m->live == live)
-        return;
-    struct fc_device *d = &fc_devices[m->dev];
-    m->live = live;
-    if (live) {
-        d->gm_used += m->size;
-        if (d->gm_used > d->gm_used_high)
-            d->gm_used_high = d->gm_used;
-    } else {
-        d->gm_used -= m->size;
-    }
+    m->live = live; /* a live allocation keeps its memory through a trim */
 }
 
 static CUresult map_one(struct fc_gmem *m)
@@ -57,6 +50,8 @@ static CUresult map_one(struct fc_gmem *m)
     if (d->gm_reserved > d->gm_reserved_high)
         d->gm_reserved_high = d->gm_reserved;
     d->gm_mapped += m->size;
+    if (d->gm_mapped > d->gm_used_high)
+        d->gm_used_high = d->gm_mapped;
     m->mapped = true;
     return CUDA_SUCCESS;
 }
@@ -105,7 +100,7 @@ FC_EXPORT CUresult cuDeviceGetGraphMemAttribute(CUdevice dev, CUgraphMem_attribu
     pthread_mutex_lock(&fc_lock);
     struct fc_device *d = &fc_devices[dev];
     switch (attr) {
-    case CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT: *(cuuint64_t *)value = d->gm_used; break;
+    case CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT: *(cuuint64_t *)value = d->gm_mapped; break;
     case CU_GRAPH_MEM_ATTR_USED_MEM_HIGH: *(cuuint64_t *)value = d->gm_used_high; break;
     case CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT: *(cuuint64_t *)value = d->gm_reserved; break;
     case CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH: *(cuuint64_t *)value = d->gm_reserved_high; break;
@@ -128,7 +123,7 @@ FC_EXPORT CUresult cuDeviceSetGraphMemAttribute(CUdevice dev, CUgraphMem_attribu
     pthread_mutex_lock(&fc_lock);
     struct fc_device *d = &fc_devices[dev];
     if (attr == CU_GRAPH_MEM_ATTR_USED_MEM_HIGH)
-        d->gm_used_high = d->gm_used;
+        d->gm_used_high = d->gm_mapped;
     else if (attr == CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH)
         d->gm_reserved_high = d->gm_reserved;
     else

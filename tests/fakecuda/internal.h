@@ -44,7 +44,7 @@ struct fc_device {
     /* The graph memory pool (graph_mem.c), under fc_lock: physical memory
      * reserved for graph allocations (charged in used), the part of it
      * mapped to graph allocations, the bytes of graph allocations live. */
-    size_t gm_reserved, gm_reserved_high, gm_mapped, gm_used, gm_used_high;
+    size_t gm_reserved, gm_reserved_high, gm_mapped, gm_used_high;
     bool peer_enabled[FC_MAX_DEVICES];
 };
 
