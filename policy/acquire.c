@@ -11,7 +11,8 @@
  *      lives partly on the host; fill brings it back when room appears);
  *      also at once when the device cannot be quiesced in time (busy,
  *      stream capture): a new range's pages can be mapped under running
- *      work, existing pages cannot be moved,
+ *      work, existing pages cannot be moved; and without waiting at all
+ *      while a sync an earlier wait gave up on still runs (sw_back_off),
  * and refuses with the reason of the last step that ran dry.
  *
  * The range was carved before any of this, so its VA is the caller's
@@ -95,6 +96,11 @@ CUresult sw_acquire(sw_device *d, sw_ext *e, bool synced, uint64_t *by, sw_oom_r
     CUresult r = map_locked(d, va, n, false, &missing, why);
     if (r != CUDA_SUCCESS || !missing)
         return r;
+    /* Host pages can back the rest: a device still busy since an earlier
+     * allocation's wait timed out is not waited for again (its sync and
+     * quiesce below find the patience spent). */
+    if (d->cfg.spill)
+        sw_back_off(d, by);
     if (!synced && sw_freeq_pending(d, NULL)) {
         r = sw_sync_and_collect(d, by);
         if (r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY)
@@ -189,6 +195,8 @@ CUresult sw_acquire_pages(sw_device *d, size_t n, CUmemGenericAllocationHandle *
     if (r != CUDA_ERROR_OUT_OF_MEMORY)
         return r;
     uint64_t by = 0; /* one patience for the sync and the spill together */
+    if (d->cfg.spill)
+        sw_back_off(d, &by); /* host pages can back it: as sw_acquire */
     if (sw_freeq_pending(d, NULL)) {
         r = sw_sync_and_collect(d, &by);
         if (r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY)

@@ -111,8 +111,10 @@ static CUresult carve_mapped(sw_device *d, shape sh, uint32_t bucket, size_t siz
     if (!pending || (pending < d->cfg.sync_batch && npend < SW_SYNC_BATCH_FREES &&
                      pool_free_locked(d) >= need))
         return CUDA_ERROR_OUT_OF_MEMORY;
-    /* Tried once per allocation: a busy device is not asked again. */
+    /* Tried once per allocation: a busy device is not asked again, nor
+     * waited for at all while its sync is overdue. */
     *synced = true;
+    sw_back_off(d, by);
     r = sw_sync_point(d, by);
     if (r == CUDA_ERROR_NOT_READY)
         return CUDA_ERROR_OUT_OF_MEMORY;

@@ -95,6 +95,7 @@ CUresult sw_get_counters(sw_policy *p, int dev, sw_counters *out)
     out->streams = atomic_load(&c->streams);
     out->events = atomic_load(&c->events);
     out->wait_timeouts = atomic_load(&c->wait_timeouts);
+    out->backoffs = atomic_load(&c->backoffs);
     for (int i = 0; i < SW_OOM_NREASONS; i++)
         out->ooms_by[i] = atomic_load(&c->oom[i]);
     return CUDA_SUCCESS;

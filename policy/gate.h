@@ -58,6 +58,9 @@ typedef struct sw_syncer {
     uint64_t asked, done; /* generations */
     CUresult result;      /* of the sync that answered `done` */
     bool running, busy, stop;
+    /* The newest generation an asker stopped waiting for (0: none): until
+     * a sync answers it, the device is overdue (sw_policy.overdue). */
+    uint64_t overdue;
     pthread_t thread;
     /* Askers' own contexts (backend sync_token) the next sync covers too. */
     void *tokens[SW_SYNC_TOKENS];
@@ -84,5 +87,17 @@ uint64_t sw_deadline(const sw_device *d);
  * busy waits one patience in all, not one each. by NULL: a deadline of the
  * call's own (an operation that waits once). Returns the deadline. */
 uint64_t sw_deadline_of(const sw_device *d, uint64_t *by);
+/* A deadline long past: an operation whose *by it is waits no more. */
+#define SW_SPENT 1u
+/* The back-off from a device that stays busy (a kernel running longer than
+ * the patience, a stream waiting on the host): an operation that can do
+ * without the device (an allocation that host pages can back) and has not
+ * waited yet does not wait at all while a sync of a device it would wait
+ * for (sw_reach) is still running after an earlier wait gave up on it:
+ * *by becomes SW_SPENT (counted in backoffs) and true is returned. Without
+ * it each allocation past the limit would wait a whole patience of its
+ * own. Ends when that sync ends. Only where the relaxed load of
+ * sw_policy.overdue finds a bit set does it take the device lock. */
+bool sw_back_off(sw_device *d, uint64_t *by);
 
 #endif

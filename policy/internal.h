@@ -97,6 +97,7 @@ typedef struct sw_dev_counters {
     _Atomic uint64_t spill_ns, fill_ns; /* moving, each way (sw_move_pages) */
     _Atomic uint64_t host_creates_waited; /* host pages created on a caller's path */
     _Atomic uint64_t wait_timeouts;   /* waits for this device that hit their deadline */
+    _Atomic uint64_t backoffs;        /* operations that did not wait: a sync overdue */
     _Atomic uint64_t streams, events; /* the pool's own, alive */
     /* Device pages out of the pool after refused driver calls, bytes: lost
      * (kept for good), stranded or stuck at a scratch slot (until the
@@ -553,6 +554,11 @@ struct sw_policy {
     /* Each device's syncer, as its gate: a device without a pool (a peer
      * given access to a pool's pages) runs work a move must wait for too. */
     sw_syncer syncer[SW_MAX_DEVICES];
+    /* Bit i: device i's syncer runs (or has yet to run) a sync an asker
+     * gave up waiting for. Set by that asker and cleared by the syncer once
+     * a sync answers it, both under the syncer's mutex; read lock-free by
+     * operations about to wait for the device (sw_back_off). */
+    _Atomic uint64_t overdue;
     /* The host-page reserve's thread (reserve.c) and the devices it should
      * look at. */
     pthread_mutex_t reserve_lock;

@@ -402,6 +402,10 @@ typedef struct sw_counters {
     /* Waits for this device (its work gate, its sync) that ran into their
      * deadline: the device was busy and a caller went on without it. */
     uint64_t wait_timeouts;
+    /* Operations that could do without the device (an allocation that host
+     * pages can back) and did not wait at all: a sync of a device they
+     * would wait for was still overdue from an earlier wait's timeout. */
+    uint64_t backoffs;
     uint64_t passthrough_count[SW_PT_NREASONS];
     uint64_t passthrough_bytes[SW_PT_NREASONS];
 } sw_counters;

@@ -30,6 +30,23 @@ void sw_note_work(sw_policy *p, int dev, int runs_on)
         atomic_fetch_or(w, bit);
 }
 
+bool sw_back_off(sw_device *d, uint64_t *by)
+{
+    uint64_t overdue = atomic_load_explicit(&d->pol->overdue, memory_order_relaxed);
+    /* An operation that waited already has its deadline (*by): it goes by
+     * that, and is not counted twice. */
+    if (!overdue || !by || *by)
+        return false;
+    sw_dev_lock(d);
+    uint64_t reach = sw_reach(d);
+    sw_dev_unlock(d);
+    if (!(overdue & reach))
+        return false;
+    *by = SW_SPENT;
+    atomic_fetch_add_explicit(&d->c.backoffs, 1, memory_order_relaxed);
+    return true;
+}
+
 /* Syncs every device of mask, with a pool or without one (a peer the
  * program never allocated on through spillway still reads our pages);
  * NOT_READY when one cannot be had in time. */

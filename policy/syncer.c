@@ -17,6 +17,28 @@
 
 #include "policy/internal.h"
 
+/* The device's overdue bit (sw_policy.overdue), set and cleared only under
+ * s->m: the mutex orders them, so a clear never undoes a later set. Relaxed:
+ * the bit publishes no data, it only tells an operation that could do
+ * without the device not to wait for it (sw_back_off). A stale set bit
+ * makes one more allocation take host pages, a stale clear makes one wait
+ * a patience as before: neither moves a page, and every move still closes
+ * the gates and syncs (sw_quiesce). */
+static void set_overdue(sw_syncer *s, uint64_t gen)
+{
+    if (s->done >= gen)
+        return; /* answered as the wait timed out */
+    if (gen > s->overdue)
+        s->overdue = gen;
+    atomic_fetch_or_explicit(&s->pol->overdue, 1ull << s->dev, memory_order_relaxed);
+}
+
+static void clear_overdue(sw_syncer *s)
+{
+    s->overdue = 0;
+    atomic_fetch_and_explicit(&s->pol->overdue, ~(1ull << s->dev), memory_order_relaxed);
+}
+
 static void *syncer_main(void *arg)
 {
     sw_syncer *s = arg;
@@ -67,9 +89,13 @@ static void *syncer_main(void *arg)
         s->busy = false;
         s->done = gen;
         s->result = r;
+        if (s->overdue && s->overdue <= gen)
+            clear_overdue(s);
         pthread_cond_broadcast(&s->answered);
     }
     s->running = false;
+    if (s->overdue)
+        clear_overdue(s);
     pthread_cond_broadcast(&s->answered);
     pthread_mutex_unlock(&s->m);
     return NULL;
@@ -128,6 +154,7 @@ static CUresult syncer_wait(sw_syncer *s, uint64_t deadline_ns)
         if (deadline_ns == UINT64_MAX) {
             pthread_cond_wait(&s->answered, &s->m);
         } else if (pthread_cond_timedwait(&s->answered, &s->m, &ts)) {
+            set_overdue(s, mine);
             pthread_mutex_unlock(&s->m);
             atomic_fetch_add_explicit(&s->pol->dev[s->dev].c.wait_timeouts, 1, memory_order_relaxed);
             return CUDA_ERROR_NOT_READY;
