@@ -48,6 +48,31 @@ static size_t spill_ahead(sw_device *d, CUdeviceptr lo, CUdeviceptr hi)
     return sw_spill_coldest(d, d->low_water - have, lo, hi, UINT32_MAX, &err);
 }
 
+/* Whether err, why a spill stopped short, is the driver refusing a step
+ * (OUT_OF_MEMORY is not: the host limit, which the host pages that follow
+ * run into too). */
+static bool refused(CUresult err)
+{
+    return err != CUDA_SUCCESS && err != CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+/* A spill step the driver refused: its move was undone (the bytes stay
+ * where they were, residency.c), so the allocation goes on with host pages
+ * as when nothing more can move, and no other spill is tried. Returning
+ * the driver's code instead would end the job: PyTorch's caching allocator
+ * and XLA's BFC retry or report OUT_OF_MEMORY only. An error that ends the
+ * context is the program's to see. */
+static CUresult spill_refused(sw_device *d, CUresult err)
+{
+    if (sw_error_ends_context(err))
+        return err;
+    atomic_fetch_add_explicit(&d->c.spill_faults, 1, memory_order_relaxed);
+    const sw_backend *be = &d->pol->be;
+    if (be->spill_refused)
+        be->spill_refused(be->ctx, d->id, err);
+    return CUDA_SUCCESS;
+}
+
 /* One spill event per quiesce that moved anything. */
 static void count_event(sw_device *d, size_t moved)
 {
@@ -68,20 +93,23 @@ static CUresult spill_for(sw_device *d, CUdeviceptr va, size_t n, uint64_t *by, 
         return r;
     r = sw_pages_map(d, va, n, false, missing, why);
     size_t spilled = 0;
+    bool stop = false; /* a step refused: no more spilling */
     while (r == CUDA_SUCCESS && *missing) {
         CUresult err;
         size_t moved = sw_spill_coldest(d, *missing, va, va + ((CUdeviceptr)n << d->shift), UINT32_MAX,
                                         &err);
         spilled += moved;
-        if (err != CUDA_SUCCESS && err != CUDA_ERROR_OUT_OF_MEMORY)
-            r = err;
-        if (!moved || r != CUDA_SUCCESS)
+        if ((stop = refused(err))) {
+            r = spill_refused(d, err);
+            break; /* what is still missing: host pages, below */
+        }
+        if (!moved)
             break;
         r = sw_pages_map(d, va, n, false, missing, why);
     }
     if (r == CUDA_SUCCESS && *missing)
         r = sw_pages_map(d, va, n, true, missing, why);
-    else if (r == CUDA_SUCCESS)
+    else if (r == CUDA_SUCCESS && !stop)
         spilled += spill_ahead(d, va, va + ((CUdeviceptr)n << d->shift));
     count_event(d, spilled);
     sw_move_end(d, &q);
@@ -166,13 +194,14 @@ static CUresult spill_and_take(sw_device *d, size_t n, uint64_t *by,
     if (r != CUDA_SUCCESS)
         return r;
     size_t have = sw_pool_available(d) + d->ncached, spilled = 0;
+    bool stop = false; /* a step refused: no more spilling */
     while (have < n) {
         CUresult err;
         size_t moved = sw_spill_coldest(d, n - have, 0, 0, UINT32_MAX, &err);
         spilled += moved;
-        if (err != CUDA_SUCCESS && err != CUDA_ERROR_OUT_OF_MEMORY) {
-            r = err;
-            break;
+        if ((stop = refused(err))) {
+            r = spill_refused(d, err);
+            break; /* what is still missing: host pages, in take_n */
         }
         if (!moved)
             break;
@@ -180,7 +209,7 @@ static CUresult spill_and_take(sw_device *d, size_t n, uint64_t *by,
     }
     if (r == CUDA_SUCCESS)
         r = take_n(d, n, true, out, locs, why);
-    if (r == CUDA_SUCCESS)
+    if (r == CUDA_SUCCESS && !stop)
         spilled += spill_ahead(d, 0, 0);
     count_event(d, spilled);
     sw_move_end(d, &q);

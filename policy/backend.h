@@ -111,6 +111,13 @@ typedef struct sw_backend {
      * mode. */
     void (*thread_start)(void *ctx);
 
+    /* A spill the driver refused with err (not OUT_OF_MEMORY, not an
+     * error that ends the context): the move was undone and the allocation
+     * that asked for it goes on with host pages. For the shim to say so
+     * (once); NULL: nothing to do. Quiesced, device lock held: it must not
+     * call back into policy/. */
+    void (*spill_refused)(void *ctx, int dev, CUresult err);
+
     /* Events mark the point of an async free in its stream. event_query
      * returns CUDA_SUCCESS once complete, CUDA_ERROR_NOT_READY before. */
     CUresult (*event_create)(void *ctx, int dev, CUevent *ev);

@@ -96,6 +96,7 @@ CUresult sw_get_counters(sw_policy *p, int dev, sw_counters *out)
     out->events = atomic_load(&c->events);
     out->wait_timeouts = atomic_load(&c->wait_timeouts);
     out->backoffs = atomic_load(&c->backoffs);
+    out->spill_faults = atomic_load(&c->spill_faults);
     for (int i = 0; i < SW_OOM_NREASONS; i++)
         out->ooms_by[i] = atomic_load(&c->oom[i]);
     return CUDA_SUCCESS;

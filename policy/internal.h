@@ -98,6 +98,7 @@ typedef struct sw_dev_counters {
     _Atomic uint64_t host_creates_waited; /* host pages created on a caller's path */
     _Atomic uint64_t wait_timeouts;   /* waits for this device that hit their deadline */
     _Atomic uint64_t backoffs;        /* operations that did not wait: a sync overdue */
+    _Atomic uint64_t spill_faults;    /* spills the driver refused, host pages instead */
     _Atomic uint64_t streams, events; /* the pool's own, alive */
     /* Device pages out of the pool after refused driver calls, bytes: lost
      * (kept for good), stranded or stuck at a scratch slot (until the

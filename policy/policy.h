@@ -81,6 +81,36 @@ CUresult sw_policy_destroy(sw_policy *p);
  * with its own once-per-device lock); devices may be set up concurrently. */
 CUresult sw_device_init(sw_policy *p, int dev, const sw_device_config *cfg);
 bool sw_device_ready(const sw_policy *p, int dev);
+/* Whether r is an error after which the context runs no more work (the
+ * driver's "any further CUDA work will return the same error": the
+ * process must be relaunched): a failed step of spillway's own is then
+ * the program's to see, not one to work around. Inline: the shim's
+ * context list (shim/contexts.c) asks it too, without the policy. */
+static inline bool sw_error_ends_context(CUresult r)
+{
+    switch (r) {
+    case CUDA_ERROR_CONTEXT_IS_DESTROYED:
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_LAUNCH_TIMEOUT:
+    case CUDA_ERROR_ASSERT:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_LAUNCH_FAILED:
+    case CUDA_ERROR_TENSOR_MEMORY_LEAK:
+    case CUDA_ERROR_ECC_UNCORRECTABLE:
+    case CUDA_ERROR_NVLINK_UNCORRECTABLE:
+    case CUDA_ERROR_CONTAINED:
+    case CUDA_ERROR_EXTERNAL_DEVICE:
+    case CUDA_ERROR_MPS_CLIENT_TERMINATED:
+        return true;
+    default:
+        return false;
+    }
+}
+
 size_t sw_page_size(const sw_policy *p); /* granularity (same on all devices) */
 /* What a live allocation of size bytes on dev holds of the pool: its slab
  * slot's size class (up to a quarter of a chunk), else size rounded to the
@@ -406,6 +436,9 @@ typedef struct sw_counters {
      * pages can back) and did not wait at all: a sync of a device they
      * would wait for was still overdue from an earlier wait's timeout. */
     uint64_t backoffs;
+    /* Allocations whose spill the driver refused (the move undone, the
+     * bytes where they were) and that got host pages instead. */
+    uint64_t spill_faults;
     uint64_t passthrough_count[SW_PT_NREASONS];
     uint64_t passthrough_bytes[SW_PT_NREASONS];
 } sw_counters;

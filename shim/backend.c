@@ -472,6 +472,18 @@ static CUresult be_event_destroy(void *ctx, CUevent ev)
     IN_ANY(spw_drv.cuEventDestroy_v2(ev));
 }
 
+/* Said once: each refusal is counted (spill_faults), and a driver that
+ * refuses one move is likely to refuse the next ones too. */
+static void be_spill_refused(void *ctx, int dev, CUresult err)
+{
+    static atomic_int reported;
+    (void)ctx;
+    if (!atomic_exchange_explicit(&reported, 1, memory_order_relaxed))
+        spw_warn("device %d: the driver refused a spill step (error %d): the move was undone and "
+                 "the allocation got pinned host pages instead",
+                 dev, (int)err);
+}
+
 const sw_backend *spw_backend(void)
 {
     static const sw_backend be = {
@@ -493,6 +505,7 @@ const sw_backend *spw_backend(void)
         .stream_destroy = be_stream_destroy,
         .capturing = be_capturing,
         .thread_start = be_thread_start,
+        .spill_refused = be_spill_refused,
         .event_create = be_event_create,
         .event_record = be_event_record,
         .event_create_on = be_event_create_on,

@@ -6,6 +6,7 @@
  * destroyed handle). */
 #include "shim/contexts.h"
 
+#include "policy/policy.h"
 #include "shim/log.h"
 
 #include <pthread.h>
@@ -107,22 +108,7 @@ void spw_contexts_stream_gone(void)
  * no longer a context, or an error that ends the context. */
 static bool ended(CUresult r)
 {
-    switch (r) {
-    case CUDA_ERROR_INVALID_CONTEXT:
-    case CUDA_ERROR_CONTEXT_IS_DESTROYED:
-    case CUDA_ERROR_ILLEGAL_ADDRESS:
-    case CUDA_ERROR_LAUNCH_TIMEOUT:
-    case CUDA_ERROR_ASSERT:
-    case CUDA_ERROR_HARDWARE_STACK_ERROR:
-    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
-    case CUDA_ERROR_MISALIGNED_ADDRESS:
-    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
-    case CUDA_ERROR_INVALID_PC:
-    case CUDA_ERROR_LAUNCH_FAILED:
-        return true;
-    default:
-        return false;
-    }
+    return r == CUDA_ERROR_INVALID_CONTEXT || sw_error_ends_context(r);
 }
 
 CUresult spw_contexts_sync(int dev, CUresult (*sync)(CUcontext))

@@ -568,6 +568,29 @@ START_TEST(host_pages_refused)
 }
 END_TEST
 
+/* ---- (f) the driver refuses every spill copy (spill.sh) ------------------ */
+
+/* Each spill's move undone, bytes where they were: the allocation past the
+ * limit gets pinned host pages instead of the driver's error, which
+ * PyTorch's and XLA's allocators would take as fatal (they handle
+ * OUT_OF_MEMORY only). */
+START_TEST(spill_moves_refused)
+{
+    setup();
+    CUdeviceptr a = filled(48 * MiB, 4);
+    CUdeviceptr b = filled(48 * MiB, 5); /* 16 MiB free on the device, 32 on the host */
+    CUdeviceptr c = filled(8 * MiB, 6);  /* all on the host */
+    ck_assert_uint_eq(stat_of(SPW_C_SPILLED), 40 * MiB);
+    ck_assert_uint_eq(stat_of(SPW_C_SPILL_BYTES), 0);
+    expect_pattern(a, 48 * MiB, 4, "a buffer whose spill was refused");
+    expect_pattern(b, 48 * MiB, 5, "b");
+    expect_pattern(c, 8 * MiB, 6, "c");
+    CU_OK(cuMemFree(c));
+    CU_OK(cuMemFree(b));
+    CU_OK(cuMemFree(a));
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("shim_spill");
@@ -594,6 +617,10 @@ Suite *test_suite(void)
     } else if (strcmp(only, "host_refused") == 0) {
         tc = tcase_create("host_refused");
         tcase_add_test(tc, host_pages_refused);
+        suite_add_tcase(s, tc);
+    } else if (strcmp(only, "move_refused") == 0) {
+        tc = tcase_create("move_refused");
+        tcase_add_test(tc, spill_moves_refused);
         suite_add_tcase(s, tc);
     } else if (strcmp(only, "host_limit") == 0) {
         tc = tcase_create("host_limit");

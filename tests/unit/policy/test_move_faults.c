@@ -470,6 +470,76 @@ START_TEST(a_stranded_page_is_held_until_the_driver_lets_it_go)
 }
 END_TEST
 
+/* A spill whose move the driver refuses (undone: the bytes stay on the
+ * device): the allocation that asked for it gets host pages, as when
+ * nothing more can move, and the refusal is counted. Before, it returned
+ * the driver's code, which PyTorch's and XLA's allocators treat as fatal
+ * (they handle OUT_OF_MEMORY only). */
+static void spill_refused(CUresult err, CUdeviceptr *a)
+{
+    sw_device_config cfg = {.limit = 4 * PG, .host_limit = 16 * PG, .spill = true};
+    env_up_cfg(&cfg, 4);
+    ck_assert_int_eq(sw_alloc(P, 0, 4 * PG, a), CUDA_SUCCESS);
+    fill(*a, 4 * PG, 11);
+    fake_fail_times(FB, "copy", err, 4); /* each page's copy, and its retry */
+}
+
+START_TEST(a_refused_spill_leaves_the_allocation_host_pages)
+{
+    CUdeviceptr a, b, c;
+    spill_refused(CUDA_ERROR_UNKNOWN, &a);
+    ck_assert_int_eq(sw_alloc(P, 0, 2 * PG, &b), CUDA_SUCCESS);
+    fake_fail_clear(FB);
+    ck_assert_uint_eq(host_pages_in(b, 2), 2);
+    ck_assert_uint_eq(host_pages_in(a, 4), 0);
+    ck_assert_uint_eq(counters().spill_faults, 1);
+    assert_no_violation();
+    fill(b, 2 * PG, 12);
+    ck_assert(verify(a, 4 * PG, 11));
+    /* The driver takes moves again: the next allocation spills. */
+    ck_assert_int_eq(sw_alloc(P, 0, PG, &c), CUDA_SUCCESS);
+    ck_assert_uint_eq(host_pages_in(c, 1), 0);
+    ck_assert(verify(a, 4 * PG, 11));
+    ck_assert(verify(b, 2 * PG, 12));
+    ck_assert_int_eq(sw_free(P, a), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_free(P, b), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_free(P, c), CUDA_SUCCESS);
+    env_down();
+}
+END_TEST
+
+/* The same for a VMM handle (host pages back those too). */
+START_TEST(a_refused_spill_leaves_a_handle_host_pages)
+{
+    CUdeviceptr a;
+    CUmemGenericAllocationHandle h;
+    spill_refused(CUDA_ERROR_UNKNOWN, &a);
+    ck_assert_int_eq(sw_vmm_create(P, 0, 2 * PG, &h), CUDA_SUCCESS);
+    fake_fail_clear(FB);
+    ck_assert_uint_eq(counters().spill_faults, 1);
+    ck_assert(verify(a, 4 * PG, 11));
+    bool gone;
+    ck_assert_int_eq(sw_vmm_release(P, h, &gone), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_free(P, a), CUDA_SUCCESS);
+    env_down();
+}
+END_TEST
+
+/* An error after which the context runs no more work is the program's to
+ * see, not papered over with host pages. */
+START_TEST(a_spill_refused_for_a_dead_context_returns_the_error)
+{
+    CUdeviceptr a, b;
+    spill_refused(CUDA_ERROR_ILLEGAL_ADDRESS, &a);
+    ck_assert_int_eq(sw_alloc(P, 0, 2 * PG, &b), CUDA_ERROR_ILLEGAL_ADDRESS);
+    fake_fail_clear(FB);
+    ck_assert_uint_eq(counters().spill_faults, 0);
+    ck_assert(verify(a, 4 * PG, 11));
+    ck_assert_int_eq(sw_free(P, a), CUDA_SUCCESS);
+    env_down();
+}
+END_TEST
+
 /* One case of the sweep, in a child: NULL when every invariant held, else
  * what broke. */
 static const char *sweep_case(const char *op, int skip, int times, CUresult err, bool fill_back)
@@ -567,6 +637,9 @@ Suite *test_suite(void)
     tcase_add_test(tc, a_page_left_without_access_is_not_handed_out_again);
     tcase_add_test(tc, free_memory_after_a_lost_page_can_be_allocated);
     tcase_add_test(tc, a_stranded_page_is_held_until_the_driver_lets_it_go);
+    tcase_add_test(tc, a_refused_spill_leaves_the_allocation_host_pages);
+    tcase_add_test(tc, a_refused_spill_leaves_a_handle_host_pages);
+    tcase_add_test(tc, a_spill_refused_for_a_dead_context_returns_the_error);
     tcase_add_test(tc, every_refused_step_of_a_move_keeps_the_bytes);
     suite_add_tcase(s, tc);
     return s;
