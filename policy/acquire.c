@@ -216,6 +216,25 @@ static CUresult spill_and_take(sw_device *d, size_t n, uint64_t *by,
     return r;
 }
 
+/* sw_acquire_pages past the pool's free pages, within the deadline *by. */
+static CUresult escalate_pages(sw_device *d, size_t n, uint64_t *by,
+                               CUmemGenericAllocationHandle *out, sw_loc *locs, sw_oom_reason *why)
+{
+    CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
+    if (sw_freeq_pending(d, NULL)) {
+        r = sw_sync_and_collect(d, by);
+        if (r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY)
+            return r;
+        if (r == CUDA_SUCCESS &&
+            (r = take_locked(d, n, false, out, locs, why)) != CUDA_ERROR_OUT_OF_MEMORY)
+            return r;
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    if (!d->cfg.spill)
+        return r;
+    return spill_and_take(d, n, by, out, locs, why);
+}
+
 CUresult sw_acquire_pages(sw_device *d, size_t n, CUmemGenericAllocationHandle *out,
                           sw_loc *locs, sw_oom_reason *why)
 {
@@ -226,16 +245,10 @@ CUresult sw_acquire_pages(sw_device *d, size_t n, CUmemGenericAllocationHandle *
     uint64_t by = 0; /* one patience for the sync and the spill together */
     if (d->cfg.spill)
         sw_back_off(d, &by); /* host pages can back it: as sw_acquire */
-    if (sw_freeq_pending(d, NULL)) {
-        r = sw_sync_and_collect(d, &by);
-        if (r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY)
-            return r;
-        if (r == CUDA_SUCCESS &&
-            (r = take_locked(d, n, false, out, locs, why)) != CUDA_ERROR_OUT_OF_MEMORY)
-            return r;
-        r = CUDA_ERROR_OUT_OF_MEMORY;
+    r = escalate_pages(d, n, &by, out, locs, why);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY && by == SW_SPENT) {
+        by = sw_deadline(d); /* the host limit refused: it waits after all (alloc.c) */
+        r = escalate_pages(d, n, &by, out, locs, why);
     }
-    if (!d->cfg.spill)
-        return r;
-    return spill_and_take(d, n, &by, out, locs, why);
+    return r;
 }

@@ -112,9 +112,11 @@ static CUresult carve_mapped(sw_device *d, shape sh, uint32_t bucket, size_t siz
                      pool_free_locked(d) >= need))
         return CUDA_ERROR_OUT_OF_MEMORY;
     /* Tried once per allocation: a busy device is not asked again, nor
-     * waited for at all while its sync is overdue. */
+     * waited for at all while its sync is overdue (with spill: host pages
+     * can do without it). */
     *synced = true;
-    sw_back_off(d, by);
+    if (d->cfg.spill)
+        sw_back_off(d, by);
     r = sw_sync_point(d, by);
     if (r == CUDA_ERROR_NOT_READY)
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -181,6 +183,17 @@ static CUresult alloc_new(sw_device *d, int cls, uint32_t bucket, size_t size, C
         return r; /* live already */
     if (r == CUDA_ERROR_OUT_OF_MEMORY)
         r = carve_backed(d, sh, synced, &by, &e, &why);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY && by == SW_SPENT) {
+        /* It backed off (sw_back_off) and the host limit refused the host
+         * pages: it waits for the device after all, as without the
+         * back-off, rather than fail where the wait would let it through. */
+        by = sw_deadline(d);
+        r = carve_mapped(d, sh, bucket, size, &e, out, &synced, &by);
+        if (r == CUDA_SUCCESS && !e)
+            return r;
+        if (r == CUDA_ERROR_OUT_OF_MEMORY)
+            r = carve_backed(d, sh, synced, &by, &e, &why);
+    }
     if (r == CUDA_ERROR_OUT_OF_MEMORY)
         return sw_refuse(d, why);
     if (r != CUDA_SUCCESS)

@@ -11,13 +11,24 @@
 
 #define WAIT_MS 50
 
-static void env_wait(size_t limit_pages, size_t host_pages)
+/* The patience of the tests where the device is released while a call
+ * waits (release_soon): long against the release's delay, so that a
+ * loaded machine cannot make the wait run out first. */
+#define LONG_WAIT_MS 1000
+#define RELEASE_MS 100
+
+static void env_wait_ms(size_t limit_pages, size_t host_pages, uint64_t ms)
 {
     sw_device_config cfg = {
         .limit = limit_pages * PG, .host_limit = host_pages * PG, .spill = true,
-        .quiesce_wait_ns = WAIT_MS * 1000000ull,
+        .quiesce_wait_ns = ms * 1000000ull,
     };
     env_up_cfg(&cfg, limit_pages);
+}
+
+static void env_wait(size_t limit_pages, size_t host_pages)
+{
+    env_wait_ms(limit_pages, host_pages, WAIT_MS);
 }
 
 static uint64_t now_ms(void)
@@ -156,9 +167,9 @@ END_TEST
  * quiesce both wait for the device. Together they wait one patience, not
  * one each: before, each waited out a deadline of its own (two timeouts,
  * twice the stall, on every allocation past the limit). */
-static void busy_with_pending_frees(CUdeviceptr *y)
+static void busy_with_pending_frees_ms(CUdeviceptr *y, uint64_t ms)
 {
-    env_wait(4, 16);
+    env_wait_ms(4, 16, ms);
     CUdeviceptr x;
     ck_assert_int_eq(sw_alloc(P, 0, 2 * PG, &x), CUDA_SUCCESS);
     ck_assert_int_eq(sw_alloc(P, 0, 2 * PG, y), CUDA_SUCCESS);
@@ -167,6 +178,11 @@ static void busy_with_pending_frees(CUdeviceptr *y)
     fake_launch(FB, S1, *y, 2 * PG);
     fake_hold_sync(FB, true);
     ck_assert_uint_eq(counters().wait_timeouts, 0);
+}
+
+static void busy_with_pending_frees(CUdeviceptr *y)
+{
+    busy_with_pending_frees_ms(y, WAIT_MS);
 }
 
 static void busy_ends(CUdeviceptr y)
@@ -295,7 +311,7 @@ END_TEST
 static void *release_soon(void *arg)
 {
     (void)arg;
-    struct timespec ts = {0, WAIT_MS / 5 * 1000000L};
+    struct timespec ts = {0, RELEASE_MS * 1000000L};
     nanosleep(&ts, NULL);
     fake_hold_sync(FB, false);
     fake_complete(FB, S1);
@@ -308,7 +324,7 @@ static void *release_soon(void *arg)
 START_TEST(a_lend_still_waits_while_allocations_back_off)
 {
     CUdeviceptr y, b;
-    busy_with_pending_frees(&y);
+    busy_with_pending_frees_ms(&y, LONG_WAIT_MS);
     ck_assert_int_eq(sw_alloc(P, 0, 4 * PG, &b), CUDA_SUCCESS); /* times out: back-off */
     ck_assert_uint_eq(counters().wait_timeouts, 1);
     pthread_t t;
@@ -320,6 +336,66 @@ START_TEST(a_lend_still_waits_while_allocations_back_off)
     sw_unlend(P, 0, 2 * PG);
     assert_no_violation();
     ck_assert(verify(y, 2 * PG, 6));
+    ck_assert_int_eq(sw_free(P, y), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_free(P, b), CUDA_SUCCESS);
+    env_down();
+}
+END_TEST
+
+/* Backing off gives host pages; with the host limit spent, the allocation
+ * waits for the device after all, as before the back-off: it must not
+ * fail where the wait (here a sync releasing a pending free) lets it
+ * succeed. */
+START_TEST(a_back_off_the_host_limit_refuses_waits_after_all)
+{
+    env_wait_ms(4, 2, LONG_WAIT_MS);
+    CUdeviceptr a, x, b, c;
+    ck_assert_int_eq(sw_alloc(P, 0, 2 * PG, &a), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_alloc(P, 0, 2 * PG, &x), CUDA_SUCCESS);
+    fill(a, 2 * PG, 8);
+    ck_assert_int_eq(sw_free(P, x), CUDA_SUCCESS); /* pending: a sync would release it */
+    fake_launch(FB, S1, a, 2 * PG);
+    fake_hold_sync(FB, true);
+    ck_assert_int_eq(sw_alloc(P, 0, 2 * PG, &b), CUDA_SUCCESS); /* times out: host pages */
+    ck_assert_uint_eq(host_pages_in(b, 2), 2);
+    ck_assert_uint_eq(counters().wait_timeouts, 1);
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, release_soon, NULL), 0);
+    ck_assert_int_eq(sw_alloc(P, 0, 2 * PG, &c), CUDA_SUCCESS); /* x's pages, once synced */
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    ck_assert_uint_eq(counters().backoffs, 1);
+    ck_assert_uint_eq(host_pages_in(c, 2), 0);
+    assert_no_violation();
+    ck_assert(verify(a, 2 * PG, 8));
+    ck_assert_int_eq(sw_free(P, a), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_free(P, b), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_free(P, c), CUDA_SUCCESS);
+    env_down();
+}
+END_TEST
+
+/* With spill off nothing stands in for the device: an allocation keeps
+ * waiting for it (here for the sync that releases a pending free) even
+ * after an earlier one timed out. */
+START_TEST(spill_off_never_backs_off)
+{
+    sw_device_config cfg = {
+        .limit = 4 * PG, .host_limit = 16 * PG, .quiesce_wait_ns = LONG_WAIT_MS * 1000000ull,
+    };
+    env_up_cfg(&cfg, 4);
+    CUdeviceptr x, y, b;
+    ck_assert_int_eq(sw_alloc(P, 0, 2 * PG, &x), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_alloc(P, 0, 2 * PG, &y), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_free(P, x), CUDA_SUCCESS);
+    fake_launch(FB, S1, y, 2 * PG);
+    fake_hold_sync(FB, true);
+    ck_assert_int_eq(sw_alloc(P, 0, 2 * PG, &b), CUDA_ERROR_OUT_OF_MEMORY);
+    ck_assert_uint_eq(counters().wait_timeouts, 1);
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, release_soon, NULL), 0);
+    ck_assert_int_eq(sw_alloc(P, 0, 2 * PG, &b), CUDA_SUCCESS);
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    ck_assert_uint_eq(counters().backoffs, 0);
     ck_assert_int_eq(sw_free(P, y), CUDA_SUCCESS);
     ck_assert_int_eq(sw_free(P, b), CUDA_SUCCESS);
     env_down();
@@ -341,6 +417,8 @@ Suite *test_suite(void)
     tcase_add_test(tc, a_busy_device_is_waited_for_once_not_per_allocation);
     tcase_add_test(tc, busy_with_pending_frees_waits_once_not_per_allocation);
     tcase_add_test(tc, a_lend_still_waits_while_allocations_back_off);
+    tcase_add_test(tc, a_back_off_the_host_limit_refuses_waits_after_all);
+    tcase_add_test(tc, spill_off_never_backs_off);
     suite_add_tcase(s, tc);
     return s;
 }
