@@ -11,6 +11,7 @@
 #include "shim/publish.h"
 
 #include <pthread.h>
+#include <stdlib.h>
 #include <stdatomic.h>
 
 sw_policy *_Atomic spw_pool_spilling;
@@ -78,6 +79,25 @@ static size_t host_reserve_of(uint64_t opt, size_t limit, size_t host_limit)
     return r < host_limit ? r : host_limit;
 }
 
+/* How long a move waits for the device to quiesce before the allocation
+ * takes host pages: the policy's default (0), or, for the test suites only,
+ * $SPW_TEST_PATIENCE_MS. Suites whose kernels sleep a few hundred
+ * milliseconds to keep work in flight across a move set it long, so that a
+ * loaded machine (CI) cannot push that work past the deadline and turn an
+ * expected spill into host pages. */
+static uint64_t test_patience_ns(void)
+{
+    const char *v = getenv("SPW_TEST_PATIENCE_MS");
+    char *end;
+    unsigned long long ms = v ? strtoull(v, &end, 10) : 0;
+    if (!v || !*v || *end || ms == 0 || ms > 600000) {
+        if (v)
+            spw_warn("SPW_TEST_PATIENCE_MS=%s ignored: not a number of milliseconds in 1..600000", v);
+        return 0;
+    }
+    return ms * 1000000ull;
+}
+
 /* Under setup_lock: builds dev's pool; DEV_POOL, DEV_PASS, or DEV_UNKNOWN
  * when a failed set-up is to be tried again. */
 static int set_up(int dev)
@@ -92,6 +112,7 @@ static int set_up(int dev)
         .preallocate = o->preallocate,
         .va_factor = 0,
         .sync_batch = 0,
+        .quiesce_wait_ns = test_patience_ns(),
         /* Resolved with the limit, where the factor's need was checked. */
         .host_limit = (size_t)spw_limit_host(dev),
         .spill = o->spill,

@@ -4,8 +4,12 @@
 # in-flight work (FAKECUDA_CHECK_UNMAP: the context-killing hazard). Then on
 # a CUDA 12.7 driver, whose streams tell their device only through their
 # context (no cuStreamGetDevice): work on another device's stream is gated
-# and synced on that device all the same.
+# and synced on that device all the same. Moves wait up to 5 s for the
+# device (SPW_TEST_PATIENCE_MS; 500 ms by default): the suite keeps 300 ms
+# kernels in flight across its moves, and a loaded machine must not push
+# them past the deadline (the spill would then give host pages instead,
+# by design, and the checks that it spilled would fail).
 set -eu
 . "$(dirname "$0")/suite.sh"
-suite_run shim_gates FAKECUDA_DEVICES=2 FAKECUDA_CHECK_UNMAP=1
-suite_run shim_gates FAKECUDA_DEVICES=2 FAKECUDA_CHECK_UNMAP=1 LD_LIBRARY_PATH="$B/fakecuda/12.7"
+suite_run shim_gates FAKECUDA_DEVICES=2 FAKECUDA_CHECK_UNMAP=1 SPW_TEST_PATIENCE_MS=5000
+suite_run shim_gates FAKECUDA_DEVICES=2 FAKECUDA_CHECK_UNMAP=1 SPW_TEST_PATIENCE_MS=5000 LD_LIBRARY_PATH="$B/fakecuda/12.7"
