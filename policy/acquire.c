@@ -38,14 +38,24 @@ static void start_reserve(sw_device *d)
 }
 
 /* Free device pages beyond the request after a spill, up to the low
- * watermark: the allocations that follow need no quiesce of their own. */
-static size_t spill_ahead(sw_device *d, CUdeviceptr lo, CUdeviceptr hi)
+ * watermark: the allocations that follow need no quiesce of their own.
+ * Adds what moved to *spilled. A move the driver refused and that was
+ * undone costs nothing (the next spill tries again); one that lost a VA
+ * (d->lost moved past lost_before: bytes gone) or whose error ends the
+ * context is returned, as the allocation's own spill's would be: the
+ * program must hear of it. Quiesced, locks held. */
+static CUresult spill_ahead(sw_device *d, CUdeviceptr lo, CUdeviceptr hi, size_t lost_before,
+                            size_t *spilled)
 {
     size_t have = d->pool.nfree + d->ncached;
     if (have >= d->low_water)
-        return 0;
+        return CUDA_SUCCESS;
     CUresult err;
-    return sw_spill_coldest(d, d->low_water - have, lo, hi, UINT32_MAX, &err);
+    *spilled += sw_spill_coldest(d, d->low_water - have, lo, hi, UINT32_MAX, &err);
+    if (err != CUDA_SUCCESS &&
+        (sw_error_ends_context(err) || atomic_load_explicit(&d->lost, memory_order_relaxed) != lost_before))
+        return err;
+    return CUDA_SUCCESS;
 }
 
 /* Whether err, why a spill stopped short, is the driver refusing a step
@@ -61,10 +71,11 @@ static bool refused(CUresult err)
  * as when nothing more can move, and no other spill is tried. Returning
  * the driver's code instead would end the job: PyTorch's caching allocator
  * and XLA's BFC retry or report OUT_OF_MEMORY only. An error that ends the
- * context is the program's to see. */
-static CUresult spill_refused(sw_device *d, CUresult err)
+ * context is the program's to see, and so is one whose move could not be
+ * undone and lost a VA (d->lost moved past lost_before: bytes gone). */
+static CUresult spill_refused(sw_device *d, CUresult err, size_t lost_before)
 {
-    if (sw_error_ends_context(err))
+    if (sw_error_ends_context(err) || atomic_load_explicit(&d->lost, memory_order_relaxed) != lost_before)
         return err;
     atomic_fetch_add_explicit(&d->c.spill_faults, 1, memory_order_relaxed);
     const sw_backend *be = &d->pol->be;
@@ -72,6 +83,7 @@ static CUresult spill_refused(sw_device *d, CUresult err)
         be->spill_refused(be->ctx, d->id, err);
     return CUDA_SUCCESS;
 }
+
 
 /* One spill event per quiesce that moved anything. */
 static void count_event(sw_device *d, size_t moved)
@@ -91,8 +103,8 @@ static CUresult spill_for(sw_device *d, CUdeviceptr va, size_t n, uint64_t *by, 
         return map_locked(d, va, n, true, missing, why); /* busy: host pages now */
     if (r != CUDA_SUCCESS)
         return r;
+    size_t lost = atomic_load_explicit(&d->lost, memory_order_relaxed), spilled = 0;
     r = sw_pages_map(d, va, n, false, missing, why);
-    size_t spilled = 0;
     bool stop = false; /* a step refused: no more spilling */
     while (r == CUDA_SUCCESS && *missing) {
         CUresult err;
@@ -100,7 +112,7 @@ static CUresult spill_for(sw_device *d, CUdeviceptr va, size_t n, uint64_t *by, 
                                         &err);
         spilled += moved;
         if ((stop = refused(err))) {
-            r = spill_refused(d, err);
+            r = spill_refused(d, err, lost);
             break; /* what is still missing: host pages, below */
         }
         if (!moved)
@@ -110,7 +122,7 @@ static CUresult spill_for(sw_device *d, CUdeviceptr va, size_t n, uint64_t *by, 
     if (r == CUDA_SUCCESS && *missing)
         r = sw_pages_map(d, va, n, true, missing, why);
     else if (r == CUDA_SUCCESS && !stop)
-        spilled += spill_ahead(d, va, va + ((CUdeviceptr)n << d->shift));
+        r = spill_ahead(d, va, va + ((CUdeviceptr)n << d->shift), lost, &spilled);
     count_event(d, spilled);
     sw_move_end(d, &q);
     return r;
@@ -194,13 +206,14 @@ static CUresult spill_and_take(sw_device *d, size_t n, uint64_t *by,
     if (r != CUDA_SUCCESS)
         return r;
     size_t have = sw_pool_available(d) + d->ncached, spilled = 0;
+    size_t lost = atomic_load_explicit(&d->lost, memory_order_relaxed);
     bool stop = false; /* a step refused: no more spilling */
     while (have < n) {
         CUresult err;
         size_t moved = sw_spill_coldest(d, n - have, 0, 0, UINT32_MAX, &err);
         spilled += moved;
         if ((stop = refused(err))) {
-            r = spill_refused(d, err);
+            r = spill_refused(d, err, lost);
             break; /* what is still missing: host pages, in take_n */
         }
         if (!moved)
@@ -209,8 +222,9 @@ static CUresult spill_and_take(sw_device *d, size_t n, uint64_t *by,
     }
     if (r == CUDA_SUCCESS)
         r = take_n(d, n, true, out, locs, why);
-    if (r == CUDA_SUCCESS && !stop)
-        spilled += spill_ahead(d, 0, 0);
+    if (r == CUDA_SUCCESS && !stop && (r = spill_ahead(d, 0, 0, lost, &spilled)) != CUDA_SUCCESS)
+        for (size_t i = n; i--;)
+            sw_pool_put(d, locs[i], out[i]); /* refused: the handle's pages go back */
     count_event(d, spilled);
     sw_move_end(d, &q);
     return r;

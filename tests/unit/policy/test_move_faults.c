@@ -540,6 +540,80 @@ START_TEST(a_spill_refused_for_a_dead_context_returns_the_error)
 }
 END_TEST
 
+/* The allocation's own spill: a refused step whose move could not be
+ * undone (the VA's new page and the old page's restore both refused) lost
+ * the VA's bytes. That is not a refusal host pages can stand in for: the
+ * program hears of it. */
+START_TEST(a_spill_that_lost_a_va_returns_the_error)
+{
+    env_spill(64, 128);
+    CUdeviceptr a, b;
+    ck_assert_int_eq(sw_alloc(P, 0, 64 * PG, &a), CUDA_SUCCESS);
+    fill(a, 64 * PG, 22);
+    /* The move maps its scratch page; every map after that is refused. */
+    fake_fail_after(FB, "map", 1, CUDA_ERROR_INVALID_VALUE, 10);
+    CUresult r = sw_alloc(P, 0, PG, &b);
+    fake_fail_clear(FB);
+    assert_no_violation();
+    ck_assert_uint_ge(counters().faulted_bytes, PG); /* a VA was lost */
+    ck_assert_int_ne(r, CUDA_SUCCESS);
+    ck_assert_uint_eq(counters().spill_faults, 0);
+    ck_assert_int_eq(sw_free(P, a), CUDA_SUCCESS);
+}
+END_TEST
+
+/* A spill frees down to a low watermark beyond what the allocation needs
+ * (1/64 of a pool of 64 pages: one page more). When that extra move lost
+ * a VA (its bytes gone, the page table let it go), the allocation answered
+ * success and nothing told the program; the loss is the driver's error,
+ * as when the allocation's own spill loses one. */
+START_TEST(a_spill_ahead_that_lost_a_va_returns_the_error)
+{
+    env_spill(64, 128);
+    CUdeviceptr a, b;
+    ck_assert_int_eq(sw_alloc(P, 0, 64 * PG, &a), CUDA_SUCCESS);
+    fill(a, 64 * PG, 19);
+    /* The spill's move maps its scratch page and the VA's new page, then
+     * b's page is mapped; the watermark's move maps its scratch page, and
+     * every map after that is refused (the VA's new page, then restore's). */
+    fake_fail_after(FB, "map", 4, CUDA_ERROR_INVALID_VALUE, 10);
+    CUresult r = sw_alloc(P, 0, PG, &b);
+    fake_fail_clear(FB);
+    assert_no_violation();
+    ck_assert_uint_eq(counters().faulted_bytes, PG); /* a VA was lost */
+    ck_assert_int_eq(r, CUDA_ERROR_UNKNOWN);
+    ck_assert_int_eq(sw_free(P, a), CUDA_SUCCESS);
+}
+END_TEST
+
+/* The same for a program's cuMemCreate, whose pages go back to the pool. */
+START_TEST(a_spill_ahead_for_a_handle_that_lost_a_va_returns_the_error)
+{
+    env_spill(64, 128);
+    CUdeviceptr a, c;
+    CUmemGenericAllocationHandle h;
+    ck_assert_int_eq(sw_alloc(P, 0, 64 * PG, &a), CUDA_SUCCESS);
+    fill(a, 64 * PG, 20);
+    /* No page of the handle is mapped: the spill's two maps, the
+     * watermark's scratch map, then refusals. */
+    fake_fail_after(FB, "map", 3, CUDA_ERROR_INVALID_VALUE, 10);
+    CUresult r = sw_vmm_create(P, 0, PG, &h);
+    fake_fail_clear(FB);
+    assert_no_violation();
+    ck_assert_uint_eq(counters().faulted_bytes, PG);
+    ck_assert_int_eq(r, CUDA_ERROR_UNKNOWN);
+    /* The page it had taken is the pool's again: the next allocation gets
+     * it without a spill. */
+    uint64_t events = counters().spill_events;
+    ck_assert_int_eq(sw_alloc(P, 0, PG, &c), CUDA_SUCCESS);
+    ck_assert_uint_eq(host_pages_in(c, 1), 0);
+    ck_assert_uint_eq(counters().spill_events, events);
+    fill(c, PG, 21);
+    ck_assert(verify(c, PG, 21));
+    assert_no_violation();
+}
+END_TEST
+
 /* One case of the sweep, in a child: NULL when every invariant held, else
  * what broke. */
 static const char *sweep_case(const char *op, int skip, int times, CUresult err, bool fill_back)
@@ -640,6 +714,9 @@ Suite *test_suite(void)
     tcase_add_test(tc, a_refused_spill_leaves_the_allocation_host_pages);
     tcase_add_test(tc, a_refused_spill_leaves_a_handle_host_pages);
     tcase_add_test(tc, a_spill_refused_for_a_dead_context_returns_the_error);
+    tcase_add_test(tc, a_spill_that_lost_a_va_returns_the_error);
+    tcase_add_test(tc, a_spill_ahead_that_lost_a_va_returns_the_error);
+    tcase_add_test(tc, a_spill_ahead_for_a_handle_that_lost_a_va_returns_the_error);
     tcase_add_test(tc, every_refused_step_of_a_move_keeps_the_bytes);
     suite_add_tcase(s, tc);
     return s;
