@@ -15,6 +15,10 @@
 
 int spw_pool_reserve(int dev, uint64_t bytes)
 {
+    /* Every allocation the pool serves (cuMemAlloc and kin, cuMemCreate):
+     * the driver's idle graph memory goes before anything spills or is
+     * refused (graph_mem.h). */
+    spw_graph_mem_make_room(dev, bytes);
     if (!spw_pool_spills(dev))
         return spw_account_reserve(dev, bytes);
     /* Oversubscribed, the program was told F x the limit and sizes itself
@@ -48,7 +52,6 @@ CUresult spw_serve_alloc(sw_policy *p, int dev, size_t bytes, int async, CUstrea
 {
     if (bytes == 0)
         return CUDA_ERROR_INVALID_VALUE; /* before reserving: the driver's answer */
-    spw_graph_mem_make_room(dev, bytes);
     if (spw_pool_reserve(dev, bytes))
         return CUDA_ERROR_OUT_OF_MEMORY;
     note_contexts(async, stream);

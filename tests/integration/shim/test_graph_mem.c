@@ -118,6 +118,41 @@ START_TEST(an_allocation_at_the_limit_trims_idle_graph_memory)
 }
 END_TEST
 
+/* The same for a VMM handle the pool serves (cuMemCreate: PyTorch's
+ * expandable segments): the graph pool's idle memory goes first, the
+ * program's data stays on the device. */
+START_TEST(a_handle_at_the_limit_trims_idle_graph_memory)
+{
+    rig_setup(0);
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr big = rig_filled(LIMIT - GBYTES - 4 * MiB, 12);
+    CUgraph g;
+    CUgraphExec e = alloc_set_free(&g);
+    CU_OK(cuGraphLaunch(e, s));
+    CU_OK(cuStreamSynchronize(s));
+    ck_assert_uint_ge(reserved(), GBYTES);
+    uint64_t spilled = rig_pool(0).spill_bytes;
+    CUmemAllocationProp prop = {0};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = 0;
+    CUmemGenericAllocationHandle h;
+    CU_OK(cuMemCreate(&h, GBYTES, &prop, 0)); /* room only once the idle graph memory goes */
+    ck_assert_uint_eq(reserved(), 0);
+    ck_assert_uint_eq(rig_pool(0).spill_bytes, spilled);
+    ck_assert_msg(fakecuda_device_bytes_used(0) <= LIMIT, "the device holds %zu MiB, the limit is %d",
+                  fakecuda_device_bytes_used(0) >> 20, (int)(LIMIT >> 20));
+    rig_expect_pattern(big, LIMIT - GBYTES - 4 * MiB, 12, "the data the pool held");
+    CU_OK(cuMemRelease(h));
+    CU_OK(cuGraphExecDestroy(e));
+    CU_OK(cuGraphDestroy(g));
+    CU_OK(cuMemFree(big));
+    CU_OK(cuDeviceGraphMemTrim(0));
+    CU_OK(cuStreamDestroy(s));
+}
+END_TEST
+
 START_TEST(a_live_captured_allocation_counts_once)
 {
     rig_setup(0);
@@ -156,6 +191,7 @@ Suite *test_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, a_launch_counts_what_the_graph_pool_reserves);
     tcase_add_test(tc, an_allocation_at_the_limit_trims_idle_graph_memory);
+    tcase_add_test(tc, a_handle_at_the_limit_trims_idle_graph_memory);
     tcase_add_test(tc, a_live_captured_allocation_counts_once);
     suite_add_tcase(s, tc);
     return s;
