@@ -232,6 +232,9 @@ static CUresult regrant(sw_device *d, CUdeviceptr ptr, size_t size)
     sw_oom_reason why;
     sw_dev_lock(d);
     CUresult r = sw_pages_regrant(d, va, n, &why);
+    /* The records of pages granted or let go here (and by frees since):
+     * while one is left, every allocation of the device comes here. */
+    sw_noaccess_prune(d->pol, d);
     sw_dev_unlock(d);
     return r == CUDA_ERROR_OUT_OF_MEMORY ? sw_refuse(d, why) : r;
 }

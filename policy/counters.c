@@ -85,6 +85,7 @@ CUresult sw_get_counters(sw_policy *p, int dev, sw_counters *out)
     out->backing_bytes = atomic_load(&c->backing);
     out->peak_backing_bytes = atomic_load(&c->peak_backing);
     out->faulted_bytes = atomic_load(&c->faulted);
+    out->noaccess_pages = atomic_load(&d->nnoacc);
     out->allocs = sw_lanes_sum(&c->allocs);
     out->frees = sw_lanes_sum(&c->frees);
     out->ooms = atomic_load(&c->ooms);

@@ -301,6 +301,9 @@ struct sw_noacc {
 /* Grants access to the no-access pages again (residency.c); the driver's
  * refusal when one still gets none. Device lock held. */
 CUresult sw_noaccess_retry(sw_policy *p, sw_device *d);
+/* Drops the records of pages no longer without access; no driver call.
+ * Device lock held. */
+void sw_noaccess_prune(sw_policy *p, sw_device *d);
 /* The n arena pages from va for a new owner: each one without access
  * granted again, or let go and backed by a fresh page. Device lock held;
  * OUT_OF_MEMORY (with *why) when no page can be had. */

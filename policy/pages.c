@@ -352,7 +352,7 @@ CUresult sw_pages_regrant(sw_device *d, CUdeviceptr va, size_t n, sw_oom_reason 
             continue;
         CUresult r = be->set_access(be->ctx, at, d->page, d->access_mask);
         if (r == CUDA_SUCCESS) {
-            pg->noaccess = 0; /* its record goes at the next retry */
+            pg->noaccess = 0; /* its record goes at the prune after this (alloc.c) */
             continue;
         }
         if (pte_at(d, at)->users > 1) { /* live data of another owner on it: kept */

@@ -422,6 +422,9 @@ typedef struct sw_counters {
     /* device pages refused driver calls keep out of the pool (lost for
      * good, or stranded or stuck until the driver lets them go): held */
     uint64_t faulted_bytes;
+    /* device pages a failed move left mapped without access, kept from
+     * copies and new owners until the driver grants them (residency.c) */
+    uint64_t noaccess_pages;
 #define SW_SPILL_FIELD(name, counter, stat) uint64_t name;
     SW_SPILL_FIGURES(SW_SPILL_FIELD) /* the spill figures, as sw_spill_stats */
 #undef SW_SPILL_FIELD

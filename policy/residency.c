@@ -294,16 +294,21 @@ static void no_access(sw_device *d, CUdeviceptr va, sw_page *pg)
     }
 }
 
-CUresult sw_noaccess_retry(sw_policy *p, sw_device *d)
+/* Walks the records of pages left without access: with grant, asks the
+ * driver again for those still without it; either way drops the records
+ * of pages granted or gone (unmapped, freed, stranded), which regrant,
+ * sw_pages_unuse and sw_unmap_page leave behind. */
+static CUresult noaccess_walk(sw_policy *p, sw_device *d, bool grant)
 {
     CUresult first = CUDA_SUCCESS;
     for (sw_noacc **at = &d->noacc; *at;) {
         sw_noacc *n = *at;
         sw_page *pg = atomic_load(&sw_pt_get(&p->pt, n->va)->page);
         if (pg && pg->noaccess) {
-            CUresult r = access2(&p->be, n->va, d->page, access_of(p, d, n->va));
+            CUresult r = grant ? access2(&p->be, n->va, d->page, access_of(p, d, n->va))
+                               : CUDA_ERROR_NOT_READY;
             if (r != CUDA_SUCCESS) {
-                if (first == CUDA_SUCCESS)
+                if (grant && first == CUDA_SUCCESS)
                     first = r;
                 at = &n->next;
                 continue;
@@ -315,6 +320,16 @@ CUresult sw_noaccess_retry(sw_policy *p, sw_device *d)
         atomic_fetch_sub_explicit(&d->nnoacc, 1, memory_order_relaxed);
     }
     return first;
+}
+
+CUresult sw_noaccess_retry(sw_policy *p, sw_device *d)
+{
+    return noaccess_walk(p, d, true);
+}
+
+void sw_noaccess_prune(sw_policy *p, sw_device *d)
+{
+    (void)noaccess_walk(p, d, false);
 }
 
 /* The page table lets go of a lost VA, as grant_run does: no move copies

@@ -411,8 +411,11 @@ START_TEST(a_page_left_without_access_is_not_handed_out_again)
     fake_fail_clear(FB);
     assert_no_violation();
     ck_assert_int_eq(sw_free(P, a), CUDA_SUCCESS);
+    ck_assert_uint_eq(counters().noaccess_pages, 1);
     ck_assert_int_eq(sw_alloc(P, 0, PG, &b), CUDA_SUCCESS);
     ck_assert_uint_eq(b, a);
+    /* Granted, its record goes: no later allocation comes by regrant. */
+    ck_assert_uint_eq(counters().noaccess_pages, 0);
     sw_backend be = fake_ops(FB);
     ck_assert_int_eq(be.copy(be.ctx, 0, b, b, PG, S1), CUDA_SUCCESS); /* the device can reach it */
     fill(b, PG, 8);
