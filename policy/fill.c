@@ -262,8 +262,14 @@ CUresult sw_fill(sw_policy *p, CUdeviceptr ptr)
     bool room = room_for(d, sw_heat_rate(target, now), now);
     if ((!room && !swap_likely(d, target, now)) || !can_move_in(p, d, ptr))
         return CUDA_SUCCESS;
+    /* A device still busy since an earlier wait gave up on it is not
+     * waited for by every launch that names host pages: the launch runs
+     * with the data where it is (correct, slower) until that sync ends. */
+    uint64_t by = 0;
+    if (sw_back_off(d, &by))
+        return CUDA_SUCCESS;
     sw_quiet q;
-    CUresult r = sw_move_begin(d, &q, NULL);
+    CUresult r = sw_move_begin(d, &q, &by);
     if (r == CUDA_ERROR_NOT_READY)
         return CUDA_SUCCESS; /* busy or capturing: it stays on the host for now */
     if (r != CUDA_SUCCESS)

@@ -91,12 +91,12 @@ uint64_t sw_deadline_of(const sw_device *d, uint64_t *by);
 #define SW_SPENT 1u
 /* The back-off from a device that stays busy (a kernel running longer than
  * the patience, a stream waiting on the host): an operation that can do
- * without the device (an allocation that host pages can back) and has not
+ * without the device (an allocation that host pages can back, a fill) and has not
  * waited yet does not wait at all while a sync of a device it would wait
  * for (sw_reach) is still running after an earlier wait gave up on it:
  * *by becomes SW_SPENT (counted in backoffs) and true is returned. Without
- * it each allocation past the limit would wait a whole patience of its
- * own. Ends when that sync ends. Only where the relaxed load of
+ * it each allocation past the limit, and each launch naming host pages,
+ * would wait a whole patience of its own. Ends when that sync ends. Only where the relaxed load of
  * sw_policy.overdue finds a bit set does it take the device lock. */
 bool sw_back_off(sw_device *d, uint64_t *by);
 

@@ -436,8 +436,9 @@ typedef struct sw_counters {
      * deadline: the device was busy and a caller went on without it. */
     uint64_t wait_timeouts;
     /* Operations that could do without the device (an allocation that host
-     * pages can back) and did not wait at all: a sync of a device they
-     * would wait for was still overdue from an earlier wait's timeout. */
+     * pages can back, a fill: the launch reads the data where it is) and
+     * did not wait at all: a sync of a device they would wait for was
+     * still overdue from an earlier wait's timeout. */
     uint64_t backoffs;
     /* Allocations whose spill the driver refused (the move undone, the
      * bytes where they were) and that got host pages instead. */

@@ -61,6 +61,9 @@ START_TEST(busy_device_gets_host_pages_not_a_hang)
      * the device idle but full: b stays on the host, correct. */
     fake_hold_sync(FB, false);
     fake_complete(FB, S1);
+    /* A sync answered after the timed-out one: the device is no longer
+     * overdue, so the fill below does not back off (sw_back_off). */
+    ck_assert_int_eq(sw_sync_device(P, 0, UINT64_MAX), CUDA_SUCCESS);
     ck_assert_int_eq(sw_free(P, a), CUDA_SUCCESS);
     ck_assert_int_eq(sw_fill(P, b), CUDA_SUCCESS); /* a's pages are free after the sync */
     ck_assert_uint_eq(host_pages_in(b, 2), 0);
@@ -308,6 +311,46 @@ START_TEST(busy_with_pending_frees_waits_once_not_per_allocation)
 }
 END_TEST
 
+/* Each launch that names spilled data fills it first, and a fill must
+ * quiesce: on a device that stays busy each such launch waited a whole
+ * patience (100 launches while one long kernel runs, 50 s at 500 ms) and
+ * then ran with the data on the host anyway. While the device is overdue
+ * the fill backs off: the data stays where it is (correct, slower). */
+START_TEST(a_fill_backs_off_from_a_busy_device)
+{
+    env_wait(4, 32);
+    CUdeviceptr a, b;
+    ck_assert_int_eq(sw_alloc(P, 0, 4 * PG, &a), CUDA_SUCCESS);
+    fill(a, 4 * PG, 9);
+    fake_launch(FB, S1, a, 4 * PG); /* in flight past the patience */
+    fake_hold_sync(FB, true);
+    ck_assert_int_eq(sw_alloc(P, 0, 2 * PG, &b), CUDA_SUCCESS); /* times out: host pages */
+    ck_assert_uint_eq(host_pages_in(b, 2), 2);
+    fill(b, 2 * PG, 10);
+    ck_assert_uint_eq(counters().wait_timeouts, 1);
+    ck_assert_int_eq(sw_free(P, a), CUDA_SUCCESS); /* pending: room once a sync ends */
+    uint64_t backoffs = counters().backoffs;
+    for (int i = 0; i < NBUSY; i++) {
+        ck_assert_int_eq(sw_fill(P, b), CUDA_SUCCESS);
+        ck_assert_uint_eq(host_pages_in(b, 2), 2); /* nothing moved under the work */
+    }
+    ck_assert_uint_eq(counters().wait_timeouts, 1);
+    ck_assert_uint_eq(counters().backoffs, backoffs + NBUSY);
+    assert_no_violation();
+    /* The work ends; once its sync is answered, a fill moves again. */
+    fake_hold_sync(FB, false);
+    fake_complete(FB, S1);
+    ck_assert_int_eq(sw_sync_device(P, 0, UINT64_MAX), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_fill(P, b), CUDA_SUCCESS);
+    ck_assert_uint_eq(host_pages_in(b, 2), 0);
+    ck_assert_uint_eq(counters().backoffs, backoffs + NBUSY);
+    assert_no_violation();
+    ck_assert(verify(b, 2 * PG, 10));
+    ck_assert_int_eq(sw_free(P, b), CUDA_SUCCESS);
+    env_down();
+}
+END_TEST
+
 static void *release_soon(void *arg)
 {
     (void)arg;
@@ -419,6 +462,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, a_lend_still_waits_while_allocations_back_off);
     tcase_add_test(tc, a_back_off_the_host_limit_refuses_waits_after_all);
     tcase_add_test(tc, spill_off_never_backs_off);
+    tcase_add_test(tc, a_fill_backs_off_from_a_busy_device);
     suite_add_tcase(s, tc);
     return s;
 }
