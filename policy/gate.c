@@ -51,6 +51,7 @@ uint64_t sw_now_ns(void)
 int sw_gate_init(sw_gate *g)
 {
     atomic_init(&g->closed, 0);
+    atomic_init(&g->stuck, 0);
     for (int i = 0; i < SW_GATE_SLOTS; i++)
         atomic_init(&g->slot[i].n, 0);
     if (pthread_mutex_init(&g->writer, NULL) || pthread_mutex_init(&g->park, NULL))
@@ -126,6 +127,18 @@ static bool drained(sw_gate *g)
     return true;
 }
 
+/* The slots of want that count brackets now. */
+static uint32_t open_slots(sw_gate *g, uint32_t want)
+{
+    uint32_t open = 0;
+    for (uint32_t m = want; m; m &= m - 1) {
+        int i = __builtin_ctz(m);
+        if (atomic_load_explicit(&g->slot[i].n, memory_order_seq_cst))
+            open |= 1u << i;
+    }
+    return open;
+}
+
 static void reopen(sw_gate *g)
 {
     atomic_store_explicit(&g->closed, 0, memory_order_seq_cst);
@@ -168,15 +181,30 @@ static bool lock_writer(sw_gate *g, uint64_t deadline_ns)
 #endif
 }
 
-static CUresult close_one(sw_gate *g, uint64_t deadline_ns)
+/* A close of device dev's gate ran into its deadline with the brackets of
+ * slots open: the gate is overdue until they drain (sw_gate_stuck). The
+ * gate's bits first, the policy's after: a clear that raced with this sees
+ * them and sets the policy's bit again. */
+static void mark_stuck(sw_policy *p, int dev, uint32_t slots)
 {
+    if (!slots)
+        return;
+    atomic_fetch_or(&p->gate[dev].stuck, slots);
+    atomic_fetch_or(&p->gates_stuck, 1ull << dev);
+}
+
+static CUresult close_one(sw_policy *p, int dev, uint64_t deadline_ns)
+{
+    sw_gate *g = &p->gate[dev];
     if (!lock_writer(g, deadline_ns))
-        return CUDA_ERROR_NOT_READY;
+        return CUDA_ERROR_NOT_READY; /* another mover: its own wait marks what it finds */
     atomic_store_explicit(&g->closed, 1, memory_order_seq_cst);
     for (unsigned spins = 0; !drained(g); spins++) {
         if (sw_now_ns() >= deadline_ns) {
+            uint32_t open = open_slots(g, UINT32_MAX);
             reopen(g);
             pthread_mutex_unlock(&g->writer);
+            mark_stuck(p, dev, open);
             return CUDA_ERROR_NOT_READY;
         }
         if (spins < 64) {
@@ -195,7 +223,7 @@ CUresult sw_gate_close(sw_policy *p, uint64_t devices, uint64_t deadline_ns)
         return CUDA_ERROR_NOT_PERMITTED; /* would wait for itself */
     for (uint64_t m = devices; m; m &= m - 1) {
         int d = __builtin_ctzll(m);
-        CUresult r = close_one(&p->gate[d], deadline_ns);
+        CUresult r = close_one(p, d, deadline_ns);
         if (r != CUDA_SUCCESS) {
             sw_gate_open(p, devices & (((uint64_t)1 << d) - 1));
             return r;
@@ -213,3 +241,24 @@ void sw_gate_open(sw_policy *p, uint64_t devices)
     }
 }
 
+
+uint64_t sw_gate_stuck(sw_policy *p, uint64_t devices)
+{
+    uint64_t stuck = 0;
+    for (uint64_t m = atomic_load_explicit(&p->gates_stuck, memory_order_relaxed) & devices; m;
+         m &= m - 1) {
+        int d = __builtin_ctzll(m);
+        sw_gate *g = &p->gate[d];
+        uint32_t slots = atomic_load(&g->stuck);
+        /* Cleared only as seen: a mover that marked slots since makes the
+         * exchange fail, and the gate stays overdue. */
+        if (open_slots(g, slots) || !atomic_compare_exchange_strong(&g->stuck, &slots, 0)) {
+            stuck |= 1ull << d;
+            continue;
+        }
+        atomic_fetch_and(&p->gates_stuck, ~(1ull << d));
+        if (atomic_load(&g->stuck)) /* marked between the exchange and the clear */
+            atomic_fetch_or(&p->gates_stuck, 1ull << d);
+    }
+    return stuck;
+}

@@ -31,6 +31,9 @@ typedef struct sw_gate_slot {
  * reopened. writer: one mover at a time. */
 typedef struct sw_gate {
     _Atomic int closed;
+    /* Slots a close found still counting brackets at its deadline (bit i:
+     * slot i), until seen drained (sw_gate_stuck): the gate is overdue. */
+    _Atomic uint32_t stuck;
     pthread_mutex_t writer, park;
     pthread_cond_t reopened;
     sw_gate_slot slot[SW_GATE_SLOTS];
@@ -44,6 +47,12 @@ void sw_gate_destroy(sw_gate *g);
  * when the calling thread holds one of them itself. */
 CUresult sw_gate_close(sw_policy *p, uint64_t devices, uint64_t deadline_ns);
 void sw_gate_open(sw_policy *p, uint64_t devices);
+/* Of devices, those whose gate is overdue: a close of it ran into its
+ * deadline and a slot it waited for still counts a bracket (the bracket
+ * still open, or, rarely, another thread's of the same slot: one more
+ * back-off). A gate whose slots drained since stops being overdue here.
+ * The back-off's test (sw_back_off) alongside the syncer's overdue. */
+uint64_t sw_gate_stuck(sw_policy *p, uint64_t devices);
 uint64_t sw_now_ns(void); /* CLOCK_MONOTONIC */
 
 /* ---- syncer.c ---------------------------------------------------------------- */
@@ -91,13 +100,16 @@ uint64_t sw_deadline_of(const sw_device *d, uint64_t *by);
 #define SW_SPENT 1u
 /* The back-off from a device that stays busy (a kernel running longer than
  * the patience, a stream waiting on the host): an operation that can do
- * without the device (an allocation that host pages can back, a fill) and has not
- * waited yet does not wait at all while a sync of a device it would wait
- * for (sw_reach) is still running after an earlier wait gave up on it:
- * *by becomes SW_SPENT (counted in backoffs) and true is returned. Without
- * it each allocation past the limit, and each launch naming host pages,
- * would wait a whole patience of its own. Ends when that sync ends. Only where the relaxed load of
- * sw_policy.overdue finds a bit set does it take the device lock. */
+ * without the device (an allocation that host pages can back, a fill) and
+ * has not waited yet does not wait at all while a sync of a device it
+ * would wait for (sw_reach) is still running after an earlier wait gave up
+ * on it, or while a bracket that ran out an earlier close of its gate is
+ * still open (sw_gate_stuck): *by becomes SW_SPENT (counted in backoffs)
+ * and true is returned. Without it each allocation past the limit, and
+ * each launch naming host pages, would wait a whole patience of its own.
+ * Ends when that sync ends, or that bracket. Only where the relaxed loads
+ * of sw_policy.overdue and gates_stuck find a bit set does it take the
+ * device lock. */
 bool sw_back_off(sw_device *d, uint64_t *by);
 
 #endif

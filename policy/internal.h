@@ -563,6 +563,11 @@ struct sw_policy {
      * a sync answers it, both under the syncer's mutex; read lock-free by
      * operations about to wait for the device (sw_back_off). */
     _Atomic uint64_t overdue;
+    /* Bit i: a close of device i's gate ran into its deadline and a bracket
+     * it waited for may still be open (sw_gate.stuck names its slots). Set
+     * by that mover, cleared by the first sw_back_off that finds those
+     * slots drained (sw_gate_stuck); read lock-free as overdue is. */
+    _Atomic uint64_t gates_stuck;
     /* The host-page reserve's thread (reserve.c) and the devices it should
      * look at. */
     pthread_mutex_t reserve_lock;

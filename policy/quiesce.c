@@ -33,14 +33,18 @@ void sw_note_work(sw_policy *p, int dev, int runs_on)
 bool sw_back_off(sw_device *d, uint64_t *by)
 {
     uint64_t overdue = atomic_load_explicit(&d->pol->overdue, memory_order_relaxed);
+    uint64_t stuck = atomic_load_explicit(&d->pol->gates_stuck, memory_order_relaxed);
     /* An operation that waited already has its deadline (*by): it goes by
      * that, and is not counted twice. */
-    if (!overdue || !by || *by)
+    if (!(overdue | stuck) || !by || *by)
         return false;
     sw_dev_lock(d);
     uint64_t reach = sw_reach(d);
     sw_dev_unlock(d);
-    if (!(overdue & reach))
+    /* Overdue: a sync an earlier wait gave up on, or a gate whose close
+     * an open bracket ran out (a synchronous copy waiting for a long
+     * kernel), either of which the move's quiesce would wait for again. */
+    if (!(overdue & reach) && !(stuck & reach && sw_gate_stuck(d->pol, reach)))
         return false;
     *by = SW_SPENT;
     atomic_fetch_add_explicit(&d->c.backoffs, 1, memory_order_relaxed);

@@ -351,6 +351,57 @@ START_TEST(a_fill_backs_off_from_a_busy_device)
 }
 END_TEST
 
+/* The same when the first wait that times out is for the work gate (a
+ * bracket blocked in the driver, a synchronous copy waiting for a long
+ * kernel) rather than a sync: before, every allocation past the limit
+ * waited a patience of its own at the gate (wait_timeouts was one per
+ * allocation). Until the bracket closes, they take host pages at once;
+ * after, spilling resumes. */
+START_TEST(an_open_bracket_is_waited_for_once_not_per_allocation)
+{
+    env_wait(4, 32);
+    CUdeviceptr a, b[NBUSY], c;
+    ck_assert_int_eq(sw_alloc(P, 0, 4 * PG, &a), CUDA_SUCCESS);
+    fill(a, 4 * PG, 11);
+    holder h = {0};
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, hold_bracket, &h), 0);
+    while (!atomic_load(&h.in))
+        ;
+    for (int i = 0; i < NBUSY; i++) {
+        ck_assert_int_eq(sw_alloc(P, 0, PG, &b[i]), CUDA_SUCCESS);
+        ck_assert_uint_eq(host_pages_in(b[i], 1), 1);
+        fill(b[i], PG, 300 + (uint64_t)i);
+    }
+    ck_assert_uint_eq(counters().wait_timeouts, 1);
+    ck_assert_uint_eq(counters().backoffs, NBUSY - 1);
+    /* A fill backs off too. */
+    ck_assert_int_eq(sw_free(P, b[NBUSY - 1]), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_fill(P, b[0]), CUDA_SUCCESS);
+    ck_assert_uint_eq(host_pages_in(b[0], 1), 1);
+    ck_assert_uint_eq(counters().backoffs, NBUSY);
+    ck_assert_uint_eq(counters().wait_timeouts, 1);
+    ck_assert_uint_eq(host_pages_in(a, 4), 0); /* nothing moved under the work */
+    atomic_store(&h.release, true);
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    /* With the bracket closed, the next allocation spills as usual. */
+    uint64_t backoffs = counters().backoffs;
+    ck_assert_int_eq(sw_alloc(P, 0, 2 * PG, &c), CUDA_SUCCESS);
+    ck_assert_uint_eq(host_pages_in(c, 2), 0);
+    ck_assert_uint_eq(counters().backoffs, backoffs);
+    ck_assert_uint_eq(counters().wait_timeouts, 1);
+    assert_no_violation();
+    ck_assert(verify(a, 4 * PG, 11));
+    for (int i = 0; i < NBUSY - 1; i++) {
+        ck_assert(verify(b[i], PG, 300 + (uint64_t)i));
+        ck_assert_int_eq(sw_free(P, b[i]), CUDA_SUCCESS);
+    }
+    ck_assert_int_eq(sw_free(P, a), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_free(P, c), CUDA_SUCCESS);
+    env_down();
+}
+END_TEST
+
 static void *release_soon(void *arg)
 {
     (void)arg;
@@ -463,6 +514,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, a_back_off_the_host_limit_refuses_waits_after_all);
     tcase_add_test(tc, spill_off_never_backs_off);
     tcase_add_test(tc, a_fill_backs_off_from_a_busy_device);
+    tcase_add_test(tc, an_open_bracket_is_waited_for_once_not_per_allocation);
     suite_add_tcase(s, tc);
     return s;
 }
