@@ -77,7 +77,7 @@ static CUresult spill_refused(sw_device *d, CUresult err, size_t lost_before)
 {
     if (sw_error_ends_context(err) || atomic_load_explicit(&d->lost, memory_order_relaxed) != lost_before)
         return err;
-    atomic_fetch_add_explicit(&d->c.spill_faults, 1, memory_order_relaxed);
+    sw_figure_add(&d->c, &d->c.spill_faults, 1);
     const sw_backend *be = &d->pol->be;
     if (be->spill_refused)
         be->spill_refused(be->ctx, d->id, err);

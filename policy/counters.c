@@ -84,7 +84,6 @@ CUresult sw_get_counters(sw_policy *p, int dev, sw_counters *out)
     out->peak_in_use_bytes = atomic_load(&c->peak_in_use);
     out->backing_bytes = atomic_load(&c->backing);
     out->peak_backing_bytes = atomic_load(&c->peak_backing);
-    out->faulted_bytes = atomic_load(&c->faulted);
     out->noaccess_pages = atomic_load(&d->nnoacc);
     out->allocs = sw_lanes_sum(&c->allocs);
     out->frees = sw_lanes_sum(&c->frees);
@@ -95,9 +94,6 @@ CUresult sw_get_counters(sw_policy *p, int dev, sw_counters *out)
     out->va_bytes = atomic_load(&c->va_bytes);
     out->streams = atomic_load(&c->streams);
     out->events = atomic_load(&c->events);
-    out->wait_timeouts = atomic_load(&c->wait_timeouts);
-    out->backoffs = atomic_load(&c->backoffs);
-    out->spill_faults = atomic_load(&c->spill_faults);
     for (int i = 0; i < SW_OOM_NREASONS; i++)
         out->ooms_by[i] = atomic_load(&c->oom[i]);
     return CUDA_SUCCESS;

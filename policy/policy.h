@@ -408,7 +408,11 @@ uint64_t sw_lent_bytes(const sw_policy *p, int dev);
     X(stall_ns, stall_ns, STALL_NS)                   /* gates closed for moves */ \
     X(spill_ns, spill_ns, SPILL_NS)                   /* moving to the host */    \
     X(fill_ns, fill_ns, FILL_NS)                      /* moving to the device */  \
-    X(host_creates_waited, host_creates_waited, HOST_WAITS) /* host pages created on a caller's path */
+    X(host_creates_waited, host_creates_waited, HOST_WAITS) /* host pages created on a caller's path */ \
+    X(faulted_bytes, faulted, FAULTED)                /* device pages refused calls keep out */ \
+    X(wait_timeouts, wait_timeouts, WAIT_TIMEOUTS)    /* waits for the device past their deadline */ \
+    X(backoffs, backoffs, BACKOFFS)                   /* operations that did not wait: device overdue */ \
+    X(spill_faults, spill_faults, SPILL_FAULTS)       /* spills the driver refused: host pages instead */
 
 typedef struct sw_counters {
     uint64_t limit_bytes;    /* device bytes spillway may hold */
@@ -419,9 +423,9 @@ typedef struct sw_counters {
     uint64_t backing_bytes;  /* pages that back at least one live allocation */
     uint64_t peak_backing_bytes;
     uint64_t pending_bytes;  /* freed, waiting for a sync point or an event */
-    /* device pages refused driver calls keep out of the pool (lost for
-     * good, or stranded or stuck until the driver lets them go): held */
-    uint64_t faulted_bytes;
+    /* faulted_bytes (SW_SPILL_FIGURES): device pages refused driver calls
+     * keep out of the pool (lost for good, or stranded or stuck until the
+     * driver lets them go), held */
     /* device pages a failed move left mapped without access, kept from
      * copies and new owners until the driver grants them (residency.c) */
     uint64_t noaccess_pages;
@@ -432,17 +436,14 @@ typedef struct sw_counters {
     uint64_t ooms_by[SW_OOM_NREASONS]; /* refusals by reason */
     uint64_t va_bytes;       /* virtual address space reserved (arena and scratch) */
     uint64_t streams, events; /* the pool's own, alive */
-    /* Waits for this device (its work gate, its sync) that ran into their
-     * deadline: the device was busy and a caller went on without it. */
-    uint64_t wait_timeouts;
-    /* Operations that could do without the device (an allocation that host
-     * pages can back, a fill: the launch reads the data where it is) and
-     * did not wait at all: a sync of a device they would wait for was
-     * still overdue from an earlier wait's timeout. */
-    uint64_t backoffs;
-    /* Allocations whose spill the driver refused (the move undone, the
-     * bytes where they were) and that got host pages instead. */
-    uint64_t spill_faults;
+    /* In SW_SPILL_FIGURES above: wait_timeouts, waits for this device (its
+     * work gate, its sync) that ran into their deadline (the device was
+     * busy and a caller went on without it); backoffs, operations that
+     * could do without the device (an allocation host pages can back, a
+     * fill: the launch reads the data where it is) and did not wait at
+     * all, a wait for it being overdue; spill_faults, allocations whose
+     * spill the driver refused (the move undone, the bytes where they
+     * were) that got host pages instead. */
     uint64_t passthrough_count[SW_PT_NREASONS];
     uint64_t passthrough_bytes[SW_PT_NREASONS];
 } sw_counters;

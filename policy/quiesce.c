@@ -47,7 +47,7 @@ bool sw_back_off(sw_device *d, uint64_t *by)
     if (!(overdue & reach) && !(stuck & reach && sw_gate_stuck(d->pol, reach)))
         return false;
     *by = SW_SPENT;
-    atomic_fetch_add_explicit(&d->c.backoffs, 1, memory_order_relaxed);
+    sw_figure_add(&d->c, &d->c.backoffs, 1);
     return true;
 }
 
@@ -84,7 +84,7 @@ CUresult sw_quiesce(sw_device *d, uint64_t *by, uint64_t *devices)
         return CUDA_ERROR_NOT_READY;
     CUresult r = sw_gate_close(p, mask, deadline);
     if (r == CUDA_ERROR_NOT_READY)
-        atomic_fetch_add_explicit(&d->c.wait_timeouts, 1, memory_order_relaxed);
+        sw_figure_add(&d->c, &d->c.wait_timeouts, 1);
     if (r != CUDA_SUCCESS)
         return r;
     if ((r = sync_all(p, mask, deadline)) != CUDA_SUCCESS) {

@@ -156,7 +156,7 @@ static CUresult syncer_wait(sw_syncer *s, uint64_t deadline_ns)
         } else if (pthread_cond_timedwait(&s->answered, &s->m, &ts)) {
             set_overdue(s, mine);
             pthread_mutex_unlock(&s->m);
-            atomic_fetch_add_explicit(&s->pol->dev[s->dev].c.wait_timeouts, 1, memory_order_relaxed);
+            sw_figure_add(&s->pol->dev[s->dev].c, &s->pol->dev[s->dev].c.wait_timeouts, 1);
             return CUDA_ERROR_NOT_READY;
         }
     }

@@ -229,11 +229,11 @@ void spw_pool_publish(int dev)
     if (atomic_load_explicit(&published_gen[dev], memory_order_relaxed) == gen)
         return;
     spw_account_set_pool_bytes(dev, sw_pool_bytes(p, dev));
-    if (spw_pool_spills(dev)) {
-        sw_spill_stats f;
-        sw_get_spill_stats(p, dev, &f);
-        spw_account_set_spill(dev, &f);
-    }
+    /* Spill off too: the pool's syncs, waits past their deadline and
+     * pages driver faults kept out are figures of every pool. */
+    sw_spill_stats f;
+    sw_get_spill_stats(p, dev, &f);
+    spw_account_set_spill(dev, &f);
     if (spw_publish_settled())
         atomic_store_explicit(&published_gen[dev], gen, memory_order_relaxed);
 }

@@ -34,7 +34,7 @@
 #include <string.h>
 
 #define SPW_STATS_MAGIC        0x5441545357505331ULL /* "1SPWSTAT" little-endian */
-#define SPW_STATS_ABI_VERSION  5u
+#define SPW_STATS_ABI_VERSION  6u
 #define SPW_STATS_MAX_DEVICES  64u
 #define SPW_STATS_CMDLINE_LEN  1024u
 #define SPW_STATS_CONFIG_LEN   2048u
@@ -82,6 +82,10 @@
     X(SPILL_NS,       spill_ns,             COUNTER, "time spent moving pages to the host (copies, remaps, grants), in nanoseconds: spill_bytes over it is the effective bandwidth") \
     X(FILL_NS,        fill_ns,              COUNTER, "time spent moving pages back to the device, in nanoseconds: fill_bytes over it is the effective bandwidth") \
     X(HOST_WAITS,     host_page_waits,      COUNTER, "pinned host pages created while an allocation or spill waited (the reserve was empty)") \
+    X(FAULTED,        faulted_bytes,        GAUGE,   "device memory out of the pool after the driver refused a move's calls (lost, or stranded until the driver lets it go): held, counted against the limit") \
+    X(WAIT_TIMEOUTS,  wait_timeouts,        COUNTER, "waits for the device (its work gate, its sync) that ran past their deadline: the device stayed busy and the caller went on without it") \
+    X(BACKOFFS,       backoffs,             COUNTER, "allocations and fills that did not wait for a device still overdue from a timed-out wait: host pages, or the data left where it was") \
+    X(SPILL_FAULTS,   spill_faults,         COUNTER, "spills the driver refused a step of (the move undone, no byte lost): the allocation got host pages instead") \
     X(COPY_HTOD,      copy_htod_bytes,      COUNTER, "bytes the program copied host to device") \
     X(COPY_DTOH,      copy_dtoh_bytes,      COUNTER, "bytes the program copied device to host") \
     X(COPY_DTOD,      copy_dtod_bytes,      COUNTER, "bytes the program copied device to device") \

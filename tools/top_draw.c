@@ -272,8 +272,8 @@ static uint64_t hist_max(const struct top_proc *p, const uint64_t *ring)
 }
 
 /* How spill went: events, pages per event, the pool's syncs, the time
- * submissions were held, host pages pinned while someone waited, and
- * refusals by reason. */
+ * submissions were held, host pages pinned while someone waited,
+ * refusals by reason, and waits and moves that went wrong. */
 static int detail_spill(const uint64_t *c, int y)
 {
     uint64_t ev = c[SPW_C_SPILL_EVENTS], pg = c[SPW_C_SPILL_BYTES] >> 21;
@@ -290,6 +290,15 @@ static int detail_spill(const uint64_t *c, int y)
             (unsigned long long)c[SPW_C_OOM_LIMIT], (unsigned long long)c[SPW_C_OOM_HOST_LIMIT],
             (unsigned long long)c[SPW_C_OOM_ADDRESS], (unsigned long long)c[SPW_C_OOM_TOO_LARGE],
             (unsigned long long)c[SPW_C_OOM_DRIVER]);
+    /* Only when something went wrong: a device that stayed busy past the
+     * patience, or a driver that refused a move's calls. */
+    if (c[SPW_C_WAIT_TIMEOUTS] || c[SPW_C_BACKOFFS] || c[SPW_C_SPILL_FAULTS] || c[SPW_C_FAULTED]) {
+        char kept[16];
+        top_fmt_bytes(kept, sizeof kept, c[SPW_C_FAULTED]);
+        put(y++, 4, A_DIM, "waits timed out %llu  backed off %llu  spills refused %llu  kept out by faults %s",
+            (unsigned long long)c[SPW_C_WAIT_TIMEOUTS], (unsigned long long)c[SPW_C_BACKOFFS],
+            (unsigned long long)c[SPW_C_SPILL_FAULTS], kept);
+    }
     return y;
 }
 

@@ -582,6 +582,8 @@ START_TEST(spill_moves_refused)
     CUdeviceptr c = filled(8 * MiB, 6);  /* all on the host */
     ck_assert_uint_eq(stat_of(SPW_C_SPILLED), 40 * MiB);
     ck_assert_uint_eq(stat_of(SPW_C_SPILL_BYTES), 0);
+    ck_assert_uint_ge(stat_of(SPW_C_SPILL_FAULTS), 1); /* published: spillway-top, the exporter */
+    ck_assert_uint_eq(stat_of(SPW_C_FAULTED), 0);     /* every move undone: nothing lost */
     expect_pattern(a, 48 * MiB, 4, "a buffer whose spill was refused");
     expect_pattern(b, 48 * MiB, 5, "b");
     expect_pattern(c, 8 * MiB, 6, "c");
