@@ -51,6 +51,10 @@ static void publish_known(struct spw_stats_writer *w, uint64_t inuse)
     spw_stats_add(w, 0, SPW_C_COPY_DTOH, 2000);
     spw_stats_add(w, 0, SPW_C_COPY_DTOD, 3000);
     spw_stats_add(w, 0, SPW_C_PASS_IPC, 4096);
+    spw_stats_add(w, 0, SPW_C_WAIT_TIMEOUTS, 2); /* a device that stayed busy */
+    spw_stats_add(w, 0, SPW_C_BACKOFFS, 7);
+    spw_stats_add(w, 0, SPW_C_SPILL_FAULTS, 1);
+    spw_stats_set(w, 0, SPW_C_FAULTED, 2 * MiB);
     for (unsigned i = 0; i < 5; i++) /* in lanes of their own: the readers sum them */
         spw_stats_launch(w, 0, i * 3, 0);
     spw_stats_launch(w, 0, 1, 1);
