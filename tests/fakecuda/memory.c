@@ -374,7 +374,9 @@ static CUresult answer(CUpointer_attribute a, void *data, const struct fc_region
 {
     switch (a) {
     case CU_POINTER_ATTRIBUTE_CONTEXT:
-        *(CUcontext *)data = reg && reg->kind != FC_VMM ? fc_devices[reg->dev].primary : NULL;
+        /* "The CUcontext in which ptr was allocated": cuMemAlloc-class
+         * memory knows it (ctx_alloc); other kinds answer the primary. */
+        *(CUcontext *)data = !reg || reg->kind == FC_VMM ? NULL : reg->ctx ? reg->ctx : fc_devices[reg->dev].primary;
         return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
         *(unsigned *)data = !reg ? 0 : is_host_kind(reg) ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;

@@ -188,6 +188,31 @@ static void expect_new(const unsigned long long *ids, int n, unsigned long long 
         ck_assert_msg(ids[i] != id, "BUFFER_ID %llu given twice", id);
 }
 
+/* CONTEXT is "the CUcontext in which ptr was allocated": memory allocated
+ * in a context the program created names that context, not the device's
+ * primary one, while that context is current or not. */
+START_TEST(pointer_context_is_the_allocating_one)
+{
+    CUdevice dev;
+    CU_OK(cuCtxGetDevice(&dev));
+    CUcontext mine = NULL, got = NULL;
+    CU_OK(cuCtxCreate(&mine, NULL, 0, dev));
+    CUdeviceptr p;
+    CU_OK(cuMemAlloc(&p, 1 * MiB));
+    CU_OK(cuPointerGetAttribute(&got, CU_POINTER_ATTRIBUTE_CONTEXT, p));
+    ck_assert_ptr_eq(got, mine);
+    CU_OK(cuCtxSetCurrent(test_ctx));
+    got = NULL;
+    CU_OK(cuPointerGetAttribute(&got, CU_POINTER_ATTRIBUTE_CONTEXT, p));
+    ck_assert_ptr_eq(got, mine);
+    ck_assert_ptr_ne(got, test_ctx);
+    CU_OK(cuCtxSetCurrent(mine));
+    CU_OK(cuMemFree(p));
+    CU_OK(cuCtxDestroy(mine));
+    CU_OK(cuCtxSetCurrent(test_ctx));
+}
+END_TEST
+
 START_TEST(buffer_ids_are_never_reused)
 {
     unsigned long long ids[4 * ID_ROUNDS];
@@ -376,6 +401,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, pitch);
     tcase_add_test(tc, address_range);
     tcase_add_test(tc, pointer_attributes);
+    tcase_add_test(tc, pointer_context_is_the_allocating_one);
     tcase_add_test(tc, buffer_ids_are_never_reused);
     tcase_add_test(tc, sync_memops);
     tcase_add_test(tc, host_memory);
