@@ -203,6 +203,15 @@ static void *account_forever(void *arg)
 
 START_TEST(fork_while_accounting)
 {
+#if defined(__SANITIZE_ADDRESS__)
+    /* Not under AddressSanitizer: gcc 12's runtime does not lock its
+     * allocator across fork, so a child forked while an accounting thread
+     * is inside malloc deadlocks in its own first malloc (the child's
+     * alarm then fires, and Check's inherited handler kills the test: 1 in
+     * 3-5 runs of the ASan build, 0 in 10 of the plain one, as far back as
+     * 7fa243b). The plain build runs it. */
+    return;
+#endif
     setup();
     pthread_t t[2];
     for (int i = 0; i < 2; i++)
