@@ -584,4 +584,16 @@ struct sw_policy {
     struct grave *graves;
 };
 
+/* The page table entry of the arena page at va (pages.c, owners.c). */
+static inline sw_pte *sw_pte_at(sw_device *d, CUdeviceptr va)
+{
+    return sw_pt_get(&d->pol->pt, va);
+}
+
+/* The start of the page va is on. */
+static inline CUdeviceptr sw_page_base(const sw_device *d, CUdeviceptr va)
+{
+    return va & ~(CUdeviceptr)(d->page - 1);
+}
+
 #endif

@@ -10,23 +10,11 @@
  * owner should get device memory). A device page backing live data is on
  * the device's ring, spill's clock (spill.c).
  *
- * Owners: a page covered by one used extent points at it; a page shared by
- * several points at a mixed record that indexes them by chunk, so that a
- * lock-free reader finds the one at an address in a few steps. Everything
- * here runs under the device lock. */
+ * Who uses each page, and the owner readers follow, is kept in owners.c.
+ * Everything here runs under the device lock. */
 #include <stdlib.h>
 
 #include "policy/internal.h"
-
-static sw_pte *pte_at(sw_device *d, CUdeviceptr va)
-{
-    return sw_pt_get(&d->pol->pt, va);
-}
-
-static CUdeviceptr page_of(const sw_device *d, CUdeviceptr va)
-{
-    return va & ~(CUdeviceptr)(d->page - 1);
-}
 
 /* ---- lists ---------------------------------------------------------------- */
 
@@ -96,7 +84,7 @@ CUresult sw_map_page(sw_device *d, CUdeviceptr va, sw_page *pg)
         return r;
     if (pg->nmaps++ == 0)
         pg->va = va;
-    atomic_store_explicit(&pte_at(d, va)->page, pg, memory_order_release);
+    atomic_store_explicit(&sw_pte_at(d, va)->page, pg, memory_order_release);
     atomic_fetch_add_explicit(&d->c.maps, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&d->c.mapped, d->page, memory_order_relaxed);
     return CUDA_SUCCESS;
@@ -106,7 +94,7 @@ static CUresult unstrand(sw_device *d, CUdeviceptr va, bool all);
 
 CUresult sw_unmap_page(sw_device *d, CUdeviceptr va)
 {
-    sw_pte *e = pte_at(d, va);
+    sw_pte *e = sw_pte_at(d, va);
     sw_page *pg = atomic_load_explicit(&e->page, memory_order_relaxed);
     if (!pg) /* a VA a failed move lost: at most a page the driver kept there */
         return d->stranded ? unstrand(d, va, false) : CUDA_SUCCESS;
@@ -148,12 +136,12 @@ void sw_page_lose(sw_device *d, CUdeviceptr va, sw_page *pg)
  * reclaim to try again: a page still mapped must never reach the pool. */
 static CUresult drop_page(sw_device *d, CUdeviceptr va)
 {
-    sw_page *pg = atomic_load_explicit(&pte_at(d, va)->page, memory_order_relaxed);
+    sw_page *pg = atomic_load_explicit(&sw_pte_at(d, va)->page, memory_order_relaxed);
     CUresult r = sw_unmap_page(d, va);
     if (r != CUDA_SUCCESS)
         r = sw_unmap_page(d, va);
     if (r != CUDA_SUCCESS) {
-        if (pg->list != SW_LIST_CACHED && !pte_at(d, va)->users)
+        if (pg->list != SW_LIST_CACHED && !sw_pte_at(d, va)->users)
             cache_insert(d, pg);
         return r;
     }
@@ -169,11 +157,11 @@ static CUresult drop_page(sw_device *d, CUdeviceptr va)
  * until an unmap of it succeeds (unstrand). */
 static void drop_or_strand(sw_device *d, CUdeviceptr va)
 {
-    sw_page *pg = atomic_load_explicit(&pte_at(d, va)->page, memory_order_relaxed);
+    sw_page *pg = atomic_load_explicit(&sw_pte_at(d, va)->page, memory_order_relaxed);
     if (drop_page(d, va) == CUDA_SUCCESS)
         return;
     sw_list_remove(d, pg);
-    atomic_store_explicit(&pte_at(d, va)->page, NULL, memory_order_release);
+    atomic_store_explicit(&sw_pte_at(d, va)->page, NULL, memory_order_release);
     atomic_fetch_sub_explicit(&d->c.mapped, d->page, memory_order_relaxed);
     sw_strand_page(d, va, pg->handle, (sw_loc)pg->loc, true, false);
     sw_page_free(d, pg);
@@ -330,7 +318,7 @@ static CUresult grant_run(sw_device *d, CUdeviceptr va, size_t n)
         if (be->set_access(be->ctx, at, d->page, d->access_mask) == CUDA_SUCCESS)
             continue;
         first = r;
-        sw_page *pg = atomic_load_explicit(&pte_at(d, at)->page, memory_order_relaxed);
+        sw_page *pg = atomic_load_explicit(&sw_pte_at(d, at)->page, memory_order_relaxed);
         bool host = pg->loc == SW_LOC_HOST;
         if (host)
             sw_heat_host_pages(d->pol, at, -1);
@@ -347,7 +335,7 @@ CUresult sw_pages_regrant(sw_device *d, CUdeviceptr va, size_t n, sw_oom_reason 
     CUresult first = CUDA_SUCCESS;
     for (size_t i = 0; i < n; i++) {
         CUdeviceptr at = va + ((CUdeviceptr)i << d->shift);
-        sw_page *pg = atomic_load_explicit(&pte_at(d, at)->page, memory_order_relaxed);
+        sw_page *pg = atomic_load_explicit(&sw_pte_at(d, at)->page, memory_order_relaxed);
         if (!pg || !pg->noaccess)
             continue;
         CUresult r = be->set_access(be->ctx, at, d->page, d->access_mask);
@@ -355,7 +343,7 @@ CUresult sw_pages_regrant(sw_device *d, CUdeviceptr va, size_t n, sw_oom_reason 
             pg->noaccess = 0; /* its record goes at the prune after this (alloc.c) */
             continue;
         }
-        if (pte_at(d, at)->users > 1) { /* live data of another owner on it: kept */
+        if (sw_pte_at(d, at)->users > 1) { /* live data of another owner on it: kept */
             if (first == CUDA_SUCCESS)
                 first = r;
             continue;
@@ -381,14 +369,14 @@ CUresult sw_pages_map(sw_device *d, CUdeviceptr va, size_t n, bool host_ok, size
     size_t i = 0;
     while (i < n) {
         CUdeviceptr at = va + ((CUdeviceptr)i << d->shift);
-        if (atomic_load_explicit(&pte_at(d, at)->page, memory_order_relaxed)) {
+        if (atomic_load_explicit(&sw_pte_at(d, at)->page, memory_order_relaxed)) {
             i++;
             continue;
         }
         size_t run = 0;
         CUresult r = CUDA_SUCCESS;
         while (i + run < n &&
-               !atomic_load_explicit(&pte_at(d, at + ((CUdeviceptr)run << d->shift))->page,
+               !atomic_load_explicit(&sw_pte_at(d, at + ((CUdeviceptr)run << d->shift))->page,
                                      memory_order_relaxed) &&
                (r = map_fresh(d, at + ((CUdeviceptr)run << d->shift), host_ok, why)) ==
                    CUDA_SUCCESS)
@@ -401,7 +389,7 @@ CUresult sw_pages_map(sw_device *d, CUdeviceptr va, size_t n, bool host_ok, size
         if (r == CUDA_ERROR_OUT_OF_MEMORY) {
             /* The pool ran dry: count what stays unmapped. */
             for (i += run; i < n; i++)
-                *missing += !atomic_load_explicit(&pte_at(d, va + ((CUdeviceptr)i << d->shift))->page,
+                *missing += !atomic_load_explicit(&sw_pte_at(d, va + ((CUdeviceptr)i << d->shift))->page,
                                                   memory_order_relaxed);
             return CUDA_SUCCESS;
         }
@@ -412,189 +400,11 @@ CUresult sw_pages_map(sw_device *d, CUdeviceptr va, size_t n, bool host_ok, size
     return CUDA_SUCCESS;
 }
 
-/* ---- users and owners ----------------------------------------------------- */
-
-static sw_mixed *mixed_new(sw_device *d)
-{
-    sw_mixed *m = d->spare_mixed;
-    if (m)
-        d->spare_mixed = m->next_free;
-    else
-        m = calloc(1, sizeof *m);
-    return m;
-}
-
-/* What the extents overlapping a page make of it. */
-typedef struct page_walk {
-    sw_ext *slots[SW_MIXED_SLOTS]; /* the extent at the start of each chunk */
-    unsigned nslots, used;         /* used: how many of the extents are */
-    sw_ext *only;                  /* the last used one */
-} page_walk;
-
-/* Walks every extent overlapping the page at `page`; e is an extent at or
- * next to the page (extents tile the segment). */
-static page_walk walk(sw_device *d, sw_ext *e, CUdeviceptr page)
-{
-    page_walk w = {.nslots = 0, .used = 0, .only = NULL};
-    while (e && sw_ext_base(e) > page)
-        e = e->prev;
-    while (e && sw_ext_end(e) <= page)
-        e = atomic_load_explicit(&e->next, memory_order_relaxed);
-    for (; e && sw_ext_base(e) < page + d->page; e = atomic_load(&e->next)) {
-        if (sw_ext_used(e)) {
-            w.used++;
-            w.only = e;
-        }
-        while (w.nslots < SW_MIXED_SLOTS && page + w.nslots * d->arena.chunk < sw_ext_end(e))
-            w.slots[w.nslots++] = e;
-    }
-    return w;
-}
-
-/* Sets the owner of the page at `page` from the used extents overlapping
- * it, walking them all; e is an extent at or next to the page. */
-static void rebuild(sw_device *d, sw_ext *e, CUdeviceptr page)
-{
-    sw_pte *pte = pte_at(d, page);
-    uintptr_t old = atomic_load_explicit(&pte->owner, memory_order_relaxed);
-    page_walk w = walk(d, e, page);
-    unsigned s = w.nslots, used = w.used;
-    sw_ext **slots = w.slots, *only = w.only;
-    uintptr_t owner = used == 0 ? 0 : used == 1 ? SW_OWN(only, SW_OWN_EXT) : old;
-    if (used > 1) {
-        sw_mixed *m = SW_OWN_TAG(old) == SW_OWN_MIXED ? SW_OWN_PTR(old) : mixed_new(d);
-        if (m) {
-            for (unsigned i = 0; i < s; i++)
-                atomic_store_explicit(&m->at[i], slots[i], memory_order_release);
-            owner = SW_OWN(m, SW_OWN_MIXED);
-        } else {
-            owner = SW_OWN(only, SW_OWN_EXT); /* no memory for the index: one of them */
-        }
-    }
-    atomic_store_explicit(&pte->owner, owner, memory_order_release);
-    if (SW_OWN_TAG(old) == SW_OWN_MIXED && owner != old) {
-        /* Recycled, not freed: a lock-free reader may still walk it. */
-        sw_mixed *m = SW_OWN_PTR(old);
-        m->next_free = d->spare_mixed;
-        d->spare_mixed = m;
-    }
-}
-
-#ifdef SW_VERIFY_REFRESH
-#include <stdio.h>
-/* Test builds: the incremental owner must equal what a whole walk gives. */
-static void sw_pages_verify(sw_device *d, sw_ext *e, CUdeviceptr page)
-{
-    sw_pte *pte = pte_at(d, page);
-    uintptr_t o = atomic_load(&pte->owner);
-    page_walk w = walk(d, e, page);
-    unsigned s = w.nslots, used = w.used;
-    sw_ext **slots = w.slots, *only = w.only;
-    bool ok = used == pte->users;
-    if (used == 0)
-        ok = ok && o == 0;
-    else if (used == 1)
-        ok = ok && o == SW_OWN(only, SW_OWN_EXT);
-    else if (SW_OWN_TAG(o) == SW_OWN_MIXED)
-        for (unsigned i = 0; i < s; i++)
-            ok = ok && atomic_load(&((sw_mixed *)SW_OWN_PTR(o))->at[i]) == slots[i];
-    else
-        ok = false;
-    if (!ok) {
-        fprintf(stderr, "refresh: page %#llx owner %#lx users %u used %u\n",
-                (unsigned long long)page, (unsigned long)o, pte->users, used);
-        abort();
-    }
-}
-#endif
-
-/* Points the slots of mixed page `page` whose chunk starts lie in [lo, hi)
- * at the extents there; x is the extent at lo. */
-static void slots_update(sw_device *d, sw_mixed *m, CUdeviceptr page, sw_ext *x, CUdeviceptr lo,
-                         CUdeviceptr hi)
-{
-    size_t chunk = d->arena.chunk;
-    CUdeviceptr a = lo > page ? lo : page, b = hi < page + d->page ? hi : page + d->page;
-    for (size_t s = (size_t)(a - page + chunk - 1) / chunk; s < SW_MIXED_SLOTS && page + s * chunk < b;
-         s++) {
-        CUdeviceptr c = page + s * chunk;
-        while (x && sw_ext_end(x) <= c)
-            x = atomic_load_explicit(&x->next, memory_order_relaxed);
-        atomic_store_explicit(&m->at[s], x, memory_order_release);
-    }
-}
-
-/* Brings the owner of `page` up to date after the extents tiling [lo, hi)
- * changed (x is the one at lo) and nothing else on the page did. The page's
- * users count its used extents, so only a page that has just become mixed
- * or stopped being one is walked whole; a page that stays mixed has just
- * the slots of the changed range rewritten, and a page with one user kept
- * that user as its owner when it got it (sw_pages_use). Issue 14 item 6:
- * walking every extent of the page at each end of every allocation and free
- * was half of their instructions, all under the device lock. */
-static void refresh(sw_device *d, sw_ext *x, CUdeviceptr page, CUdeviceptr lo, CUdeviceptr hi)
-{
-    sw_pte *pte = pte_at(d, page);
-    uintptr_t old = atomic_load_explicit(&pte->owner, memory_order_relaxed);
-    if (pte->users > 1 && SW_OWN_TAG(old) == SW_OWN_MIXED) {
-        slots_update(d, SW_OWN_PTR(old), page, x, lo, hi);
-    } else if (pte->users == 1 && SW_OWN_TAG(old) == SW_OWN_EXT) {
-        sw_ext *only = SW_OWN_PTR(old);
-        if (!sw_ext_used(only) || sw_ext_end(only) <= page || sw_ext_base(only) >= page + d->page)
-            rebuild(d, x, page);
-    } else if (pte->users || old) {
-        rebuild(d, x, page);
-    }
-#ifdef SW_VERIFY_REFRESH
-    sw_pages_verify(d, x, page);
-#endif
-}
-
-/* Refreshes the end pages of two ranges, each page once, after the extents
- * tiling [lo, hi) changed (x the one at lo): the four ends are mostly one
- * page (a small block between its neighbours). */
-static void refresh_ends2(sw_device *d, sw_ext *x, CUdeviceptr lo, CUdeviceptr hi,
-                          CUdeviceptr lo2, CUdeviceptr hi2)
-{
-    CUdeviceptr pg[4] = {page_of(d, lo), page_of(d, hi - 1), page_of(d, lo2), page_of(d, hi2 - 1)};
-    for (int i = 0; i < 4; i++) {
-        bool seen = false;
-        for (int j = 0; j < i && !seen; j++)
-            seen = pg[j] == pg[i];
-        if (!seen)
-            refresh(d, x, pg[i], lo, hi);
-    }
-}
-
-void sw_pages_use(sw_device *d, sw_ext *e)
-{
-    CUdeviceptr lo = sw_ext_base(e), hi = sw_ext_end(e);
-    for (CUdeviceptr pg = page_of(d, lo); pg < hi; pg += d->page) {
-        sw_pte *pte = pte_at(d, pg);
-        if (pte->users++ == 0) {
-            sw_count_add(&d->c.backing, d->page, &d->c.peak_backing);
-            atomic_store_explicit(&pte->owner, SW_OWN(e, SW_OWN_EXT), memory_order_release);
-            sw_page *p = atomic_load_explicit(&pte->page, memory_order_relaxed);
-            if (p && p->loc == SW_LOC_DEVICE) {
-                sw_ring_insert(d, p, atomic_load(&e->heat.touched));
-            } else if (p) {
-                /* A host page a refused unmap left cached: data again. */
-                sw_list_remove(d, p);
-                sw_figure_add(&d->c, &d->c.host_in_use, d->page);
-            }
-        }
-    }
-    /* The carve changed the extents from the left neighbour to the right
-     * one (the free extent it split, or more): their end pages too. */
-    sw_ext *l = e->prev, *r = atomic_load_explicit(&e->next, memory_order_relaxed);
-    refresh_ends2(d, l ? l : e, l ? sw_ext_base(l) : lo, r ? sw_ext_end(r) : hi, lo, hi);
-}
-
 void sw_pages_unuse(sw_device *d, sw_ext *e)
 {
     CUdeviceptr lo = sw_ext_base(e), hi = sw_ext_end(e);
-    for (CUdeviceptr pg = page_of(d, lo); pg < hi; pg += d->page) {
-        sw_pte *pte = pte_at(d, pg);
+    for (CUdeviceptr pg = sw_page_base(d, lo); pg < hi; pg += d->page) {
+        sw_pte *pte = sw_pte_at(d, pg);
         if (--pte->users)
             continue;
         sw_count_sub(&d->c.backing, d->page);
@@ -626,14 +436,6 @@ void sw_pages_unuse(sw_device *d, sw_ext *e)
     }
 }
 
-void sw_pages_settle(sw_device *d, sw_ext *merged, CUdeviceptr lo, CUdeviceptr hi)
-{
-    /* Pages strictly inside the merged free extent have no user left; its
-     * end pages, and those of the range freed, may be shared still. The
-     * merged extent is the only one that changed. */
-    refresh_ends2(d, merged, sw_ext_base(merged), sw_ext_end(merged), lo, hi);
-}
-
 CUresult sw_pages_unmap_all(sw_device *d)
 {
     CUresult first = unstrand(d, 0, true);
@@ -652,7 +454,7 @@ CUresult sw_pages_unmap_all(sw_device *d)
     for (unsigned s = 0; s < n; s++) {
         const sw_seg *g = &d->arena.seg[s];
         for (CUdeviceptr va = g->base; va < g->base + g->size; va += d->page) {
-            if (!atomic_load_explicit(&pte_at(d, va)->page, memory_order_relaxed))
+            if (!atomic_load_explicit(&sw_pte_at(d, va)->page, memory_order_relaxed))
                 continue;
             CUresult r = drop_page(d, va);
             if (first == CUDA_SUCCESS)
