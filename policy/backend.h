@@ -119,15 +119,18 @@ typedef struct sw_backend {
     void (*spill_refused)(void *ctx, int dev, CUresult err);
 
     /* Events mark the point of an async free in its stream. event_query
-     * returns CUDA_SUCCESS once complete, CUDA_ERROR_NOT_READY before. */
-    CUresult (*event_create)(void *ctx, int dev, CUevent *ev);
+     * returns CUDA_SUCCESS once complete, CUDA_ERROR_NOT_READY before.
+     * *where: the context the event was made in, as an opaque token (the
+     * shim's: the CUcontext), which sw_context_reset names when a reset
+     * destroys that context's events; NULL: none such. */
+    CUresult (*event_create)(void *ctx, int dev, CUevent *ev, void **where);
     CUresult (*event_record)(void *ctx, CUevent ev, CUstream stream);
     /* An event made in stream's own context, and that context's device in
      * *dev: for a free on a stream of another context than the events
      * event_create makes (the driver records an event only on a stream of
      * its own context: CUDA_ERROR_INVALID_HANDLE), e.g. a block of one
      * device freed on another device's stream. NULL: none. */
-    CUresult (*event_create_on)(void *ctx, CUstream stream, CUevent *ev, int *dev);
+    CUresult (*event_create_on)(void *ctx, CUstream stream, CUevent *ev, int *dev, void **where);
     CUresult (*event_query)(void *ctx, CUevent ev);
     CUresult (*event_destroy)(void *ctx, CUevent ev);
 } sw_backend;

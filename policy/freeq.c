@@ -76,17 +76,17 @@ static sw_freeq_shard *thread_shard(sw_freeq *q)
     return &q->shard[mine];
 }
 
-static void event_put(sw_freeq_shard *q, CUevent ev)
+static void event_put(sw_freeq_shard *q, CUevent ev, void *where)
 {
     if (q->nevents == q->cap_events) {
         size_t cap = q->cap_events ? 2 * q->cap_events : 16;
-        CUevent *n = realloc(q->events, cap * sizeof *n);
+        sw_idle_ev *n = realloc(q->events, cap * sizeof *n);
         if (!n)
             return; /* leaks one event rather than failing a release */
         q->events = n;
         q->cap_events = cap;
     }
-    q->events[q->nevents++] = ev;
+    q->events[q->nevents++] = (sw_idle_ev){ev, where};
 }
 
 /* After any change of q's sync list; shard lock held. */
@@ -108,7 +108,7 @@ static void rec_put(sw_freeq_shard *q, sw_pend *e)
 static void event_done(sw_device *d, sw_freeq_shard *q, const sw_pend *e)
 {
     if (!e->foreign_ev) {
-        event_put(q, e->ev);
+        event_put(q, e->ev, e->ev_where);
         return;
     }
     const sw_backend *be = &d->pol->be;
@@ -120,11 +120,12 @@ static void event_done(sw_device *d, sw_freeq_shard *q, const sw_pend *e)
  * stream is of another context, e.g. another device's): one made in the
  * stream's own context, recorded there, in *out, with that context's
  * device in *dev. A stream the driver does not know gets its error. */
-static CUresult event_elsewhere(sw_device *d, CUstream stream, CUevent *out, int *dev)
+static CUresult event_elsewhere(sw_device *d, CUstream stream, CUevent *out, int *dev,
+                               void **where)
 {
     const sw_backend *be = &d->pol->be;
     CUevent ev;
-    CUresult r = be->event_create_on(be->ctx, stream, &ev, dev);
+    CUresult r = be->event_create_on(be->ctx, stream, &ev, dev, where);
     if (r != CUDA_SUCCESS)
         return r;
     atomic_fetch_add_explicit(&d->c.events, 1, memory_order_relaxed);
@@ -139,32 +140,35 @@ static CUresult event_elsewhere(sw_device *d, CUstream stream, CUevent *out, int
 
 /* An event recorded on stream now; from the shard's idle ones when
  * possible. *elsewhere: -1 when it is the device's own event, else the
- * device of the stream's context, in which it was made (event_elsewhere). */
-static CUresult event_at(sw_device *d, sw_freeq_shard *q, CUstream stream, CUevent *out, int *elsewhere)
+ * device of the stream's context, in which it was made (event_elsewhere).
+ * *where: the context it was made in (the backend's token). */
+static CUresult event_at(sw_device *d, sw_freeq_shard *q, CUstream stream, CUevent *out,
+                         int *elsewhere, void **where)
 {
     *elsewhere = -1;
     const sw_backend *be = &d->pol->be;
-    CUevent ev = NULL;
+    sw_idle_ev idle = {NULL, NULL};
     pthread_mutex_lock(&q->lock);
     if (q->nevents)
-        ev = q->events[--q->nevents];
+        idle = q->events[--q->nevents];
     pthread_mutex_unlock(&q->lock);
-    if (!ev) {
-        CUresult r = be->event_create(be->ctx, d->id, &ev);
+    if (!idle.ev) {
+        CUresult r = be->event_create(be->ctx, d->id, &idle.ev, &idle.where);
         if (r != CUDA_SUCCESS)
             return r;
         atomic_fetch_add_explicit(&d->c.events, 1, memory_order_relaxed);
     }
-    CUresult r = be->event_record(be->ctx, ev, stream);
+    CUresult r = be->event_record(be->ctx, idle.ev, stream);
     if (r != CUDA_SUCCESS) {
         pthread_mutex_lock(&q->lock);
-        event_put(q, ev);
+        event_put(q, idle.ev, idle.where);
         pthread_mutex_unlock(&q->lock);
         if (r == CUDA_ERROR_INVALID_HANDLE && be->event_create_on)
-            return event_elsewhere(d, stream, out, elsewhere);
+            return event_elsewhere(d, stream, out, elsewhere, where);
         return r;
     }
-    *out = ev;
+    *out = idle.ev;
+    *where = idle.where;
     return CUDA_SUCCESS;
 }
 
@@ -172,9 +176,10 @@ CUresult sw_freeq_push(sw_device *d, const sw_freed *f, bool async, CUstream str
 {
     sw_freeq_shard *q = async ? stream_shard(&d->q, stream) : thread_shard(&d->q);
     CUevent ev = NULL;
+    void *where = NULL;
     int elsewhere = -1;
     if (async) {
-        CUresult r = event_at(d, q, stream, &ev, &elsewhere);
+        CUresult r = event_at(d, q, stream, &ev, &elsewhere, &where);
         if (r != CUDA_SUCCESS)
             return r;
     }
@@ -184,7 +189,7 @@ CUresult sw_freeq_push(sw_device *d, const sw_freed *f, bool async, CUstream str
         q->spare = e->next;
     else if (!(e = malloc(sizeof *e))) {
         if (ev)
-            event_done(d, q, &(sw_pend){.ev = ev, .foreign_ev = elsewhere >= 0});
+            event_done(d, q, &(sw_pend){.ev = ev, .foreign_ev = elsewhere >= 0, .ev_where = where});
         pthread_mutex_unlock(&q->lock);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
@@ -192,6 +197,7 @@ CUresult sw_freeq_push(sw_device *d, const sw_freed *f, bool async, CUstream str
     e->stream = stream;
     e->ev = ev;
     e->foreign_ev = elsewhere >= 0;
+    e->ev_where = where;
     e->same_stream_ok = async && stream != CU_STREAM_PER_THREAD && stream != CU_STREAM_LEGACY;
     /* Read under the lock so that each list stays in epoch order. A free
      * on another device's stream is covered by no sync of this device
@@ -320,6 +326,34 @@ static int shard_collect(sw_device *d, sw_freeq_shard *q, bool poll_events, int 
     return polls;
 }
 
+/* Releases the entries taken off shard q into done; returns bytes.
+ * Outside the shard lock (it is the innermost lock), in batches so that
+ * blocks share one hold of the device lock. */
+static size_t release_done(sw_device *d, sw_freeq_shard *q, sw_pend_list *done)
+{
+    size_t bytes = 0;
+    if (!done->head)
+        return 0;
+    enum { BATCH = 64 };
+    sw_freed batch[BATCH];
+    size_t n = 0;
+    for (sw_pend *e = done->head; e; e = e->next) {
+        batch[n++] = e->f;
+        bytes += e->f.bytes;
+        if (n == BATCH || !e->next) {
+            sw_release_all(d, batch, n);
+            n = 0;
+        }
+    }
+    pthread_mutex_lock(&q->lock);
+    for (sw_pend *e = done->head, *n; e; e = n) {
+        n = e->next;
+        rec_put(q, e);
+    }
+    pthread_mutex_unlock(&q->lock);
+    return bytes;
+}
+
 size_t sw_freeq_collect(sw_device *d, bool poll_events)
 {
     size_t bytes = 0;
@@ -328,27 +362,7 @@ size_t sw_freeq_collect(sw_device *d, bool poll_events)
         sw_freeq_shard *q = &d->q.shard[i];
         sw_pend_list done = {NULL, NULL};
         polls = shard_collect(d, q, poll_events, polls, &done);
-        if (!done.head)
-            continue;
-        /* Released outside the shard lock (it is the innermost lock), in
-         * batches so that blocks share one hold of the device lock. */
-        enum { BATCH = 64 };
-        sw_freed batch[BATCH];
-        size_t n = 0;
-        for (sw_pend *e = done.head; e; e = e->next) {
-            batch[n++] = e->f;
-            bytes += e->f.bytes;
-            if (n == BATCH || !e->next) {
-                sw_release_all(d, batch, n);
-                n = 0;
-            }
-        }
-        pthread_mutex_lock(&q->lock);
-        for (sw_pend *e = done.head, *n; e; e = n) {
-            n = e->next;
-            rec_put(q, e);
-        }
-        pthread_mutex_unlock(&q->lock);
+        bytes += release_done(d, q, &done);
     }
     return bytes;
 }
@@ -404,15 +418,42 @@ void sw_freeq_forget_stream(sw_device *d, CUstream stream)
     pthread_mutex_unlock(&q->lock);
 }
 
-void sw_freeq_forget_events(sw_device *d)
+/* Only async entries carry events; a sync free waits for its sync point
+ * as before. The events were counted on d (event_at, event_elsewhere),
+ * whichever device's context made them. */
+size_t sw_freeq_context_gone(sw_device *d, void *where)
 {
+    size_t bytes = 0;
+    if (!where)
+        return 0;
     for (int i = 0; i < SW_FREEQ_SHARDS; i++) {
         sw_freeq_shard *q = &d->q.shard[i];
+        sw_pend_list done = {NULL, NULL};
+        uint64_t gone = 0;
         pthread_mutex_lock(&q->lock);
-        atomic_fetch_sub_explicit(&d->c.events, q->nevents, memory_order_relaxed);
-        q->nevents = 0;
+        for (sw_pend *e = q->async_list.head, *n; e; e = n) {
+            n = e->next;
+            if (e->ev_where != where)
+                continue;
+            list_unlink(&q->async_list, e);
+            q->async_bytes -= e->f.bytes;
+            q->count--;
+            gone++;
+            list_append(&done, e);
+        }
+        size_t keep = 0;
+        for (size_t k = 0; k < q->nevents; k++) {
+            if (q->events[k].where == where)
+                gone++;
+            else
+                q->events[keep++] = q->events[k];
+        }
+        q->nevents = keep;
         pthread_mutex_unlock(&q->lock);
+        atomic_fetch_sub_explicit(&d->c.events, gone, memory_order_relaxed);
+        bytes += release_done(d, q, &done);
     }
+    return bytes;
 }
 
 void sw_stream_destroyed(sw_policy *p, int dev, CUstream stream)
@@ -443,7 +484,7 @@ static CUresult shard_destroy(sw_device *d, sw_freeq_shard *q)
     }
     note_head(q);
     for (size_t i = 0; i < q->nevents; i++) {
-        CUresult r = be->event_destroy(be->ctx, q->events[i]);
+        CUresult r = be->event_destroy(be->ctx, q->events[i].ev);
         if (r == CUDA_SUCCESS)
             atomic_fetch_sub_explicit(&d->c.events, 1, memory_order_relaxed);
         if (first == CUDA_SUCCESS)

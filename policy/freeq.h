@@ -36,8 +36,17 @@ typedef struct sw_pend {
     /* ev was made in the stream's context, not the device's: destroyed
      * when done, never recycled for this device's streams. */
     bool foreign_ev;
+    /* The context ev was made in (the backend's token): a reset of it
+     * destroys ev and finishes the free (sw_freeq_context_gone). */
+    void *ev_where;
     struct sw_pend *prev, *next;
 } sw_pend;
+
+/* An idle event and the context it was made in. */
+typedef struct sw_idle_ev {
+    CUevent ev;
+    void *where;
+} sw_idle_ev;
 
 typedef struct sw_pend_list {
     sw_pend *head, *tail;
@@ -52,7 +61,7 @@ typedef struct sw_freeq_shard {
     sw_pend_list sync_list;  /* cuMemFree: wait for a covering sync */
     sw_pend_list async_list; /* cuMemFreeAsync: wait for the event or a sync */
     sw_pend *spare;
-    CUevent *events;         /* idle events to record again */
+    sw_idle_ev *events;      /* idle events to record again */
     size_t nevents, cap_events;
     size_t sync_bytes, async_bytes;
     size_t count;            /* entries on both lists */
@@ -88,8 +97,10 @@ CUresult sw_sync_and_collect(sw_device *d, uint64_t *by);
 /* The sync alone: what it covers stays queued (sw_freeq_take_covered). */
 CUresult sw_sync_point(sw_device *d, uint64_t *by);
 void sw_freeq_forget_stream(sw_device *d, CUstream stream);
-/* The idle events (made in a context that a reset destroyed): forgotten,
- * never destroyed (their handles are dead). */
-void sw_freeq_forget_events(sw_device *d);
+/* A reset destroyed context `where` (the backend's token of its events)
+ * after finishing its work: the frees whose events were made there are
+ * released, and those events, pending or idle, forgotten (never destroyed:
+ * their handles are dead, maybe reused). Returns bytes released. */
+size_t sw_freeq_context_gone(sw_device *d, void *where);
 
 #endif

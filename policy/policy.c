@@ -85,13 +85,21 @@ static void unstick_all(sw_device *d)
     }
 }
 
-void sw_context_reset(sw_policy *p, int dev)
+void sw_context_reset(sw_policy *p, int dev, void *where)
 {
+    /* Any device's blocks: one of another device freed on a stream of
+     * this context has its event here, and no sync of its own device
+     * covers that free (sw_freeq_push). */
+    int hi = atomic_load_explicit(&p->ndev_hi, memory_order_acquire);
+    for (int i = 0; i < hi; i++) {
+        sw_device *x = sw_dev(p, i);
+        if (x)
+            sw_freeq_context_gone(x, where);
+    }
     sw_device *d = sw_dev(p, dev);
     if (!d)
         return;
-    sw_freeq_collect(d, false); /* their events go idle, then are forgotten */
-    sw_freeq_forget_events(d);
+    sw_freeq_collect(d, false); /* what a sync point covered */
     sw_dev_lock(d);
     for (int i = 0; i < 2; i++)
         if (d->mover[i]) {

@@ -174,13 +174,17 @@ size_t sw_collect(sw_policy *p, int dev);
 /* cuStreamDestroy: blocks freed on stream lose their same-stream reuse (a new
  * stream may get the same handle value). */
 void sw_stream_destroyed(sw_policy *p, int dev, CUstream stream);
-/* cuDevicePrimaryCtxReset of dev, after its sw_sync_end (the reset finished
- * every piece of work: it is a sync point): the streams and events the
- * pool made in that context died with it. The pending frees are released,
- * the device's mover streams and idle events forgotten (never destroyed:
- * dead handles, which the driver may hand out again), made anew on next
- * use. Call with no policy lock held. */
-void sw_context_reset(sw_policy *p, int dev);
+/* cuDevicePrimaryCtxReset of dev, after its sw_sync_end when it is a sync
+ * point of dev: the streams and events the pool made in that context
+ * (where: the backend's token of its events, see event_create) died with
+ * it, after it finished the context's work. The async frees of any
+ * device whose events were made there are released (their work is done),
+ * the frees a sync point covered too; those events, pending or idle, and
+ * the device's mover streams are forgotten (never destroyed: dead handles,
+ * which the driver may hand out again for the program's own), made anew
+ * on next use. Events of other contexts (the program's own) are kept.
+ * Call with no policy lock held. */
+void sw_context_reset(sw_policy *p, int dev, void *where);
 
 /* ---- lookups (cuMemGetAddressRange, cuPointerGetAttribute(s)) ----------
  * True when ptr lies in a spillway arena or a page spillway mapped for the

@@ -415,11 +415,14 @@ static CUresult be_sync_context(void *ctx, int dev, void *token)
 
 /* In the freeing thread's context when it is dev's: an event is recorded on
  * the program's streams, which must belong to the event's context. */
-static CUresult be_event_create(void *ctx, int dev, CUevent *ev)
+/* *where: that context (a primary reset names its own: sw_context_reset). */
+static CUresult be_event_create(void *ctx, int dev, CUevent *ev, void **where)
 {
     (void)ctx;
     NEED(spw_drv.cuEventCreate);
-    if (own_context_of(dev))
+    CUcontext own = own_context_of(dev);
+    *where = own ? own : spw_backend_primary(dev);
+    if (own)
         return spw_drv.cuEventCreate(ev, CU_EVENT_DISABLE_TIMING);
     IN_DEVICE(dev, spw_drv.cuEventCreate(ev, CU_EVENT_DISABLE_TIMING));
 }
@@ -445,7 +448,7 @@ static CUresult create_here(CUevent *ev, int *dev)
     return r;
 }
 
-static CUresult be_event_create_on(void *ctx, CUstream stream, CUevent *ev, int *dev)
+static CUresult be_event_create_on(void *ctx, CUstream stream, CUevent *ev, int *dev, void **where)
 {
     (void)ctx;
     NEED(spw_drv.cuEventCreate);
@@ -455,6 +458,7 @@ static CUresult be_event_create_on(void *ctx, CUstream stream, CUevent *ev, int 
     CUresult r = spw_drv.cuStreamGetCtx(stream, &c); /* the legacy and per-thread streams: the current one's */
     if (r != CUDA_SUCCESS)
         return r;
+    *where = c;
     WITH_CTX(ctx_enter_ctx(c, &pushed_), create_here(ev, dev));
 }
 

@@ -29,6 +29,11 @@
 
 static _Atomic int program_refs[SW_MAX_DEVICES];
 static _Atomic bool warned[SW_MAX_DEVICES]; /* the first refusal warns, later ones are debug */
+/* The handle the program's retains got (one per device and process): a
+ * reset names the context whose events died even where spillway holds
+ * no reference (it made events there for blocks of other devices freed
+ * on the device's streams). */
+static _Atomic(CUcontext) retained[SW_MAX_DEVICES];
 
 static int counted(CUdevice dev)
 {
@@ -39,8 +44,10 @@ CUresult spw_h_primary_ctx_retain(CUcontext *pctx, CUdevice dev)
 {
     SPW_REAL_OR_RETURN(real, spw_h_primary_ctx_retain);
     CUresult r = real(pctx, dev);
-    if (r == CUDA_SUCCESS && counted(dev))
+    if (r == CUDA_SUCCESS && counted(dev)) {
         atomic_fetch_add(&program_refs[dev], 1);
+        atomic_store_explicit(&retained[dev], *pctx, memory_order_relaxed);
+    }
     return r;
 }
 
@@ -119,22 +126,30 @@ CUresult spw_h_primary_ctx_release_v1(CUdevice dev)
  * CUDA samples, test suites) could never allocate past the device's
  * pages again (CUDA_ERROR_INVALID_HANDLE). The reset finishes the
  * context's work first, so it is a sync point of the device where a
- * cuCtxSynchronize of the primary context is one. (A release is never the last on a device whose
- * pool spillway holds a reference to.) */
+ * cuCtxSynchronize of the primary context is one. Whether or not it is
+ * (contexts the program created), the frees whose events the pool made in
+ * the context, on any device's queue, are done: released, their dead
+ * events forgotten rather than queried, recorded or counted again (a
+ * driver may hand their handles out for the program's own events). (A
+ * release is never the last on a device whose pool spillway holds a
+ * reference to.) */
 static CUresult reset(CUresult (*real)(CUdevice), CUdevice dev)
 {
     sw_policy *p = spw_pool_policy();
-    bool pool = p && !spw_disabled() && dev >= 0 && dev < SW_MAX_DEVICES &&
-                spw_pool_serves((int)dev) && spw_backend_primary_known((int)dev);
+    /* The backend's token of the events made in the context (be_event_create). */
+    CUcontext primary = NULL;
+    if (p && counted(dev) && !(primary = spw_backend_primary_known((int)dev)))
+        primary = atomic_load_explicit(&retained[dev], memory_order_relaxed);
+    bool pool = primary && spw_pool_serves((int)dev) && spw_backend_primary_known((int)dev);
     /* As for cuCtxSynchronize (sync.c): not while contexts the program
      * created have work on the device (the reset ends only the primary's). */
     bool sync_point = pool && !spw_contexts_kept((int)dev);
     uint64_t ticket = sync_point ? sw_sync_begin(p, (int)dev) : 0;
     CUresult r = primary_end(real, dev);
-    if (pool && r == CUDA_SUCCESS) {
+    if (primary && r == CUDA_SUCCESS) {
         if (sync_point)
             sw_sync_end(p, (int)dev, ticket);
-        sw_context_reset(p, (int)dev);
+        sw_context_reset(p, (int)dev, primary);
     }
     return r;
 }

@@ -39,6 +39,9 @@ typedef struct work {
 typedef struct fake_event {
     CUstream s;
     uint64_t seq;
+    void *where;             /* the context it was made in */
+    bool dead;               /* that context was reset: the handle is gone */
+    struct fake_event *next; /* every event made, for fake_context_reset */
 } fake_event;
 
 struct fake_backend {
@@ -65,6 +68,8 @@ struct fake_backend {
         int skip;        /* calls of op that pass before the failures */
     } fail[3];           /* fake_fail_after's, fake_fail_also's (two) */
     int nmovers;         /* streams handed out by stream_create */
+    void *cur_ctx;       /* the context events are made in (fake_set_context) */
+    fake_event *events;  /* every event made; dead ones kept until fake_destroy */
     bool capturing;
     bool no_bytes;       /* bookkeeping only: nothing mapped, copied or protected */
     bool sync_held;      /* synchronize blocks until released */
@@ -184,6 +189,11 @@ void fake_destroy(fake_backend *fb)
         free(fb->res[i].mapped);
     }
     close(fb->fd);
+    while (fb->events) {
+        fake_event *n = fb->events->next;
+        free(fb->events);
+        fb->events = n;
+    }
     free(fb);
 }
 
@@ -666,7 +676,7 @@ void fake_hold_sync(fake_backend *fb, bool held)
     pthread_mutex_unlock(&fb->lock);
 }
 
-static CUresult b_event_create(void *ctx, int dev, CUevent *ev)
+static CUresult b_event_create(void *ctx, int dev, CUevent *ev, void **where)
 {
     fake_backend *fb = ctx;
     (void)dev;
@@ -675,9 +685,24 @@ static CUresult b_event_create(void *ctx, int dev, CUevent *ev)
         return CUDA_ERROR_OUT_OF_MEMORY;
     pthread_mutex_lock(&fb->lock);
     fb->st.ev_create++;
+    e->where = *where = fb->cur_ctx;
+    e->next = fb->events;
+    fb->events = e;
     pthread_mutex_unlock(&fb->lock);
     *ev = (CUevent)e;
     return CUDA_SUCCESS;
+}
+
+/* An event of a reset context named again: the driver's handle is gone
+ * (INVALID_HANDLE), or reused for another event of the program's. Lock held. */
+static bool event_dead(fake_backend *fb, fake_event *e, const char *call)
+{
+    if (!e->dead)
+        return false;
+    char what[96];
+    snprintf(what, sizeof what, "%s of an event whose context was reset (%%#llx)", call);
+    violate(fb, what, (unsigned long long)(uintptr_t)e);
+    return true;
 }
 
 static CUresult b_event_record(void *ctx, CUevent ev, CUstream stream)
@@ -686,7 +711,9 @@ static CUresult b_event_record(void *ctx, CUevent ev, CUstream stream)
     fake_event *e = (fake_event *)ev;
     CUresult r = CUDA_SUCCESS;
     pthread_mutex_lock(&fb->lock);
-    if (!injected(fb, "event_record", &r)) {
+    if (event_dead(fb, e, "event_record"))
+        r = CUDA_ERROR_INVALID_HANDLE;
+    else if (!injected(fb, "event_record", &r)) {
         e->s = stream;
         e->seq = stream_of(fb, stream)->issued;
         fb->st.ev_record++;
@@ -701,19 +728,48 @@ static CUresult b_event_query(void *ctx, CUevent ev)
     fake_event *e = (fake_event *)ev;
     pthread_mutex_lock(&fb->lock);
     fb->st.ev_query++;
-    bool done = stream_of(fb, e->s)->completed >= e->seq;
+    bool dead = event_dead(fb, e, "event_query");
+    bool done = !dead && stream_of(fb, e->s)->completed >= e->seq;
     pthread_mutex_unlock(&fb->lock);
-    return done ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+    return dead ? CUDA_ERROR_INVALID_HANDLE : done ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
 static CUresult b_event_destroy(void *ctx, CUevent ev)
 {
     fake_backend *fb = ctx;
+    fake_event *e = (fake_event *)ev;
     pthread_mutex_lock(&fb->lock);
-    fb->st.ev_destroy++;
+    bool dead = event_dead(fb, e, "event_destroy");
+    if (!dead) {
+        fb->st.ev_destroy++;
+        for (fake_event **pp = &fb->events; *pp; pp = &(*pp)->next)
+            if (*pp == e) {
+                *pp = e->next;
+                break;
+            }
+    }
     pthread_mutex_unlock(&fb->lock);
-    free(ev);
-    return CUDA_SUCCESS;
+    if (!dead)
+        free(e);
+    return dead ? CUDA_ERROR_INVALID_HANDLE : CUDA_SUCCESS;
+}
+
+void fake_set_context(fake_backend *fb, void *where)
+{
+    pthread_mutex_lock(&fb->lock);
+    fb->cur_ctx = where;
+    pthread_mutex_unlock(&fb->lock);
+}
+
+void fake_context_reset(fake_backend *fb, void *where)
+{
+    pthread_mutex_lock(&fb->lock);
+    for (fake_event *e = fb->events; e; e = e->next)
+        if (e->where == where && !e->dead) {
+            e->dead = true;
+            fb->st.ev_destroy++; /* by the reset */
+        }
+    pthread_mutex_unlock(&fb->lock);
 }
 
 sw_backend fake_ops(fake_backend *fb)

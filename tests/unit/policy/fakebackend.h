@@ -59,6 +59,13 @@ void fake_fail_clear(fake_backend *fb);
 void fake_fail_also(fake_backend *fb, const char *op, CUresult r, int times);
 void fake_fail_also_after(fake_backend *fb, const char *op, int skip, CUresult r, int times);
 
+/* Events are made in context `where` from now on (NULL at first). A reset
+ * of a context (cuDevicePrimaryCtxReset: the test completes its streams'
+ * work first) destroys its events: counted as destroyed, and any later
+ * record, query or destroy of one is a violation (INVALID_HANDLE). */
+void fake_set_context(fake_backend *fb, void *where);
+void fake_context_reset(fake_backend *fb, void *where);
+
 /* Bookkeeping only, from now on (before the first reservation): nothing is
  * mapped, protected or copied, so that a benchmark of 40,000 pages runs
  * under valgrind (one mapping per page would pass its segment table). */

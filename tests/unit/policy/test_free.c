@@ -444,6 +444,56 @@ START_TEST(events_are_recycled)
 }
 END_TEST
 
+/* cuDevicePrimaryCtxReset while the program keeps a context of its own
+ * (no sync point of the device): the reset finished the primary's work and
+ * destroyed its events. The free on the primary's stream is done (released
+ * without its dead event, which is never queried, recorded nor destroyed
+ * again, and no longer counted); the free on the own context's stream,
+ * whose work is still in flight, keeps its live event. */
+#define PRIMARY_CTX ((void *)0xC0)
+#define OWN_CTX ((void *)0xC1)
+START_TEST(a_context_reset_releases_its_async_frees_and_keeps_others)
+{
+    env_up(8, false, 0);
+    CUdeviceptr a, b, c, x, big;
+    /* Allocated first: a pool that makes pages syncs before it does. */
+    ck_assert_int_eq(sw_alloc_async(P, 0, PG, S2, &b), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_alloc_async(P, 0, 2 * PG, S1, &a), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_alloc_async(P, 0, 4096, S1, &c), CUDA_SUCCESS);
+    fake_set_context(FB, OWN_CTX);
+    fake_launch(FB, S2, b, PG);
+    ck_assert_int_eq(sw_free_async(P, b, S2), CUDA_SUCCESS);
+    fake_set_context(FB, PRIMARY_CTX);
+    fake_launch(FB, S1, a, 2 * PG);
+    ck_assert_int_eq(sw_free_async(P, a, S1), CUDA_SUCCESS);
+    /* An idle event of the primary: a free taken back at once on its stream. */
+    ck_assert_int_eq(sw_free_async(P, c, S1), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_alloc_async(P, 0, 4096, S1, &x), CUDA_SUCCESS);
+    ck_assert_uint_eq(x, c);
+    ck_assert_uint_eq(counters().pending_bytes, 3 * PG);
+    fake_complete(FB, S1);               /* the reset finishes the primary's work */
+    fake_context_reset(FB, PRIMARY_CTX); /* and destroys its events */
+    sw_context_reset(P, 0, PRIMARY_CTX);
+    sw_counters k = counters();
+    ck_assert_msg(k.pending_bytes == PG, "pending after the reset: %llu bytes, expected %zu",
+                  (unsigned long long)k.pending_bytes, PG);
+    fake_stats f = fstats();
+    ck_assert_uint_eq(k.events, f.ev_create - f.ev_destroy);
+    /* Async frees on the primary's stream after it: events that live. */
+    ck_assert_int_eq(sw_free_async(P, x, S1), CUDA_SUCCESS);
+    assert_no_violation();
+    /* The pool wants every page: the queue is polled, then synced. */
+    fake_complete(FB, S2);
+    ck_assert_int_eq(sw_alloc(P, 0, 7 * PG, &big), CUDA_SUCCESS);
+    assert_no_violation();
+    k = counters();
+    f = fstats();
+    ck_assert_uint_eq(k.events, f.ev_create - f.ev_destroy);
+    sw_free(P, big);
+    env_down();
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("policy_free");
@@ -468,6 +518,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, event_failure_keeps_the_block_live);
     tcase_add_test(tc, sync_failure_is_returned);
     tcase_add_test(tc, events_are_recycled);
+    tcase_add_test(tc, a_context_reset_releases_its_async_frees_and_keeps_others);
     tcase_add_test(tc, held_bytes_are_pages_of_live_data);
     suite_add_tcase(s, tc);
     return s;
