@@ -233,7 +233,12 @@ FC_EXPORT CUresult cuCtxDestroy(CUcontext ctx)
     if (!ctx || !fc_ctx_valid(ctx) || ctx->is_primary)
         return CUDA_ERROR_INVALID_CONTEXT;
     fc_ctx_drain(ctx);
-    fc_ctx_end_modules(ctx); /* its modules die with it, as at a primary reset */
+    /* "Destroys and cleans up all resources associated with the context":
+     * its cuMemAlloc-class memory, streams, events and modules, as at a
+     * primary reset (VMM memory and memory pools are the device's). */
+    fc_ctx_free_memory(ctx);
+    fc_ctx_end_streams(ctx);
+    fc_ctx_end_modules(ctx);
     pthread_mutex_lock(&fc_lock);
     ctx->destroyed = true;
     pthread_mutex_unlock(&fc_lock);

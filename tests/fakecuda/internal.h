@@ -152,7 +152,7 @@ CUresult fc_alloc_device(size_t size, enum fc_region_kind kind, struct fc_mempoo
                          int dev, CUdeviceptr *dptr);
 /* Uncharges, unregisters and unmaps; under fc_lock. */
 void fc_region_release_locked(struct fc_region *reg);
-/* A primary context's reset: its cuMemAlloc-class memory is freed (memory.c),
+/* A primary context's reset, or cuCtxDestroy: its cuMemAlloc-class memory is freed (memory.c),
  * its streams and events destroyed (stream.c), its modules unloaded
  * (kernel.c). Its work must be finished. */
 void fc_ctx_free_memory(struct CUctx_st *ctx);

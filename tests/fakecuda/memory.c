@@ -114,7 +114,8 @@ static bool of_ctx(struct fc_region *r, void *arg)
     return true;
 }
 
-/* cuDevicePrimaryCtxReset: "Destroy all allocations". Each leaves the
+/* cuDevicePrimaryCtxReset ("Destroy all allocations") and cuCtxDestroy
+ * (its "resources ... include memory allocations by cuMemAlloc()"). Each leaves the
  * registry (the driver no longer knows its address: copies, frees and
  * attribute queries answer as for unknown memory) and the device's charge.
  * Its pages are emptied but stay mapped: a test that still touches one

@@ -460,7 +460,7 @@ void fc_device_drain(int dev)
     drain_where(NULL, dev);
 }
 
-/* A primary context's reset: its streams (user, legacy, per-thread) and
+/* A primary context's reset or a context's destroy: its streams (user, legacy, per-thread) and
  * events are destroyed; the legacy and per-thread streams are made anew on
  * next use. The context's work is finished, so each worker exits at once. */
 void fc_ctx_end_streams(struct CUctx_st *ctx)

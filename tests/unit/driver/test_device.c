@@ -314,6 +314,59 @@ START_TEST(created_contexts_stack)
 }
 END_TEST
 
+/* cuCtxDestroy: "Destroys and cleans up all resources associated with the
+ * context", among them "memory allocations by cuMemAlloc(),
+ * cuMemAllocHost(), cuMemAllocManaged() and cuMemAllocPitch()". What the
+ * reference guarantees and a test can see: the device's free memory
+ * (cuMemGetInfo, asked in the primary context) rises back by at least
+ * what the context allocated. (Passing its pointers or handles afterwards
+ * is undefined behaviour: fakecuda answers as for unknown memory and dead
+ * handles, asked only of it.) */
+START_TEST(destroyed_context_frees_its_memory)
+{
+    CU_OK(cuInit(0));
+    CUcontext primary, created, cur;
+    CU_OK(cuDevicePrimaryCtxRetain(&primary, 0));
+    CU_OK(cuCtxPushCurrent(primary));
+    CUctxCreateParams params;
+    memset(&params, 0, sizeof params);
+    CU_OK(cuCtxCreate(&created, &params, 0, 0));
+    size_t free_before, free_held, free_after, total;
+    CU_OK(cuMemGetInfo(&free_before, &total));
+    CUdeviceptr p, q;
+    size_t pitch;
+    CU_OK(cuMemAlloc(&p, 16 * MiB));
+    CU_OK(cuMemAllocPitch(&q, &pitch, 1024, 1024, 4));
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUevent e;
+    CU_OK(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+    CU_OK(cuMemsetD32Async(p, 7, 16 * MiB / 4, s));
+    CU_OK(cuEventRecord(e, s));
+    CU_OK(cuMemGetInfo(&free_held, &total));
+    size_t held = 16 * MiB + pitch * 1024;
+    ck_assert_msg(free_held + held <= free_before, "free %zu after allocating %zu, %zu before",
+                  free_held, held, free_before);
+    CU_OK(cuCtxDestroy(created)); /* popped: the primary is current again */
+    CU_OK(cuCtxGetCurrent(&cur));
+    ck_assert_ptr_eq(cur, primary);
+    CU_OK(cuMemGetInfo(&free_after, &total));
+    ck_assert_msg(free_after >= free_held + held,
+                  "free %zu after the destroy, %zu before it: the context's %zu bytes not freed",
+                  free_after, free_held, held);
+    if (fakecuda_present()) {
+        CUcontext owner;
+        CU_ERR(cuPointerGetAttribute(&owner, CU_POINTER_ATTRIBUTE_CONTEXT, p),
+               CUDA_ERROR_INVALID_VALUE);
+        CU_ERR(cuMemFree(q), CUDA_ERROR_INVALID_VALUE);
+        CU_ERR(cuStreamQuery(s), CUDA_ERROR_INVALID_HANDLE);
+        CU_ERR(cuEventQuery(e), CUDA_ERROR_INVALID_HANDLE);
+    }
+    CU_OK(cuCtxPopCurrent(&cur));
+    CU_OK(cuDevicePrimaryCtxRelease(0));
+}
+END_TEST
+
 START_TEST(error_strings)
 {
     const char *s = NULL;
@@ -383,6 +436,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, primary_reset_destroys_the_contexts_objects);
     tcase_add_test(tc, last_primary_release_destroys_the_contexts_objects);
     tcase_add_test(tc, created_contexts_stack);
+    tcase_add_test(tc, destroyed_context_frees_its_memory);
     tcase_add_test(tc, error_strings);
     tcase_add_test(tc, peer_access_needs_two_devices);
     suite_add_tcase(s, tc);
