@@ -431,6 +431,16 @@ void spw_account_set_spill(int dev, const sw_spill_stats *f)
 #undef SPW_PUBLISH_SPILL
 }
 
+static int on_dev(const struct spw_map_entry *e, void *dev)
+{
+    return unpack_dev(e->dev, NULL) == *(int *)dev;
+}
+
+int spw_account_keys_on(enum spw_kind kind, int dev, uint64_t **keys, size_t *n)
+{
+    return spw_map_keys(map_of(kind), on_dev, &dev, keys, n);
+}
+
 int spw_account_counted(enum spw_kind kind, uint64_t key)
 {
     return spw_map_find(map_of(kind), key, NULL) == 0;

@@ -64,6 +64,7 @@ uint64_t spw_driver_page_size(int dev);
     X(cuStreamGetCtx_v2, CUresult (*)(CUstream, CUcontext *, CUgreenCtx *))                \
     X(cuDeviceGetCount, CUresult (*)(int *))                                               \
     X(cuDevicePrimaryCtxRetain, CUresult (*)(CUcontext *, CUdevice))                       \
+    X(cuDevicePrimaryCtxGetState, CUresult (*)(CUdevice, unsigned int *, int *))           \
     X(cuDeviceGetAttribute, CUresult (*)(int *, CUdevice_attribute, CUdevice))             \
     X(cuMemGetAllocationGranularity,                                                       \
       CUresult (*)(size_t *, const CUmemAllocationProp *, CUmemAllocationGranularity_flags)) \

@@ -19,6 +19,7 @@
  * explicitly release its usage" after it, so it leaves the count alone. */
 #include "shim/backend.h"
 #include "shim/contexts.h"
+#include "shim/ctx_memory.h"
 #include "shim/handler.h"
 #include "shim/log.h"
 #include "shim/param_scan.h"
@@ -80,13 +81,25 @@ static CUresult primary_end(CUresult (*real)(CUdevice), CUdevice dev)
     return r;
 }
 
+/* A release spillway holds no reference under may be the last, which
+ * resets the context and frees its memory: what spillway counted of it
+ * is taken out before, and released if the context is inactive after
+ * (ctx_memory.h). */
+static CUresult release_maybe_last(CUresult (*real)(CUdevice), CUdevice dev)
+{
+    struct spw_ctx_memory *dying = counted(dev) ? spw_ctx_memory_take(NULL, (int)dev) : NULL;
+    CUresult r = primary_end(real, dev);
+    spw_ctx_memory_settle(dying, r == CUDA_SUCCESS && spw_ctx_memory_primary_ended((int)dev));
+    return r;
+}
+
 static CUresult release(CUresult (*real)(CUdevice), CUdevice dev)
 {
     if (!counted(dev))
         return primary_end(real, dev);
     if (!take_ref(dev)) {
         if (!spw_backend_primary_known(dev))
-            return primary_end(real, dev);
+            return release_maybe_last(real, dev);
         if (!atomic_exchange(&warned[dev], true))
             spw_warn("device %d: cuDevicePrimaryCtxRelease without a retain of the program's "
                      "left: refused (CUDA_ERROR_INVALID_CONTEXT, as without spillway), the "
@@ -98,7 +111,8 @@ static CUresult release(CUresult (*real)(CUdevice), CUdevice dev)
                       (int)dev);
         return CUDA_ERROR_INVALID_CONTEXT;
     }
-    CUresult r = primary_end(real, dev);
+    CUresult r = spw_backend_primary_known(dev) ? primary_end(real, dev)
+                                                 : release_maybe_last(real, dev);
     if (r != CUDA_SUCCESS)
         atomic_fetch_add(&program_refs[dev], 1); /* the driver kept it */
     return r;
@@ -145,7 +159,11 @@ static CUresult reset(CUresult (*real)(CUdevice), CUdevice dev)
      * created have work on the device (the reset ends only the primary's). */
     bool sync_point = pool && !spw_contexts_kept((int)dev);
     uint64_t ticket = sync_point ? sw_sync_begin(p, (int)dev) : 0;
+    /* "Destroy all allocations": what spillway counted of them goes. */
+    struct spw_ctx_memory *dying =
+        dev >= 0 && dev < SW_MAX_DEVICES ? spw_ctx_memory_take(NULL, (int)dev) : NULL;
     CUresult r = primary_end(real, dev);
+    spw_ctx_memory_settle(dying, r == CUDA_SUCCESS);
     if (primary && r == CUDA_SUCCESS) {
         if (sync_point)
             sw_sync_end(p, (int)dev, ticket);

@@ -140,6 +140,42 @@ int spw_map_find(struct spw_map *m, uint64_t key, struct spw_map_entry *out)
     return lookup(m, key, out, 0);
 }
 
+int spw_map_keys(struct spw_map *m, int (*keep)(const struct spw_map_entry *, void *), void *arg,
+                 uint64_t **keys, size_t *n)
+{
+    uint64_t *k = NULL;
+    size_t len = 0, cap = 0;
+    int ret = 0;
+    for (int i = 0; i < SPW_MAP_SHARDS && !ret; i++) {
+        struct spw_map_shard *s = &m->shard[i];
+        pthread_mutex_lock(&s->lock);
+        for (size_t j = 0; j < s->cap && !ret; j++) {
+            if (!s->slots[j].key || !keep(&s->slots[j], arg))
+                continue;
+            if (len == cap) {
+                size_t c = cap ? 2 * cap : 16;
+                uint64_t *more = realloc(k, c * sizeof *k);
+                if (!more) {
+                    ret = -1;
+                    break;
+                }
+                k = more;
+                cap = c;
+            }
+            k[len++] = s->slots[j].key;
+        }
+        pthread_mutex_unlock(&s->lock);
+    }
+    if (ret) {
+        free(k);
+        k = NULL;
+        len = 0;
+    }
+    *keys = k;
+    *n = len;
+    return ret;
+}
+
 size_t spw_map_count(struct spw_map *m)
 {
     size_t n = 0;

@@ -47,6 +47,13 @@ int spw_map_find(struct spw_map *m, uint64_t key, struct spw_map_entry *out);
 void spw_map_lock_all(struct spw_map *m);
 void spw_map_unlock_all(struct spw_map *m);
 
+/* The keys of the entries keep(entry, arg) answers nonzero for, in a
+ * malloc'd array (*keys, NULL when none; *n of them), shard by shard (not
+ * a snapshot). Returns 0, or -1 if memory ran out (nothing returned).
+ * Rare questions only (a context's destroy): it visits every slot. */
+int spw_map_keys(struct spw_map *m, int (*keep)(const struct spw_map_entry *, void *), void *arg,
+                 uint64_t **keys, size_t *n);
+
 /* Number of entries (not a snapshot: shards are counted one by one). */
 size_t spw_map_count(struct spw_map *m);
 #endif

@@ -4,6 +4,7 @@
  * pool's mappings too). Each forwards first; the driver's answer stands. */
 #include "shim/backend.h"
 #include "shim/contexts.h"
+#include "shim/ctx_memory.h"
 #include "shim/handler.h"
 #include "shim/param_scan.h"
 
@@ -121,21 +122,38 @@ CUresult spw_h_stream_destroy_v1(CUstream hStream)
  * unloads the context's modules: the cached parameter layouts are
  * forgotten around it as around an unload (launch.c), or a function of a
  * later module handed the dead one's handle would be scanned by the dead
- * one's layout, past the arguments its launch passes. */
-#define DESTROY_HANDLER(handler)                \
-    CUresult handler(CUcontext ctx)             \
-    {                                           \
-        SPW_REAL_OR_RETURN(real, handler);      \
-        if (ctx && !spw_disabled())             \
-            spw_contexts_gone(ctx);             \
-        CUresult r;                             \
-        SPW_UNLOADING(r, real(ctx));            \
-        if (r == CUDA_SUCCESS && !spw_disabled()) \
-            spw_contexts_stream_gone();         \
-        return r;                               \
+ * one's layout, past the arguments its launch passes. It also frees the
+ * context's memory: what spillway counted of it is released
+ * (ctx_memory.h). */
+static CUresult ctx_destroy(CUresult (*real)(CUcontext), CUcontext ctx)
+{
+    int dev = -1;
+    struct spw_ctx_memory *dying = NULL;
+    if (ctx && !spw_disabled()) {
+        spw_contexts_gone(ctx);
+        if (spw_backend_ctx_device(ctx, &dev) == CUDA_SUCCESS)
+            dying = spw_ctx_memory_take(ctx, dev);
     }
-DESTROY_HANDLER(spw_h_ctx_destroy)
-DESTROY_HANDLER(spw_h_ctx_destroy_v1)
+    CUresult r;
+    SPW_UNLOADING(r, real(ctx));
+    spw_ctx_memory_settle(dying, r == CUDA_SUCCESS);
+    if (r == CUDA_SUCCESS && !spw_disabled())
+        spw_contexts_stream_gone();
+    return r;
+}
+
+/* Both ABIs: CUDA 2.0's unsuffixed export destroys as the _v2 does. */
+CUresult spw_h_ctx_destroy(CUcontext ctx)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_ctx_destroy);
+    return ctx_destroy(real, ctx);
+}
+
+CUresult spw_h_ctx_destroy_v1(CUcontext ctx)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_ctx_destroy_v1);
+    return ctx_destroy(real, ctx);
+}
 
 CUresult spw_h_ctx_enable_peer_access(CUcontext peerContext, unsigned int Flags)
 {

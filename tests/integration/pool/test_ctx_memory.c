@@ -1,0 +1,136 @@
+/* spillway only: memory the driver frees with its context (cuCtxDestroy
+ * of a context the program made, cuDevicePrimaryCtxReset) stops being
+ * counted against the limit then, in the counters and the stats segment;
+ * a later cuMemFree of its stale pointer gets the driver's answer and
+ * uncounts nothing twice. */
+#include "tests/integration/pool/common.h"
+
+#include "stats/reader.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static uint64_t in_use_published(int dev, uint64_t *underflows, uint64_t *managed)
+{
+    struct spw_stats_snapshot snap;
+    const char *dir = getenv("SPILLWAY_STATS_DIR");
+    ck_assert_ptr_nonnull(dir);
+    char name[64];
+    snprintf(name, sizeof name, "spillway.%u.%d", (unsigned)getuid(), (int)getpid());
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    ck_assert_int_ge(fd, 0);
+    char why[256];
+    int removed = 0;
+    enum spw_read_result r = spw_stats_read_at(fd, name, 0, &snap, &removed, why, sizeof why);
+    close(fd);
+    ck_assert_msg(r == SPW_READ_OK, "stats: %s", why);
+    *underflows = snap.c[dev][SPW_C_UNDERFLOWS];
+    *managed = snap.c[dev][SPW_C_PASS_MANAGED];
+    return snap.c[dev][SPW_C_IN_USE];
+}
+
+static uint64_t used(int dev)
+{
+    struct spillway_counters c;
+    ck_assert_int_eq(get_counters(dev, &c), 0);
+    return c.used;
+}
+
+/* Nothing of it counted any more, anywhere. */
+static void expect_counted(int dev, uint64_t bytes)
+{
+    uint64_t underflows, managed;
+    ck_assert_uint_eq(used(dev), bytes);
+    ck_assert_uint_eq(in_use_published(dev, &underflows, &managed), bytes);
+    ck_assert_uint_eq(underflows, 0);
+    ck_assert_uint_eq(managed, 0); /* the pass-through gauge */
+}
+
+static CUcontext created_context(void)
+{
+    CUctxCreateParams params;
+    memset(&params, 0, sizeof params);
+    CUcontext c;
+    CU_OK(cuCtxCreate(&c, &params, 0, 0));
+    return c;
+}
+
+/* Managed memory passes the pool by, counted against the limit: once its
+ * context is destroyed, the driver freed it, and three quarters of the
+ * limit fit again. */
+START_TEST(destroyed_context_uncounts_its_passthrough_memory)
+{
+    if (!pooled())
+        return;
+    use_device(0);
+    size_t n = limit_bytes() / 4 * 3;
+    CUcontext own = created_context();
+    CUdeviceptr m;
+    CU_OK(cuMemAllocManaged(&m, n, CU_MEM_ATTACH_GLOBAL));
+    ck_assert_uint_eq(used(0), n);
+    CU_OK(cuCtxDestroy(own)); /* the primary is current again */
+    expect_counted(0, 0);
+    ck_assert_int_eq(cuMemFree(m), CUDA_ERROR_INVALID_VALUE); /* the driver's answer */
+    expect_counted(0, 0);
+    CUdeviceptr again;
+    CU_OK(cuMemAllocManaged(&again, n, CU_MEM_ATTACH_GLOBAL));
+    CU_OK(cuMemFree(again));
+    expect_counted(0, 0);
+}
+END_TEST
+
+/* The same for a reset of the primary context: "Destroy all allocations". */
+START_TEST(primary_reset_uncounts_its_passthrough_memory)
+{
+    if (!pooled())
+        return;
+    use_device(0);
+    size_t n = limit_bytes() / 4 * 3;
+    CUdeviceptr m;
+    CU_OK(cuMemAllocManaged(&m, n, CU_MEM_ATTACH_GLOBAL));
+    ck_assert_uint_eq(used(0), n);
+    CU_OK(cuDevicePrimaryCtxReset(0));
+    use_device(0);
+    expect_counted(0, 0);
+    ck_assert_int_eq(cuMemFree(m), CUDA_ERROR_INVALID_VALUE);
+    expect_counted(0, 0);
+    CUdeviceptr again;
+    CU_OK(cuMemAllocManaged(&again, n, CU_MEM_ATTACH_GLOBAL));
+    CU_OK(cuMemFree(again));
+    expect_counted(0, 0);
+}
+END_TEST
+
+/* A destroy the driver refuses frees nothing: the memory stays counted. */
+START_TEST(refused_destroy_keeps_the_count)
+{
+    if (!pooled())
+        return;
+    use_device(0);
+    CUcontext own = created_context();
+    CUdeviceptr m;
+    CU_OK(cuMemAllocManaged(&m, 4 * MiB, CU_MEM_ATTACH_GLOBAL));
+    ck_assert_int_eq(fakecuda_fault_config("cuCtxDestroy:1", NULL, 0), 0);
+    ck_assert_int_eq(cuCtxDestroy(own), CUDA_ERROR_UNKNOWN);
+    ck_assert_int_eq(fakecuda_fault_config(NULL, NULL, 0), 0);
+    ck_assert_uint_eq(used(0), 4 * MiB);
+    CU_OK(cuMemFree(m));
+    ck_assert_uint_eq(used(0), 0);
+    CU_OK(cuCtxDestroy(own));
+}
+END_TEST
+
+Suite *test_suite(void)
+{
+    Suite *s = suite_create("pool_ctx_memory");
+    TCase *tc = tcase_create("ctx_memory");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, destroyed_context_uncounts_its_passthrough_memory);
+    tcase_add_test(tc, primary_reset_uncounts_its_passthrough_memory);
+    tcase_add_test(tc, refused_destroy_keeps_the_count);
+    suite_add_tcase(s, tc);
+    return s;
+}
