@@ -85,7 +85,7 @@ static void unstick_all(sw_device *d)
     }
 }
 
-void sw_context_reset(sw_policy *p, int dev, void *where)
+void sw_context_gone(sw_policy *p, void *where)
 {
     /* Any device's blocks: one of another device freed on a stream of
      * this context has its event here, and no sync of its own device
@@ -96,6 +96,11 @@ void sw_context_reset(sw_policy *p, int dev, void *where)
         if (x)
             sw_freeq_context_gone(x, where);
     }
+}
+
+void sw_context_reset(sw_policy *p, int dev, void *where)
+{
+    sw_context_gone(p, where);
     sw_device *d = sw_dev(p, dev);
     if (!d)
         return;

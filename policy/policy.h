@@ -185,6 +185,12 @@ void sw_stream_destroyed(sw_policy *p, int dev, CUstream stream);
  * on next use. Events of other contexts (the program's own) are kept.
  * Call with no policy lock held. */
 void sw_context_reset(sw_policy *p, int dev, void *where);
+/* A context ended with its work finished (cuCtxDestroy of one the program
+ * made, the last release of a primary): the async frees of any device
+ * whose events were made there (where: the backend's token) are released,
+ * and those events, pending or idle, forgotten, as at a reset. Call with no
+ * policy lock held. */
+void sw_context_gone(sw_policy *p, void *where);
 
 /* ---- lookups (cuMemGetAddressRange, cuPointerGetAttribute(s)) ----------
  * True when ptr lies in a spillway arena or a page spillway mapped for the

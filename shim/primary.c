@@ -88,8 +88,14 @@ static CUresult primary_end(CUresult (*real)(CUdevice), CUdevice dev)
 static CUresult release_maybe_last(CUresult (*real)(CUdevice), CUdevice dev)
 {
     struct spw_ctx_memory *dying = counted(dev) ? spw_ctx_memory_take(NULL, (int)dev) : NULL;
+    CUcontext primary = atomic_load_explicit(&retained[dev], memory_order_relaxed);
     CUresult r = primary_end(real, dev);
-    spw_ctx_memory_settle(dying, r == CUDA_SUCCESS && spw_ctx_memory_primary_ended((int)dev));
+    bool ended = r == CUDA_SUCCESS && spw_ctx_memory_primary_ended((int)dev);
+    spw_ctx_memory_settle(dying, ended);
+    /* Its events died with it: the pool's there mark frees now done. */
+    sw_policy *p = spw_pool_policy();
+    if (ended && p && primary)
+        sw_context_gone(p, primary);
     return r;
 }
 

@@ -7,6 +7,7 @@
 #include "shim/ctx_memory.h"
 #include "shim/handler.h"
 #include "shim/param_scan.h"
+#include "shim/pool_setup.h"
 
 /* Asked twice when refused: a sync point missed leaves freed spilled data
  * counted (and its host pages held) until the pool's own next sync. */
@@ -137,8 +138,14 @@ static CUresult ctx_destroy(CUresult (*real)(CUcontext), CUcontext ctx)
     CUresult r;
     SPW_UNLOADING(r, real(ctx));
     spw_ctx_memory_settle(dying, r == CUDA_SUCCESS);
-    if (r == CUDA_SUCCESS && !spw_disabled())
+    if (r == CUDA_SUCCESS && !spw_disabled()) {
         spw_contexts_stream_gone();
+        /* Its events died with it, the pool's among them (made in the
+         * freeing thread's context): the frees they marked are done. */
+        sw_policy *p = spw_pool_policy();
+        if (p && ctx)
+            sw_context_gone(p, ctx);
+    }
     return r;
 }
 

@@ -108,6 +108,54 @@ START_TEST(a_reset_releases_another_devices_blocks_freed_on_its_streams)
 }
 END_TEST
 
+/* cuCtxDestroy of a context the program made finishes its work and
+ * destroys its events, among them the one spillway recorded at a free on
+ * its stream (made in the freeing thread's context): that free is done,
+ * released at the destroy, and its dead event never counted or used again. */
+START_TEST(a_destroyed_context_releases_its_async_frees)
+{
+    if (!pooled())
+        return;
+    CUcontext primary = use_device(0);
+    CUctxCreateParams params;
+    memset(&params, 0, sizeof params);
+    CUcontext own;
+    CU_OK(cuCtxCreate(&own, &params, 0, 0));
+    CUfunction slow = slow_kernel();
+    CUstream so;
+    CU_OK(cuStreamCreate(&so, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr x;
+    CU_OK(cuMemAlloc(&x, 8 * MiB));
+    launch_slow(slow, x, 0xAA, 8 * MiB, 300, so);
+    CU_OK(cuMemFreeAsync(x, so));
+    ck_assert_uint_ge(pool_counters(0).pending_bytes, 8 * MiB);
+    ck_assert_uint_eq(pool_counters(0).events, fakecuda_live_events());
+
+    CU_OK(cuCtxDestroy(own));
+    CU_OK(cuCtxSetCurrent(primary));
+    struct spillway_pool_counters c = pool_counters(0);
+    ck_assert_msg(c.pending_bytes == 0,
+                  "the free on the destroyed context's stream is still pending (%llu bytes)",
+                  (unsigned long long)c.pending_bytes);
+    ck_assert_msg(c.events == fakecuda_live_events(),
+                  "the pool counts %llu events, %zu are alive", (unsigned long long)c.events,
+                  fakecuda_live_events());
+    /* Later async frees get live events. */
+    CUstream sp;
+    CU_OK(cuStreamCreate(&sp, CU_STREAM_NON_BLOCKING));
+    for (int i = 0; i < 4; i++) {
+        CU_OK(cuMemAllocAsync(&x, 8 * MiB, sp));
+        CU_OK(cuMemFreeAsync(x, sp));
+    }
+    CU_OK(cuStreamSynchronize(sp));
+    CU_OK(cuMemAlloc(&x, 60 * MiB)); /* needs every page back */
+    CU_OK(cuMemFree(x));
+    CU_OK(cuCtxSynchronize());
+    ck_assert_uint_eq(pool_counters(0).events, fakecuda_live_events());
+    CU_OK(cuStreamDestroy(sp));
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("pool_resets");
@@ -115,6 +163,7 @@ Suite *test_suite(void)
     tcase_set_timeout(spw, 60);
     tcase_add_test(spw, a_reset_releases_the_primarys_async_frees_and_keeps_an_own_contexts);
     tcase_add_test(spw, a_reset_releases_another_devices_blocks_freed_on_its_streams);
+    tcase_add_test(spw, a_destroyed_context_releases_its_async_frees);
     suite_add_tcase(s, spw);
     return s;
 }
