@@ -288,6 +288,9 @@ FC_EXPORT CUresult cuGraphInstantiate_v2(CUgraphExec *out, CUgraph g, CUgraphNod
     return instantiate_logged(out, g, e, log, n);
 }
 
+static CUresult upload(CUgraphExec x, CUstream h, bool ptsz);
+static CUresult exec_destroy(CUgraphExec x);
+
 static CUresult instantiate_with_params(CUgraphExec *out, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS *p,
                                         bool ptsz)
 {
@@ -300,6 +303,12 @@ static CUresult instantiate_with_params(CUgraphExec *out, CUgraph g, CUDA_GRAPH_
             return r;
     }
     CUresult r = instantiate(out, g, p->flags);
+    /* "Automatically upload the graph after instantiation": its memory is
+     * reserved now, as cuGraphUpload reserves it; an upload that fails
+     * leaves no executable graph behind. */
+    if (r == CUDA_SUCCESS && (p->flags & CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD) &&
+        (r = upload(*out, p->hUploadStream, ptsz)) != CUDA_SUCCESS)
+        exec_destroy(*out);
     p->hErrNode_out = NULL;
     p->result_out = r == CUDA_SUCCESS ? CUDA_GRAPH_INSTANTIATE_SUCCESS : CUDA_GRAPH_INSTANTIATE_ERROR;
     return r;
@@ -330,9 +339,8 @@ FC_EXPORT CUresult cuGraphExecGetFlags(CUgraphExec x, cuuint64_t *flags)
     return known ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
-FC_EXPORT CUresult cuGraphExecDestroy(CUgraphExec x)
+static CUresult exec_destroy(CUgraphExec x)
 {
-    FC_FAULT(cuGraphExecDestroy);
     CUresult r = fc_initialized();
     if (r != CUDA_SUCCESS)
         return r;
@@ -351,6 +359,12 @@ FC_EXPORT CUresult cuGraphExecDestroy(CUgraphExec x)
     }
     fc_graph_unlock();
     return known ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+FC_EXPORT CUresult cuGraphExecDestroy(CUgraphExec x)
+{
+    FC_FAULT(cuGraphExecDestroy);
+    return exec_destroy(x);
 }
 
 /* ---- launch ---------------------------------------------------------------- */

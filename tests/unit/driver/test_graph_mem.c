@@ -1,6 +1,8 @@
 /* Conformance: the graph memory pool of a device (the programming guide's
  * "Graph Memory Nodes"). An allocation node's physical memory is reserved
- * at the first launch or upload of its graph, not at instantiation, and is
+ * at the first launch or upload of its graph (an instantiation with
+ * CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD uploads), not at a plain
+ * instantiation, and is
  * charged to the device (cuMemGetInfo); it stays reserved across launches,
  * after the graph frees the allocation and after the graph is destroyed,
  * until cuDeviceGraphMemTrim, which gives back what no live allocation
@@ -149,6 +151,32 @@ START_TEST(an_upload_reserves_before_any_launch)
 }
 END_TEST
 
+/* CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD: "Automatically upload the graph
+ * after instantiation ... using the stream provided in instantiateParams"
+ * (cuGraphInstantiateWithParams): the memory is reserved by then, as by
+ * cuGraphUpload, before any launch. */
+START_TEST(an_instantiate_with_upload_reserves_before_any_launch)
+{
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr p;
+    CUgraph g = alloc_graph(true, &p);
+    size_t before = free_mem();
+    CUDA_GRAPH_INSTANTIATE_PARAMS ip = {.flags = CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD, .hUploadStream = s};
+    CUgraphExec x;
+    CU_OK(cuGraphInstantiateWithParams(&x, g, &ip));
+    ck_assert_int_eq(ip.result_out, CUDA_GRAPH_INSTANTIATE_SUCCESS);
+    CU_OK(cuStreamSynchronize(s));
+    ck_assert_uint_ge(attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT), SIZE);
+    ck_assert_uint_le(free_mem() + SIZE, before);
+    CU_OK(cuGraphExecDestroy(x));
+    CU_OK(cuGraphDestroy(g));
+    CU_OK(cuDeviceGraphMemTrim(dev));
+    ck_assert_uint_eq(attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT), 0);
+    CU_OK(cuStreamDestroy(s));
+}
+END_TEST
+
 START_TEST(attribute_errors_and_high_mark_reset)
 {
     int n;
@@ -199,6 +227,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, reserved_at_first_launch_and_kept_until_trim);
     tcase_add_test(tc, a_live_allocation_is_used_and_not_trimmed);
     tcase_add_test(tc, an_upload_reserves_before_any_launch);
+    tcase_add_test(tc, an_instantiate_with_upload_reserves_before_any_launch);
     tcase_add_test(tc, attribute_errors_and_high_mark_reset);
     suite_add_tcase(s, tc);
     return s;
