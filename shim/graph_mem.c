@@ -272,3 +272,48 @@ CUresult spw_h_device_graph_mem_trim(CUdevice device)
     pthread_mutex_unlock(&lock);
     return r;
 }
+
+/* CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD uploads the graph into the params'
+ * stream after the instantiation, which reserves its alloc nodes' memory
+ * in the graph pool (cuGraphUpload's doing, documented as the same): done
+ * as an instantiation and then spillway's upload (above), so that
+ * the reservation is held against the limit (refused without room) and
+ * counted from then on, not from the first launch. An upload that fails
+ * leaves no executable graph behind, the instantiation's result an error. */
+static CUresult instantiate_then_upload(CUgraphExec *out, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS *p,
+                                        __typeof__(spw_real.spw_h_graph_instantiate_with_params) real,
+                                        CUresult (*upload)(CUgraphExec, CUstream))
+{
+    CUDA_GRAPH_INSTANTIATE_PARAMS plain = *p;
+    plain.flags &= ~(cuuint64_t)CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD;
+    CUresult r = real(out, g, &plain);
+    p->hErrNode_out = plain.hErrNode_out;
+    p->result_out = plain.result_out;
+    if (r != CUDA_SUCCESS)
+        return r;
+    spw_graph_record(*out, g);
+    r = upload(*out, p->hUploadStream);
+    if (r != CUDA_SUCCESS) {
+        spw_h_graph_exec_destroy(*out);
+        p->result_out = CUDA_GRAPH_INSTANTIATE_ERROR;
+    }
+    return r;
+}
+
+#define WITH_PARAMS(handler, upload)                                                      \
+    CUresult handler(CUgraphExec *phGraphExec, CUgraph hGraph,                            \
+                     CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams)                    \
+    {                                                                                     \
+        SPW_REAL_OR_RETURN(real, handler);                                                \
+        if (phGraphExec && instantiateParams &&                                           \
+            (instantiateParams->flags & CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD) &&            \
+            !spw_disabled())                                                              \
+            return instantiate_then_upload(phGraphExec, hGraph, instantiateParams, real,  \
+                                           upload);                                       \
+        CUresult r = real(phGraphExec, hGraph, instantiateParams);                        \
+        if (r == CUDA_SUCCESS && phGraphExec)                                             \
+            spw_graph_record(*phGraphExec, hGraph);                                       \
+        return r;                                                                         \
+    }
+WITH_PARAMS(spw_h_graph_instantiate_with_params, spw_h_graph_upload)
+WITH_PARAMS(spw_h_graph_instantiate_with_params_pt, spw_h_graph_upload_pt)

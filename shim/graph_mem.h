@@ -12,6 +12,9 @@
  * graph has any. */
 uint64_t spw_graph_allocs_due(CUgraphExec e, unsigned gen, uint64_t *devs);
 void spw_graph_allocs_settled(CUgraphExec e, unsigned gen);
+/* graphs.c: records executable graph e, instantiated from g (its pool
+ * pointers, its alloc nodes). */
+void spw_graph_record(CUgraphExec e, CUgraph g);
 
 /* Around a graph launch or upload: before, what its first launch may
  * reserve is held against the limit (0, or OUT_OF_MEMORY: refused, after

@@ -261,18 +261,12 @@ CUresult spw_h_graph_instantiate_with_flags(CUgraphExec *phGraphExec, CUgraph hG
 INSTANTIATE_V1(spw_h_graph_instantiate_v1)
 INSTANTIATE_V1(spw_h_graph_instantiate_v2)
 
-#define WITH_PARAMS(handler)                                                              \
-    CUresult handler(CUgraphExec *phGraphExec, CUgraph hGraph,                            \
-                     CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams)                    \
-    {                                                                                     \
-        SPW_REAL_OR_RETURN(real, handler);                                                \
-        CUresult r = real(phGraphExec, hGraph, instantiateParams);                        \
-        if (r == CUDA_SUCCESS && phGraphExec)                                             \
-            record(*phGraphExec, hGraph);                                                 \
-        return r;                                                                         \
-    }
-WITH_PARAMS(spw_h_graph_instantiate_with_params)
-WITH_PARAMS(spw_h_graph_instantiate_with_params_pt)
+/* cuGraphInstantiateWithParams: graph_mem.c, which an upload flag
+ * concerns. */
+void spw_graph_record(CUgraphExec e, CUgraph g)
+{
+    record(e, g);
+}
 
 CUresult spw_h_graph_exec_update(CUgraphExec hGraphExec, CUgraph hGraph,
                                  CUgraphExecUpdateResultInfo *resultInfo)

@@ -31,8 +31,8 @@ static uint64_t reserved(void)
     return v;
 }
 
-/* An executable graph that allocates GBYTES, sets them and frees them. */
-static CUgraphExec alloc_set_free(CUgraph *g)
+/* A graph that allocates GBYTES, sets them and frees them. */
+static void alloc_set_free_graph(CUgraph *g)
 {
     CU_OK(cuGraphCreate(g, 0));
     CUDA_MEM_ALLOC_NODE_PARAMS ap = {0};
@@ -46,6 +46,12 @@ static CUgraphExec alloc_set_free(CUgraph *g)
                                   .height = 1};
     CU_OK(cuGraphAddMemsetNode(&set, *g, &a, 1, &mp, rig_setup(0)));
     CU_OK(cuGraphAddMemFreeNode(&f, *g, &set, 1, ap.dptr));
+}
+
+/* That graph, instantiated. */
+static CUgraphExec alloc_set_free(CUgraph *g)
+{
+    alloc_set_free_graph(g);
     CUgraphExec e;
     CU_OK(cuGraphInstantiateWithFlags(&e, *g, 0));
     return e;
@@ -77,6 +83,43 @@ START_TEST(a_launch_counts_what_the_graph_pool_reserves)
     CU_OK(cuGraphExecDestroy(e));
     CU_OK(cuGraphDestroy(g));
     ck_assert_uint_eq(free_now(), after); /* still the driver's after the graph went */
+    CU_OK(cuDeviceGraphMemTrim(0));
+    ck_assert_uint_eq(reserved(), 0);
+    ck_assert_uint_eq(free_now(), before);
+    ck_assert_uint_eq(rig_stat(0, SPW_C_PASS_CAPTURE), pass);
+    CU_OK(cuStreamDestroy(s));
+}
+END_TEST
+
+/* CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD uploads at the instantiation: the
+ * graph pool reserves then, before any launch, and it counts from then. */
+START_TEST(an_instantiate_with_upload_counts_what_the_graph_pool_reserves)
+{
+    rig_setup(0);
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUgraph g;
+    alloc_set_free_graph(&g);
+    CUdeviceptr one;
+    CU_OK(cuMemAlloc(&one, MiB)); /* the stats segment is published */
+    CU_OK(cuMemFree(one));
+    size_t before = free_now();
+    uint64_t pass = rig_stat(0, SPW_C_PASS_CAPTURE);
+    CUDA_GRAPH_INSTANTIATE_PARAMS ip = {.flags = CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD, .hUploadStream = s};
+    CUgraphExec e;
+    CU_OK(cuGraphInstantiateWithParams(&e, g, &ip));
+    ck_assert_int_eq(ip.result_out, CUDA_GRAPH_INSTANTIATE_SUCCESS);
+    CU_OK(cuStreamSynchronize(s));
+    ck_assert_uint_ge(reserved(), GBYTES);
+    size_t after = free_now();
+    ck_assert_msg(after + GBYTES <= before, "free %zu MiB before the instantiation, %zu after",
+                  before >> 20, after >> 20);
+    ck_assert_uint_ge(rig_stat(0, SPW_C_PASS_CAPTURE), pass + GBYTES);
+    CU_OK(cuGraphLaunch(e, s)); /* uploaded: the launch reserves nothing more */
+    CU_OK(cuStreamSynchronize(s));
+    ck_assert_uint_eq(free_now(), after);
+    CU_OK(cuGraphExecDestroy(e));
+    CU_OK(cuGraphDestroy(g));
     CU_OK(cuDeviceGraphMemTrim(0));
     ck_assert_uint_eq(reserved(), 0);
     ck_assert_uint_eq(free_now(), before);
@@ -190,6 +233,7 @@ Suite *test_suite(void)
     TCase *tc = tcase_create("graph_mem");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, a_launch_counts_what_the_graph_pool_reserves);
+    tcase_add_test(tc, an_instantiate_with_upload_counts_what_the_graph_pool_reserves);
     tcase_add_test(tc, an_allocation_at_the_limit_trims_idle_graph_memory);
     tcase_add_test(tc, a_handle_at_the_limit_trims_idle_graph_memory);
     tcase_add_test(tc, a_live_captured_allocation_counts_once);
