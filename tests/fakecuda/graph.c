@@ -53,6 +53,18 @@ bool fc_node_known(struct CUgraphNode_st *n)
     return false;
 }
 
+/* Whether g has memory allocation or free nodes, which the driver neither
+ * clones (cuGraphClone) nor embeds as a child graph (cuGraphAddChildGraphNode):
+ * an allocation node's address is its own, never a copy's. */
+static bool has_mem_nodes(const struct CUgraph_st *g)
+{
+    for (const struct CUgraphNode_st *x = g->head; x; x = x->next)
+        if (x->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC || x->type == CU_GRAPH_NODE_TYPE_MEM_FREE ||
+            (x->type == CU_GRAPH_NODE_TYPE_GRAPH && has_mem_nodes(x->u.child)))
+            return true;
+    return false;
+}
+
 static bool embeds(const struct CUgraph_st *g, const struct CUgraph_st *e)
 {
     for (const struct CUgraphNode_st *x = g->head; x; x = x->next)
@@ -785,7 +797,7 @@ FC_EXPORT CUresult cuGraphAddChildGraphNode(CUgraphNode *out, CUgraph g, const C
         return r;
     fc_graph_lock();
     struct CUgraphNode_st *n = NULL;
-    if (!fc_graph_known(child) || child == g) {
+    if (!fc_graph_known(child) || child == g || has_mem_nodes(child)) {
         r = CUDA_ERROR_INVALID_VALUE;
     } else if ((n = fc_node_new(CU_GRAPH_NODE_TYPE_GRAPH)) != NULL &&
                !(n->u.child = fc_graph_clone(child, true))) {
@@ -1201,7 +1213,7 @@ FC_EXPORT CUresult cuGraphClone(CUgraph *out, CUgraph g)
         return CUDA_ERROR_INVALID_VALUE;
     fc_graph_lock();
     struct CUgraph_st *c = NULL;
-    if (!fc_graph_known(g))
+    if (!fc_graph_known(g) || has_mem_nodes(g))
         r = CUDA_ERROR_INVALID_VALUE;
     else if (!(c = fc_graph_clone(g, false)))
         r = CUDA_ERROR_OUT_OF_MEMORY;

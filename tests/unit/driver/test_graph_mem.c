@@ -177,6 +177,41 @@ START_TEST(an_instantiate_with_upload_reserves_before_any_launch)
 }
 END_TEST
 
+/* A graph with memory nodes is neither cloned nor embedded: "Cloning is
+ * not supported for graphs which contain memory allocation nodes, memory
+ * free nodes" (cuGraphClone), "If childGraph contains allocation nodes,
+ * free nodes, or conditional nodes, this call will return an error"
+ * (cuGraphAddChildGraphNode; CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE: "memory
+ * allocation/free nodes can't be present in the child graph"). So a
+ * child graph node never brings alloc nodes, and an executable graph's
+ * alloc nodes are its own graph's. */
+START_TEST(memory_nodes_are_not_cloned_or_embedded)
+{
+    CUdeviceptr p;
+    CUgraph with_free = alloc_graph(true, &p), alloc_only = alloc_graph(false, &p);
+    CUgraph free_only;
+    CU_OK(cuGraphCreate(&free_only, 0));
+    CUgraphNode f;
+    CU_OK(cuGraphAddMemFreeNode(&f, free_only, NULL, 0, p));
+    CUgraph parent;
+    CU_OK(cuGraphCreate(&parent, 0));
+    CUgraph mem[] = {with_free, alloc_only, free_only};
+    for (size_t i = 0; i < sizeof mem / sizeof mem[0]; i++) {
+        CUgraph clone = NULL;
+        ck_assert_int_ne(cuGraphClone(&clone, mem[i]), CUDA_SUCCESS);
+        CUgraphNode child;
+        CU_ERR(cuGraphAddChildGraphNode(&child, parent, NULL, 0, mem[i]), CUDA_ERROR_INVALID_VALUE);
+    }
+    size_t n = 1;
+    CU_OK(cuGraphGetNodes(parent, NULL, &n));
+    ck_assert_uint_eq(n, 0);
+    CU_OK(cuGraphDestroy(parent));
+    CU_OK(cuGraphDestroy(free_only));
+    CU_OK(cuGraphDestroy(alloc_only));
+    CU_OK(cuGraphDestroy(with_free));
+}
+END_TEST
+
 START_TEST(attribute_errors_and_high_mark_reset)
 {
     int n;
@@ -228,6 +263,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, a_live_allocation_is_used_and_not_trimmed);
     tcase_add_test(tc, an_upload_reserves_before_any_launch);
     tcase_add_test(tc, an_instantiate_with_upload_reserves_before_any_launch);
+    tcase_add_test(tc, memory_nodes_are_not_cloned_or_embedded);
     tcase_add_test(tc, attribute_errors_and_high_mark_reset);
     suite_add_tcase(s, tc);
     return s;
