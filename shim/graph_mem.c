@@ -226,6 +226,10 @@ CUresult spw_graph_mem_before(CUgraphExec e, struct spw_graph_mem_ticket *t)
         }
         t->devs |= 1ull << dev;
     }
+    /* The launch comes after any trim the holds made room with: settled as
+     * of that generation, or every replay would be due again (and trim its
+     * own idle memory, which the driver then maps again). */
+    t->gen = atomic_load_explicit(&generation, memory_order_relaxed);
     return CUDA_SUCCESS;
 }
 

@@ -227,6 +227,44 @@ START_TEST(a_live_captured_allocation_counts_once)
 }
 END_TEST
 
+/* A first launch that needed a trim of other graphs' idle memory settles
+ * its graph like any: its replays reuse what it reserved, with no trim (and
+ * no remapping by the driver) at each replay. */
+START_TEST(replays_after_a_first_launch_that_trimmed_do_not_trim)
+{
+    rig_setup(0);
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUgraph g0, g1;
+    CUgraphExec e0 = alloc_set_free(&g0);
+    CU_OK(cuGraphLaunch(e0, s));
+    CU_OK(cuStreamSynchronize(s));
+    ck_assert_uint_ge(reserved(), GBYTES); /* idle from now on */
+    CUdeviceptr big = rig_filled(LIMIT - GBYTES - 8 * MiB, 14);
+    CUgraphExec e1 = alloc_set_free(&g1);
+    CU_OK(cuGraphLaunch(e1, s)); /* room once e0's idle memory goes */
+    CU_OK(cuStreamSynchronize(s));
+    long long trims = fakecuda_calls("cuDeviceGraphMemTrim");
+    uint64_t spilled = rig_pool(0).spill_bytes;
+    for (int i = 0; i < 4; i++) {
+        CU_OK(cuGraphLaunch(e1, s));
+        CU_OK(cuStreamSynchronize(s));
+    }
+    ck_assert_msg(fakecuda_calls("cuDeviceGraphMemTrim") == trims, "%lld trims in 4 replays",
+                  fakecuda_calls("cuDeviceGraphMemTrim") - trims);
+    ck_assert_uint_ge(reserved(), GBYTES);
+    ck_assert_uint_eq(rig_pool(0).spill_bytes, spilled);
+    rig_expect_pattern(big, LIMIT - GBYTES - 8 * MiB, 14, "the data the pool held");
+    CU_OK(cuGraphExecDestroy(e1));
+    CU_OK(cuGraphDestroy(g1));
+    CU_OK(cuGraphExecDestroy(e0));
+    CU_OK(cuGraphDestroy(g0));
+    CU_OK(cuMemFree(big));
+    CU_OK(cuDeviceGraphMemTrim(0));
+    CU_OK(cuStreamDestroy(s));
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("shim_graph_mem");
@@ -237,6 +275,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, an_allocation_at_the_limit_trims_idle_graph_memory);
     tcase_add_test(tc, a_handle_at_the_limit_trims_idle_graph_memory);
     tcase_add_test(tc, a_live_captured_allocation_counts_once);
+    tcase_add_test(tc, replays_after_a_first_launch_that_trimmed_do_not_trim);
     suite_add_tcase(s, tc);
     return s;
 }
