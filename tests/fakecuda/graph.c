@@ -371,24 +371,29 @@ void fc_gmem_ref(struct fc_gmem *m)
     pthread_mutex_unlock(&fc_lock);
 }
 
+/* Under fc_lock: m goes (no node names it, and it is not live). Its
+ * physical memory stays in the device's graph pool (until a trim), as the
+ * driver's does when a graph is destroyed. */
+void fc_gmem_drop_locked(struct fc_gmem *m)
+{
+    if (m->mapped)
+        fc_devices[m->dev].gm_mapped -= m->size;
+    fc_gmem_list_locked(m, false);
+    struct fc_region *reg = fc_region_find((uintptr_t)m->ptr);
+    if (reg && reg->gmem == m)
+        fc_region_release_locked(reg);
+    free(m);
+}
+
+/* The last node naming m gone: m goes too, unless it is live ("Graph
+ * destruction does not automatically free any live graph-allocated
+ * memory"): then at its free (fc_gmem_live_locked). */
 void fc_gmem_unref(struct fc_gmem *m)
 {
     pthread_mutex_lock(&fc_lock);
-    bool last = --m->refs == 0;
-    if (last) {
-        /* Its physical memory stays in the device's graph pool (until a
-         * trim), as the driver's does when a graph is destroyed. */
-        fc_gmem_live_locked(m, false);
-        if (m->mapped)
-            fc_devices[m->dev].gm_mapped -= m->size;
-        fc_gmem_list_locked(m, false);
-        struct fc_region *reg = fc_region_find((uintptr_t)m->ptr);
-        if (reg && reg->gmem == m)
-            fc_region_release_locked(reg);
-    }
+    if (--m->refs == 0 && !m->live)
+        fc_gmem_drop_locked(m);
     pthread_mutex_unlock(&fc_lock);
-    if (last)
-        free(m);
 }
 
 /* A graph allocation is live between its allocation node and its free (a

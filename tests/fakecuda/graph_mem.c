@@ -34,6 +34,8 @@ void fc_gmem_list_locked(struct fc_gmem *m, bool add)
 void fc_gmem_live_locked(struct fc_gmem *m, bool live)
 {
     m->live = live; /* a live allocation keeps its memory through a trim */
+    if (!live && m->refs == 0) /* its graph went while it was live */
+        fc_gmem_drop_locked(m);
 }
 
 static CUresult map_one(struct fc_gmem *m)

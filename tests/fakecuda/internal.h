@@ -448,6 +448,7 @@ void fc_node_run(const struct CUgraphNode_st *n);
 CUresult fc_gmem_new(int dev, size_t size, struct fc_gmem **out);
 void fc_gmem_ref(struct fc_gmem *m);
 void fc_gmem_unref(struct fc_gmem *m);
+void fc_gmem_drop_locked(struct fc_gmem *m); /* under fc_lock: frees m */
 void fc_gmem_mark(CUdeviceptr ptr, bool live);
 /* graph_mem.c, all under fc_lock. Physical memory for every allocation
  * node of g (and its children) not backed yet, from the device's graph

@@ -212,6 +212,38 @@ START_TEST(memory_nodes_are_not_cloned_or_embedded)
 }
 END_TEST
 
+/* "Graph destruction does not automatically free any live graph-allocated
+ * memory ... The allocation must subsequently be freed in another graph,
+ * or using cudaFreeAsync()/cudaFree()" (programming guide): it stays
+ * usable and in use (a trim keeps it) until the program frees it. */
+START_TEST(a_live_allocation_outlives_its_graph)
+{
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr p;
+    CUgraph g = alloc_graph(false, &p);
+    CUgraphExec x;
+    CU_OK(cuGraphInstantiate(&x, g, 0));
+    CU_OK(cuGraphLaunch(x, s));
+    CU_OK(cuStreamSynchronize(s));
+    CU_OK(cuGraphExecDestroy(x));
+    CU_OK(cuGraphDestroy(g));
+    CU_OK(cuDeviceGraphMemTrim(dev));
+    ck_assert_uint_ge(attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT), SIZE);
+    ck_assert_uint_ge(attr(CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT), SIZE);
+    CU_OK(cuMemsetD32Async(p, 0x5a5a5a5au, SIZE / 4, s));
+    unsigned word = 0;
+    CU_OK(cuMemcpyDtoHAsync(&word, p + SIZE - sizeof word, sizeof word, s));
+    CU_OK(cuStreamSynchronize(s));
+    ck_assert_uint_eq(word, 0x5a5a5a5au);
+    CU_OK(cuMemFreeAsync(p, s));
+    CU_OK(cuStreamSynchronize(s));
+    CU_OK(cuDeviceGraphMemTrim(dev));
+    ck_assert_uint_eq(attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT), 0);
+    CU_OK(cuStreamDestroy(s));
+}
+END_TEST
+
 START_TEST(attribute_errors_and_high_mark_reset)
 {
     int n;
@@ -264,6 +296,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, an_upload_reserves_before_any_launch);
     tcase_add_test(tc, an_instantiate_with_upload_reserves_before_any_launch);
     tcase_add_test(tc, memory_nodes_are_not_cloned_or_embedded);
+    tcase_add_test(tc, a_live_allocation_outlives_its_graph);
     tcase_add_test(tc, attribute_errors_and_high_mark_reset);
     suite_add_tcase(s, tc);
     return s;
