@@ -38,6 +38,7 @@
 #include "policy/limits.h"
 
 #include <pthread.h>
+#include <stdlib.h>
 
 #define DEVS SW_MAX_DEVICES
 _Static_assert(DEVS <= 64, "a device is a bit of a 64-bit mask here");
@@ -241,6 +242,10 @@ void spw_graph_mem_after(const struct spw_graph_mem_ticket *t, CUresult r)
      * node): settled only when no capture was under way. */
     if (r == CUDA_SUCCESS && !spw_capture_active())
         spw_graph_allocs_settled(t->exec, t->gen);
+    /* Its allocations may be live from now on (graph_captured.c): into a
+     * capture too, conservatively. */
+    if (r == CUDA_SUCCESS)
+        spw_graph_allocs_ran(t->exec);
     for (int dev = 0; dev < DEVS; dev++)
         if (t->devs >> dev & 1) {
             pthread_mutex_lock(&lock);
@@ -297,8 +302,14 @@ static CUresult instantiate_then_upload(CUgraphExec *out, CUgraph g, CUDA_GRAPH_
         return r;
     spw_graph_record(*out, g);
     r = upload(*out, p->hUploadStream);
-    if (r != CUDA_SUCCESS) {
-        spw_h_graph_exec_destroy(*out);
+    if (r != CUDA_SUCCESS) { /* never ran, its graph the program's: nothing to settle */
+        CUdeviceptr *allocs;
+        bool ran;
+        spw_graph_forget(*out, &allocs, &ran);
+        free(allocs);
+        __typeof__(spw_real.spw_h_graph_exec_destroy) destroy = SPW_REAL(spw_h_graph_exec_destroy);
+        if (destroy)
+            destroy(*out);
         p->result_out = CUDA_GRAPH_INSTANTIATE_ERROR;
     }
     return r;

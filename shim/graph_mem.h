@@ -4,6 +4,7 @@
 #include <cuda.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* graphs.c: the bytes of e's memory alloc nodes (and in *devs their
@@ -12,9 +13,17 @@
  * graph has any. */
 uint64_t spw_graph_allocs_due(CUgraphExec e, unsigned gen, uint64_t *devs);
 void spw_graph_allocs_settled(CUgraphExec e, unsigned gen);
+/* e was launched or uploaded: its alloc nodes' allocations may be live. */
+void spw_graph_allocs_ran(CUgraphExec e);
 /* graphs.c: records executable graph e, instantiated from g (its pool
  * pointers, its alloc nodes). */
 void spw_graph_record(CUgraphExec e, CUgraph g);
+/* graphs.c, for graph_captured.c: whether some executable graph has an
+ * alloc node at p; and forgetting e (destroyed), its alloc node addresses
+ * in *allocs (the caller frees them) and whether it was ever launched or
+ * uploaded in *ran. */
+bool spw_graph_allocs_held(CUdeviceptr p);
+size_t spw_graph_forget(CUgraphExec e, CUdeviceptr **allocs, bool *ran);
 
 /* Around a graph launch or upload: before, what its first launch may
  * reserve is held against the limit (0, or OUT_OF_MEMORY: refused, after

@@ -30,6 +30,11 @@ struct exec_ptrs {
      * and the trim generation its launch last settled them at. */
     uint64_t alloc_bytes, alloc_devs;
     unsigned alloc_gen;
+    /* Their addresses, and whether a launch or upload of it went through
+     * (graph_captured.c: a captured allocation never run has no memory). */
+    CUdeviceptr *allocs;
+    size_t nallocs, allocs_cap;
+    bool ran;
     struct exec_ptrs *next;
 };
 
@@ -62,6 +67,27 @@ static void add(void *ctx, CUdeviceptr w)
         x->cap = cap;
     }
     x->p[x->n++] = w;
+}
+
+/* Set for good once an address could not be kept: every address is then
+ * taken as held (spw_graph_allocs_held), so that captured allocations stay
+ * counted rather than go while an executable graph may still run them. */
+static _Atomic bool allocs_lost;
+
+/* An alloc node's address. */
+static void add_alloc(struct exec_ptrs *x, CUdeviceptr p)
+{
+    if (x->nallocs == x->allocs_cap) {
+        size_t cap = x->allocs_cap ? 2 * x->allocs_cap : 8;
+        CUdeviceptr *g = realloc(x->allocs, cap * sizeof *g);
+        if (!g) {
+            atomic_store_explicit(&allocs_lost, true, memory_order_relaxed);
+            return;
+        }
+        x->allocs = g;
+        x->allocs_cap = cap;
+    }
+    x->allocs[x->nallocs++] = p;
 }
 
 static void add_copy(struct exec_ptrs *x, const CUDA_MEMCPY3D *c)
@@ -111,6 +137,7 @@ static void collect(struct exec_ptrs *x, CUgraph g, int depth)
                 a.poolProps.location.id >= 0 && a.poolProps.location.id < 64) {
                 x->alloc_bytes += a.bytesize;
                 x->alloc_devs |= 1ull << a.poolProps.location.id;
+                add_alloc(x, a.dptr);
             }
         } else if (t == CU_GRAPH_NODE_TYPE_GRAPH && depth < MAX_DEPTH &&
                    spw_drv.cuGraphChildGraphNodeGetGraph) {
@@ -158,6 +185,7 @@ static void record(CUgraphExec e, CUgraph g)
         allocs_step(x, -1);
         x->n = 0;
         x->alloc_bytes = x->alloc_devs = 0;
+        x->nallocs = 0; /* ran stays: what it ran may still be live */
         x->alloc_gen = 0; /* settled again at its next launch */
         collect(x, g, 0);
         allocs_step(x, 1);
@@ -190,19 +218,47 @@ void spw_graph_allocs_settled(CUgraphExec e, unsigned gen)
     pthread_mutex_unlock(&lock);
 }
 
-static void forget(CUgraphExec e)
+void spw_graph_allocs_ran(CUgraphExec e)
 {
+    pthread_mutex_lock(&lock);
+    struct exec_ptrs *x = find(e, false);
+    if (x)
+        x->ran = true;
+    pthread_mutex_unlock(&lock);
+}
+
+bool spw_graph_allocs_held(CUdeviceptr p)
+{
+    bool held = atomic_load_explicit(&allocs_lost, memory_order_relaxed);
+    pthread_mutex_lock(&lock);
+    for (size_t b = 0; b < BUCKETS && !held; b++)
+        for (struct exec_ptrs *x = buckets[b]; x && !held; x = x->next)
+            for (size_t i = 0; i < x->nallocs && !held; i++)
+                held = x->allocs[i] == p;
+    pthread_mutex_unlock(&lock);
+    return held;
+}
+
+size_t spw_graph_forget(CUgraphExec e, CUdeviceptr **allocs, bool *ran)
+{
+    size_t n = 0;
+    *allocs = NULL;
+    *ran = false;
     pthread_mutex_lock(&lock);
     for (struct exec_ptrs **pp = slot_of(e); *pp; pp = &(*pp)->next)
         if ((*pp)->exec == e) {
             struct exec_ptrs *x = *pp;
             *pp = x->next;
             allocs_step(x, -1);
+            *allocs = x->allocs; /* the caller's now */
+            n = x->nallocs;
+            *ran = x->ran;
             free(x->p);
             free(x);
             break;
         }
     pthread_mutex_unlock(&lock);
+    return n;
 }
 
 uint64_t spw_graph_use(sw_policy *g, CUgraphExec e, uint64_t runs_on)
@@ -394,15 +450,4 @@ CUresult spw_h_graph_exec_node_set_params(CUgraphExec hGraphExec, CUgraphNode hN
         add_to(hGraphExec, NULL, NULL, 0, nodeParams->graph.graph);
     }
     return r;
-}
-
-CUresult spw_h_graph_exec_destroy(CUgraphExec hGraphExec)
-{
-    SPW_REAL_OR_RETURN(real, spw_h_graph_exec_destroy);
-    /* Forgotten first: once the driver destroyed it, another thread's
-     * instantiate may get the same handle and record it, which a forget
-     * after would drop (its replays would go unfilled). The driver refuses
-     * only a handle that is no graph's. */
-    forget(hGraphExec);
-    return real(hGraphExec);
 }

@@ -265,6 +265,77 @@ START_TEST(replays_after_a_first_launch_that_trimmed_do_not_trim)
 }
 END_TEST
 
+/* A graph capturing cuMemAllocAsync: t, GBYTES, outliving the graph. */
+static CUgraph capture_alloc(CUstream s, CUdeviceptr *t)
+{
+    CU_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    *t = 0;
+    CU_OK(cuMemAllocAsync(t, GBYTES, s));
+    CU_OK(cuMemsetD32Async(*t, 3u, GBYTES / 4, s));
+    CUgraph g;
+    CU_OK(cuStreamEndCapture(s, &g));
+    return g;
+}
+
+/* A captured allocation whose graph never runs never had memory: once its
+ * graph and executable graph are gone (a warm-up capture thrown away, a
+ * graph instantiated and never launched), nothing of it counts. */
+START_TEST(a_captured_allocation_never_run_goes_with_its_graphs)
+{
+    rig_setup(0);
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    size_t before = free_now();
+    CUdeviceptr t;
+    CUgraph g = capture_alloc(s, &t);
+    ck_assert_uint_eq(free_now() + GBYTES, before); /* counted from its capture */
+    CU_OK(cuGraphDestroy(g));
+    ck_assert_uint_eq(reserved(), 0);
+    ck_assert_msg(free_now() == before, "free %zu MiB before the capture, %zu after its graph went",
+                  before >> 20, free_now() >> 20);
+
+    g = capture_alloc(s, &t); /* instantiated, never launched: the executable graph holds it */
+    CUgraphExec e;
+    CU_OK(cuGraphInstantiateWithFlags(&e, g, 0));
+    CU_OK(cuGraphDestroy(g));
+    ck_assert_uint_eq(free_now() + GBYTES, before);
+    CU_OK(cuGraphExecDestroy(e));
+    ck_assert_msg(free_now() == before, "free %zu MiB before the capture, %zu after its graphs went",
+                  before >> 20, free_now() >> 20);
+    CU_OK(cuStreamDestroy(s));
+}
+END_TEST
+
+/* One that ran is live after its graphs go, until the program frees it. */
+START_TEST(a_captured_allocation_that_ran_outlives_its_graphs)
+{
+    rig_setup(0);
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    size_t before = free_now();
+    CUdeviceptr t;
+    CUgraph g = capture_alloc(s, &t);
+    CUgraphExec e;
+    CU_OK(cuGraphInstantiateWithFlags(&e, g, 0));
+    CU_OK(cuGraphLaunch(e, s));
+    CU_OK(cuStreamSynchronize(s));
+    CU_OK(cuGraphExecDestroy(e));
+    CU_OK(cuGraphDestroy(g));
+    ck_assert_uint_eq(free_now() + GBYTES, before);
+    CU_OK(cuDeviceGraphMemTrim(0)); /* live: kept */
+    ck_assert_uint_ge(reserved(), GBYTES);
+    ck_assert_uint_eq(free_now() + GBYTES, before);
+    unsigned word = 0;
+    CU_OK(cuMemcpyDtoH(&word, t + GBYTES - sizeof word, sizeof word));
+    ck_assert_uint_eq(word, 3u); /* the graph's data, still there */
+    CU_OK(cuMemFreeAsync(t, s));
+    CU_OK(cuStreamSynchronize(s));
+    CU_OK(cuDeviceGraphMemTrim(0));
+    ck_assert_uint_eq(free_now(), before);
+    CU_OK(cuStreamDestroy(s));
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("shim_graph_mem");
@@ -275,6 +346,8 @@ Suite *test_suite(void)
     tcase_add_test(tc, an_allocation_at_the_limit_trims_idle_graph_memory);
     tcase_add_test(tc, a_handle_at_the_limit_trims_idle_graph_memory);
     tcase_add_test(tc, a_live_captured_allocation_counts_once);
+    tcase_add_test(tc, a_captured_allocation_never_run_goes_with_its_graphs);
+    tcase_add_test(tc, a_captured_allocation_that_ran_outlives_its_graphs);
     tcase_add_test(tc, replays_after_a_first_launch_that_trimmed_do_not_trim);
     suite_add_tcase(s, tc);
     return s;
