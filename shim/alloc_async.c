@@ -12,6 +12,7 @@
  * serves, counted. */
 #include "shim/arenas.h"
 #include "shim/backend.h"
+#include "shim/graph_captured.h"
 #include "shim/handler.h"
 #include "shim/log.h"
 #include "shim/mempools.h"
@@ -104,6 +105,17 @@ static CUresult serve_for_pool(sw_policy *p, int dev, size_t bytes, CUstream key
     return r;
 }
 
+/* The driver's answer r to an allocation on stream: one captured into a
+ * graph is noted with its capture (graph_captured.c), so that its count
+ * goes should no graph ever run it. */
+static CUresult noted(CUresult r, const CUdeviceptr *dptr, sw_passthrough_reason why, CUstream stream,
+                      int per_thread)
+{
+    if (r == CUDA_SUCCESS && why == SW_PT_CAPTURE)
+        spw_graph_captured(*dptr, stream, per_thread);
+    return r;
+}
+
 static CUresult alloc_async(CUresult (*real)(CUdeviceptr *, size_t, CUstream), int per_thread,
                             CUdeviceptr *dptr, size_t bytesize, CUstream stream)
 {
@@ -125,7 +137,7 @@ static CUresult alloc_async(CUresult (*real)(CUdeviceptr *, size_t, CUstream), i
     if (dev < 0)
         return real(dptr, bytesize, stream);
     SPW_PASSTHROUGH_ALLOC(SPW_KIND_DEVPTR, dev, bytesize, why, "cuMemAllocAsync",
-                          real(dptr, bytesize, stream), *dptr);
+                          noted(real(dptr, bytesize, stream), dptr, why, stream, per_thread), *dptr);
 }
 
 /* From a host-located pool: pinned host memory, the CPU's to read, never
@@ -171,7 +183,8 @@ static CUresult alloc_from_pool(CUresult (*real)(CUdeviceptr *, size_t, CUmemory
     if (dev < 0)
         return real(dptr, bytesize, pool, stream);
     SPW_PASSTHROUGH_ALLOC(SPW_KIND_DEVPTR, dev, bytesize, why, "cuMemAllocFromPoolAsync",
-                          real(dptr, bytesize, pool, stream), *dptr);
+                          noted(real(dptr, bytesize, pool, stream), dptr, why, stream, per_thread),
+                          *dptr);
 }
 
 /* A pool block freed on a capturing stream: the driver's rule is that a

@@ -13,7 +13,9 @@
  * driver refused before touching the capture (no place for the graph, a
  * stream forked into the capture rather than its origin, a GLOBAL or
  * THREAD_LOCAL capture ended from another thread) leaves it going: still
- * counted, or the pool would sync under it and invalidate it. */
+ * counted, or the pool would sync under it and invalidate it. The end
+ * handlers are graph_captured.c's (what the capture allocated goes with a
+ * capture that ends without a graph). */
 #include "shim/capture.h"
 
 #include "shim/handler.h"
@@ -38,9 +40,7 @@ static void began(CUresult r)
         atomic_store_explicit(&captures, 0, memory_order_release); /* never below zero */
 }
 
-/* Whether stream is in a capture (active or invalidated), asked before the
- * end; per_thread: the call came through a _ptsz entry point. */
-static bool in_capture(CUstream stream, int per_thread)
+bool spw_capture_in(CUstream stream, int per_thread)
 {
     CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
     CUresult (*is)(CUstream, CUstreamCaptureStatus *) =
@@ -50,9 +50,9 @@ static bool in_capture(CUstream stream, int per_thread)
     return st != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
-static void ended(CUstream stream, int per_thread, bool was, CUresult r)
+void spw_capture_ended(CUstream stream, int per_thread, bool was, CUresult r)
 {
-    if (!was || (r != CUDA_SUCCESS && in_capture(stream, per_thread)))
+    if (!was || (r != CUDA_SUCCESS && spw_capture_in(stream, per_thread)))
         return;
     if (atomic_fetch_sub_explicit(&captures, 1, memory_order_acq_rel) <= 0)
         atomic_store_explicit(&captures, 0, memory_order_release); /* never below zero */
@@ -84,21 +84,3 @@ BEGIN_HANDLER(spw_h_stream_begin_capture_to_graph_pt,
                const CUgraphEdgeData *dependencyData, size_t numDependencies,
                CUstreamCaptureMode mode),
               (hStream, hGraph, dependencies, dependencyData, numDependencies, mode))
-
-CUresult spw_h_stream_end_capture(CUstream hStream, CUgraph *phGraph)
-{
-    SPW_REAL_OR_RETURN(real, spw_h_stream_end_capture);
-    bool was = in_capture(hStream, 0);
-    CUresult r = real(hStream, phGraph);
-    ended(hStream, 0, was, r);
-    return r;
-}
-
-CUresult spw_h_stream_end_capture_pt(CUstream hStream, CUgraph *phGraph)
-{
-    SPW_REAL_OR_RETURN(real, spw_h_stream_end_capture_pt);
-    bool was = in_capture(hStream, 1);
-    CUresult r = real(hStream, phGraph);
-    ended(hStream, 1, was, r);
-    return r;
-}

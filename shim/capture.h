@@ -6,7 +6,15 @@
  * CUDA_ERROR_STREAM_CAPTURE_IMPLICIT). */
 #ifndef SPILLWAY_SHIM_CAPTURE_H
 #define SPILLWAY_SHIM_CAPTURE_H
+#include <cuda.h>
 #include <stdbool.h>
 
 bool spw_capture_active(void);
+
+/* For the end handlers (graph_captured.c): whether stream is in a capture
+ * (active or invalidated), asked before the end (per_thread: the call came
+ * through a _ptsz entry point); and the end's answer r, was what the first
+ * said before it, counted (the capture closed) or not (still going). */
+bool spw_capture_in(CUstream stream, int per_thread);
+void spw_capture_ended(CUstream stream, int per_thread, bool was, CUresult r);
 #endif

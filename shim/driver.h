@@ -80,6 +80,8 @@ uint64_t spw_driver_page_size(int dev);
     X(cuStreamDestroy_v2, CUresult (*)(CUstream))                                          \
     X(cuStreamIsCapturing, CUresult (*)(CUstream, CUstreamCaptureStatus *))                \
     X(cuStreamIsCapturing_ptsz, CUresult (*)(CUstream, CUstreamCaptureStatus *))          \
+    X(cuStreamGetCaptureInfo_v2, CUresult (*)(CUstream, CUstreamCaptureStatus *, cuuint64_t *, \
+                                              CUgraph *, const CUgraphNode **, size_t *))  \
     X(cuThreadExchangeStreamCaptureMode, CUresult (*)(CUstreamCaptureMode *))              \
     X(cuGraphGetNodes, CUresult (*)(CUgraph, CUgraphNode *, size_t *))                     \
     X(cuGraphNodeGetType, CUresult (*)(CUgraphNode, CUgraphNodeType *))                    \

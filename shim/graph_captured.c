@@ -16,10 +16,12 @@
  * executable graph exists for it at a time), so the holders are the graph
  * and the executable graphs graphs.c records.
  *
- * Not seen: a capture the driver invalidates (cuStreamEndCapture fails,
- * no graph): its allocations stay counted. */
+ * A capture that ends without a graph (the driver invalidated it) leaves
+ * no node: its allocations are uncounted at the end (each is noted with
+ * its capture's id). */
 #include "shim/graph_captured.h"
 
+#include "shim/capture.h"
 #include "shim/handler.h"
 #include "shim/log.h"
 
@@ -31,6 +33,9 @@
 
 struct captured {
     CUdeviceptr p;
+    cuuint64_t capture; /* its capture's id until it gave a graph, else 0 */
+    CUstream stream;    /* the stream it was captured on, to ask about it */
+    int per_thread;
     bool ran;  /* an executable graph with its node was launched or uploaded */
     bool gone; /* the graph with its node was destroyed */
     struct captured *next;
@@ -58,9 +63,24 @@ static struct captured *find(CUdeviceptr p, struct captured ***where)
     return NULL;
 }
 
-void spw_graph_captured(uint64_t key)
+/* The id of stream's capture, 0 when it captures nothing or the driver
+ * cannot say. */
+static cuuint64_t capture_id(CUstream stream, int per_thread)
 {
-    CUdeviceptr p = (CUdeviceptr)key;
+    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+    cuuint64_t id = 0;
+    if (per_thread && !stream)
+        stream = CU_STREAM_PER_THREAD;
+    if (!spw_drv.cuStreamGetCaptureInfo_v2 ||
+        spw_drv.cuStreamGetCaptureInfo_v2(stream, &st, &id, NULL, NULL, NULL) != CUDA_SUCCESS ||
+        st == CU_STREAM_CAPTURE_STATUS_NONE)
+        return 0;
+    return id;
+}
+
+void spw_graph_captured(CUdeviceptr p, CUstream stream, int per_thread)
+{
+    cuuint64_t id = capture_id(stream, per_thread);
     pthread_mutex_lock(&lock);
     struct captured *c = find(p, NULL);
     if (!c && (c = calloc(1, sizeof *c)) != NULL) {
@@ -70,11 +90,15 @@ void spw_graph_captured(uint64_t key)
         *b = c;
         atomic_fetch_add_explicit(&entries, 1, memory_order_relaxed);
     }
-    if (c) /* a new node at an address a freed allocation had */
+    if (c) { /* a new node at an address a freed allocation had */
         c->ran = c->gone = false;
-    else
+        c->capture = id;
+        c->stream = stream;
+        c->per_thread = per_thread;
+    } else {
         spw_warn("no memory to note the captured allocation 0x%llx: should its graph never run "
                  "it, it stays counted", (unsigned long long)p);
+    }
     pthread_mutex_unlock(&lock);
 }
 
@@ -201,4 +225,110 @@ CUresult spw_h_graph_exec_destroy(CUgraphExec hGraphExec)
         settle_all(allocs, n, ran, false);
     free(allocs);
     return r;
+}
+
+/* Under lock: c's entry goes, its address onto l (without room it stays,
+ * counted). */
+static bool take_locked(struct captured **pp, struct ptrs *l)
+{
+    struct captured *c = *pp;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 8;
+        CUdeviceptr *grown = realloc(l->p, cap * sizeof *grown);
+        if (!grown)
+            return false;
+        l->p = grown;
+        l->cap = cap;
+    }
+    l->p[l->n++] = c->p;
+    *pp = c->next;
+    free(c);
+    atomic_fetch_sub_explicit(&entries, 1, memory_order_relaxed);
+    return true;
+}
+
+/* Capture id gave a graph: its allocations are that graph's now (gone at
+ * its destroy). */
+static void capture_gave_graph(cuuint64_t id)
+{
+    pthread_mutex_lock(&lock);
+    for (size_t b = 0; b < BUCKETS; b++)
+        for (struct captured *c = buckets[b]; c; c = c->next)
+            if (c->capture == id)
+                c->capture = 0;
+    pthread_mutex_unlock(&lock);
+}
+
+/* A capture closed without a graph. Its id cannot be asked once the
+ * driver invalidated it (only an active capture's is valid), so every
+ * allocation still noted with a capture is checked: one whose stream no
+ * longer captures under that id belongs to a capture that is over or
+ * invalidated, which leaves no node: uncounted. */
+static void capture_lost(void)
+{
+    struct pending {
+        CUdeviceptr p;
+        CUstream stream;
+        int per_thread;
+        cuuint64_t capture;
+    } *v = NULL;
+    size_t n = 0, cap = 0;
+    pthread_mutex_lock(&lock);
+    for (size_t b = 0; b < BUCKETS; b++)
+        for (struct captured *c = buckets[b]; c; c = c->next) {
+            if (!c->capture)
+                continue;
+            if (n == cap) {
+                size_t want = cap ? 2 * cap : 8;
+                struct pending *grown = realloc(v, want * sizeof *grown);
+                if (!grown)
+                    break; /* the rest stay counted */
+                v = grown;
+                cap = want;
+            }
+            v[n++] = (struct pending){c->p, c->stream, c->per_thread, c->capture};
+        }
+    pthread_mutex_unlock(&lock);
+    struct ptrs l = {NULL, 0, 0};
+    for (size_t i = 0; i < n; i++) {
+        if (capture_id(v[i].stream, v[i].per_thread) == v[i].capture)
+            continue; /* its capture goes on */
+        pthread_mutex_lock(&lock);
+        struct captured **pp, *c = find(v[i].p, &pp);
+        if (c && c->capture == v[i].capture)
+            take_locked(pp, &l);
+        pthread_mutex_unlock(&lock);
+    }
+    free(v);
+    for (size_t i = 0; i < l.n; i++)
+        uncount(l.p[i]);
+    free(l.p);
+}
+
+static CUresult end_capture(CUresult (*real)(CUstream, CUgraph *), int per_thread, CUstream stream,
+                            CUgraph *graph)
+{
+    bool was = spw_capture_in(stream, per_thread);
+    bool noted = was && atomic_load_explicit(&entries, memory_order_relaxed);
+    cuuint64_t id = noted ? capture_id(stream, per_thread) : 0; /* 0: invalidated */
+    CUresult r = real(stream, graph);
+    spw_capture_ended(stream, per_thread, was, r);
+    if (noted && r == CUDA_SUCCESS && id)
+        capture_gave_graph(id);
+    else if (noted && r != CUDA_SUCCESS && !spw_capture_in(stream, per_thread))
+        capture_lost(); /* closed without a graph (an end refused before
+                         * touching the capture leaves it going) */
+    return r;
+}
+
+CUresult spw_h_stream_end_capture(CUstream hStream, CUgraph *phGraph)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_stream_end_capture);
+    return end_capture(real, 0, hStream, phGraph);
+}
+
+CUresult spw_h_stream_end_capture_pt(CUstream hStream, CUgraph *phGraph)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_stream_end_capture_pt);
+    return end_capture(real, 1, hStream, phGraph);
 }

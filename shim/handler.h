@@ -6,7 +6,6 @@
 #include "shim/account.h"
 #include "shim/config.h"
 #include "shim/driver.h"
-#include "shim/graph_captured.h"
 #include "shim/graph_mem.h"
 #include "shim/hooks.h"
 #include "shim/pool_setup.h"
@@ -112,10 +111,8 @@ static inline void spw_release_passthrough(int dev, uint64_t bytes, int reason)
             spw_account_commit_pt((kind), (uint64_t)(key), (dev), (bytes), (reason));     \
             spw_pool_passthrough((dev), (reason), (bytes), (what));                       \
             spw_mark_counted();                                                           \
-            if ((reason) == SW_PT_CAPTURE) { /* the graph pool may hold it already */      \
-                spw_graph_captured((uint64_t)(key));                                      \
+            if ((reason) == SW_PT_CAPTURE) /* the graph pool may hold it already */        \
                 spw_graph_mem_settle(dev);                                                \
-            }                                                                             \
         } else {                                                                          \
             spw_drop_passthrough((dev), (reason), (bytes));                               \
             if (spw_r_ == CUDA_ERROR_OUT_OF_MEMORY)                                       \

@@ -336,6 +336,23 @@ START_TEST(a_captured_allocation_that_ran_outlives_its_graphs)
 }
 END_TEST
 
+START_TEST(an_invalidated_capture_leaves_nothing_counted)
+{
+    rig_setup(0);
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    size_t before = free_now();
+    CU_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CUdeviceptr t = 0;
+    CU_OK(cuMemAllocAsync(&t, GBYTES, s));
+    ck_assert_int_eq(cuStreamSynchronize(s), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    CUgraph g = NULL;
+    ck_assert_int_eq(cuStreamEndCapture(s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    ck_assert_msg(free_now() == before, "free %zu MiB before, %zu after", before >> 20, free_now() >> 20);
+    CU_OK(cuStreamDestroy(s));
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("shim_graph_mem");
@@ -348,6 +365,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, a_live_captured_allocation_counts_once);
     tcase_add_test(tc, a_captured_allocation_never_run_goes_with_its_graphs);
     tcase_add_test(tc, a_captured_allocation_that_ran_outlives_its_graphs);
+    tcase_add_test(tc, an_invalidated_capture_leaves_nothing_counted);
     tcase_add_test(tc, replays_after_a_first_launch_that_trimmed_do_not_trim);
     suite_add_tcase(s, tc);
     return s;
