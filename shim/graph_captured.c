@@ -36,6 +36,10 @@ struct captured {
     cuuint64_t capture; /* its capture's id until it gave a graph, else 0 */
     CUstream stream;    /* the stream it was captured on, to ask about it */
     int per_thread;
+    /* The noting thread's token when stream is its per-thread default
+     * stream (that handle names another stream in each thread): only that
+     * thread can ask about the capture; NULL otherwise. */
+    const void *thread;
     bool ran;  /* an executable graph with its node was launched or uploaded */
     bool gone; /* the graph with its node was destroyed */
     struct captured *next;
@@ -44,6 +48,14 @@ struct captured {
 static struct captured *buckets[BUCKETS];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic unsigned entries; /* while none, a destroy looks nothing up */
+static _Thread_local char this_thread; /* its address names the thread */
+
+/* Whether stream (per_thread: through a _ptsz entry point) is the calling
+ * thread's per-thread default stream. */
+static bool per_thread_stream(CUstream stream, int per_thread)
+{
+    return stream == CU_STREAM_PER_THREAD || (per_thread && !stream);
+}
 
 static struct captured **slot_of(CUdeviceptr p)
 {
@@ -95,6 +107,7 @@ void spw_graph_captured(CUdeviceptr p, CUstream stream, int per_thread)
         c->capture = id;
         c->stream = stream;
         c->per_thread = per_thread;
+        c->thread = per_thread_stream(stream, per_thread) ? &this_thread : NULL;
     } else {
         spw_warn("no memory to note the captured allocation 0x%llx: should its graph never run "
                  "it, it stays counted", (unsigned long long)p);
@@ -272,11 +285,14 @@ static void capture_lost(void)
         int per_thread;
         cuuint64_t capture;
     } *v = NULL;
+    /* Another thread's per-thread stream cannot be asked from here (the
+     * handle would name this thread's): its capture is that thread's to
+     * end, and its own end settles it. */
     size_t n = 0, cap = 0;
     pthread_mutex_lock(&lock);
     for (size_t b = 0; b < BUCKETS; b++)
         for (struct captured *c = buckets[b]; c; c = c->next) {
-            if (!c->capture)
+            if (!c->capture || (c->thread && c->thread != &this_thread))
                 continue;
             if (n == cap) {
                 size_t want = cap ? 2 * cap : 8;

@@ -14,6 +14,8 @@
  * Run by graph_mem.sh: one 256 MiB device, a 64 MiB limit. */
 #include "tests/integration/shim/rig.h"
 
+#include <pthread.h>
+
 #define LIMIT (64 * MiB)
 #define GBYTES (16 * MiB)
 
@@ -353,6 +355,68 @@ START_TEST(an_invalidated_capture_leaves_nothing_counted)
 }
 END_TEST
 
+/* A capture on a thread's per-thread default stream (CU_STREAM_PER_THREAD
+ * names another stream in each thread) goes on while another thread's
+ * capture is invalidated: its allocation stays counted, as its graph will
+ * run it. */
+struct ptds_capture {
+    CUcontext ctx;
+    pthread_barrier_t allocated, other_ended;
+    CUdeviceptr t;
+    CUgraph g;
+};
+
+static void *capture_on_ptds(void *arg)
+{
+    struct ptds_capture *c = arg;
+    CU_OK(cuCtxSetCurrent(c->ctx));
+    CU_OK(cuStreamBeginCapture(CU_STREAM_PER_THREAD, CU_STREAM_CAPTURE_MODE_RELAXED));
+    CU_OK(cuMemAllocAsync(&c->t, GBYTES, CU_STREAM_PER_THREAD));
+    pthread_barrier_wait(&c->allocated);
+    pthread_barrier_wait(&c->other_ended);
+    CU_OK(cuMemsetD32Async(c->t, 5u, GBYTES / 4, CU_STREAM_PER_THREAD));
+    CU_OK(cuStreamEndCapture(CU_STREAM_PER_THREAD, &c->g));
+    return NULL;
+}
+
+START_TEST(another_threads_invalidated_capture_leaves_a_ptds_capture_counted)
+{
+    struct ptds_capture c = {.ctx = rig_setup(0)};
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    size_t before = free_now();
+    ck_assert_int_eq(pthread_barrier_init(&c.allocated, NULL, 2), 0);
+    ck_assert_int_eq(pthread_barrier_init(&c.other_ended, NULL, 2), 0);
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, capture_on_ptds, &c), 0);
+    pthread_barrier_wait(&c.allocated);
+    ck_assert_uint_eq(free_now() + GBYTES, before);
+    CU_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+    ck_assert_int_eq(cuStreamSynchronize(s), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    CUgraph lost = NULL;
+    ck_assert_int_eq(cuStreamEndCapture(s, &lost), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    size_t now = free_now();
+    pthread_barrier_wait(&c.other_ended);
+    ck_assert_int_eq(pthread_join(th, NULL), 0);
+    ck_assert_msg(now + GBYTES == before,
+                  "free %zu MiB before, %zu while the other thread's capture still held its "
+                  "allocation", before >> 20, now >> 20);
+    CUgraphExec e;
+    CU_OK(cuGraphInstantiateWithFlags(&e, c.g, 0));
+    CU_OK(cuGraphLaunch(e, s));
+    CU_OK(cuStreamSynchronize(s));
+    ck_assert_uint_eq(free_now() + GBYTES, before); /* live: counted once */
+    CU_OK(cuGraphExecDestroy(e));
+    CU_OK(cuGraphDestroy(c.g));
+    CU_OK(cuMemFree(c.t));
+    CU_OK(cuDeviceGraphMemTrim(0));
+    ck_assert_uint_eq(free_now(), before);
+    pthread_barrier_destroy(&c.allocated);
+    pthread_barrier_destroy(&c.other_ended);
+    CU_OK(cuStreamDestroy(s));
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("shim_graph_mem");
@@ -366,6 +430,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, a_captured_allocation_never_run_goes_with_its_graphs);
     tcase_add_test(tc, a_captured_allocation_that_ran_outlives_its_graphs);
     tcase_add_test(tc, an_invalidated_capture_leaves_nothing_counted);
+    tcase_add_test(tc, another_threads_invalidated_capture_leaves_a_ptds_capture_counted);
     tcase_add_test(tc, replays_after_a_first_launch_that_trimmed_do_not_trim);
     suite_add_tcase(s, tc);
     return s;
