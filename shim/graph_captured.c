@@ -49,6 +49,10 @@ static struct captured *buckets[BUCKETS];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic unsigned entries; /* while none, a destroy looks nothing up */
 static _Thread_local char this_thread; /* its address names the thread */
+/* Held shared by each end of a capture with noted allocations from before
+ * its driver call to its capture_gave_graph, exclusively by capture_lost
+ * while it asks streams whether their captures go on. */
+static pthread_rwlock_t ending = PTHREAD_RWLOCK_INITIALIZER;
 
 /* Whether stream (per_thread: through a _ptsz entry point) is the calling
  * thread's per-thread default stream. */
@@ -306,6 +310,10 @@ static void capture_lost(void)
         }
     pthread_mutex_unlock(&lock);
     struct ptrs l = {NULL, 0, 0};
+    /* No end that gives a graph is between its driver call and
+     * capture_gave_graph meanwhile: its capture, over by then, would pass
+     * for lost here. */
+    pthread_rwlock_wrlock(&ending);
     for (size_t i = 0; i < n; i++) {
         if (capture_id(v[i].stream, v[i].per_thread) == v[i].capture)
             continue; /* its capture goes on */
@@ -315,6 +323,7 @@ static void capture_lost(void)
             take_locked(pp, &l);
         pthread_mutex_unlock(&lock);
     }
+    pthread_rwlock_unlock(&ending);
     free(v);
     for (size_t i = 0; i < l.n; i++)
         uncount(l.p[i]);
@@ -327,11 +336,15 @@ static CUresult end_capture(CUresult (*real)(CUstream, CUgraph *), int per_threa
     bool was = spw_capture_in(stream, per_thread);
     bool noted = was && atomic_load_explicit(&entries, memory_order_relaxed);
     cuuint64_t id = noted ? capture_id(stream, per_thread) : 0; /* 0: invalidated */
+    if (noted)
+        pthread_rwlock_rdlock(&ending);
     CUresult r = real(stream, graph);
     spw_capture_ended(stream, per_thread, was, r);
     if (noted && r == CUDA_SUCCESS && id)
         capture_gave_graph(id);
-    else if (noted && r != CUDA_SUCCESS && !spw_capture_in(stream, per_thread))
+    if (noted)
+        pthread_rwlock_unlock(&ending);
+    if (noted && r != CUDA_SUCCESS && !spw_capture_in(stream, per_thread))
         capture_lost(); /* closed without a graph (an end refused before
                          * touching the capture leaves it going) */
     return r;

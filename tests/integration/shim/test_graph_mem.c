@@ -15,6 +15,7 @@
 #include "tests/integration/shim/rig.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #define LIMIT (64 * MiB)
 #define GBYTES (16 * MiB)
@@ -417,6 +418,58 @@ START_TEST(another_threads_invalidated_capture_leaves_a_ptds_capture_counted)
 }
 END_TEST
 
+/* A capture that gives its graph while another thread's capture is lost:
+ * the lost one's end leaves the graph's allocations counted (they are the
+ * graph's, to count until it goes unrun). Many rounds: the two ends race. */
+struct lose_loop {
+    CUcontext ctx;
+    _Atomic int stop;
+};
+
+static void *lose_captures(void *arg)
+{
+    struct lose_loop *l = arg;
+    CU_OK(cuCtxSetCurrent(l->ctx));
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    while (!atomic_load(&l->stop)) {
+        CU_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+        ck_assert_int_eq(cuStreamSynchronize(s), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+        CUgraph g = NULL;
+        ck_assert_int_eq(cuStreamEndCapture(s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    }
+    CU_OK(cuStreamDestroy(s));
+    return NULL;
+}
+
+START_TEST(a_capture_ending_with_a_graph_stays_counted_while_another_is_lost)
+{
+    struct lose_loop l = {.ctx = rig_setup(0)};
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    size_t before = free_now();
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, lose_captures, &l), 0);
+    int lost = 0, rounds = 100000; /* without the fix: lost within some 50000 */
+    for (int i = 0; i < rounds && !lost; i++) {
+        CU_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+        CUdeviceptr t;
+        CU_OK(cuMemAllocAsync(&t, GBYTES, s));
+        CUgraph g;
+        CU_OK(cuStreamEndCapture(s, &g));
+        if (free_now() + GBYTES != before)
+            lost = i + 1;
+        CU_OK(cuGraphDestroy(g)); /* never run: uncounted */
+    }
+    atomic_store(&l.stop, 1);
+    ck_assert_int_eq(pthread_join(th, NULL), 0);
+    ck_assert_msg(!lost, "round %d: a graph's captured allocation uncounted by another "
+                  "thread's lost capture", lost);
+    ck_assert_uint_eq(free_now(), before);
+    CU_OK(cuStreamDestroy(s));
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("shim_graph_mem");
@@ -431,6 +484,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, a_captured_allocation_that_ran_outlives_its_graphs);
     tcase_add_test(tc, an_invalidated_capture_leaves_nothing_counted);
     tcase_add_test(tc, another_threads_invalidated_capture_leaves_a_ptds_capture_counted);
+    tcase_add_test(tc, a_capture_ending_with_a_graph_stays_counted_while_another_is_lost);
     tcase_add_test(tc, replays_after_a_first_launch_that_trimmed_do_not_trim);
     suite_add_tcase(s, tc);
     return s;
