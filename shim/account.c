@@ -431,14 +431,21 @@ void spw_account_set_spill(int dev, const sw_spill_stats *f)
 #undef SPW_PUBLISH_SPILL
 }
 
-static int on_dev(const struct spw_map_entry *e, void *dev)
+struct keys_on {
+    int dev, but;
+};
+
+static int on_dev(const struct spw_map_entry *e, void *arg)
 {
-    return unpack_dev(e->dev, NULL) == *(int *)dev;
+    const struct keys_on *k = arg;
+    int why;
+    return unpack_dev(e->dev, &why) == k->dev && why != k->but;
 }
 
-int spw_account_keys_on(enum spw_kind kind, int dev, uint64_t **keys, size_t *n)
+int spw_account_keys_on(enum spw_kind kind, int dev, int but, uint64_t **keys, size_t *n)
 {
-    return spw_map_keys(map_of(kind), on_dev, &dev, keys, n);
+    struct keys_on k = {dev, but};
+    return spw_map_keys(map_of(kind), on_dev, &k, keys, n);
 }
 
 int spw_account_counted(enum spw_kind kind, uint64_t key)

@@ -93,10 +93,11 @@ void spw_account_set_pool_bytes(int dev, uint64_t bytes);
  * counters of dev from the pool's figures. */
 void spw_account_set_spill(int dev, const sw_spill_stats *f);
 
-/* The keys of kind counted on dev (a malloc'd array, *n of them; NULL
- * when none). Returns 0, or -1 if memory ran out. Visits every entry:
- * for rare events (a context's destroy, ctx_memory.c). */
-int spw_account_keys_on(enum spw_kind kind, int dev, uint64_t **keys, size_t *n);
+/* The keys of kind counted on dev, but those counted with reason but
+ * (-1: none left out), in a malloc'd array (*n of them; NULL when none).
+ * Returns 0, or -1 if memory ran out. Visits every entry: for rare events
+ * (a context's destroy, ctx_memory.c). */
+int spw_account_keys_on(enum spw_kind kind, int dev, int but, uint64_t **keys, size_t *n);
 
 /* Whether spillway counts key (0 or 1). */
 int spw_account_counted(enum spw_kind kind, uint64_t key);

@@ -67,7 +67,10 @@ struct spw_ctx_memory *spw_ctx_memory_take(CUcontext ctx, int dev)
         return NULL;
     uint64_t *keys;
     size_t n;
-    if (spw_account_keys_on(SPW_KIND_DEVPTR, dev, &keys, &n)) {
+    /* Not captured allocations: graph memory, stream-ordered, is the
+     * device's graph pool's and outlives the context (it answers no pool
+     * handle, and the primary context as its own). */
+    if (spw_account_keys_on(SPW_KIND_DEVPTR, dev, SW_PT_CAPTURE, &keys, &n)) {
         spw_warn("device %d: out of memory listing its allocations before a context's end: "
                  "what the driver frees with it stays counted",
                  dev);

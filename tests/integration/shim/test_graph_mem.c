@@ -470,6 +470,40 @@ START_TEST(a_capture_ending_with_a_graph_stays_counted_while_another_is_lost)
 }
 END_TEST
 
+/* A captured allocation that ran is graph memory, stream-ordered: the
+ * device's graph pool keeps it through a reset of the primary context
+ * (only cuMemAlloc-class memory dies with a context), so it stays counted
+ * until the program frees it. */
+START_TEST(a_live_captured_allocation_stays_counted_through_a_primary_reset)
+{
+    rig_setup(0);
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    size_t before = free_now();
+    CUdeviceptr t;
+    CUgraph g = capture_alloc(s, &t);
+    CUgraphExec e;
+    CU_OK(cuGraphInstantiateWithFlags(&e, g, 0));
+    CU_OK(cuGraphLaunch(e, s));
+    CU_OK(cuStreamSynchronize(s));
+    CU_OK(cuGraphExecDestroy(e));
+    CU_OK(cuGraphDestroy(g));
+    CU_OK(cuStreamDestroy(s));
+    ck_assert_uint_eq(free_now() + GBYTES, before);
+    CU_OK(cuDevicePrimaryCtxReset(0));
+    rig_setup(0);
+    unsigned word = 0;
+    CU_OK(cuMemcpyDtoH(&word, t + GBYTES - sizeof word, sizeof word));
+    ck_assert_uint_eq(word, 3u); /* live: the driver kept it */
+    ck_assert_msg(free_now() + GBYTES == before,
+                  "free %zu MiB before, %zu after the reset with the allocation still live",
+                  before >> 20, free_now() >> 20);
+    CU_OK(cuMemFree(t));
+    CU_OK(cuDeviceGraphMemTrim(0));
+    ck_assert_uint_eq(free_now(), before);
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("shim_graph_mem");
@@ -485,6 +519,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, an_invalidated_capture_leaves_nothing_counted);
     tcase_add_test(tc, another_threads_invalidated_capture_leaves_a_ptds_capture_counted);
     tcase_add_test(tc, a_capture_ending_with_a_graph_stays_counted_while_another_is_lost);
+    tcase_add_test(tc, a_live_captured_allocation_stays_counted_through_a_primary_reset);
     tcase_add_test(tc, replays_after_a_first_launch_that_trimmed_do_not_trim);
     suite_add_tcase(s, tc);
     return s;
