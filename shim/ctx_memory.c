@@ -14,6 +14,7 @@ struct gone {
 
 struct spw_ctx_memory {
     size_t n;
+    int taken; /* out of the table already (spw_ctx_memory_take) */
     struct gone e[];
 };
 
@@ -61,7 +62,7 @@ static int dies_with(CUdeviceptr ptr, CUcontext ctx)
     return ask && ask(2, a, data, ptr) == CUDA_SUCCESS && owner == ctx && !pool;
 }
 
-struct spw_ctx_memory *spw_ctx_memory_take(CUcontext ctx, int dev)
+static struct spw_ctx_memory *collect(CUcontext ctx, int dev, int take)
 {
     if (spw_disabled() || dev < 0 || !spw_account_tracks(dev))
         return NULL;
@@ -87,11 +88,12 @@ struct spw_ctx_memory *spw_ctx_memory_take(CUcontext ctx, int dev)
                  dev);
     if (m) {
         m->n = 0;
+        m->taken = take;
         for (size_t i = 0; i < n; i++) {
             struct gone *g = &m->e[m->n];
             if (dies_with((CUdeviceptr)keys[i], ctx) &&
-                spw_account_forget_pt(SPW_KIND_DEVPTR, keys[i], &g->dev, &g->bytes,
-                                      &g->reason) == 0) {
+                (!take || spw_account_forget_pt(SPW_KIND_DEVPTR, keys[i], &g->dev, &g->bytes,
+                                                &g->reason) == 0)) {
                 g->key = keys[i];
                 m->n++;
             }
@@ -105,12 +107,26 @@ struct spw_ctx_memory *spw_ctx_memory_take(CUcontext ctx, int dev)
     return m;
 }
 
+struct spw_ctx_memory *spw_ctx_memory_take(CUcontext ctx, int dev)
+{
+    return collect(ctx, dev, 1);
+}
+
+struct spw_ctx_memory *spw_ctx_memory_list(CUcontext ctx, int dev)
+{
+    return collect(ctx, dev, 0);
+}
+
 void spw_ctx_memory_settle(struct spw_ctx_memory *m, int freed)
 {
     if (!m)
         return;
     for (size_t i = 0; i < m->n; i++) {
         struct gone *g = &m->e[i];
+        /* Listed only: those a free did not take meanwhile go now. */
+        if (!m->taken && (!freed || spw_account_forget_pt(SPW_KIND_DEVPTR, g->key, &g->dev,
+                                                          &g->bytes, &g->reason) != 0))
+            continue;
         if (freed) {
             spw_debug("device %d: %llu bytes at %#llx freed with their context", g->dev,
                       (unsigned long long)g->bytes, (unsigned long long)g->key);

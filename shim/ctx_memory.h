@@ -11,7 +11,8 @@
  * device's counted pointers are asked their context (one driver call
  * each) and those of the context are taken out of the count's table (a
  * cuMemFree racing with the destroy then counts nothing twice); after it,
- * they are released if the driver freed them, else put back. */
+ * they are released if the driver freed them, else put back. A primary
+ * release, seldom the last, only lists them (spw_ctx_memory_list). */
 #ifndef SPILLWAY_SHIM_CTX_MEMORY_H
 #define SPILLWAY_SHIM_CTX_MEMORY_H
 #include <cuda.h>
@@ -23,7 +24,13 @@ struct spw_ctx_memory;
  * spillway is disabled, or memory ran out: then nothing is taken). */
 struct spw_ctx_memory *spw_ctx_memory_take(CUcontext ctx, int dev);
 
-/* After the driver's call: freed, what was taken is released (the frees
+/* The same, listed but left in the table: for a call that may not free
+ * (a primary release that may not be the last, the usual case), so that
+ * frees meanwhile count as ever and nothing is put back over them. */
+struct spw_ctx_memory *spw_ctx_memory_list(CUcontext ctx, int dev);
+
+/* After the driver's call: freed, what was taken (or listed and still
+ * counted) is released (the frees
  * counted, pages lent out of the pool given back), else put back as it
  * was. Frees m; m NULL does nothing. */
 void spw_ctx_memory_settle(struct spw_ctx_memory *m, int freed);

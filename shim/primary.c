@@ -83,11 +83,12 @@ static CUresult primary_end(CUresult (*real)(CUdevice), CUdevice dev)
 
 /* A release spillway holds no reference under may be the last, which
  * resets the context and frees its memory: what spillway counted of it
- * is taken out before, and released if the context is inactive after
- * (ctx_memory.h). */
+ * is listed before (left counted: most releases are not the last, and
+ * frees meanwhile count as ever), and released if the context is
+ * inactive after (ctx_memory.h). */
 static CUresult release_maybe_last(CUresult (*real)(CUdevice), CUdevice dev)
 {
-    struct spw_ctx_memory *dying = counted(dev) ? spw_ctx_memory_take(NULL, (int)dev) : NULL;
+    struct spw_ctx_memory *dying = counted(dev) ? spw_ctx_memory_list(NULL, (int)dev) : NULL;
     CUcontext primary = atomic_load_explicit(&retained[dev], memory_order_relaxed);
     CUresult r = primary_end(real, dev);
     bool ended = r == CUDA_SUCCESS && spw_ctx_memory_primary_ended((int)dev);
