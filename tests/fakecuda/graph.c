@@ -442,9 +442,10 @@ FC_EXPORT CUresult cuGraphDestroy(CUgraph hGraph)
      * the graph while the capture sequence is in progress." */
     if (known && hGraph->captures)
         r = CUDA_ERROR_ILLEGAL_STATE;
-    else if (known)
+    else if (known) {
+        fc_exec_graph_gone_locked(hGraph); /* a new graph at its address is another */
         fc_graph_free(hGraph);
-    else
+    } else
         r = CUDA_ERROR_INVALID_VALUE;
     fc_graph_unlock();
     return r;

@@ -21,6 +21,9 @@ struct CUgraphExec_st {
     struct CUgraphNode_st **order;
     size_t n;
     unsigned long long flags;
+    /* The graph it was instantiated from while that graph lives and has
+     * memory nodes: at most one executable graph of it at a time. */
+    const struct CUgraph_st *mem_src;
     struct CUgraphExec_st *next;
 };
 
@@ -224,8 +227,43 @@ static CUresult acyclic(struct CUgraph_st *g)
     return err;
 }
 
+/* Whether g has memory alloc or free nodes (a child graph moved into it
+ * brings its own). */
+static bool has_memory_nodes(const struct CUgraph_st *g)
+{
+    for (const struct CUgraphNode_st *n = g->head; n; n = n->next)
+        if (n->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC || n->type == CU_GRAPH_NODE_TYPE_MEM_FREE ||
+            (n->type == CU_GRAPH_NODE_TYPE_GRAPH && has_memory_nodes(n->u.child)))
+            return true;
+    return false;
+}
+
+void fc_exec_graph_gone_locked(const struct CUgraph_st *g)
+{
+    for (struct CUgraphExec_st *x = execs; x; x = x->next)
+        if (x->mem_src == g)
+            x->mem_src = NULL;
+}
+
+/* "If hGraph contains any allocation or free nodes, there can be at most
+ * one executable graph in existence for that graph at a time. An attempt
+ * to instantiate a second executable graph before destroying the first
+ * with cuGraphExecDestroy will result in an error" (cuGraphInstantiate).
+ * The reference names no code: INVALID_VALUE here, the tests assert only
+ * the failure. */
+static CUresult one_exec_at_a_time(const struct CUgraph_st *g, bool *mem)
+{
+    *mem = has_memory_nodes(g);
+    if (*mem)
+        for (struct CUgraphExec_st *x = execs; x; x = x->next)
+            if (x->mem_src == g)
+                return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_SUCCESS;
+}
+
 static CUresult instantiate(CUgraphExec *out, CUgraph g, unsigned long long flags)
 {
+    bool mem = false;
     CUresult r = fc_initialized();
     if (r != CUDA_SUCCESS)
         return r;
@@ -237,6 +275,8 @@ static CUresult instantiate(CUgraphExec *out, CUgraph g, unsigned long long flag
     fc_graph_lock();
     if (!fc_graph_known(g))
         r = CUDA_ERROR_INVALID_VALUE;
+    else if ((r = one_exec_at_a_time(g, &mem)) != CUDA_SUCCESS)
+        ;
     else if ((r = acyclic(g)) == CUDA_SUCCESS && !(x->g = fc_graph_clone(g, true)))
         r = CUDA_ERROR_OUT_OF_MEMORY;
     if (r == CUDA_SUCCESS && !(x->order = fc_graph_order(x->g, &x->n, &r)) && x->g->nnodes)
@@ -244,6 +284,7 @@ static CUresult instantiate(CUgraphExec *out, CUgraph g, unsigned long long flag
     if (r == CUDA_SUCCESS) {
         x->magic = FC_MAGIC_EXEC;
         x->flags = flags;
+        x->mem_src = mem ? g : NULL;
         x->next = execs;
         execs = x;
         *out = x;

@@ -425,6 +425,8 @@ bool fc_node_known(struct CUgraphNode_st *n);
 bool fc_graph_embedded(struct CUgraph_st *g);
 struct CUgraph_st *fc_graph_new(bool internal);
 void fc_graph_free(struct CUgraph_st *g);
+/* g is destroyed: no executable graph was instantiated from it any more. */
+void fc_exec_graph_gone_locked(const struct CUgraph_st *g);
 /* A detached node of that type (zeroed payload), or NULL. */
 struct CUgraphNode_st *fc_node_new(CUgraphNodeType type);
 void fc_node_free(struct CUgraphNode_st *n);

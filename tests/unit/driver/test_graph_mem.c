@@ -244,6 +244,62 @@ START_TEST(a_live_allocation_outlives_its_graph)
 }
 END_TEST
 
+/* "If hGraph contains any allocation or free nodes, there can be at most
+ * one executable graph in existence for that graph at a time. An attempt
+ * to instantiate a second executable graph before destroying the first
+ * with cuGraphExecDestroy will result in an error" (cuGraphInstantiate,
+ * every variant). The reference names no error code: only the failure is
+ * asserted (tests/gpu/README.md). A graph without memory nodes can have
+ * several. */
+START_TEST(one_executable_graph_at_a_time_with_memory_nodes)
+{
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr p;
+    CUgraph with_free = alloc_graph(true, &p), alloc_only = alloc_graph(false, &p);
+    CUgraph free_only;
+    CU_OK(cuGraphCreate(&free_only, 0));
+    CUgraphNode f;
+    CU_OK(cuGraphAddMemFreeNode(&f, free_only, NULL, 0, p));
+    CUgraph mem[] = {with_free, alloc_only, free_only};
+    for (size_t i = 0; i < sizeof mem / sizeof mem[0]; i++) {
+        CUgraphExec x, y = NULL;
+        CU_OK(cuGraphInstantiate(&x, mem[i], 0));
+        ck_assert_int_ne(cuGraphInstantiate(&y, mem[i], 0), CUDA_SUCCESS);
+        ck_assert_int_ne(cuGraphInstantiateWithFlags(&y, mem[i], 0), CUDA_SUCCESS);
+        CUDA_GRAPH_INSTANTIATE_PARAMS ip = {.flags = CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD,
+                                            .hUploadStream = s};
+        ck_assert_int_ne(cuGraphInstantiateWithParams(&y, mem[i], &ip), CUDA_SUCCESS);
+        ck_assert_int_ne(ip.result_out, CUDA_GRAPH_INSTANTIATE_SUCCESS);
+        CU_OK(cuGraphExecDestroy(x)); /* then a new one may be made */
+        CU_OK(cuGraphInstantiateWithFlags(&y, mem[i], 0));
+        CU_OK(cuGraphExecDestroy(y));
+    }
+    /* An executable graph outliving its graph holds no other graph. */
+    CUgraphExec x, y;
+    CU_OK(cuGraphInstantiate(&x, alloc_only, 0));
+    CU_OK(cuGraphDestroy(alloc_only));
+    CUgraph again = alloc_graph(false, &p);
+    CU_OK(cuGraphInstantiate(&y, again, 0));
+    CU_OK(cuGraphExecDestroy(y));
+    CU_OK(cuGraphExecDestroy(x));
+    CU_OK(cuGraphDestroy(again));
+    CU_OK(cuGraphDestroy(free_only));
+    CU_OK(cuGraphDestroy(with_free));
+
+    CUgraph plain;
+    CU_OK(cuGraphCreate(&plain, 0));
+    CUgraphNode e;
+    CU_OK(cuGraphAddEmptyNode(&e, plain, NULL, 0));
+    CU_OK(cuGraphInstantiate(&x, plain, 0));
+    CU_OK(cuGraphInstantiate(&y, plain, 0));
+    CU_OK(cuGraphExecDestroy(y));
+    CU_OK(cuGraphExecDestroy(x));
+    CU_OK(cuGraphDestroy(plain));
+    CU_OK(cuStreamDestroy(s));
+}
+END_TEST
+
 START_TEST(attribute_errors_and_high_mark_reset)
 {
     int n;
@@ -297,6 +353,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, an_instantiate_with_upload_reserves_before_any_launch);
     tcase_add_test(tc, memory_nodes_are_not_cloned_or_embedded);
     tcase_add_test(tc, a_live_allocation_outlives_its_graph);
+    tcase_add_test(tc, one_executable_graph_at_a_time_with_memory_nodes);
     tcase_add_test(tc, attribute_errors_and_high_mark_reset);
     suite_add_tcase(s, tc);
     return s;
