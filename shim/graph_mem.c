@@ -204,23 +204,18 @@ CUresult spw_graph_mem_before(CUgraphExec e, struct spw_graph_mem_ticket *t)
 {
     t->exec = e;
     t->gen = atomic_load_explicit(&generation, memory_order_relaxed);
-    t->devs = t->held = 0;
-    uint64_t on, need = 0;
-    uint64_t bytes = spw_graph_allocs_due(e, t->gen, &on); /* first: one load on a replay */
-    if (!bytes || spw_disabled())
+    t->devs = 0;
+    /* first: one load on a replay; held[] is written only when due */
+    uint64_t on = spw_graph_allocs_due(e, t->gen, t->held);
+    if (!on || spw_disabled())
         return CUDA_SUCCESS;
     spw_publish_ensure();
-    /* A graph allocating on several devices (rare) is held its whole on
-     * each, the same on each: one figure per ticket. */
-    for (int dev = 0; dev < DEVS; dev++)
-        if (on >> dev & 1 && counted_dev(dev)) {
-            uint64_t n = may_add(dev, bytes);
-            need = n > need ? n : need;
-        }
-    t->held = need;
+    /* Each device is held what the nodes placed on it may add. */
     for (int dev = 0; dev < DEVS; dev++) {
         if (!(on >> dev & 1) || !counted_dev(dev))
             continue;
+        uint64_t need = may_add(dev, t->held[dev]);
+        t->held[dev] = need;
         if (need && spw_hold_passthrough(dev, WHY, need)) { /* trims first */
             spw_graph_mem_after(t, CUDA_ERROR_OUT_OF_MEMORY); /* what the others hold */
             return CUDA_ERROR_OUT_OF_MEMORY;
@@ -249,7 +244,7 @@ void spw_graph_mem_after(const struct spw_graph_mem_ticket *t, CUresult r)
     for (int dev = 0; dev < DEVS; dev++)
         if (t->devs >> dev & 1) {
             pthread_mutex_lock(&lock);
-            settle_locked(dev, t->held, false);
+            settle_locked(dev, t->held[dev], false);
             pthread_mutex_unlock(&lock);
         }
 }

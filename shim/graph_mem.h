@@ -7,11 +7,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* graphs.c: the bytes of e's memory alloc nodes (and in *devs their
- * devices) when its launch has to settle them (it has some, and did not
- * since trim generation gen); else 0, one atomic load while no executable
- * graph has any. */
-uint64_t spw_graph_allocs_due(CUgraphExec e, unsigned gen, uint64_t *devs);
+#include "policy/limits.h"
+
+/* graphs.c: the devices of e's memory alloc nodes when its launch has to
+ * settle them (it has some, and did not since trim generation gen), and in
+ * bytes_on[dev] for each of them the bytes of its nodes placed there; else
+ * 0 (bytes_on untouched), one atomic load while no executable graph has
+ * any. */
+uint64_t spw_graph_allocs_due(CUgraphExec e, unsigned gen, uint64_t bytes_on[SW_MAX_DEVICES]);
 void spw_graph_allocs_settled(CUgraphExec e, unsigned gen);
 /* e was launched or uploaded: its alloc nodes' allocations may be live. */
 void spw_graph_allocs_ran(CUgraphExec e);
@@ -32,7 +35,8 @@ size_t spw_graph_forget(CUgraphExec e, CUdeviceptr **allocs, bool *ran);
 struct spw_graph_mem_ticket {
     CUgraphExec exec;
     unsigned gen;
-    uint64_t devs, held; /* held on each device of devs */
+    uint64_t devs; /* settled after the launch; held[] is read for these only */
+    uint64_t held[SW_MAX_DEVICES]; /* held on each device of devs */
 };
 CUresult spw_graph_mem_before(CUgraphExec e, struct spw_graph_mem_ticket *t);
 void spw_graph_mem_after(const struct spw_graph_mem_ticket *t, CUresult r);

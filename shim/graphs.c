@@ -27,8 +27,10 @@ struct exec_ptrs {
     CUdeviceptr *p;
     size_t n, cap;
     /* Its memory alloc nodes (graph_mem.c): their bytes, on which devices,
+     * the bytes placed on each (alloc_on, SW_MAX_DEVICES of them; NULL
+     * without memory for it: then each device is taken to have them all),
      * and the trim generation its launch last settled them at. */
-    uint64_t alloc_bytes, alloc_devs;
+    uint64_t alloc_bytes, alloc_devs, *alloc_on;
     unsigned alloc_gen;
     /* Their addresses, and whether a launch or upload of it went through
      * (graph_captured.c: a captured allocation never run has no memory). */
@@ -134,9 +136,14 @@ static void collect(struct exec_ptrs *x, CUgraph g, int depth)
             CUDA_MEM_ALLOC_NODE_PARAMS a;
             if (spw_drv.cuGraphMemAllocNodeGetParams(nodes[i], &a) == CUDA_SUCCESS &&
                 a.poolProps.location.type == CU_MEM_LOCATION_TYPE_DEVICE &&
-                a.poolProps.location.id >= 0 && a.poolProps.location.id < 64) {
+                a.poolProps.location.id >= 0 && a.poolProps.location.id < SW_MAX_DEVICES) {
+                int dev = a.poolProps.location.id;
+                if (!x->alloc_devs && !x->alloc_on)
+                    x->alloc_on = calloc(SW_MAX_DEVICES, sizeof *x->alloc_on);
                 x->alloc_bytes += a.bytesize;
-                x->alloc_devs |= 1ull << a.poolProps.location.id;
+                x->alloc_devs |= 1ull << dev;
+                if (x->alloc_on)
+                    x->alloc_on[dev] += a.bytesize;
                 add_alloc(x, a.dptr);
             }
         } else if (t == CU_GRAPH_NODE_TYPE_GRAPH && depth < MAX_DEPTH &&
@@ -185,6 +192,8 @@ static void record(CUgraphExec e, CUgraph g)
         allocs_step(x, -1);
         x->n = 0;
         x->alloc_bytes = x->alloc_devs = 0;
+        free(x->alloc_on); /* made again at its first alloc node */
+        x->alloc_on = NULL;
         x->nallocs = 0; /* ran stays: what it ran may still be live */
         x->alloc_gen = 0; /* settled again at its next launch */
         collect(x, g, 0);
@@ -193,20 +202,21 @@ static void record(CUgraphExec e, CUgraph g)
     pthread_mutex_unlock(&lock);
 }
 
-uint64_t spw_graph_allocs_due(CUgraphExec e, unsigned gen, uint64_t *devs)
+uint64_t spw_graph_allocs_due(CUgraphExec e, unsigned gen, uint64_t bytes_on[SW_MAX_DEVICES])
 {
-    *devs = 0;
     if (!atomic_load_explicit(&with_allocs, memory_order_relaxed))
         return 0;
-    uint64_t bytes = 0;
+    uint64_t devs = 0;
     pthread_mutex_lock(&lock);
     struct exec_ptrs *x = find(e, false);
     if (x && x->alloc_bytes && x->alloc_gen != gen) {
-        bytes = x->alloc_bytes;
-        *devs = x->alloc_devs;
+        devs = x->alloc_devs;
+        for (int dev = 0; dev < SW_MAX_DEVICES; dev++)
+            if (devs >> dev & 1)
+                bytes_on[dev] = x->alloc_on ? x->alloc_on[dev] : x->alloc_bytes;
     }
     pthread_mutex_unlock(&lock);
-    return bytes;
+    return devs;
 }
 
 void spw_graph_allocs_settled(CUgraphExec e, unsigned gen)
@@ -254,6 +264,7 @@ size_t spw_graph_forget(CUgraphExec e, CUdeviceptr **allocs, bool *ran)
             n = x->nallocs;
             *ran = x->ran;
             free(x->p);
+            free(x->alloc_on);
             free(x);
             break;
         }

@@ -11,7 +11,7 @@
  *    and again when the graph pool backs it, and stays counted after the
  *    program frees it while the graph pool keeps it.
  *
- * Run by graph_mem.sh: one 256 MiB device, a 64 MiB limit. */
+ * Run by graph_mem.sh: two 256 MiB devices, a 64 MiB limit each. */
 #include "tests/integration/shim/rig.h"
 
 #include <pthread.h>
@@ -504,6 +504,65 @@ START_TEST(a_live_captured_allocation_stays_counted_through_a_primary_reset)
 }
 END_TEST
 
+/* A graph whose alloc nodes are on two devices: each device's first
+ * launch reserves (and is held) only the nodes placed on it (their
+ * poolProps.location), so a graph each device has room for runs. */
+START_TEST(a_graph_on_two_devices_holds_each_its_own_nodes)
+{
+    rig_setup(0);
+    int n = 0;
+    CU_OK(cuDeviceGetCount(&n));
+    ck_assert_int_ge(n, 2); /* graph_mem.sh: two devices */
+    rig_setup(1);
+    CUdeviceptr one;
+    CU_OK(cuMemAlloc(&one, MiB)); /* device 1's stats are published */
+    CU_OK(cuMemFree(one));
+    rig_setup(0);
+    CU_OK(cuMemAlloc(&one, MiB));
+    CU_OK(cuMemFree(one));
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    const size_t share = 40 * MiB; /* of a 64 MiB limit: both shares would not fit one device */
+    CUgraph g;
+    CU_OK(cuGraphCreate(&g, 0));
+    for (int dev = 0; dev < 2; dev++) {
+        CUDA_MEM_ALLOC_NODE_PARAMS ap = {0};
+        ap.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+        ap.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        ap.poolProps.location.id = dev;
+        ap.bytesize = share;
+        CUgraphNode a, f;
+        CU_OK(cuGraphAddMemAllocNode(&a, g, NULL, 0, &ap));
+        CU_OK(cuGraphAddMemFreeNode(&f, g, &a, 1, ap.dptr));
+    }
+    CUgraphExec e;
+    CU_OK(cuGraphInstantiateWithFlags(&e, g, 0));
+    uint64_t pass[2] = {rig_stat(0, SPW_C_PASS_CAPTURE), rig_stat(1, SPW_C_PASS_CAPTURE)};
+    CUresult r = cuGraphLaunch(e, s);
+    ck_assert_msg(r == CUDA_SUCCESS, "a launch of %zu MiB on each of two devices: error %d",
+                  share >> 20, (int)r);
+    CU_OK(cuStreamSynchronize(s));
+    for (int dev = 0; dev < 2; dev++) {
+        cuuint64_t v = 0;
+        CU_OK(cuDeviceGetGraphMemAttribute(dev, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &v));
+        ck_assert_uint_ge(v, share);
+        uint64_t now = rig_stat(dev, SPW_C_PASS_CAPTURE);
+        ck_assert_msg(now >= pass[dev] + share && now < pass[dev] + 2 * share,
+                      "device %d: %llu MiB counted for a %zu MiB share", dev,
+                      (unsigned long long)((now - pass[dev]) >> 20), share >> 20);
+    }
+    CU_OK(cuGraphLaunch(e, s)); /* a replay */
+    CU_OK(cuStreamSynchronize(s));
+    CU_OK(cuGraphExecDestroy(e));
+    CU_OK(cuGraphDestroy(g));
+    for (int dev = 0; dev < 2; dev++) {
+        CU_OK(cuDeviceGraphMemTrim(dev));
+        ck_assert_uint_eq(rig_stat(dev, SPW_C_PASS_CAPTURE), pass[dev]);
+    }
+    CU_OK(cuStreamDestroy(s));
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("shim_graph_mem");
@@ -521,6 +580,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, a_capture_ending_with_a_graph_stays_counted_while_another_is_lost);
     tcase_add_test(tc, a_live_captured_allocation_stays_counted_through_a_primary_reset);
     tcase_add_test(tc, replays_after_a_first_launch_that_trimmed_do_not_trim);
+    tcase_add_test(tc, a_graph_on_two_devices_holds_each_its_own_nodes);
     suite_add_tcase(s, tc);
     return s;
 }
