@@ -18,13 +18,15 @@
  *
  * When: around the launches and uploads of an executable graph with alloc
  * nodes, the first since it was instantiated or updated and the first
- * after each trim (a replay reuses what is reserved: nothing to read, one
- * lookup), and after a captured allocation comes or goes. Before such a
- * launch, what it may reserve is held against the limit, so that a launch
- * the limit has no room for is refused (CUDA_ERROR_OUT_OF_MEMORY) instead
- * of passing it; after it, the driver's figure replaces the guess. Should
- * the driver reserve more than the room there is, it is counted anyway
- * (the figures stay true) and a warning says so.
+ * after each trim of a device it allocates on (a replay reuses what is
+ * reserved: nothing to read, one lookup; another device's trim leaves its
+ * memory where it was), and after a captured allocation comes or goes.
+ * Before such a launch, what it may reserve is held against the limit,
+ * so that a launch the limit has no room for is refused
+ * (CUDA_ERROR_OUT_OF_MEMORY) instead of passing it; after it, the driver's
+ * figure replaces the guess. Should the driver reserve more than the room
+ * there is, it is counted anyway (the figures stay true) and a warning
+ * says so.
  *
  * Before an allocation spills or is refused on a device where the graph
  * pool holds memory no graph uses, that memory is trimmed first: the
@@ -47,6 +49,13 @@ _Static_assert(DEVS <= 64, "a device is a bit of a 64-bit mask here");
 _Atomic uint64_t spw_graph_mem_idle_devs;
 static _Atomic uint64_t active_devs; /* reserved or counted: captures recount */
 static _Atomic unsigned generation = 1; /* trims so far, + 1 */
+
+/* dev was trimmed: its graphs are due again at their next launch (those
+ * of other devices are not: their memory is where it was). */
+static void trimmed(int dev)
+{
+    spw_graph_allocs_trimmed(dev, atomic_fetch_add_explicit(&generation, 1, memory_order_relaxed) + 1);
+}
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
@@ -163,7 +172,7 @@ static void trim(int dev)
 {
     if (!spw_drv.cuDeviceGraphMemTrim || spw_drv.cuDeviceGraphMemTrim(dev) != CUDA_SUCCESS)
         return;
-    atomic_fetch_add_explicit(&generation, 1, memory_order_relaxed);
+    trimmed(dev);
     pthread_mutex_lock(&lock);
     settle_locked(dev, 0, true);
     pthread_mutex_unlock(&lock);
@@ -203,10 +212,9 @@ static uint64_t may_add(int dev, uint64_t bytes)
 CUresult spw_graph_mem_before(CUgraphExec e, struct spw_graph_mem_ticket *t)
 {
     t->exec = e;
-    t->gen = atomic_load_explicit(&generation, memory_order_relaxed);
     t->devs = 0;
     /* first: one load on a replay; held[] is written only when due */
-    uint64_t on = spw_graph_allocs_due(e, t->gen, t->held);
+    uint64_t on = spw_graph_allocs_due(e, t->held);
     if (!on || spw_disabled())
         return CUDA_SUCCESS;
     spw_publish_ensure();
@@ -270,7 +278,7 @@ CUresult spw_h_device_graph_mem_trim(CUdevice device)
     CUresult r = real(device);
     if (r != CUDA_SUCCESS || spw_disabled() || !counted_dev(device))
         return r;
-    atomic_fetch_add_explicit(&generation, 1, memory_order_relaxed);
+    trimmed(device);
     pthread_mutex_lock(&lock);
     settle_locked(device, 0, true);
     pthread_mutex_unlock(&lock);

@@ -10,12 +10,17 @@
 #include "policy/limits.h"
 
 /* graphs.c: the devices of e's memory alloc nodes when its launch has to
- * settle them (it has some, and did not since trim generation gen), and in
- * bytes_on[dev] for each of them the bytes of its nodes placed there; else
- * 0 (bytes_on untouched), one atomic load while no executable graph has
- * any. */
-uint64_t spw_graph_allocs_due(CUgraphExec e, unsigned gen, uint64_t bytes_on[SW_MAX_DEVICES]);
+ * settle them (it has some, and was not settled since its instantiation or
+ * update, or since a trim of one of their devices), and in bytes_on[dev]
+ * for each of them the bytes of its nodes placed there; else 0 (bytes_on
+ * untouched), one atomic load while no executable graph has any. */
+uint64_t spw_graph_allocs_due(CUgraphExec e, uint64_t bytes_on[SW_MAX_DEVICES]);
+/* e's launch settled it as of trim generation gen (>= 1): not due again
+ * until a trim of one of its devices, unless one came after gen. */
 void spw_graph_allocs_settled(CUgraphExec e, unsigned gen);
+/* dev was trimmed, as of trim generation gen: the graphs with alloc nodes
+ * on it are due again; those of other devices are not. */
+void spw_graph_allocs_trimmed(int dev, unsigned gen);
 /* e was launched or uploaded: its alloc nodes' allocations may be live. */
 void spw_graph_allocs_ran(CUgraphExec e);
 /* graphs.c: records executable graph e, instantiated from g (its pool

@@ -29,7 +29,9 @@ struct exec_ptrs {
     /* Its memory alloc nodes (graph_mem.c): their bytes, on which devices,
      * the bytes placed on each (alloc_on, SW_MAX_DEVICES of them; NULL
      * without memory for it: then each device is taken to have them all),
-     * and the trim generation its launch last settled them at. */
+     * and the trim generation its launch last settled them at (0: due,
+     * not settled since its instantiation or update or since a trim of one
+     * of its devices). */
     uint64_t alloc_bytes, alloc_devs, *alloc_on;
     unsigned alloc_gen;
     /* Their addresses, and whether a launch or upload of it went through
@@ -202,14 +204,14 @@ static void record(CUgraphExec e, CUgraph g)
     pthread_mutex_unlock(&lock);
 }
 
-uint64_t spw_graph_allocs_due(CUgraphExec e, unsigned gen, uint64_t bytes_on[SW_MAX_DEVICES])
+uint64_t spw_graph_allocs_due(CUgraphExec e, uint64_t bytes_on[SW_MAX_DEVICES])
 {
     if (!atomic_load_explicit(&with_allocs, memory_order_relaxed))
         return 0;
     uint64_t devs = 0;
     pthread_mutex_lock(&lock);
     struct exec_ptrs *x = find(e, false);
-    if (x && x->alloc_bytes && x->alloc_gen != gen) {
+    if (x && x->alloc_bytes && !x->alloc_gen) {
         devs = x->alloc_devs;
         for (int dev = 0; dev < SW_MAX_DEVICES; dev++)
             if (devs >> dev & 1)
@@ -219,12 +221,36 @@ uint64_t spw_graph_allocs_due(CUgraphExec e, unsigned gen, uint64_t bytes_on[SW_
     return devs;
 }
 
+/* The trim generation of each device's last trim (0: none); under lock. */
+static unsigned trimmed_at[SW_MAX_DEVICES];
+
+/* A trim of one of its devices after gen (the launch read gen after its
+ * holds) may have come after the launch: left due. */
 void spw_graph_allocs_settled(CUgraphExec e, unsigned gen)
 {
     pthread_mutex_lock(&lock);
     struct exec_ptrs *x = find(e, false);
-    if (x)
+    bool later = false;
+    for (uint64_t d = x ? x->alloc_devs : 0; d && !later; d &= d - 1)
+        later = trimmed_at[__builtin_ctzll(d)] > gen;
+    if (x && !later)
         x->alloc_gen = gen;
+    pthread_mutex_unlock(&lock);
+}
+
+/* Rare (a trim): every record is looked at. */
+void spw_graph_allocs_trimmed(int dev, unsigned gen)
+{
+    if (dev < 0 || dev >= SW_MAX_DEVICES)
+        return;
+    pthread_mutex_lock(&lock);
+    if (gen > trimmed_at[dev]) /* two trims of dev may race here */
+        trimmed_at[dev] = gen;
+    if (atomic_load_explicit(&with_allocs, memory_order_relaxed))
+        for (size_t b = 0; b < BUCKETS; b++)
+            for (struct exec_ptrs *x = buckets[b]; x; x = x->next)
+                if (x->alloc_devs >> dev & 1)
+                    x->alloc_gen = 0;
     pthread_mutex_unlock(&lock);
 }
 

@@ -563,6 +563,41 @@ START_TEST(a_graph_on_two_devices_holds_each_its_own_nodes)
 }
 END_TEST
 
+/* A trim of one device gives back nothing of another's graph memory: the
+ * graphs on the other device replay on what they have, with no hold and no
+ * trim there (at that device's limit, one would have trimmed the graph's
+ * own idle memory for the launch to map again). */
+START_TEST(a_trim_of_another_device_leaves_replays_alone)
+{
+    rig_setup(0);
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUgraph g;
+    CUgraphExec e = alloc_set_free(&g);
+    CU_OK(cuGraphLaunch(e, s));
+    CU_OK(cuStreamSynchronize(s));
+    ck_assert_uint_ge(reserved(), GBYTES); /* idle from now on */
+    CUdeviceptr big = rig_filled(LIMIT - GBYTES - 8 * MiB, 15); /* device 0 at its limit */
+    CU_OK(cuDeviceGraphMemTrim(1)); /* the program's, of the other device */
+    long long trims = fakecuda_calls("cuDeviceGraphMemTrim");
+    uint64_t spilled = rig_pool(0).spill_bytes;
+    for (int i = 0; i < 4; i++) {
+        CU_OK(cuGraphLaunch(e, s));
+        CU_OK(cuStreamSynchronize(s));
+    }
+    ck_assert_msg(fakecuda_calls("cuDeviceGraphMemTrim") == trims,
+                  "%lld trims in 4 replays after a trim of device 1",
+                  fakecuda_calls("cuDeviceGraphMemTrim") - trims);
+    ck_assert_uint_eq(rig_pool(0).spill_bytes, spilled);
+    rig_expect_pattern(big, LIMIT - GBYTES - 8 * MiB, 15, "the data the pool held");
+    CU_OK(cuGraphExecDestroy(e));
+    CU_OK(cuGraphDestroy(g));
+    CU_OK(cuMemFree(big));
+    CU_OK(cuDeviceGraphMemTrim(0));
+    CU_OK(cuStreamDestroy(s));
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("shim_graph_mem");
@@ -581,6 +616,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, a_live_captured_allocation_stays_counted_through_a_primary_reset);
     tcase_add_test(tc, replays_after_a_first_launch_that_trimmed_do_not_trim);
     tcase_add_test(tc, a_graph_on_two_devices_holds_each_its_own_nodes);
+    tcase_add_test(tc, a_trim_of_another_device_leaves_replays_alone);
     suite_add_tcase(s, tc);
     return s;
 }
