@@ -8,10 +8,10 @@
  * the executable graph instantiated from it are destroyed (a warm-up
  * capture thrown away, a graph instantiated and never launched), nothing
  * can run it: it is uncounted then, or it would hold its bytes of the limit
- * for the rest of the process. One that ran (a launch or upload went
- * through) stays counted until the program frees it, as before: graph
- * destruction "does not automatically free any live graph-allocated
- * memory". A graph's alloc nodes are its own (the driver neither clones a
+ * for the rest of the process (an upload maps its memory but starts no
+ * allocation: not a run). One that ran (a launch went through) stays
+ * counted until the program frees it, as before: graph destruction "does
+ * not automatically free any live graph-allocated memory". A graph's alloc nodes are its own (the driver neither clones a
  * graph with memory nodes nor embeds it as a child graph; at most one
  * executable graph exists for it at a time), so the holders are the graph
  * and the executable graphs graphs.c records.
@@ -40,7 +40,7 @@ struct captured {
      * stream (that handle names another stream in each thread): only that
      * thread can ask about the capture; NULL otherwise. */
     const void *thread;
-    bool ran;  /* an executable graph with its node was launched or uploaded */
+    bool ran;  /* an executable graph with its node was launched */
     bool gone; /* the graph with its node was destroyed */
     struct captured *next;
 };

@@ -209,14 +209,15 @@ static uint64_t may_add(int dev, uint64_t bytes)
     return then - now;
 }
 
-CUresult spw_graph_mem_before(CUgraphExec e, struct spw_graph_mem_ticket *t)
+CUresult spw_graph_mem_before(CUgraphExec e, bool launch, struct spw_graph_mem_ticket *t)
 {
     t->exec = e;
     t->devs = 0;
     /* first: one load on a replay; held[] is written only when due */
-    uint64_t on = spw_graph_allocs_due(e, t->held);
+    uint64_t on = spw_graph_allocs_due(e, launch, t->held);
     if (!on || spw_disabled())
         return CUDA_SUCCESS;
+    t->launch = launch;
     spw_publish_ensure();
     /* Each device is held what the nodes placed on it may add. */
     for (int dev = 0; dev < DEVS; dev++) {
@@ -244,10 +245,13 @@ void spw_graph_mem_after(const struct spw_graph_mem_ticket *t, CUresult r)
     /* A launch into a capture reserves nothing (it becomes a child graph
      * node): settled only when no capture was under way. */
     if (r == CUDA_SUCCESS && !spw_capture_active())
-        spw_graph_allocs_settled(t->exec, t->gen);
+        spw_graph_allocs_settled(t->exec, t->gen, t->launch);
     /* Its allocations may be live from now on (graph_captured.c): into a
-     * capture too, conservatively. */
-    if (r == CUDA_SUCCESS)
+     * capture too, conservatively. Not after an upload: "the lifetime of
+     * an allocation begins when GPU execution reaches the allocating graph
+     * node" (programming guide), and the program cannot free one that did
+     * not begin. */
+    if (r == CUDA_SUCCESS && t->launch)
         spw_graph_allocs_ran(t->exec);
     for (int dev = 0; dev < DEVS; dev++)
         if (t->devs >> dev & 1) {
@@ -262,7 +266,7 @@ void spw_graph_mem_after(const struct spw_graph_mem_ticket *t, CUresult r)
     {                                                             \
         SPW_REAL_OR_RETURN(real, handler);                        \
         struct spw_graph_mem_ticket t;                            \
-        CUresult r = spw_graph_mem_before(hGraphExec, &t);        \
+        CUresult r = spw_graph_mem_before(hGraphExec, false, &t); \
         if (r != CUDA_SUCCESS)                                    \
             return r;                                             \
         r = real(hGraphExec, hStream);                            \

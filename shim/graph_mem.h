@@ -9,27 +9,31 @@
 
 #include "policy/limits.h"
 
-/* graphs.c: the devices of e's memory alloc nodes when its launch has to
- * settle them (it has some, and was not settled since its instantiation or
- * update, or since a trim of one of their devices), and in bytes_on[dev]
- * for each of them the bytes of its nodes placed there; else 0 (bytes_on
- * untouched), one atomic load while no executable graph has any. */
-uint64_t spw_graph_allocs_due(CUgraphExec e, uint64_t bytes_on[SW_MAX_DEVICES]);
-/* e's launch settled it as of trim generation gen (>= 1): not due again
- * until a trim of one of its devices, unless one came after gen. */
-void spw_graph_allocs_settled(CUgraphExec e, unsigned gen);
+/* graphs.c: the devices of e's memory alloc nodes when its launch (or
+ * upload) has to settle them (it has some, and was not settled since its
+ * instantiation or update, or since a trim of one of their devices), and
+ * in bytes_on[dev] for each of them the bytes of its nodes placed there;
+ * else 0 (bytes_on untouched), one atomic load while no executable graph
+ * has any. The first launch (launch: not an upload) after the upload that
+ * settled it is not due, and is taken as run (spw_graph_allocs_ran) here. */
+uint64_t spw_graph_allocs_due(CUgraphExec e, bool launch, uint64_t bytes_on[SW_MAX_DEVICES]);
+/* e's launch (or upload: !launch) settled it as of trim generation gen
+ * (>= 1): not due again until a trim of one of its devices, unless one
+ * came after gen. */
+void spw_graph_allocs_settled(CUgraphExec e, unsigned gen, bool launch);
 /* dev was trimmed, as of trim generation gen: the graphs with alloc nodes
  * on it are due again; those of other devices are not. */
 void spw_graph_allocs_trimmed(int dev, unsigned gen);
-/* e was launched or uploaded: its alloc nodes' allocations may be live. */
+/* e was launched: its alloc nodes' allocations may be live (an upload
+ * maps their memory but starts none). */
 void spw_graph_allocs_ran(CUgraphExec e);
 /* graphs.c: records executable graph e, instantiated from g (its pool
  * pointers, its alloc nodes). */
 void spw_graph_record(CUgraphExec e, CUgraph g);
 /* graphs.c, for graph_captured.c: whether some executable graph has an
  * alloc node at p; and forgetting e (destroyed), its alloc node addresses
- * in *allocs (the caller frees them) and whether it was ever launched or
- * uploaded in *ran. */
+ * in *allocs (the caller frees them) and whether it was ever launched in
+ * *ran. */
 bool spw_graph_allocs_held(CUdeviceptr p);
 size_t spw_graph_forget(CUgraphExec e, CUdeviceptr **allocs, bool *ran);
 
@@ -39,11 +43,12 @@ size_t spw_graph_forget(CUgraphExec e, CUdeviceptr **allocs, bool *ran);
  * read and counted instead. */
 struct spw_graph_mem_ticket {
     CUgraphExec exec;
+    bool launch; /* not an upload; set, like gen, only when devs are */
     unsigned gen;
     uint64_t devs; /* settled after the launch; held[] is read for these only */
     uint64_t held[SW_MAX_DEVICES]; /* held on each device of devs */
 };
-CUresult spw_graph_mem_before(CUgraphExec e, struct spw_graph_mem_ticket *t);
+CUresult spw_graph_mem_before(CUgraphExec e, bool launch, struct spw_graph_mem_ticket *t);
 void spw_graph_mem_after(const struct spw_graph_mem_ticket *t, CUresult r);
 
 /* Recounts dev after the live captured allocations changed. */

@@ -34,8 +34,12 @@ struct exec_ptrs {
      * of its devices). */
     uint64_t alloc_bytes, alloc_devs, *alloc_on;
     unsigned alloc_gen;
-    /* Their addresses, and whether a launch or upload of it went through
-     * (graph_captured.c: a captured allocation never run has no memory). */
+    /* Settled by an upload, as of that trim generation, and not launched
+     * since (alloc_gen is 0 meanwhile, so that its first launch is seen). */
+    unsigned upload_gen;
+    /* Their addresses, and whether a launch of it went through
+     * (graph_captured.c: a captured allocation never run has no memory;
+     * an upload maps it but runs nothing). */
     CUdeviceptr *allocs;
     size_t nallocs, allocs_cap;
     bool ran;
@@ -197,25 +201,34 @@ static void record(CUgraphExec e, CUgraph g)
         free(x->alloc_on); /* made again at its first alloc node */
         x->alloc_on = NULL;
         x->nallocs = 0; /* ran stays: what it ran may still be live */
-        x->alloc_gen = 0; /* settled again at its next launch */
+        x->alloc_gen = x->upload_gen = 0; /* settled again at its next launch */
         collect(x, g, 0);
         allocs_step(x, 1);
     }
     pthread_mutex_unlock(&lock);
 }
 
-uint64_t spw_graph_allocs_due(CUgraphExec e, uint64_t bytes_on[SW_MAX_DEVICES])
+uint64_t spw_graph_allocs_due(CUgraphExec e, bool launch, uint64_t bytes_on[SW_MAX_DEVICES])
 {
     if (!atomic_load_explicit(&with_allocs, memory_order_relaxed))
         return 0;
     uint64_t devs = 0;
     pthread_mutex_lock(&lock);
     struct exec_ptrs *x = find(e, false);
-    if (x && x->alloc_bytes && !x->alloc_gen) {
-        devs = x->alloc_devs;
-        for (int dev = 0; dev < SW_MAX_DEVICES; dev++)
-            if (devs >> dev & 1)
-                bytes_on[dev] = x->alloc_on ? x->alloc_on[dev] : x->alloc_bytes;
+    if (x && !x->alloc_gen) { /* a replay of a settled one: nothing to do */
+        if (!x->upload_gen) {
+            devs = x->alloc_devs;
+            for (int dev = 0; dev < SW_MAX_DEVICES; dev++)
+                if (devs >> dev & 1)
+                    bytes_on[dev] = x->alloc_on ? x->alloc_on[dev] : x->alloc_bytes;
+        } else if (launch) {
+            /* The first launch after the upload that settled it: run from
+             * now on (before the driver's answer: one it refuses stays
+             * counted, never uncounted early). */
+            x->ran = true;
+            x->alloc_gen = x->upload_gen;
+            x->upload_gen = 0;
+        }
     }
     pthread_mutex_unlock(&lock);
     return devs;
@@ -226,15 +239,17 @@ static unsigned trimmed_at[SW_MAX_DEVICES];
 
 /* A trim of one of its devices after gen (the launch read gen after its
  * holds) may have come after the launch: left due. */
-void spw_graph_allocs_settled(CUgraphExec e, unsigned gen)
+void spw_graph_allocs_settled(CUgraphExec e, unsigned gen, bool launch)
 {
     pthread_mutex_lock(&lock);
     struct exec_ptrs *x = find(e, false);
     bool later = false;
     for (uint64_t d = x ? x->alloc_devs : 0; d && !later; d &= d - 1)
         later = trimmed_at[__builtin_ctzll(d)] > gen;
-    if (x && !later)
+    if (x && !later && launch)
         x->alloc_gen = gen;
+    else if (x && !later)
+        x->upload_gen = gen;
     pthread_mutex_unlock(&lock);
 }
 
@@ -250,7 +265,7 @@ void spw_graph_allocs_trimmed(int dev, unsigned gen)
         for (size_t b = 0; b < BUCKETS; b++)
             for (struct exec_ptrs *x = buckets[b]; x; x = x->next)
                 if (x->alloc_devs >> dev & 1)
-                    x->alloc_gen = 0;
+                    x->alloc_gen = x->upload_gen = 0;
     pthread_mutex_unlock(&lock);
 }
 

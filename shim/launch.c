@@ -113,7 +113,7 @@ LAUNCH_HANDLERS(spw_h_launch_cooperative_kernel,
     {                                                                    \
         SPW_REAL_OR_RETURN(real, handler);                               \
         struct spw_graph_mem_ticket t;                                   \
-        CUresult r = spw_graph_mem_before(hGraphExec, &t);               \
+        CUresult r = spw_graph_mem_before(hGraphExec, true, &t);         \
         if (r != CUDA_SUCCESS)                                           \
             return r;                                                    \
         sw_policy *g = spw_gate();                                       \

@@ -309,6 +309,34 @@ START_TEST(a_captured_allocation_never_run_goes_with_its_graphs)
 }
 END_TEST
 
+/* An upload maps a graph's memory but starts no allocation: its lifetime
+ * "begins when GPU execution reaches the allocating graph node". A graph
+ * uploaded and never launched leaves its captured allocation nothing to
+ * free: once its graphs go and the driver's pool is trimmed, nothing of it
+ * counts. */
+START_TEST(a_captured_allocation_only_uploaded_goes_with_its_graphs)
+{
+    rig_setup(0);
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    size_t before = free_now();
+    CUdeviceptr t;
+    CUgraph g = capture_alloc(s, &t);
+    CUgraphExec e;
+    CU_OK(cuGraphInstantiateWithFlags(&e, g, 0));
+    CU_OK(cuGraphUpload(e, s));
+    CU_OK(cuStreamSynchronize(s));
+    ck_assert_uint_ge(reserved(), GBYTES);
+    CU_OK(cuGraphExecDestroy(e));
+    CU_OK(cuGraphDestroy(g));
+    CU_OK(cuDeviceGraphMemTrim(0));
+    ck_assert_uint_eq(reserved(), 0);
+    ck_assert_msg(free_now() == before, "free %zu MiB before the capture, %zu after its graphs went",
+                  before >> 20, free_now() >> 20);
+    CU_OK(cuStreamDestroy(s));
+}
+END_TEST
+
 /* One that ran is live after its graphs go, until the program frees it. */
 START_TEST(a_captured_allocation_that_ran_outlives_its_graphs)
 {
@@ -610,6 +638,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, a_live_captured_allocation_counts_once);
     tcase_add_test(tc, a_captured_allocation_never_run_goes_with_its_graphs);
     tcase_add_test(tc, a_captured_allocation_that_ran_outlives_its_graphs);
+    tcase_add_test(tc, a_captured_allocation_only_uploaded_goes_with_its_graphs);
     tcase_add_test(tc, an_invalidated_capture_leaves_nothing_counted);
     tcase_add_test(tc, another_threads_invalidated_capture_leaves_a_ptds_capture_counted);
     tcase_add_test(tc, a_capture_ending_with_a_graph_stays_counted_while_another_is_lost);
