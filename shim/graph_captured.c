@@ -22,6 +22,7 @@
 #include "shim/graph_captured.h"
 
 #include "shim/capture.h"
+#include "shim/graph_walk.h"
 #include "shim/handler.h"
 #include "shim/log.h"
 
@@ -29,7 +30,6 @@
 #include <stdlib.h>
 
 #define BUCKETS 256
-#define MAX_DEPTH 8 /* child graphs inside child graphs */
 
 struct captured {
     CUdeviceptr p;
@@ -174,43 +174,30 @@ struct ptrs {
     size_t n, cap;
 };
 
+static void alloc_node(CUgraphNode node, CUgraphNodeType t, void *arg)
+{
+    struct ptrs *l = arg;
+    CUDA_MEM_ALLOC_NODE_PARAMS a;
+    if (t != CU_GRAPH_NODE_TYPE_MEM_ALLOC || !spw_drv.cuGraphMemAllocNodeGetParams ||
+        spw_drv.cuGraphMemAllocNodeGetParams(node, &a) != CUDA_SUCCESS)
+        return;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 8;
+        CUdeviceptr *grown = realloc(l->p, cap * sizeof *grown);
+        if (!grown)
+            return;
+        l->p = grown;
+        l->cap = cap;
+    }
+    l->p[l->n++] = a.dptr;
+}
+
 /* The addresses of g's alloc nodes (its child graphs' too), read before
  * the driver destroys it. Without memory some are missed: they stay
  * counted. */
-static void alloc_nodes(CUgraph g, struct ptrs *l, int depth)
+static void alloc_nodes(CUgraph g, struct ptrs *l)
 {
-    size_t n = 0;
-    if (!spw_drv.cuGraphGetNodes || spw_drv.cuGraphGetNodes(g, NULL, &n) != CUDA_SUCCESS || !n)
-        return;
-    CUgraphNode *nodes = malloc(n * sizeof *nodes);
-    if (!nodes || spw_drv.cuGraphGetNodes(g, nodes, &n) != CUDA_SUCCESS) {
-        free(nodes);
-        return;
-    }
-    for (size_t i = 0; i < n; i++) {
-        CUgraphNodeType t;
-        if (!spw_drv.cuGraphNodeGetType || spw_drv.cuGraphNodeGetType(nodes[i], &t) != CUDA_SUCCESS)
-            continue;
-        CUDA_MEM_ALLOC_NODE_PARAMS a;
-        CUgraph child;
-        if (t == CU_GRAPH_NODE_TYPE_MEM_ALLOC && spw_drv.cuGraphMemAllocNodeGetParams &&
-            spw_drv.cuGraphMemAllocNodeGetParams(nodes[i], &a) == CUDA_SUCCESS) {
-            if (l->n == l->cap) {
-                size_t cap = l->cap ? 2 * l->cap : 8;
-                CUdeviceptr *grown = realloc(l->p, cap * sizeof *grown);
-                if (!grown)
-                    continue;
-                l->p = grown;
-                l->cap = cap;
-            }
-            l->p[l->n++] = a.dptr;
-        } else if (t == CU_GRAPH_NODE_TYPE_GRAPH && depth < MAX_DEPTH &&
-                   spw_drv.cuGraphChildGraphNodeGetGraph &&
-                   spw_drv.cuGraphChildGraphNodeGetGraph(nodes[i], &child) == CUDA_SUCCESS) {
-            alloc_nodes(child, l, depth + 1);
-        }
-    }
-    free(nodes);
+    spw_graph_walk(g, 0, alloc_node, l);
 }
 
 CUresult spw_h_graph_destroy(CUgraph hGraph)
@@ -219,7 +206,7 @@ CUresult spw_h_graph_destroy(CUgraph hGraph)
     if (!atomic_load_explicit(&entries, memory_order_relaxed) || spw_disabled())
         return real(hGraph);
     struct ptrs l = {NULL, 0, 0};
-    alloc_nodes(hGraph, &l, 0);
+    alloc_nodes(hGraph, &l);
     CUresult r = real(hGraph);
     if (r == CUDA_SUCCESS)
         settle_all(l.p, l.n, false, true);

@@ -12,6 +12,7 @@
  * any other. Only pointers into spillway's memory are kept, each once. */
 #include "shim/gate_use.h"
 #include "shim/graph_mem.h"
+#include "shim/graph_walk.h"
 #include "shim/handler.h"
 #include "shim/param_scan.h"
 
@@ -20,7 +21,6 @@
 #include <string.h>
 
 #define BUCKETS 256
-#define MAX_DEPTH 8 /* child graphs inside child graphs */
 
 struct exec_ptrs {
     CUgraphExec exec;
@@ -112,54 +112,41 @@ static void add_kernel(struct exec_ptrs *x, const CUDA_KERNEL_NODE_PARAMS *k)
     spw_param_scan(f, k->kernelParams, k->extra, add, x);
 }
 
-static void collect(struct exec_ptrs *x, CUgraph g, int depth)
+static void visit_node(CUgraphNode node, CUgraphNodeType t, void *arg)
 {
-    size_t n = 0;
-    if (!spw_drv.cuGraphGetNodes || spw_drv.cuGraphGetNodes(g, NULL, &n) != CUDA_SUCCESS || !n)
-        return;
-    CUgraphNode *nodes = malloc(n * sizeof *nodes);
-    if (!nodes || spw_drv.cuGraphGetNodes(g, nodes, &n) != CUDA_SUCCESS) {
-        free(nodes);
-        return;
-    }
-    for (size_t i = 0; i < n; i++) {
-        CUgraphNodeType t;
-        if (!spw_drv.cuGraphNodeGetType || spw_drv.cuGraphNodeGetType(nodes[i], &t) != CUDA_SUCCESS)
-            continue;
-        if (t == CU_GRAPH_NODE_TYPE_KERNEL && spw_drv.cuGraphKernelNodeGetParams_v2) {
-            CUDA_KERNEL_NODE_PARAMS k;
-            if (spw_drv.cuGraphKernelNodeGetParams_v2(nodes[i], &k) == CUDA_SUCCESS)
-                add_kernel(x, &k);
-        } else if (t == CU_GRAPH_NODE_TYPE_MEMCPY && spw_drv.cuGraphMemcpyNodeGetParams) {
-            CUDA_MEMCPY3D c;
-            if (spw_drv.cuGraphMemcpyNodeGetParams(nodes[i], &c) == CUDA_SUCCESS)
-                add_copy(x, &c);
-        } else if (t == CU_GRAPH_NODE_TYPE_MEMSET && spw_drv.cuGraphMemsetNodeGetParams) {
-            CUDA_MEMSET_NODE_PARAMS m;
-            if (spw_drv.cuGraphMemsetNodeGetParams(nodes[i], &m) == CUDA_SUCCESS)
-                add(x, m.dst);
-        } else if (t == CU_GRAPH_NODE_TYPE_MEM_ALLOC && spw_drv.cuGraphMemAllocNodeGetParams) {
-            CUDA_MEM_ALLOC_NODE_PARAMS a;
-            if (spw_drv.cuGraphMemAllocNodeGetParams(nodes[i], &a) == CUDA_SUCCESS &&
-                a.poolProps.location.type == CU_MEM_LOCATION_TYPE_DEVICE &&
-                a.poolProps.location.id >= 0 && a.poolProps.location.id < SW_MAX_DEVICES) {
-                int dev = a.poolProps.location.id;
-                if (!x->alloc_devs && !x->alloc_on)
-                    x->alloc_on = calloc(SW_MAX_DEVICES, sizeof *x->alloc_on);
-                x->alloc_bytes += a.bytesize;
-                x->alloc_devs |= 1ull << dev;
-                if (x->alloc_on)
-                    x->alloc_on[dev] += a.bytesize;
-                add_alloc(x, a.dptr);
-            }
-        } else if (t == CU_GRAPH_NODE_TYPE_GRAPH && depth < MAX_DEPTH &&
-                   spw_drv.cuGraphChildGraphNodeGetGraph) {
-            CUgraph child;
-            if (spw_drv.cuGraphChildGraphNodeGetGraph(nodes[i], &child) == CUDA_SUCCESS)
-                collect(x, child, depth + 1);
+    struct exec_ptrs *x = arg;
+    if (t == CU_GRAPH_NODE_TYPE_KERNEL && spw_drv.cuGraphKernelNodeGetParams_v2) {
+        CUDA_KERNEL_NODE_PARAMS k;
+        if (spw_drv.cuGraphKernelNodeGetParams_v2(node, &k) == CUDA_SUCCESS)
+            add_kernel(x, &k);
+    } else if (t == CU_GRAPH_NODE_TYPE_MEMCPY && spw_drv.cuGraphMemcpyNodeGetParams) {
+        CUDA_MEMCPY3D c;
+        if (spw_drv.cuGraphMemcpyNodeGetParams(node, &c) == CUDA_SUCCESS)
+            add_copy(x, &c);
+    } else if (t == CU_GRAPH_NODE_TYPE_MEMSET && spw_drv.cuGraphMemsetNodeGetParams) {
+        CUDA_MEMSET_NODE_PARAMS m;
+        if (spw_drv.cuGraphMemsetNodeGetParams(node, &m) == CUDA_SUCCESS)
+            add(x, m.dst);
+    } else if (t == CU_GRAPH_NODE_TYPE_MEM_ALLOC && spw_drv.cuGraphMemAllocNodeGetParams) {
+        CUDA_MEM_ALLOC_NODE_PARAMS a;
+        if (spw_drv.cuGraphMemAllocNodeGetParams(node, &a) == CUDA_SUCCESS &&
+            a.poolProps.location.type == CU_MEM_LOCATION_TYPE_DEVICE &&
+            a.poolProps.location.id >= 0 && a.poolProps.location.id < SW_MAX_DEVICES) {
+            int dev = a.poolProps.location.id;
+            if (!x->alloc_devs && !x->alloc_on)
+                x->alloc_on = calloc(SW_MAX_DEVICES, sizeof *x->alloc_on);
+            x->alloc_bytes += a.bytesize;
+            x->alloc_devs |= 1ull << dev;
+            if (x->alloc_on)
+                x->alloc_on[dev] += a.bytesize;
+            add_alloc(x, a.dptr);
         }
     }
-    free(nodes);
+}
+
+static void collect(struct exec_ptrs *x, CUgraph g, int depth)
+{
+    spw_graph_walk(g, depth, visit_node, x);
 }
 
 /* The record of e, made when make says so; under lock. */

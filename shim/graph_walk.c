@@ -1,0 +1,31 @@
+/* Visiting every node of a graph (graph_walk.h). */
+#include "shim/graph_walk.h"
+
+#include "shim/driver.h"
+
+#include <stdlib.h>
+
+void spw_graph_walk(CUgraph g, int depth,
+                    void (*visit)(CUgraphNode node, CUgraphNodeType type, void *arg), void *arg)
+{
+    size_t n = 0;
+    if (!spw_drv.cuGraphGetNodes || spw_drv.cuGraphGetNodes(g, NULL, &n) != CUDA_SUCCESS || !n)
+        return;
+    CUgraphNode *nodes = malloc(n * sizeof *nodes);
+    if (!nodes || spw_drv.cuGraphGetNodes(g, nodes, &n) != CUDA_SUCCESS) {
+        free(nodes);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        CUgraphNodeType t;
+        CUgraph child;
+        if (!spw_drv.cuGraphNodeGetType || spw_drv.cuGraphNodeGetType(nodes[i], &t) != CUDA_SUCCESS)
+            continue;
+        visit(nodes[i], t, arg);
+        if (t == CU_GRAPH_NODE_TYPE_GRAPH && depth < SPW_GRAPH_MAX_DEPTH &&
+            spw_drv.cuGraphChildGraphNodeGetGraph &&
+            spw_drv.cuGraphChildGraphNodeGetGraph(nodes[i], &child) == CUDA_SUCCESS)
+            spw_graph_walk(child, depth + 1, visit, arg);
+    }
+    free(nodes);
+}
