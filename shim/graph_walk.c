@@ -5,27 +5,35 @@
 
 #include <stdlib.h>
 
-void spw_graph_walk(CUgraph g, int depth,
+bool spw_graph_walk(CUgraph g, int depth,
                     void (*visit)(CUgraphNode node, CUgraphNodeType type, void *arg), void *arg)
 {
     size_t n = 0;
-    if (!spw_drv.cuGraphGetNodes || spw_drv.cuGraphGetNodes(g, NULL, &n) != CUDA_SUCCESS || !n)
-        return;
+    if (!spw_drv.cuGraphGetNodes || spw_drv.cuGraphGetNodes(g, NULL, &n) != CUDA_SUCCESS)
+        return false;
+    if (!n)
+        return true;
     CUgraphNode *nodes = malloc(n * sizeof *nodes);
     if (!nodes || spw_drv.cuGraphGetNodes(g, nodes, &n) != CUDA_SUCCESS) {
         free(nodes);
-        return;
+        return false;
     }
+    bool all = true;
     for (size_t i = 0; i < n; i++) {
         CUgraphNodeType t;
         CUgraph child;
-        if (!spw_drv.cuGraphNodeGetType || spw_drv.cuGraphNodeGetType(nodes[i], &t) != CUDA_SUCCESS)
+        if (!spw_drv.cuGraphNodeGetType || spw_drv.cuGraphNodeGetType(nodes[i], &t) != CUDA_SUCCESS) {
+            all = false;
             continue;
+        }
         visit(nodes[i], t, arg);
-        if (t == CU_GRAPH_NODE_TYPE_GRAPH && depth < SPW_GRAPH_MAX_DEPTH &&
-            spw_drv.cuGraphChildGraphNodeGetGraph &&
-            spw_drv.cuGraphChildGraphNodeGetGraph(nodes[i], &child) == CUDA_SUCCESS)
-            spw_graph_walk(child, depth + 1, visit, arg);
+        if (t != CU_GRAPH_NODE_TYPE_GRAPH || depth >= SPW_GRAPH_MAX_DEPTH)
+            continue;
+        if (!spw_drv.cuGraphChildGraphNodeGetGraph ||
+            spw_drv.cuGraphChildGraphNodeGetGraph(nodes[i], &child) != CUDA_SUCCESS ||
+            !spw_graph_walk(child, depth + 1, visit, arg))
+            all = false;
     }
     free(nodes);
+    return all;
 }

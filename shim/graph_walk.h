@@ -4,6 +4,7 @@
 #ifndef SPILLWAY_SHIM_GRAPH_WALK_H
 #define SPILLWAY_SHIM_GRAPH_WALK_H
 #include <cuda.h>
+#include <stdbool.h>
 
 /* Child graphs inside child graphs, as deep as a walk follows them. */
 #define SPW_GRAPH_MAX_DEPTH 8
@@ -12,7 +13,7 @@
  * into each child graph node (after visiting it) down to
  * SPW_GRAPH_MAX_DEPTH levels below depth. Nodes the driver cannot list,
  * or memory to list them, are skipped: the caller's record then misses
- * them (each caller says what that costs). */
-void spw_graph_walk(CUgraph g, int depth,
+ * them (each caller says what that costs), and false is returned. */
+bool spw_graph_walk(CUgraph g, int depth,
                     void (*visit)(CUgraphNode node, CUgraphNodeType type, void *arg), void *arg);
 #endif

@@ -14,6 +14,7 @@
 #include "shim/graph_mem.h"
 #include "shim/graph_walk.h"
 #include "shim/handler.h"
+#include "shim/log.h"
 #include "shim/param_scan.h"
 
 #include <pthread.h>
@@ -144,9 +145,21 @@ static void visit_node(CUgraphNode node, CUgraphNodeType t, void *arg)
     }
 }
 
+/* A graph whose nodes could not all be read (or an executable graph with
+ * no record) may have alloc nodes no record names: every captured
+ * allocation stays counted from then on (allocs_lost), or one the
+ * executable graph can still run would be uncounted when its graph goes. */
+static void unread(void)
+{
+    if (!atomic_exchange_explicit(&allocs_lost, true, memory_order_relaxed))
+        spw_warn("an executable graph's nodes could not all be read (driver error or out of "
+                 "memory): captured allocations stay counted until the program frees them");
+}
+
 static void collect(struct exec_ptrs *x, CUgraph g, int depth)
 {
-    spw_graph_walk(g, depth, visit_node, x);
+    if (!spw_graph_walk(g, depth, visit_node, x))
+        unread();
 }
 
 /* The record of e, made when make says so; under lock. */
@@ -191,6 +204,8 @@ static void record(CUgraphExec e, CUgraph g)
         x->alloc_gen = x->upload_gen = 0; /* settled again at its next launch */
         collect(x, g, 0);
         allocs_step(x, 1);
+    } else {
+        unread();
     }
     pthread_mutex_unlock(&lock);
 }

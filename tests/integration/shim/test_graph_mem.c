@@ -626,6 +626,38 @@ START_TEST(a_trim_of_another_device_leaves_replays_alone)
 }
 END_TEST
 
+/* An executable graph whose nodes could not be read at its instantiation
+ * (the driver's listing failed, or memory for it ran out) may still hold
+ * and run a captured allocation: when its graph goes, that allocation must
+ * stay counted, not be taken for one no graph can run. */
+START_TEST(a_graph_unread_at_instantiation_keeps_its_captured_allocation_counted)
+{
+    rig_setup(0);
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    size_t before = free_now();
+    CUdeviceptr t;
+    CUgraph g = capture_alloc(s, &t);
+    CUgraphExec e;
+    ck_assert_int_eq(fakecuda_fault_config("cuGraphGetNodes:1-", NULL, 0), 0);
+    CU_OK(cuGraphInstantiateWithFlags(&e, g, 0));
+    ck_assert_int_eq(fakecuda_fault_config(NULL, NULL, 0), 0);
+    CU_OK(cuGraphDestroy(g));
+    ck_assert_msg(free_now() + GBYTES == before,
+                  "free %zu MiB before the capture, %zu with its executable graph alive",
+                  before >> 20, free_now() >> 20);
+    CU_OK(cuGraphLaunch(e, s));
+    CU_OK(cuStreamSynchronize(s));
+    CU_OK(cuGraphExecDestroy(e));
+    ck_assert_uint_eq(free_now() + GBYTES, before); /* live: the program's to free */
+    CU_OK(cuMemFreeAsync(t, s));
+    CU_OK(cuStreamSynchronize(s));
+    CU_OK(cuDeviceGraphMemTrim(0));
+    ck_assert_uint_eq(free_now(), before);
+    CU_OK(cuStreamDestroy(s));
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("shim_graph_mem");
@@ -639,6 +671,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, a_captured_allocation_never_run_goes_with_its_graphs);
     tcase_add_test(tc, a_captured_allocation_that_ran_outlives_its_graphs);
     tcase_add_test(tc, a_captured_allocation_only_uploaded_goes_with_its_graphs);
+    tcase_add_test(tc, a_graph_unread_at_instantiation_keeps_its_captured_allocation_counted);
     tcase_add_test(tc, an_invalidated_capture_leaves_nothing_counted);
     tcase_add_test(tc, another_threads_invalidated_capture_leaves_a_ptds_capture_counted);
     tcase_add_test(tc, a_capture_ending_with_a_graph_stays_counted_while_another_is_lost);
