@@ -40,14 +40,26 @@ static void began(CUresult r)
         atomic_store_explicit(&captures, 0, memory_order_release); /* never below zero */
 }
 
-bool spw_capture_in(CUstream stream, int per_thread)
+/* stream's capture status, or -1 when the driver cannot say. */
+static int status(CUstream stream, int per_thread)
 {
     CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
     CUresult (*is)(CUstream, CUstreamCaptureStatus *) =
         per_thread ? spw_drv.cuStreamIsCapturing_ptsz : spw_drv.cuStreamIsCapturing;
     if (!is || is(stream, &st) != CUDA_SUCCESS)
-        return false;
-    return st != CU_STREAM_CAPTURE_STATUS_NONE;
+        return -1;
+    return (int)st;
+}
+
+bool spw_capture_in(CUstream stream, int per_thread)
+{
+    int st = status(stream, per_thread);
+    return st >= 0 && st != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+bool spw_capture_not_in(CUstream stream, int per_thread)
+{
+    return status(stream, per_thread) == CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
 void spw_capture_ended(CUstream stream, int per_thread, bool was, CUresult r)

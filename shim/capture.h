@@ -16,5 +16,8 @@ bool spw_capture_active(void);
  * through a _ptsz entry point); and the end's answer r, was what the first
  * said before it, counted (the capture closed) or not (still going). */
 bool spw_capture_in(CUstream stream, int per_thread);
+/* Whether the driver says stream captures nothing (false when it cannot
+ * say): work on it ran, not into a graph. */
+bool spw_capture_not_in(CUstream stream, int per_thread);
 void spw_capture_ended(CUstream stream, int per_thread, bool was, CUresult r);
 #endif

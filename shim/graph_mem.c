@@ -226,7 +226,7 @@ CUresult spw_graph_mem_before(CUgraphExec e, bool launch, struct spw_graph_mem_t
         uint64_t need = may_add(dev, t->held[dev]);
         t->held[dev] = need;
         if (need && spw_hold_passthrough(dev, WHY, need)) { /* trims first */
-            spw_graph_mem_after(t, CUDA_ERROR_OUT_OF_MEMORY); /* what the others hold */
+            spw_graph_mem_after(t, CUDA_ERROR_OUT_OF_MEMORY, NULL, 0); /* what the others hold */
             return CUDA_ERROR_OUT_OF_MEMORY;
         }
         t->devs |= 1ull << dev;
@@ -238,13 +238,16 @@ CUresult spw_graph_mem_before(CUgraphExec e, bool launch, struct spw_graph_mem_t
     return CUDA_SUCCESS;
 }
 
-void spw_graph_mem_after(const struct spw_graph_mem_ticket *t, CUresult r)
+void spw_graph_mem_after(const struct spw_graph_mem_ticket *t, CUresult r, CUstream stream,
+                         int per_thread)
 {
     if (!t->devs)
         return; /* nothing due: a replay */
     /* A launch into a capture reserves nothing (it becomes a child graph
-     * node): settled only when no capture was under way. */
-    if (r == CUDA_SUCCESS && !spw_capture_active())
+     * node): settled unless its own stream captures (another stream's
+     * capture leaves it a launch, or each replay during the capture would
+     * be held again, and at the limit trim the graph's own idle memory). */
+    if (r == CUDA_SUCCESS && (!spw_capture_active() || spw_capture_not_in(stream, per_thread)))
         spw_graph_allocs_settled(t->exec, t->gen, t->launch);
     /* Its allocations may be live from now on (graph_captured.c): into a
      * capture too, conservatively. Not after an upload: "the lifetime of
@@ -261,7 +264,7 @@ void spw_graph_mem_after(const struct spw_graph_mem_ticket *t, CUresult r)
         }
 }
 
-#define UPLOAD_HANDLER(handler)                                   \
+#define UPLOAD_HANDLER(handler, per_thread)                       \
     CUresult handler(CUgraphExec hGraphExec, CUstream hStream)    \
     {                                                             \
         SPW_REAL_OR_RETURN(real, handler);                        \
@@ -270,11 +273,11 @@ void spw_graph_mem_after(const struct spw_graph_mem_ticket *t, CUresult r)
         if (r != CUDA_SUCCESS)                                    \
             return r;                                             \
         r = real(hGraphExec, hStream);                            \
-        spw_graph_mem_after(&t, r);                               \
+        spw_graph_mem_after(&t, r, hStream, per_thread);          \
         return r;                                                 \
     }
-UPLOAD_HANDLER(spw_h_graph_upload)
-UPLOAD_HANDLER(spw_h_graph_upload_pt)
+UPLOAD_HANDLER(spw_h_graph_upload, 0)
+UPLOAD_HANDLER(spw_h_graph_upload_pt, 1)
 
 CUresult spw_h_device_graph_mem_trim(CUdevice device)
 {

@@ -49,7 +49,9 @@ struct spw_graph_mem_ticket {
     uint64_t held[SW_MAX_DEVICES]; /* held on each device of devs */
 };
 CUresult spw_graph_mem_before(CUgraphExec e, bool launch, struct spw_graph_mem_ticket *t);
-void spw_graph_mem_after(const struct spw_graph_mem_ticket *t, CUresult r);
+/* stream: the launch's (per_thread: through a _ptsz entry point). */
+void spw_graph_mem_after(const struct spw_graph_mem_ticket *t, CUresult r, CUstream stream,
+                         int per_thread);
 
 /* Recounts dev after the live captured allocations changed. */
 void spw_graph_mem_settle(int dev);

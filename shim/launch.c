@@ -108,7 +108,7 @@ LAUNCH_HANDLERS(spw_h_launch_cooperative_kernel,
 /* SPW_GATED_HANDLER's shape, with the driver's graph memory counted
  * around it (graph_mem.h: a first launch may reserve, and is refused when
  * the limit has no room for it). */
-#define GRAPH_LAUNCH_HANDLER(handler)                                    \
+#define GRAPH_LAUNCH_HANDLER(handler, per_thread)                        \
     CUresult handler(CUgraphExec hGraphExec, CUstream hStream)           \
     {                                                                    \
         SPW_REAL_OR_RETURN(real, handler);                               \
@@ -125,11 +125,11 @@ LAUNCH_HANDLERS(spw_h_launch_cooperative_kernel,
             spw_gate_note_context();                                     \
         }                                                                \
         SPW_GATED_CALL(g, devices, r, real(hGraphExec, hStream));        \
-        spw_graph_mem_after(&t, r);                                      \
+        spw_graph_mem_after(&t, r, hStream, per_thread);                 \
         return counted(r, hStream, runs_on, 1);                          \
     }
-GRAPH_LAUNCH_HANDLER(spw_h_graph_launch)
-GRAPH_LAUNCH_HANDLER(spw_h_graph_launch_pt)
+GRAPH_LAUNCH_HANDLER(spw_h_graph_launch, 0)
+GRAPH_LAUNCH_HANDLER(spw_h_graph_launch_pt, 1)
 
 /* The arguments of these live in the driver (cuParamSet*): not scanned, so
  * what they use is neither touched nor filled back; still gated, so no

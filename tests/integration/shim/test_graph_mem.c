@@ -658,6 +658,48 @@ START_TEST(a_graph_unread_at_instantiation_keeps_its_captured_allocation_counted
 }
 END_TEST
 
+/* A first launch onto a stream that is not capturing reserves its memory
+ * even while another stream captures (another thread's capture, or this
+ * thread's in relaxed mode): its replays are replays, with no hold and no
+ * trim (at the limit each would trim the graph's own idle memory, which
+ * the launch then maps again, or spill the pool's data). */
+START_TEST(a_first_launch_during_another_streams_capture_settles)
+{
+    rig_setup(0);
+    CUstream s, other;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CU_OK(cuStreamCreate(&other, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr big = rig_filled(LIMIT - GBYTES - 8 * MiB, 13);
+    CUgraph g;
+    CUgraphExec e = alloc_set_free(&g);
+    CU_OK(cuStreamBeginCapture(other, CU_STREAM_CAPTURE_MODE_RELAXED));
+    CU_OK(cuGraphLaunch(e, s)); /* its first: s is not capturing */
+    CU_OK(cuStreamSynchronize(s));
+    ck_assert_uint_ge(reserved(), GBYTES);
+    long long trims = fakecuda_calls("cuDeviceGraphMemTrim");
+    uint64_t spilled = rig_pool(0).spill_bytes;
+    for (int i = 0; i < 4; i++) {
+        CU_OK(cuGraphLaunch(e, s));
+        CU_OK(cuStreamSynchronize(s));
+    }
+    long long more = fakecuda_calls("cuDeviceGraphMemTrim") - trims;
+    uint64_t spill = rig_pool(0).spill_bytes - spilled;
+    CUgraph captured;
+    CU_OK(cuStreamEndCapture(other, &captured));
+    CU_OK(cuGraphDestroy(captured));
+    ck_assert_msg(more == 0 && spill == 0,
+                  "4 replays during another stream's capture: %lld trims, %llu MiB spilled", more,
+                  (unsigned long long)(spill >> 20));
+    rig_expect_pattern(big, LIMIT - GBYTES - 8 * MiB, 13, "the data the pool held");
+    CU_OK(cuGraphExecDestroy(e));
+    CU_OK(cuGraphDestroy(g));
+    CU_OK(cuMemFree(big));
+    CU_OK(cuDeviceGraphMemTrim(0));
+    CU_OK(cuStreamDestroy(other));
+    CU_OK(cuStreamDestroy(s));
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("shim_graph_mem");
@@ -677,6 +719,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, a_capture_ending_with_a_graph_stays_counted_while_another_is_lost);
     tcase_add_test(tc, a_live_captured_allocation_stays_counted_through_a_primary_reset);
     tcase_add_test(tc, replays_after_a_first_launch_that_trimmed_do_not_trim);
+    tcase_add_test(tc, a_first_launch_during_another_streams_capture_settles);
     tcase_add_test(tc, a_graph_on_two_devices_holds_each_its_own_nodes);
     tcase_add_test(tc, a_trim_of_another_device_leaves_replays_alone);
     suite_add_tcase(s, tc);
