@@ -168,6 +168,13 @@ void spw_graph_mem_settle(int dev)
     pthread_mutex_unlock(&lock);
 }
 
+void spw_graph_mem_freed_unknown(void)
+{
+    uint64_t active = atomic_load_explicit(&active_devs, memory_order_relaxed);
+    if (active)
+        atomic_fetch_or_explicit(&spw_graph_mem_idle_devs, active, memory_order_relaxed);
+}
+
 static void trim(int dev)
 {
     if (!spw_drv.cuDeviceGraphMemTrim || spw_drv.cuDeviceGraphMemTrim(dev) != CUDA_SUCCESS)

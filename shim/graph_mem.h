@@ -56,6 +56,13 @@ void spw_graph_mem_after(const struct spw_graph_mem_ticket *t, CUresult r, CUstr
 /* Recounts dev after the live captured allocations changed. */
 void spw_graph_mem_settle(int dev);
 
+/* A device pointer spillway never counted was freed: a graph allocation
+ * a replay made again (its capture's count went with an earlier free),
+ * whose memory the graph pool now holds idle on its device (which, the
+ * caller cannot tell: each device with graph memory may have some to trim
+ * at its limit). One relaxed load while spillway counts none. */
+void spw_graph_mem_freed_unknown(void);
+
 /* Before an allocation of bytes on dev spills or is refused: the driver's
  * graph memory no graph uses is given back first (cuDeviceGraphMemTrim)
  * and dev recounted. One relaxed load while spillway counts none. */

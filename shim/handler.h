@@ -175,6 +175,8 @@ static inline void spw_host_passthrough(enum spw_kind kind, uint64_t key, uint64
                 spw_account_restore_pt((kind), (uint64_t)(key), spw_dev_, spw_bytes_, \
                                        spw_why_);                             \
             }                                                                 \
+        } else if ((kind) == SPW_KIND_DEVPTR && spw_r_ == CUDA_SUCCESS) {     \
+            spw_graph_mem_freed_unknown(); /* a graph allocation a replay made? */ \
         }                                                                     \
         return spw_r_;                                                        \
     } while (0)

@@ -700,6 +700,46 @@ START_TEST(a_first_launch_during_another_streams_capture_settles)
 }
 END_TEST
 
+/* A graph allocation a replay made again (its capture's count went with
+ * the program's first free) is live through a trim; once the program frees
+ * it, its memory is idle, and an allocation at the limit trims it rather
+ * than spill the pool's data (PyTorch's cudaMallocAsync backend frees each
+ * replay's outputs this way). */
+START_TEST(a_replays_allocation_freed_after_a_trim_is_trimmed_at_the_limit)
+{
+    rig_setup(0);
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr t;
+    CUgraph g = capture_alloc(s, &t);
+    CUgraphExec e;
+    CU_OK(cuGraphInstantiateWithFlags(&e, g, 0));
+    CU_OK(cuGraphLaunch(e, s));
+    CU_OK(cuMemFreeAsync(t, s)); /* counted until here as captured */
+    CU_OK(cuGraphLaunch(e, s)); /* live again: the graph pool's */
+    CU_OK(cuStreamSynchronize(s));
+    CU_OK(cuDeviceGraphMemTrim(0)); /* live: kept */
+    ck_assert_uint_ge(reserved(), GBYTES);
+    CU_OK(cuMemFreeAsync(t, s)); /* idle from now on */
+    CU_OK(cuStreamSynchronize(s));
+    CUdeviceptr big = rig_filled(LIMIT - GBYTES - 4 * MiB, 12);
+    uint64_t spilled = rig_pool(0).spill_bytes;
+    CUdeviceptr more;
+    CU_OK(cuMemAlloc(&more, GBYTES)); /* room only once the graph pool's idle memory goes */
+    ck_assert_msg(reserved() == 0 && rig_pool(0).spill_bytes == spilled,
+                  "graph pool: %llu MiB reserved; %llu MiB of the pool's data spilled",
+                  (unsigned long long)(reserved() >> 20),
+                  (unsigned long long)((rig_pool(0).spill_bytes - spilled) >> 20));
+    rig_expect_pattern(big, LIMIT - GBYTES - 4 * MiB, 12, "the data the pool held");
+    CU_OK(cuGraphExecDestroy(e));
+    CU_OK(cuGraphDestroy(g));
+    CU_OK(cuMemFree(more));
+    CU_OK(cuMemFree(big));
+    CU_OK(cuDeviceGraphMemTrim(0));
+    CU_OK(cuStreamDestroy(s));
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("shim_graph_mem");
@@ -712,6 +752,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, a_live_captured_allocation_counts_once);
     tcase_add_test(tc, a_captured_allocation_never_run_goes_with_its_graphs);
     tcase_add_test(tc, a_captured_allocation_that_ran_outlives_its_graphs);
+    tcase_add_test(tc, a_replays_allocation_freed_after_a_trim_is_trimmed_at_the_limit);
     tcase_add_test(tc, a_captured_allocation_only_uploaded_goes_with_its_graphs);
     tcase_add_test(tc, a_graph_unread_at_instantiation_keeps_its_captured_allocation_counted);
     tcase_add_test(tc, an_invalidated_capture_leaves_nothing_counted);
