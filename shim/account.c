@@ -6,6 +6,7 @@
 #include "policy/policy.h"
 #include "shim/log.h"
 #include "shim/ptrmap.h"
+#include "shim/refusals.h"
 #include "stats/writer.h"
 
 #include <pthread.h>
@@ -111,11 +112,6 @@ static enum spw_log_level refusal_level(struct counters *c)
                                                                                : SPW_LOG_WARN;
 }
 
-static const char *later_at_debug(enum spw_log_level level)
-{
-    return level == SPW_LOG_WARN ? "; later refusals are logged at debug level" : "";
-}
-
 /* The stats counter of each refusal reason (sw_oom_reason). */
 static const enum spw_counter refusal_counter[SW_OOM_NREASONS] = {
     [SW_OOM_NONE] = SPW_C_OOM_LIMIT,
@@ -135,18 +131,12 @@ static void count_refusal(int dev, sw_oom_reason why)
 }
 
 /* cap is what the allocation would pass, named in the log by what
- * (a phrase before the figure: "the limit of"). */
+ * (refusals.h). */
 static void note_refusal(int dev, uint64_t bytes, uint64_t used, uint64_t cap, const char *what)
 {
     sw_oom_reason why = bytes > cap ? SW_OOM_TOO_LARGE : SW_OOM_LIMIT;
     count_refusal(dev, why);
-    enum spw_log_level level = refusal_level(&devices[dev]);
-    spw_log(level,
-            "device %d: out of memory: %llu bytes refused (%s): %s %s %llu bytes "
-            "(%llu in use)%s",
-            dev, (unsigned long long)bytes, sw_oom_reason_name(why),
-            why == SW_OOM_TOO_LARGE ? "one allocation larger than" : "it would pass", what,
-            (unsigned long long)cap, (unsigned long long)used, later_at_debug(level));
+    spw_refusal_say_count(refusal_level(&devices[dev]), dev, why, bytes, used, cap, what);
 }
 
 void spw_account_set_spilled_source(uint64_t (*spilled)(int dev))
@@ -526,45 +516,12 @@ int spw_account_retag(enum spw_kind kind, uint64_t key, int reason)
     return 0;
 }
 
-/* Why the pool said no, in words a user can act on. */
-static void pool_refusal_text(sw_oom_reason why, int dev, char *buf, size_t len)
-{
-    uint64_t limit = spw_limit(dev);
-    switch (why) {
-    case SW_OOM_HOST_LIMIT:
-        snprintf(buf, len, "spill found no pinned host memory left within SPILLWAY_HOST_LIMIT");
-        break;
-    case SW_OOM_ADDRESS:
-        snprintf(buf, len, "the driver refused more virtual address space");
-        break;
-    case SW_OOM_TOO_LARGE:
-        snprintf(buf, len,
-                 "one allocation larger than the limit of %llu bytes (with spill: than the "
-                 "limit and SPILLWAY_HOST_LIMIT together)",
-                 (unsigned long long)limit);
-        break;
-    case SW_OOM_DRIVER:
-        snprintf(buf, len, "the driver has no memory left to give (the device or the host is "
-                           "full: other processes?)");
-        break;
-    default:
-        snprintf(buf, len, "no device memory left within the limit of %llu bytes",
-                 (unsigned long long)limit);
-        break;
-    }
-}
-
 void spw_account_note_pool_oom(int dev, uint64_t bytes, int reason)
 {
     sw_oom_reason why = (unsigned)reason < SW_OOM_NREASONS ? (sw_oom_reason)reason : SW_OOM_LIMIT;
     struct counters *c = &devices[dev];
     count_refusal(dev, why);
-    char text[160];
-    pool_refusal_text(why, dev, text, sizeof text);
-    enum spw_log_level level = refusal_level(c);
-    spw_log(level, "device %d: out of memory: %llu bytes refused (%s): %s (%llu bytes in use)%s",
-            dev, (unsigned long long)bytes, sw_oom_reason_name(why), text,
-            (unsigned long long)atomic_load(&c->used), later_at_debug(level));
+    spw_refusal_say_pool(refusal_level(c), dev, why, bytes, atomic_load(&c->used));
 }
 
 void spw_account_note_oom(int dev)
