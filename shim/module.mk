@@ -19,7 +19,7 @@ UNIT_TESTS += $(BUILD)/tests/unit/shim_hostmem
 $(BUILD)/tests/unit/shim_ptrmap: $(BUILD)/tests/unit/shim/test_ptrmap.o $(UNIT_MAIN) $(BUILD)/shim/ptrmap.o
 	$(CC) $(CFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
 $(BUILD)/tests/unit/shim_account: $(BUILD)/tests/unit/shim/test_account.o $(UNIT_MAIN) \
-    $(BUILD)/shim/account.o $(BUILD)/shim/limits.o $(BUILD)/shim/ptrmap.o $(BUILD)/shim/log.o $(SHIM_OPTIONS_OBJ) \
+    $(BUILD)/shim/account.o $(BUILD)/shim/refusals.o $(BUILD)/shim/limits.o $(BUILD)/shim/ptrmap.o $(BUILD)/shim/log.o $(SHIM_OPTIONS_OBJ) \
     $(SHIM_STATS_OBJS) $(BUILD)/policy/device.o
 	$(CC) $(CFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
 $(BUILD)/tests/unit/shim_array_size: $(BUILD)/tests/unit/shim/test_array_size.o $(UNIT_MAIN) $(BUILD)/shim/array_size.o
