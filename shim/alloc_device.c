@@ -2,6 +2,7 @@
  * memory on the current context's device, served from its page pool;
  * managed memory (and everything on a device without a pool) passes
  * through to the driver, counted against the same limit. */
+#include "shim/ctx_blocks.h"
 #include "shim/handler.h"
 
 /* The pool of dev, with the stats segment opened first so that the pool's
@@ -12,20 +13,31 @@ static sw_policy *pool_of(int dev)
     return spw_pool_for(dev);
 }
 
+/* A block from the pool, kept with the context it is made in
+ * (ctx_blocks.h), which frees it at its destroy. */
+static CUresult serve_kept(sw_policy *p, int dev, size_t bytes, CUcontext made_in, CUdeviceptr *out)
+{
+    CUresult r = spw_serve_alloc(p, dev, bytes, 0, NULL, out);
+    if (r == CUDA_SUCCESS)
+        spw_ctx_blocks_note(dev, *out, made_in);
+    return r;
+}
+
 CUresult spw_h_mem_alloc(CUdeviceptr *dptr, size_t bytesize)
 {
     SPW_REAL_OR_RETURN(real, spw_h_mem_alloc);
     int dev;
+    CUcontext made_in;
     if (spw_disabled() || !dptr)
         return real(dptr, bytesize);
-    CUresult why = spw_alloc_device(&dev);
+    CUresult why = spw_ctx_blocks_alloc_device(&dev, &made_in);
     if (why != CUDA_SUCCESS)
         return why;
     if (dev < 0)
         return real(dptr, bytesize);
     sw_policy *p = pool_of(dev);
     if (p)
-        return spw_serve_alloc(p, dev, bytesize, 0, NULL, dptr);
+        return serve_kept(p, dev, bytesize, made_in, dptr);
     SPW_PASSTHROUGH_ALLOC(SPW_KIND_DEVPTR, dev, bytesize, SW_PT_DISABLED, "cuMemAlloc",
                           real(dptr, bytesize), *dptr);
 }
@@ -51,8 +63,8 @@ CUresult spw_h_mem_alloc_managed(CUdeviceptr *dptr, size_t bytesize, unsigned in
 
 /* cuMemAllocPitch from the pool: the driver's argument checks, then rows
  * padded to the pitch. */
-static CUresult pool_pitch(sw_policy *p, int dev, CUdeviceptr *dptr, size_t *pPitch,
-                           size_t width, size_t height, unsigned elem)
+static CUresult pool_pitch(sw_policy *p, int dev, CUcontext made_in, CUdeviceptr *dptr,
+                           size_t *pPitch, size_t width, size_t height, unsigned elem)
 {
     if (width == 0 || height == 0 || (elem != 4 && elem != 8 && elem != 16) ||
         width > SIZE_MAX - PITCH_ALIGN)
@@ -60,7 +72,7 @@ static CUresult pool_pitch(sw_policy *p, int dev, CUdeviceptr *dptr, size_t *pPi
     size_t pitch = (width + PITCH_ALIGN - 1) / PITCH_ALIGN * PITCH_ALIGN;
     if (pitch > SIZE_MAX / height)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    CUresult r = spw_serve_alloc(p, dev, pitch * height, 0, NULL, dptr);
+    CUresult r = serve_kept(p, dev, pitch * height, made_in, dptr);
     if (r == CUDA_SUCCESS)
         *pPitch = pitch;
     return r;
@@ -93,14 +105,15 @@ CUresult spw_h_mem_alloc_pitch(CUdeviceptr *dptr, size_t *pPitch, size_t WidthIn
     uint64_t row = ((uint64_t)WidthInBytes + PITCH_ALIGN - 1) / PITCH_ALIGN * PITCH_ALIGN;
     if (spw_disabled() || !dptr || !pPitch || (Height && row > UINT64_MAX / Height))
         return real(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
-    CUresult why = spw_alloc_device(&dev);
+    CUcontext made_in;
+    CUresult why = spw_ctx_blocks_alloc_device(&dev, &made_in);
     if (why != CUDA_SUCCESS)
         return why;
     if (dev < 0)
         return real(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
     sw_policy *p = pool_of(dev);
     if (p)
-        return pool_pitch(p, dev, dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
+        return pool_pitch(p, dev, made_in, dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
     uint64_t guess = row * Height;
     if (spw_hold_passthrough(dev, SW_PT_DISABLED, guess))
         return CUDA_ERROR_OUT_OF_MEMORY;

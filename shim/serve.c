@@ -8,6 +8,7 @@
  * moves what does not fit to host memory; it answers out of memory only
  * when the host limit (or host memory) is exhausted too. */
 #include "shim/account.h"
+#include "shim/ctx_blocks.h"
 #include "shim/gate_use.h"
 #include "shim/handler.h"
 #include "shim/pool_use.h"
@@ -79,10 +80,14 @@ CUresult spw_serve_free(sw_policy *p, CUdeviceptr ptr, int async, CUstream strea
     note_contexts(async, stream);
     spw_pool_use_ticket pool_use;
     bool from_pool = spw_pool_use_take(ptr, &pool_use);
+    CUcontext made_in;
+    int made_on;
+    spw_ctx_blocks_take(ptr, &made_in, &made_on);
     CUresult r = sw_free_sized(p, ptr, async, stream, &dev, &bytes);
     if (r != CUDA_SUCCESS) {
         if (from_pool)
             spw_pool_use_undo(ptr, &pool_use);
+        spw_ctx_blocks_undo(ptr, made_on, made_in);
         return r;
     }
     if (from_pool)

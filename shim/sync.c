@@ -4,10 +4,14 @@
  * pool's mappings too). Each forwards first; the driver's answer stands. */
 #include "shim/backend.h"
 #include "shim/contexts.h"
+#include "shim/ctx_blocks.h"
 #include "shim/ctx_memory.h"
 #include "shim/handler.h"
+#include "shim/log.h"
 #include "shim/param_scan.h"
 #include "shim/pool_setup.h"
+
+#include <stdlib.h>
 
 /* Asked twice when refused: a sync point missed leaves freed spilled data
  * counted (and its host pages held) until the pool's own next sync. */
@@ -125,7 +129,25 @@ CUresult spw_h_stream_destroy_v1(CUstream hStream)
  * later module handed the dead one's handle would be scanned by the dead
  * one's layout, past the arguments its launch passes. It also frees the
  * context's memory: what spillway counted of it is released
- * (ctx_memory.h). */
+ * (ctx_memory.h), and so are the pool blocks made in it (ctx_blocks.h). */
+static void free_blocks_of(CUcontext ctx)
+{
+    CUdeviceptr *blocks;
+    size_t n = spw_ctx_blocks_gone(ctx, &blocks);
+    for (size_t i = 0; i < n; i++) {
+        sw_policy *p = spw_pool_owner(blocks[i]);
+        CUresult r = p ? spw_serve_free(p, blocks[i], 0, NULL) : CUDA_ERROR_INVALID_VALUE;
+        if (r != CUDA_SUCCESS)
+            spw_warn("freeing pool block 0x%llx of destroyed context %p failed (CUresult %d): "
+                     "it stays allocated and counted",
+                     (unsigned long long)blocks[i], (void *)ctx, (int)r);
+        else
+            spw_debug("pool block 0x%llx freed with its context %p", (unsigned long long)blocks[i],
+                      (void *)ctx);
+    }
+    free(blocks);
+}
+
 static CUresult ctx_destroy(CUresult (*real)(CUcontext), CUcontext ctx)
 {
     int dev = -1;
@@ -145,6 +167,7 @@ static CUresult ctx_destroy(CUresult (*real)(CUcontext), CUcontext ctx)
         sw_policy *p = spw_pool_policy();
         if (p && ctx)
             sw_context_gone(p, ctx);
+        free_blocks_of(ctx);
     }
     return r;
 }

@@ -123,6 +123,117 @@ START_TEST(refused_destroy_keeps_the_count)
 }
 END_TEST
 
+/* A pool block (cuMemAlloc the pool serves) made in a context the program
+ * created dies with it too, as the driver frees its cuMemAlloc memory:
+ * back in the pool, uncounted, and three quarters of the limit fit again
+ * (with spill off they would be refused). */
+START_TEST(destroyed_context_frees_its_pool_blocks)
+{
+    if (!pooled())
+        return;
+    use_device(0);
+    size_t n = limit_bytes() / 4 * 3;
+    CUcontext own = created_context();
+    CUdeviceptr m, pitched;
+    size_t pitch;
+    CU_OK(cuMemAlloc(&m, n));
+    CU_OK(cuMemAllocPitch(&pitched, &pitch, 4096, 64, 4));
+    ck_assert_uint_eq(used(0), n + pitch * 64);
+    CU_OK(cuCtxDestroy(own)); /* the primary is current again */
+    expect_counted(0, 0);
+    ck_assert_int_ne(cuMemFree(m), CUDA_SUCCESS); /* freed with its context */
+    expect_counted(0, 0);
+    CUdeviceptr again;
+    CU_OK(cuMemAlloc(&again, n));
+    ck_assert_uint_eq(used(0), n);
+    CU_OK(cuMemFree(again));
+    expect_counted(0, 0);
+}
+END_TEST
+
+/* Only the destroyed context's blocks go: one freed before the destroy
+ * (its address handed to the primary context's next allocation), the
+ * primary context's own and another created context's stay allocated,
+ * with their data. */
+START_TEST(destroy_leaves_other_contexts_blocks)
+{
+    if (!pooled())
+        return;
+    CUcontext primary = use_device(0);
+    CUdeviceptr before;
+    CU_OK(cuMemAlloc(&before, 4 * MiB));
+    CU_OK(cuMemsetD8(before, 0x5a, 4 * MiB));
+    CUcontext own = created_context();
+    CUdeviceptr freed, kept;
+    CU_OK(cuMemAlloc(&freed, 2 * MiB));
+    CU_OK(cuMemAlloc(&kept, 2 * MiB));
+    CU_OK(cuMemFree(freed));
+    CUcontext other = created_context(); /* pushed over own */
+    CUdeviceptr others;
+    CU_OK(cuMemAlloc(&others, MiB));
+    CU_OK(cuMemsetD8(others, 0x77, MiB));
+    CUcontext popped;
+    CU_OK(cuCtxPopCurrent(&popped));
+    ck_assert_ptr_eq(popped, other);
+    CU_OK(cuCtxPushCurrent(primary));
+    CUdeviceptr reused;
+    CU_OK(cuMemAlloc(&reused, 2 * MiB)); /* likely at freed's address */
+    CU_OK(cuMemsetD8(reused, 0x3c, 2 * MiB));
+    CU_OK(cuCtxPopCurrent(&popped));
+    CU_OK(cuCtxDestroy(own));
+    CU_OK(cuCtxSetCurrent(primary));
+    expect_counted(0, 7 * MiB);
+    CUcontext c = NULL;
+    CU_OK(cuPointerGetAttribute(&c, CU_POINTER_ATTRIBUTE_CONTEXT, others));
+    ck_assert_ptr_eq(c, other);
+    unsigned char *host = malloc(4 * MiB);
+    ck_assert_ptr_nonnull(host);
+    CU_OK(cuMemcpyDtoH(host, before, 4 * MiB));
+    for (size_t i = 0; i < 4 * MiB; i += 4093)
+        ck_assert_uint_eq(host[i], 0x5a);
+    CU_OK(cuMemcpyDtoH(host, reused, 2 * MiB));
+    for (size_t i = 0; i < 2 * MiB; i += 4093)
+        ck_assert_uint_eq(host[i], 0x3c);
+    CU_OK(cuMemcpyDtoH(host, others, MiB));
+    for (size_t i = 0; i < MiB; i += 4093)
+        ck_assert_uint_eq(host[i], 0x77);
+    free(host);
+    CU_OK(cuCtxDestroy(other)); /* its block goes with it */
+    CU_OK(cuCtxSetCurrent(primary));
+    expect_counted(0, 6 * MiB);
+    CU_OK(cuMemFree(reused));
+    CU_OK(cuMemFree(before));
+    expect_counted(0, 0);
+}
+END_TEST
+
+/* The driver answers the context an allocation was made in; a pool block
+ * made in the primary context answers the primary context. */
+START_TEST(pool_block_names_its_context)
+{
+    CUcontext primary = use_device(0);
+    CUdeviceptr in_primary;
+    CU_OK(cuMemAlloc(&in_primary, MiB));
+    CUcontext own = created_context();
+    CUdeviceptr in_own;
+    CU_OK(cuMemAlloc(&in_own, MiB));
+    CUcontext c = NULL;
+    CU_OK(cuPointerGetAttribute(&c, CU_POINTER_ATTRIBUTE_CONTEXT, in_own));
+    ck_assert_ptr_eq(c, own);
+    CUpointer_attribute a[] = {CU_POINTER_ATTRIBUTE_CONTEXT};
+    void *data[] = {&c};
+    c = NULL;
+    CU_OK(cuPointerGetAttributes(1, a, data, in_own + 4096));
+    ck_assert_ptr_eq(c, own);
+    CU_OK(cuPointerGetAttribute(&c, CU_POINTER_ATTRIBUTE_CONTEXT, in_primary));
+    ck_assert_ptr_eq(c, primary);
+    CU_OK(cuMemFree(in_own));
+    CU_OK(cuCtxDestroy(own));
+    CU_OK(cuCtxSetCurrent(primary));
+    CU_OK(cuMemFree(in_primary));
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("pool_ctx_memory");
@@ -131,6 +242,9 @@ Suite *test_suite(void)
     tcase_add_test(tc, destroyed_context_uncounts_its_passthrough_memory);
     tcase_add_test(tc, primary_reset_uncounts_its_passthrough_memory);
     tcase_add_test(tc, refused_destroy_keeps_the_count);
+    tcase_add_test(tc, destroyed_context_frees_its_pool_blocks);
+    tcase_add_test(tc, destroy_leaves_other_contexts_blocks);
+    tcase_add_test(tc, pool_block_names_its_context);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -236,6 +236,45 @@ START_TEST(free_comes_back_after_churn)
 }
 END_TEST
 
+/* One thread switching between the devices' primary contexts, several
+ * allocations in each in a row: every block comes from the current
+ * context's device, in its count. */
+START_TEST(allocations_follow_the_current_primary_context)
+{
+    if (!pooled())
+        return;
+    int n = 0;
+    CU_OK(cuInit(0));
+    CU_OK(cuDeviceGetCount(&n));
+    ck_assert_msg(n >= 2, "run with FAKECUDA_DEVICES=2");
+    CUcontext c[2] = {use_device(0), use_device(1)};
+    const int order[] = {1, 1, 0, 0, 0, 1, 1, 0};
+    enum { N = sizeof order / sizeof order[0] };
+    CUdeviceptr p[N];
+    uint64_t want[2] = {0, 0};
+    for (int i = 0; i < N; i++) {
+        int dev = order[i];
+        CU_OK(cuCtxSetCurrent(c[dev]));
+        size_t bytes = (size_t)(i + 1) * MiB;
+        CU_OK(cuMemAlloc(&p[i], bytes));
+        want[dev] += bytes;
+        int ordinal = -1;
+        CU_OK(cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p[i]));
+        ck_assert_int_eq(ordinal, dev);
+        CUcontext owner = NULL;
+        CU_OK(cuPointerGetAttribute(&owner, CU_POINTER_ATTRIBUTE_CONTEXT, p[i]));
+        ck_assert_ptr_eq(owner, c[dev]);
+    }
+    for (int dev = 0; dev < 2; dev++) {
+        struct spillway_counters k;
+        ck_assert_int_eq(get_counters(dev, &k), 0);
+        ck_assert_uint_eq(k.used, want[dev]);
+    }
+    for (int i = 0; i < N; i++)
+        CU_OK(cuMemFree(p[i]));
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("pool_devices");
@@ -247,6 +286,7 @@ Suite *test_suite(void)
     tcase_add_test(spw, other_device_keeps_the_current_context);
     tcase_add_test(spw, free_is_what_the_pool_can_hand_out);
     tcase_add_test(spw, free_comes_back_after_churn);
+    tcase_add_test(spw, allocations_follow_the_current_primary_context);
     suite_add_tcase(s, spw);
     return s;
 }
