@@ -186,6 +186,46 @@ static void allocs_step(const struct exec_ptrs *x, int sign)
         atomic_fetch_add_explicit(&with_allocs, (unsigned)sign, memory_order_relaxed);
 }
 
+/* What a record's alloc nodes were before an update read its graph again. */
+struct alloc_nodes {
+    uint64_t bytes, devs;
+    unsigned gen, upload_gen;
+    CUdeviceptr *allocs;
+    size_t n;
+};
+
+/* Under lock: x's alloc nodes kept in *was (false without memory for
+ * them: its next launch is then due, as for a new graph). */
+static bool keep_alloc_nodes(const struct exec_ptrs *x, struct alloc_nodes *was)
+{
+    *was = (struct alloc_nodes){x->alloc_bytes, x->alloc_devs, x->alloc_gen, x->upload_gen,
+                                NULL, x->nallocs};
+    if (!was->gen && !was->upload_gen)
+        return false; /* due anyway */
+    if (was->n && !(was->allocs = malloc(was->n * sizeof *was->allocs)))
+        return false;
+    for (size_t i = 0; i < was->n; i++)
+        was->allocs[i] = x->allocs[i];
+    return true;
+}
+
+/* A successful update leaves the alloc nodes as they were (the driver
+ * refuses one that changes them), and with them the memory a settled
+ * launch reserved: settled still, or its next replay would be held as a
+ * first launch again (at the limit, a needless trim of the memory that
+ * replay reuses). Due again if anything read differs. */
+static void settled_unless_changed(struct exec_ptrs *x, struct alloc_nodes *was)
+{
+    bool same = x->alloc_bytes == was->bytes && x->alloc_devs == was->devs && x->nallocs == was->n;
+    for (size_t i = 0; same && i < was->n; i++)
+        same = x->allocs[i] == was->allocs[i];
+    if (same) {
+        x->alloc_gen = was->gen;
+        x->upload_gen = was->upload_gen;
+    }
+    free(was->allocs);
+}
+
 /* Without a pool there is nothing of spillway's to name, but the graph's
  * alloc nodes are still counted. */
 static void record(CUgraphExec e, CUgraph g)
@@ -195,6 +235,8 @@ static void record(CUgraphExec e, CUgraph g)
     pthread_mutex_lock(&lock);
     struct exec_ptrs *x = find(e, true);
     if (x) {
+        struct alloc_nodes was;
+        bool kept = keep_alloc_nodes(x, &was);
         allocs_step(x, -1);
         x->n = 0;
         x->alloc_bytes = x->alloc_devs = 0;
@@ -204,6 +246,8 @@ static void record(CUgraphExec e, CUgraph g)
         x->alloc_gen = x->upload_gen = 0; /* settled again at its next launch */
         collect(x, g, 0);
         allocs_step(x, 1);
+        if (kept)
+            settled_unless_changed(x, &was);
     } else {
         unread();
     }

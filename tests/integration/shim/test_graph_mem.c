@@ -626,6 +626,52 @@ START_TEST(a_trim_of_another_device_leaves_replays_alone)
 }
 END_TEST
 
+/* An update of a settled graph's node parameters (cuGraphExecUpdate from
+ * its own graph, a memset value changed) leaves its alloc nodes as they
+ * were (the driver refuses an update that changes them): its replays at
+ * the limit stay replays, with no trim of the memory they reuse. */
+START_TEST(an_update_leaves_replays_alone)
+{
+    rig_setup(0);
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUgraph g;
+    CUgraphExec e = alloc_set_free(&g);
+    CU_OK(cuGraphLaunch(e, s));
+    CU_OK(cuStreamSynchronize(s));
+    ck_assert_uint_ge(reserved(), GBYTES); /* idle from now on */
+    CUdeviceptr big = rig_filled(LIMIT - GBYTES - 8 * MiB, 16); /* at the limit */
+    size_t n = 0;
+    CU_OK(cuGraphGetNodes(g, NULL, &n));
+    ck_assert_uint_eq(n, 3);
+    CUgraphNode nodes[3];
+    CU_OK(cuGraphGetNodes(g, nodes, &n));
+    CUDA_MEMSET_NODE_PARAMS mp;
+    CU_OK(cuGraphMemsetNodeGetParams(nodes[1], &mp));
+    mp.value = 9;
+    CU_OK(cuGraphMemsetNodeSetParams(nodes[1], &mp));
+    CUgraphExecUpdateResultInfo info;
+    CU_OK(cuGraphExecUpdate(e, g, &info));
+    ck_assert_int_eq(info.result, CU_GRAPH_EXEC_UPDATE_SUCCESS);
+    long long trims = fakecuda_calls("cuDeviceGraphMemTrim");
+    uint64_t spilled = rig_pool(0).spill_bytes;
+    for (int i = 0; i < 4; i++) {
+        CU_OK(cuGraphLaunch(e, s));
+        CU_OK(cuStreamSynchronize(s));
+    }
+    ck_assert_msg(fakecuda_calls("cuDeviceGraphMemTrim") == trims,
+                  "%lld trims in 4 replays after an update",
+                  fakecuda_calls("cuDeviceGraphMemTrim") - trims);
+    ck_assert_uint_eq(rig_pool(0).spill_bytes, spilled);
+    rig_expect_pattern(big, LIMIT - GBYTES - 8 * MiB, 16, "the data the pool held");
+    CU_OK(cuGraphExecDestroy(e));
+    CU_OK(cuGraphDestroy(g));
+    CU_OK(cuMemFree(big));
+    CU_OK(cuDeviceGraphMemTrim(0));
+    CU_OK(cuStreamDestroy(s));
+}
+END_TEST
+
 /* An executable graph whose nodes could not be read at its instantiation
  * (the driver's listing failed, or memory for it ran out) may still hold
  * and run a captured allocation: when its graph goes, that allocation must
@@ -763,6 +809,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, a_first_launch_during_another_streams_capture_settles);
     tcase_add_test(tc, a_graph_on_two_devices_holds_each_its_own_nodes);
     tcase_add_test(tc, a_trim_of_another_device_leaves_replays_alone);
+    tcase_add_test(tc, an_update_leaves_replays_alone);
     suite_add_tcase(s, tc);
     return s;
 }
