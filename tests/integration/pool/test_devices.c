@@ -38,16 +38,21 @@ START_TEST(preallocation)
 }
 END_TEST
 
+static void need_two_devices(void)
+{
+    int n = 0;
+    CU_OK(cuInit(0));
+    CU_OK(cuDeviceGetCount(&n));
+    ck_assert_msg(n >= 2, "run with FAKECUDA_DEVICES=2");
+}
+
 /* cuMemAlloc pointers are pool VAs (fakecuda maps them), with access for
  * the devices the program enabled peer access from: now and later. */
 START_TEST(peer_access)
 {
     if (!pooled())
         return;
-    int n = 0;
-    CU_OK(cuInit(0));
-    CU_OK(cuDeviceGetCount(&n));
-    ck_assert_msg(n >= 2, "run with FAKECUDA_DEVICES=2");
+    need_two_devices();
     CUcontext c1 = use_device(1);
     CUdeviceptr on1;
     CU_OK(cuMemAlloc(&on1, MiB)); /* device 1's pool first */
@@ -243,10 +248,7 @@ START_TEST(allocations_follow_the_current_primary_context)
 {
     if (!pooled())
         return;
-    int n = 0;
-    CU_OK(cuInit(0));
-    CU_OK(cuDeviceGetCount(&n));
-    ck_assert_msg(n >= 2, "run with FAKECUDA_DEVICES=2");
+    need_two_devices();
     CUcontext c[2] = {use_device(0), use_device(1)};
     const int order[] = {1, 1, 0, 0, 0, 1, 1, 0};
     enum { N = sizeof order / sizeof order[0] };

@@ -233,6 +233,25 @@ END_TEST
 /* A first launch that needed a trim of other graphs' idle memory settles
  * its graph like any: its replays reuse what it reserved, with no trim (and
  * no remapping by the driver) at each replay. */
+/* Four replays of e on s, with the device at its limit (big, LIMIT -
+ * GBYTES - 8 MiB of pattern): none trims the graph memory they reuse or
+ * spills, and the pool's data stays. */
+static void expect_replays_alone(CUgraphExec e, CUstream s, CUdeviceptr big, int pattern,
+                                 const char *after)
+{
+    long long trims = fakecuda_calls("cuDeviceGraphMemTrim");
+    uint64_t spilled = rig_pool(0).spill_bytes;
+    for (int i = 0; i < 4; i++) {
+        CU_OK(cuGraphLaunch(e, s));
+        CU_OK(cuStreamSynchronize(s));
+    }
+    ck_assert_msg(fakecuda_calls("cuDeviceGraphMemTrim") == trims, "%lld trims in 4 replays %s",
+                  fakecuda_calls("cuDeviceGraphMemTrim") - trims, after);
+    ck_assert_uint_ge(reserved(), GBYTES);
+    ck_assert_uint_eq(rig_pool(0).spill_bytes, spilled);
+    rig_expect_pattern(big, LIMIT - GBYTES - 8 * MiB, pattern, "the data the pool held");
+}
+
 START_TEST(replays_after_a_first_launch_that_trimmed_do_not_trim)
 {
     rig_setup(0);
@@ -247,17 +266,7 @@ START_TEST(replays_after_a_first_launch_that_trimmed_do_not_trim)
     CUgraphExec e1 = alloc_set_free(&g1);
     CU_OK(cuGraphLaunch(e1, s)); /* room once e0's idle memory goes */
     CU_OK(cuStreamSynchronize(s));
-    long long trims = fakecuda_calls("cuDeviceGraphMemTrim");
-    uint64_t spilled = rig_pool(0).spill_bytes;
-    for (int i = 0; i < 4; i++) {
-        CU_OK(cuGraphLaunch(e1, s));
-        CU_OK(cuStreamSynchronize(s));
-    }
-    ck_assert_msg(fakecuda_calls("cuDeviceGraphMemTrim") == trims, "%lld trims in 4 replays",
-                  fakecuda_calls("cuDeviceGraphMemTrim") - trims);
-    ck_assert_uint_ge(reserved(), GBYTES);
-    ck_assert_uint_eq(rig_pool(0).spill_bytes, spilled);
-    rig_expect_pattern(big, LIMIT - GBYTES - 8 * MiB, 14, "the data the pool held");
+    expect_replays_alone(e1, s, big, 14, "after a first launch that trimmed");
     CU_OK(cuGraphExecDestroy(e1));
     CU_OK(cuGraphDestroy(g1));
     CU_OK(cuGraphExecDestroy(e0));
@@ -607,17 +616,7 @@ START_TEST(a_trim_of_another_device_leaves_replays_alone)
     ck_assert_uint_ge(reserved(), GBYTES); /* idle from now on */
     CUdeviceptr big = rig_filled(LIMIT - GBYTES - 8 * MiB, 15); /* device 0 at its limit */
     CU_OK(cuDeviceGraphMemTrim(1)); /* the program's, of the other device */
-    long long trims = fakecuda_calls("cuDeviceGraphMemTrim");
-    uint64_t spilled = rig_pool(0).spill_bytes;
-    for (int i = 0; i < 4; i++) {
-        CU_OK(cuGraphLaunch(e, s));
-        CU_OK(cuStreamSynchronize(s));
-    }
-    ck_assert_msg(fakecuda_calls("cuDeviceGraphMemTrim") == trims,
-                  "%lld trims in 4 replays after a trim of device 1",
-                  fakecuda_calls("cuDeviceGraphMemTrim") - trims);
-    ck_assert_uint_eq(rig_pool(0).spill_bytes, spilled);
-    rig_expect_pattern(big, LIMIT - GBYTES - 8 * MiB, 15, "the data the pool held");
+    expect_replays_alone(e, s, big, 15, "after a trim of device 1");
     CU_OK(cuGraphExecDestroy(e));
     CU_OK(cuGraphDestroy(g));
     CU_OK(cuMemFree(big));
@@ -653,17 +652,7 @@ START_TEST(an_update_leaves_replays_alone)
     CUgraphExecUpdateResultInfo info;
     CU_OK(cuGraphExecUpdate(e, g, &info));
     ck_assert_int_eq(info.result, CU_GRAPH_EXEC_UPDATE_SUCCESS);
-    long long trims = fakecuda_calls("cuDeviceGraphMemTrim");
-    uint64_t spilled = rig_pool(0).spill_bytes;
-    for (int i = 0; i < 4; i++) {
-        CU_OK(cuGraphLaunch(e, s));
-        CU_OK(cuStreamSynchronize(s));
-    }
-    ck_assert_msg(fakecuda_calls("cuDeviceGraphMemTrim") == trims,
-                  "%lld trims in 4 replays after an update",
-                  fakecuda_calls("cuDeviceGraphMemTrim") - trims);
-    ck_assert_uint_eq(rig_pool(0).spill_bytes, spilled);
-    rig_expect_pattern(big, LIMIT - GBYTES - 8 * MiB, 16, "the data the pool held");
+    expect_replays_alone(e, s, big, 16, "after an update");
     CU_OK(cuGraphExecDestroy(e));
     CU_OK(cuGraphDestroy(g));
     CU_OK(cuMemFree(big));
