@@ -8,6 +8,7 @@
 #include "stats/reader.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -234,6 +235,62 @@ START_TEST(pool_block_names_its_context)
 }
 END_TEST
 
+/* A thread's rounds: a context of its own, four blocks, two freed, the
+ * context destroyed with the other two. NULL, or what went wrong. */
+static void *rounds_in_own_contexts(void *arg)
+{
+    (void)arg;
+    for (int round = 0; round < 8; round++) {
+        CUctxCreateParams params;
+        memset(&params, 0, sizeof params);
+        CUcontext own;
+        if (cuCtxCreate(&own, &params, 0, 0) != CUDA_SUCCESS)
+            return "cuCtxCreate";
+        CUdeviceptr b[4];
+        for (int i = 0; i < 4; i++)
+            if (cuMemAlloc(&b[i], MiB + (size_t)i * 4096) != CUDA_SUCCESS ||
+                cuMemsetD8(b[i], (unsigned char)(round + i), MiB) != CUDA_SUCCESS)
+                return "cuMemAlloc or cuMemsetD8 in its own context";
+        if (cuMemFree(b[0]) != CUDA_SUCCESS || cuMemFree(b[2]) != CUDA_SUCCESS)
+            return "cuMemFree";
+        if (cuCtxDestroy(own) != CUDA_SUCCESS)
+            return "cuCtxDestroy";
+    }
+    return NULL;
+}
+
+/* Threads making, filling and destroying contexts of their own while the
+ * primary context's block stays: every block they left to cuCtxDestroy
+ * goes back, and none of another context's goes with it. */
+START_TEST(threads_destroying_their_contexts_leave_others_blocks)
+{
+    CUcontext primary = use_device(0);
+    CUdeviceptr mine;
+    CU_OK(cuMemAlloc(&mine, 4 * MiB));
+    CU_OK(cuMemsetD8(mine, 0x42, 4 * MiB));
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(pthread_create(&t[i], NULL, rounds_in_own_contexts, NULL), 0);
+    for (int i = 0; i < 4; i++) {
+        void *err;
+        pthread_join(t[i], &err);
+        ck_assert_msg(err == NULL, "thread %d: %s", i, (const char *)err);
+    }
+    CU_OK(cuCtxSetCurrent(primary));
+    if (pooled())
+        expect_counted(0, 4 * MiB);
+    unsigned char *host = malloc(4 * MiB);
+    ck_assert_ptr_nonnull(host);
+    CU_OK(cuMemcpyDtoH(host, mine, 4 * MiB));
+    for (size_t i = 0; i < 4 * MiB; i += 4093)
+        ck_assert_uint_eq(host[i], 0x42);
+    free(host);
+    CU_OK(cuMemFree(mine));
+    if (pooled())
+        expect_counted(0, 0);
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("pool_ctx_memory");
@@ -245,6 +302,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, destroyed_context_frees_its_pool_blocks);
     tcase_add_test(tc, destroy_leaves_other_contexts_blocks);
     tcase_add_test(tc, pool_block_names_its_context);
+    tcase_add_test(tc, threads_destroying_their_contexts_leave_others_blocks);
     suite_add_tcase(s, tc);
     return s;
 }
