@@ -4,8 +4,7 @@
  * pointer: device memory (also while a page lives on the host), the
  * device's ordinal and the context it was made in (ctx_blocks.h: the
  * primary one but for blocks made in a context the program created).
- * Attributes it does not know are
- * asked of the driver. BUFFER_ID and MEMORY_BLOCK_ID are policy/'s IDs of
+ * Attributes it does not know are asked of the driver. BUFFER_ID and MEMORY_BLOCK_ID are policy/'s IDs of
  * the allocation (sw_ids: never reused, as the driver's);
  * IS_LEGACY_CUDA_IPC_CAPABLE is 0 (pool memory cannot be exported);
  * MEMPOOL_HANDLE the memory pool a stream-ordered allocation was served for. */
@@ -104,12 +103,11 @@ static CUresult answer(CUpointer_attribute a, void *data, const struct pool_ptr 
 {
     int k = pp->found;
     switch (a) {
-    case CU_POINTER_ATTRIBUTE_CONTEXT:
-        if (k && !(*(CUcontext *)data = spw_ctx_blocks_context(pp->base)))
-            *(CUcontext *)data = spw_backend_primary(pp->dev);
-        else if (!k)
-            *(CUcontext *)data = NULL;
+    case CU_POINTER_ATTRIBUTE_CONTEXT: {
+        CUcontext made_in = k ? spw_ctx_blocks_context(pp->base) : NULL;
+        *(CUcontext *)data = k && !made_in ? spw_backend_primary(pp->dev) : made_in;
         return CUDA_SUCCESS;
+    }
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
         *(unsigned *)data = k ? CU_MEMORYTYPE_DEVICE : 0;
         return CUDA_SUCCESS;
