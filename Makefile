@@ -130,7 +130,8 @@ sanitize:
 TSAN_UNIT := policy_stress policy_wait policy_lend policy_spill policy_quiesce policy_alloc \
              policy_free policy_vmm policy_residency policy_lookup stats_segment stats_reader \
              shim_contexts policy_spans
-TSAN_SHIM := tests/integration/shim/launches.sh tests/integration/shim/copies.sh
+TSAN_SHIM := tests/integration/shim/launches.sh tests/integration/shim/copies.sh \
+             tests/integration/pool/pool.sh
 tsan:
 	$(MAKE) BUILD=$(BUILD)-tsan EXTRA_CFLAGS=-Wno-error=tsan \
 	    CC="$(CC) -fsanitize=thread -fno-omit-frame-pointer" all \

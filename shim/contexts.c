@@ -18,6 +18,7 @@ struct kept {
     CUcontext ctx;
     int dev;
     bool busy;     /* a sync of it is under way, the lock dropped */
+    bool dying;    /* the driver is destroying it (spw_contexts_gone) */
     uint64_t swept; /* the last sweep that took it */
 };
 
@@ -38,12 +39,20 @@ static void next_generation(void)
     atomic_fetch_add_explicit(&generation, 1, memory_order_acq_rel);
 }
 
-static struct kept *find(CUcontext c)
+/* c's entry, the live one or the one being destroyed (a handle the
+ * driver hands out again once the destroy returned may be noted before
+ * spw_contexts_destroyed drops the old entry). */
+static struct kept *find_as(CUcontext c, bool dying)
 {
     for (size_t i = 0; i < nkept; i++)
-        if (kept[i].ctx == c)
+        if (kept[i].ctx == c && kept[i].dying == dying)
             return &kept[i];
     return NULL;
+}
+
+static struct kept *find(CUcontext c)
+{
+    return find_as(c, false);
 }
 
 void spw_contexts_add(CUcontext c, int dev)
@@ -83,9 +92,20 @@ void spw_contexts_gone(CUcontext c)
     while ((e = find(c)) && e->busy)
         pthread_cond_wait(&idle, &lock);
     if (e)
+        e->dying = true;
+    next_generation(); /* a thread may remember c as a primary context */
+    pthread_mutex_unlock(&lock);
+}
+
+void spw_contexts_destroyed(CUcontext c, bool destroyed)
+{
+    pthread_mutex_lock(&lock);
+    struct kept *e = find_as(c, true);
+    if (e && destroyed)
         drop(e);
-    else
-        next_generation(); /* a thread may remember c as a primary context */
+    else if (e)
+        e->dying = false; /* still a context, its work still to sync */
+    pthread_cond_broadcast(&idle);
     pthread_mutex_unlock(&lock);
 }
 
@@ -118,7 +138,10 @@ CUresult spw_contexts_sync(int dev, CUresult (*sync)(CUcontext))
     /* Each of dev's contexts once in this sweep, found again by handle
      * after each sync (the list changes while the lock is dropped). One
      * that another sync has busy is waited for and synced again: that sync
-     * may have begun before the work this one must cover. */
+     * may have begun before the work this one must cover. One the driver
+     * is destroying is waited for, never made current: the destroy waits
+     * for its work, as a sync would (a sweep that skipped it would let a
+     * block freed under that work be handed out while it runs). */
     uint64_t sweep = ++sweeps;
     for (;;) {
         struct kept *e = NULL;
@@ -126,7 +149,7 @@ CUresult spw_contexts_sync(int dev, CUresult (*sync)(CUcontext))
         for (size_t i = 0; i < nkept && !e; i++) {
             if (kept[i].dev != dev || kept[i].swept == sweep)
                 continue;
-            if (kept[i].busy)
+            if (kept[i].busy || kept[i].dying)
                 wait = true;
             else
                 e = &kept[i];

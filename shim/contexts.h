@@ -6,10 +6,12 @@
  * primary contexts are never kept here.
  *
  * The handlers note contexts (gate_use.c, once per thread and context);
- * cuCtxDestroy forgets one before the driver destroys it (sync.c). */
+ * cuCtxDestroy marks one dying before the driver destroys it and forgets
+ * it after (sync.c). */
 #ifndef SPILLWAY_SHIM_CONTEXTS_H
 #define SPILLWAY_SHIM_CONTEXTS_H
 #include <cuda.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Changes whenever a context or a stream is gone (sync.c: before and
@@ -21,9 +23,15 @@ uint64_t spw_contexts_generation(void);
 /* Keeps c, a context of device dev that is not its primary context. */
 void spw_contexts_add(CUcontext c, int dev);
 
-/* c is about to be destroyed: forgotten, after any sync of it in progress
- * has ended (the driver's destroy would wait for its work too). */
+/* c is about to be destroyed: after any sync of it in progress has ended,
+ * it is marked dying, never made current again; a device's sync waits for
+ * spw_contexts_destroyed instead (the driver's destroy waits for its work,
+ * as a sync of it would). */
 void spw_contexts_gone(CUcontext c);
+
+/* The driver's destroy of c returned: c is forgotten when it destroyed
+ * it, else kept as before. Each spw_contexts_gone is followed by one. */
+void spw_contexts_destroyed(CUcontext c, bool destroyed);
 
 /* Whether some context of dev is kept: then a sync of dev's primary
  * context alone is not a sync point of the device. */

@@ -121,9 +121,12 @@ CUresult spw_h_stream_destroy_v1(CUstream hStream)
     return stream_destroy(real, hStream);
 }
 
-/* Forgotten first: a move's sync must never make a destroyed context
- * current. A destroy the driver refuses leaves a context that its threads
- * note again at their next work (the generation changed). The destroy
+/* Marked dying first, forgotten after: a move's sync must never make a
+ * destroyed context current, and must not count as a sync point of the
+ * device before the destroy drained the context's work (a block freed
+ * under that work would be handed out while it runs): a sync waits for
+ * the destroy instead (contexts.h). A destroy the driver refuses leaves
+ * the context kept. The destroy
  * unloads the context's modules: the cached parameter layouts are
  * forgotten around it as around an unload (launch.c), or a function of a
  * later module handed the dead one's handle would be scanned by the dead
@@ -152,13 +155,16 @@ static CUresult ctx_destroy(CUresult (*real)(CUcontext), CUcontext ctx)
 {
     int dev = -1;
     struct spw_ctx_memory *dying = NULL;
-    if (ctx && !spw_disabled()) {
+    bool marked = ctx && !spw_disabled();
+    if (marked) {
         spw_contexts_gone(ctx);
         if (spw_backend_ctx_device(ctx, &dev) == CUDA_SUCCESS)
             dying = spw_ctx_memory_take(ctx, dev);
     }
     CUresult r;
     SPW_UNLOADING(r, real(ctx));
+    if (marked)
+        spw_contexts_destroyed(ctx, r == CUDA_SUCCESS);
     spw_ctx_memory_settle(dying, r == CUDA_SUCCESS);
     if (r == CUDA_SUCCESS && !spw_disabled()) {
         spw_contexts_stream_gone();

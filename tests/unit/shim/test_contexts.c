@@ -1,6 +1,6 @@
 /* shim/contexts.c: the kept contexts a device's sync covers, their
- * forgetting at cuCtxDestroy while a sync of them runs, and the errors
- * that end a context. The sync callback stands for "make it current and
+ * forgetting at cuCtxDestroy while a sync of them runs, a sync during a
+ * destroy, and the errors that end a context. The sync callback stands for "make it current and
  * cuCtxSynchronize" (backend.c). */
 #include "tests/unit/check_compat.h"
 #include "shim/contexts.h"
@@ -12,10 +12,16 @@
 #define C(n) ((CUcontext)(uintptr_t)(0x1000 * (n)))
 
 /* The registry is process-wide: each test forgets what it kept. */
+static void destroy_now(CUcontext c)
+{
+    spw_contexts_gone(c);
+    spw_contexts_destroyed(c, true);
+}
+
 static void forget_all(void)
 {
     for (int i = 1; i < 64; i++)
-        spw_contexts_gone(C(i));
+        destroy_now(C(i));
 }
 
 static CUcontext synced[64];
@@ -71,10 +77,10 @@ START_TEST(a_gone_context_is_not_synced_and_the_generation_moves)
     spw_contexts_add(C(1), 0);
     spw_contexts_add(C(2), 0);
     uint64_t g = spw_contexts_generation();
-    spw_contexts_gone(C(1));
+    destroy_now(C(1));
     ck_assert_uint_gt(spw_contexts_generation(), g);
     g = spw_contexts_generation();
-    spw_contexts_gone(C(9)); /* never kept: a thread may remember it as primary */
+    destroy_now(C(9)); /* never kept: a thread may remember it as primary */
     ck_assert_uint_gt(spw_contexts_generation(), g);
     g = spw_contexts_generation();
     spw_contexts_stream_gone();
@@ -82,7 +88,7 @@ START_TEST(a_gone_context_is_not_synced_and_the_generation_moves)
     ck_assert_int_eq(spw_contexts_sync(0, record), CUDA_SUCCESS);
     ck_assert_uint_eq(nsynced, 1);
     ck_assert_ptr_eq(synced[0], C(2));
-    spw_contexts_gone(C(2));
+    destroy_now(C(2));
     ck_assert_int_eq(spw_contexts_kept(0), 0);
     reset();
 }
@@ -146,6 +152,7 @@ static void *destroy(void *arg)
     /* The driver's destroy would come here: never while a sync of it runs. */
     if (atomic_load(&syncing_now))
         atomic_store(&destroyed_during_sync, 1);
+    spw_contexts_destroyed((CUcontext)arg, true);
     return NULL;
 }
 
@@ -182,6 +189,49 @@ START_TEST(a_destroy_waits_for_the_sync_of_its_context)
     ck_assert_int_eq(pthread_join(s, NULL), 0);
     ck_assert_int_eq(atomic_load(&destroyed_during_sync), 0);
     ck_assert_int_eq(spw_contexts_kept(0), 0);
+    reset();
+}
+END_TEST
+
+/* A device's sync while the driver destroys one of its contexts: the
+ * context is never made current, and the sync ends only once the destroy
+ * did (the destroy drains its work; a sync point before that would let a
+ * block freed under that work be handed out while it runs). A destroy the
+ * driver refuses leaves the context synced as before. */
+static atomic_int sweep_done;
+
+static void *sweep_then_note(void *arg)
+{
+    (void)arg;
+    ck_assert_int_eq(spw_contexts_sync(0, record), CUDA_SUCCESS);
+    atomic_store(&sweep_done, 1);
+    return NULL;
+}
+
+START_TEST(a_sync_during_a_destroy_waits_for_it)
+{
+    reset();
+    atomic_store(&sweep_done, 0);
+    spw_contexts_add(C(7), 0);
+    spw_contexts_add(C(8), 0);
+    spw_contexts_gone(C(7)); /* the driver's destroy under way */
+    ck_assert_int_eq(spw_contexts_kept(0), 1);
+    pthread_t s;
+    ck_assert_int_eq(pthread_create(&s, NULL, sweep_then_note, NULL), 0);
+    struct timespec ts = {0, 50 * 1000000L};
+    nanosleep(&ts, NULL); /* the sweep has had time to end, were it not waiting */
+    ck_assert_int_eq(atomic_load(&sweep_done), 0);
+    spw_contexts_destroyed(C(7), true);
+    ck_assert_int_eq(pthread_join(s, NULL), 0);
+    ck_assert_int_eq(was_synced(C(7)), 0);
+    ck_assert_int_eq(was_synced(C(8)), 1);
+    /* Refused: kept, synced again. */
+    spw_contexts_gone(C(8));
+    spw_contexts_destroyed(C(8), false);
+    nsynced = 0;
+    ck_assert_int_eq(spw_contexts_sync(0, record), CUDA_SUCCESS);
+    ck_assert_int_eq(was_synced(C(8)), 1);
+    ck_assert_uint_eq(nsynced, 1);
     reset();
 }
 END_TEST
@@ -248,7 +298,8 @@ static void *churn(void *arg)
         atomic_store(&gone_flag[n], 0);
         spw_contexts_add(C(n), 0);
         spw_contexts_gone(C(n));
-        atomic_store(&gone_flag[n], 1);
+        atomic_store(&gone_flag[n], 1); /* the driver's destroy began */
+        spw_contexts_destroyed(C(n), true);
     }
     return NULL;
 }
@@ -291,6 +342,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, ended_contexts_are_dropped_other_refusals_returned);
     tcase_add_test(tc, a_destroy_waits_for_the_sync_of_its_context);
     tcase_add_test(tc, a_busy_context_is_waited_for_and_synced_again);
+    tcase_add_test(tc, a_sync_during_a_destroy_waits_for_it);
     tcase_add_test(tc, churn_of_contexts_during_syncs);
     suite_add_tcase(s, tc);
     return s;
