@@ -19,10 +19,17 @@ void spw_info_clamp(int dev, size_t *free_bytes, size_t *total_bytes)
         *total_bytes = (size_t)told;
     if (!free_bytes)
         return;
-    /* Without a pool, the smaller one stands. */
+    /* Without a pool, the smaller one stands. Before the pool is set up
+     * (its first allocation), the driver's figure bounds only the device
+     * part: what the program is told past the limit (SPILLWAY_OVERSUBSCRIBE)
+     * will be pinned host pages, which the driver's free does not count.
+     * Else a program that sizes itself from free before it allocates
+     * (TensorFlow's BFC) is told no more than the device has free. */
     if (!spw_pool_serves(dev)) {
-        if (avail < *free_bytes)
-            *free_bytes = (size_t)avail;
+        uint64_t dfree = *free_bytes, limit = spw_limit(dev);
+        if (told > limit && spw_pool_pending(dev))
+            dfree += told - limit;
+        *free_bytes = (size_t)(dfree < avail ? dfree : avail);
         return;
     }
     /* The pool holds its pages from the driver (all of them when

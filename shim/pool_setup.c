@@ -177,6 +177,12 @@ int spw_pool_serves(int dev)
            atomic_load_explicit(&state[dev], memory_order_acquire) == DEV_POOL;
 }
 
+int spw_pool_pending(int dev)
+{
+    return dev >= 0 && dev < SW_MAX_DEVICES && !spw_disabled() &&
+           atomic_load_explicit(&state[dev], memory_order_acquire) == DEV_UNKNOWN;
+}
+
 int spw_pool_spills(int dev)
 {
     return dev >= 0 && dev < SW_MAX_DEVICES &&

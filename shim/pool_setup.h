@@ -25,6 +25,10 @@ sw_policy *spw_pool_for(int dev);
 /* Whether dev is served from the pool (without setting it up). */
 int spw_pool_serves(int dev);
 
+/* Whether dev's pool is yet to be set up (its first allocation will try):
+ * neither served from the pool nor known to pass through. */
+int spw_pool_pending(int dev);
+
 /* Whether dev's pool spills (SPILLWAY_SPILL): its allocations are bounded by
  * the pool and the host limit, not by the shim's byte count. */
 int spw_pool_spills(int dev);
