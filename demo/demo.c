@@ -245,8 +245,12 @@ int main(int argc, char **argv)
         n++;
         printf("demo:   %2d allocations, %.0f MiB\n", n, got / MiB);
     }
-    printf("demo: allocation %d failed with %s after %.0f MiB (the program was told %.0f MiB)\n",
-           n + 1, err_name(r), got / MiB, total / MiB);
+    if (r == CUDA_SUCCESS) /* stopped at CHUNKS_MAX: spill on, or no limit */
+        printf("demo: no allocation refused after %d chunks of %.0f MiB (%.0f MiB, the program was told "
+               "%.0f MiB)\n", n, chunk / MiB, got / MiB, total / MiB);
+    else
+        printf("demo: allocation %d failed with %s after %.0f MiB (the program was told %.0f MiB)\n",
+               n + 1, err_name(r), got / MiB, total / MiB);
     report("full", dev);
     pool_report();
     for (int i = 0; i < n; i++)

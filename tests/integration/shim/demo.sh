@@ -13,3 +13,12 @@ printf '%s\n' "$out" | grep -q 'served it from its page pool: 256 MiB of device 
 printf '%s\n' "$out" | grep -q 'at start: cuDeviceTotalMem 512 MiB, cuMemGetInfo free 512 MiB of 512 MiB'
 printf '%s\n' "$out" | grep -q 'arena of 384 MiB mapped, every word read back intact'
 printf '%s\n' "$out" | grep -q 'backs 128 MiB of it with pinned host memory'
+# Its chunk mode run by hand with spill on (the default) is never refused:
+# it stops at its 64 chunks, says so, and exits 1. It said "allocation 65
+# failed with CUDA_SUCCESS".
+B=${SPW_TEST_BUILD:-build}
+own=$(env LD_LIBRARY_PATH="$B/fakecuda" FAKECUDA_MEM=256M FAKECUDA_DEVICES=1 \
+    LD_PRELOAD="$B/libspillway.so" SPILLWAY_MEM_LIMIT=16M SPILLWAY_LOG=error \
+    "$B/demo/spillway-demo" 2>&1) && exit 1
+printf '%s\n' "$own" | grep -q 'no allocation refused after 64 chunks of 2 MiB (128 MiB, the program was told 16 MiB)'
+if printf '%s\n' "$own" | grep -q 'CUDA_SUCCESS'; then exit 1; fi
