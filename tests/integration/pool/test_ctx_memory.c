@@ -235,6 +235,34 @@ START_TEST(pool_block_names_its_context)
 }
 END_TEST
 
+/* A block freed with cuMemFreeAsync before its context's destroy is the
+ * free queue's, not the context's: not released a second time (its
+ * address may be another allocation's by then). */
+START_TEST(async_freed_block_is_not_released_again)
+{
+    if (!pooled())
+        return;
+    use_device(0);
+    size_t n = limit_bytes() / 4;
+    CUcontext own = created_context();
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr a, b;
+    CU_OK(cuMemAlloc(&a, n));
+    CU_OK(cuMemAlloc(&b, n));
+    CU_OK(cuMemFreeAsync(a, s));
+    CU_OK(cuCtxDestroy(own));
+    expect_counted(0, 0);
+    ck_assert_int_eq(cuMemFree(a), CUDA_ERROR_INVALID_VALUE);
+    ck_assert_int_eq(cuMemFree(b), CUDA_ERROR_INVALID_VALUE);
+    expect_counted(0, 0);
+    CUdeviceptr again;
+    CU_OK(cuMemAlloc(&again, 3 * n));
+    CU_OK(cuMemFree(again));
+    expect_counted(0, 0);
+}
+END_TEST
+
 /* A thread's rounds: a context of its own, four blocks, two freed, the
  * context destroyed with the other two. NULL, or what went wrong. */
 static void *rounds_in_own_contexts(void *arg)
@@ -302,6 +330,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, destroyed_context_frees_its_pool_blocks);
     tcase_add_test(tc, destroy_leaves_other_contexts_blocks);
     tcase_add_test(tc, pool_block_names_its_context);
+    tcase_add_test(tc, async_freed_block_is_not_released_again);
     tcase_add_test(tc, threads_destroying_their_contexts_leave_others_blocks);
     suite_add_tcase(s, tc);
     return s;
