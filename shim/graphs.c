@@ -186,7 +186,9 @@ static void allocs_step(const struct exec_ptrs *x, int sign)
         atomic_fetch_add_explicit(&with_allocs, (unsigned)sign, memory_order_relaxed);
 }
 
-/* What a record's alloc nodes were before an update read its graph again. */
+/* What a record's alloc nodes were before an update read its graph again:
+ * its figures, and its address list itself (taken, not copied: the read
+ * makes a new one). */
 struct alloc_nodes {
     uint64_t bytes, devs;
     unsigned gen, upload_gen;
@@ -194,19 +196,13 @@ struct alloc_nodes {
     size_t n;
 };
 
-/* Under lock: x's alloc nodes kept in *was (false without memory for
- * them: its next launch is then due, as for a new graph). */
-static bool keep_alloc_nodes(const struct exec_ptrs *x, struct alloc_nodes *was)
+/* Under lock: x's alloc nodes move to *was. */
+static void take_alloc_nodes(struct exec_ptrs *x, struct alloc_nodes *was)
 {
     *was = (struct alloc_nodes){x->alloc_bytes, x->alloc_devs, x->alloc_gen, x->upload_gen,
-                                NULL, x->nallocs};
-    if (!was->gen && !was->upload_gen)
-        return false; /* due anyway */
-    if (was->n && !(was->allocs = malloc(was->n * sizeof *was->allocs)))
-        return false;
-    for (size_t i = 0; i < was->n; i++)
-        was->allocs[i] = x->allocs[i];
-    return true;
+                                x->allocs, x->nallocs};
+    x->allocs = NULL;
+    x->nallocs = x->allocs_cap = 0;
 }
 
 /* A successful update leaves the alloc nodes as they were (the driver
@@ -236,18 +232,16 @@ static void record(CUgraphExec e, CUgraph g)
     struct exec_ptrs *x = find(e, true);
     if (x) {
         struct alloc_nodes was;
-        bool kept = keep_alloc_nodes(x, &was);
+        take_alloc_nodes(x, &was); /* ran stays: what it ran may still be live */
         allocs_step(x, -1);
         x->n = 0;
         x->alloc_bytes = x->alloc_devs = 0;
         free(x->alloc_on); /* made again at its first alloc node */
         x->alloc_on = NULL;
-        x->nallocs = 0; /* ran stays: what it ran may still be live */
         x->alloc_gen = x->upload_gen = 0; /* settled again at its next launch */
         collect(x, g, 0);
         allocs_step(x, 1);
-        if (kept)
-            settled_unless_changed(x, &was);
+        settled_unless_changed(x, &was);
     } else {
         unread();
     }

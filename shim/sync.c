@@ -121,18 +121,8 @@ CUresult spw_h_stream_destroy_v1(CUstream hStream)
     return stream_destroy(real, hStream);
 }
 
-/* Marked dying first, forgotten after: a move's sync must never make a
- * destroyed context current, and must not count as a sync point of the
- * device before the destroy drained the context's work (a block freed
- * under that work would be handed out while it runs): a sync waits for
- * the destroy instead (contexts.h). A destroy the driver refuses leaves
- * the context kept. The destroy
- * unloads the context's modules: the cached parameter layouts are
- * forgotten around it as around an unload (launch.c), or a function of a
- * later module handed the dead one's handle would be scanned by the dead
- * one's layout, past the arguments its launch passes. It also frees the
- * context's memory: what spillway counted of it is released
- * (ctx_memory.h), and so are the pool blocks made in it (ctx_blocks.h). */
+/* The pool blocks made in ctx, which the driver destroyed: freed, as the
+ * driver freed its memory (ctx_blocks.h). */
 static void free_blocks_of(CUcontext ctx)
 {
     CUdeviceptr *blocks;
@@ -151,6 +141,18 @@ static void free_blocks_of(CUcontext ctx)
     free(blocks);
 }
 
+/* Marked dying first, forgotten after: a move's sync must never make a
+ * destroyed context current, and must not count as a sync point of the
+ * device before the destroy drained the context's work (a block freed
+ * under that work would be handed out while it runs): a sync waits for
+ * the destroy instead (contexts.h). A destroy the driver refuses leaves
+ * the context kept. The destroy
+ * unloads the context's modules: the cached parameter layouts are
+ * forgotten around it as around an unload (launch.c), or a function of a
+ * later module handed the dead one's handle would be scanned by the dead
+ * one's layout, past the arguments its launch passes. It also frees the
+ * context's memory: what spillway counted of it is released
+ * (ctx_memory.h), and so are the pool blocks made in it. */
 static CUresult ctx_destroy(CUresult (*real)(CUcontext), CUcontext ctx)
 {
     int dev = -1;
@@ -166,12 +168,12 @@ static CUresult ctx_destroy(CUresult (*real)(CUcontext), CUcontext ctx)
     if (marked)
         spw_contexts_destroyed(ctx, r == CUDA_SUCCESS);
     spw_ctx_memory_settle(dying, r == CUDA_SUCCESS);
-    if (r == CUDA_SUCCESS && !spw_disabled()) {
+    if (r == CUDA_SUCCESS && marked) {
         spw_contexts_stream_gone();
         /* Its events died with it, the pool's among them (made in the
          * freeing thread's context): the frees they marked are done. */
         sw_policy *p = spw_pool_policy();
-        if (p && ctx)
+        if (p)
             sw_context_gone(p, ctx);
         free_blocks_of(ctx);
     }
