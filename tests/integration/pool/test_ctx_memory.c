@@ -187,18 +187,9 @@ START_TEST(destroy_leaves_other_contexts_blocks)
     CUcontext c = NULL;
     CU_OK(cuPointerGetAttribute(&c, CU_POINTER_ATTRIBUTE_CONTEXT, others));
     ck_assert_ptr_eq(c, other);
-    unsigned char *host = malloc(4 * MiB);
-    ck_assert_ptr_nonnull(host);
-    CU_OK(cuMemcpyDtoH(host, before, 4 * MiB));
-    for (size_t i = 0; i < 4 * MiB; i += 4093)
-        ck_assert_uint_eq(host[i], 0x5a);
-    CU_OK(cuMemcpyDtoH(host, reused, 2 * MiB));
-    for (size_t i = 0; i < 2 * MiB; i += 4093)
-        ck_assert_uint_eq(host[i], 0x3c);
-    CU_OK(cuMemcpyDtoH(host, others, MiB));
-    for (size_t i = 0; i < MiB; i += 4093)
-        ck_assert_uint_eq(host[i], 0x77);
-    free(host);
+    expect_byte(before, 4 * MiB, 0x5a);
+    expect_byte(reused, 2 * MiB, 0x3c);
+    expect_byte(others, MiB, 0x77);
     CU_OK(cuCtxDestroy(other)); /* its block goes with it */
     CU_OK(cuCtxSetCurrent(primary));
     expect_counted(0, 6 * MiB);
@@ -307,12 +298,7 @@ START_TEST(threads_destroying_their_contexts_leave_others_blocks)
     CU_OK(cuCtxSetCurrent(primary));
     if (pooled())
         expect_counted(0, 4 * MiB);
-    unsigned char *host = malloc(4 * MiB);
-    ck_assert_ptr_nonnull(host);
-    CU_OK(cuMemcpyDtoH(host, mine, 4 * MiB));
-    for (size_t i = 0; i < 4 * MiB; i += 4093)
-        ck_assert_uint_eq(host[i], 0x42);
-    free(host);
+    expect_byte(mine, 4 * MiB, 0x42);
     CU_OK(cuMemFree(mine));
     if (pooled())
         expect_counted(0, 0);

@@ -252,6 +252,30 @@ static void expect_replays_alone(CUgraphExec e, CUstream s, CUdeviceptr big, int
     rig_expect_pattern(big, LIMIT - GBYTES - 8 * MiB, pattern, "the data the pool held");
 }
 
+/* A graph launched once on a new stream, its alloc nodes' memory idle in
+ * the driver's graph pool, and device 0 filled to its limit around it
+ * (pattern in *big, LIMIT - GBYTES - 8 MiB). */
+static CUgraphExec settled_at_the_limit(CUstream *s, CUgraph *g, CUdeviceptr *big, int pattern)
+{
+    rig_setup(0);
+    CU_OK(cuStreamCreate(s, CU_STREAM_NON_BLOCKING));
+    CUgraphExec e = alloc_set_free(g);
+    CU_OK(cuGraphLaunch(e, *s));
+    CU_OK(cuStreamSynchronize(*s));
+    ck_assert_uint_ge(reserved(), GBYTES); /* idle from now on */
+    *big = rig_filled(LIMIT - GBYTES - 8 * MiB, pattern);
+    return e;
+}
+
+static void settled_done(CUstream s, CUgraph g, CUgraphExec e, CUdeviceptr big)
+{
+    CU_OK(cuGraphExecDestroy(e));
+    CU_OK(cuGraphDestroy(g));
+    CU_OK(cuMemFree(big));
+    CU_OK(cuDeviceGraphMemTrim(0));
+    CU_OK(cuStreamDestroy(s));
+}
+
 START_TEST(replays_after_a_first_launch_that_trimmed_do_not_trim)
 {
     rig_setup(0);
@@ -606,22 +630,13 @@ END_TEST
  * own idle memory for the launch to map again). */
 START_TEST(a_trim_of_another_device_leaves_replays_alone)
 {
-    rig_setup(0);
     CUstream s;
-    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     CUgraph g;
-    CUgraphExec e = alloc_set_free(&g);
-    CU_OK(cuGraphLaunch(e, s));
-    CU_OK(cuStreamSynchronize(s));
-    ck_assert_uint_ge(reserved(), GBYTES); /* idle from now on */
-    CUdeviceptr big = rig_filled(LIMIT - GBYTES - 8 * MiB, 15); /* device 0 at its limit */
+    CUdeviceptr big;
+    CUgraphExec e = settled_at_the_limit(&s, &g, &big, 15);
     CU_OK(cuDeviceGraphMemTrim(1)); /* the program's, of the other device */
     expect_replays_alone(e, s, big, 15, "after a trim of device 1");
-    CU_OK(cuGraphExecDestroy(e));
-    CU_OK(cuGraphDestroy(g));
-    CU_OK(cuMemFree(big));
-    CU_OK(cuDeviceGraphMemTrim(0));
-    CU_OK(cuStreamDestroy(s));
+    settled_done(s, g, e, big);
 }
 END_TEST
 
@@ -631,15 +646,10 @@ END_TEST
  * the limit stay replays, with no trim of the memory they reuse. */
 START_TEST(an_update_leaves_replays_alone)
 {
-    rig_setup(0);
     CUstream s;
-    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     CUgraph g;
-    CUgraphExec e = alloc_set_free(&g);
-    CU_OK(cuGraphLaunch(e, s));
-    CU_OK(cuStreamSynchronize(s));
-    ck_assert_uint_ge(reserved(), GBYTES); /* idle from now on */
-    CUdeviceptr big = rig_filled(LIMIT - GBYTES - 8 * MiB, 16); /* at the limit */
+    CUdeviceptr big;
+    CUgraphExec e = settled_at_the_limit(&s, &g, &big, 16);
     size_t n = 0;
     CU_OK(cuGraphGetNodes(g, NULL, &n));
     ck_assert_uint_eq(n, 3);
@@ -653,11 +663,7 @@ START_TEST(an_update_leaves_replays_alone)
     CU_OK(cuGraphExecUpdate(e, g, &info));
     ck_assert_int_eq(info.result, CU_GRAPH_EXEC_UPDATE_SUCCESS);
     expect_replays_alone(e, s, big, 16, "after an update");
-    CU_OK(cuGraphExecDestroy(e));
-    CU_OK(cuGraphDestroy(g));
-    CU_OK(cuMemFree(big));
-    CU_OK(cuDeviceGraphMemTrim(0));
-    CU_OK(cuStreamDestroy(s));
+    settled_done(s, g, e, big);
 }
 END_TEST
 
