@@ -22,3 +22,13 @@ own=$(env LD_LIBRARY_PATH="$B/fakecuda" FAKECUDA_MEM=256M FAKECUDA_DEVICES=1 \
     "$B/demo/spillway-demo" 2>&1) && exit 1
 printf '%s\n' "$own" | grep -q 'no allocation refused after 64 chunks of 2 MiB (128 MiB, the program was told 16 MiB)'
 if printf '%s\n' "$own" | grep -q 'CUDA_SUCCESS'; then exit 1; fi
+# Its spill mode refused by a host limit too small to hold the half past the
+# limit: it says which chunk was refused, still reads back the chunks it
+# holds (intact: a refusal loses nothing) and exits 1. It said "8 chunks
+# held, every word read back NOT intact" without reading any of them.
+spl=$(env LD_LIBRARY_PATH="$B/fakecuda" FAKECUDA_MEM=256M FAKECUDA_DEVICES=1 \
+    LD_PRELOAD="$B/libspillway.so" SPILLWAY_MEM_LIMIT=16M SPILLWAY_HOST_LIMIT=2M \
+    SPILLWAY_LOG=error "$B/demo/spillway-demo" spill 2>&1) && exit 1
+printf '%s\n' "$spl"
+printf '%s\n' "$spl" | grep -q 'chunk 10 failed with CUDA_ERROR_OUT_OF_MEMORY'
+printf '%s\n' "$spl" | grep -q '9 chunks held, every word read back intact'
