@@ -41,11 +41,12 @@ echo "-- with spillway, spill off: LD_PRELOAD=$B/libspillway.so $settings SPILLW
 # shellcheck disable=SC2086 # settings is a list of NAME=value words
 run LD_PRELOAD="$B/libspillway.so" $settings SPILLWAY_SPILL=0 "$demo"
 echo
-echo "-- with spillway, spill on (the default): LD_PRELOAD=$B/libspillway.so $settings"
+# The line shows every variable the run sets, so that it can be copied.
+echo "-- with spillway, spill on (the default): LD_PRELOAD=$B/libspillway.so $settings SPILLWAY_HOST_LIMIT=${SPW_DEMO_HOST_LIMIT:-4G}"
 # shellcheck disable=SC2086
 run LD_PRELOAD="$B/libspillway.so" $settings SPILLWAY_HOST_LIMIT=${SPW_DEMO_HOST_LIMIT:-4G} "$demo" spill
 echo
-echo "-- oversubscribed: LD_PRELOAD=$B/libspillway.so $settings SPILLWAY_OVERSUBSCRIBE=2"
+echo "-- oversubscribed: LD_PRELOAD=$B/libspillway.so $settings SPILLWAY_OVERSUBSCRIBE=2${SPW_DEMO_HOST_LIMIT:+ SPILLWAY_HOST_LIMIT=$SPW_DEMO_HOST_LIMIT}"
 # The host limit must hold what is past the limit (checked at start): auto
 # (half the machine's memory) unless SPW_DEMO_HOST_LIMIT says otherwise.
 # shellcheck disable=SC2086

@@ -13,6 +13,9 @@ printf '%s\n' "$out" | grep -q 'served it from its page pool: 256 MiB of device 
 printf '%s\n' "$out" | grep -q 'at start: cuDeviceTotalMem 512 MiB, cuMemGetInfo free 512 MiB of 512 MiB'
 printf '%s\n' "$out" | grep -q 'arena of 384 MiB mapped, every word read back intact'
 printf '%s\n' "$out" | grep -q 'backs 128 MiB of it with pinned host memory'
+# Each run's line names every variable it sets (the spill run's host limit
+# was missing: a user copying the line got another host limit).
+printf '%s\n' "$out" | grep -q -- '-- with spillway, spill on (the default): LD_PRELOAD=.* SPILLWAY_HOST_LIMIT=4G$'
 # Its chunk mode run by hand with spill on (the default) is never refused:
 # it stops at its 64 chunks, says so, and exits 1. It said "allocation 65
 # failed with CUDA_SUCCESS".
