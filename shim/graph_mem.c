@@ -220,8 +220,9 @@ CUresult spw_graph_mem_before(CUgraphExec e, bool launch, struct spw_graph_mem_t
 {
     t->exec = e;
     t->devs = 0;
+    t->uploaded = false;
     /* first: one load on a replay; held[] is written only when due */
-    uint64_t on = spw_graph_allocs_due(e, launch, t->held);
+    uint64_t on = spw_graph_allocs_due(e, t->held, launch ? &t->uploaded : NULL);
     if (!on || spw_disabled())
         return CUDA_SUCCESS;
     t->launch = launch;
@@ -245,11 +246,11 @@ CUresult spw_graph_mem_before(CUgraphExec e, bool launch, struct spw_graph_mem_t
     return CUDA_SUCCESS;
 }
 
-void spw_graph_mem_after(const struct spw_graph_mem_ticket *t, CUresult r, CUstream stream,
-                         int per_thread)
+/* After a launch or upload that was due. Not inlined: a replay's after
+ * would set up its frame. */
+__attribute__((noinline)) static void settle_due(const struct spw_graph_mem_ticket *t, CUresult r, CUstream stream,
+                       int per_thread)
 {
-    if (!t->devs)
-        return; /* nothing due: a replay */
     /* A launch into a capture reserves nothing (it becomes a child graph
      * node): settled unless its own stream captures (another stream's
      * capture leaves it a launch, or each replay during the capture would
@@ -269,6 +270,16 @@ void spw_graph_mem_after(const struct spw_graph_mem_ticket *t, CUresult r, CUstr
             settle_locked(dev, t->held[dev], false);
             pthread_mutex_unlock(&lock);
         }
+}
+
+void spw_graph_mem_after(const struct spw_graph_mem_ticket *t, CUresult r, CUstream stream,
+                         int per_thread)
+{
+    /* Apart, so that a replay (nothing due) costs a test or two. */
+    if (t->devs)
+        settle_due(t, r, stream, per_thread);
+    else if (t->uploaded && r == CUDA_SUCCESS) /* a launch refused ran nothing */
+        spw_graph_allocs_ran(t->exec);
 }
 
 #define UPLOAD_HANDLER(handler, per_thread)                       \

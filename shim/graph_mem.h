@@ -14,9 +14,11 @@
  * instantiation or update, or since a trim of one of their devices), and
  * in bytes_on[dev] for each of them the bytes of its nodes placed there;
  * else 0 (bytes_on untouched), one atomic load while no executable graph
- * has any. The first launch (launch: not an upload) after the upload that
- * settled it is not due, and is taken as run (spw_graph_allocs_ran) here. */
-uint64_t spw_graph_allocs_due(CUgraphExec e, bool launch, uint64_t bytes_on[SW_MAX_DEVICES]);
+ * has any. uploaded: NULL for an upload, else for a launch, which is not
+ * due when it is the first after the upload that settled it: *uploaded is
+ * set then (else left alone), and spw_graph_allocs_ran takes it as run
+ * once the driver accepted it. */
+uint64_t spw_graph_allocs_due(CUgraphExec e, uint64_t bytes_on[SW_MAX_DEVICES], bool *uploaded);
 /* e's launch (or upload: !launch) settled it as of trim generation gen
  * (>= 1): not due again until a trim of one of its devices, unless one
  * came after gen. */
@@ -24,8 +26,9 @@ void spw_graph_allocs_settled(CUgraphExec e, unsigned gen, bool launch);
 /* dev was trimmed, as of trim generation gen: the graphs with alloc nodes
  * on it are due again; those of other devices are not. */
 void spw_graph_allocs_trimmed(int dev, unsigned gen);
-/* e was launched: its alloc nodes' allocations may be live (an upload
- * maps their memory but starts none). */
+/* e was launched (the driver accepted the launch): its alloc nodes'
+ * allocations may be live (an upload maps their memory but starts none);
+ * settled as its upload was, were that its first launch since. */
 void spw_graph_allocs_ran(CUgraphExec e);
 /* graphs.c: records executable graph e, instantiated from g (its pool
  * pointers, its alloc nodes). */
@@ -44,6 +47,7 @@ size_t spw_graph_forget(CUgraphExec e, CUdeviceptr **allocs, bool *ran);
 struct spw_graph_mem_ticket {
     CUgraphExec exec;
     bool launch; /* not an upload; set, like gen, only when devs are */
+    bool uploaded; /* the first launch after the upload that settled it */
     unsigned gen;
     uint64_t devs; /* settled after the launch; held[] is read for these only */
     uint64_t held[SW_MAX_DEVICES]; /* held on each device of devs */

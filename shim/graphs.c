@@ -248,7 +248,7 @@ static void record(CUgraphExec e, CUgraph g)
     pthread_mutex_unlock(&lock);
 }
 
-uint64_t spw_graph_allocs_due(CUgraphExec e, bool launch, uint64_t bytes_on[SW_MAX_DEVICES])
+uint64_t spw_graph_allocs_due(CUgraphExec e, uint64_t bytes_on[SW_MAX_DEVICES], bool *uploaded)
 {
     if (!atomic_load_explicit(&with_allocs, memory_order_relaxed))
         return 0;
@@ -261,13 +261,12 @@ uint64_t spw_graph_allocs_due(CUgraphExec e, bool launch, uint64_t bytes_on[SW_M
             for (int dev = 0; dev < SW_MAX_DEVICES; dev++)
                 if (devs >> dev & 1)
                     bytes_on[dev] = x->alloc_on ? x->alloc_on[dev] : x->alloc_bytes;
-        } else if (launch) {
-            /* The first launch after the upload that settled it: run from
-             * now on (before the driver's answer: one it refuses stays
-             * counted, never uncounted early). */
-            x->ran = true;
-            x->alloc_gen = x->upload_gen;
-            x->upload_gen = 0;
+        } else if (uploaded) { /* a launch */
+            /* The first launch after the upload that settled it: run and
+             * settled once the driver accepts it (spw_graph_allocs_ran),
+             * not before: one it refuses ran nothing, and the next launch
+             * is this one again. */
+            *uploaded = true;
         }
     }
     pthread_mutex_unlock(&lock);
@@ -315,6 +314,10 @@ void spw_graph_allocs_ran(CUgraphExec e)
     struct exec_ptrs *x = find(e, false);
     if (x)
         x->ran = true;
+    if (x && !x->alloc_gen && x->upload_gen) { /* unless a trim came meanwhile */
+        x->alloc_gen = x->upload_gen;
+        x->upload_gen = 0;
+    }
     pthread_mutex_unlock(&lock);
 }
 

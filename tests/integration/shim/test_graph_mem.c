@@ -370,6 +370,77 @@ START_TEST(a_captured_allocation_only_uploaded_goes_with_its_graphs)
 }
 END_TEST
 
+/* The first launch after an upload is not due (the upload settled it):
+ * one the driver refuses ran nothing, and leaves the allocation to go with
+ * its graphs; the launch after it that goes through runs it. */
+START_TEST(a_refused_launch_after_an_upload_runs_nothing)
+{
+    rig_setup(0);
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    size_t before = free_now();
+    CUdeviceptr t;
+    CUgraph g = capture_alloc(s, &t);
+    CUgraphExec e;
+    CU_OK(cuGraphInstantiateWithFlags(&e, g, 0));
+    CU_OK(cuGraphUpload(e, s));
+    CU_OK(cuStreamSynchronize(s));
+    ck_assert_int_eq(fakecuda_fault_config("cuGraphLaunch:1", NULL, 0), 0);
+    ck_assert_int_eq(cuGraphLaunch(e, s), CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
+    ck_assert_int_eq(fakecuda_fault_config(NULL, NULL, 0), 0);
+    CU_OK(cuStreamSynchronize(s));
+    CU_OK(cuGraphExecDestroy(e));
+    CU_OK(cuGraphDestroy(g));
+    CU_OK(cuDeviceGraphMemTrim(0));
+    ck_assert_uint_eq(reserved(), 0);
+    ck_assert_msg(free_now() == before, "free %zu MiB before the capture, %zu after its graphs went",
+                  before >> 20, free_now() >> 20);
+
+    g = capture_alloc(s, &t); /* refused, then launched: it ran */
+    CU_OK(cuGraphInstantiateWithFlags(&e, g, 0));
+    CU_OK(cuGraphUpload(e, s));
+    ck_assert_int_eq(fakecuda_fault_config("cuGraphLaunch:1", NULL, 0), 0);
+    ck_assert_int_eq(cuGraphLaunch(e, s), CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
+    ck_assert_int_eq(fakecuda_fault_config(NULL, NULL, 0), 0);
+    CU_OK(cuGraphLaunch(e, s));
+    CU_OK(cuStreamSynchronize(s));
+    CU_OK(cuGraphExecDestroy(e));
+    CU_OK(cuGraphDestroy(g));
+    ck_assert_uint_eq(free_now() + GBYTES, before); /* live: the program's to free */
+    unsigned word = 0;
+    CU_OK(cuMemcpyDtoH(&word, t, sizeof word));
+    ck_assert_uint_eq(word, 3u);
+    CU_OK(cuMemFreeAsync(t, s));
+    CU_OK(cuStreamSynchronize(s));
+    CU_OK(cuDeviceGraphMemTrim(0));
+    ck_assert_uint_eq(free_now(), before);
+    CU_OK(cuStreamDestroy(s));
+}
+END_TEST
+
+/* A first launch the driver refuses ran nothing either. */
+START_TEST(a_refused_first_launch_runs_nothing)
+{
+    rig_setup(0);
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    size_t before = free_now();
+    CUdeviceptr t;
+    CUgraph g = capture_alloc(s, &t);
+    CUgraphExec e;
+    CU_OK(cuGraphInstantiateWithFlags(&e, g, 0));
+    ck_assert_int_eq(fakecuda_fault_config("cuGraphLaunch:1", NULL, 0), 0);
+    ck_assert_int_eq(cuGraphLaunch(e, s), CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
+    ck_assert_int_eq(fakecuda_fault_config(NULL, NULL, 0), 0);
+    CU_OK(cuGraphExecDestroy(e));
+    CU_OK(cuGraphDestroy(g));
+    CU_OK(cuDeviceGraphMemTrim(0));
+    ck_assert_msg(free_now() == before, "free %zu MiB before the capture, %zu after its graphs went",
+                  before >> 20, free_now() >> 20);
+    CU_OK(cuStreamDestroy(s));
+}
+END_TEST
+
 /* One that ran is live after its graphs go, until the program frees it. */
 START_TEST(a_captured_allocation_that_ran_outlives_its_graphs)
 {
@@ -795,6 +866,8 @@ Suite *test_suite(void)
     tcase_add_test(tc, a_captured_allocation_that_ran_outlives_its_graphs);
     tcase_add_test(tc, a_replays_allocation_freed_after_a_trim_is_trimmed_at_the_limit);
     tcase_add_test(tc, a_captured_allocation_only_uploaded_goes_with_its_graphs);
+    tcase_add_test(tc, a_refused_launch_after_an_upload_runs_nothing);
+    tcase_add_test(tc, a_refused_first_launch_runs_nothing);
     tcase_add_test(tc, a_graph_unread_at_instantiation_keeps_its_captured_allocation_counted);
     tcase_add_test(tc, an_invalidated_capture_leaves_nothing_counted);
     tcase_add_test(tc, another_threads_invalidated_capture_leaves_a_ptds_capture_counted);
