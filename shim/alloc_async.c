@@ -108,12 +108,20 @@ static CUresult serve_for_pool(sw_policy *p, int dev, size_t bytes, CUstream key
 /* The driver's answer r to an allocation on stream: one captured into a
  * graph is noted with its capture (graph_captured.c), so that its count
  * goes should no graph ever run it. */
-static CUresult noted(CUresult r, const CUdeviceptr *dptr, sw_passthrough_reason why, CUstream stream,
-                      int per_thread)
+static CUresult noted(CUresult r, const CUdeviceptr *dptr, sw_passthrough_reason why, cuuint64_t id,
+                      CUstream stream, int per_thread)
 {
     if (r == CUDA_SUCCESS && why == SW_PT_CAPTURE)
-        spw_graph_captured(*dptr, stream, per_thread);
+        spw_graph_captured(*dptr, id, stream, per_thread);
     return r;
+}
+
+static CUresult passthrough_async(CUresult (*real)(CUdeviceptr *, size_t, CUstream), int per_thread,
+                                  CUdeviceptr *dptr, size_t bytesize, CUstream stream, int dev,
+                                  sw_passthrough_reason why, cuuint64_t id)
+{
+    SPW_PASSTHROUGH_ALLOC(SPW_KIND_DEVPTR, dev, bytesize, why, "cuMemAllocAsync",
+                          noted(real(dptr, bytesize, stream), dptr, why, id, stream, per_thread), *dptr);
 }
 
 static CUresult alloc_async(CUresult (*real)(CUdeviceptr *, size_t, CUstream), int per_thread,
@@ -136,8 +144,12 @@ static CUresult alloc_async(CUresult (*real)(CUdeviceptr *, size_t, CUstream), i
         return serve_for_pool(p, dev, bytesize, reuse_key(stream, per_thread, dev), slot, dptr);
     if (dev < 0)
         return real(dptr, bytesize, stream);
-    SPW_PASSTHROUGH_ALLOC(SPW_KIND_DEVPTR, dev, bytesize, why, "cuMemAllocAsync",
-                          noted(real(dptr, bytesize, stream), dptr, why, stream, per_thread), *dptr);
+    if (why != SW_PT_CAPTURE)
+        return passthrough_async(real, per_thread, dptr, bytesize, stream, dev, why, 0);
+    cuuint64_t id = spw_graph_captures_hold(stream, per_thread);
+    CUresult r = passthrough_async(real, per_thread, dptr, bytesize, stream, dev, why, id);
+    spw_graph_captures_release();
+    return r;
 }
 
 /* From a host-located pool: pinned host memory, the CPU's to read, never
@@ -156,6 +168,16 @@ static CUresult alloc_from_host_pool(CUresult (*real)(CUdeviceptr *, size_t, CUm
         dev = -1;
     spw_host_passthrough(SPW_KIND_DEVPTR, *dptr, bytesize, dev, SW_PT_HOST_LOCATION, "cuMemAllocFromPoolAsync");
     return r;
+}
+
+static CUresult passthrough_from_pool(CUresult (*real)(CUdeviceptr *, size_t, CUmemoryPool, CUstream),
+                                      int per_thread, CUdeviceptr *dptr, size_t bytesize,
+                                      CUmemoryPool pool, CUstream stream, int dev,
+                                      sw_passthrough_reason why, cuuint64_t id)
+{
+    SPW_PASSTHROUGH_ALLOC(SPW_KIND_DEVPTR, dev, bytesize, why, "cuMemAllocFromPoolAsync",
+                          noted(real(dptr, bytesize, pool, stream), dptr, why, id, stream, per_thread),
+                          *dptr);
 }
 
 static CUresult alloc_from_pool(CUresult (*real)(CUdeviceptr *, size_t, CUmemoryPool, CUstream),
@@ -182,9 +204,12 @@ static CUresult alloc_from_pool(CUresult (*real)(CUdeviceptr *, size_t, CUmemory
                               dptr);
     if (dev < 0)
         return real(dptr, bytesize, pool, stream);
-    SPW_PASSTHROUGH_ALLOC(SPW_KIND_DEVPTR, dev, bytesize, why, "cuMemAllocFromPoolAsync",
-                          noted(real(dptr, bytesize, pool, stream), dptr, why, stream, per_thread),
-                          *dptr);
+    if (why != SW_PT_CAPTURE)
+        return passthrough_from_pool(real, per_thread, dptr, bytesize, pool, stream, dev, why, 0);
+    cuuint64_t id = spw_graph_captures_hold(stream, per_thread);
+    CUresult r = passthrough_from_pool(real, per_thread, dptr, bytesize, pool, stream, dev, why, id);
+    spw_graph_captures_release();
+    return r;
 }
 
 /* A pool block freed on a capturing stream: the driver's rule is that a

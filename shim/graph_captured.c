@@ -49,9 +49,17 @@ static struct captured *buckets[BUCKETS];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic unsigned entries; /* while none, a destroy looks nothing up */
 static _Thread_local char this_thread; /* its address names the thread */
-/* Held shared by each end of a capture with noted allocations from before
- * its driver call to its capture_gave_graph, exclusively by capture_lost
- * while it asks streams whether their captures go on. */
+/* Held shared by each captured allocation from before its capture's id is
+ * read to its count (spw_graph_captures_hold), exclusively by each end of
+ * a capture from before its driver call to its capture_gave_graph or
+ * capture_lost. An allocation the driver captured is thus noted with the
+ * id of its capture, read while it was going, before that capture ends:
+ * read after the driver's call, the id would be 0 once another thread
+ * invalidated the capture (taken as a graph's, it would stay counted for
+ * good); noted after the end, under the id of a capture that gave a graph
+ * (uncounted by a later loss while the graph holds it) or that was lost
+ * (counted until another loss); counted after capture_lost took it, the
+ * uncount would find nothing and the count come after, for good. */
 static pthread_rwlock_t ending = PTHREAD_RWLOCK_INITIALIZER;
 
 /* Whether stream (per_thread: through a _ptsz entry point) is the calling
@@ -94,9 +102,19 @@ static cuuint64_t capture_id(CUstream stream, int per_thread)
     return id;
 }
 
-void spw_graph_captured(CUdeviceptr p, CUstream stream, int per_thread)
+cuuint64_t spw_graph_captures_hold(CUstream stream, int per_thread)
 {
-    cuuint64_t id = capture_id(stream, per_thread);
+    pthread_rwlock_rdlock(&ending);
+    return capture_id(stream, per_thread);
+}
+
+void spw_graph_captures_release(void)
+{
+    pthread_rwlock_unlock(&ending);
+}
+
+void spw_graph_captured(CUdeviceptr p, cuuint64_t id, CUstream stream, int per_thread)
+{
     pthread_mutex_lock(&lock);
     struct captured *c = find(p, NULL);
     if (!c && (c = calloc(1, sizeof *c)) != NULL) {
@@ -267,8 +285,11 @@ static void capture_gave_graph(cuuint64_t id)
  * driver invalidated it (only an active capture's is valid), so every
  * allocation still noted with a capture is checked: one whose stream no
  * longer captures under that id belongs to a capture that is over or
- * invalidated, which leaves no node: uncounted. */
-static void capture_lost(void)
+ * invalidated, which leaves no node: its address onto *l, to uncount.
+ * Under ending, held exclusively: no end that gives a graph is between its
+ * driver call and capture_gave_graph meanwhile (its capture, over by then,
+ * would pass for lost here). */
+static void capture_lost(struct ptrs *l)
 {
     struct pending {
         CUdeviceptr p;
@@ -296,44 +317,39 @@ static void capture_lost(void)
             v[n++] = (struct pending){c->p, c->stream, c->per_thread, c->capture};
         }
     pthread_mutex_unlock(&lock);
-    struct ptrs l = {NULL, 0, 0};
-    /* No end that gives a graph is between its driver call and
-     * capture_gave_graph meanwhile: its capture, over by then, would pass
-     * for lost here. */
-    pthread_rwlock_wrlock(&ending);
     for (size_t i = 0; i < n; i++) {
         if (capture_id(v[i].stream, v[i].per_thread) == v[i].capture)
             continue; /* its capture goes on */
         pthread_mutex_lock(&lock);
         struct captured **pp, *c = find(v[i].p, &pp);
         if (c && c->capture == v[i].capture)
-            take_locked(pp, &l);
+            take_locked(pp, l);
         pthread_mutex_unlock(&lock);
     }
-    pthread_rwlock_unlock(&ending);
     free(v);
-    for (size_t i = 0; i < l.n; i++)
-        uncount(l.p[i]);
-    free(l.p);
 }
 
 static CUresult end_capture(CUresult (*real)(CUstream, CUgraph *), int per_thread, CUstream stream,
                             CUgraph *graph)
 {
     bool was = spw_capture_in(stream, per_thread);
+    if (was) /* the captured allocations under way are noted and counted */
+        pthread_rwlock_wrlock(&ending);
     bool noted = was && atomic_load_explicit(&entries, memory_order_relaxed);
     cuuint64_t id = noted ? capture_id(stream, per_thread) : 0; /* 0: invalidated */
-    if (noted)
-        pthread_rwlock_rdlock(&ending);
     CUresult r = real(stream, graph);
     spw_capture_ended(stream, per_thread, was, r);
     if (noted && r == CUDA_SUCCESS && id)
         capture_gave_graph(id);
-    if (noted)
-        pthread_rwlock_unlock(&ending);
+    struct ptrs lost = {NULL, 0, 0};
     if (noted && r != CUDA_SUCCESS && !spw_capture_in(stream, per_thread))
-        capture_lost(); /* closed without a graph (an end refused before
-                         * touching the capture leaves it going) */
+        capture_lost(&lost); /* closed without a graph (an end refused
+                              * before touching the capture leaves it going) */
+    if (was)
+        pthread_rwlock_unlock(&ending);
+    for (size_t i = 0; i < lost.n; i++)
+        uncount(lost.p[i]);
+    free(lost.p);
     return r;
 }
 

@@ -488,6 +488,63 @@ START_TEST(an_invalidated_capture_leaves_nothing_counted)
 }
 END_TEST
 
+/* One thread allocates into a relaxed capture while another invalidates
+ * and ends it: each allocation the driver captured has no memory once the
+ * capture is lost, whether spillway noted it before, during or after the
+ * end. A race: tried many times; the allocations made after the end are
+ * plain ones, which the program frees. */
+#define RACE_ALLOCS 32
+struct racing_allocs {
+    CUcontext ctx;
+    CUstream s;
+    atomic_int go, made, stop;
+    CUdeviceptr p[RACE_ALLOCS];
+};
+
+static void *alloc_into_capture(void *arg)
+{
+    struct racing_allocs *a = arg;
+    CU_OK(cuCtxSetCurrent(a->ctx));
+    while (!atomic_load(&a->go))
+        ;
+    for (int i = 0; i < RACE_ALLOCS && !atomic_load(&a->stop); i++)
+        if (cuMemAllocAsync(&a->p[atomic_load(&a->made)], MiB, a->s) == CUDA_SUCCESS)
+            atomic_fetch_add(&a->made, 1);
+    return NULL;
+}
+
+START_TEST(allocations_racing_a_lost_capture_leave_nothing_counted)
+{
+    struct racing_allocs a = {.ctx = rig_setup(0)};
+    CU_OK(cuStreamCreate(&a.s, CU_STREAM_NON_BLOCKING));
+    size_t before = free_now();
+    for (int it = 0; it < 300; it++) {
+        atomic_store(&a.go, 0);
+        atomic_store(&a.made, 0);
+        atomic_store(&a.stop, 0);
+        CU_OK(cuStreamBeginCapture(a.s, CU_STREAM_CAPTURE_MODE_RELAXED));
+        pthread_t th;
+        ck_assert_int_eq(pthread_create(&th, NULL, alloc_into_capture, &a), 0);
+        atomic_store(&a.go, 1);
+        while (!atomic_load(&a.made))
+            ;
+        for (volatile int k = 0; k < (it % 50) * 20; k++) /* a different moment each time */
+            ;
+        ck_assert_int_eq(cuStreamSynchronize(a.s), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+        CUgraph g = NULL;
+        ck_assert_int_eq(cuStreamEndCapture(a.s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+        atomic_store(&a.stop, 1);
+        ck_assert_int_eq(pthread_join(th, NULL), 0);
+        for (int i = 0; i < atomic_load(&a.made); i++)
+            (void)cuMemFree(a.p[i]); /* the captured ones are no allocations: refused */
+        CU_OK(cuStreamSynchronize(a.s));
+        ck_assert_msg(free_now() == before, "try %d: free %zu MiB before, %zu after (%d allocations)",
+                      it, before >> 20, free_now() >> 20, atomic_load(&a.made));
+    }
+    CU_OK(cuStreamDestroy(a.s));
+}
+END_TEST
+
 /* A capture on a thread's per-thread default stream (CU_STREAM_PER_THREAD
  * names another stream in each thread) goes on while another thread's
  * capture is invalidated: its allocation stays counted, as its graph will
@@ -870,6 +927,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, a_refused_first_launch_runs_nothing);
     tcase_add_test(tc, a_graph_unread_at_instantiation_keeps_its_captured_allocation_counted);
     tcase_add_test(tc, an_invalidated_capture_leaves_nothing_counted);
+    tcase_add_test(tc, allocations_racing_a_lost_capture_leave_nothing_counted);
     tcase_add_test(tc, another_threads_invalidated_capture_leaves_a_ptds_capture_counted);
     tcase_add_test(tc, a_capture_ending_with_a_graph_stays_counted_while_another_is_lost);
     tcase_add_test(tc, a_live_captured_allocation_stays_counted_through_a_primary_reset);
