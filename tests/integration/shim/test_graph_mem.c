@@ -497,7 +497,7 @@ END_TEST
 struct racing_allocs {
     CUcontext ctx;
     CUstream s;
-    atomic_int go, made, stop;
+    atomic_int go, made, stop, done;
     CUdeviceptr p[RACE_ALLOCS];
 };
 
@@ -510,6 +510,7 @@ static void *alloc_into_capture(void *arg)
     for (int i = 0; i < RACE_ALLOCS && !atomic_load(&a->stop); i++)
         if (cuMemAllocAsync(&a->p[atomic_load(&a->made)], MiB, a->s) == CUDA_SUCCESS)
             atomic_fetch_add(&a->made, 1);
+    atomic_store(&a->done, 1); /* the main thread waits for one, or this */
     return NULL;
 }
 
@@ -522,12 +523,14 @@ START_TEST(allocations_racing_a_lost_capture_leave_nothing_counted)
         atomic_store(&a.go, 0);
         atomic_store(&a.made, 0);
         atomic_store(&a.stop, 0);
+        atomic_store(&a.done, 0);
         CU_OK(cuStreamBeginCapture(a.s, CU_STREAM_CAPTURE_MODE_RELAXED));
         pthread_t th;
         ck_assert_int_eq(pthread_create(&th, NULL, alloc_into_capture, &a), 0);
         atomic_store(&a.go, 1);
-        while (!atomic_load(&a.made))
+        while (!atomic_load(&a.made) && !atomic_load(&a.done))
             ;
+        ck_assert_msg(atomic_load(&a.made), "try %d: no allocation into the capture", it);
         for (volatile int k = 0; k < (it % 50) * 20; k++) /* a different moment each time */
             ;
         ck_assert_int_eq(cuStreamSynchronize(a.s), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
