@@ -1,5 +1,6 @@
 #include "bench/selfstats.h"
 
+#include "shim/options.h"
 #include "stats/layout.h"
 
 #include <fcntl.h>
@@ -23,12 +24,16 @@ static int open_segment(void)
 {
     if (fd >= 0)
         return 0;
-    const char *dir = getenv(SPW_STATS_DIR_ENV);
-    char name[64], path[PATH_MAX];
+    /* The directory the library under test writes to: its option's value. */
+    static struct spw_options o;
+    char err[256], name[64], path[PATH_MAX];
+    if (!o.stats_dir[0] && spw_options_load_environ(&o, err, sizeof err) != 0)
+        return -1;
     /* The writer's name for this process (a setuid program's segment is
      * named after its effective uid). */
     snprintf(name, sizeof name, SPW_STATS_NAME_FORMAT, (unsigned)geteuid(), (int)getpid());
-    snprintf(path, sizeof path, "%s/%s", dir && *dir ? dir : SPW_STATS_DEFAULT_DIR, name);
+    if (snprintf(path, sizeof path, "%s/%s", o.stats_dir, name) >= (int)sizeof path)
+        return -1;
     int f = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (f < 0)
         return -1;

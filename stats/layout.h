@@ -1,7 +1,7 @@
 /* The stats ABI: the one fixed layout of a spillway stats segment.
  *
  * Every process running under spillway publishes one file,
- * <dir>/spillway.<uid>.<pid> (dir: $SPILLWAY_STATS_DIR or /dev/shm), mode
+ * <dir>/spillway.<uid>.<pid> (dir: the writer's SPILLWAY_STATS_DIR), mode
  * 0600, created O_CREAT|O_EXCL|O_NOFOLLOW, removed at normal exit; or
  * spillway.<uid>.<pid>.<pidns> when the first name is held by a live writer
  * of another pid namespace (SPW_STATS_NAME_NS_FORMAT). It holds a
@@ -51,8 +51,6 @@
  * so a writer whose first name belongs to another namespace's live writer
  * takes this one. */
 #define SPW_STATS_NAME_NS_FORMAT SPW_STATS_NAME_FORMAT ".%llu"
-#define SPW_STATS_DIR_ENV      "SPILLWAY_STATS_DIR"
-#define SPW_STATS_DEFAULT_DIR  "/dev/shm"
 
 /* The per-device counters, in layout order. Columns: enum suffix, exported
  * name (JSON keys, Prometheus metric names), kind (GAUGE: a level the writer

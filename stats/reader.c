@@ -322,14 +322,6 @@ enum spw_read_result spw_stats_read_at(int dirfd, const char *name, unsigned fla
     return read_at(dirfd, name, flags, NULL, out, removed, why, whylen);
 }
 
-const char *spw_stats_dir(const char *dir)
-{
-    if (dir && *dir)
-        return dir;
-    const char *env = getenv(SPW_STATS_DIR_ENV);
-    return env && *env ? env : SPW_STATS_DEFAULT_DIR;
-}
-
 static int list_push(struct spw_stats_list *list, size_t *cap, const struct spw_stats_snapshot *s)
 {
     if (list->n == *cap) {
@@ -359,7 +351,10 @@ int spw_stats_scan(const char *dir, unsigned flags, struct spw_stats_list *list,
                    spw_stats_note_fn note, void *ctx, char *why, size_t whylen)
 {
     memset(list, 0, sizeof *list);
-    dir = spw_stats_dir(dir);
+    if (!dir || !*dir) {
+        say(SPW_READ_BAD, why, whylen, "no stats directory given");
+        return -1;
+    }
     int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     DIR *d = dirfd >= 0 ? fdopendir(dirfd) : NULL;
     if (!d) {

@@ -84,12 +84,9 @@ struct spw_stats_list {
     size_t removed;                   /* dead ones unlinked */
 };
 
-/* Resolves the stats directory: dir if given, else $SPILLWAY_STATS_DIR, else
- * /dev/shm. */
-const char *spw_stats_dir(const char *dir);
-
-/* Reads every segment in dir (see spw_stats_dir). 0, or -1 with why (the
- * directory cannot be read). note may be NULL. */
+/* Reads every segment in dir (the readers' SPILLWAY_STATS_DIR: the option
+ * table holds its default). 0, or -1 with why (no directory, or it cannot
+ * be read). note may be NULL. */
 int spw_stats_scan(const char *dir, unsigned flags, struct spw_stats_list *list,
                    spw_stats_note_fn note, void *ctx, char *why, size_t whylen);
 void spw_stats_list_free(struct spw_stats_list *list);

@@ -261,12 +261,14 @@ static int map_segment(struct spw_stats_writer *w, int fd, char *err, size_t err
 
 static int open_dir(const struct spw_stats_params *p, char *dir, size_t dirlen)
 {
-    const char *d = p->dir;
-    if (!d || !*d)
-        d = getenv(SPW_STATS_DIR_ENV);
-    if (!d || !*d)
-        d = SPW_STATS_DEFAULT_DIR;
+    /* The directory is the caller's (its SPILLWAY_STATS_DIR option, whose
+     * default lives in the option table only). */
+    const char *d = p->dir ? p->dir : "";
     snprintf(dir, dirlen, "%s", d);
+    if (!*d) {
+        errno = ENOENT;
+        return -1;
+    }
     return open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
 

@@ -36,7 +36,7 @@
 #include <sys/types.h>
 
 struct spw_stats_params {
-    const char *dir;       /* NULL: $SPILLWAY_STATS_DIR, else /dev/shm */
+    const char *dir;       /* the segment's directory (SPILLWAY_STATS_DIR's value) */
     uint32_t device_count; /* 1..SPW_STATS_MAX_DEVICES */
     const char *cmdline;   /* NULL: read /proc/self/cmdline */
     const char *config;    /* effective config as "key=value\n" lines; NULL: empty */

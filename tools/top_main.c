@@ -35,8 +35,19 @@ struct args {
     const char *hostname;          /* --hostname */
 };
 
+static char *unset(const char *name)
+{
+    (void)name;
+    return NULL;
+}
+
 static void usage(FILE *f)
 {
+    /* SPILLWAY_STATS_DIR's default, as the option table has it. */
+    static struct spw_options defaults;
+    char err[256];
+    if (spw_options_load(&defaults, unset, err, sizeof err) != 0)
+        snprintf(defaults.stats_dir, sizeof defaults.stats_dir, "?");
     fprintf(f,
             "Usage: spillway-top [OPTION]...\n"
             "Show the GPU memory of processes running under spillway.\n\n"
@@ -55,7 +66,7 @@ static void usage(FILE *f)
             "                       alloc-rate, spill-rate, fill-rate, ooms, command\n"
             "  -r, --reverse        reverse the sort order\n"
             "  -f, --filter TEXT    only processes whose pid, user or command contains TEXT\n"
-            "      --dir DIR        segment directory (default $SPILLWAY_STATS_DIR or /dev/shm)\n"
+            "      --dir DIR        segment directory (default $SPILLWAY_STATS_DIR or %s)\n"
             "  -a, --all-users      include other users' processes (needs root)\n"
             "      --keep-dead      do not remove segments left by dead processes\n"
             "      --no-color       no colours (also when NO_COLOR is set)\n"
@@ -64,7 +75,8 @@ static void usage(FILE *f)
             "  -V, --version        version\n\n"
             "Keys: q quit, h/? help, arrows/j/k move, Enter details, s/< > sort column,\n"
             "r reverse, / filter, K kill (asks first), +/- interval. See spillway-top(1).\n",
-            top_serve_available() ? "" : "\n                       (not available: built without libmicrohttpd)");
+            top_serve_available() ? "" : "\n                       (not available: built without libmicrohttpd)",
+            defaults.stats_dir);
 }
 
 static int bad_usage(const char *fmt, const char *arg)
@@ -222,7 +234,7 @@ int main(int argc, char **argv)
         return 2;
     }
     struct top_model m;
-    top_model_init(&m, a.dir, a.scan_flags);
+    top_model_init(&m, a.dir ? a.dir : opts.stats_dir, a.scan_flags);
     m.hostname = a.hostname;
     /* No NVML (no driver, no GPU) is the common case on a test machine and
      * not worth a word: the device line is simply not shown. */

@@ -56,7 +56,7 @@ struct top_device {
 };
 
 struct top_model {
-    const char *dir;       /* NULL: default */
+    const char *dir;       /* the segments' directory */
     unsigned scan_flags;
     struct top_proc **procs;
     size_t nprocs, cap;

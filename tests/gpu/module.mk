@@ -51,7 +51,8 @@ GPU_TARGETS += $(GPU_LAUNCH)
 # -cudart shared; the driver-API twin (the conformance suites' kernels) is
 # what the fakecuda self-test runs.
 NVCC_ARCH     ?= -gencode arch=compute_75,code=compute_75 -gencode arch=compute_90,code=sm_90
-GPU_LC_OBJS   := $(BUILD)/tests/gpu/launch_count.o $(BUILD)/bench/selfstats.o
+GPU_LC_OBJS   := $(BUILD)/tests/gpu/launch_count.o $(BUILD)/bench/selfstats.o $(BUILD)/shim/options.o \
+                 $(BUILD)/shim/options_names.o
 GPU_LC_RT_OBJ := $(BUILD)/tests/gpu/launch_count_rt.o
 GPU_LC_DRV    := $(BUILD)/tests/gpu/drv/launch_count
 GPU_LC_RT     := $(BUILD)/tests/gpu/rt-static/launch_count $(BUILD)/tests/gpu/rt-shared/launch_count

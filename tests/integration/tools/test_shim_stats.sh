@@ -36,4 +36,18 @@ check "--once row: command" grep -q "cuda_hold" <<<"$row"
 kill -TERM "$H"; wait "$H"
 check "program exits 0" [ $? -eq 0 ]
 check "its segment is removed at exit" [ ! -e "$STATS_DIR/spillway.$(id -u).$H" ]
+# SPILLWAY_STATS_DIR unset: the library and spillway-top both take the
+# option table's default (the stats layer has none of its own).
+if [ -d /dev/shm ] && [ -w /dev/shm ]; then
+    env -u SPILLWAY_STATS_DIR "$SPW" run --lib "$LIB" --limit 64M --no-spill -- "$HOLD" $((8 * MiB)) >"$out" &
+    H=$!
+    writers+=("$H")
+    check "unset: program starts" poll 10 grep -qs '^ready' "$out"
+    check "unset: its segment is in /dev/shm" poll 5 test -e "/dev/shm/spillway.$(id -u).$H"
+    check "unset: spillway-top reads /dev/shm" grep -q "\"pid\":$H," <<<"$(env -u SPILLWAY_STATS_DIR "$TOP" --json)"
+    kill -TERM "$H"; wait "$H"
+    check "unset: its segment is removed at exit" [ ! -e "/dev/shm/spillway.$(id -u).$H" ]
+else
+    echo "ok - unset: skipped, /dev/shm is not a writable directory here"
+fi
 finish

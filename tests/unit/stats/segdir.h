@@ -1,5 +1,7 @@
 /* A fresh private directory per test for stats segments (under /dev/shm
- * when it exists, like the real thing), removed with its contents. */
+ * when it exists, like the real thing), removed with its contents; the
+ * tests pass it to the writer and the reader, as the shim and
+ * spillway-top pass their SPILLWAY_STATS_DIR. */
 #ifndef SPILLWAY_TEST_SEGDIR_H
 #define SPILLWAY_TEST_SEGDIR_H
 #include <dirent.h>
@@ -20,7 +22,6 @@ static inline void segdir_setup(void)
         perror("mkdtemp");
         abort();
     }
-    setenv("SPILLWAY_STATS_DIR", segdir, 1);
 }
 
 static inline void segdir_teardown(void)

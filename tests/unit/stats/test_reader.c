@@ -144,7 +144,7 @@ START_TEST(segment_being_created_is_quietly_skipped)
         ck_assert_msg(read_planted(why, sizeof why) == SPW_READ_NOT_READY, "%zu bytes: %s", len, why);
     }
     struct spw_stats_list list;
-    ck_assert_int_eq(spw_stats_scan(NULL, SPW_SCAN_REMOVE_DEAD, &list, NULL, NULL, why, sizeof why), 0);
+    ck_assert_int_eq(spw_stats_scan(segdir, SPW_SCAN_REMOVE_DEAD, &list, NULL, NULL, why, sizeof why), 0);
     ck_assert_uint_eq(list.skipped, 0);
     ck_assert_uint_eq(list.removed, 0);
     spw_stats_list_free(&list);
@@ -152,7 +152,7 @@ START_TEST(segment_being_created_is_quietly_skipped)
     snprintf(path, sizeof path, "%s/%s", segdir, own_name());
     struct timespec old[2] = {{time(NULL) - 3600, 0}, {time(NULL) - 3600, 0}};
     ck_assert_int_eq(utimensat(AT_FDCWD, path, old, 0), 0);
-    ck_assert_int_eq(spw_stats_scan(NULL, SPW_SCAN_REMOVE_DEAD, &list, NULL, NULL, why, sizeof why), 0);
+    ck_assert_int_eq(spw_stats_scan(segdir, SPW_SCAN_REMOVE_DEAD, &list, NULL, NULL, why, sizeof why), 0);
     ck_assert_uint_eq(list.removed, 1);
     spw_stats_list_free(&list);
     ck_assert_int_eq(segdir_count(), 0);
@@ -450,6 +450,8 @@ START_TEST(scan_skips_bad_ones_with_a_note)
     spw_stats_list_free(&list);
     ck_assert_int_eq(spw_stats_scan("/nonexistent/dir", 0, &list, NULL, NULL, why, sizeof why), -1);
     ck_assert_msg(strstr(why, "/nonexistent/dir") != NULL, "%s", why);
+    ck_assert_int_eq(spw_stats_scan(NULL, 0, &list, NULL, NULL, why, sizeof why), -1);
+    ck_assert_msg(strstr(why, "no stats directory") != NULL, "%s", why);
 }
 END_TEST
 

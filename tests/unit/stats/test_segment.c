@@ -14,7 +14,7 @@
 
 static struct spw_stats_writer *open_writer(uint32_t ndev, const char *config)
 {
-    struct spw_stats_params p = {.dir = NULL, .device_count = ndev, .cmdline = "python3 train.py --big",
+    struct spw_stats_params p = {.dir = segdir, .device_count = ndev, .cmdline = "python3 train.py --big",
                                  .config = config};
     struct spw_stats_writer *w = NULL;
     char err[256] = "";
@@ -129,7 +129,7 @@ START_TEST(null_writer_and_bad_params)
     spw_stats_close(NULL);
     struct spw_stats_writer *w = (void *)1;
     char err[256] = "";
-    struct spw_stats_params p = {.device_count = 0};
+    struct spw_stats_params p = {.dir = segdir, .device_count = 0};
     ck_assert_int_eq(spw_stats_open(&w, &p, err, sizeof err), -1);
     ck_assert_ptr_null(w);
     ck_assert_msg(strstr(err, "device count 0") != NULL, "%s", err);
@@ -139,6 +139,10 @@ START_TEST(null_writer_and_bad_params)
     p.dir = "/nonexistent/spillway";
     ck_assert_int_eq(spw_stats_open(&w, &p, err, sizeof err), -1);
     ck_assert_msg(strstr(err, "/nonexistent/spillway") != NULL, "%s", err);
+    p.dir = NULL; /* the caller names it: no default of its own */
+    ck_assert_int_eq(spw_stats_open(&w, &p, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "cannot open directory") != NULL, "%s", err);
+    ck_assert_int_eq(segdir_count(), 0);
 }
 END_TEST
 
@@ -324,7 +328,7 @@ START_TEST(normal_exit_removes_segment)
 {
     pid_t c = fork();
     if (c == 0) {
-        struct spw_stats_params p = {.device_count = 1};
+        struct spw_stats_params p = {.dir = segdir, .device_count = 1};
         struct spw_stats_writer *w;
         char err[256];
         _exit(spw_stats_open(&w, &p, err, sizeof err) == 0 && segdir_count() == 1 ? 0 : 3) ;
@@ -338,7 +342,7 @@ START_TEST(normal_exit_removes_segment)
     segdir_setup();
     c = fork();
     if (c == 0) {
-        struct spw_stats_params p = {.device_count = 1};
+        struct spw_stats_params p = {.dir = segdir, .device_count = 1};
         struct spw_stats_writer *w;
         char err[256];
         exit(spw_stats_open(&w, &p, err, sizeof err) == 0 && segdir_count() == 1 ? 0 : 3);
@@ -362,7 +366,7 @@ START_TEST(kill_9_leaves_segment_next_reader_removes)
     ck_assert_int_eq(pipe(pfd), 0);
     pid_t c = fork();
     if (c == 0) {
-        struct spw_stats_params p = {.device_count = 1};
+        struct spw_stats_params p = {.dir = segdir, .device_count = 1};
         struct spw_stats_writer *w;
         char err[256];
         if (spw_stats_open(&w, &p, err, sizeof err) != 0)
@@ -377,7 +381,7 @@ START_TEST(kill_9_leaves_segment_next_reader_removes)
     ck_assert_int_eq(read(pfd[0], &ch, 1), 1);
     struct spw_stats_list list;
     char why[256];
-    ck_assert_int_eq(spw_stats_scan(NULL, SPW_SCAN_REMOVE_DEAD, &list, NULL, NULL, why, sizeof why), 0);
+    ck_assert_int_eq(spw_stats_scan(segdir, SPW_SCAN_REMOVE_DEAD, &list, NULL, NULL, why, sizeof why), 0);
     ck_assert_uint_eq(list.n, 1); /* alive: listed, not removed */
     ck_assert_int_eq(list.items[0].pid, c);
     ck_assert_uint_eq(list.items[0].c[0][SPW_C_IN_USE], 123);
@@ -386,12 +390,12 @@ START_TEST(kill_9_leaves_segment_next_reader_removes)
     waitpid(c, NULL, 0);
     ck_assert_int_eq(segdir_count(), 1);
     int notes = 0;
-    ck_assert_int_eq(spw_stats_scan(NULL, 0, &list, note_count, &notes, why, sizeof why), 0);
+    ck_assert_int_eq(spw_stats_scan(segdir, 0, &list, note_count, &notes, why, sizeof why), 0);
     ck_assert_uint_eq(list.n, 0); /* dead: not listed */
     ck_assert_uint_eq(list.removed, 0);
     ck_assert_int_eq(segdir_count(), 1); /* not asked to remove */
     spw_stats_list_free(&list);
-    ck_assert_int_eq(spw_stats_scan(NULL, SPW_SCAN_REMOVE_DEAD, &list, note_count, &notes, why, sizeof why), 0);
+    ck_assert_int_eq(spw_stats_scan(segdir, SPW_SCAN_REMOVE_DEAD, &list, note_count, &notes, why, sizeof why), 0);
     ck_assert_uint_eq(list.n, 0);
     ck_assert_uint_eq(list.removed, 1);
     ck_assert_int_eq(notes, 2);
@@ -417,7 +421,7 @@ static pid_t writer_child(int fd, bool leader_exits)
     pid_t c = fork();
     if (c != 0)
         return c;
-    struct spw_stats_params p = {.device_count = 1};
+    struct spw_stats_params p = {.dir = segdir, .device_count = 1};
     struct spw_stats_writer *w;
     char err[256];
     if (spw_stats_open(&w, &p, err, sizeof err) != 0)
@@ -495,7 +499,7 @@ START_TEST(zombie_owner_is_dead)
     wait_state(c, 'Z');
     wait_all_threads_gone(c);
     struct spw_stats_list list;
-    ck_assert_int_eq(spw_stats_scan(NULL, SPW_SCAN_REMOVE_DEAD, &list, NULL, NULL, why, sizeof why), 0);
+    ck_assert_int_eq(spw_stats_scan(segdir, SPW_SCAN_REMOVE_DEAD, &list, NULL, NULL, why, sizeof why), 0);
     ck_assert_uint_eq(list.n, 0);
     ck_assert_uint_eq(list.removed, 1);
     spw_stats_list_free(&list);
@@ -505,7 +509,7 @@ START_TEST(zombie_owner_is_dead)
     pid_t t = writer_child(pfd[1], true);
     ck_assert_int_eq(read(pfd[0], &ch, 1), 1);
     wait_state(t, 'Z');
-    ck_assert_int_eq(spw_stats_scan(NULL, SPW_SCAN_REMOVE_DEAD, &list, NULL, NULL, why, sizeof why), 0);
+    ck_assert_int_eq(spw_stats_scan(segdir, SPW_SCAN_REMOVE_DEAD, &list, NULL, NULL, why, sizeof why), 0);
     ck_assert_uint_eq(list.n, 1);
     ck_assert_int_eq(list.items[0].pid, t);
     ck_assert_int_eq(list.items[0].liveness, SPW_ALIVE);
@@ -526,7 +530,7 @@ START_TEST(kill_9_mid_rewrite_next_reader_removes)
     ck_assert_int_eq(pipe(pfd), 0);
     pid_t c = fork();
     if (c == 0) {
-        struct spw_stats_params p = {.device_count = 1, .config = "mem_limit=8G\n"};
+        struct spw_stats_params p = {.dir = segdir, .device_count = 1, .config = "mem_limit=8G\n"};
         struct spw_stats_writer *w;
         char err[256];
         if (spw_stats_open(&w, &p, err, sizeof err) != 0)
@@ -543,7 +547,7 @@ START_TEST(kill_9_mid_rewrite_next_reader_removes)
     ck_assert_int_eq(read(pfd[0], &ch, 1), 1);
     struct spw_stats_list list;
     char why[256];
-    ck_assert_int_eq(spw_stats_scan(NULL, SPW_SCAN_REMOVE_DEAD, &list, NULL, NULL, why, sizeof why), 0);
+    ck_assert_int_eq(spw_stats_scan(segdir, SPW_SCAN_REMOVE_DEAD, &list, NULL, NULL, why, sizeof why), 0);
     ck_assert_uint_eq(list.n, 0);       /* text unsettled: not listed */
     ck_assert_uint_eq(list.skipped, 1);
     ck_assert_uint_eq(list.removed, 0); /* alive: kept */
@@ -551,7 +555,7 @@ START_TEST(kill_9_mid_rewrite_next_reader_removes)
     kill(c, SIGKILL);
     waitpid(c, NULL, 0);
     ck_assert_int_eq(segdir_count(), 1);
-    ck_assert_int_eq(spw_stats_scan(NULL, SPW_SCAN_REMOVE_DEAD, &list, NULL, NULL, why, sizeof why), 0);
+    ck_assert_int_eq(spw_stats_scan(segdir, SPW_SCAN_REMOVE_DEAD, &list, NULL, NULL, why, sizeof why), 0);
     ck_assert_uint_eq(list.n, 0);
     ck_assert_uint_eq(list.skipped, 0);
     ck_assert_uint_eq(list.removed, 1);
@@ -626,7 +630,7 @@ START_TEST(segment_left_before_exec_is_replaced)
     ck_assert_uint_eq(s->c[0][SPW_C_ALLOCS], 0);
     free(s);
     /* But a second open of a segment this process holds is refused. */
-    struct spw_stats_params p = {.device_count = 1};
+    struct spw_stats_params p = {.dir = segdir, .device_count = 1};
     struct spw_stats_writer *w2 = NULL;
     char err[256] = "";
     ck_assert_int_eq(spw_stats_open(&w2, &p, err, sizeof err), -1);
@@ -643,7 +647,7 @@ START_TEST(live_segment_in_other_namespace_is_not_clobbered)
 {
     struct spw_stats_writer *w = open_writer(1, NULL);
     w->hdr->pid_ns ^= 1; /* as if written from another pid namespace sharing the directory */
-    struct spw_stats_params p = {.device_count = 1};
+    struct spw_stats_params p = {.dir = segdir, .device_count = 1};
     struct spw_stats_writer *w2 = NULL;
     char err[256] = "", want[512];
     ck_assert_msg(spw_stats_open(&w2, &p, err, sizeof err) == 0, "%s", err);

@@ -104,7 +104,9 @@ int main(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
 
-    struct spw_stats_params p = {.device_count = 2, .cmdline = cmd, .config = "mem_limit=8G\nspill=1\n"};
+    /* Where the scripts' spillway-top looks (lib.sh sets it). */
+    struct spw_stats_params p = {.dir = getenv("SPILLWAY_STATS_DIR"), .device_count = 2, .cmdline = cmd,
+                                 .config = "mem_limit=8G\nspill=1\n"};
     struct spw_stats_writer *w;
     char err[256];
     if (spw_stats_open(&w, &p, err, sizeof err) != 0) {

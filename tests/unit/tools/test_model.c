@@ -74,7 +74,7 @@ END_TEST
 
 static struct spw_stats_writer *writer(const char *cmd, uint32_t ndev)
 {
-    struct spw_stats_params p = {.device_count = ndev, .cmdline = cmd};
+    struct spw_stats_params p = {.dir = segdir, .device_count = ndev, .cmdline = cmd};
     struct spw_stats_writer *w;
     char err[256];
     ck_assert_msg(spw_stats_open(&w, &p, err, sizeof err) == 0, "%s", err);
@@ -88,7 +88,7 @@ START_TEST(rates_rows_and_history)
     uint64_t held = 100; /* what the shim would pass: its own count */
     spw_stats_alloc(w, 2, 0, 100, held);
     struct top_model m;
-    top_model_init(&m, NULL, SPW_SCAN_REMOVE_DEAD);
+    top_model_init(&m, segdir, SPW_SCAN_REMOVE_DEAD);
     ck_assert_int_eq(top_model_sample(&m, 10.0, NULL, NULL), 0);
     ck_assert_uint_eq(m.nprocs, 1);
     for (unsigned i = 0; i < 50; i++) {
@@ -152,7 +152,7 @@ START_TEST(sorting_and_filtering)
     pid_t b = child_writer("beta", 100, pfd);
     pid_t c = child_writer("gamma", 200, pfd);
     struct top_model m;
-    top_model_init(&m, NULL, 0);
+    top_model_init(&m, segdir, 0);
     ck_assert_int_eq(top_model_sample(&m, 1.0, NULL, NULL), 0);
     top_model_arrange(&m, TOP_SORT_IN_USE, false, NULL);
     ck_assert_uint_eq(m.nrows, 3);
@@ -193,7 +193,7 @@ START_TEST(more_gpus_than_a_segment_holds)
     for (uint32_t d = 0; d < SPW_STATS_MAX_DEVICES; d++)
         spw_stats_alloc(w, d, 0, 4096, 4096);
     struct top_model m;
-    top_model_init(&m, NULL, 0);
+    top_model_init(&m, segdir, 0);
     ck_assert_int_eq(top_model_sample(&m, 1.0, NULL, NULL), 0);
     ck_assert_uint_eq(m.nprocs, 1);
     /* A second process like it whose device 0 is GPU 100. */
