@@ -120,7 +120,8 @@ sanitize:
 	    CC="$(CC) -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" test
 .PHONY: sanitize
 
-# The suites whose threads share the pool, the gates and the stats, under
+# The suites whose threads share the pool, the gates, the graphs' books and
+# the stats, under
 # ThreadSanitizer: a race report fails the suite (exit 66). Not all of
 # make test: TSan forbids threads in a child forked after threads ran (the
 # fork suites, policy_move_faults' sweep) and slows fakecuda's timed
@@ -131,6 +132,7 @@ TSAN_UNIT := policy_stress policy_wait policy_lend policy_spill policy_quiesce p
              policy_free policy_vmm policy_residency policy_lookup stats_segment stats_reader \
              shim_contexts policy_spans
 TSAN_SHIM := tests/integration/shim/launches.sh tests/integration/shim/copies.sh \
+             tests/integration/shim/gates.sh tests/integration/shim/graph_mem.sh \
              tests/integration/pool/pool.sh
 # The pool's threaded suites only: all of pool.sh takes over 5 minutes
 # under TSan, past run-tests.sh's limit.

@@ -43,6 +43,16 @@ static void sleep_on(CUstream s, unsigned ms)
     CU_OK(cuLaunchKernel(sleeper(), 1, 1, 1, 1, 1, 1, 0, s, args, NULL));
 }
 
+/* rig_filled, landed: a copy from pageable memory returns once staged,
+ * and another context's work does not wait for the rest (TSan saw the fill
+ * race with an own context's read of the buffer). */
+static CUdeviceptr filled(size_t bytes, unsigned seed)
+{
+    CUdeviceptr p = rig_filled(bytes, seed);
+    CU_OK(cuCtxSynchronize());
+    return p;
+}
+
 /* Past device 0's limit: spills the coldest of its pool, b among it. */
 static void spill_device0(CUcontext c0)
 {
@@ -68,7 +78,7 @@ static void device1_reads_device0(int give_dev1_a_pool, int peer_access)
         CU_OK(cuMemAlloc(&y, 1 * MiB));
     }
     CU_OK(cuCtxSetCurrent(c0));
-    CUdeviceptr b = rig_filled(BUF, 7);
+    CUdeviceptr b = filled(BUF, 7);
     CU_OK(cuCtxSynchronize()); /* the fill done: another device reads b */
     CU_OK(cuCtxSetCurrent(c1));
     CUstream s1;
@@ -116,7 +126,7 @@ static void copy_on_another_devices_stream(enum other_stream_way way)
     CU_OK(cuMemAllocHost(&host, BUF));
     sleep_on(s1, 300);
     CU_OK(cuCtxSetCurrent(c0));
-    CUdeviceptr b = rig_filled(BUF, 6);
+    CUdeviceptr b = filled(BUF, 6);
     /* The fill's copy may still be in flight when cuMemcpyHtoD returns, and
      * s1 (another device's, non-blocking) is not ordered after it: under
      * load the copy below read b before it was filled. */
@@ -177,7 +187,7 @@ START_TEST(a_batch_past_the_touched_sides_is_synced_before_a_move)
     if (!rig_driver_has(12080))
         return; /* no cuMemcpyBatchAsync */
     CUcontext c0 = rig_setup(0), c1 = rig_setup(1);
-    CUdeviceptr b1 = rig_filled(BUF, 8); /* device 1's pool (c1 current) */
+    CUdeviceptr b1 = filled(BUF, 8); /* device 1's pool (c1 current) */
     CU_OK(cuCtxSynchronize()); /* the fill done: device 0 reads b1 */
     CU_OK(cuCtxSetCurrent(c0));
     CUdeviceptr y;
@@ -280,7 +290,7 @@ static void *queue_in_own_context(void *arg)
 static void own_context_reads_the_pool(enum own_ctx_way way)
 {
     struct own_ctx_work w = {.way = way, .c0 = rig_setup(0)};
-    w.b = rig_filled(BUF, 9);
+    w.b = filled(BUF, 9);
     CU_OK(cuMemAllocHost(&w.host, BUF));
     CU_OK(cuCtxCreate(&w.mine, NULL, 0, 0));
     CU_OK(cuCtxSetCurrent(w.c0));
@@ -362,7 +372,7 @@ END_TEST
 START_TEST(a_destroyed_context_is_forgotten)
 {
     CUcontext c0 = rig_setup(0);
-    CUdeviceptr b = rig_filled(BUF, 3);
+    CUdeviceptr b = filled(BUF, 3);
     void *host;
     CU_OK(cuMemAllocHost(&host, BUF));
     CUcontext mine;
@@ -422,7 +432,7 @@ static CUdeviceptr spilled_at(CUdeviceptr p, size_t bytes)
 static CUdeviceptr partly_spilled(CUcontext *c0, CUstream *s)
 {
     *c0 = rig_setup(0);
-    CUdeviceptr b = rig_filled(BUF, 5);
+    CUdeviceptr b = filled(BUF, 5);
     spill_device0(*c0);
     CUdeviceptr x;
     CU_OK(cuMemAlloc(&x, 8 * MiB));
@@ -588,7 +598,7 @@ START_TEST(a_capture_begun_without_a_mode_is_counted)
 {
     CUcontext c0 = rig_setup(0);
     (void)c0;
-    CUdeviceptr b = rig_filled(BUF, 4);
+    CUdeviceptr b = filled(BUF, 4);
     void *pfn = NULL, *ppt = NULL;
     CUdriverProcAddressQueryResult q;
     CU_OK(cuGetProcAddress("cuStreamBeginCapture", &pfn, 10000, CU_GET_PROC_ADDRESS_DEFAULT, &q));
@@ -679,7 +689,7 @@ START_TEST(a_graph_on_another_devices_stream_is_synced_before_a_move)
     CUdeviceptr y;
     CU_OK(cuMemAlloc(&y, 1 * MiB));
     CU_OK(cuCtxSetCurrent(c0));
-    CUdeviceptr b = rig_filled(BUF, 8);
+    CUdeviceptr b = filled(BUF, 8);
     CU_OK(cuCtxSynchronize()); /* the fill done: device 1 reads b */
     void *host;
     CU_OK(cuMemAllocHost(&host, BUF));
