@@ -121,9 +121,8 @@ sanitize:
 .PHONY: sanitize
 
 # The suites whose threads share the pool, the gates, the graphs' books and
-# the stats, under
-# ThreadSanitizer: a race report fails the suite (exit 66). Not all of
-# make test: TSan forbids threads in a child forked after threads ran (the
+# the stats, under ThreadSanitizer: a race report fails the suite (exit 66).
+# Not all of make test: TSan forbids threads in a child forked after threads ran (the
 # fork suites, policy_move_faults' sweep) and slows fakecuda's timed
 # kernels past the integration suites' deadlines. gcc warns that it does
 # not model atomic_thread_fence (policy/spans.c, lend.c, stats/writer.c):
