@@ -32,6 +32,7 @@ static void usage(FILE *f)
             "Usage: spillway run [OPTION]... [--] COMMAND [ARG]...\n"
             "       spillway top [spillway-top OPTION]...\n"
             "       spillway options\n"
+            "       spillway --help | --version\n"
             "Run an unmodified CUDA program with its GPU memory limited, pooled and\n"
             "spilled to host memory; watch it with spillway top.\n\n"
             "run options (most set the SPILLWAY_* variable named):\n");
@@ -306,6 +307,8 @@ int main(int argc, char **argv)
     if (strcmp(sub, "top") == 0)
         return cmd_top(argc - 1, argv + 1);
     if (strcmp(sub, "options") == 0) {
+        if (argc > 2)
+            return fail(2, "options takes no argument, got '%s'%s", argv[2], "");
         spw_options_print_table(stdout);
         return 0;
     }

@@ -98,6 +98,24 @@ static int parse_interval(const char *s, double *out)
     return 0;
 }
 
+static const char *const mode_flag[] = {
+    [MODE_ONCE] = "--once", [MODE_JSON] = "--json", [MODE_PROMETHEUS] = "--prometheus", [MODE_SERVE] = "--serve"};
+
+/* The output flag given (m), unless another was: each names a whole way
+ * of running, and the last silently winning would hide a slip. Returns -1
+ * to go on, or an exit status. */
+static int set_mode(struct args *a, enum mode m)
+{
+    if (a->mode != MODE_UI && a->mode != m) {
+        fprintf(stderr, "spillway-top: %s and %s cannot be combined: give one\n", mode_flag[a->mode],
+                mode_flag[m]);
+        fprintf(stderr, "Try 'spillway-top --help'.\n");
+        return 2;
+    }
+    a->mode = m;
+    return -1;
+}
+
 /* Returns -1 to go on, or an exit status. */
 static int parse_args(int argc, char **argv, struct args *a)
 {
@@ -113,12 +131,12 @@ static int parse_args(int argc, char **argv, struct args *a)
         {"hostname", required_argument, NULL, OPT_HOSTNAME},
         {"version", no_argument, NULL, 'V'},       {NULL, 0, NULL, 0}};
     opterr = 0;
-    int c;
+    int c, rc = -1;
     while ((c = getopt_long(argc, argv, ":1jpd:s:rf:ahV", longs, NULL)) != -1) {
         switch (c) {
-        case '1': a->mode = MODE_ONCE; break;
-        case 'j': a->mode = MODE_JSON; break;
-        case 'p': a->mode = MODE_PROMETHEUS; break;
+        case '1': rc = set_mode(a, MODE_ONCE); break;
+        case 'j': rc = set_mode(a, MODE_JSON); break;
+        case 'p': rc = set_mode(a, MODE_PROMETHEUS); break;
         case 'd':
             if (parse_interval(optarg, &a->ui.interval) != 0)
                 return bad_usage("invalid interval '%s': expected seconds from 0.1 to 3600", optarg);
@@ -144,7 +162,7 @@ static int parse_args(int argc, char **argv, struct args *a)
                                  "libmicrohttpd%s", "");
             if (top_listen_parse(optarg, &a->serve, &a->serve_len, why, sizeof why) != 0)
                 return bad_usage("%s", why);
-            a->mode = MODE_SERVE;
+            rc = set_mode(a, MODE_SERVE);
             break;
         }
         case 'h': usage(stdout); return 0;
@@ -152,6 +170,8 @@ static int parse_args(int argc, char **argv, struct args *a)
         case ':': return bad_usage("option '%s' needs a value", argv[optind - 1]);
         default: return bad_usage("unknown option '%s'", argv[optind - 1]);
         }
+        if (rc >= 0)
+            return rc;
     }
     if (optind < argc)
         return bad_usage("unexpected argument '%s'", argv[optind]);

@@ -105,6 +105,9 @@ start_writer --cmd "launched job"
 check "spillway top --once" grep -q "launched job" <<<"$("$SPW" top --once)"
 check "spillway --help documents run and the variables" bash -c '"$1" --help | grep -q -- "--no-spill" && "$1" --help | grep -q SPILLWAY_MEM_FRACTION' _ "$SPW"
 check "spillway options lists the variables" grep -q SPILLWAY_HOST_LIMIT <<<"$("$SPW" options)"
+err=$("$SPW" options extra 2>&1 >/dev/null); rc=$?
+check "spillway options with an argument: exit 2, named" bash -c '[ "$1" -eq 2 ] && grep -q "options takes no argument, got .extra." <<<"$2"' _ $rc "$err"
+check "spillway --help names --version" grep -q -- '--version' <<<"$("$SPW" --help)"
 
 # Man pages: present and free of roff warnings when groff is there.
 man_dir="$(dirname "$0")/../../../tools/man"

@@ -123,6 +123,10 @@ check "--sort bogus refused" bad "invalid sort key 'bogus'" --once --sort bogus
 check "unknown option refused" bad "unknown option '--frobnicate'" --frobnicate
 check "missing value refused" bad "needs a value" --once --sort
 check "no terminal refused" bad "not a terminal" </dev/null
+# Two ways of running: refused, not the last silently winning.
+check "--once --json refused" bad "once and --json cannot be combined" --once --json
+check "-p --serve refused" bad "prometheus and --serve cannot be combined" -p --serve 127.0.0.1:1
+check "the same flag twice is one" grep -q '"processes"' <<<"$("$TOP" --json -j)"
 # The same strictness as the library and the launcher: a misspelt variable
 # would otherwise make it read another directory, showing nothing.
 check "unknown SPILLWAY_* name refused, the near one named" \
