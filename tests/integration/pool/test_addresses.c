@@ -139,6 +139,27 @@ START_TEST(address_range_and_attributes)
 }
 END_TEST
 
+/* An allocation made in a context created through the ABI a runtime
+ * before CUDA 12.5 asks cuGetProcAddress for (cuCtxCreate_v2: flags and
+ * device) answers that context as CONTEXT, and goes with it. */
+START_TEST(context_of_an_allocation_in_a_context_made_by_the_old_abi)
+{
+    use_device(0);
+    CUresult (*create)(CUcontext *, unsigned, CUdevice) = NULL;
+    CUdriverProcAddressQueryResult found;
+    CU_OK(cuGetProcAddress("cuCtxCreate", (void **)&create, 11000, CU_GET_PROC_ADDRESS_DEFAULT, &found));
+    ck_assert_ptr_nonnull(create);
+    CUcontext own, owner = NULL;
+    CU_OK(create(&own, 0, 0));
+    CUdeviceptr p;
+    CU_OK(cuMemAlloc(&p, 5 * MiB));
+    CU_OK(cuPointerGetAttribute(&owner, CU_POINTER_ATTRIBUTE_CONTEXT, p + 1));
+    ck_assert_ptr_eq(owner, own);
+    CU_OK(cuCtxDestroy(own));
+    ck_assert_int_eq(cuMemFree(p), CUDA_ERROR_INVALID_VALUE);
+}
+END_TEST
+
 /* One byte past an allocation's end is not the allocation: spillway
  * answers with (base, requested size), which must contain the pointer (the
  * real driver may round its size up, but its range always does), so the
@@ -339,6 +360,7 @@ Suite *test_suite(void)
     tcase_set_timeout(both, 60);
     tcase_add_test(both, jax_like_arena);
     tcase_add_test(both, address_range_and_attributes);
+    tcase_add_test(both, context_of_an_allocation_in_a_context_made_by_the_old_abi);
     tcase_add_test(both, one_byte_past_the_end_is_unknown);
     tcase_add_test(both, sync_memops_of_an_allocation);
     tcase_add_test(both, sync_memops_of_another_devices_allocation);
