@@ -11,7 +11,7 @@
 /* Returns a malloc'd copy of a fresh segment; *len gets its size. */
 static inline unsigned char *valid_image(size_t *len)
 {
-    struct spw_stats_params p = {.device_count = IMAGE_DEVICES, .cmdline = "worker --id 7",
+    struct spw_stats_params p = {.dir = segdir, .device_count = IMAGE_DEVICES, .cmdline = "worker --id 7",
                                  .config = "mem_limit=1G\n"};
     struct spw_stats_writer *w;
     char err[256];
