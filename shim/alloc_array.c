@@ -9,10 +9,27 @@
  * gets the driver's own error, not an out-of-memory for a size it never
  * had. */
 #include "shim/array_size.h"
+#include "shim/ctx_owned.h"
 #include "shim/handler.h"
 
 /* The arrays whose memory the driver does not allocate at creation. */
 #define UNBACKED (CUDA_ARRAY3D_DEFERRED_MAPPING | CUDA_ARRAY3D_SPARSE)
+
+/* The driver's answer r to the creation of *h, noted with its context
+ * (ctx_owned.h: it goes with it). */
+static CUresult made_array(CUresult r, const CUarray *h)
+{
+    if (r == CUDA_SUCCESS)
+        spw_ctx_owned_made(SPW_KIND_ARRAY, (uintptr_t)*h);
+    return r;
+}
+
+static CUresult made_mipmap(CUresult r, const CUmipmappedArray *h)
+{
+    if (r == CUDA_SUCCESS)
+        spw_ctx_owned_made(SPW_KIND_MIPMAP, (uintptr_t)*h);
+    return r;
+}
 
 CUresult spw_h_array_create(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *pAllocateArray)
 {
@@ -30,7 +47,8 @@ CUresult spw_h_array_create(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *pAllo
         return real(pHandle, pAllocateArray);
     uint64_t bytes = spw_array_bytes(&d3, 1);
     SPW_PASSTHROUGH_ALLOC(SPW_KIND_ARRAY, dev, bytes, SW_PT_ARRAY, "cuArrayCreate",
-                          real(pHandle, pAllocateArray), (uintptr_t)*pHandle);
+                          made_array(real(pHandle, pAllocateArray), pHandle),
+                          (uintptr_t)*pHandle);
 }
 
 CUresult spw_h_array3d_create(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pAllocateArray)
@@ -46,7 +64,8 @@ CUresult spw_h_array3d_create(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *p
         return real(pHandle, pAllocateArray);
     uint64_t bytes = spw_array_bytes(pAllocateArray, 1);
     SPW_PASSTHROUGH_ALLOC(SPW_KIND_ARRAY, dev, bytes, SW_PT_ARRAY, "cuArray3DCreate",
-                          real(pHandle, pAllocateArray), (uintptr_t)*pHandle);
+                          made_array(real(pHandle, pAllocateArray), pHandle),
+                          (uintptr_t)*pHandle);
 }
 
 CUresult spw_h_mipmapped_array_create(CUmipmappedArray *pHandle,
@@ -65,19 +84,41 @@ CUresult spw_h_mipmapped_array_create(CUmipmappedArray *pHandle,
         return real(pHandle, d, numMipmapLevels);
     uint64_t bytes = spw_array_bytes(d, numMipmapLevels);
     SPW_PASSTHROUGH_ALLOC(SPW_KIND_MIPMAP, dev, bytes, SW_PT_ARRAY, "cuMipmappedArrayCreate",
-                          real(pHandle, d, numMipmapLevels), (uintptr_t)*pHandle);
+                          made_mipmap(real(pHandle, d, numMipmapLevels), pHandle),
+                          (uintptr_t)*pHandle);
 }
 
 /* A level of a mipmapped array (cuMipmappedArrayGetLevel) was never
  * counted on its own: forgetting finds nothing and the driver answers.
  * Arrays and mipmapped arrays are kept apart (two kinds), so a level whose
  * handle equalled its mipmapped array's could not forget the whole. */
+/* Its noted context is taken before the driver's call (a handle the
+ * driver reuses at once is another thread's to note), and put back if
+ * the driver refused. */
+static CUresult array_destroy(CUresult (*real)(CUarray), CUarray h)
+{
+    CUcontext ctx = spw_ctx_owned_take(SPW_KIND_ARRAY, (uintptr_t)h);
+    CUresult r = real(h);
+    if (r != CUDA_SUCCESS)
+        spw_ctx_owned_undo(SPW_KIND_ARRAY, (uintptr_t)h, ctx);
+    return r;
+}
+
+static CUresult mipmap_destroy(CUresult (*real)(CUmipmappedArray), CUmipmappedArray h)
+{
+    CUcontext ctx = spw_ctx_owned_take(SPW_KIND_MIPMAP, (uintptr_t)h);
+    CUresult r = real(h);
+    if (r != CUDA_SUCCESS)
+        spw_ctx_owned_undo(SPW_KIND_MIPMAP, (uintptr_t)h, ctx);
+    return r;
+}
+
 CUresult spw_h_array_destroy(CUarray hArray)
 {
     SPW_REAL_OR_RETURN(real, spw_h_array_destroy);
     if (spw_disabled() || !hArray)
         return real(hArray);
-    SPW_ACCOUNTED_FREE(SPW_KIND_ARRAY, (uintptr_t)hArray, real(hArray));
+    SPW_ACCOUNTED_FREE(SPW_KIND_ARRAY, (uintptr_t)hArray, array_destroy(real, hArray));
 }
 
 CUresult spw_h_mipmapped_array_destroy(CUmipmappedArray hMipmappedArray)
@@ -85,5 +126,5 @@ CUresult spw_h_mipmapped_array_destroy(CUmipmappedArray hMipmappedArray)
     SPW_REAL_OR_RETURN(real, spw_h_mipmapped_array_destroy);
     if (spw_disabled() || !hMipmappedArray)
         return real(hMipmappedArray);
-    SPW_ACCOUNTED_FREE(SPW_KIND_MIPMAP, (uintptr_t)hMipmappedArray, real(hMipmappedArray));
+    SPW_ACCOUNTED_FREE(SPW_KIND_MIPMAP, (uintptr_t)hMipmappedArray, mipmap_destroy(real, hMipmappedArray));
 }

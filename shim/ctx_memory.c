@@ -2,6 +2,7 @@
 #include "shim/ctx_memory.h"
 
 #include "shim/backend.h"
+#include "shim/ctx_owned.h"
 #include "shim/handler.h"
 #include "shim/log.h"
 
@@ -10,11 +11,13 @@
 struct gone {
     uint64_t key, bytes;
     int dev, reason;
+    enum spw_kind kind;
 };
 
 struct spw_ctx_memory {
     size_t n;
-    int taken; /* out of the table already (spw_ctx_memory_take) */
+    int taken;     /* out of the tables already (spw_ctx_memory_take) */
+    CUcontext ctx; /* the dying context */
     struct gone e[];
 };
 
@@ -62,48 +65,76 @@ static int dies_with(CUdeviceptr ptr, CUcontext ctx)
     return ask && ask(2, a, data, ptr) == CUDA_SUCCESS && owner == ctx && !pool;
 }
 
+/* What collect gathers: per kind, the keys that may die with the context. */
+static const enum spw_kind owned_kinds[] = {SPW_KIND_ARRAY, SPW_KIND_MIPMAP, SPW_KIND_HOSTPTR};
+#define OWNED_KINDS (sizeof owned_kinds / sizeof owned_kinds[0])
+
+/* Adds key of kind, which dies with m's context, to m: listed, or when
+ * take, taken out of the count's table (added only if counted) and out of
+ * the noted contexts. */
+static void add(struct spw_ctx_memory *m, enum spw_kind kind, uint64_t key, int take)
+{
+    struct gone *g = &m->e[m->n];
+    if (!take) {
+        *g = (struct gone){.key = key, .kind = kind};
+        m->n++;
+        return;
+    }
+    if (spw_account_forget_pt(kind, key, &g->dev, &g->bytes, &g->reason) == 0) {
+        g->key = key;
+        g->kind = kind;
+        m->n++;
+    }
+    if (kind != SPW_KIND_DEVPTR) /* noted or not, it goes (undone if the driver refuses) */
+        (void)spw_ctx_owned_take(kind, key);
+}
+
 static struct spw_ctx_memory *collect(CUcontext ctx, int dev, int take)
 {
     if (spw_disabled() || dev < 0 || !spw_account_tracks(dev))
         return NULL;
-    uint64_t *keys;
-    size_t n;
+    uint64_t *dev_keys, *keys[OWNED_KINDS] = {NULL};
+    size_t dev_n, n[OWNED_KINDS] = {0}, total;
     /* Not captured allocations: graph memory, stream-ordered, is the
      * device's graph pool's and outlives the context (it answers no pool
      * handle, and the primary context as its own). */
-    if (spw_account_keys_on(SPW_KIND_DEVPTR, dev, SW_PT_CAPTURE, &keys, &n)) {
+    if (spw_account_keys_on(SPW_KIND_DEVPTR, dev, SW_PT_CAPTURE, &dev_keys, &dev_n)) {
         spw_warn("device %d: out of memory listing its allocations before a context's end: "
                  "what the driver frees with it stays counted",
                  dev);
         return NULL;
     }
-    if (!n)
+    if (!dev_n && !spw_ctx_owned_any())
         return NULL;
-    struct spw_ctx_memory *m = NULL;
     if (!ctx)
         ctx = primary_of(dev);
-    if (ctx && !(m = malloc(sizeof *m + n * sizeof m->e[0])))
+    total = dev_n;
+    for (size_t k = 0; ctx && k < OWNED_KINDS; k++)
+        if (spw_ctx_owned_of(owned_kinds[k], ctx, &keys[k], &n[k]) == 0)
+            total += n[k];
+    struct spw_ctx_memory *m = NULL;
+    if (ctx && total && !(m = malloc(sizeof *m + total * sizeof m->e[0])))
         spw_warn("device %d: out of memory before a context's end: what the driver frees with "
                  "it stays counted",
                  dev);
     if (m) {
         m->n = 0;
         m->taken = take;
-        for (size_t i = 0; i < n; i++) {
-            struct gone *g = &m->e[m->n];
-            if (dies_with((CUdeviceptr)keys[i], ctx) &&
-                (!take || spw_account_forget_pt(SPW_KIND_DEVPTR, keys[i], &g->dev, &g->bytes,
-                                                &g->reason) == 0)) {
-                g->key = keys[i];
-                m->n++;
-            }
-        }
+        m->ctx = ctx;
+        for (size_t i = 0; i < dev_n; i++)
+            if (dies_with((CUdeviceptr)dev_keys[i], ctx))
+                add(m, SPW_KIND_DEVPTR, dev_keys[i], take);
+        for (size_t k = 0; k < OWNED_KINDS; k++)
+            for (size_t i = 0; i < n[k]; i++)
+                add(m, owned_kinds[k], keys[k][i], take);
         if (!m->n) {
             free(m);
             m = NULL;
         }
     }
-    free(keys);
+    free(dev_keys);
+    for (size_t k = 0; k < OWNED_KINDS; k++)
+        free(keys[k]);
     return m;
 }
 
@@ -124,15 +155,24 @@ void spw_ctx_memory_settle(struct spw_ctx_memory *m, int freed)
     for (size_t i = 0; i < m->n; i++) {
         struct gone *g = &m->e[i];
         /* Listed only: those a free did not take meanwhile go now. */
-        if (!m->taken && (!freed || spw_account_forget_pt(SPW_KIND_DEVPTR, g->key, &g->dev,
-                                                          &g->bytes, &g->reason) != 0))
-            continue;
+        if (!m->taken) {
+            if (!freed || spw_account_forget_pt(g->kind, g->key, &g->dev, &g->bytes, &g->reason) != 0)
+                continue;
+            if (g->kind != SPW_KIND_DEVPTR)
+                (void)spw_ctx_owned_take(g->kind, g->key);
+        }
         if (freed) {
-            spw_debug("device %d: %llu bytes at %#llx freed with their context", g->dev,
-                      (unsigned long long)g->bytes, (unsigned long long)g->key);
+            if (g->dev == SPILLWAY_HOST)
+                spw_debug("host: %llu pinned bytes at %#llx freed with their context",
+                          (unsigned long long)g->bytes, (unsigned long long)g->key);
+            else
+                spw_debug("device %d: %llu bytes at %#llx freed with their context", g->dev,
+                          (unsigned long long)g->bytes, (unsigned long long)g->key);
             spw_release_passthrough(g->dev, g->bytes, g->reason);
         } else {
-            spw_account_restore_pt(SPW_KIND_DEVPTR, g->key, g->dev, g->bytes, g->reason);
+            spw_account_restore_pt(g->kind, g->key, g->dev, g->bytes, g->reason);
+            if (g->kind != SPW_KIND_DEVPTR)
+                spw_ctx_owned_undo(g->kind, g->key, m->ctx);
         }
     }
     free(m);

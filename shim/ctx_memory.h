@@ -3,13 +3,15 @@
  * "memory allocations by cuMemAlloc(), cuMemAllocHost(),
  * cuMemAllocManaged() and cuMemAllocPitch()", not cuMemCreate's nor
  * stream-ordered ones) and a reset of the primary context ("Destroy all
- * allocations"), or its last release. What spillway counted of it against
- * the limit (pass-through device pointers) stops being counted then, as
- * if the program had freed it; else the limit would shrink for good.
+ * allocations"), or its last release. What spillway counted of it (pass-
+ * through device pointers, arrays and mipmapped arrays against the limit,
+ * pinned host allocations as host memory) stops being counted then, as if
+ * the program had freed it; else the limit would shrink for good.
  *
  * Around the driver's call, never on an allocation's path: before it, the
  * device's counted pointers are asked their context (one driver call
- * each) and those of the context are taken out of the count's table (a
+ * each), the arrays and pinned host allocations noted with that context
+ * are found (ctx_owned.h), and all of them are taken out of the count's table (a
  * cuMemFree racing with the destroy then counts nothing twice); after it,
  * they are released if the driver freed them, else put back. A primary
  * release, seldom the last, only lists them (spw_ctx_memory_list). */

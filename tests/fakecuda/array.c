@@ -34,6 +34,7 @@ struct CUarray_st {
     size_t bytes;
     uintptr_t storage;                 /* 0: deferred mapping */
     struct CUmipmappedArray_st *level_of; /* a level is destroyed with its array */
+    struct CUctx_st *ctx;              /* made in; a level's is its mipmapped array's */
     struct CUarray_st *next;
 };
 
@@ -42,6 +43,7 @@ struct CUmipmappedArray_st {
     unsigned nlevels;
     bool deferred;
     size_t bytes;
+    struct CUctx_st *ctx; /* made in */
     struct CUarray_st **levels;
     struct CUmipmappedArray_st *next;
 };
@@ -218,8 +220,12 @@ static CUresult create(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *d)
     if (r != CUDA_SUCCESS)
         return r;
     struct CUarray_st *a;
-    if ((r = make_array(d, ctx->dev, NULL, &a)) == CUDA_SUCCESS)
+    if ((r = make_array(d, ctx->dev, NULL, &a)) == CUDA_SUCCESS) {
+        pthread_mutex_lock(&fc_lock);
+        a->ctx = ctx;
+        pthread_mutex_unlock(&fc_lock);
         *pHandle = a;
+    }
     return r;
 }
 
@@ -397,6 +403,7 @@ FC_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle, const CUDA_
     }
     m->nlevels = numMipmapLevels;
     m->deferred = d->Flags & CUDA_ARRAY3D_DEFERRED_MAPPING;
+    m->ctx = ctx;
     m->magic = MIPMAP_MAGIC;
     pthread_mutex_lock(&fc_lock);
     m->next = mipmaps;
@@ -451,6 +458,52 @@ FC_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray h)
     free(h->levels);
     free(h);
     return CUDA_SUCCESS;
+}
+
+/* cuCtxDestroy and a primary reset: "These resources include CUDA types
+ * ... CUarray, CUmipmappedArray" (cuCtxDestroy). The arrays and mipmapped
+ * arrays made in ctx go, their storage given back; a handle of one is
+ * unknown after (the driver calls its use undefined behaviour). */
+void fc_ctx_end_arrays(struct CUctx_st *ctx)
+{
+    struct CUarray_st *dead = NULL;
+    struct CUmipmappedArray_st *dead_mipmaps = NULL;
+    pthread_mutex_lock(&fc_lock);
+    for (struct CUarray_st **pp = &arrays, *a; (a = *pp) != NULL;) {
+        if (a->ctx != ctx || a->level_of) {
+            pp = &a->next;
+            continue;
+        }
+        unlink_array_locked(a); /* unlinks *pp: pp now names the next */
+        a->next = dead;
+        dead = a;
+    }
+    for (struct CUmipmappedArray_st **pp = &mipmaps, *m; (m = *pp) != NULL;) {
+        if (m->ctx != ctx) {
+            pp = &m->next;
+            continue;
+        }
+        *pp = m->next;
+        m->magic = 0;
+        for (unsigned i = 0; i < m->nlevels; i++)
+            unlink_array_locked(m->levels[i]);
+        m->next = dead_mipmaps;
+        dead_mipmaps = m;
+    }
+    pthread_mutex_unlock(&fc_lock);
+    while (dead) {
+        struct CUarray_st *next = dead->next;
+        free(dead);
+        dead = next;
+    }
+    while (dead_mipmaps) {
+        struct CUmipmappedArray_st *next = dead_mipmaps->next;
+        for (unsigned i = 0; i < dead_mipmaps->nlevels; i++)
+            free(dead_mipmaps->levels[i]);
+        free(dead_mipmaps->levels);
+        free(dead_mipmaps);
+        dead_mipmaps = next;
+    }
 }
 
 /* The storage address of bytes [off, off + n) of array a, or 0 when a is

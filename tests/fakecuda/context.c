@@ -112,6 +112,7 @@ static void primary_reset(int dev)
     if (!p)
         return;
     fc_ctx_free_memory(p);
+    fc_ctx_end_arrays(p);
     fc_ctx_end_streams(p);
     fc_ctx_end_modules(p);
 }
@@ -234,9 +235,11 @@ FC_EXPORT CUresult cuCtxDestroy(CUcontext ctx)
         return CUDA_ERROR_INVALID_CONTEXT;
     fc_ctx_drain(ctx);
     /* "Destroys and cleans up all resources associated with the context":
-     * its cuMemAlloc-class memory, streams, events and modules, as at a
+     * its cuMemAlloc-class and pinned host memory, arrays, streams, events
+     * and modules, as at a
      * primary reset (VMM memory and memory pools are the device's). */
     fc_ctx_free_memory(ctx);
+    fc_ctx_end_arrays(ctx);
     fc_ctx_end_streams(ctx);
     fc_ctx_end_modules(ctx);
     pthread_mutex_lock(&fc_lock);

@@ -105,7 +105,7 @@ struct fc_region {
     bool sync_memops_off;   /* CU_POINTER_ATTRIBUTE_SYNC_MEMOPS unset by the program */
     unsigned long long access_devs; /* FC_VMM: devices cuMemSetAccess gave access (bit d) */
     struct fc_gmem *gmem;   /* FC_GRAPH_MEM: the graph objects that keep it */
-    struct CUctx_st *ctx;   /* FC_DEVICE, FC_MANAGED: the context it dies with */
+    struct CUctx_st *ctx;   /* FC_DEVICE, FC_MANAGED, FC_HOST: the context it dies with */
 };
 
 /* All under fc_lock. Lookup finds the region containing addr. */
@@ -152,11 +152,13 @@ CUresult fc_alloc_device(size_t size, enum fc_region_kind kind, struct fc_mempoo
                          int dev, CUdeviceptr *dptr);
 /* Uncharges, unregisters and unmaps; under fc_lock. */
 void fc_region_release_locked(struct fc_region *reg);
-/* A primary context's reset, or cuCtxDestroy: its cuMemAlloc-class memory is freed (memory.c),
+/* A primary context's reset, or cuCtxDestroy: its cuMemAlloc-class and
+ * pinned host memory is freed (memory.c), its arrays destroyed (array.c),
  * its streams and events destroyed (stream.c), its modules unloaded
  * (kernel.c). Its work must be finished. */
 void fc_ctx_free_memory(struct CUctx_st *ctx);
 void fc_ctx_end_streams(struct CUctx_st *ctx);
+void fc_ctx_end_arrays(struct CUctx_st *ctx);
 void fc_ctx_end_modules(struct CUctx_st *ctx);
 size_t fc_vmm_live_handles(void);
 /* Exports and imports (share.c): the handle with value h (NULL: none) and a

@@ -107,7 +107,8 @@ static bool of_ctx(struct fc_region *r, void *arg)
 {
     struct fc_region **found = arg;
     /* one being freed is left to its cuMemFree */
-    if ((r->kind == FC_DEVICE || r->kind == FC_MANAGED) && r->ctx == (*found)->ctx && !r->freeing) {
+    if ((r->kind == FC_DEVICE || r->kind == FC_MANAGED || r->kind == FC_HOST) && r->ctx == (*found)->ctx &&
+        !r->freeing) {
         *found = r;
         return false;
     }
@@ -115,7 +116,8 @@ static bool of_ctx(struct fc_region *r, void *arg)
 }
 
 /* cuDevicePrimaryCtxReset ("Destroy all allocations") and cuCtxDestroy
- * (its "resources ... include memory allocations by cuMemAlloc()"). Each leaves the
+ * (its "resources ... include memory allocations by cuMemAlloc(),
+ * cuMemAllocHost(), ..."; cuMemHostRegister's are not named, and stay). Each leaves the
  * registry (the driver no longer knows its address: copies, frees and
  * attribute queries answer as for unknown memory) and the device's charge.
  * Its pages are emptied but stay mapped: a test that still touches one
@@ -131,7 +133,10 @@ void fc_ctx_free_memory(struct CUctx_st *ctx)
             break;
         void *p = (void *)found->base;
         size_t size = found->size;
-        fc_device_uncharge(found->dev, found->charged);
+        if (found->kind == FC_HOST)
+            fc_host_used -= found->charged;
+        else
+            fc_device_uncharge(found->dev, found->charged);
         fc_region_remove(found);
         madvise(p, fc_page_round(size), MADV_DONTNEED);
     }
@@ -267,8 +272,12 @@ static CUresult host_alloc(void **pp, size_t size)
         return r;
     uintptr_t p;
     r = alloc_region(c->dev, size, FC_HOST, NULL, &p);
-    if (r == CUDA_SUCCESS)
+    if (r == CUDA_SUCCESS) {
+        pthread_mutex_lock(&fc_lock);
+        fc_region_find(p)->ctx = c; /* it dies with c (fc_ctx_free_memory) */
+        pthread_mutex_unlock(&fc_lock);
         *pp = (void *)p;
+    }
     return r;
 }
 

@@ -124,6 +124,102 @@ START_TEST(refused_destroy_keeps_the_count)
 }
 END_TEST
 
+/* 1024 x 1024 floats: 4 MiB of texture memory. */
+static const CUDA_ARRAY3D_DESCRIPTOR four_mib = {.Width = 1024, .Height = 1024, .Format = CU_AD_FORMAT_FLOAT,
+                                                 .NumChannels = 1};
+
+/* Arrays and mipmapped arrays (counted against the limit) and pinned host
+ * memory (counted as host) made in a created context: the driver frees
+ * them with it ("resources include ... CUarray, CUmipmappedArray ...
+ * cuMemAllocHost()"), and they stop being counted then; their handles'
+ * destroys get the driver's answer and uncount nothing twice. */
+START_TEST(destroyed_context_uncounts_its_arrays_and_pinned_memory)
+{
+    if (!pooled())
+        return;
+    use_device(0);
+    uint64_t host_before = used(SPILLWAY_HOST);
+    CUcontext own = created_context();
+    CUarray a;
+    CU_OK(cuArray3DCreate(&a, &four_mib));
+    CUmipmappedArray mm;
+    CU_OK(cuMipmappedArrayCreate(&mm, &four_mib, 2)); /* 4 + 1 MiB */
+    void *h;
+    CU_OK(cuMemAllocHost(&h, 2 * MiB));
+    ck_assert_uint_eq(used(0), 9 * MiB);
+    ck_assert_uint_eq(used(SPILLWAY_HOST), host_before + 2 * MiB);
+    CU_OK(cuCtxDestroy(own)); /* the primary is current again */
+    expect_counted(0, 0);
+    ck_assert_uint_eq(used(SPILLWAY_HOST), host_before);
+    ck_assert_int_eq(cuArrayDestroy(a), CUDA_ERROR_INVALID_HANDLE); /* fakecuda's answer */
+    ck_assert_int_eq(cuMipmappedArrayDestroy(mm), CUDA_ERROR_INVALID_HANDLE);
+    ck_assert_int_eq(cuMemFreeHost(h), CUDA_ERROR_INVALID_VALUE);
+    expect_counted(0, 0);
+    ck_assert_uint_eq(used(SPILLWAY_HOST), host_before);
+}
+END_TEST
+
+/* What the primary context made goes with its reset, and what a destroy
+ * the driver refuses would have freed stays counted until freed. */
+START_TEST(primary_reset_uncounts_its_arrays_refused_destroy_keeps_them)
+{
+    if (!pooled())
+        return;
+    use_device(0);
+    uint64_t host_before = used(SPILLWAY_HOST);
+    CUarray a;
+    CU_OK(cuArray3DCreate(&a, &four_mib));
+    void *h;
+    CU_OK(cuMemAllocHost(&h, 2 * MiB));
+    CU_OK(cuDevicePrimaryCtxReset(0));
+    use_device(0);
+    expect_counted(0, 0);
+    ck_assert_uint_eq(used(SPILLWAY_HOST), host_before);
+
+    CUcontext own = created_context();
+    CU_OK(cuArray3DCreate(&a, &four_mib));
+    CU_OK(cuMemAllocHost(&h, 2 * MiB));
+    ck_assert_int_eq(fakecuda_fault_config("cuCtxDestroy:1", NULL, 0), 0);
+    ck_assert_int_eq(cuCtxDestroy(own), CUDA_ERROR_UNKNOWN);
+    ck_assert_int_eq(fakecuda_fault_config(NULL, NULL, 0), 0);
+    ck_assert_uint_eq(used(0), 4 * MiB);
+    ck_assert_uint_eq(used(SPILLWAY_HOST), host_before + 2 * MiB);
+    CU_OK(cuCtxDestroy(own)); /* the second time goes through: all of it goes */
+    expect_counted(0, 0);
+    ck_assert_uint_eq(used(SPILLWAY_HOST), host_before);
+}
+END_TEST
+
+/* An array destroyed in a created context, then one made in the primary
+ * (the driver may give it the freed one's handle): the created context's
+ * end leaves the primary's counted. */
+START_TEST(destroy_leaves_arrays_of_other_contexts)
+{
+    if (!pooled())
+        return;
+    CUcontext primary = use_device(0);
+    uint64_t host_before = used(SPILLWAY_HOST);
+    CUcontext own = created_context();
+    CUarray a, b;
+    CU_OK(cuArray3DCreate(&a, &four_mib));
+    void *h, *k;
+    CU_OK(cuMemAllocHost(&h, 2 * MiB));
+    CU_OK(cuArrayDestroy(a));
+    CU_OK(cuMemFreeHost(h));
+    CU_OK(cuCtxPushCurrent(primary));
+    CU_OK(cuArray3DCreate(&b, &four_mib));
+    CU_OK(cuMemAllocHost(&k, 2 * MiB));
+    CU_OK(cuCtxPopCurrent(NULL));
+    CU_OK(cuCtxDestroy(own));
+    expect_counted(0, 4 * MiB);
+    ck_assert_uint_eq(used(SPILLWAY_HOST), host_before + 2 * MiB);
+    CU_OK(cuArrayDestroy(b));
+    CU_OK(cuMemFreeHost(k));
+    expect_counted(0, 0);
+    ck_assert_uint_eq(used(SPILLWAY_HOST), host_before);
+}
+END_TEST
+
 /* A pool block (cuMemAlloc the pool serves) made in a context the program
  * created dies with it too, as the driver frees its cuMemAlloc memory:
  * back in the pool, uncounted, and three quarters of the limit fit again
@@ -313,6 +409,9 @@ Suite *test_suite(void)
     tcase_add_test(tc, destroyed_context_uncounts_its_passthrough_memory);
     tcase_add_test(tc, primary_reset_uncounts_its_passthrough_memory);
     tcase_add_test(tc, refused_destroy_keeps_the_count);
+    tcase_add_test(tc, destroyed_context_uncounts_its_arrays_and_pinned_memory);
+    tcase_add_test(tc, primary_reset_uncounts_its_arrays_refused_destroy_keeps_them);
+    tcase_add_test(tc, destroy_leaves_arrays_of_other_contexts);
     tcase_add_test(tc, destroyed_context_frees_its_pool_blocks);
     tcase_add_test(tc, destroy_leaves_other_contexts_blocks);
     tcase_add_test(tc, pool_block_names_its_context);

@@ -367,6 +367,60 @@ START_TEST(destroyed_context_frees_its_memory)
 }
 END_TEST
 
+/* cuCtxDestroy's "resources include CUDA types ... CUarray,
+ * CUmipmappedArray ... memory allocations by ... cuMemAllocHost()": the
+ * arrays made in a created context give their device memory back at its
+ * destroy; its pinned host allocation answers that context as its own
+ * while it lives. (Asking about either after the destroy is undefined on
+ * a GPU: only fakecuda is asked.) */
+START_TEST(destroyed_context_frees_its_arrays_and_pinned_memory)
+{
+    CU_OK(cuInit(0));
+    CUcontext primary, created, cur;
+    CU_OK(cuDevicePrimaryCtxRetain(&primary, 0));
+    CU_OK(cuCtxPushCurrent(primary));
+    CUctxCreateParams params;
+    memset(&params, 0, sizeof params);
+    CU_OK(cuCtxCreate(&created, &params, 0, 0));
+    size_t free_before, free_held, free_after, total;
+    CU_OK(cuMemGetInfo(&free_before, &total));
+    CUDA_ARRAY3D_DESCRIPTOR d = {.Width = 4096, .Height = 2048, .Format = CU_AD_FORMAT_FLOAT,
+                                 .NumChannels = 1};
+    CUarray a;
+    CU_OK(cuArray3DCreate(&a, &d)); /* 32 MiB */
+    CUmipmappedArray mm;
+    CU_OK(cuMipmappedArrayCreate(&mm, &d, 2)); /* 32 + 8 MiB */
+    void *host;
+    CU_OK(cuMemAllocHost(&host, 4 * MiB));
+    memset(host, 0x5a, 4 * MiB);
+    CUcontext owner = NULL;
+    CU_OK(cuPointerGetAttribute(&owner, CU_POINTER_ATTRIBUTE_CONTEXT, (CUdeviceptr)(uintptr_t)host));
+    ck_assert_ptr_eq(owner, created);
+    CU_OK(cuMemGetInfo(&free_held, &total));
+    size_t held = 72 * MiB;
+    ck_assert_msg(free_held + held <= free_before, "free %zu after making %zu of arrays, %zu before",
+                  free_held, held, free_before);
+    size_t live_host = fakecuda_present() ? fakecuda_live_host_allocations() : 0;
+    CU_OK(cuCtxDestroy(created));
+    CU_OK(cuCtxGetCurrent(&cur));
+    ck_assert_ptr_eq(cur, primary);
+    CU_OK(cuMemGetInfo(&free_after, &total));
+    ck_assert_msg(free_after >= free_held + held,
+                  "free %zu after the destroy, %zu before it: the arrays' %zu bytes not freed", free_after,
+                  free_held, held);
+    if (fakecuda_present()) {
+        CUDA_ARRAY3D_DESCRIPTOR got;
+        CU_ERR(cuArray3DGetDescriptor(&got, a), CUDA_ERROR_INVALID_HANDLE);
+        CUarray level;
+        CU_ERR(cuMipmappedArrayGetLevel(&level, mm, 0), CUDA_ERROR_INVALID_HANDLE);
+        CU_ERR(cuMemFreeHost(host), CUDA_ERROR_INVALID_VALUE);
+        ck_assert_uint_eq(fakecuda_live_host_allocations(), live_host - 1);
+    }
+    CU_OK(cuCtxPopCurrent(&cur));
+    CU_OK(cuDevicePrimaryCtxRelease(0));
+}
+END_TEST
+
 START_TEST(error_strings)
 {
     const char *s = NULL;
@@ -437,6 +491,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, last_primary_release_destroys_the_contexts_objects);
     tcase_add_test(tc, created_contexts_stack);
     tcase_add_test(tc, destroyed_context_frees_its_memory);
+    tcase_add_test(tc, destroyed_context_frees_its_arrays_and_pinned_memory);
     tcase_add_test(tc, error_strings);
     tcase_add_test(tc, peer_access_needs_two_devices);
     suite_add_tcase(s, tc);
