@@ -85,7 +85,7 @@ static void add(struct spw_ctx_memory *m, enum spw_kind kind, uint64_t key, int 
         g->kind = kind;
         m->n++;
     }
-    if (kind != SPW_KIND_DEVPTR) /* noted or not, it goes (undone if the driver refuses) */
+    if (kind != SPW_KIND_DEVPTR) /* counted or not it goes; put back with a counted one */
         (void)spw_ctx_owned_take(kind, key);
 }
 
@@ -156,10 +156,12 @@ void spw_ctx_memory_settle(struct spw_ctx_memory *m, int freed)
         struct gone *g = &m->e[i];
         /* Listed only: those a free did not take meanwhile go now. */
         if (!m->taken) {
-            if (!freed || spw_account_forget_pt(g->kind, g->key, &g->dev, &g->bytes, &g->reason) != 0)
+            if (!freed)
                 continue;
-            if (g->kind != SPW_KIND_DEVPTR)
+            if (g->kind != SPW_KIND_DEVPTR) /* gone, counted or not */
                 (void)spw_ctx_owned_take(g->kind, g->key);
+            if (spw_account_forget_pt(g->kind, g->key, &g->dev, &g->bytes, &g->reason) != 0)
+                continue;
         }
         if (freed) {
             if (g->dev == SPILLWAY_HOST)
