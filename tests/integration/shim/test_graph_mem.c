@@ -301,6 +301,24 @@ START_TEST(replays_after_a_first_launch_that_trimmed_do_not_trim)
 }
 END_TEST
 
+/* The program frees its captured allocation t: once the graph pool is
+ * trimmed, the device is as free as before the capture. */
+static void freed_back_to(CUdeviceptr t, CUstream s, size_t before)
+{
+    CU_OK(cuMemFreeAsync(t, s));
+    CU_OK(cuStreamSynchronize(s));
+    CU_OK(cuDeviceGraphMemTrim(0));
+    ck_assert_uint_eq(free_now(), before);
+}
+
+/* A launch of e the driver refuses (fakecuda's injected fault). */
+static void launch_refused(CUgraphExec e, CUstream s)
+{
+    ck_assert_int_eq(fakecuda_fault_config("cuGraphLaunch:1", NULL, 0), 0);
+    ck_assert_int_eq(cuGraphLaunch(e, s), CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
+    ck_assert_int_eq(fakecuda_fault_config(NULL, NULL, 0), 0);
+}
+
 /* A graph capturing cuMemAllocAsync: t, GBYTES, outliving the graph. */
 static CUgraph capture_alloc(CUstream s, CUdeviceptr *t)
 {
@@ -385,9 +403,7 @@ START_TEST(a_refused_launch_after_an_upload_runs_nothing)
     CU_OK(cuGraphInstantiateWithFlags(&e, g, 0));
     CU_OK(cuGraphUpload(e, s));
     CU_OK(cuStreamSynchronize(s));
-    ck_assert_int_eq(fakecuda_fault_config("cuGraphLaunch:1", NULL, 0), 0);
-    ck_assert_int_eq(cuGraphLaunch(e, s), CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
-    ck_assert_int_eq(fakecuda_fault_config(NULL, NULL, 0), 0);
+    launch_refused(e, s);
     CU_OK(cuStreamSynchronize(s));
     CU_OK(cuGraphExecDestroy(e));
     CU_OK(cuGraphDestroy(g));
@@ -399,9 +415,7 @@ START_TEST(a_refused_launch_after_an_upload_runs_nothing)
     g = capture_alloc(s, &t); /* refused, then launched: it ran */
     CU_OK(cuGraphInstantiateWithFlags(&e, g, 0));
     CU_OK(cuGraphUpload(e, s));
-    ck_assert_int_eq(fakecuda_fault_config("cuGraphLaunch:1", NULL, 0), 0);
-    ck_assert_int_eq(cuGraphLaunch(e, s), CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
-    ck_assert_int_eq(fakecuda_fault_config(NULL, NULL, 0), 0);
+    launch_refused(e, s);
     CU_OK(cuGraphLaunch(e, s));
     CU_OK(cuStreamSynchronize(s));
     CU_OK(cuGraphExecDestroy(e));
@@ -410,10 +424,7 @@ START_TEST(a_refused_launch_after_an_upload_runs_nothing)
     unsigned word = 0;
     CU_OK(cuMemcpyDtoH(&word, t, sizeof word));
     ck_assert_uint_eq(word, 3u);
-    CU_OK(cuMemFreeAsync(t, s));
-    CU_OK(cuStreamSynchronize(s));
-    CU_OK(cuDeviceGraphMemTrim(0));
-    ck_assert_uint_eq(free_now(), before);
+    freed_back_to(t, s, before);
     CU_OK(cuStreamDestroy(s));
 }
 END_TEST
@@ -429,9 +440,7 @@ START_TEST(a_refused_first_launch_runs_nothing)
     CUgraph g = capture_alloc(s, &t);
     CUgraphExec e;
     CU_OK(cuGraphInstantiateWithFlags(&e, g, 0));
-    ck_assert_int_eq(fakecuda_fault_config("cuGraphLaunch:1", NULL, 0), 0);
-    ck_assert_int_eq(cuGraphLaunch(e, s), CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
-    ck_assert_int_eq(fakecuda_fault_config(NULL, NULL, 0), 0);
+    launch_refused(e, s);
     CU_OK(cuGraphExecDestroy(e));
     CU_OK(cuGraphDestroy(g));
     CU_OK(cuDeviceGraphMemTrim(0));
@@ -463,10 +472,7 @@ START_TEST(a_captured_allocation_that_ran_outlives_its_graphs)
     unsigned word = 0;
     CU_OK(cuMemcpyDtoH(&word, t + GBYTES - sizeof word, sizeof word));
     ck_assert_uint_eq(word, 3u); /* the graph's data, still there */
-    CU_OK(cuMemFreeAsync(t, s));
-    CU_OK(cuStreamSynchronize(s));
-    CU_OK(cuDeviceGraphMemTrim(0));
-    ck_assert_uint_eq(free_now(), before);
+    freed_back_to(t, s, before);
     CU_OK(cuStreamDestroy(s));
 }
 END_TEST
@@ -822,10 +828,7 @@ START_TEST(a_graph_unread_at_instantiation_keeps_its_captured_allocation_counted
     CU_OK(cuStreamSynchronize(s));
     CU_OK(cuGraphExecDestroy(e));
     ck_assert_uint_eq(free_now() + GBYTES, before); /* live: the program's to free */
-    CU_OK(cuMemFreeAsync(t, s));
-    CU_OK(cuStreamSynchronize(s));
-    CU_OK(cuDeviceGraphMemTrim(0));
-    ck_assert_uint_eq(free_now(), before);
+    freed_back_to(t, s, before);
     CU_OK(cuStreamDestroy(s));
 }
 END_TEST

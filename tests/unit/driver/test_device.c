@@ -314,6 +314,42 @@ START_TEST(created_contexts_stack)
 }
 END_TEST
 
+/* A context created over device 0's primary context, pushed current. */
+static CUcontext created_over_primary(CUcontext *primary)
+{
+    CU_OK(cuInit(0));
+    CU_OK(cuDevicePrimaryCtxRetain(primary, 0));
+    CU_OK(cuCtxPushCurrent(*primary));
+    CUctxCreateParams params;
+    memset(&params, 0, sizeof params);
+    CUcontext created;
+    CU_OK(cuCtxCreate(&created, &params, 0, 0));
+    return created;
+}
+
+/* created's destroy pops it (the primary current again) and frees at
+ * least held bytes: the device has that much more free than free_held. */
+static void destroy_gives_back(CUcontext created, CUcontext primary, size_t free_held, size_t held)
+{
+    CUcontext cur;
+    size_t free_after, total;
+    CU_OK(cuCtxDestroy(created));
+    CU_OK(cuCtxGetCurrent(&cur));
+    ck_assert_ptr_eq(cur, primary);
+    CU_OK(cuMemGetInfo(&free_after, &total));
+    ck_assert_msg(free_after >= free_held + held,
+                  "free %zu after the destroy, %zu before it: the context's %zu bytes not freed", free_after,
+                  free_held, held);
+}
+
+/* The primary context created_over_primary pushed, popped and released. */
+static void primary_done(void)
+{
+    CUcontext cur;
+    CU_OK(cuCtxPopCurrent(&cur));
+    CU_OK(cuDevicePrimaryCtxRelease(0));
+}
+
 /* cuCtxDestroy: "Destroys and cleans up all resources associated with the
  * context", among them "memory allocations by cuMemAlloc(),
  * cuMemAllocHost(), cuMemAllocManaged() and cuMemAllocPitch()". What the
@@ -324,14 +360,8 @@ END_TEST
  * handles, asked only of it.) */
 START_TEST(destroyed_context_frees_its_memory)
 {
-    CU_OK(cuInit(0));
-    CUcontext primary, created, cur;
-    CU_OK(cuDevicePrimaryCtxRetain(&primary, 0));
-    CU_OK(cuCtxPushCurrent(primary));
-    CUctxCreateParams params;
-    memset(&params, 0, sizeof params);
-    CU_OK(cuCtxCreate(&created, &params, 0, 0));
-    size_t free_before, free_held, free_after, total;
+    CUcontext primary, created = created_over_primary(&primary);
+    size_t free_before, free_held, total;
     CU_OK(cuMemGetInfo(&free_before, &total));
     CUdeviceptr p, q;
     size_t pitch;
@@ -347,13 +377,7 @@ START_TEST(destroyed_context_frees_its_memory)
     size_t held = 16 * MiB + pitch * 1024;
     ck_assert_msg(free_held + held <= free_before, "free %zu after allocating %zu, %zu before",
                   free_held, held, free_before);
-    CU_OK(cuCtxDestroy(created)); /* popped: the primary is current again */
-    CU_OK(cuCtxGetCurrent(&cur));
-    ck_assert_ptr_eq(cur, primary);
-    CU_OK(cuMemGetInfo(&free_after, &total));
-    ck_assert_msg(free_after >= free_held + held,
-                  "free %zu after the destroy, %zu before it: the context's %zu bytes not freed",
-                  free_after, free_held, held);
+    destroy_gives_back(created, primary, free_held, held);
     if (fakecuda_present()) {
         CUcontext owner;
         CU_ERR(cuPointerGetAttribute(&owner, CU_POINTER_ATTRIBUTE_CONTEXT, p),
@@ -362,8 +386,7 @@ START_TEST(destroyed_context_frees_its_memory)
         CU_ERR(cuStreamQuery(s), CUDA_ERROR_INVALID_HANDLE);
         CU_ERR(cuEventQuery(e), CUDA_ERROR_INVALID_HANDLE);
     }
-    CU_OK(cuCtxPopCurrent(&cur));
-    CU_OK(cuDevicePrimaryCtxRelease(0));
+    primary_done();
 }
 END_TEST
 
@@ -375,14 +398,8 @@ END_TEST
  * a GPU: only fakecuda is asked.) */
 START_TEST(destroyed_context_frees_its_arrays_and_pinned_memory)
 {
-    CU_OK(cuInit(0));
-    CUcontext primary, created, cur;
-    CU_OK(cuDevicePrimaryCtxRetain(&primary, 0));
-    CU_OK(cuCtxPushCurrent(primary));
-    CUctxCreateParams params;
-    memset(&params, 0, sizeof params);
-    CU_OK(cuCtxCreate(&created, &params, 0, 0));
-    size_t free_before, free_held, free_after, total;
+    CUcontext primary, created = created_over_primary(&primary);
+    size_t free_before, free_held, total;
     CU_OK(cuMemGetInfo(&free_before, &total));
     /* Within multi_device.sh's 64 MiB devices. */
     CUDA_ARRAY3D_DESCRIPTOR d = {.Width = 2048, .Height = 1024, .Format = CU_AD_FORMAT_FLOAT,
@@ -402,13 +419,7 @@ START_TEST(destroyed_context_frees_its_arrays_and_pinned_memory)
     ck_assert_msg(free_held + held <= free_before, "free %zu after making %zu of arrays, %zu before",
                   free_held, held, free_before);
     size_t live_host = fakecuda_present() ? fakecuda_live_host_allocations() : 0;
-    CU_OK(cuCtxDestroy(created));
-    CU_OK(cuCtxGetCurrent(&cur));
-    ck_assert_ptr_eq(cur, primary);
-    CU_OK(cuMemGetInfo(&free_after, &total));
-    ck_assert_msg(free_after >= free_held + held,
-                  "free %zu after the destroy, %zu before it: the arrays' %zu bytes not freed", free_after,
-                  free_held, held);
+    destroy_gives_back(created, primary, free_held, held);
     if (fakecuda_present()) {
         CUDA_ARRAY3D_DESCRIPTOR got;
         CU_ERR(cuArray3DGetDescriptor(&got, a), CUDA_ERROR_INVALID_HANDLE);
@@ -417,8 +428,7 @@ START_TEST(destroyed_context_frees_its_arrays_and_pinned_memory)
         CU_ERR(cuMemFreeHost(host), CUDA_ERROR_INVALID_VALUE);
         ck_assert_uint_eq(fakecuda_live_host_allocations(), live_host - 1);
     }
-    CU_OK(cuCtxPopCurrent(&cur));
-    CU_OK(cuDevicePrimaryCtxRelease(0));
+    primary_done();
 }
 END_TEST
 
