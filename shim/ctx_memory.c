@@ -69,9 +69,21 @@ static int dies_with(CUdeviceptr ptr, CUcontext ctx)
 static const enum spw_kind owned_kinds[] = {SPW_KIND_ARRAY, SPW_KIND_MIPMAP, SPW_KIND_HOSTPTR};
 #define OWNED_KINDS (sizeof owned_kinds / sizeof owned_kinds[0])
 
+/* Takes key's note (an array's, a pinned allocation's) if it still names
+ * ctx: 0, or -1 when it no longer does (freed, and the driver gave its
+ * handle to an object of another context meanwhile: left to that one). */
+static int take_note(enum spw_kind kind, uint64_t key, CUcontext ctx)
+{
+    CUcontext noted = spw_ctx_owned_take(kind, key);
+    if (noted == ctx)
+        return 0;
+    spw_ctx_owned_undo(kind, key, noted);
+    return -1;
+}
+
 /* Adds key of kind, which dies with m's context, to m: listed, or when
- * take, taken out of the count's table (added only if counted) and out of
- * the noted contexts. */
+ * take, taken out of the noted contexts and the count's table (added only
+ * if counted; a refused destroy puts it back). */
 static void add(struct spw_ctx_memory *m, enum spw_kind kind, uint64_t key, int take)
 {
     struct gone *g = &m->e[m->n];
@@ -80,13 +92,13 @@ static void add(struct spw_ctx_memory *m, enum spw_kind kind, uint64_t key, int 
         m->n++;
         return;
     }
+    if (kind != SPW_KIND_DEVPTR && take_note(kind, key, m->ctx) != 0)
+        return;
     if (spw_account_forget_pt(kind, key, &g->dev, &g->bytes, &g->reason) == 0) {
         g->key = key;
         g->kind = kind;
         m->n++;
     }
-    if (kind != SPW_KIND_DEVPTR) /* counted or not it goes; put back with a counted one */
-        (void)spw_ctx_owned_take(kind, key);
 }
 
 static struct spw_ctx_memory *collect(CUcontext ctx, int dev, int take)
@@ -158,8 +170,8 @@ void spw_ctx_memory_settle(struct spw_ctx_memory *m, int freed)
         if (!m->taken) {
             if (!freed)
                 continue;
-            if (g->kind != SPW_KIND_DEVPTR) /* gone, counted or not */
-                (void)spw_ctx_owned_take(g->kind, g->key);
+            if (g->kind != SPW_KIND_DEVPTR && take_note(g->kind, g->key, m->ctx) != 0)
+                continue;
             if (spw_account_forget_pt(g->kind, g->key, &g->dev, &g->bytes, &g->reason) != 0)
                 continue;
         }
