@@ -88,10 +88,6 @@ CUresult spw_h_mipmapped_array_create(CUmipmappedArray *pHandle,
                           (uintptr_t)*pHandle);
 }
 
-/* A level of a mipmapped array (cuMipmappedArrayGetLevel) was never
- * counted on its own: forgetting finds nothing and the driver answers.
- * Arrays and mipmapped arrays are kept apart (two kinds), so a level whose
- * handle equalled its mipmapped array's could not forget the whole. */
 /* Its noted context is taken before the driver's call (a handle the
  * driver reuses at once is another thread's to note), and put back if
  * the driver refused. */
@@ -113,6 +109,10 @@ static CUresult mipmap_destroy(CUresult (*real)(CUmipmappedArray), CUmipmappedAr
     return r;
 }
 
+/* A level of a mipmapped array (cuMipmappedArrayGetLevel) was never
+ * counted on its own: forgetting finds nothing and the driver answers.
+ * Arrays and mipmapped arrays are kept apart (two kinds), so a level whose
+ * handle equalled its mipmapped array's could not forget the whole. */
 CUresult spw_h_array_destroy(CUarray hArray)
 {
     SPW_REAL_OR_RETURN(real, spw_h_array_destroy);
@@ -126,5 +126,6 @@ CUresult spw_h_mipmapped_array_destroy(CUmipmappedArray hMipmappedArray)
     SPW_REAL_OR_RETURN(real, spw_h_mipmapped_array_destroy);
     if (spw_disabled() || !hMipmappedArray)
         return real(hMipmappedArray);
-    SPW_ACCOUNTED_FREE(SPW_KIND_MIPMAP, (uintptr_t)hMipmappedArray, mipmap_destroy(real, hMipmappedArray));
+    SPW_ACCOUNTED_FREE(SPW_KIND_MIPMAP, (uintptr_t)hMipmappedArray,
+                       mipmap_destroy(real, hMipmappedArray));
 }
