@@ -98,8 +98,8 @@ static int parse_interval(const char *s, double *out)
     return 0;
 }
 
-static const char *const mode_flag[] = {
-    [MODE_ONCE] = "--once", [MODE_JSON] = "--json", [MODE_PROMETHEUS] = "--prometheus", [MODE_SERVE] = "--serve"};
+static const char *const mode_flag[] = {[MODE_ONCE] = "--once", [MODE_JSON] = "--json",
+                                        [MODE_PROMETHEUS] = "--prometheus", [MODE_SERVE] = "--serve"};
 
 /* The output flag given (m), unless another was: each names a whole way
  * of running, and the last silently winning would hide a slip. Returns -1
