@@ -401,6 +401,86 @@ START_TEST(threads_destroying_their_contexts_leave_others_blocks)
 }
 END_TEST
 
+/* The release of the last reference to a primary context spillway holds
+ * none of (device 1: the pool is device 0's) resets it: its arrays and
+ * pinned host memory go with it, uncounted. */
+START_TEST(last_primary_release_uncounts_its_arrays_and_pinned_memory)
+{
+    if (!pooled())
+        return;
+    use_device(0);
+    uint64_t host_before = used(SPILLWAY_HOST);
+    CUcontext c1;
+    CU_OK(cuDevicePrimaryCtxRetain(&c1, 1));
+    CU_OK(cuCtxPushCurrent(c1));
+    CUarray a;
+    CU_OK(cuArray3DCreate(&a, &four_mib));
+    void *h;
+    CU_OK(cuMemAllocHost(&h, 2 * MiB));
+    ck_assert_uint_eq(used(1), 4 * MiB);
+    ck_assert_uint_eq(used(SPILLWAY_HOST), host_before + 2 * MiB);
+    CU_OK(cuCtxPopCurrent(NULL));
+    CU_OK(cuDevicePrimaryCtxRelease(1));
+    unsigned flags;
+    int active = 1;
+    CU_OK(cuDevicePrimaryCtxGetState(1, &flags, &active));
+    ck_assert_int_eq(active, 0);
+    ck_assert_uint_eq(used(1), 0);
+    ck_assert_uint_eq(used(SPILLWAY_HOST), host_before);
+}
+END_TEST
+
+/* 200 rounds of a created context making arrays and pinned buffers,
+ * freeing some and leaving the rest to the context's destroy. */
+static void *array_rounds(void *arg)
+{
+    (void)arg;
+    for (int round = 0; round < 200; round++) {
+        CUctxCreateParams params;
+        memset(&params, 0, sizeof params);
+        CUcontext own;
+        if (cuCtxCreate(&own, &params, 0, 0) != CUDA_SUCCESS)
+            return "cuCtxCreate";
+        CUarray a[3];
+        void *h[3];
+        for (int i = 0; i < 3; i++)
+            if (cuArray3DCreate(&a[i], &four_mib) != CUDA_SUCCESS ||
+                cuMemAllocHost(&h[i], MiB) != CUDA_SUCCESS)
+                return "create";
+        if (cuArrayDestroy(a[1]) != CUDA_SUCCESS || cuMemFreeHost(h[0]) != CUDA_SUCCESS)
+            return "destroy";
+        if (cuCtxDestroy(own) != CUDA_SUCCESS)
+            return "cuCtxDestroy";
+    }
+    return NULL;
+}
+
+/* Three threads at it at once, while the primary context holds an array
+ * of its own: theirs all go, the primary's stays counted. */
+START_TEST(threads_racing_array_contexts)
+{
+    if (!pooled())
+        return;
+    use_device(0);
+    uint64_t host_before = used(SPILLWAY_HOST);
+    CUarray mine;
+    CU_OK(cuArray3DCreate(&mine, &four_mib));
+    pthread_t t[3];
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(pthread_create(&t[i], NULL, array_rounds, NULL), 0);
+    for (int i = 0; i < 3; i++) {
+        void *err;
+        pthread_join(t[i], &err);
+        ck_assert_msg(err == NULL, "thread %d: %s", i, (const char *)err);
+    }
+    use_device(0);
+    expect_counted(0, 4 * MiB);
+    ck_assert_uint_eq(used(SPILLWAY_HOST), host_before);
+    CU_OK(cuArrayDestroy(mine));
+    expect_counted(0, 0);
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("pool_ctx_memory");
@@ -417,6 +497,8 @@ Suite *test_suite(void)
     tcase_add_test(tc, pool_block_names_its_context);
     tcase_add_test(tc, async_freed_block_is_not_released_again);
     tcase_add_test(tc, threads_destroying_their_contexts_leave_others_blocks);
+    tcase_add_test(tc, last_primary_release_uncounts_its_arrays_and_pinned_memory);
+    tcase_add_test(tc, threads_racing_array_contexts);
     suite_add_tcase(s, tc);
     return s;
 }
