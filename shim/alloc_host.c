@@ -49,12 +49,27 @@ CUresult spw_h_mem_free_host(void *p)
     SPW_ACCOUNTED_FREE(SPW_KIND_HOSTPTR, (uintptr_t)p, free_host(real, p));
 }
 
+/* A note at p can only be a pinned allocation's that its context's end
+ * freed (live pinned memory cannot be registered): taken before the
+ * driver's call, so that the end's settling, should it come meanwhile,
+ * does not take this registration (never noted) for it; put back if the
+ * driver refused. */
+static CUresult registered(CUresult (*real)(void *, size_t, unsigned int), void *p, size_t bytesize,
+                           unsigned int flags)
+{
+    CUcontext ctx = spw_ctx_owned_take(SPW_KIND_HOSTPTR, (uintptr_t)p);
+    CUresult r = real(p, bytesize, flags);
+    if (r != CUDA_SUCCESS)
+        spw_ctx_owned_undo(SPW_KIND_HOSTPTR, (uintptr_t)p, ctx);
+    return r;
+}
+
 CUresult spw_h_mem_host_register(void *p, size_t bytesize, unsigned int Flags)
 {
     SPW_REAL_OR_RETURN(real, spw_h_mem_host_register);
     if (spw_disabled() || !p)
         return real(p, bytesize, Flags);
-    SPW_ACCOUNTED_ALLOC(SPW_KIND_HOSTPTR, SPILLWAY_HOST, bytesize, real(p, bytesize, Flags),
+    SPW_ACCOUNTED_ALLOC(SPW_KIND_HOSTPTR, SPILLWAY_HOST, bytesize, registered(real, p, bytesize, Flags),
                         (uintptr_t)p);
 }
 
