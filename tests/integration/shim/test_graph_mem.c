@@ -34,6 +34,22 @@ static uint64_t reserved(void)
     return v;
 }
 
+/* An executable graph and its graph destroyed, the driver's graph pool
+ * trimmed. */
+static void graphs_gone_and_trimmed(CUgraphExec e, CUgraph g)
+{
+    CU_OK(cuGraphExecDestroy(e));
+    CU_OK(cuGraphDestroy(g));
+    CU_OK(cuDeviceGraphMemTrim(0));
+}
+
+/* Nothing of a capture's allocation counts once its graphs went. */
+static void expect_free_as_before(size_t before)
+{
+    ck_assert_msg(free_now() == before, "free %zu MiB before the capture, %zu after its graphs went",
+                  before >> 20, free_now() >> 20);
+}
+
 /* A graph that allocates GBYTES, sets them and frees them. */
 static void alloc_set_free_graph(CUgraph *g)
 {
@@ -121,9 +137,7 @@ START_TEST(an_instantiate_with_upload_counts_what_the_graph_pool_reserves)
     CU_OK(cuGraphLaunch(e, s)); /* uploaded: the launch reserves nothing more */
     CU_OK(cuStreamSynchronize(s));
     ck_assert_uint_eq(free_now(), after);
-    CU_OK(cuGraphExecDestroy(e));
-    CU_OK(cuGraphDestroy(g));
-    CU_OK(cuDeviceGraphMemTrim(0));
+    graphs_gone_and_trimmed(e, g);
     ck_assert_uint_eq(reserved(), 0);
     ck_assert_uint_eq(free_now(), before);
     ck_assert_uint_eq(rig_stat(0, SPW_C_PASS_CAPTURE), pass);
@@ -222,9 +236,7 @@ START_TEST(a_live_captured_allocation_counts_once)
     CU_OK(cuStreamSynchronize(s));
     ck_assert_uint_ge(reserved(), GBYTES);
     ck_assert_uint_eq(free_now() + GBYTES, before); /* freed, still the graph pool's */
-    CU_OK(cuGraphExecDestroy(e));
-    CU_OK(cuGraphDestroy(g));
-    CU_OK(cuDeviceGraphMemTrim(0));
+    graphs_gone_and_trimmed(e, g);
     ck_assert_uint_eq(free_now(), before);
     CU_OK(cuStreamDestroy(s));
 }
@@ -354,8 +366,7 @@ START_TEST(a_captured_allocation_never_run_goes_with_its_graphs)
     CU_OK(cuGraphDestroy(g));
     ck_assert_uint_eq(free_now() + GBYTES, before);
     CU_OK(cuGraphExecDestroy(e));
-    ck_assert_msg(free_now() == before, "free %zu MiB before the capture, %zu after its graphs went",
-                  before >> 20, free_now() >> 20);
+    expect_free_as_before(before);
     CU_OK(cuStreamDestroy(s));
 }
 END_TEST
@@ -378,12 +389,9 @@ START_TEST(a_captured_allocation_only_uploaded_goes_with_its_graphs)
     CU_OK(cuGraphUpload(e, s));
     CU_OK(cuStreamSynchronize(s));
     ck_assert_uint_ge(reserved(), GBYTES);
-    CU_OK(cuGraphExecDestroy(e));
-    CU_OK(cuGraphDestroy(g));
-    CU_OK(cuDeviceGraphMemTrim(0));
+    graphs_gone_and_trimmed(e, g);
     ck_assert_uint_eq(reserved(), 0);
-    ck_assert_msg(free_now() == before, "free %zu MiB before the capture, %zu after its graphs went",
-                  before >> 20, free_now() >> 20);
+    expect_free_as_before(before);
     CU_OK(cuStreamDestroy(s));
 }
 END_TEST
@@ -405,12 +413,9 @@ START_TEST(a_refused_launch_after_an_upload_runs_nothing)
     CU_OK(cuStreamSynchronize(s));
     launch_refused(e, s);
     CU_OK(cuStreamSynchronize(s));
-    CU_OK(cuGraphExecDestroy(e));
-    CU_OK(cuGraphDestroy(g));
-    CU_OK(cuDeviceGraphMemTrim(0));
+    graphs_gone_and_trimmed(e, g);
     ck_assert_uint_eq(reserved(), 0);
-    ck_assert_msg(free_now() == before, "free %zu MiB before the capture, %zu after its graphs went",
-                  before >> 20, free_now() >> 20);
+    expect_free_as_before(before);
 
     g = capture_alloc(s, &t); /* refused, then launched: it ran */
     CU_OK(cuGraphInstantiateWithFlags(&e, g, 0));
@@ -441,11 +446,8 @@ START_TEST(a_refused_first_launch_runs_nothing)
     CUgraphExec e;
     CU_OK(cuGraphInstantiateWithFlags(&e, g, 0));
     launch_refused(e, s);
-    CU_OK(cuGraphExecDestroy(e));
-    CU_OK(cuGraphDestroy(g));
-    CU_OK(cuDeviceGraphMemTrim(0));
-    ck_assert_msg(free_now() == before, "free %zu MiB before the capture, %zu after its graphs went",
-                  before >> 20, free_now() >> 20);
+    graphs_gone_and_trimmed(e, g);
+    expect_free_as_before(before);
     CU_OK(cuStreamDestroy(s));
 }
 END_TEST
