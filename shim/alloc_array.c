@@ -94,19 +94,13 @@ CUresult spw_h_mipmapped_array_create(CUmipmappedArray *pHandle,
 static CUresult array_destroy(CUresult (*real)(CUarray), CUarray h)
 {
     CUcontext ctx = spw_ctx_owned_take(SPW_KIND_ARRAY, (uintptr_t)h);
-    CUresult r = real(h);
-    if (r != CUDA_SUCCESS)
-        spw_ctx_owned_undo(SPW_KIND_ARRAY, (uintptr_t)h, ctx);
-    return r;
+    return spw_ctx_owned_settle(SPW_KIND_ARRAY, (uintptr_t)h, ctx, real(h));
 }
 
 static CUresult mipmap_destroy(CUresult (*real)(CUmipmappedArray), CUmipmappedArray h)
 {
     CUcontext ctx = spw_ctx_owned_take(SPW_KIND_MIPMAP, (uintptr_t)h);
-    CUresult r = real(h);
-    if (r != CUDA_SUCCESS)
-        spw_ctx_owned_undo(SPW_KIND_MIPMAP, (uintptr_t)h, ctx);
-    return r;
+    return spw_ctx_owned_settle(SPW_KIND_MIPMAP, (uintptr_t)h, ctx, real(h));
 }
 
 /* A level of a mipmapped array (cuMipmappedArrayGetLevel) was never

@@ -17,10 +17,7 @@ static CUresult made(CUresult r, void *const *pp)
 static CUresult free_host(CUresult (*real)(void *), void *p)
 {
     CUcontext ctx = spw_ctx_owned_take(SPW_KIND_HOSTPTR, (uintptr_t)p);
-    CUresult r = real(p);
-    if (r != CUDA_SUCCESS)
-        spw_ctx_owned_undo(SPW_KIND_HOSTPTR, (uintptr_t)p, ctx);
-    return r;
+    return spw_ctx_owned_settle(SPW_KIND_HOSTPTR, (uintptr_t)p, ctx, real(p));
 }
 
 CUresult spw_h_mem_host_alloc(void **pp, size_t bytesize, unsigned int Flags)
@@ -58,10 +55,7 @@ static CUresult registered(CUresult (*real)(void *, size_t, unsigned int), void 
                            unsigned int flags)
 {
     CUcontext ctx = spw_ctx_owned_take(SPW_KIND_HOSTPTR, (uintptr_t)p);
-    CUresult r = real(p, bytesize, flags);
-    if (r != CUDA_SUCCESS)
-        spw_ctx_owned_undo(SPW_KIND_HOSTPTR, (uintptr_t)p, ctx);
-    return r;
+    return spw_ctx_owned_settle(SPW_KIND_HOSTPTR, (uintptr_t)p, ctx, real(p, bytesize, flags));
 }
 
 CUresult spw_h_mem_host_register(void *p, size_t bytesize, unsigned int Flags)

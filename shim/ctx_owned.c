@@ -72,6 +72,13 @@ void spw_ctx_owned_undo(enum spw_kind kind, uint64_t key, CUcontext ctx)
         insert(m, key, ctx);
 }
 
+CUresult spw_ctx_owned_settle(enum spw_kind kind, uint64_t key, CUcontext ctx, CUresult r)
+{
+    if (r != CUDA_SUCCESS)
+        spw_ctx_owned_undo(kind, key, ctx);
+    return r;
+}
+
 static int of_context(const struct spw_map_entry *e, void *ctx)
 {
     return (CUcontext)(uintptr_t)e->size == (CUcontext)ctx;

@@ -33,6 +33,11 @@ CUcontext spw_ctx_owned_take(enum spw_kind kind, uint64_t key);
 /* The free failed: the entry taken goes back (ctx NULL does nothing). */
 void spw_ctx_owned_undo(enum spw_kind kind, uint64_t key, CUcontext ctx);
 
+/* The driver's answer r to the call key's entry was taken for (ctx: what
+ * spw_ctx_owned_take returned): the entry goes back if it refused.
+ * Returns r. */
+CUresult spw_ctx_owned_settle(enum spw_kind kind, uint64_t key, CUcontext ctx, CUresult r);
+
 /* The keys of kind noted in ctx, in a malloc'd array (*keys, NULL when
  * none; *n of them). Returns 0, or -1 when memory ran out (reported;
  * nothing returned). */
