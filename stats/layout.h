@@ -51,6 +51,11 @@
  * so a writer whose first name belongs to another namespace's live writer
  * takes this one. */
 #define SPW_STATS_NAME_NS_FORMAT SPW_STATS_NAME_FORMAT ".%llu"
+/* Initialisation takes microseconds: a segment file still unpublished this
+ * many seconds after it was made belongs to a writer killed meanwhile (a
+ * reader removes it, a writer wanting its name replaces it); a younger one
+ * belongs to a writer still initialising, and is left alone. */
+#define SPW_STATS_INIT_GRACE_S 60
 
 /* The per-device counters, in layout order. Columns: enum suffix, exported
  * name (JSON keys, Prometheus metric names), kind (GAUGE: a level the writer

@@ -201,17 +201,15 @@ static enum spw_read_result bury(int dirfd, const char *name, unsigned flags, co
     return say(SPW_READ_DEAD, why, whylen, "%s; left in place", what);
 }
 
-/* Initialisation takes microseconds: a segment still without its magic long
- * after it was created belongs to a writer killed in between. Ours is
- * removed like a dead owner's. */
-#define ABANDONED_AFTER_S 60
-
+/* A segment still without its magic long after it was made (layout.h)
+ * belongs to a writer killed in between. Ours is removed like a dead
+ * owner's. */
 static enum spw_read_result remove_abandoned(int dirfd, const char *name, unsigned flags,
                                              const struct stat *st, int *removed, char *why, size_t whylen)
 {
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
-    if (now.tv_sec - st->st_mtim.tv_sec < ABANDONED_AFTER_S)
+    if (now.tv_sec - st->st_mtim.tv_sec < SPW_STATS_INIT_GRACE_S)
         return say(SPW_READ_NOT_READY, why, whylen, "being initialised");
     return bury(dirfd, name, flags, st, removed, "never initialised", why, whylen);
 }

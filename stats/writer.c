@@ -117,13 +117,25 @@ enum existing {
     EXISTING_OTHERS, /* someone else's: left alone, another name is tried */
 };
 
+/* Whether a file without its pid namespace yet is young enough to belong
+ * to a writer between its create and its first write (create_at), rather
+ * than to one killed there. */
+static bool being_created(const struct stat *st)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    return now.tv_sec - st->st_mtim.tv_sec < SPW_STATS_INIT_GRACE_S;
+}
+
 /* A file with our name is stale when it is ours (same owner, same pid
  * namespace) and no writer of this process has it open: it was left by an
  * earlier process with our pid (other start time), by this very process
  * before an exec (same pid and start time, but exec skips atexit), or by a
  * writer killed during initialisation. A writer of another pid namespace
  * sharing the directory, live or still initialising (its namespace is
- * written first: create_at), and another user's file are someone else's. */
+ * written first: create_at), and another user's file are someone else's;
+ * so is a young file with no namespace written yet, since within our own
+ * namespace no other process can be creating our pid's name. */
 static enum existing judge_existing(int dirfd, const char *name, const char *path)
 {
     int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
@@ -138,7 +150,7 @@ static enum existing judge_existing(int dirfd, const char *name, const char *pat
         bool published = n >= (ssize_t)offsetof(struct spw_stats_header, text_generation) &&
                          h.magic == SPW_STATS_MAGIC;
         uint64_t mine = spw_proc_self_pid_ns();
-        if (published ? h.pid_ns != mine : h.pid_ns != 0 && h.pid_ns != mine)
+        if (published ? h.pid_ns != mine : h.pid_ns != 0 ? h.pid_ns != mine : being_created(&st))
             v = EXISTING_OTHERS;
         else
             v = published && open_here(path) ? EXISTING_OPEN : EXISTING_STALE;

@@ -595,12 +595,24 @@ static void plant(const char *name, const void *data, size_t len, mode_t mode)
     close(dfd);
 }
 
+/* Sets the modification time of segdir/name seconds into the past. */
+static void age(const char *name, long seconds)
+{
+    int dfd = open(segdir, O_RDONLY | O_DIRECTORY);
+    struct timespec now, t[2];
+    clock_gettime(CLOCK_REALTIME, &now);
+    t[0] = t[1] = (struct timespec){.tv_sec = now.tv_sec - seconds};
+    ck_assert_int_eq(utimensat(dfd, name, t, 0), 0);
+    close(dfd);
+}
+
 START_TEST(stale_segment_with_our_pid_is_replaced)
 {
     char name[64];
     snprintf(name, sizeof name, "spillway.%u.%d", (unsigned)geteuid(), (int)getpid());
     static char zeros[512];
     plant(name, zeros, sizeof zeros, 0600); /* a writer killed during initialisation */
+    age(name, SPW_STATS_INIT_GRACE_S + 5);
     struct spw_stats_writer *w = open_writer(1, NULL);
     struct spw_stats_snapshot *s = malloc(sizeof *s);
     read_own(s);
@@ -695,6 +707,29 @@ START_TEST(initialising_segment_of_other_namespace_is_not_removed)
 }
 END_TEST
 
+/* A writer of another pid namespace that has just created its file and
+ * not yet written its namespace (an empty file) is not taken for one killed
+ * during initialisation: two pods starting together each published, but the
+ * later one unlinked the earlier one's file, whose writer then published
+ * into a file no reader could find. */
+START_TEST(just_created_segment_of_other_namespace_is_not_removed)
+{
+    char name[64];
+    snprintf(name, sizeof name, "spillway.%u.%d", (unsigned)geteuid(), (int)getpid());
+    plant(name, "", 0, 0600);
+    struct spw_stats_writer *w = open_writer(1, NULL);
+    char want[512];
+    snprintf(want, sizeof want, "%s/%s.%llu", segdir, name, (unsigned long long)spw_proc_self_pid_ns());
+    ck_assert_str_eq(spw_stats_path(w), want);
+    struct stat st;
+    char planted[512];
+    snprintf(planted, sizeof planted, "%s/%s", segdir, name);
+    ck_assert_int_eq(stat(planted, &st), 0);
+    ck_assert_uint_eq((uint64_t)st.st_size, 0);
+    spw_stats_close(w);
+}
+END_TEST
+
 /* The search by pid namespace (a pod's writer seen from the node's
  * exporter): one pass over /proc serves a whole scan however many owners
  * are gone, and a process started since the pass is still found. */
@@ -751,6 +786,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, segment_left_before_exec_is_replaced);
     tcase_add_test(tc, live_segment_in_other_namespace_is_not_clobbered);
     tcase_add_test(tc, initialising_segment_of_other_namespace_is_not_removed);
+    tcase_add_test(tc, just_created_segment_of_other_namespace_is_not_removed);
     tcase_add_test(tc, namespace_search_reads_proc_once_per_scan);
     suite_add_tcase(s, tc);
     return s;
