@@ -41,6 +41,7 @@
 #define BUF (16 * MiB)
 #define CHILD_ALARM_S 10 /* a child still running after this dies of SIGALRM */
 #define CHILD_WAIT_S 20  /* the parent's deadline for a child */
+#define CROWD_START_S 30 /* the busy threads' deadline for their first rounds */
 
 #define CU_OK(call)                                                            \
     do {                                                                       \
@@ -445,7 +446,7 @@ struct busy {
     _Atomic int stop;
     CUresult failed;
     const char *what;
-    unsigned rounds;
+    _Atomic unsigned rounds;
     char child_failed[160];
 };
 
@@ -571,6 +572,10 @@ struct crowd {
     pthread_t t[NBUSY];
 };
 
+/* Starts the busy threads and returns once each has done a round, so
+ * that the forks after it meet them at work: on one core the forks could
+ * otherwise all be over before a thread's first round (CI saw it). A
+ * thread that fails first is reported by crowd_stop. */
 static void crowd_start(struct crowd *c, struct data *d)
 {
     void *(*const mains[NBUSY])(void *) = {churn_main, small_main, launch_main};
@@ -579,6 +584,10 @@ static void crowd_start(struct crowd *c, struct data *d)
         c->b[i] = (struct busy){.d = d, .what = names[i]};
         ck_assert_int_eq(pthread_create(&c->t[i], NULL, mains[i], &c->b[i]), 0);
     }
+    uint64_t until = now_ms() + 1000u * CROWD_START_S;
+    for (int i = 0; i < NBUSY; i++)
+        while (atomic_load(&c->b[i].rounds) == 0 && now_ms() < until)
+            pause_ms(1);
 }
 
 static void crowd_stop(struct crowd *c)
