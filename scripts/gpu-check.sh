@@ -125,7 +125,7 @@ LC_LAUNCHES=1000 LC_TIMEOUT_C=30 LC_TIMEOUT_PY=90
 if [ "$MODE" = fake ]; then LC_LIMIT=64M; else LC_LIMIT=4G; fi
 
 if [ "$MODE" = dry ]; then
-    echo "would build: make -j$(nproc) ${MAKEVARS[*]} gpu-build (+ $BUILD/tools/spillway-top if ncurses)"
+    echo "would build: make -k -j$(nproc) ${MAKEVARS[*]} gpu-build (+ $BUILD/tools/spillway-top if ncurses)"
     echo "would run the conformance suites: $BUILD/tests/unit/driver_*"
     echo "would run: runtime launches reach the gate (issue 10), each under LD_PRELOAD=$BUILD/libspillway.so" \
         "SPILLWAY_MEM_LIMIT=$LC_LIMIT, $LC_LAUNCHES launches each:"
