@@ -18,7 +18,8 @@ BENCH_RT     := $(addprefix $(BUILD)/bench/rt-static/,$(BENCH_PROGS)) \
 
 # Objects come from the generic gcc rule (C11, -Werror); nvcc only links, so
 # that the runtime is the one nvcc programs get (-cudart static is nvcc's
-# default, shared is what PyTorch uses).
+# default, shared is what PyTorch uses). The shared ones carry their rpath,
+# as tests/gpu's do: the GPU host's loader may not know $(CUDA_HOME)/lib64.
 $(BUILD)/bench/drv/%: $(BUILD)/bench/%.o $(BUILD)/bench/gpuapi_drv.o $(BENCH_COMMON) | $(FAKECUDA_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $^ -o $@ -L$(BUILD)/fakecuda -l:libcuda.so.1 $(LDLIBS)
@@ -27,7 +28,7 @@ $(BUILD)/bench/rt-static/%: $(BUILD)/bench/%.o $(BUILD)/bench/gpuapi_rt.o $(BENC
 	$(NVCC) -cudart static $^ -o $@ -lpthread -ldl
 $(BUILD)/bench/rt-shared/%: $(BUILD)/bench/%.o $(BUILD)/bench/gpuapi_rt.o $(BENCH_COMMON)
 	@mkdir -p $(dir $@)
-	$(NVCC) -cudart shared $^ -o $@ -lpthread -ldl
+	$(NVCC) -cudart shared -Xlinker -rpath=$(CUDA_HOME)/lib64 $^ -o $@ -lpthread -ldl
 
 ALL_TARGETS += $(BENCH_DRV)
 GPU_TARGETS += $(BENCH_RT) $(BENCH_DRV)

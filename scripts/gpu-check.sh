@@ -111,8 +111,9 @@ NVCC=${NVCC:-$(command -v nvcc || echo "$CUDA_HOME/bin/nvcc")}
 PY=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null || echo python3)
 MAKEVARS=(BUILD="$BUILD" CUDA_HOME="$CUDA_HOME" NVCC="$NVCC")
 # The GPU host's gcc may warn where ours does not: a new warning must not
-# cost the call (CI keeps -Werror).
-[ "$MODE" = fake ] || MAKEVARS+=(EXTRA_CFLAGS=-Wno-error)
+# cost the call (CI keeps -Werror). nvcc hands its own -Werror to gcc as
+# well, so that one goes too.
+[ "$MODE" = fake ] || MAKEVARS+=(EXTRA_CFLAGS=-Wno-error NVCC_WERROR=)
 # Issue 13's stage (tests/gpu/oversub.py): ~205 s expected on an H100 for
 # every row (two native runs, six under spillway; its --dry-run itemises),
 # capped so that a slow spill cannot starve the stages after it.
@@ -124,7 +125,7 @@ LC_LAUNCHES=1000 LC_TIMEOUT_C=30 LC_TIMEOUT_PY=90
 if [ "$MODE" = fake ]; then LC_LIMIT=64M; else LC_LIMIT=4G; fi
 
 if [ "$MODE" = dry ]; then
-    echo "would build: make -j$(nproc) ${MAKEVARS[*]} gpu-build (+ $BUILD/tools/spillway-top if ncurses)"
+    echo "would build: make -k -j$(nproc) ${MAKEVARS[*]} gpu-build (+ $BUILD/tools/spillway-top if ncurses)"
     echo "would run the conformance suites: $BUILD/tests/unit/driver_*"
     echo "would run: runtime launches reach the gate (issue 10), each under LD_PRELOAD=$BUILD/libspillway.so" \
         "SPILLWAY_MEM_LIMIT=$LC_LIMIT, $LC_LAUNCHES launches each:"
@@ -149,10 +150,19 @@ if [ "$MODE" = fake ] && ! [ -x "$NVCC" ]; then
     GOAL=all
     say "no nvcc: building 'all' (every driver-API program; --fake runs no nvcc-linked one)"
 fi
-if ! timeout 300 make -j"$(nproc)" "${MAKEVARS[@]}" "$GOAL" >>"$LOG" 2>&1; then
-    echo "gpu-check: build failed, see $LOG" >&2
-    tail -30 "$LOG" >&2
-    exit 1
+# -k: one target that does not build on this host (an nvcc link, a header
+# its gcc rejects) must not cost the call. The stages run what was built;
+# a missing program fails its own row (a conformance suite: "not built").
+# Without the library or the launcher nothing can be checked.
+if ! timeout 300 make -k -j"$(nproc)" "${MAKEVARS[@]}" "$GOAL" >>"$LOG" 2>&1; then
+    if ! [ -f "$BUILD/libspillway.so" ] || ! [ -x "$BUILD/tools/spillway" ]; then
+        echo "gpu-check: build failed, see $LOG" >&2
+        tail -30 "$LOG" >&2
+        exit 1
+    fi
+    errs=$(grep -E ': (fatal )?error|\] Error [0-9]|undefined reference' "$LOG" | head -20)
+    say "build: some targets failed (their rows fail); the first errors:"
+    say "$errs"
 fi
 TOP=""
 if timeout 120 make -j"$(nproc)" "${MAKEVARS[@]}" "$BUILD/tools/spillway-top" >>"$LOG" 2>&1; then
@@ -254,13 +264,17 @@ if want conformance; then
         hold_pid=$!
         say "persistence mode off: pid $hold_pid keeps the driver initialized during the suites"
     fi
-    for t in "$BUILD"/tests/unit/driver_*; do
-        [ -x "$t" ] || continue
-        name=${t##*/}
+    # The suites are those of the sources: one the build left out is a row.
+    for src in tests/unit/driver/test_*.c; do
+        name=driver_${src##*/test_}
+        name=${name%.c}
+        t=$BUILD/tests/unit/$name
+        if ! [ -x "$t" ]; then row "conformance: $name" FAIL "not built (see the build's errors in the log)"; continue; fi
         # Seconds each (a test forks and makes its own context: seconds of
         # cuInit each without persistence mode); the rows after this need
         # most of the budget.
-        if [ "$(left)" -lt 360 ]; then row "conformance: $name" skipped "time budget"; continue; fi
+        # Under 30 s a suite would be cut short: not worth starting.
+        if [ "$(left)" -lt 380 ]; then row "conformance: $name" skipped "time budget"; continue; fi
         # Each test's own limit three times over (Check and minicheck both
         # read the multiplier): a context per test costs more than on fakecuda.
         # At most what keeps 360 s for the stages after it.
@@ -268,10 +282,15 @@ if want conformance; then
         out=$(CK_TIMEOUT_MULTIPLIER=3 timeout -k 5 "$st" "$t" 2>&1); rc=$?
         printf '== %s (exit %d)\n%s\n' "$name" "$rc" "$out" >>"$LOG"
         summary=$(grep -E '^[0-9]+%: Checks:' <<<"$out" | tail -1)
+        fails=$(grep -m3 -E 'failed|Assertion' <<<"$out" | tr '\n' ' ')
         if [ "$rc" -eq 0 ] && [ -n "$summary" ]; then
             row "conformance: $name" pass "${summary#*: }"
+        elif { [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; } && [ "$st" -lt 90 ] && [ -z "$fails" ]; then
+            # Cut by the budget, not by a hang (each test has its own
+            # timeout), and nothing failed before: no verdict.
+            row "conformance: $name" skipped "time budget: cut after ${st} s, no failure before"
         else
-            row "conformance: $name" FAIL "${summary:-exit $rc}; $(grep -m3 -E 'failed|Assertion' <<<"$out" | tr '\n' ' ')"
+            row "conformance: $name" FAIL "${summary:-exit $rc}; $fails"
         fi
     done
     if [ -n "$hold_pid" ]; then
@@ -403,7 +422,7 @@ spill_run() { # label, env..., -- args...
     if [ "$t" -lt 20 ]; then spill_rows+=("| $label | skipped | | | | | | | | | | time budget |"); return; fi
     [ "$t" -gt 120 ] && t=120
     local out rc
-    out=$(env "${envs[@]}" timeout "$t" "$BUILD/tests/gpu/spill_check" "$@" 2>&1); rc=$?
+    out=$(env "${envs[@]}" timeout -k 5 "$t" "$BUILD/tests/gpu/spill_check" "$@" 2>&1); rc=$?
     printf '== spill: %s (exit %d)\n%s\n' "$label" "$rc" "$out" >>"$LOG"
     local res=$(grep -m1 '^RESULT' <<<"$out")
     val() { grep -oE "$1=[^ ]+" <<<"$res" | cut -d= -f2; }
@@ -446,7 +465,7 @@ launch_run() { # label, env...
     if [ "$(left)" -lt 30 ]; then launch_rows+=("| $label | skipped | | time budget |"); return; fi
     local out rc us ratio t=$(($(left) - 20))
     [ "$t" -gt 60 ] && t=60 # a hang must not run past the deadline
-    out=$(env "$@" timeout "$t" "$BUILD/tests/gpu/launch_cost" --launches "$LAUNCHES" 2>&1); rc=$?
+    out=$(env "$@" timeout -k 5 "$t" "$BUILD/tests/gpu/launch_cost" --launches "$LAUNCHES" 2>&1); rc=$?
     printf '== launch cost: %s (exit %d)\n%s\n' "$label" "$rc" "$out" >>"$LOG"
     us=$(grep -m1 '^RESULT' <<<"$out" | grep -oE 'us_per_launch=[^ ]+' | cut -d= -f2)
     if [ "$rc" -ne 0 ] || [ -z "$us" ]; then launch_rows+=("| $label | FAIL | | exit $rc |"); return; fi
