@@ -124,7 +124,8 @@ sanitize:
 # the stats, under ThreadSanitizer: a race report fails the suite (exit 66).
 # Not all of make test: TSan forbids threads in a child forked after threads ran (the
 # fork suites, policy_move_faults' sweep) and slows fakecuda's timed
-# kernels past the integration suites' deadlines. gcc warns that it does
+# kernels past the integration suites' deadlines (spill_tsan.sh runs the
+# spill suite with a patience that outlasts them). gcc warns that it does
 # not model atomic_thread_fence (policy/spans.c, lend.c, stats/writer.c):
 # those orderings are checked by review, not here.
 TSAN_UNIT := policy_stress policy_wait policy_lend policy_spill policy_quiesce policy_alloc \
@@ -132,7 +133,7 @@ TSAN_UNIT := policy_stress policy_wait policy_lend policy_spill policy_quiesce p
              shim_contexts policy_spans
 TSAN_SHIM := tests/integration/shim/launches.sh tests/integration/shim/copies.sh \
              tests/integration/shim/gates.sh tests/integration/shim/graph_mem.sh \
-             tests/integration/pool/pool.sh
+             tests/integration/shim/spill_tsan.sh tests/integration/pool/pool.sh
 # The pool's threaded suites only: all of pool.sh takes over 5 minutes
 # under TSan, past run-tests.sh's limit.
 TSAN_POOL_SUITES := ctx_memory data devices resets
