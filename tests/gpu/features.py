@@ -25,7 +25,8 @@ A row passes when every check passes:
                     step, per-parameter column sums of p and |p|) equals the
                     native run's: bitwise, or every value within
                     |a - b| <= 1e-5 x (|b| + mean |b|) (both said)
-  expandable        (torch-expandable) the allocator config was in force
+  expandable        (torch-expandable) the allocator config was asked for and
+                    PyTorch's memory snapshot shows it in force
   data              (torch-expandable) every tensor's sum and a matmul exact
   pooled            (torch-expandable) pool-served bytes (in use minus every
                     pass-through) >= 90% of torch.cuda.memory_reserved(), and
@@ -307,7 +308,9 @@ def judge_expandable(pair):
     if not judge_ran(c, pair):
         return c, f
     res = pair["spillway"].result
-    c.add("expandable", res.get("expandable") == 1, "PYTORCH_CUDA_ALLOC_CONF=%s" % res.get("alloc_conf"))
+    seen = {1: "in force", 0: "not in force", -1: "cannot tell"}.get(res.get("expandable_seen"), "not reported")
+    c.add("expandable", res.get("expandable") == 1 and res.get("expandable_seen") == 1,
+          "PYTORCH_CUDA_ALLOC_CONF=%s; PyTorch's memory snapshot: %s" % (res.get("alloc_conf"), seen))
     c.add("data", res.get("data_ok") == 1 and res.get("matmul_ok") == 1,
           "%s tensors read back, matmul %s" % (res.get("held_tensors"), "exact" if res.get("matmul_ok") == 1 else "wrong"))
     d, why = segment(pair["spillway"])
@@ -406,7 +409,7 @@ def self_test():
     off[2] = -3.5
     g_ok = {"capture_ok": 1, "replay_ms": 2.0}
     j_ok = {"cmdbuf": 3, "step_ms": 1.0}
-    e_ok = {"expandable": 1, "data_ok": 1, "matmul_ok": 1, "held_tensors": 16, "reserved": 1 << 30}
+    e_ok = {"expandable": 1, "expandable_seen": 1, "data_ok": 1, "matmul_ok": 1, "held_tensors": 16, "reserved": 1 << 30}
     graph, jax, exp = ROWS
     cases = [  # name, row, native result, spillway result, segment, got, want, xla flags, failed checks
         ("graph ok", graph, g_ok, dict(g_ok, replay_ms=5.0), seg, fp, fp, None, []),
@@ -427,6 +430,10 @@ def self_test():
          None, None, None, ["pooled"]),
         ("expandable off", exp, None, dict(e_ok, expandable=0), dict(seg, in_use_bytes=1 << 30), None, None, None,
          ["expandable"]),
+        ("expandable asked, not in force", exp, None, dict(e_ok, expandable_seen=0), dict(seg, in_use_bytes=1 << 30),
+         None, None, None, ["expandable"]),
+        ("expandable unseen", exp, None, dict(e_ok, expandable_seen=-1), dict(seg, in_use_bytes=1 << 30),
+         None, None, None, ["expandable"]),
     ]
     bad = 0
     with tempfile.TemporaryDirectory() as tmp:

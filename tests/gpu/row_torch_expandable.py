@@ -9,7 +9,7 @@ each filled with its own value, runs an exact matmul, checks every
 tensor's sum, and holds while features.py reads the stats segment: pool
 in-use against pass-through bytes per reason.
 
-  RESULT fw=torch alloc_conf=.. expandable=1 held_tensors=.. reserved=..
+  RESULT fw=torch alloc_conf=.. expandable=1 expandable_seen=1 held_tensors=.. reserved=..
          allocated=.. data_ok=1 matmul_ok=1 torch=..
 """
 import argparse
@@ -51,15 +51,35 @@ def data_ok(keep):
     return int(all(int(x.sum(dtype=torch.int64)) == a.chunk * (i % 251 + 1) for i, x in enumerate(keep)))
 
 
+def expandable_seen(n):
+    """Whether PyTorch's own snapshot shows expandable segments in force (1)
+    or not (0), -1 when it cannot tell: the variable can be read and
+    ignored (PYTORCH_ALLOC_CONF was, in PyTorch 2.9-2.11), and the other
+    checks pass without it (cudaMalloc memory is pooled too). Each segment
+    says so where the snapshot has `is_expandable`; else n tensors of one
+    chunk each, allocated and never freed, have n segments of their own
+    without it and share one growing segment with it."""
+    try:
+        segs = torch.cuda.memory_snapshot()
+    except Exception:  # noqa: BLE001  (any failure: cannot tell)
+        return -1
+    flags = [s["is_expandable"] for s in segs if "is_expandable" in s]
+    if flags:
+        return int(any(flags))
+    big = [s for s in segs if s.get("total_size", 0) >= a.chunk]
+    return int(len(big) < n) if big else -1
+
+
 def main():
     conf = os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")
     mm = matmul_ok()
     keep = fill(max(1, a.hold_bytes // a.chunk))
     ok = data_ok(keep)
     reserved, allocated = torch.cuda.memory_reserved(), torch.cuda.memory_allocated()
+    seen = expandable_seen(len(keep))
     rowlib.hold(a)
     rowlib.result(fw="torch", alloc_conf=conf or "default", expandable=int("expandable_segments:true" in conf.lower()),
-                  held_tensors=len(keep), reserved=reserved, allocated=allocated, data_ok=ok, matmul_ok=mm,
+                  expandable_seen=seen, held_tensors=len(keep), reserved=reserved, allocated=allocated, data_ok=ok, matmul_ok=mm,
                   torch=torch.__version__)
 
 

@@ -381,6 +381,7 @@ class Device:
     peak = 0  # the most used at once (the frameworks' peak figures)
     segments = None  # a Segments when PyTorch's expandable segments are on
     stream_ordered = False  # cuMemAllocAsync / cuMemFreeAsync (cuda_async, cudaMallocAsync)
+    blocks = {}  # live cuMemAlloc'd blocks, pointer: bytes (torch.cuda.memory_snapshot)
 
     @classmethod
     def take(cls, n, oom):
@@ -399,6 +400,7 @@ class Device:
             if r:
                 raise RuntimeError("%s: error %d" % (call, r))
             ptr = p.value
+            cls.blocks[ptr] = n
         elif cls.used + n > TOTAL:
             raise oom("out of memory: %d bytes requested, %d of %d in use" % (n, cls.used, TOTAL))
         cls.used += n
@@ -411,6 +413,7 @@ class Device:
         if Graph.active and ptr:
             Graph.active.deferred.append((ptr, n))
             return
+        cls.blocks.pop(ptr, None)
         if _cu and ptr and cls.segments:
             cls.segments.give(ptr)
         elif _cu and ptr and cls.stream_ordered:

@@ -34,6 +34,15 @@ def max_memory_reserved():
     return max(Device.peak, Device.reserved())
 
 
+def memory_snapshot():
+    """The segments: with expandable segments one growing one, else each
+    live block its own cuMemAlloc, as PyTorch's caching allocator has
+    them for blocks never freed."""
+    if Device.segments:
+        return [{"total_size": Device.segments.mapped, "is_expandable": True}]
+    return [{"total_size": n, "is_expandable": False} for n in Device.blocks.values()]
+
+
 def capturing():
     """The CUDAGraph capturing now, or None."""
     return _CAPTURING[-1] if _CAPTURING else None
