@@ -574,8 +574,9 @@ struct crowd {
 
 /* Starts the busy threads and returns once each has done a round, so
  * that the forks after it meet them at work: on one core the forks could
- * otherwise all be over before a thread's first round (CI saw it). A
- * thread that fails first is reported by crowd_stop. */
+ * otherwise all be over before a thread's first round (seen in make test
+ * under taskset -c 0). A thread that fails first is reported by
+ * crowd_stop. */
 static void crowd_start(struct crowd *c, struct data *d)
 {
     void *(*const mains[NBUSY])(void *) = {churn_main, small_main, launch_main};
