@@ -447,6 +447,7 @@ struct busy {
     CUresult failed;
     const char *what;
     _Atomic unsigned rounds;
+    _Atomic int done; /* the thread has returned */
     char child_failed[160];
 };
 
@@ -507,6 +508,7 @@ static void *churn_main(void *arg)
         r = holds(own[i], last[i]);
     if (r != CUDA_SUCCESS)
         busy_fail(b, r, "churn");
+    atomic_store(&b->done, 1);
     return NULL;
 }
 
@@ -531,6 +533,7 @@ static void *small_main(void *arg)
             busy_fail(b, r, "small allocations");
         b->rounds++;
     }
+    atomic_store(&b->done, 1);
     return NULL;
 }
 
@@ -562,6 +565,7 @@ static void *launch_main(void *arg)
         r = cuStreamSynchronize(s);
     if (r != CUDA_SUCCESS)
         busy_fail(b, r, "launches");
+    atomic_store(&b->done, 1);
     return NULL;
 }
 
@@ -575,8 +579,8 @@ struct crowd {
 /* Starts the busy threads and returns once each has done a round, so
  * that the forks after it meet them at work: on one core the forks could
  * otherwise all be over before a thread's first round (seen in make test
- * under taskset -c 0). A thread that fails first is reported by
- * crowd_stop. */
+ * under taskset -c 0). A thread that fails before its first round ends
+ * the wait and is reported by crowd_stop. */
 static void crowd_start(struct crowd *c, struct data *d)
 {
     void *(*const mains[NBUSY])(void *) = {churn_main, small_main, launch_main};
@@ -587,7 +591,7 @@ static void crowd_start(struct crowd *c, struct data *d)
     }
     uint64_t until = now_ms() + 1000u * CROWD_START_S;
     for (int i = 0; i < NBUSY; i++)
-        while (atomic_load(&c->b[i].rounds) == 0 && now_ms() < until)
+        while (atomic_load(&c->b[i].rounds) == 0 && !atomic_load(&c->b[i].done) && now_ms() < until)
             pause_ms(1);
 }
 
