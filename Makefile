@@ -142,6 +142,7 @@ tsan:
 	    CC="$(CC) -fsanitize=thread -fno-omit-frame-pointer" all \
 	    $(addprefix $(BUILD)-tsan/tests/unit/,$(TSAN_UNIT))
 	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" SPW_TEST_POOL_SUITES="$(TSAN_POOL_SUITES)" \
+	    RUN_TESTS_TIMEOUT=600 CK_TIMEOUT_MULTIPLIER=3 \
 	    BUILD=$(BUILD)-tsan scripts/run-tests.sh \
 	    $(addprefix $(BUILD)-tsan/tests/unit/,$(TSAN_UNIT)) $(TSAN_SHIM)
 .PHONY: tsan

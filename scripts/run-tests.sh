@@ -2,7 +2,8 @@
 # Runs each test program given as argument, prints its output, and ends with
 # one total line "tests: N passed, M failed". A Check suite contributes its
 # own counts (from its summary lines); any other program counts as one test
-# that passes when it exits 0.
+# that passes when it exits 0. Each program gets RUN_TESTS_TIMEOUT seconds
+# (300; make tsan gives more: TSan's slowness is not what it checks).
 set -u
 BUILD=${BUILD:-build}
 case $BUILD in
@@ -13,7 +14,7 @@ export LD_LIBRARY_PATH="$SPW_TEST_BUILD/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_
 passed=0 failed=0 bad=()
 for t in "$@"; do
     echo "== $t"
-    out=$(timeout 300 "$t" 2>&1); rc=$?
+    out=$(timeout "${RUN_TESTS_TIMEOUT:-300}" "$t" 2>&1); rc=$?
     printf '%s\n' "$out"
     # A program may run several suites: add up every summary line.
     summaries=$(printf '%s\n' "$out" | grep -E '^[0-9]+%: Checks: [0-9]+, Failures: [0-9]+, Errors: [0-9]+')
