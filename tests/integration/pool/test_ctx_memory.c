@@ -50,13 +50,34 @@ static void expect_counted(int dev, uint64_t bytes)
     ck_assert_uint_eq(managed, 0); /* the pass-through gauge */
 }
 
-static CUcontext created_context(void)
+/* A context of the caller's own, made current; from any thread (the
+ * threads' rounds below report errors instead of asserting). */
+static CUresult create_own(CUcontext *c)
 {
     CUctxCreateParams params;
     memset(&params, 0, sizeof params);
+    return cuCtxCreate(c, &params, 0, 0);
+}
+
+static CUcontext created_context(void)
+{
     CUcontext c;
-    CU_OK(cuCtxCreate(&c, &params, 0, 0));
+    CU_OK(create_own(&c));
     return c;
+}
+
+/* Runs fn on n threads at once; each returns NULL or what went wrong. */
+static void run_threads(int n, void *(*fn)(void *))
+{
+    pthread_t t[8];
+    ck_assert_int_le(n, 8);
+    for (int i = 0; i < n; i++)
+        ck_assert_int_eq(pthread_create(&t[i], NULL, fn, NULL), 0);
+    for (int i = 0; i < n; i++) {
+        void *err;
+        pthread_join(t[i], &err);
+        ck_assert_msg(err == NULL, "thread %d: %s", i, (const char *)err);
+    }
 }
 
 /* Managed memory passes the pool by, counted against the limit: once its
@@ -356,10 +377,8 @@ static void *rounds_in_own_contexts(void *arg)
 {
     (void)arg;
     for (int round = 0; round < 8; round++) {
-        CUctxCreateParams params;
-        memset(&params, 0, sizeof params);
         CUcontext own;
-        if (cuCtxCreate(&own, &params, 0, 0) != CUDA_SUCCESS)
+        if (create_own(&own) != CUDA_SUCCESS)
             return "cuCtxCreate";
         CUdeviceptr b[4];
         for (int i = 0; i < 4; i++)
@@ -383,14 +402,7 @@ START_TEST(threads_destroying_their_contexts_leave_others_blocks)
     CUdeviceptr mine;
     CU_OK(cuMemAlloc(&mine, 4 * MiB));
     CU_OK(cuMemsetD8(mine, 0x42, 4 * MiB));
-    pthread_t t[4];
-    for (int i = 0; i < 4; i++)
-        ck_assert_int_eq(pthread_create(&t[i], NULL, rounds_in_own_contexts, NULL), 0);
-    for (int i = 0; i < 4; i++) {
-        void *err;
-        pthread_join(t[i], &err);
-        ck_assert_msg(err == NULL, "thread %d: %s", i, (const char *)err);
-    }
+    run_threads(4, rounds_in_own_contexts);
     CU_OK(cuCtxSetCurrent(primary));
     if (pooled())
         expect_counted(0, 4 * MiB);
@@ -436,10 +448,8 @@ static void *array_rounds(void *arg)
 {
     (void)arg;
     for (int round = 0; round < 200; round++) {
-        CUctxCreateParams params;
-        memset(&params, 0, sizeof params);
         CUcontext own;
-        if (cuCtxCreate(&own, &params, 0, 0) != CUDA_SUCCESS)
+        if (create_own(&own) != CUDA_SUCCESS)
             return "cuCtxCreate";
         CUarray a[3];
         void *h[3];
@@ -465,14 +475,7 @@ START_TEST(threads_racing_array_contexts)
     uint64_t host_before = used(SPILLWAY_HOST);
     CUarray mine;
     CU_OK(cuArray3DCreate(&mine, &four_mib));
-    pthread_t t[3];
-    for (int i = 0; i < 3; i++)
-        ck_assert_int_eq(pthread_create(&t[i], NULL, array_rounds, NULL), 0);
-    for (int i = 0; i < 3; i++) {
-        void *err;
-        pthread_join(t[i], &err);
-        ck_assert_msg(err == NULL, "thread %d: %s", i, (const char *)err);
-    }
+    run_threads(3, array_rounds);
     use_device(0);
     expect_counted(0, 4 * MiB);
     ck_assert_uint_eq(used(SPILLWAY_HOST), host_before);
