@@ -78,6 +78,10 @@ all: build-all
 # order in which the modules are included.
 FAKECUDA_LIB := $(BUILD)/fakecuda/libcuda.so.1
 SHIM_LIB     := $(BUILD)/libspillway.so
+# stats/: the writer the shim links, the reader the tools and tests link.
+STATS_WRITER_OBJS := $(BUILD)/stats/writer.o $(BUILD)/stats/dirlock.o $(BUILD)/stats/procinfo.o
+STATS_READER_OBJS := $(BUILD)/stats/reader.o $(BUILD)/stats/decode.o $(BUILD)/stats/dirlock.o \
+                     $(BUILD)/stats/procinfo.o
 
 MODULES := $(sort $(wildcard */module.mk tests/*/module.mk tests/*/*/module.mk))
 include $(MODULES)

@@ -7,10 +7,10 @@
 #   shim/      -> policy/, the stats writer, shim/options.o
 #   policy/    -> nothing outside policy/; the driver only through the
 #                 backend's ops table (policy/backend.h): no cu* symbol
-#   stats/     writer and reader -> stats/procinfo.o only
+#   stats/     writer and reader -> stats/procinfo.o, stats/dirlock.o only
 #   tools/     -> the stats reader, shim/options.o (the launcher's parser)
 #   bench/     -> policy/ (bench-spill), shim/options.o (the size parser)
-#   shim/options.o and options_names.o, stats/procinfo.o -> nothing
+#   shim/options.o and options_names.o, stats/procinfo.o, stats/dirlock.o -> nothing
 # Circles between files inside shim/ and inside policy/ (A uses a symbol
 # of B and B one of A, or longer loops) are errors too (issue 15: there
 # are none); --warn-circles (make check-layers STRICT_LAYERS=0) lists them

@@ -2,9 +2,8 @@
 # build/shim/options.o, which the launcher links on its own. hostmem.o
 # (pure libc as well) is what the automatic host limit is half of.
 SHIM_OPTIONS_OBJ := $(BUILD)/shim/options.o $(BUILD)/shim/options_names.o $(BUILD)/shim/hostmem.o
-# The stats writer (stats/module.mk's STATS_WRITER_OBJS, named here because
-# that file is read after this one).
-SHIM_STATS_OBJS := $(BUILD)/stats/writer.o $(BUILD)/stats/procinfo.o
+# The stats writer.
+SHIM_STATS_OBJS := $(STATS_WRITER_OBJS)
 # The page pool (policy/), served through shim/backend.c.
 SHIM_POLICY_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(wildcard policy/*.c))
 ALL_TARGETS += $(SHIM_OPTIONS_OBJ)
@@ -99,7 +98,7 @@ UNIT_TESTS += tests/integration/shim/demo.sh
 
 # The copy family by every path, read back from the stats segment (copies.sh).
 $(SHIM_IT)/shim_copies: $(SHIM_IT)/shim/test_copies.o $(SHIM_IT)/shim/driver_api.o $(UNIT_MAIN) \
-                        $(BUILD)/stats/reader.o $(BUILD)/stats/decode.o $(BUILD)/stats/procinfo.o \
+                        $(STATS_READER_OBJS) \
                         $(SHIM_FAKE_LIBS)
 	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcudart -lcuda $(CHECK_LIBS) $(LDLIBS)
 $(SHIM_IT)/shim_copy_hold: $(SHIM_IT)/shim/copy_hold.o $(BUILD)/fakecuda/libcuda.so.1
@@ -113,15 +112,14 @@ UNIT_TESTS += tests/integration/shim/copies.sh tests/integration/shim/copies_top
 
 # Spill through the shim: data, kernels, fill, a race, the two options (spill.sh).
 $(SHIM_IT)/shim_spill: $(SHIM_IT)/shim/test_spill.o $(UNIT_MAIN) \
-                       $(BUILD)/stats/reader.o $(BUILD)/stats/decode.o $(BUILD)/stats/procinfo.o \
+                       $(STATS_READER_OBJS) \
                        $(BUILD)/fakecuda/libcuda.so.1
 	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(CHECK_LIBS) $(LDLIBS)
 ALL_TARGETS += $(SHIM_IT)/shim_spill
 UNIT_TESTS += tests/integration/shim/spill.sh
 
 # Issue 12 under spillway: captures, graphs (capture.sh).
-SHIM_RIG := $(SHIM_IT)/shim/rig.o $(UNIT_MAIN) $(BUILD)/stats/reader.o $(BUILD)/stats/decode.o \
-            $(BUILD)/stats/procinfo.o $(BUILD)/fakecuda/libcuda.so.1
+SHIM_RIG := $(SHIM_IT)/shim/rig.o $(UNIT_MAIN) $(STATS_READER_OBJS) $(BUILD)/fakecuda/libcuda.so.1
 $(SHIM_IT)/shim_capture: $(SHIM_IT)/shim/test_capture.o $(SHIM_RIG)
 	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(CHECK_LIBS) $(LDLIBS)
 ALL_TARGETS += $(SHIM_IT)/shim_capture

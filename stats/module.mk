@@ -1,7 +1,6 @@
 # stats/: the shared-memory ABI (layout.h), the writer the shim links and the
-# reader the tools link. STATS_WRITER_OBJS is what the shim needs.
-STATS_WRITER_OBJS := $(BUILD)/stats/writer.o $(BUILD)/stats/procinfo.o
-STATS_READER_OBJS := $(BUILD)/stats/reader.o $(BUILD)/stats/decode.o $(BUILD)/stats/procinfo.o
+# reader the tools link (STATS_WRITER_OBJS and STATS_READER_OBJS, in the
+# Makefile so that modules read before this one can name them).
 STATS_OBJS        := $(sort $(STATS_WRITER_OBJS) $(STATS_READER_OBJS))
 
 ALL_TARGETS += $(STATS_OBJS)

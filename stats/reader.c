@@ -1,5 +1,6 @@
 /* Finding, copying out and judging segments; removal of dead owners'. */
 #include "stats/reader.h"
+#include "stats/dirlock.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -193,8 +194,15 @@ static enum spw_read_result check_file(int fd, const char *name, unsigned flags,
 static enum spw_read_result bury(int dirfd, const char *name, unsigned flags, const struct stat *st,
                                  int *removed, const char *what, char *why, size_t whylen)
 {
-    if ((flags & SPW_SCAN_REMOVE_DEAD) && st->st_uid == geteuid() && same_file(dirfd, name, st) &&
-        unlinkat(dirfd, name, 0) == 0) {
+    if (!(flags & SPW_SCAN_REMOVE_DEAD) || st->st_uid != geteuid())
+        return say(SPW_READ_DEAD, why, whylen, "%s; left in place", what);
+    /* One try: a scan does not wait; the next one buries it. */
+    int lock = spw_stats_dir_lock(dirfd, 0);
+    if (lock < 0 && errno == EWOULDBLOCK)
+        return say(SPW_READ_DEAD, why, whylen, "%s; left in place (directory busy)", what);
+    bool gone = same_file(dirfd, name, st) && unlinkat(dirfd, name, 0) == 0;
+    spw_stats_dir_unlock(lock);
+    if (gone) {
         *removed = 1;
         return say(SPW_READ_DEAD, why, whylen, "%s; removed", what);
     }

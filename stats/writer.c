@@ -1,5 +1,6 @@
 /* Creation, publication and removal of this process's stats segment. */
 #include "stats/writer.h"
+#include "stats/dirlock.h"
 #include "stats/procinfo.h"
 
 #include <errno.h>
@@ -178,10 +179,13 @@ static int create_at(struct spw_stats_writer *w, uint64_t pid_ns, enum existing 
             }
             return fd;
         }
-        if (errno != EEXIST || attempt > 0)
+        if (errno != EEXIST)
             return -1;
+        /* Judged again after our unlink too: a writer that keeps no
+         * directory lock (not this version) may have taken the name
+         * meanwhile, and its file sends us to the other name as any. */
         *seen = judge_existing(w->dirfd, w->name, w->path);
-        if (*seen != EXISTING_STALE) {
+        if (*seen != EXISTING_STALE || attempt > 0) {
             errno = EEXIST;
             return -1;
         }
@@ -203,19 +207,29 @@ static void set_name(struct spw_stats_writer *w, const char *dir, uint64_t pid_n
 
 /* spillway.<uid>.<pid>, or, when a writer of another pid namespace holds
  * that name (pods sharing a node's directory, each with its own pid 1),
- * the name qualified by our pid namespace. */
+ * the name qualified by our pid namespace. Judging, replacing and creating
+ * happen under the directory's lock: two writers that both found one
+ * abandoned file stale would otherwise each unlink it, the later one the
+ * earlier one's new file (and a reader burying it likewise). Without the
+ * lock (held elsewhere past its wait, or a file system without flock) the
+ * writer goes on as one that keeps none: the race is rare, and a program
+ * must neither hang nor lose its stats for it. */
 static int create_file(struct spw_stats_writer *w, const char *dir, char *err, size_t errlen)
 {
     uint64_t ns = spw_proc_self_pid_ns();
     enum existing seen = EXISTING_STALE;
+    int lock = spw_stats_dir_lock(w->dirfd, SPW_STATS_DIRLOCK_WAIT_MS);
     set_name(w, dir, 0);
     int fd = create_at(w, ns, &seen);
     if (fd < 0 && errno == EEXIST && seen == EXISTING_OTHERS && ns != 0) {
         set_name(w, dir, ns);
         fd = create_at(w, ns, &seen);
     }
+    int e = errno;
+    spw_stats_dir_unlock(lock);
     if (fd < 0)
-        fail(err, errlen, "cannot create %s: %s", w->path, strerror(errno));
+        fail(err, errlen, "cannot create %s: %s", w->path, strerror(e));
+    errno = e;
     return fd;
 }
 

@@ -6,8 +6,7 @@
 #   make test-faults-all   every call of every function (minutes)
 FAULTS_IT := $(BUILD)/tests/integration/faults
 
-$(FAULTS_IT)/workload: $(FAULTS_IT)/workload.o $(BUILD)/stats/reader.o $(BUILD)/stats/decode.o \
-                       $(BUILD)/stats/procinfo.o $(FAKECUDA_LIB)
+$(FAULTS_IT)/workload: $(FAULTS_IT)/workload.o $(STATS_READER_OBJS) $(FAKECUDA_LIB)
 	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ -L$(BUILD)/fakecuda \
 	    -Wl,-rpath,'$$ORIGIN/../../../fakecuda' -lcuda $(LDLIBS)
 

@@ -5,8 +5,7 @@ POOL_IT := $(BUILD)/tests/integration
 POOL_SUITES := $(patsubst tests/integration/pool/test_%.c,%,$(wildcard tests/integration/pool/test_*.c))
 POOL_TESTS := $(addprefix $(POOL_IT)/pool_,$(POOL_SUITES))
 
-$(POOL_IT)/pool_%: $(POOL_IT)/pool/test_%.o $(POOL_IT)/pool/common.o $(UNIT_MAIN) $(BUILD)/stats/reader.o \
-                   $(BUILD)/stats/decode.o $(BUILD)/stats/procinfo.o $(FAKECUDA_LIB)
+$(POOL_IT)/pool_%: $(POOL_IT)/pool/test_%.o $(POOL_IT)/pool/common.o $(UNIT_MAIN) $(STATS_READER_OBJS) $(FAKECUDA_LIB)
 	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ -L$(BUILD)/fakecuda \
 	    -Wl,-rpath,'$$ORIGIN/../../fakecuda' -lcuda $(CHECK_LIBS) $(LDLIBS)
 

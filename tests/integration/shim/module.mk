@@ -3,8 +3,7 @@
 
 # fork() under spillway (issue 12 item 9): fork.sh runs test_fork.c.
 $(BUILD)/tests/integration/shim_fork: $(BUILD)/tests/integration/shim/test_fork.o $(UNIT_MAIN) \
-                                      $(BUILD)/stats/reader.o $(BUILD)/stats/decode.o \
-                                      $(BUILD)/stats/procinfo.o $(FAKECUDA_LIB)
+                                      $(STATS_READER_OBJS) $(FAKECUDA_LIB)
 	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(CHECK_LIBS) $(LDLIBS)
 ALL_TARGETS += $(BUILD)/tests/integration/shim_fork
 UNIT_TESTS += tests/integration/shim/fork.sh
@@ -12,8 +11,7 @@ UNIT_TESTS += tests/integration/shim/fork.sh
 # Oversubscription (issue 13): oversub.sh runs test_oversub.c.
 $(BUILD)/tests/integration/shim_oversub: $(BUILD)/tests/integration/shim/test_oversub.o \
                                          $(BUILD)/tests/integration/shim/rig.o $(UNIT_MAIN) \
-                                         $(BUILD)/stats/reader.o $(BUILD)/stats/decode.o \
-                                         $(BUILD)/stats/procinfo.o $(FAKECUDA_LIB)
+                                         $(STATS_READER_OBJS) $(FAKECUDA_LIB)
 	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(CHECK_LIBS) $(LDLIBS)
 ALL_TARGETS += $(BUILD)/tests/integration/shim_oversub
 UNIT_TESTS += tests/integration/shim/oversub.sh
@@ -23,8 +21,7 @@ UNIT_TESTS += tests/integration/shim/oversub.sh
 $(BUILD)/tests/integration/shim_launches: $(BUILD)/tests/integration/shim/test_launches.o \
                                           $(BUILD)/tests/integration/shim/driver_api.o \
                                           $(BUILD)/tests/integration/shim/rig.o $(UNIT_MAIN) \
-                                          $(BUILD)/stats/reader.o $(BUILD)/stats/decode.o \
-                                          $(BUILD)/stats/procinfo.o $(FAKECUDA_LIB)
+                                          $(STATS_READER_OBJS) $(FAKECUDA_LIB)
 	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(CHECK_LIBS) $(LDLIBS)
 ALL_TARGETS += $(BUILD)/tests/integration/shim_launches
 UNIT_TESTS += tests/integration/shim/launches.sh
@@ -34,8 +31,7 @@ UNIT_TESTS += tests/integration/shim/launches.sh
 # test_gates.c.
 $(BUILD)/tests/integration/shim_gates: $(BUILD)/tests/integration/shim/test_gates.o \
                                        $(BUILD)/tests/integration/shim/rig.o $(UNIT_MAIN) \
-                                       $(BUILD)/stats/reader.o $(BUILD)/stats/decode.o \
-                                       $(BUILD)/stats/procinfo.o $(FAKECUDA_LIB)
+                                       $(STATS_READER_OBJS) $(FAKECUDA_LIB)
 	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(CHECK_LIBS) $(LDLIBS)
 ALL_TARGETS += $(BUILD)/tests/integration/shim_gates
 UNIT_TESTS += tests/integration/shim/gates.sh
@@ -44,8 +40,7 @@ UNIT_TESTS += tests/integration/shim/gates.sh
 # own; unloads do not grow the cache): params.sh runs test_params.c.
 $(BUILD)/tests/integration/shim_params: $(BUILD)/tests/integration/shim/test_params.o \
                                         $(BUILD)/tests/integration/shim/rig.o $(UNIT_MAIN) \
-                                        $(BUILD)/stats/reader.o $(BUILD)/stats/decode.o \
-                                        $(BUILD)/stats/procinfo.o $(FAKECUDA_LIB)
+                                        $(STATS_READER_OBJS) $(FAKECUDA_LIB)
 	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(CHECK_LIBS) $(LDLIBS)
 ALL_TARGETS += $(BUILD)/tests/integration/shim_params
 UNIT_TESTS += tests/integration/shim/params.sh

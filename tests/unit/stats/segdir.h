@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -36,6 +37,27 @@ static inline void segdir_teardown(void)
         closedir(d);
     }
     rmdir(segdir);
+}
+
+/* Takes the test directory's lock (stats/dirlock.h) as another process
+ * would, on a descriptor of its own; close it to release. */
+static inline int segdir_lock(void)
+{
+    int fd = open(segdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        perror("segdir_lock");
+        abort();
+    }
+    return fd;
+}
+
+/* Whether someone holds the test directory's lock. */
+static inline int segdir_locked(void)
+{
+    int fd = open(segdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int held = flock(fd, LOCK_EX | LOCK_NB) != 0;
+    close(fd);
+    return held;
 }
 
 /* Number of entries in the test directory (besides . and ..). */

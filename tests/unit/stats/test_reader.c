@@ -301,6 +301,26 @@ START_TEST(abandoned_initialisation_is_removed)
 }
 END_TEST
 
+/* A reader buries only under the directory's lock (stats/dirlock.h), and
+ * never waits for it: while a writer holds it, a dead segment is left for
+ * the next scan. */
+START_TEST(dead_segment_waits_for_a_busy_directory)
+{
+    put_u64(OFF(start_time), 1); /* our pid, another start time: the owner is gone */
+    plant_file(own_name(), img, img_len, 0600);
+    char why[256] = "";
+    int removed = -1, lock = segdir_lock();
+    ck_assert_int_eq(read_planted_flags(SPW_SCAN_REMOVE_DEAD, &removed, why, sizeof why), SPW_READ_DEAD);
+    ck_assert_int_eq(removed, 0);
+    ck_assert_msg(strstr(why, "directory busy") != NULL, "%s", why);
+    ck_assert_int_eq(segdir_count(), 1);
+    close(lock);
+    ck_assert_int_eq(read_planted_flags(SPW_SCAN_REMOVE_DEAD, &removed, why, sizeof why), SPW_READ_DEAD);
+    ck_assert_int_eq(removed, 1);
+    ck_assert_int_eq(segdir_count(), 0);
+}
+END_TEST
+
 START_TEST(symlink_is_refused)
 {
     plant_file("target", img, img_len, 0600);
@@ -504,6 +524,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, mid_rewrite_with_bad_identity_is_not_removed);
     tcase_add_test(tc, not_initialised_is_quietly_skipped);
     tcase_add_test(tc, abandoned_initialisation_is_removed);
+    tcase_add_test(tc, dead_segment_waits_for_a_busy_directory);
     tcase_add_test(tc, symlink_is_refused);
     tcase_add_test(tc, directory_and_fifo_are_refused);
     tcase_add_test(tc, other_users_segment);

@@ -2,6 +2,7 @@
  * exit and after kill -9, fork safety, and the cost of an update. */
 #include "tests/unit/check_compat.h"
 #include "tests/unit/stats/segdir.h"
+#include "stats/dirlock.h"
 #include "stats/procinfo.h"
 #include "stats/reader.h"
 #include "stats/writer.h"
@@ -9,8 +10,25 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
+
+/* This program's unlinkat stands for libc's (the stats objects are linked
+ * in), so that a test can act right after the writer's unlink of a stale
+ * file: once, when it has set a probe. */
+static void (*unlink_probe)(int dirfd, const char *name);
+
+int unlinkat(int dirfd, const char *name, int flags)
+{
+    int rc = (int)syscall(SYS_unlinkat, dirfd, name, flags), e = errno;
+    void (*probe)(int, const char *) = unlink_probe;
+    unlink_probe = NULL;
+    if (probe)
+        probe(dirfd, name);
+    errno = e;
+    return rc;
+}
 
 static struct spw_stats_writer *open_writer(uint32_t ndev, const char *config)
 {
@@ -606,18 +624,125 @@ static void age(const char *name, long seconds)
     close(dfd);
 }
 
+/* w published under name qualified by our pid namespace, and the file at
+ * name, someone else's, is still there with its len bytes. */
+static void expect_qualified(const struct spw_stats_writer *w, const char *name, size_t len)
+{
+    char want[512];
+    snprintf(want, sizeof want, "%s/%s.%llu", segdir, name, (unsigned long long)spw_proc_self_pid_ns());
+    ck_assert_str_eq(spw_stats_path(w), want);
+    struct stat st;
+    char planted[512];
+    snprintf(planted, sizeof planted, "%s/%s", segdir, name);
+    ck_assert_int_eq(stat(planted, &st), 0);
+    ck_assert_uint_eq((uint64_t)st.st_size, len);
+}
+
+static int lock_seen_at_unlink = -1;
+
+static void note_lock(int dirfd, const char *name)
+{
+    (void)dirfd, (void)name;
+    lock_seen_at_unlink = segdir_locked();
+}
+
+/* Plants a file of a writer killed during initialisation at this
+ * process's segment name, old enough to be judged stale. */
+static void plant_abandoned(char *name, size_t cap)
+{
+    snprintf(name, cap, "spillway.%u.%d", (unsigned)geteuid(), (int)getpid());
+    static char zeros[512];
+    plant(name, zeros, sizeof zeros, 0600);
+    age(name, SPW_STATS_INIT_GRACE_S + 5);
+}
+
+/* Replaced, and under the directory's lock: another writer or a reader
+ * that judged the same file is kept from unlinking the new one. */
 START_TEST(stale_segment_with_our_pid_is_replaced)
 {
     char name[64];
-    snprintf(name, sizeof name, "spillway.%u.%d", (unsigned)geteuid(), (int)getpid());
-    static char zeros[512];
-    plant(name, zeros, sizeof zeros, 0600); /* a writer killed during initialisation */
-    age(name, SPW_STATS_INIT_GRACE_S + 5);
+    plant_abandoned(name, sizeof name);
+    unlink_probe = note_lock;
     struct spw_stats_writer *w = open_writer(1, NULL);
+    unlink_probe = NULL;
+    ck_assert_int_eq(lock_seen_at_unlink, 1);
+    ck_assert_int_eq(segdir_locked(), 0);
     struct spw_stats_snapshot *s = malloc(sizeof *s);
     read_own(s);
     ck_assert_int_eq(s->pid, getpid());
     free(s);
+    spw_stats_close(w);
+}
+END_TEST
+
+/* A writer that keeps no directory lock (another version) may take the
+ * name between our unlink of the stale file and our create: its file is
+ * left to it, and ours gets the qualified name (this writer ran without
+ * stats). */
+static void take_the_name(int dirfd, const char *name)
+{
+    int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+}
+
+START_TEST(a_name_taken_after_our_unlink_sends_the_writer_to_the_other)
+{
+    char name[64];
+    plant_abandoned(name, sizeof name);
+    unlink_probe = take_the_name;
+    struct spw_stats_writer *w = open_writer(1, NULL);
+    unlink_probe = NULL;
+    expect_qualified(w, name, 0);
+    spw_stats_close(w);
+}
+END_TEST
+
+static void *open_on_thread(void *arg)
+{
+    *(struct spw_stats_writer **)arg = open_writer(1, NULL);
+    return NULL;
+}
+
+/* A writer creates its file only once the directory's lock is free. What
+ * it shows is decided only while the writer's wait cannot have run out
+ * (it started after t0): a round the machine's load stretched past that is
+ * tried again. */
+START_TEST(a_writer_waits_for_the_directory_lock)
+{
+    bool decided = false;
+    for (int round = 0; round < 10 && !decided; round++) {
+        int lock = segdir_lock();
+        struct spw_stats_writer *w = NULL;
+        pthread_t t;
+        double t0 = now_ns();
+        ck_assert_int_eq(pthread_create(&t, NULL, open_on_thread, &w), 0);
+        nanosleep(&(struct timespec){.tv_nsec = 20000000}, NULL);
+        int seen = segdir_count();
+        decided = (now_ns() - t0) / 1e6 < SPW_STATS_DIRLOCK_WAIT_MS;
+        if (decided)
+            ck_assert_int_eq(seen, 0);
+        close(lock);
+        pthread_join(t, NULL);
+        ck_assert_ptr_nonnull(w);
+        ck_assert_int_eq(segdir_count(), 1);
+        spw_stats_close(w);
+    }
+    ck_assert_msg(decided, "every round outlasted the writer's wait");
+}
+END_TEST
+
+/* Nor does a lock held past its wait (a stopped or hostile holder) keep a
+ * program from starting, or from its stats. */
+START_TEST(a_lock_held_past_its_wait_does_not_stop_the_writer)
+{
+    int lock = segdir_lock();
+    double t0 = now_ns();
+    struct spw_stats_writer *w = open_writer(1, NULL);
+    double waited_ms = (now_ns() - t0) / 1e6;
+    ck_assert_msg(waited_ms >= SPW_STATS_DIRLOCK_WAIT_MS, "waited %.0f ms", waited_ms);
+    ck_assert_int_eq(segdir_count(), 1);
+    close(lock);
     spw_stats_close(w);
 }
 END_TEST
@@ -684,9 +809,6 @@ START_TEST(live_segment_in_other_namespace_is_not_clobbered)
 }
 END_TEST
 
-/* A writer of another pid namespace still initialising its segment (no
- * magic yet, its namespace already written) is not taken for one killed
- * during initialisation: its file stays, ours gets the qualified name. */
 /* Plants len bytes of data at this process's segment name, as another
  * namespace's writer in the middle of its initialisation would have it;
  * a writer opened then must leave that file as it is and publish under
@@ -697,17 +819,13 @@ static void expect_left_to_its_writer(const void *data, size_t len)
     snprintf(name, sizeof name, "spillway.%u.%d", (unsigned)geteuid(), (int)getpid());
     plant(name, data, len, 0600);
     struct spw_stats_writer *w = open_writer(1, NULL);
-    char want[512];
-    snprintf(want, sizeof want, "%s/%s.%llu", segdir, name, (unsigned long long)spw_proc_self_pid_ns());
-    ck_assert_str_eq(spw_stats_path(w), want);
-    struct stat st;
-    char planted[512];
-    snprintf(planted, sizeof planted, "%s/%s", segdir, name);
-    ck_assert_int_eq(stat(planted, &st), 0);
-    ck_assert_uint_eq((uint64_t)st.st_size, len);
+    expect_qualified(w, name, len);
     spw_stats_close(w);
 }
 
+/* A writer of another pid namespace still initialising its segment (no
+ * magic yet, its namespace already written) is not taken for one killed
+ * during initialisation: its file stays, ours gets the qualified name. */
 START_TEST(initialising_segment_of_other_namespace_is_not_removed)
 {
     static struct spw_stats_header h;
@@ -780,6 +898,9 @@ Suite *test_suite(void)
     tcase_add_test(tc, zombie_owner_is_dead);
     tcase_add_test(tc, forked_child_neither_writes_nor_removes);
     tcase_add_test(tc, stale_segment_with_our_pid_is_replaced);
+    tcase_add_test(tc, a_name_taken_after_our_unlink_sends_the_writer_to_the_other);
+    tcase_add_test(tc, a_writer_waits_for_the_directory_lock);
+    tcase_add_test(tc, a_lock_held_past_its_wait_does_not_stop_the_writer);
     tcase_add_test(tc, segment_left_before_exec_is_replaced);
     tcase_add_test(tc, live_segment_in_other_namespace_is_not_clobbered);
     tcase_add_test(tc, initialising_segment_of_other_namespace_is_not_removed);
