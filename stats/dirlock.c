@@ -37,8 +37,12 @@ int spw_stats_dir_lock(int dirfd, unsigned wait_ms)
     return -1;
 }
 
+/* Unlocked before the close: a fork meanwhile gave the child this
+ * descriptor, and the lock would last as long as the child's copy. */
 void spw_stats_dir_unlock(int lockfd)
 {
-    if (lockfd >= 0)
-        close(lockfd);
+    if (lockfd < 0)
+        return;
+    flock(lockfd, LOCK_UN);
+    close(lockfd);
 }

@@ -732,6 +732,27 @@ START_TEST(a_writer_waits_for_the_directory_lock)
 }
 END_TEST
 
+/* A child forked while the lock was held does not keep it. */
+START_TEST(a_child_forked_under_the_lock_does_not_keep_it)
+{
+    int dfd = open(segdir, O_RDONLY | O_DIRECTORY);
+    int lock = spw_stats_dir_lock(dfd, 0);
+    ck_assert_int_ge(lock, 0);
+    ck_assert_int_eq(segdir_locked(), 1);
+    pid_t c = fork();
+    if (c == 0) {
+        pause();
+        _exit(0);
+    }
+    spw_stats_dir_unlock(lock);
+    int held = segdir_locked();
+    kill(c, SIGKILL);
+    waitpid(c, NULL, 0);
+    close(dfd);
+    ck_assert_int_eq(held, 0);
+}
+END_TEST
+
 /* Nor does a lock held past its wait (a stopped or hostile holder) keep a
  * program from starting, or from its stats. */
 START_TEST(a_lock_held_past_its_wait_does_not_stop_the_writer)
@@ -901,6 +922,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, a_name_taken_after_our_unlink_sends_the_writer_to_the_other);
     tcase_add_test(tc, a_writer_waits_for_the_directory_lock);
     tcase_add_test(tc, a_lock_held_past_its_wait_does_not_stop_the_writer);
+    tcase_add_test(tc, a_child_forked_under_the_lock_does_not_keep_it);
     tcase_add_test(tc, segment_left_before_exec_is_replaced);
     tcase_add_test(tc, live_segment_in_other_namespace_is_not_clobbered);
     tcase_add_test(tc, initialising_segment_of_other_namespace_is_not_removed);
