@@ -18,13 +18,19 @@
 static fake_backend *FB;
 static sw_policy *P;
 
-static inline void env_up_cfg(const sw_device_config *cfg, size_t fake_limit_pages)
+/* A policy over a fake device of fake_limit_pages pages of page bytes. */
+static inline void env_up_paged(const sw_device_config *cfg, size_t page, size_t fake_limit_pages)
 {
-    FB = fake_create(PG, fake_limit_pages);
+    FB = fake_create(page, fake_limit_pages);
     ck_assert_ptr_nonnull(FB);
     sw_backend be = fake_ops(FB);
     ck_assert_int_eq(sw_policy_create(&be, &P), CUDA_SUCCESS);
     ck_assert_int_eq(sw_device_init(P, 0, cfg), CUDA_SUCCESS);
+}
+
+static inline void env_up_cfg(const sw_device_config *cfg, size_t fake_limit_pages)
+{
+    env_up_paged(cfg, PG, fake_limit_pages);
 }
 
 /* limit in pages; sync_batch 0 = the default. */
