@@ -656,15 +656,23 @@ static void plant_abandoned(char *name, size_t cap)
     age(name, SPW_STATS_INIT_GRACE_S + 5);
 }
 
+/* A writer opened over an abandoned file at its name, with probe called
+ * right after the writer's unlink of it. */
+static struct spw_stats_writer *open_over_abandoned(char *name, size_t cap, void (*probe)(int, const char *))
+{
+    plant_abandoned(name, cap);
+    unlink_probe = probe;
+    struct spw_stats_writer *w = open_writer(1, NULL);
+    unlink_probe = NULL;
+    return w;
+}
+
 /* Replaced, and under the directory's lock: another writer or a reader
  * that judged the same file is kept from unlinking the new one. */
 START_TEST(stale_segment_with_our_pid_is_replaced)
 {
     char name[64];
-    plant_abandoned(name, sizeof name);
-    unlink_probe = note_lock;
-    struct spw_stats_writer *w = open_writer(1, NULL);
-    unlink_probe = NULL;
+    struct spw_stats_writer *w = open_over_abandoned(name, sizeof name, note_lock);
     ck_assert_int_eq(lock_seen_at_unlink, 1);
     ck_assert_int_eq(segdir_locked(), 0);
     struct spw_stats_snapshot *s = malloc(sizeof *s);
@@ -689,10 +697,7 @@ static void take_the_name(int dirfd, const char *name)
 START_TEST(a_name_taken_after_our_unlink_sends_the_writer_to_the_other)
 {
     char name[64];
-    plant_abandoned(name, sizeof name);
-    unlink_probe = take_the_name;
-    struct spw_stats_writer *w = open_writer(1, NULL);
-    unlink_probe = NULL;
+    struct spw_stats_writer *w = open_over_abandoned(name, sizeof name, take_the_name);
     expect_qualified(w, name, 0);
     spw_stats_close(w);
 }
