@@ -334,8 +334,9 @@ FC_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
     return r;
 }
 
-/* A page (2 MiB) made accessible is filled in one call rather than by 512
- * faults at its first touch: spill and fill remap pages all the time, and
+/* A page (2 MiB) made accessible read-write (cuMemSetAccess) is filled in
+ * one call rather than by 512 faults at its first touch: spill and fill
+ * remap pages all the time, and
  * those faults were a third of the suite's copy-heavy runs (diff.sh, the
  * fault sweep) on a virtual machine. Only mappings up to PREFAULT_MAX, so
  * that a large handle a test maps and never touches stays sparse. A hint:
@@ -345,10 +346,6 @@ FC_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif
-static void prefault(const struct fc_region *reg)
-{
-    (void)madvise((void *)reg->base, reg->size, MADV_POPULATE_WRITE);
-}
 
 /* The mappings a range consists of. As many as the range holds: the driver
  * has no limit on how many one cuMemUnmap or cuMemSetAccess covers (a pool
@@ -462,7 +459,7 @@ FC_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAcces
         if (w.found[i]->handle->mc) /* copies reach it, direct stores fault */
             mprotect((void *)w.found[i]->base, w.found[i]->size, PROT_NONE);
         else if (prot == (PROT_READ | PROT_WRITE) && w.found[i]->size <= PREFAULT_MAX)
-            prefault(w.found[i]);
+            (void)madvise((void *)w.found[i]->base, w.found[i]->size, MADV_POPULATE_WRITE);
     }
     pthread_mutex_unlock(&fc_lock);
     walk_done(&w);
