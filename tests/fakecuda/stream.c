@@ -28,6 +28,8 @@ struct CUstream_st {
     bool destroyed;
     bool exited;    /* its worker is gone (destroyed, queue done) */
     bool capturing; /* fakecuda_set_capturing: a status only, without capture's rules */
+    bool blocked;   /* its worker waits for another stream's work (deps_met) */
+    pthread_cond_t wake; /* its worker's: new work, destroyed, or a dep met */
     struct fc_op *head, *tail;
     uint64_t submitted, completed;
     struct CUstream_st *next;
@@ -42,9 +44,12 @@ struct CUevent_st {
     struct CUevent_st *next;
 };
 
-/* One lock and one condition for all stream state: simple, and tests are
- * small. Stream structs are never freed, so a dependency or an event can
- * always look at a stream's counters. */
+/* One lock for all stream state: simple, and tests are small. Stream
+ * structs are never freed, so a dependency or an event can always look at
+ * a stream's counters. Each worker sleeps on its stream's own condition and
+ * the host's waits on `progress`: a broadcast that woke every worker and
+ * waiter at every step cost each step a context switch per stream (a third
+ * of a spilling run's time on a virtual machine). */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t progress = PTHREAD_COND_INITIALIZER;
 static struct CUstream_st *streams;
@@ -151,6 +156,22 @@ static bool deps_met(const struct fc_op *op)
     return true;
 }
 
+/* Under lock: s completed work or exited. The host's waits look again, and
+ * so does every worker waiting for another stream's work. */
+static void progressed(struct CUstream_st *s)
+{
+    pthread_cond_broadcast(&progress);
+    for (struct CUstream_st *t = streams; t; t = t->next)
+        if (t->blocked && t != s)
+            pthread_cond_signal(&t->wake);
+}
+
+/* Under lock: s has new work or is destroyed. */
+static void kick(struct CUstream_st *s)
+{
+    pthread_cond_signal(&s->wake);
+}
+
 static void *worker(void *arg)
 {
     struct CUstream_st *s = arg;
@@ -167,15 +188,17 @@ static void *worker(void *arg)
             pthread_mutex_lock(&lock);
             s->completed = op->seq;
             free(op);
-            pthread_cond_broadcast(&progress);
+            progressed(s);
             continue;
         }
         if (!op && s->destroyed) {
             s->exited = true;
-            pthread_cond_broadcast(&progress);
+            progressed(s);
             break;
         }
-        pthread_cond_wait(&progress, &lock);
+        s->blocked = op != NULL;
+        pthread_cond_wait(&s->wake, &lock);
+        s->blocked = false;
     }
     pthread_mutex_unlock(&lock);
     return NULL;
@@ -243,11 +266,13 @@ static struct CUstream_st *stream_new(struct CUctx_st *ctx, unsigned flags, int 
     if (!s)
         return NULL;
     s->magic = FC_MAGIC_STREAM;
+    pthread_cond_init(&s->wake, NULL);
     s->ctx = ctx;
     s->flags = flags;
     s->priority = prio;
     s->kind = kind;
     if (start_worker(s) != 0) {
+        pthread_cond_destroy(&s->wake);
         free(s);
         return NULL;
     }
@@ -282,7 +307,7 @@ static struct CUstream_st *legacy_of(struct CUctx_st *ctx)
     else
         n->destroyed = true; /* lost a race: retire the spare */
     s = ctx->legacy;
-    pthread_cond_broadcast(&progress);
+    kick(n);
     pthread_mutex_unlock(&lock);
     return s;
 }
@@ -409,7 +434,7 @@ uint64_t fc_stream_enqueue(struct CUstream_st *s, fc_op_fn fn, void *arg, const 
     else
         s->head = op;
     s->tail = op;
-    pthread_cond_broadcast(&progress);
+    kick(s);
     pthread_mutex_unlock(&lock);
     return seq; /* not op->seq: the worker may already have run and freed op */
 }
@@ -468,8 +493,10 @@ void fc_ctx_end_streams(struct CUctx_st *ctx)
     struct CUevent_st *gone = NULL;
     pthread_mutex_lock(&lock);
     for (struct CUstream_st *s = streams; s; s = s->next)
-        if (s->ctx == ctx)
+        if (s->ctx == ctx) {
             s->destroyed = true;
+            kick(s);
+        }
     ctx->legacy = NULL;
     for (struct CUevent_st **pp = &events; *pp;) {
         struct CUevent_st *e = *pp;
@@ -481,7 +508,6 @@ void fc_ctx_end_streams(struct CUctx_st *ctx)
             pp = &e->next;
         }
     }
-    pthread_cond_broadcast(&progress);
     pthread_mutex_unlock(&lock);
     while (gone) {
         struct CUevent_st *e = gone;
@@ -528,9 +554,10 @@ FC_EXPORT CUresult cuStreamDestroy(CUstream h)
         return r;
     pthread_mutex_lock(&lock);
     bool ok = h && stream_known(h) && h->kind == FC_STREAM_USER;
-    if (ok)
+    if (ok) {
         h->destroyed = true; /* its worker finishes the queue, then exits */
-    pthread_cond_broadcast(&progress);
+        kick(h);
+    }
     pthread_mutex_unlock(&lock);
     return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
