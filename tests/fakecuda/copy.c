@@ -27,10 +27,16 @@ struct copy_op {
 static void run_copy(void *arg)
 {
     struct copy_op *c = arg;
-    if (c->dst_mc || c->src_mc)
+    if (c->dst_mc || c->src_mc) {
         fc_mcast_copy((uintptr_t)c->dst, c->dst_mc, (uintptr_t)c->src, c->src_mc, c->n);
-    else
-        memcpy(c->dst, c->src, c->n);
+    } else {
+        struct fc_handle *pd, *ps;
+        void *dst = fc_vmm_home((uintptr_t)c->dst, c->n, true, &pd);
+        const void *src = fc_vmm_home((uintptr_t)c->src, c->n, false, &ps);
+        memcpy(dst, src, c->n);
+        fc_vmm_unpin(pd);
+        fc_vmm_unpin(ps);
+    }
     free(c->staging);
     free(c);
 }
@@ -61,7 +67,9 @@ static void fill(void *dst, uint32_t value, size_t n, unsigned width)
 static void run_set(void *arg)
 {
     struct set_op *s = arg;
-    void *buf = s->mc ? malloc(s->n * s->width) : s->dst;
+    struct fc_handle *pin = NULL;
+    void *buf = s->mc ? malloc(s->n * s->width)
+                      : fc_vmm_home((uintptr_t)s->dst, s->n * s->width, true, &pin);
     if (!buf)
         abort(); /* an op cannot report: the set would be lost silently */
     fill(buf, s->value, s->n, s->width);
@@ -69,6 +77,7 @@ static void run_set(void *arg)
         fc_mcast_copy((uintptr_t)s->dst, true, (uintptr_t)buf, false, s->n * s->width);
         free(buf);
     }
+    fc_vmm_unpin(pin);
     free(s);
 }
 

@@ -185,8 +185,20 @@ struct fc_handle {
     int binds;      /* multicast objects its memory is bound to (multicast.c) */
     bool imported;  /* cuMemImportFromShareableHandle: charged to its exporter */
     struct fc_mcast *mc; /* a multicast object (cuMulticastCreate), else NULL */
+    void *home;     /* the memory file mapped once, for copies (fc_vmm_home) */
+    int pins;       /* copies running through home (fc_vmm_home) */
     struct fc_handle *next;
 };
+
+/* Where the worker of a stream copies or sets [addr, addr+n) now: when one
+ * read-write (write: for a store) mapping of a handle covers it, the
+ * handle's own mapping of its memory file, which stays mapped (a VA's
+ * pages are remapped all the time by spill; each new mapping costs its
+ * first touch page by page, a copy through home does not); *pin then holds
+ * the handle until fc_vmm_unpin. Otherwise addr itself (*pin NULL): an
+ * unmapped or inaccessible VA faults as before. */
+void *fc_vmm_home(uintptr_t addr, size_t n, bool write, struct fc_handle **pin);
+void fc_vmm_unpin(struct fc_handle *h);
 
 /* Frees h once nothing refers to it (refs, mappings, binds); under fc_lock. */
 void fc_vmm_handle_maybe_free(struct fc_handle *h);

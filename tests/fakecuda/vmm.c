@@ -251,8 +251,10 @@ FC_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size
 /* Frees the handle's memory once nothing refers to it; under fc_lock. */
 static void handle_maybe_free(struct fc_handle *h)
 {
-    if (h->refs > 0 || h->mappings > 0 || h->binds > 0)
+    if (h->refs > 0 || h->mappings > 0 || h->binds > 0 || h->pins > 0)
         return;
+    if (h->home)
+        munmap(h->home, h->size);
     if (h->mc)
         fc_mcast_free(h); /* no memory of its own; its bindings go */
     else if (h->imported)
@@ -334,18 +336,38 @@ FC_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
     return r;
 }
 
-/* A page (2 MiB) made accessible read-write (cuMemSetAccess) is filled in
- * one call rather than by 512 faults at its first touch: spill and fill
- * remap pages all the time, and
- * those faults were a third of the suite's copy-heavy runs (diff.sh, the
- * fault sweep) on a virtual machine. Only mappings up to PREFAULT_MAX, so
- * that a large handle a test maps and never touches stays sparse. A hint:
- * a kernel without MADV_POPULATE_WRITE (5.14) faults the pages in as
- * before, so its refusal is no error. */
-#define PREFAULT_MAX ((size_t)4 << 20)
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23
-#endif
+void *fc_vmm_home(uintptr_t addr, size_t n, bool write, struct fc_handle **pin)
+{
+    *pin = NULL;
+    pthread_mutex_lock(&fc_lock);
+    struct fc_region *r = fc_region_find(addr);
+    struct fc_handle *h = r && r->kind == FC_VMM ? r->handle : NULL;
+    unsigned need = write ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE : CU_MEM_ACCESS_FLAGS_PROT_READ;
+    void *at = (void *)addr;
+    if (h && !h->mc && h->fd >= 0 && r->access >= need && n <= r->size - (addr - r->base)) {
+        if (!h->home) {
+            void *m = mmap(NULL, h->size, PROT_READ | PROT_WRITE, MAP_SHARED, h->fd, 0);
+            h->home = m == MAP_FAILED ? NULL : m;
+        }
+        if (h->home) {
+            h->pins++;
+            *pin = h;
+            at = (char *)h->home + (addr - r->base);
+        }
+    }
+    pthread_mutex_unlock(&fc_lock);
+    return at;
+}
+
+void fc_vmm_unpin(struct fc_handle *h)
+{
+    if (!h)
+        return;
+    pthread_mutex_lock(&fc_lock);
+    h->pins--;
+    handle_maybe_free(h);
+    pthread_mutex_unlock(&fc_lock);
+}
 
 /* The mappings a range consists of. As many as the range holds: the driver
  * has no limit on how many one cuMemUnmap or cuMemSetAccess covers (a pool
@@ -458,8 +480,6 @@ FC_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAcces
         w.found[i]->access_devs = devs;
         if (w.found[i]->handle->mc) /* copies reach it, direct stores fault */
             mprotect((void *)w.found[i]->base, w.found[i]->size, PROT_NONE);
-        else if (prot == (PROT_READ | PROT_WRITE) && w.found[i]->size <= PREFAULT_MAX)
-            (void)madvise((void *)w.found[i]->base, w.found[i]->size, MADV_POPULATE_WRITE);
     }
     pthread_mutex_unlock(&fc_lock);
     walk_done(&w);
