@@ -13,8 +13,7 @@
 
 #include <stdlib.h>
 
-/* Asked twice when refused: a sync point missed leaves freed spilled data
- * counted (and its host pages held) until the pool's own next sync. */
+/* The current context's device, asked twice when refused. */
 static int current_device(void)
 {
     int dev;
@@ -23,28 +22,40 @@ static int current_device(void)
     return -1;
 }
 
-/* Only a sync of the primary context counts as the device's (the pool's
- * own work and most programs' live there; a context the program created
- * covers only its own streams), and only while no context the program
- * created has had work on the device (contexts.h): the primary's sync
- * does not wait for theirs. */
-static int primary_current(int dev)
+/* The device whose primary context is current, or -1. Only a sync of
+ * the primary context counts as the device's (the pool's own work and most
+ * programs' live there; a context the program created covers only its own
+ * streams). Found among the primaries spillway holds (the pool's), so
+ * that no second query (cuCtxGetDevice) can miss the sync point: a missed
+ * one leaves freed spilled data counted, and its host pages held, until
+ * the pool's own next sync. */
+static int primary_of(CUcontext ctx)
+{
+    for (int dev = 0; ctx && dev < SW_MAX_DEVICES; dev++)
+        if (spw_backend_primary_known(dev) == ctx)
+            return dev;
+    return -1;
+}
+
+static int primary_device(void)
 {
     CUcontext cur = NULL;
     if (!spw_drv.cuCtxGetCurrent)
-        return 0;
+        return -1;
     if (spw_drv.cuCtxGetCurrent(&cur) != CUDA_SUCCESS &&
         spw_drv.cuCtxGetCurrent(&cur) != CUDA_SUCCESS)
-        return 0;
-    return cur && cur == spw_backend_primary(dev);
+        return -1;
+    return primary_of(cur);
 }
 
 CUresult spw_h_ctx_synchronize(void)
 {
     SPW_REAL_OR_RETURN(real, spw_h_ctx_synchronize);
     int dev;
-    if (spw_disabled() || (dev = current_device()) < 0 || !spw_pool_serves(dev) ||
-        !primary_current(dev) || spw_contexts_kept(dev))
+    /* Not while a context the program created has had work on the device
+     * (contexts.h): the primary's sync does not wait for theirs. */
+    if (spw_disabled() || (dev = primary_device()) < 0 || !spw_pool_serves(dev) ||
+        spw_contexts_kept(dev))
         return real();
     sw_policy *p = spw_pool_policy();
     uint64_t ticket = sw_sync_begin(p, dev);
@@ -70,8 +81,7 @@ CUresult spw_h_ctx_synchronize_v2(CUcontext ctx)
         return real(ctx);
     if (!ctx && spw_drv.cuCtxGetCurrent && spw_drv.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS)
         ctx = NULL;
-    if (!ctx || spw_backend_ctx_device(ctx, &dev) != CUDA_SUCCESS || !spw_pool_serves(dev) ||
-        ctx != spw_backend_primary(dev) || spw_contexts_kept(dev))
+    if ((dev = primary_of(ctx)) < 0 || !spw_pool_serves(dev) || spw_contexts_kept(dev))
         return real(ctx);
     sw_policy *p = spw_pool_policy();
     uint64_t ticket = sw_sync_begin(p, dev);

@@ -251,6 +251,26 @@ START_TEST(past_the_limit_through_spill)
 }
 END_TEST
 
+/* The program's sync is a sync point of the device whatever spillway's own
+ * queries answer: here every cuCtxGetDevice fails, and the sync still
+ * gives the freed data's host pages back (a sync point missed would hold
+ * them, counted, until the pool's own next sync). */
+START_TEST(a_sync_point_needs_no_device_query)
+{
+    setup();
+    CUdeviceptr a = filled(48 * MiB, 1);
+    CUdeviceptr b = filled(48 * MiB, 2);
+    ck_assert_uint_gt(stat_of(SPW_C_SPILLED), 0);
+    CU_OK(cuMemFree(a));
+    CU_OK(cuMemFree(b));
+    ck_assert_int_eq(fakecuda_fault_config("cuCtxGetDevice:1-", NULL, 0), 0);
+    CUresult r = cuCtxSynchronize();
+    ck_assert_int_eq(fakecuda_fault_config(NULL, NULL, 0), 0);
+    CU_OK(r);
+    ck_assert_uint_eq(stat_of(SPW_C_SPILLED), 0);
+}
+END_TEST
+
 /* Copies in and out of a spilled buffer, and sets, by every form. */
 START_TEST(copies_and_sets_on_spilled_memory)
 {
@@ -602,6 +622,7 @@ Suite *test_suite(void)
         tc = tcase_create("spill");
         tcase_set_timeout(tc, 60);
         tcase_add_test(tc, past_the_limit_through_spill);
+        tcase_add_test(tc, a_sync_point_needs_no_device_query);
         tcase_add_test(tc, copies_and_sets_on_spilled_memory);
         tcase_add_test(tc, array_copies_fill_spilled_memory);
         tcase_add_test(tc, kernel_params_fill);
