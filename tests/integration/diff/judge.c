@@ -332,6 +332,10 @@ static void print_summary(struct diff_run *r, const struct tally *y)
             mib(atomic_load(&r->peak_overhead)), atomic_load(&r->overhead_samples));
     if (r->spill)
         fprintf(f, "; spilled peak %.1f MiB", mib(atomic_load(&r->peak_spilled)));
+    struct spillway_pool_counters pc;
+    if (r->spill && r->pool_counters && r->pool_counters(0, &pc) == 0)
+        fprintf(f, "\n  moved: spill %.1f MiB in %" PRIu64 " events, fill %.1f MiB in %" PRIu64 " events",
+                mib(pc.spill_bytes), pc.spill_events, mib(pc.fill_bytes), pc.fill_events);
     fprintf(f, "\n  data: %" PRIu64 " read-backs, %.1f MiB verified, %s\n", c.checks,
             mib(c.bytes_verified), atomic_load(&r->failed) ? "FAILED (above)" : "0 mismatches");
     fprintf(f, "  time: %.1f s\n", r->seconds);
