@@ -251,11 +251,9 @@ START_TEST(past_the_limit_through_spill)
 }
 END_TEST
 
-/* The program's sync is a sync point of the device whatever spillway's own
- * queries answer: here every cuCtxGetDevice fails, and the sync still
- * gives the freed data's host pages back (a sync point missed would hold
- * them, counted, until the pool's own next sync). */
-START_TEST(a_sync_point_needs_no_device_query)
+/* Two buffers past the limit (so some of it spilled), both freed: their
+ * pages wait for a sync point. */
+static void spill_then_free_all(void)
 {
     setup();
     CUdeviceptr a = filled(48 * MiB, 1);
@@ -263,6 +261,15 @@ START_TEST(a_sync_point_needs_no_device_query)
     ck_assert_uint_gt(stat_of(SPW_C_SPILLED), 0);
     CU_OK(cuMemFree(a));
     CU_OK(cuMemFree(b));
+}
+
+/* The program's sync is a sync point of the device whatever spillway's own
+ * queries answer: here every cuCtxGetDevice fails, and the sync still
+ * gives the freed data's host pages back (a sync point missed would hold
+ * them, counted, until the pool's own next sync). */
+START_TEST(a_sync_point_needs_no_device_query)
+{
+    spill_then_free_all();
     ck_assert_int_eq(fakecuda_fault_config("cuCtxGetDevice:1-", NULL, 0), 0);
     CUresult r = cuCtxSynchronize();
     ck_assert_int_eq(fakecuda_fault_config(NULL, NULL, 0), 0);
@@ -503,18 +510,13 @@ END_TEST
  * pages, for good). */
 START_TEST(a_reset_between_phases)
 {
-    setup();
-    CUdeviceptr a = filled(48 * MiB, 1);
-    CUdeviceptr b = filled(48 * MiB, 2);
-    ck_assert_uint_gt(stat_of(SPW_C_SPILLED), 0);
-    CU_OK(cuMemFree(a));
-    CU_OK(cuMemFree(b));
+    spill_then_free_all();
     CU_OK(cuCtxSynchronize());
     CU_OK(cuDevicePrimaryCtxReset(0));
     CU_OK(cuDevicePrimaryCtxRelease(0));
     setup();
-    a = filled(48 * MiB, 3);
-    b = filled(48 * MiB, 4);
+    CUdeviceptr a = filled(48 * MiB, 3);
+    CUdeviceptr b = filled(48 * MiB, 4);
     expect_pattern(a, 48 * MiB, 3, "a after the reset");
     expect_pattern(b, 48 * MiB, 4, "b after the reset");
     CU_OK(cuMemFree(a));
