@@ -34,6 +34,14 @@ CUcontext spw_backend_primary_known(int dev)
                : NULL;
 }
 
+int spw_backend_primary_device(CUcontext ctx)
+{
+    for (int dev = 0; ctx && dev < SW_MAX_DEVICES; dev++)
+        if (atomic_load_explicit(&primary[dev], memory_order_acquire) == ctx)
+            return dev;
+    return -1;
+}
+
 CUcontext spw_backend_primary(int dev)
 {
     if (dev < 0 || dev >= SW_MAX_DEVICES)

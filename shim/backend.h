@@ -14,6 +14,10 @@ CUcontext spw_backend_primary(int dev);
  * own gets no primary context from a question). */
 CUcontext spw_backend_primary_known(int dev);
 
+/* The device whose primary context spillway retained is ctx, or -1 (asks
+ * the driver nothing). */
+int spw_backend_primary_device(CUcontext ctx);
+
 /* The device of a context (pushed for the question when not current). */
 CUresult spw_backend_ctx_device(CUcontext ctx, int *dev);
 /* Whether dev's pool pages are made GPUDirect RDMA capable (the device

@@ -11,6 +11,7 @@
 #include "shim/param_scan.h"
 #include "shim/pool_setup.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 
 /* The current context's device, asked twice when refused. */
@@ -29,14 +30,6 @@ static int current_device(void)
  * that no second query (cuCtxGetDevice) can miss the sync point: a missed
  * one leaves freed spilled data counted, and its host pages held, until
  * the pool's own next sync. */
-static int primary_of(CUcontext ctx)
-{
-    for (int dev = 0; ctx && dev < SW_MAX_DEVICES; dev++)
-        if (spw_backend_primary_known(dev) == ctx)
-            return dev;
-    return -1;
-}
-
 static int primary_device(void)
 {
     CUcontext cur = NULL;
@@ -45,28 +38,38 @@ static int primary_device(void)
     if (spw_drv.cuCtxGetCurrent(&cur) != CUDA_SUCCESS &&
         spw_drv.cuCtxGetCurrent(&cur) != CUDA_SUCCESS)
         return -1;
-    return primary_of(cur);
+    return spw_backend_primary_device(cur);
+}
+
+/* Whether a sync of dev's primary context is the device's sync point: not
+ * while a context the program created has had work on the device
+ * (contexts.h), since the primary's sync does not wait for theirs. */
+static bool device_sync_point(int dev)
+{
+    return dev >= 0 && spw_pool_serves(dev) && !spw_contexts_kept(dev);
+}
+
+/* The driver's sync succeeded: what the frees waiting for it held goes. */
+static void device_synced(int dev, uint64_t ticket)
+{
+    sw_policy *p = spw_pool_policy();
+    sw_sync_end(p, dev, ticket);
+    if (spw_pool_spills(dev)) {
+        sw_collect(p, dev); /* freed spilled data gives its host pages back here */
+        spw_pool_publish(dev);
+    }
 }
 
 CUresult spw_h_ctx_synchronize(void)
 {
     SPW_REAL_OR_RETURN(real, spw_h_ctx_synchronize);
     int dev;
-    /* Not while a context the program created has had work on the device
-     * (contexts.h): the primary's sync does not wait for theirs. */
-    if (spw_disabled() || (dev = primary_device()) < 0 || !spw_pool_serves(dev) ||
-        spw_contexts_kept(dev))
+    if (spw_disabled() || !device_sync_point(dev = primary_device()))
         return real();
-    sw_policy *p = spw_pool_policy();
-    uint64_t ticket = sw_sync_begin(p, dev);
+    uint64_t ticket = sw_sync_begin(spw_pool_policy(), dev);
     CUresult r = real();
-    if (r == CUDA_SUCCESS) {
-        sw_sync_end(p, dev, ticket);
-        if (spw_pool_spills(dev)) {
-            sw_collect(p, dev); /* freed spilled data gives its host pages back here */
-            spw_pool_publish(dev);
-        }
-    }
+    if (r == CUDA_SUCCESS)
+        device_synced(dev, ticket);
     return r;
 }
 
@@ -77,22 +80,13 @@ CUresult spw_h_ctx_synchronize_v2(CUcontext ctx)
 {
     SPW_REAL_OR_RETURN(real, spw_h_ctx_synchronize_v2);
     int dev;
-    if (spw_disabled())
+    if (spw_disabled() ||
+        !device_sync_point(dev = ctx ? spw_backend_primary_device(ctx) : primary_device()))
         return real(ctx);
-    if (!ctx && spw_drv.cuCtxGetCurrent && spw_drv.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS)
-        ctx = NULL;
-    if ((dev = primary_of(ctx)) < 0 || !spw_pool_serves(dev) || spw_contexts_kept(dev))
-        return real(ctx);
-    sw_policy *p = spw_pool_policy();
-    uint64_t ticket = sw_sync_begin(p, dev);
+    uint64_t ticket = sw_sync_begin(spw_pool_policy(), dev);
     CUresult r = real(ctx);
-    if (r == CUDA_SUCCESS) {
-        sw_sync_end(p, dev, ticket);
-        if (spw_pool_spills(dev)) {
-            sw_collect(p, dev);
-            spw_pool_publish(dev);
-        }
-    }
+    if (r == CUDA_SUCCESS)
+        device_synced(dev, ticket);
     return r;
 }
 
