@@ -22,6 +22,7 @@ struct copy_op {
     size_t n;
     void *staging;
     bool dst_mc, src_mc; /* a side in a multicast object's mapping (multicast.c) */
+    bool dst_dev, src_dev; /* device memory: maybe a handle's (fc_vmm_home) */
 };
 
 static void run_copy(void *arg)
@@ -30,9 +31,9 @@ static void run_copy(void *arg)
     if (c->dst_mc || c->src_mc) {
         fc_mcast_copy((uintptr_t)c->dst, c->dst_mc, (uintptr_t)c->src, c->src_mc, c->n);
     } else {
-        struct fc_handle *pd, *ps;
-        void *dst = fc_vmm_home((uintptr_t)c->dst, c->n, true, &pd);
-        const void *src = fc_vmm_home((uintptr_t)c->src, c->n, false, &ps);
+        struct fc_handle *pd = NULL, *ps = NULL;
+        void *dst = c->dst_dev ? fc_vmm_home((uintptr_t)c->dst, c->n, true, &pd) : c->dst;
+        const void *src = c->src_dev ? fc_vmm_home((uintptr_t)c->src, c->n, false, &ps) : c->src;
         memcpy(dst, src, c->n);
         fc_vmm_unpin(pd);
         fc_vmm_unpin(ps);
@@ -132,7 +133,8 @@ static CUresult copy(uintptr_t dst, uintptr_t src, size_t n, CUstream h, bool pt
     struct copy_op *c = malloc(sizeof *c);
     if (!c)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    *c = (struct copy_op){(void *)dst, (const void *)src, n, NULL, dst_mc, src_mc};
+    *c = (struct copy_op){(void *)dst, (const void *)src, n, NULL, dst_mc, src_mc,
+                          ds == DEVICE, ss == DEVICE};
     bool wait;
     if (ss == PAGEABLE && ds != PAGEABLE) {
         if (sync) /* "a stream sync is performed before the copy is initiated" */
