@@ -1,6 +1,7 @@
 #!/bin/sh
 # The work-gate suite (test_gates.c) under spillway against fakecuda: two
-# 256 MiB devices, a 64 MiB limit, and fakecuda aborting on an unmap under
+# 64 MiB devices, a 16 MiB limit (test_gates.c's sizes are made for it:
+# fresh memory is what costs most here), and fakecuda aborting on an unmap under
 # in-flight work (FAKECUDA_CHECK_UNMAP: the context-killing hazard). Then on
 # a CUDA 12.7 driver, whose streams tell their device only through their
 # context (no cuStreamGetDevice): work on another device's stream is gated
@@ -11,5 +12,5 @@
 # by design, and the checks that it spilled would fail).
 set -eu
 . "$(dirname "$0")/suite.sh"
-suite_run shim_gates FAKECUDA_DEVICES=2 FAKECUDA_CHECK_UNMAP=1 SPW_TEST_PATIENCE_MS=5000
-suite_run shim_gates FAKECUDA_DEVICES=2 FAKECUDA_CHECK_UNMAP=1 SPW_TEST_PATIENCE_MS=5000 LD_LIBRARY_PATH="$B/fakecuda/12.7"
+suite_run shim_gates FAKECUDA_DEVICES=2 FAKECUDA_MEM=64M SPILLWAY_MEM_LIMIT=16M FAKECUDA_CHECK_UNMAP=1 SPW_TEST_PATIENCE_MS=5000
+suite_run shim_gates FAKECUDA_DEVICES=2 FAKECUDA_MEM=64M SPILLWAY_MEM_LIMIT=16M FAKECUDA_CHECK_UNMAP=1 SPW_TEST_PATIENCE_MS=5000 LD_LIBRARY_PATH="$B/fakecuda/12.7"
