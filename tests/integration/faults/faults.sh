@@ -273,17 +273,19 @@ pick_pairs() {
         awk -v p="$fn $n" 'NR == FNR { if ($1 == "calls") c[$2] = $3; next }
             $1 == "calls" && $3 > c[$2] + 0 { sig = sig " " $2 }
             END { if (sig != "") print sig "\t" p }' "$dir/clean.out" "$dir/$fn.$n.out"
-    done | awk -F'\t' -v all="$ALL" 'all == 1 || !seen[$1]++ { print $2 }' |
-        while read -r fn n; do
-            run "$v" "$dir/$fn.$n.rerun" FAKECUDA_FAIL="$fn:$n" FAKECUDA_CALL_LOG="$dir/$fn.$n.calls"
-            awk -v f="$fn $n" -v all="$ALL" '
-                function path(   i, s) {
-                    for (i = 3; i <= 6 && i <= NF && $i !~ /^workload\+/; i++) s = s " " $i
-                    return $1 SUBSEP s }
-                NR == FNR { known[path()] = 1; next }
-                !(path() in known) { print path() "\t" f " " $1 " " $2 }' \
-                "$dir/calls1.log" "$dir/$fn.$n.calls"
-        done | awk -F'\t' -v all="$ALL" 'all == 1 || !seen[$1]++ { print $2 }' | sort -u
+    done | awk -F'\t' -v all="$ALL" 'all == 1 || !seen[$1]++ { print $2 }' >"$dir/reruns"
+    # The reruns side by side, as the sweep's runs; then their call logs.
+    xargs -P "$JOBS" -L 1 bash -c 'run "$0" "$1/$2.$3.rerun" FAKECUDA_FAIL="$2:$3" \
+        FAKECUDA_CALL_LOG="$1/$2.$3.calls" || true' "$v" "$dir" <"$dir/reruns"
+    while read -r fn n; do
+        awk -v f="$fn $n" -v all="$ALL" '
+            function path(   i, s) {
+                for (i = 3; i <= 6 && i <= NF && $i !~ /^workload\+/; i++) s = s " " $i
+                return $1 SUBSEP s }
+            NR == FNR { known[path()] = 1; next }
+            !(path() in known) { print path() "\t" f " " $1 " " $2 }' \
+            "$dir/calls1.log" "$dir/$fn.$n.calls"
+    done <"$dir/reruns" | awk -F'\t' -v all="$ALL" 'all == 1 || !seen[$1]++ { print $2 }' | sort -u
 }
 
 # All injection points of a variant, in parallel: every first fault, then
