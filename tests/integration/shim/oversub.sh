@@ -20,8 +20,8 @@ export SPILLWAY_STATS_DIR=$stats SPILLWAY_LOG=error
 failed=0
 check() { if [ "$2" = 0 ]; then echo "ok - $1"; else echo "not ok - $1"; failed=$((failed + 1)); fi; }
 
-env LD_PRELOAD="$LIB" FAKECUDA_DEVICES=1 FAKECUDA_MEM=1G FAKECUDA_CHECK_UNMAP=1 \
-    SPILLWAY_MEM_LIMIT=128M SPILLWAY_OVERSUBSCRIBE=2 SPILLWAY_HOST_LIMIT=512M \
+env LD_PRELOAD="$LIB" FAKECUDA_DEVICES=1 FAKECUDA_MEM=512M FAKECUDA_CHECK_UNMAP=1 \
+    SPILLWAY_MEM_LIMIT=80M SPILLWAY_OVERSUBSCRIBE=2 SPILLWAY_HOST_LIMIT=256M \
     "$B/tests/integration/shim_oversub"
 check "three programs at F = 2 (test_oversub.c)" $?
 

@@ -17,15 +17,15 @@
  * above the limit) and spill + fill bytes per step after warm-up, which
  * must stay within 10% of the bytes the program holds past the limit.
  *
- * Run by oversub.sh: one 1 GiB device, a 128 MiB limit, factor 2. */
+ * Run by oversub.sh: one 512 MiB device, an 80 MiB limit, factor 2. */
 #include "tests/integration/shim/rig.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define LIMIT (128 * MiB)
-#define TOLD (256 * MiB)
+#define LIMIT (80 * MiB)
+#define TOLD (160 * MiB)
 #define GRAIN (2 * MiB)
 #define LAYERS 4
 #define WARMUP 10
