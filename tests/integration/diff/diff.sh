@@ -18,17 +18,13 @@ common="$common --init 0.2 --op-max 64K --verify-window 32K"
 # The spill-on run needs no baseline: it runs beside the other two (each
 # keeps about one core of the two busy), its output shown after theirs.
 # shellcheck disable=SC2086
-(check "spillway, spill on, 64 MiB limit, 1 GiB host limit, 1.5 x live" \
-    under 1 64 1G $common --live 1.5 >"$work/spill_on.out" 2>&1
-    echo "$failures" >"$work/spill_on.failures") &
-spill_on=$!
+check_beside spill_on "spillway, spill on, 64 MiB limit, 1 GiB host limit, 1.5 x live" \
+    under 1 64 1G $common --live 1.5
 # shellcheck disable=SC2086
 check "driver alone, 64 MiB device, 0.6 x live" alone 64 $common --live 0.6 --trace "$work/alone.trace"
 # Pages on demand: what fakecuda lends then is what the pool needed.
 # shellcheck disable=SC2086
 DIFF_ENV=SPILLWAY_PREALLOCATE=0 check "spillway, spill off, 64 MiB limit, 0.6 x live" \
     under 0 64 1G $common --live 0.6 --baseline "$work/alone.trace"
-wait "$spill_on"
-cat "$work/spill_on.out"
-failures=$((failures + $(cat "$work/spill_on.failures" 2>/dev/null || echo 1)))
+check_joined spill_on
 finish

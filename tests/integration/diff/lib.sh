@@ -49,6 +49,28 @@ check() {
     fi
 }
 
+# check_beside TAG NAME CMD...: check NAME CMD... in the background, for a
+# run that needs nothing of the ones in between (each of which keeps about
+# one of the two cores busy); check_joined TAG waits for it, shows its
+# output then, and counts its failure (or one, if it left no count).
+check_beside() {
+    tag=$1
+    shift
+    (
+        before=$failures
+        check "$@" >"$work/$tag.out" 2>&1
+        echo $((failures - before)) >"$work/$tag.failed"
+    ) &
+    echo $! >"$work/$tag.pid"
+}
+
+check_joined() {
+    tag=$1
+    wait "$(cat "$work/$tag.pid")"
+    cat "$work/$tag.out"
+    failures=$((failures + $(cat "$work/$tag.failed" 2>/dev/null || echo 1)))
+}
+
 finish() {
     echo "$(basename "$0"): $failures failed"
     [ "$failures" -eq 0 ]

@@ -18,11 +18,7 @@ one() {
 
 # The two side by side (one thread each: one core each), the second's
 # output after the first's.
-(check "uniform 4 KiB-1 MiB, spill off: 0 refusals" one uniform 4K 1M >"$work/uniform.out" 2>&1
-    echo "$failures" >"$work/uniform.failures") &
-uniform=$!
+check_beside uniform "uniform 4 KiB-1 MiB, spill off: 0 refusals" one uniform 4K 1M
 check "log-uniform 4 KiB-8 MiB, spill off: 0 refusals" one log 4K 8M
-wait "$uniform"
-cat "$work/uniform.out"
-failures=$((failures + $(cat "$work/uniform.failures" 2>/dev/null || echo 1)))
+check_joined uniform
 finish

@@ -173,9 +173,9 @@ static CUgraph capture_steps(CUfunction step, CUstream s, CUstreamCaptureMode mo
                              struct forcer *f, const struct bufs *b)
 {
     CU_OK(cuStreamBeginCapture(s, mode));
-    for (int i = 0; i < NBUF; i++) {
+    for (int i = 0; i < b->n; i++) {
         launch_step(step, s, b->d[i], (unsigned)i + 1);
-        if (i == NBUF / 2)
+        if (i == b->n / 2)
             wait_rounds(f, 3);
     }
     wait_rounds(f, 3);
@@ -195,7 +195,7 @@ static void capture_under_spill(CUstreamCaptureMode mode, bool forcer_relaxed)
     CU_OK(cuCtxSynchronize());
     CUstream s;
     CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-    struct forcer f = {.use = b.d, .nuse = NBUF, .use_bytes = BUF,
+    struct forcer f = {.use = b.d, .nuse = (size_t)b.n, .use_bytes = BUF,
                        .mode = CU_STREAM_CAPTURE_MODE_RELAXED, .set_mode = forcer_relaxed};
     pthread_t t;
     start_forcer(&f, &t);
@@ -211,7 +211,7 @@ static void capture_under_spill(CUstreamCaptureMode mode, bool forcer_relaxed)
     wait_rounds(&f, 3); /* moves resume once the capture is over */
     stop_forcer(&f, t);
     ck_assert_uint_gt(rig_pool(0).spill_events, during);
-    for (int i = 0; i < NBUF; i++)
+    for (int i = 0; i < b.n; i++)
         bufs_step(&b, i, (unsigned)i + 1);
     bufs_check(&b, "a buffer after the captured steps");
     /* The buffers did move while all this went on. */
