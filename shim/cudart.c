@@ -149,12 +149,14 @@ SPW_EXPORT cudaError_t cudaFree(void *devPtr)
 SPW_EXPORT cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes)
 {
     RUNTIME_FN(real, cudaMemGetInfo);
+    unsigned clamps = spw_info_clamps;
     cudaError_t e = real(free_bytes, total_bytes);
     int dev;
-    /* The handler already clamped if the runtime went through it; clamping
-     * is idempotent. */
-    if (e == cudaSuccess && !spw_disabled() && spw_driver_ctx_device(&dev) == CUDA_SUCCESS &&
-        dev >= 0 && spw_account_tracks(dev))
+    /* Only an answer the handler did not rewrite (the runtime went around
+     * it): a second rewrite added what the program is told past the limit
+     * to free again (info.h). */
+    if (e == cudaSuccess && spw_info_clamps == clamps && !spw_disabled() &&
+        spw_driver_ctx_device(&dev) == CUDA_SUCCESS && dev >= 0 && spw_account_tracks(dev))
         spw_info_clamp(dev, free_bytes, total_bytes);
     return e;
 }

@@ -8,6 +8,8 @@
 #include "shim/info.h"
 #include "shim/pool_setup.h"
 
+_Thread_local unsigned spw_info_clamps;
+
 void spw_info_clamp(int dev, size_t *free_bytes, size_t *total_bytes)
 {
     uint64_t told = spw_limit_told(dev);
@@ -58,8 +60,10 @@ CUresult spw_h_mem_get_info(size_t *free_bytes, size_t *total_bytes)
      * the device's, not the limit's. Its error instead. */
     if ((r = spw_driver_ctx_device(&dev)) != CUDA_SUCCESS)
         return r;
-    if (dev >= 0 && spw_account_tracks(dev))
+    if (dev >= 0 && spw_account_tracks(dev)) {
         spw_info_clamp(dev, free_bytes, total_bytes);
+        spw_info_clamps++;
+    }
     return CUDA_SUCCESS;
 }
 

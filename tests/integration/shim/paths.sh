@@ -5,6 +5,8 @@
 set -eu
 . "$(dirname "$0")/suite.sh"
 suite_run shim_paths SPILLWAY_SPILL=0
+# Told twice the limit (needs spill): the runtime's figures rewritten once.
+suite_run shim_paths SPILLWAY_OVERSUBSCRIBE=2 SPILLWAY_HOST_LIMIT=256M CK_RUN_CASE=told
 # SPILLWAY_LOG=debug says, for each lookup, who answers it: the lines a
 # launch that goes around the work gate is diagnosed from (issue 10).
 log=$(suite_run shim_paths SPILLWAY_SPILL=0 SPILLWAY_LOG=debug CK_RUN_CASE=resolution 2>&1)

@@ -289,6 +289,61 @@ START_TEST(runtime_counted_once)
 }
 END_TEST
 
+/* What the program is told through the runtime: cudaMemGetInfo reaches
+ * spillway's cuMemGetInfo handler (the runtime resolves the driver with
+ * cuGetProcAddress), and the wrapper around the runtime rewrote the
+ * figures the handler had rewritten already. Before a device's pool
+ * exists, free adds to the driver's figure what the program is told past
+ * the limit (SPILLWAY_OVERSUBSCRIBE: host pages the driver does not
+ * count), so the second rewrite added it twice: with another program
+ * holding most of the device, PyTorch's mem_get_info was told free what
+ * neither the device nor the host limit holds. paths.sh runs this at
+ * F = 1 and F = 2. */
+START_TEST(runtime_free_is_told_once)
+{
+    setup_path(SPW_PATH_LINKED);
+    size_t told = 0;
+    ck_assert_int_eq(api.device_total_mem(&told, 0), CUDA_SUCCESS);
+    /* Another program's memory: the driver's own cuMemAlloc, behind
+     * spillway's back (glibc's dlsym, not spillway's override). */
+    void *(*glibc_dlsym)(void *, const char *) =
+        (void *(*)(void *, const char *))dlvsym(RTLD_DEFAULT, "dlsym", "GLIBC_2.34");
+    if (!glibc_dlsym)
+        glibc_dlsym = (void *(*)(void *, const char *))dlvsym(RTLD_DEFAULT, "dlsym", "GLIBC_2.2.5");
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    ck_assert_ptr_nonnull(h);
+    __typeof__(&cuMemAlloc_v2) unseen_alloc;
+    __typeof__(&cuMemFree_v2) unseen_free;
+    *(void **)&unseen_alloc = glibc_dlsym(h, "cuMemAlloc_v2");
+    *(void **)&unseen_free = glibc_dlsym(h, "cuMemFree_v2");
+    ck_assert(unseen_alloc && unseen_free && (void *)unseen_alloc != (void *)cuMemAlloc_v2);
+    size_t dfree = 0, dtotal = 0;
+    __typeof__(&cuMemGetInfo_v2) unseen_info;
+    *(void **)&unseen_info = glibc_dlsym(h, "cuMemGetInfo_v2");
+    ck_assert_ptr_nonnull((void *)unseen_info);
+    ck_assert_int_eq(unseen_info(&dfree, &dtotal), CUDA_SUCCESS);
+    ck_assert_uint_gt(dfree, limit);
+    CUdeviceptr other = 0;
+    ck_assert_int_eq(unseen_alloc(&other, dfree - limit / 2), CUDA_SUCCESS);
+    ck_assert_int_eq(unseen_info(&dfree, &dtotal), CUDA_SUCCESS);
+    ck_assert_uint_eq(dfree, limit / 2);
+    /* Nothing allocated through spillway: no pool yet. The device part is
+     * what the driver has free, the rest what the program is told past
+     * the limit. */
+    size_t want = dfree + (told - limit);
+    size_t f = 0, t = 0;
+    ck_assert_int_eq(api.mem_get_info(&f, &t), CUDA_SUCCESS);
+    ck_assert_uint_eq(t, told);
+    ck_assert_uint_eq(f, want);
+    f = t = 0;
+    ck_assert_int_eq(cudaMemGetInfo(&f, &t), cudaSuccess);
+    ck_assert_uint_eq(t, told);
+    ck_assert_uint_eq(f, want);
+    ck_assert_int_eq(unseen_free(other), CUDA_SUCCESS);
+    dlclose(h);
+}
+END_TEST
+
 /* ---- name resolution ---- */
 
 static const char *object_of(const void *p, const char **sym)
@@ -581,6 +636,9 @@ Suite *test_suite(void)
     tcase_add_loop_test(alloc, bad_arguments_do_not_crash, 0, SPW_PATHS);
     tcase_add_test(alloc, runtime_counted_once);
     suite_add_tcase(s, alloc);
+    TCase *told = tcase_create("told");
+    tcase_add_test(told, runtime_free_is_told_once);
+    suite_add_tcase(s, told);
     TCase *names = tcase_create("resolution");
     tcase_add_test(names, self_lookup);
     tcase_add_test(names, base_name_maps_to_versioned_handler);
