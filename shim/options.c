@@ -371,7 +371,10 @@ static uint64_t asked_limit(const struct spw_options *o, int dev, uint64_t total
         snprintf(what, len, "SPILLWAY_MEM_LIMIT=%s", v);
         return o->mem_limit.all;
     }
-    uint64_t limit = (uint64_t)((double)total * o->mem_fraction);
+    /* A total of UINT64_MAX (unknown) at a fraction of 1 is 2^64 as a
+     * double, past what a uint64_t holds (an undefined conversion). */
+    double share = (double)total * o->mem_fraction;
+    uint64_t limit = share >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)share;
     format_human(v, sizeof v, limit);
     format_human(t, sizeof t, total);
     snprintf(what, len, "SPILLWAY_MEM_FRACTION=%g of %s (%s)", o->mem_fraction, t, v);

@@ -147,6 +147,12 @@ START_TEST(device_limits)
     /* Never more than the device has. */
     ck_assert_int_eq(load_one("SPILLWAY_MEM_LIMIT", "1T", &o, err, sizeof err), 0);
     ck_assert_uint_eq(spw_options_device_limit(&o, 0, total), total);
+    /* A total the driver cannot tell (spw_limit passes UINT64_MAX): the
+     * explicit limit only, a fraction limits nothing. At a fraction of 1
+     * the product is 2^64, which no uint64_t holds: the conversion was
+     * undefined, 0 on x86-64, and the device got one page. */
+    ck_assert_int_eq(load_one("SPILLWAY_MEM_FRACTION", "1", &o, err, sizeof err), 0);
+    ck_assert_uint_eq(spw_options_device_limit(&o, 0, UINT64_MAX), UINT64_MAX);
 }
 END_TEST
 
