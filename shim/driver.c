@@ -133,6 +133,7 @@ static void load_driver(void)
         .total = spw_driver_device_total,
         .page = spw_driver_page_size,
         .count = spw_driver_device_count,
+        .vmm = spw_driver_vmm,
     };
     spw_account_init(spw_config(), &query);
     /* Before READY: a fork can only find READY with the handler in place. */
@@ -273,4 +274,18 @@ uint64_t spw_driver_page_size(int dev)
         CUDA_SUCCESS)
         return 0;
     return page;
+}
+
+int spw_driver_vmm(int dev)
+{
+    if (!spw_driver_ready())
+        return -1;
+    if (!spw_real.spw_h_mem_create || !spw_drv.cuMemGetAllocationGranularity)
+        return 0;
+    int on = 0;
+    if (!spw_drv.cuDeviceGetAttribute ||
+        spw_drv.cuDeviceGetAttribute(&on, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+                                     (CUdevice)dev) != CUDA_SUCCESS)
+        return -1;
+    return on != 0;
 }

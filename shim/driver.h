@@ -50,6 +50,12 @@ uint64_t spw_driver_device_total(int dev);
  * fakecuda), 0 if the driver cannot tell. */
 uint64_t spw_driver_page_size(int dev);
 
+/* Whether the pool can be made on the device at all: 1 when the driver has
+ * virtual memory management and the device says it supports it, 0 when
+ * either lacks it (a driver before CUDA 10.2, a device or vGPU profile
+ * without VMM), -1 when the driver cannot tell (yet). */
+int spw_driver_vmm(int dev);
+
 /* Unhooked driver functions the pool's backend and handlers call (always
  * the real driver's, never a handler). NULL when the driver lacks one. */
 #define SPW_DRV_FUNCS(X)                                                                   \

@@ -7,6 +7,7 @@
 #include "policy/limits.h"
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <unistd.h>
 
@@ -63,7 +64,7 @@ static void refuse_configuration(const char *line)
  * SPILLWAY_OVERSUBSCRIBE above 1, also that it holds what the factor puts
  * past the limit (else the program stops: see refuse_configuration). */
 static uint64_t device_host_limit(const struct spw_options *o, const struct spw_device_query *q,
-                                  int dev, uint64_t limit)
+                                  int dev, uint64_t limit, bool pool)
 {
     int n = q->count ? q->count() : -1;
     struct spw_host_memory mem = {0};
@@ -77,7 +78,7 @@ static uint64_t device_host_limit(const struct spw_options *o, const struct spw_
         spw_info("device %d: SPILLWAY_HOST_LIMIT %llu bytes%s", dev, (unsigned long long)host, how);
     }
     snprintf(who, sizeof who, "device %d", dev);
-    if (spw_options_check_host_room(o, who, limit, host, how, line, sizeof line))
+    if (pool && spw_options_check_host_room(o, who, limit, host, how, line, sizeof line))
         refuse_configuration(line);
     return host;
 }
@@ -108,13 +109,25 @@ uint64_t spw_limit(int dev)
     limit = spw_options_resolve_limit(o, dev, t ? t : UINT64_MAX, page, note, sizeof note);
     if (limit == 0)
         limit = 1; /* 0 means "not computed"; a 0-byte device takes nothing anyway */
+    /* Memory past the limit lives in the pool's host pages: a device the
+     * pool cannot be made on is told its limit (a program sized to more,
+     * as JAX is, would fail at its first allocation past it), and needs
+     * no host room for more. */
+    bool pool = !q->vmm || q->vmm(dev) != 0;
+    char nopool[256] = "";
+    if (!pool && spw_options_told(o, limit) > limit)
+        snprintf(nopool, sizeof nopool,
+                 "device %d: SPILLWAY_OVERSUBSCRIBE=%g does not apply: the driver or the device "
+                 "lacks virtual memory management, which the page pool needs; programs are told "
+                 "the limit",
+                 dev, o->oversubscribe);
     /* Racing threads store the same figures. */
-    atomic_store(&c->host_limit, device_host_limit(o, q, dev, limit));
+    atomic_store(&c->host_limit, device_host_limit(o, q, dev, limit, pool));
     /* Whole pages, as the limit: the part past it lives in whole host
      * pages, and a host limit of (F - 1) x the limit (what the README
      * asks) holds only the whole ones: a program that took all it was told
      * was refused the last part page. */
-    uint64_t told = spw_options_told(o, limit);
+    uint64_t told = pool ? spw_options_told(o, limit) : limit;
     if (page && told > limit)
         told -= told % page;
     atomic_store(&c->told, told);
@@ -126,6 +139,8 @@ uint64_t spw_limit(int dev)
         tell(dev, limit, atomic_load(&c->told));
     if (note[0])
         spw_warn("%s", note);
+    if (nopool[0])
+        spw_warn("%s", nopool);
     if (t)
         spw_info("device %d: limit %llu bytes of %llu", dev, (unsigned long long)limit,
                  (unsigned long long)t);
@@ -138,6 +153,23 @@ uint64_t spw_limit_told(int dev)
     if (dev == SPILLWAY_HOST || limit == UINT64_MAX)
         return limit;
     return atomic_load_explicit(&devices[dev].told, memory_order_relaxed);
+}
+
+void spw_limit_tell_limit(int dev, const char *why)
+{
+    if (dev < 0 || dev >= SW_MAX_DEVICES)
+        return;
+    struct limits *c = &devices[dev];
+    uint64_t limit = atomic_load_explicit(&c->limit, memory_order_acquire);
+    uint64_t told = atomic_load_explicit(&c->told, memory_order_relaxed);
+    if (!limit || told <= limit ||
+        !atomic_compare_exchange_strong(&c->told, &told, limit))
+        return;
+    void (*tell)(int, uint64_t, uint64_t) = atomic_load(&resolved);
+    if (tell)
+        tell(dev, limit, limit);
+    spw_warn("device %d: programs are now told the limit, %llu bytes, not %llu: %s", dev,
+             (unsigned long long)limit, (unsigned long long)told, why);
 }
 
 uint64_t spw_limit_host(int dev)

@@ -14,6 +14,9 @@ struct spw_device_query {
     uint64_t (*total)(int dev); /* total memory; 0 if unknown */
     uint64_t (*page)(int dev);  /* the pool's page (VMM granularity); 0 if unknown; may be NULL */
     int (*count)(void);         /* devices there are; -1 if unknown yet; may be NULL */
+    /* 1 if the pool can be made on the device (VMM), 0 if it cannot, -1
+     * if unknown; may be NULL */
+    int (*vmm)(int dev);
 };
 
 /* Sets the options the limits come from and how to learn about a device
@@ -41,6 +44,12 @@ uint64_t spw_limit(int dev);
  * does before main. UINT64_MAX / 0 before accounting starts. */
 uint64_t spw_limit_told(int dev);
 uint64_t spw_limit_host(int dev);
+
+/* From now on dev's program is told its limit (cuMemGetInfo, cuDeviceTotalMem,
+ * the stats), not SPILLWAY_OVERSUBSCRIBE x it: the page pool, where memory
+ * past the limit would live, will not be made there. Warns once, with
+ * why; nothing when nothing past the limit was told. */
+void spw_limit_tell_limit(int dev, const char *why);
 
 /* Device dev's limit and told figures if they were resolved already
  * (without resolving them): 0 if not. */

@@ -7,6 +7,7 @@
 #include "shim/backend.h"
 #include "shim/config.h"
 #include "shim/driver.h"
+#include "shim/limits.h"
 #include "shim/log.h"
 #include "shim/publish.h"
 
@@ -105,8 +106,12 @@ static int set_up(int dev)
     const struct spw_options *o = spw_config();
     uint64_t limit = spw_limit(dev);
     sw_policy *p = create_policy();
-    if (!p || limit == UINT64_MAX)
+    if (limit == UINT64_MAX)
         return DEV_PASS;
+    if (!p) {
+        spw_limit_tell_limit(dev, "the page pool could not be made");
+        return DEV_PASS;
+    }
     sw_device_config cfg = {
         .limit = (size_t)limit,
         .preallocate = o->preallocate,
@@ -134,7 +139,11 @@ static int set_up(int dev)
                  dev, (unsigned long long)limit, (int)r,
                  never ? ", the driver or device lacks virtual memory management" : "",
                  again ? "; will try again" : "");
-        return again ? DEV_UNKNOWN : DEV_PASS;
+        if (again)
+            return DEV_UNKNOWN;
+        spw_limit_tell_limit(dev, "memory past the limit would live in the page pool, which "
+                                  "could not be set up");
+        return DEV_PASS;
     }
     apply_early_peers(p, dev);
     if (o->spill) {

@@ -4,7 +4,8 @@
  * since CUDA 7 has, so that it also runs on an old one (olddriver.sh).
  *   dlprobe             prints "dlprobe: devtotal BYTES" of device 0
  *   dlprobe fill CHUNK  also allocates CHUNK bytes at a time on device 0
- *                       until refused: "dlprobe: fill bytes B err E"
+ *                       until refused: "dlprobe: fill bytes B err E",
+ *                       then "dlprobe: devtotal after BYTES"
  * strict.sh runs it with an unloadable SPILLWAY_DRIVER. */
 #include <dlfcn.h>
 #include <stddef.h>
@@ -49,5 +50,7 @@ int main(int argc, char **argv)
     for (devptr p; r == 0 && chunk && (r = alloc(&p, chunk)) == 0;)
         held += chunk;
     printf("dlprobe: fill bytes %zu err %d\n", held, r);
+    if (total(&bytes, 0) == 0)
+        printf("dlprobe: devtotal after %zu\n", bytes);
     return 0;
 }

@@ -34,5 +34,21 @@ for spill in 1 0; do
     check "SPILLWAY_SPILL=$spill on the old driver: told 64 MiB, stopped at 64 MiB, one warning" $r
 done
 
+# Memory past the limit would live in the pool's host pages, and there is
+# no pool here: SPILLWAY_OVERSUBSCRIBE does not apply (one warning), the
+# program is told the limit from its first question (a program sized to
+# more, as JAX is, failed past the limit), and the host limit need not hold
+# (F - 1) x the limit (that would have stopped the program with status 2).
+out=$(env LD_PRELOAD="$LIB" SPILLWAY_MEM_LIMIT=64M SPILLWAY_OVERSUBSCRIBE=2 SPILLWAY_HOST_LIMIT=16M \
+    "$DLPROBE" fill $((8 * M)) 2>&1); rc=$?
+r=0
+[ $rc = 0 ] || r=1
+case $out in *"dlprobe: devtotal $((64 * M))"*) ;; *) r=1 ;; esac
+case $out in *"dlprobe: fill bytes $((64 * M)) err 2"*) ;; *) r=1 ;; esac
+case $out in *"dlprobe: devtotal after $((64 * M))"*) ;; *) r=1 ;; esac
+[ "$(printf '%s\n' "$out" | grep -c 'SPILLWAY_OVERSUBSCRIBE=2 does not apply: the driver or the device lacks virtual memory management')" = 1 ] || r=1
+[ $r = 0 ] || printf '%s\n' "$out"
+check "SPILLWAY_OVERSUBSCRIBE=2 on the old driver: told the limit, 64 MiB, one warning" $r
+
 [ $failed = 0 ] && echo "all checks passed"
 [ $failed = 0 ]

@@ -64,6 +64,19 @@ bad=0
 [ $bad = 0 ] || printf '%s\n' "$out"
 check "F = 2, after 32 x (1 MiB + 1): told 64 MiB free, which the program gets" $bad
 
+# A device whose pool the driver will not set up (it answers NOT_SUPPORTED
+# although the device has VMM): nothing can live past the limit, and once
+# that is known the program is told the limit, with one warning.
+out=$(env SPILLWAY_OVERSUBSCRIBE=2 SPILLWAY_MEM_LIMIT=64M SPILLWAY_HOST_LIMIT=1G \
+    FAKECUDA_FAIL=cuMemAddressReserve:1-:CUDA_ERROR_NOT_SUPPORTED \
+    LD_PRELOAD="$LIB" "$PROBE" fill 0 $((16 * M)) 2>&1)
+bad=0
+[[ $out == *"fill 0 bytes $((64 * M)) err 2"* ]] || bad=1
+[[ $out == *"after dev 0 total $((64 * M)) free 0"* ]] || bad=1
+[ "$(printf '%s\n' "$out" | grep -c 'programs are now told the limit, 67108864 bytes, not 134217728')" = 1 ] || bad=1
+[ $bad = 0 ] || printf '%s\n' "$out"
+check "F = 2, the pool refused: told the limit once it is known, one warning" $bad
+
 # refused WANT VAR=VALUE...: the library and the launcher exit 2 with one
 # line containing WANT.
 refused() {
