@@ -25,12 +25,14 @@ uint64_t sw_clock_tick(sw_policy *p)
 }
 
 /* One use at now. Racy by design: two threads using one buffer at once may
- * count one use. */
+ * count one use. A stamp ahead of now (another thread's, made after this
+ * one read the clock) stays: set back, the next use would decay the count
+ * across a boundary already crossed. */
 static void use(sw_heat *h, uint64_t now)
 {
     uint64_t t = atomic_load_explicit(&h->touched, memory_order_relaxed);
     uint32_t u = atomic_load_explicit(&h->uses, memory_order_relaxed);
-    if (t != now) {
+    if (t < now) {
         u = sw_heat_decayed(u, t, now);
         atomic_store_explicit(&h->touched, now, memory_order_relaxed);
     }

@@ -4,9 +4,14 @@
  * the other for it. */
 #include "policy/internal.h"
 
-/* uses as of now: halved once per half-life boundary crossed since then. */
+/* uses as of now: halved once per half-life boundary crossed since then.
+ * A stamp ahead of now is a use another thread made after the caller read
+ * the clock: as recent as now (the difference would wrap to 2^64 and read
+ * the owner just used as never used). */
 uint32_t sw_heat_decayed(uint32_t uses, uint64_t then, uint64_t now)
 {
+    if (then >= now)
+        return uses;
     uint64_t k = (now >> SW_HALF_LIFE_LOG) - (then >> SW_HALF_LIFE_LOG);
     return k >= 32 ? 0 : uses >> k;
 }

@@ -5,6 +5,7 @@
 #include <stdatomic.h>
 #include <time.h>
 
+#include "policy/internal.h"
 #include "tests/unit/policy/helpers.h"
 
 static sw_residency where_is(CUdeviceptr va)
@@ -70,6 +71,52 @@ START_TEST(least_recently_touched_spills_first)
     ck_assert_uint_eq(host_pages_in(c, 2), 0);
     ck_assert(verify(b, 2 * PG, 7));
     ck_assert(sw_touch(P, b + PG + 1)); /* tells the caller a fill may help */
+    env_down();
+}
+END_TEST
+
+/* A use stamped by another thread just after this one read the clock (the
+ * stamp past a half-life boundary this thread's clock has not reached) is
+ * as recent as now, not 2^64 ticks old: read or touched with the older
+ * clock, the owner keeps its uses. Were they decayed away, the hottest
+ * buffer would read as never used and spill first. White-box: the clock
+ * and the heat records are internal. */
+START_TEST(a_stamp_ahead_of_the_readers_clock_keeps_its_uses)
+{
+    sw_heat h = {0};
+    atomic_store(&h.touched, 4096);
+    atomic_store(&h.uses, 40);
+    ck_assert_uint_eq(sw_heat_uses(&h, 4094), 40);
+    ck_assert_uint_eq(sw_heat_decayed(40, 4096, 4095), 40);
+    ck_assert_uint_eq(sw_heat_decayed(40, 3072, 4096), 20); /* one boundary crossed */
+    ck_assert_uint_gt(sw_heat_rate(&h, 4094), 0);
+
+    env_spill(4, 16);
+    CUdeviceptr a, b, c;
+    ck_assert_int_eq(sw_alloc(P, 0, 2 * PG, &a), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_alloc(P, 0, 2 * PG, &b), CUDA_SUCCESS);
+    fill(a, 2 * PG, 11);
+    fill(b, 2 * PG, 12);
+    /* a used 40 times and b 8, both last at 4096 by another thread, while
+     * this one still reads 4094 and touches a once more. */
+    sw_heat *ha = sw_heat_at(P, a), *hb = sw_heat_at(P, b);
+    ck_assert_ptr_nonnull(ha);
+    ck_assert_ptr_nonnull(hb);
+    atomic_store(&ha->touched, 4096);
+    atomic_store(&ha->uses, 40);
+    atomic_store(&hb->touched, 4096);
+    atomic_store(&hb->uses, 8);
+    atomic_store(&P->clock, 4094);
+    ck_assert(!sw_touch(P, a));
+    ck_assert_uint_ge(atomic_load(&ha->touched), 4096); /* never moved back */
+    ck_assert_uint_ge(sw_heat_uses(ha, 4100), 40);
+    /* The clock goes on; a full pool spills b, the colder, not a. */
+    atomic_store(&P->clock, 4100);
+    ck_assert_int_eq(sw_alloc(P, 0, 2 * PG, &c), CUDA_SUCCESS);
+    ck_assert_uint_eq(host_pages_in(a, 2), 0);
+    ck_assert_uint_eq(host_pages_in(b, 2), 2);
+    ck_assert(verify(a, 2 * PG, 11));
+    ck_assert(verify(b, 2 * PG, 12));
     env_down();
 }
 END_TEST
@@ -537,6 +584,7 @@ Suite *test_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, full_pool_spills_coldest_and_keeps_bytes);
     tcase_add_test(tc, least_recently_touched_spills_first);
+    tcase_add_test(tc, a_stamp_ahead_of_the_readers_clock_keeps_its_uses);
     tcase_add_test(tc, spill_off_fails_at_the_limit);
     tcase_add_test(tc, host_limit_bounds_spill_and_loses_nothing);
     tcase_add_test(tc, fill_uses_free_device_pages_only);
