@@ -1,6 +1,7 @@
 /* The policy object and device setup (creation, the page size, a device's
  * build and teardown), lookups and peer access: the API of policy.h less
  * allocation and free (alloc.c). */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -262,9 +263,12 @@ CUresult sw_device_init(sw_policy *p, int dev, const sw_device_config *cfg)
     size_t limit_pages = cfg->limit / g;
     if (!limit_pages)
         return CUDA_ERROR_INVALID_VALUE;
-    sw_dev_counters keep = d->c; /* pass-through counts may predate init */
-    memset(d, 0, sizeof *d);
-    d->c = keep;
+    /* Everything but the counters: pass-through counts may predate init,
+     * and other threads keep counting on the device meanwhile (pass-through
+     * allocations, its syncer); a copy put back would drop what they add
+     * between the copy and the put. */
+    memset(d, 0, offsetof(sw_device, c));
+    memset((char *)&d->c + sizeof d->c, 0, sizeof *d - offsetof(sw_device, c) - sizeof d->c);
     d->pol = p;
     d->id = dev;
     d->cfg = *cfg;

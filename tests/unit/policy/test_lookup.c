@@ -1,6 +1,8 @@
 /* Lookups for cuMemGetAddressRange / cuPointerGetAttribute(s), ownership,
  * and the counters the stats publisher reads. */
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "tests/unit/policy/helpers.h"
@@ -152,6 +154,61 @@ START_TEST(two_devices_have_separate_pools)
 }
 END_TEST
 
+/* Pass-through counts made on a device while another thread sets its pool
+ * up (a managed allocation beside the device's first cuMemAlloc) outlive
+ * the set-up, as the ones made before it do. */
+typedef struct counting {
+    int dev;
+    _Atomic int stop;
+    _Atomic uint64_t n;
+} counting;
+
+static void *count_passthrough(void *arg)
+{
+    counting *c = arg;
+    while (!atomic_load(&c->stop)) {
+        sw_count_passthrough(P, c->dev, SW_PT_MANAGED, 1);
+        atomic_fetch_add(&c->n, 1);
+    }
+    return NULL;
+}
+
+/* Devices set up under a counting thread: the window is the set-up's
+ * first microseconds, which a thread on a busy machine may miss for a few
+ * devices, so several policies' worth of them (the fake backend has room
+ * for 31 devices besides device 0). */
+enum { COUNT_ROUNDS = 4, COUNT_DEVICES = 32 };
+
+static void count_during_set_up(int dev)
+{
+    sw_device_config cfg = {.limit = PG};
+    counting c = {.dev = dev};
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, count_passthrough, &c), 0);
+    while (atomic_load(&c.n) < 1000)
+        sched_yield();
+    ck_assert_int_eq(sw_device_init(P, dev, &cfg), CUDA_SUCCESS);
+    atomic_store(&c.stop, 1);
+    pthread_join(t, NULL);
+    sw_counters got;
+    ck_assert_int_eq(sw_get_counters(P, dev, &got), CUDA_SUCCESS);
+    ck_assert_msg(got.passthrough_count[SW_PT_MANAGED] == atomic_load(&c.n),
+                  "device %d: %llu of %llu pass-through counts left after its set-up", dev,
+                  (unsigned long long)got.passthrough_count[SW_PT_MANAGED],
+                  (unsigned long long)atomic_load(&c.n));
+}
+
+START_TEST(passthrough_counts_survive_a_concurrent_set_up)
+{
+    for (int round = 0; round < COUNT_ROUNDS; round++) {
+        env_up(2, false, 0);
+        for (int dev = 1; dev < COUNT_DEVICES; dev++)
+            count_during_set_up(dev);
+        env_down();
+    }
+}
+END_TEST
+
 /* CU_POINTER_ATTRIBUTE_BUFFER_ID and MEMORY_BLOCK_ID (sw_ids): the same for
  * every pointer of one allocation, never the same for two allocations,
  * even at one address one after the other ("subsequent allocations do not
@@ -292,6 +349,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, pointers_past_the_requested_end_are_not_the_allocation);
     tcase_add_test(tc, counters_track_use_peak_and_pool);
     tcase_add_test(tc, two_devices_have_separate_pools);
+    tcase_add_test(tc, passthrough_counts_survive_a_concurrent_set_up);
     tcase_add_test(tc, ids_are_new_each_time_an_allocation_is_handed_out);
     tcase_add_test(tc, ids_are_unique_across_threads_and_policies);
     suite_add_tcase(s, tc);
