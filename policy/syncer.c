@@ -12,6 +12,7 @@
  * A sync answers an asker only if it began after the ask: work queued
  * before the ask is then covered. Each sync also marks the pending frees it
  * covers (freeq.c's epochs). */
+#include <errno.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -59,6 +60,8 @@ static void *syncer_main(void *arg)
             tokens[i] = s->tokens[i];
         s->ntokens = 0;
         s->busy = true;
+        if (ntokens == SW_SYNC_TOKENS)
+            pthread_cond_broadcast(&s->answered); /* askers waiting for room */
         pthread_mutex_unlock(&s->m);
         uint64_t ticket = sw_sync_begin(p, s->dev);
         CUresult r = CUDA_SUCCESS;
@@ -137,19 +140,34 @@ static CUresult syncer_wait(sw_syncer *s, uint64_t deadline_ns)
         return r;
     }
     /* The asker's own context, if the program uses one besides the
-     * primary: its work counts too. */
+     * primary: its work counts too, and synchronize does not cover it. A
+     * context that finds no room waits for the syncer to take the ones
+     * there (at its next sync's start): answered without its context, the
+     * asker would take work still running there for done. */
+    struct timespec ts = {(time_t)(deadline_ns / 1000000000ull),
+                          (long)(deadline_ns % 1000000000ull)};
     void *token = be->sync_token ? be->sync_token(be->ctx, s->dev) : NULL;
-    if (token && be->sync_context) {
+    while (token && be->sync_context) {
         size_t i = 0;
         while (i < s->ntokens && s->tokens[i] != token)
             i++;
-        if (i == s->ntokens && s->ntokens < SW_SYNC_TOKENS)
+        if (i < s->ntokens)
+            break;
+        if (s->ntokens < SW_SYNC_TOKENS) {
             s->tokens[s->ntokens++] = token;
+            break;
+        }
+        int waited = !s->running                ? ETIMEDOUT
+                     : deadline_ns == UINT64_MAX ? pthread_cond_wait(&s->answered, &s->m)
+                                                 : pthread_cond_timedwait(&s->answered, &s->m, &ts);
+        if (waited) {
+            pthread_mutex_unlock(&s->m);
+            sw_figure_add(&s->pol->dev[s->dev].c, &s->pol->dev[s->dev].c.wait_timeouts, 1);
+            return CUDA_ERROR_NOT_READY;
+        }
     }
     uint64_t mine = ++s->asked;
     pthread_cond_signal(&s->ask);
-    struct timespec ts = {(time_t)(deadline_ns / 1000000000ull),
-                          (long)(deadline_ns % 1000000000ull)};
     while (s->done < mine && s->running) {
         if (deadline_ns == UINT64_MAX) {
             pthread_cond_wait(&s->answered, &s->m);

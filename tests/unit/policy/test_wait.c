@@ -3,8 +3,10 @@
  * stream capture under way make an allocation go on with host pages, and a
  * fill wait for a later turn, instead of hanging or breaking the capture. */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "policy/internal.h" /* sw_sync_device: waits for the syncer */
 #include "tests/unit/policy/helpers.h"
@@ -500,6 +502,89 @@ START_TEST(spill_off_never_backs_off)
 }
 END_TEST
 
+/* Each asker's own context (the backend's sync_token) is synced by the sync
+ * that answers it, however many contexts ask while the syncer is busy: the
+ * backend's synchronize does not cover them. Before, the ninth context to
+ * ask during one sync was dropped (SW_SYNC_TOKENS) and its asker answered
+ * as synced all the same. */
+enum { ASKERS = SW_SYNC_TOKENS + 2 };
+static _Thread_local void *own_ctx;
+static pthread_mutex_t synced_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool ctx_synced[ASKERS + 1];
+
+static void *token_of(void *ctx, int dev)
+{
+    (void)ctx;
+    (void)dev;
+    return own_ctx;
+}
+
+static CUresult sync_ctx(void *ctx, int dev, void *token)
+{
+    (void)ctx;
+    (void)dev;
+    pthread_mutex_lock(&synced_lock);
+    ctx_synced[(uintptr_t)token] = true;
+    pthread_mutex_unlock(&synced_lock);
+    return CUDA_SUCCESS;
+}
+
+typedef struct asker {
+    uintptr_t ctx;
+    CUresult r;
+    bool synced; /* its context, when its answer came */
+} asker;
+
+static void *ask(void *arg)
+{
+    asker *a = arg;
+    own_ctx = (void *)a->ctx;
+    a->r = sw_sync_device(P, 0, sw_now_ns() + 20000 * 1000000ull);
+    pthread_mutex_lock(&synced_lock);
+    a->synced = ctx_synced[a->ctx];
+    pthread_mutex_unlock(&synced_lock);
+    return NULL;
+}
+
+static uint64_t asked(void)
+{
+    sw_syncer *s = &P->syncer[0];
+    pthread_mutex_lock(&s->m);
+    uint64_t n = s->asked;
+    pthread_mutex_unlock(&s->m);
+    return n;
+}
+
+START_TEST(every_askers_context_is_synced)
+{
+    sw_device_config cfg = {.limit = 4 * PG, .host_limit = 16 * PG, .spill = true};
+    FB = fake_create(PG, 4);
+    sw_backend be = fake_ops(FB);
+    be.sync_token = token_of;
+    be.sync_context = sync_ctx;
+    ck_assert_int_eq(sw_policy_create(&be, &P), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_device_init(P, 0, &cfg), CUDA_SUCCESS);
+    fake_hold_sync(FB, true); /* the first sync stays busy while the others ask */
+    asker a[ASKERS];
+    pthread_t t[ASKERS];
+    for (int i = 0; i < ASKERS; i++) {
+        a[i] = (asker){.ctx = (uintptr_t)i + 1};
+        ck_assert_int_eq(pthread_create(&t[i], NULL, ask, &a[i]), 0);
+        /* One at a time, the first alone: the others ask during its sync. */
+        for (int spins = 0; asked() < (uint64_t)i + 1 && spins < 100000; spins++)
+            sched_yield();
+    }
+    usleep(20000); /* the last askers in their wait */
+    fake_hold_sync(FB, false);
+    for (int i = 0; i < ASKERS; i++) {
+        pthread_join(t[i], NULL);
+        ck_assert_msg(a[i].r != CUDA_SUCCESS || a[i].synced,
+                      "asker %d answered as synced, its context never synced", i);
+    }
+    env_down();
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("policy_wait");
@@ -519,6 +604,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, spill_off_never_backs_off);
     tcase_add_test(tc, a_fill_backs_off_from_a_busy_device);
     tcase_add_test(tc, an_open_bracket_is_waited_for_once_not_per_allocation);
+    tcase_add_test(tc, every_askers_context_is_synced);
     suite_add_tcase(s, tc);
     return s;
 }
