@@ -408,17 +408,19 @@ static void be_thread_start(void *ctx)
                  (int)r);
 }
 
+/* The asking thread's own context of dev is kept as one with work
+ * (contexts.h): the device's syncs then cover it (be_synchronize), and its
+ * cuCtxDestroy waits for a sync of it under way. Handed to the syncer as a
+ * token instead, it was made current by a later sync after an asker that
+ * gave up at its deadline had destroyed it (a freed handle, or by then
+ * another context's). No token: nothing else to sync. */
 static void *be_sync_token(void *ctx, int dev)
 {
     (void)ctx;
-    return own_context_of(dev);
-}
-
-static CUresult be_sync_context(void *ctx, int dev, void *token)
-{
-    (void)ctx;
-    (void)dev;
-    return sync_one((CUcontext)token);
+    CUcontext own = own_context_of(dev);
+    if (own)
+        spw_contexts_add(own, dev);
+    return NULL;
 }
 
 /* In the freeing thread's context when it is dev's: an event is recorded on
@@ -511,7 +513,6 @@ const sw_backend *spw_backend(void)
         .copy = be_copy,
         .synchronize = be_synchronize,
         .sync_token = be_sync_token,
-        .sync_context = be_sync_context,
         .stream_create = be_stream_create,
         .stream_sync = be_stream_sync,
         .stream_destroy = be_stream_destroy,
