@@ -176,7 +176,9 @@ static CUresult set(CUdeviceptr dst, uint32_t value, size_t n, unsigned width, C
         return r;
     if (n == 0)
         return CUDA_SUCCESS;
-    if ((dst % width) || !device_ok(dst, n * width))
+    /* n * width wrapping (cuMemsetD32 of SIZE_MAX elements) would check a
+     * shorter range than the set writes. */
+    if ((dst % width) || n > SIZE_MAX / width || !device_ok(dst, n * width))
         return CUDA_ERROR_INVALID_VALUE;
     CUresult me;
     bool mc = fc_mcast_touches(dst, n * width, &me);

@@ -128,6 +128,11 @@ bool fc_device_range_ok(uintptr_t addr, size_t size)
 {
     if (size == 0)
         return fc_region_find(addr) != NULL;
+    /* A range past the end of the address space (cuMemsetD8 of SIZE_MAX
+     * bytes) is no allocation's: without this its end wraps to below addr
+     * and it would pass as covered. */
+    if (size > UINTPTR_MAX - addr)
+        return false;
     struct cover c = {addr, true};
     fc_region_each_in(addr, size, cover_step, &c);
     return c.ok && c.next >= addr + size;
