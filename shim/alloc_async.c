@@ -180,6 +180,18 @@ static CUresult passthrough_from_pool(CUresult (*real)(CUdeviceptr *, size_t, CU
                           *dptr);
 }
 
+/* Whether the driver knows pool, a pool spillway never saw made (made
+ * before it was loaded, or a handle the driver never gave): its answer to
+ * a read of one of its attributes. Served without asking, a bad handle
+ * would get memory where the driver alone refuses it, and be remembered
+ * as a pool (spw_mempool_slot). Asked once: a good pool is remembered. */
+static CUresult pool_exists(CUmemoryPool pool)
+{
+    __typeof__(spw_real.spw_h_mem_pool_get_attribute) get = SPW_REAL(spw_h_mem_pool_get_attribute);
+    cuuint64_t v;
+    return get ? get(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &v) : CUDA_ERROR_NOT_INITIALIZED;
+}
+
 static CUresult alloc_from_pool(CUresult (*real)(CUdeviceptr *, size_t, CUmemoryPool, CUstream),
                                 int per_thread, CUdeviceptr *dptr, size_t bytesize,
                                 CUmemoryPool pool, CUstream stream)
@@ -199,6 +211,8 @@ static CUresult alloc_from_pool(CUresult (*real)(CUdeviceptr *, size_t, CUmemory
         p = NULL;
         why = (sw_passthrough_reason)how;
     }
+    if (p && spw_mempool_known_slot(pool) < 0 && (err = pool_exists(pool)) != CUDA_SUCCESS)
+        return err;
     if (p)
         return serve_for_pool(p, dev, bytesize, reuse_key(stream, per_thread, dev), spw_mempool_slot(pool),
                               dptr);
