@@ -232,7 +232,9 @@ CUresult sw_vmm_map(sw_policy *p, CUdeviceptr va, size_t size, size_t offset,
     pthread_mutex_lock(&p->handles_lock);
     sw_vmm *v = sw_vmm_get(p, h);
     CUresult r = CUDA_SUCCESS;
-    if (!v || v->refs == 0 || v->promoted || !va || va % p->page || in_arena(p, va, size))
+    /* size 0 maps nothing: the driver refuses it as a bad value, not as a
+     * part of a handle. */
+    if (!v || v->refs == 0 || v->promoted || !va || !size || va % p->page || in_arena(p, va, size))
         r = CUDA_ERROR_INVALID_VALUE;
     else if (offset || size != v->size)
         r = CUDA_ERROR_NOT_SUPPORTED; /* the driver cannot map part of a handle */
