@@ -433,6 +433,10 @@ FC_EXPORT CUresult cuCtxDisablePeerAccess(CUcontext peer)
 /* CUDA 7.0's ABI of the two, which the _v2 superseded in 11.0 (cuda.h
  * declares it only for the driver's own build): still exported and served
  * to older callers, the same calls. */
+/* CUDA 2.0's destroy, still exported by the driver beside the _v2 that
+ * cuda.h names: the same function. */
+#undef cuCtxDestroy
+FC_EXPORT CUresult cuCtxDestroy(CUcontext ctx) { return cuCtxDestroy_v2(ctx); }
 #undef cuDevicePrimaryCtxRelease
 #undef cuDevicePrimaryCtxReset
 FC_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev) { return cuDevicePrimaryCtxRelease_v2(dev); }
