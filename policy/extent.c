@@ -40,7 +40,7 @@ static sw_ext *ext_new(sw_device *d)
     /* A new incarnation: a claim read from the old one fails. */
     uint64_t st = atomic_load_explicit(&e->state, memory_order_relaxed);
     atomic_store_explicit(&e->state, ((st >> 8) + 1) << 8 | SW_DEAD, memory_order_release);
-    e->req = 0;
+    atomic_store_explicit(&e->req, 0, memory_order_relaxed);
     atomic_store_explicit(&e->slab, NULL, memory_order_relaxed);
     e->dev = d;
     return e;

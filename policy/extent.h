@@ -50,7 +50,9 @@ struct sw_ext {
      * free (sw_mark_freed) claims the block it found with one compare-and-
      * swap of both, which fails if the record became another block since. */
     _Atomic uint64_t state;
-    size_t req;                   /* blocks: bytes the program asked for */
+    /* Blocks: bytes the program asked for; written before the block is
+     * live, read without a lock by sw_range_check. */
+    _Atomic size_t req;
     uint64_t id;                  /* blocks: the allocation's ID (sw_ids), new when
                                    * it is handed out, written before it is live */
     sw_device *dev;

@@ -225,6 +225,15 @@ typedef struct sw_ids {
 CUresult sw_lookup(sw_policy *p, CUdeviceptr ptr, CUdeviceptr *base, size_t *size, int *dev,
                    sw_ids *ids);
 
+/* Whether a copy or set of bytes from ptr, memory p owns, stays inside one
+ * live allocation: CUDA_ERROR_INVALID_VALUE, the driver's answer for a
+ * range past an allocation's end or in freed memory, when it does not
+ * (the pool's pages around an allocation are mapped, so the driver would
+ * write over its neighbours). Pages of the program's own VMM mappings are
+ * the driver's to judge (a copy may cross from one mapping into the next).
+ * Lock-free for a live block, the common case. */
+CUresult sw_range_check(sw_policy *p, CUdeviceptr ptr, size_t bytes);
+
 /* Work running on device runs_on names memory of device dev (a copy on
  * another device's stream, without peer access): dev's moves wait for
  * runs_on's work too, from now on. Lock-free; one load once known. */

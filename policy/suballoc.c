@@ -315,7 +315,7 @@ static void slab_retire(sw_device *d, sw_class *c, sw_slab *s)
 
 CUdeviceptr sw_block_install(sw_ext *e, size_t size)
 {
-    e->req = size;
+    atomic_store_explicit(&e->req, size, memory_order_relaxed);
     e->id = sw_new_id();
     sw_ext_set_state(e, SW_LIVE);
     return sw_ext_base(e);
@@ -442,7 +442,7 @@ void sw_release_all(sw_device *d, const sw_freed *f, size_t n)
 void sw_revive(sw_device *d, const sw_freed *f, size_t size, bool fresh)
 {
     if (f->block) {
-        f->block->req = size;
+        atomic_store_explicit(&f->block->req, size, memory_order_relaxed);
         if (fresh)
             f->block->id = sw_new_id();
         sw_ext_set_state(f->block, SW_LIVE);
@@ -527,6 +527,37 @@ CUresult sw_lookup_owner(sw_policy *p, CUdeviceptr ptr, CUdeviceptr *base, size_
     }
     sw_dev_unlock(d);
     return kind == SW_EXT_SLAB ? lookup_slab(p, ptr, base, size, dev, ids) : r;
+}
+
+CUresult sw_range_check(sw_policy *p, CUdeviceptr ptr, size_t bytes)
+{
+    sw_pte *pte = sw_pt_get(&p->pt, ptr);
+    uintptr_t o = pte ? atomic_load_explicit(&pte->owner, memory_order_acquire) : 0;
+    if (SW_OWN_TAG(o) == SW_OWN_VMM)
+        return CUDA_SUCCESS;
+    /* The common case without a lock: a live block found through the
+     * page's owner, as sw_mark_freed finds it. Its size was stored before
+     * it became live; one read racing its free and reuse is the program's
+     * race. */
+    sw_ext *e = pte ? ext_fast(pte, ptr) : NULL;
+    int kind = e ? atomic_load_explicit(&e->kind, memory_order_acquire) : SW_EXT_FREE;
+    if (kind == SW_EXT_BLOCK && sw_ext_state(e) == SW_LIVE) {
+        CUdeviceptr base = sw_ext_base(e);
+        size_t req = atomic_load_explicit(&e->req, memory_order_relaxed);
+        if (ptr >= base && ptr - base < req)
+            return bytes <= req - (size_t)(ptr - base) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    }
+    /* A slab slot under its class lock alone; a stale owner, or no
+     * allocation at all, by the exact look-up (the device lock). */
+    CUdeviceptr base;
+    size_t size;
+    int dev;
+    sw_ids ids;
+    CUresult r = kind == SW_EXT_SLAB ? lookup_slab(p, ptr, &base, &size, &dev, &ids)
+                                     : CUDA_ERROR_NOT_FOUND;
+    if (r != CUDA_SUCCESS && sw_lookup_owner(p, ptr, &base, &size, &dev, &ids) != CUDA_SUCCESS)
+        return CUDA_ERROR_INVALID_VALUE;
+    return bytes <= size - (size_t)(ptr - base) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 bool sw_owner_range(sw_policy *p, sw_device *d, CUdeviceptr ptr, CUdeviceptr *va, size_t *n,

@@ -116,9 +116,9 @@ static inline CUresult unified(CUresult r, CUdeviceptr dst, CUdeviceptr src, siz
  * (gate_use.h) of the stream's device, which need not be the current
  * context's. */
 #define COPY_HANDLERS(handler, params, args, side_a, side_b, bytes, stream, count) \
-    SPW_GATED_HANDLERS(handler, params, args,                                     \
-                       spw_gate_use2(g, (side_a), (side_b), (bytes));             \
-                       devices = spw_gate_devices_on((stream), (side_a), (side_b)), count)
+    SPW_CHECKED_HANDLERS(handler, params, args, SPW_RANGES_CHECK((side_a), (side_b), (bytes)), \
+                         spw_gate_use2(g, (side_a), (side_b), (bytes));           \
+                         devices = spw_gate_devices_on((stream), (side_a), (side_b)), count)
 
 COPY_HANDLERS(spw_h_memcpy, (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount),
               (dst, src, ByteCount), dst, src, ByteCount, NULL, unified(r, dst, src, ByteCount))

@@ -100,30 +100,21 @@ SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_peer,
                         (CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
                          CUcontext srcContext, size_t ByteCount),
                         (dstDevice, dstContext, srcDevice, srcContext, ByteCount), NULL,
-                        (spw_side(s, dstDevice), spw_side(s, srcDevice)),
+                        (spw_side_range(s, dstDevice, ByteCount), spw_side_range(s, srcDevice, ByteCount)),
                         COUNTED_PEER(dstDevice, srcDevice, ByteCount))
 SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_peer_async,
                         (CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
                          CUcontext srcContext, size_t ByteCount, CUstream hStream),
                         (dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream), hStream,
-                        (spw_side(s, dstDevice), spw_side(s, srcDevice)),
+                        (spw_side_range(s, dstDevice, ByteCount), spw_side_range(s, srcDevice, ByteCount)),
                         COUNTED_PEER(dstDevice, srcDevice, ByteCount))
 
-static void batch_sides(spw_sides *s, const CUdeviceptr *dsts, const CUdeviceptr *srcs, size_t n)
+static void batch_sides(spw_sides *s, const CUdeviceptr *dsts, const CUdeviceptr *srcs, const size_t *sizes,
+                        size_t n)
 {
     for (size_t i = 0; dsts && srcs && i < n; i++) {
-        spw_side(s, dsts[i]);
-        spw_side(s, srcs[i]);
-    }
-}
-
-static void batch3d_sides(spw_sides *s, const CUDA_MEMCPY3D_BATCH_OP *ops, size_t n)
-{
-    for (size_t i = 0; ops && i < n; i++) {
-        if (ops[i].src.type == CU_MEMCPY_OPERAND_TYPE_POINTER)
-            spw_side(s, ops[i].src.op.ptr.ptr);
-        if (ops[i].dst.type == CU_MEMCPY_OPERAND_TYPE_POINTER)
-            spw_side(s, ops[i].dst.op.ptr.ptr);
+        spw_side_range(s, dsts[i], sizes ? sizes[i] : 0);
+        spw_side_range(s, srcs[i], sizes ? sizes[i] : 0);
     }
 }
 
@@ -149,6 +140,39 @@ static CUdeviceptr operand_ptr(const CUmemcpy3DOperand *o)
     return o->type == CU_MEMCPY_OPERAND_TYPE_POINTER ? o->op.ptr.ptr : 0;
 }
 
+/* A 3D batch operand that is a pointer, with what the copy reaches from
+ * it: its extent of elem-byte elements over rows of rowLength elements
+ * and layers of layerHeight rows (0: the extent's own), as copy_side. */
+static void batch3d_side(spw_sides *s, const CUmemcpy3DOperand *o, const CUextent3D *e, size_t elem)
+{
+    if (o->type != CU_MEMCPY_OPERAND_TYPE_POINTER)
+        return;
+    if (!e->width || !e->height || !e->depth) {
+        spw_side(s, o->op.ptr.ptr);
+        return;
+    }
+    size_t row = o->op.ptr.rowLength ? o->op.ptr.rowLength : e->width;
+    size_t layer = o->op.ptr.layerHeight ? o->op.ptr.layerHeight : e->height;
+    spw_side_range(s, o->op.ptr.ptr, (((e->depth - 1) * layer + (e->height - 1)) * row + e->width) * elem);
+}
+
+static void batch3d_sides(spw_sides *s, const CUDA_MEMCPY3D_BATCH_OP *ops, size_t n)
+{
+    for (size_t i = 0; ops && i < n; i++) {
+        const CUDA_MEMCPY3D_BATCH_OP *o = &ops[i];
+        size_t elem = o->src.type == CU_MEMCPY_OPERAND_TYPE_ARRAY   ? array_element_bytes(o->src.op.array.array)
+                      : o->dst.type == CU_MEMCPY_OPERAND_TYPE_ARRAY ? array_element_bytes(o->dst.op.array.array)
+                                                                    : 1;
+        if (!elem) {
+            spw_side(s, operand_ptr(&o->src));
+            spw_side(s, operand_ptr(&o->dst));
+            continue;
+        }
+        batch3d_side(s, &o->src, &o->extent, elem);
+        batch3d_side(s, &o->dst, &o->extent, elem);
+    }
+}
+
 /* A 3D batch's extents are in elements: one byte between two pointers,
  * the array's element where an array takes part (both arrays' elements
  * match, or the driver refused the batch). */
@@ -171,7 +195,7 @@ SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_batch_async,
                         (CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
                          CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, CUstream hStream),
                         (dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, hStream), hStream,
-                        batch_sides(s, dsts, srcs, count), counted_batch(r, dsts, srcs, sizes, count))
+                        batch_sides(s, dsts, srcs, sizes, count), counted_batch(r, dsts, srcs, sizes, count))
 SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_3d_batch_async,
                         (size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, unsigned long long flags,
                          CUstream hStream),
@@ -183,7 +207,7 @@ SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_batch_async_v1,
                          CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, size_t *failIdx,
                          CUstream hStream),
                         (dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, failIdx, hStream), hStream,
-                        batch_sides(s, dsts, srcs, count), counted_batch(r, dsts, srcs, sizes, count))
+                        batch_sides(s, dsts, srcs, sizes, count), counted_batch(r, dsts, srcs, sizes, count))
 SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_3d_batch_async_v1,
                         (size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, size_t *failIdx,
                          unsigned long long flags, CUstream hStream),

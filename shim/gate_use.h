@@ -18,6 +18,7 @@
 #define SPILLWAY_SHIM_GATE_USE_H
 #include "policy/policy.h"
 #include "shim/arenas.h"
+#include "shim/pool_range.h"
 #include "shim/pool_setup.h"
 
 #include <stdatomic.h>
@@ -170,39 +171,65 @@ uint64_t spw_gate_use_sides(sw_policy *g, const spw_sides *s, CUstream stream);
 
 /* One gated handler and its per-thread variant, the shape of every
  * submission: handler (hooks.def), its parameters and the forwarded
- * arguments; use, statements run before the bracket when some pool spills
+ * arguments; check, statements run first whatever the pool, which may
+ * return the driver's refusal of a range in pool memory (pool_range.h)
+ * with r; use, statements run before the bracket when some pool spills
  * (g is the policy) that touch and fill back what the submission names and
  * set `devices` to the devices it may reach (and a launch `runs_on`, the
  * gate of the device it runs on, which its count reuses); result, what the
  * handler returns (r: the driver's answer). Without a spilling pool: one
- * atomic load, then the driver. */
-#define SPW_GATED_HANDLER(handler, params, args, use, result) \
-    CUresult handler params                                    \
-    {                                                          \
-        SPW_REAL_OR_RETURN(real, handler);                     \
-        sw_policy *g = spw_gate();                             \
-        uint64_t devices = 0, runs_on = 0;                     \
-        (void)runs_on;                                         \
-        if (g) {                                               \
-            use;                                               \
-            spw_gate_note_context();                           \
-        }                                                      \
-        CUresult r;                                            \
-        SPW_GATED_CALL(g, devices, r, real args);              \
-        return result;                                         \
+ * atomic load and the check, then the driver. */
+#define SPW_CHECKED_HANDLER(handler, params, args, check, use, result) \
+    CUresult handler params                                             \
+    {                                                                   \
+        SPW_REAL_OR_RETURN(real, handler);                              \
+        CUresult r = CUDA_SUCCESS;                                      \
+        check;                                                          \
+        sw_policy *g = spw_gate();                                      \
+        uint64_t devices = 0, runs_on = 0;                              \
+        (void)runs_on;                                                  \
+        if (g) {                                                        \
+            use;                                                        \
+            spw_gate_note_context();                                    \
+        }                                                               \
+        SPW_GATED_CALL(g, devices, r, real args);                       \
+        return result;                                                  \
     }
+#define SPW_CHECKED_HANDLERS(handler, params, args, check, use, result) \
+    SPW_CHECKED_HANDLER(handler, params, args, check, use, result)      \
+    SPW_CHECKED_HANDLER(handler##_pt, params, args, check, use, result)
+#define SPW_GATED_HANDLER(handler, params, args, use, result) \
+    SPW_CHECKED_HANDLER(handler, params, args, (void)0, use, result)
 #define SPW_GATED_HANDLERS(handler, params, args, use, result) \
-    SPW_GATED_HANDLER(handler, params, args, use, result)      \
-    SPW_GATED_HANDLER(handler##_pt, params, args, use, result)
+    SPW_CHECKED_HANDLERS(handler, params, args, (void)0, use, result)
+
+/* The check of one copy or set: each of two device pointers (0: none)
+ * with the bytes it reaches. */
+#define SPW_RANGES_CHECK(a, b, bytes)                                          \
+    do {                                                                       \
+        if ((r = spw_pool_range_check((a), (bytes))) != CUDA_SUCCESS ||        \
+            (r = spw_pool_range_check((b), (bytes))) != CUDA_SUCCESS)          \
+            return r;                                                          \
+    } while (0)
+
+/* The sides whose extent is known, checked as SPW_RANGES_CHECK does. */
+static inline CUresult spw_sides_check(const spw_sides *s)
+{
+    CUresult r = CUDA_SUCCESS;
+    for (unsigned i = 0; i < s->n && r == CUDA_SUCCESS; i++)
+        r = spw_pool_range_check(s->p[i], s->bytes[i]);
+    return r;
+}
 
 /* The same for a submission on stream (NULL: a synchronous call) whose
- * pointers collect adds to the sides s (spw_side(s, p)); _THEN: returning
- * result instead of the driver's answer r (a counting step that returns
- * r). */
-#define SPW_SIDES_HANDLERS_THEN(handler, params, args, stream, collect, result)  \
-    SPW_GATED_HANDLERS(handler, params, args,                                    \
-                       spw_sides s_ = {0}; spw_sides *s = &s_; collect;     \
-                       devices = spw_gate_use_sides(g, s, (stream)), result)
+ * pointers collect adds to the sides s (spw_side(s, p)), checked first
+ * (spw_sides_check); _THEN: returning result instead of the driver's
+ * answer r (a counting step that returns r). */
+#define SPW_SIDES_HANDLERS_THEN(handler, params, args, stream, collect, result)                    \
+    SPW_CHECKED_HANDLERS(handler, params, args,                                                    \
+                         spw_sides s_ = {0}; spw_sides *s = &s_; collect;                          \
+                         if ((r = spw_sides_check(s)) != CUDA_SUCCESS) return r,                   \
+                         devices = spw_gate_use_sides(g, s, (stream)), result)
 #define SPW_SIDES_HANDLERS(handler, params, args, stream, collect) \
     SPW_SIDES_HANDLERS_THEN(handler, params, args, stream, collect, r)
 #endif

@@ -9,10 +9,10 @@
 #include "shim/handler.h"
 
 /* stream: the set's (NULL for the synchronous ones), whose device runs it. */
-#define SET_HANDLERS(handler, params, args, dst, bytes, stream)               \
-    SPW_GATED_HANDLERS(handler, params, args,                                 \
-                       spw_gate_use2(g, (dst), 0, (bytes));                   \
-                       devices = spw_gate_devices_on((stream), (dst), 0), r)
+#define SET_HANDLERS(handler, params, args, dst, bytes, stream)                     \
+    SPW_CHECKED_HANDLERS(handler, params, args, SPW_RANGES_CHECK((dst), 0, (bytes)), \
+                         spw_gate_use2(g, (dst), 0, (bytes));                     \
+                         devices = spw_gate_devices_on((stream), (dst), 0), r)
 
 SET_HANDLERS(spw_h_memset_d8, (CUdeviceptr dstDevice, unsigned char uc, size_t N),
              (dstDevice, uc, N), dstDevice, N, NULL)
