@@ -431,6 +431,14 @@ static CUresult answer(CUpointer_attribute a, void *data, const struct fc_region
     case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
         *(unsigned long long *)data = reg && reg->handle ? reg->handle->prop.requestedHandleTypes : 0;
         return CUDA_SUCCESS;
+    /* The mapping ptr lies in: a cuMemMap mapping's range; the driver's
+     * own kinds are each one mapping of their own here. */
+    case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR:
+        *(void **)data = reg ? (void *)reg->base : NULL;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MAPPING_SIZE:
+        *(size_t *)data = reg ? reg->size : 0;
+        return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
         /* VMM memory has no such attribute of its own: 0, as the driver
          * answers (the context flag CU_CTX_SYNC_MEMOPS is its way). */
@@ -508,3 +516,55 @@ FC_EXPORT CUresult cuPointerSetAttribute(const void *value, CUpointer_attribute 
     pthread_mutex_unlock(&fc_lock);
     return r;
 }
+
+/* cuMemPrefetchAsync, CUDA 12.2's ABI (13.0's only one): a hint that moves
+ * managed memory towards a location. fakecuda's managed memory is one
+ * storage every device and the host read, so a prefetch checks what the
+ * driver checks and has nothing to move. */
+static CUresult prefetch(CUdeviceptr p, size_t count, CUmemLocation loc, unsigned flags, CUstream h,
+                         bool ptsz)
+{
+    CUresult r = fc_initialized();
+    struct CUstream_st *s;
+    if (r == CUDA_SUCCESS)
+        r = fc_stream_resolve(h, ptsz, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (flags != 0 || count == 0)
+        return CUDA_ERROR_INVALID_VALUE; /* flags: reserved, 0 */
+    switch (loc.type) {
+    case CU_MEM_LOCATION_TYPE_DEVICE:
+        if (fc_check_device(loc.id) != CUDA_SUCCESS)
+            return CUDA_ERROR_INVALID_DEVICE;
+        break;
+    case CU_MEM_LOCATION_TYPE_HOST:
+    case CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT:
+        break;
+    case CU_MEM_LOCATION_TYPE_HOST_NUMA:
+        if (loc.id != 0) /* one NUMA node, as fakecuda's VMM has it */
+            return CUDA_ERROR_INVALID_VALUE;
+        break;
+    default:
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    pthread_mutex_lock(&fc_lock);
+    struct fc_region *reg = fc_region_find((uintptr_t)p);
+    bool ok = reg && reg->kind == FC_MANAGED && count <= reg->size - ((uintptr_t)p - reg->base);
+    pthread_mutex_unlock(&fc_lock);
+    return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+FC_EXPORT CUresult cuMemPrefetchAsync_v2(CUdeviceptr devPtr, size_t count, CUmemLocation location,
+                                         unsigned int flags, CUstream hStream)
+{
+    FC_FAULT(cuMemPrefetchAsync);
+    return prefetch(devPtr, count, location, flags, hStream, false);
+}
+
+FC_EXPORT CUresult cuMemPrefetchAsync_v2_ptsz(CUdeviceptr devPtr, size_t count, CUmemLocation location,
+                                              unsigned int flags, CUstream hStream)
+{
+    FC_FAULT(cuMemPrefetchAsync);
+    return prefetch(devPtr, count, location, flags, hStream, true);
+}
+

@@ -321,6 +321,26 @@ START_TEST(managed_memory)
 }
 END_TEST
 
+/* cuMemPrefetchAsync (CUDA 12.2's ABI): managed memory to a device and
+ * back to the host, with its bytes; flags are reserved (0). */
+START_TEST(managed_memory_prefetch)
+{
+    CUdeviceptr p;
+    CU_OK(cuMemAllocManaged(&p, MiB, CU_MEM_ATTACH_GLOBAL));
+    memset((void *)p, 0x3c, MiB);
+    CUmemLocation dev0 = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0};
+    CUmemLocation host = {.type = CU_MEM_LOCATION_TYPE_HOST, .id = 0};
+    CU_OK(cuMemPrefetchAsync(p, MiB, dev0, 0, NULL));
+    CU_OK(cuMemPrefetchAsync(p + 4096, 4096, host, 0, NULL));
+    CU_ERR(cuMemPrefetchAsync(p, MiB, dev0, 1, NULL), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuCtxSynchronize());
+    unsigned char c = 0;
+    CU_OK(cuMemcpyDtoH(&c, p + MiB - 1, 1));
+    ck_assert_uint_eq(c, 0x3c);
+    CU_OK(cuMemFree(p));
+}
+END_TEST
+
 START_TEST(freed_memory_faults)
 {
     /* fakecuda only: the emulation's stand-in for a GPU fault */
@@ -406,6 +426,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, sync_memops);
     tcase_add_test(tc, host_memory);
     tcase_add_test(tc, managed_memory);
+    tcase_add_test(tc, managed_memory_prefetch);
     tcase_add_test(tc, decompression_without_the_engine);
     tcase_add_test_raise_signal(tc, freed_memory_faults, SIGSEGV);
     suite_add_tcase(s, tc);
