@@ -31,6 +31,19 @@ static CUresult made_mipmap(CUresult r, const CUmipmappedArray *h)
     return r;
 }
 
+/* An array larger than the whole device is the driver's to refuse, with
+ * its own error (INVALID_VALUE for sizes past its largest array, else out
+ * of memory): it cannot allocate it, so nothing passes the limit, and the
+ * limit's refusal would answer out of memory for a descriptor the driver
+ * calls invalid. Asked only of arrays past the limit. */
+static bool beyond_device(int dev, uint64_t bytes)
+{
+    if (bytes <= spw_limit(dev))
+        return false;
+    uint64_t total = spw_driver_device_total(dev);
+    return total && bytes > total;
+}
+
 CUresult spw_h_array_create(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *pAllocateArray)
 {
     SPW_REAL_OR_RETURN(real, spw_h_array_create);
@@ -46,6 +59,8 @@ CUresult spw_h_array_create(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *pAllo
     if (dev < 0 || spw_array_refused(&d3))
         return real(pHandle, pAllocateArray);
     uint64_t bytes = spw_array_bytes(&d3, 1);
+    if (beyond_device(dev, bytes))
+        return real(pHandle, pAllocateArray);
     SPW_PASSTHROUGH_ALLOC(SPW_KIND_ARRAY, dev, bytes, SW_PT_ARRAY, "cuArrayCreate",
                           made_array(real(pHandle, pAllocateArray), pHandle),
                           (uintptr_t)*pHandle);
@@ -63,6 +78,8 @@ CUresult spw_h_array3d_create(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *p
     if (dev < 0 || spw_array_refused(pAllocateArray))
         return real(pHandle, pAllocateArray);
     uint64_t bytes = spw_array_bytes(pAllocateArray, 1);
+    if (beyond_device(dev, bytes))
+        return real(pHandle, pAllocateArray);
     SPW_PASSTHROUGH_ALLOC(SPW_KIND_ARRAY, dev, bytes, SW_PT_ARRAY, "cuArray3DCreate",
                           made_array(real(pHandle, pAllocateArray), pHandle),
                           (uintptr_t)*pHandle);
@@ -83,6 +100,8 @@ CUresult spw_h_mipmapped_array_create(CUmipmappedArray *pHandle,
     if (dev < 0 || spw_array_refused(d))
         return real(pHandle, d, numMipmapLevels);
     uint64_t bytes = spw_array_bytes(d, numMipmapLevels);
+    if (beyond_device(dev, bytes))
+        return real(pHandle, d, numMipmapLevels);
     SPW_PASSTHROUGH_ALLOC(SPW_KIND_MIPMAP, dev, bytes, SW_PT_ARRAY, "cuMipmappedArrayCreate",
                           made_mipmap(real(pHandle, d, numMipmapLevels), pHandle),
                           (uintptr_t)*pHandle);
