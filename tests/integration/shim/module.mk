@@ -44,3 +44,10 @@ $(BUILD)/tests/integration/shim_params: $(BUILD)/tests/integration/shim/test_par
 	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(CHECK_LIBS) $(LDLIBS)
 ALL_TARGETS += $(BUILD)/tests/integration/shim_params
 UNIT_TESTS += tests/integration/shim/params.sh
+
+# Bad arguments to every hooked function, on the driver alone and under
+# spillway (badargs.sh runs badargs.c).
+$(BUILD)/tests/integration/shim_badargs: $(BUILD)/tests/integration/shim/badargs.o $(FAKECUDA_LIB)
+	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(LDLIBS)
+ALL_TARGETS += $(BUILD)/tests/integration/shim_badargs
+UNIT_TESTS += tests/integration/shim/badargs.sh
