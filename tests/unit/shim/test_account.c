@@ -31,7 +31,7 @@ static int count_of(void)
     return 4;
 }
 
-static const struct spw_device_query query = {total_of, page_of, count_of};
+static const struct spw_device_query query = {.total = total_of, .page = page_of, .count = count_of};
 
 static void setup(void)
 {
@@ -388,7 +388,7 @@ static int count_once_up(void)
  * for that. Not computed until the driver can tell. */
 START_TEST(limit_waits_for_the_driver)
 {
-    static const struct spw_device_query late = {total_once_up, page_once_up, count_once_up};
+    static const struct spw_device_query late = {.total = total_once_up, .page = page_once_up, .count = count_once_up};
     char err[256];
     ck_assert_int_eq(spw_options_load(&opts, NULL, err, sizeof err), 0);
     spw_log_set_level(SPW_LOG_ERROR);
@@ -406,12 +406,46 @@ START_TEST(limit_waits_for_the_driver)
 }
 END_TEST
 
+/* Memory past the limit lives in the pool's host pages: a device the
+ * pool cannot be made on (no VMM) is told its limit, however large the
+ * factor, and needs no host room for it; a device whose pool set-up
+ * failed for good is told its limit from then on. */
+static int vmm_but_1(int dev)
+{
+    return dev != 1;
+}
+
+START_TEST(told_only_where_a_pool_can_be)
+{
+    static const struct spw_device_query q = {
+        .total = total_of, .page = page_of, .count = count_of, .vmm = vmm_but_1};
+    char err[256];
+    ck_assert_int_eq(spw_options_load(&opts, NULL, err, sizeof err), 0);
+    opts.oversubscribe = 2;
+    opts.host_limit = 768 * MiB; /* room for device 0's part past the limit */
+    opts.mem_limit.dev[1] = 600 * MiB; /* (F - 1) x 600 MiB would not fit */
+    spw_log_set_level(SPW_LOG_ERROR);
+    spw_account_init(&opts, &q);
+    ck_assert_uint_eq(spw_limit(0), 768 * MiB);
+    ck_assert_uint_eq(spw_limit_told(0), 1536 * MiB);
+    ck_assert_uint_eq(spw_limit(1), 600 * MiB);
+    ck_assert_uint_eq(spw_limit_told(1), 600 * MiB);
+    spw_limit_tell_limit(0, "the test says so");
+    ck_assert_uint_eq(spw_limit_told(0), 768 * MiB);
+    uint64_t limit, told;
+    ck_assert(spw_limit_known(0, &limit, &told) && limit == 768 * MiB && told == 768 * MiB);
+    spw_limit_tell_limit(0, "again: nothing to do");
+    ck_assert_uint_eq(spw_limit_told(0), 768 * MiB);
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("shim_account");
     TCase *tc = tcase_create("account");
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, limits);
+    tcase_add_test(tc, told_only_where_a_pool_can_be);
     tcase_add_test(tc, reserve_commit_forget_release);
     tcase_add_test(tc, restore_after_failed_free);
     tcase_add_test(tc, never_underflows);
