@@ -93,3 +93,16 @@ CUresult spw_driver_api_use_device(const struct spw_driver_api *api, int dev)
         r = api->ctx_set_current(ctx);
     return r;
 }
+
+void *spw_driver_unseen(const char *symbol)
+{
+    void *(*glibc_dlsym)(void *, const char *) =
+        (void *(*)(void *, const char *))dlvsym(RTLD_DEFAULT, "dlsym", "GLIBC_2.34");
+    if (!glibc_dlsym)
+        glibc_dlsym = (void *(*)(void *, const char *))dlvsym(RTLD_DEFAULT, "dlsym", "GLIBC_2.2.5");
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    void *f = glibc_dlsym && h ? glibc_dlsym(h, symbol) : NULL;
+    if (h)
+        dlclose(h); /* loaded already: NOLOAD only took a reference */
+    return f;
+}

@@ -55,6 +55,12 @@ const char *spw_driver_api_load(enum spw_path path, struct spw_driver_api *api);
  * caller's own references are that path). */
 void *spw_driver_api_find(enum spw_path path, const char *base, const char *symbol, int per_thread);
 
+/* The loaded driver's own symbol, reached behind spillway's back (glibc's
+ * dlsym, not spillway's override): what a runtime that resolved the driver
+ * before spillway was there calls, or another program's allocation. NULL
+ * when the driver is not loaded or lacks it. */
+void *spw_driver_unseen(const char *symbol);
+
 /* cuInit, then device dev's primary context made current on this thread. */
 CUresult spw_driver_api_use_device(const struct spw_driver_api *api, int dev);
 #endif

@@ -39,7 +39,8 @@ UNIT_TESTS += tests/integration/shim/gates.sh
 # The parameter scan of launches (the layout cached per function is its
 # own; unloads do not grow the cache): params.sh runs test_params.c.
 $(BUILD)/tests/integration/shim_params: $(BUILD)/tests/integration/shim/test_params.o \
-                                        $(BUILD)/tests/integration/shim/rig.o $(UNIT_MAIN) \
+                                        $(BUILD)/tests/integration/shim/rig.o \
+                                        $(BUILD)/tests/integration/shim/driver_api.o $(UNIT_MAIN) \
                                         $(STATS_READER_OBJS) $(FAKECUDA_LIB)
 	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(CHECK_LIBS) $(LDLIBS)
 ALL_TARGETS += $(BUILD)/tests/integration/shim_params

@@ -5,6 +5,7 @@
  * does not grow with the unloads a program makes. A scan that used
  * another function's layout would read past the arguments the launch
  * passed: here they end at an unmapped page, so such a read faults. */
+#include "tests/integration/shim/driver_api.h"
 #include "tests/integration/shim/rig.h"
 
 #include <dlfcn.h>
@@ -276,14 +277,8 @@ END_TEST
 START_TEST(a_release_where_spillway_holds_no_reference_is_the_drivers)
 {
     rig_setup(0);
-    void *(*glibc_dlsym)(void *, const char *) =
-        (void *(*)(void *, const char *))dlvsym(RTLD_DEFAULT, "dlsym", "GLIBC_2.34");
-    if (!glibc_dlsym)
-        glibc_dlsym = (void *(*)(void *, const char *))dlvsym(RTLD_DEFAULT, "dlsym", "GLIBC_2.2.5");
-    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    ck_assert_ptr_nonnull(h);
     retain_fn unseen;
-    *(void **)&unseen = glibc_dlsym(h, "cuDevicePrimaryCtxRetain");
+    *(void **)&unseen = spw_driver_unseen("cuDevicePrimaryCtxRetain");
     ck_assert_ptr_nonnull((void *)unseen);
     ck_assert_ptr_ne((void *)unseen, (void *)cuDevicePrimaryCtxRetain);
     CUcontext c;

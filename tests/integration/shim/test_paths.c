@@ -306,20 +306,14 @@ START_TEST(runtime_free_is_told_once)
     ck_assert_int_eq(api.device_total_mem(&told, 0), CUDA_SUCCESS);
     /* Another program's memory: the driver's own cuMemAlloc, behind
      * spillway's back (glibc's dlsym, not spillway's override). */
-    void *(*glibc_dlsym)(void *, const char *) =
-        (void *(*)(void *, const char *))dlvsym(RTLD_DEFAULT, "dlsym", "GLIBC_2.34");
-    if (!glibc_dlsym)
-        glibc_dlsym = (void *(*)(void *, const char *))dlvsym(RTLD_DEFAULT, "dlsym", "GLIBC_2.2.5");
-    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    ck_assert_ptr_nonnull(h);
     __typeof__(&cuMemAlloc_v2) unseen_alloc;
     __typeof__(&cuMemFree_v2) unseen_free;
-    *(void **)&unseen_alloc = glibc_dlsym(h, "cuMemAlloc_v2");
-    *(void **)&unseen_free = glibc_dlsym(h, "cuMemFree_v2");
+    *(void **)&unseen_alloc = spw_driver_unseen("cuMemAlloc_v2");
+    *(void **)&unseen_free = spw_driver_unseen("cuMemFree_v2");
     ck_assert(unseen_alloc && unseen_free && (void *)unseen_alloc != (void *)cuMemAlloc_v2);
     size_t dfree = 0, dtotal = 0;
     __typeof__(&cuMemGetInfo_v2) unseen_info;
-    *(void **)&unseen_info = glibc_dlsym(h, "cuMemGetInfo_v2");
+    *(void **)&unseen_info = spw_driver_unseen("cuMemGetInfo_v2");
     ck_assert_ptr_nonnull((void *)unseen_info);
     ck_assert_int_eq(unseen_info(&dfree, &dtotal), CUDA_SUCCESS);
     ck_assert_uint_gt(dfree, limit);
@@ -340,7 +334,6 @@ START_TEST(runtime_free_is_told_once)
     ck_assert_uint_eq(t, told);
     ck_assert_uint_eq(f, want);
     ck_assert_int_eq(unseen_free(other), CUDA_SUCCESS);
-    dlclose(h);
 }
 END_TEST
 
