@@ -434,15 +434,23 @@ END_TEST
 
 #define RACE_BYTES (8 * MiB)
 #define RACE_LAUNCHES 400u
+#define RACE_MAX_LAUNCHES 4000u
 
 struct churn {
     _Atomic int stop;
-    unsigned rounds;
+    _Atomic unsigned rounds;
     CUresult failed;
+    CUdeviceptr raced; /* the launches' buffer */
 };
 
 /* Allocates what leaves no room for the racing buffer, writes it, frees
- * it: the buffer spills at each allocation, and the next launch fills it. */
+ * it: the buffer spills at each allocation, and the next launch fills it.
+ * A sync point covers each free, so its pages are free for that fill (a
+ * buffer used as seldom as this one comes back only into free pages,
+ * policy/fill.c), and the next round waits a little for it: else the
+ * buffer could stay on the host for good, where the frees fell between
+ * launches as a loaded machine has them (2 spills and 1 fill in 4,000
+ * launches). */
 static void *churn(void *arg)
 {
     struct churn *c = arg;
@@ -455,13 +463,24 @@ static void *churn(void *arg)
             r = cuMemsetD32(x, 0xdeadbeefu, (LIMIT - 4 * MiB) / 4);
         if (r == CUDA_SUCCESS)
             r = cuMemFree(x);
+        if (r == CUDA_SUCCESS)
+            r = cuCtxSynchronize();
         if (r != CUDA_SUCCESS) {
             c->failed = r;
             return NULL;
         }
         c->rounds++;
+        for (int i = 0; i < 50 && fakecuda_mapped_location(c->raced) != 0 && !atomic_load(&c->stop); i++) {
+            struct timespec ms = {0, 1000000L};
+            nanosleep(&ms, NULL);
+        }
     }
     return NULL;
+}
+
+static bool raced(struct churn *c)
+{
+    return atomic_load(&c->rounds) > 1 && stat_of(SPW_C_SPILL_EVENTS) > 1 && stat_of(SPW_C_FILL_EVENTS) > 1;
 }
 
 START_TEST(launches_race_spill_and_fill)
@@ -475,11 +494,17 @@ START_TEST(launches_race_spill_and_fill)
     CU_OK(cuCtxSynchronize());
     CUstream s;
     CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-    struct churn c = {0};
+    struct churn c = {.raced = a};
     pthread_t t;
     ck_assert_int_eq(pthread_create(&t, NULL, churn, &c), 0);
     size_t n = RACE_BYTES / 4;
-    for (unsigned k = 0; k < RACE_LAUNCHES; k++) {
+    /* At least RACE_LAUNCHES launches, and on until the race did happen
+     * (the buffer moved both ways, more than once): how many moves so many
+     * launches see depends on how the churn's allocations and frees fall
+     * between them, which a loaded machine changes (RACE_MAX_LAUNCHES:
+     * never alone). */
+    unsigned k = 0;
+    for (; k < RACE_LAUNCHES || (k < RACE_MAX_LAUNCHES && !raced(&c)); k++) {
         void *args[] = {&a, &n, &k};
         CU_OK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, args, NULL));
         for (size_t i = 0; i < n; i++)
@@ -493,9 +518,9 @@ START_TEST(launches_race_spill_and_fill)
     ck_assert_msg(c.failed == CUDA_SUCCESS, "the churning thread failed: error %d", (int)c.failed);
     expect_words(a, want, RACE_BYTES, "the raced buffer");
     /* It did race: the buffer moved both ways, more than once. */
-    ck_assert_uint_gt(c.rounds, 1);
-    ck_assert_uint_gt(stat_of(SPW_C_SPILL_EVENTS), 1);
-    ck_assert_uint_gt(stat_of(SPW_C_FILL_EVENTS), 1);
+    ck_assert_msg(raced(&c), "in %u launches: %u churn rounds, %llu spill and %llu fill events (want > 1 each)",
+                  k, atomic_load(&c.rounds), (unsigned long long)stat_of(SPW_C_SPILL_EVENTS),
+                  (unsigned long long)stat_of(SPW_C_FILL_EVENTS));
     CU_OK(cuStreamDestroy(s));
     free(want);
 }
