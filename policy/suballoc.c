@@ -529,6 +529,12 @@ CUresult sw_lookup_owner(sw_policy *p, CUdeviceptr ptr, CUdeviceptr *base, size_
     return kind == SW_EXT_SLAB ? lookup_slab(p, ptr, base, size, dev, ids) : r;
 }
 
+/* Whether bytes from ptr stay inside [base, base + size), ptr in it. */
+static CUresult inside(CUdeviceptr ptr, size_t bytes, CUdeviceptr base, size_t size)
+{
+    return bytes <= size - (size_t)(ptr - base) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
 CUresult sw_range_check(sw_policy *p, CUdeviceptr ptr, size_t bytes)
 {
     sw_pte *pte = sw_pt_get(&p->pt, ptr);
@@ -545,7 +551,7 @@ CUresult sw_range_check(sw_policy *p, CUdeviceptr ptr, size_t bytes)
         CUdeviceptr base = sw_ext_base(e);
         size_t req = atomic_load_explicit(&e->req, memory_order_relaxed);
         if (ptr >= base && ptr - base < req)
-            return bytes <= req - (size_t)(ptr - base) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+            return inside(ptr, bytes, base, req);
     }
     /* A slab slot under its class lock alone; a stale owner, or no
      * allocation at all, by the exact look-up (the device lock). */
@@ -557,7 +563,7 @@ CUresult sw_range_check(sw_policy *p, CUdeviceptr ptr, size_t bytes)
                                      : CUDA_ERROR_NOT_FOUND;
     if (r != CUDA_SUCCESS && sw_lookup_owner(p, ptr, &base, &size, &dev, &ids) != CUDA_SUCCESS)
         return CUDA_ERROR_INVALID_VALUE;
-    return bytes <= size - (size_t)(ptr - base) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    return inside(ptr, bytes, base, size);
 }
 
 bool sw_owner_range(sw_policy *p, sw_device *d, CUdeviceptr ptr, CUdeviceptr *va, size_t *n,

@@ -140,14 +140,26 @@ static CUdeviceptr operand_ptr(const CUmemcpy3DOperand *o)
     return o->type == CU_MEMCPY_OPERAND_TYPE_POINTER ? o->op.ptr.ptr : 0;
 }
 
+/* A 3D batch's extents are in elements: one byte between two pointers,
+ * the array's element where an array takes part (both arrays' elements
+ * match, or the driver refused the batch); 0 when that element is not
+ * whole bytes. */
+static size_t batch3d_elem(const CUDA_MEMCPY3D_BATCH_OP *o)
+{
+    return o->src.type == CU_MEMCPY_OPERAND_TYPE_ARRAY   ? array_element_bytes(o->src.op.array.array)
+           : o->dst.type == CU_MEMCPY_OPERAND_TYPE_ARRAY ? array_element_bytes(o->dst.op.array.array)
+                                                         : 1;
+}
+
 /* A 3D batch operand that is a pointer, with what the copy reaches from
  * it: its extent of elem-byte elements over rows of rowLength elements
- * and layers of layerHeight rows (0: the extent's own), as copy_side. */
+ * and layers of layerHeight rows (0: the extent's own), as copy_side; the
+ * pointer alone when that is unknown (elem 0) or nothing. */
 static void batch3d_side(spw_sides *s, const CUmemcpy3DOperand *o, const CUextent3D *e, size_t elem)
 {
     if (o->type != CU_MEMCPY_OPERAND_TYPE_POINTER)
         return;
-    if (!e->width || !e->height || !e->depth) {
+    if (!elem || !e->width || !e->height || !e->depth) {
         spw_side(s, o->op.ptr.ptr);
         return;
     }
@@ -160,30 +172,18 @@ static void batch3d_sides(spw_sides *s, const CUDA_MEMCPY3D_BATCH_OP *ops, size_
 {
     for (size_t i = 0; ops && i < n; i++) {
         const CUDA_MEMCPY3D_BATCH_OP *o = &ops[i];
-        size_t elem = o->src.type == CU_MEMCPY_OPERAND_TYPE_ARRAY   ? array_element_bytes(o->src.op.array.array)
-                      : o->dst.type == CU_MEMCPY_OPERAND_TYPE_ARRAY ? array_element_bytes(o->dst.op.array.array)
-                                                                    : 1;
-        if (!elem) {
-            spw_side(s, operand_ptr(&o->src));
-            spw_side(s, operand_ptr(&o->dst));
-            continue;
-        }
+        size_t elem = batch3d_elem(o);
         batch3d_side(s, &o->src, &o->extent, elem);
         batch3d_side(s, &o->dst, &o->extent, elem);
     }
 }
 
-/* A 3D batch's extents are in elements: one byte between two pointers,
- * the array's element where an array takes part (both arrays' elements
- * match, or the driver refused the batch). */
+/* Each operation's bytes counted (batch3d_elem's elements). */
 static CUresult counted_batch3d(CUresult r, const CUDA_MEMCPY3D_BATCH_OP *ops, size_t n)
 {
     for (size_t i = 0; r == CUDA_SUCCESS && ops && i < n && !spw_disabled(); i++) {
         const CUDA_MEMCPY3D_BATCH_OP *o = &ops[i];
-        size_t elem = o->src.type == CU_MEMCPY_OPERAND_TYPE_ARRAY   ? array_element_bytes(o->src.op.array.array)
-                      : o->dst.type == CU_MEMCPY_OPERAND_TYPE_ARRAY ? array_element_bytes(o->dst.op.array.array)
-                                                                    : 1;
-        size_t bytes = elem * o->extent.width * o->extent.height * o->extent.depth;
+        size_t bytes = batch3d_elem(o) * o->extent.width * o->extent.height * o->extent.depth;
         if (bytes)
             spw_copy_count_typed(operand_type(&o->dst), operand_ptr(&o->dst), operand_type(&o->src),
                                  operand_ptr(&o->src), bytes);
