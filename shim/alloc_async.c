@@ -198,8 +198,8 @@ static CUresult alloc_from_pool(CUresult (*real)(CUdeviceptr *, size_t, CUmemory
 {
     if (!real)
         return CUDA_ERROR_NOT_INITIALIZED;
-    int dev, pool_dev = -1;
-    int how = dptr && pool && !spw_disabled() ? spw_mempool_route(pool, &pool_dev) : -1;
+    int dev, pool_dev = -1, slot = -1;
+    int how = dptr && pool && !spw_disabled() ? spw_mempool_route(pool, &pool_dev, &slot) : -1;
     if (how == SW_PT_HOST_LOCATION)
         return alloc_from_host_pool(real, dptr, bytesize, pool, stream);
     sw_passthrough_reason why;
@@ -211,11 +211,13 @@ static CUresult alloc_from_pool(CUresult (*real)(CUdeviceptr *, size_t, CUmemory
         p = NULL;
         why = (sw_passthrough_reason)how;
     }
-    if (p && spw_mempool_known_slot(pool) < 0 && (err = pool_exists(pool)) != CUDA_SUCCESS)
-        return err;
+    if (p && slot < 0) { /* a pool never seen: the driver's, or no pool at all */
+        if ((err = pool_exists(pool)) != CUDA_SUCCESS)
+            return err;
+        slot = spw_mempool_slot(pool);
+    }
     if (p)
-        return serve_for_pool(p, dev, bytesize, reuse_key(stream, per_thread, dev), spw_mempool_slot(pool),
-                              dptr);
+        return serve_for_pool(p, dev, bytesize, reuse_key(stream, per_thread, dev), slot, dptr);
     if (dev < 0)
         return real(dptr, bytesize, pool, stream);
     if (why != SW_PT_CAPTURE)

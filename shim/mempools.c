@@ -137,10 +137,12 @@ static int lookup(CUmemoryPool pool)
     return -1;
 }
 
-int spw_mempool_route(CUmemoryPool pool, int *dev)
+int spw_mempool_route(CUmemoryPool pool, int *dev, int *slot)
 {
     *dev = -1;
     int i = lookup(pool);
+    if (slot)
+        *slot = i;
     if (i >= 0) {
         *dev = atomic_load_explicit(&slots[i].dev, memory_order_relaxed);
         return atomic_load_explicit(&slots[i].route, memory_order_relaxed);
@@ -168,11 +170,6 @@ int spw_mempool_slot(CUmemoryPool pool)
     }
     pthread_mutex_unlock(&slots_lock);
     return slot ? (int)(slot - slots) : -1;
-}
-
-int spw_mempool_known_slot(CUmemoryPool pool)
-{
-    return lookup(pool);
 }
 
 CUmemoryPool spw_mempool_of_slot(int slot)
@@ -302,7 +299,7 @@ CUresult spw_h_mem_pool_set_access(CUmemoryPool pool, const CUmemAccessDesc *map
     SPW_REAL_OR_RETURN(real, spw_h_mem_pool_set_access);
     CUresult r = real(pool, map, count);
     int owner;
-    if (r != CUDA_SUCCESS || !map || spw_disabled() || spw_mempool_route(pool, &owner) >= 0 || owner < 0)
+    if (r != CUDA_SUCCESS || !map || spw_disabled() || spw_mempool_route(pool, &owner, NULL) >= 0 || owner < 0)
         return r;
     for (size_t i = 0; i < count; i++)
         if (map[i].location.type == CU_MEM_LOCATION_TYPE_DEVICE && map[i].location.id != owner &&
@@ -358,7 +355,7 @@ CUresult spw_h_mem_pool_get_attribute(CUmemoryPool pool, CUmemPool_attribute att
     CUresult r = real(pool, attr, value);
     uint64_t mine;
     if (r == CUDA_SUCCESS && value && !spw_disabled() &&
-        spw_pool_use_figure(spw_mempool_known_slot(pool), attr, &mine))
+        spw_pool_use_figure(lookup(pool), attr, &mine))
         *(cuuint64_t *)value += mine;
     return r;
 }
@@ -370,6 +367,6 @@ CUresult spw_h_mem_pool_set_attribute(CUmemoryPool pool, CUmemPool_attribute att
     SPW_REAL_OR_RETURN(real, spw_h_mem_pool_set_attribute);
     CUresult r = real(pool, attr, value);
     if (r == CUDA_SUCCESS && !spw_disabled())
-        spw_pool_use_reset_high(spw_mempool_known_slot(pool), attr);
+        spw_pool_use_reset_high(lookup(pool), attr);
     return r;
 }

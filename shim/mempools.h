@@ -14,8 +14,9 @@
  * the pool by with (a host-located pool: its memory is pinned host memory
  * the program reads from the CPU; a pool with shareable handle types: the
  * program exports its pointers; managed, a special usage or a size cap:
- * other). */
-int spw_mempool_route(CUmemoryPool pool, int *dev);
+ * other). *slot (NULL: not asked) is the pool's place in the table
+ * (spw_mempool_slot's), -1 when it is not there: one look-up for both. */
+int spw_mempool_route(CUmemoryPool pool, int *dev, int *slot);
 
 /* How cuMemAllocAsync on a stream of dev allocates: from dev's current
  * pool (cuDeviceSetMemPool, cuMemSetMemPool), so spw_mempool_route's
@@ -27,11 +28,9 @@ int spw_mempool_route(CUmemoryPool pool, int *dev);
 int spw_mempool_current(int dev, int *slot);
 
 /* The index (below SPW_MAX_POOLS) of pool's place in the table, which
- * names its usage figures (pool_use.h), or -1: spw_mempool_slot also
- * remembers a pool never seen (made before spillway was loaded) where
- * there is room; spw_mempool_known_slot only looks (lock-free). */
+ * names its usage figures (pool_use.h), or -1; a pool never seen (made
+ * before spillway was loaded) is remembered where there is room. */
 int spw_mempool_slot(CUmemoryPool pool);
-int spw_mempool_known_slot(CUmemoryPool pool);
 /* The pool in slot, or NULL (a free slot, or its pool destroyed). */
 CUmemoryPool spw_mempool_of_slot(int slot);
 
