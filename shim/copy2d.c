@@ -113,6 +113,7 @@ static void batch_sides(spw_sides *s, const CUdeviceptr *dsts, const CUdeviceptr
                         size_t n)
 {
     for (size_t i = 0; dsts && srcs && i < n; i++) {
+        s->op = i;
         spw_side_range(s, dsts[i], sizes ? sizes[i] : 0);
         spw_side_range(s, srcs[i], sizes ? sizes[i] : 0);
     }
@@ -173,6 +174,7 @@ static void batch3d_sides(spw_sides *s, const CUDA_MEMCPY3D_BATCH_OP *ops, size_
     for (size_t i = 0; ops && i < n; i++) {
         const CUDA_MEMCPY3D_BATCH_OP *o = &ops[i];
         size_t elem = batch3d_elem(o);
+        s->op = i;
         batch3d_side(s, &o->src, &o->extent, elem);
         batch3d_side(s, &o->dst, &o->extent, elem);
     }
@@ -201,18 +203,20 @@ SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_3d_batch_async,
                          CUstream hStream),
                         (numOps, opList, flags, hStream), hStream, batch3d_sides(s, opList, numOps),
                         counted_batch3d(r, opList, numOps))
-/* CUDA 12.8's ABI of the two batches: failIdx, which the driver sets. */
-SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_batch_async_v1,
+/* CUDA 12.8's ABI of the two batches: failIdx, which the driver sets,
+ * and spillway too when it refuses an operation's range. */
+SPW_SIDES_HANDLERS_FAIL(spw_h_memcpy_batch_async_v1,
                         (CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
                          CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, size_t *failIdx,
                          CUstream hStream),
                         (dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, failIdx, hStream), hStream,
-                        batch_sides(s, dsts, srcs, sizes, count), counted_batch(r, dsts, srcs, sizes, count))
-SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_3d_batch_async_v1,
+                        batch_sides(s, dsts, srcs, sizes, count), counted_batch(r, dsts, srcs, sizes, count),
+                        failIdx)
+SPW_SIDES_HANDLERS_FAIL(spw_h_memcpy_3d_batch_async_v1,
                         (size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, size_t *failIdx,
                          unsigned long long flags, CUstream hStream),
                         (numOps, opList, failIdx, flags, hStream), hStream, batch3d_sides(s, opList, numOps),
-                        counted_batch3d(r, opList, numOps))
+                        counted_batch3d(r, opList, numOps), failIdx)
 
 /* A 2D set of height rows of width elements of elem bytes, pitch bytes
  * apart: its destination and the bytes to the end of its last row. No row

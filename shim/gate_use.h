@@ -126,13 +126,19 @@ uint64_t spw_gate_devices_on(CUstream s, CUdeviceptr a, CUdeviceptr b);
  * stream memory operations): each touched and filled back before the
  * bracket; a submission naming more has the rest only gated: their pool
  * devices are kept in `more`, so that the bracket holds their gates and
- * their moves sync the device the work runs on, as for the first ones. */
+ * their moves sync the device the work runs on, as for the first ones.
+ * Every side whose extent is known, past p too, has its range checked as
+ * it is added (pool_range.h): a batch of any length is refused as the
+ * driver alone refuses it, with the operation it names (a batch's failIdx). */
 #define SPW_MAX_SIDES 64
 typedef struct spw_sides {
     CUdeviceptr p[SPW_MAX_SIDES];
     size_t bytes[SPW_MAX_SIDES]; /* what the side reaches from p (0: not known) */
     unsigned n;
-    uint64_t more; /* the pool devices of the sides past p */
+    uint64_t more;     /* the pool devices of the sides past p */
+    size_t op;         /* the batch operation whose sides are being added */
+    CUresult refused;  /* the first side's range refusal (0: none) */
+    size_t refused_op; /* the operation of that side */
 } spw_sides;
 
 /* The pool device of a side p (-1: none): its arena's (a few compares),
@@ -149,6 +155,8 @@ static inline void spw_side_range(spw_sides *s, CUdeviceptr p, size_t bytes)
 {
     if (!p)
         return;
+    if (bytes && !s->refused && (s->refused = spw_pool_range_check(p, bytes)) != CUDA_SUCCESS)
+        s->refused_op = s->op;
     if (s->n < SPW_MAX_SIDES) {
         s->bytes[s->n] = bytes;
         s->p[s->n++] = p;
@@ -212,24 +220,24 @@ uint64_t spw_gate_use_sides(sw_policy *g, const spw_sides *s, CUstream stream);
             return r;                                                          \
     } while (0)
 
-/* The sides whose extent is known, checked as SPW_RANGES_CHECK does. */
-static inline CUresult spw_sides_check(const spw_sides *s)
-{
-    CUresult r = CUDA_SUCCESS;
-    for (unsigned i = 0; i < s->n && r == CUDA_SUCCESS; i++)
-        r = spw_pool_range_check(s->p[i], s->bytes[i]);
-    return r;
-}
-
 /* The same for a submission on stream (NULL: a synchronous call) whose
- * pointers collect adds to the sides s (spw_side(s, p)), checked first
- * (spw_sides_check); _THEN: returning result instead of the driver's
+ * pointers collect adds to the sides s (spw_side(s, p)), refused first
+ * when a side's range was (spw_side_range), the refused operation's index
+ * then stored through fail_idx when it is not NULL (a batch's failIdx, as
+ * the driver sets it); _THEN: returning result instead of the driver's
  * answer r (a counting step that returns r). */
-#define SPW_SIDES_HANDLERS_THEN(handler, params, args, stream, collect, result)                    \
+#define SPW_SIDES_HANDLERS_FAIL(handler, params, args, stream, collect, result, fail_idx)           \
     SPW_CHECKED_HANDLERS(handler, params, args,                                                    \
                          spw_sides s_ = {0}; spw_sides *s = &s_; collect;                          \
-                         if ((r = spw_sides_check(s)) != CUDA_SUCCESS) return r,                   \
+                         if ((r = s->refused) != CUDA_SUCCESS) {                                   \
+                             size_t *fail_ = (fail_idx);                                           \
+                             if (fail_)                                                            \
+                                 *fail_ = s->refused_op;                                           \
+                             return r;                                                             \
+                         },                                                                        \
                          devices = spw_gate_use_sides(g, s, (stream)), result)
+#define SPW_SIDES_HANDLERS_THEN(handler, params, args, stream, collect, result) \
+    SPW_SIDES_HANDLERS_FAIL(handler, params, args, stream, collect, result, NULL)
 #define SPW_SIDES_HANDLERS(handler, params, args, stream, collect) \
     SPW_SIDES_HANDLERS_THEN(handler, params, args, stream, collect, r)
 #endif

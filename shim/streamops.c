@@ -7,17 +7,22 @@
 #include "shim/gate_use.h"
 #include "shim/handler.h"
 
+/* Each operation's value, of 4 or 8 bytes at its address: its range is
+ * checked as a copy's (a write to a freed pool allocation would land in
+ * whatever the pool put there since). */
 static void memop_sides(spw_sides *s, const CUstreamBatchMemOpParams *ops, unsigned n)
 {
     for (unsigned i = 0; ops && i < n; i++) {
         switch (ops[i].operation) {
         case CU_STREAM_MEM_OP_WAIT_VALUE_32:
         case CU_STREAM_MEM_OP_WAIT_VALUE_64:
-            spw_side(s, ops[i].waitValue.address);
+            spw_side_range(s, ops[i].waitValue.address,
+                           ops[i].operation == CU_STREAM_MEM_OP_WAIT_VALUE_32 ? 4 : 8);
             break;
         case CU_STREAM_MEM_OP_WRITE_VALUE_32:
         case CU_STREAM_MEM_OP_WRITE_VALUE_64:
-            spw_side(s, ops[i].writeValue.address);
+            spw_side_range(s, ops[i].writeValue.address,
+                           ops[i].operation == CU_STREAM_MEM_OP_WRITE_VALUE_32 ? 4 : 8);
             break;
         default:
             break;
@@ -31,16 +36,16 @@ static void memop_sides(spw_sides *s, const CUstreamBatchMemOpParams *ops, unsig
 #define MEMOP_HANDLERS(sfx)                                                                  \
     SPW_SIDES_HANDLERS(spw_h_stream_write_value32##sfx,                                      \
                        (CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags), \
-                       (stream, addr, value, flags), stream, spw_side(s, addr))              \
+                       (stream, addr, value, flags), stream, spw_side_range(s, addr, 4))              \
     SPW_SIDES_HANDLERS(spw_h_stream_write_value64##sfx,                                      \
                        (CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags), \
-                       (stream, addr, value, flags), stream, spw_side(s, addr))              \
+                       (stream, addr, value, flags), stream, spw_side_range(s, addr, 8))              \
     SPW_SIDES_HANDLERS(spw_h_stream_wait_value32##sfx,                                       \
                        (CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags), \
-                       (stream, addr, value, flags), stream, spw_side(s, addr))              \
+                       (stream, addr, value, flags), stream, spw_side_range(s, addr, 4))              \
     SPW_SIDES_HANDLERS(spw_h_stream_wait_value64##sfx,                                       \
                        (CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags), \
-                       (stream, addr, value, flags), stream, spw_side(s, addr))              \
+                       (stream, addr, value, flags), stream, spw_side_range(s, addr, 8))              \
     SPW_SIDES_HANDLERS(spw_h_stream_batch_mem_op##sfx,                                       \
                        (CUstream stream, unsigned int count, CUstreamBatchMemOpParams *paramArray, \
                         unsigned int flags),                                                 \

@@ -666,6 +666,49 @@ static void copies_2d(void)
     TRY_PT(cuMemcpyPeerAsync, "bad_stream", cuMemcpyPeerAsync, dptr, ctx, dptr, ctx, 16, bad_stream);
 }
 
+/* Batches longer than the sides spillway keeps for a submission (64):
+ * the overrun in a late operation is refused all the same, and failIdx
+ * names that operation as the driver's does. */
+#define LONG_BATCH 40
+#define LONG_BAD 35
+#define FAIL_UNSET 7777
+#define TRY_FAIL(base, tag, sym, fail, ...)                                      \
+    do {                                                                         \
+        *(fail) = FAIL_UNSET;                                                    \
+        TRY(base, tag, sym, __VA_ARGS__);                                        \
+        report(#base, #sym, tag ".failIdx", (int)*(fail));                       \
+        *(fail) = FAIL_UNSET;                                                    \
+        report(#base, #sym "+pt", tag, p_##sym##_pt ? (int)p_##sym##_pt(__VA_ARGS__) : ABSENT); \
+        report(#base, #sym "+pt", tag ".failIdx", (int)*(fail));                 \
+    } while (0)
+
+static void long_batches(CUmemcpyAttributes *attr, const CUDA_MEMCPY3D_BATCH_OP *past,
+                         const CUDA_MEMCPY3D_BATCH_OP *ok)
+{
+    CUdeviceptr dsts[LONG_BATCH], srcs[LONG_BATCH];
+    size_t sizes[LONG_BATCH], idx[] = {0}, fail;
+    CUDA_MEMCPY3D_BATCH_OP ops[LONG_BATCH];
+    for (int i = 0; i < LONG_BATCH; i++) {
+        dsts[i] = dptr + 4096 + 16 * (CUdeviceptr)i;
+        srcs[i] = dptr;
+        sizes[i] = 16;
+        ops[i] = *ok;
+        ops[i].dst.op.ptr.ptr = dsts[i];
+    }
+    TRY_FAIL(cuMemcpyBatchAsync, "long_ok", cuMemcpyBatchAsync, &fail, dsts, srcs, sizes, LONG_BATCH, attr, idx, 1,
+             &fail, stream);
+    TRY_FAIL(cuMemcpy3DBatchAsync, "long_ok", cuMemcpy3DBatchAsync, &fail, LONG_BATCH, ops, &fail, 0, stream);
+    dsts[LONG_BAD] = inner;
+    sizes[LONG_BAD] = MiB;
+    ops[LONG_BAD] = *past;
+    TRY_FAIL(cuMemcpyBatchAsync, "long_past_end", cuMemcpyBatchAsync, &fail, dsts, srcs, sizes, LONG_BATCH, attr,
+             idx, 1, &fail, stream);
+    TRY_PT(cuMemcpyBatchAsync, "long_past_end", cuMemcpyBatchAsync_v2, dsts, srcs, sizes, LONG_BATCH, attr, idx, 1,
+           stream);
+    TRY_FAIL(cuMemcpy3DBatchAsync, "long_past_end", cuMemcpy3DBatchAsync, &fail, LONG_BATCH, ops, &fail, 0, stream);
+    TRY_PT(cuMemcpy3DBatchAsync, "long_past_end", cuMemcpy3DBatchAsync_v2, LONG_BATCH, ops, 0, stream);
+}
+
 static void batch_copies(void)
 {
     /* Their operands are unified addresses, as cuMemcpy's: no bad one
@@ -713,6 +756,7 @@ static void batch_copies(void)
     TRY_PT(cuMemcpy3DBatchAsync, "zero_op", cuMemcpy3DBatchAsync_v2, 1, &zero, 0, stream);
     TRY_PT(cuMemcpy3DBatchAsync, "past_end", cuMemcpy3DBatchAsync_v2, 1, &op, 0, stream);
     TRY_PT(cuMemcpy3DBatchAsync, "bad_stream", cuMemcpy3DBatchAsync_v2, 1, &ok_op, 0, bad_stream);
+    long_batches(&attr, &op, &ok_op);
 }
 
 /* ---- stream work ------------------------------------------------------------- */
@@ -720,6 +764,16 @@ static void batch_copies(void)
 static void host_fn(void *data)
 {
     (void)data;
+}
+
+/* A write of a value to memory freed just now (just_freed), one for each
+ * call. */
+static CUstreamBatchMemOpParams *freed_write(void)
+{
+    static CUstreamBatchMemOpParams op;
+    op = (CUstreamBatchMemOpParams){
+        .writeValue = {.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32, .address = just_freed()}};
+    return &op;
 }
 
 /* Waits only on addresses that fail before the wait is queued: a wait
@@ -734,7 +788,9 @@ static void stream_memops(void)
     TRY_PT(cuStreamWriteValue32, "bad_flags", sym32w, stream, dptr, 1, 0x100);                 \
     TRY_PT(cuStreamWriteValue32, "misaligned", sym32w, stream, dptr + 1, 1, 0);                \
     TRY_PT(cuStreamWriteValue32, "bad_stream", sym32w, bad_stream, dptr, 1, 0);                \
+    TRY_PT(cuStreamWriteValue32, "freed", sym32w, stream, just_freed(), 1, 0);                 \
     TRY_PT(cuStreamWriteValue64, "bad_pointer", sym64w, stream, bad, 1, 0);                    \
+    TRY_PT(cuStreamWriteValue64, "freed", sym64w, stream, just_freed(), 1, 0);                 \
     TRY_PT(cuStreamWriteValue64, "misaligned", sym64w, stream, dptr + 4, 1, 0);                \
     TRY_PT(cuStreamWriteValue64, "bad_stream", sym64w, bad_stream, dptr, 1, 0);                \
     TRY_PT(cuStreamWaitValue32, "bad_pointer", sym32, stream, bad, 1, 0);                      \
@@ -746,6 +802,7 @@ static void stream_memops(void)
     TRY_PT(cuStreamBatchMemOp, "count_0", symb, stream, 0, &op, 0);                            \
     TRY_PT(cuStreamBatchMemOp, "null_ops", symb, stream, 1, NULL, 0);                          \
     TRY_PT(cuStreamBatchMemOp, "bad_pointer", symb, stream, 1, &op, 0);                        \
+    TRY_PT(cuStreamBatchMemOp, "freed", symb, stream, 1, freed_write(), 0);                    \
     TRY_PT(cuStreamBatchMemOp, "bad_op", symb, stream, 1, &bad_op, 0);                         \
     TRY_PT(cuStreamBatchMemOp, "bad_flags", symb, stream, 1, &op, 0x100);                      \
     TRY_PT(cuStreamBatchMemOp, "bad_stream", symb, bad_stream, 1, &op, 0);
