@@ -10,6 +10,7 @@
  * (README, known limits). */
 #include "shim/array_size.h"
 #include "shim/copy.h"
+#include "shim/copy_range.h"
 #include "shim/gate_use.h"
 #include "shim/handler.h"
 
@@ -225,6 +226,20 @@ static void set2d_side(spw_sides *s, CUdeviceptr dst, size_t pitch, size_t width
 {
     if (width && height)
         spw_side_range(s, dst, (height - 1) * pitch + width * elem);
+}
+
+CUresult spw_copy3d_range_check(const CUDA_MEMCPY3D *c)
+{
+    spw_sides s_ = {0}, *s = &s_;
+    COPY3D_SIDES(c);
+    return s->refused;
+}
+
+CUresult spw_set2d_range_check(CUdeviceptr dst, size_t pitch, size_t width, size_t height, size_t elem)
+{
+    spw_sides s = {0};
+    set2d_side(&s, dst, pitch, width, height, elem);
+    return s.refused;
 }
 
 SPW_SIDES_HANDLERS(spw_h_memset_d2d8,

@@ -10,6 +10,7 @@
  * cuGraphExecNodeSetParams; forgotten at cuGraphExecDestroy.
  * Graphs that PyTorch and XLA capture from streams are instantiated like
  * any other. Only pointers into spillway's memory are kept, each once. */
+#include "shim/copy_range.h"
 #include "shim/gate_use.h"
 #include "shim/graph_mem.h"
 #include "shim/graph_walk.h"
@@ -493,7 +494,10 @@ CUresult spw_h_graph_exec_memcpy_node_set_params(CUgraphExec hGraphExec, CUgraph
                                                  const CUDA_MEMCPY3D *copyParams, CUcontext ctx)
 {
     SPW_REAL_OR_RETURN(real, spw_h_graph_exec_memcpy_node_set_params);
-    CUresult r = real(hGraphExec, hNode, copyParams, ctx);
+    CUresult r = spw_copy3d_range_check(copyParams);
+    if (r != CUDA_SUCCESS)
+        return r;
+    r = real(hGraphExec, hNode, copyParams, ctx);
     if (r == CUDA_SUCCESS && copyParams)
         add_to(hGraphExec, NULL, copyParams, 0, NULL);
     return r;
@@ -504,7 +508,12 @@ CUresult spw_h_graph_exec_memset_node_set_params(CUgraphExec hGraphExec, CUgraph
                                                  CUcontext ctx)
 {
     SPW_REAL_OR_RETURN(real, spw_h_graph_exec_memset_node_set_params);
-    CUresult r = real(hGraphExec, hNode, memsetParams, ctx);
+    CUresult r = memsetParams ? spw_set2d_range_check(memsetParams->dst, memsetParams->pitch, memsetParams->width,
+                                                      memsetParams->height, memsetParams->elementSize)
+                              : CUDA_SUCCESS;
+    if (r != CUDA_SUCCESS)
+        return r;
+    r = real(hGraphExec, hNode, memsetParams, ctx);
     if (r == CUDA_SUCCESS && memsetParams)
         add_to(hGraphExec, NULL, NULL, memsetParams->dst, NULL);
     return r;
@@ -523,11 +532,25 @@ CUresult spw_h_graph_exec_child_graph_node_set_params(CUgraphExec hGraphExec, CU
     return r;
 }
 
+/* The ranges of a copy or set node's new parameters (copy_range.h). */
+static CUresult node_params_check(const CUgraphNodeParams *p)
+{
+    if (p && p->type == CU_GRAPH_NODE_TYPE_MEMCPY)
+        return spw_copy3d_range_check(&p->memcpy.copyParams);
+    if (p && p->type == CU_GRAPH_NODE_TYPE_MEMSET)
+        return spw_set2d_range_check(p->memset.dst, p->memset.pitch, p->memset.width, p->memset.height,
+                                     p->memset.elementSize);
+    return CUDA_SUCCESS;
+}
+
 CUresult spw_h_graph_exec_node_set_params(CUgraphExec hGraphExec, CUgraphNode hNode,
                                           CUgraphNodeParams *nodeParams)
 {
     SPW_REAL_OR_RETURN(real, spw_h_graph_exec_node_set_params);
-    CUresult r = real(hGraphExec, hNode, nodeParams);
+    CUresult r = node_params_check(nodeParams);
+    if (r != CUDA_SUCCESS)
+        return r;
+    r = real(hGraphExec, hNode, nodeParams);
     if (r != CUDA_SUCCESS || !nodeParams)
         return r;
     if (nodeParams->type == CU_GRAPH_NODE_TYPE_KERNEL) {

@@ -892,6 +892,83 @@ static void launches(void)
     TRY_PT(cuGraphUpload, "bad_stream", cuGraphUpload, gexec, bad_stream);
 }
 
+/* Copy and set nodes: the driver checks their ranges when they are added
+ * or given parameters, as copies are checked when issued. Each graph call
+ * below that succeeds is one the driver alone accepts too. */
+static CUDA_MEMCPY3D node_copy(CUdeviceptr dst, size_t bytes)
+{
+    return (CUDA_MEMCPY3D){.srcMemoryType = CU_MEMORYTYPE_DEVICE, .srcDevice = dptr,
+                           .dstMemoryType = CU_MEMORYTYPE_DEVICE, .dstDevice = dst,
+                           .WidthInBytes = bytes, .Height = 1, .Depth = 1};
+}
+
+static CUDA_MEMSET_NODE_PARAMS node_set(CUdeviceptr dst, size_t bytes)
+{
+    return (CUDA_MEMSET_NODE_PARAMS){.dst = dst, .value = 0x5a, .elementSize = 1, .width = bytes, .height = 1};
+}
+
+static CUDA_MEMCPY3D *freed_copy(void)
+{
+    static CUDA_MEMCPY3D c;
+    c = node_copy(just_freed(), 16);
+    return &c;
+}
+
+static CUDA_MEMSET_NODE_PARAMS *freed_set(void)
+{
+    static CUDA_MEMSET_NODE_PARAMS m;
+    m = node_set(just_freed(), 16);
+    return &m;
+}
+
+static void graph_nodes(void)
+{
+    CUgraph g;
+    CUgraphNode cn, sn;
+    CUgraphExec x;
+    CUDA_MEMCPY3D ok = node_copy(dptr + 4096, 16), past = node_copy(inner, MiB);
+    CUDA_MEMSET_NODE_PARAMS sok = node_set(dptr + 4096, 16), spast = node_set(inner, MiB);
+    CUDA_MEMSET_NODE_PARAMS sbad = sok;
+    sbad.elementSize = 3;
+    OK(cuGraphCreate(&g, 0));
+    TRY(cuGraphAddMemcpyNode, "null_out", cuGraphAddMemcpyNode, NULL, g, NULL, 0, &ok, ctx);
+    TRY(cuGraphAddMemcpyNode, "null_graph", cuGraphAddMemcpyNode, &cn, NULL, NULL, 0, &ok, ctx);
+    TRY(cuGraphAddMemcpyNode, "null_params", cuGraphAddMemcpyNode, &cn, g, NULL, 0, NULL, ctx);
+    TRY(cuGraphAddMemcpyNode, "past_end", cuGraphAddMemcpyNode, &cn, g, NULL, 0, &past, ctx);
+    TRY(cuGraphAddMemcpyNode, "freed", cuGraphAddMemcpyNode, &cn, g, NULL, 0, freed_copy(), ctx);
+    TRY(cuGraphAddMemsetNode, "null_out", cuGraphAddMemsetNode, NULL, g, NULL, 0, &sok, ctx);
+    TRY(cuGraphAddMemsetNode, "null_params", cuGraphAddMemsetNode, &sn, g, NULL, 0, NULL, ctx);
+    TRY(cuGraphAddMemsetNode, "bad_element", cuGraphAddMemsetNode, &sn, g, NULL, 0, &sbad, ctx);
+    TRY(cuGraphAddMemsetNode, "past_end", cuGraphAddMemsetNode, &sn, g, NULL, 0, &spast, ctx);
+    TRY(cuGraphAddMemsetNode, "freed", cuGraphAddMemsetNode, &sn, g, NULL, 0, freed_set(), ctx);
+    OK(cuGraphAddMemcpyNode(&cn, g, NULL, 0, &ok, ctx));
+    OK(cuGraphAddMemsetNode(&sn, g, &cn, 1, &sok, ctx));
+    TRY(cuGraphMemcpyNodeSetParams, "null_params", cuGraphMemcpyNodeSetParams, cn, NULL);
+    TRY(cuGraphMemcpyNodeSetParams, "wrong_node", cuGraphMemcpyNodeSetParams, sn, &ok);
+    TRY(cuGraphMemcpyNodeSetParams, "past_end", cuGraphMemcpyNodeSetParams, cn, &past);
+    TRY(cuGraphMemcpyNodeSetParams, "freed", cuGraphMemcpyNodeSetParams, cn, freed_copy());
+    TRY(cuGraphMemsetNodeSetParams, "null_params", cuGraphMemsetNodeSetParams, sn, NULL);
+    TRY(cuGraphMemsetNodeSetParams, "wrong_node", cuGraphMemsetNodeSetParams, cn, &sok);
+    TRY(cuGraphMemsetNodeSetParams, "past_end", cuGraphMemsetNodeSetParams, sn, &spast);
+    TRY(cuGraphMemsetNodeSetParams, "freed", cuGraphMemsetNodeSetParams, sn, freed_set());
+    OK(cuGraphInstantiateWithFlags(&x, g, 0));
+    CUgraphNodeParams npast = {.type = CU_GRAPH_NODE_TYPE_MEMCPY, .memcpy = {.copyCtx = ctx, .copyParams = past}};
+    CUgraphNodeParams nspast = {.type = CU_GRAPH_NODE_TYPE_MEMSET,
+                                .memset = {.dst = inner, .value = 0x5a, .elementSize = 1, .width = MiB, .height = 1,
+                                           .ctx = ctx}};
+    TRY(cuGraphExecMemcpyNodeSetParams, "past_end", cuGraphExecMemcpyNodeSetParams, x, cn, &past, ctx);
+    TRY(cuGraphExecMemcpyNodeSetParams, "freed", cuGraphExecMemcpyNodeSetParams, x, cn, freed_copy(), ctx);
+    TRY(cuGraphExecMemsetNodeSetParams, "past_end", cuGraphExecMemsetNodeSetParams, x, sn, &spast, ctx);
+    TRY(cuGraphExecMemsetNodeSetParams, "freed", cuGraphExecMemsetNodeSetParams, x, sn, freed_set(), ctx);
+    TRY(cuGraphExecNodeSetParams, "copy_past_end", cuGraphExecNodeSetParams, x, cn, &npast);
+    TRY(cuGraphExecNodeSetParams, "set_past_end", cuGraphExecNodeSetParams, x, sn, &nspast);
+    /* What was accepted runs: a copy and a set of 16 bytes inside dptr. */
+    OK(cuGraphLaunch(x, stream));
+    OK(cuStreamSynchronize(stream));
+    OK(cuGraphExecDestroy(x));
+    OK(cuGraphDestroy(g));
+}
+
 static void graphs(void)
 {
     CUgraphExec e;
@@ -1078,6 +1155,7 @@ int main(void)
     stream_memops();
     launches();
     graphs();
+    graph_nodes();
     arrays();
     host_memory();
     sizes();

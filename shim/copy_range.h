@@ -1,0 +1,19 @@
+/* The ranges a copy descriptor or a set names in pool memory, checked
+ * outside a submission (copy2d.c, as its handlers check theirs): for graph
+ * nodes, which the driver checks when they are added or given parameters
+ * and then runs unchecked at every launch (graph_nodes.c, graphs.c). */
+#ifndef SPILLWAY_SHIM_COPY_RANGE_H
+#define SPILLWAY_SHIM_COPY_RANGE_H
+#include <cuda.h>
+#include <stddef.h>
+
+/* CUDA_ERROR_INVALID_VALUE when a device or unified side of c (NULL:
+ * CUDA_SUCCESS, the driver's to refuse) reaches past the pool allocation
+ * it starts in, or starts in a freed one (pool_range.h); the bytes from
+ * the first one the offsets reach to the end of the last row. */
+CUresult spw_copy3d_range_check(const CUDA_MEMCPY3D *c);
+
+/* The same for a set of height rows of width elements of elem bytes,
+ * pitch bytes apart, from dst. */
+CUresult spw_set2d_range_check(CUdeviceptr dst, size_t pitch, size_t width, size_t height, size_t elem);
+#endif
