@@ -1,4 +1,5 @@
 /* Conformance: copies and memsets in every direction, sync and async. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,6 +65,45 @@ START_TEST(array_copies)
     CU_OK(cuMemFree(p));
     free(src);
     free(dst);
+}
+END_TEST
+
+/* A copy or set running past an allocation: the driver refuses one byte
+ * past the end cuMemGetAddressRange reports and accepts one up to it, for
+ * sizes that are no whole number of pages (spillway holds its pool to the
+ * same rule: shim/pool_range.h, with the size its cuMemGetAddressRange
+ * reports). What the driver reports for each size is printed: if it
+ * rounds, a copy into its rounding is accepted, and spillway must follow. */
+START_TEST(copies_past_an_allocation_are_refused)
+{
+    static const size_t sizes[] = {100, 4096 + 3, 3 * MiB + 100};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        CUdeviceptr p, base;
+        size_t n = sizes[i], size;
+        CU_OK(cuMemAlloc(&p, n));
+        CU_OK(cuMemGetAddressRange(&base, &size, p));
+        printf("copies_past_an_allocation: cuMemAlloc(%zu) reports %zu bytes\n", n, size);
+        ck_assert_uint_eq(base, p);
+        ck_assert_uint_ge(size, n);
+        unsigned char *host = pattern(size + 1, 3);
+        CU_OK(cuMemcpyHtoD(p, host, size));
+        CU_OK(cuMemsetD8(p, 7, size));
+        CU_ERR(cuMemcpyHtoD(p, host, size + 1), CUDA_ERROR_INVALID_VALUE);
+        CU_ERR(cuMemcpyHtoD(p + 1, host, size), CUDA_ERROR_INVALID_VALUE);
+        CU_ERR(cuMemcpyDtoH(host, p, size + 1), CUDA_ERROR_INVALID_VALUE);
+        CU_ERR(cuMemsetD8(p, 0, size + 1), CUDA_ERROR_INVALID_VALUE);
+        CU_ERR(cuMemcpyDtoD(p + 1, p, size), CUDA_ERROR_INVALID_VALUE);
+        /* nothing of the refused ones was written */
+        unsigned char *want = malloc(size);
+        ck_assert_ptr_nonnull(want);
+        memset(want, 7, size);
+        memset(host, 0, size + 1);
+        CU_OK(cuMemcpyDtoH(host, p, size));
+        ck_assert_mem_eq(host, want, size);
+        free(want);
+        free(host);
+        CU_OK(cuMemFree(p));
+    }
 }
 END_TEST
 
@@ -180,6 +220,7 @@ Suite *test_suite(void)
     TCase *tc = tcase_create("copy");
     tcase_add_checked_fixture(tc, driver_setup, driver_teardown);
     tcase_add_test(tc, sync_roundtrip_all_directions);
+    tcase_add_test(tc, copies_past_an_allocation_are_refused);
     tcase_add_test(tc, array_copies);
     tcase_add_test(tc, async_roundtrip_pinned);
     tcase_add_test(tc, memsets);
