@@ -92,7 +92,7 @@
     X(COPY_HTOD,      copy_htod_bytes,      COUNTER, "bytes the program copied host to device") \
     X(COPY_DTOH,      copy_dtoh_bytes,      COUNTER, "bytes the program copied device to host") \
     X(COPY_DTOD,      copy_dtod_bytes,      COUNTER, "bytes the program copied device to device") \
-    X(LAUNCHES,       launches,             COUNTER, "kernel launches the driver accepted (cuLaunchKernel, cuLaunchKernelEx, cuLaunchCooperativeKernel, from the runtime too), counted on the current context's device: fewer than the program made means some bypass spillway's work gate") \
+    X(LAUNCHES,       launches,             COUNTER, "kernel launches the driver accepted (cuLaunchKernel, cuLaunchKernelEx, cuLaunchCooperativeKernel, from the runtime too), counted on the device of its stream (the current context's for the NULL, legacy and per-thread streams): fewer than the program made means some bypass spillway's work gate") \
     X(GRAPH_LAUNCHES, graph_launches,       COUNTER, "graph launches the driver accepted (cuGraphLaunch), counted as launches are") \
     X(PASS_IPC,       passthrough_ipc_bytes,     GAUGE, "bytes allocated outside the pool: IPC/shareable") \
     X(PASS_MANAGED,   passthrough_managed_bytes, GAUGE, "bytes allocated outside the pool: managed") \
