@@ -1,7 +1,8 @@
 /* Kernel and graph launches: cuLaunchKernel, cuLaunchKernelEx,
  * cuLaunchCooperativeKernel and cuGraphLaunch, each also as its _ptsz
  * variant (forwarded to the driver's same variant), CUDA 2.0's cuLaunch,
- * cuLaunchGrid and cuLaunchGridAsync, and the unloads that end a
+ * cuLaunchGrid and cuLaunchGridAsync, CUDA 9.0's
+ * cuLaunchCooperativeKernelMultiDevice, and the unloads that end a
  * function's life. They are hooked for spill and counted: without a
  * spilling pool each forwards untouched after one atomic load, and counts
  * what the driver accepted.
@@ -104,6 +105,37 @@ LAUNCH_HANDLERS(spw_h_launch_cooperative_kernel,
                 f, kernelParams, NULL, hStream,
                 (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,
                  hStream, kernelParams))
+
+/* CUDA 9.0's multi-device cooperative launch (deprecated since 11.3, still
+ * the driver's): one kernel per device, each with its own arguments on a
+ * stream of its device. Each kernel's arguments are scanned like a
+ * launch's, the bracket holds the gate of every device named, and each
+ * launch the driver accepted counts on its own device. The driver refuses
+ * two launches on one device, so a list longer than SW_MAX_DEVICES is
+ * left for it to refuse unread (no room is taken to read what a bad count
+ * names past the program's array). */
+CUresult spw_h_launch_cooperative_kernel_multi_device(CUDA_LAUNCH_PARAMS *launchParamsList,
+                                                      unsigned int numDevices, unsigned int flags)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_launch_cooperative_kernel_multi_device);
+    const CUDA_LAUNCH_PARAMS *l = launchParamsList;
+    unsigned n = l && numDevices <= SW_MAX_DEVICES ? numDevices : 0;
+    sw_policy *g = spw_gate();
+    uint64_t devices = 0, runs_on[SW_MAX_DEVICES] = {0};
+    if (g) {
+        for (unsigned i = 0; i < n; i++) {
+            use_arguments(g, l[i].function, l[i].kernelParams, NULL);
+            spw_gate_note_stream(l[i].hStream);
+            devices |= runs_on[i] = spw_gate_stream_devices(l[i].hStream);
+        }
+        spw_gate_note_context();
+    }
+    CUresult r;
+    SPW_GATED_CALL(g, devices, r, real(launchParamsList, numDevices, flags));
+    for (unsigned i = 0; r == CUDA_SUCCESS && i < n; i++)
+        counted(r, l[i].hStream, runs_on[i], 0);
+    return r;
+}
 
 /* SPW_GATED_HANDLER's shape, with the driver's graph memory counted
  * around it (graph_mem.h: a first launch may reserve, and is refused when

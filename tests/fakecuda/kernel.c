@@ -479,6 +479,134 @@ FC_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, uns
     return fc_launch(f, DIM(gx, gy, gz), DIM(bx, by, bz), shmem, h, params, NULL, true);
 }
 
+/* CUDA 9.0's multi-device cooperative launch (deprecated since 11.3, still
+ * exported): one kernel per device, each on a stream the program created
+ * ("the NULL stream or CU_STREAM_LEGACY or CU_STREAM_PER_THREAD cannot be
+ * used"), no two on one device, the same code, grid, block and shared
+ * memory everywhere. Unless the flags say otherwise, no kernel begins
+ * before the prior work of every stream named is complete, and no later
+ * work of any of them begins before every kernel is: each kernel's op
+ * first waits for the others' markers (queued behind their prior work),
+ * and an op after each kernel waits for the other kernels. fakecuda's
+ * kernels need no grid-wide synchronisation across devices (each runs
+ * its whole grid in one call). Not capturable: a capturing stream gets
+ * the capture's refusal. */
+struct multi_launch {
+    struct fc_kernel_call k;
+    struct fc_dep wait[FC_MAX_DEVICES];
+    unsigned nwait;
+};
+
+static void run_multi_wait(void *arg)
+{
+    struct multi_launch *m = arg;
+    for (unsigned i = 0; i < m->nwait; i++)
+        fc_dep_wait(&m->wait[i]);
+}
+
+static void run_multi_launch(void *arg)
+{
+    struct multi_launch *m = arg;
+    run_multi_wait(m);
+    fc_kernel_call_run(&m->k);
+    fc_kernel_call_free(&m->k);
+    free(m);
+}
+
+static void run_multi_after(void *arg)
+{
+    run_multi_wait(arg);
+    free(arg);
+}
+
+static void run_nothing(void *arg)
+{
+    (void)arg;
+}
+
+FC_EXPORT CUresult cuLaunchCooperativeKernelMultiDevice(CUDA_LAUNCH_PARAMS *list, unsigned int n,
+                                                        unsigned int flags)
+{
+    FC_FAULT(cuLaunchCooperativeKernelMultiDevice);
+    CUresult r = fc_initialized();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!list || !n || n > (unsigned)fc_ndevices ||
+        (flags & ~(unsigned)(CUDA_COOPERATIVE_LAUNCH_MULTI_DEVICE_NO_PRE_LAUNCH_SYNC |
+                             CUDA_COOPERATIVE_LAUNCH_MULTI_DEVICE_NO_POST_LAUNCH_SYNC)))
+        return CUDA_ERROR_INVALID_VALUE;
+    struct CUstream_st *s[FC_MAX_DEVICES];
+    bool used[FC_MAX_DEVICES] = {false};
+    for (unsigned i = 0; i < n; i++) {
+        const CUDA_LAUNCH_PARAMS *l = &list[i];
+        if (!l->hStream || l->hStream == CU_STREAM_LEGACY || l->hStream == CU_STREAM_PER_THREAD)
+            return CUDA_ERROR_INVALID_VALUE;
+        if ((r = fc_stream_resolve(l->hStream, false, &s[i])) != CUDA_SUCCESS)
+            return r;
+        int dev = fc_stream_device(s[i]);
+        if (dev < 0 || dev >= FC_MAX_DEVICES || used[dev])
+            return CUDA_ERROR_INVALID_VALUE;
+        used[dev] = true;
+        struct CUfunc_st *fn = fc_func_resolve(l->function);
+        if (!fn)
+            return CUDA_ERROR_INVALID_HANDLE;
+        if (i && (fn->fn != fc_func_resolve(list[0].function)->fn || l->gridDimX != list[0].gridDimX ||
+                  l->gridDimY != list[0].gridDimY || l->gridDimZ != list[0].gridDimZ ||
+                  l->blockDimX != list[0].blockDimX || l->blockDimY != list[0].blockDimY ||
+                  l->blockDimZ != list[0].blockDimZ || l->sharedMemBytes != list[0].sharedMemBytes))
+            return CUDA_ERROR_INVALID_VALUE;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        bool capturing;
+        if ((r = fc_capture_enter(s[i], &capturing)) != CUDA_SUCCESS)
+            return r;
+        if (capturing)
+            return fc_capture_add(s[i], NULL);
+    }
+    struct multi_launch *m[FC_MAX_DEVICES] = {NULL};
+    for (unsigned i = 0; i < n && r == CUDA_SUCCESS; i++) {
+        const CUDA_LAUNCH_PARAMS *l = &list[i];
+        if (!(m[i] = calloc(1, sizeof *m[i])))
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+        else if ((r = fc_kernel_call_init(&m[i]->k, l->function, DIM(l->gridDimX, l->gridDimY, l->gridDimZ),
+                                          DIM(l->blockDimX, l->blockDimY, l->blockDimZ), l->sharedMemBytes,
+                                          l->kernelParams, NULL)) != CUDA_SUCCESS) {
+            free(m[i]);
+            m[i] = NULL;
+        }
+    }
+    if (r != CUDA_SUCCESS) {
+        for (unsigned i = 0; i < n; i++)
+            if (m[i]) {
+                fc_kernel_call_free(&m[i]->k);
+                free(m[i]);
+            }
+        return r;
+    }
+    struct fc_dep done[FC_MAX_DEVICES];
+    if (!(flags & CUDA_COOPERATIVE_LAUNCH_MULTI_DEVICE_NO_PRE_LAUNCH_SYNC)) {
+        for (unsigned i = 0; i < n; i++)
+            done[i] = (struct fc_dep){s[i], fc_stream_enqueue(s[i], run_nothing, NULL, NULL)};
+        for (unsigned i = 0; i < n; i++)
+            for (unsigned j = 0; j < n; j++)
+                if (j != i)
+                    m[i]->wait[m[i]->nwait++] = done[j];
+    }
+    for (unsigned i = 0; i < n; i++)
+        done[i] = (struct fc_dep){s[i], fc_stream_enqueue(s[i], run_multi_launch, m[i], NULL)};
+    if (!(flags & CUDA_COOPERATIVE_LAUNCH_MULTI_DEVICE_NO_POST_LAUNCH_SYNC) && n > 1)
+        for (unsigned i = 0; i < n; i++) {
+            struct multi_launch *after = calloc(1, sizeof *after);
+            if (!after)
+                abort(); /* as fc_stream_enqueue: tests are small */
+            for (unsigned j = 0; j < n; j++)
+                if (j != i)
+                    after->wait[after->nwait++] = done[j];
+            fc_stream_enqueue(s[i], run_multi_after, after, NULL);
+        }
+    return CUDA_SUCCESS;
+}
+
 static CUresult launch_ex(const CUlaunchConfig *c, CUfunction f, void **params, void **extra, bool ptds)
 {
     if (!c)

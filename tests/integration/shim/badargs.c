@@ -877,6 +877,37 @@ static void launches(void)
            bad_stream, args);
     TRY_PT(cuLaunchCooperativeKernel, "null_params", cuLaunchCooperativeKernel, ptr_fn, 1, 1, 1, 1, 1, 1, 0,
            stream, NULL);
+    CUDA_LAUNCH_PARAMS multi = {.function = ptr_fn, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
+                                .blockDimX = 1, .blockDimY = 1, .blockDimZ = 1, .hStream = stream,
+                                .kernelParams = args};
+    CUDA_LAUNCH_PARAMS multi_null_stream = multi, multi_bad_stream = multi, multi_null_function = multi,
+                       multi_bad_function = multi, multi_grid_0 = multi, multi_null_params = multi;
+    multi_null_stream.hStream = NULL;
+    multi_bad_stream.hStream = bad_stream;
+    multi_null_function.function = NULL;
+    multi_bad_function.function = BAD_HANDLE;
+    multi_grid_0.gridDimX = 0;
+    multi_null_params.kernelParams = NULL;
+    CUDA_LAUNCH_PARAMS multi_one_device_twice[2] = {multi, multi};
+    TRY(cuLaunchCooperativeKernelMultiDevice, "null_list", cuLaunchCooperativeKernelMultiDevice, NULL, 1, 0);
+    TRY(cuLaunchCooperativeKernelMultiDevice, "no_devices", cuLaunchCooperativeKernelMultiDevice, &multi, 0, 0);
+    /* More entries than the array has, and than any machine has devices. */
+    TRY(cuLaunchCooperativeKernelMultiDevice, "huge_count", cuLaunchCooperativeKernelMultiDevice, &multi,
+        0x7fffffffu, 0);
+    TRY(cuLaunchCooperativeKernelMultiDevice, "bad_flags", cuLaunchCooperativeKernelMultiDevice, &multi, 1, 0x80);
+    TRY(cuLaunchCooperativeKernelMultiDevice, "null_stream", cuLaunchCooperativeKernelMultiDevice,
+        &multi_null_stream, 1, 0);
+    TRY(cuLaunchCooperativeKernelMultiDevice, "bad_stream", cuLaunchCooperativeKernelMultiDevice,
+        &multi_bad_stream, 1, 0);
+    TRY(cuLaunchCooperativeKernelMultiDevice, "null_function", cuLaunchCooperativeKernelMultiDevice,
+        &multi_null_function, 1, 0);
+    TRY(cuLaunchCooperativeKernelMultiDevice, "bad_function", cuLaunchCooperativeKernelMultiDevice,
+        &multi_bad_function, 1, 0);
+    TRY(cuLaunchCooperativeKernelMultiDevice, "grid_0", cuLaunchCooperativeKernelMultiDevice, &multi_grid_0, 1, 0);
+    TRY(cuLaunchCooperativeKernelMultiDevice, "null_params", cuLaunchCooperativeKernelMultiDevice,
+        &multi_null_params, 1, 0);
+    TRY(cuLaunchCooperativeKernelMultiDevice, "one_device_twice", cuLaunchCooperativeKernelMultiDevice,
+        multi_one_device_twice, 2, 0);
     TRY(cuLaunch, "null_function", cuLaunch, NULL);
     TRY(cuLaunch, "bad_function", cuLaunch, BAD_HANDLE);
     TRY(cuLaunchGrid, "null_function", cuLaunchGrid, NULL, 1, 1);

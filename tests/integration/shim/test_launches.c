@@ -1,7 +1,9 @@
 /* Every launch reaches spillway's work gate, and the stats say so: each
  * launch API (cuLaunchKernel, its _ptsz variant, cuLaunchKernelEx,
- * cuLaunchCooperativeKernel, cuGraphLaunch, and CUDA 2.0's cuLaunch,
- * cuLaunchGrid and cuLaunchGridAsync), reached by each path programs
+ * cuLaunchCooperativeKernel, cuGraphLaunch, CUDA 2.0's cuLaunch,
+ * cuLaunchGrid and cuLaunchGridAsync, and CUDA 9.0's
+ * cuLaunchCooperativeKernelMultiDevice, one launch per device it names),
+ * reached by each path programs
  * use (linked, dlsym, cuGetProcAddress as the runtime does), moves the
  * segment's launches or graph_launches by exactly the number the driver
  * accepted, on the device of the stream's context (for the NULL stream,
@@ -23,7 +25,10 @@ static const char *const path_names[] = {"linked", "dlsym", "cuGetProcAddress"};
  * is tested like the others. */
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 
-enum api { KERNEL, KERNEL_PTSZ, KERNEL_EX, COOPERATIVE, GRAPH, LEGACY, LEGACY_GRID, LEGACY_GRID_ASYNC, APIS };
+enum api {
+    KERNEL, KERNEL_PTSZ, KERNEL_EX, COOPERATIVE, GRAPH, LEGACY, LEGACY_GRID, LEGACY_GRID_ASYNC,
+    MULTI_DEVICE, APIS
+};
 static const struct {
     const char *base, *symbol; /* what cuGetProcAddress is asked, what dlsym is */
     int per_thread;
@@ -36,6 +41,7 @@ static const struct {
     [LEGACY] = {"cuLaunch", "cuLaunch", 0},
     [LEGACY_GRID] = {"cuLaunchGrid", "cuLaunchGrid", 0},
     [LEGACY_GRID_ASYNC] = {"cuLaunchGridAsync", "cuLaunchGridAsync", 0},
+    [MULTI_DEVICE] = {"cuLaunchCooperativeKernelMultiDevice", "cuLaunchCooperativeKernelMultiDevice", 0},
 };
 
 /* The function a program reaching the driver by path gets for api. */
@@ -52,7 +58,8 @@ static void *resolve(enum spw_path path, enum api a)
                             [GRAPH] = (void *)&cuGraphLaunch,
                             [LEGACY] = (void *)&cuLaunch,
                             [LEGACY_GRID] = (void *)&cuLaunchGrid,
-                            [LEGACY_GRID_ASYNC] = (void *)&cuLaunchGridAsync};
+                            [LEGACY_GRID_ASYNC] = (void *)&cuLaunchGridAsync,
+                            [MULTI_DEVICE] = (void *)&cuLaunchCooperativeKernelMultiDevice};
     return linked[a];
 }
 
@@ -79,7 +86,7 @@ static CUresult launch(enum api a, void *fn, CUfunction f, CUstream s, CUdevicep
 {
     size_t n = WORDS;
     void *params[] = {p, &n, k};
-    if (a >= LEGACY)
+    if (a >= LEGACY && a <= LEGACY_GRID_ASYNC)
         legacy_arguments(f, *p, *k);
     switch (a) {
     case KERNEL:
@@ -100,6 +107,12 @@ static CUresult launch(enum api a, void *fn, CUfunction f, CUstream s, CUdevicep
         return ((__typeof__(&cuLaunchGrid))fn)(f, 1, 1);
     case LEGACY_GRID_ASYNC:
         return ((__typeof__(&cuLaunchGridAsync))fn)(f, 1, 1, s);
+    case MULTI_DEVICE: { /* one device: s's (a stream the program made) */
+        CUDA_LAUNCH_PARAMS l = {.function = f, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
+                                .blockDimX = 1, .blockDimY = 1, .blockDimZ = 1, .hStream = s,
+                                .kernelParams = params};
+        return ((__typeof__(&cuLaunchCooperativeKernelMultiDevice))fn)(&l, 1, 0);
+    }
     default:
         return CUDA_ERROR_INVALID_VALUE;
     }
@@ -130,7 +143,7 @@ START_TEST(every_launch_api_is_counted_by_every_path)
     ck_assert_msg(fn != NULL, "%s: %s not found", path_names[path], apis[a].symbol);
     CUfunction f = rig_kernel("step_u32");
     CUstream s = NULL;
-    if (a == GRAPH)
+    if (a == GRAPH || a == MULTI_DEVICE)
         CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     else if (a == KERNEL_PTSZ)
         s = CU_STREAM_PER_THREAD;
@@ -240,14 +253,15 @@ START_TEST(launches_count_on_their_streams_device)
     CU_OK(launch(KERNEL, (void *)&cuLaunchKernel, f, s1, &p, &k, NULL));
     CU_OK(launch(KERNEL_EX, (void *)&cuLaunchKernelEx, f, s1, &p, &k, NULL));
     CU_OK(launch(COOPERATIVE, (void *)&cuLaunchCooperativeKernel, f, s1, &p, &k, NULL));
+    CU_OK(launch(MULTI_DEVICE, (void *)&cuLaunchCooperativeKernelMultiDevice, f, s1, &p, &k, NULL));
     CU_OK(launch(GRAPH, (void *)&cuGraphLaunch, f, s1, &p, &k, g));
     CU_OK(cuStreamSynchronize(s1));
-    ck_assert_uint_eq(rig_stat(1, SPW_C_LAUNCHES) - l1, 3);
+    ck_assert_uint_eq(rig_stat(1, SPW_C_LAUNCHES) - l1, 4);
     ck_assert_uint_eq(rig_stat(1, SPW_C_GRAPH_LAUNCHES) - g1, 1);
     ck_assert_uint_eq(rig_stat(0, SPW_C_LAUNCHES), l0);
     ck_assert_uint_eq(rig_stat(0, SPW_C_GRAPH_LAUNCHES), g0);
     uint32_t *want = rig_expected(BYTES, 4);
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
         for (size_t w = 0; w < WORDS; w++)
             want[w] = rig_step(want[w], k);
     rig_expect_words(p, want, BYTES, "the buffer the launches stepped");
@@ -256,6 +270,57 @@ START_TEST(launches_count_on_their_streams_device)
     CU_OK(cuStreamDestroy(s1));
     CU_OK(cuLibraryUnload(lib));
     CU_OK(cuMemFree(p));
+}
+END_TEST
+
+/* A multi-device launch is one launch on each device it names, each
+ * counted there (and each kernel stepped its own device's buffer). */
+START_TEST(a_multi_device_launch_counts_on_each_device)
+{
+    if (!two_devices())
+        return;
+    CUcontext c[2];
+    CUstream s[2];
+    CUdeviceptr p[2];
+    for (int d = 0; d < 2; d++) {
+        c[d] = rig_setup(d);
+        CU_OK(cuStreamCreate(&s[d], CU_STREAM_NON_BLOCKING));
+        p[d] = rig_filled(BYTES, 8 + (unsigned)d);
+        CU_OK(cuCtxSynchronize());
+    }
+    (void)rig_kernel("step_u32"); /* registers the kernels */
+    CUlibrary lib;
+    CUkernel kern;
+    CU_OK(cuLibraryLoadData(&lib, "fakecuda", NULL, NULL, 0, NULL, NULL, 0));
+    CU_OK(cuLibraryGetKernel(&kern, lib, "step_u32"));
+    uint64_t l0 = rig_stat(0, SPW_C_LAUNCHES), l1 = rig_stat(1, SPW_C_LAUNCHES);
+    size_t n = WORDS;
+    unsigned k = 4;
+    void *params[2][3] = {{&p[0], &n, &k}, {&p[1], &n, &k}};
+    CUDA_LAUNCH_PARAMS l[2];
+    for (int d = 0; d < 2; d++)
+        l[d] = (CUDA_LAUNCH_PARAMS){.function = (CUfunction)kern, .gridDimX = 1, .gridDimY = 1,
+                                    .gridDimZ = 1, .blockDimX = 1, .blockDimY = 1, .blockDimZ = 1,
+                                    .hStream = s[d], .kernelParams = params[d]};
+    CU_OK(cuLaunchCooperativeKernelMultiDevice(l, 2, 0));
+    ck_assert_int_ne(cuLaunchCooperativeKernelMultiDevice(l, 2, 0x80), CUDA_SUCCESS);
+    for (int d = 0; d < 2; d++) {
+        CU_OK(cuCtxSetCurrent(c[d]));
+        CU_OK(cuStreamSynchronize(s[d]));
+    }
+    ck_assert_uint_eq(rig_stat(0, SPW_C_LAUNCHES) - l0, 1);
+    ck_assert_uint_eq(rig_stat(1, SPW_C_LAUNCHES) - l1, 1);
+    for (int d = 0; d < 2; d++) {
+        CU_OK(cuCtxSetCurrent(c[d]));
+        uint32_t *want = rig_expected(BYTES, 8 + (unsigned)d);
+        for (size_t w = 0; w < WORDS; w++)
+            want[w] = rig_step(want[w], k);
+        rig_expect_words(p[d], want, BYTES, "the buffer its device's kernel stepped");
+        free(want);
+        CU_OK(cuStreamDestroy(s[d]));
+        CU_OK(cuMemFree(p[d]));
+    }
+    CU_OK(cuLibraryUnload(lib));
 }
 END_TEST
 
@@ -465,6 +530,7 @@ Suite *test_suite(void)
     tcase_add_test(c, refused_launches_are_not_counted);
     tcase_add_test(c, launches_count_on_the_current_contexts_device);
     tcase_add_test(c, launches_count_on_their_streams_device);
+    tcase_add_test(c, a_multi_device_launch_counts_on_each_device);
     tcase_add_test(c, threads_launching_at_once_count_exactly);
     tcase_add_test(c, a_launch_before_any_allocation_is_counted);
     tcase_add_test(c, counting_a_launch_on_the_only_device_asks_nothing);

@@ -18,6 +18,10 @@
 
 #include <cuda.h>
 #include <dlfcn.h>
+
+/* cuLaunchCooperativeKernelMultiDevice is deprecated; programs may still
+ * use it, so it is tested like the other launches. */
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -186,7 +190,7 @@ static uint64_t host_sum(size_t bytes, unsigned seed)
 }
 
 /* How a launch passes its arguments. */
-enum how { PARAMS, EXTRA, EX, COOPERATIVE };
+enum how { PARAMS, EXTRA, EX, COOPERATIVE, MULTI_DEVICE };
 
 static void launch_sum(CUfunction f, enum how how, CUdeviceptr p, size_t bytes, CUdeviceptr out)
 {
@@ -207,6 +211,17 @@ static void launch_sum(CUfunction f, enum how how, CUdeviceptr p, size_t bytes, 
     case EXTRA: CU_OK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, extra)); break;
     case EX: CU_OK(cuLaunchKernelEx(&cfg, f, args, NULL)); break;
     case COOPERATIVE: CU_OK(cuLaunchCooperativeKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, args)); break;
+    case MULTI_DEVICE: { /* on a stream the program made, as it must be */
+        CUstream s;
+        CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+        CUDA_LAUNCH_PARAMS l = {.function = f, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
+                                .blockDimX = 1, .blockDimY = 1, .blockDimZ = 1, .hStream = s,
+                                .kernelParams = args};
+        CU_OK(cuLaunchCooperativeKernelMultiDevice(&l, 1, 0));
+        CU_OK(cuStreamSynchronize(s));
+        CU_OK(cuStreamDestroy(s));
+        break;
+    }
     }
     CU_OK(cuCtxSynchronize());
 }
@@ -398,6 +413,12 @@ END_TEST
 START_TEST(cooperative_kernel_fill)
 {
     kernel_and_fill(COOPERATIVE);
+}
+END_TEST
+
+START_TEST(cooperative_multi_device_kernel_fill)
+{
+    kernel_and_fill(MULTI_DEVICE);
 }
 END_TEST
 
@@ -656,6 +677,7 @@ Suite *test_suite(void)
         tcase_add_test(tc, kernel_extra_buffer_fill);
         tcase_add_test(tc, kernel_ex_fill);
         tcase_add_test(tc, cooperative_kernel_fill);
+        tcase_add_test(tc, cooperative_multi_device_kernel_fill);
         tcase_add_test(tc, passthrough_counts_resident_bytes);
         tcase_add_test(tc, launches_race_spill_and_fill);
         tcase_add_test(tc, a_reset_between_phases);

@@ -1,5 +1,6 @@
 /* Conformance: modules, kernel launches (kernelParams, the packed extra
- * buffer, cuLaunchKernelEx) and cuFuncGetParamInfo. */
+ * buffer, cuLaunchKernelEx, cuLaunchCooperativeKernelMultiDevice on one
+ * device) and cuFuncGetParamInfo. */
 #include <string.h>
 
 #include "tests/unit/driver/common.h"
@@ -167,6 +168,63 @@ START_TEST(bad_launches)
 }
 END_TEST
 
+/* cuLaunchCooperativeKernelMultiDevice (deprecated, still exported) on the
+ * one device: the kernel runs on its stream, with its arguments copied at
+ * the call; what the documentation rules out is refused (the codes it does
+ * not name are only asked to be errors). */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+START_TEST(cooperative_multi_device_launch)
+{
+    int can = 0;
+    CU_OK(cuDeviceGetAttribute(&can, CU_DEVICE_ATTRIBUTE_COOPERATIVE_MULTI_DEVICE_LAUNCH, 0));
+    if (!can)
+        return; /* the device does not have it */
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr p;
+    CU_OK(cuMemAlloc(&p, 4096));
+    unsigned v = 9;
+    unsigned long long n = 1024;
+    void *args[] = {&p, &v, &n};
+    CUDA_LAUNCH_PARAMS l = {.function = k.fill_u32, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
+                            .blockDimX = 32, .blockDimY = 1, .blockDimZ = 1, .hStream = s,
+                            .kernelParams = args};
+    CU_OK(cuLaunchCooperativeKernelMultiDevice(&l, 1, 0));
+    v = 10; /* after the call: must not matter */
+    CU_OK(cuStreamSynchronize(s));
+    expect_u32(p, 9, 1024);
+    unsigned both = CUDA_COOPERATIVE_LAUNCH_MULTI_DEVICE_NO_PRE_LAUNCH_SYNC |
+                    CUDA_COOPERATIVE_LAUNCH_MULTI_DEVICE_NO_POST_LAUNCH_SYNC;
+    CU_OK(cuLaunchCooperativeKernelMultiDevice(&l, 1, both));
+    CU_OK(cuStreamSynchronize(s));
+    expect_u32(p, 10, 1024);
+    v = 11; /* what a refused launch would write */
+    ck_assert_int_ne(cuLaunchCooperativeKernelMultiDevice(NULL, 1, 0), CUDA_SUCCESS);
+    ck_assert_int_ne(cuLaunchCooperativeKernelMultiDevice(&l, 0, 0), CUDA_SUCCESS);
+    ck_assert_int_ne(cuLaunchCooperativeKernelMultiDevice(&l, 1, 0x80), CUDA_SUCCESS);
+    CUDA_LAUNCH_PARAMS bad = l;
+    bad.hStream = NULL;
+    ck_assert_int_ne(cuLaunchCooperativeKernelMultiDevice(&bad, 1, 0), CUDA_SUCCESS);
+    bad.hStream = CU_STREAM_LEGACY;
+    ck_assert_int_ne(cuLaunchCooperativeKernelMultiDevice(&bad, 1, 0), CUDA_SUCCESS);
+    bad.hStream = CU_STREAM_PER_THREAD;
+    ck_assert_int_ne(cuLaunchCooperativeKernelMultiDevice(&bad, 1, 0), CUDA_SUCCESS);
+    bad = l;
+    bad.gridDimX = 0;
+    ck_assert_int_ne(cuLaunchCooperativeKernelMultiDevice(&bad, 1, 0), CUDA_SUCCESS);
+    /* Two launches on one device: "no two kernels can be launched on the
+     * same device". */
+    CUDA_LAUNCH_PARAMS twice[2] = {l, l};
+    ck_assert_int_ne(cuLaunchCooperativeKernelMultiDevice(twice, 2, 0), CUDA_SUCCESS);
+    CU_OK(cuStreamSynchronize(s));
+    expect_u32(p, 10, 1024); /* nothing refused ran */
+    CU_OK(cuMemFree(p));
+    CU_OK(cuStreamDestroy(s));
+}
+END_TEST
+#pragma GCC diagnostic pop
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("driver_kernel");
@@ -180,6 +238,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, launch_ex);
     tcase_add_test(tc, arguments_are_copied_at_launch);
     tcase_add_test(tc, bad_launches);
+    tcase_add_test(tc, cooperative_multi_device_launch);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,6 +1,7 @@
 /* Conformance: two devices. Peer copies between their memory, a stream on
  * one waiting for an event of the other, a context-less kernel launched on
- * the other device's stream, and (fakecuda only) the stand-in
+ * the other device's stream, a multi-device cooperative launch and
+ * (fakecuda only) the stand-in
  * for a collective: a kernel on device 0 that waits for its peer on device
  * 1 with no stream dependency between them, as an NCCL all-reduce does,
  * and what a device sync does while the peer has not been launched (on a
@@ -137,6 +138,75 @@ START_TEST(a_context_less_kernel_runs_in_its_streams_context)
     CU_OK(cuStreamDestroy(s1));
     CU_OK(cuMemFree(p1));
     CU_OK(cuLibraryUnload(lib));
+}
+END_TEST
+
+/* cuLaunchCooperativeKernelMultiDevice on both devices, a context-less
+ * kernel on a stream of each: by default no kernel begins before the prior
+ * work of every stream named is done, and no later work of any of them
+ * before every kernel is; with both NO_*_SYNC flags each stream waits for
+ * itself only. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+static void multi_device_launch(unsigned flags)
+{
+    int can = 0;
+    CU_OK(cuDeviceGetAttribute(&can, CU_DEVICE_ATTRIBUTE_COOPERATIVE_MULTI_DEVICE_LAUNCH, 0));
+    if (ndev < 2 || !can)
+        return;
+    enum { N = 4096 };
+    CUlibrary lib;
+    CUkernel kern;
+    CU_OK(cuLibraryLoadData(&lib, kernels_ptx, NULL, NULL, 0, NULL, NULL, 0));
+    CU_OK(cuLibraryGetKernel(&kern, lib, "fill_u32"));
+    CUstream s[2];
+    CUdeviceptr p[2];
+    for (int d = 0; d < 2; d++) {
+        CU_OK(cuCtxSetCurrent(ctx[d]));
+        CU_OK(cuStreamCreate(&s[d], CU_STREAM_NON_BLOCKING));
+        CU_OK(cuMemAlloc(&p[d], N * sizeof(unsigned)));
+        CU_OK(cuMemsetD32(p[d], 0, N));
+        CU_OK(cuCtxSynchronize()); /* a set may return before it is done */
+    }
+    CU_OK(cuCtxSetCurrent(ctx[0]));
+    struct flag f;
+    flag_new(&f);
+    stream_block(&k, &f, s[0]); /* device 0's stream busy */
+    unsigned v = 0x77;
+    unsigned long long n = N;
+    void *args[2][3] = {{&p[0], &v, &n}, {&p[1], &v, &n}};
+    CUDA_LAUNCH_PARAMS l[2];
+    for (int d = 0; d < 2; d++)
+        l[d] = (CUDA_LAUNCH_PARAMS){.function = (CUfunction)kern, .gridDimX = 4, .gridDimY = 1,
+                                    .gridDimZ = 1, .blockDimX = 64, .blockDimY = 1, .blockDimZ = 1,
+                                    .hStream = s[d], .kernelParams = args[d]};
+    CU_OK(cuLaunchCooperativeKernelMultiDevice(l, 2, flags));
+    CU_OK(cuCtxSetCurrent(ctx[1]));
+    if (flags)
+        CU_OK(cuStreamSynchronize(s[1])); /* device 1's kernel ran while device 0 waits */
+    else
+        expect_stream_pending(s[1]); /* it waits for device 0's stream */
+    CU_OK(cuCtxSetCurrent(ctx[0]));
+    flag_release(&f);
+    for (int d = 0; d < 2; d++) {
+        CU_OK(cuCtxSetCurrent(ctx[d]));
+        CU_OK(cuStreamSynchronize(s[d]));
+        expect_u32(p[d], 0x77, N);
+        CU_OK(cuStreamDestroy(s[d]));
+        CU_OK(cuMemFree(p[d]));
+    }
+    CU_OK(cuCtxSetCurrent(ctx[0]));
+    CU_OK(cuLibraryUnload(lib));
+}
+#pragma GCC diagnostic pop
+
+START_TEST(a_multi_device_launch_waits_for_every_stream) { multi_device_launch(0); }
+END_TEST
+
+START_TEST(a_multi_device_launch_without_syncs_waits_for_its_own_stream)
+{
+    multi_device_launch(CUDA_COOPERATIVE_LAUNCH_MULTI_DEVICE_NO_PRE_LAUNCH_SYNC |
+                        CUDA_COOPERATIVE_LAUNCH_MULTI_DEVICE_NO_POST_LAUNCH_SYNC);
 }
 END_TEST
 
@@ -322,6 +392,8 @@ Suite *test_suite(void)
     tcase_add_test(tc, collective_halves_meet);
     tcase_add_test(tc, a_device_sync_waits_for_a_peer_never_launched);
     tcase_add_test(tc, get_access_answers_for_the_location_asked);
+    tcase_add_test(tc, a_multi_device_launch_waits_for_every_stream);
+    tcase_add_test(tc, a_multi_device_launch_without_syncs_waits_for_its_own_stream);
     suite_add_tcase(s, tc);
     return s;
 }
