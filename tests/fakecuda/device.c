@@ -195,6 +195,7 @@ static int attribute_value(CUdevice_attribute attrib, CUdevice dev)
     case CU_DEVICE_ATTRIBUTE_DEFERRED_MAPPING_CUDA_ARRAY_SUPPORTED:
     case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH:
     case CU_DEVICE_ATTRIBUTE_COOPERATIVE_MULTI_DEVICE_LAUNCH:
+    case CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED:
         return 1;
     case CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED:
         return fc_multicast;

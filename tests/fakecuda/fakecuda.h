@@ -46,6 +46,11 @@ unsigned long long fakecuda_access_devices(unsigned long long ptr) __attribute__
  * memory (HOST or HOST_NUMA), -2 for memory that is not a VMM mapping, -3
  * for an address nothing is mapped at. */
 int fakecuda_mapped_location(unsigned long long ptr) __attribute__((weak));
+/* The importer of a dma_buf from cuMemGetHandleForAddressRange (a NIC's
+ * DMA): n bytes at offset into (write) or out of buf, in the physical
+ * memory the handle was taken for. 0, or -1 for an fd no such call gave or
+ * a range past it. */
+int fakecuda_dmabuf_access(int fd, size_t offset, void *buf, size_t n, int write) __attribute__((weak));
 size_t fakecuda_live_reservations(void) __attribute__((weak)); /* cuMemAddressReserve ranges not freed */
 size_t fakecuda_reserved_bytes(void) __attribute__((weak));     /* their bytes */
 int fakecuda_reserved_at(unsigned long long addr) __attribute__((weak)); /* 1: addr is reserved */

@@ -394,6 +394,26 @@ static void vmm(void)
     TRY(cuMemExportToShareableHandle, "bad_flags", cuMemExportToShareableHandle, &fd, live,
         CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 1);
 
+    /* dptr: 1 MiB of cuMemAlloc memory, the pool's under spillway; gap
+     * freed. */
+    const CUmemRangeHandleType dma_buf = CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD;
+    TRY(cuMemGetHandleForAddressRange, "null_out", cuMemGetHandleForAddressRange, NULL, dptr, 4096, dma_buf, 0);
+    TRY(cuMemGetHandleForAddressRange, "bad_type", cuMemGetHandleForAddressRange, &fd, dptr, 4096,
+        (CUmemRangeHandleType)99, 0);
+    TRY(cuMemGetHandleForAddressRange, "bad_flags", cuMemGetHandleForAddressRange, &fd, dptr, 4096, dma_buf, 8);
+    TRY(cuMemGetHandleForAddressRange, "pcie_flag", cuMemGetHandleForAddressRange, &fd, dptr, 4096, dma_buf,
+        CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE);
+    TRY(cuMemGetHandleForAddressRange, "unaligned", cuMemGetHandleForAddressRange, &fd, dptr + 256, 4096,
+        dma_buf, 0);
+    TRY(cuMemGetHandleForAddressRange, "unaligned_size", cuMemGetHandleForAddressRange, &fd, dptr, 100, dma_buf,
+        0);
+    TRY(cuMemGetHandleForAddressRange, "size_0", cuMemGetHandleForAddressRange, &fd, dptr, 0, dma_buf, 0);
+    TRY(cuMemGetHandleForAddressRange, "null_ptr", cuMemGetHandleForAddressRange, &fd, 0, 4096, dma_buf, 0);
+    TRY(cuMemGetHandleForAddressRange, "bad_ptr", cuMemGetHandleForAddressRange, &fd, bad, 4096, dma_buf, 0);
+    TRY(cuMemGetHandleForAddressRange, "freed", cuMemGetHandleForAddressRange, &fd, gap, 4096, dma_buf, 0);
+    TRY(cuMemGetHandleForAddressRange, "huge", cuMemGetHandleForAddressRange, &fd, dptr, (size_t)1 << 62,
+        dma_buf, 0);
+
     TRY(cuMulticastBindMem, "bad_mc", cuMulticastBindMem, bad_h, 0, live, 0, gran, 0);
     TRY(cuMulticastBindMem, "null_mc", cuMulticastBindMem, 0, 0, live, 0, gran, 0);
     TRY(cuMulticastBindMem, "null_mem", cuMulticastBindMem, bad_h, 0, 0, 0, gran, 0);

@@ -2,6 +2,7 @@
  * VA while changing the physical page (device or host) behind it. */
 #include <signal.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <stdio.h>
 
@@ -497,6 +498,88 @@ START_TEST(copy_through_a_mapping_without_access_is_refused)
 }
 END_TEST
 
+/* cuMemGetHandleForAddressRange: a dma_buf of a mapped range reaches the
+ * physical allocation behind it when it was taken, not the VA: after the
+ * range is remapped, what an importer (fakecuda_dmabuf_access, fakecuda's
+ * stand-in for a NIC; skipped on a GPU) writes lands in the old handle's
+ * memory, and the program reading the VA does not see it ("users are also
+ * expected to retrieve a new handle every time the underlying physical
+ * allocation(s) ... are changed"). cuMemAlloc memory too; refusals of
+ * unaligned, empty, unmapped ranges and unknown types. */
+START_TEST(dma_buf_reaches_the_physical_allocation)
+{
+    int can = 0;
+    CU_OK(cuDeviceGetAttribute(&can, CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED, 0));
+    if (!can)
+        return;
+    size_t g = granularity();
+    CUdeviceptr va;
+    CU_OK(cuMemAddressReserve(&va, 2 * g, 0, 0, 0));
+    CUmemAllocationProp p = prop_device(0);
+    CUmemGenericAllocationHandle h1, h2;
+    CU_OK(cuMemCreate(&h1, g, &p, 0));
+    CU_OK(cuMemCreate(&h2, g, &p, 0));
+    CU_OK(cuMemMap(va, g, 0, h1, 0));
+    set_rw(va, g);
+    CU_OK(cuMemsetD32(va, 1, g / 4));
+    CU_OK(cuCtxSynchronize());
+    int fd = -1;
+    CU_OK(cuMemGetHandleForAddressRange(&fd, va, g, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0));
+    ck_assert_int_ge(fd, 0);
+    unsigned w = 7, back = 0;
+    if (fakecuda_dmabuf_access) {
+        ck_assert_int_eq(fakecuda_dmabuf_access(fd, 4096, &w, sizeof w, 1), 0);
+        CU_OK(cuMemcpyDtoH(&back, va + 4096, sizeof back));
+        ck_assert_uint_eq(back, 7); /* the importer's write, seen through the VA */
+    }
+    /* The same VA on another physical allocation. */
+    CU_OK(cuMemUnmap(va, g));
+    CU_OK(cuMemMap(va, g, 0, h2, 0));
+    set_rw(va, g);
+    CU_OK(cuMemsetD32(va, 2, g / 4));
+    CU_OK(cuCtxSynchronize());
+    if (fakecuda_dmabuf_access) {
+        w = 9;
+        ck_assert_int_eq(fakecuda_dmabuf_access(fd, 4096, &w, sizeof w, 1), 0);
+        CU_OK(cuMemcpyDtoH(&back, va + 4096, sizeof back));
+        ck_assert_uint_eq(back, 2); /* not what the importer wrote */
+        back = 0;
+        ck_assert_int_eq(fakecuda_dmabuf_access(fd, 4096, &back, sizeof back, 0), 0);
+        ck_assert_uint_eq(back, 9); /* it wrote h1's memory */
+    }
+    close(fd);
+    int fd2 = -1;
+    CU_ERR(cuMemGetHandleForAddressRange(&fd2, va + 100, 4096, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0),
+           CUDA_ERROR_INVALID_VALUE);
+    CU_ERR(cuMemGetHandleForAddressRange(&fd2, va, 100, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0),
+           CUDA_ERROR_INVALID_VALUE);
+    CU_ERR(cuMemGetHandleForAddressRange(&fd2, va, 0, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0),
+           CUDA_ERROR_INVALID_VALUE);
+    CU_ERR(cuMemGetHandleForAddressRange(NULL, va, 4096, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0),
+           CUDA_ERROR_INVALID_VALUE);
+    CU_ERR(cuMemGetHandleForAddressRange(&fd2, va, 4096, (CUmemRangeHandleType)99, 0), CUDA_ERROR_INVALID_VALUE);
+    /* Past the mapping: the second granule of the reservation is unmapped. */
+    CU_ERR(cuMemGetHandleForAddressRange(&fd2, va, 2 * g, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0),
+           CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuMemUnmap(va, g));
+    CU_OK(cuMemRelease(h1));
+    CU_OK(cuMemRelease(h2));
+    CU_OK(cuMemAddressFree(va, 2 * g));
+    /* cuMemAlloc memory. */
+    CUdeviceptr d;
+    CU_OK(cuMemAlloc(&d, 64 * 1024));
+    CU_OK(cuMemsetD32(d, 3, 64 * 1024 / 4));
+    CU_OK(cuCtxSynchronize());
+    CU_OK(cuMemGetHandleForAddressRange(&fd, d, 64 * 1024, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0));
+    if (fakecuda_dmabuf_access) {
+        ck_assert_int_eq(fakecuda_dmabuf_access(fd, 8192, &back, sizeof back, 0), 0);
+        ck_assert_uint_eq(back, 3);
+    }
+    close(fd);
+    CU_OK(cuMemFree(d));
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("driver_vmm");
@@ -515,6 +598,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, unmap_must_cover_whole_mappings);
     tcase_add_test(tc, access_and_unmap_over_many_mappings);
     tcase_add_test(tc, copy_through_a_mapping_without_access_is_refused);
+    tcase_add_test(tc, dma_buf_reaches_the_physical_allocation);
     tcase_add_test_raise_signal(tc, unmapped_va_faults, SIGSEGV);
     tcase_add_test_raise_signal(tc, mapped_without_access_faults, SIGSEGV);
     suite_add_tcase(s, tc);
