@@ -14,8 +14,8 @@
  *  - a range over cuMemAlloc-class pool memory (pages shared with other
  *    allocations, moved by spill), or over a pooled handle the program
  *    released (its mapping alone keeps it: it cannot be promoted), is
- *    refused with CUDA_ERROR_NOT_SUPPORTED, a documented answer (NCCL then
- *    registers without dma_buf);
+ *    refused with CUDA_ERROR_NOT_SUPPORTED, a documented answer (a clear
+ *    refusal rather than an importer that writes elsewhere after a spill);
  *  - everything else is the driver's.
  * Without spill the pages behind live data never change: the driver's.
  * Bad arguments get the driver's answer: the driver is asked first, and a
