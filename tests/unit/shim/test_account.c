@@ -362,6 +362,31 @@ START_TEST(segment_in_use_is_the_count)
 }
 END_TEST
 
+/* A refusal's reason in the segment: an allocation of exactly the limit
+ * refused because other memory is in use is refused by the limit (it
+ * would fit alone); only one larger than the limit is too large. */
+START_TEST(refusal_reasons_are_counted)
+{
+    setup();
+    char dir[] = "/tmp/spw_account_XXXXXX";
+    struct spw_stats_writer *w = attach_segment(dir);
+    ck_assert_int_eq(spw_account_reserve(1, MiB), 0);
+    ck_assert_int_eq(spw_account_reserve(1, 100 * MiB), -1); /* the limit, with 1 MiB held */
+    ck_assert_uint_eq(spw_stats_get(w, 1, SPW_C_OOM_LIMIT), 1);
+    ck_assert_uint_eq(spw_stats_get(w, 1, SPW_C_OOM_TOO_LARGE), 0);
+    ck_assert_int_eq(spw_account_reserve(1, 100 * MiB + 1), -1);
+    ck_assert_uint_eq(spw_stats_get(w, 1, SPW_C_OOM_LIMIT), 1);
+    ck_assert_uint_eq(spw_stats_get(w, 1, SPW_C_OOM_TOO_LARGE), 1);
+    ck_assert_uint_eq(spw_stats_get(w, 1, SPW_C_OOMS), 2);
+    spw_account_unreserve(1, MiB);
+    ck_assert_int_eq(spw_account_reserve(1, 100 * MiB), 0); /* alone, it fits */
+    spw_account_unreserve(1, 100 * MiB);
+    spw_account_publish_to(NULL);
+    spw_stats_close(w);
+    rmdir(dir);
+}
+END_TEST
+
 /* A driver loaded but not initialized (before cuInit) can tell neither a
  * device's total nor the count: cuDeviceTotalMem answers NOT_INITIALIZED. */
 static int driver_up;
@@ -455,6 +480,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, fork_while_accounting);
     tcase_add_test(tc, pool_and_passthrough_share_the_count);
     tcase_add_test(tc, segment_in_use_is_the_count);
+    tcase_add_test(tc, refusal_reasons_are_counted);
     tcase_add_test(tc, limit_waits_for_the_driver);
     suite_add_tcase(s, tc);
     return s;
