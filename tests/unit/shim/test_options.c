@@ -404,6 +404,8 @@ START_TEST(limit_below_a_page_or_above_the_device_is_noted)
     ck_assert_uint_eq(spw_options_resolve_limit(&o, 0, 0, 0, note, sizeof note), 1);
     ck_assert_str_eq(note, "");
     ck_assert_uint_eq(spw_options_resolve_limit(&o, 0, total, 2 * MiB, NULL, 0), 2 * MiB);
+    /* A device smaller than one page: all of it, not a page it lacks. */
+    ck_assert_uint_eq(spw_options_resolve_limit(&o, 0, MiB, 2 * MiB, NULL, 0), MiB);
 }
 END_TEST
 
