@@ -390,10 +390,12 @@ uint64_t spw_options_resolve_limit(const struct spw_options *o, int dev, uint64_
         note[0] = '\0';
     /* The pool holds whole pages: less than one would be no pool at all. */
     if (page && limit < page) {
+        uint64_t used = total && page > total ? total : page;
         format_human(a, sizeof a, page);
+        format_human(c, sizeof c, used);
         if (note && len)
-            snprintf(note, len, "device %d: %s is below one page (%s): using %s", dev, what, a, a);
-        return total && page > total ? total : page;
+            snprintf(note, len, "device %d: %s is below one page (%s): using %s", dev, what, a, c);
+        return used;
     }
     uint64_t asked = limit;
     if (total && limit > total)

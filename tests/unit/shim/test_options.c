@@ -405,7 +405,8 @@ START_TEST(limit_below_a_page_or_above_the_device_is_noted)
     ck_assert_str_eq(note, "");
     ck_assert_uint_eq(spw_options_resolve_limit(&o, 0, total, 2 * MiB, NULL, 0), 2 * MiB);
     /* A device smaller than one page: all of it, not a page it lacks. */
-    ck_assert_uint_eq(spw_options_resolve_limit(&o, 0, MiB, 2 * MiB, NULL, 0), MiB);
+    ck_assert_uint_eq(spw_options_resolve_limit(&o, 0, MiB, 2 * MiB, note, sizeof note), MiB);
+    ck_assert_str_eq(note, "device 0: SPILLWAY_MEM_LIMIT=1 is below one page (2 MiB): using 1 MiB");
 }
 END_TEST
 
