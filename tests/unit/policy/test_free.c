@@ -115,6 +115,30 @@ START_TEST(program_sync_covers_frees_before_it_only)
 }
 END_TEST
 
+/* A covered free at the head of the thread's queue lets the search for a
+ * covered block of another size start; it must stop at the first free no
+ * sync covers: a block freed after the sync is not handed out under the
+ * work still queued on it. */
+START_TEST(covered_reuse_stops_at_the_first_uncovered_free)
+{
+    env_up(16, true, 64 * PG); /* batch large: no sync while free pages remain */
+    CUdeviceptr a, b, c;
+    ck_assert_int_eq(sw_alloc(P, 0, 2 * PG, &a), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_alloc(P, 0, 4 * PG, &b), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_free(P, a), CUDA_SUCCESS);
+    uint64_t t = sw_sync_begin(P, 0); /* covers a */
+    sw_sync_end(P, 0, t);
+    fake_launch(FB, S1, b, 4 * PG);
+    ck_assert_int_eq(sw_free(P, b), CUDA_SUCCESS); /* after the sync: not covered */
+    ck_assert_int_eq(sw_alloc(P, 0, 4 * PG, &c), CUDA_SUCCESS);
+    ck_assert_uint_ne(c, b);
+    ck_assert(!fake_conflict(FB, c, 4 * PG, NOSTREAM));
+    ck_assert_uint_eq(fstats().syncs, 0);
+    sw_free(P, c);
+    env_down();
+}
+END_TEST
+
 /* Issue 14 item 6: a thread gets back what it freed (size bytes) once a
  * sync covered it, from its own shard of the queue: no carve, no collect;
  * the new owner (again_size bytes: the same block or slot size) sees its
@@ -509,6 +533,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, on_demand_pool_syncs_before_creating_pages);
     tcase_add_test(tc, program_sync_points_release_without_a_backend_sync);
     tcase_add_test(tc, program_sync_covers_frees_before_it_only);
+    tcase_add_test(tc, covered_reuse_stops_at_the_first_uncovered_free);
     tcase_add_test(tc, async_free_reused_at_once_on_its_stream);
     tcase_add_test(tc, async_free_waits_for_its_event_on_other_streams);
     tcase_add_test(tc, per_thread_stream_is_never_the_same_stream);
