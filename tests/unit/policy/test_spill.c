@@ -121,6 +121,28 @@ START_TEST(a_stamp_ahead_of_the_readers_clock_keeps_its_uses)
 }
 END_TEST
 
+/* The pages an allocation is being backed on are not its own spill's
+ * victims: a block that starts in a page another block fills the rest of
+ * keeps that page on the device and gets host pages for the rest, rather
+ * than pushing the shared page out to map the new one in its place. */
+START_TEST(an_allocation_never_spills_its_own_pages)
+{
+    env_spill(1, 16);
+    CUdeviceptr a, b;
+    ck_assert_int_eq(sw_alloc(P, 0, MiB, &a), CUDA_SUCCESS);
+    fill(a, MiB, 5);
+    ck_assert_int_eq(sw_alloc(P, 0, PG + MiB / 2, &b), CUDA_SUCCESS);
+    ck_assert_uint_eq(b, a + MiB); /* in a's page, and one page more */
+    ck_assert_uint_eq(host_pages_in(a, 1), 0);
+    ck_assert_uint_eq(host_pages_in(b + MiB, 1), 1);
+    ck_assert_uint_eq(counters().spill_events, 0);
+    ck_assert(verify(a, MiB, 5));
+    ck_assert_int_eq(sw_free(P, b), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_free(P, a), CUDA_SUCCESS);
+    env_down();
+}
+END_TEST
+
 START_TEST(spill_off_fails_at_the_limit)
 {
     env_up(4, false, 0);
@@ -585,6 +607,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, full_pool_spills_coldest_and_keeps_bytes);
     tcase_add_test(tc, least_recently_touched_spills_first);
     tcase_add_test(tc, a_stamp_ahead_of_the_readers_clock_keeps_its_uses);
+    tcase_add_test(tc, an_allocation_never_spills_its_own_pages);
     tcase_add_test(tc, spill_off_fails_at_the_limit);
     tcase_add_test(tc, host_limit_bounds_spill_and_loses_nothing);
     tcase_add_test(tc, fill_uses_free_device_pages_only);
