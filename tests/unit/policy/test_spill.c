@@ -207,6 +207,47 @@ START_TEST(fill_uses_free_device_pages_only)
 }
 END_TEST
 
+/* Sets an owner's heat so that its rate at the clock now is uses x 1024 /
+ * 1000 (1000 ticks old, last used now). White-box, as above. */
+static void set_rate(CUdeviceptr va, uint64_t now, uint32_t uses)
+{
+    sw_heat *h = sw_heat_at(P, va);
+    ck_assert_ptr_nonnull(h);
+    atomic_store(&h->born, now - 1000);
+    atomic_store(&h->touched, now);
+    atomic_store(&h->uses, uses);
+    ck_assert_uint_eq(sw_heat_rate(h, now), uses * 1024 / 1000);
+}
+
+/* Free device pages go to host data used at least half as often as the
+ * coldest data on the device, not to data used less (a step's freed
+ * buffers would pull its optimizer state in for the next allocations to
+ * push out again). */
+START_TEST(fill_takes_free_pages_for_data_at_least_half_as_hot)
+{
+    env_spill(8, 16);
+    CUdeviceptr hot, r;
+    ck_assert_int_eq(sw_alloc(P, 0, 2 * PG, &hot), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_alloc(P, 0, 2 * PG, &r), CUDA_SUCCESS);
+    fill(r, 2 * PG, 21);
+    ck_assert_int_eq(sw_set_residency(P, r, 2, SW_RES_HOST), CUDA_SUCCESS);
+    ck_assert_uint_eq(host_pages_in(r, 2), 2);
+    const uint64_t now = 1 << 20;
+    atomic_store(&P->clock, now);
+    set_rate(hot, now, 100); /* the device's coldest: rate 102 */
+    set_rate(r, now, 40);    /* 40: less than half */
+    ck_assert_int_eq(sw_fill(P, r), CUDA_SUCCESS);
+    ck_assert_uint_eq(host_pages_in(r, 2), 2);
+    set_rate(r, now, 60); /* 61: at least half */
+    ck_assert_int_eq(sw_fill(P, r), CUDA_SUCCESS);
+    ck_assert_uint_eq(host_pages_in(r, 2), 0);
+    ck_assert_uint_eq(host_pages_in(hot, 2), 0);
+    ck_assert(verify(r, 2 * PG, 21));
+    assert_no_violation();
+    env_down();
+}
+END_TEST
+
 /* Host pages a fill can never move (a handle mapped at two VAs: the alias
  * would have to move too) must not cost a quiesce at every launch, nor
  * push other data out to make room they will never take. */
@@ -611,6 +652,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, spill_off_fails_at_the_limit);
     tcase_add_test(tc, host_limit_bounds_spill_and_loses_nothing);
     tcase_add_test(tc, fill_uses_free_device_pages_only);
+    tcase_add_test(tc, fill_takes_free_pages_for_data_at_least_half_as_hot);
     tcase_add_test(tc, fill_ignores_host_pages_that_cannot_move);
     tcase_add_test(tc, span_touch_answers_for_the_buffers_own_pages);
     tcase_add_test(tc, small_allocations_spill_with_their_slab);
