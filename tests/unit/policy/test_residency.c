@@ -22,6 +22,8 @@ START_TEST(arena_page_to_host_and_back_keeps_bytes_and_address)
     sw_counters c = counters();
     ck_assert_uint_eq(c.host_in_use_bytes, PG);
     ck_assert_uint_eq(c.host_bytes, PG);
+    ck_assert_uint_eq(c.spill_events, 1); /* one move, its direction's event */
+    ck_assert_uint_eq(c.fill_events, 0);
     CUdeviceptr base;
     size_t size;
     int dev;
@@ -34,7 +36,10 @@ START_TEST(arena_page_to_host_and_back_keeps_bytes_and_address)
     ck_assert(verify(a, PG, 42));
     ck_assert_int_eq(sw_get_residency(P, a + PG, &where), CUDA_SUCCESS);
     ck_assert_int_eq(where, SW_RES_DEVICE);
-    ck_assert_uint_eq(counters().host_in_use_bytes, 0);
+    c = counters();
+    ck_assert_uint_eq(c.host_in_use_bytes, 0);
+    ck_assert_uint_eq(c.spill_events, 1);
+    ck_assert_uint_eq(c.fill_events, 1);
     ck_assert_uint_le(fstats().max_dev_pages, 8);
     env_down();
 }
