@@ -398,6 +398,33 @@ START_TEST(program_vmm_pages_spill_and_make_room_for_handles)
 }
 END_TEST
 
+/* A program mapping the device was given no access to yet (before its
+ * cuMemSetAccess) cannot be copied: on a GPU the copy would fault. Spill
+ * passes it by, however cold, and takes what it can move. */
+START_TEST(spill_passes_by_mappings_without_access)
+{
+    env_spill(4, 8);
+    CUdeviceptr va, a;
+    ck_assert_int_eq(fake_reserve(FB, 2 * PG, &va), CUDA_SUCCESS);
+    CUmemGenericAllocationHandle h, h2;
+    ck_assert_int_eq(sw_vmm_create(P, 0, 2 * PG, &h), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_map(P, va, 2 * PG, 0, h), CUDA_SUCCESS); /* no access */
+    ck_assert_int_eq(sw_alloc(P, 0, 2 * PG, &a), CUDA_SUCCESS);
+    fill(a, 2 * PG, 22);
+    ck_assert_int_eq(sw_vmm_create(P, 0, 2 * PG, &h2), CUDA_SUCCESS);
+    assert_no_violation();
+    ck_assert_uint_eq(host_pages_in(va, 2), 0);
+    ck_assert_uint_eq(host_pages_in(a, 2), 2);
+    ck_assert(verify(a, 2 * PG, 22));
+    ck_assert_int_eq(sw_vmm_release(P, h2, NULL), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_unmap(P, va, 2 * PG, NULL), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_release(P, h, NULL), CUDA_SUCCESS);
+    ck_assert_int_eq(fake_free_va(FB, va, 2 * PG), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_free(P, a), CUDA_SUCCESS);
+    env_down();
+}
+END_TEST
+
 START_TEST(foreign_pointers)
 {
     env_spill(4, 4);
@@ -657,6 +684,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, span_touch_answers_for_the_buffers_own_pages);
     tcase_add_test(tc, small_allocations_spill_with_their_slab);
     tcase_add_test(tc, program_vmm_pages_spill_and_make_room_for_handles);
+    tcase_add_test(tc, spill_passes_by_mappings_without_access);
     tcase_add_test(tc, foreign_pointers);
     tcase_add_test(tc, spill_waits_for_open_work_brackets);
     tcase_add_test(tc, threads_churn_through_spill);
