@@ -171,6 +171,27 @@ START_TEST(gates_are_per_device)
 }
 END_TEST
 
+/* Brackets nest per thread: an inner bracket naming a device the outer
+ * one holds takes nothing more, and its end leaves the outer one holding
+ * it. A move from this thread while the outer bracket is open is refused
+ * at once (it would wait for itself), not after a patience spent waiting
+ * for a count this very thread holds. */
+START_TEST(nested_brackets_hold_the_gate_until_the_outer_end)
+{
+    env_wait(4, 16);
+    sw_work_begin(P, 1);
+    sw_work_begin(P, 1);
+    sw_work_end(P);
+    uint64_t t0 = now_ms();
+    ck_assert_int_eq(sw_gate_close(P, 1, sw_now_ns() + 2000000000ull), CUDA_ERROR_NOT_PERMITTED);
+    ck_assert_uint_lt(now_ms() - t0, 1000);
+    sw_work_end(P);
+    ck_assert_int_eq(sw_gate_close(P, 1, sw_now_ns() + 2000000000ull), CUDA_SUCCESS);
+    sw_gate_open(P, 1);
+    env_down();
+}
+END_TEST
+
 /* A device kept busy (the program runs ahead of its GPU) with frees
  * pending: the allocation's sync that would release them and its spill's
  * quiesce both wait for the device. Together they wait one patience, not
@@ -594,6 +615,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, capture_means_no_sync_and_no_move);
     tcase_add_test(tc, open_bracket_past_the_deadline_gives_host_pages);
     tcase_add_test(tc, gates_are_per_device);
+    tcase_add_test(tc, nested_brackets_hold_the_gate_until_the_outer_end);
     tcase_add_test(tc, an_allocation_waits_for_a_busy_device_once);
     tcase_add_test(tc, a_vmm_allocation_waits_for_a_busy_device_once);
     tcase_add_test(tc, a_lend_waits_for_a_busy_device_once);
