@@ -88,6 +88,27 @@ START_TEST(device_count_beyond_file)
     expect_bad(img, img_len, 0600, "but file has");
 }
 END_TEST
+START_TEST(device_count_past_the_maximum)
+{
+    /* One device more than a snapshot holds, every size consistent with it. */
+    uint32_t n = SPW_STATS_MAX_DEVICES + 1;
+    size_t len = (size_t)spw_stats_total_size(n);
+    unsigned char *big = calloc(1, len);
+    ck_assert_ptr_nonnull(big);
+    memcpy(big, img, img_len);
+    memcpy(big + OFF(device_count), &n, 4);
+    uint64_t total = len;
+    memcpy(big + OFF(total_size), &total, 8);
+    /* The decoder refuses it on its own (a snapshot holds 64 devices)... */
+    char want[64], why[256] = "";
+    snprintf(want, sizeof want, "device count %u out of range", n);
+    ck_assert_int_eq(spw_stats_decode(big, len, (uint32_t)geteuid(), &snap, why, sizeof why), -1);
+    ck_assert_msg(strstr(why, want) != NULL, "reason '%s', expected '%s'", why, want);
+    /* ... and the reader before it, by the file's size. */
+    expect_bad(big, len, 0600, "out of range");
+    free(big);
+}
+END_TEST
 START_TEST(truncated_file) { expect_bad(img, img_len - 100, 0600, "total size"); }
 END_TEST
 
@@ -505,6 +526,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, device_count_zero);
     tcase_add_test(tc, device_count_huge);
     tcase_add_test(tc, device_count_beyond_file);
+    tcase_add_test(tc, device_count_past_the_maximum);
     tcase_add_test(tc, truncated_file);
     tcase_add_test(tc, lane_area_cut_is_refused);
     tcase_add_test(tc, lane_area_missing_is_refused);
