@@ -226,7 +226,12 @@ START_TEST(namespace_in_the_name_must_match)
 END_TEST
 START_TEST(negative_pid) { put_u32(OFF(pid), 0x80000000u); expect_bad(img, img_len, 0600, "invalid pid"); }
 END_TEST
-START_TEST(world_readable) { expect_bad(img, img_len, 0644, "mode 0644"); }
+START_TEST(world_readable)
+{
+    expect_bad(img, img_len, 0644, "mode 0644");
+    expect_bad(img, img_len, 0640, "mode 0640"); /* the group alone */
+    expect_bad(img, img_len, 0602, "mode 0602"); /* others alone */
+}
 END_TEST
 START_TEST(text_being_rewritten) { put_u64(OFF(text_generation), 3); expect_bad(img, img_len, 0600, "rewritten"); }
 END_TEST
