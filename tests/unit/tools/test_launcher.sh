@@ -44,6 +44,8 @@ out=$(LD_PRELOAD="$other:$lib" SPILLWAY_LIB=$lib "$SPW" run sh -c 'echo "$LD_PRE
 check "moves spillway first when LD_PRELOAD has it later" [ "$out" = "$lib:$other" ]
 out=$(LD_PRELOAD="$other $lib:$other" SPILLWAY_LIB=$lib "$SPW" run sh -c 'echo "$LD_PRELOAD"')
 check "moves spillway first across space-separated entries" [ "$out" = "$lib:$other:$other" ]
+out=$(LD_PRELOAD="$other $other" SPILLWAY_LIB=$lib "$SPW" run sh -c 'echo "$LD_PRELOAD"')
+check "keeps the separators between the other entries" [ "$out" = "$lib:$other $other" ]
 out=$(SPILLWAY_LIB=$lib "$SPW" run -- sh -c 'echo "$@"' x --limit 1G)
 check "the command's own options are left alone" [ "$out" = "--limit 1G" ]
 SPILLWAY_LIB=$lib "$SPW" run sh -c 'exit 7'
