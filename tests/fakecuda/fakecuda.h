@@ -103,6 +103,11 @@ int fakecuda_fault_last(const char **fn, unsigned long long *call) __attribute__
 int fakecuda_fault_nth(unsigned long long i, const char **fn, unsigned long long *call)
     __attribute__((weak));
 
+/* The pitch cuMemAllocPitch rounds rows to: align (a power of two), or,
+ * for 0 (or anything else), the 512 bytes of every GPU known. A driver
+ * that pitches otherwise is what spillway's guess must settle with. */
+void fakecuda_set_pitch_align(size_t align) __attribute__((weak));
+
 /* Marks a stream (a CUstream, not the NULL or per-thread stream) as being
  * captured or not: cuStreamIsCapturing and cuStreamGetCaptureInfo then
  * answer ACTIVE, and nothing else changes (work still runs, no rule

@@ -155,6 +155,15 @@ FC_EXPORT CUresult cuMemAlloc(CUdeviceptr *dptr, size_t bytesize)
     return ctx_alloc(c, bytesize, FC_DEVICE, dptr);
 }
 
+/* cuMemAllocPitch's pitch alignment: the driver's texture pitch alignment
+ * (512), or what a test set (fakecuda_set_pitch_align). */
+static _Atomic size_t pitch_align;
+
+FC_EXPORT void fakecuda_set_pitch_align(size_t align)
+{
+    atomic_store(&pitch_align, align && !(align & (align - 1)) ? align : 0);
+}
+
 FC_EXPORT CUresult cuMemAllocPitch(CUdeviceptr *dptr, size_t *pitch, size_t width,
                                    size_t height, unsigned int elementSize)
 {
@@ -168,7 +177,10 @@ FC_EXPORT CUresult cuMemAllocPitch(CUdeviceptr *dptr, size_t *pitch, size_t widt
         return CUDA_ERROR_INVALID_VALUE;
     if ((r = fc_capture_unsafe_call()) != CUDA_SUCCESS)
         return r;
-    size_t p = (width + 511) & ~(size_t)511; /* the driver's texture pitch alignment */
+    size_t align = atomic_load(&pitch_align);
+    if (!align)
+        align = 512; /* the driver's texture pitch alignment */
+    size_t p = (width + align - 1) & ~(align - 1);
     r = ctx_alloc(c, p * height, FC_DEVICE, dptr);
     if (r == CUDA_SUCCESS)
         *pitch = p;

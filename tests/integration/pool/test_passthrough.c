@@ -770,7 +770,8 @@ END_TEST
  * (reason "disabled"), lent all the same: the try that builds the pool
  * later builds it within the limit less what is outside it, and a free
  * gives the bytes back. cuMemAllocPitch too (it lends what the driver's
- * pitch makes, not the guess). */
+ * pitch makes, not the guess: here a driver pitching rows to 256 bytes,
+ * below spillway's guess of 512). */
 START_TEST(a_device_whose_set_up_failed_lends_too)
 {
     if (!pooled())
@@ -778,12 +779,17 @@ START_TEST(a_device_whose_set_up_failed_lends_too)
     use_device(1); /* untouched yet: each test is a process of its own */
     CUdeviceptr m, pitched, p, a;
     size_t pitch;
+    uint64_t used0 = used_on(1);
     ck_assert_int_eq(fakecuda_fault_config("cuMemAddressReserve:1-2", NULL, 0), 0);
     CU_OK(cuMemAlloc(&m, 20 * MiB));          /* set-up fails: passes through */
-    CU_OK(cuMemAllocPitch(&pitched, &pitch, 1000, 2048, 4)); /* again */
+    fakecuda_set_pitch_align(256);
+    CU_OK(cuMemAllocPitch(&pitched, &pitch, 1100, 2048, 4)); /* again */
+    fakecuda_set_pitch_align(0);
+    ck_assert_uint_eq(pitch, 1280); /* the guess was 1536 */
     fakecuda_fault_config(NULL, NULL, 0);
     const uint64_t outside = 20 * MiB + (uint64_t)pitch * 2048;
     ck_assert_uint_eq(pool_counters(1).passthrough_bytes[SPILLWAY_PT_DISABLED], outside);
+    ck_assert_uint_eq(used_on(1) - used0, outside); /* the guess's surplus given back */
     CU_OK(cuMemAlloc(&p, MiB)); /* this try builds the pool */
     struct spillway_pool_counters pc = pool_counters(1);
     ck_assert_uint_gt(pc.pool_bytes, 0);
@@ -797,10 +803,51 @@ START_TEST(a_device_whose_set_up_failed_lends_too)
     /* Freed, the bytes outside are the pool's to take again. */
     CU_OK(cuMemFree(m));
     CU_OK(cuMemFree(pitched));
+    ck_assert_uint_eq(used_on(1) - used0, MiB); /* p alone */
     CU_OK(cuMemAlloc(&a, limit_bytes() - 4 * MiB));
     ck_assert_uint_le(fakecuda_device_bytes_used(1), limit_bytes());
     CU_OK(cuMemFree(a));
     CU_OK(cuMemFree(p));
+}
+END_TEST
+
+/* A pass-through cuMemAllocPitch whose driver pitches past spillway's
+ * guess (rows to 2048 bytes, the guess 512-byte rows) holds the rest too,
+ * and is refused, freed and given back whole when the rest does not fit
+ * under the limit. */
+START_TEST(a_pitch_past_the_guess_is_held_or_refused)
+{
+    if (!pooled())
+        return;
+    use_device(1); /* untouched yet: each test is a process of its own */
+    CUdeviceptr m, pitched;
+    size_t pitch;
+    ck_assert_int_eq(fakecuda_fault_config("cuMemAddressReserve:1-3", NULL, 0), 0);
+    for (int i = 0; i < 3; i++) { /* set-up fails three times: passes through for good */
+        CU_OK(cuMemAlloc(&m, MiB));
+        CU_OK(cuMemFree(m));
+    }
+    fakecuda_fault_config(NULL, NULL, 0);
+    uint64_t used0 = used_on(1);
+    uint64_t passed0 = pool_counters(1).passthrough_bytes[SPILLWAY_PT_DISABLED]; /* a total */
+    size_t driver0 = fakecuda_device_bytes_used(1);
+    fakecuda_set_pitch_align(2048);
+    CU_OK(cuMemAllocPitch(&pitched, &pitch, 1100, 1024, 4));
+    ck_assert_uint_eq(pitch, 2048); /* the guess was 1536 */
+    ck_assert_uint_eq(used_on(1) - used0, 2048 * 1024);
+    ck_assert_uint_eq(pool_counters(1).passthrough_bytes[SPILLWAY_PT_DISABLED] - passed0, 2048 * 1024);
+    passed0 += 2048 * 1024;
+    CU_OK(cuMemFree(pitched));
+    ck_assert_uint_eq(used_on(1), used0);
+    /* The guess fits under the limit, the driver's pitch does not. */
+    size_t height = limit_bytes() / 1800;
+    ck_assert_uint_le((uint64_t)1536 * height, limit_bytes());
+    ck_assert_uint_gt((uint64_t)2048 * height, limit_bytes());
+    ck_assert_int_eq(cuMemAllocPitch(&pitched, &pitch, 1100, height, 4), CUDA_ERROR_OUT_OF_MEMORY);
+    fakecuda_set_pitch_align(0);
+    ck_assert_uint_eq(used_on(1), used0);
+    ck_assert_uint_eq(pool_counters(1).passthrough_bytes[SPILLWAY_PT_DISABLED], passed0);
+    ck_assert_uint_eq(fakecuda_device_bytes_used(1), driver0);
 }
 END_TEST
 
@@ -840,6 +887,7 @@ Suite *test_suite(void)
     tcase_add_test(spw, an_exported_handle_released_while_mapped_keeps_its_count);
     tcase_add_test(spw, a_pool_handle_released_while_mapped_keeps_its_count);
     tcase_add_test(spw, a_device_whose_set_up_failed_lends_too);
+    tcase_add_test(spw, a_pitch_past_the_guess_is_held_or_refused);
     tcase_add_test(spw, disabled_passes_everything);
     suite_add_tcase(s, spw);
     return s;
