@@ -237,6 +237,16 @@ static void device_memory(void)
     TRY(cuMemAllocPitch, "width_0", cuMemAllocPitch_v2, &p, &pitch, 0, 16, 4);
     TRY(cuMemAllocPitch, "height_0", cuMemAllocPitch_v2, &p, &pitch, 1024, 0, 4);
     TRY(cuMemAllocPitch, "element_3", cuMemAllocPitch_v2, &p, &pitch, 1024, 16, 3);
+    /* The element sizes the driver takes (4 is every other case's): 0,
+     * freed at once (later cases depend on what lies past dptr). */
+    p = 0;
+    TRY(cuMemAllocPitch, "element_8", cuMemAllocPitch_v2, &p, &pitch, 1024, 16, 8);
+    if (p)
+        cuMemFree(p);
+    p = 0;
+    TRY(cuMemAllocPitch, "element_16", cuMemAllocPitch_v2, &p, &pitch, 1024, 16, 16);
+    if (p)
+        cuMemFree(p);
     TRY(cuMemAllocPitch, "size_huge", cuMemAllocPitch_v2, &p, &pitch, HUGE_SIZE, 1 << 20, 4);
     TRY(cuMemAllocManaged, "null_out", cuMemAllocManaged, NULL, MiB, CU_MEM_ATTACH_GLOBAL);
     TRY(cuMemAllocManaged, "size_0", cuMemAllocManaged, &p, 0, CU_MEM_ATTACH_GLOBAL);
