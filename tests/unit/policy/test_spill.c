@@ -248,6 +248,50 @@ START_TEST(fill_takes_free_pages_for_data_at_least_half_as_hot)
 }
 END_TEST
 
+/* The no-thrash rule's swap, at its edges (fill.c). A swap that found no
+ * victim gives its budget back and leaves a floor: data used no more than
+ * an eighth more often is not swapped for a while, data used more is at
+ * once (floor_after's + 1). A victim may be used up to two thirds as often
+ * as what comes in, that much included. White-box, the clock held. */
+START_TEST(swap_edges_floor_budget_and_victim_rate)
+{
+    env_spill(4, 16);
+    CUdeviceptr r, hot, cold;
+    ck_assert_int_eq(sw_alloc(P, 0, 2 * PG, &r), CUDA_SUCCESS);
+    fill(r, 2 * PG, 41);
+    ck_assert_int_eq(sw_set_residency(P, r, 2, SW_RES_HOST), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_alloc(P, 0, 2 * PG, &hot), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_alloc(P, 0, 2 * PG, &cold), CUDA_SUCCESS);
+    fill(cold, 2 * PG, 42);
+    ck_assert_uint_eq(host_pages_in(hot, 2) + host_pages_in(cold, 2), 0); /* the device is full */
+    sw_device *d = &P->dev[0];
+    const uint64_t now = 1 << 20;
+    /* r at rate 51: victims up to 34; the device's data is hotter. */
+    atomic_store(&P->clock, now);
+    set_rate(hot, now, 100);
+    set_rate(cold, now, 50);
+    set_rate(r, now, 50);
+    ck_assert_int_eq(sw_fill(P, r), CUDA_SUCCESS);
+    ck_assert_uint_eq(host_pages_in(r, 2), 2);
+    uint64_t floor = atomic_load(&d->swap_floor), tokens = atomic_load(&d->swap_tokens);
+    ck_assert_uint_eq(floor, 51 + 51 / 8 + 1); /* 58 */
+    ck_assert_uint_eq(tokens, 8);              /* the budget's cap, given back */
+    /* r at the floor (58), not under it: swapped, for a victim of rate 38,
+     * two thirds of 58 exactly. */
+    atomic_store(&P->clock, now);
+    set_rate(r, now, 57);
+    set_rate(cold, now, 38);
+    ck_assert_int_eq(sw_fill(P, r), CUDA_SUCCESS);
+    ck_assert_uint_eq(host_pages_in(r, 2), 0);
+    ck_assert_uint_eq(host_pages_in(cold, 2), 2);
+    ck_assert_uint_eq(host_pages_in(hot, 2), 0);
+    ck_assert(verify(r, 2 * PG, 41));
+    ck_assert(verify(cold, 2 * PG, 42));
+    assert_no_violation();
+    env_down();
+}
+END_TEST
+
 /* Host pages a fill can never move (a handle mapped at two VAs: the alias
  * would have to move too) must not cost a quiesce at every launch, nor
  * push other data out to make room they will never take. */
@@ -680,6 +724,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, host_limit_bounds_spill_and_loses_nothing);
     tcase_add_test(tc, fill_uses_free_device_pages_only);
     tcase_add_test(tc, fill_takes_free_pages_for_data_at_least_half_as_hot);
+    tcase_add_test(tc, swap_edges_floor_budget_and_victim_rate);
     tcase_add_test(tc, fill_ignores_host_pages_that_cannot_move);
     tcase_add_test(tc, span_touch_answers_for_the_buffers_own_pages);
     tcase_add_test(tc, small_allocations_spill_with_their_slab);
