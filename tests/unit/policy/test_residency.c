@@ -96,6 +96,34 @@ START_TEST(program_vmm_page_moves_and_keeps_access)
 }
 END_TEST
 
+/* One move is one device's: a range whose pages are of two devices (a
+ * program mapping of handles on both) is refused whole, nothing moved. */
+START_TEST(a_range_over_two_devices_is_refused)
+{
+    sw_device_config cfg = {.limit = 4 * PG, .host_limit = 8 * PG};
+    env_up_cfg(&cfg, 8); /* the fake counts both devices' pages */
+    ck_assert_int_eq(sw_device_init(P, 1, &cfg), CUDA_SUCCESS);
+    CUdeviceptr va;
+    ck_assert_int_eq(fake_reserve(FB, 2 * PG, &va), CUDA_SUCCESS);
+    CUmemGenericAllocationHandle h0, h1;
+    ck_assert_int_eq(sw_vmm_create(P, 0, PG, &h0), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_create(P, 1, PG, &h1), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_map(P, va, PG, 0, h0), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_map(P, va + PG, PG, 0, h1), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_set_access(P, va, 2 * PG, 3), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_set_residency(P, va, 2, SW_RES_HOST), CUDA_ERROR_INVALID_VALUE);
+    ck_assert_uint_eq(host_pages_in(va, 2), 0);
+    ck_assert_int_eq(sw_set_residency(P, va + PG, 1, SW_RES_HOST), CUDA_SUCCESS); /* one device's */
+    ck_assert_uint_eq(host_pages_in(va, 2), 1);
+    assert_no_violation();
+    ck_assert_int_eq(sw_vmm_unmap(P, va, 2 * PG, NULL), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_release(P, h0, NULL), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_vmm_release(P, h1, NULL), CUDA_SUCCESS);
+    ck_assert_int_eq(fake_free_va(FB, va, 2 * PG), CUDA_SUCCESS);
+    env_down();
+}
+END_TEST
+
 START_TEST(refused_moves)
 {
     env_up(8, false, 0);
@@ -191,6 +219,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, batch_moves_with_one_sync);
     tcase_add_test(tc, program_vmm_page_moves_and_keeps_access);
     tcase_add_test(tc, refused_moves);
+    tcase_add_test(tc, a_range_over_two_devices_is_refused);
     tcase_add_test(tc, host_limit_and_copy_failure);
     tcase_add_test(tc, reclaim_takes_device_pages_only);
     tcase_add_test(tc, host_pages_reserved_ahead);
