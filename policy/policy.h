@@ -283,6 +283,10 @@ CUresult sw_vmm_retain(sw_policy *p, CUdeviceptr va, CUmemGenericAllocationHandl
  * program released (only its mappings keep it: it cannot be promoted). */
 CUresult sw_vmm_mapped_at(sw_policy *p, CUdeviceptr va, CUmemGenericAllocationHandle *h,
                           CUdeviceptr *base, size_t *size);
+/* The same for the lowest program mapping on pool pages that meets
+ * [lo, hi): one pass over the live mappings, whatever the range's size. */
+CUresult sw_vmm_mapped_in(sw_policy *p, CUdeviceptr lo, CUdeviceptr hi, CUmemGenericAllocationHandle *h,
+                          CUdeviceptr *base, size_t *size);
 /* cuMemGetAllocationPropertiesFromHandle: size and device of the handle,
  * and the word the shim set (user may be NULL). */
 CUresult sw_vmm_properties(sw_policy *p, CUmemGenericAllocationHandle h, size_t *size, int *dev,

@@ -516,6 +516,29 @@ CUresult sw_vmm_mapped_at(sw_policy *p, CUdeviceptr va, CUmemGenericAllocationHa
     return r;
 }
 
+CUresult sw_vmm_mapped_in(sw_policy *p, CUdeviceptr lo, CUdeviceptr hi, CUmemGenericAllocationHandle *h,
+                          CUdeviceptr *base, size_t *size)
+{
+    if (!p || !h || !base || !size)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!p->page || hi <= lo)
+        return CUDA_ERROR_NOT_FOUND;
+    pthread_mutex_lock(&p->handles_lock);
+    const sw_vmap *first = NULL;
+    for (const sw_vmap *m = p->vmaps; m; m = m->next)
+        if (m->h && m->va < hi && m->va + m->size > lo && (!first || m->va < first->va))
+            first = m;
+    CUresult r = CUDA_ERROR_NOT_FOUND;
+    if (first) {
+        *h = first->h->id;
+        *base = first->va;
+        *size = first->size;
+        r = first->h->refs > 0 ? CUDA_SUCCESS : CUDA_ERROR_NOT_SUPPORTED;
+    }
+    pthread_mutex_unlock(&p->handles_lock);
+    return r;
+}
+
 CUresult sw_vmm_properties(sw_policy *p, CUmemGenericAllocationHandle h, size_t *size, int *dev,
                            uint64_t *user)
 {

@@ -87,3 +87,25 @@ int spw_arena_device(CUdeviceptr ptr)
     }
     return -1;
 }
+
+bool spw_arena_meets(CUdeviceptr lo, CUdeviceptr hi)
+{
+    int n = atomic_load_explicit(&arenas_hi, memory_order_acquire);
+    for (int i = 0; i < n; i++) {
+        CUdeviceptr b = atomic_load_explicit(&arenas[i].base, memory_order_acquire);
+        if (b && b < hi && (b >= lo || lo - b < atomic_load_explicit(&arenas[i].size, memory_order_relaxed)))
+            return true;
+    }
+    return false;
+}
+
+bool spw_arena_holds(CUdeviceptr lo, CUdeviceptr hi)
+{
+    int n = atomic_load_explicit(&arenas_hi, memory_order_acquire);
+    for (int i = 0; i < n; i++) {
+        CUdeviceptr b = atomic_load_explicit(&arenas[i].base, memory_order_acquire);
+        if (b && b <= lo && hi - b <= atomic_load_explicit(&arenas[i].size, memory_order_relaxed))
+            return true;
+    }
+    return false;
+}

@@ -40,6 +40,20 @@ static CUresult counted_batch(CUresult r, const CUdeviceptr *dsts, const CUdevic
     return r;
 }
 
+/* The bytes from a copy's first one to the end of its last row: depth
+ * layers of height rows pitch bytes apart, the last layer's rows - 1 of
+ * them, then width bytes. SIZE_MAX when that overflows (what no allocation
+ * holds, so the range check refuses it in pool memory rather than
+ * checking a wrapped, smaller size). */
+static size_t reach3d(size_t depth, size_t height, size_t rows, size_t pitch, size_t width)
+{
+    size_t n;
+    if (__builtin_mul_overflow(depth - 1, height, &n) || __builtin_add_overflow(n, rows - 1, &n) ||
+        __builtin_mul_overflow(n, pitch, &n) || __builtin_add_overflow(n, width, &n))
+        return SIZE_MAX;
+    return n;
+}
+
 /* One operand of a 2D/3D copy that may be device memory (device or
  * unified types) as the side the copy reaches: from its first byte,
  * base + (z x height + y) x pitch + x (cuMemcpy3D's documentation), over
@@ -59,7 +73,7 @@ static void copy_side(spw_sides *s, CUmemorytype type, CUdeviceptr base, size_t 
         pitch = width;
     if (!height)
         height = rows;
-    spw_side_range(s, base + (z * height + y) * pitch + x, ((depth - 1) * height + (rows - 1)) * pitch + width);
+    spw_side_range(s, base + (z * height + y) * pitch + x, reach3d(depth, height, rows, pitch, width));
 }
 
 #define COPY2D_SIDES(c)                                                                                   \
@@ -167,7 +181,8 @@ static void batch3d_side(spw_sides *s, const CUmemcpy3DOperand *o, const CUexten
     }
     size_t row = o->op.ptr.rowLength ? o->op.ptr.rowLength : e->width;
     size_t layer = o->op.ptr.layerHeight ? o->op.ptr.layerHeight : e->height;
-    spw_side_range(s, o->op.ptr.ptr, (((e->depth - 1) * layer + (e->height - 1)) * row + e->width) * elem);
+    size_t elems = reach3d(e->depth, layer, e->height, row, e->width), bytes;
+    spw_side_range(s, o->op.ptr.ptr, __builtin_mul_overflow(elems, elem, &bytes) ? SIZE_MAX : bytes);
 }
 
 static void batch3d_sides(spw_sides *s, const CUDA_MEMCPY3D_BATCH_OP *ops, size_t n)
@@ -224,20 +239,24 @@ SPW_SIDES_HANDLERS_FAIL(spw_h_memcpy_3d_batch_async_v1,
  * or no element is nothing set: nothing to touch or fill (still gated). */
 static void set2d_side(spw_sides *s, CUdeviceptr dst, size_t pitch, size_t width, size_t height, size_t elem)
 {
+    size_t row;
     if (width && height)
-        spw_side_range(s, dst, (height - 1) * pitch + width * elem);
+        spw_side_range(s, dst,
+                       __builtin_mul_overflow(width, elem, &row) ? SIZE_MAX : reach3d(1, 0, height, pitch, row));
 }
 
 CUresult spw_copy3d_range_check(const CUDA_MEMCPY3D *c)
 {
-    spw_sides s_ = {0}, *s = &s_;
+    spw_sides s_, *s = &s_;
+    spw_sides_init(s);
     COPY3D_SIDES(c);
     return s->refused;
 }
 
 CUresult spw_set2d_range_check(CUdeviceptr dst, size_t pitch, size_t width, size_t height, size_t elem)
 {
-    spw_sides s = {0};
+    spw_sides s;
+    spw_sides_init(&s);
     set2d_side(&s, dst, pitch, width, height, elem);
     return s.refused;
 }

@@ -18,10 +18,15 @@
  *    refusal rather than an importer that writes elsewhere after a spill);
  *  - everything else is the driver's.
  * Without spill the pages behind live data never change: the driver's.
- * Bad arguments get the driver's answer: the driver is asked first, and a
- * handle it gave for a range spillway cannot let go is closed again; a
- * range in a freed pool block gets the driver's answer for memory it does
- * not have. */
+ * Arguments the reference rules out (a NULL handle, another type, unknown
+ * flags, a NULL or empty range, one not aligned to the host page or
+ * wrapping) go to the driver for its answer before anything is looked at;
+ * a range from a freed pool block gets the driver's answer for memory it
+ * does not have. What the range names is found from the pool's own
+ * records (its arenas, the program's mappings), never by walking the
+ * range: a bad size costs nothing, and the driver is asked once, after
+ * any promotion (a spilled page is host memory, which no dma_buf takes,
+ * until the promotion brings it back). */
 #include "shim/arenas.h"
 #include "shim/gate_use.h"
 #include "shim/handler.h"
@@ -31,46 +36,48 @@
 #include <stdatomic.h>
 #include <unistd.h>
 
-/* Steps through a range outside the pool's mappings: no VMM mapping is
- * finer than this (device memory's granularity is 2 MiB). */
-#define STEP ((CUdeviceptr)64 << 10)
-
 enum { ARENA = 1, HANDLES = 2, RELEASED = 4 };
 
-/* What pool memory [a, a + size) names: ARENA, HANDLES, RELEASED bits;
- * the pool handles mapped there are promoted when promote is set (the
- * first error is answered, *err). */
-static unsigned pool_parts(sw_policy *p, CUdeviceptr a, size_t size, bool promote, CUresult *err)
+/* What pool memory [a, end) names: ARENA (cuMemAlloc-class memory, which
+ * cannot be promoted: the rest is not looked at), HANDLES, RELEASED; the
+ * pool handles mapped there are promoted when promote is set (the first
+ * error is answered, *err). */
+static unsigned pool_parts(sw_policy *p, CUdeviceptr a, CUdeviceptr end, bool promote, CUresult *err)
 {
+    if (spw_arena_meets(a, end))
+        return ARENA;
     unsigned found = 0;
-    CUdeviceptr end = a + size < a ? ~(CUdeviceptr)0 : a + size;
     while (a < end) {
         CUmemGenericAllocationHandle h, driver;
         CUdeviceptr base;
         size_t msize;
-        CUresult r;
-        if (spw_arena_device(a) >= 0) {
-            found |= ARENA;
-            return found; /* refused whatever else it names */
-        }
-        if (!sw_owns(p, a) || (r = sw_vmm_mapped_at(p, a, &h, &base, &msize)) == CUDA_ERROR_NOT_FOUND) {
-            a = (a & ~(STEP - 1)) + STEP;
-            continue;
-        }
+        CUresult r = sw_vmm_mapped_in(p, a, end, &h, &base, &msize);
+        if (r == CUDA_ERROR_NOT_FOUND)
+            break;
         if (r == CUDA_ERROR_NOT_SUPPORTED)
             return found | RELEASED;
         if (r != CUDA_SUCCESS) {
             *err = r;
-            return found;
+            break;
         }
         found |= HANDLES;
         if (promote && (r = spw_vmm_driver_handle(p, h, "cuMemGetHandleForAddressRange", &driver)) != CUDA_SUCCESS) {
             *err = r;
-            return found;
+            break;
         }
-        a = base + msize > a ? base + msize : a + STEP;
+        a = base + msize;
     }
     return found;
+}
+
+/* What cuda.h rules out for a dma_buf, the driver's to answer. */
+static bool plainly_bad(void *handle, CUdeviceptr dptr, size_t size, CUmemRangeHandleType type,
+                        unsigned long long flags)
+{
+    size_t host_page = (size_t)sysconf(_SC_PAGESIZE);
+    return !handle || type != CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD ||
+           (flags & ~(unsigned long long)CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE) || !dptr || !size ||
+           dptr + size < dptr || (dptr | size) % host_page;
 }
 
 CUresult spw_h_mem_get_handle_for_address_range(void *handle, CUdeviceptr dptr, size_t size,
@@ -78,28 +85,35 @@ CUresult spw_h_mem_get_handle_for_address_range(void *handle, CUdeviceptr dptr, 
                                                 unsigned long long flags)
 {
     SPW_REAL_OR_RETURN(real, spw_h_mem_get_handle_for_address_range);
-    bool dma_buf = handle && handleType == CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD;
-    bool in_arena = dma_buf && spw_arena_device(dptr) >= 0;
-    sw_policy *p = spw_disabled() ? NULL : spw_gate();
-    CUresult err = CUDA_SUCCESS;
-    unsigned parts = p && dma_buf ? pool_parts(p, dptr, size, false, &err) : 0;
-    if (!parts && !in_arena)
+    if (spw_disabled() || plainly_bad(handle, dptr, size, handleType, flags))
         return real(handle, dptr, size, handleType, flags);
-    int was = *(int *)handle;
-    CUresult r = real(handle, dptr, size, handleType, flags);
-    if (r != CUDA_SUCCESS)
-        return r; /* the driver's answer to the arguments */
-    close(*(int *)handle);
-    *(int *)handle = was;
     /* A range from a freed block: memory the driver alone no longer has
      * (the pool's pages there stay mapped), its answer. Only the start is
      * checked: the driver takes an allocation's pages to the end of the
-     * last one, spillway knows the size asked for. */
-    if (in_arena && (r = spw_pool_range_check(dptr, 1)) != CUDA_SUCCESS)
-        return r;
-    if (!parts)
+     * last one (a range is whole host pages), spillway knows the size
+     * asked for. */
+    if (spw_arena_device(dptr) >= 0 && spw_pool_range_check(dptr, 1) != CUDA_SUCCESS)
+        return CUDA_ERROR_INVALID_VALUE;
+    sw_policy *p = spw_gate();
+    if (!p)
         return real(handle, dptr, size, handleType, flags); /* no spill: the pages stay */
+    CUresult err = CUDA_SUCCESS;
+    unsigned parts = pool_parts(p, dptr, dptr + size, false, &err);
+    if (parts == HANDLES) /* all of them can be the driver's: made so */
+        parts = pool_parts(p, dptr, dptr + size, true, &err);
+    if (err != CUDA_SUCCESS)
+        return err;
     if (parts & (ARENA | RELEASED)) {
+        /* Past what spillway knows to be memory (one arena), the driver
+         * judges the range first: an unbacked part is its INVALID_VALUE. */
+        if (!(parts == ARENA && spw_arena_holds(dptr, dptr + size))) {
+            int was = *(int *)handle;
+            CUresult r = real(handle, dptr, size, handleType, flags);
+            if (r != CUDA_SUCCESS)
+                return r;
+            close(*(int *)handle);
+            *(int *)handle = was;
+        }
         static atomic_bool said;
         if (!atomic_exchange(&said, true))
             spw_warn("cuMemGetHandleForAddressRange of %#llx: a dma_buf of %s, whose pages spill "
@@ -111,6 +125,5 @@ CUresult spw_h_mem_get_handle_for_address_range(void *handle, CUdeviceptr dptr, 
                                    : "a pooled handle the program released");
         return CUDA_ERROR_NOT_SUPPORTED;
     }
-    pool_parts(p, dptr, size, true, &err);
-    return err != CUDA_SUCCESS ? err : real(handle, dptr, size, handleType, flags);
+    return real(handle, dptr, size, handleType, flags);
 }

@@ -141,6 +141,17 @@ typedef struct spw_sides {
     size_t refused_op; /* the operation of that side */
 } spw_sides;
 
+/* No sides yet. Only p[] and bytes[] below n are ever read: the rest
+ * (1 KiB) is left as it is rather than cleared on every submission. */
+static inline void spw_sides_init(spw_sides *s)
+{
+    s->n = 0;
+    s->more = 0;
+    s->op = 0;
+    s->refused = CUDA_SUCCESS;
+    s->refused_op = 0;
+}
+
 /* The pool device of a side p (-1: none): its arena's (a few compares),
  * else the device of the pool page mapped there (a program mapping on pool
  * pages, as JAX's arena, lies in no arena). */
@@ -228,7 +239,7 @@ uint64_t spw_gate_use_sides(sw_policy *g, const spw_sides *s, CUstream stream);
  * answer r (a counting step that returns r). */
 #define SPW_SIDES_HANDLERS_FAIL(handler, params, args, stream, collect, result, fail_idx)           \
     SPW_CHECKED_HANDLERS(handler, params, args,                                                    \
-                         spw_sides s_ = {0}; spw_sides *s = &s_; collect;                          \
+                         spw_sides s_; spw_sides *s = &s_; spw_sides_init(s); collect;             \
                          if ((r = s->refused) != CUDA_SUCCESS) {                                   \
                              size_t *fail_ = (fail_idx);                                           \
                              if (fail_)                                                            \

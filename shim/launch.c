@@ -111,15 +111,16 @@ LAUNCH_HANDLERS(spw_h_launch_cooperative_kernel,
  * stream of its device. Each kernel's arguments are scanned like a
  * launch's, the bracket holds the gate of every device named, and each
  * launch the driver accepted counts on its own device. The driver refuses
- * two launches on one device, so a list longer than SW_MAX_DEVICES is
- * left for it to refuse unread (no room is taken to read what a bad count
- * names past the program's array). */
+ * two launches on one device, so a list longer than the machine's devices
+ * is left for it to refuse unread (nothing is read past the program's
+ * array on a bad count). */
 CUresult spw_h_launch_cooperative_kernel_multi_device(CUDA_LAUNCH_PARAMS *launchParamsList,
                                                       unsigned int numDevices, unsigned int flags)
 {
     SPW_REAL_OR_RETURN(real, spw_h_launch_cooperative_kernel_multi_device);
     const CUDA_LAUNCH_PARAMS *l = launchParamsList;
-    unsigned n = l && numDevices <= SW_MAX_DEVICES ? numDevices : 0;
+    int ndev = spw_driver_device_count();
+    unsigned n = l && ndev > 0 && numDevices <= (unsigned)ndev && numDevices <= SW_MAX_DEVICES ? numDevices : 0;
     sw_policy *g = spw_gate();
     uint64_t devices = 0, runs_on[SW_MAX_DEVICES] = {0};
     if (g) {

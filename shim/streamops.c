@@ -9,10 +9,13 @@
 
 /* Each operation's value, of 4 or 8 bytes at its address: its range is
  * checked as a copy's (a write to a freed pool allocation would land in
- * whatever the pool put there since). */
+ * whatever the pool put there since). A count of 256 or more the driver
+ * refuses ("must be less than 256"): the array is not read past what a
+ * batch may hold. */
+#define MEMOPS_MAX 256
 static void memop_sides(spw_sides *s, const CUstreamBatchMemOpParams *ops, unsigned n)
 {
-    for (unsigned i = 0; ops && i < n; i++) {
+    for (unsigned i = 0; ops && n < MEMOPS_MAX && i < n; i++) {
         switch (ops[i].operation) {
         case CU_STREAM_MEM_OP_WAIT_VALUE_32:
         case CU_STREAM_MEM_OP_WAIT_VALUE_64:

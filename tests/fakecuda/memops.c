@@ -116,8 +116,8 @@ static CUresult batch(CUstream h, unsigned count, const CUstreamBatchMemOpParams
     CUresult r = fc_stream_resolve(h, ptsz, &s);
     if (r != CUDA_SUCCESS)
         return r;
-    if (flags != 0 || !count || !ops)
-        return CUDA_ERROR_INVALID_VALUE;
+    if (flags != 0 || !count || count >= 256 || !ops)
+        return CUDA_ERROR_INVALID_VALUE; /* "count ... Must be less than 256" */
     struct memop_batch *b = malloc(sizeof *b + count * sizeof b->op[0]);
     if (!b)
         return CUDA_ERROR_OUT_OF_MEMORY;

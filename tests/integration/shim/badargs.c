@@ -420,9 +420,15 @@ static void vmm(void)
     TRY(cuMemGetHandleForAddressRange, "size_0", cuMemGetHandleForAddressRange, &fd, dptr, 0, dma_buf, 0);
     TRY(cuMemGetHandleForAddressRange, "null_ptr", cuMemGetHandleForAddressRange, &fd, 0, 4096, dma_buf, 0);
     TRY(cuMemGetHandleForAddressRange, "bad_ptr", cuMemGetHandleForAddressRange, &fd, bad, 4096, dma_buf, 0);
-    TRY(cuMemGetHandleForAddressRange, "freed", cuMemGetHandleForAddressRange, &fd, gap, 4096, dma_buf, 0);
+    TRY(cuMemGetHandleForAddressRange, "freed", cuMemGetHandleForAddressRange, &fd, just_freed(), 4096, dma_buf,
+        0);
     TRY(cuMemGetHandleForAddressRange, "huge", cuMemGetHandleForAddressRange, &fd, dptr, (size_t)1 << 62,
         dma_buf, 0);
+    /* A bad start above every mapping and a size past all memory: the
+     * driver's answer at once (spillway once walked such a range in 64 KiB
+     * steps: 2^46 of them). */
+    TRY(cuMemGetHandleForAddressRange, "huge_bad_ptr", cuMemGetHandleForAddressRange, &fd,
+        (CUdeviceptr)0xffff00000000ull, (size_t)1 << 62, dma_buf, 0);
 
     TRY(cuMulticastBindMem, "bad_mc", cuMulticastBindMem, bad_h, 0, live, 0, gran, 0);
     TRY(cuMulticastBindMem, "null_mc", cuMulticastBindMem, 0, 0, live, 0, gran, 0);
@@ -831,6 +837,7 @@ static void stream_memops(void)
     TRY_PT(cuStreamWaitValue64, "bad_stream", sym64, bad_stream, bad, 1, 0);                   \
     TRY_PT(cuStreamBatchMemOp, "count_0", symb, stream, 0, &op, 0);                            \
     TRY_PT(cuStreamBatchMemOp, "null_ops", symb, stream, 1, NULL, 0);                          \
+    TRY_PT(cuStreamBatchMemOp, "count_256", symb, stream, 256, &op, 0);                        \
     TRY_PT(cuStreamBatchMemOp, "bad_pointer", symb, stream, 1, &op, 0);                        \
     TRY_PT(cuStreamBatchMemOp, "freed", symb, stream, 1, freed_write(), 0);                    \
     TRY_PT(cuStreamBatchMemOp, "bad_op", symb, stream, 1, &bad_op, 0);                         \
@@ -924,6 +931,10 @@ static void launches(void)
     /* More entries than the array has, and than any machine has devices. */
     TRY(cuLaunchCooperativeKernelMultiDevice, "huge_count", cuLaunchCooperativeKernelMultiDevice, &multi,
         0x7fffffffu, 0);
+    /* More than the machine's devices (fakecuda has 1 here) but within
+     * spillway's 64: the one-entry array must not be read past. */
+    TRY(cuLaunchCooperativeKernelMultiDevice, "past_the_devices", cuLaunchCooperativeKernelMultiDevice, &multi, 40,
+        0);
     TRY(cuLaunchCooperativeKernelMultiDevice, "bad_flags", cuLaunchCooperativeKernelMultiDevice, &multi, 1, 0x80);
     TRY(cuLaunchCooperativeKernelMultiDevice, "null_stream", cuLaunchCooperativeKernelMultiDevice,
         &multi_null_stream, 1, 0);

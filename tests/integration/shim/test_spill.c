@@ -465,35 +465,71 @@ START_TEST(a_dma_buf_of_pool_memory_is_refused_or_the_programs)
 }
 END_TEST
 
-/* A pooled cuMemCreate handle the program mapped (JAX's arena) exports as
- * with the driver alone: made the driver's first, it no longer spills. */
-START_TEST(a_dma_buf_of_a_pooled_handle_is_the_programs)
+/* A pooled cuMemCreate handle of one granule mapped read-write at *va,
+ * holding expected(g, seed); its size is *g. */
+static CUmemGenericAllocationHandle mapped_handle(CUdeviceptr *va, size_t *g, unsigned seed)
 {
-    setup();
     CUmemAllocationProp prop;
     memset(&prop, 0, sizeof prop);
     prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
     prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
     prop.location.id = 0;
-    size_t g = 0;
-    CU_OK(cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
-    CUdeviceptr va;
+    CU_OK(cuMemGetAllocationGranularity(g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
     CUmemGenericAllocationHandle h;
-    CU_OK(cuMemAddressReserve(&va, g, 0, 0, 0));
-    CU_OK(cuMemCreate(&h, g, &prop, 0));
-    CU_OK(cuMemMap(va, g, 0, h, 0));
+    CU_OK(cuMemAddressReserve(va, *g, 0, 0, 0));
+    CU_OK(cuMemCreate(&h, *g, &prop, 0));
+    CU_OK(cuMemMap(*va, *g, 0, h, 0));
     CUmemAccessDesc acc = {.location = prop.location, .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
-    CU_OK(cuMemSetAccess(va, g, &acc, 1));
-    uint32_t *w = expected(g, 3);
-    CU_OK(cuMemcpyHtoD(va, w, g));
+    CU_OK(cuMemSetAccess(*va, *g, &acc, 1));
+    uint32_t *w = expected(*g, seed);
+    CU_OK(cuMemcpyHtoD(*va, w, *g));
     free(w);
+    return h;
+}
+
+static void unmapped_handle(CUdeviceptr va, size_t g, CUmemGenericAllocationHandle h)
+{
+    CU_OK(cuMemUnmap(va, g));
+    CU_OK(cuMemRelease(h));
+    CU_OK(cuMemAddressFree(va, g));
+}
+
+/* A pooled cuMemCreate handle the program mapped (JAX's arena) exports as
+ * with the driver alone: made the driver's first, it no longer spills. */
+START_TEST(a_dma_buf_of_a_pooled_handle_is_the_programs)
+{
+    setup();
+    CUdeviceptr va;
+    size_t g;
+    CUmemGenericAllocationHandle h = mapped_handle(&va, &g, 3);
     int fd = -1;
     CU_OK(cuMemGetHandleForAddressRange(&fd, va, g, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0));
     importer_writes_are_the_programs(va, fd);
     close(fd);
-    CU_OK(cuMemUnmap(va, g));
-    CU_OK(cuMemRelease(h));
-    CU_OK(cuMemAddressFree(va, g));
+    unmapped_handle(va, g, h);
+}
+END_TEST
+
+/* The same handle spilled before its export: a dma_buf takes device memory
+ * only, so the export brings it back (its promotion) and then succeeds, as
+ * with the driver alone; the importer's writes are the program's. */
+START_TEST(a_dma_buf_of_a_spilled_pooled_handle_is_the_programs)
+{
+    setup();
+    CUdeviceptr va;
+    size_t g;
+    CUmemGenericAllocationHandle h = mapped_handle(&va, &g, 3);
+    CUdeviceptr x = filled(40 * MiB, 6), y = filled(40 * MiB, 7);
+    ck_assert_msg(fakecuda_mapped_location(va) != 0, "the handle was not spilled");
+    int fd = -1;
+    CU_OK(cuMemGetHandleForAddressRange(&fd, va, g, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0));
+    ck_assert_int_eq(fakecuda_mapped_location(va), 0);
+    expect_pattern(va, g, 3, "the handle, made the driver's");
+    CU_OK(cuMemFree(x));
+    CU_OK(cuMemFree(y));
+    importer_writes_are_the_programs(va, fd);
+    close(fd);
+    unmapped_handle(va, g, h);
 }
 END_TEST
 
@@ -755,6 +791,7 @@ Suite *test_suite(void)
         tcase_add_test(tc, cooperative_multi_device_kernel_fill);
         tcase_add_test(tc, a_dma_buf_of_pool_memory_is_refused_or_the_programs);
         tcase_add_test(tc, a_dma_buf_of_a_pooled_handle_is_the_programs);
+        tcase_add_test(tc, a_dma_buf_of_a_spilled_pooled_handle_is_the_programs);
         tcase_add_test(tc, passthrough_counts_resident_bytes);
         tcase_add_test(tc, launches_race_spill_and_fill);
         tcase_add_test(tc, a_reset_between_phases);
