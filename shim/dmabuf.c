@@ -87,12 +87,14 @@ CUresult spw_h_mem_get_handle_for_address_range(void *handle, CUdeviceptr dptr, 
     SPW_REAL_OR_RETURN(real, spw_h_mem_get_handle_for_address_range);
     if (spw_disabled() || plainly_bad(handle, dptr, size, handleType, flags))
         return real(handle, dptr, size, handleType, flags);
-    /* A range from a freed block: memory the driver alone no longer has
-     * (the pool's pages there stay mapped), its answer. Only the start is
-     * checked: the driver takes an allocation's pages to the end of the
-     * last one (a range is whole host pages), spillway knows the size
-     * asked for. */
-    if (spw_arena_device(dptr) >= 0 && spw_pool_range_check(dptr, 1) != CUDA_SUCCESS)
+    /* A range from a freed block, or past the host page that holds a
+     * block's last byte: memory the driver alone does not have there (the
+     * pool's pages around it stay mapped, and an importer would write
+     * into the neighbours), its answer. The driver takes an allocation's
+     * host pages to the end of the last one (a range is whole host pages),
+     * so the last page of the range must start inside the block. */
+    if (spw_arena_device(dptr) >= 0 &&
+        spw_pool_range_check(dptr, size - (size_t)sysconf(_SC_PAGESIZE) + 1) != CUDA_SUCCESS)
         return CUDA_ERROR_INVALID_VALUE;
     sw_policy *p = spw_gate();
     if (!p)

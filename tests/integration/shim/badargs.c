@@ -422,6 +422,8 @@ static void vmm(void)
     TRY(cuMemGetHandleForAddressRange, "bad_ptr", cuMemGetHandleForAddressRange, &fd, bad, 4096, dma_buf, 0);
     TRY(cuMemGetHandleForAddressRange, "freed", cuMemGetHandleForAddressRange, &fd, just_freed(), 4096, dma_buf,
         0);
+    /* Past dptr's end into the memory after it (the pool's next block). */
+    TRY(cuMemGetHandleForAddressRange, "past_end", cuMemGetHandleForAddressRange, &fd, dptr, 2 * MiB, dma_buf, 0);
     TRY(cuMemGetHandleForAddressRange, "huge", cuMemGetHandleForAddressRange, &fd, dptr, (size_t)1 << 62,
         dma_buf, 0);
     /* A bad start above every mapping and a size past all memory: the
