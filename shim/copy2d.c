@@ -261,6 +261,11 @@ CUresult spw_set2d_range_check(CUdeviceptr dst, size_t pitch, size_t width, size
     return s.refused;
 }
 
+CUresult spw_memset_node_range_check(const CUDA_MEMSET_NODE_PARAMS *p)
+{
+    return p ? spw_set2d_range_check(p->dst, p->pitch, p->width, p->height, p->elementSize) : CUDA_SUCCESS;
+}
+
 SPW_SIDES_HANDLERS(spw_h_memset_d2d8,
                 (CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width,
                  size_t Height),

@@ -16,4 +16,7 @@ CUresult spw_copy3d_range_check(const CUDA_MEMCPY3D *c);
 /* The same for a set of height rows of width elements of elem bytes,
  * pitch bytes apart, from dst. */
 CUresult spw_set2d_range_check(CUdeviceptr dst, size_t pitch, size_t width, size_t height, size_t elem);
+
+/* The same for a memset node's parameters (NULL: CUDA_SUCCESS). */
+CUresult spw_memset_node_range_check(const CUDA_MEMSET_NODE_PARAMS *p);
 #endif

@@ -9,12 +9,6 @@
 #include "shim/copy_range.h"
 #include "shim/handler.h"
 
-/* A memset node's range: its rows of width elements, pitch apart. */
-static CUresult memset_node_check(const CUDA_MEMSET_NODE_PARAMS *p)
-{
-    return p ? spw_set2d_range_check(p->dst, p->pitch, p->width, p->height, p->elementSize) : CUDA_SUCCESS;
-}
-
 CUresult spw_h_graph_add_memcpy_node(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
                                      size_t numDependencies, const CUDA_MEMCPY3D *copyParams, CUcontext ctx)
 {
@@ -35,13 +29,13 @@ CUresult spw_h_graph_add_memset_node(CUgraphNode *phGraphNode, CUgraph hGraph, c
                                      CUcontext ctx)
 {
     SPW_REAL_OR_RETURN(real, spw_h_graph_add_memset_node);
-    CUresult r = memset_node_check(memsetParams);
+    CUresult r = spw_memset_node_range_check(memsetParams);
     return r != CUDA_SUCCESS ? r : real(phGraphNode, hGraph, dependencies, numDependencies, memsetParams, ctx);
 }
 
 CUresult spw_h_graph_memset_node_set_params(CUgraphNode hNode, const CUDA_MEMSET_NODE_PARAMS *nodeParams)
 {
     SPW_REAL_OR_RETURN(real, spw_h_graph_memset_node_set_params);
-    CUresult r = memset_node_check(nodeParams);
+    CUresult r = spw_memset_node_range_check(nodeParams);
     return r != CUDA_SUCCESS ? r : real(hNode, nodeParams);
 }

@@ -508,9 +508,7 @@ CUresult spw_h_graph_exec_memset_node_set_params(CUgraphExec hGraphExec, CUgraph
                                                  CUcontext ctx)
 {
     SPW_REAL_OR_RETURN(real, spw_h_graph_exec_memset_node_set_params);
-    CUresult r = memsetParams ? spw_set2d_range_check(memsetParams->dst, memsetParams->pitch, memsetParams->width,
-                                                      memsetParams->height, memsetParams->elementSize)
-                              : CUDA_SUCCESS;
+    CUresult r = spw_memset_node_range_check(memsetParams);
     if (r != CUDA_SUCCESS)
         return r;
     r = real(hGraphExec, hNode, memsetParams, ctx);
