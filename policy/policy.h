@@ -277,14 +277,12 @@ CUresult sw_vmm_check(sw_policy *p, CUdeviceptr va, size_t size);
 CUresult sw_vmm_set_access(sw_policy *p, CUdeviceptr va, size_t size, uint64_t rw_dev_mask);
 /* cuMemRetainAllocationHandle: the handle mapped at va (+1 reference). */
 CUresult sw_vmm_retain(sw_policy *p, CUdeviceptr va, CUmemGenericAllocationHandle *out);
-/* The pool handle a program mapping at va maps, and that mapping's range:
- * NOT_FOUND where no such mapping is (the arena's cuMemAlloc-class memory,
- * or nothing of spillway's), NOT_SUPPORTED (*h set) for a handle the
- * program released (only its mappings keep it: it cannot be promoted). */
-CUresult sw_vmm_mapped_at(sw_policy *p, CUdeviceptr va, CUmemGenericAllocationHandle *h,
-                          CUdeviceptr *base, size_t *size);
-/* The same for the lowest program mapping on pool pages that meets
- * [lo, hi): one pass over the live mappings, whatever the range's size. */
+/* The pool handle of the lowest program mapping on pool pages that meets
+ * [lo, hi) (one pass over the live mappings, whatever the range's size),
+ * and that mapping's range: NOT_FOUND where no such mapping is (the
+ * arena's cuMemAlloc-class memory, or nothing of spillway's),
+ * NOT_SUPPORTED (*h set) for a handle the program released (only its
+ * mappings keep it: it cannot be promoted). */
 CUresult sw_vmm_mapped_in(sw_policy *p, CUdeviceptr lo, CUdeviceptr hi, CUmemGenericAllocationHandle *h,
                           CUdeviceptr *base, size_t *size);
 /* cuMemGetAllocationPropertiesFromHandle: size and device of the handle,

@@ -496,26 +496,6 @@ CUresult sw_vmm_retain(sw_policy *p, CUdeviceptr va, CUmemGenericAllocationHandl
     return r;
 }
 
-CUresult sw_vmm_mapped_at(sw_policy *p, CUdeviceptr va, CUmemGenericAllocationHandle *h,
-                          CUdeviceptr *base, size_t *size)
-{
-    if (!p || !h || !base || !size)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (!p->page)
-        return CUDA_ERROR_NOT_FOUND;
-    pthread_mutex_lock(&p->handles_lock);
-    sw_vmap *m = sw_vmap_at(p, va);
-    CUresult r = CUDA_ERROR_NOT_FOUND;
-    if (m && m->h) {
-        *h = m->h->id;
-        *base = m->va;
-        *size = m->size;
-        r = m->h->refs > 0 ? CUDA_SUCCESS : CUDA_ERROR_NOT_SUPPORTED;
-    }
-    pthread_mutex_unlock(&p->handles_lock);
-    return r;
-}
-
 CUresult sw_vmm_mapped_in(sw_policy *p, CUdeviceptr lo, CUdeviceptr hi, CUmemGenericAllocationHandle *h,
                           CUdeviceptr *base, size_t *size)
 {

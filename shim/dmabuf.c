@@ -72,9 +72,8 @@ static unsigned pool_parts(sw_policy *p, CUdeviceptr a, CUdeviceptr end, bool pr
 
 /* What cuda.h rules out for a dma_buf, the driver's to answer. */
 static bool plainly_bad(void *handle, CUdeviceptr dptr, size_t size, CUmemRangeHandleType type,
-                        unsigned long long flags)
+                        unsigned long long flags, size_t host_page)
 {
-    size_t host_page = (size_t)sysconf(_SC_PAGESIZE);
     return !handle || type != CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD ||
            (flags & ~(unsigned long long)CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE) || !dptr || !size ||
            dptr + size < dptr || (dptr | size) % host_page;
@@ -85,7 +84,8 @@ CUresult spw_h_mem_get_handle_for_address_range(void *handle, CUdeviceptr dptr, 
                                                 unsigned long long flags)
 {
     SPW_REAL_OR_RETURN(real, spw_h_mem_get_handle_for_address_range);
-    if (spw_disabled() || plainly_bad(handle, dptr, size, handleType, flags))
+    size_t host_page = (size_t)sysconf(_SC_PAGESIZE);
+    if (spw_disabled() || plainly_bad(handle, dptr, size, handleType, flags, host_page))
         return real(handle, dptr, size, handleType, flags);
     /* A range from a freed block, or past the host page that holds a
      * block's last byte: memory the driver alone does not have there (the
@@ -94,7 +94,7 @@ CUresult spw_h_mem_get_handle_for_address_range(void *handle, CUdeviceptr dptr, 
      * host pages to the end of the last one (a range is whole host pages),
      * so the last page of the range must start inside the block. */
     if (spw_arena_device(dptr) >= 0 &&
-        spw_pool_range_check(dptr, size - (size_t)sysconf(_SC_PAGESIZE) + 1) != CUDA_SUCCESS)
+        spw_pool_range_check(dptr, size - host_page + 1) != CUDA_SUCCESS)
         return CUDA_ERROR_INVALID_VALUE;
     sw_policy *p = spw_gate();
     if (!p)

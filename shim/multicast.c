@@ -96,7 +96,7 @@ static CUresult before_bind_addr(sw_policy *p, int dev, CUdeviceptr memptr, size
     CUmemGenericAllocationHandle h, driver;
     CUdeviceptr base;
     size_t msize;
-    CUresult r = sw_vmm_mapped_at(p, memptr, &h, &base, &msize);
+    CUresult r = sw_vmm_mapped_in(p, memptr, memptr + 1, &h, &base, &msize);
     if (r == CUDA_ERROR_NOT_FOUND)
         return pool_memory_refused(memptr);
     if (r == CUDA_ERROR_NOT_SUPPORTED) {
