@@ -19,4 +19,8 @@ CUresult spw_set2d_range_check(CUdeviceptr dst, size_t pitch, size_t width, size
 
 /* The same for a memset node's parameters (NULL: CUDA_SUCCESS). */
 CUresult spw_memset_node_range_check(const CUDA_MEMSET_NODE_PARAMS *p);
+
+/* The same for a copy or set node given by CUDA 12.2's parameters of any
+ * type (NULL or another type: CUDA_SUCCESS). */
+CUresult spw_node_params_range_check(const CUgraphNodeParams *p);
 #endif

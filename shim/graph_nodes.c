@@ -1,5 +1,6 @@
 /* Graph nodes that copy or set (cuGraphAddMemcpyNode,
- * cuGraphAddMemsetNode and their SetParams). The driver checks a node's
+ * cuGraphAddMemsetNode and their SetParams, or CUDA 12.2's cuGraphAddNode
+ * and cuGraphNodeSetParams for a node of either type). The driver checks a node's
  * ranges when it is added or given parameters, and a launch of the graph
  * runs it unchecked; in pool memory, whose pages around an allocation are
  * mapped, it would accept a range past the allocation's end and write over
@@ -37,5 +38,40 @@ CUresult spw_h_graph_memset_node_set_params(CUgraphNode hNode, const CUDA_MEMSET
 {
     SPW_REAL_OR_RETURN(real, spw_h_graph_memset_node_set_params);
     CUresult r = spw_memset_node_range_check(nodeParams);
+    return r != CUDA_SUCCESS ? r : real(hNode, nodeParams);
+}
+
+CUresult spw_node_params_range_check(const CUgraphNodeParams *p)
+{
+    if (p && p->type == CU_GRAPH_NODE_TYPE_MEMCPY)
+        return spw_copy3d_range_check(&p->memcpy.copyParams);
+    if (p && p->type == CU_GRAPH_NODE_TYPE_MEMSET)
+        return spw_set2d_range_check(p->memset.dst, p->memset.pitch, p->memset.width, p->memset.height,
+                                     p->memset.elementSize);
+    return CUDA_SUCCESS;
+}
+
+CUresult spw_h_graph_add_node_v1(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                                 size_t numDependencies, CUgraphNodeParams *nodeParams)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_graph_add_node_v1);
+    CUresult r = spw_node_params_range_check(nodeParams);
+    return r != CUDA_SUCCESS ? r : real(phGraphNode, hGraph, dependencies, numDependencies, nodeParams);
+}
+
+CUresult spw_h_graph_add_node(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                              const CUgraphEdgeData *dependencyData, size_t numDependencies,
+                              CUgraphNodeParams *nodeParams)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_graph_add_node);
+    CUresult r = spw_node_params_range_check(nodeParams);
+    return r != CUDA_SUCCESS ? r
+                             : real(phGraphNode, hGraph, dependencies, dependencyData, numDependencies, nodeParams);
+}
+
+CUresult spw_h_graph_node_set_params(CUgraphNode hNode, CUgraphNodeParams *nodeParams)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_graph_node_set_params);
+    CUresult r = spw_node_params_range_check(nodeParams);
     return r != CUDA_SUCCESS ? r : real(hNode, nodeParams);
 }

@@ -531,21 +531,11 @@ CUresult spw_h_graph_exec_child_graph_node_set_params(CUgraphExec hGraphExec, CU
 }
 
 /* The ranges of a copy or set node's new parameters (copy_range.h). */
-static CUresult node_params_check(const CUgraphNodeParams *p)
-{
-    if (p && p->type == CU_GRAPH_NODE_TYPE_MEMCPY)
-        return spw_copy3d_range_check(&p->memcpy.copyParams);
-    if (p && p->type == CU_GRAPH_NODE_TYPE_MEMSET)
-        return spw_set2d_range_check(p->memset.dst, p->memset.pitch, p->memset.width, p->memset.height,
-                                     p->memset.elementSize);
-    return CUDA_SUCCESS;
-}
-
 CUresult spw_h_graph_exec_node_set_params(CUgraphExec hGraphExec, CUgraphNode hNode,
                                           CUgraphNodeParams *nodeParams)
 {
     SPW_REAL_OR_RETURN(real, spw_h_graph_exec_node_set_params);
-    CUresult r = node_params_check(nodeParams);
+    CUresult r = spw_node_params_range_check(nodeParams);
     if (r != CUDA_SUCCESS)
         return r;
     r = real(hGraphExec, hNode, nodeParams);

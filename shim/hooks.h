@@ -50,6 +50,12 @@ CUresult CUDAAPI cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph, CUgra
 CUresult CUDAAPI cuGraphExecKernelNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
                                                 const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams);
 
+/* CUDA 12.2's cuGraphAddNode, without edge data: cuda.h maps the name to
+ * 12.3's _v2. */
+#undef cuGraphAddNode
+CUresult CUDAAPI cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                                size_t numDependencies, CUgraphNodeParams *nodeParams);
+
 /* CUDA 13.1's multicast binds that name the device: not in 13.0's cuda.h;
  * a newer one declares them the same. */
 CUresult CUDAAPI cuMulticastBindMem_v2(CUmemGenericAllocationHandle mcHandle, CUdevice dev,

@@ -1025,18 +1025,43 @@ static void graph_nodes(void)
     TRY(cuGraphMemsetNodeSetParams, "wrong_node", cuGraphMemsetNodeSetParams, cn, &sok);
     TRY(cuGraphMemsetNodeSetParams, "past_end", cuGraphMemsetNodeSetParams, sn, &spast);
     TRY(cuGraphMemsetNodeSetParams, "freed", cuGraphMemsetNodeSetParams, sn, freed_set());
-    OK(cuGraphInstantiateWithFlags(&x, g, 0));
     CUgraphNodeParams npast = {.type = CU_GRAPH_NODE_TYPE_MEMCPY, .memcpy = {.copyCtx = ctx, .copyParams = past}};
     CUgraphNodeParams nspast = {.type = CU_GRAPH_NODE_TYPE_MEMSET,
                                 .memset = {.dst = inner, .value = 0x5a, .elementSize = 1, .width = MiB, .height = 1,
                                            .ctx = ctx}};
+    CUgraphNodeParams nok = {.type = CU_GRAPH_NODE_TYPE_MEMCPY, .memcpy = {.copyCtx = ctx, .copyParams = ok}};
+    CUgraphNodeParams nsok = {.type = CU_GRAPH_NODE_TYPE_MEMSET,
+                              .memset = {.dst = dptr + 4096, .value = 0x5a, .elementSize = 1, .width = 16,
+                                         .height = 1, .ctx = ctx}};
+    CUgraphNodeParams nfreed = nok, nsfreed = nsok;
+    nfreed.memcpy.copyParams = *freed_copy();
+    nsfreed.memset.dst = freed_set()->dst;
+    CUgraphNode gn, gsn;
+    TRY(cuGraphAddNode, "null_params", cuGraphAddNode, &gn, g, NULL, 0, NULL);
+    TRY(cuGraphAddNode, "null_graph", cuGraphAddNode, &gn, NULL, NULL, 0, &nok);
+    TRY(cuGraphAddNode, "copy_past_end", cuGraphAddNode, &gn, g, NULL, 0, &npast);
+    TRY(cuGraphAddNode, "set_past_end", cuGraphAddNode, &gn, g, NULL, 0, &nspast);
+    TRY(cuGraphAddNode, "copy_freed", cuGraphAddNode, &gn, g, NULL, 0, &nfreed);
+    TRY(cuGraphAddNode, "null_params", cuGraphAddNode_v2, &gn, g, NULL, NULL, 0, NULL);
+    TRY(cuGraphAddNode, "copy_past_end", cuGraphAddNode_v2, &gn, g, NULL, NULL, 0, &npast);
+    TRY(cuGraphAddNode, "set_past_end", cuGraphAddNode_v2, &gn, g, NULL, NULL, 0, &nspast);
+    TRY(cuGraphAddNode, "set_freed", cuGraphAddNode_v2, &gn, g, NULL, NULL, 0, &nsfreed);
+    OK(cuGraphAddNode(&gn, g, &sn, 1, &nok));
+    OK(cuGraphAddNode_v2(&gsn, g, &gn, NULL, 1, &nsok));
+    TRY(cuGraphNodeSetParams, "null_params", cuGraphNodeSetParams, gn, NULL);
+    TRY(cuGraphNodeSetParams, "wrong_node", cuGraphNodeSetParams, gsn, &nok);
+    TRY(cuGraphNodeSetParams, "copy_past_end", cuGraphNodeSetParams, gn, &npast);
+    TRY(cuGraphNodeSetParams, "copy_freed", cuGraphNodeSetParams, gn, &nfreed);
+    TRY(cuGraphNodeSetParams, "set_past_end", cuGraphNodeSetParams, gsn, &nspast);
+    TRY(cuGraphNodeSetParams, "set_freed", cuGraphNodeSetParams, gsn, &nsfreed);
+    OK(cuGraphInstantiateWithFlags(&x, g, 0));
     TRY(cuGraphExecMemcpyNodeSetParams, "past_end", cuGraphExecMemcpyNodeSetParams, x, cn, &past, ctx);
     TRY(cuGraphExecMemcpyNodeSetParams, "freed", cuGraphExecMemcpyNodeSetParams, x, cn, freed_copy(), ctx);
     TRY(cuGraphExecMemsetNodeSetParams, "past_end", cuGraphExecMemsetNodeSetParams, x, sn, &spast, ctx);
     TRY(cuGraphExecMemsetNodeSetParams, "freed", cuGraphExecMemsetNodeSetParams, x, sn, freed_set(), ctx);
     TRY(cuGraphExecNodeSetParams, "copy_past_end", cuGraphExecNodeSetParams, x, cn, &npast);
     TRY(cuGraphExecNodeSetParams, "set_past_end", cuGraphExecNodeSetParams, x, sn, &nspast);
-    /* What was accepted runs: a copy and a set of 16 bytes inside dptr. */
+    /* What was accepted runs: copies and sets of 16 bytes inside dptr. */
     OK(cuGraphLaunch(x, stream));
     OK(cuStreamSynchronize(stream));
     OK(cuGraphExecDestroy(x));
