@@ -63,6 +63,10 @@ int fakecuda_stream_live(void *stream) __attribute__((weak));   /* 1: that one i
  * under way or ended well), and executable graphs not destroyed. */
 size_t fakecuda_live_graphs(void) __attribute__((weak));
 size_t fakecuda_live_graph_execs(void) __attribute__((weak));
+/* cudaGraphSetConditional(handle, value), for a fake kernel (the device
+ * code that sets a conditional node's value): 0, or -1 for a handle
+ * cuGraphConditionalHandleCreate did not make. */
+int fakecuda_graph_set_conditional(unsigned long long handle, unsigned value) __attribute__((weak));
 /* The calling thread's context stack: its depth and its top (the current
  * context), read without a driver call, so without counting one. */
 int fakecuda_ctx_depth(void) __attribute__((weak));

@@ -34,13 +34,71 @@ bool fc_graph_known(struct CUgraph_st *g)
     return false;
 }
 
-/* Whether n is a node of g or of a graph a child graph node of g embeds
- * (recursively): the driver hands the embedded graph out
- * (cuGraphChildGraphNodeGetGraph), and its nodes are nodes like any. */
+/* Whether n is a node of g or of a graph a child graph node of g embeds,
+ * or of a conditional node's body (recursively): the driver hands those
+ * graphs out (cuGraphChildGraphNodeGetGraph, phGraph_out), and their nodes
+ * are nodes like any. */
 static bool node_in(const struct CUgraph_st *g, const struct CUgraphNode_st *n)
 {
-    for (const struct CUgraphNode_st *x = g->head; x; x = x->next)
+    for (const struct CUgraphNode_st *x = g->head; x; x = x->next) {
         if (x == n || (x->type == CU_GRAPH_NODE_TYPE_GRAPH && node_in(x->u.child, n)))
+            return true;
+        for (unsigned b = 0; x->type == CU_GRAPH_NODE_TYPE_CONDITIONAL && b < x->u.cond.size; b++)
+            if (node_in(x->u.cond.body[b], n))
+                return true;
+    }
+    return false;
+}
+
+/* Whether e is the body of a conditional node of g (or of one in a body
+ * of g's, recursively). */
+static bool body_in(const struct CUgraph_st *g, const struct CUgraph_st *e)
+{
+    for (const struct CUgraphNode_st *x = g->head; x; x = x->next)
+        for (unsigned b = 0; x->type == CU_GRAPH_NODE_TYPE_CONDITIONAL && b < x->u.cond.size; b++)
+            if (x->u.cond.body[b] == e || body_in(x->u.cond.body[b], e))
+                return true;
+    return false;
+}
+
+bool fc_graph_open(struct CUgraph_st *g)
+{
+    if (fc_graph_known(g))
+        return true;
+    for (struct CUgraph_st *x = graphs; x; x = x->next)
+        if (body_in(x, g))
+            return true;
+    return false;
+}
+
+/* "Allowed node types are kernel nodes, empty nodes, child graphs,
+ * memsets, memcopies, and conditionals. This applies recursively to child
+ * graphs and conditional bodies." */
+static bool allowed_in_body(const struct CUgraphNode_st *n)
+{
+    switch (n->type) {
+    case CU_GRAPH_NODE_TYPE_KERNEL:
+    case CU_GRAPH_NODE_TYPE_EMPTY:
+    case CU_GRAPH_NODE_TYPE_MEMSET:
+    case CU_GRAPH_NODE_TYPE_MEMCPY:
+    case CU_GRAPH_NODE_TYPE_CONDITIONAL:
+        return true;
+    case CU_GRAPH_NODE_TYPE_GRAPH:
+        for (const struct CUgraphNode_st *x = n->u.child->head; x; x = x->next)
+            if (!allowed_in_body(x))
+                return false;
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Whether g has conditional nodes: such a graph "cannot be used in a child
+ * node", "cannot be cloned", and has one executable graph at a time. */
+bool fc_graph_has_conditionals(const struct CUgraph_st *g)
+{
+    for (const struct CUgraphNode_st *x = g->head; x; x = x->next)
+        if (x->type == CU_GRAPH_NODE_TYPE_CONDITIONAL)
             return true;
     return false;
 }
@@ -67,9 +125,13 @@ static bool has_mem_nodes(const struct CUgraph_st *g)
 
 static bool embeds(const struct CUgraph_st *g, const struct CUgraph_st *e)
 {
-    for (const struct CUgraphNode_st *x = g->head; x; x = x->next)
+    for (const struct CUgraphNode_st *x = g->head; x; x = x->next) {
         if (x->type == CU_GRAPH_NODE_TYPE_GRAPH && (x->u.child == e || embeds(x->u.child, e)))
             return true;
+        for (unsigned b = 0; x->type == CU_GRAPH_NODE_TYPE_CONDITIONAL && b < x->u.cond.size; b++)
+            if (x->u.cond.body[b] == e || embeds(x->u.cond.body[b], e))
+                return true;
+    }
     return false;
 }
 
@@ -131,6 +193,13 @@ static void payload_free(struct CUgraphNode_st *n)
             fc_gmem_unref(n->u.alloc.mem);
         n->u.alloc.mem = NULL;
         break;
+    case CU_GRAPH_NODE_TYPE_CONDITIONAL:
+        for (unsigned b = 0; n->u.cond.body && b < n->u.cond.size; b++)
+            if (n->u.cond.body[b])
+                fc_graph_free(n->u.cond.body[b]);
+        free(n->u.cond.body);
+        n->u.cond.body = NULL;
+        break;
     default:
         break;
     }
@@ -156,6 +225,18 @@ CUresult fc_node_payload_copy(struct CUgraphNode_st *dst, const struct CUgraphNo
     case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
         fc_gmem_ref(src->u.alloc.mem);
         return CUDA_SUCCESS;
+    case CU_GRAPH_NODE_TYPE_CONDITIONAL:
+        dst->u.cond.body = calloc(src->u.cond.size, sizeof *dst->u.cond.body);
+        for (unsigned b = 0; dst->u.cond.body && b < src->u.cond.size; b++) {
+            if (!(dst->u.cond.body[b] = fc_graph_clone(src->u.cond.body[b], true))) {
+                dst->u.cond.size = b; /* what payload_free frees */
+                return CUDA_ERROR_OUT_OF_MEMORY;
+            }
+            dst->u.cond.body[b]->owner = dst;
+        }
+        if (!dst->u.cond.body)
+            dst->u.cond.size = 0;
+        return dst->u.cond.body ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
     default:
         return CUDA_SUCCESS;
     }
@@ -186,6 +267,8 @@ static bool dep_push(struct CUgraphNode_st *n, struct CUgraphNode_st *d)
 CUresult fc_graph_add(struct CUgraph_st *g, struct CUgraphNode_st *n,
                       struct CUgraphNode_st *const *deps, size_t ndeps)
 {
+    if (g->owner && !allowed_in_body(n))
+        return CUDA_ERROR_INVALID_VALUE; /* by a call or a capture into the body */
     for (size_t i = 0; i < ndeps; i++) {
         if (!deps[i] || deps[i]->magic != FC_MAGIC_NODE || deps[i]->graph != g)
             return CUDA_ERROR_INVALID_VALUE;
@@ -460,7 +543,7 @@ static CUresult add_node(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, s
     fc_graph_lock();
     if (!n)
         r = CUDA_ERROR_OUT_OF_MEMORY;
-    else if (!out || !fc_graph_known(g) || (ndeps && !deps))
+    else if (!out || !fc_graph_open(g) || (ndeps && !deps))
         r = CUDA_ERROR_INVALID_VALUE;
     else
         r = fc_graph_add(g, n, deps, ndeps);
@@ -803,7 +886,7 @@ FC_EXPORT CUresult cuGraphAddChildGraphNode(CUgraphNode *out, CUgraph g, const C
         return r;
     fc_graph_lock();
     struct CUgraphNode_st *n = NULL;
-    if (!fc_graph_known(child) || child == g || has_mem_nodes(child)) {
+    if (!fc_graph_known(child) || child == g || has_mem_nodes(child) || fc_graph_has_conditionals(child)) {
         r = CUDA_ERROR_INVALID_VALUE;
     } else if ((n = fc_node_new(CU_GRAPH_NODE_TYPE_GRAPH)) != NULL &&
                !(n->u.child = fc_graph_clone(child, true))) {
@@ -812,6 +895,59 @@ FC_EXPORT CUresult cuGraphAddChildGraphNode(CUgraphNode *out, CUgraph g, const C
     }
     fc_graph_unlock();
     return r != CUDA_SUCCESS ? r : add_node(out, g, deps, ndeps, n);
+}
+
+/* A conditional node: the handle one created for g or a graph g is a
+ * body of (recursively: "associated with a conditional node in this graph
+ * or one of its children"), for ctx ("must match context used to create
+ * the handle"); size 1 for WHILE, 1 or 2 for IF, any above 0 for SWITCH.
+ * Its bodies are empty graphs the node owns, written to phGraph_out (the
+ * node's own array, valid as long as the node). */
+CUresult fc_graph_add_conditional(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t ndeps,
+                                  CUDA_CONDITIONAL_NODE_PARAMS *p)
+{
+    CUresult r = fc_initialized();
+    if (r != CUDA_SUCCESS)
+        return r;
+    bool size_ok = p->type == CU_GRAPH_COND_TYPE_WHILE    ? p->size == 1
+                   : p->type == CU_GRAPH_COND_TYPE_IF     ? p->size == 1 || p->size == 2
+                   : p->type == CU_GRAPH_COND_TYPE_SWITCH ? p->size > 0
+                                                          : false;
+    struct fc_cond_handle *h = fc_cond_handle_of(p->handle);
+    CUcontext ctx = p->ctx ? p->ctx : fc_ctx_top();
+    if (!size_ok || !h || ctx != fc_cond_handle_ctx(h))
+        return CUDA_ERROR_INVALID_VALUE;
+    fc_graph_lock();
+    bool ok = fc_graph_open(g);
+    bool mine = false;
+    for (struct CUgraph_st *a = ok ? g : NULL; a && !mine; a = a->owner ? a->owner->graph : NULL)
+        mine = a == fc_cond_handle_graph(h);
+    struct CUgraphNode_st *n = ok && mine ? fc_node_new(CU_GRAPH_NODE_TYPE_CONDITIONAL) : NULL;
+    if (n) {
+        n->u.cond.handle = h;
+        n->u.cond.type = p->type;
+        n->u.cond.body = calloc(p->size, sizeof *n->u.cond.body);
+        for (unsigned b = 0; n->u.cond.body && b < p->size; b++) {
+            if (!(n->u.cond.body[b] = fc_graph_new(true)))
+                break;
+            n->u.cond.body[b]->owner = n;
+            n->u.cond.size = b + 1; /* what payload_free frees */
+        }
+        r = n->u.cond.size == p->size ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    if (n && r != CUDA_SUCCESS) {
+        fc_node_free(n);
+        n = NULL;
+    }
+    fc_graph_unlock();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!ok || !mine)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUgraph *body = n ? n->u.cond.body : NULL;
+    if ((r = add_node(out, g, deps, ndeps, n)) == CUDA_SUCCESS)
+        p->phGraph_out = body;
+    return r;
 }
 
 /* The node's own graph, not a copy: what the program reads of it (its
@@ -1119,7 +1255,7 @@ static CUresult edit_edges(CUgraph g, const CUgraphNode *from, const CUgraphNode
     if (n && (!from || !to))
         return CUDA_ERROR_INVALID_VALUE;
     fc_graph_lock();
-    bool ok = fc_graph_known(g);
+    bool ok = fc_graph_open(g);
     for (size_t i = 0; i < n && ok; i++) {
         ok = fc_node_known(from[i]) && fc_node_known(to[i]) && from[i]->graph == g &&
              to[i]->graph == g && from[i] != to[i] && has_dep(to[i], from[i]) != add;
@@ -1219,7 +1355,7 @@ FC_EXPORT CUresult cuGraphClone(CUgraph *out, CUgraph g)
         return CUDA_ERROR_INVALID_VALUE;
     fc_graph_lock();
     struct CUgraph_st *c = NULL;
-    if (!fc_graph_known(g) || has_mem_nodes(g))
+    if (!fc_graph_known(g) || has_mem_nodes(g) || fc_graph_has_conditionals(g))
         r = CUDA_ERROR_INVALID_VALUE;
     else if (!(c = fc_graph_clone(g, false)))
         r = CUDA_ERROR_OUT_OF_MEMORY;

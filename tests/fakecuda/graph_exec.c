@@ -10,6 +10,7 @@
  * whole launch is (never earlier than on a GPU); a wait node waits, on the
  * stream's worker, for the event's record as it is when the node runs. A
  * launch into a capturing stream becomes a child graph node. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,7 +23,8 @@ struct CUgraphExec_st {
     size_t n;
     unsigned long long flags;
     /* The graph it was instantiated from while that graph lives and has
-     * memory nodes: at most one executable graph of it at a time. */
+     * memory or conditional nodes: at most one executable graph of it at a
+     * time. */
     const struct CUgraph_st *mem_src;
     struct CUgraphExec_st *next;
 };
@@ -50,6 +52,40 @@ FC_EXPORT size_t fakecuda_live_graph_execs(void)
 /* ---- running nodes -------------------------------------------------------- */
 
 static void run_graph(const struct CUgraph_st *g);
+
+/* A WHILE whose body never clears its value would spin for ever, as on a
+ * GPU: stopped loudly instead (tests are small). */
+#define FC_WHILE_MAX_ITERATIONS (1u << 24)
+
+static void run_conditional(const struct CUgraphNode_st *n)
+{
+    const struct fc_cond_handle *h = n->u.cond.handle;
+    unsigned v = fc_cond_value(h);
+    switch (n->u.cond.type) {
+    case CU_GRAPH_COND_TYPE_IF:
+        if (v)
+            run_graph(n->u.cond.body[0]);
+        else if (n->u.cond.size == 2)
+            run_graph(n->u.cond.body[1]);
+        break;
+    case CU_GRAPH_COND_TYPE_WHILE:
+        for (unsigned i = 0; fc_cond_value(h); i++) {
+            if (i == FC_WHILE_MAX_ITERATIONS) {
+                fprintf(stderr, "fakecuda: a conditional WHILE node ran %u times without its "
+                                "value going to 0\n", i);
+                abort();
+            }
+            run_graph(n->u.cond.body[0]);
+        }
+        break;
+    case CU_GRAPH_COND_TYPE_SWITCH:
+        if (v < n->u.cond.size)
+            run_graph(n->u.cond.body[v]);
+        break;
+    default:
+        break;
+    }
+}
 
 void fc_node_run(const struct CUgraphNode_st *n)
 {
@@ -81,6 +117,9 @@ void fc_node_run(const struct CUgraphNode_st *n)
         break;
     case CU_GRAPH_NODE_TYPE_MEM_FREE:
         fc_gmem_mark(n->u.free_ptr, false);
+        break;
+    case CU_GRAPH_NODE_TYPE_CONDITIONAL:
+        run_conditional(n);
         break;
     default: /* empty nodes; record nodes did their part at the launch */
         break;
@@ -115,7 +154,11 @@ static void snapshot_free(struct snapshot *s, size_t upto)
             fc_kernel_call_free(&n->u.kernel);
         else if (n->type == CU_GRAPH_NODE_TYPE_GRAPH)
             fc_graph_free(n->u.child);
-        else if (n->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
+        else if (n->type == CU_GRAPH_NODE_TYPE_CONDITIONAL) {
+            for (unsigned b = 0; b < n->u.cond.size; b++)
+                fc_graph_free(n->u.cond.body[b]);
+            free(n->u.cond.body);
+        } else if (n->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
             pthread_mutex_lock(&fc_lock);
             n->u.alloc.mem->inflight--;
             pthread_mutex_unlock(&fc_lock);
@@ -128,6 +171,7 @@ static void snapshot_free(struct snapshot *s, size_t upto)
 static void run_snapshot(void *arg)
 {
     struct snapshot *s = arg;
+    fc_cond_launch_reset(s->nodes, s->n); /* "at the beginning of each graph execution" */
     for (size_t i = 0; i < s->n; i++)
         fc_node_run(&s->nodes[i]);
     fc_graph_lock(); /* a child graph's copy is freed under the lock */
@@ -206,6 +250,10 @@ static void uses_of(const struct CUgraphNode_st *x, struct uses *l)
     else if (x->type == CU_GRAPH_NODE_TYPE_GRAPH)
         for (const struct CUgraphNode_st *c = x->u.child->head; c; c = c->next)
             uses_of(c, l);
+    else if (x->type == CU_GRAPH_NODE_TYPE_CONDITIONAL) /* each body, as if it ran */
+        for (unsigned b = 0; b < x->u.cond.size; b++)
+            for (const struct CUgraphNode_st *c = x->u.cond.body[b]->head; c; c = c->next)
+                uses_of(c, l);
 }
 
 /* ---- instantiation -------------------------------------------------------- */
@@ -221,9 +269,13 @@ static CUresult acyclic(struct CUgraph_st *g)
     CUresult err;
     struct CUgraphNode_st **order = fc_graph_order(g, &n, &err);
     free(order);
-    for (struct CUgraphNode_st *x = g->head; x && err == CUDA_SUCCESS; x = x->next)
+    for (struct CUgraphNode_st *x = g->head; x && err == CUDA_SUCCESS; x = x->next) {
         if (x->type == CU_GRAPH_NODE_TYPE_GRAPH)
             err = acyclic(x->u.child);
+        for (unsigned b = 0; x->type == CU_GRAPH_NODE_TYPE_CONDITIONAL && b < x->u.cond.size; b++)
+            if (err == CUDA_SUCCESS)
+                err = acyclic(x->u.cond.body[b]);
+    }
     return err;
 }
 
@@ -248,12 +300,14 @@ void fc_exec_graph_gone_locked(const struct CUgraph_st *g)
 /* "If hGraph contains any allocation or free nodes, there can be at most
  * one executable graph in existence for that graph at a time. An attempt
  * to instantiate a second executable graph before destroying the first
- * with cuGraphExecDestroy will result in an error" (cuGraphInstantiate).
+ * with cuGraphExecDestroy will result in an error" (cuGraphInstantiate);
+ * of a graph with conditional nodes, "only one instantiation of the graph
+ * may exist at any point in time" (CU_GRAPH_NODE_TYPE_CONDITIONAL).
  * The reference names no code: INVALID_VALUE here, the tests assert only
  * the failure. */
 static CUresult one_exec_at_a_time(const struct CUgraph_st *g, bool *mem)
 {
-    *mem = has_memory_nodes(g);
+    *mem = has_memory_nodes(g) || fc_graph_has_conditionals(g);
     if (*mem)
         for (struct CUgraphExec_st *x = execs; x; x = x->next)
             if (x->mem_src == g)
@@ -691,6 +745,10 @@ static CUgraphExecUpdateResult compare(struct CUgraph_st *xg, struct CUgraph_st 
         else if (a->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC || a->type == CU_GRAPH_NODE_TYPE_MEM_FREE)
             ok = a->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC ? a->u.alloc.mem == b->u.alloc.mem
                                                           : a->u.free_ptr == b->u.free_ptr;
+        if (a->type == CU_GRAPH_NODE_TYPE_CONDITIONAL) { /* not modelled: its bodies' update */
+            *err_node = b;
+            return CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED;
+        }
         if (!ok) {
             *err_node = b;
             return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;

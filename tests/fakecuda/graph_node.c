@@ -4,8 +4,9 @@
  * (graph.c), so both ways of making a node check and behave alike, as the
  * driver documents them. What fakecuda does not model answers
  * CUDA_ERROR_NOT_SUPPORTED, one of the calls' documented errors: external
- * semaphore, conditional and batch memory operation nodes (it has none of
- * their own calls either), a child graph moved into its parent
+ * semaphore and batch memory operation nodes (it has none of their own
+ * calls either), new parameters for a conditional node (graph_cond.c has
+ * the nodes), a child graph moved into its parent
  * (CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE, CUDA 12.9), and new events for event
  * nodes. Edge data is accepted and ignored, as cuGraphAddDependencies_v2
  * does here. */
@@ -95,6 +96,8 @@ static CUresult add_typed(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, 
     }
     case CU_GRAPH_NODE_TYPE_MEM_FREE:
         return cuGraphAddMemFreeNode(out, g, deps, ndeps, p->free.dptr);
+    case CU_GRAPH_NODE_TYPE_CONDITIONAL:
+        return fc_graph_add_conditional(out, g, deps, ndeps, &p->conditional);
     default:
         return CUDA_ERROR_NOT_SUPPORTED;
     }

@@ -418,6 +418,12 @@ struct CUgraphNode_st {
             CUDA_MEM_ALLOC_NODE_PARAMS p; /* accessDescs not kept */
         } alloc;
         CUdeviceptr free_ptr;
+        struct {                    /* a conditional node (graph.c, graph_cond.c) */
+            struct fc_cond_handle *handle;
+            CUgraphConditionalNodeType type;
+            unsigned size;
+            struct CUgraph_st **body; /* owned, size of them: phGraph_out */
+        } cond;
     } u;
 };
 
@@ -426,6 +432,7 @@ struct CUgraph_st {
     struct CUgraphNode_st *head, *tail;
     size_t nnodes;
     bool internal;                  /* a child graph or an executable graph's copy */
+    struct CUgraphNode_st *owner;   /* a conditional node's body: that node */
     int captures;                   /* captures into it under way: it may not go */
     struct CUgraph_st *next;        /* live graphs, for validation */
 };
@@ -438,6 +445,15 @@ bool fc_node_known(struct CUgraphNode_st *n);
 /* g is the graph a child graph node of a known graph embeds. */
 bool fc_graph_embedded(struct CUgraph_st *g);
 struct CUgraph_st *fc_graph_new(bool internal);
+/* g is a known graph or a conditional node's body in one (recursively):
+ * the program may add nodes to it. */
+bool fc_graph_open(struct CUgraph_st *g);
+/* g has conditional nodes (not counting those in their bodies). */
+bool fc_graph_has_conditionals(const struct CUgraph_st *g);
+/* cuGraphAddNode of a conditional node: its bodies made, written to
+ * p->phGraph_out (graph.c). */
+CUresult fc_graph_add_conditional(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t ndeps,
+                                  CUDA_CONDITIONAL_NODE_PARAMS *p);
 void fc_graph_free(struct CUgraph_st *g);
 /* g is destroyed: no executable graph was instantiated from it any more. */
 void fc_exec_graph_gone_locked(const struct CUgraph_st *g);
@@ -457,6 +473,19 @@ void fc_graph_number(struct CUgraph_st *g);
 /* The nodes in an order that respects every edge; NULL with *n = 0 for a
  * cycle (INVALID_VALUE) or no memory. */
 struct CUgraphNode_st **fc_graph_order(struct CUgraph_st *g, size_t *n, CUresult *err);
+/* Conditional nodes (graph_cond.c): handles live until the process ends
+ * (an executable graph's copy of a node keeps using its handle after the
+ * graph goes). fc_cond_handle_of: the handle, if it is one, under the
+ * graph lock; its graph is the one it was created for. */
+struct fc_cond_handle;
+struct fc_cond_handle *fc_cond_handle_of(CUgraphConditionalHandle h);
+struct CUgraph_st *fc_cond_handle_graph(const struct fc_cond_handle *h);
+CUcontext fc_cond_handle_ctx(const struct fc_cond_handle *h);
+/* A launch begins: the handles with CU_GRAPH_COND_ASSIGN_DEFAULT of the
+ * conditional nodes among n[0..count) (their bodies' too) take their
+ * default value. Then a node's value, read when it runs. */
+void fc_cond_launch_reset(const struct CUgraphNode_st *n, size_t count);
+unsigned fc_cond_value(const struct fc_cond_handle *h);
 /* Runs what a node does, on a stream's worker (graph_exec.c). */
 void fc_node_run(const struct CUgraphNode_st *n);
 /* Graph allocations: a new one (charged, registered), a reference more,
