@@ -22,6 +22,7 @@
 #include "shim/graph_captured.h"
 
 #include "shim/capture.h"
+#include "shim/graph_cond.h"
 #include "shim/graph_walk.h"
 #include "shim/handler.h"
 #include "shim/log.h"
@@ -218,17 +219,45 @@ static void alloc_nodes(CUgraph g, struct ptrs *l)
     spw_graph_walk(g, 0, alloc_node, l);
 }
 
+/* The graph's conditional nodes' records (graph_cond.c) are taken out
+ * first: no walk may hand the driver a body it is freeing. Put back if it
+ * refused. */
+static CUresult destroy(CUresult (*real)(CUgraph), CUgraph hGraph)
+{
+    struct spw_cond *conds = spw_graph_cond_take_graph(hGraph);
+    CUresult r = real(hGraph);
+    if (r == CUDA_SUCCESS)
+        spw_graph_cond_drop(conds);
+    else
+        spw_graph_cond_put_back(conds);
+    return r;
+}
+
 CUresult spw_h_graph_destroy(CUgraph hGraph)
 {
     SPW_REAL_OR_RETURN(real, spw_h_graph_destroy);
     if (!atomic_load_explicit(&entries, memory_order_relaxed) || spw_disabled())
-        return real(hGraph);
+        return destroy(real, hGraph);
     struct ptrs l = {NULL, 0, 0};
     alloc_nodes(hGraph, &l);
-    CUresult r = real(hGraph);
+    CUresult r = destroy(real, hGraph);
     if (r == CUDA_SUCCESS)
         settle_all(l.p, l.n, false, true);
     free(l.p);
+    return r;
+}
+
+/* A conditional node's record goes with it (graph_cond.c), the records of
+ * the nodes in its bodies too; put back if the driver refused. */
+CUresult spw_h_graph_destroy_node(CUgraphNode hNode)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_graph_destroy_node);
+    struct spw_cond *conds = spw_graph_cond_take_node(hNode);
+    CUresult r = real(hNode);
+    if (r == CUDA_SUCCESS)
+        spw_graph_cond_drop(conds);
+    else
+        spw_graph_cond_put_back(conds);
     return r;
 }
 

@@ -6,8 +6,10 @@
  * mapped, it would accept a range past the allocation's end and write over
  * the neighbours at every launch. So their ranges are checked first, as a
  * copy's (copy_range.h); the executable graph's own setters do the same
- * (graphs.c). */
+ * (graphs.c). A conditional node made by cuGraphAddNode has its bodies
+ * recorded (graph_cond.c). */
 #include "shim/copy_range.h"
+#include "shim/graph_cond.h"
 #include "shim/handler.h"
 
 CUresult spw_h_graph_add_memcpy_node(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
@@ -51,12 +53,23 @@ CUresult spw_node_params_range_check(const CUgraphNodeParams *p)
     return CUDA_SUCCESS;
 }
 
+/* A conditional node made: its bodies, which nothing reads back, are
+ * recorded (graph_cond.c). */
+static void made(CUresult r, const CUgraphNode *node, CUgraph graph, const CUgraphNodeParams *p)
+{
+    if (r == CUDA_SUCCESS && node && p && p->type == CU_GRAPH_NODE_TYPE_CONDITIONAL)
+        spw_graph_cond_made(*node, graph, &p->conditional);
+}
+
 CUresult spw_h_graph_add_node_v1(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
                                  size_t numDependencies, CUgraphNodeParams *nodeParams)
 {
     SPW_REAL_OR_RETURN(real, spw_h_graph_add_node_v1);
     CUresult r = spw_node_params_range_check(nodeParams);
-    return r != CUDA_SUCCESS ? r : real(phGraphNode, hGraph, dependencies, numDependencies, nodeParams);
+    if (r == CUDA_SUCCESS)
+        made(r = real(phGraphNode, hGraph, dependencies, numDependencies, nodeParams), phGraphNode, hGraph,
+             nodeParams);
+    return r;
 }
 
 CUresult spw_h_graph_add_node(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
@@ -65,8 +78,10 @@ CUresult spw_h_graph_add_node(CUgraphNode *phGraphNode, CUgraph hGraph, const CU
 {
     SPW_REAL_OR_RETURN(real, spw_h_graph_add_node);
     CUresult r = spw_node_params_range_check(nodeParams);
-    return r != CUDA_SUCCESS ? r
-                             : real(phGraphNode, hGraph, dependencies, dependencyData, numDependencies, nodeParams);
+    if (r == CUDA_SUCCESS)
+        made(r = real(phGraphNode, hGraph, dependencies, dependencyData, numDependencies, nodeParams),
+             phGraphNode, hGraph, nodeParams);
+    return r;
 }
 
 CUresult spw_h_graph_node_set_params(CUgraphNode hNode, CUgraphNodeParams *nodeParams)

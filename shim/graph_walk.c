@@ -2,6 +2,7 @@
 #include "shim/graph_walk.h"
 
 #include "shim/driver.h"
+#include "shim/graph_cond.h"
 
 #include <stdlib.h>
 
@@ -27,6 +28,19 @@ bool spw_graph_walk(CUgraph g, int depth,
             continue;
         }
         visit(nodes[i], t, arg);
+        if (t == CU_GRAPH_NODE_TYPE_CONDITIONAL && depth < SPW_GRAPH_MAX_DEPTH) {
+            /* Its bodies as recorded when it was made (graph_cond.c); none
+             * recorded: not walked (they hold no allocation nodes, which
+             * the driver refuses in a body, so no caller's record misses
+             * more than their heat). */
+            unsigned nb;
+            CUgraph *body = spw_graph_cond_bodies(nodes[i], &nb);
+            for (unsigned b = 0; b < nb; b++)
+                if (!spw_graph_walk(body[b], depth + 1, visit, arg))
+                    all = false;
+            free(body);
+            continue;
+        }
         if (t != CU_GRAPH_NODE_TYPE_GRAPH || depth >= SPW_GRAPH_MAX_DEPTH)
             continue;
         if (!spw_drv.cuGraphChildGraphNodeGetGraph ||

@@ -1,7 +1,8 @@
 /* spillway_get_counters and spillway_get_pool_counters (spillway.h): the
  * counters, for tests and programs that want to see them without the stats
- * segment. */
+ * segment; spillway_graph_conditionals, the conditional nodes recorded. */
 #include "shim/account.h"
+#include "shim/graph_cond.h"
 #include "shim/pool_setup.h"
 
 #include <string.h>
@@ -48,4 +49,9 @@ spillway_get_pool_counters(int device, struct spillway_pool_counters *out)
     out->streams = c.streams;
     out->events = c.events;
     return 0;
+}
+
+__attribute__((visibility("default"))) size_t spillway_graph_conditionals(void)
+{
+    return spw_graph_cond_count();
 }

@@ -120,7 +120,7 @@ UNIT_TESTS += tests/integration/shim/spill.sh
 
 # Issue 12 under spillway: captures, graphs (capture.sh).
 SHIM_RIG := $(SHIM_IT)/shim/rig.o $(UNIT_MAIN) $(STATS_READER_OBJS) $(BUILD)/fakecuda/libcuda.so.1
-$(SHIM_IT)/shim_capture: $(SHIM_IT)/shim/test_capture.o $(SHIM_RIG)
+$(SHIM_IT)/shim_capture: $(SHIM_IT)/shim/test_capture.o $(BUILD)/tests/unit/driver/kernels.o $(SHIM_RIG)
 	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(CHECK_LIBS) $(LDLIBS)
 ALL_TARGETS += $(SHIM_IT)/shim_capture
 UNIT_TESTS += tests/integration/shim/capture.sh

@@ -4,6 +4,7 @@
  * without spillway. */
 #ifndef SPILLWAY_H
 #define SPILLWAY_H
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -61,6 +62,10 @@ struct spillway_pool_counters {
 /* The page pool's view of a device. Returns 0, or -1 for a bad index or
  * before spillway has seen any allocation (all zero then). */
 int spillway_get_pool_counters(int device, struct spillway_pool_counters *out);
+
+/* Conditional graph nodes whose bodies spillway holds a record of (made
+ * and neither destroyed nor in a destroyed graph): for tests. */
+size_t spillway_graph_conditionals(void);
 
 #ifdef __cplusplus
 }

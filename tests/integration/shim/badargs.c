@@ -1036,8 +1036,14 @@ static void graph_nodes(void)
     CUgraphNodeParams nfreed = nok, nsfreed = nsok;
     nfreed.memcpy.copyParams = *freed_copy();
     nsfreed.memset.dst = freed_set()->dst;
+    /* A conditional node on a handle that is none: refused, nothing
+     * recorded (shim/graph_cond.c). */
+    CUgraphNodeParams ncond = {.type = CU_GRAPH_NODE_TYPE_CONDITIONAL,
+                               .conditional = {.handle = 0, .type = CU_GRAPH_COND_TYPE_IF, .size = 1, .ctx = ctx}};
     CUgraphNode gn, gsn;
     TRY(cuGraphAddNode, "null_params", cuGraphAddNode, &gn, g, NULL, 0, NULL);
+    TRY(cuGraphAddNode, "cond_bad_handle", cuGraphAddNode, &gn, g, NULL, 0, &ncond);
+    TRY(cuGraphAddNode, "cond_bad_handle", cuGraphAddNode_v2, &gn, g, NULL, NULL, 0, &ncond);
     TRY(cuGraphAddNode, "null_graph", cuGraphAddNode, &gn, NULL, NULL, 0, &nok);
     TRY(cuGraphAddNode, "copy_past_end", cuGraphAddNode, &gn, g, NULL, 0, &npast);
     TRY(cuGraphAddNode, "set_past_end", cuGraphAddNode, &gn, g, NULL, 0, &nspast);
@@ -1141,6 +1147,8 @@ static void graphs(void)
     TRY(cuGraphExecDestroy, "bad_exec", cuGraphExecDestroy, BAD_HANDLE);
     TRY(cuGraphDestroy, "null", cuGraphDestroy, NULL);
     TRY(cuGraphDestroy, "bad_graph", cuGraphDestroy, BAD_HANDLE);
+    TRY(cuGraphDestroyNode, "null", cuGraphDestroyNode, NULL);
+    TRY(cuGraphDestroyNode, "bad_node", cuGraphDestroyNode, BAD_HANDLE);
     TRY(cuDeviceGraphMemTrim, "device_99", cuDeviceGraphMemTrim, 99);
     TRY(cuDeviceGraphMemTrim, "device_minus_1", cuDeviceGraphMemTrim, -1);
     TRY(cuModuleUnload, "null", cuModuleUnload, NULL);
