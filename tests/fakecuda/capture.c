@@ -463,7 +463,7 @@ static CUresult begin(CUstream h, bool ptsz, struct CUgraph_st *g, const CUgraph
         return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     pthread_mutex_lock(&lock);
     fc_graph_lock();
-    bool ok = !g || fc_graph_known(g);
+    bool ok = !g || fc_graph_open(g); /* a conditional node's body too */
     for (size_t i = 0; ok && i < ndeps; i++)
         ok = fc_node_known(deps[i]) && deps[i]->graph == g;
     fc_graph_unlock();

@@ -93,6 +93,28 @@ static bool allowed_in_body(const struct CUgraphNode_st *n)
     }
 }
 
+/* Whether a capture adds to a body of conditional node n (or to a body
+ * in one of them): the body may not go meanwhile. */
+static bool body_captured(const struct CUgraphNode_st *n)
+{
+    for (unsigned b = 0; n->type == CU_GRAPH_NODE_TYPE_CONDITIONAL && b < n->u.cond.size; b++) {
+        if (n->u.cond.body[b]->captures)
+            return true;
+        for (const struct CUgraphNode_st *x = n->u.cond.body[b]->head; x; x = x->next)
+            if (body_captured(x))
+                return true;
+    }
+    return false;
+}
+
+static bool any_body_captured(const struct CUgraph_st *g)
+{
+    for (const struct CUgraphNode_st *x = g->head; x; x = x->next)
+        if (body_captured(x))
+            return true;
+    return false;
+}
+
 /* Whether g has conditional nodes: such a graph "cannot be used in a child
  * node", "cannot be cloned", and has one executable graph at a time. */
 bool fc_graph_has_conditionals(const struct CUgraph_st *g)
@@ -523,7 +545,7 @@ FC_EXPORT CUresult cuGraphDestroy(CUgraph hGraph)
     bool known = fc_graph_known(hGraph);
     /* "All operations other than destroy and node removal are permitted on
      * the graph while the capture sequence is in progress." */
-    if (known && hGraph->captures)
+    if (known && (hGraph->captures || any_body_captured(hGraph)))
         r = CUDA_ERROR_ILLEGAL_STATE;
     else if (known) {
         fc_exec_graph_gone_locked(hGraph); /* a new graph at its address is another */
@@ -1318,7 +1340,7 @@ FC_EXPORT CUresult cuGraphDestroyNode(CUgraphNode hNode)
         return r;
     fc_graph_lock();
     bool known = fc_node_known(hNode);
-    if (known && hNode->graph->captures) {
+    if (known && (hNode->graph->captures || body_captured(hNode))) {
         fc_graph_unlock();
         return CUDA_ERROR_ILLEGAL_STATE; /* not while a capture adds to it */
     }

@@ -887,6 +887,50 @@ START_TEST(conditional_records_go_with_their_nodes)
 }
 END_TEST
 
+/* A body filled by a capture (cuStreamBeginCaptureToGraph, through
+ * spillway's capture hooks) runs what was captured, and the buffer its
+ * kernel names is filled back at the launch. While the capture adds to
+ * the body, the driver refuses to destroy the graph (a capture's graph
+ * may not go): the records stay, and go with the graph after. */
+START_TEST(a_body_filled_by_a_capture_is_read)
+{
+    ctx = rig_setup(0);
+    CUfunction step = rig_kernel("step_u32");
+    CUdeviceptr c = rig_filled(BUF, 612);
+    size_t before = conditionals();
+    CUgraph g, *body;
+    CUgraphConditionalHandle h;
+    CU_OK(cuGraphCreate(&g, 0));
+    cond_node(g, CU_GRAPH_COND_TYPE_IF, 1, &h, &body);
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CU_OK(cuStreamBeginCaptureToGraph(s, body[0], NULL, NULL, 0, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    ck_assert_int_ne(cuGraphDestroy(g), CUDA_SUCCESS);
+    ck_assert_uint_eq(conditionals(), before + 1);
+    launch_step(step, s, c, 4);
+    CUgraph got;
+    CU_OK(cuStreamEndCapture(s, &got));
+    ck_assert_ptr_eq(got, body[0]);
+    CUgraphExec e;
+    CU_OK(cuGraphInstantiateWithFlags(&e, g, 0));
+    squeeze(LIMIT - 2 * MiB);
+    ck_assert_uint_lt(rig_resident(c, BUF, 0), BUF);
+    CU_OK(cuGraphLaunch(e, s));
+    CU_OK(cuStreamSynchronize(s));
+    ck_assert_uint_eq(rig_resident(c, BUF, 0), BUF);
+    uint32_t *want = rig_expected(BUF, 612);
+    for (size_t j = 0; j < BUF / 4; j++)
+        want[j] = rig_step(want[j], 4);
+    rig_expect_words(c, want, BUF, "the captured body's buffer");
+    free(want);
+    CU_OK(cuGraphExecDestroy(e));
+    CU_OK(cuGraphDestroy(g));
+    ck_assert_uint_eq(conditionals(), before);
+    CU_OK(cuStreamDestroy(s));
+    CU_OK(cuMemFree(c));
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("shim_capture");
@@ -903,6 +947,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, a_refused_end_leaves_the_capture_counted);
     tcase_add_test(tc, a_while_loops_buffer_is_filled_back_at_replay);
     tcase_add_test(tc, conditional_records_go_with_their_nodes);
+    tcase_add_test(tc, a_body_filled_by_a_capture_is_read);
     suite_add_tcase(s, tc);
     return s;
 }
