@@ -247,18 +247,25 @@ CUresult fc_node_payload_copy(struct CUgraphNode_st *dst, const struct CUgraphNo
     case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
         fc_gmem_ref(src->u.alloc.mem);
         return CUDA_SUCCESS;
-    case CU_GRAPH_NODE_TYPE_CONDITIONAL:
-        dst->u.cond.body = calloc(src->u.cond.size, sizeof *dst->u.cond.body);
-        for (unsigned b = 0; dst->u.cond.body && b < src->u.cond.size; b++) {
-            if (!(dst->u.cond.body[b] = fc_graph_clone(src->u.cond.body[b], true))) {
-                dst->u.cond.size = b; /* what payload_free frees */
-                return CUDA_ERROR_OUT_OF_MEMORY;
+    case CU_GRAPH_NODE_TYPE_CONDITIONAL: {
+        /* Out of memory: nothing of its own left (callers free the node
+         * as an empty one). */
+        struct CUgraph_st **body = calloc(src->u.cond.size, sizeof *body);
+        for (unsigned b = 0; body && b < src->u.cond.size; b++) {
+            if (!(body[b] = fc_graph_clone(src->u.cond.body[b], true))) {
+                while (b--)
+                    fc_graph_free(body[b]);
+                free(body);
+                body = NULL;
+                break;
             }
-            dst->u.cond.body[b]->owner = dst;
+            body[b]->owner = dst;
         }
-        if (!dst->u.cond.body)
+        dst->u.cond.body = body;
+        if (!body)
             dst->u.cond.size = 0;
-        return dst->u.cond.body ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+        return body ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+    }
     default:
         return CUDA_SUCCESS;
     }
