@@ -1,6 +1,6 @@
 /* Conformance: conditional graph nodes (CUDA 12.3's IF and WHILE, 12.8's
- * SWITCH, made by cuGraphAddNode with a handle of
- * cuGraphConditionalHandleCreate). Only what needs no device code setting
+ * IF with an else body and SWITCH), made by cuGraphAddNode with a handle of
+ * cuGraphConditionalHandleCreate. Only what needs no device code setting
  * the value (cudaGraphSetConditional needs libcudadevrt, which the test
  * kernels are built without): the handle's default, applied at each launch
  * (CU_GRAPH_COND_ASSIGN_DEFAULT), picks the body. An IF runs body 0 when
