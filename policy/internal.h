@@ -31,6 +31,7 @@
  *   lend.c       device memory outside the pool: pages given back for it
  *   vmm.c        program-managed VMM
  *   promote.c    program VMM made shareable (exports)
+ *   export.c     pool memory made permanent for legacy IPC
  *   alloc.c      allocation and free (policy.h)
  *   policy.c     the rest of the API of policy.h: the policy, devices
  *
@@ -177,8 +178,12 @@ typedef struct sw_page {
      * waited for: promote.c). noaccess: mapped at its VA without access (a
      * move's grant and the unmap undoing it refused): its bytes are there,
      * but no copy may touch it and no allocation may get it until a grant
-     * succeeds (residency.c, sw_noaccess_retry). */
-    uint8_t lost, kept, noaccess;
+     * succeeds (residency.c, sw_noaccess_retry). exported: handed to
+     * another process through legacy IPC (export.c): it never moves again,
+     * and when no allocation uses its VA any more it is unmapped and
+     * released, never back in the pool nor cached (the importer's mapping
+     * may still write to it). */
+    uint8_t lost, kept, noaccess, exported;
     uint32_t nmaps;                      /* VAs it is mapped at */
     CUdeviceptr va;                      /* where it is mapped (the first VA) */
     uint64_t seen;                       /* heat clock when spill last looked */
@@ -256,6 +261,10 @@ CUresult sw_pool_give_back(sw_device *d);
 CUresult sw_pool_take(sw_device *d, sw_loc loc, CUmemGenericAllocationHandle *h,
                       sw_oom_reason *why);
 void sw_pool_put(sw_device *d, sw_loc loc, CUmemGenericAllocationHandle h);
+/* An exported device page's handle, unmapped, leaves the pool for good:
+ * released to the driver (the importer's own reference keeps the memory
+ * for it) and created goes down, so that a fresh page can be made. */
+void sw_pool_forget(sw_device *d, CUmemGenericAllocationHandle h);
 CUresult sw_pool_grow_host(sw_device *d); /* one more free host page */
 /* For a host page made outside the device lock (reserve.c): a slot within
  * the host limit (host_pending set), then its outcome: handed over (h, not

@@ -130,13 +130,40 @@ void sw_page_lose(sw_device *d, CUdeviceptr va, sw_page *pg)
     atomic_fetch_add_explicit(&d->lost, 1, memory_order_relaxed);
 }
 
+/* The exported page pg at va, which no allocation uses any more: unmapped
+ * and released, never pooled nor cached (another process may still write
+ * to it). When the driver refuses the unmap, the page table forgets it and
+ * it is stranded without going back to the pool (unstrand unmaps it
+ * later; its handle stays the driver's). */
+static void release_exported(sw_device *d, CUdeviceptr va, sw_page *pg)
+{
+    sw_list_remove(d, pg);
+    CUresult r = sw_unmap_page(d, va);
+    if (r != CUDA_SUCCESS)
+        r = sw_unmap_page(d, va);
+    if (r != CUDA_SUCCESS) {
+        atomic_store_explicit(&sw_pte_at(d, va)->page, NULL, memory_order_release);
+        atomic_fetch_sub_explicit(&d->c.mapped, d->page, memory_order_relaxed);
+        sw_strand_page(d, va, pg->handle, (sw_loc)pg->loc, false, false);
+        sw_page_free(d, pg);
+        return;
+    }
+    sw_pool_forget(d, pg->handle);
+    sw_page_free(d, pg);
+}
+
 /* Unmaps the arena page at va and gives its physical page to the pool
  * (the caller settles host_in_use). A refused unmap is tried once more;
  * then the page stays where it is, on the cached list, for a later
- * reclaim to try again: a page still mapped must never reach the pool. */
+ * reclaim to try again: a page still mapped must never reach the pool.
+ * An exported page is released instead (release_exported). */
 static CUresult drop_page(sw_device *d, CUdeviceptr va)
 {
     sw_page *pg = atomic_load_explicit(&sw_pte_at(d, va)->page, memory_order_relaxed);
+    if (pg && pg->exported) {
+        release_exported(d, va, pg);
+        return CUDA_SUCCESS;
+    }
     CUresult r = sw_unmap_page(d, va);
     if (r != CUDA_SUCCESS)
         r = sw_unmap_page(d, va);
@@ -430,6 +457,8 @@ void sw_pages_unuse(sw_device *d, sw_ext *e)
              * lets it go now (drop_page keeps it cached for later). */
             sw_figure_sub(&d->c, &d->c.host_in_use, d->page);
             (void)drop_page(d, pg);
+        } else if (p->exported) {
+            release_exported(d, pg, p);
         } else {
             cache_insert(d, p);
         }

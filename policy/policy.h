@@ -370,6 +370,32 @@ bool sw_touch_range(sw_policy *p, CUdeviceptr ptr, size_t bytes);
  * spillway's. Never call it between sw_work_begin and sw_work_end. */
 CUresult sw_fill(sw_policy *p, CUdeviceptr ptr);
 
+/* ---- legacy IPC of pool memory (export.c, shim/ipc.c) -----------------
+ * An allocation handed to another process by cuIpcGetMemHandle: its base,
+ * requested size, device and BUFFER_ID, its span of pages and the offset
+ * of base in the first. */
+typedef struct sw_export {
+    CUdeviceptr base;
+    size_t size;
+    int dev;
+    uint64_t buffer;
+    size_t page, npages, offset;
+} sw_export;
+/* Makes the pages of the live cuMemAlloc-class allocation containing ptr
+ * permanent: spilled pages are filled back (spilling colder ones for
+ * room), then every page of its span is marked exported: it never moves
+ * again and, once nothing uses its VA, is released instead of reused.
+ * Fills *x. NOT_FOUND: not pool memory of that kind (free, the program's
+ * own VMM); OUT_OF_MEMORY: no device page to bring it back to;
+ * NOT_SUPPORTED: a page that cannot be pinned (aliased, without access).
+ * Call with no policy lock held, outside a work bracket. */
+CUresult sw_export_pin(sw_policy *p, CUdeviceptr ptr, sw_export *x);
+/* Calls each(ctx, i, handle) for page i of x's span, under the device lock
+ * (each must take no policy lock), when x is still the same live, exported
+ * allocation; INVALID_VALUE when it is not (freed), or each's error. */
+typedef CUresult (*sw_export_each)(void *ctx, size_t i, CUmemGenericAllocationHandle h);
+CUresult sw_export_handles(sw_policy *p, const sw_export *x, sw_export_each each, void *ctx);
+
 /* ---- counters for the stats publisher ---------------------------------- */
 /* Why an allocation passed through to the driver instead of the pool,
  * once: X(reason, name, stat) with stat the stats segment's gauge of its

@@ -251,6 +251,13 @@ static CUresult release2(sw_device *d, CUmemGenericAllocationHandle h)
     return r == CUDA_SUCCESS ? r : be->page_release(be->ctx, h);
 }
 
+void sw_pool_forget(sw_device *d, CUmemGenericAllocationHandle h)
+{
+    (void)release2(d, h); /* refused twice: the driver keeps it, the pool does not */
+    d->pool.created--;
+    sw_figure_sub(&d->c, &d->c.pool_bytes, d->page);
+}
+
 CUresult sw_pool_give_back(sw_device *d)
 {
     sw_pool *pl = &d->pool;

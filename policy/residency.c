@@ -482,8 +482,9 @@ bool sw_page_movable(sw_policy *p, sw_device *d, const sw_page *pg)
 {
     /* An alias would have to move too; a page no device was given access
      * to (a program mapping before its cuMemSetAccess) cannot be copied:
-     * on a GPU the copy would fault. */
-    return pg->nmaps == 1 && !pg->kept && !pg->noaccess && (access_of(p, d, pg->va) >> d->id & 1);
+     * on a GPU the copy would fault. An exported page is mapped in another
+     * process too: it stays where it is. */
+    return pg->nmaps == 1 && !pg->kept && !pg->noaccess && !pg->exported && (access_of(p, d, pg->va) >> d->id & 1);
 }
 
 CUresult sw_move_page(sw_policy *p, sw_device *d, CUdeviceptr va, sw_loc where)
