@@ -296,6 +296,11 @@ static CUresult free_common(sw_policy *p, CUdeviceptr dptr, bool async, CUstream
     CUresult r = sw_mark_freed(p, dptr, &d, &f);
     if (r != CUDA_SUCCESS)
         return r;
+    /* Memory another process maps (legacy IPC) goes back to the arena, its
+     * pages released (pages.c), never to an allocation of the same size. */
+    if (__builtin_expect(atomic_load_explicit(&p->exported_any, memory_order_relaxed), 0) &&
+        sw_export_touches(p, f.ptr, f.bytes))
+        f.bucket = SW_NONE;
     if ((r = sw_freeq_push(d, &f, async, stream)) != CUDA_SUCCESS) {
         sw_revive(d, &f, f.bytes, false); /* the program still owns it, its ID too */
         return r;

@@ -44,10 +44,24 @@ static bool span_ready(sw_device *d, CUdeviceptr va, size_t n, size_t *host)
 
 static void span_mark(sw_device *d, CUdeviceptr va, size_t n)
 {
+    atomic_store(&d->pol->exported_any, true);
     for (size_t i = 0; i < n; i++)
-        atomic_load_explicit(&sw_pte_at(d, va + ((CUdeviceptr)i << d->shift))->page,
-                             memory_order_relaxed)
-            ->exported = 1;
+        __atomic_store_n(&atomic_load_explicit(&sw_pte_at(d, va + ((CUdeviceptr)i << d->shift))->page,
+                                               memory_order_relaxed)
+                              ->exported,
+                         1, __ATOMIC_RELAXED);
+}
+
+bool sw_export_touches(sw_policy *p, CUdeviceptr ptr, size_t bytes)
+{
+    CUdeviceptr end = ptr + (bytes ? bytes : 1);
+    for (CUdeviceptr va = ptr & ~(CUdeviceptr)(p->page - 1); va < end; va += p->page) {
+        sw_pte *e = sw_pt_get(&p->pt, va);
+        sw_page *pg = e ? atomic_load_explicit(&e->page, memory_order_acquire) : NULL;
+        if (pg && __atomic_load_n(&pg->exported, __ATOMIC_RELAXED))
+            return true;
+    }
+    return false;
 }
 
 /* Whether x is still the live allocation it was (same base, size, ID). */

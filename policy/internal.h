@@ -484,6 +484,12 @@ void sw_vmm_forget(sw_policy *p, sw_vmm *v);
 /* Takes m off the list of live mappings and keeps its record for reuse. */
 void sw_vmap_retire(sw_policy *p, sw_vmap *m);
 
+/* ---- export.c ---------------------------------------------------------------- */
+
+/* Whether a page of [ptr, ptr + bytes) is exported: its freed allocation
+ * is then never reused from the free queue (only released). Lock-free. */
+bool sw_export_touches(sw_policy *p, CUdeviceptr ptr, size_t bytes);
+
 /* ---- device and policy (policy.c) ------------------------------------- */
 
 struct sw_device {
@@ -588,6 +594,8 @@ struct sw_policy {
      * every SW_TOUCH_TICK touches of a thread, so that a launch costs no
      * shared write. */
     _Atomic uint64_t clock;
+    /* Some page was exported (export.c): frees look at their pages. */
+    _Atomic bool exported_any;
     /* What spans.c retired, freed with the policy. */
     pthread_mutex_t graves_lock;
     struct grave *graves;

@@ -3,7 +3,7 @@
 # unit suites link them with a fake backend (tests/unit/policy/fakebackend.c).
 POLICY_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(wildcard policy/*.c))
 POLICY_FAKE := $(BUILD)/tests/unit/policy/fakebackend.o
-POLICY_SUITES := alloc free vmm lookup residency spill stress fit wait oversub lend move_faults quiesce spans
+POLICY_SUITES := alloc free vmm lookup residency spill stress fit wait oversub lend move_faults quiesce spans export
 POLICY_TESTS := $(addprefix $(BUILD)/tests/unit/policy_,$(POLICY_SUITES))
 
 $(BUILD)/tests/unit/policy_%: $(BUILD)/tests/unit/policy/test_%.o $(POLICY_FAKE) $(UNIT_MAIN) $(POLICY_OBJS)
