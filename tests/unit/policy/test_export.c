@@ -107,6 +107,26 @@ START_TEST(a_freed_exported_page_is_released_not_reused)
 }
 END_TEST
 
+/* A covered free is reused by the next allocation of its size at the same
+ * VA: never one on exported pages. */
+START_TEST(a_freed_export_is_not_reused_from_the_free_queue)
+{
+    env_spill(8, 16);
+    CUdeviceptr a, b;
+    ck_assert_int_eq(sw_alloc(P, 0, 2 * PG, &a), CUDA_SUCCESS);
+    sw_export x;
+    ck_assert_int_eq(sw_export_pin(P, a, &x), CUDA_SUCCESS);
+    uint64_t rel = fstats().releases;
+    ck_assert_int_eq(sw_free(P, a), CUDA_SUCCESS);
+    settle();
+    ck_assert_int_eq(sw_alloc(P, 0, 2 * PG, &b), CUDA_SUCCESS);
+    ck_assert_uint_eq(fstats().releases, rel + 2);
+    ck_assert(!sw_export_touches(P, b, 2 * PG));
+    ck_assert_int_eq(sw_free(P, b), CUDA_SUCCESS);
+    env_down();
+}
+END_TEST
+
 START_TEST(neighbours_on_an_exported_page_stay_with_it)
 {
     env_spill(4, 16);
@@ -160,6 +180,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, an_exported_page_never_spills);
     tcase_add_test(tc, a_spilled_allocation_is_filled_back_by_its_export);
     tcase_add_test(tc, a_freed_exported_page_is_released_not_reused);
+    tcase_add_test(tc, a_freed_export_is_not_reused_from_the_free_queue);
     tcase_add_test(tc, neighbours_on_an_exported_page_stay_with_it);
     tcase_add_test(tc, what_is_not_pool_allocation_memory_is_not_exported);
     suite_add_tcase(s, tc);
