@@ -159,18 +159,27 @@ CUresult sw_export_pin(sw_policy *p, CUdeviceptr ptr, sw_export *x)
     return CUDA_ERROR_OUT_OF_MEMORY; /* no device page to bring it back to */
 }
 
-CUresult sw_export_handles(sw_policy *p, const sw_export *x, sw_export_each each, void *ctx)
+CUresult sw_export_handles(sw_policy *p, sw_export *x, sw_export_each each, void *ctx)
 {
     if (!p || !x || !each)
         return CUDA_ERROR_INVALID_VALUE;
+    if (!p->page)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUdeviceptr base;
+    size_t size;
+    sw_ids ids;
+    if (sw_lookup(p, x->base, &base, &size, &x->dev, &ids) != CUDA_SUCCESS || base != x->base ||
+        size != x->size || ids.buffer != x->buffer)
+        return CUDA_ERROR_INVALID_VALUE; /* freed, or another allocation there now */
     sw_device *d = sw_dev(p, x->dev);
-    if (!d || !p->page || !still_live(p, x))
+    if (!d)
         return CUDA_ERROR_INVALID_VALUE;
     CUdeviceptr va;
     size_t n;
     span_of(d, x->base, x->size, &va, &n);
-    if (n != x->npages)
-        return CUDA_ERROR_INVALID_VALUE;
+    x->page = d->page;
+    x->npages = n;
+    x->offset = (size_t)(x->base - va);
     CUresult r = CUDA_SUCCESS;
     sw_dev_lock(d);
     for (size_t i = 0; i < n && r == CUDA_SUCCESS; i++) {

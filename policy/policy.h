@@ -390,11 +390,13 @@ typedef struct sw_export {
  * NOT_SUPPORTED: a page that cannot be pinned (aliased, without access).
  * Call with no policy lock held, outside a work bracket. */
 CUresult sw_export_pin(sw_policy *p, CUdeviceptr ptr, sw_export *x);
-/* Calls each(ctx, i, handle) for page i of x's span, under the device lock
- * (each must take no policy lock), when x is still the same live, exported
- * allocation; INVALID_VALUE when it is not (freed), or each's error. */
+/* Calls each(ctx, i, handle) for page i of the span of the allocation x
+ * names (base, size, buffer: the rest is filled here), under the device
+ * lock (each must take no policy lock), when it is still that live,
+ * exported allocation; INVALID_VALUE when it is not (freed), or each's
+ * error. */
 typedef CUresult (*sw_export_each)(void *ctx, size_t i, CUmemGenericAllocationHandle h);
-CUresult sw_export_handles(sw_policy *p, const sw_export *x, sw_export_each each, void *ctx);
+CUresult sw_export_handles(sw_policy *p, sw_export *x, sw_export_each each, void *ctx);
 
 /* ---- counters for the stats publisher ---------------------------------- */
 /* Why an allocation passed through to the driver instead of the pool,

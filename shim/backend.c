@@ -171,11 +171,41 @@ int spw_backend_rdma_capable(int dev)
     return v == 1;
 }
 
+/* Per device: 0 not asked yet, 1 device pages are created exportable as a
+ * POSIX file descriptor (legacy IPC of pool memory, shim/ipc.c), 2 not: the
+ * device does not offer it, or the driver refused a creation with it (then
+ * for good, one warning). */
+static _Atomic int fd_export[SW_MAX_DEVICES];
+
+static int fd_exportable(int dev)
+{
+    if (dev < 0 || dev >= SW_MAX_DEVICES)
+        return 0;
+    int v = atomic_load_explicit(&fd_export[dev], memory_order_relaxed);
+    if (!v) {
+        int yes = 0;
+        if (!spw_drv.cuDeviceGetAttribute ||
+            spw_drv.cuDeviceGetAttribute(&yes, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
+                                         (CUdevice)dev) != CUDA_SUCCESS)
+            yes = 0;
+        int want = yes ? 1 : 2;
+        if (atomic_compare_exchange_strong(&fd_export[dev], &v, want))
+            v = want;
+    }
+    return v == 1;
+}
+
+int spw_backend_ipc_capable(int dev)
+{
+    return fd_exportable(dev);
+}
+
 static CUmemAllocationProp device_prop(int dev)
 {
     CUmemAllocationProp prop = {0};
     prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;
+    prop.requestedHandleTypes = fd_exportable(dev) ? CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
+                                                   : CU_MEM_HANDLE_TYPE_NONE;
     prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
     prop.location.id = dev;
     prop.allocFlags.gpuDirectRDMACapable = (unsigned char)spw_backend_rdma_capable(dev);
@@ -200,6 +230,7 @@ static CUresult create_host_page(int dev, size_t size, CUmemGenericAllocationHan
     static atomic_int reported;
     CUmemAllocationProp prop = device_prop(dev);
     prop.allocFlags.gpuDirectRDMACapable = 0;
+    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE; /* never exported */
     int numa = -1;
     CUresult numa_r = CUDA_ERROR_NOT_SUPPORTED;
     if (spw_drv.cuDeviceGetAttribute &&
@@ -221,6 +252,30 @@ static CUresult create_host_page(int dev, size_t size, CUmemGenericAllocationHan
     return r;
 }
 
+/* A device page, exportable where the device offers it; a refusal with
+ * the type falls back to none for the device for good (one warning): its
+ * pool memory then answers NOT_SUPPORTED to cuIpcGetMemHandle. */
+static CUresult create_device_page(int dev, size_t size, CUmemAllocationProp *prop,
+                                   CUmemGenericAllocationHandle *h)
+{
+    CUresult r = spw_real.spw_h_mem_create(h, size, prop, 0);
+    if (r == CUDA_SUCCESS || prop->requestedHandleTypes == CU_MEM_HANDLE_TYPE_NONE ||
+        r == CUDA_ERROR_OUT_OF_MEMORY)
+        return r;
+    prop->requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;
+    CUresult again = spw_real.spw_h_mem_create(h, size, prop, 0);
+    if (again == CUDA_SUCCESS && atomic_exchange(&fd_export[dev], 2) != 2)
+        spw_warn("device %d: the driver refused an exportable pool page (error %d): "
+                 "cuIpcGetMemHandle of its pool memory is not supported", dev, (int)r);
+    return again;
+}
+
+CUresult spw_backend_export_fd(CUmemGenericAllocationHandle h, int *fd)
+{
+    NEED(spw_real.spw_h_mem_export_to_shareable_handle);
+    IN_ANY(spw_real.spw_h_mem_export_to_shareable_handle(fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+}
+
 static CUresult be_page_create(void *ctx, int dev, sw_loc loc, size_t size,
                                CUmemGenericAllocationHandle *handle)
 {
@@ -229,7 +284,7 @@ static CUresult be_page_create(void *ctx, int dev, sw_loc loc, size_t size,
     if (loc == SW_LOC_HOST)
         IN_DEVICE(dev, create_host_page(dev, size, handle));
     CUmemAllocationProp prop = device_prop(dev);
-    IN_DEVICE(dev, spw_real.spw_h_mem_create(handle, size, &prop, 0));
+    IN_DEVICE(dev, create_device_page(dev, size, &prop, handle));
 }
 
 CUresult spw_backend_mem_create(int dev, size_t size, const CUmemAllocationProp *prop,

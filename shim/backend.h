@@ -23,6 +23,11 @@ CUresult spw_backend_ctx_device(CUcontext ctx, int *dev);
 /* Whether dev's pool pages are made GPUDirect RDMA capable (the device
  * supports it with VMM): what IS_GPU_DIRECT_RDMA_CAPABLE answers. */
 int spw_backend_rdma_capable(int dev);
+/* Whether dev's pool pages are created exportable as POSIX file
+ * descriptors (legacy IPC of pool memory), and the export of one page's
+ * handle (a descriptor the caller closes). */
+int spw_backend_ipc_capable(int dev);
+CUresult spw_backend_export_fd(CUmemGenericAllocationHandle h, int *fd);
 
 /* cuMemCreate and cuMemRelease of the driver itself, with dev's primary
  * context current if the thread has none of dev's (the shim's own driver

@@ -72,6 +72,9 @@ int spw_driver_vmm(int dev);
     X(cuDevicePrimaryCtxRetain, CUresult (*)(CUcontext *, CUdevice))                       \
     X(cuDevicePrimaryCtxGetState, CUresult (*)(CUdevice, unsigned int *, int *))           \
     X(cuDeviceGetAttribute, CUresult (*)(int *, CUdevice_attribute, CUdevice))             \
+    X(cuDeviceGetUuid_v2, CUresult (*)(CUuuid *, CUdevice))                                \
+    X(cuMemImportFromShareableHandle,                                                      \
+      CUresult (*)(CUmemGenericAllocationHandle *, void *, CUmemAllocationHandleType))     \
     X(cuMemGetAllocationGranularity,                                                       \
       CUresult (*)(size_t *, const CUmemAllocationProp *, CUmemAllocationGranularity_flags)) \
     X(cuMemAddressReserve, CUresult (*)(CUdeviceptr *, size_t, size_t, CUdeviceptr,        \

@@ -19,6 +19,11 @@ CUresult CUDAAPI cuMemcpyBatchAsync(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t
 CUresult CUDAAPI cuMemcpy3DBatchAsync(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, size_t *failIdx,
                                       unsigned long long flags, CUstream hStream);
 
+/* CUDA 4.1's cuIpcOpenMemHandle (no suffix), which cuda.h maps to _v2:
+ * the same arguments. */
+#undef cuIpcOpenMemHandle
+CUresult CUDAAPI cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags);
+
 /* CUDA 8/9's stream memory operations (no suffix): the same arguments as
  * the _v2 that cuda.h maps these names to, declared for the rows that
  * name the old symbols themselves. */

@@ -153,6 +153,29 @@ FC_EXPORT CUresult cuDeviceGet(CUdevice *device, int ordinal)
     return CUDA_SUCCESS;
 }
 
+/* A device's UUID: the same in every process (legacy IPC of spillway maps
+ * an exporter's device by it), distinct per ordinal. */
+#undef cuDeviceGetUuid
+CUresult CUDAAPI cuDeviceGetUuid(CUuuid *uuid, CUdevice dev);
+FC_EXPORT CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
+{
+    FC_FAULT(cuDeviceGetUuid);
+    CUresult r = fc_check_device(dev);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!uuid)
+        return CUDA_ERROR_INVALID_VALUE;
+    memset(uuid->bytes, 0, sizeof uuid->bytes);
+    memcpy(uuid->bytes, "fakecuda-dev", 12);
+    uuid->bytes[15] = (char)dev;
+    return CUDA_SUCCESS;
+}
+
+FC_EXPORT CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice dev)
+{
+    return cuDeviceGetUuid_v2(uuid, dev);
+}
+
 FC_EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
 {
     FC_FAULT(cuDeviceGetName);

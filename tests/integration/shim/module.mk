@@ -52,3 +52,11 @@ $(BUILD)/tests/integration/shim_badargs: $(BUILD)/tests/integration/shim/badargs
 	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(LDLIBS)
 ALL_TARGETS += $(BUILD)/tests/integration/shim_badargs
 UNIT_TESTS += tests/integration/shim/badargs.sh
+
+# Legacy IPC of pool memory between two processes under spillway: ipc.sh
+# runs test_ipc.c (its own main; the cuIpc* entry points are spillway's,
+# looked up at run time: fakecuda has none).
+$(BUILD)/tests/integration/shim_ipc: $(BUILD)/tests/integration/shim/test_ipc.o $(FAKECUDA_LIB)
+	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(LDLIBS) -ldl
+ALL_TARGETS += $(BUILD)/tests/integration/shim_ipc
+UNIT_TESTS += tests/integration/shim/ipc.sh

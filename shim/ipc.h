@@ -1,0 +1,41 @@
+/* Legacy CUDA IPC of pool memory (cuIpcGetMemHandle, cuIpcOpenMemHandle,
+ * cuIpcCloseMemHandle): pool memory is VMM memory, which the driver's
+ * legacy IPC refuses, so spillway hands out handles of its own and passes
+ * the pages' file descriptors itself (docs/design.md, "Legacy IPC").
+ *
+ * ipc.c: the hooks, the handle's bytes and the importer's mappings.
+ * ipc_server.c: the exporter's socket (one detached thread serving an
+ * abstract unix socket) and the importer's request to it. */
+#ifndef SPILLWAY_SHIM_IPC_H
+#define SPILLWAY_SHIM_IPC_H
+#include <cuda.h>
+#include <stdint.h>
+
+/* What a spillway handle holds (CUipcMemHandle.reserved, 64 bytes): the
+ * magic "SPWIPC" and version 1, then the exporter's socket token, its
+ * secret, the allocation's BUFFER_ID, base and size. */
+typedef struct spw_ipc_handle {
+    uint64_t token, secret, buffer, base, size;
+} spw_ipc_handle;
+
+/* The answer of an exporter: a CUresult, its device's UUID, its page size,
+ * the span's page count and the offset of base in its first page. */
+typedef struct spw_ipc_reply {
+    int32_t status;
+    uint32_t pad;
+    unsigned char uuid[16];
+    uint64_t page, npages, offset;
+} spw_ipc_reply;
+
+/* The exporter: starts the server on first use (token, secret: this
+ * process's). CUDA_ERROR_OPERATING_SYSTEM when the socket or the thread
+ * cannot be made. */
+CUresult spw_ipc_serve(uint64_t *token, uint64_t *secret);
+/* This process's token, 0 until it serves. */
+uint64_t spw_ipc_own_token(void);
+/* The importer: asks the exporter named by h for the page descriptors
+ * (*fds, rep->npages of them, the caller closes them and frees *fds).
+ * Answers within seconds whatever the peer does: INVALID_VALUE when the
+ * exporter is gone, refuses the secret, or the allocation was freed. */
+CUresult spw_ipc_fetch(const spw_ipc_handle *h, spw_ipc_reply *rep, int **fds);
+#endif

@@ -1,0 +1,351 @@
+/* The exporter's side of legacy IPC of pool memory (shim/ipc.h): one
+ * detached thread serving an abstract unix socket named by a random token,
+ * started by the process's first cuIpcGetMemHandle of pool memory, and the
+ * importer's request to it.
+ *
+ * A request names an allocation (secret, BUFFER_ID, base, size); the server
+ * checks the peer's uid (SO_PEERCRED: the same user, or root), the secret,
+ * and that the allocation at base is still that live one, then exports
+ * each page's handle as a POSIX file descriptor under the device lock
+ * (policy's sw_export_handles) and sends a header and the descriptors
+ * (SCM_RIGHTS, at most 253 a message), closing its own copies. Not
+ * pidfd_getfd: it needs ptrace rights (Yama ptrace_scope 1, container
+ * seccomp profiles). The server never dies on a request: every receive has
+ * a timeout and anything malformed closes that connection only. It holds
+ * no lock between requests, so a fork finds none held; a forked child
+ * (shim/fork.h) has no server thread and never serves: spillway's handlers
+ * stand aside there. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "policy/policy.h"
+#include "shim/backend.h"
+#include "shim/driver.h"
+#include "shim/ipc.h"
+#include "shim/log.h"
+#include "shim/pool_setup.h"
+
+#define REQ_MAGIC 0x52575053u /* "SPWR" */
+#define FDS_PER_MSG 253
+#define TIMEOUT_S 5
+
+typedef struct request {
+    uint32_t magic, version;
+    uint64_t secret, buffer, base, size;
+} request;
+
+/* The process's server: started once, under its lock; the token and secret
+ * are read lock-free once started is set. */
+static struct {
+    pthread_mutex_t lock;
+    _Atomic bool started;
+    uint64_t token, secret;
+} srv = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void sock_name(uint64_t token, struct sockaddr_un *a, socklen_t *len)
+{
+    memset(a, 0, sizeof *a);
+    a->sun_family = AF_UNIX;
+    int n = snprintf(a->sun_path + 1, sizeof a->sun_path - 1, "spillway-ipc-%016llx",
+                     (unsigned long long)token);
+    *len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+}
+
+static void timeouts(int fd)
+{
+    struct timeval tv = {.tv_sec = TIMEOUT_S};
+    (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    (void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+}
+
+static uint64_t random64(void)
+{
+    uint64_t v = 0;
+    if (getrandom(&v, sizeof v, GRND_NONBLOCK) == (ssize_t)sizeof v && v)
+        return v;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    v = ((uint64_t)getpid() << 32) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^
+        (uint64_t)(uintptr_t)&v;
+    v ^= v >> 33;
+    v *= 0xff51afd7ed558ccdull;
+    v ^= v >> 33;
+    return v ? v : 1;
+}
+
+/* ---- serving ---------------------------------------------------------------- */
+
+typedef struct collected {
+    int *fds;
+    size_t n, cap;
+} collected;
+
+/* Under the device lock: one descriptor per page. */
+static CUresult collect(void *ctx, size_t i, CUmemGenericAllocationHandle h)
+{
+    collected *c = ctx;
+    if (i >= c->cap) {
+        size_t cap = c->cap ? 2 * c->cap : 16;
+        int *f = realloc(c->fds, cap * sizeof *f);
+        if (!f)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        c->fds = f;
+        c->cap = cap;
+    }
+    int fd = -1;
+    CUresult r = spw_backend_export_fd(h, &fd);
+    if (r != CUDA_SUCCESS)
+        return r;
+    c->fds[i] = fd;
+    c->n = i + 1;
+    return CUDA_SUCCESS;
+}
+
+static bool send_all(int s, const void *buf, size_t len)
+{
+    const char *p = buf;
+    while (len) {
+        ssize_t k = send(s, p, len, MSG_NOSIGNAL);
+        if (k <= 0) {
+            if (k < 0 && errno == EINTR)
+                continue;
+            return false;
+        }
+        p += k;
+        len -= (size_t)k;
+    }
+    return true;
+}
+
+static bool send_fds(int s, const int *fds, size_t n)
+{
+    for (size_t at = 0; at < n;) {
+        size_t k = n - at < FDS_PER_MSG ? n - at : FDS_PER_MSG;
+        char byte = 0;
+        struct iovec iov = {&byte, 1};
+        union {
+            char buf[CMSG_SPACE(FDS_PER_MSG * sizeof(int))];
+            struct cmsghdr align;
+        } u;
+        memset(&u, 0, sizeof u);
+        struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+                           .msg_controllen = CMSG_SPACE(k * sizeof(int))};
+        struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(k * sizeof(int));
+        memcpy(CMSG_DATA(c), fds + at, k * sizeof(int));
+        ssize_t r;
+        while ((r = sendmsg(s, &m, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+            ;
+        if (r != 1)
+            return false;
+        at += k;
+    }
+    return true;
+}
+
+static void reply_status(int s, CUresult r)
+{
+    spw_ipc_reply rep = {.status = (int32_t)r};
+    (void)send_all(s, &rep, sizeof rep);
+}
+
+static void serve_one(int s)
+{
+    timeouts(s);
+    struct ucred cred;
+    socklen_t cl = sizeof cred;
+    if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0 ||
+        (cred.uid != geteuid() && cred.uid != 0)) {
+        reply_status(s, CUDA_ERROR_NOT_PERMITTED);
+        return;
+    }
+    request q;
+    ssize_t k = recv(s, &q, sizeof q, MSG_WAITALL);
+    if (k != (ssize_t)sizeof q || q.magic != REQ_MAGIC || q.version != 1)
+        return; /* short, garbage or too slow: this connection only */
+    if (q.secret != srv.secret) {
+        reply_status(s, CUDA_ERROR_INVALID_VALUE);
+        return;
+    }
+    sw_policy *p = spw_pool_policy();
+    sw_export x = {.base = q.base, .size = q.size, .buffer = q.buffer};
+    collected c = {0};
+    CUresult r = p && q.size ? sw_export_handles(p, &x, collect, &c) : CUDA_ERROR_INVALID_VALUE;
+    spw_ipc_reply rep = {.status = (int32_t)r};
+    if (r == CUDA_SUCCESS && c.n == x.npages) {
+        CUuuid u;
+        if (!spw_drv.cuDeviceGetUuid_v2 || spw_drv.cuDeviceGetUuid_v2(&u, (CUdevice)x.dev) != CUDA_SUCCESS)
+            rep.status = CUDA_ERROR_INVALID_DEVICE;
+        else
+            memcpy(rep.uuid, u.bytes, sizeof rep.uuid);
+        rep.page = x.page;
+        rep.npages = x.npages;
+        rep.offset = x.offset;
+    } else if (r == CUDA_SUCCESS) {
+        rep.status = CUDA_ERROR_INVALID_VALUE;
+    }
+    if (send_all(s, &rep, sizeof rep) && rep.status == CUDA_SUCCESS)
+        (void)send_fds(s, c.fds, c.n);
+    for (size_t i = 0; i < c.n; i++)
+        close(c.fds[i]);
+    free(c.fds);
+}
+
+static void *serve(void *arg)
+{
+    int fd = (int)(intptr_t)arg;
+    for (;;) {
+        int s = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
+        if (s < 0) {
+            if (errno != EINTR && errno != ECONNABORTED && errno != EAGAIN) {
+                struct timespec ts = {0, 10 * 1000 * 1000}; /* EMFILE and the like: later */
+                nanosleep(&ts, NULL);
+            }
+            continue;
+        }
+        serve_one(s);
+        close(s);
+    }
+    return NULL;
+}
+
+uint64_t spw_ipc_own_token(void)
+{
+    return atomic_load_explicit(&srv.started, memory_order_acquire) ? srv.token : 0;
+}
+
+CUresult spw_ipc_serve(uint64_t *token, uint64_t *secret)
+{
+    if (!atomic_load_explicit(&srv.started, memory_order_acquire)) {
+        pthread_mutex_lock(&srv.lock);
+        CUresult r = CUDA_SUCCESS;
+        if (!atomic_load_explicit(&srv.started, memory_order_relaxed)) {
+            r = CUDA_ERROR_OPERATING_SYSTEM;
+            uint64_t tok = random64();
+            int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+            struct sockaddr_un a;
+            socklen_t len;
+            sock_name(tok, &a, &len);
+            pthread_attr_t at;
+            pthread_t th;
+            if (fd >= 0 && bind(fd, (struct sockaddr *)&a, len) == 0 && listen(fd, 64) == 0 &&
+                pthread_attr_init(&at) == 0) {
+                pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+                srv.token = tok;
+                srv.secret = random64();
+                if (pthread_create(&th, &at, serve, (void *)(intptr_t)fd) == 0) {
+                    atomic_store_explicit(&srv.started, true, memory_order_release);
+                    r = CUDA_SUCCESS;
+                }
+                pthread_attr_destroy(&at);
+            }
+            if (r != CUDA_SUCCESS) {
+                spw_warn("legacy IPC: the socket serving this process's exports could not be made (%s)",
+                         strerror(errno));
+                if (fd >= 0)
+                    close(fd);
+            }
+        }
+        pthread_mutex_unlock(&srv.lock);
+        if (r != CUDA_SUCCESS)
+            return r;
+    }
+    *token = srv.token;
+    *secret = srv.secret;
+    return CUDA_SUCCESS;
+}
+
+/* ---- asking ------------------------------------------------------------------ */
+
+static bool recv_fds(int s, int *fds, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        char byte;
+        struct iovec iov = {&byte, 1};
+        union {
+            char buf[CMSG_SPACE(FDS_PER_MSG * sizeof(int))];
+            struct cmsghdr align;
+        } u;
+        struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+                           .msg_controllen = sizeof u.buf};
+        ssize_t r;
+        while ((r = recvmsg(s, &m, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
+            ;
+        if (r != 1)
+            break;
+        size_t before = got;
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+            if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+                continue;
+            size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+            int tmp[FDS_PER_MSG];
+            memcpy(tmp, CMSG_DATA(c), k * sizeof(int));
+            for (size_t i = 0; i < k; i++) {
+                if (got < n)
+                    fds[got++] = tmp[i];
+                else
+                    close(tmp[i]);
+            }
+        }
+        if (got == before || (m.msg_flags & MSG_CTRUNC))
+            break;
+    }
+    if (got == n)
+        return true;
+    for (size_t i = 0; i < got; i++)
+        close(fds[i]);
+    return false;
+}
+
+CUresult spw_ipc_fetch(const spw_ipc_handle *h, spw_ipc_reply *rep, int **fds)
+{
+    *fds = NULL;
+    int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s < 0)
+        return CUDA_ERROR_OPERATING_SYSTEM;
+    timeouts(s);
+    struct sockaddr_un a;
+    socklen_t len;
+    sock_name(h->token, &a, &len);
+    CUresult r = CUDA_ERROR_INVALID_VALUE; /* the exporter is gone, or answers nonsense */
+    request q = {REQ_MAGIC, 1, h->secret, h->buffer, h->base, h->size};
+    if (connect(s, (struct sockaddr *)&a, len) != 0 || !send_all(s, &q, sizeof q) ||
+        recv(s, rep, sizeof *rep, MSG_WAITALL) != (ssize_t)sizeof *rep)
+        goto out;
+    if (rep->status != CUDA_SUCCESS) {
+        r = (CUresult)rep->status;
+        goto out;
+    }
+    if (!rep->page || (rep->page & (rep->page - 1)) || !rep->npages ||
+        rep->offset >= rep->page || rep->npages > (h->size + rep->offset + rep->page - 1) / rep->page)
+        goto out;
+    int *f = malloc(rep->npages * sizeof *f);
+    if (!f) {
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+        goto out;
+    }
+    if (!recv_fds(s, f, rep->npages)) {
+        free(f);
+        goto out;
+    }
+    *fds = f;
+    r = CUDA_SUCCESS;
+out:
+    close(s);
+    return r;
+}

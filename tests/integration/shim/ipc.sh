@@ -1,0 +1,21 @@
+#!/bin/sh
+# Legacy IPC of pool memory (test_ipc.c): an exporter and the importer it
+# exec's, both under spillway against fakecuda, spill on under a 64 MiB
+# limit. The importer outlives the exporter (it checks a dead exporter's
+# handle) and reports through a file; then, with spillway disabled, what
+# the driver answers reaches the program.
+set -eu
+. "$(dirname "$0")/suite.sh"
+res=$stats/ipc.result
+SUITE_TIMEOUT=120 suite_run shim_ipc SPW_IPC_RESULT="$res"
+i=0
+while [ ! -s "$res" ] && [ $i -lt 100 ]; do
+    sleep 0.2
+    i=$((i + 1))
+done
+if [ "$(cat "$res" 2>/dev/null)" != ok ]; then
+    echo "FAIL: the importer did not finish"
+    exit 1
+fi
+echo "importer: passed"
+SUITE_TIMEOUT=60 suite_run shim_ipc SPILLWAY_DISABLE=1 SPW_IPC_ONLY=passthrough
