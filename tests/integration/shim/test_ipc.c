@@ -195,6 +195,11 @@ static int child(const char *handle_hex, int in, int out)
     for (int i = 0; i < CU_IPC_HANDLE_SIZE; i++)
         bad.reserved[i] = (char)(rand() & 0xff);
     refused(bad, "random bytes");
+    CHECK(hear(in) == 'p'); /* after pressure in the exporter: still the same memory */
+    expect(a, TSIZE, 2);
+    put(a, TSIZE, 3);
+    CU_OK(cuCtxSynchronize());
+    say(out, 'w');
     CHECK(hear(in) == 'f'); /* the exporter freed it and filled the pool */
     for (int k = 0; k < 20; k++)
         CU_OK(cuMemsetD8(a, 0xee, TSIZE)); /* after the free: must reach no one else */
@@ -300,10 +305,15 @@ int main(int argc, char **argv)
     close(from_child[1]);
     CHECK(hear(from_child[0]) == 'w');
     expect(t, TSIZE, 2); /* the child's writes */
-    pressure(fill, NFILL);
+    for (int k = 0; k < 4; k++)
+        pressure(fill, NFILL); /* t, not used meanwhile, is the coldest */
     expect(t, TSIZE, 2); /* stays where it is */
+    say(to_child[1], 'p');
+    CHECK(hear(from_child[0]) == 'w');
+    expect(t, TSIZE, 3); /* the child still writes to it: it did not move */
     CU_OK(cuMemFree(t));
     CU_OK(cuMemFree(small)); /* the rest of its page free too */
+    CU_OK(cuCtxSynchronize()); /* the frees covered: reusable at once */
     /* New allocations over the freed pool, filled with a byte of their own. */
     for (int i = 0; i < NFILL; i++) {
         CU_OK(cuMemAlloc(&more[i], 4 * MiB));
