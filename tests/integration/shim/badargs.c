@@ -404,6 +404,30 @@ static void vmm(void)
     TRY(cuMemExportToShareableHandle, "bad_flags", cuMemExportToShareableHandle, &fd, live,
         CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 1);
 
+    /* Legacy IPC (fakecuda has none: ABSENT alone; under spillway the
+     * hooks' answers, badargs.sh's known differences). No case exports
+     * live memory: that would pin it for good. */
+    CUipcMemHandle ih, spw_ih;
+    memset(&ih, 0, sizeof ih);
+    memset(&spw_ih, 0x5a, sizeof spw_ih);
+    memcpy(spw_ih.reserved, "SPWIPC\1\0", 8); /* spillway's magic, nonsense after it */
+    CUdeviceptr ip;
+    TRY(cuIpcGetMemHandle, "null_out", cuIpcGetMemHandle, NULL, dptr);
+    TRY(cuIpcGetMemHandle, "bad_ptr", cuIpcGetMemHandle, &ih, bad);
+    TRY(cuIpcGetMemHandle, "freed", cuIpcGetMemHandle, &ih, gap);
+    TRY(cuIpcGetMemHandle, "null_ptr", cuIpcGetMemHandle, &ih, 0);
+    TRY(cuIpcOpenMemHandle, "zero_handle", cuIpcOpenMemHandle, &ip, ih, 0);
+    TRY(cuIpcOpenMemHandle, "spw_null_out", cuIpcOpenMemHandle, NULL, spw_ih, 0);
+    TRY(cuIpcOpenMemHandle, "spw_no_exporter", cuIpcOpenMemHandle, &ip, spw_ih, 0);
+    TRY(cuIpcOpenMemHandle, "zero_handle", cuIpcOpenMemHandle_v2, &ip, ih, 0);
+    TRY(cuIpcOpenMemHandle, "spw_null_out", cuIpcOpenMemHandle_v2, NULL, spw_ih, 0);
+    TRY(cuIpcOpenMemHandle, "spw_bad_flags", cuIpcOpenMemHandle_v2, &ip, spw_ih, 0x80);
+    TRY(cuIpcOpenMemHandle, "spw_no_exporter", cuIpcOpenMemHandle_v2, &ip, spw_ih,
+        CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    TRY(cuIpcCloseMemHandle, "bad_ptr", cuIpcCloseMemHandle, bad);
+    TRY(cuIpcCloseMemHandle, "null_ptr", cuIpcCloseMemHandle, 0);
+    TRY(cuIpcCloseMemHandle, "pool_ptr", cuIpcCloseMemHandle, dptr);
+
     /* dptr: 1 MiB of cuMemAlloc memory, the pool's under spillway; gap
      * freed. */
     const CUmemRangeHandleType dma_buf = CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD;
