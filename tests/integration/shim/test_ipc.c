@@ -180,6 +180,8 @@ static int child(const char *handle_hex, int in, int out)
     CU_OK(ipc_open(&a, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
     CU_OK(ipc_open(&b, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
     CHECK(a == b);
+    CHECK(ipc_open(NULL, h, 0) == CUDA_ERROR_INVALID_VALUE); /* NULL out, live handle */
+    CHECK(ipc_open(&b, h, 0x80) == CUDA_ERROR_INVALID_VALUE); /* unknown flags */
     expect(a, TSIZE, 1);
     put(a, TSIZE, 2);
     CU_OK(cuCtxSynchronize()); /* a copy from pageable memory may still be landing */
@@ -278,6 +280,7 @@ int main(int argc, char **argv)
     CUipcMemHandle h, h2;
     CU_OK(ipc_get(&h, t + 1000)); /* inside it: the allocation's handle */
     CU_OK(ipc_get(&h2, t));
+    CHECK(ipc_get(NULL, t) == CUDA_ERROR_INVALID_VALUE);
     CHECK(!memcmp(&h, &h2, sizeof h)); /* the same bytes each time */
     CHECK(pool(0, &c1) == 0);
     printf("export: fill events %" PRIu64 " -> %" PRIu64 "\n", c0.fill_events, c1.fill_events);
