@@ -34,7 +34,7 @@
 #
 # SWGPU_STAGES=a,b,... runs only those stages (after the build; the tables
 # show what ran): conformance, launches, acceptance (baselines, limit and
-# fraction rows), pair, spill (with the launch cost), features, oversub,
+# fraction rows), pair, spill (with the launch cost), ipc, features, oversub,
 # bench. tests/gpu/selftest.sh runs `SWGPU_STAGES=launches ... --fake`.
 # GPU_BUILD (default build-gpu) may be relative to the repository or absolute.
 # SWGPU_REV names the commit in the tables when the tree has no .git (the
@@ -77,6 +77,7 @@ RESULTS="$OUT/results.jsonl"
 : >"$LOG"
 : >"$RESULTS"
 rows=()
+ipc_rows=()
 spill_rows=()
 launch_rows=()
 lc_rows=()
@@ -224,6 +225,14 @@ write_tables() {
             echo "| check | result | detail |"
             echo "| --- | --- | --- |"
             printf '%s\n' "${rows[@]}"
+            echo
+        fi
+        if [ ${#ipc_rows[@]} -gt 0 ]; then
+            echo "### Legacy IPC of pool memory (cudaIpcGetMemHandle between two processes under spillway)"
+            echo
+            echo "| row | result | detail |"
+            echo "| --- | --- | --- |"
+            printf '%s\n' "${ipc_rows[@]}"
             echo
         fi
         if [ ${#lc_rows[@]} -gt 0 ]; then
@@ -495,6 +504,38 @@ if want spill; then
     launch_run "spillway, SPILLWAY_SPILL=0" LD_PRELOAD="$BUILD_ABS/libspillway.so" \
         SPILLWAY_MEM_LIMIT="$SPILL_LIMIT" SPILLWAY_SPILL=0
     launch_run "spillway, spill on" LD_PRELOAD="$BUILD_ABS/libspillway.so" SPILLWAY_MEM_LIMIT="$SPILL_LIMIT"
+    write_tables
+fi
+
+# --- legacy IPC of pool memory ----------------------------------------------
+# cudaIpcGetMemHandle / cudaIpcOpenMemHandle of spillway's pool memory across
+# two processes under spillway: tests/gpu/ipc_check.c (fork+exec, spill
+# pressure: a 1 GiB limit, 6 GiB touched) and PyTorch sharing a CUDA tensor
+# through torch.multiprocessing (spawn). --fake runs neither (fakecuda's
+# twin is tests/integration/shim/ipc.sh in make test): skipped, saying so.
+ipc_row() { # label, env..., -- command...
+    local label=$1; shift
+    local envs=()
+    while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
+    if [ "$MODE" = fake ]; then ipc_rows+=("| $label | skipped | --fake: tests/integration/shim/ipc.sh is its fakecuda twin |"); return; fi
+    local t=$(($(left) - 20))
+    if [ "$t" -lt 20 ]; then ipc_rows+=("| $label | skipped | time budget |"); return; fi
+    [ "$t" -gt 180 ] && t=180
+    local out rc res verdict=pass
+    out=$(env "${envs[@]}" timeout -k 5 "$t" "$@" 2>&1); rc=$?
+    printf '== ipc: %s (exit %d)\n%s\n' "$label" "$rc" "$out" >>"$LOG"
+    res=$(grep -m1 '^RESULT' <<<"$out")
+    if [[ "$res" == *err=no_torch* ]]; then ipc_rows+=("| $label | skipped | no torch |"); return; fi
+    [ "$rc" -eq 0 ] && [[ "$res" == *"ok=1"* ]] || verdict=FAIL
+    ipc_rows+=("| $label | $verdict | ${res#RESULT } $(grep -m1 -vE '^RESULT' <<<"$out" | cut -c1-80) |")
+    say "ipc: $label: $verdict $res"
+}
+if want ipc; then
+    stage "legacy IPC of pool memory"
+    ipc_row "CUDA C, cudaIpc* across fork+exec, 1G limit, 6G touched" LD_PRELOAD="$BUILD_ABS/libspillway.so" \
+        SPILLWAY_MEM_LIMIT=1G SPILLWAY_HOST_LIMIT=16G -- "$BUILD/tests/gpu/rt-shared/ipc_check"
+    ipc_row "PyTorch, torch.multiprocessing (spawn) CUDA tensor" LD_PRELOAD="$BUILD_ABS/libspillway.so" \
+        SPILLWAY_MEM_LIMIT=4G -- "$PY" tests/gpu/row_torch_ipc.py
     write_tables
 fi
 

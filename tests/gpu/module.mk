@@ -77,3 +77,14 @@ $(BUILD)/tests/gpu/rt-shared/launch_count: $(GPU_LC_OBJS) $(GPU_LC_RT_OBJ)
 
 ALL_TARGETS += $(GPU_LC_DRV)
 GPU_TARGETS += $(GPU_LC_RT) $(GPU_LC_DRV)
+
+# Legacy IPC of pool memory (the ipc stage): CUDA runtime calls in plain C,
+# linked by nvcc; GPU only (fakecuda's twin is tests/integration/shim/ipc.sh).
+GPU_IPC := $(BUILD)/tests/gpu/rt-shared/ipc_check
+$(BUILD)/tests/gpu/ipc_check_rt.o: tests/gpu/ipc_check.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -I$(CUDA_HOME)/include -c $< -o $@
+$(GPU_IPC): $(BUILD)/tests/gpu/ipc_check_rt.o
+	@mkdir -p $(dir $@)
+	$(NVCC) -cudart shared -Xlinker -rpath=$(CUDA_HOME)/lib64 $^ -o $@
+GPU_TARGETS += $(GPU_IPC)
