@@ -6,7 +6,8 @@
  * primary one but for blocks made in a context the program created).
  * Attributes it does not know are asked of the driver. BUFFER_ID and MEMORY_BLOCK_ID are policy/'s IDs of
  * the allocation (sw_ids: never reused, as the driver's);
- * IS_LEGACY_CUDA_IPC_CAPABLE is 0 (pool memory cannot be exported);
+ * IS_LEGACY_CUDA_IPC_CAPABLE is 1 for cuMemAlloc-class pool memory of a
+ * device whose pages are exportable (ipc.c), 0 for the rest;
  * MEMPOOL_HANDLE the memory pool a stream-ordered allocation was served for. */
 #include "shim/arenas.h"
 #include "shim/backend.h"
@@ -120,8 +121,11 @@ static CUresult answer(CUpointer_attribute a, void *data, const struct pool_ptr 
         *(void **)data = NULL;
         return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_IS_MANAGED:
-    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
         *(unsigned *)data = 0;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+        /* buffer == block: a cuMemAlloc-class allocation, not a VMM mapping. */
+        *(unsigned *)data = k && pp->ids.buffer == pp->ids.block && spw_backend_ipc_capable(pp->dev);
         return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
         *(int *)data = k ? pp->dev : -2;

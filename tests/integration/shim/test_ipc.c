@@ -270,6 +270,9 @@ int main(int argc, char **argv)
     CU_OK(cuMemAlloc(&small, 1000));
     CU_OK(cuMemAlloc(&t, TSIZE));
     CHECK(t & (PAGE - 1)); /* not on a page boundary */
+    unsigned capable = 0;
+    CU_OK(cuPointerGetAttribute(&capable, CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, t));
+    CHECK(capable == 1);
     put(t, TSIZE, 1);
     for (int i = 0; i < NFILL; i++)
         CU_OK(cuMemAlloc(&fill[i], FILL));
