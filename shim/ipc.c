@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "policy/policy.h"
+#include "shim/account.h"
 #include "shim/backend.h"
 #include "shim/config.h"
 #include "shim/driver.h"
@@ -226,6 +227,8 @@ CUresult spw_h_ipc_open_mem_handle(CUdeviceptr *pdptr, CUipcMemHandle handle, un
     if (m) {
         unmap_span(va, n->span);
         free(n);
+    } else {
+        spw_account_unpooled_held(+1); /* device memory copies must ask the driver about */
     }
     return CUDA_SUCCESS;
 }
@@ -262,6 +265,7 @@ CUresult spw_h_ipc_close_mem_handle(CUdeviceptr dptr)
         return real(dptr);
     }
     unmap_span(gone->va, gone->span);
+    spw_account_unpooled_held(-1);
     free(gone);
     return CUDA_SUCCESS;
 }
