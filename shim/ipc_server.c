@@ -39,7 +39,11 @@
 
 #define REQ_MAGIC 0x52575053u /* "SPWR" */
 #define FDS_PER_MSG 253
-#define TIMEOUT_S 5
+/* The server gives a peer SERVE_TIMEOUT_S per send or receive; an asker
+ * waits longer, so that a request queued behind a peer that says nothing
+ * (served one at a time) is still answered. */
+#define SERVE_TIMEOUT_S 2
+#define ASK_TIMEOUT_S 10
 
 typedef struct request {
     uint32_t magic, version;
@@ -63,9 +67,9 @@ static void sock_name(uint64_t token, struct sockaddr_un *a, socklen_t *len)
     *len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
 }
 
-static void timeouts(int fd)
+static void timeouts(int fd, int seconds)
 {
-    struct timeval tv = {.tv_sec = TIMEOUT_S};
+    struct timeval tv = {.tv_sec = seconds};
     (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     (void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 }
@@ -165,7 +169,7 @@ static void reply_status(int s, CUresult r)
 
 static void serve_one(int s)
 {
-    timeouts(s);
+    timeouts(s, SERVE_TIMEOUT_S);
     struct ucred cred;
     socklen_t cl = sizeof cred;
     if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0 ||
@@ -318,7 +322,7 @@ CUresult spw_ipc_fetch(const spw_ipc_handle *h, spw_ipc_reply *rep, int **fds)
     int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (s < 0)
         return CUDA_ERROR_OPERATING_SYSTEM;
-    timeouts(s);
+    timeouts(s, ASK_TIMEOUT_S);
     struct sockaddr_un a;
     socklen_t len;
     sock_name(h->token, &a, &len);

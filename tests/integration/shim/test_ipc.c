@@ -216,7 +216,8 @@ static int child(const char *handle_hex, int in, int out)
         bad.reserved[i] = (char)(rand() & 0xff);
     refused(bad, "random bytes");
     /* The server outlives garbage and a peer that says nothing: a request
-     * after them is still answered (within its receive timeout). */
+     * after them is still answered (after the server's 2 s for the mute
+     * one; the asker waits 10 s). */
     int g = connect_exporter(&h);
     CHECK(write(g, "garbage!", 8) == 8);
     close(g);
