@@ -13,6 +13,7 @@
 #include "shim/backend.h"
 
 #include "shim/capture.h"
+#include "shim/config.h"
 #include "shim/contexts.h"
 #include "shim/copy_side.h"
 #include "shim/driver.h"
@@ -172,9 +173,9 @@ int spw_backend_rdma_capable(int dev)
 }
 
 /* Per device: 0 not asked yet, 1 device pages are created exportable as a
- * POSIX file descriptor (legacy IPC of pool memory, shim/ipc.c), 2 not: the
- * device does not offer it, or the driver refused a creation with it (then
- * for good, one warning). */
+ * POSIX file descriptor (legacy IPC of pool memory, shim/ipc.c), 2 not:
+ * SPILLWAY_IPC=0, the device does not offer it, or the driver refused a
+ * creation with it (then for good, one warning). */
 static _Atomic int fd_export[SW_MAX_DEVICES];
 
 static int fd_exportable(int dev)
@@ -184,7 +185,7 @@ static int fd_exportable(int dev)
     int v = atomic_load_explicit(&fd_export[dev], memory_order_relaxed);
     if (!v) {
         int yes = 0;
-        if (!spw_drv.cuDeviceGetAttribute ||
+        if (!spw_config()->ipc || !spw_drv.cuDeviceGetAttribute ||
             spw_drv.cuDeviceGetAttribute(&yes, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
                                          (CUdevice)dev) != CUDA_SUCCESS)
             yes = 0;

@@ -14,6 +14,7 @@
  * and counts opens of the same handle as the driver does; the close at
  * zero unmaps. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -61,8 +62,17 @@ CUresult spw_h_ipc_get_mem_handle(CUipcMemHandle *pHandle, CUdeviceptr dptr)
         return CUDA_ERROR_INVALID_VALUE;
     int dev = sw_page_device(p, dptr);
     sw_export x;
-    CUresult r = dev >= 0 && !spw_backend_ipc_capable(dev) ? CUDA_ERROR_NOT_SUPPORTED
-                                                           : sw_export_pin(p, dptr, &x);
+    CUresult r;
+    if (dev >= 0 && !spw_backend_ipc_capable(dev)) {
+        static atomic_int told;
+        if (!atomic_exchange(&told, 1))
+            spw_warn("cuIpcGetMemHandle: device %d's pool pages are not exportable (SPILLWAY_IPC=0, or "
+                     "the device or driver offers no POSIX file descriptors): CUDA_ERROR_NOT_SUPPORTED",
+                     dev);
+        r = CUDA_ERROR_NOT_SUPPORTED;
+    } else {
+        r = sw_export_pin(p, dptr, &x);
+    }
     if (r == CUDA_ERROR_NOT_FOUND) { /* the program's own VMM, or free: the driver's */
         SPW_REAL_OR_RETURN(real, spw_h_ipc_get_mem_handle);
         return real(pHandle, dptr);

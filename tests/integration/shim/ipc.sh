@@ -3,7 +3,8 @@
 # exec's, both under spillway against fakecuda, spill on under a 64 MiB
 # limit. The importer outlives the exporter (it checks a dead exporter's
 # handle) and reports through a file; then, with spillway disabled, what
-# the driver answers reaches the program.
+# the driver answers reaches the program; with SPILLWAY_IPC=0, pool memory
+# is not exportable (one warning).
 set -eu
 . "$(dirname "$0")/suite.sh"
 res=$stats/ipc.result
@@ -19,3 +20,5 @@ if [ "$(cat "$res" 2>/dev/null)" != ok ]; then
 fi
 echo "importer: passed"
 SUITE_TIMEOUT=60 suite_run shim_ipc SPILLWAY_DISABLE=1 SPW_IPC_ONLY=passthrough
+SUITE_TIMEOUT=60 suite_says_once "exports with SPILLWAY_IPC=0" "pool pages are not exportable (SPILLWAY_IPC=0" \
+    shim_ipc SPILLWAY_LOG=warn SPILLWAY_IPC=0 SPW_IPC_ONLY=off

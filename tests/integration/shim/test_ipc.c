@@ -8,7 +8,8 @@
  * child still writes through its mapping: the new allocations stay
  * untouched. Bad handles (random bytes, a wrong secret, a freed
  * allocation, a dead exporter, the exporter's own) answer errors at once.
- * SPW_IPC_ONLY=passthrough: spillway disabled, what the driver answers
+ * SPW_IPC_ONLY=off: SPILLWAY_IPC=0, cuIpcGetMemHandle of pool memory is
+ * not supported. SPW_IPC_ONLY=passthrough: spillway disabled, what the driver answers
  * reaches the program (fakecuda has no cuIpc*: spillway's answer for a
  * function the driver lacks). Plain exit status: 0 passed. */
 #include <cuda.h>
@@ -288,6 +289,23 @@ static int passthrough(void)
     return 0;
 }
 
+/* SPILLWAY_IPC=0: plain pool pages, so no export of pool memory. */
+static int ipc_off(void)
+{
+    setup();
+    CUdeviceptr p;
+    CU_OK(cuMemAlloc(&p, TSIZE));
+    unsigned capable = 1;
+    CU_OK(cuPointerGetAttribute(&capable, CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, p));
+    CHECK(capable == 0);
+    CUipcMemHandle h;
+    CHECK(ipc_get(&h, p) == CUDA_ERROR_NOT_SUPPORTED);
+    CHECK(ipc_get(&h, p) == CUDA_ERROR_NOT_SUPPORTED);
+    CU_OK(cuMemFree(p));
+    printf("SPILLWAY_IPC=0: not supported\n");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -297,6 +315,8 @@ int main(int argc, char **argv)
     const char *only = getenv("SPW_IPC_ONLY");
     if (only && !strcmp(only, "passthrough"))
         return passthrough();
+    if (only && !strcmp(only, "off"))
+        return ipc_off();
     alarm(120);
     setup();
     CHECK(ipc_get && ipc_open && ipc_close);
