@@ -875,7 +875,7 @@ FC_EXPORT CUresult cuGraphExecNodeSetParams(CUgraphExec x, CUgraphNode n, CUgrap
     CUresult r = fc_initialized();
     if (r != CUDA_SUCCESS)
         return r;
-    if (!p || p->reserved0[0] || p->reserved0[1] || p->reserved0[2] || p->reserved2)
+    if (!p || !fc_node_params_clear(p))
         return CUDA_ERROR_INVALID_VALUE;
     fc_graph_lock();
     struct CUgraphNode_st *c = exec_node(x, n, -1);
@@ -885,20 +885,7 @@ FC_EXPORT CUresult cuGraphExecNodeSetParams(CUgraphExec x, CUgraphNode n, CUgrap
         return CUDA_ERROR_INVALID_VALUE;
     switch (p->type) {
     case CU_GRAPH_NODE_TYPE_KERNEL: {
-        CUDA_KERNEL_NODE_PARAMS k;
-        memset(&k, 0, sizeof k);
-        k.func = p->kernel.func;
-        k.gridDimX = p->kernel.gridDimX;
-        k.gridDimY = p->kernel.gridDimY;
-        k.gridDimZ = p->kernel.gridDimZ;
-        k.blockDimX = p->kernel.blockDimX;
-        k.blockDimY = p->kernel.blockDimY;
-        k.blockDimZ = p->kernel.blockDimZ;
-        k.sharedMemBytes = p->kernel.sharedMemBytes;
-        k.kernelParams = p->kernel.kernelParams;
-        k.extra = p->kernel.extra;
-        k.kern = p->kernel.kern;
-        k.ctx = p->kernel.ctx;
+        CUDA_KERNEL_NODE_PARAMS k = fc_kernel_params_of(p);
         return exec_kernel_set(x, n, &k);
     }
     case CU_GRAPH_NODE_TYPE_MEMCPY:
@@ -906,9 +893,7 @@ FC_EXPORT CUresult cuGraphExecNodeSetParams(CUgraphExec x, CUgraphNode n, CUgrap
             return CUDA_ERROR_INVALID_VALUE;
         return exec_copy_set(x, n, &p->memcpy.copyParams);
     case CU_GRAPH_NODE_TYPE_MEMSET: {
-        CUDA_MEMSET_NODE_PARAMS m = {.dst = p->memset.dst, .pitch = p->memset.pitch,
-                                     .value = p->memset.value, .elementSize = p->memset.elementSize,
-                                     .width = p->memset.width, .height = p->memset.height};
+        CUDA_MEMSET_NODE_PARAMS m = fc_memset_params_of(p);
         return exec_set_set(x, n, &m);
     }
     case CU_GRAPH_NODE_TYPE_HOST: {

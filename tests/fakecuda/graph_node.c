@@ -20,12 +20,12 @@ CUresult CUDAAPI cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph, const 
 
 /* "All unused bytes - that is, reserved0 and all bytes past the utilized
  * union member - must be set to zero": the reserved fields are checked. */
-static bool reserved_clear(const CUgraphNodeParams *p)
+bool fc_node_params_clear(const CUgraphNodeParams *p)
 {
     return !p->reserved0[0] && !p->reserved0[1] && !p->reserved0[2] && !p->reserved2;
 }
 
-static CUDA_KERNEL_NODE_PARAMS kernel_of(const CUgraphNodeParams *p)
+CUDA_KERNEL_NODE_PARAMS fc_kernel_params_of(const CUgraphNodeParams *p)
 {
     CUDA_KERNEL_NODE_PARAMS k;
     memset(&k, 0, sizeof k);
@@ -44,7 +44,7 @@ static CUDA_KERNEL_NODE_PARAMS kernel_of(const CUgraphNodeParams *p)
     return k;
 }
 
-static CUDA_MEMSET_NODE_PARAMS memset_of(const CUgraphNodeParams *p)
+CUDA_MEMSET_NODE_PARAMS fc_memset_params_of(const CUgraphNodeParams *p)
 {
     return (CUDA_MEMSET_NODE_PARAMS){.dst = p->memset.dst, .pitch = p->memset.pitch,
                                      .value = p->memset.value, .elementSize = p->memset.elementSize,
@@ -57,7 +57,7 @@ static CUresult add_typed(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, 
 {
     switch (p->type) {
     case CU_GRAPH_NODE_TYPE_KERNEL: {
-        CUDA_KERNEL_NODE_PARAMS k = kernel_of(p);
+        CUDA_KERNEL_NODE_PARAMS k = fc_kernel_params_of(p);
         return cuGraphAddKernelNode_v2(out, g, deps, ndeps, &k);
     }
     case CU_GRAPH_NODE_TYPE_MEMCPY:
@@ -65,7 +65,7 @@ static CUresult add_typed(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, 
             return CUDA_ERROR_INVALID_VALUE;
         return cuGraphAddMemcpyNode(out, g, deps, ndeps, &p->memcpy.copyParams, p->memcpy.copyCtx);
     case CU_GRAPH_NODE_TYPE_MEMSET: {
-        CUDA_MEMSET_NODE_PARAMS m = memset_of(p);
+        CUDA_MEMSET_NODE_PARAMS m = fc_memset_params_of(p);
         return cuGraphAddMemsetNode(out, g, deps, ndeps, &m, p->memset.ctx);
     }
     case CU_GRAPH_NODE_TYPE_HOST: {
@@ -109,7 +109,7 @@ static CUresult add_node(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, s
     CUresult r = fc_initialized();
     if (r != CUDA_SUCCESS)
         return r;
-    if (!p || !reserved_clear(p))
+    if (!p || !fc_node_params_clear(p))
         return CUDA_ERROR_INVALID_VALUE;
     return add_typed(out, g, deps, ndeps, p);
 }
@@ -138,11 +138,11 @@ FC_EXPORT CUresult cuGraphNodeSetParams(CUgraphNode n, CUgraphNodeParams *p)
     if (r != CUDA_SUCCESS)
         return r;
     CUgraphNodeType t;
-    if (!p || !reserved_clear(p) || cuGraphNodeGetType(n, &t) != CUDA_SUCCESS || t != p->type)
+    if (!p || !fc_node_params_clear(p) || cuGraphNodeGetType(n, &t) != CUDA_SUCCESS || t != p->type)
         return CUDA_ERROR_INVALID_VALUE;
     switch (p->type) {
     case CU_GRAPH_NODE_TYPE_KERNEL: {
-        CUDA_KERNEL_NODE_PARAMS k = kernel_of(p);
+        CUDA_KERNEL_NODE_PARAMS k = fc_kernel_params_of(p);
         return cuGraphKernelNodeSetParams_v2(n, &k);
     }
     case CU_GRAPH_NODE_TYPE_MEMCPY:
@@ -150,7 +150,7 @@ FC_EXPORT CUresult cuGraphNodeSetParams(CUgraphNode n, CUgraphNodeParams *p)
             return CUDA_ERROR_INVALID_VALUE;
         return cuGraphMemcpyNodeSetParams(n, &p->memcpy.copyParams);
     case CU_GRAPH_NODE_TYPE_MEMSET: {
-        CUDA_MEMSET_NODE_PARAMS m = memset_of(p);
+        CUDA_MEMSET_NODE_PARAMS m = fc_memset_params_of(p);
         return cuGraphMemsetNodeSetParams(n, &m);
     }
     case CU_GRAPH_NODE_TYPE_HOST: {

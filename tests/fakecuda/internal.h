@@ -450,6 +450,13 @@ struct CUgraph_st *fc_graph_new(bool internal);
 bool fc_graph_open(struct CUgraph_st *g);
 /* g has conditional nodes (not counting those in their bodies). */
 bool fc_graph_has_conditionals(const struct CUgraph_st *g);
+/* CUDA 12.2's node parameters (graph_node.c): whether the reserved fields
+ * are zero, as the reference requires, and a kernel or memset member as
+ * the type's own parameters. */
+bool fc_node_params_clear(const CUgraphNodeParams *p);
+CUDA_KERNEL_NODE_PARAMS fc_kernel_params_of(const CUgraphNodeParams *p);
+CUDA_MEMSET_NODE_PARAMS fc_memset_params_of(const CUgraphNodeParams *p);
+
 /* cuGraphAddNode of a conditional node: its bodies made, written to
  * p->phGraph_out (graph.c). */
 CUresult fc_graph_add_conditional(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t ndeps,
