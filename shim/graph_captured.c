@@ -226,10 +226,7 @@ static CUresult destroy(CUresult (*real)(CUgraph), CUgraph hGraph)
 {
     struct spw_cond *conds = spw_graph_cond_take_graph(hGraph);
     CUresult r = real(hGraph);
-    if (r == CUDA_SUCCESS)
-        spw_graph_cond_drop(conds);
-    else
-        spw_graph_cond_put_back(conds);
+    spw_graph_cond_settle(conds, r);
     return r;
 }
 
@@ -254,10 +251,7 @@ CUresult spw_h_graph_destroy_node(CUgraphNode hNode)
     SPW_REAL_OR_RETURN(real, spw_h_graph_destroy_node);
     struct spw_cond *conds = spw_graph_cond_take_node(hNode);
     CUresult r = real(hNode);
-    if (r == CUDA_SUCCESS)
-        spw_graph_cond_drop(conds);
-    else
-        spw_graph_cond_put_back(conds);
+    spw_graph_cond_settle(conds, r);
     return r;
 }
 

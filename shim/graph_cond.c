@@ -153,6 +153,14 @@ void spw_graph_cond_drop(struct spw_cond *taken)
     }
 }
 
+void spw_graph_cond_settle(struct spw_cond *taken, CUresult r)
+{
+    if (r == CUDA_SUCCESS)
+        spw_graph_cond_drop(taken);
+    else
+        spw_graph_cond_put_back(taken);
+}
+
 size_t spw_graph_cond_count(void)
 {
     return atomic_load_explicit(&count, memory_order_relaxed);

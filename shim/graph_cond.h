@@ -23,6 +23,8 @@ struct spw_cond *spw_graph_cond_take_graph(CUgraph g);
 struct spw_cond *spw_graph_cond_take_node(CUgraphNode node);
 void spw_graph_cond_put_back(struct spw_cond *taken);
 void spw_graph_cond_drop(struct spw_cond *taken);
+/* After the driver's answer r to the destroy: dropped, or put back. */
+void spw_graph_cond_settle(struct spw_cond *taken, CUresult r);
 
 /* The records held now (spillway_graph_conditionals, for tests). */
 size_t spw_graph_cond_count(void);
