@@ -9,6 +9,7 @@
  * so an importer that writes after the exporter's free never reaches
  * another allocation. Neighbours on a shared page stay with it. */
 #include <stdlib.h>
+#include <time.h>
 
 #include "policy/internal.h"
 
@@ -102,7 +103,16 @@ static void bring_back(sw_policy *p, sw_device *d, CUdeviceptr va, size_t n)
     free(vas);
 }
 
-CUresult sw_export_pin(sw_policy *p, CUdeviceptr ptr, sw_export *x)
+/* Fills x's span from its base and size on d. */
+static void span_fill(const sw_device *d, sw_export *x)
+{
+    CUdeviceptr va;
+    span_of(d, x->base, x->size, &va, &x->npages);
+    x->page = d->page;
+    x->offset = (size_t)(x->base - va);
+}
+
+CUresult sw_export_find(sw_policy *p, CUdeviceptr ptr, sw_export *x)
 {
     if (!p || !x)
         return CUDA_ERROR_INVALID_VALUE;
@@ -113,20 +123,38 @@ CUresult sw_export_pin(sw_policy *p, CUdeviceptr ptr, sw_export *x)
     if (!o || SW_OWN_TAG(o) == SW_OWN_VMM)
         return CUDA_ERROR_NOT_FOUND; /* free, or the program's own VMM: the driver's */
     sw_ids ids;
-    CUresult r = sw_lookup(p, ptr, &x->base, &x->size, &x->dev, &ids);
-    if (r != CUDA_SUCCESS)
-        return r;
+    if (sw_lookup(p, ptr, &x->base, &x->size, &x->dev, &ids) != CUDA_SUCCESS)
+        return CUDA_ERROR_NOT_FOUND; /* freed: the driver's answer */
     x->buffer = ids.buffer;
     sw_device *d = sw_dev(p, x->dev);
     if (!d)
         return CUDA_ERROR_NOT_FOUND;
-    CUdeviceptr va;
-    size_t n, host;
-    span_of(d, x->base, x->size, &va, &n);
-    x->page = d->page;
-    x->npages = n;
-    x->offset = (size_t)(x->base - va);
-    for (int attempt = 0; attempt < 4; attempt++) {
+    span_fill(d, x);
+    return CUDA_SUCCESS;
+}
+
+/* Waits before another try at a move the device could not be quiesced
+ * for (busy past the deadline, a stream capture under way): 1 ms, then
+ * twice as long each time, at most 256 ms; false once about 2 s went by. */
+static bool back_off(int attempt)
+{
+    if (attempt >= 14)
+        return false;
+    long ms = attempt < 8 ? 1L << attempt : 256;
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+    return true;
+}
+
+CUresult sw_export_pin(sw_policy *p, CUdeviceptr ptr, sw_export *x)
+{
+    CUresult r = sw_export_find(p, ptr, x);
+    if (r != CUDA_SUCCESS)
+        return r;
+    sw_device *d = sw_dev(p, x->dev);
+    CUdeviceptr va = x->base - x->offset;
+    size_t n = x->npages, host;
+    for (int attempt = 0;; attempt++) {
         bool done = false;
         sw_dev_lock(d);
         if (span_ready(d, va, n, &host)) {
@@ -145,8 +173,11 @@ CUresult sw_export_pin(sw_policy *p, CUdeviceptr ptr, sw_export *x)
         sw_quiet q;
         uint64_t by = 0;
         r = sw_move_begin(d, &q, &by);
-        if (r == CUDA_ERROR_NOT_READY)
-            continue; /* busy: tried again */
+        if (r == CUDA_ERROR_NOT_READY) {
+            if (!back_off(attempt))
+                return CUDA_ERROR_NOT_READY;
+            continue;
+        }
         if (r != CUDA_SUCCESS)
             return r;
         bring_back(p, d, va, n);
@@ -155,11 +186,13 @@ CUresult sw_export_pin(sw_policy *p, CUdeviceptr ptr, sw_export *x)
         sw_move_end(d, &q);
         if (done)
             return CUDA_SUCCESS;
+        if (attempt >= 3)
+            return CUDA_ERROR_OUT_OF_MEMORY; /* no device page to bring it back to */
     }
-    return CUDA_ERROR_OUT_OF_MEMORY; /* no device page to bring it back to */
 }
 
-CUresult sw_export_handles(sw_policy *p, sw_export *x, sw_export_each each, void *ctx)
+CUresult sw_export_handles(sw_policy *p, sw_export *x, size_t from, size_t count, sw_export_each each,
+                           void *ctx)
 {
     if (!p || !x || !each)
         return CUDA_ERROR_INVALID_VALUE;
@@ -174,18 +207,18 @@ CUresult sw_export_handles(sw_policy *p, sw_export *x, sw_export_each each, void
     sw_device *d = sw_dev(p, x->dev);
     if (!d)
         return CUDA_ERROR_INVALID_VALUE;
-    CUdeviceptr va;
-    size_t n;
-    span_of(d, x->base, x->size, &va, &n);
-    x->page = d->page;
-    x->npages = n;
-    x->offset = (size_t)(x->base - va);
+    span_fill(d, x);
+    CUdeviceptr va = x->base - x->offset;
+    size_t end = from < x->npages && count < x->npages - from ? from + count : x->npages;
     CUresult r = CUDA_SUCCESS;
     sw_dev_lock(d);
-    for (size_t i = 0; i < n && r == CUDA_SUCCESS; i++) {
+    for (size_t i = 0; i < x->npages && r == CUDA_SUCCESS; i++) {
         sw_page *pg = atomic_load_explicit(&sw_pte_at(d, va + ((CUdeviceptr)i << d->shift))->page,
                                            memory_order_relaxed);
-        r = pg && pg->exported ? each(ctx, i, pg->handle) : CUDA_ERROR_INVALID_VALUE;
+        if (!pg || !pg->exported)
+            r = CUDA_ERROR_INVALID_VALUE; /* not an exported allocation */
+        else if (i >= from && i < end)
+            r = each(ctx, i, pg->handle);
     }
     sw_dev_unlock(d);
     /* Freed meanwhile (and its VA given again): what was listed is not it. */

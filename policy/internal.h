@@ -287,18 +287,21 @@ void sw_page_lose(sw_device *d, CUdeviceptr va, sw_page *pg);
 /* Physical page h stays mapped at va, which the page table no longer names
  * (it got no access, and the driver refused the unmap undoing its map too):
  * its unmap is tried again before anything is mapped at va (the driver
- * refuses a map over a mapping) and at teardown; then, with give_back, h
- * goes to the pool. Held meanwhile (sw_page_faulted), unless h is a lost
- * page's, counted already. Device lock held. */
+ * refuses a map over a mapping) and at teardown; then h goes where `then`
+ * says: nowhere (another holds it), to the pool, or released for good (an
+ * exported page: sw_pool_forget). Held meanwhile (sw_page_faulted) when it
+ * goes to the pool, unless h is a lost page's, counted already. Device
+ * lock held. */
+typedef enum { SW_STRAND_KEEP, SW_STRAND_POOL, SW_STRAND_RELEASE } sw_strand_then;
 struct sw_strand {
     CUdeviceptr va;
     CUmemGenericAllocationHandle h;
     uint8_t loc;
-    bool give_back;
+    uint8_t then; /* sw_strand_then */
     sw_strand *next;
 };
 void sw_strand_page(sw_device *d, CUdeviceptr va, CUmemGenericAllocationHandle h, sw_loc loc,
-                    bool give_back, bool lost);
+                    sw_strand_then then, bool lost);
 /* A device page at loc leaves the pool after a refused driver call (out)
  * or comes back to it: counted in d->c.faulted. */
 void sw_page_faulted(sw_device *d, sw_loc loc, bool out);

@@ -144,7 +144,7 @@ static void release_exported(sw_device *d, CUdeviceptr va, sw_page *pg)
     if (r != CUDA_SUCCESS) {
         atomic_store_explicit(&sw_pte_at(d, va)->page, NULL, memory_order_release);
         atomic_fetch_sub_explicit(&d->c.mapped, d->page, memory_order_relaxed);
-        sw_strand_page(d, va, pg->handle, (sw_loc)pg->loc, false, false);
+        sw_strand_page(d, va, pg->handle, (sw_loc)pg->loc, SW_STRAND_RELEASE, false);
         sw_page_free(d, pg);
         return;
     }
@@ -190,7 +190,7 @@ static void drop_or_strand(sw_device *d, CUdeviceptr va)
     sw_list_remove(d, pg);
     atomic_store_explicit(&sw_pte_at(d, va)->page, NULL, memory_order_release);
     atomic_fetch_sub_explicit(&d->c.mapped, d->page, memory_order_relaxed);
-    sw_strand_page(d, va, pg->handle, (sw_loc)pg->loc, true, false);
+    sw_strand_page(d, va, pg->handle, (sw_loc)pg->loc, SW_STRAND_POOL, false);
     sw_page_free(d, pg);
 }
 
@@ -250,14 +250,14 @@ void sw_page_faulted(sw_device *d, sw_loc loc, bool out)
 }
 
 void sw_strand_page(sw_device *d, CUdeviceptr va, CUmemGenericAllocationHandle h, sw_loc loc,
-                    bool give_back, bool lost)
+                    sw_strand_then then, bool lost)
 {
-    if (give_back && !lost)
+    if (then == SW_STRAND_POOL && !lost)
         sw_page_faulted(d, loc, true);
     sw_strand *st = malloc(sizeof *st);
     if (!st)
         return; /* unrecorded: h stays out of the pool, as the caller left it */
-    *st = (sw_strand){va, h, (uint8_t)loc, give_back, d->stranded};
+    *st = (sw_strand){va, h, (uint8_t)loc, (uint8_t)then, d->stranded};
     d->stranded = st;
 }
 
@@ -282,9 +282,11 @@ static CUresult unstrand(sw_device *d, CUdeviceptr va, bool all)
         }
         *at = st->next;
         atomic_fetch_add_explicit(&d->c.unmaps, 1, memory_order_relaxed);
-        if (st->give_back) {
+        if (st->then == SW_STRAND_POOL) {
             sw_pool_put(d, (sw_loc)st->loc, st->h);
             sw_page_faulted(d, (sw_loc)st->loc, false);
+        } else if (st->then == SW_STRAND_RELEASE) {
+            sw_pool_forget(d, st->h); /* exported: never back in the pool */
         }
         free(st);
     }

@@ -381,22 +381,28 @@ typedef struct sw_export {
     uint64_t buffer;
     size_t page, npages, offset;
 } sw_export;
-/* Makes the pages of the live cuMemAlloc-class allocation containing ptr
- * permanent: spilled pages are filled back (spilling colder ones for
- * room), then every page of its span is marked exported: it never moves
- * again and, once nothing uses its VA, is released instead of reused.
- * Fills *x. NOT_FOUND: not pool memory of that kind (free, the program's
- * own VMM); OUT_OF_MEMORY: no device page to bring it back to;
- * NOT_SUPPORTED: a page that cannot be pinned (aliased, without access).
- * Call with no policy lock held, outside a work bracket. */
+/* The live cuMemAlloc-class allocation containing ptr, into *x (its span
+ * too); NOT_FOUND when ptr is not pool memory of that kind (free or freed,
+ * the program's own VMM): the driver's to answer. */
+CUresult sw_export_find(sw_policy *p, CUdeviceptr ptr, sw_export *x);
+/* Makes the pages of that allocation permanent: spilled pages are filled
+ * back (spilling colder ones for room), then every page of its span is
+ * marked exported: it never moves again and, once nothing uses its VA, is
+ * released instead of reused. Fills *x. NOT_FOUND as sw_export_find;
+ * OUT_OF_MEMORY: no device page to bring it back to; NOT_READY: the
+ * device could not be quiesced for that within about 2 s (busy, or a
+ * stream capture under way); NOT_SUPPORTED: a page that cannot be pinned
+ * (aliased, without access). Call with no policy lock held, outside a
+ * work bracket. */
 CUresult sw_export_pin(sw_policy *p, CUdeviceptr ptr, sw_export *x);
-/* Calls each(ctx, i, handle) for page i of the span of the allocation x
- * names (base, size, buffer: the rest is filled here), under the device
- * lock (each must take no policy lock), when it is still that live,
- * exported allocation; INVALID_VALUE when it is not (freed), or each's
- * error. */
+/* Calls each(ctx, i, handle) for pages i in [from, from + count) of the
+ * span of the allocation x names (base, size, buffer: the rest is filled
+ * here), under the device lock (each must take no policy lock), when it
+ * is still that live allocation with every page exported; INVALID_VALUE
+ * when it is not (freed), or each's error. */
 typedef CUresult (*sw_export_each)(void *ctx, size_t i, CUmemGenericAllocationHandle h);
-CUresult sw_export_handles(sw_policy *p, sw_export *x, sw_export_each each, void *ctx);
+CUresult sw_export_handles(sw_policy *p, sw_export *x, size_t from, size_t count, sw_export_each each,
+                           void *ctx);
 
 /* ---- counters for the stats publisher ---------------------------------- */
 /* Why an allocation passed through to the driver instead of the pool,

@@ -411,8 +411,9 @@ static size_t finish(sw_policy *p, sw_device *d, move *w, size_t n, sw_loc where
                  * the pool: the old page of an arena VA (a handle's stays
                  * the handle's), the new one unless its slot kept it. */
                 bool old = w[i].left == w[i].pg->handle;
+                bool give_back = old ? !vmm : d->stuck[slot].h != w[i].h;
                 sw_strand_page(d, w[i].va, w[i].left, old ? (sw_loc)w[i].pg->loc : where,
-                               old ? !vmm : d->stuck[slot].h != w[i].h, old);
+                               give_back ? SW_STRAND_POOL : SW_STRAND_KEEP, old);
             }
             w[i].staged = false;
         } else {

@@ -60,25 +60,37 @@ CUresult spw_h_ipc_get_mem_handle(CUipcMemHandle *pHandle, CUdeviceptr dptr)
     }
     if (!pHandle)
         return CUDA_ERROR_INVALID_VALUE;
-    int dev = sw_page_device(p, dptr);
+    /* What it is first: only live cuMemAlloc-class pool memory is
+     * spillway's to export; the rest (the program's own VMM, a freed
+     * pointer) gets the driver's answer. */
     sw_export x;
-    CUresult r;
-    if (dev >= 0 && !spw_backend_ipc_capable(dev)) {
+    CUresult r = sw_export_find(p, dptr, &x);
+    if (r == CUDA_ERROR_NOT_FOUND) {
+        SPW_REAL_OR_RETURN(real, spw_h_ipc_get_mem_handle);
+        return real(pHandle, dptr);
+    }
+    if (r == CUDA_SUCCESS && !spw_backend_ipc_capable(x.dev)) {
         static atomic_int told;
         if (!atomic_exchange(&told, 1))
             spw_warn("cuIpcGetMemHandle: device %d's pool pages are not exportable (SPILLWAY_IPC=0, or "
                      "the device or driver offers no POSIX file descriptors): CUDA_ERROR_NOT_SUPPORTED",
-                     dev);
-        r = CUDA_ERROR_NOT_SUPPORTED;
-    } else {
-        r = sw_export_pin(p, dptr, &x);
+                     x.dev);
+        return CUDA_ERROR_NOT_SUPPORTED;
     }
-    if (r == CUDA_ERROR_NOT_FOUND) { /* the program's own VMM, or free: the driver's */
-        SPW_REAL_OR_RETURN(real, spw_h_ipc_get_mem_handle);
-        return real(pHandle, dptr);
+    if (r == CUDA_SUCCESS)
+        r = sw_export_pin(p, dptr, &x);
+    if (r == CUDA_ERROR_NOT_READY) {
+        /* Partly spilled, and the device could not be quiesced to bring it
+         * back (busy, or a stream capture under way, for about 2 s). */
+        static atomic_int told;
+        if (!atomic_exchange(&told, 1))
+            spw_warn("cuIpcGetMemHandle: the allocation is partly in host memory and device %d could not "
+                     "be quiesced to bring it back (busy, or a stream capture under way): "
+                     "CUDA_ERROR_OUT_OF_MEMORY; a later call may succeed", x.dev);
+        return CUDA_ERROR_OUT_OF_MEMORY;
     }
     if (r != CUDA_SUCCESS)
-        return r;
+        return r == CUDA_ERROR_NOT_FOUND ? CUDA_ERROR_INVALID_VALUE : r; /* freed meanwhile */
     spw_ipc_handle h = {.buffer = x.buffer, .base = x.base, .size = x.size};
     if ((r = spw_ipc_serve(&h.token, &h.secret)) != CUDA_SUCCESS)
         return r;
@@ -127,8 +139,10 @@ static void unmap_span(CUdeviceptr va, size_t span)
     (void)spw_drv.cuMemAddressFree(va, span);
 }
 
-/* Maps the pages' descriptors (closed here) at fresh VA. */
-static CUresult map_pages(const spw_ipc_reply *rep, int *fds, int dev, unsigned flags, CUdeviceptr *out)
+/* Imports and maps the page descriptors the exporter sends on s, a
+ * message at a time (each closed once imported), at fresh VA; then grants
+ * access. */
+static CUresult map_pages(int s, const spw_ipc_reply *rep, int dev, unsigned flags, CUdeviceptr *out)
 {
     size_t n = (size_t)rep->npages, page = (size_t)rep->page, span = n * page, i = 0;
     CUdeviceptr va = 0;
@@ -137,22 +151,25 @@ static CUresult map_pages(const spw_ipc_reply *rep, int *fds, int dev, unsigned 
                          spw_real.spw_h_mem_release && spw_real.spw_h_mem_unmap
                      ? spw_drv.cuMemAddressReserve(&va, span, page, 0, 0)
                      : CUDA_ERROR_NOT_SUPPORTED;
-    for (; r == CUDA_SUCCESS && i < n; i++) {
-        CUmemGenericAllocationHandle h;
-        r = spw_drv.cuMemImportFromShareableHandle(&h, (void *)(intptr_t)fds[i],
-                                                   CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
-        close(fds[i]);
-        fds[i] = -1;
-        if (r != CUDA_SUCCESS)
-            break;
-        r = spw_real.spw_h_mem_map(va + i * page, page, 0, h, 0);
-        (void)spw_real.spw_h_mem_release(h); /* the mapping keeps it */
-        if (r != CUDA_SUCCESS)
-            break;
+    while (r == CUDA_SUCCESS && i < n) {
+        int fds[SPW_IPC_FDS_PER_MSG];
+        size_t k = spw_ipc_next_fds(s, fds, n - i < SPW_IPC_FDS_PER_MSG ? n - i : SPW_IPC_FDS_PER_MSG);
+        if (!k)
+            r = CUDA_ERROR_INVALID_VALUE; /* stopped short: freed meanwhile, or gone */
+        for (size_t j = 0; j < k; j++) {
+            CUmemGenericAllocationHandle h;
+            if (r == CUDA_SUCCESS)
+                r = spw_drv.cuMemImportFromShareableHandle(&h, (void *)(intptr_t)fds[j],
+                                                           CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+            close(fds[j]);
+            if (r != CUDA_SUCCESS)
+                continue;
+            r = spw_real.spw_h_mem_map(va + i * page, page, 0, h, 0);
+            (void)spw_real.spw_h_mem_release(h); /* the mapping keeps it */
+            if (r == CUDA_SUCCESS)
+                i++;
+        }
     }
-    for (size_t k = 0; k < n; k++)
-        if (fds[k] >= 0)
-            close(fds[k]);
     if (r == CUDA_SUCCESS) {
         CUmemAccessDesc acc[2] = {{.location = {CU_MEM_LOCATION_TYPE_DEVICE, dev},
                                    .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE}};
@@ -200,22 +217,20 @@ CUresult spw_h_ipc_open_mem_handle(CUdeviceptr *pdptr, CUipcMemHandle handle, un
     if (m)
         return CUDA_SUCCESS;
     spw_ipc_reply rep;
-    int *fds;
-    CUresult r = spw_ipc_fetch(&h, &rep, &fds);
-    if (r != CUDA_SUCCESS)
+    CUresult r;
+    int s = spw_ipc_ask(&h, &rep, &r);
+    if (s < 0)
         return r;
     int dev = device_of(rep.uuid);
     if (dev < 0) {
-        for (size_t i = 0; i < rep.npages; i++)
-            close(fds[i]);
-        free(fds);
+        close(s);
         spw_warn("cuIpcOpenMemHandle: the exporter's device is not visible in this process "
                  "(CUDA_VISIBLE_DEVICES?): CUDA_ERROR_INVALID_DEVICE");
         return CUDA_ERROR_INVALID_DEVICE;
     }
     CUdeviceptr va;
-    r = map_pages(&rep, fds, dev, Flags, &va);
-    free(fds);
+    r = map_pages(s, &rep, dev, Flags, &va);
+    close(s);
     if (r != CUDA_SUCCESS)
         return r;
     import *n = malloc(sizeof *n);

@@ -33,9 +33,17 @@ typedef struct spw_ipc_reply {
 CUresult spw_ipc_serve(uint64_t *token, uint64_t *secret);
 /* This process's token, 0 until it serves. */
 uint64_t spw_ipc_own_token(void);
-/* The importer: asks the exporter named by h for the page descriptors
- * (*fds, rep->npages of them, the caller closes them and frees *fds).
- * Answers within seconds whatever the peer does: INVALID_VALUE when the
- * exporter is gone, refuses the secret, or the allocation was freed. */
-CUresult spw_ipc_fetch(const spw_ipc_handle *h, spw_ipc_reply *rep, int **fds);
+/* Descriptors a message carries at most (SCM_MAX_FD). */
+#define SPW_IPC_FDS_PER_MSG 253
+/* The importer: asks the exporter named by h for the allocation; the
+ * connection (the caller closes it) once the reply (in *rep) is a success
+ * describing a span the handle's allocation can have, else -1 with the
+ * error in *r: INVALID_VALUE when the exporter is gone, refuses the
+ * secret, answers nonsense or the allocation was freed. Every wait is
+ * bounded (seconds), whatever the peer does. */
+int spw_ipc_ask(const spw_ipc_handle *h, spw_ipc_reply *rep, CUresult *r);
+/* The next message's page descriptors, at most max of them into fds (the
+ * caller closes them); 0 when the exporter stopped short (the allocation
+ * freed meanwhile, or it is gone). */
+size_t spw_ipc_next_fds(int s, int *fds, size_t max);
 #endif

@@ -13,8 +13,8 @@
  * seccomp profiles). The server never dies on a request: every receive has
  * a timeout and anything malformed closes that connection only. It holds
  * no lock between requests, so a fork finds none held; a forked child
- * (shim/fork.h) has no server thread and never serves: spillway's handlers
- * stand aside there. */
+ * (shim/fork.h) has no server thread and never serves (spillway's handlers
+ * stand aside there), and closes its copy of the listening socket. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -38,7 +38,7 @@
 #include "shim/pool_setup.h"
 
 #define REQ_MAGIC 0x52575053u /* "SPWR" */
-#define FDS_PER_MSG 253
+#define FDS_PER_MSG SPW_IPC_FDS_PER_MSG
 /* The server gives a peer SERVE_TIMEOUT_S per send or receive; an asker
  * waits longer, so that a request queued behind a peer that says nothing
  * (served one at a time) is still answered. */
@@ -56,7 +56,18 @@ static struct {
     pthread_mutex_t lock;
     _Atomic bool started;
     uint64_t token, secret;
-} srv = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    int fd; /* the listening socket */
+} srv = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
+
+/* A forked child has no server thread: its copy of the listening socket
+ * would keep the name bound after the exporter exits, and askers would
+ * wait out their timeout instead of being refused at once. */
+static void child_closes(void)
+{
+    if (srv.fd >= 0)
+        close(srv.fd);
+    srv.fd = -1;
+}
 
 static void sock_name(uint64_t token, struct sockaddr_un *a, socklen_t *len)
 {
@@ -91,29 +102,30 @@ static uint64_t random64(void)
 
 /* ---- serving ---------------------------------------------------------------- */
 
+/* One message's worth of descriptors: pages [from, from + n). */
 typedef struct collected {
-    int *fds;
-    size_t n, cap;
+    size_t from, n;
+    int fds[FDS_PER_MSG];
 } collected;
 
 /* Under the device lock: one descriptor per page. */
 static CUresult collect(void *ctx, size_t i, CUmemGenericAllocationHandle h)
 {
     collected *c = ctx;
-    if (i >= c->cap) {
-        size_t cap = c->cap ? 2 * c->cap : 16;
-        int *f = realloc(c->fds, cap * sizeof *f);
-        if (!f)
-            return CUDA_ERROR_OUT_OF_MEMORY;
-        c->fds = f;
-        c->cap = cap;
-    }
     int fd = -1;
     CUresult r = spw_backend_export_fd(h, &fd);
     if (r != CUDA_SUCCESS)
         return r;
-    c->fds[i] = fd;
-    c->n = i + 1;
+    c->fds[i - c->from] = fd;
+    c->n = i - c->from + 1;
+    return CUDA_SUCCESS;
+}
+
+static CUresult check_only(void *ctx, size_t i, CUmemGenericAllocationHandle h)
+{
+    (void)ctx;
+    (void)i;
+    (void)h;
     return CUDA_SUCCESS;
 }
 
@@ -133,32 +145,27 @@ static bool send_all(int s, const void *buf, size_t len)
     return true;
 }
 
+/* One message: a byte and n (at most FDS_PER_MSG) descriptors. */
 static bool send_fds(int s, const int *fds, size_t n)
 {
-    for (size_t at = 0; at < n;) {
-        size_t k = n - at < FDS_PER_MSG ? n - at : FDS_PER_MSG;
-        char byte = 0;
-        struct iovec iov = {&byte, 1};
-        union {
-            char buf[CMSG_SPACE(FDS_PER_MSG * sizeof(int))];
-            struct cmsghdr align;
-        } u;
-        memset(&u, 0, sizeof u);
-        struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-                           .msg_controllen = CMSG_SPACE(k * sizeof(int))};
-        struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(k * sizeof(int));
-        memcpy(CMSG_DATA(c), fds + at, k * sizeof(int));
-        ssize_t r;
-        while ((r = sendmsg(s, &m, MSG_NOSIGNAL)) < 0 && errno == EINTR)
-            ;
-        if (r != 1)
-            return false;
-        at += k;
-    }
-    return true;
+    char byte = 0;
+    struct iovec iov = {&byte, 1};
+    union {
+        char buf[CMSG_SPACE(FDS_PER_MSG * sizeof(int))];
+        struct cmsghdr align;
+    } u;
+    memset(&u, 0, sizeof u);
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+                       .msg_controllen = CMSG_SPACE(n * sizeof(int))};
+    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(n * sizeof(int));
+    memcpy(CMSG_DATA(c), fds, n * sizeof(int));
+    ssize_t r;
+    while ((r = sendmsg(s, &m, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+        ;
+    return r == 1;
 }
 
 static void reply_status(int s, CUresult r)
@@ -187,10 +194,9 @@ static void serve_one(int s)
     }
     sw_policy *p = spw_pool_policy();
     sw_export x = {.base = q.base, .size = q.size, .buffer = q.buffer};
-    collected c = {0};
-    CUresult r = p && q.size ? sw_export_handles(p, &x, collect, &c) : CUDA_ERROR_INVALID_VALUE;
+    CUresult r = p && q.size ? sw_export_handles(p, &x, 0, 0, check_only, NULL) : CUDA_ERROR_INVALID_VALUE;
     spw_ipc_reply rep = {.status = (int32_t)r};
-    if (r == CUDA_SUCCESS && c.n == x.npages) {
+    if (r == CUDA_SUCCESS) {
         CUuuid u;
         if (!spw_drv.cuDeviceGetUuid_v2 || spw_drv.cuDeviceGetUuid_v2(&u, (CUdevice)x.dev) != CUDA_SUCCESS)
             rep.status = CUDA_ERROR_INVALID_DEVICE;
@@ -199,14 +205,22 @@ static void serve_one(int s)
         rep.page = x.page;
         rep.npages = x.npages;
         rep.offset = x.offset;
-    } else if (r == CUDA_SUCCESS) {
-        rep.status = CUDA_ERROR_INVALID_VALUE;
     }
-    if (send_all(s, &rep, sizeof rep) && rep.status == CUDA_SUCCESS)
-        (void)send_fds(s, c.fds, c.n);
-    for (size_t i = 0; i < c.n; i++)
-        close(c.fds[i]);
-    free(c.fds);
+    if (!send_all(s, &rep, sizeof rep) || rep.status != CUDA_SUCCESS)
+        return;
+    /* A message of descriptors at a time, each exported just before it is
+     * sent and closed after: never more open than one message's, however
+     * large the allocation (the open-file limit is often 1024). A free
+     * meanwhile ends the connection short, which the asker reads as one. */
+    for (size_t from = 0; from < x.npages; from += FDS_PER_MSG) {
+        collected c = {.from = from};
+        r = sw_export_handles(p, &x, from, FDS_PER_MSG, collect, &c);
+        bool sent = r == CUDA_SUCCESS && c.n && send_fds(s, c.fds, c.n);
+        for (size_t i = 0; i < c.n; i++)
+            close(c.fds[i]);
+        if (!sent)
+            return;
+    }
 }
 
 static void *serve(void *arg)
@@ -251,9 +265,13 @@ CUresult spw_ipc_serve(uint64_t *token, uint64_t *secret)
                 pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
                 srv.token = tok;
                 srv.secret = random64();
-                if (pthread_create(&th, &at, serve, (void *)(intptr_t)fd) == 0) {
+                srv.fd = fd;
+                if (pthread_atfork(NULL, NULL, child_closes) == 0 &&
+                    pthread_create(&th, &at, serve, (void *)(intptr_t)fd) == 0) {
                     atomic_store_explicit(&srv.started, true, memory_order_release);
                     r = CUDA_SUCCESS;
+                } else {
+                    srv.fd = -1;
                 }
                 pthread_attr_destroy(&at);
             }
@@ -275,81 +293,78 @@ CUresult spw_ipc_serve(uint64_t *token, uint64_t *secret)
 
 /* ---- asking ------------------------------------------------------------------ */
 
-static bool recv_fds(int s, int *fds, size_t n)
+/* Whether a reply describes a span the handle's allocation could have:
+ * a power-of-two page from 4 KiB to 1 GiB, base's offset inside the first,
+ * exactly the pages that offset and the size take, with no overflow. Any
+ * other is a peer's nonsense (never trusted: it sizes what is mapped). */
+static bool reply_sane(const spw_ipc_handle *h, const spw_ipc_reply *rep)
 {
-    size_t got = 0;
-    while (got < n) {
-        char byte;
-        struct iovec iov = {&byte, 1};
-        union {
-            char buf[CMSG_SPACE(FDS_PER_MSG * sizeof(int))];
-            struct cmsghdr align;
-        } u;
-        struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-                           .msg_controllen = sizeof u.buf};
-        ssize_t r;
-        while ((r = recvmsg(s, &m, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
-            ;
-        if (r != 1)
-            break;
-        size_t before = got;
-        for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
-            if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-                continue;
-            size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-            int tmp[FDS_PER_MSG];
-            memcpy(tmp, CMSG_DATA(c), k * sizeof(int));
-            for (size_t i = 0; i < k; i++) {
-                if (got < n)
-                    fds[got++] = tmp[i];
-                else
-                    close(tmp[i]);
-            }
-        }
-        if (got == before || (m.msg_flags & MSG_CTRUNC))
-            break;
-    }
-    if (got == n)
-        return true;
-    for (size_t i = 0; i < got; i++)
-        close(fds[i]);
-    return false;
+    uint64_t page = rep->page;
+    if (page < 4096 || page > (1ull << 30) || (page & (page - 1)) || rep->offset >= page || !h->size ||
+        h->size > UINT64_MAX - rep->offset - page)
+        return false;
+    return rep->npages == (rep->offset + h->size + page - 1) / page;
 }
 
-CUresult spw_ipc_fetch(const spw_ipc_handle *h, spw_ipc_reply *rep, int **fds)
+int spw_ipc_ask(const spw_ipc_handle *h, spw_ipc_reply *rep, CUresult *r)
 {
-    *fds = NULL;
     int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (s < 0)
-        return CUDA_ERROR_OPERATING_SYSTEM;
+    if (s < 0) {
+        *r = CUDA_ERROR_OPERATING_SYSTEM;
+        return -1;
+    }
     timeouts(s, ASK_TIMEOUT_S);
     struct sockaddr_un a;
     socklen_t len;
     sock_name(h->token, &a, &len);
-    CUresult r = CUDA_ERROR_INVALID_VALUE; /* the exporter is gone, or answers nonsense */
+    *r = CUDA_ERROR_INVALID_VALUE; /* the exporter is gone, or answers nonsense */
     request q = {REQ_MAGIC, 1, h->secret, h->buffer, h->base, h->size};
-    if (connect(s, (struct sockaddr *)&a, len) != 0 || !send_all(s, &q, sizeof q) ||
-        recv(s, rep, sizeof *rep, MSG_WAITALL) != (ssize_t)sizeof *rep)
-        goto out;
-    if (rep->status != CUDA_SUCCESS) {
-        r = (CUresult)rep->status;
-        goto out;
+    if (connect(s, (struct sockaddr *)&a, len) == 0 && send_all(s, &q, sizeof q) &&
+        recv(s, rep, sizeof *rep, MSG_WAITALL) == (ssize_t)sizeof *rep) {
+        if (rep->status != CUDA_SUCCESS)
+            *r = (CUresult)rep->status;
+        else if (reply_sane(h, rep))
+            *r = CUDA_SUCCESS;
     }
-    if (!rep->page || (rep->page & (rep->page - 1)) || !rep->npages ||
-        rep->offset >= rep->page || rep->npages > (h->size + rep->offset + rep->page - 1) / rep->page)
-        goto out;
-    int *f = malloc(rep->npages * sizeof *f);
-    if (!f) {
-        r = CUDA_ERROR_OUT_OF_MEMORY;
-        goto out;
-    }
-    if (!recv_fds(s, f, rep->npages)) {
-        free(f);
-        goto out;
-    }
-    *fds = f;
-    r = CUDA_SUCCESS;
-out:
+    if (*r == CUDA_SUCCESS)
+        return s;
     close(s);
-    return r;
+    return -1;
+}
+
+size_t spw_ipc_next_fds(int s, int *fds, size_t max)
+{
+    char byte;
+    struct iovec iov = {&byte, 1};
+    union {
+        char buf[CMSG_SPACE(FDS_PER_MSG * sizeof(int))];
+        struct cmsghdr align;
+    } u;
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+                       .msg_controllen = sizeof u.buf};
+    ssize_t r;
+    while ((r = recvmsg(s, &m, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
+        ;
+    if (r != 1)
+        return 0;
+    size_t got = 0;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+            continue;
+        size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        int tmp[FDS_PER_MSG];
+        memcpy(tmp, CMSG_DATA(c), (k < FDS_PER_MSG ? k : FDS_PER_MSG) * sizeof(int));
+        for (size_t i = 0; i < k && i < FDS_PER_MSG; i++) {
+            if (got < max)
+                fds[got++] = tmp[i];
+            else
+                close(tmp[i]); /* more than asked for: not kept */
+        }
+    }
+    if (m.msg_flags & MSG_CTRUNC) {
+        for (size_t i = 0; i < got; i++)
+            close(fds[i]);
+        return 0;
+    }
+    return got;
 }

@@ -4,7 +4,9 @@
 # limit. The importer outlives the exporter (it checks a dead exporter's
 # handle) and reports through a file; then, with spillway disabled, what
 # the driver answers reaches the program; with SPILLWAY_IPC=0, pool memory
-# is not exportable (one warning).
+# is not exportable (one warning). test_ipc_peer.c: a peer that lies, an
+# export of more pages than one message carries (a 1 GiB device, spill
+# off, pages made on demand), an export waiting out a stream capture.
 set -eu
 . "$(dirname "$0")/suite.sh"
 res=$stats/ipc.result
@@ -22,3 +24,7 @@ echo "importer: passed"
 SUITE_TIMEOUT=60 suite_run shim_ipc SPILLWAY_DISABLE=1 SPW_IPC_ONLY=passthrough
 SUITE_TIMEOUT=60 suite_says_once "exports with SPILLWAY_IPC=0" "pool pages are not exportable (SPILLWAY_IPC=0" \
     shim_ipc SPILLWAY_LOG=warn SPILLWAY_IPC=0 SPW_IPC_ONLY=off
+SUITE_TIMEOUT=60 suite_run shim_ipc_peer SPW_IPC_PEER=liar
+SUITE_TIMEOUT=60 suite_run shim_ipc_peer SPW_IPC_PEER=many FAKECUDA_MEM=1G SPILLWAY_MEM_LIMIT=800M \
+    SPILLWAY_PREALLOCATE=0 SPILLWAY_SPILL=0
+SUITE_TIMEOUT=60 suite_run shim_ipc_peer SPW_IPC_PEER=capture

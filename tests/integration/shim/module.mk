@@ -59,4 +59,8 @@ UNIT_TESTS += tests/integration/shim/badargs.sh
 $(BUILD)/tests/integration/shim_ipc: $(BUILD)/tests/integration/shim/test_ipc.o $(FAKECUDA_LIB)
 	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(LDLIBS) -ldl
 ALL_TARGETS += $(BUILD)/tests/integration/shim_ipc
+# Its edges (test_ipc_peer.c): a peer that lies, many pages, a capture.
+$(BUILD)/tests/integration/shim_ipc_peer: $(BUILD)/tests/integration/shim/test_ipc_peer.o $(FAKECUDA_LIB)
+	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(LDLIBS) -ldl
+ALL_TARGETS += $(BUILD)/tests/integration/shim_ipc_peer
 UNIT_TESTS += tests/integration/shim/ipc.sh

@@ -85,13 +85,13 @@ START_TEST(a_freed_exported_page_is_released_not_reused)
     sw_export x;
     ck_assert_int_eq(sw_export_pin(P, a, &x), CUDA_SUCCESS);
     size_t n = 0;
-    ck_assert_int_eq(sw_export_handles(P, &x, count_each, &n), CUDA_SUCCESS);
+    ck_assert_int_eq(sw_export_handles(P, &x, 0, SIZE_MAX, count_each, &n), CUDA_SUCCESS);
     ck_assert_uint_eq(n, 2);
     fake_stats s0 = fstats();
     uint64_t pool0 = counters().pool_bytes;
     ck_assert_int_eq(sw_free(P, a), CUDA_SUCCESS);
     /* Freed: its handles are no one's to list any more. */
-    ck_assert_int_eq(sw_export_handles(P, &x, count_each, &n), CUDA_ERROR_INVALID_VALUE);
+    ck_assert_int_eq(sw_export_handles(P, &x, 0, SIZE_MAX, count_each, &n), CUDA_ERROR_INVALID_VALUE);
     /* The pool releases a's two pages and makes two fresh ones: the whole
      * limit on the device, none of it a's. */
     ck_assert_int_eq(sw_alloc(P, 0, 4 * PG, &b), CUDA_SUCCESS);
@@ -157,6 +157,33 @@ START_TEST(neighbours_on_an_exported_page_stay_with_it)
 }
 END_TEST
 
+/* The driver refuses the unmap of a freed exported page twice: stranded,
+ * its VA named by no page; when the next allocation there unmaps it, it is
+ * released (never pooled) and the pool makes a replacement. */
+START_TEST(a_stranded_exported_page_is_released_once_unmapped)
+{
+    env_spill(4, 16);
+    CUdeviceptr a, b;
+    ck_assert_int_eq(sw_alloc(P, 0, PG, &a), CUDA_SUCCESS);
+    sw_export x;
+    ck_assert_int_eq(sw_export_pin(P, a, &x), CUDA_SUCCESS);
+    uint64_t rel0 = fstats().releases;
+    fake_fail_times(FB, "unmap", CUDA_ERROR_UNKNOWN, 2);
+    ck_assert_int_eq(sw_free(P, a), CUDA_SUCCESS);
+    settle();
+    sw_collect(P, 0);
+    fake_fail_clear(FB);
+    ck_assert_uint_eq(fstats().releases, rel0); /* still mapped: stranded */
+    ck_assert_int_eq(sw_alloc(P, 0, 4 * PG, &b), CUDA_SUCCESS);
+    ck_assert_uint_eq(b, a); /* placed over it: unmapped first */
+    ck_assert_uint_eq(fstats().releases, rel0 + 1);
+    ck_assert_uint_eq(host_pages_in(b, 4), 0); /* a replacement was made */
+    assert_no_violation();
+    ck_assert_int_eq(sw_free(P, b), CUDA_SUCCESS);
+    env_down();
+}
+END_TEST
+
 START_TEST(what_is_not_pool_allocation_memory_is_not_exported)
 {
     env_spill(4, 16);
@@ -182,6 +209,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, a_freed_exported_page_is_released_not_reused);
     tcase_add_test(tc, a_freed_export_is_not_reused_from_the_free_queue);
     tcase_add_test(tc, neighbours_on_an_exported_page_stay_with_it);
+    tcase_add_test(tc, a_stranded_exported_page_is_released_once_unmapped);
     tcase_add_test(tc, what_is_not_pool_allocation_memory_is_not_exported);
     suite_add_tcase(s, tc);
     return s;
