@@ -28,3 +28,15 @@ SUITE_TIMEOUT=60 suite_run shim_ipc_peer SPW_IPC_PEER=liar
 SUITE_TIMEOUT=60 suite_run shim_ipc_peer SPW_IPC_PEER=many FAKECUDA_MEM=1G SPILLWAY_MEM_LIMIT=800M \
     SPILLWAY_PREALLOCATE=0 SPILLWAY_SPILL=0
 SUITE_TIMEOUT=60 suite_run shim_ipc_peer SPW_IPC_PEER=capture
+gone=$stats/gone.result
+SUITE_TIMEOUT=60 suite_run shim_ipc_peer SPW_IPC_PEER=gone SPW_IPC_RESULT="$gone"
+i=0
+while [ ! -s "$gone" ] && [ $i -lt 100 ]; do
+    sleep 0.2
+    i=$((i + 1))
+done
+if [ "$(cat "$gone" 2>/dev/null)" != ok ]; then
+    echo "FAIL: the importer of a gone exporter did not finish"
+    exit 1
+fi
+echo "gone exporter: refused at once"

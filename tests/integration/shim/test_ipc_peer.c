@@ -13,6 +13,9 @@
  *   SPW_IPC_PEER=capture  the export of a partly spilled allocation while
  *       another thread's stream capture is under way (no move can happen
  *       then) waits for the capture's end instead of failing.
+ *   SPW_IPC_PEER=gone   the exporter exits while a child it forked (no
+ *       exec) lives on: the importer's open is refused at once, not after
+ *       its 10 s wait on a socket nobody serves.
  * Plain exit status: 0 passed. */
 #include <cuda.h>
 #include <dirent.h>
@@ -320,6 +323,68 @@ static int capture_mode(void)
     return 0;
 }
 
+/* ---- gone ---------------------------------------------------------------------- */
+
+/* The importer: once its exporter is gone (it is reparented), an open of
+ * the exporter's handle is refused at once, though a child the exporter
+ * forked (without exec) still lives. */
+static int gone_child(const char *hex, pid_t exporter)
+{
+    setup();
+    CUipcMemHandle h;
+    for (int i = 0; i < CU_IPC_HANDLE_SIZE; i++) {
+        unsigned v;
+        sscanf(hex + 2 * i, "%2x", &v);
+        h.reserved[i] = (char)v;
+    }
+    for (int k = 0; k < 200 && getppid() == exporter; k++)
+        usleep(50 * 1000);
+    CHECK(getppid() != exporter);
+    CUdeviceptr p;
+    double t0 = now_s();
+    CUresult r = ipc_open(&p, h, 0);
+    double dt = now_s() - t0;
+    printf("gone: error %d in %.3f s\n", (int)r, dt);
+    CHECK(r == CUDA_ERROR_INVALID_VALUE);
+    CHECK(dt < 2.0); /* not the socket's wait, nor the forked child's 5 s */
+    const char *res = getenv("SPW_IPC_RESULT");
+    FILE *f = res ? fopen(res, "w") : NULL;
+    CHECK(f);
+    fputs("ok\n", f);
+    fclose(f);
+    return 0;
+}
+
+static int gone_mode(char **argv)
+{
+    setup();
+    CUdeviceptr p;
+    CU_OK(cuMemAlloc(&p, PAGE));
+    CUipcMemHandle h;
+    CU_OK(ipc_get(&h, p));
+    char hex[2 * CU_IPC_HANDLE_SIZE + 1], me[32];
+    for (int i = 0; i < CU_IPC_HANDLE_SIZE; i++)
+        sprintf(hex + 2 * i, "%02x", (unsigned char)h.reserved[i]);
+    snprintf(me, sizeof me, "%d", (int)getpid());
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        setenv("SPW_IPC_PEER", "gone-child", 1);
+        setenv("SPW_IPC_HANDLE", hex, 1);
+        setenv("SPW_IPC_EXPORTER", me, 1);
+        execv("/proc/self/exe", argv);
+        _exit(127);
+    }
+    if (fork() == 0) { /* lives on after the exporter, without exec */
+        alarm(0);
+        sleep(5);
+        _exit(0);
+    }
+    printf("gone: the exporter exits\n");
+    fflush(stdout);
+    _exit(0); /* the importer reports through SPW_IPC_RESULT (ipc.sh) */
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -335,5 +400,9 @@ int main(int argc, char **argv)
         return many_child(getenv("SPW_IPC_HANDLE"));
     if (!strcmp(mode, "capture"))
         return capture_mode();
+    if (!strcmp(mode, "gone"))
+        return gone_mode(argv);
+    if (!strcmp(mode, "gone-child"))
+        return gone_child(getenv("SPW_IPC_HANDLE"), (pid_t)atoi(getenv("SPW_IPC_EXPORTER")));
     FAIL("SPW_IPC_PEER=%s: not a mode", mode);
 }
