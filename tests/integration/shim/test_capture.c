@@ -746,7 +746,7 @@ END_TEST
 
 /* ---- conditional nodes' bodies ------------------------------------------------ */
 
-void fakecuda_kernels_register(void); /* tests/unit/driver/kernels.c: cond_count */
+void fakecuda_cond_kernel_register(void); /* tests/unit/driver/kernels.c */
 
 static size_t conditionals(void)
 {
@@ -784,7 +784,7 @@ static CUgraphNode cond_node(CUgraph g, CUgraphConditionalNodeType type, unsigne
 START_TEST(a_while_loops_buffer_is_filled_back_at_replay)
 {
     ctx = rig_setup(0);
-    fakecuda_kernels_register();
+    fakecuda_cond_kernel_register();
     CUfunction step = rig_kernel("step_u32"), count = rig_kernel("cond_count");
     CUdeviceptr b = rig_filled(BUF, 610);
     unsigned *counter;
