@@ -92,7 +92,7 @@ CUresult spw_h_ipc_get_mem_handle(CUipcMemHandle *pHandle, CUdeviceptr dptr)
     if (r != CUDA_SUCCESS)
         return r == CUDA_ERROR_NOT_FOUND ? CUDA_ERROR_INVALID_VALUE : r; /* freed meanwhile */
     spw_ipc_handle h = {.buffer = x.buffer, .base = x.base, .size = x.size};
-    if ((r = spw_ipc_serve(&h.token, &h.secret)) != CUDA_SUCCESS)
+    if ((r = spw_ipc_serve(x.buffer, &h.token, &h.secret)) != CUDA_SUCCESS)
         return r;
     encode(pHandle, &h);
     return CUDA_SUCCESS;

@@ -27,10 +27,11 @@ typedef struct spw_ipc_reply {
     uint64_t page, npages, offset;
 } spw_ipc_reply;
 
-/* The exporter: starts the server on first use (token, secret: this
- * process's). CUDA_ERROR_OPERATING_SYSTEM when the socket or the thread
- * cannot be made. */
-CUresult spw_ipc_serve(uint64_t *token, uint64_t *secret);
+/* The exporter: the allocation with this BUFFER_ID is served from now on
+ * (only exported allocations are); starts the server on first use (token,
+ * secret: this process's). CUDA_ERROR_OPERATING_SYSTEM when the socket or
+ * the thread cannot be made. */
+CUresult spw_ipc_serve(uint64_t buffer, uint64_t *token, uint64_t *secret);
 /* This process's token, 0 until it serves. */
 uint64_t spw_ipc_own_token(void);
 /* Descriptors a message carries at most (SCM_MAX_FD). */

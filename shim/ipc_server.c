@@ -5,7 +5,8 @@
  *
  * A request names an allocation (secret, BUFFER_ID, base, size); the server
  * checks the peer's uid (SO_PEERCRED: the same user, or root), the secret,
- * and that the allocation at base is still that live one, then exports
+ * that the program exported that allocation (not a neighbour on its
+ * pages), and that the allocation at base is still that live one, then exports
  * each page's handle as a POSIX file descriptor under the device lock
  * (policy's sw_export_handles) and sends a header and the descriptors
  * (SCM_RIGHTS, at most 253 a message), closing its own copies. Not
@@ -57,7 +58,46 @@ static struct {
     _Atomic bool started;
     uint64_t token, secret;
     int fd; /* the listening socket */
+    /* The BUFFER_IDs the program exported (never reused, so never stale in
+     * a way that matters): only those are served, not a neighbour that
+     * happens to share their exported pages. Under lock. */
+    uint64_t *ids;
+    size_t nids, capids;
 } srv = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
+
+/* Under srv.lock. */
+static bool exported_locked(uint64_t id)
+{
+    for (size_t i = 0; i < srv.nids; i++)
+        if (srv.ids[i] == id)
+            return true;
+    return false;
+}
+
+static bool was_exported(uint64_t id)
+{
+    pthread_mutex_lock(&srv.lock);
+    bool yes = exported_locked(id);
+    pthread_mutex_unlock(&srv.lock);
+    return yes;
+}
+
+/* Under srv.lock; false when out of memory. */
+static bool note_export_locked(uint64_t id)
+{
+    if (exported_locked(id))
+        return true;
+    if (srv.nids == srv.capids) {
+        size_t cap = srv.capids ? 2 * srv.capids : 64;
+        uint64_t *ids = realloc(srv.ids, cap * sizeof *ids);
+        if (!ids)
+            return false;
+        srv.ids = ids;
+        srv.capids = cap;
+    }
+    srv.ids[srv.nids++] = id;
+    return true;
+}
 
 /* A forked child has no server thread: its copy of the listening socket
  * would keep the name bound after the exporter exits, and askers would
@@ -188,7 +228,7 @@ static void serve_one(int s)
     ssize_t k = recv(s, &q, sizeof q, MSG_WAITALL);
     if (k != (ssize_t)sizeof q || q.magic != REQ_MAGIC || q.version != 1)
         return; /* short, garbage or too slow: this connection only */
-    if (q.secret != srv.secret) {
+    if (q.secret != srv.secret || !was_exported(q.buffer)) {
         reply_status(s, CUDA_ERROR_INVALID_VALUE);
         return;
     }
@@ -246,49 +286,52 @@ uint64_t spw_ipc_own_token(void)
     return atomic_load_explicit(&srv.started, memory_order_acquire) ? srv.token : 0;
 }
 
-CUresult spw_ipc_serve(uint64_t *token, uint64_t *secret)
+/* Starts the server (under srv.lock): CUDA_ERROR_OPERATING_SYSTEM when the
+ * socket or the thread cannot be made (one warning). */
+static CUresult start_locked(void)
 {
-    if (!atomic_load_explicit(&srv.started, memory_order_acquire)) {
-        pthread_mutex_lock(&srv.lock);
-        CUresult r = CUDA_SUCCESS;
-        if (!atomic_load_explicit(&srv.started, memory_order_relaxed)) {
-            r = CUDA_ERROR_OPERATING_SYSTEM;
-            uint64_t tok = random64();
-            int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-            struct sockaddr_un a;
-            socklen_t len;
-            sock_name(tok, &a, &len);
-            pthread_attr_t at;
-            pthread_t th;
-            if (fd >= 0 && bind(fd, (struct sockaddr *)&a, len) == 0 && listen(fd, 64) == 0 &&
-                pthread_attr_init(&at) == 0) {
-                pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-                srv.token = tok;
-                srv.secret = random64();
-                srv.fd = fd;
-                if (pthread_atfork(NULL, NULL, child_closes) == 0 &&
-                    pthread_create(&th, &at, serve, (void *)(intptr_t)fd) == 0) {
-                    atomic_store_explicit(&srv.started, true, memory_order_release);
-                    r = CUDA_SUCCESS;
-                } else {
-                    srv.fd = -1;
-                }
-                pthread_attr_destroy(&at);
-            }
-            if (r != CUDA_SUCCESS) {
-                spw_warn("legacy IPC: the socket serving this process's exports could not be made (%s)",
-                         strerror(errno));
-                if (fd >= 0)
-                    close(fd);
-            }
+    CUresult r = CUDA_ERROR_OPERATING_SYSTEM;
+    uint64_t tok = random64();
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un a;
+    socklen_t len;
+    sock_name(tok, &a, &len);
+    pthread_attr_t at;
+    pthread_t th;
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, len) == 0 && listen(fd, 64) == 0 &&
+        pthread_attr_init(&at) == 0) {
+        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+        srv.token = tok;
+        srv.secret = random64();
+        srv.fd = fd;
+        if (pthread_atfork(NULL, NULL, child_closes) == 0 &&
+            pthread_create(&th, &at, serve, (void *)(intptr_t)fd) == 0) {
+            atomic_store_explicit(&srv.started, true, memory_order_release);
+            r = CUDA_SUCCESS;
+        } else {
+            srv.fd = -1;
         }
-        pthread_mutex_unlock(&srv.lock);
-        if (r != CUDA_SUCCESS)
-            return r;
+        pthread_attr_destroy(&at);
     }
+    if (r != CUDA_SUCCESS) {
+        spw_warn("legacy IPC: the socket serving this process's exports could not be made (%s)",
+                 strerror(errno));
+        if (fd >= 0)
+            close(fd);
+    }
+    return r;
+}
+
+CUresult spw_ipc_serve(uint64_t buffer, uint64_t *token, uint64_t *secret)
+{
+    pthread_mutex_lock(&srv.lock);
+    CUresult r = atomic_load_explicit(&srv.started, memory_order_relaxed) ? CUDA_SUCCESS : start_locked();
+    if (r == CUDA_SUCCESS && !note_export_locked(buffer))
+        r = CUDA_ERROR_OUT_OF_MEMORY;
     *token = srv.token;
     *secret = srv.secret;
-    return CUDA_SUCCESS;
+    pthread_mutex_unlock(&srv.lock);
+    return r;
 }
 
 /* ---- asking ------------------------------------------------------------------ */

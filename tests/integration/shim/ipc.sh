@@ -28,6 +28,7 @@ SUITE_TIMEOUT=60 suite_run shim_ipc_peer SPW_IPC_PEER=liar
 SUITE_TIMEOUT=60 suite_run shim_ipc_peer SPW_IPC_PEER=many FAKECUDA_MEM=1G SPILLWAY_MEM_LIMIT=800M \
     SPILLWAY_PREALLOCATE=0 SPILLWAY_SPILL=0
 SUITE_TIMEOUT=60 suite_run shim_ipc_peer SPW_IPC_PEER=capture
+SUITE_TIMEOUT=60 suite_run shim_ipc_peer SPW_IPC_PEER=neighbour
 gone=$stats/gone.result
 SUITE_TIMEOUT=60 suite_run shim_ipc_peer SPW_IPC_PEER=gone SPW_IPC_RESULT="$gone"
 i=0

@@ -13,6 +13,8 @@
  *   SPW_IPC_PEER=capture  the export of a partly spilled allocation while
  *       another thread's stream capture is under way (no move can happen
  *       then) waits for the capture's end instead of failing.
+ *   SPW_IPC_PEER=neighbour  a handle made up for an allocation that shares
+ *       an exported one's page, but was not exported, is refused.
  *   SPW_IPC_PEER=gone   the exporter exits while a child it forked (no
  *       exec) lives on: the importer's open is refused at once, not after
  *       its 10 s wait on a socket nobody serves.
@@ -323,6 +325,83 @@ static int capture_mode(void)
     return 0;
 }
 
+/* ---- neighbour ----------------------------------------------------------------- */
+
+static void to_hex(const CUipcMemHandle *h, char *hex)
+{
+    for (int i = 0; i < CU_IPC_HANDLE_SIZE; i++)
+        sprintf(hex + 2 * i, "%02x", (unsigned char)h->reserved[i]);
+}
+
+static void from_hex(const char *hex, CUipcMemHandle *h)
+{
+    for (int i = 0; i < CU_IPC_HANDLE_SIZE; i++) {
+        unsigned v;
+        sscanf(hex + 2 * i, "%2x", &v);
+        h->reserved[i] = (char)v;
+    }
+}
+
+/* The child: opens SPW_IPC_HANDLE and expects SPW_IPC_EXPECT. */
+static int open_child(void)
+{
+    setup();
+    CUipcMemHandle h;
+    from_hex(getenv("SPW_IPC_HANDLE"), &h);
+    CUdeviceptr p;
+    CUresult r = ipc_open(&p, h, 0), want = (CUresult)atoi(getenv("SPW_IPC_EXPECT"));
+    printf("open: error %d (expected %d)\n", (int)r, (int)want);
+    CHECK(r == want);
+    if (r == CUDA_SUCCESS)
+        CU_OK(ipc_close(p));
+    return 0;
+}
+
+static void open_in_child(char **argv, const CUipcMemHandle *h, CUresult want)
+{
+    char hex[2 * CU_IPC_HANDLE_SIZE + 1], w[16];
+    to_hex(h, hex);
+    snprintf(w, sizeof w, "%d", (int)want);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        setenv("SPW_IPC_PEER", "open-child", 1);
+        setenv("SPW_IPC_HANDLE", hex, 1);
+        setenv("SPW_IPC_EXPECT", w, 1);
+        execv("/proc/self/exe", argv);
+        _exit(127);
+    }
+    int st;
+    CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+/* Two small allocations on one page, one exported: a handle made up for
+ * the other (the exporter's token and secret, its BUFFER_ID, base and
+ * size) is refused; the exported one opens. */
+static int neighbour_mode(char **argv)
+{
+    setup();
+    CUdeviceptr a, b;
+    CU_OK(cuMemAlloc(&a, 1000));
+    CU_OK(cuMemAlloc(&b, 1000));
+    CHECK((a & ~(CUdeviceptr)(PAGE - 1)) == (b & ~(CUdeviceptr)(PAGE - 1)));
+    CUipcMemHandle h;
+    CU_OK(ipc_get(&h, a));
+    unsigned long long id = 0;
+    CU_OK(cuPointerGetAttribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, b));
+    struct handle x;
+    memcpy(&x, h.reserved, sizeof x);
+    x.buffer = id;
+    x.base = b;
+    x.size = 1000;
+    CUipcMemHandle hb = h;
+    memcpy(hb.reserved, &x, sizeof x);
+    open_in_child(argv, &hb, CUDA_ERROR_INVALID_VALUE);
+    open_in_child(argv, &h, CUDA_SUCCESS);
+    printf("neighbour: refused, the export opens\n");
+    return 0;
+}
+
 /* ---- gone ---------------------------------------------------------------------- */
 
 /* The importer: once its exporter is gone (it is reparented), an open of
@@ -400,6 +479,10 @@ int main(int argc, char **argv)
         return many_child(getenv("SPW_IPC_HANDLE"));
     if (!strcmp(mode, "capture"))
         return capture_mode();
+    if (!strcmp(mode, "neighbour"))
+        return neighbour_mode(argv);
+    if (!strcmp(mode, "open-child"))
+        return open_child();
     if (!strcmp(mode, "gone"))
         return gone_mode(argv);
     if (!strcmp(mode, "gone-child"))
