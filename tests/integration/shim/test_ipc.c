@@ -29,57 +29,11 @@
 #include <unistd.h>
 
 #include "shim/spillway.h"
+#include "tests/integration/shim/ipc_test.h"
 
-#define MiB ((size_t)1 << 20)
-#define PAGE (2 * MiB)
 #define TSIZE (300 * 1000) /* the exported allocation */
 #define NFILL 5
 #define FILL (16 * MiB)
-
-typedef CUresult (*get_fn)(CUipcMemHandle *, CUdeviceptr);
-typedef CUresult (*open_fn)(CUdeviceptr *, CUipcMemHandle, unsigned int);
-typedef CUresult (*close_fn)(CUdeviceptr);
-static get_fn ipc_get;
-static open_fn ipc_open;
-static close_fn ipc_close;
-static const char *who = "exporter";
-
-#define FAIL(...)                                                                  \
-    do {                                                                           \
-        fprintf(stderr, "FAIL (%s) %s:%d: ", who, __FILE__, __LINE__);             \
-        fprintf(stderr, __VA_ARGS__);                                              \
-        fprintf(stderr, "\n");                                                     \
-        exit(1);                                                                   \
-    } while (0)
-#define CU_OK(call)                                                                \
-    do {                                                                           \
-        CUresult r_ = (call);                                                      \
-        if (r_ != CUDA_SUCCESS)                                                    \
-            FAIL("%s: error %d", #call, (int)r_);                                  \
-    } while (0)
-#define CHECK(cond)                                                                \
-    do {                                                                           \
-        if (!(cond))                                                               \
-            FAIL("%s", #cond);                                                     \
-    } while (0)
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void setup(void)
-{
-    CU_OK(cuInit(0));
-    CUcontext ctx;
-    CU_OK(cuDevicePrimaryCtxRetain(&ctx, 0));
-    CU_OK(cuCtxSetCurrent(ctx));
-    ipc_get = (get_fn)dlsym(RTLD_DEFAULT, "cuIpcGetMemHandle");
-    ipc_open = (open_fn)dlsym(RTLD_DEFAULT, "cuIpcOpenMemHandle_v2");
-    ipc_close = (close_fn)dlsym(RTLD_DEFAULT, "cuIpcCloseMemHandle");
-}
 
 static unsigned char pat(unsigned seed, size_t i)
 {
@@ -124,21 +78,6 @@ static void pressure(CUdeviceptr *f, int n)
         for (int i = 0; i < n; i++)
             CU_OK(cuMemsetD8(f[i], (unsigned char)(i + 1), FILL));
     CU_OK(cuCtxSynchronize());
-}
-
-static void hex(const CUipcMemHandle *h, char *out)
-{
-    for (int i = 0; i < CU_IPC_HANDLE_SIZE; i++)
-        sprintf(out + 2 * i, "%02x", (unsigned char)h->reserved[i]);
-}
-
-static void unhex(const char *s, CUipcMemHandle *h)
-{
-    for (int i = 0; i < CU_IPC_HANDLE_SIZE; i++) {
-        unsigned v;
-        sscanf(s + 2 * i, "%2x", &v);
-        h->reserved[i] = (char)v;
-    }
 }
 
 static void say(int fd, char c)

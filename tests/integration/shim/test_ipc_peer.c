@@ -37,53 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MiB ((size_t)1 << 20)
-#define PAGE (2 * MiB)
-
-typedef CUresult (*get_fn)(CUipcMemHandle *, CUdeviceptr);
-typedef CUresult (*open_fn)(CUdeviceptr *, CUipcMemHandle, unsigned int);
-typedef CUresult (*close_fn)(CUdeviceptr);
-static get_fn ipc_get;
-static open_fn ipc_open;
-static close_fn ipc_close;
-
-#define FAIL(...)                                                      \
-    do {                                                               \
-        fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);           \
-        fprintf(stderr, __VA_ARGS__);                                  \
-        fprintf(stderr, "\n");                                         \
-        exit(1);                                                       \
-    } while (0)
-#define CU_OK(call)                                                    \
-    do {                                                               \
-        CUresult r_ = (call);                                          \
-        if (r_ != CUDA_SUCCESS)                                        \
-            FAIL("%s: error %d", #call, (int)r_);                      \
-    } while (0)
-#define CHECK(cond)                                                    \
-    do {                                                               \
-        if (!(cond))                                                   \
-            FAIL("%s", #cond);                                         \
-    } while (0)
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void setup(void)
-{
-    CU_OK(cuInit(0));
-    CUcontext ctx;
-    CU_OK(cuDevicePrimaryCtxRetain(&ctx, 0));
-    CU_OK(cuCtxSetCurrent(ctx));
-    ipc_get = (get_fn)dlsym(RTLD_DEFAULT, "cuIpcGetMemHandle");
-    ipc_open = (open_fn)dlsym(RTLD_DEFAULT, "cuIpcOpenMemHandle_v2");
-    ipc_close = (close_fn)dlsym(RTLD_DEFAULT, "cuIpcCloseMemHandle");
-    CHECK(ipc_get && ipc_open && ipc_close);
-}
+#include "tests/integration/shim/ipc_test.h"
 
 static int open_fds(void)
 {
@@ -172,6 +126,7 @@ static CUipcMemHandle made_up(uint64_t token, uint64_t size)
 static int liar_mode(void)
 {
     setup();
+    CHECK(ipc_get && ipc_open && ipc_close);
     CUuuid u;
     CU_OK(cuDeviceGetUuid(&u, 0));
     uint64_t token = 0x5157ull << 32 | (uint64_t)getpid();
@@ -218,15 +173,12 @@ static int liar_mode(void)
 
 #define MANY_PAGES 300
 
-static int many_child(const char *hex)
+static int many_child(const char *hx)
 {
     setup();
+    CHECK(ipc_get && ipc_open && ipc_close);
     CUipcMemHandle h;
-    for (int i = 0; i < CU_IPC_HANDLE_SIZE; i++) {
-        unsigned v;
-        sscanf(hex + 2 * i, "%2x", &v);
-        h.reserved[i] = (char)v;
-    }
+    unhex(hx, &h);
     CUdeviceptr p;
     CU_OK(ipc_open(&p, h, 0));
     unsigned char first, last;
@@ -243,6 +195,7 @@ static int many_child(const char *hex)
 static int many_mode(char **argv)
 {
     setup();
+    CHECK(ipc_get && ipc_open && ipc_close);
     CUdeviceptr p;
     size_t n = (size_t)MANY_PAGES * PAGE;
     CU_OK(cuMemAlloc(&p, n));
@@ -252,14 +205,13 @@ static int many_mode(char **argv)
     CU_OK(cuMemcpyHtoD(p + n - 1, &v, 1));
     CUipcMemHandle h;
     CU_OK(ipc_get(&h, p));
-    char hex[2 * CU_IPC_HANDLE_SIZE + 1];
-    for (int i = 0; i < CU_IPC_HANDLE_SIZE; i++)
-        sprintf(hex + 2 * i, "%02x", (unsigned char)h.reserved[i]);
+    char hx[2 * CU_IPC_HANDLE_SIZE + 1];
+    hex(&h, hx);
     pid_t pid = fork();
     CHECK(pid >= 0);
     if (pid == 0) {
         setenv("SPW_IPC_PEER", "many-child", 1);
-        setenv("SPW_IPC_HANDLE", hex, 1);
+        setenv("SPW_IPC_HANDLE", hx, 1);
         execv("/proc/self/exe", argv);
         _exit(127);
     }
@@ -293,6 +245,7 @@ static void *capture_a_while(void *arg)
 static int capture_mode(void)
 {
     setup();
+    CHECK(ipc_get && ipc_open && ipc_close);
     CUcontext ctx;
     CU_OK(cuCtxGetCurrent(&ctx));
     CUdeviceptr t, fill[6];
@@ -327,27 +280,13 @@ static int capture_mode(void)
 
 /* ---- neighbour ----------------------------------------------------------------- */
 
-static void to_hex(const CUipcMemHandle *h, char *hex)
-{
-    for (int i = 0; i < CU_IPC_HANDLE_SIZE; i++)
-        sprintf(hex + 2 * i, "%02x", (unsigned char)h->reserved[i]);
-}
-
-static void from_hex(const char *hex, CUipcMemHandle *h)
-{
-    for (int i = 0; i < CU_IPC_HANDLE_SIZE; i++) {
-        unsigned v;
-        sscanf(hex + 2 * i, "%2x", &v);
-        h->reserved[i] = (char)v;
-    }
-}
-
 /* The child: opens SPW_IPC_HANDLE and expects SPW_IPC_EXPECT. */
 static int open_child(void)
 {
     setup();
+    CHECK(ipc_get && ipc_open && ipc_close);
     CUipcMemHandle h;
-    from_hex(getenv("SPW_IPC_HANDLE"), &h);
+    unhex(getenv("SPW_IPC_HANDLE"), &h);
     CUdeviceptr p;
     CUresult r = ipc_open(&p, h, 0), want = (CUresult)atoi(getenv("SPW_IPC_EXPECT"));
     printf("open: error %d (expected %d)\n", (int)r, (int)want);
@@ -359,14 +298,14 @@ static int open_child(void)
 
 static void open_in_child(char **argv, const CUipcMemHandle *h, CUresult want)
 {
-    char hex[2 * CU_IPC_HANDLE_SIZE + 1], w[16];
-    to_hex(h, hex);
+    char hx[2 * CU_IPC_HANDLE_SIZE + 1], w[16];
+    hex(h, hx);
     snprintf(w, sizeof w, "%d", (int)want);
     pid_t pid = fork();
     CHECK(pid >= 0);
     if (pid == 0) {
         setenv("SPW_IPC_PEER", "open-child", 1);
-        setenv("SPW_IPC_HANDLE", hex, 1);
+        setenv("SPW_IPC_HANDLE", hx, 1);
         setenv("SPW_IPC_EXPECT", w, 1);
         execv("/proc/self/exe", argv);
         _exit(127);
@@ -381,6 +320,7 @@ static void open_in_child(char **argv, const CUipcMemHandle *h, CUresult want)
 static int neighbour_mode(char **argv)
 {
     setup();
+    CHECK(ipc_get && ipc_open && ipc_close);
     CUdeviceptr a, b;
     CU_OK(cuMemAlloc(&a, 1000));
     CU_OK(cuMemAlloc(&b, 1000));
@@ -407,15 +347,12 @@ static int neighbour_mode(char **argv)
 /* The importer: once its exporter is gone (it is reparented), an open of
  * the exporter's handle is refused at once, though a child the exporter
  * forked (without exec) still lives. */
-static int gone_child(const char *hex, pid_t exporter)
+static int gone_child(const char *hx, pid_t exporter)
 {
     setup();
+    CHECK(ipc_get && ipc_open && ipc_close);
     CUipcMemHandle h;
-    for (int i = 0; i < CU_IPC_HANDLE_SIZE; i++) {
-        unsigned v;
-        sscanf(hex + 2 * i, "%2x", &v);
-        h.reserved[i] = (char)v;
-    }
+    unhex(hx, &h);
     for (int k = 0; k < 200 && getppid() == exporter; k++)
         usleep(50 * 1000);
     CHECK(getppid() != exporter);
@@ -437,19 +374,19 @@ static int gone_child(const char *hex, pid_t exporter)
 static int gone_mode(char **argv)
 {
     setup();
+    CHECK(ipc_get && ipc_open && ipc_close);
     CUdeviceptr p;
     CU_OK(cuMemAlloc(&p, PAGE));
     CUipcMemHandle h;
     CU_OK(ipc_get(&h, p));
-    char hex[2 * CU_IPC_HANDLE_SIZE + 1], me[32];
-    for (int i = 0; i < CU_IPC_HANDLE_SIZE; i++)
-        sprintf(hex + 2 * i, "%02x", (unsigned char)h.reserved[i]);
+    char hx[2 * CU_IPC_HANDLE_SIZE + 1], me[32];
+    hex(&h, hx);
     snprintf(me, sizeof me, "%d", (int)getpid());
     pid_t pid = fork();
     CHECK(pid >= 0);
     if (pid == 0) {
         setenv("SPW_IPC_PEER", "gone-child", 1);
-        setenv("SPW_IPC_HANDLE", hex, 1);
+        setenv("SPW_IPC_HANDLE", hx, 1);
         setenv("SPW_IPC_EXPORTER", me, 1);
         execv("/proc/self/exe", argv);
         _exit(127);
