@@ -65,15 +65,15 @@ bool sw_export_touches(sw_policy *p, CUdeviceptr ptr, size_t bytes)
     return false;
 }
 
-/* Whether x is still the live allocation it was (same base, size, ID). */
-static bool still_live(sw_policy *p, const sw_export *x)
+/* Whether x is still the live allocation it was (same base, size and ID:
+ * IDs are never reused, so also the same device, which goes into x->dev). */
+static bool still_live(sw_policy *p, sw_export *x)
 {
     CUdeviceptr base;
     size_t size;
-    int dev;
     sw_ids ids;
-    return sw_lookup(p, x->base, &base, &size, &dev, &ids) == CUDA_SUCCESS && base == x->base &&
-           size == x->size && dev == x->dev && ids.buffer == x->buffer;
+    return sw_lookup(p, x->base, &base, &size, &x->dev, &ids) == CUDA_SUCCESS && base == x->base &&
+           size == x->size && ids.buffer == x->buffer;
 }
 
 /* Under a move (quiesced, locks held): the span's host pages back to the
@@ -196,13 +196,7 @@ CUresult sw_export_handles(sw_policy *p, sw_export *x, size_t from, size_t count
 {
     if (!p || !x || !each)
         return CUDA_ERROR_INVALID_VALUE;
-    if (!p->page)
-        return CUDA_ERROR_INVALID_VALUE;
-    CUdeviceptr base;
-    size_t size;
-    sw_ids ids;
-    if (sw_lookup(p, x->base, &base, &size, &x->dev, &ids) != CUDA_SUCCESS || base != x->base ||
-        size != x->size || ids.buffer != x->buffer)
+    if (!p->page || !still_live(p, x))
         return CUDA_ERROR_INVALID_VALUE; /* freed, or another allocation there now */
     sw_device *d = sw_dev(p, x->dev);
     if (!d)
