@@ -13,12 +13,12 @@
 #include "shim/backend.h"
 
 #include "shim/capture.h"
-#include "shim/config.h"
 #include "shim/contexts.h"
 #include "shim/copy_side.h"
 #include "shim/driver.h"
 #include "shim/hooks.h"
 #include "shim/log.h"
+#include "shim/page_props.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -151,73 +151,11 @@ static void unrelax(bool relaxed, CUstreamCaptureMode was)
     if (!(fn))                                       \
     return CUDA_ERROR_NOT_SUPPORTED
 
-/* Per device: 0 not asked yet, 1 pages are made GPUDirect RDMA capable
- * (NCCL and network cards can use pool memory), 2 the device cannot. */
-static _Atomic int rdma[SW_MAX_DEVICES];
-
-int spw_backend_rdma_capable(int dev)
-{
-    if (dev < 0 || dev >= SW_MAX_DEVICES)
-        return 0;
-    int v = atomic_load_explicit(&rdma[dev], memory_order_relaxed);
-    if (!v) {
-        int yes = 0;
-        if (!spw_drv.cuDeviceGetAttribute ||
-            spw_drv.cuDeviceGetAttribute(&yes, CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED,
-                                         (CUdevice)dev) != CUDA_SUCCESS)
-            yes = 0;
-        v = yes ? 1 : 2;
-        atomic_store_explicit(&rdma[dev], v, memory_order_relaxed);
-    }
-    return v == 1;
-}
-
-/* Per device: 0 not asked yet, 1 device pages are created exportable as a
- * POSIX file descriptor (legacy IPC of pool memory, shim/ipc.c), 2 not:
- * SPILLWAY_IPC=0, the device does not offer it, or the driver refused a
- * creation with it (then for good, one warning). */
-static _Atomic int fd_export[SW_MAX_DEVICES];
-
-static int fd_exportable(int dev)
-{
-    if (dev < 0 || dev >= SW_MAX_DEVICES)
-        return 0;
-    int v = atomic_load_explicit(&fd_export[dev], memory_order_relaxed);
-    if (!v) {
-        int yes = 0;
-        if (!spw_config()->ipc || !spw_drv.cuDeviceGetAttribute ||
-            spw_drv.cuDeviceGetAttribute(&yes, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
-                                         (CUdevice)dev) != CUDA_SUCCESS)
-            yes = 0;
-        int want = yes ? 1 : 2;
-        if (atomic_compare_exchange_strong(&fd_export[dev], &v, want))
-            v = want;
-    }
-    return v == 1;
-}
-
-int spw_backend_ipc_capable(int dev)
-{
-    return fd_exportable(dev);
-}
-
-static CUmemAllocationProp device_prop(int dev)
-{
-    CUmemAllocationProp prop = {0};
-    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop.requestedHandleTypes = fd_exportable(dev) ? CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
-                                                   : CU_MEM_HANDLE_TYPE_NONE;
-    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    prop.location.id = dev;
-    prop.allocFlags.gpuDirectRDMACapable = (unsigned char)spw_backend_rdma_capable(dev);
-    return prop;
-}
-
 static CUresult be_granularity(void *ctx, int dev, size_t *bytes)
 {
     (void)ctx;
     NEED(spw_drv.cuMemGetAllocationGranularity);
-    CUmemAllocationProp prop = device_prop(dev);
+    CUmemAllocationProp prop = spw_page_prop(dev);
     IN_DEVICE(dev, spw_drv.cuMemGetAllocationGranularity(bytes, &prop,
                                                          CU_MEM_ALLOC_GRANULARITY_MINIMUM));
 }
@@ -229,7 +167,7 @@ static CUresult be_granularity(void *ctx, int dev, size_t *bytes)
 static CUresult create_host_page(int dev, size_t size, CUmemGenericAllocationHandle *h)
 {
     static atomic_int reported;
-    CUmemAllocationProp prop = device_prop(dev);
+    CUmemAllocationProp prop = spw_page_prop(dev);
     prop.allocFlags.gpuDirectRDMACapable = 0;
     prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE; /* never exported */
     int numa = -1;
@@ -253,24 +191,6 @@ static CUresult create_host_page(int dev, size_t size, CUmemGenericAllocationHan
     return r;
 }
 
-/* A device page, exportable where the device offers it; a refusal with
- * the type falls back to none for the device for good (one warning): its
- * pool memory then answers NOT_SUPPORTED to cuIpcGetMemHandle. */
-static CUresult create_device_page(int dev, size_t size, CUmemAllocationProp *prop,
-                                   CUmemGenericAllocationHandle *h)
-{
-    CUresult r = spw_real.spw_h_mem_create(h, size, prop, 0);
-    if (r == CUDA_SUCCESS || prop->requestedHandleTypes == CU_MEM_HANDLE_TYPE_NONE ||
-        r == CUDA_ERROR_OUT_OF_MEMORY)
-        return r;
-    prop->requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;
-    CUresult again = spw_real.spw_h_mem_create(h, size, prop, 0);
-    if (again == CUDA_SUCCESS && atomic_exchange(&fd_export[dev], 2) != 2)
-        spw_warn("device %d: the driver refused an exportable pool page (error %d): "
-                 "cuIpcGetMemHandle of its pool memory is not supported", dev, (int)r);
-    return again;
-}
-
 CUresult spw_backend_export_fd(CUmemGenericAllocationHandle h, int *fd)
 {
     NEED(spw_real.spw_h_mem_export_to_shareable_handle);
@@ -284,8 +204,8 @@ static CUresult be_page_create(void *ctx, int dev, sw_loc loc, size_t size,
     NEED(spw_real.spw_h_mem_create);
     if (loc == SW_LOC_HOST)
         IN_DEVICE(dev, create_host_page(dev, size, handle));
-    CUmemAllocationProp prop = device_prop(dev);
-    IN_DEVICE(dev, create_device_page(dev, size, &prop, handle));
+    CUmemAllocationProp prop = spw_page_prop(dev);
+    IN_DEVICE(dev, spw_page_create(dev, size, &prop, handle));
 }
 
 CUresult spw_backend_mem_create(int dev, size_t size, const CUmemAllocationProp *prop,
