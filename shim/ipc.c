@@ -193,13 +193,9 @@ static CUresult map_pages(int s, const spw_ipc_reply *rep, int dev, unsigned fla
     return CUDA_SUCCESS;
 }
 
-CUresult spw_h_ipc_open_mem_handle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags)
+/* The open of spillway's own handle h (decoded), by either ABI. */
+static CUresult open_ours(CUdeviceptr *pdptr, spw_ipc_handle h, unsigned int Flags)
 {
-    spw_ipc_handle h;
-    if (spw_disabled() || !decode(&handle, &h)) {
-        SPW_REAL_OR_RETURN(real, spw_h_ipc_open_mem_handle);
-        return real(pdptr, handle, Flags);
-    }
     if (!spw_driver_ready())
         return CUDA_ERROR_NOT_INITIALIZED;
     if (!pdptr || (Flags & ~(unsigned)CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS))
@@ -258,6 +254,16 @@ CUresult spw_h_ipc_open_mem_handle(CUdeviceptr *pdptr, CUipcMemHandle handle, un
     return CUDA_SUCCESS;
 }
 
+CUresult spw_h_ipc_open_mem_handle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags)
+{
+    spw_ipc_handle h;
+    if (spw_disabled() || !decode(&handle, &h)) {
+        SPW_REAL_OR_RETURN(real, spw_h_ipc_open_mem_handle);
+        return real(pdptr, handle, Flags);
+    }
+    return open_ours(pdptr, h, Flags);
+}
+
 /* The unsuffixed ABI (before CUDA 11): the same arguments. */
 CUresult spw_h_ipc_open_mem_handle_v1(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags)
 {
@@ -266,7 +272,7 @@ CUresult spw_h_ipc_open_mem_handle_v1(CUdeviceptr *pdptr, CUipcMemHandle handle,
         SPW_REAL_OR_RETURN(real, spw_h_ipc_open_mem_handle_v1);
         return real(pdptr, handle, Flags);
     }
-    return spw_h_ipc_open_mem_handle(pdptr, handle, Flags);
+    return open_ours(pdptr, h, Flags);
 }
 
 CUresult spw_h_ipc_close_mem_handle(CUdeviceptr dptr)
