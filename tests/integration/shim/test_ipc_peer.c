@@ -169,6 +169,33 @@ static int liar_mode(void)
     return 0;
 }
 
+/* ---- children ------------------------------------------------------------------ */
+
+/* This program exec'd again (LD_PRELOAD carries spillway) in mode, with
+ * the handle h in SPW_IPC_HANDLE and, when var, var=val. */
+static pid_t spawn(char **argv, const char *mode, const CUipcMemHandle *h, const char *var, const char *val)
+{
+    char hx[2 * CU_IPC_HANDLE_SIZE + 1];
+    hex(h, hx);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        setenv("SPW_IPC_PEER", mode, 1);
+        setenv("SPW_IPC_HANDLE", hx, 1);
+        if (var)
+            setenv(var, val, 1);
+        execv("/proc/self/exe", argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+static void passed(pid_t pid)
+{
+    int st;
+    CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
 /* ---- many ---------------------------------------------------------------------- */
 
 #define MANY_PAGES 300
@@ -205,18 +232,7 @@ static int many_mode(char **argv)
     CU_OK(cuMemcpyHtoD(p + n - 1, &v, 1));
     CUipcMemHandle h;
     CU_OK(ipc_get(&h, p));
-    char hx[2 * CU_IPC_HANDLE_SIZE + 1];
-    hex(&h, hx);
-    pid_t pid = fork();
-    CHECK(pid >= 0);
-    if (pid == 0) {
-        setenv("SPW_IPC_PEER", "many-child", 1);
-        setenv("SPW_IPC_HANDLE", hx, 1);
-        execv("/proc/self/exe", argv);
-        _exit(127);
-    }
-    int st;
-    CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    passed(spawn(argv, "many-child", &h, NULL, NULL));
     CU_OK(cuMemcpyDtoH(&v, p + n - 1, 1));
     CHECK(v == 0x33);
     CU_OK(cuMemFree(p));
@@ -298,20 +314,9 @@ static int open_child(void)
 
 static void open_in_child(char **argv, const CUipcMemHandle *h, CUresult want)
 {
-    char hx[2 * CU_IPC_HANDLE_SIZE + 1], w[16];
-    hex(h, hx);
+    char w[16];
     snprintf(w, sizeof w, "%d", (int)want);
-    pid_t pid = fork();
-    CHECK(pid >= 0);
-    if (pid == 0) {
-        setenv("SPW_IPC_PEER", "open-child", 1);
-        setenv("SPW_IPC_HANDLE", hx, 1);
-        setenv("SPW_IPC_EXPECT", w, 1);
-        execv("/proc/self/exe", argv);
-        _exit(127);
-    }
-    int st;
-    CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    passed(spawn(argv, "open-child", h, "SPW_IPC_EXPECT", w));
 }
 
 /* Two small allocations on one page, one exported: a handle made up for
@@ -379,18 +384,9 @@ static int gone_mode(char **argv)
     CU_OK(cuMemAlloc(&p, PAGE));
     CUipcMemHandle h;
     CU_OK(ipc_get(&h, p));
-    char hx[2 * CU_IPC_HANDLE_SIZE + 1], me[32];
-    hex(&h, hx);
+    char me[32];
     snprintf(me, sizeof me, "%d", (int)getpid());
-    pid_t pid = fork();
-    CHECK(pid >= 0);
-    if (pid == 0) {
-        setenv("SPW_IPC_PEER", "gone-child", 1);
-        setenv("SPW_IPC_HANDLE", hx, 1);
-        setenv("SPW_IPC_EXPORTER", me, 1);
-        execv("/proc/self/exe", argv);
-        _exit(127);
-    }
+    (void)spawn(argv, "gone-child", &h, "SPW_IPC_EXPORTER", me);
     if (fork() == 0) { /* lives on after the exporter, without exec */
         alarm(0);
         sleep(5);
