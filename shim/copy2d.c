@@ -1,5 +1,6 @@
 /* 2D/3D, peer and batch copies (cuMemcpy2D/3D and their unaligned, peer
- * and async forms, cuMemcpyPeer, cuMemcpyBatchAsync, cuMemcpy3DBatchAsync)
+ * and async forms, cuMemcpyPeer, cuMemcpyBatchAsync, cuMemcpy3DBatchAsync,
+ * CUDA 13.2's cuMemcpyWithAttributesAsync and cuMemcpy3DWithAttributesAsync)
  * and 2D sets (cuMemsetD2D8/16/32 and async), each also as its per-thread
  * variant: gated like every submission (gate_use.h). A page spillway
  * moves must never be remapped while a submission that may reach it is
@@ -219,6 +220,16 @@ SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_3d_batch_async,
                          CUstream hStream),
                         (numOps, opList, flags, hStream), hStream, batch3d_sides(s, opList, numOps),
                         counted_batch3d(r, opList, numOps))
+/* CUDA 13.2's single copies with attributes: each is one copy of the
+ * batch it would be, checked, gated and counted as that. */
+SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_with_attributes_async,
+                        (CUdeviceptr dst, CUdeviceptr src, size_t size, CUmemcpyAttributes *attr,
+                         CUstream hStream),
+                        (dst, src, size, attr, hStream), hStream, batch_sides(s, &dst, &src, &size, 1),
+                        counted_batch(r, &dst, &src, &size, 1))
+SPW_SIDES_HANDLERS_THEN(spw_h_memcpy_3d_with_attributes_async,
+                        (CUDA_MEMCPY3D_BATCH_OP *op, unsigned long long flags, CUstream hStream),
+                        (op, flags, hStream), hStream, batch3d_sides(s, op, 1), counted_batch3d(r, op, 1))
 /* CUDA 12.8's ABI of the two batches: failIdx, which the driver sets,
  * and spillway too when it refuses an operation's range. */
 SPW_SIDES_HANDLERS_FAIL(spw_h_memcpy_batch_async_v1,

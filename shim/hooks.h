@@ -70,6 +70,15 @@ CUresult CUDAAPI cuMulticastBindAddr_v2(CUmemGenericAllocationHandle mcHandle, C
                                         size_t mcOffset, CUdeviceptr memptr, size_t size,
                                         unsigned long long flags);
 
+/* CUDA 13.2's single copies with a batch's attributes, and host functions
+ * with a sync mode: not in 13.0's cuda.h; a newer one declares them the
+ * same. */
+CUresult CUDAAPI cuMemcpyWithAttributesAsync(CUdeviceptr dst, CUdeviceptr src, size_t size,
+                                             CUmemcpyAttributes *attr, CUstream hStream);
+CUresult CUDAAPI cuMemcpy3DWithAttributesAsync(CUDA_MEMCPY3D_BATCH_OP *op, unsigned long long flags,
+                                               CUstream hStream);
+CUresult CUDAAPI cuLaunchHostFunc_v2(CUstream hStream, CUhostFn fn, void *userData, unsigned int syncMode);
+
 /* CUDA 10.0's cuStreamBeginCapture, without a mode. */
 #undef cuStreamBeginCapture
 CUresult CUDAAPI cuStreamBeginCapture(CUstream hStream);

@@ -1,9 +1,10 @@
 /* Stream memory operations (cuStreamWriteValue32/64, cuStreamWaitValue32/64,
  * cuStreamBatchMemOp), prefetches (cuMemPrefetchAsync), host functions
- * (cuLaunchHostFunc) and decompression batches (cuMemBatchDecompressAsync),
- * each also as its per-thread variant: ordered work,
- * gated like every submission (gate_use.h), so that a move never remaps a
- * page between its submission and the sync that covers it. */
+ * (cuLaunchHostFunc, CUDA 13.2's cuLaunchHostFunc_v2) and decompression
+ * batches (cuMemBatchDecompressAsync), each also as its per-thread
+ * variant: ordered work, gated like every submission (gate_use.h), so
+ * that a move never remaps a page between its submission and the sync
+ * that covers it. */
 #include "shim/gate_use.h"
 #include "shim/handler.h"
 
@@ -66,6 +67,9 @@ SPW_SIDES_HANDLERS(spw_h_mem_prefetch_async,
                 (devPtr, count, location, flags, hStream), hStream, (void)s)
 SPW_SIDES_HANDLERS(spw_h_launch_host_func, (CUstream hStream, CUhostFn fn, void *userData),
                 (hStream, fn, userData), hStream, (void)s)
+SPW_SIDES_HANDLERS(spw_h_launch_host_func_v2,
+                (CUstream hStream, CUhostFn fn, void *userData, unsigned int syncMode),
+                (hStream, fn, userData, syncMode), hStream, (void)s)
 
 /* Decompression reads src and writes dst and dstActBytes, all of which may
  * be cuMemAlloc memory (the pool's), asynchronously like a copy. */

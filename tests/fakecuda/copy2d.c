@@ -718,3 +718,16 @@ FC_EXPORT CUresult cuMemcpy3DBatchAsync_v2(size_t n, CUDA_MEMCPY3D_BATCH_OP *o, 
 FC_EXPORT CUresult cuMemcpy3DBatchAsync_v2_ptsz(size_t n, CUDA_MEMCPY3D_BATCH_OP *o, unsigned long long f, CUstream h) { FC_FAULT(cuMemcpy3DBatchAsync); return batch3d(n, o, NULL, f, h, true); }
 FC_EXPORT CUresult cuMemcpy3DBatchAsync(size_t n, CUDA_MEMCPY3D_BATCH_OP *o, size_t *fi, unsigned long long f, CUstream h) { FC_FAULT(cuMemcpy3DBatchAsync); return batch3d(n, o, fi, f, h, false); }
 FC_EXPORT CUresult cuMemcpy3DBatchAsync_ptsz(size_t n, CUDA_MEMCPY3D_BATCH_OP *o, size_t *fi, unsigned long long f, CUstream h) { FC_FAULT(cuMemcpy3DBatchAsync); return batch3d(n, o, fi, f, h, true); }
+
+/* CUDA 13.2's single copies with attributes: the batch of one copy each
+ * stands for (its rules: attributes required, a valid source access
+ * order, flags 0, not the legacy stream). */
+static CUresult with_attributes(CUdeviceptr d, CUdeviceptr s, size_t n, CUmemcpyAttributes *a, CUstream h, bool ptsz)
+{
+    size_t first = 0;
+    return batch(&d, &s, &n, 1, a, &first, 1, NULL, h, ptsz);
+}
+FC_EXPORT CUresult cuMemcpyWithAttributesAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUmemcpyAttributes *a, CUstream h) { FC_FAULT(cuMemcpyWithAttributesAsync); return with_attributes(d, s, n, a, h, false); }
+FC_EXPORT CUresult cuMemcpyWithAttributesAsync_ptsz(CUdeviceptr d, CUdeviceptr s, size_t n, CUmemcpyAttributes *a, CUstream h) { FC_FAULT(cuMemcpyWithAttributesAsync); return with_attributes(d, s, n, a, h, true); }
+FC_EXPORT CUresult cuMemcpy3DWithAttributesAsync(CUDA_MEMCPY3D_BATCH_OP *o, unsigned long long f, CUstream h) { FC_FAULT(cuMemcpy3DWithAttributesAsync); return batch3d(1, o, NULL, f, h, false); }
+FC_EXPORT CUresult cuMemcpy3DWithAttributesAsync_ptsz(CUDA_MEMCPY3D_BATCH_OP *o, unsigned long long f, CUstream h) { FC_FAULT(cuMemcpy3DWithAttributesAsync); return batch3d(1, o, NULL, f, h, true); }

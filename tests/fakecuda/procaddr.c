@@ -49,7 +49,8 @@ static CUresult lookup(const char *symbol, void **pfn, int version, cuuint64_t f
     bool known = false;
     for (size_t i = 0; i < sizeof procs / sizeof procs[0]; i++) {
         /* A build emulating an older driver has no ABI newer than itself
-         * (fakecuda's own is a 13.0 driver that also has some of 13.1's). */
+         * (fakecuda's own is a 13.0 driver that also has some of 13.1's and
+         * 13.2's). */
         if (strcmp(procs[i].base, symbol) != 0 ||
             (fc_driver_version < FC_DRIVER_VERSION && procs[i].version > fc_driver_version))
             continue;

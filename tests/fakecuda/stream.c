@@ -882,6 +882,15 @@ FC_EXPORT CUresult cuEventRecordWithFlags(CUevent e, CUstream h, unsigned int f)
 FC_EXPORT CUresult cuEventRecordWithFlags_ptsz(CUevent e, CUstream h, unsigned int f) { FC_FAULT(cuEventRecordWithFlags); return event_record(e, h, f, true); }
 FC_EXPORT CUresult cuLaunchHostFunc(CUstream h, CUhostFn fn, void *d) { FC_FAULT(cuLaunchHostFunc); return launch_host_func(h, fn, d, false); }
 FC_EXPORT CUresult cuLaunchHostFunc_ptsz(CUstream h, CUhostFn fn, void *d) { FC_FAULT(cuLaunchHostFunc); return launch_host_func(h, fn, d, true); }
+/* CUDA 13.2's, with a CUhostTaskSyncMode: how the thread that runs host
+ * tasks waits for the next (0 blocking, 1 spin-wait), which changes nothing
+ * fakecuda's stream threads do; another value is refused. */
+static CUresult launch_host_func_v2(CUstream h, CUhostFn fn, void *d, unsigned mode, bool ptsz)
+{
+    return mode > 1 ? CUDA_ERROR_INVALID_VALUE : launch_host_func(h, fn, d, ptsz);
+}
+FC_EXPORT CUresult cuLaunchHostFunc_v2(CUstream h, CUhostFn fn, void *d, unsigned m) { FC_FAULT(cuLaunchHostFunc_v2); return launch_host_func_v2(h, fn, d, m, false); }
+FC_EXPORT CUresult cuLaunchHostFunc_v2_ptsz(CUstream h, CUhostFn fn, void *d, unsigned m) { FC_FAULT(cuLaunchHostFunc_v2); return launch_host_func_v2(h, fn, d, m, true); }
 FC_EXPORT CUresult cuStreamGetFlags(CUstream h, unsigned int *f) { FC_FAULT(cuStreamGetFlags); return stream_get_flags(h, f, false); }
 FC_EXPORT CUresult cuStreamGetFlags_ptsz(CUstream h, unsigned int *f) { FC_FAULT(cuStreamGetFlags); return stream_get_flags(h, f, true); }
 FC_EXPORT CUresult cuStreamGetCtx(CUstream h, CUcontext *c) { FC_FAULT(cuStreamGetCtx); return stream_get_ctx(h, c, false); }

@@ -819,6 +819,18 @@ static void batch_copies(void)
     TRY_PT(cuMemcpy3DBatchAsync, "past_end", cuMemcpy3DBatchAsync_v2, 1, &op, 0, stream);
     TRY_PT(cuMemcpy3DBatchAsync, "bad_stream", cuMemcpy3DBatchAsync_v2, 1, &ok_op, 0, bad_stream);
     long_batches(&attr, &op, &ok_op);
+
+    /* CUDA 13.2's single copies: the batch of one each stands for. */
+    TRY_PT(cuMemcpyWithAttributesAsync, "null_attr", cuMemcpyWithAttributesAsync, dptr, dptr, 16, NULL, stream);
+    TRY_PT(cuMemcpyWithAttributesAsync, "bad_attr", cuMemcpyWithAttributesAsync, dptr, dptr, 16, &bad_attr, stream);
+    TRY_PT(cuMemcpyWithAttributesAsync, "past_end", cuMemcpyWithAttributesAsync, inner, dptr, MiB, &attr, stream);
+    TRY_PT(cuMemcpyWithAttributesAsync, "bad_stream", cuMemcpyWithAttributesAsync, dptr, dptr, 16, &attr,
+           bad_stream);
+    TRY_PT(cuMemcpy3DWithAttributesAsync, "null_op", cuMemcpy3DWithAttributesAsync, NULL, 0, stream);
+    TRY_PT(cuMemcpy3DWithAttributesAsync, "zero_op", cuMemcpy3DWithAttributesAsync, &zero, 0, stream);
+    TRY_PT(cuMemcpy3DWithAttributesAsync, "past_end", cuMemcpy3DWithAttributesAsync, &op, 0, stream);
+    TRY_PT(cuMemcpy3DWithAttributesAsync, "bad_flags", cuMemcpy3DWithAttributesAsync, &ok_op, 0x100, stream);
+    TRY_PT(cuMemcpy3DWithAttributesAsync, "bad_stream", cuMemcpy3DWithAttributesAsync, &ok_op, 0, bad_stream);
 }
 
 /* ---- stream work ------------------------------------------------------------- */
@@ -886,6 +898,9 @@ static void stream_memops(void)
     TRY_PT(cuMemPrefetchAsync, "bad_stream", cuMemPrefetchAsync_v2, dptr, 16, here, 0, bad_stream);
     TRY_PT(cuLaunchHostFunc, "null_fn", cuLaunchHostFunc, stream, NULL, NULL);
     TRY_PT(cuLaunchHostFunc, "bad_stream", cuLaunchHostFunc, bad_stream, host_fn, NULL);
+    TRY_PT(cuLaunchHostFunc_v2, "null_fn", cuLaunchHostFunc_v2, stream, NULL, NULL, 0);
+    TRY_PT(cuLaunchHostFunc_v2, "bad_stream", cuLaunchHostFunc_v2, bad_stream, host_fn, NULL, 0);
+    TRY_PT(cuLaunchHostFunc_v2, "bad_mode", cuLaunchHostFunc_v2, stream, host_fn, NULL, 7);
 
     CUmemDecompressParams dp = {.src = (void *)(uintptr_t)bad, .dst = (void *)(uintptr_t)dptr,
                                 .srcNumBytes = 16, .dstNumBytes = 16, .algo = CU_MEM_DECOMPRESS_ALGORITHM_DEFLATE};

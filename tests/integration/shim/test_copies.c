@@ -500,6 +500,14 @@ START_TEST(strided_peer_and_batch_copies)
     expected[0].dtoh += 2000;
     expected[0].dtod += 3000;
     check_counts("cuMemcpyBatchAsync, CUDA 12.8's ABI");
+    /* CUDA 13.2's single copy with attributes, as a 13.2 runtime finds it:
+     * the batch of one it stands for. */
+    ck_assert_int_eq(cuGetProcAddress("cuMemcpyWithAttributesAsync", &fn, 13020, 0, &q), CUDA_SUCCESS);
+    ck_assert_int_eq(((CUresult (*)(CUdeviceptr, CUdeviceptr, size_t, CUmemcpyAttributes *, CUstream))fn)(
+                         e0, d0, 3000, &at, st),
+                     CUDA_SUCCESS);
+    expected[0].dtod += 3000;
+    check_counts("cuMemcpyWithAttributesAsync");
     ck_assert_int_eq(cuStreamSynchronize(st), CUDA_SUCCESS);
     ck_assert_int_eq(cuStreamDestroy(st), CUDA_SUCCESS);
     /* What the driver refuses counts nothing. */
@@ -603,6 +611,11 @@ START_TEST(batch3d_copies_counted)
     size_t fail = 0;
     COPY(0, 2, 80, ((CUresult (*)(size_t, CUDA_MEMCPY3D_BATCH_OP *, size_t *, unsigned long long,
                                   CUstream))v1)(1, &op[1], &fail, 0, st));
+    void *one = NULL; /* CUDA 13.2's single 3D copy, per-thread, the same */
+    ck_assert_int_eq(cuGetProcAddress("cuMemcpy3DWithAttributesAsync", &one, 13020,
+                                      CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &q),
+                     CUDA_SUCCESS);
+    COPY(0, 2, 80, ((CUresult (*)(CUDA_MEMCPY3D_BATCH_OP *, unsigned long long, CUstream))one)(&op[1], 0, st));
     /* two half2 elements of 4 bytes x 2 rows out to the host, in one
      * batch with a copy to device 1 */
     op[2].src.type = CU_MEMCPY_OPERAND_TYPE_ARRAY;

@@ -4,6 +4,7 @@
  * the box) is checked as closely as what it writes. */
 #include <stdbool.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "tests/unit/driver/common.h"
@@ -349,6 +350,69 @@ START_TEST(batched_copies)
 }
 END_TEST
 
+/* CUDA 13.2's single copies with attributes: each copies as the batch of
+ * one it stands for, and the 3D one's flags "must be zero now". Looked up
+ * at 13020 as a 13.2 runtime does; a driver without them (CUDA 13.0's
+ * 580) skips. */
+typedef CUresult (*copy_attr_fn)(CUdeviceptr, CUdeviceptr, size_t, CUmemcpyAttributes *, CUstream);
+typedef CUresult (*copy3d_attr_fn)(CUDA_MEMCPY3D_BATCH_OP *, unsigned long long, CUstream);
+
+static void *entry_13_2(const char *name)
+{
+    void *fn = NULL;
+    CUdriverProcAddressQueryResult q;
+    if (cuGetProcAddress(name, &fn, 13020, CU_GET_PROC_ADDRESS_DEFAULT, &q) != CUDA_SUCCESS || !fn)
+        printf("single_copies_with_attributes: skipped (no %s)\n", name);
+    return fn;
+}
+
+START_TEST(single_copies_with_attributes)
+{
+    copy_attr_fn copy = (copy_attr_fn)entry_13_2("cuMemcpyWithAttributesAsync");
+    copy3d_attr_fn copy3d = (copy3d_attr_fn)entry_13_2("cuMemcpy3DWithAttributesAsync");
+    if (!copy || !copy3d)
+        return;
+    size_t n = 4096;
+    unsigned char *pat = pattern(n, 13);
+    void *pinned;
+    CU_OK(cuMemAllocHost(&pinned, n));
+    memcpy(pinned, pat, n);
+    CUdeviceptr a, b;
+    CU_OK(cuMemAlloc(&a, n));
+    CU_OK(cuMemAlloc(&b, n));
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUmemcpyAttributes attr;
+    memset(&attr, 0, sizeof attr);
+    attr.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+    CU_OK(copy(a, (CUdeviceptr)pinned, n, &attr, s));
+    CU_OK(copy(b, a + 1024, 2048, &attr, s));
+    CUDA_MEMCPY3D_BATCH_OP op;
+    memset(&op, 0, sizeof op);
+    op.src.type = op.dst.type = CU_MEMCPY_OPERAND_TYPE_POINTER;
+    op.src.op.ptr.ptr = a;
+    op.dst.op.ptr.ptr = b + 2048;
+    op.extent.width = 32;
+    op.extent.height = 16;
+    op.extent.depth = 1;
+    op.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+    CU_OK(copy3d(&op, 0, s));
+    CU_OK(cuStreamSynchronize(s));
+    unsigned char back[4096];
+    CU_OK(cuMemcpyDtoH(back, a, n));
+    ck_assert_mem_eq(back, pat, n);
+    CU_OK(cuMemcpyDtoH(back, b, 2048 + 512));
+    ck_assert_mem_eq(back, pat + 1024, 2048);
+    ck_assert_mem_eq(back + 2048, pat, 512);
+    CU_ERR(copy3d(&op, 1, s), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuStreamDestroy(s));
+    CU_OK(cuMemFree(a));
+    CU_OK(cuMemFree(b));
+    CU_OK(cuMemFreeHost(pinned));
+    free(pat);
+}
+END_TEST
+
 /* CUDA arrays as operands: a 2D array's rows written and read by 2D
  * copies, and 3D batches whose extents count the array's elements (4-byte
  * floats here) on the array side and on the pointer side alike. */
@@ -498,6 +562,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, bad_2d_and_3d_copies);
     tcase_add_test(tc, peer_copies_within_a_device);
     tcase_add_test(tc, batched_copies);
+    tcase_add_test(tc, single_copies_with_attributes);
     tcase_add_test(tc, array_operands);
     tcase_add_test(tc, captured_2d_work);
     suite_add_tcase(s, tc);

@@ -2,6 +2,8 @@
  * stream synchronises with blocking streams and not with non-blocking ones;
  * events order work across streams. A kernel spinning on a host flag keeps a
  * stream busy for exactly as long as a test needs. */
+#include <stdio.h>
+
 #include "tests/unit/driver/common.h"
 
 static struct test_kernels k;
@@ -208,6 +210,36 @@ START_TEST(host_function_runs_in_order)
 }
 END_TEST
 
+/* CUDA 13.2's cuLaunchHostFunc_v2: a host function with the way the thread
+ * that runs host tasks waits for them (0 blocking, 1 spin-wait), in stream
+ * order as cuLaunchHostFunc's. Looked up at 13020 as a 13.2 runtime does;
+ * a driver without it (CUDA 13.0's 580) skips. */
+typedef CUresult (*host_func_v2_fn)(CUstream, CUhostFn, void *, unsigned int);
+
+START_TEST(host_function_with_a_sync_mode_runs_in_order)
+{
+    void *fn = NULL;
+    CUdriverProcAddressQueryResult q;
+    if (cuGetProcAddress("cuLaunchHostFunc_v2", &fn, 13020, CU_GET_PROC_ADDRESS_DEFAULT, &q) != CUDA_SUCCESS ||
+        !fn) {
+        printf("host_function_with_a_sync_mode_runs_in_order: skipped (no cuLaunchHostFunc_v2)\n");
+        return;
+    }
+    host_func_v2_fn launch = (host_func_v2_fn)fn;
+    static int calls;
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    stream_block(&k, &f, s);
+    CU_OK(launch(s, count_call, &calls, 0));
+    CU_OK(launch(s, count_call, &calls, 1));
+    ck_assert_int_eq(__atomic_load_n(&calls, __ATOMIC_SEQ_CST), 0);
+    flag_release(&f);
+    CU_OK(cuStreamSynchronize(s));
+    ck_assert_int_eq(calls, 2);
+    CU_OK(cuStreamDestroy(s));
+}
+END_TEST
+
 START_TEST(bad_stream_arguments)
 {
     CUstream s;
@@ -261,6 +293,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, event_records_only_in_its_context);
     tcase_add_test(tc, destroyed_stream_finishes_its_work);
     tcase_add_test(tc, host_function_runs_in_order);
+    tcase_add_test(tc, host_function_with_a_sync_mode_runs_in_order);
     tcase_add_test(tc, bad_stream_arguments);
     suite_add_tcase(s, tc);
     return s;
