@@ -299,54 +299,73 @@ START_TEST(peer_copies_within_a_device)
 }
 END_TEST
 
+/* What the batch tests share: a pattern in pinned memory, two device
+ * buffers, a non-blocking stream, attributes in stream order, and one 3D
+ * operation copying 16 rows of 32 bytes, packed, from a to b + 2048. */
+struct batch_rig {
+    size_t n;
+    unsigned char *pat;
+    void *pinned;
+    CUdeviceptr a, b;
+    CUstream s;
+    CUmemcpyAttributes attr;
+    CUDA_MEMCPY3D_BATCH_OP op;
+};
+
+static void batch_rig_up(struct batch_rig *r, unsigned seed)
+{
+    memset(r, 0, sizeof *r);
+    r->n = 4096;
+    r->pat = pattern(r->n, seed);
+    CU_OK(cuMemAllocHost(&r->pinned, r->n));
+    memcpy(r->pinned, r->pat, r->n);
+    CU_OK(cuMemAlloc(&r->a, r->n));
+    CU_OK(cuMemAlloc(&r->b, r->n));
+    CU_OK(cuStreamCreate(&r->s, CU_STREAM_NON_BLOCKING));
+    r->attr.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+    r->op.src.type = r->op.dst.type = CU_MEMCPY_OPERAND_TYPE_POINTER;
+    r->op.src.op.ptr.ptr = r->a;
+    r->op.dst.op.ptr.ptr = r->b + 2048;
+    r->op.extent.width = 32;
+    r->op.extent.height = 16;
+    r->op.extent.depth = 1;
+    r->op.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+}
+
+/* The 3D operation's rows arrived; then everything goes. */
+static void batch_rig_down(struct batch_rig *r)
+{
+    unsigned char back[512];
+    CU_OK(cuStreamSynchronize(r->s));
+    CU_OK(cuMemcpyDtoH(back, r->b + 2048, 512));
+    ck_assert_mem_eq(back, r->pat, 512);
+    CU_OK(cuStreamDestroy(r->s));
+    CU_OK(cuMemFree(r->a));
+    CU_OK(cuMemFree(r->b));
+    CU_OK(cuMemFreeHost(r->pinned));
+    free(r->pat);
+}
+
 START_TEST(batched_copies)
 {
-    size_t n = 4096;
-    unsigned char *pat = pattern(n, 11);
-    void *pinned;
-    CU_OK(cuMemAllocHost(&pinned, n));
-    memcpy(pinned, pat, n);
-    CUdeviceptr a, b;
-    CU_OK(cuMemAlloc(&a, n));
-    CU_OK(cuMemAlloc(&b, n));
-    CUstream s;
-    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-    CUdeviceptr dsts[2] = {a, b}, srcs[2] = {(CUdeviceptr)pinned, (CUdeviceptr)pinned + 1024};
+    struct batch_rig r;
+    batch_rig_up(&r, 11);
+    CUdeviceptr dsts[2] = {r.a, r.b}, srcs[2] = {(CUdeviceptr)r.pinned, (CUdeviceptr)r.pinned + 1024};
     size_t sizes[2] = {1024, 2048}, idx[1] = {0};
-    CUmemcpyAttributes attr;
-    memset(&attr, 0, sizeof attr);
-    attr.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
-    CU_OK(cuMemcpyBatchAsync(dsts, srcs, sizes, 2, &attr, idx, 1, s));
-    CU_OK(cuStreamSynchronize(s));
+    CU_OK(cuMemcpyBatchAsync(dsts, srcs, sizes, 2, &r.attr, idx, 1, r.s));
+    CU_OK(cuStreamSynchronize(r.s));
     unsigned char back[2048];
-    CU_OK(cuMemcpyDtoH(back, a, 1024));
-    ck_assert_mem_eq(back, pat, 1024);
-    CU_OK(cuMemcpyDtoH(back, b, 2048));
-    ck_assert_mem_eq(back, pat + 1024, 2048);
-    CU_ERR(cuMemcpyBatchAsync(dsts, srcs, sizes, 2, &attr, idx, 1, CU_STREAM_LEGACY),
+    CU_OK(cuMemcpyDtoH(back, r.a, 1024));
+    ck_assert_mem_eq(back, r.pat, 1024);
+    CU_OK(cuMemcpyDtoH(back, r.b, 2048));
+    ck_assert_mem_eq(back, r.pat + 1024, 2048);
+    CU_ERR(cuMemcpyBatchAsync(dsts, srcs, sizes, 2, &r.attr, idx, 1, CU_STREAM_LEGACY),
            CUDA_ERROR_INVALID_VALUE); /* "must not be legacy NULL stream" */
-    attr.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_INVALID;
-    CU_ERR(cuMemcpyBatchAsync(dsts, srcs, sizes, 2, &attr, idx, 1, s), CUDA_ERROR_INVALID_VALUE);
-
-    /* one 3D batch op: 16 rows of 32 bytes, packed, device to device */
-    CUDA_MEMCPY3D_BATCH_OP op;
-    memset(&op, 0, sizeof op);
-    op.src.type = op.dst.type = CU_MEMCPY_OPERAND_TYPE_POINTER;
-    op.src.op.ptr.ptr = a;
-    op.dst.op.ptr.ptr = b + 2048;
-    op.extent.width = 32;
-    op.extent.height = 16;
-    op.extent.depth = 1;
-    op.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
-    CU_OK(cuMemcpy3DBatchAsync(1, &op, 0, s));
-    CU_OK(cuStreamSynchronize(s));
-    CU_OK(cuMemcpyDtoH(back, b + 2048, 512));
-    ck_assert_mem_eq(back, pat, 512);
-    CU_OK(cuStreamDestroy(s));
-    CU_OK(cuMemFree(a));
-    CU_OK(cuMemFree(b));
-    CU_OK(cuMemFreeHost(pinned));
-    free(pat);
+    CUmemcpyAttributes invalid = r.attr;
+    invalid.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_INVALID;
+    CU_ERR(cuMemcpyBatchAsync(dsts, srcs, sizes, 2, &invalid, idx, 1, r.s), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuMemcpy3DBatchAsync(1, &r.op, 0, r.s));
+    batch_rig_down(&r);
 }
 END_TEST
 
@@ -372,44 +391,19 @@ START_TEST(single_copies_with_attributes)
     copy3d_attr_fn copy3d = (copy3d_attr_fn)entry_13_2("cuMemcpy3DWithAttributesAsync");
     if (!copy || !copy3d)
         return;
-    size_t n = 4096;
-    unsigned char *pat = pattern(n, 13);
-    void *pinned;
-    CU_OK(cuMemAllocHost(&pinned, n));
-    memcpy(pinned, pat, n);
-    CUdeviceptr a, b;
-    CU_OK(cuMemAlloc(&a, n));
-    CU_OK(cuMemAlloc(&b, n));
-    CUstream s;
-    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-    CUmemcpyAttributes attr;
-    memset(&attr, 0, sizeof attr);
-    attr.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
-    CU_OK(copy(a, (CUdeviceptr)pinned, n, &attr, s));
-    CU_OK(copy(b, a + 1024, 2048, &attr, s));
-    CUDA_MEMCPY3D_BATCH_OP op;
-    memset(&op, 0, sizeof op);
-    op.src.type = op.dst.type = CU_MEMCPY_OPERAND_TYPE_POINTER;
-    op.src.op.ptr.ptr = a;
-    op.dst.op.ptr.ptr = b + 2048;
-    op.extent.width = 32;
-    op.extent.height = 16;
-    op.extent.depth = 1;
-    op.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
-    CU_OK(copy3d(&op, 0, s));
-    CU_OK(cuStreamSynchronize(s));
+    struct batch_rig r;
+    batch_rig_up(&r, 13);
+    CU_OK(copy(r.a, (CUdeviceptr)r.pinned, r.n, &r.attr, r.s));
+    CU_OK(copy(r.b, r.a + 1024, 2048, &r.attr, r.s));
+    CU_OK(copy3d(&r.op, 0, r.s));
+    CU_OK(cuStreamSynchronize(r.s));
     unsigned char back[4096];
-    CU_OK(cuMemcpyDtoH(back, a, n));
-    ck_assert_mem_eq(back, pat, n);
-    CU_OK(cuMemcpyDtoH(back, b, 2048 + 512));
-    ck_assert_mem_eq(back, pat + 1024, 2048);
-    ck_assert_mem_eq(back + 2048, pat, 512);
-    CU_ERR(copy3d(&op, 1, s), CUDA_ERROR_INVALID_VALUE);
-    CU_OK(cuStreamDestroy(s));
-    CU_OK(cuMemFree(a));
-    CU_OK(cuMemFree(b));
-    CU_OK(cuMemFreeHost(pinned));
-    free(pat);
+    CU_OK(cuMemcpyDtoH(back, r.a, r.n));
+    ck_assert_mem_eq(back, r.pat, r.n);
+    CU_OK(cuMemcpyDtoH(back, r.b, 2048));
+    ck_assert_mem_eq(back, r.pat + 1024, 2048);
+    CU_ERR(copy3d(&r.op, 1, r.s), CUDA_ERROR_INVALID_VALUE);
+    batch_rig_down(&r);
 }
 END_TEST
 
