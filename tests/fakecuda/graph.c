@@ -222,6 +222,9 @@ static void payload_free(struct CUgraphNode_st *n)
         free(n->u.cond.body);
         n->u.cond.body = NULL;
         break;
+    case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP:
+        fc_memop_node_free(&n->u.memop);
+        break;
     default:
         break;
     }
@@ -266,6 +269,8 @@ CUresult fc_node_payload_copy(struct CUgraphNode_st *dst, const struct CUgraphNo
             dst->u.cond.size = 0;
         return body ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
     }
+    case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP:
+        return fc_memop_node_copy(&dst->u.memop, &src->u.memop);
     default:
         return CUDA_SUCCESS;
     }
@@ -565,7 +570,7 @@ FC_EXPORT CUresult cuGraphDestroy(CUgraph hGraph)
 
 /* Adds n (built by the caller, detached) to g: the checks every
  * cuGraphAdd*Node makes, then the node is g's or freed. */
-static CUresult add_node(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t ndeps,
+CUresult fc_graph_add_node(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t ndeps,
                          struct CUgraphNode_st *n)
 {
     CUresult r = CUDA_SUCCESS;
@@ -638,7 +643,7 @@ static CUresult add_kernel_node(CUgraphNode *out, CUgraph g, const CUgraphNode *
     struct CUgraphNode_st *n;
     if ((r = kernel_node(&n, p)) != CUDA_SUCCESS)
         return r;
-    return add_node(out, g, deps, ndeps, n);
+    return fc_graph_add_node(out, g, deps, ndeps, n);
 }
 
 FC_EXPORT CUresult cuGraphAddKernelNode_v2(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
@@ -658,8 +663,8 @@ FC_EXPORT CUresult cuGraphAddKernelNode(CUgraphNode *out, CUgraph g, const CUgra
     return add_kernel_node(out, g, deps, ndeps, &q);
 }
 
-/* Under glock: n if it is a known node of that type. */
-static struct CUgraphNode_st *node_of(CUgraphNode n, CUgraphNodeType type)
+/* Under glock. */
+struct CUgraphNode_st *fc_node_of(CUgraphNode n, CUgraphNodeType type)
 {
     return fc_node_known(n) && n->type == type ? n : NULL;
 }
@@ -674,7 +679,7 @@ static CUresult node_copy(CUgraphNode hNode, CUgraphNodeType type, size_t off, v
     if (!buf)
         return CUDA_ERROR_INVALID_VALUE;
     fc_graph_lock();
-    struct CUgraphNode_st *n = node_of(hNode, type);
+    struct CUgraphNode_st *n = fc_node_of(hNode, type);
     if (n && set)
         memcpy((char *)n + off, buf, size);
     else if (n)
@@ -700,7 +705,7 @@ static CUresult kernel_get(CUgraphNode hNode, CUDA_KERNEL_NODE_PARAMS *p)
     if (!p)
         return CUDA_ERROR_INVALID_VALUE;
     fc_graph_lock();
-    struct CUgraphNode_st *n = node_of(hNode, CU_GRAPH_NODE_TYPE_KERNEL);
+    struct CUgraphNode_st *n = fc_node_of(hNode, CU_GRAPH_NODE_TYPE_KERNEL);
     if (n) {
         const struct fc_kernel_call *k = &n->u.kernel;
         memset(p, 0, sizeof *p);
@@ -772,7 +777,7 @@ static CUresult kernel_set(CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS *p)
     if (r != CUDA_SUCCESS)
         return r;
     fc_graph_lock();
-    struct CUgraphNode_st *n = node_of(hNode, CU_GRAPH_NODE_TYPE_KERNEL);
+    struct CUgraphNode_st *n = fc_node_of(hNode, CU_GRAPH_NODE_TYPE_KERNEL);
     r = n ? fc_kernel_node_set(n, p) : CUDA_ERROR_INVALID_VALUE;
     fc_graph_unlock();
     return r;
@@ -809,7 +814,7 @@ FC_EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode *out, CUgraph g, const CUgra
         n->u.copy.p = *p;
         n->u.copy.ctx = ctx;
     }
-    return add_node(out, g, deps, ndeps, n);
+    return fc_graph_add_node(out, g, deps, ndeps, n);
 }
 
 FC_EXPORT CUresult cuGraphMemcpyNodeGetParams(CUgraphNode hNode, CUDA_MEMCPY3D *p)
@@ -847,7 +852,7 @@ FC_EXPORT CUresult cuGraphAddMemsetNode(CUgraphNode *out, CUgraph g, const CUgra
         n->u.set.p = *p;
         n->u.set.ctx = ctx;
     }
-    return add_node(out, g, deps, ndeps, n);
+    return fc_graph_add_node(out, g, deps, ndeps, n);
 }
 
 FC_EXPORT CUresult cuGraphMemsetNodeGetParams(CUgraphNode hNode, CUDA_MEMSET_NODE_PARAMS *p)
@@ -879,7 +884,7 @@ FC_EXPORT CUresult cuGraphAddHostNode(CUgraphNode *out, CUgraph g, const CUgraph
     struct CUgraphNode_st *n = fc_node_new(CU_GRAPH_NODE_TYPE_HOST);
     if (n)
         n->u.host = *p;
-    return add_node(out, g, deps, ndeps, n);
+    return fc_graph_add_node(out, g, deps, ndeps, n);
 }
 
 FC_EXPORT CUresult cuGraphHostNodeGetParams(CUgraphNode hNode, CUDA_HOST_NODE_PARAMS *p)
@@ -902,7 +907,7 @@ FC_EXPORT CUresult cuGraphAddEmptyNode(CUgraphNode *out, CUgraph g, const CUgrap
     CUresult r = fc_initialized();
     if (r != CUDA_SUCCESS)
         return r;
-    return add_node(out, g, deps, ndeps, fc_node_new(CU_GRAPH_NODE_TYPE_EMPTY));
+    return fc_graph_add_node(out, g, deps, ndeps, fc_node_new(CU_GRAPH_NODE_TYPE_EMPTY));
 }
 
 /* The node keeps a copy of the child graph: the program may destroy its own. */
@@ -923,7 +928,7 @@ FC_EXPORT CUresult cuGraphAddChildGraphNode(CUgraphNode *out, CUgraph g, const C
         n = NULL;
     }
     fc_graph_unlock();
-    return r != CUDA_SUCCESS ? r : add_node(out, g, deps, ndeps, n);
+    return r != CUDA_SUCCESS ? r : fc_graph_add_node(out, g, deps, ndeps, n);
 }
 
 /* A conditional node: the handle one created for g or a graph g is a
@@ -974,7 +979,7 @@ CUresult fc_graph_add_conditional(CUgraphNode *out, CUgraph g, const CUgraphNode
     if (!ok || !mine)
         return CUDA_ERROR_INVALID_VALUE;
     CUgraph *body = n ? n->u.cond.body : NULL;
-    if ((r = add_node(out, g, deps, ndeps, n)) == CUDA_SUCCESS)
+    if ((r = fc_graph_add_node(out, g, deps, ndeps, n)) == CUDA_SUCCESS)
         p->phGraph_out = body;
     return r;
 }
@@ -991,7 +996,7 @@ FC_EXPORT CUresult cuGraphChildGraphNodeGetGraph(CUgraphNode hNode, CUgraph *phG
     if (!phGraph)
         return CUDA_ERROR_INVALID_VALUE;
     fc_graph_lock();
-    struct CUgraphNode_st *n = node_of(hNode, CU_GRAPH_NODE_TYPE_GRAPH);
+    struct CUgraphNode_st *n = fc_node_of(hNode, CU_GRAPH_NODE_TYPE_GRAPH);
     if (n)
         *phGraph = n->u.child;
     fc_graph_unlock();
@@ -1009,7 +1014,7 @@ static CUresult add_event_node(CUgraphNode *out, CUgraph g, const CUgraphNode *d
     struct CUgraphNode_st *n = fc_node_new(type);
     if (n)
         n->u.event = e;
-    return add_node(out, g, deps, ndeps, n);
+    return fc_graph_add_node(out, g, deps, ndeps, n);
 }
 
 FC_EXPORT CUresult cuGraphAddEventRecordNode(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
@@ -1060,7 +1065,7 @@ FC_EXPORT CUresult cuGraphAddMemAllocNode(CUgraphNode *out, CUgraph g, const CUg
     n->u.alloc.p = *p;
     n->u.alloc.p.accessDescs = NULL;
     n->u.alloc.p.accessDescCount = 0;
-    return add_node(out, g, deps, ndeps, n);
+    return fc_graph_add_node(out, g, deps, ndeps, n);
 }
 
 FC_EXPORT CUresult cuGraphMemAllocNodeGetParams(CUgraphNode hNode, CUDA_MEM_ALLOC_NODE_PARAMS *p)
@@ -1090,7 +1095,7 @@ FC_EXPORT CUresult cuGraphAddMemFreeNode(CUgraphNode *out, CUgraph g, const CUgr
     struct CUgraphNode_st *n = fc_node_new(CU_GRAPH_NODE_TYPE_MEM_FREE);
     if (n)
         n->u.free_ptr = dptr;
-    return add_node(out, g, deps, ndeps, n);
+    return fc_graph_add_node(out, g, deps, ndeps, n);
 }
 
 FC_EXPORT CUresult cuGraphMemFreeNodeGetParams(CUgraphNode hNode, CUdeviceptr *dptr)

@@ -121,6 +121,9 @@ void fc_node_run(const struct CUgraphNode_st *n)
     case CU_GRAPH_NODE_TYPE_CONDITIONAL:
         run_conditional(n);
         break;
+    case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP:
+        fc_memops_run(n->u.memop.ops, n->u.memop.count);
+        break;
     default: /* empty nodes; record nodes did their part at the launch */
         break;
     }
@@ -158,6 +161,8 @@ static void snapshot_free(struct snapshot *s, size_t upto)
             for (unsigned b = 0; b < n->u.cond.size; b++)
                 fc_graph_free(n->u.cond.body[b]);
             free(n->u.cond.body);
+        } else if (n->type == CU_GRAPH_NODE_TYPE_BATCH_MEM_OP) {
+            fc_memop_node_free(&n->u.memop);
         } else if (n->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
             pthread_mutex_lock(&fc_lock);
             n->u.alloc.mem->inflight--;
@@ -214,7 +219,8 @@ static void record_events(const struct CUgraph_st *g, struct CUstream_st *s, uin
             record_events(n->u.child, s, seq);
 }
 
-/* What a launch's copy and set nodes use (those of its child graphs too),
+/* What a launch's copy, set and batch memory operation nodes use (those
+ * of its child graphs too),
  * for the unmap hazard check: noted like the copies and sets a stream
  * runs, so that unmapping a page they use before the host saw the launch
  * complete stops the process. */
@@ -247,6 +253,9 @@ static void uses_of(const struct CUgraphNode_st *x, struct uses *l)
         use_add(l, fc_copy3d_use(&x->u.copy.p));
     else if (x->type == CU_GRAPH_NODE_TYPE_MEMSET)
         use_add(l, fc_memset2d_use(&x->u.set.p));
+    else if (x->type == CU_GRAPH_NODE_TYPE_BATCH_MEM_OP)
+        for (unsigned i = 0; i < x->u.memop.count; i++)
+            use_add(l, fc_memop_use(&x->u.memop.ops[i]));
     else if (x->type == CU_GRAPH_NODE_TYPE_GRAPH)
         for (const struct CUgraphNode_st *c = x->u.child->head; c; c = c->next)
             uses_of(c, l);
@@ -547,8 +556,8 @@ FC_EXPORT CUresult cuGraphUpload_ptsz(CUgraphExec x, CUstream h) { FC_FAULT(cuGr
 
 /* ---- changing an executable graph ----------------------------------------- */
 
-/* Under the graph lock: x's copy of the program's node n, of that type. */
-static struct CUgraphNode_st *exec_node(struct CUgraphExec_st *x, CUgraphNode n, int type)
+/* Under the graph lock. */
+struct CUgraphNode_st *fc_exec_node(struct CUgraphExec_st *x, CUgraphNode n, int type)
 {
     if (!exec_known(x))
         return NULL;
@@ -566,7 +575,7 @@ static CUresult exec_kernel_set(CUgraphExec x, CUgraphNode n, const CUDA_KERNEL_
     if (r != CUDA_SUCCESS)
         return r;
     fc_graph_lock();
-    struct CUgraphNode_st *c = exec_node(x, n, CU_GRAPH_NODE_TYPE_KERNEL);
+    struct CUgraphNode_st *c = fc_exec_node(x, n, CU_GRAPH_NODE_TYPE_KERNEL);
     r = c ? fc_kernel_node_set(c, p) : CUDA_ERROR_INVALID_VALUE;
     fc_graph_unlock();
     return r;
@@ -621,7 +630,7 @@ static CUresult exec_copy_set(CUgraphExec x, CUgraphNode n, const CUDA_MEMCPY3D 
     if (r != CUDA_SUCCESS)
         return r;
     fc_graph_lock();
-    struct CUgraphNode_st *c = exec_node(x, n, CU_GRAPH_NODE_TYPE_MEMCPY);
+    struct CUgraphNode_st *c = fc_exec_node(x, n, CU_GRAPH_NODE_TYPE_MEMCPY);
     r = c && copy_compatible(&c->u.copy.p, p) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
     if (r == CUDA_SUCCESS)
         c->u.copy.p = *p;
@@ -645,7 +654,7 @@ static CUresult exec_set_set(CUgraphExec x, CUgraphNode n, const CUDA_MEMSET_NOD
     if (r != CUDA_SUCCESS)
         return r;
     fc_graph_lock();
-    struct CUgraphNode_st *c = exec_node(x, n, CU_GRAPH_NODE_TYPE_MEMSET);
+    struct CUgraphNode_st *c = fc_exec_node(x, n, CU_GRAPH_NODE_TYPE_MEMSET);
     r = c && set_compatible(&c->u.set.p, p) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
     if (r == CUDA_SUCCESS)
         c->u.set.p = *p;
@@ -666,7 +675,7 @@ static CUresult exec_host_set(CUgraphExec x, CUgraphNode n, const CUDA_HOST_NODE
     if (!p || !p->fn)
         return CUDA_ERROR_INVALID_VALUE;
     fc_graph_lock();
-    struct CUgraphNode_st *c = exec_node(x, n, CU_GRAPH_NODE_TYPE_HOST);
+    struct CUgraphNode_st *c = fc_exec_node(x, n, CU_GRAPH_NODE_TYPE_HOST);
     if (c)
         c->u.host = *p;
     fc_graph_unlock();
@@ -684,7 +693,7 @@ FC_EXPORT CUresult cuGraphNodeSetEnabled(CUgraphExec x, CUgraphNode n, unsigned 
 {
     FC_FAULT(cuGraphNodeSetEnabled);
     fc_graph_lock();
-    struct CUgraphNode_st *c = exec_node(x, n, -1);
+    struct CUgraphNode_st *c = fc_exec_node(x, n, -1);
     bool ok = c && (c->type == CU_GRAPH_NODE_TYPE_KERNEL || c->type == CU_GRAPH_NODE_TYPE_MEMCPY ||
                     c->type == CU_GRAPH_NODE_TYPE_MEMSET);
     if (ok)
@@ -699,7 +708,7 @@ FC_EXPORT CUresult cuGraphNodeGetEnabled(CUgraphExec x, CUgraphNode n, unsigned 
     if (!isEnabled)
         return CUDA_ERROR_INVALID_VALUE;
     fc_graph_lock();
-    struct CUgraphNode_st *c = exec_node(x, n, -1);
+    struct CUgraphNode_st *c = fc_exec_node(x, n, -1);
     bool ok = c && (c->type == CU_GRAPH_NODE_TYPE_KERNEL || c->type == CU_GRAPH_NODE_TYPE_MEMCPY ||
                     c->type == CU_GRAPH_NODE_TYPE_MEMSET);
     if (ok)
@@ -742,6 +751,8 @@ static CUgraphExecUpdateResult compare(struct CUgraph_st *xg, struct CUgraph_st 
             ok = copy_compatible(&a->u.copy.p, &b->u.copy.p);
         else if (a->type == CU_GRAPH_NODE_TYPE_MEMSET)
             ok = set_compatible(&a->u.set.p, &b->u.set.p);
+        else if (a->type == CU_GRAPH_NODE_TYPE_BATCH_MEM_OP)
+            ok = fc_memop_node_compatible(&a->u.memop, &b->u.memop);
         else if (a->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC || a->type == CU_GRAPH_NODE_TYPE_MEM_FREE)
             ok = a->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC ? a->u.alloc.mem == b->u.alloc.mem
                                                           : a->u.free_ptr == b->u.free_ptr;
@@ -802,6 +813,8 @@ static CUresult update(CUgraphExec x, CUgraph g, CUgraphExecUpdateResultInfo *in
             fc_graph_free(n->u.child);
         else if (n->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC)
             fc_gmem_unref(n->u.alloc.mem);
+        else if (n->type == CU_GRAPH_NODE_TYPE_BATCH_MEM_OP)
+            fc_memop_node_free(&n->u.memop);
     }
     free(fresh);
     fc_graph_unlock();
@@ -843,7 +856,7 @@ static CUresult exec_child_set(CUgraphExec x, CUgraphNode n, CUgraph child)
     if (r != CUDA_SUCCESS)
         return r;
     fc_graph_lock();
-    struct CUgraphNode_st *c = exec_node(x, n, CU_GRAPH_NODE_TYPE_GRAPH);
+    struct CUgraphNode_st *c = fc_exec_node(x, n, CU_GRAPH_NODE_TYPE_GRAPH);
     CUgraphNode err_node, err_from;
     struct CUgraph_st *copy = NULL;
     if (!c || (!fc_graph_known(child) && !fc_graph_embedded(child)) ||
@@ -878,7 +891,7 @@ FC_EXPORT CUresult cuGraphExecNodeSetParams(CUgraphExec x, CUgraphNode n, CUgrap
     if (!p || !fc_node_params_clear(p))
         return CUDA_ERROR_INVALID_VALUE;
     fc_graph_lock();
-    struct CUgraphNode_st *c = exec_node(x, n, -1);
+    struct CUgraphNode_st *c = fc_exec_node(x, n, -1);
     bool same = c && c->type == p->type;
     fc_graph_unlock();
     if (!same)
@@ -902,6 +915,10 @@ FC_EXPORT CUresult cuGraphExecNodeSetParams(CUgraphExec x, CUgraphNode n, CUgrap
     }
     case CU_GRAPH_NODE_TYPE_GRAPH:
         return exec_child_set(x, n, p->graph.graph);
+    case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP: {
+        CUDA_BATCH_MEM_OP_NODE_PARAMS m = fc_memop_params_of(p);
+        return cuGraphExecBatchMemOpNodeSetParams(x, n, &m);
+    }
     case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
     case CU_GRAPH_NODE_TYPE_MEM_FREE:
         return CUDA_ERROR_INVALID_VALUE;

@@ -1,15 +1,14 @@
 /* fakecuda: CUDA 12.2's one entry point for adding a node of any type
  * (cuGraphAddNode, and 12.3's _v2 with edge data) and for giving a node new
  * parameters (cuGraphNodeSetParams). Each type is the type's own call
- * (graph.c), so both ways of making a node check and behave alike, as the
- * driver documents them. What fakecuda does not model answers
- * CUDA_ERROR_NOT_SUPPORTED, one of the calls' documented errors: external
- * semaphore and batch memory operation nodes (it has none of their own
- * calls either), new parameters for a conditional node (graph_cond.c has
- * the nodes), a child graph moved into its parent
- * (CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE, CUDA 12.9), and new events for event
- * nodes. Edge data is accepted and ignored, as cuGraphAddDependencies_v2
- * does here. */
+ * (graph.c, graph_memop.c), so both ways of making a node check and
+ * behave alike, as the driver documents them. What fakecuda does not model
+ * answers CUDA_ERROR_NOT_SUPPORTED, one of the calls' documented errors:
+ * external semaphore nodes (it has none of their own calls either), new
+ * parameters for a conditional node (graph_cond.c has the nodes), a child
+ * graph moved into its parent (CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE, CUDA
+ * 12.9), and new events for event nodes. Edge data is accepted and
+ * ignored, as cuGraphAddDependencies_v2 does here. */
 #include <string.h>
 
 #include "tests/fakecuda/internal.h"
@@ -49,6 +48,13 @@ CUDA_MEMSET_NODE_PARAMS fc_memset_params_of(const CUgraphNodeParams *p)
     return (CUDA_MEMSET_NODE_PARAMS){.dst = p->memset.dst, .pitch = p->memset.pitch,
                                      .value = p->memset.value, .elementSize = p->memset.elementSize,
                                      .width = p->memset.width, .height = p->memset.height};
+}
+
+/* CUDA 12.2's _v2 of the parameters: the same fields as the type's own. */
+CUDA_BATCH_MEM_OP_NODE_PARAMS fc_memop_params_of(const CUgraphNodeParams *p)
+{
+    return (CUDA_BATCH_MEM_OP_NODE_PARAMS){.ctx = p->memOp.ctx, .count = p->memOp.count,
+                                           .paramArray = p->memOp.paramArray, .flags = p->memOp.flags};
 }
 
 /* The node, by the type's own call; alloc.dptr is written back. */
@@ -98,6 +104,10 @@ static CUresult add_typed(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, 
         return cuGraphAddMemFreeNode(out, g, deps, ndeps, p->free.dptr);
     case CU_GRAPH_NODE_TYPE_CONDITIONAL:
         return fc_graph_add_conditional(out, g, deps, ndeps, &p->conditional);
+    case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP: {
+        CUDA_BATCH_MEM_OP_NODE_PARAMS m = fc_memop_params_of(p);
+        return cuGraphAddBatchMemOpNode(out, g, deps, ndeps, &m);
+    }
     default:
         return CUDA_ERROR_NOT_SUPPORTED;
     }
@@ -159,6 +169,10 @@ FC_EXPORT CUresult cuGraphNodeSetParams(CUgraphNode n, CUgraphNodeParams *p)
     }
     case CU_GRAPH_NODE_TYPE_EMPTY:
         return CUDA_SUCCESS;
+    case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP: {
+        CUDA_BATCH_MEM_OP_NODE_PARAMS m = fc_memop_params_of(p);
+        return cuGraphBatchMemOpNodeSetParams(n, &m);
+    }
     case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
     case CU_GRAPH_NODE_TYPE_MEM_FREE:
         return CUDA_ERROR_INVALID_VALUE;

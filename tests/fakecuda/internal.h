@@ -375,6 +375,19 @@ struct fc_use fc_memset2d_use(const CUDA_MEMSET_NODE_PARAMS *p);
 /* A 1D copy of n bytes as a CUDA_MEMCPY3D (unified addressing). */
 void fc_copy3d_linear(CUDA_MEMCPY3D *p, uintptr_t dst, uintptr_t src, size_t n);
 
+/* ---- stream memory operations (memops.c), a batch node's too ---- */
+
+/* "Must be less than 256". */
+#define FC_MEMOPS_MAX 256
+/* A batch of count operations checked as cuStreamBatchMemOp checks it:
+ * INVALID_VALUE for a count, address or flags the driver refuses,
+ * NOT_SUPPORTED for an operation fakecuda does not emulate. */
+CUresult fc_memops_check(const CUstreamBatchMemOpParams *ops, unsigned count);
+/* Runs them in order on the calling (stream worker) thread. */
+void fc_memops_run(const CUstreamBatchMemOpParams *ops, unsigned count);
+/* The memory one operation names (none for a flush or a barrier). */
+struct fc_use fc_memop_use(const CUstreamBatchMemOpParams *op);
+
 /* ---- graphs (graph.c, graph_exec.c) ---- */
 
 /* A graph allocation: owned by every graph object that has a node of it
@@ -388,6 +401,13 @@ struct fc_gmem {
     bool live;     /* allocated by a launch and not freed since */
     int inflight;  /* launches queued or running that name it */
     struct fc_gmem *next; /* every graph allocation, for trim */
+};
+
+/* A batch memory operation node's parameters (graph_memop.c). */
+struct fc_memop_node {
+    CUstreamBatchMemOpParams *ops; /* owned, count of them */
+    unsigned count, flags;
+    CUcontext ctx;
 };
 
 struct CUgraphNode_st {
@@ -424,6 +444,7 @@ struct CUgraphNode_st {
             unsigned size;
             struct CUgraph_st **body; /* owned, size of them: phGraph_out */
         } cond;
+        struct fc_memop_node memop;
     } u;
 };
 
@@ -456,6 +477,13 @@ bool fc_graph_has_conditionals(const struct CUgraph_st *g);
 bool fc_node_params_clear(const CUgraphNodeParams *p);
 CUDA_KERNEL_NODE_PARAMS fc_kernel_params_of(const CUgraphNodeParams *p);
 CUDA_MEMSET_NODE_PARAMS fc_memset_params_of(const CUgraphNodeParams *p);
+CUDA_BATCH_MEM_OP_NODE_PARAMS fc_memop_params_of(const CUgraphNodeParams *p);
+/* Batch memory operation nodes (graph_memop.c): a payload's copy and
+ * release, and whether an executable graph's node may take b's operations
+ * in place of a's (what cuGraphExecBatchMemOpNodeSetParams may change). */
+CUresult fc_memop_node_copy(struct fc_memop_node *dst, const struct fc_memop_node *src);
+void fc_memop_node_free(struct fc_memop_node *m);
+bool fc_memop_node_compatible(const struct fc_memop_node *a, const struct fc_memop_node *b);
 
 /* cuGraphAddNode of a conditional node: its bodies made, written to
  * p->phGraph_out (graph.c). */
@@ -471,6 +499,15 @@ void fc_node_free(struct CUgraphNode_st *n);
  * repeated dependency (n is then the caller's), OUT_OF_MEMORY. */
 CUresult fc_graph_add(struct CUgraph_st *g, struct CUgraphNode_st *n,
                       struct CUgraphNode_st *const *deps, size_t ndeps);
+/* What every cuGraphAdd*Node does with the node it built (NULL: out of
+ * memory): the checks, then *out = n, g's; or n freed. Takes the lock. */
+CUresult fc_graph_add_node(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t ndeps,
+                           struct CUgraphNode_st *n);
+/* n if it is a known node of that type, else NULL. */
+struct CUgraphNode_st *fc_node_of(CUgraphNode n, CUgraphNodeType type);
+/* x's copy of the program's node n, of that type (-1: any); NULL if x is
+ * no executable graph or has none. */
+struct CUgraphNode_st *fc_exec_node(struct CUgraphExec_st *x, CUgraphNode n, int type);
 /* A deep copy (nodes, edges, payloads; copies point at their originals). */
 struct CUgraph_st *fc_graph_clone(struct CUgraph_st *g, bool internal);
 /* Copies a node's payload (a kernel's arguments, a child graph). */

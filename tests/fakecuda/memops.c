@@ -6,8 +6,10 @@
  * host memory, aligned to the value's size; a write stores the value in
  * stream order; a wait holds the stream until the condition (GEQ, cyclic
  * on 32 bits; EQ; AND; NOR) holds on the memory. Flags the driver refuses
- * are refused. Not captured: fakecuda has no memory-operation graph node,
- * so on a capturing stream the call fails and invalidates the capture. */
+ * are refused. The same checks and the same running serve batch memory
+ * operation nodes (graph_memop.c). Not captured: on a capturing stream
+ * the call fails and invalidates the capture (a capture into a batch
+ * memory operation node is not modelled). */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -49,21 +51,24 @@ static int wait_done(const struct memop *m)
     }
 }
 
+static void run_one(const struct memop *m)
+{
+    if (m->type == CU_STREAM_MEM_OP_WRITE_VALUE_32)
+        __atomic_store_n((uint32_t *)m->addr, (uint32_t)m->value, __ATOMIC_RELEASE);
+    else if (m->type == CU_STREAM_MEM_OP_WRITE_VALUE_64)
+        __atomic_store_n((uint64_t *)m->addr, m->value, __ATOMIC_RELEASE);
+    else
+        while (!wait_done(m)) {
+            struct timespec ts = {0, 100000};
+            nanosleep(&ts, NULL);
+        }
+}
+
 static void run_batch(void *arg)
 {
     struct memop_batch *b = arg;
-    for (unsigned i = 0; i < b->n; i++) {
-        const struct memop *m = &b->op[i];
-        if (m->type == CU_STREAM_MEM_OP_WRITE_VALUE_32)
-            __atomic_store_n((uint32_t *)m->addr, (uint32_t)m->value, __ATOMIC_RELEASE);
-        else if (m->type == CU_STREAM_MEM_OP_WRITE_VALUE_64)
-            __atomic_store_n((uint64_t *)m->addr, m->value, __ATOMIC_RELEASE);
-        else
-            while (!wait_done(m)) {
-                struct timespec ts = {0, 100000};
-                nanosleep(&ts, NULL);
-            }
-    }
+    for (unsigned i = 0; i < b->n; i++)
+        run_one(&b->op[i]);
     free(b);
 }
 
@@ -77,36 +82,69 @@ static bool addr_ok(uintptr_t a, unsigned width)
     return ok;
 }
 
-/* One operation of the batch, checked: CUDA_ERROR_INVALID_VALUE for what
- * the driver refuses. */
-static CUresult check(const CUstreamBatchMemOpParams *p, struct memop *out)
+/* What one operation does; false for one that names no memory (flushes,
+ * barriers), which fakecuda does not emulate. */
+static bool decode(const CUstreamBatchMemOpParams *p, struct memop *out)
 {
     switch (p->operation) {
     case CU_STREAM_MEM_OP_WAIT_VALUE_32:
     case CU_STREAM_MEM_OP_WAIT_VALUE_64: {
         unsigned w = p->operation == CU_STREAM_MEM_OP_WAIT_VALUE_32 ? 4 : 8;
-        unsigned f = p->waitValue.flags;
-        if ((f & ~(0xfu | CU_STREAM_WAIT_VALUE_FLUSH)) || (f & 0xf) > CU_STREAM_WAIT_VALUE_NOR ||
-            !addr_ok(p->waitValue.address, w))
-            return CUDA_ERROR_INVALID_VALUE;
         *out = (struct memop){p->operation, (void *)p->waitValue.address,
-                              w == 4 ? p->waitValue.value : p->waitValue.value64, f, w};
-        return CUDA_SUCCESS;
+                              w == 4 ? p->waitValue.value : p->waitValue.value64, p->waitValue.flags, w};
+        return true;
     }
     case CU_STREAM_MEM_OP_WRITE_VALUE_32:
     case CU_STREAM_MEM_OP_WRITE_VALUE_64: {
         unsigned w = p->operation == CU_STREAM_MEM_OP_WRITE_VALUE_32 ? 4 : 8;
-        unsigned f = p->writeValue.flags;
-        if ((f & ~(unsigned)CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER) ||
-            !addr_ok(p->writeValue.address, w))
-            return CUDA_ERROR_INVALID_VALUE;
         *out = (struct memop){p->operation, (void *)p->writeValue.address,
-                              w == 4 ? p->writeValue.value : p->writeValue.value64, f, w};
-        return CUDA_SUCCESS;
+                              w == 4 ? p->writeValue.value : p->writeValue.value64, p->writeValue.flags, w};
+        return true;
     }
     default:
-        return CUDA_ERROR_NOT_SUPPORTED; /* flushes, barriers: not emulated */
+        return false;
     }
+}
+
+/* One operation, checked: CUDA_ERROR_INVALID_VALUE for what the driver
+ * refuses. */
+static CUresult check(const CUstreamBatchMemOpParams *p)
+{
+    struct memop m;
+    if (!decode(p, &m))
+        return CUDA_ERROR_NOT_SUPPORTED; /* flushes, barriers: not emulated */
+    bool wait = m.type == CU_STREAM_MEM_OP_WAIT_VALUE_32 || m.type == CU_STREAM_MEM_OP_WAIT_VALUE_64;
+    bool flags_ok = wait ? !(m.flags & ~(0xfu | CU_STREAM_WAIT_VALUE_FLUSH)) &&
+                               (m.flags & 0xf) <= CU_STREAM_WAIT_VALUE_NOR
+                         : !(m.flags & ~(unsigned)CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER);
+    return flags_ok && addr_ok((uintptr_t)m.addr, m.width) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult fc_memops_check(const CUstreamBatchMemOpParams *ops, unsigned count)
+{
+    if (!count || count >= FC_MEMOPS_MAX || !ops)
+        return CUDA_ERROR_INVALID_VALUE; /* "count ... Must be less than 256" */
+    for (unsigned i = 0; i < count; i++) {
+        CUresult r = check(&ops[i]);
+        if (r != CUDA_SUCCESS)
+            return r;
+    }
+    return CUDA_SUCCESS;
+}
+
+void fc_memops_run(const CUstreamBatchMemOpParams *ops, unsigned count)
+{
+    struct memop m;
+    for (unsigned i = 0; i < count; i++)
+        if (decode(&ops[i], &m))
+            run_one(&m);
+}
+
+struct fc_use fc_memop_use(const CUstreamBatchMemOpParams *op)
+{
+    struct memop m;
+    bool named = decode(op, &m);
+    return (struct fc_use){{named ? (uintptr_t)m.addr : 0, 0}, {named ? m.width : 0, 0}};
 }
 
 static CUresult batch(CUstream h, unsigned count, const CUstreamBatchMemOpParams *ops,
@@ -116,17 +154,16 @@ static CUresult batch(CUstream h, unsigned count, const CUstreamBatchMemOpParams
     CUresult r = fc_stream_resolve(h, ptsz, &s);
     if (r != CUDA_SUCCESS)
         return r;
-    if (flags != 0 || !count || count >= 256 || !ops)
-        return CUDA_ERROR_INVALID_VALUE; /* "count ... Must be less than 256" */
+    if (flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((r = fc_memops_check(ops, count)) != CUDA_SUCCESS)
+        return r;
     struct memop_batch *b = malloc(sizeof *b + count * sizeof b->op[0]);
     if (!b)
         return CUDA_ERROR_OUT_OF_MEMORY;
     b->n = count;
     for (unsigned i = 0; i < count; i++)
-        if ((r = check(&ops[i], &b->op[i])) != CUDA_SUCCESS) {
-            free(b);
-            return r;
-        }
+        decode(&ops[i], &b->op[i]);
     bool capturing = false;
     if ((r = fc_capture_enter(s, &capturing)) != CUDA_SUCCESS) {
         free(b);
@@ -138,16 +175,10 @@ static CUresult batch(CUstream h, unsigned count, const CUstreamBatchMemOpParams
     }
     uint64_t seq = fc_stream_enqueue(s, run_batch, b, NULL);
     /* b is the worker's now: the addresses again from ops. */
-    if (fc_check_unmap)
-        for (unsigned i = 0; i < count; i++) {
-            const CUstreamBatchMemOpParams *p = &ops[i];
-            bool w32 = p->operation == CU_STREAM_MEM_OP_WAIT_VALUE_32 ||
-                       p->operation == CU_STREAM_MEM_OP_WRITE_VALUE_32;
-            bool wait = p->operation == CU_STREAM_MEM_OP_WAIT_VALUE_32 ||
-                        p->operation == CU_STREAM_MEM_OP_WAIT_VALUE_64;
-            fc_track_op(s, seq, wait ? p->waitValue.address : p->writeValue.address,
-                        w32 ? 4 : 8, 0, 0);
-        }
+    for (unsigned i = 0; fc_check_unmap && i < count; i++) {
+        struct fc_use u = fc_memop_use(&ops[i]);
+        fc_track_op(s, seq, u.base[0], u.size[0], 0, 0);
+    }
     return CUDA_SUCCESS;
 }
 
