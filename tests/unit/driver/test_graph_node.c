@@ -4,7 +4,11 @@
  * parameters read back with the type's own getter are what was given; a
  * copy or set node that runs past its allocation is refused when it is
  * added or given parameters, by either way of making it (spillway checks
- * the same ranges in its pool before the driver: shim/graph_nodes.c). */
+ * the same ranges in its pool before the driver: shim/graph_nodes.c).
+ * Batch memory operation nodes (CUDA 11.7's own calls and cuGraphAddNode)
+ * write at a launch what they were given, which they copied. */
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -293,6 +297,210 @@ START_TEST(copy_and_set_nodes_past_an_allocation_are_refused)
 }
 END_TEST
 
+/* ---- batch memory operation nodes ------------------------------------------ */
+
+static CUstreamBatchMemOpParams write_op(CUdeviceptr a, uint64_t v, bool wide)
+{
+    CUstreamBatchMemOpParams op;
+    memset(&op, 0, sizeof op);
+    op.writeValue.operation = wide ? CU_STREAM_MEM_OP_WRITE_VALUE_64 : CU_STREAM_MEM_OP_WRITE_VALUE_32;
+    op.writeValue.address = a;
+    if (wide)
+        op.writeValue.value64 = v;
+    else
+        op.writeValue.value = (cuuint32_t)v;
+    return op;
+}
+
+/* The 32-bit word at p and the 64-bit one at p + 8. */
+static void expect_written(CUdeviceptr p, uint32_t w32, uint64_t w64)
+{
+    unsigned char back[16];
+    CU_OK(cuMemcpyDtoH(back, p, sizeof back));
+    uint32_t got32;
+    uint64_t got64;
+    memcpy(&got32, back, 4);
+    memcpy(&got64, back + 8, 8);
+    ck_assert_uint_eq(got32, w32);
+    ck_assert_uint_eq(got64, w64);
+}
+
+static void launch_and_wait(CUgraph g, CUstream s)
+{
+    CUgraphExec x;
+    CU_OK(cuGraphInstantiate(&x, g, 0));
+    CU_OK(cuGraphLaunch(x, s));
+    CU_OK(cuStreamSynchronize(s));
+    CU_OK(cuGraphExecDestroy(x));
+}
+
+/* A 32- and a 64-bit write into cuMemAlloc memory: "the paramArray inside
+ * nodeParams is copied" (the caller's array changed after the call changes
+ * nothing), the getter's array is the node's own, the launch writes both
+ * values; new parameters by cuGraphBatchMemOpNodeSetParams, and by
+ * cuGraphExecBatchMemOpNodeSetParams ("addresses ... values" of writes may
+ * change there; the graph's node stays as it was). 64-bit operations where
+ * the device has them (CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS). */
+START_TEST(batch_memop_node_writes_its_values)
+{
+    int wide = 0;
+    CU_OK(cuDeviceGetAttribute(&wide, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, 0));
+    printf("batch_memop_node: 64-bit memory operations %s\n", wide ? "supported" : "not supported: 32-bit only");
+    const uint64_t v64 = wide ? 0x0123456789abcdefull : 0;
+    CUdeviceptr p, q;
+    CU_OK(cuMemAlloc(&p, 64));
+    CU_OK(cuMemAlloc(&q, 64));
+    CU_OK(cuMemsetD8(p, 0, 64));
+    CU_OK(cuMemsetD8(q, 0, 64));
+    CUstreamBatchMemOpParams ops[2] = {write_op(p, 0xa5a5a5a5u, false), write_op(p + 8, v64, true)};
+    CUDA_BATCH_MEM_OP_NODE_PARAMS np = {.ctx = test_ctx, .count = wide ? 2 : 1, .paramArray = ops, .flags = 0};
+    CUgraph g;
+    CUgraphNode node;
+    CU_OK(cuGraphCreate(&g, 0));
+    CU_OK(cuGraphAddBatchMemOpNode(&node, g, NULL, 0, &np));
+    ops[0].writeValue.value = 1; /* copied: the node keeps what it was given */
+    CUgraphNodeType t;
+    CU_OK(cuGraphNodeGetType(node, &t));
+    ck_assert_int_eq(t, CU_GRAPH_NODE_TYPE_BATCH_MEM_OP);
+    CUDA_BATCH_MEM_OP_NODE_PARAMS got;
+    memset(&got, 0, sizeof got);
+    CU_OK(cuGraphBatchMemOpNodeGetParams(node, &got));
+    ck_assert_ptr_eq(got.ctx, test_ctx);
+    ck_assert_uint_eq(got.count, np.count);
+    ck_assert_ptr_nonnull(got.paramArray);
+    ck_assert_ptr_ne(got.paramArray, ops);
+    ck_assert_int_eq(got.paramArray[0].operation, CU_STREAM_MEM_OP_WRITE_VALUE_32);
+    ck_assert_uint_eq(got.paramArray[0].writeValue.address, p);
+    ck_assert_uint_eq(got.paramArray[0].writeValue.value, 0xa5a5a5a5u);
+    if (wide) {
+        ck_assert_int_eq(got.paramArray[1].operation, CU_STREAM_MEM_OP_WRITE_VALUE_64);
+        ck_assert_uint_eq(got.paramArray[1].writeValue.address, p + 8);
+        ck_assert_uint_eq(got.paramArray[1].writeValue.value64, v64);
+    }
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    launch_and_wait(g, s);
+    expect_written(p, 0xa5a5a5a5u, v64);
+
+    /* New values for the graph's node: the next instantiation writes them. */
+    ops[0].writeValue.value = 0x5a5a5a5au;
+    ops[1].writeValue.value64 = wide ? ~v64 : 0;
+    CU_OK(cuGraphBatchMemOpNodeSetParams(node, &np));
+    CU_OK(cuGraphBatchMemOpNodeGetParams(node, &got));
+    ck_assert_uint_eq(got.paramArray[0].writeValue.value, 0x5a5a5a5au);
+    CUgraphExec x;
+    CU_OK(cuGraphInstantiate(&x, g, 0));
+    CU_OK(cuGraphLaunch(x, s));
+    CU_OK(cuStreamSynchronize(s));
+    expect_written(p, 0x5a5a5a5au, wide ? ~v64 : 0);
+
+    /* The executable graph's node pointed at q: its launches write there. */
+    CUstreamBatchMemOpParams to_q[2] = {write_op(q, 7, false), write_op(q + 8, wide ? 8 : 0, true)};
+    CUDA_BATCH_MEM_OP_NODE_PARAMS nq = np;
+    nq.paramArray = to_q;
+    CU_OK(cuGraphExecBatchMemOpNodeSetParams(x, node, &nq));
+    CU_OK(cuMemsetD8(p, 0, 64));
+    CU_OK(cuGraphLaunch(x, s));
+    CU_OK(cuStreamSynchronize(s));
+    expect_written(q, 7, wide ? 8 : 0);
+    expect_written(p, 0, 0);
+    CU_OK(cuGraphBatchMemOpNodeGetParams(node, &got));
+    ck_assert_uint_eq(got.paramArray[0].writeValue.address, p);
+
+    /* A clone's node has the operations, in an array of its own. */
+    CUgraph c;
+    CUgraphNode cn;
+    CU_OK(cuGraphClone(&c, g));
+    CU_OK(cuGraphNodeFindInClone(&cn, node, c));
+    CUDA_BATCH_MEM_OP_NODE_PARAMS cg;
+    CU_OK(cuGraphBatchMemOpNodeGetParams(cn, &cg));
+    CU_OK(cuGraphBatchMemOpNodeGetParams(node, &got));
+    ck_assert_uint_eq(cg.count, got.count);
+    ck_assert_ptr_ne(cg.paramArray, got.paramArray);
+    ck_assert_uint_eq(cg.paramArray[0].writeValue.value, 0x5a5a5a5au);
+    CU_OK(cuGraphDestroy(c));
+
+    CU_OK(cuGraphExecDestroy(x));
+    CU_OK(cuGraphDestroy(g));
+    CU_OK(cuStreamDestroy(s));
+    CU_OK(cuMemFree(p));
+    CU_OK(cuMemFree(q));
+}
+END_TEST
+
+/* The same node through cuGraphAddNode and cuGraphNodeSetParams, and the
+ * batch's order at a launch ("enqueued in the order they appear in the
+ * array"): a wait on a host flag holds the write after it until the host
+ * sets the flag. What the driver answers for an operation on pageable host
+ * memory, and for a node of 256 operations (a stream batch "must be less
+ * than 256"), is printed, not asserted: the reference states neither for
+ * a node (tests/gpu/README.md). */
+START_TEST(batch_memop_node_through_cuGraphAddNode)
+{
+    CUdeviceptr p;
+    CU_OK(cuMemAlloc(&p, 64));
+    CU_OK(cuMemsetD8(p, 0, 64));
+    struct flag f;
+    flag_new(&f);
+    CUstreamBatchMemOpParams ops[2];
+    memset(ops, 0, sizeof ops);
+    ops[0].waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_32;
+    ops[0].waitValue.address = f.dev;
+    ops[0].waitValue.value = 1;
+    ops[0].waitValue.flags = CU_STREAM_WAIT_VALUE_GEQ;
+    ops[1] = write_op(p, 0x600d, false);
+    CUgraphNodeParams np;
+    memset(&np, 0, sizeof np);
+    np.type = CU_GRAPH_NODE_TYPE_BATCH_MEM_OP;
+    np.memOp.ctx = test_ctx;
+    np.memOp.count = 2;
+    np.memOp.paramArray = ops;
+    CUgraph g;
+    CUgraphNode node;
+    CU_OK(cuGraphCreate(&g, 0));
+    CU_OK(cuGraphAddNode(&node, g, NULL, NULL, 0, &np));
+    CUgraphNodeType t;
+    CU_OK(cuGraphNodeGetType(node, &t));
+    ck_assert_int_eq(t, CU_GRAPH_NODE_TYPE_BATCH_MEM_OP);
+    ops[1].writeValue.value = 0x600e;
+    CU_OK(cuGraphNodeSetParams(node, &np));
+    CUDA_BATCH_MEM_OP_NODE_PARAMS got;
+    CU_OK(cuGraphBatchMemOpNodeGetParams(node, &got));
+    ck_assert_uint_eq(got.count, 2);
+    ck_assert_int_eq(got.paramArray[0].operation, CU_STREAM_MEM_OP_WAIT_VALUE_32);
+    ck_assert_uint_eq(got.paramArray[1].writeValue.value, 0x600e);
+
+    CUgraphExec x;
+    CUstream s;
+    CU_OK(cuGraphInstantiate(&x, g, 0));
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CU_OK(cuGraphLaunch(x, s));
+    expect_stream_pending(s);
+    expect_u32(p, 0, 1);
+    flag_release(&f);
+    CU_OK(cuStreamSynchronize(s));
+    expect_u32(p, 0x600e, 1);
+
+    static char pageable[64];
+    CUstreamBatchMemOpParams host_op = write_op((CUdeviceptr)(uintptr_t)pageable, 1, false);
+    CUDA_BATCH_MEM_OP_NODE_PARAMS hp = {.ctx = test_ctx, .count = 1, .paramArray = &host_op};
+    CUgraphNode other;
+    printf("batch_memop_node: an operation on pageable host memory: %d\n",
+           (int)cuGraphAddBatchMemOpNode(&other, g, NULL, 0, &hp));
+    CUstreamBatchMemOpParams many[256];
+    for (int i = 0; i < 256; i++)
+        many[i] = write_op(p, (uint64_t)i, false);
+    CUDA_BATCH_MEM_OP_NODE_PARAMS mp = {.ctx = test_ctx, .count = 256, .paramArray = many};
+    printf("batch_memop_node: a node of 256 operations: %d\n", (int)cuGraphAddBatchMemOpNode(&other, g, NULL, 0, &mp));
+
+    CU_OK(cuGraphExecDestroy(x));
+    CU_OK(cuGraphDestroy(g));
+    CU_OK(cuStreamDestroy(s));
+    CU_OK(cuMemFreeHost((void *)f.host));
+    CU_OK(cuMemFree(p));
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("driver_graph_node");
@@ -302,6 +510,8 @@ Suite *test_suite(void)
     tcase_add_test(tc, every_type_through_cuGraphAddNode);
     tcase_add_test(tc, allocation_nodes_through_cuGraphAddNode);
     tcase_add_test(tc, copy_and_set_nodes_past_an_allocation_are_refused);
+    tcase_add_test(tc, batch_memop_node_writes_its_values);
+    tcase_add_test(tc, batch_memop_node_through_cuGraphAddNode);
     suite_add_tcase(s, tc);
     return s;
 }
