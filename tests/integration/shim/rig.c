@@ -184,3 +184,12 @@ size_t rig_resident(CUdeviceptr p, size_t bytes, int dev)
     }
     return n;
 }
+
+void rig_squeeze(size_t bytes)
+{
+    CUdeviceptr x = 0;
+    CU_OK(cuMemAlloc(&x, bytes));
+    CU_OK(cuMemsetD32(x, 0x33333333u, bytes / 4));
+    CU_OK(cuMemFree(x));
+    CU_OK(cuCtxSynchronize());
+}

@@ -57,4 +57,8 @@ CUfunction rig_kernel(const char *name);
 /* Bytes of [p, p + bytes) whose pages live in device memory of dev (the
  * rest on the host), page by page as fakecuda maps them. */
 size_t rig_resident(CUdeviceptr p, size_t bytes, int dev);
+/* Makes room for nothing but a buffer of bytes on the current device:
+ * every other buffer spills, then it is freed and the program syncs (a
+ * sync point: its pages are free again). */
+void rig_squeeze(size_t bytes);
 #endif

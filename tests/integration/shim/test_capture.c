@@ -240,18 +240,6 @@ END_TEST
 
 #define REPLAYS 100
 
-/* Makes room for nothing but what it holds: every other buffer of the
- * device spills, then it is freed and the program syncs (a sync point: its
- * pages are free again). */
-static void squeeze(size_t bytes)
-{
-    CUdeviceptr x = 0;
-    CU_OK(cuMemAlloc(&x, bytes));
-    CU_OK(cuMemsetD32(x, 0x33333333u, bytes / 4));
-    CU_OK(cuMemFree(x));
-    CU_OK(cuCtxSynchronize());
-}
-
 typedef CUresult (*instantiate_fn)(CUgraphExec *, CUgraph, unsigned long long);
 
 /* The graph a replay test captures: half the buffers (20 MiB), and a
@@ -281,7 +269,7 @@ static void replay_under_pressure(instantiate_fn inst, int replays)
     uint64_t fills = rig_pool(0).fill_events;
     size_t away = 0;
     for (int r = 0; r < replays; r++) {
-        squeeze(LIMIT - REPLAY_ROOM);
+        rig_squeeze(LIMIT - REPLAY_ROOM);
         for (int i = 0; i < b.n; i++)
             away += BUF - rig_resident(b.d[i], BUF, 0);
         CU_OK(cuGraphLaunch(e, s));
@@ -348,7 +336,7 @@ START_TEST(exec_set_params_fills_the_new_buffer)
     CUstream s;
     CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     for (int r = 0; r < 10; r++) {
-        squeeze(LIMIT - 2 * MiB);
+        rig_squeeze(LIMIT - 2 * MiB);
         ck_assert_uint_lt(rig_resident(c, BUF, 0), BUF);
         CU_OK(cuGraphLaunch(e, s));
         CU_OK(cuStreamSynchronize(s));
@@ -576,7 +564,7 @@ START_TEST(every_way_of_naming_a_buffer_fills_it_at_replay)
         one_node_make(&gc, w->kind, step, c);
         CUgraphExec e = exec_naming(w, &ga, &gc, s);
         for (int r = 0; r < 3; r++) {
-            squeeze(LIMIT - 2 * MiB);
+            rig_squeeze(LIMIT - 2 * MiB);
             ck_assert_msg(rig_resident(c, BUF, 0) < BUF, "%s: nothing spilled", w->name);
             CU_OK(cuGraphLaunch(e, s));
             CU_OK(cuStreamSynchronize(s));
@@ -814,7 +802,7 @@ START_TEST(a_while_loops_buffer_is_filled_back_at_replay)
     uint32_t *want = rig_expected(BUF, 610);
     for (int r = 0; r < 3; r++) {
         *counter = 0;
-        squeeze(LIMIT - 2 * MiB);
+        rig_squeeze(LIMIT - 2 * MiB);
         ck_assert_msg(rig_resident(b, BUF, 0) < BUF, "replay %d: nothing spilled", r);
         CU_OK(cuGraphLaunch(e, s));
         CU_OK(cuStreamSynchronize(s));
@@ -913,7 +901,7 @@ START_TEST(a_body_filled_by_a_capture_is_read)
     ck_assert_ptr_eq(got, body[0]);
     CUgraphExec e;
     CU_OK(cuGraphInstantiateWithFlags(&e, g, 0));
-    squeeze(LIMIT - 2 * MiB);
+    rig_squeeze(LIMIT - 2 * MiB);
     ck_assert_uint_lt(rig_resident(c, BUF, 0), BUF);
     CU_OK(cuGraphLaunch(e, s));
     CU_OK(cuStreamSynchronize(s));
