@@ -1,7 +1,8 @@
-/* The ranges a copy descriptor or a set names in pool memory, checked
- * outside a submission (copy2d.c, as its handlers check theirs): for graph
- * nodes, which the driver checks when they are added or given parameters
- * and then runs unchecked at every launch (graph_nodes.c, graphs.c). */
+/* The ranges a copy descriptor, a set or a stream memory operation names
+ * in pool memory, checked outside a submission (copy2d.c, as its handlers
+ * check theirs): for graph nodes, which the driver checks when they are
+ * added or given parameters and then runs unchecked at every launch
+ * (graph_nodes.c, graphs.c). */
 #ifndef SPILLWAY_SHIM_COPY_RANGE_H
 #define SPILLWAY_SHIM_COPY_RANGE_H
 #include <cuda.h>
@@ -20,7 +21,12 @@ CUresult spw_set2d_range_check(CUdeviceptr dst, size_t pitch, size_t width, size
 /* The same for a memset node's parameters (NULL: CUDA_SUCCESS). */
 CUresult spw_memset_node_range_check(const CUDA_MEMSET_NODE_PARAMS *p);
 
-/* The same for a copy or set node given by CUDA 12.2's parameters of any
- * type (NULL or another type: CUDA_SUCCESS). */
+/* The same for the values of count stream memory operations (a batch
+ * memory operation node's; ops NULL: CUDA_SUCCESS), 4 or 8 bytes each
+ * (spw_memop_sides, gate_use.h). */
+CUresult spw_memops_range_check(const CUstreamBatchMemOpParams *ops, unsigned count);
+
+/* The same for a copy, set or batch memory operation node given by CUDA
+ * 12.2's parameters of any type (NULL or another type: CUDA_SUCCESS). */
 CUresult spw_node_params_range_check(const CUgraphNodeParams *p);
 #endif

@@ -99,6 +99,7 @@ int spw_driver_vmm(int dev);
     X(cuGraphMemsetNodeGetParams, CUresult (*)(CUgraphNode, CUDA_MEMSET_NODE_PARAMS *))    \
     X(cuGraphChildGraphNodeGetGraph, CUresult (*)(CUgraphNode, CUgraph *))                 \
     X(cuGraphMemAllocNodeGetParams, CUresult (*)(CUgraphNode, CUDA_MEM_ALLOC_NODE_PARAMS *)) \
+    X(cuGraphBatchMemOpNodeGetParams, CUresult (*)(CUgraphNode, CUDA_BATCH_MEM_OP_NODE_PARAMS *)) \
     X(cuDeviceGetGraphMemAttribute, CUresult (*)(CUdevice, CUgraphMem_attribute, void *))  \
     X(cuDeviceGraphMemTrim, CUresult (*)(CUdevice))                                        \
     X(cuFuncGetParamInfo, CUresult (*)(CUfunction, size_t, size_t *, size_t *))           \

@@ -183,6 +183,42 @@ static inline void spw_side(spw_sides *s, CUdeviceptr p)
     spw_side_range(s, p, 0);
 }
 
+/* The memory a stream memory operation names: *addr, and the 4 or 8 bytes
+ * of its value there; 0 for one that names none (a flush, a barrier). */
+static inline size_t spw_memop_reach(const CUstreamBatchMemOpParams *op, CUdeviceptr *addr)
+{
+    switch (op->operation) {
+    case CU_STREAM_MEM_OP_WAIT_VALUE_32:
+    case CU_STREAM_MEM_OP_WAIT_VALUE_64:
+        *addr = op->waitValue.address;
+        return op->operation == CU_STREAM_MEM_OP_WAIT_VALUE_32 ? 4 : 8;
+    case CU_STREAM_MEM_OP_WRITE_VALUE_32:
+    case CU_STREAM_MEM_OP_WRITE_VALUE_64:
+        *addr = op->writeValue.address;
+        return op->operation == CU_STREAM_MEM_OP_WRITE_VALUE_32 ? 4 : 8;
+    default:
+        *addr = 0;
+        return 0;
+    }
+}
+
+/* The sides of n stream memory operations (cuStreamBatchMemOp, or a batch
+ * memory operation node's, which cuda.h sends to it "for what these nodes
+ * can do"): each value's range is checked as a copy's (a write to a freed
+ * pool allocation would land in whatever the pool put there since). A
+ * count of 256 or more the driver refuses ("must be less than 256"): such
+ * an array is not read at all. */
+#define SPW_MEMOPS_MAX 256
+static inline void spw_memop_sides(spw_sides *s, const CUstreamBatchMemOpParams *ops, unsigned n)
+{
+    for (unsigned i = 0; ops && n < SPW_MEMOPS_MAX && i < n; i++) {
+        CUdeviceptr a;
+        size_t bytes = spw_memop_reach(&ops[i], &a);
+        if (bytes)
+            spw_side_range(s, a, bytes);
+    }
+}
+
 /* Touches and fills back the sides of work queued on stream (NULL for a
  * synchronous call); returns the devices for the bracket (the stream's, as
  * spw_gate_devices_on, and the sides'). */

@@ -5,9 +5,10 @@
  *
  * Recorded at instantiation from the graph's nodes (kernel parameters read
  * back with cuGraphKernelNodeGetParams and scanned like a launch's, copy
- * and set operands, child graphs), again at cuGraphExecUpdate, and added to
- * at cuGraphExec(Kernel|Memcpy|Memset|ChildGraph)NodeSetParams and
- * cuGraphExecNodeSetParams; forgotten at cuGraphExecDestroy.
+ * and set operands, the addresses of batch memory operations, child
+ * graphs), again at cuGraphExecUpdate, and added to at
+ * cuGraphExec(Kernel|Memcpy|Memset|ChildGraph|BatchMemOp)NodeSetParams
+ * and cuGraphExecNodeSetParams; forgotten at cuGraphExecDestroy.
  * Graphs that PyTorch and XLA capture from streams are instantiated like
  * any other. Only pointers into spillway's memory are kept, each once. */
 #include "shim/copy_range.h"
@@ -114,6 +115,15 @@ static void add_kernel(struct exec_ptrs *x, const CUDA_KERNEL_NODE_PARAMS *k)
     spw_param_scan(f, k->kernelParams, k->extra, add, x);
 }
 
+static void add_memops(struct exec_ptrs *x, const CUstreamBatchMemOpParams *ops, unsigned n)
+{
+    for (unsigned i = 0; ops && i < n; i++) {
+        CUdeviceptr a;
+        if (spw_memop_reach(&ops[i], &a))
+            add(x, a);
+    }
+}
+
 static void visit_node(CUgraphNode node, CUgraphNodeType t, void *arg)
 {
     struct exec_ptrs *x = arg;
@@ -129,6 +139,10 @@ static void visit_node(CUgraphNode node, CUgraphNodeType t, void *arg)
         CUDA_MEMSET_NODE_PARAMS m;
         if (spw_drv.cuGraphMemsetNodeGetParams(node, &m) == CUDA_SUCCESS)
             add(x, m.dst);
+    } else if (t == CU_GRAPH_NODE_TYPE_BATCH_MEM_OP && spw_drv.cuGraphBatchMemOpNodeGetParams) {
+        CUDA_BATCH_MEM_OP_NODE_PARAMS m;
+        if (spw_drv.cuGraphBatchMemOpNodeGetParams(node, &m) == CUDA_SUCCESS)
+            add_memops(x, m.paramArray, m.count);
     } else if (t == CU_GRAPH_NODE_TYPE_MEM_ALLOC && spw_drv.cuGraphMemAllocNodeGetParams) {
         CUDA_MEM_ALLOC_NODE_PARAMS a;
         if (spw_drv.cuGraphMemAllocNodeGetParams(node, &a) == CUDA_SUCCESS &&
@@ -442,23 +456,33 @@ CUresult spw_h_graph_exec_update_v1(CUgraphExec hGraphExec, CUgraph hGraph, CUgr
 
 /* A node of e given new operands: they are the graph's too (the old ones
  * stay listed until the next instantiate or update: touched for nothing,
- * never wrong). One of k, c, dst or child (a child graph node's new graph,
- * whose nodes are read as at instantiation). */
-static void add_to(CUgraphExec e, const CUDA_KERNEL_NODE_PARAMS *k, const CUDA_MEMCPY3D *c,
-                   CUdeviceptr dst, CUgraph child)
+ * never wrong). One of k, c, dst, child (a child graph node's new graph,
+ * whose nodes are read as at instantiation) or nops operations. */
+struct operands {
+    const CUDA_KERNEL_NODE_PARAMS *k;
+    const CUDA_MEMCPY3D *c;
+    CUdeviceptr dst;
+    CUgraph child;
+    const CUstreamBatchMemOpParams *ops;
+    unsigned nops;
+};
+
+static void add_to(CUgraphExec e, struct operands o)
 {
     if (spw_disabled() || !spw_pool_policy())
         return;
     pthread_mutex_lock(&lock);
     struct exec_ptrs *x = find(e, true);
-    if (x && k)
-        add_kernel(x, k);
-    else if (x && c)
-        add_copy(x, c);
-    else if (x && dst)
-        add(x, dst);
-    else if (x && child)
-        collect(x, child, 1);
+    if (x && o.k)
+        add_kernel(x, o.k);
+    else if (x && o.c)
+        add_copy(x, o.c);
+    else if (x && o.dst)
+        add(x, o.dst);
+    else if (x && o.child)
+        collect(x, o.child, 1);
+    else if (x)
+        add_memops(x, o.ops, o.nops);
     pthread_mutex_unlock(&lock);
 }
 
@@ -468,7 +492,7 @@ CUresult spw_h_graph_exec_kernel_node_set_params(CUgraphExec hGraphExec, CUgraph
     SPW_REAL_OR_RETURN(real, spw_h_graph_exec_kernel_node_set_params);
     CUresult r = real(hGraphExec, hNode, nodeParams);
     if (r == CUDA_SUCCESS && nodeParams)
-        add_to(hGraphExec, nodeParams, NULL, 0, NULL);
+        add_to(hGraphExec, (struct operands){.k = nodeParams});
     return r;
 }
 
@@ -485,7 +509,7 @@ CUresult spw_h_graph_exec_kernel_node_set_params_v1(CUgraphExec hGraphExec, CUgr
             .blockDimX = nodeParams->blockDimX, .blockDimY = nodeParams->blockDimY,
             .blockDimZ = nodeParams->blockDimZ, .sharedMemBytes = nodeParams->sharedMemBytes,
             .kernelParams = nodeParams->kernelParams, .extra = nodeParams->extra};
-        add_to(hGraphExec, &k, NULL, 0, NULL);
+        add_to(hGraphExec, (struct operands){.k = &k});
     }
     return r;
 }
@@ -499,7 +523,7 @@ CUresult spw_h_graph_exec_memcpy_node_set_params(CUgraphExec hGraphExec, CUgraph
         return r;
     r = real(hGraphExec, hNode, copyParams, ctx);
     if (r == CUDA_SUCCESS && copyParams)
-        add_to(hGraphExec, NULL, copyParams, 0, NULL);
+        add_to(hGraphExec, (struct operands){.c = copyParams});
     return r;
 }
 
@@ -513,7 +537,21 @@ CUresult spw_h_graph_exec_memset_node_set_params(CUgraphExec hGraphExec, CUgraph
         return r;
     r = real(hGraphExec, hNode, memsetParams, ctx);
     if (r == CUDA_SUCCESS && memsetParams)
-        add_to(hGraphExec, NULL, NULL, memsetParams->dst, NULL);
+        add_to(hGraphExec, (struct operands){.dst = memsetParams->dst});
+    return r;
+}
+
+/* Its operations' ranges checked first, as the graph's node's were. */
+CUresult spw_h_graph_exec_batch_mem_op_node_set_params(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                                       const CUDA_BATCH_MEM_OP_NODE_PARAMS *nodeParams)
+{
+    SPW_REAL_OR_RETURN(real, spw_h_graph_exec_batch_mem_op_node_set_params);
+    CUresult r = nodeParams ? spw_memops_range_check(nodeParams->paramArray, nodeParams->count) : CUDA_SUCCESS;
+    if (r != CUDA_SUCCESS)
+        return r;
+    r = real(hGraphExec, hNode, nodeParams);
+    if (r == CUDA_SUCCESS && nodeParams)
+        add_to(hGraphExec, (struct operands){.ops = nodeParams->paramArray, .nops = nodeParams->count});
     return r;
 }
 
@@ -526,11 +564,12 @@ CUresult spw_h_graph_exec_child_graph_node_set_params(CUgraphExec hGraphExec, CU
     SPW_REAL_OR_RETURN(real, spw_h_graph_exec_child_graph_node_set_params);
     CUresult r = real(hGraphExec, hNode, childGraph);
     if (r == CUDA_SUCCESS && childGraph)
-        add_to(hGraphExec, NULL, NULL, 0, childGraph);
+        add_to(hGraphExec, (struct operands){.child = childGraph});
     return r;
 }
 
-/* The ranges of a copy or set node's new parameters (copy_range.h). */
+/* The ranges of a copy, set or batch memory operation node's new
+ * parameters (copy_range.h). */
 CUresult spw_h_graph_exec_node_set_params(CUgraphExec hGraphExec, CUgraphNode hNode,
                                           CUgraphNodeParams *nodeParams)
 {
@@ -542,18 +581,18 @@ CUresult spw_h_graph_exec_node_set_params(CUgraphExec hGraphExec, CUgraphNode hN
     if (r != CUDA_SUCCESS || !nodeParams)
         return r;
     if (nodeParams->type == CU_GRAPH_NODE_TYPE_KERNEL) {
-        CUDA_KERNEL_NODE_PARAMS k = {0};
-        k.func = nodeParams->kernel.func;
-        k.kernelParams = nodeParams->kernel.kernelParams;
-        k.extra = nodeParams->kernel.extra;
-        k.kern = nodeParams->kernel.kern;
-        add_to(hGraphExec, &k, NULL, 0, NULL);
+        CUDA_KERNEL_NODE_PARAMS k = {.func = nodeParams->kernel.func, .kernelParams = nodeParams->kernel.kernelParams,
+                                     .extra = nodeParams->kernel.extra, .kern = nodeParams->kernel.kern};
+        add_to(hGraphExec, (struct operands){.k = &k});
     } else if (nodeParams->type == CU_GRAPH_NODE_TYPE_MEMCPY) {
-        add_to(hGraphExec, NULL, &nodeParams->memcpy.copyParams, 0, NULL);
+        add_to(hGraphExec, (struct operands){.c = &nodeParams->memcpy.copyParams});
     } else if (nodeParams->type == CU_GRAPH_NODE_TYPE_MEMSET) {
-        add_to(hGraphExec, NULL, NULL, nodeParams->memset.dst, NULL);
+        add_to(hGraphExec, (struct operands){.dst = nodeParams->memset.dst});
     } else if (nodeParams->type == CU_GRAPH_NODE_TYPE_GRAPH && nodeParams->graph.graph) {
-        add_to(hGraphExec, NULL, NULL, 0, nodeParams->graph.graph);
+        add_to(hGraphExec, (struct operands){.child = nodeParams->graph.graph});
+    } else if (nodeParams->type == CU_GRAPH_NODE_TYPE_BATCH_MEM_OP) {
+        add_to(hGraphExec,
+               (struct operands){.ops = nodeParams->memOp.paramArray, .nops = nodeParams->memOp.count});
     }
     return r;
 }

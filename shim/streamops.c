@@ -4,35 +4,11 @@
  * batches (cuMemBatchDecompressAsync), each also as its per-thread
  * variant: ordered work, gated like every submission (gate_use.h), so
  * that a move never remaps a page between its submission and the sync
- * that covers it. */
+ * that covers it. A memory operation's value has its range checked as a
+ * copy's (spw_memop_sides, which batch memory operation graph nodes
+ * share: graph_nodes.c). */
 #include "shim/gate_use.h"
 #include "shim/handler.h"
-
-/* Each operation's value, of 4 or 8 bytes at its address: its range is
- * checked as a copy's (a write to a freed pool allocation would land in
- * whatever the pool put there since). A count of 256 or more the driver
- * refuses ("must be less than 256"): the array is not read past what a
- * batch may hold. */
-#define MEMOPS_MAX 256
-static void memop_sides(spw_sides *s, const CUstreamBatchMemOpParams *ops, unsigned n)
-{
-    for (unsigned i = 0; ops && n < MEMOPS_MAX && i < n; i++) {
-        switch (ops[i].operation) {
-        case CU_STREAM_MEM_OP_WAIT_VALUE_32:
-        case CU_STREAM_MEM_OP_WAIT_VALUE_64:
-            spw_side_range(s, ops[i].waitValue.address,
-                           ops[i].operation == CU_STREAM_MEM_OP_WAIT_VALUE_32 ? 4 : 8);
-            break;
-        case CU_STREAM_MEM_OP_WRITE_VALUE_32:
-        case CU_STREAM_MEM_OP_WRITE_VALUE_64:
-            spw_side_range(s, ops[i].writeValue.address,
-                           ops[i].operation == CU_STREAM_MEM_OP_WRITE_VALUE_32 ? 4 : 8);
-            break;
-        default:
-            break;
-        }
-    }
-}
 
 /* The five, for each ABI (hooks.def): CUDA 11.7's _v2 (no handler suffix)
  * and CUDA 8/9's (_v1), which take the same arguments and name the same
@@ -53,7 +29,7 @@ static void memop_sides(spw_sides *s, const CUstreamBatchMemOpParams *ops, unsig
     SPW_SIDES_HANDLERS(spw_h_stream_batch_mem_op##sfx,                                       \
                        (CUstream stream, unsigned int count, CUstreamBatchMemOpParams *paramArray, \
                         unsigned int flags),                                                 \
-                       (stream, count, paramArray, flags), stream, memop_sides(s, paramArray, count))
+                       (stream, count, paramArray, flags), stream, spw_memop_sides(s, paramArray, count))
 
 MEMOP_HANDLERS()
 MEMOP_HANDLERS(_v1)

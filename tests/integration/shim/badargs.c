@@ -1113,6 +1113,97 @@ static void graph_nodes(void)
     OK(cuGraphDestroy(g));
 }
 
+/* Batch memory operation nodes: each operation's value checked against
+ * the pool allocation it names, as a stream batch's, when the node is
+ * added or given parameters. odd ends 3 bytes past a multiple of 8: a 32-
+ * or 64-bit value at odd + 4096 runs past it. */
+static CUstreamBatchMemOpParams memop(CUstreamBatchMemOpType t, CUdeviceptr a)
+{
+    CUstreamBatchMemOpParams op = {.writeValue = {.operation = t, .address = a, .value = 0x5a}};
+    return op;
+}
+
+/* A node's parameters of one write to memory freed just now (just_freed). */
+static CUDA_BATCH_MEM_OP_NODE_PARAMS *freed_memop(void)
+{
+    static CUstreamBatchMemOpParams op;
+    static CUDA_BATCH_MEM_OP_NODE_PARAMS p;
+    op = memop(CU_STREAM_MEM_OP_WRITE_VALUE_32, just_freed());
+    p = (CUDA_BATCH_MEM_OP_NODE_PARAMS){.ctx = ctx, .count = 1, .paramArray = &op};
+    return &p;
+}
+
+static CUgraphNodeParams memop_node(const CUDA_BATCH_MEM_OP_NODE_PARAMS *p)
+{
+    return (CUgraphNodeParams){.type = CU_GRAPH_NODE_TYPE_BATCH_MEM_OP,
+                               .memOp = {.ctx = p->ctx, .count = p->count, .paramArray = p->paramArray}};
+}
+
+/* The same as CUDA 12.2's parameters. */
+static CUgraphNodeParams *freed_memop_node(void)
+{
+    static CUgraphNodeParams p;
+    p = memop_node(freed_memop());
+    return &p;
+}
+
+static void memop_nodes(void)
+{
+    CUdeviceptr odd;
+    OK(cuMemAlloc(&odd, 4096 + 3));
+    CUstreamBatchMemOpParams ok[2] = {memop(CU_STREAM_MEM_OP_WRITE_VALUE_32, odd),
+                                      memop(CU_STREAM_MEM_OP_WRITE_VALUE_64, odd + 8)};
+    CUstreamBatchMemOpParams past32 = memop(CU_STREAM_MEM_OP_WRITE_VALUE_32, odd + 4096);
+    CUstreamBatchMemOpParams second_past[2] = {ok[0], memop(CU_STREAM_MEM_OP_WRITE_VALUE_64, odd + 4096)};
+    CUstreamBatchMemOpParams wait_past = {.waitValue = {.operation = CU_STREAM_MEM_OP_WAIT_VALUE_32,
+                                                        .address = odd + 4096, .value = 1}};
+    CUDA_BATCH_MEM_OP_NODE_PARAMS nok = {.ctx = ctx, .count = 2, .paramArray = ok};
+    CUDA_BATCH_MEM_OP_NODE_PARAMS npast = {.ctx = ctx, .count = 1, .paramArray = &past32};
+    CUDA_BATCH_MEM_OP_NODE_PARAMS nsecond = {.ctx = ctx, .count = 2, .paramArray = second_past};
+    CUDA_BATCH_MEM_OP_NODE_PARAMS nwait = {.ctx = ctx, .count = 1, .paramArray = &wait_past};
+    CUDA_BATCH_MEM_OP_NODE_PARAMS nnull = {.ctx = ctx, .count = 1, .paramArray = NULL};
+    CUDA_BATCH_MEM_OP_NODE_PARAMS ncount0 = {.ctx = ctx, .count = 0, .paramArray = ok};
+    CUgraphNodeParams gok = memop_node(&nok), gpast = memop_node(&npast), gsecond = memop_node(&nsecond);
+    CUgraph g;
+    CUgraphNode n, gn, other;
+    CUgraphExec x;
+    OK(cuGraphCreate(&g, 0));
+    TRY(cuGraphAddBatchMemOpNode, "null_params", cuGraphAddBatchMemOpNode, &n, g, NULL, 0, NULL);
+    TRY(cuGraphAddBatchMemOpNode, "null_ops", cuGraphAddBatchMemOpNode, &n, g, NULL, 0, &nnull);
+    TRY(cuGraphAddBatchMemOpNode, "count_0", cuGraphAddBatchMemOpNode, &n, g, NULL, 0, &ncount0);
+    TRY(cuGraphAddBatchMemOpNode, "null_graph", cuGraphAddBatchMemOpNode, &n, NULL, NULL, 0, &nok);
+    TRY(cuGraphAddBatchMemOpNode, "past_end", cuGraphAddBatchMemOpNode, &n, g, NULL, 0, &npast);
+    TRY(cuGraphAddBatchMemOpNode, "second_past_end", cuGraphAddBatchMemOpNode, &n, g, NULL, 0, &nsecond);
+    TRY(cuGraphAddBatchMemOpNode, "wait_past_end", cuGraphAddBatchMemOpNode, &n, g, NULL, 0, &nwait);
+    TRY(cuGraphAddBatchMemOpNode, "freed", cuGraphAddBatchMemOpNode, &n, g, NULL, 0, freed_memop());
+    TRY(cuGraphAddNode, "memop_past_end", cuGraphAddNode, &gn, g, NULL, 0, &gpast);
+    TRY(cuGraphAddNode, "memop_freed", cuGraphAddNode, &gn, g, NULL, 0, freed_memop_node());
+    TRY(cuGraphAddNode, "memop_second_past_end", cuGraphAddNode_v2, &gn, g, NULL, NULL, 0, &gsecond);
+    OK(cuGraphAddBatchMemOpNode(&n, g, NULL, 0, &nok));
+    OK(cuGraphAddNode(&gn, g, &n, 1, &gok));
+    OK(cuGraphAddEmptyNode(&other, g, NULL, 0));
+    TRY(cuGraphBatchMemOpNodeSetParams, "null_params", cuGraphBatchMemOpNodeSetParams, n, NULL);
+    TRY(cuGraphBatchMemOpNodeSetParams, "wrong_node", cuGraphBatchMemOpNodeSetParams, other, &nok);
+    TRY(cuGraphBatchMemOpNodeSetParams, "past_end", cuGraphBatchMemOpNodeSetParams, n, &npast);
+    TRY(cuGraphBatchMemOpNodeSetParams, "second_past_end", cuGraphBatchMemOpNodeSetParams, n, &nsecond);
+    TRY(cuGraphBatchMemOpNodeSetParams, "freed", cuGraphBatchMemOpNodeSetParams, n, freed_memop());
+    TRY(cuGraphNodeSetParams, "memop_past_end", cuGraphNodeSetParams, gn, &gpast);
+    TRY(cuGraphNodeSetParams, "memop_freed", cuGraphNodeSetParams, gn, freed_memop_node());
+    OK(cuGraphInstantiateWithFlags(&x, g, 0));
+    TRY(cuGraphExecBatchMemOpNodeSetParams, "null_exec", cuGraphExecBatchMemOpNodeSetParams, NULL, n, &nok);
+    TRY(cuGraphExecBatchMemOpNodeSetParams, "wrong_node", cuGraphExecBatchMemOpNodeSetParams, x, other, &nok);
+    TRY(cuGraphExecBatchMemOpNodeSetParams, "past_end", cuGraphExecBatchMemOpNodeSetParams, x, n, &nsecond);
+    TRY(cuGraphExecBatchMemOpNodeSetParams, "freed", cuGraphExecBatchMemOpNodeSetParams, x, n, freed_memop());
+    TRY(cuGraphExecNodeSetParams, "memop_past_end", cuGraphExecNodeSetParams, x, gn, &gsecond);
+    TRY(cuGraphExecNodeSetParams, "memop_freed", cuGraphExecNodeSetParams, x, gn, freed_memop_node());
+    /* What was accepted runs: writes inside odd. */
+    OK(cuGraphLaunch(x, stream));
+    OK(cuStreamSynchronize(stream));
+    OK(cuGraphExecDestroy(x));
+    OK(cuGraphDestroy(g));
+    OK(cuMemFree(odd));
+}
+
 static void graphs(void)
 {
     CUgraphExec e;
@@ -1302,6 +1393,7 @@ int main(void)
     launches();
     graphs();
     graph_nodes();
+    memop_nodes();
     arrays();
     host_memory();
     sizes();
