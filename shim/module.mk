@@ -129,6 +129,11 @@ $(SHIM_IT)/shim_graph_mem: $(SHIM_IT)/shim/test_graph_mem.o $(SHIM_RIG)
 	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(CHECK_LIBS) $(LDLIBS)
 ALL_TARGETS += $(SHIM_IT)/shim_graph_mem
 UNIT_TESTS += tests/integration/shim/graph_mem.sh
+# ... batch memory operation nodes: their ranges, their buffers filled back (graph_memops.sh).
+$(SHIM_IT)/shim_graph_memops: $(SHIM_IT)/shim/test_graph_memops.o $(SHIM_RIG)
+	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(CHECK_LIBS) $(LDLIBS)
+ALL_TARGETS += $(SHIM_IT)/shim_graph_memops
+UNIT_TESTS += tests/integration/shim/graph_memops.sh
 # ... a collective across two devices while one must move pages (collective.sh).
 $(SHIM_IT)/shim_collective: $(SHIM_IT)/shim/test_collective.o $(SHIM_RIG)
 	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(CHECK_LIBS) $(LDLIBS)
