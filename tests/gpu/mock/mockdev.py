@@ -8,7 +8,9 @@ reservation), given back when it dies, so that under spillway and fakecuda
 the limit, the out-of-memory answer and the stats segment are the real
 ones. An array's values live in its device memory (written by each
 operation, read back before each use), so spill and fill must keep them;
-graphs are the driver's stream capture, instantiation and launch.
+graphs are the driver's stream capture, instantiation and launch, or (a
+jitted loop in XLA's command buffer: LoopGraph) built node by node with a
+WHILE conditional node that fakecuda runs.
 In-place elementwise adds are kernels: a Python function registered with
 fakecuda (fakecuda_register_kernel through ctypes), found with
 cuModuleLoadData + cuModuleGetFunction and launched with cuLaunchKernel, one
@@ -38,6 +40,10 @@ process under spillway (libspillway in LD_PRELOAD):
                 spillway passes through instead of pooling
   stats-internal  jax's Device.memory_stats() raises XLA's INTERNAL error
                 (the allocator has no stats, older XLA) instead of None
+  cond-bypass   a jitted loop's WHILE conditional node (LoopGraph) is made
+                by the driver's own cuGraphAddNode, found in libcuda.so.1's
+                symbol table: spillway's hook never sees it (stands in for a
+                node spillway misses)
 
 MOCK_MISSING=jax,torch,cupy,numpy (any of them, with or without spillway):
 those stand-ins raise ModuleNotFoundError at import, as on a host without
@@ -85,6 +91,27 @@ class _Access(ctypes.Structure):  # CUmemAccessDesc
 
 
 _P, _U64, _SZ = ctypes.c_void_p, ctypes.c_uint64, ctypes.c_size_t
+
+
+class _MemsetParams(ctypes.Structure):  # CUDA_MEMSET_NODE_PARAMS
+    _fields_ = [("dst", _U64), ("pitch", _SZ), ("value", ctypes.c_uint), ("elementSize", ctypes.c_uint),
+                ("width", _SZ), ("height", _SZ)]
+
+
+class _KernelParams(ctypes.Structure):  # CUDA_KERNEL_NODE_PARAMS_v1 (the unsuffixed cuGraphAddKernelNode's)
+    _fields_ = [("func", _P), ("gridDimX", ctypes.c_uint), ("gridDimY", ctypes.c_uint), ("gridDimZ", ctypes.c_uint),
+                ("blockDimX", ctypes.c_uint), ("blockDimY", ctypes.c_uint), ("blockDimZ", ctypes.c_uint),
+                ("sharedMemBytes", ctypes.c_uint), ("kernelParams", ctypes.POINTER(_P)), ("extra", ctypes.POINTER(_P))]
+
+
+class _CondParams(ctypes.Structure):  # CUDA_CONDITIONAL_NODE_PARAMS
+    _fields_ = [("handle", _U64), ("type", ctypes.c_int), ("size", ctypes.c_uint), ("phGraph_out", ctypes.POINTER(_P)),
+                ("ctx", _P)]
+
+
+class _NodeParams(ctypes.Structure):  # CUgraphNodeParams: type, reserved0[3], a union of 29 long longs, reserved2
+    _fields_ = [("type", ctypes.c_int), ("reserved0", ctypes.c_int * 3), ("conditional", _CondParams),
+                ("union_rest", ctypes.c_byte * (29 * 8 - ctypes.sizeof(_CondParams))), ("reserved2", ctypes.c_longlong)]
 _PROTOS = {
     "cuMemAlloc_v2": [ctypes.POINTER(_U64), _SZ],
     "cuMemFree_v2": [_U64],
@@ -115,6 +142,11 @@ _PROTOS = {
     "cuModuleGetFunction": [ctypes.POINTER(_P), _P, ctypes.c_char_p],
     "cuLaunchKernel": [_P, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint,
                        ctypes.c_uint, ctypes.c_uint, _P, ctypes.POINTER(_P), ctypes.POINTER(_P)],
+    "cuGraphCreate": [ctypes.POINTER(_P), ctypes.c_uint],
+    "cuGraphAddMemsetNode": [ctypes.POINTER(_P), _P, ctypes.POINTER(_P), _SZ, ctypes.POINTER(_MemsetParams), _P],
+    "cuGraphAddKernelNode": [ctypes.POINTER(_P), _P, ctypes.POINTER(_P), _SZ, ctypes.POINTER(_KernelParams)],
+    "cuGraphConditionalHandleCreate": [ctypes.POINTER(_U64), _P, _P, ctypes.c_uint, ctypes.c_uint],
+    "cuGraphAddNode": [ctypes.POINTER(_P), _P, ctypes.POINTER(_P), _SZ, ctypes.POINTER(_NodeParams)],
 }
 CAPTURE_GLOBAL, CAPTURE_THREAD_LOCAL, CAPTURE_RELAXED = 0, 1, 2
 
@@ -215,8 +247,44 @@ def _add_f32(_grid, _block, params):
         vals[i] += v
 
 
+def _set_conditional(handle, value):
+    """cudaGraphSetConditional(handle, value) of device code: fakecuda's
+    hook (fakecuda_graph_set_conditional)."""
+    fn = _cu.fakecuda_graph_set_conditional
+    fn.restype, fn.argtypes = ctypes.c_int, [ctypes.c_ulonglong, ctypes.c_uint]
+    if fn(handle, value):
+        raise RuntimeError("mock: fakecuda refused conditional handle %#x" % handle)
+
+
+def _loop_args(params):
+    """(handle, the counter's word, limit) of a loop kernel's parameters."""
+    handle = ctypes.cast(params[0], ctypes.POINTER(_U64))[0]
+    counter = ctypes.c_uint.from_address(ctypes.cast(params[1], ctypes.POINTER(_U64))[0])
+    return handle, counter, ctypes.cast(params[2], ctypes.POINTER(ctypes.c_uint))[0]
+
+
+def _while_init(_grid, _block, params):
+    """while_init(handle, unsigned *counter, unsigned limit): before a WHILE
+    node, as XLA's SetWhileCondition kernel after the loop's condition: the
+    counter to 0, the node's value to whether a first iteration runs."""
+    handle, counter, limit = _loop_args(params)
+    counter.value = 0
+    _set_conditional(handle, int(limit > 0))
+
+
+def _while_next(_grid, _block, params):
+    """while_next(handle, unsigned *counter, unsigned limit): last in a WHILE
+    node's body: one more iteration counted, the value to whether another
+    runs."""
+    handle, counter, limit = _loop_args(params)
+    counter.value += 1
+    _set_conditional(handle, int(counter.value < limit))
+
+
 # name -> (the kernel, its parameter types), for kernel()
-_KERNEL_DEFS = {"add_f32": (_add_f32, (_U64, ctypes.c_float, _U64))}
+_LOOP_TYPES = (_U64, _U64, ctypes.c_uint)
+_KERNEL_DEFS = {"add_f32": (_add_f32, (_U64, ctypes.c_float, _U64)),
+                "while_init": (_while_init, _LOOP_TYPES), "while_next": (_while_next, _LOOP_TYPES)}
 _KERNELS = {}  # name -> (CUfunction, the ctypes callback, kept alive)
 
 
@@ -305,6 +373,133 @@ class Graph:
             _cu.cuGraphExecDestroy(self.exec)
         if _cu and self.graph:
             _cu.cuGraphDestroy(self.graph)
+
+
+CU_GRAPH_NODE_TYPE_CONDITIONAL, CU_GRAPH_COND_TYPE_WHILE = 13, 1
+
+
+def _driver_own(name, argtypes):
+    """The driver's own function `name`, found the way no program should: in
+    the dynamic symbol table of the file libcuda.so.1 was loaded from (its
+    path and load address from /proc/self/maps), so that neither this
+    process's binding nor dlsym (which spillway answers for every hooked
+    name) is asked (MOCK_FAULT=cond-bypass, as tests/gpu/launch_count_drv.c's
+    SWGPU_LAUNCH_BYPASS)."""
+    base, path = None, None
+    with open("/proc/self/maps") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) >= 6 and os.path.basename(parts[5]).startswith("libcuda.so") and int(parts[2], 16) == 0:
+                base, path = int(parts[0].split("-")[0], 16), parts[5]
+                break
+    if base is None:
+        raise RuntimeError("mock: libcuda.so.1 is not mapped")
+    with open(path, "rb") as f:
+        elf = f.read()
+    shoff, = struct.unpack_from("<Q", elf, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", elf, 0x3A)
+    sections = [struct.unpack_from("<IIQQQQIIQQ", elf, shoff + i * shentsize) for i in range(shnum)]
+    vaddr0 = min(struct.unpack_from("<IIQQ", elf, struct.unpack_from("<Q", elf, 0x20)[0] + i * 56)[3]
+                 for i in range(struct.unpack_from("<H", elf, 0x38)[0])
+                 if struct.unpack_from("<I", elf, struct.unpack_from("<Q", elf, 0x20)[0] + i * 56)[0] == 1)
+    for sh in sections:
+        if sh[1] != 11:  # SHT_DYNSYM
+            continue
+        strtab = sections[sh[6]]
+        for k in range(sh[5] // 24):
+            st_name, st_info, _, st_shndx, st_value, _ = struct.unpack_from("<IBBHQQ", elf, sh[4] + k * 24)
+            end = elf.index(b"\0", strtab[4] + st_name)
+            if st_shndx and (st_info & 0xF) == 2 and elf[strtab[4] + st_name:end] == name.encode():
+                return ctypes.CFUNCTYPE(ctypes.c_int, *argtypes)(base - vaddr0 + st_value)
+    raise RuntimeError("mock: no %s in %s" % (name, path))
+
+
+class LoopGraph:
+    """A command buffer whose while loops are commands (WHILE in XLA_FLAGS'
+    --xla_gpu_enable_command_buffer), built node by node as XLA's
+    CudaCommandBuffer builds one (cuGraphCreate, cuGraphAddKernelNode,
+    cuGraphConditionalHandleCreate with default 0 and no flags, the WHILE
+    node by cuGraphAddNode), instantiated and launched once. Per loop: a
+    while_init kernel (XLA's SetWhileCondition after the condition), then a
+    WHILE node whose body sets a word in each of `carried` (the loop's
+    values: spillway must fill them back for the body) and ends with
+    while_next, so fakecuda runs the body `iterations` times; the loop's
+    counter (pool memory under spillway, named by the body's kernel) is
+    read back after the launch and must say so. The graph lives as long
+    as the object, as XLA's command buffer lives with its executable
+    (spillway's record of each WHILE node with it)."""
+
+    def __init__(self, loops, carried):
+        self.graph, self.exec, self.counters = _P(), None, []
+        self.stream = _P()
+        if not _cu:
+            return
+        check("cuStreamCreate", ctypes.byref(self.stream), 1)  # CU_STREAM_NON_BLOCKING
+        check("cuGraphCreate", ctypes.byref(self.graph), 0)
+        last = None
+        for iterations in loops:
+            counter = Device.take(MIN_BYTES, lambda m: RuntimeError("mock: " + m))
+            self.counters.append((counter, iterations))
+            handle = _U64()
+            check("cuGraphConditionalHandleCreate", ctypes.byref(handle), self.graph, None, 0, 0)
+            last = self._kernel(self.graph, last, "while_init", handle, counter, iterations)
+            p = _NodeParams(type=CU_GRAPH_NODE_TYPE_CONDITIONAL)
+            p.conditional.handle, p.conditional.type, p.conditional.size = handle.value, CU_GRAPH_COND_TYPE_WHILE, 1
+            node = _P()
+            add = _cu.cuGraphAddNode
+            if fault("cond-bypass"):  # the node spillway must record, made past its hook
+                add = _driver_own("cuGraphAddNode", _PROTOS["cuGraphAddNode"])
+            deps = (_P * 1)(last)
+            r = add(ctypes.byref(node), self.graph, deps, 1, ctypes.byref(p))
+            if r:
+                raise CudaError("cuGraphAddNode", r)
+            body, inner = _P(p.conditional.phGraph_out[0]), None
+            for i, ptr in enumerate(carried):
+                inner = self._memset(body, inner, ptr + MIN_BYTES - 4, i + 1)
+            self._kernel(body, inner, "while_next", handle, counter, iterations)
+            last = node.value
+        self.exec = _P()
+        check("cuGraphInstantiateWithFlags", ctypes.byref(self.exec), self.graph, 0)
+
+    @staticmethod
+    def _deps(dep):
+        return ((_P * 1)(dep), 1) if dep else (None, 0)
+
+    def _memset(self, graph, dep, ptr, value):
+        node = _P()
+        m = _MemsetParams(dst=ptr, value=value & 0xFFFFFFFF, elementSize=4, width=1, height=1)
+        check("cuGraphAddMemsetNode", ctypes.byref(node), graph, *self._deps(dep), ctypes.byref(m), None)
+        return node.value
+
+    def _kernel(self, graph, dep, name, handle, counter, limit):
+        args = (_U64(handle.value), _U64(counter), ctypes.c_uint(limit))
+        params = (_P * 3)(*[ctypes.cast(ctypes.pointer(a), _P) for a in args])
+        k = _KernelParams(func=kernel(name), gridDimX=1, gridDimY=1, gridDimZ=1, blockDimX=1, blockDimY=1,
+                          blockDimZ=1, kernelParams=params)
+        node = _P()
+        check("cuGraphAddKernelNode", ctypes.byref(node), graph, *self._deps(dep), ctypes.byref(k))
+        return node.value
+
+    def launch(self):
+        """One launch; each loop's counter read back must equal its
+        iterations (fakecuda ran the body that often)."""
+        if not (_cu and self.exec):
+            return
+        check("cuGraphLaunch", self.exec, self.stream)
+        check("cuStreamSynchronize", self.stream)
+        for ptr, iterations in self.counters:
+            got = ctypes.c_uint()
+            check("cuMemcpyDtoH_v2", ctypes.byref(got), ptr, 4)
+            if got.value != iterations:
+                raise RuntimeError("mock: the WHILE node ran %d iterations, not %d" % (got.value, iterations))
+
+    def __del__(self):
+        if _cu and self.exec:
+            _cu.cuGraphExecDestroy(self.exec)
+        if _cu and self.graph:
+            _cu.cuGraphDestroy(self.graph)
+        for ptr, _ in self.counters:
+            Device.give(ptr, MIN_BYTES)
 
 
 def _relaxed(alloc):

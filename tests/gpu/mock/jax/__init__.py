@@ -5,11 +5,11 @@ past bytes_limit = XLA_PYTHON_CLIENT_MEM_FRACTION (0.75) x the reported
 total, as JAX's does, with its RESOURCE_EXHAUSTED error; platform and
 cuda_async only when the driver refuses (cuda_async through cuMemAllocAsync
 and cuMemFreeAsync, as XLA's). jit stands in for XLA's command buffers (see
-_CommandBuffers); jit(f).lower(...).compile() can be called, as a
-jax.stages.Compiled can. Values a row reports (float(array)) go through
-mockdev.results (MOCK_FAULT=mismatch)."""
+_CommandBuffers), its while loops (lax.fori_loop, lax.while_loop) included;
+jit(f).lower(...).compile() can be called, as a jax.stages.Compiled can.
+Values a row reports (float(array)) go through mockdev.results
+(MOCK_FAULT=mismatch)."""
 import os
-import re
 
 import mockdev
 from mockdev import MIN_BYTES, Buffer, Device, Mat
@@ -19,6 +19,7 @@ mockdev.importable("jax")  # MOCK_MISSING: a host without jax
 from . import lax, nn, numpy, random, tree_util  # noqa: F401
 
 __version__ = "0.0-mock"
+_loops = None  # while a jitted function runs: the iterations of each loop it ran (lax)
 
 
 class XlaRuntimeError(RuntimeError):
@@ -140,6 +141,9 @@ class Array:
         """What a row reads back and reports (MOCK_FAULT=mismatch: off)."""
         return mockdev.results([self.value()])[0]
 
+    def __int__(self):
+        return int(self.value())
+
 
 def device_put(x, dev=None):
     return Array(x, shape=(512, 512))
@@ -159,28 +163,84 @@ def value_and_grad(f):
     return vg
 
 
+_DEFAULT_COMMANDS = ("FUSION", "CUBLAS", "CUBLASLT", "CUSTOM_CALL", "CUDNN")
+
+
+def command_buffer_types(flags):
+    """The command types XLA_FLAGS leave XLA's command buffers, each
+    --xla_gpu_enable_command_buffer= read in turn as xla/debug_options_flags.cc
+    reads it: empty clears the list, plain names replace it, +NAME and -NAME
+    add to or take from it - only the first of a +/- list, as XLA (its
+    setter returns inside its loop over them): one flag per name."""
+    types = list(_DEFAULT_COMMANDS)
+    for tok in flags.split():
+        if not tok.startswith("--xla_gpu_enable_command_buffer="):
+            continue
+        vals = [v.upper() for v in tok.split("=", 1)[1].split(",") if v]
+        if not vals:
+            types = []
+        elif not any(v.startswith(("+", "-")) for v in vals):
+            types = vals
+        elif all(v.startswith(("+", "-")) for v in vals):
+            name = vals[0][1:]
+            types = [t for t in types if t != name] + ([name] if vals[0][0] == "+" else [])
+    return types
+
+
 class _CommandBuffers:
-    """What XLA's command buffers do, in small: each call of a jitted
-    function captures a graph (thread-local mode, as XLA's tracing does)
-    with a memset node into every array it returns, instantiates and
-    launches it; the compiled function's HLO text calls a command_buffer
-    computation. --xla_gpu_enable_command_buffer= (empty) in XLA_FLAGS turns
-    both off, as in XLA."""
+    """What XLA's command buffers do, in small. The stand-in's operations
+    are fusions: command buffers are on when XLA_FLAGS leave FUSION among
+    the command types (--xla_gpu_enable_command_buffer= empty turns them
+    off, as in XLA). Then each call of a jitted function captures a graph
+    (thread-local mode, as XLA's tracing does) with a memset node into
+    every array it returns, instantiates and launches it, and the compiled
+    function's HLO text calls a command_buffer computation.
+
+    A while loop the function ran (lax) goes where XLA would put it:
+      graph     WHILE among the command types: inside the command buffer,
+                a WHILE conditional node (mockdev.LoopGraph, made with
+                cuGraphAddNode; kept until the next call, as XLA keeps its
+                command buffer), the HLO's while inside the command_buffer
+                computation;
+      host      WHILE not among them (or MOCK_XLA_LOOPS=host: as an XLA
+                that keeps the loop out, a body it cannot record): the loop
+                runs from the host, the body's command buffer launched once
+                per iteration, the HLO's while in ENTRY, its body calling
+                command_buffer;
+      unrolled  MOCK_XLA_LOOPS=unrolled (an XLA that unrolled the loop): no
+                while in the HLO, one graph launch per call."""
 
     def __init__(self):
-        self.on = not re.search(r"--xla_gpu_enable_command_buffer=(\s|$)", os.environ.get("XLA_FLAGS", ""))
+        types = command_buffer_types(os.environ.get("XLA_FLAGS", ""))
+        self.on = "FUSION" in types
+        self.loops = "graph" if "WHILE" in types else "host"
+        if os.environ.get("MOCK_XLA_LOOPS") in ("host", "unrolled"):
+            self.loops = os.environ["MOCK_XLA_LOOPS"]
+        self.last = None
 
-    def hlo(self, name):
-        body = ["HloModule jit_%s" % name, ""]
+    def hlo(self, name, loops=0):
+        fusion = "  %fusion = f32[8,8] fusion(%p), kind=kLoop"
+        call = "  %call = f32[8,8] call(%p), to_apply=%command_buffer"
+        loops = 0 if self.loops == "unrolled" else loops
+        whiles = ["  %%while.%d = (s32[], f32[8,8]) while(%%tuple), condition=%%cond.%d, body=%%body.%d" % (i, i, i)
+                  for i in range(loops)]
+        comps = []
+        for i in range(loops):
+            comps += ["%%cond.%d (p: (s32[], f32[8,8])) -> pred[] {" % i, "  %compare = pred[] fusion(%p), kind=kLoop",
+                      "}", "", "%%body.%d (p: (s32[], f32[8,8])) -> (s32[], f32[8,8]) {" % i,
+                      call if self.on and self.loops == "host" else fusion, "}", ""]
+        inside = self.on and self.loops == "graph"
         if self.on:
-            body += ["%command_buffer (p: f32[8,8]) -> f32[8,8] {", "}", "",
-                     "ENTRY %main {", "  %call = f32[8,8] call(%p), to_apply=%command_buffer", "}"]
-        else:
-            body += ["ENTRY %main {", "  %fusion = f32[8,8] fusion(%p), kind=kLoop", "}"]
-        return "\n".join(body) + "\n"
+            comps += ["%command_buffer (p: f32[8,8]) -> f32[8,8] {", fusion] + (whiles if inside else []) + ["}", ""]
+        entry = ([call] if self.on else [fusion]) + ([] if inside else whiles)
+        return "\n".join(["HloModule jit_%s" % name, ""] + comps + ["ENTRY %main {"] + entry + ["}"]) + "\n"
 
-    def run(self, outs):
+    def run(self, outs, loops=()):
         if not self.on:
+            return
+        if loops and self.loops == "graph":
+            self.last = mockdev.LoopGraph(loops, [a.buf.ptr for a in outs if a.buf])
+            self.last.launch()
             return
         g = mockdev.Graph()
         g.begin(mockdev.CAPTURE_THREAD_LOCAL)
@@ -188,7 +248,8 @@ class _CommandBuffers:
             if a.buf:
                 g.memset(a.buf.ptr + MIN_BYTES - 4, i + 1)
         g.end()
-        g.launch()
+        for _ in range(1 + (sum(loops) if self.loops == "host" else 0)):
+            g.launch()
 
 
 class _Compiled:
@@ -215,13 +276,24 @@ class _Jitted:
     def __init__(self, f):
         self.f, self.cb = f, _CommandBuffers()
 
+    def _traced(self, args):
+        """f(*args), and the iterations of each loop it ran."""
+        global _loops
+        _loops = []
+        try:
+            return self.f(*args), _loops
+        finally:
+            _loops = None
+
     def __call__(self, *args):
-        out = self.f(*args)
-        self.cb.run(tree_util.leaves(out))
+        out, loops = self._traced(args)
+        self.cb.run(tree_util.leaves(out), loops)
         return out
 
     def lower(self, *args):
-        return _Compiled(self.cb.hlo(getattr(self.f, "__name__", "fn")), self)
+        """Traces f by running it (its loops are in the HLO); the results go."""
+        _, loops = self._traced(args)
+        return _Compiled(self.cb.hlo(getattr(self.f, "__name__", "fn"), len(loops)), self)
 
 
 def jit(f=None, static_argnums=None, donate_argnums=None):

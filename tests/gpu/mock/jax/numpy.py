@@ -11,6 +11,12 @@ def zeros(shape, dtype=None):
     return Array(Mat.zeros(), shape=shape)
 
 
+def asarray(x, dtype=None):
+    """A scalar (what the rows pass: a loop bound) as a device array."""
+    from jax import Array
+    return Array(Mat.full(float(x)), shape=())
+
+
 def dot(x, y, precision=None):
     return x @ y
 
