@@ -13,6 +13,12 @@
                     told, long before spill)
   torch-expandable  PyTorch expandable_segments:True under a limit: its
                     cuMemCreate segments must be served from the pool
+  jax-while         jax-cmdbuf's step as 4 SGD micro-steps in a
+                    lax.fori_loop per jitted call (row_jax_cmdbuf.py
+                    --micro-steps), WHILE and CONDITIONAL added to XLA's
+                    command buffer types: the loop can run on the device as
+                    a CUDA WHILE conditional node, which spillway must
+                    record (its body's data filled back at each launch)
 
 A row passes when every check passes:
   ran               each run exited 0 with its RESULT line
@@ -31,6 +37,14 @@ A row passes when every check passes:
   pooled            (torch-expandable) pool-served bytes (in use minus every
                     pass-through) >= 90% of torch.cuda.memory_reserved(), and
                     IPC (shareable handle) pass-through <= 5% of it
+  conditionals      (jax-while) spillway_graph_conditionals() > 0 at the end
+                    of the spillway run; when 0, the detail says whether XLA
+                    did not put the loop in a conditional node (no while left
+                    in the HLO, the while outside its command_buffer
+                    computations, or the loop run from the host: at least one
+                    launch per micro-step) or spillway missed the node (the
+                    HLO's while inside a command buffer, or fewer launches
+                    per call than micro-steps: the loop ran inside a graph)
 Replay / step time under spillway over native is reported, not judged.
 
 One JSON record per row (table "feature") in <out>/results.jsonl,
@@ -88,6 +102,26 @@ ROWS = [
      "limit": "2G", "fake_limit": "64M",
      "args": ["--hold-bytes", "1G", "--chunk", "64M"], "fake_args": ["--hold-bytes", "24M", "--chunk", "8M"],
      "env": {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}, "spw_env": {}},
+    # Last: a budget cut drops it first. ~25-30 s expected on an H100 for both
+    # runs (two compiles dominate; 4 checked and 12 timed calls of 4
+    # micro-steps each), timeout 120 s as jax-cmdbuf's.
+    {"id": "jax-while", "label": "JAX jit MLP step, 4 micro-steps in a fori_loop, XLA WHILE command buffers",
+     "fw": "jax", "script": "row_jax_cmdbuf.py", "native": True, "timeout": 120, "need": 50,
+     "limit": "256M", "fake_limit": "16M",
+     "args": ["--width", "4096", "--layers", "4", "--batch", "256", "--micro-steps", "4",
+              "--steps", "4", "--blocks", "3", "--per-block", "4"],
+     "fake_args": ["--width", "1024", "--layers", "4", "--batch", "64", "--micro-steps", "4",
+                   "--steps", "4", "--blocks", "2", "--per-block", "2"],
+     "env": {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"},
+     "spw_env": {"XLA_PYTHON_CLIENT_MEM_FRACTION": "8"},
+     # jax-cmdbuf's, and the loop into command buffers: WHILE and CONDITIONAL
+     # added to the default types, one flag each (XLA applies only the first
+     # of a "+A,+B" list: xla/debug_options_flags.cc returns inside its loop),
+     # and a command buffer of any size (the default minimum is 5 commands: a
+     # step of little more than the loop would stay out, its body graphed
+     # alone and launched per iteration).
+     "xla_flags": ["--xla_gpu_autotune_level=0", "--xla_gpu_enable_command_buffer=+WHILE",
+                   "--xla_gpu_enable_command_buffer=+CONDITIONAL", "--xla_gpu_graph_min_graph_size=1"]},
 ]
 NEED = 25  # a row's "need" when it has none: less is a timeout, not a result
 NATIVE_SHARE = 0.4
@@ -303,6 +337,92 @@ def judge_jax(pair, env_flags):
     return c, f
 
 
+def _num(v):
+    return v if isinstance(v, (int, float)) else None
+
+
+def loop_facts(res, graphs):
+    """What tells where XLA put the loop, in words, from the spillway run's
+    RESULT (res) and its segment's graph launches (graphs)."""
+    lpc, gpc = _num(res.get("launches_per_call")), _num(res.get("graphs_per_call"))
+    return ("optimized HLO: %s while loop(s), %s inside command_buffer computations, %s with a known trip count, "
+            "%s command_buffer call(s); per jitted call of %s micro-steps: %s graph launch(es), %s kernel launch(es) "
+            "(%s graph launches in all)" % (
+                res.get("whiles", "n/a"), res.get("cb_whiles", "n/a"), res.get("known_trip", "n/a"),
+                res.get("cmdbuf", "n/a"), res.get("micro_steps", "n/a"), "n/a" if gpc is None else gpc,
+                "n/a" if lpc is None else lpc, "n/a" if graphs is None else graphs))
+
+
+def why_no_conditionals(res, env_flags):
+    """Why the spillway run's spillway_graph_conditionals() was 0: XLA did
+    not put the loop in a conditional node, or spillway missed the node.
+    The HLO decides where XLA forms command buffers in it (a while inside a
+    command_buffer computation is a WHILE command); where it forms them on
+    thunks, after the HLO (no command_buffer calls), the launches per call
+    decide: a loop run from the host launches its condition and body at
+    least once per iteration, one inside a graph launches nothing of its
+    own."""
+    whiles, inside, cmdbuf = _num(res.get("whiles")), _num(res.get("cb_whiles")), _num(res.get("cmdbuf"))
+    lpc, gpc, m = _num(res.get("launches_per_call")), _num(res.get("graphs_per_call")), _num(res.get("micro_steps"))
+    peak = _num(res.get("conditionals_peak"))
+    xla = "XLA did not put the loop in a conditional node"
+    missed = "spillway missed them"
+    if peak and peak > 0:
+        return ("spillway recorded %d during the run and holds none at the end: the graphs that had them were "
+                "destroyed (cuGraphDestroy takes their records) while the step still lived" % peak)
+    if flags_disable_cmdbuf(env_flags):
+        return "%s: XLA_FLAGS turn command buffers off" % xla
+    if whiles == 0:
+        return "%s: the optimized HLO has no while loop left (XLA unrolled or removed it)" % xla
+    unrolled = (" (unless XLA recorded the loop unrolled into the graph, which it does only for a known trip "
+                "count: the HLO gives one; xla_gpu_command_buffer_unroll_loops)" if _num(res.get("known_trip")) else "")
+    if inside:
+        return ("%s: the optimized HLO runs the while inside a command buffer, which XLA records as a WHILE "
+                "conditional node (cuGraphAddNode), yet spillway holds no record of one%s" % (missed, unrolled))
+    if cmdbuf and whiles:
+        return ("%s: the optimized HLO keeps the while outside its command_buffer computations (its body or "
+                "condition has an operation XLA does not record, or WHILE is not among the command types, or the "
+                "driver or toolkit is older than CUDA 12.3)" % xla)
+    per_call = None if lpc is None or gpc is None else lpc + gpc
+    if per_call is not None and m and per_call >= m:
+        return ("%s: it ran the loop from the host, %.4g launches per call for %d micro-steps (command buffers "
+                "formed on thunks, after the HLO, the body's launched per iteration)" % (xla, per_call, m))
+    if per_call is not None and m and gpc:
+        return ("%s: the loop ran inside a CUDA graph (%.4g graph and %.4g kernel launches per call, fewer than "
+                "its %d micro-steps), which takes a WHILE conditional node, yet spillway holds no record of one%s"
+                % (missed, gpc, lpc, m, unrolled))
+    return ("cannot tell whether XLA put the loop in a graph: no command_buffer calls in the HLO and %s" % (
+        "no graph launches" if per_call is not None else "no launch counts (no stats segment)"))
+
+
+def judge_conditionals(c, pair, env_flags, f):
+    res = pair["spillway"].result
+    d, _ = segment(pair["spillway"])
+    graphs = (d or {}).get("graph_launches")
+    k = res.get("conditionals")
+    f.update(conditionals=k, conditionals_peak=res.get("conditionals_peak"), whiles=res.get("whiles"),
+             cb_whiles=res.get("cb_whiles"), launches_per_call=res.get("launches_per_call"),
+             graphs_per_call=res.get("graphs_per_call"))
+    facts = loop_facts(res, graphs)
+    if not isinstance(k, int) or k < 0:
+        return c.add("conditionals", False, "spillway_graph_conditionals() not found in the spillway run "
+                     "(conditionals=%s: libspillway not preloaded, or one without the export); %s" % (k, facts))
+    if k > 0:
+        return c.add("conditionals", True,
+                     "spillway holds records of %d conditional node(s) at the end; %s" % (k, facts))
+    why = why_no_conditionals(res, env_flags)
+    f["conditionals_why"] = why
+    return c.add("conditionals", False, "0 conditional nodes recorded under spillway: %s; %s; XLA_FLAGS %s; jax %s" % (
+        why, facts, env_flags or "none", res.get("jax", "n/a")))
+
+
+def judge_jax_while(pair, env_flags):
+    c, f = judge_jax(pair, env_flags)
+    if all(pair.get(k) is not None and pair[k].ok() for k in ("native", "spillway")):
+        judge_conditionals(c, pair, env_flags, f)
+    return c, f
+
+
 def judge_expandable(pair):
     c, f = Checks(), {}
     if not judge_ran(c, pair):
@@ -333,6 +453,8 @@ def judge(row, pair, env_flags=None):
         return judge_graph(pair)
     if row["id"] == "jax-cmdbuf":
         return judge_jax(pair, env_flags)
+    if row["id"] == "jax-while":
+        return judge_jax_while(pair, env_flags)
     return judge_expandable(pair)
 
 
@@ -410,7 +532,15 @@ def self_test():
     g_ok = {"capture_ok": 1, "replay_ms": 2.0}
     j_ok = {"cmdbuf": 3, "step_ms": 1.0}
     e_ok = {"expandable": 1, "expandable_seen": 1, "data_ok": 1, "matmul_ok": 1, "held_tensors": 16, "reserved": 1 << 30}
-    graph, jax, exp = ROWS
+    graph, jax, exp, jwhile = (next(r for r in ROWS if r["id"] == i)
+                               for i in ("torch-graph", "jax-cmdbuf", "torch-expandable", "jax-while"))
+    # jax-while: a loop in a WHILE node that spillway recorded; each way of
+    # not recording one, with the cause its detail must name
+    w_ok = dict(j_ok, micro_steps=4, whiles=1, cb_whiles=1, known_trip=0, conditionals=1, conditionals_peak=1,
+                launches_per_call=0.0, graphs_per_call=1.0)
+    w_native = dict(w_ok, conditionals=-1, conditionals_peak=-1, launches_per_call="n/a", graphs_per_call="n/a")
+    w_thunks = dict(w_ok, cmdbuf=0, cb_whiles=0, conditionals=0, conditionals_peak=0)
+    xla, missed = "XLA did not put the loop in a conditional node", "spillway missed them"
     cases = [  # name, row, native result, spillway result, segment, got, want, xla flags, failed checks
         ("graph ok", graph, g_ok, dict(g_ok, replay_ms=5.0), seg, fp, fp, None, []),
         ("graph within tolerance", graph, g_ok, g_ok, seg, near, fp, None, []),
@@ -434,19 +564,46 @@ def self_test():
          None, None, None, ["expandable"]),
         ("expandable unseen", exp, None, dict(e_ok, expandable_seen=-1), dict(seg, in_use_bytes=1 << 30),
          None, None, None, ["expandable"]),
+        ("while ok", jwhile, w_native, w_ok, seg, fp, fp, "--xla_gpu_enable_command_buffer=+WHILE", [],
+         "holds records"),
+        ("while in a command buffer, not recorded", jwhile, w_native, dict(w_ok, conditionals=0, conditionals_peak=0),
+         seg, fp, fp, "", ["conditionals"], missed),
+        ("while unrolled by XLA", jwhile, w_native, dict(w_ok, whiles=0, cb_whiles=0, conditionals=0,
+                                                          conditionals_peak=0), seg, fp, fp, "", ["conditionals"], xla),
+        ("while outside the command buffers", jwhile, w_native, dict(w_ok, cb_whiles=0, conditionals=0,
+                                                                      conditionals_peak=0, graphs_per_call=5.0),
+         seg, fp, fp, "", ["conditionals"], xla),
+        ("while on thunks, run from the host", jwhile, w_native, dict(w_thunks, launches_per_call=4.0,
+                                                                       graphs_per_call=5.0),
+         dict(seg, graph_launches=60), fp, fp, "", ["conditionals"], "from the host"),
+        ("while on thunks, in a graph, not recorded", jwhile, w_native, w_thunks, dict(seg, graph_launches=12),
+         fp, fp, "", ["conditionals"], missed),
+        ("while, records gone by the end", jwhile, w_native, dict(w_ok, conditionals=0), seg, fp, fp, "",
+         ["conditionals"], "holds none at the end"),
+        ("while, no spillway export", jwhile, w_native, dict(w_ok, conditionals=-1), seg, fp, fp, "",
+         ["conditionals"], "not found"),
+        ("while, command buffers off", jwhile, w_native, dict(w_ok, cmdbuf=0, cb_whiles=0, conditionals=0,
+                                                               conditionals_peak=0),
+         seg, fp, fp, "--xla_gpu_enable_command_buffer=", ["command buffers", "conditionals"],
+         "turn command buffers off"),
+        ("while crashed", jwhile, w_native, None, None, None, fp, "", ["ran (spillway)"]),
     ]
     bad = 0
     with tempfile.TemporaryDirectory() as tmp:
-        for i, (name, row, nres, sres, sg, got, want, flags, fails) in enumerate(cases):
+        for i, (name, row, nres, sres, sg, got, want, flags, fails, *said) in enumerate(cases):
             native = _run(nres) if nres is not None else None
             spw = _run(sres, sg) if sres is not None else _run(None, rc=1)
             pair = _pair(os.path.join(tmp, str(i)), native, spw, got, want)
             c, _ = judge(row, pair, flags)
             failed = [x[0] for x in c.items if not x[1]]
-            ok = failed == fails
+            # said: what the conditionals check's detail must say (the cause)
+            detail = " ".join(x[2] for x in c.items if x[0] == "conditionals")
+            ok = failed == fails and all(t in detail for t in said)
             bad += not ok
             print("%s - %s: failed %s%s" % ("ok" if ok else "FAIL", name, failed or "none",
-                                             "" if ok else " (expected %s)" % (fails or "none")))
+                                             "" if ok else " (expected %s%s; conditionals: %s)" % (
+                                                 fails or "none", "".join(", saying '%s'" % t for t in said),
+                                                 detail or "none")))
     print("features self-test: %s" % ("ok" if not bad else "%d failed" % bad))
     return 1 if bad else 0
 

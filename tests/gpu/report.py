@@ -130,14 +130,16 @@ def feature_time(r):
 
 def feature_memory(r):
     """Spill for the graph and JAX rows, pool against pass-through for the
-    expandable-segments row."""
+    expandable-segments row; the while-loop row adds the conditional nodes
+    spillway held records of at the end."""
     pt = ", ".join("%s %s" % (k, b(v)) for k, v in sorted((r.get("passthrough") or {}).items()) if v) or "none"
     if "served" in r:
         return "pool served %s of torch's %s reserved; pass-through: %s" % (b(r["served"]), b(r.get("reserved")), pt)
+    cond = "; conditional nodes recorded: %s" % r["conditionals"] if "conditionals" in r else ""
     if "spill_bytes" in r:
-        return "%s spilled in %s events, %s on the host at the end; pass-through: %s" % (
-            b(r.get("spill_bytes")), r.get("spill_events", "n/a"), b(r.get("spilled_bytes")), pt)
-    return "n/a"
+        return "%s spilled in %s events, %s on the host at the end; pass-through: %s%s" % (
+            b(r.get("spill_bytes")), r.get("spill_events", "n/a"), b(r.get("spilled_bytes")), pt, cond)
+    return "n/a" + cond
 
 
 def feature_section(recs):
@@ -154,10 +156,12 @@ def feature_section(recs):
             flags.append("`%s`: %s" % (r["label"], ", ".join("`%s=%s`" % kv for kv in sorted(r["env"].items()))))
     if not rows:
         return ""
-    return ("### Features frameworks use, under spill (issue 12)\n\nThe CUDA-graph and command-buffer rows run "
+    return ("### Features frameworks use, under spill (issue 12)\n\nThe CUDA-graph, command-buffer and "
+            "while-loop rows run "
             "under a spillway limit below their working set (spill must happen) and are compared with the same "
             "program run natively in its own process: loss of each checked step and per-parameter column sums, "
             "bitwise or within 1e-5 (said which); time is native / spillway per replay or step (not judged). "
+            "The while-loop row must also leave spillway holding a record of XLA's WHILE conditional node. "
             "The expandable-segments row stays within its limit: its memory must come from the pool.\n\n"
             + table(["program", "setting", "time native / spillway", "results vs native", "memory", "result"], rows)
             + "".join("\nEnvironment of %s\n" % f for f in flags))
