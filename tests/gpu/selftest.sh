@@ -21,12 +21,16 @@
 #     spillway-top --once with matching in-use figures;
 #  6. issue 12's rows (features.py): the judging on synthetic runs
 #     (--self-test), then the rows on tests/gpu/mock's stand-ins over
-#     fakecuda: the CUDA-graph and command-buffer rows must pass, each with a
-#     negative control that must FAIL on the check it aims at (results off
-#     by 1%, a sync inside the capture, command buffers turned off in
-#     XLA_FLAGS); the expandable-segments row must pass as PyTorch asks its
-#     segments (shareable handles) and without shareable handles, and FAIL
-#     when they are not pooled;
+#     fakecuda: the CUDA-graph, command-buffer and while-loop rows must
+#     pass, each with a negative control that must FAIL on the check it
+#     aims at (results off by 1%, a sync inside the capture, command buffers
+#     turned off in XLA_FLAGS; for the while loop, no conditional node
+#     recorded, with its cause named: XLA keeping the loop out of its
+#     command buffers, MOCK_XLA_LOOPS=host, and a WHILE node made past
+#     spillway's cuGraphAddNode, MOCK_FAULT=cond-bypass); the
+#     expandable-segments row must pass as PyTorch asks its segments
+#     (shareable handles) and without shareable handles, and FAIL when they
+#     are not pooled;
 #  7. issue 13's rows (oversub.py): the judging on synthetic runs
 #     (--self-test), then the seed's MLP on the stand-ins over fakecuda
 #     under SPILLWAY_OVERSUBSCRIBE (JAX default and cuda_async, PyTorch at
@@ -196,8 +200,8 @@ feature() {
     "$PY" "$HERE/features.py" --build "$B" --out "$d" --fake --rows "$row" ${1:+$(printf -- '--extra-env %s ' "$@")} 2>&1 |
         grep '^RESULT table=feature'
 }
-"$PY" "$HERE/features.py" --build "$B" --out "$OUT" --fake --rows torch-graph,jax-cmdbuf >"$OUT/feat.txt" 2>&1
-for row in torch-graph jax-cmdbuf; do
+"$PY" "$HERE/features.py" --build "$B" --out "$OUT" --fake --rows torch-graph,jax-cmdbuf,jax-while >"$OUT/feat.txt" 2>&1
+for row in torch-graph jax-cmdbuf jax-while; do
     if grep -q "^RESULT table=feature name=$row .*pass=1 " "$OUT/feat.txt"; then ok "$row row passes on the stand-ins"
     else not_ok "$row row: $(grep -F "name=$row " "$OUT/feat.txt" || cat "$OUT/feat.txt")"; fi
 done
@@ -211,6 +215,20 @@ expect_fail() { # description, failed checks, row, K=V...
 expect_fail "results off by 1% under spillway" results torch-graph MOCK_FAULT=mismatch
 expect_fail "a sync inside the capture" capture torch-graph MOCK_FAULT=capture-sync
 expect_fail "command buffers off" command_buffers jax-cmdbuf XLA_FLAGS=--xla_gpu_enable_command_buffer=
+# expect_cause DESCRIPTION CAUSE K=V: the while-loop row on the stand-ins
+# must FAIL on conditionals alone, its detail naming CAUSE.
+expect_cause() {
+    local what=$1 cause=$2 d=$OUT/feat-while-${3//=/-} got
+    mkdir -p "$d"
+    got=$("$PY" "$HERE/features.py" --build "$B" --out "$d" --fake --rows jax-while --extra-env "$3" 2>&1 |
+        grep '^RESULT table=feature')
+    if grep -q ' pass=0 .*failed=conditionals$' <<<"$got" && grep -qF "0 conditional nodes recorded under spillway: $cause" \
+        "$d/results.jsonl"; then ok "negative control: $what fails (conditionals: $cause)"
+    else not_ok "negative control $what did not fail on conditionals saying '$cause': $got"; fi
+}
+expect_cause "XLA keeping the loop out of its command buffers" "XLA did not put the loop in a conditional node" \
+    MOCK_XLA_LOOPS=host
+expect_cause "a WHILE node made past spillway's cuGraphAddNode" "spillway missed them" MOCK_FAULT=cond-bypass
 got=$(feature torch-expandable TORCH_CUDA_EXPANDABLE_SEGMENTS_IPC=0)
 if grep -q ' pass=1 ' <<<"$got"; then ok "expandable segments without shareable handles are pooled"
 else not_ok "expandable segments without shareable handles: $got"; fi
@@ -246,6 +264,7 @@ for want in "### Limits (issue 3) and pool (issue 4)" "| CUDA C, nvcc -cudart st
     "### Time to preallocate 75% of the device" "### Features frameworks use, under spill (issue 12)" \
     "### Alloc+free pairs from many threads (64 KiB)" "### Submissions from many threads" \
     "| PyTorch torch.cuda.graph MLP step (capture + replay) | SPILLWAY_MEM_LIMIT=16M |" \
+    "| JAX jit MLP step, 4 micro-steps in a fori_loop, XLA WHILE command buffers | SPILLWAY_MEM_LIMIT=16M |" \
     "### Oversubscription: the seed's MLP past the device's memory (issue 13)" \
     "| JAX seed MLP, default allocator (BFC arena) | SPILLWAY_MEM_LIMIT=96M SPILLWAY_OVERSUBSCRIBE=2 | **pass** |"; do
     if grep -qF -- "$want" "$OUT/report.md"; then ok "report shows '$want'"; else not_ok "report lacks '$want'"; fi
