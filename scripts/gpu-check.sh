@@ -8,8 +8,8 @@
 # acceptance rows of issues 3-5 (CUDA C, JAX, PyTorch, CuPy under a limit;
 # two processes in spillway-top), spill (a program holding 1.5x its limit,
 # and what spill costs a launch), the framework features of issue 12 under
-# spill (PyTorch CUDA graphs, JAX command buffers, PyTorch expandable
-# segments), the seed's MLP past the device's memory (issue 13: JAX and
+# spill (PyTorch CUDA graphs, JAX command buffers and while loops in them,
+# PyTorch expandable segments), the seed's MLP past the device's memory (issue 13: JAX and
 # PyTorch under SPILLWAY_OVERSUBSCRIBE), the benchmarks of issue 4, and prints
 # markdown tables for the README: to stdout and $OUT/gpu-check.md, the full
 # log in $OUT/gpu-check.log, the raw records in $OUT/results.jsonl.
@@ -543,8 +543,9 @@ fi
 # Acceptance, so before the benchmarks: PyTorch torch.cuda.graph capture and
 # replay, JAX with XLA's command buffers (each natively and under a limit
 # below its working set, results compared), PyTorch expandable segments
-# served from the pool. Each row has its own timeout (40-120 s; ~10-25 s
-# expected on an H100); with --fake, the stand-ins of tests/gpu/mock.
+# served from the pool, and last JAX's while loop in a WHILE conditional
+# node spillway must record. Each row has its own timeout (40-120 s; ~10-30
+# s expected on an H100); with --fake, the stand-ins of tests/gpu/mock.
 want features && py_stage "issue 12: CUDA graphs, XLA command buffers, expandable segments" \
     tests/gpu/features.py --build "$BUILD" --out "$OUT"
 
