@@ -134,7 +134,7 @@ sanitize:
 # those orderings are checked by review, not here.
 TSAN_UNIT := policy_stress policy_wait policy_lend policy_spill policy_quiesce policy_alloc \
              policy_free policy_vmm policy_residency policy_lookup stats_segment stats_reader \
-             shim_contexts policy_spans
+             shim_contexts policy_spans shim_param_scan
 TSAN_SHIM := tests/integration/shim/launches.sh tests/integration/shim/copies.sh \
              tests/integration/shim/gates.sh tests/integration/shim/graph_mem.sh \
              tests/integration/shim/spill_tsan.sh tests/integration/pool/pool.sh

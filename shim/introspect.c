@@ -1,9 +1,11 @@
 /* spillway_get_counters and spillway_get_pool_counters (spillway.h): the
  * counters, for tests and programs that want to see them without the stats
- * segment; spillway_graph_conditionals, the conditional nodes recorded. */
+ * segment; spillway_graph_conditionals, the conditional nodes recorded;
+ * spillway_tensor_maps, the TMA descriptors recorded. */
 #include "shim/account.h"
 #include "shim/graph_cond.h"
 #include "shim/pool_setup.h"
+#include "shim/tensor_maps.h"
 
 #include <string.h>
 
@@ -54,4 +56,9 @@ spillway_get_pool_counters(int device, struct spillway_pool_counters *out)
 __attribute__((visibility("default"))) size_t spillway_graph_conditionals(void)
 {
     return spw_graph_cond_count();
+}
+
+__attribute__((visibility("default"))) size_t spillway_tensor_maps(void)
+{
+    return spw_tensor_maps_recorded();
 }

@@ -27,7 +27,7 @@ $(BUILD)/tests/unit/shim_contexts: $(BUILD)/tests/unit/shim/test_contexts.o $(UN
     $(BUILD)/shim/contexts.o $(BUILD)/shim/log.o $(SHIM_OPTIONS_OBJ)
 	$(CC) $(CFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
 $(BUILD)/tests/unit/shim_param_scan: $(BUILD)/tests/unit/shim/test_param_scan.o $(UNIT_MAIN) \
-    $(BUILD)/shim/param_scan.o $(BUILD)/shim/log.o $(SHIM_OPTIONS_OBJ)
+    $(BUILD)/shim/param_scan.o $(BUILD)/shim/tensor_maps.o $(BUILD)/shim/log.o $(SHIM_OPTIONS_OBJ)
 	$(CC) $(CFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
 UNIT_TESTS += $(BUILD)/tests/unit/shim_ptrmap $(BUILD)/tests/unit/shim_account $(BUILD)/tests/unit/shim_array_size \
     $(BUILD)/tests/unit/shim_contexts $(BUILD)/tests/unit/shim_param_scan

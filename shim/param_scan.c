@@ -17,6 +17,7 @@
 
 #include "shim/driver.h"
 #include "shim/log.h"
+#include "shim/tensor_maps.h"
 
 #include <stdatomic.h>
 #include <stdint.h>
@@ -204,6 +205,44 @@ static unsigned scan_words(const unsigned char *v, size_t off, size_t size,
     return seen;
 }
 
+/* The TMA descriptors (tensor_maps.h) in a value at offset off of the
+ * argument layout, size bytes long: each 128-byte window that starts at a
+ * 64-byte-aligned offset of the layout (where a CUtensorMap parameter or
+ * struct member can be) and equals a recorded descriptor passes that
+ * descriptor's global address, as a word would. The words are scanned
+ * too: a descriptor that holds its address as a word is found twice, and
+ * use_word's list of fills takes the second one for free.
+ *
+ * Cost: nothing until some descriptor is recorded (the caller's one
+ * relaxed load); then, per value of 128 bytes or more, one window per 64
+ * bytes, each about 15 instructions when it is no descriptor
+ * (spw_tensor_map_find): a 1 KiB Params struct is 15 windows, a few
+ * hundred instructions; no allocation, no lock. */
+static unsigned scan_maps(const unsigned char *v, size_t off, size_t size,
+                          void (*each)(void *, CUdeviceptr), void *ctx)
+{
+    unsigned seen = 0;
+    for (size_t k = (SPW_TENSOR_MAP_ALIGN - off % SPW_TENSOR_MAP_ALIGN) % SPW_TENSOR_MAP_ALIGN;
+         k + SPW_TENSOR_MAP_BYTES <= size; k += SPW_TENSOR_MAP_ALIGN) {
+        CUdeviceptr a;
+        if (spw_tensor_map_find(v + k, &a)) {
+            each(ctx, a);
+            seen++;
+        }
+    }
+    return seen;
+}
+
+/* Words, and descriptors once there are some. */
+static unsigned scan_value(const unsigned char *v, size_t off, size_t size, int maps,
+                           void (*each)(void *, CUdeviceptr), void *ctx)
+{
+    unsigned seen = scan_words(v, off, size, each, ctx);
+    if (maps && size >= SPW_TENSOR_MAP_BYTES)
+        seen += scan_maps(v, off, size, each, ctx);
+    return seen;
+}
+
 static unsigned scan_extra(void **extra, void (*each)(void *, CUdeviceptr), void *ctx)
 {
     const unsigned char *buf = NULL;
@@ -218,7 +257,7 @@ static unsigned scan_extra(void **extra, void (*each)(void *, CUdeviceptr), void
         }
     }
     /* The driver refuses a buffer without its size: nothing to touch. */
-    return buf && sized ? scan_words(buf, 0, size, each, ctx) : 0;
+    return buf && sized ? scan_value(buf, 0, size, spw_tensor_maps_any(), each, ctx) : 0;
 }
 
 unsigned spw_param_scan(CUfunction f, void **kernelParams, void **extra,
@@ -233,9 +272,10 @@ unsigned spw_param_scan(CUfunction f, void **kernelParams, void **extra,
     if (!l)
         return 0;
     unsigned seen = 0;
+    int maps = spw_tensor_maps_any();
     for (unsigned i = 0; i < l->n; i++)
         if (kernelParams[i])
-            seen += scan_words(kernelParams[i], l->p[i].offset, l->p[i].size, each, ctx);
+            seen += scan_value(kernelParams[i], l->p[i].offset, l->p[i].size, maps, each, ctx);
     if (owned)
         free(l);
     return seen;

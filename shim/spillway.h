@@ -67,6 +67,12 @@ int spillway_get_pool_counters(int device, struct spillway_pool_counters *out);
  * and neither destroyed nor in a destroyed graph): for tests. */
 size_t spillway_graph_conditionals(void);
 
+/* TMA descriptors (CUtensorMap) spillway recorded since the process
+ * began: each successful cuTensorMapEncodeTiled, cuTensorMapEncodeIm2col,
+ * cuTensorMapEncodeIm2colWide and cuTensorMapReplaceAddress that went
+ * through it (none with SPILLWAY_DISABLE=1). For tests and the GPU check. */
+size_t spillway_tensor_maps(void);
+
 #ifdef __cplusplus
 }
 #endif
