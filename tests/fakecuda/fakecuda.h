@@ -30,6 +30,22 @@ typedef void (*fakecuda_kernel_fn)(fakecuda_dim3 grid, fakecuda_dim3 block, void
 int fakecuda_register_kernel(const char *name, fakecuda_kernel_fn fn,
                              unsigned nparams, const size_t *param_sizes)
     __attribute__((weak));
+/* The same with each parameter's alignment (aligns[i], a power of two; 0:
+ * natural), for parameters aligned past 8 bytes: a CUtensorMap
+ * (alignas(64) in CUDA 12's cuda.h, alignas(128) in 13's) or a struct
+ * holding one sits at an offset of its alignment, as nvcc places it.
+ * -1 also for an alignment that is not a power of two. */
+int fakecuda_register_kernel_aligned(const char *name, fakecuda_kernel_fn fn, unsigned nparams,
+                                     const size_t *param_sizes, const size_t *aligns)
+    __attribute__((weak));
+
+/* The global address a TMA descriptor made by fakecuda's
+ * cuTensorMapEncode* (or changed by cuTensorMapReplaceAddress) names, for
+ * a fake kernel that reads through it (map: the parameter's bytes, any
+ * alignment); 0 for bytes fakecuda did not make. fakecuda's descriptors
+ * hold the address in no 8-byte word of theirs, as a driver's opaque
+ * descriptor need not. */
+unsigned long long fakecuda_tensor_map_address(const void *map) __attribute__((weak));
 
 /* Introspection. */
 size_t fakecuda_device_bytes_used(int dev) __attribute__((weak)); /* device memory held, all kinds */

@@ -27,11 +27,21 @@ struct CUmod_st {
  * function is valid while its module is listed here. */
 static struct CUmod_st *modules;
 
-FC_EXPORT int fakecuda_register_kernel(const char *name, fakecuda_kernel_fn fn,
-                                       unsigned nparams, const size_t *param_sizes)
+/* Each parameter at the next offset of its alignment: aligns[i], or for 0
+ * (and without aligns) its natural one, as nvcc lays out a kernel's
+ * parameters (a type's alignment: the size up to 8 for scalars and
+ * pointers). A CUtensorMap is alignas(64) (CUDA 12's cuda.h) or
+ * alignas(128) (CUDA 13's), and a struct holding one keeps that: such
+ * parameters are registered with their alignment, which is what places
+ * a descriptor where spillway looks for one (64-byte-aligned offsets). */
+FC_EXPORT int fakecuda_register_kernel_aligned(const char *name, fakecuda_kernel_fn fn, unsigned nparams,
+                                               const size_t *param_sizes, const size_t *aligns)
 {
     if (!name || !fn || nparams > FAKECUDA_MAX_PARAMS || strlen(name) >= sizeof kernels[0].name)
         return -1;
+    for (unsigned i = 0; aligns && i < nparams; i++)
+        if (aligns[i] & (aligns[i] - 1))
+            return -1; /* not a power of two */
     pthread_mutex_lock(&lock);
     struct CUfunc_st *k = NULL;
     for (unsigned i = 0; i < nkernels && !k; i++)
@@ -48,6 +58,8 @@ FC_EXPORT int fakecuda_register_kernel(const char *name, fakecuda_kernel_fn fn,
         size_t off = 0;
         for (unsigned i = 0; i < nparams; i++) {
             size_t sz = param_sizes[i], align = sz >= 8 ? 8 : sz >= 4 ? 4 : sz >= 2 ? 2 : 1;
+            if (aligns && aligns[i])
+                align = aligns[i];
             off = (off + align - 1) & ~(align - 1);
             k->size[i] = sz;
             k->offset[i] = off;
@@ -56,6 +68,12 @@ FC_EXPORT int fakecuda_register_kernel(const char *name, fakecuda_kernel_fn fn,
     }
     pthread_mutex_unlock(&lock);
     return k ? 0 : -1;
+}
+
+FC_EXPORT int fakecuda_register_kernel(const char *name, fakecuda_kernel_fn fn, unsigned nparams,
+                                       const size_t *param_sizes)
+{
+    return fakecuda_register_kernel_aligned(name, fn, nparams, param_sizes, NULL);
 }
 
 unsigned fc_kernel_count(void)
