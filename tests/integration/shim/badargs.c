@@ -1287,6 +1287,70 @@ static void graphs(void)
     TRY(cuLibraryUnload, "bad_library", cuLibraryUnload, BAD_HANDLE);
 }
 
+/* ---- TMA descriptors ---------------------------------------------------------- */
+
+/* spillway reads a descriptor only after the driver made it: every refusal
+ * is the driver's, and a valid encode succeeds as without spillway. */
+static void tensor_maps(void)
+{
+    static _Alignas(128) unsigned char room[3 * sizeof(CUtensorMap)];
+    CUtensorMap *m = (CUtensorMap *)(void *)room, *off_grid = (CUtensorMap *)(void *)(room + 160);
+    void *a = (void *)(uintptr_t)dptr, *a8 = (void *)(uintptr_t)(dptr + 8);
+    const cuuint64_t dim[] = {256, 256, 4, 1, 1, 1}, stride[] = {1024, 1024 * 256, 1024 * 256 * 4, 1 << 20, 1 << 20};
+    const cuuint32_t box[] = {32, 32, 1, 1, 1, 1}, box257[] = {32, 257, 1, 1, 1, 1}, es[] = {1, 1, 1, 1, 1, 1};
+    const CUtensorMapDataType f32 = CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+#define TILED(tag, map, type, rank, addr, dims, boxes, swz)                                                  \
+    TRY(cuTensorMapEncodeTiled, tag, cuTensorMapEncodeTiled, map, type, rank, addr, dims, stride, boxes, es,    \
+        CU_TENSOR_MAP_INTERLEAVE_NONE, swz, CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+    TILED("null_map", NULL, f32, 2, a, dim, box, CU_TENSOR_MAP_SWIZZLE_NONE);
+    TILED("misaligned_map", off_grid, f32, 2, a, dim, box, CU_TENSOR_MAP_SWIZZLE_NONE);
+    TILED("misaligned_address", m, f32, 2, a8, dim, box, CU_TENSOR_MAP_SWIZZLE_NONE);
+    TILED("null_address", m, f32, 2, NULL, dim, box, CU_TENSOR_MAP_SWIZZLE_NONE);
+    TILED("rank_0", m, f32, 0, a, dim, box, CU_TENSOR_MAP_SWIZZLE_NONE);
+    TILED("rank_6", m, f32, 6, a, dim, box, CU_TENSOR_MAP_SWIZZLE_NONE);
+    TILED("box_257", m, f32, 2, a, dim, box257, CU_TENSOR_MAP_SWIZZLE_NONE);
+    TILED("null_dims", m, f32, 2, a, NULL, box, CU_TENSOR_MAP_SWIZZLE_NONE);
+    TILED("bad_type", m, (CUtensorMapDataType)99, 2, a, dim, box, CU_TENSOR_MAP_SWIZZLE_NONE);
+    TILED("bad_swizzle", m, f32, 2, a, dim, box, (CUtensorMapSwizzle)99);
+    TILED("swizzle_32_box_128", m, f32, 2, a, dim, box, CU_TENSOR_MAP_SWIZZLE_32B);
+    TILED("valid", m, f32, 2, a, dim, box, CU_TENSOR_MAP_SWIZZLE_NONE);
+#undef TILED
+    TRY(cuTensorMapReplaceAddress, "null_map", cuTensorMapReplaceAddress, NULL, a);
+    TRY(cuTensorMapReplaceAddress, "misaligned_address", cuTensorMapReplaceAddress, m, a8);
+    TRY(cuTensorMapReplaceAddress, "misaligned_map", cuTensorMapReplaceAddress, off_grid, a);
+    TRY(cuTensorMapReplaceAddress, "valid", cuTensorMapReplaceAddress, m, (void *)(uintptr_t)(dptr + 4096));
+
+    const int lo[] = {-1, 0, 0}, hi[] = {-1, 0, 0}, far[] = {-40000, 0, 0};
+    const cuuint64_t nwc[] = {16, 64, 4, 1, 1}, nwc_stride[] = {32, 32 * 64, 32 * 64 * 4, 1 << 20};
+    const CUtensorMapDataType f16 = CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+#define IM2COL(tag, map, rank, addr, lower, cpp)                                                                 \
+    TRY(cuTensorMapEncodeIm2col, tag, cuTensorMapEncodeIm2col, map, f16, rank, addr, nwc, nwc_stride, lower, hi, \
+        cpp, 64, es, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_NONE, \
+        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+    IM2COL("null_map", NULL, 3, a, lo, 16);
+    IM2COL("rank_2", m, 2, a, lo, 16);
+    IM2COL("misaligned_address", m, 3, a8, lo, 16);
+    IM2COL("corner_out_of_range", m, 3, a, far, 16);
+    IM2COL("channels_257", m, 3, a, lo, 257);
+    IM2COL("null_corners", m, 3, a, NULL, 16);
+    IM2COL("valid", m, 3, a, lo, 16);
+#undef IM2COL
+#define WIDE(tag, map, rank, addr, lower, mode, swz)                                                               \
+    TRY(cuTensorMapEncodeIm2colWide, tag, cuTensorMapEncodeIm2colWide, map, f16, rank, addr, nwc, nwc_stride,      \
+        lower, -1, 16, 64, es, CU_TENSOR_MAP_INTERLEAVE_NONE, mode, swz, CU_TENSOR_MAP_L2_PROMOTION_NONE,          \
+        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+    const CUtensorMapIm2ColWideMode w = CU_TENSOR_MAP_IM2COL_WIDE_MODE_W;
+    const CUtensorMapSwizzle s128 = CU_TENSOR_MAP_SWIZZLE_128B;
+    WIDE("null_map", NULL, 3, a, -1, w, s128);
+    WIDE("rank_2", m, 2, a, -1, w, s128);
+    WIDE("misaligned_address", m, 3, a8, -1, w, s128);
+    WIDE("corner_out_of_range", m, 3, a, 40000, w, s128);
+    WIDE("bad_mode", m, 3, a, -1, (CUtensorMapIm2ColWideMode)7, s128);
+    WIDE("swizzle_none", m, 3, a, -1, w, CU_TENSOR_MAP_SWIZZLE_NONE);
+    WIDE("valid", m, 3, a, -1, w, s128);
+#undef WIDE
+}
+
 /* ---- arrays, host memory, sizes ---------------------------------------------- */
 
 static void arrays(void)
@@ -1391,6 +1455,7 @@ int main(void)
     batch_copies();
     stream_memops();
     launches();
+    tensor_maps();
     graphs();
     graph_nodes();
     memop_nodes();
