@@ -137,7 +137,8 @@ TSAN_UNIT := policy_stress policy_wait policy_lend policy_spill policy_quiesce p
              shim_contexts policy_spans shim_param_scan
 TSAN_SHIM := tests/integration/shim/launches.sh tests/integration/shim/copies.sh \
              tests/integration/shim/gates.sh tests/integration/shim/graph_mem.sh \
-             tests/integration/shim/spill_tsan.sh tests/integration/pool/pool.sh
+             tests/integration/shim/spill_tsan.sh tests/integration/pool/pool.sh \
+             tests/integration/shim/tensor_maps.sh
 # The pool's threaded suites only: all of pool.sh takes over 5 minutes
 # under TSan, past run-tests.sh's limit.
 TSAN_POOL_SUITES := ctx_memory data devices resets

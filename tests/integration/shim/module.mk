@@ -64,3 +64,12 @@ $(BUILD)/tests/integration/shim_ipc_peer: $(BUILD)/tests/integration/shim/test_i
 	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(LDLIBS) -ldl
 ALL_TARGETS += $(BUILD)/tests/integration/shim_ipc_peer
 UNIT_TESTS += tests/integration/shim/ipc.sh
+
+# TMA descriptors under spill (tensor_maps.sh runs test_tensor_maps.c): a
+# buffer reached only through a CUtensorMap argument is filled back.
+$(BUILD)/tests/integration/shim_tensor_maps: $(BUILD)/tests/integration/shim/test_tensor_maps.o \
+                                             $(BUILD)/tests/integration/shim/rig.o $(UNIT_MAIN) \
+                                             $(STATS_READER_OBJS) $(FAKECUDA_LIB)
+	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(CHECK_LIBS) $(LDLIBS)
+ALL_TARGETS += $(BUILD)/tests/integration/shim_tensor_maps
+UNIT_TESTS += tests/integration/shim/tensor_maps.sh
