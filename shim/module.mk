@@ -108,6 +108,11 @@ ALL_TARGETS += $(SHIM_IT)/shim_copies $(SHIM_IT)/shim_copy_hold
 $(SHIM_IT)/shim_copy_bench: $(SHIM_IT)/shim/copy_bench.o $(BUILD)/fakecuda/libcuda.so.1
 	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(LDLIBS)
 ALL_TARGETS += $(SHIM_IT)/shim_copy_bench
+# What a launch's argument scan costs with TMA descriptors about, counted by
+# hand with callgrind (scan_bench.c).
+$(SHIM_IT)/shim_scan_bench: $(SHIM_IT)/shim/scan_bench.o $(BUILD)/fakecuda/libcuda.so.1
+	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(LDLIBS)
+ALL_TARGETS += $(SHIM_IT)/shim_scan_bench
 UNIT_TESTS += tests/integration/shim/copies.sh tests/integration/shim/copies_top.sh
 
 # Spill through the shim: data, kernels, fill, a race, the two options (spill.sh).
