@@ -216,8 +216,8 @@ static unsigned scan_words(const unsigned char *v, size_t off, size_t size,
  * Cost (callgrind, shim_scan_bench, gcc -O2 x86-64): until some
  * descriptor is recorded, the caller's one relaxed load and a test per
  * parameter; then, per value of 128 bytes or more, one window per 64
- * bytes, each 34 instructions when it is no descriptor (23 of them
- * spw_tensor_map_find's): a 1 KiB Params struct is 15 windows, 510
+ * bytes, each 41 instructions when it is no descriptor (most of them
+ * spw_tensor_map_find's hash): a 1 KiB Params struct is 15 windows, 615
  * instructions, beside the 1,100 its word scan costs. No allocation, no
  * lock. */
 static unsigned scan_maps(const unsigned char *v, size_t off, size_t size,

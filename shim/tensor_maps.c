@@ -6,9 +6,9 @@
  * reads must cost a few instructions and no lock, writes may wait.
  *
  * 2048 direct-mapped slots of 144 bytes (288 KiB of zero pages, touched
- * only as descriptors come), the slot chosen by a hash of the first two
- * words. A program keeps far fewer live descriptors than that (a GEMM's
- * two or three per shape); a collision evicts the older one, which only
+ * only as descriptors come), the slot chosen by a hash of all its words.
+ * A program keeps far fewer live descriptors than that (a GEMM's two or
+ * three per shape); a collision evicts the older one, which only
  * costs its data its heat. No entry is ever freed, so a reader never
  * touches freed memory; a stale entry (its buffer freed) passes an
  * address spill looks up like any stale pointer word.
@@ -42,17 +42,38 @@ static struct slot table[SLOTS];
 _Atomic bool spw_tensor_maps_seen;
 static _Atomic size_t recorded;
 
-static struct slot *slot_of(uint64_t w0, uint64_t w1)
+/* Word i of the 128 bytes at p (any alignment: an argument's copy). */
+static inline uint64_t word(const unsigned char *p, unsigned i)
 {
-    uint64_t h = (w0 ^ (w1 * 0x9E3779B97F4A7C15ull)) * 0xC2B2AE3D27D4EB4Full;
-    return &table[h >> (64 - SLOT_BITS)];
+    uint64_t v;
+    memcpy(&v, p + 8 * i, sizeof v);
+    return v;
+}
+
+/* The slot of a descriptor: a hash of all its words. The layout is
+ * undocumented, so no word can be trusted to tell two descriptors apart
+ * (two made for one buffer with other boxes may share their first
+ * words). The words xor-folded as a tree (16 loads, 15 independent xors),
+ * then one multiply: words that differ between descriptors (addresses,
+ * sizes) spread them; two that hash alike share a slot, the newer
+ * winning. */
+static struct slot *slot_of(const unsigned char *p)
+{
+    uint64_t a = (word(p, 0) ^ word(p, 1)) ^ (word(p, 2) ^ word(p, 3));
+    uint64_t b = (word(p, 4) ^ word(p, 5)) ^ (word(p, 6) ^ word(p, 7));
+    uint64_t c = (word(p, 8) ^ word(p, 9)) ^ (word(p, 10) ^ word(p, 11));
+    uint64_t d = (word(p, 12) ^ word(p, 13)) ^ (word(p, 14) ^ word(p, 15));
+    return &table[(((a ^ b) ^ (c ^ d)) * 0x9E3779B97F4A7C15ull) >> (64 - SLOT_BITS)];
+}
+
+unsigned spw_tensor_map_slot(const void *map)
+{
+    return (unsigned)(slot_of(map) - table);
 }
 
 void spw_tensor_map_record(const void *map, CUdeviceptr address)
 {
-    uint64_t w[WORDS];
-    memcpy(w, map, sizeof w);
-    struct slot *s = slot_of(w[0], w[1]);
+    struct slot *s = slot_of(map);
     uint64_t seq = atomic_load_explicit(&s->seq, memory_order_relaxed);
     for (;;) {
         if (seq & 1) { /* another encode is writing this slot: a few stores */
@@ -64,7 +85,7 @@ void spw_tensor_map_record(const void *map, CUdeviceptr address)
         }
     }
     for (unsigned i = 0; i < WORDS; i++)
-        atomic_store_explicit(&s->w[i], w[i], memory_order_release);
+        atomic_store_explicit(&s->w[i], word(map, i), memory_order_release);
     atomic_store_explicit(&s->address, (uint64_t)address, memory_order_release);
     atomic_store_explicit(&s->seq, seq + 2, memory_order_release);
     atomic_fetch_add_explicit(&recorded, 1, memory_order_relaxed);
@@ -72,21 +93,16 @@ void spw_tensor_map_record(const void *map, CUdeviceptr address)
         atomic_store_explicit(&spw_tensor_maps_seen, true, memory_order_release);
 }
 
-/* Cost (callgrind, gcc -O2 x86-64): a window whose slot is empty or holds
- * another descriptor is 23 instructions (two loads of the window, the
- * hash, the sequence, one word compared); a hit, the 16 words compared,
- * the address and the sequence again, about 160. */
+/* Cost: see param_scan.c's scan_maps (a miss is the window's hash, the
+ * sequence and one word compared; a hit compares all 16). */
 bool spw_tensor_map_find(const void *window, CUdeviceptr *address)
 {
-    uint64_t w[WORDS];
-    memcpy(w, window, 2 * sizeof w[0]);
-    struct slot *s = slot_of(w[0], w[1]);
+    struct slot *s = slot_of(window);
     uint64_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
-    if (seq == 0 || (seq & 1) || atomic_load_explicit(&s->w[0], memory_order_acquire) != w[0])
+    if (seq == 0 || (seq & 1))
         return false;
-    memcpy(w + 2, (const unsigned char *)window + 2 * sizeof w[0], sizeof w - 2 * sizeof w[0]);
-    for (unsigned i = 1; i < WORDS; i++)
-        if (atomic_load_explicit(&s->w[i], memory_order_acquire) != w[i])
+    for (unsigned i = 0; i < WORDS; i++)
+        if (atomic_load_explicit(&s->w[i], memory_order_acquire) != word(window, i))
             return false;
     uint64_t a = atomic_load_explicit(&s->address, memory_order_acquire);
     if (atomic_load_explicit(&s->seq, memory_order_relaxed) != seq)

@@ -13,7 +13,7 @@
  * looks up the 128-byte windows of a launch's large arguments.
  *
  * The table (tensor_maps.c) is fixed and direct-mapped: a slot per hash of
- * the descriptor's first two words, the newest record winning its slot. A
+ * the descriptor's words, the newest record winning its slot. A
  * descriptor pushed out by another is no longer seen: its launches touch
  * and fill nothing (its data still works wherever it lives), as for a
  * pointer a kernel finds in device memory. Readers take no lock. */
@@ -50,6 +50,10 @@ void spw_tensor_map_record(const void *map, CUdeviceptr address);
  * descriptor: then its address is in *address. A descriptor being
  * recorded at the same time may be missed (a miss costs heat only). */
 bool spw_tensor_map_find(const void *window, CUdeviceptr *address);
+
+/* The slot the descriptor at map goes to (for tests that make two share
+ * one). */
+unsigned spw_tensor_map_slot(const void *map);
 
 /* Descriptors recorded since the process began (spillway_tensor_maps). */
 size_t spw_tensor_maps_recorded(void);

@@ -201,21 +201,33 @@ END_TEST
 /* Encodes on some threads while launches scan on others (run under
  * ThreadSanitizer by make tsan). Every writer rewrites the one slot the
  * readers look up: the descriptor the readers hold (address A), and
- * others with its first two words but other bytes (address B), so that
- * a torn read would pair A's bytes with B's address. A reader may miss;
- * it must never see B. */
-enum { WRITERS = 3, READERS = 3, ROUNDS = 20000 };
+ * others that hash to its slot but differ in their bytes (address B), so
+ * that a torn read would pair A's bytes with B's address. A reader may
+ * miss; it must never see B. */
+enum { WRITERS = 3, READERS = 3, ROUNDS = 20000, OTHERS = 16 };
 static unsigned char shared_map[128];
+static unsigned char others[OTHERS][128];
 static _Atomic int stop;
 static _Atomic unsigned long hits;
 
+/* Descriptors that differ from shared_map and go to its slot. */
+static void make_others(void)
+{
+    unsigned want = spw_tensor_map_slot(shared_map);
+    uint64_t n = 0;
+    for (unsigned k = 0; k < OTHERS; k++) {
+        do {
+            memcpy(others[k], shared_map, 128);
+            n++;
+            memcpy(others[k] + 16, &n, sizeof n);
+        } while (spw_tensor_map_slot(others[k]) != want || memcmp(others[k], shared_map, 128) == 0);
+    }
+}
+
 static void *encoder(void *arg)
 {
-    unsigned char other[128];
-    memcpy(other, shared_map, 128);
     for (unsigned i = 0; i < ROUNDS; i++) {
-        other[16 + i % 100] = (unsigned char)(i + (uintptr_t)arg);
-        spw_tensor_map_record(other, ADDR_B);
+        spw_tensor_map_record(others[(i + (uintptr_t)arg) % OTHERS], ADDR_B);
         spw_tensor_map_record(shared_map, ADDR_A);
     }
     return NULL;
@@ -242,6 +254,7 @@ static void *launcher(void *arg)
 START_TEST(encodes_race_launches)
 {
     descriptor(shared_map, 5);
+    make_others();
     pthread_t w[WRITERS], r[READERS];
     for (uintptr_t i = 0; i < READERS; i++)
         ck_assert_int_eq(pthread_create(&r[i], NULL, launcher, NULL), 0);
