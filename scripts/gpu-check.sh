@@ -543,10 +543,11 @@ fi
 # Acceptance, so before the benchmarks: PyTorch torch.cuda.graph capture and
 # replay, JAX with XLA's command buffers (each natively and under a limit
 # below its working set, results compared), PyTorch expandable segments
-# served from the pool, and last JAX's while loop in a WHILE conditional
-# node spillway must record. Each row has its own timeout (40-120 s; ~10-30
+# served from the pool, a bf16 torch.mm through cuBLASLt's TMA descriptors
+# (recorded by spillway, the weight squeezed out and filled back), and last
+# JAX's while loop in a WHILE conditional node spillway must record. Each row has its own timeout (40-120 s; ~10-30
 # s expected on an H100); with --fake, the stand-ins of tests/gpu/mock.
-want features && py_stage "issue 12: CUDA graphs, XLA command buffers, expandable segments" \
+want features && py_stage "issue 12: CUDA graphs, XLA command buffers, expandable segments, TMA descriptors" \
     tests/gpu/features.py --build "$BUILD" --out "$OUT"
 
 # --- issue 13: the seed's MLP past the device's memory ---------------------

@@ -13,6 +13,11 @@
                     told, long before spill)
   torch-expandable  PyTorch expandable_segments:True under a limit: its
                     cuMemCreate segments must be served from the pool
+  torch-tma         PyTorch bf16 torch.mm of two 4096x4096 matrices (cuBLASLt's
+                    sm90 TMA kernels on an H100/H200: operands reached
+                    through CUtensorMap descriptors), natively and under a
+                    limit: the weight squeezed out to the host, then one
+                    more GEMM must fill it back through its descriptor
   jax-while         jax-cmdbuf's step as 4 SGD micro-steps in a
                     lax.fori_loop per jitted call (row_jax_cmdbuf.py
                     --micro-steps), WHILE and CONDITIONAL added to XLA's
@@ -45,7 +50,20 @@ A row passes when every check passes:
                     launch per micro-step) or spillway missed the node (the
                     HLO's while inside a command buffer, or fewer launches
                     per call than micro-steps: the loop ran inside a graph)
-Replay / step time under spillway over native is reported, not judged.
+  tensor maps       (torch-tma) spillway_tensor_maps() > 0 after the first
+                    GEMM on compute capability >= 9.0 (below: skipped, no
+                    TMA); 0 there is a finding: cuBLAS encodes its
+                    descriptors some other way than through the driver's
+                    entry points
+  spilled           (torch-tma) after the squeeze: spilled_bytes > 0 and W
+                    (32 MiB) not all on the device (the driver's own
+                    cuMemRetainAllocationHandle per page)
+  filled back       (torch-tma) the GEMM after the squeeze: fill_events up,
+                    every page of W on the device again (without the
+                    residency probe: spilled_bytes down by W's bytes)
+  results           (torch-tma) the product after the squeeze bit for bit
+                    the native run's (sha256 digests) and the first GEMM's
+Replay / step / GEMM time under spillway over native is reported, not judged.
 
 One JSON record per row (table "feature") in <out>/results.jsonl,
 rendered by report.py; one RESULT line per row on stdout.
@@ -102,6 +120,18 @@ ROWS = [
      "limit": "2G", "fake_limit": "64M",
      "args": ["--hold-bytes", "1G", "--chunk", "64M"], "fake_args": ["--hold-bytes", "24M", "--chunk", "8M"],
      "env": {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}, "spw_env": {}},
+    # Before jax-while: a short budget then drops the 50 s JAX row and keeps
+    # this ~15 s one (two PyTorch processes, one GEMM each after the
+    # squeeze), whose finding (do cuBLAS's descriptors reach the hooks?)
+    # nothing else measures. Limit 256M: A, W, two products (32 MiB each)
+    # and cuBLAS's workspace (CUBLAS_WORKSPACE_CONFIG :4096:8, 32 MiB), with
+    # the squeeze of the limit minus 2 MiB.
+    {"id": "torch-tma", "label": "PyTorch bf16 torch.mm via TMA descriptors, weight squeezed to the host",
+     "fw": "torch", "script": "row_torch_tma.py", "native": True, "timeout": 60,
+     "limit": "256M", "fake_limit": "16M",
+     "args": ["--n", "4096"], "fake_args": ["--n", "1024"],
+     # cuBLAS picks the same kernel in both processes: products comparable bit for bit.
+     "env": {"CUBLAS_WORKSPACE_CONFIG": ":4096:8"}, "spw_env": {}},
     # Last: a budget cut drops it first. ~25-30 s expected on an H100 for both
     # runs (two compiles dominate; 4 checked and 12 timed calls of 4
     # micro-steps each), timeout 120 s as jax-cmdbuf's.
@@ -448,7 +478,83 @@ def judge_expandable(pair):
     return c, f
 
 
+def _cc(res):
+    """The compute capability a row reported ("9.0") as a number; None."""
+    try:
+        return float(res.get("cc"))
+    except (TypeError, ValueError):
+        return None
+
+
+TMA_FIELDS = ("cc", "tensor_maps", "tensor_maps_end", "squeeze", "w_bytes", "w_resident_before", "w_resident_after",
+              "spilled_before", "spilled_after", "fills_before", "fills_after", "digest", "same")
+
+
+def judge_tma(pair):
+    c, f = Checks(), {}
+    if not judge_ran(c, pair):
+        return c, f
+    res, nat = pair["spillway"].result, pair["native"].result
+    f.update({k: res.get(k) for k in TMA_FIELDS}, native_digest=nat.get("digest"))
+    d, _ = segment(pair["spillway"])
+    if d is not None:
+        f.update(spill_fields(d))
+    cc, k = _cc(res), res.get("tensor_maps")
+    if not isinstance(k, int) or k < 0:
+        c.add("tensor maps", False, "spillway_tensor_maps() not found in the spillway run (tensor_maps=%s: "
+              "libspillway not preloaded, or one without the export)" % k)
+    elif cc is not None and cc < 9.0:
+        c.add("tensor maps", True, "skipped: compute capability %s, below 9.0 (no TMA: cuBLAS's kernels take "
+              "pointers); %d descriptor(s) recorded" % (res.get("cc"), k))
+    elif k > 0:
+        c.add("tensor maps", True, "%d descriptor(s) recorded after the first GEMM, %s at the end (compute "
+              "capability %s)" % (k, res.get("tensor_maps_end", "n/a"), res.get("cc")))
+    else:
+        c.add("tensor maps", False, "0 descriptors recorded after a bf16 GEMM on compute capability %s: cuBLAS "
+              "encodes its descriptors some other way than through the driver's entry points "
+              "(cuTensorMapEncodeTiled/Im2col/Im2colWide, cuTensorMapReplaceAddress): a finding for README's "
+              "Known limits, not a spillway crash (the run exited 0); torch %s" % (res.get("cc"), res.get("torch")))
+    w = _num(res.get("w_bytes")) or 0
+    rb, ra = _num(res.get("w_resident_before")), _num(res.get("w_resident_after"))
+    sb, sa = _num(res.get("spilled_before")), _num(res.get("spilled_after"))
+    fb, fa = _num(res.get("fills_before")), _num(res.get("fills_after"))
+    where = ("W %s of %s on the device" % (fmt_bytes(rb), fmt_bytes(w)) if rb is not None
+             else "W's pages: no residency probe")
+    if sb is None:
+        c.add("spilled", False, "no stats segment in the spillway run: spilled_bytes n/a")
+        return c, f
+    spilled = sb > 0 and (rb < w if rb is not None else sb >= w)
+    c.add("spilled", spilled, "after the squeeze (%s): %s on the host; %s" % (
+        fmt_bytes(_num(res.get("squeeze")) or 0), fmt_bytes(sb), where))
+    if spilled:
+        back = ra == w if ra is not None and rb is not None else sb - (sa or 0) >= w
+        ok = fa is not None and fb is not None and fa > fb and back
+        c.add("filled back", ok, "the GEMM after the squeeze: fill_events %s -> %s, spilled_bytes %s -> %s, %s" % (
+            fb, fa, fmt_bytes(sb), fmt_bytes(sa or 0),
+            ("W %s of %s on the device after it" % (fmt_bytes(ra), fmt_bytes(w)) if ra is not None and rb is not None
+             else "no residency probe: spilled_bytes must drop by W's %s" % fmt_bytes(w))))
+    same = res.get("same") == 1 and nat.get("same") == 1
+    eq = res.get("digest") is not None and res.get("digest") == nat.get("digest")
+    detail = "product after the squeeze: digest %s, native %s; equal to the first GEMM's: %s" % (
+        res.get("digest"), nat.get("digest"), "yes" if same else "no (spillway %s, native %s)" % (
+            res.get("same"), nat.get("same")))
+    f["compare_detail"] = "bitwise equal" if eq and same else "differ"
+    if not eq:
+        try:
+            ok, why, fields = compare(read_floats(os.path.join(pair["dirs"]["spillway"], "dump.f32")),
+                                      read_floats(os.path.join(pair["dirs"]["native"], "dump.f32")))
+            f["compare"], f["compare_detail"] = fields, "differ; column sums: %s" % why
+            detail += "; column sums: %s" % why
+        except OSError as e:
+            detail += "; no dump: %s" % e
+    c.add("results", eq and same, detail)
+    timing(f, pair, "gemm_ms")
+    return c, f
+
+
 def judge(row, pair, env_flags=None):
+    if row["id"] == "torch-tma":
+        return judge_tma(pair)
     if row["id"] == "torch-graph":
         return judge_graph(pair)
     if row["id"] == "jax-cmdbuf":
@@ -532,8 +638,20 @@ def self_test():
     g_ok = {"capture_ok": 1, "replay_ms": 2.0}
     j_ok = {"cmdbuf": 3, "step_ms": 1.0}
     e_ok = {"expandable": 1, "expandable_seen": 1, "data_ok": 1, "matmul_ok": 1, "held_tensors": 16, "reserved": 1 << 30}
-    graph, jax, exp, jwhile = (next(r for r in ROWS if r["id"] == i)
-                               for i in ("torch-graph", "jax-cmdbuf", "torch-expandable", "jax-while"))
+    graph, jax, exp, jwhile, tma = (next(r for r in ROWS if r["id"] == i)
+                                    for i in ("torch-graph", "jax-cmdbuf", "torch-expandable", "jax-while",
+                                              "torch-tma"))
+    # torch-tma: W (32 MiB) squeezed out, filled back by the GEMM, products equal
+    t_ok = {"cc": 9.0, "tensor_maps": 2, "tensor_maps_end": 4, "squeeze": 256 << 20, "w_bytes": 32 << 20,
+            "w_resident_before": 0, "w_resident_after": 32 << 20, "spilled_before": 128 << 20,
+            "spilled_after": 32 << 20, "fills_before": 1, "fills_after": 4, "digest": "0123456789abcdef", "same": 1,
+            "gemm_ms": 1.5, "torch": "2.9.0"}
+    t_native = dict(t_ok, tensor_maps=-1, tensor_maps_end=-1, squeeze=0, w_resident_before="n/a",
+                    w_resident_after="n/a", spilled_before="n/a", spilled_after="n/a", fills_before="n/a",
+                    fills_after="n/a", gemm_ms=1.0)
+    t_none = dict(t_ok, tensor_maps=0, tensor_maps_end=0)
+    t_noprobe = dict(t_ok, w_resident_before="n/a", w_resident_after="n/a")
+    finding = "some other way than through the driver's entry points"
     # jax-while: a loop in a WHILE node that spillway recorded; each way of
     # not recording one, with the cause its detail must name
     w_ok = dict(j_ok, micro_steps=4, whiles=1, cb_whiles=1, known_trip=0, conditionals=1, conditionals_peak=1,
@@ -587,6 +705,31 @@ def self_test():
          seg, fp, fp, "--xla_gpu_enable_command_buffer=", ["command buffers", "conditionals"],
          "turn command buffers off"),
         ("while crashed", jwhile, w_native, None, None, None, fp, "", ["ran (spillway)"]),
+        ("tma ok", tma, t_native, t_ok, seg, fp, fp, None, [], "2 descriptor(s) recorded"),
+        ("tma, no descriptor recorded on 9.0", tma, t_native, t_none, seg, fp, fp, None, ["tensor maps"], finding),
+        ("tma, none on 9.0 nor filled (a bypass)", tma, t_native, dict(t_none, fills_after=1, w_resident_after=0,
+                                                                       spilled_after=128 << 20),
+         seg, fp, fp, None, ["tensor maps", "filled back"], finding),
+        ("tma, cc 8.0 skips the descriptor check", tma, dict(t_native, cc=8.0), dict(t_none, cc=8.0), seg, fp, fp,
+         None, [], "skipped: compute capability 8.0"),
+        ("tma, no spillway export", tma, t_native, dict(t_ok, tensor_maps=-1), seg, fp, fp, None, ["tensor maps"],
+         "not found"),
+        ("tma, W not squeezed out", tma, t_native, dict(t_ok, w_resident_before=32 << 20), seg, fp, fp, None,
+         ["spilled"]),
+        ("tma, nothing spilled", tma, t_native, dict(t_noprobe, spilled_before=0, spilled_after=0), seg, fp, fp,
+         None, ["spilled"]),
+        ("tma, no fill", tma, t_native, dict(t_ok, fills_after=1, w_resident_after=0, spilled_after=128 << 20),
+         seg, fp, fp, None, ["filled back"], "fill_events 1 -> 1"),
+        ("tma, fills but W left on the host", tma, t_native, dict(t_ok, w_resident_after=16 << 20), seg, fp, fp,
+         None, ["filled back"]),
+        ("tma, no residency probe, spilled bytes down by W", tma, t_native, t_noprobe, seg, fp, fp, None, []),
+        ("tma, no residency probe, spilled bytes down short", tma, t_native, dict(t_noprobe, spilled_after=112 << 20),
+         seg, fp, fp, None, ["filled back"]),
+        ("tma, products differ", tma, t_native, dict(t_ok, digest="fedcba9876543210"), seg, off, fp, None,
+         ["results"], "column sums: 1 of 32 values off"),
+        ("tma, second GEMM differs from the first", tma, t_native, dict(t_ok, same=0), seg, fp, fp, None,
+         ["results"]),
+        ("tma crashed", tma, t_native, None, None, None, fp, None, ["ran (spillway)"]),
     ]
     bad = 0
     with tempfile.TemporaryDirectory() as tmp:
@@ -596,12 +739,13 @@ def self_test():
             pair = _pair(os.path.join(tmp, str(i)), native, spw, got, want)
             c, _ = judge(row, pair, flags)
             failed = [x[0] for x in c.items if not x[1]]
-            # said: what the conditionals check's detail must say (the cause)
-            detail = " ".join(x[2] for x in c.items if x[0] == "conditionals")
+            # said: what the checks' details must say (the cause)
+            detail = " ".join(x[2] for x in c.items if x[0] in ("conditionals", "tensor maps", "filled back",
+                                                                  "results"))
             ok = failed == fails and all(t in detail for t in said)
             bad += not ok
             print("%s - %s: failed %s%s" % ("ok" if ok else "FAIL", name, failed or "none",
-                                             "" if ok else " (expected %s%s; conditionals: %s)" % (
+                                             "" if ok else " (expected %s%s; details: %s)" % (
                                                  fails or "none", "".join(", saying '%s'" % t for t in said),
                                                  detail or "none")))
     print("features self-test: %s" % ("ok" if not bad else "%d failed" % bad))

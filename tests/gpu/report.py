@@ -124,18 +124,22 @@ def feature_time(r):
         return "–"  # a row without a native run
     if not isinstance(n, (int, float)) or not isinstance(s, (int, float)):
         return "n/a"
-    what = {"replay_ms": "replay", "step_ms": "step"}.get(r.get("time_key"), "")
+    what = {"replay_ms": "replay", "step_ms": "step", "gemm_ms": "GEMM after the squeeze"}.get(r.get("time_key"), "")
     return "%s %.2f / %.2f ms (%s)" % (what, n, s, ratio(s, n, "×%.2f"))
 
 
 def feature_memory(r):
     """Spill for the graph and JAX rows, pool against pass-through for the
     expandable-segments row; the while-loop row adds the conditional nodes
-    spillway held records of at the end."""
+    spillway held records of at the end, the TMA row the descriptors it
+    recorded and the weight's pages on the device after the squeeze's GEMM."""
     pt = ", ".join("%s %s" % (k, b(v)) for k, v in sorted((r.get("passthrough") or {}).items()) if v) or "none"
     if "served" in r:
         return "pool served %s of torch's %s reserved; pass-through: %s" % (b(r["served"]), b(r.get("reserved")), pt)
     cond = "; conditional nodes recorded: %s" % r["conditionals"] if "conditionals" in r else ""
+    if "tensor_maps" in r:
+        cond += "; TMA descriptors recorded: %s (cc %s); W on the device %s / %s after the GEMM" % (
+            r["tensor_maps"], r.get("cc", "n/a"), b(r.get("w_resident_after")), b(r.get("w_bytes")))
     if "spill_bytes" in r:
         return "%s spilled in %s events, %s on the host at the end; pass-through: %s%s" % (
             b(r.get("spill_bytes")), r.get("spill_events", "n/a"), b(r.get("spilled_bytes")), pt, cond)
@@ -162,6 +166,9 @@ def feature_section(recs):
             "program run natively in its own process: loss of each checked step and per-parameter column sums, "
             "bitwise or within 1e-5 (said which); time is native / spillway per replay or step (not judged). "
             "The while-loop row must also leave spillway holding a record of XLA's WHILE conditional node. "
+            "The TMA row (a bf16 GEMM, cuBLASLt's descriptors) must see spillway record the GEMM's TMA "
+            "descriptors (compute capability 9.0 and up) and, after a squeeze sent the weight to the host, "
+            "the next GEMM fill it back, its product bit for bit the native run's. "
             "The expandable-segments row stays within its limit: its memory must come from the pool.\n\n"
             + table(["program", "setting", "time native / spillway", "results vs native", "memory", "result"], rows)
             + "".join("\nEnvironment of %s\n" % f for f in flags))

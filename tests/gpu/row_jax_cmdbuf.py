@@ -34,7 +34,6 @@ The dump (--dump): float32 fingerprint = the loss of each checked step,
 then per weight its column sums and column sums of |w|, then the biases.
 """
 import argparse
-import ctypes
 import hashlib
 import os
 import re
@@ -102,12 +101,7 @@ def spillway_conditionals():
     """spillway_graph_conditionals() of the libspillway preloaded into this
     process (shim/introspect.c: the conditional graph nodes whose bodies it
     holds a record of); -1 without it (a native run)."""
-    try:
-        fn = ctypes.CDLL(None).spillway_graph_conditionals
-    except (AttributeError, OSError):
-        return -1
-    fn.restype, fn.argtypes = ctypes.c_size_t, []
-    return fn()
+    return rowlib.spillway_count("spillway_graph_conditionals")
 
 
 def launch_counts():

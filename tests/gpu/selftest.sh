@@ -27,8 +27,12 @@
 #     turned off in XLA_FLAGS; for the while loop, no conditional node
 #     recorded, with its cause named: XLA keeping the loop out of its
 #     command buffers, MOCK_XLA_LOOPS=host, and a WHILE node made past
-#     spillway's cuGraphAddNode, MOCK_FAULT=cond-bypass); the
-#     expandable-segments row must pass as PyTorch asks its segments
+#     spillway's cuGraphAddNode, MOCK_FAULT=cond-bypass); the TMA row
+#     (torch.mm through descriptors the mock encodes with
+#     cuTensorMapEncodeTiled, the weight squeezed out and filled back) must
+#     pass, and FAIL on tensor maps and filled back, with the finding's
+#     wording, when the descriptors are encoded past spillway's hook
+#     (MOCK_FAULT=tma-bypass); the expandable-segments row must pass as PyTorch asks its segments
 #     (shareable handles) and without shareable handles, and FAIL when they
 #     are not pooled;
 #  7. issue 13's rows (oversub.py): the judging on synthetic runs
@@ -200,8 +204,9 @@ feature() {
     "$PY" "$HERE/features.py" --build "$B" --out "$d" --fake --rows "$row" ${1:+$(printf -- '--extra-env %s ' "$@")} 2>&1 |
         grep '^RESULT table=feature'
 }
-"$PY" "$HERE/features.py" --build "$B" --out "$OUT" --fake --rows torch-graph,jax-cmdbuf,jax-while >"$OUT/feat.txt" 2>&1
-for row in torch-graph jax-cmdbuf jax-while; do
+"$PY" "$HERE/features.py" --build "$B" --out "$OUT" --fake --rows torch-graph,jax-cmdbuf,torch-tma,jax-while \
+    >"$OUT/feat.txt" 2>&1
+for row in torch-graph jax-cmdbuf torch-tma jax-while; do
     if grep -q "^RESULT table=feature name=$row .*pass=1 " "$OUT/feat.txt"; then ok "$row row passes on the stand-ins"
     else not_ok "$row row: $(grep -F "name=$row " "$OUT/feat.txt" || cat "$OUT/feat.txt")"; fi
 done
@@ -229,6 +234,17 @@ expect_cause() {
 expect_cause "XLA keeping the loop out of its command buffers" "XLA did not put the loop in a conditional node" \
     MOCK_XLA_LOOPS=host
 expect_cause "a WHILE node made past spillway's cuGraphAddNode" "spillway missed them" MOCK_FAULT=cond-bypass
+# TMA descriptors encoded by the driver's own cuTensorMapEncodeTiled, past
+# spillway: none recorded (the finding's wording), the squeezed weight not
+# filled back by the GEMM; the product still right (read over the bus).
+d=$OUT/feat-tma-bypass
+mkdir -p "$d"
+got=$("$PY" "$HERE/features.py" --build "$B" --out "$d" --fake --rows torch-tma --extra-env MOCK_FAULT=tma-bypass 2>&1 |
+    grep '^RESULT table=feature')
+if grep -q ' pass=0 .*failed=tensor_maps,filled_back$' <<<"$got" &&
+    grep -qF "cuBLAS encodes its descriptors some other way than through the driver's entry points" "$d/results.jsonl"; then
+    ok "negative control: TMA descriptors encoded past spillway's hook fail (tensor maps, filled back)"
+else not_ok "negative control: TMA descriptors past spillway's hook did not fail on tensor maps and filled back: $got"; fi
 got=$(feature torch-expandable TORCH_CUDA_EXPANDABLE_SEGMENTS_IPC=0)
 if grep -q ' pass=1 ' <<<"$got"; then ok "expandable segments without shareable handles are pooled"
 else not_ok "expandable segments without shareable handles: $got"; fi
@@ -265,6 +281,7 @@ for want in "### Limits (issue 3) and pool (issue 4)" "| CUDA C, nvcc -cudart st
     "### Alloc+free pairs from many threads (64 KiB)" "### Submissions from many threads" \
     "| PyTorch torch.cuda.graph MLP step (capture + replay) | SPILLWAY_MEM_LIMIT=16M |" \
     "| JAX jit MLP step, 4 micro-steps in a fori_loop, XLA WHILE command buffers | SPILLWAY_MEM_LIMIT=16M |" \
+    "| PyTorch bf16 torch.mm via TMA descriptors, weight squeezed to the host | SPILLWAY_MEM_LIMIT=16M |" \
     "### Oversubscription: the seed's MLP past the device's memory (issue 13)" \
     "| JAX seed MLP, default allocator (BFC arena) | SPILLWAY_MEM_LIMIT=96M SPILLWAY_OVERSUBSCRIBE=2 | **pass** |"; do
     if grep -qF -- "$want" "$OUT/report.md"; then ok "report shows '$want'"; else not_ok "report lacks '$want'"; fi

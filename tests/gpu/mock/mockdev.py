@@ -44,6 +44,11 @@ process under spillway (libspillway in LD_PRELOAD):
                 by the driver's own cuGraphAddNode, found in libcuda.so.1's
                 symbol table: spillway's hook never sees it (stands in for a
                 node spillway misses)
+  tma-bypass    torch.mm's TMA descriptors (tma_gemm) are encoded by the
+                driver's own cuTensorMapEncodeTiled, found the same way:
+                spillway never records them (stands in for a library that
+                makes its descriptors some other way than through the
+                driver's entry points)
 
 MOCK_MISSING=jax,torch,cupy,numpy (any of them, with or without spillway):
 those stand-ins raise ModuleNotFoundError at import, as on a host without
@@ -52,6 +57,12 @@ the framework (importable()).
 import ctypes
 import os
 import struct
+import sys
+
+# rowlib (tests/gpu, this folder's parent): the driver's own functions. Put
+# last on the path: the programs' own folders (tests/gpu, bench) come first.
+sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import rowlib  # noqa: E402
 
 N = 8  # every "matrix" is N x N, whatever shape was asked for
 MIN_BYTES = 512  # room for N x N float32 values and the scratch word graphs write
@@ -322,6 +333,83 @@ def launch(name, *args):
     check("cuLaunchKernel", f, 1, 1, 1, 1, 1, 1, 0, None, params, None)
 
 
+# --- a GEMM through TMA descriptors (the torch-tma row) ----------------------
+CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 = 9
+_ENCODE_TILED = [_P, ctypes.c_int, ctypes.c_uint, _P, ctypes.POINTER(_U64), ctypes.POINTER(_U64),
+                 ctypes.POINTER(ctypes.c_uint), ctypes.POINTER(ctypes.c_uint), ctypes.c_int, ctypes.c_int,
+                 ctypes.c_int, ctypes.c_int]
+_TMA = {}  # "fn": the CUfunction, "cb": its callback, "addr": fakecuda_tensor_map_address
+
+
+def _tma_mm(_grid, _block, params):
+    """tma_mm(CUtensorMap a, CUtensorMap w, float *out): out = a @ w for the
+    N x N values at the start of the buffers the two descriptors name (read
+    through them: fakecuda_tensor_map_address), as a Hopper GEMM reaches
+    its operands; run by fakecuda on the stream's worker thread."""
+    addr = _TMA["addr"]
+    a = (ctypes.c_float * (N * N)).from_address(addr(params[0]))
+    w = (ctypes.c_float * (N * N)).from_address(addr(params[1]))
+    out = (ctypes.c_float * (N * N)).from_address(ctypes.cast(params[2], ctypes.POINTER(_U64))[0])
+    for i in range(N):
+        for j in range(N):
+            out[i * N + j] = sum(a[i * N + k] * w[k * N + j] for k in range(N))
+
+
+def _aligned(n, align):
+    """(a ctypes buffer to keep alive, the address of n bytes in it aligned
+    to align): a CUtensorMap must be 64-byte aligned (cuda.h)."""
+    buf = ctypes.create_string_buffer(n + align)
+    return buf, (ctypes.addressof(buf) + align - 1) // align * align
+
+
+def _encode_bf16(ptr, rows, cols):
+    """A 2D bf16 descriptor over rows x cols at ptr, boxes of 64 x 64 (what
+    a GEMM's mainloop loads), made by cuTensorMapEncodeTiled of
+    libcuda.so.1 through ctypes (dlsym: under spillway, its hook records
+    it); with MOCK_FAULT=tma-bypass by the driver's own, past the hook.
+    Returns (buffer, address) of its 128 bytes."""
+    buf, at = _aligned(128, 128)
+    dim, stride = (_U64 * 2)(cols, rows), (_U64 * 1)(cols * 2)
+    box, es = (ctypes.c_uint * 2)(64, 64), (ctypes.c_uint * 2)(1, 1)
+    enc = _cu.cuTensorMapEncodeTiled
+    enc.argtypes = _ENCODE_TILED
+    if fault("tma-bypass"):  # the descriptor spillway must record, made past its hook
+        enc = _driver_own("cuTensorMapEncodeTiled", _ENCODE_TILED)
+    r = enc(at, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, ptr, dim, stride, box, es, 0, 0, 0, 0)
+    if r:
+        raise CudaError("cuTensorMapEncodeTiled", r)
+    return buf, at
+
+
+def tma_gemm(a, w, out, rows, inner, cols):
+    """out = a @ w (Buffers of bf16 matrices rows x inner, inner x cols) as
+    cuBLASLt's sm90 kernels run it: a descriptor encoded for each operand
+    on the host, then one cuLaunchKernel of tma_mm taking both by value
+    (alignas(128), CUDA 13's CUtensorMap) and out as a pointer: a and w
+    reach the kernel only through their descriptors. On fakecuda only
+    (fakecuda_register_kernel_aligned, fakecuda_tensor_map_address)."""
+    if "fn" not in _TMA:
+        reg = _cu.fakecuda_register_kernel_aligned
+        reg.restype = ctypes.c_int
+        reg.argtypes = [ctypes.c_char_p, _KERNEL_FN, ctypes.c_uint, ctypes.POINTER(_SZ), ctypes.POINTER(_SZ)]
+        cb = _KERNEL_FN(_tma_mm)
+        if reg(b"tma_mm", cb, 3, (_SZ * 3)(128, 128, 8), (_SZ * 3)(128, 128, 0)):
+            raise RuntimeError("mock: fakecuda refused kernel tma_mm")
+        addr = _cu.fakecuda_tensor_map_address
+        addr.restype, addr.argtypes = ctypes.c_ulonglong, [_P]
+        mod, f = _P(), _P()
+        check("cuModuleLoadData", ctypes.byref(mod), b"mock kernels")
+        check("cuModuleGetFunction", ctypes.byref(f), mod, b"tma_mm")
+        _TMA.update(fn=f, cb=cb, addr=addr)
+    keep_a, map_a = _encode_bf16(a.ptr, rows, inner)
+    keep_w, map_w = _encode_bf16(w.ptr, inner, cols)
+    dst = _U64(out.ptr)
+    params = (_P * 3)(map_a, map_w, ctypes.cast(ctypes.pointer(dst), _P))
+    check("cuLaunchKernel", _TMA["fn"], 1, 1, 1, 1, 1, 1, 0, None, params, None)
+    out.on_device = True
+    del keep_a, keep_w  # the launch copied the parameters
+
+
 class Graph:
     """One stream capture as frameworks make CUDA graphs: begun on a
     non-blocking stream of its own, work on it recorded as nodes, ended and
@@ -379,39 +467,15 @@ CU_GRAPH_NODE_TYPE_CONDITIONAL, CU_GRAPH_COND_TYPE_WHILE = 13, 1
 
 
 def _driver_own(name, argtypes):
-    """The driver's own function `name`, found the way no program should: in
-    the dynamic symbol table of the file libcuda.so.1 was loaded from (its
-    path and load address from /proc/self/maps), so that neither this
+    """The driver's own function `name`, found in the dynamic symbol table
+    of the file libcuda.so.1 was loaded from, so that neither this
     process's binding nor dlsym (which spillway answers for every hooked
-    name) is asked (MOCK_FAULT=cond-bypass, as tests/gpu/launch_count_drv.c's
-    SWGPU_LAUNCH_BYPASS)."""
-    base, path = None, None
-    with open("/proc/self/maps") as f:
-        for line in f:
-            parts = line.split()
-            if len(parts) >= 6 and os.path.basename(parts[5]).startswith("libcuda.so") and int(parts[2], 16) == 0:
-                base, path = int(parts[0].split("-")[0], 16), parts[5]
-                break
-    if base is None:
-        raise RuntimeError("mock: libcuda.so.1 is not mapped")
-    with open(path, "rb") as f:
-        elf = f.read()
-    shoff, = struct.unpack_from("<Q", elf, 0x28)
-    shentsize, shnum = struct.unpack_from("<HH", elf, 0x3A)
-    sections = [struct.unpack_from("<IIQQQQIIQQ", elf, shoff + i * shentsize) for i in range(shnum)]
-    vaddr0 = min(struct.unpack_from("<IIQQ", elf, struct.unpack_from("<Q", elf, 0x20)[0] + i * 56)[3]
-                 for i in range(struct.unpack_from("<H", elf, 0x38)[0])
-                 if struct.unpack_from("<I", elf, struct.unpack_from("<Q", elf, 0x20)[0] + i * 56)[0] == 1)
-    for sh in sections:
-        if sh[1] != 11:  # SHT_DYNSYM
-            continue
-        strtab = sections[sh[6]]
-        for k in range(sh[5] // 24):
-            st_name, st_info, _, st_shndx, st_value, _ = struct.unpack_from("<IBBHQQ", elf, sh[4] + k * 24)
-            end = elf.index(b"\0", strtab[4] + st_name)
-            if st_shndx and (st_info & 0xF) == 2 and elf[strtab[4] + st_name:end] == name.encode():
-                return ctypes.CFUNCTYPE(ctypes.c_int, *argtypes)(base - vaddr0 + st_value)
-    raise RuntimeError("mock: no %s in %s" % (name, path))
+    name) is asked (MOCK_FAULT=cond-bypass and tma-bypass, as
+    tests/gpu/launch_count_drv.c's SWGPU_LAUNCH_BYPASS): rowlib.driver_own."""
+    try:
+        return rowlib.driver_own(name, argtypes)
+    except RuntimeError as e:
+        raise RuntimeError("mock: %s" % e)
 
 
 class LoopGraph:

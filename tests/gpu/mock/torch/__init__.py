@@ -10,8 +10,10 @@ work is recorded, not run, during a capture. Gradients are a stand-in
 detach() breaks the chain (the graph dies with the loss), and values a row
 reads back (item(), tolist()) go through mockdev.results
 (MOCK_FAULT=mismatch)."""
+import ctypes
 import os as _os
 import random as _random
+import struct
 
 import mockdev
 from mockdev import MIN_BYTES, N, Buffer, Device, Mat
@@ -19,7 +21,8 @@ from mockdev import MIN_BYTES, N, Buffer, Device, Mat
 mockdev.importable("torch")  # MOCK_MISSING: a host without torch
 
 __version__ = "0.0-mock"
-uint8, int64, float32 = "uint8", "int64", "float32"
+uint8, int64, float32, bfloat16 = "uint8", "int64", "float32", "bfloat16"
+_ITEMSIZE = {uint8: 1, int64: 8, float32: 4, bfloat16: 2}
 
 
 class OutOfMemoryError(RuntimeError):
@@ -42,18 +45,21 @@ class Generator:
         return self
 
 
-def _nbytes(shape):
-    n = 4
+def _nbytes(shape, dtype=float32):
+    n = _ITEMSIZE[dtype]
     for d in shape:
         n *= d
     return n
 
 
 class Tensor:
-    def __init__(self, mat=None, nbytes=0, shape=(N, N), cuda=False, inputs=()):
+    def __init__(self, mat=None, nbytes=0, shape=(N, N), cuda=False, inputs=(), dtype=float32):
         self.shape, self.is_cuda, self.inputs = tuple(shape), cuda or bool(nbytes), inputs
+        self.dtype = dtype
         self.grad, self.requires_grad = None, False
-        self.buf = Buffer(nbytes or max(_nbytes(shape), MIN_BYTES), OutOfMemoryError) if self.is_cuda else None
+        self.buf = (Buffer(nbytes or max(_nbytes(shape, dtype), MIN_BYTES), OutOfMemoryError) if self.is_cuda
+                    else None)
+        self._host = None  # data_ptr()'s bytes of a CPU tensor
         self._mat = Mat.zeros()
         if mat is not None:
             self.mat = mat
@@ -72,11 +78,34 @@ class Tensor:
     def float(self):
         return self
 
+    def contiguous(self):
+        return self
+
     def cuda(self):
-        return Tensor(self.mat, shape=self.shape, cuda=True)
+        return Tensor(self.mat, shape=self.shape, cuda=True, dtype=self.dtype)
 
     def cpu(self):
-        return Tensor(self.mat, shape=self.shape)
+        return Tensor(self.mat, shape=self.shape, dtype=self.dtype)
+
+    def numel(self):
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def element_size(self):
+        return _ITEMSIZE[self.dtype]
+
+    def data_ptr(self):
+        """A CUDA tensor's device address; a CPU tensor's bytes (its nominal
+        numel() x element_size(), the N x N values as float32 at the start,
+        as in device memory)."""
+        if self.buf:
+            return self.buf.ptr
+        if self._host is None:
+            raw = struct.pack("<%df" % (N * N), *mockdev.results(self._mat.flat()))
+            self._host = ctypes.create_string_buffer(raw, max(len(raw), self.numel() * self.element_size()))
+        return ctypes.addressof(self._host)
 
     def detach(self):
         """The same memory, out of the graph."""
@@ -211,10 +240,23 @@ def randint(lo, hi, shape, generator):
     return Tensor(Mat([[generator.r.randrange(lo, hi) for _ in range(N)] for _ in range(N)]), shape=shape)
 
 
-def randn(*shape, generator=None, device=None):
+def randn(*shape, generator=None, device=None, dtype=float32):
     r = generator.r if generator else _RNG
     return Tensor(Mat([[round(r.gauss(0, 1), 3) for _ in range(N)] for _ in range(N)]), shape=shape,
-                  cuda=device == "cuda")
+                  cuda=device == "cuda", dtype=dtype)
+
+
+def mm(a, b):
+    """a @ b. Two CUDA bf16 matrices on fakecuda: as cuBLASLt's sm90 TMA
+    kernels, a descriptor per operand encoded through the driver and one
+    launch that reaches them only through those (mockdev.tma_gemm);
+    otherwise a @ b in Python."""
+    if not (mockdev._cu and a.buf and b.buf and a.dtype == b.dtype == bfloat16 and a.buf.on_device
+            and b.buf.on_device and not cuda.capturing()):
+        return a @ b
+    out = Tensor(shape=(a.shape[0], b.shape[-1]), cuda=True, dtype=a.dtype)
+    mockdev.tma_gemm(a.buf, b.buf, out.buf, a.shape[0], a.shape[-1], b.shape[-1])
+    return out
 
 
 def set_float32_matmul_precision(_p):

@@ -16,6 +16,15 @@ def synchronize():
     mockdev.synchronize()
 
 
+def empty_cache():
+    """Nothing cached here: every tensor's memory goes back when it dies."""
+
+
+def get_device_capability(device=None):
+    """The driver's answer (fakecuda's devices are 9.0)."""
+    return (mockdev.device_attribute(75), mockdev.device_attribute(76))  # COMPUTE_CAPABILITY_MAJOR, _MINOR
+
+
 def memory_reserved():
     return Device.reserved()
 
