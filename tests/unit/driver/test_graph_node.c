@@ -352,6 +352,10 @@ START_TEST(batch_memop_node_writes_its_values)
     CU_OK(cuMemAlloc(&q, 64));
     CU_OK(cuMemsetD8(p, 0, 64));
     CU_OK(cuMemsetD8(q, 0, 64));
+    /* A set of device memory may still run when the call returns, on the
+     * legacy stream, which the non-blocking stream below does not wait
+     * for: done before any launch writes. */
+    CU_OK(cuCtxSynchronize());
     CUstreamBatchMemOpParams ops[2] = {write_op(p, 0xa5a5a5a5u, false), write_op(p + 8, v64, true)};
     CUDA_BATCH_MEM_OP_NODE_PARAMS np = {.ctx = test_ctx, .count = wide ? 2 : 1, .paramArray = ops, .flags = 0};
     CUgraph g;
@@ -400,6 +404,7 @@ START_TEST(batch_memop_node_writes_its_values)
     nq.paramArray = to_q;
     CU_OK(cuGraphExecBatchMemOpNodeSetParams(x, node, &nq));
     CU_OK(cuMemsetD8(p, 0, 64));
+    CU_OK(cuCtxSynchronize());
     CU_OK(cuGraphLaunch(x, s));
     CU_OK(cuStreamSynchronize(s));
     expect_written(q, 7, wide ? 8 : 0);
