@@ -138,6 +138,10 @@ static void rig_up(struct rig *r, unsigned seed)
     rig_setup(0);
     CU_OK(cuMemAlloc(&r->out, sizeof(uint64_t)));
     r->w = rig_filled(BUF, seed);
+    /* A copy from pageable memory may still run on the legacy stream when
+     * it returns; the race case's kernels run on non-blocking streams,
+     * which do not wait for it. */
+    CU_OK(cuCtxSynchronize());
     uint32_t *host = rig_expected(BUF, seed);
     r->want = rig_host_sum(host, WORDS);
     free(host);
