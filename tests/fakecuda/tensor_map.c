@@ -167,7 +167,9 @@ static CUresult encode(CUtensorMap *map, const struct desc *t)
     put_address(w, t->addr);
     for (unsigned i = 0; i < 16; i++)
         w[i] |= TOP;
-    memcpy(map->opaque, w, sizeof w);
+    /* Through void *: the API asks 64-byte alignment of tensorMap, while
+     * CUDA 13's CUtensorMap type is 128-aligned, so no member access. */
+    memcpy((void *)map, w, sizeof w);
     return CUDA_SUCCESS;
 }
 
@@ -279,7 +281,7 @@ FC_EXPORT CUresult cuTensorMapReplaceAddress(CUtensorMap *tensorMap, void *globa
     uint64_t w[16];
     if (!tensorMap || (uintptr_t)tensorMap % 64 || !globalAddress)
         return CUDA_ERROR_INVALID_VALUE;
-    memcpy(w, tensorMap->opaque, sizeof w);
+    memcpy(w, (const void *)tensorMap, sizeof w);
     if ((w[0] & 0xffffffffull) != MAGIC)
         return CUDA_ERROR_INVALID_VALUE; /* not a descriptor fakecuda made */
     unsigned dtype = (unsigned)(w[0] >> 34) & 0xf, interleave = (unsigned)(w[0] >> 41) & 3;
@@ -287,7 +289,7 @@ FC_EXPORT CUresult cuTensorMapReplaceAddress(CUtensorMap *tensorMap, void *globa
     if ((uintptr_t)globalAddress % (by32 ? 32 : 16))
         return CUDA_ERROR_INVALID_VALUE;
     put_address(w, (uintptr_t)globalAddress); /* the top bits stay set */
-    memcpy(tensorMap->opaque, w, sizeof w);
+    memcpy((void *)tensorMap, w, sizeof w);
     return CUDA_SUCCESS;
 }
 
