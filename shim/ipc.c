@@ -254,25 +254,26 @@ static CUresult open_ours(CUdeviceptr *pdptr, spw_ipc_handle h, unsigned int Fla
     return CUDA_SUCCESS;
 }
 
-CUresult spw_h_ipc_open_mem_handle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags)
+/* Both ABIs take the same arguments: spillway's own handle is opened
+ * here, any other goes to the driver function of the ABI asked (real). */
+static CUresult open_or_forward(CUresult (*real)(CUdeviceptr *, CUipcMemHandle, unsigned int), CUdeviceptr *pdptr,
+                                CUipcMemHandle handle, unsigned int Flags)
 {
     spw_ipc_handle h;
-    if (spw_disabled() || !decode(&handle, &h)) {
-        SPW_REAL_OR_RETURN(real, spw_h_ipc_open_mem_handle);
-        return real(pdptr, handle, Flags);
-    }
-    return open_ours(pdptr, h, Flags);
+    if (!spw_disabled() && decode(&handle, &h))
+        return open_ours(pdptr, h, Flags);
+    return real ? real(pdptr, handle, Flags) : CUDA_ERROR_NOT_INITIALIZED;
 }
 
-/* The unsuffixed ABI (before CUDA 11): the same arguments. */
+CUresult spw_h_ipc_open_mem_handle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags)
+{
+    return open_or_forward(SPW_REAL(spw_h_ipc_open_mem_handle), pdptr, handle, Flags);
+}
+
+/* The unsuffixed ABI (before CUDA 11). */
 CUresult spw_h_ipc_open_mem_handle_v1(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags)
 {
-    spw_ipc_handle h;
-    if (spw_disabled() || !decode(&handle, &h)) {
-        SPW_REAL_OR_RETURN(real, spw_h_ipc_open_mem_handle_v1);
-        return real(pdptr, handle, Flags);
-    }
-    return open_ours(pdptr, h, Flags);
+    return open_or_forward(SPW_REAL(spw_h_ipc_open_mem_handle_v1), pdptr, handle, Flags);
 }
 
 CUresult spw_h_ipc_close_mem_handle(CUdeviceptr dptr)
