@@ -88,11 +88,25 @@ static void resolve_hooks(void *handle, spw_dlsym_fn sym)
     }
 }
 
-static void *open_driver(const char *path)
+/* The driver at path, NULL with the reason in why when it cannot be
+ * loaded or is not a CUDA driver: a library that loads but lacks the
+ * driver's functions (SPILLWAY_DRIVER=libc.so.6) would otherwise leave a
+ * program that finds the driver itself unlimited, each hook handing it the
+ * driver's own function. */
+static void *open_driver(const char *path, char *why, size_t size)
 {
     loading_here = 1;
     void *handle = dlopen(path, RTLD_LAZY | RTLD_LOCAL);
     loading_here = 0;
+    if (!handle) {
+        snprintf(why, size, "%s", dlerror());
+        return NULL;
+    }
+    if (!spw_real_dlsym()(handle, "cuCtxGetDevice")) {
+        snprintf(why, size, "it is not a CUDA driver: it has no cuCtxGetDevice");
+        dlclose(handle);
+        return NULL;
+    }
     return handle;
 }
 
@@ -100,16 +114,17 @@ static void load_driver(void)
 {
     static const char default_driver[] = "libcuda.so.1";
     const char *path = spw_config()->driver;
-    void *handle = open_driver(path);
+    char why[512];
+    void *handle = open_driver(path, why, sizeof why);
     if (!handle) {
-        char why[512];
-        snprintf(why, sizeof why, "%s", dlerror());
         /* "The driver the program loaded itself" (options.def). A program
          * that dlopened it into a local scope (every framework) is not
          * reached through RTLD_NEXT, which left such programs unlimited
          * when SPILLWAY_DRIVER was mistyped: the soname finds it, loaded
          * or not. A program linked with -lcuda has it after spillway. */
-        void *own = strcmp(path, default_driver) != 0 ? open_driver(default_driver) : NULL;
+        char own_why[512];
+        void *own = strcmp(path, default_driver) != 0 ? open_driver(default_driver, own_why, sizeof own_why)
+                                                      : NULL;
         spw_warn("cannot load the CUDA driver '%s' (%s): using %s", path, why,
                  own ? default_driver : "the driver already loaded, if any");
         handle = own ? own : RTLD_NEXT;

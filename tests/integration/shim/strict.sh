@@ -109,6 +109,15 @@ bad=0
 [[ $out == *"spillway: cannot load the CUDA driver '/nonexistent/libcuda.so.1'"* ]] || bad=1
 [ $bad = 0 ] || printf '%s\n' "$out"
 check "unloadable SPILLWAY_DRIVER, driver dlopened by the program: still limited" $bad
+# A SPILLWAY_DRIVER that loads but is not a driver is one that cannot be
+# loaded: before, the hooks handed the program's dlsym the driver's own
+# functions (spillway had no driver) and it ran unlimited.
+out=$(env LD_PRELOAD="$LIB" SPILLWAY_DRIVER=libc.so.6 SPILLWAY_MEM_LIMIT=32M "$DLPROBE" 2>&1)
+bad=0
+[[ $out == *"dlprobe: devtotal $((32 << 20))"* ]] || bad=1
+[[ $out == *"spillway: cannot load the CUDA driver 'libc.so.6' (it is not a CUDA driver: it has no cuCtxGetDevice): using libcuda.so.1"* ]] || bad=1
+[ $bad = 0 ] || printf '%s\n' "$out"
+check "SPILLWAY_DRIVER not a CUDA driver, driver dlopened by the program: still limited" $bad
 
 # One "stats:" prefix, not two.
 out=$(SPILLWAY_LIB=$LIB SPILLWAY_STATS_DIR=/nonexistent/spillway-strict "$SPW" run -- "$PROBE" alloc 0 1048576 2>&1)

@@ -474,11 +474,14 @@ START_TEST(oom_logged_once)
 }
 END_TEST
 
-/* A SPILLWAY_DRIVER that cannot be loaded: a program linked with -lcuda
- * still works, limited, through the driver it loaded itself. */
+/* A SPILLWAY_DRIVER that cannot be loaded, or that loads but is not a
+ * driver: a program linked with -lcuda still works, limited, through the
+ * driver it loaded itself. */
 START_TEST(missing_driver_falls_back)
 {
-    const char *const *env = ENV("SPILLWAY_DRIVER=/nonexistent/libcuda.so.1", "SPILLWAY_MEM_LIMIT=32M");
+    static const char *const drivers[] = {"SPILLWAY_DRIVER=/nonexistent/libcuda.so.1",
+                                          "SPILLWAY_DRIVER=libc.so.6"};
+    const char *env[] = {drivers[_i], "SPILLWAY_MEM_LIMIT=32M", NULL};
     struct run r;
     run_probe(&r, 1, env, ARGS("info"));
     ck_assert_msg(r.status == 0 && strstr(r.err, "cannot load the CUDA driver"), "%d '%s'",
@@ -542,7 +545,7 @@ Suite *test_suite(void)
                         (int)(sizeof option_names / sizeof option_names[0]));
     tcase_add_test(options, disable_passes_through);
     tcase_add_test(options, oom_logged_once);
-    tcase_add_test(options, missing_driver_falls_back);
+    tcase_add_loop_test(options, missing_driver_falls_back, 0, 2);
     suite_add_tcase(s, options);
     tcase_add_test(options, stats_segment_published_and_removed);
     tcase_add_test(options, stats_failure_said_once);
