@@ -2,7 +2,7 @@
  *
  * Every process running under spillway publishes one file,
  * <dir>/spillway.<uid>.<pid> (dir: the writer's SPILLWAY_STATS_DIR), mode
- * 0600, created O_CREAT|O_EXCL|O_NOFOLLOW, removed at normal exit; or
+ * 0400 (0600 before 2026-11-30; readers take either), created O_CREAT|O_EXCL|O_NOFOLLOW, removed at normal exit; or
  * spillway.<uid>.<pid>.<pidns> when the first name is held by a live writer
  * of another pid namespace (SPW_STATS_NAME_NS_FORMAT). It holds a
  * struct spw_stats_header followed by device_count struct spw_stats_device.

@@ -179,7 +179,7 @@ static enum spw_read_result check_file(int fd, const char *name, unsigned flags,
     if (st->st_uid != geteuid() && !(flags & SPW_SCAN_ALL_USERS))
         return say(SPW_READ_OTHER_USER, why, whylen, "belongs to uid %u", (unsigned)st->st_uid);
     if (st->st_mode & 0077)
-        return say(SPW_READ_BAD, why, whylen, "mode %04o, expected 0600", (unsigned)(st->st_mode & 07777));
+        return say(SPW_READ_BAD, why, whylen, "mode %04o, expected 0400 or 0600", (unsigned)(st->st_mode & 07777));
     if (st->st_size < (off_t)sizeof(struct spw_stats_header) && unpublished(fd, st->st_size))
         return say(SPW_READ_NOT_READY, why, whylen, "being initialised");
     if (st->st_size < (off_t)sizeof(struct spw_stats_header) ||

@@ -161,13 +161,16 @@ static enum existing judge_existing(int dirfd, const char *name, const char *pat
 }
 
 /* Creates w->name, replacing a stale file of that name; -1 with errno, and
- * *seen what held the name. The pid namespace is the first thing written,
+ * *seen what held the name. Mode 0400: the writer keeps the descriptor it
+ * created it with, and no one else (root aside) can open it for writing,
+ * so no `truncate` or `: >` of the user's can shrink the file under the
+ * writer's mapping, whose next counter update would die of SIGBUS. The pid namespace is the first thing written,
  * before the file has its size, so that a writer of another namespace
  * finding the name taken while this one initialises leaves it. */
 static int create_at(struct spw_stats_writer *w, uint64_t pid_ns, enum existing *seen)
 {
     for (int attempt = 0; attempt < 2; attempt++) {
-        int fd = openat(w->dirfd, w->name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        int fd = openat(w->dirfd, w->name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0400);
         if (fd >= 0) {
             if (pwrite(fd, &pid_ns, sizeof pid_ns, offsetof(struct spw_stats_header, pid_ns)) !=
                 (ssize_t)sizeof pid_ns) {
