@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/fakecuda/graph.h"
 #include "tests/fakecuda/internal.h"
 
 struct copy_op {

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/fakecuda/graph.h"
 #include "tests/fakecuda/internal.h"
 
 enum fc_side fc_side_of(uintptr_t p)

@@ -1,8 +1,8 @@
 /* fakecuda: conditional graph nodes' handles (cuGraphConditionalHandleCreate)
  * and the value device code sets through them (cudaGraphSetConditional; a
  * fake kernel calls fakecuda_graph_set_conditional). The nodes themselves
- * are graph.c's (made by cuGraphAddNode, graph_node.c), run by
- * graph_exec.c: IF runs body 0 when the value is non-zero (body 1, if it
+ * are graph_types.c's (made by cuGraphAddNode, graph_node.c), run by
+ * graph_launch.c: IF runs body 0 when the value is non-zero (body 1, if it
  * has two, when it is zero), WHILE runs body 0 as long as the value is
  * non-zero (checked before each iteration), SWITCH runs body n when the
  * value is n < size. "Applied at the beginning of each graph execution if
@@ -15,7 +15,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-#include "tests/fakecuda/internal.h"
+#include "tests/fakecuda/graph.h"
 
 struct fc_cond_handle {
     struct CUgraph_st *graph; /* the graph it was created for (compared, never read) */

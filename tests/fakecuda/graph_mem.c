@@ -13,7 +13,7 @@
  * amount of physical memory currently mapped by at least one graph"
  * (programming guide): an allocation's memory stays mapped after its free,
  * until a trim unmaps it, so it does not follow the allocations' lives. */
-#include "tests/fakecuda/internal.h"
+#include "tests/fakecuda/graph.h"
 
 static struct fc_gmem *all; /* under fc_lock */
 

@@ -1,8 +1,8 @@
 /* fakecuda: batch memory operation nodes (CU_GRAPH_NODE_TYPE_BATCH_MEM_OP,
  * CUDA 11.7: cuGraphAddBatchMemOpNode, its getter and setter, and the
  * executable graph's setter; cuGraphAddNode and the generic setters reach
- * them through graph_node.c and graph_exec.c). As the reference describes
- * them:
+ * them through graph_node.c and graph_exec_update.c). As the reference
+ * describes them:
  *
  *  - their operations are cuStreamBatchMemOp's ("See cuStreamBatchMemOp
  *    ... for what these nodes can do"), checked as that call checks them
@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tests/fakecuda/internal.h"
+#include "tests/fakecuda/graph.h"
 
 /* p checked and copied into *m, which owns the copy. */
 static CUresult take(const CUDA_BATCH_MEM_OP_NODE_PARAMS *p, struct fc_memop_node *m)

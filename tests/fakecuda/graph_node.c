@@ -1,17 +1,18 @@
 /* fakecuda: CUDA 12.2's one entry point for adding a node of any type
  * (cuGraphAddNode, and 12.3's _v2 with edge data) and for giving a node new
  * parameters (cuGraphNodeSetParams). Each type is the type's own call
- * (graph.c, graph_memop.c), so both ways of making a node check and
- * behave alike, as the driver documents them. What fakecuda does not model
- * answers CUDA_ERROR_NOT_SUPPORTED, one of the calls' documented errors:
- * external semaphore nodes (it has none of their own calls either), new
- * parameters for a conditional node (graph_cond.c has the nodes), a child
- * graph moved into its parent (CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE, CUDA
- * 12.9), and new events for event nodes. Edge data is accepted and
- * ignored, as cuGraphAddDependencies_v2 does here. */
+ * (graph_types.c, graph_alloc.c, graph_memop.c), so both ways of making a
+ * node check and behave alike, as the driver documents them. What fakecuda
+ * does not model answers CUDA_ERROR_NOT_SUPPORTED, one of the calls'
+ * documented errors: external semaphore nodes (it has none of their own
+ * calls either), new parameters for a conditional node (graph_cond.c has
+ * the nodes), a child graph moved into its parent
+ * (CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE, CUDA 12.9), and new events for
+ * event nodes. Edge data is accepted and ignored, as
+ * cuGraphAddDependencies_v2 does here. */
 #include <string.h>
 
-#include "tests/fakecuda/internal.h"
+#include "tests/fakecuda/graph.h"
 
 #undef cuGraphAddNode
 CUresult CUDAAPI cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,

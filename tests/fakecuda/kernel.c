@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/fakecuda/graph.h"
 #include "tests/fakecuda/internal.h"
 
 #define MAX_KERNELS 128

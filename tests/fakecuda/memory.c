@@ -3,6 +3,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "tests/fakecuda/graph.h"
 #include "tests/fakecuda/internal.h"
 
 /* Allocates fresh pages, charges them, registers the range. */

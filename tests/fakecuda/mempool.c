@@ -6,9 +6,10 @@
  * capturing stream an allocation becomes a memory allocation node, owned by
  * the graph ("the allocation is owned by the graph instead of the memory
  * pool"), and a free a memory free node, which must name a graph
- * allocation (graph.c). */
+ * allocation (graph_alloc.c). */
 #include <stdlib.h>
 
+#include "tests/fakecuda/graph.h"
 #include "tests/fakecuda/internal.h"
 
 static struct fc_mempool *pools; /* under fc_lock */
