@@ -214,7 +214,5 @@ void fc_gmem_mark(CUdeviceptr ptr, bool live);
 CUresult fc_gmem_map_graph_locked(const struct CUgraph_st *g);
 void fc_gmem_list_locked(struct fc_gmem *m, bool add);
 void fc_gmem_live_locked(struct fc_gmem *m, bool live);
-/* Is ptr the start of a graph allocation of g (for a captured free)? */
-bool fc_graph_owns_alloc(struct CUgraph_st *g, CUdeviceptr ptr);
 
 #endif

@@ -17,15 +17,6 @@ bool fc_graph_has_mem_nodes(const struct CUgraph_st *g)
             return true;
     return false;
 }
-
-bool fc_graph_owns_alloc(struct CUgraph_st *g, CUdeviceptr ptr)
-{
-    for (struct CUgraphNode_st *x = g->head; x; x = x->next)
-        if (x->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC && x->u.alloc.mem->ptr == ptr)
-            return true;
-    return false;
-}
-
 /* ---- graph allocations ---------------------------------------------------- */
 
 CUresult fc_gmem_new(int dev, size_t size, struct fc_gmem **out)

@@ -49,18 +49,6 @@ static CUresult acyclic(struct CUgraph_st *g)
     }
     return err;
 }
-
-/* Whether g has memory alloc or free nodes (a child graph moved into it
- * brings its own). */
-static bool has_memory_nodes(const struct CUgraph_st *g)
-{
-    for (const struct CUgraphNode_st *n = g->head; n; n = n->next)
-        if (n->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC || n->type == CU_GRAPH_NODE_TYPE_MEM_FREE ||
-            (n->type == CU_GRAPH_NODE_TYPE_GRAPH && has_memory_nodes(n->u.child)))
-            return true;
-    return false;
-}
-
 void fc_exec_graph_gone_locked(const struct CUgraph_st *g)
 {
     for (struct CUgraphExec_st *x = execs; x; x = x->next)
@@ -78,7 +66,7 @@ void fc_exec_graph_gone_locked(const struct CUgraph_st *g)
  * the failure. */
 static CUresult one_exec_at_a_time(const struct CUgraph_st *g, bool *mem)
 {
-    *mem = has_memory_nodes(g) || fc_graph_has_conditionals(g);
+    *mem = fc_graph_has_mem_nodes(g) || fc_graph_has_conditionals(g);
     if (*mem)
         for (struct CUgraphExec_st *x = execs; x; x = x->next)
             if (x->mem_src == g)
