@@ -103,8 +103,15 @@ gpu-test:
 	scripts/gpu-check.sh
 .PHONY: gpu-build
 
+# The programs that take longest (the "slowest" list `make test` ends
+# with), started first: run-tests.sh runs as many programs at once as there
+# are CPUs, and a long one started last would leave the others idle.
+TESTS_FIRST := tests/integration/faults/faults.sh tests/integration/diff/diff.sh \
+               tests/gpu/selftest.sh tests/integration/pool/pool.sh \
+               tests/integration/shim/spill.sh tests/monitor/test_serve.sh
 test: build-all $(UNIT_TESTS)
-	@BUILD=$(BUILD) scripts/run-tests.sh $(UNIT_TESTS)
+	@BUILD=$(BUILD) scripts/run-tests.sh $(filter $(TESTS_FIRST),$(UNIT_TESTS)) \
+	    $(filter-out $(TESTS_FIRST),$(UNIT_TESTS))
 
 # Issue 11's differential tests (tests/integration/diff/README.md): the ones
 # that fail until the fixes land, and the 10^6-operation soak.
