@@ -190,7 +190,7 @@ struct CUgraphNode_st *fc_node_new(CUgraphNodeType type)
     return n;
 }
 
-static void payload_free(struct CUgraphNode_st *n)
+void fc_node_payload_free(struct CUgraphNode_st *n)
 {
     switch (n->type) {
     case CU_GRAPH_NODE_TYPE_KERNEL:
@@ -223,7 +223,7 @@ static void payload_free(struct CUgraphNode_st *n)
 
 void fc_node_free(struct CUgraphNode_st *n)
 {
-    payload_free(n);
+    fc_node_payload_free(n);
     free(n->deps);
     n->magic = 0;
     free(n);

@@ -177,8 +177,10 @@ CUresult fc_exec_upload(CUgraphExec x, CUstream h, bool ptsz);
 struct CUgraphNode_st *fc_exec_node(struct CUgraphExec_st *x, CUgraphNode n, int type);
 /* A deep copy (nodes, edges, payloads; copies point at their originals). */
 struct CUgraph_st *fc_graph_clone(struct CUgraph_st *g, bool internal);
-/* Copies a node's payload (a kernel's arguments, a child graph). */
+/* Copies a node's payload (a kernel's arguments, a child graph); frees
+ * one (what a node owns beyond itself). */
 CUresult fc_node_payload_copy(struct CUgraphNode_st *dst, const struct CUgraphNode_st *src);
+void fc_node_payload_free(struct CUgraphNode_st *n);
 /* Numbers g's nodes 0.. in the order added (their idx). */
 void fc_graph_number(struct CUgraph_st *g);
 /* The nodes in an order that respects every edge; NULL with *n = 0 for a

@@ -258,14 +258,7 @@ static CUresult update(CUgraphExec x, CUgraph g, CUgraphExecUpdateResultInfo *in
         struct CUgraphNode_st *n = &fresh[k];
         if (r != CUDA_SUCCESS && k == done - 1)
             break; /* the copy that failed has nothing to free */
-        if (n->type == CU_GRAPH_NODE_TYPE_KERNEL)
-            fc_kernel_call_free(&n->u.kernel);
-        else if (n->type == CU_GRAPH_NODE_TYPE_GRAPH)
-            fc_graph_free(n->u.child);
-        else if (n->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC)
-            fc_gmem_unref(n->u.alloc.mem);
-        else if (n->type == CU_GRAPH_NODE_TYPE_BATCH_MEM_OP)
-            fc_memop_node_free(&n->u.memop);
+        fc_node_payload_free(n); /* a conditional node's bodies too */
     }
     free(fresh);
     fc_graph_unlock();

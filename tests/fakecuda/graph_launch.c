@@ -119,22 +119,12 @@ static void snapshot_free(struct snapshot *s, size_t upto)
 {
     for (size_t i = 0; i < upto; i++) {
         struct CUgraphNode_st *n = &s->nodes[i];
-        if (n->type == CU_GRAPH_NODE_TYPE_KERNEL)
-            fc_kernel_call_free(&n->u.kernel);
-        else if (n->type == CU_GRAPH_NODE_TYPE_GRAPH)
-            fc_graph_free(n->u.child);
-        else if (n->type == CU_GRAPH_NODE_TYPE_CONDITIONAL) {
-            for (unsigned b = 0; b < n->u.cond.size; b++)
-                fc_graph_free(n->u.cond.body[b]);
-            free(n->u.cond.body);
-        } else if (n->type == CU_GRAPH_NODE_TYPE_BATCH_MEM_OP) {
-            fc_memop_node_free(&n->u.memop);
-        } else if (n->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
+        if (n->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
             pthread_mutex_lock(&fc_lock);
             n->u.alloc.mem->inflight--;
             pthread_mutex_unlock(&fc_lock);
-            fc_gmem_unref(n->u.alloc.mem);
         }
+        fc_node_payload_free(n);
     }
     free(s);
 }

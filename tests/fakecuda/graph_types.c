@@ -378,7 +378,7 @@ CUresult fc_graph_add_conditional(CUgraphNode *out, CUgraph g, const CUgraphNode
             if (!(n->u.cond.body[b] = fc_graph_new(true)))
                 break;
             n->u.cond.body[b]->owner = n;
-            n->u.cond.size = b + 1; /* what payload_free frees */
+            n->u.cond.size = b + 1; /* what fc_node_payload_free frees */
         }
         r = n->u.cond.size == p->size ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
     }
