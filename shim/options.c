@@ -13,8 +13,8 @@
 
 /* What each type accepts, for the error line. */
 static const char accepted_bool[] = "1, 0, true, false, yes, no, on or off";
-static const char accepted_fraction[] = "a number from 0.000001 to 1, e.g. 0.5";
-static const char accepted_factor[] = "a number from 1 to 1000, e.g. 1.5";
+static const char accepted_fraction[] = "a decimal number from 0.000001 to 1, e.g. 0.5";
+static const char accepted_factor[] = "a decimal number from 1 to 1000, e.g. 1.5";
 static const char accepted_devlimit[] =
     "bytes with an optional K/M/G/T suffix (8G, 512M, 1073741824), "
     "or per device <index>=<bytes>[,...] (0=8G,1=4G), each > 0, index < 64";
@@ -32,37 +32,87 @@ const char *spw_log_level_name(enum spw_log_level level)
     return level_names[level];
 }
 
-int spw_parse_bytes(const char *s, uint64_t *out)
+/* The number grammar (options.h; README, "Configuration"; spillway(1),
+ * ENVIRONMENT) is checked by hand before strtod or strtoull read a number:
+ * alone they also took hex (0x0.8, 0x2), exponents, inf and nan, none of
+ * which a user means for a fraction, a factor or a size. The digits at s. */
+static size_t digits(const char *s)
 {
-    if (!isdigit((unsigned char)*s))
-        return -1;
-    errno = 0;
-    char *end;
-    unsigned long long n = strtoull(s, &end, 10);
-    if (errno == ERANGE)
-        return -1;
-    unsigned shift = 0;
-    switch (toupper((unsigned char)*end)) {
-    case 'K': shift = 10; end++; break;
-    case 'M': shift = 20; end++; break;
-    case 'G': shift = 30; end++; break;
-    case 'T': shift = 40; end++; break;
-    default: break;
+    return strspn(s, "0123456789");
+}
+
+int spw_parse_decimal(const char *s, double *out)
+{
+    size_t whole = digits(s), part = 0;
+    const char *p = s + whole;
+    if (*p == '.') {
+        part = digits(p + 1);
+        p += 1 + part;
     }
-    if (shift && (*end == 'i' || *end == 'I') && toupper((unsigned char)end[1]) == 'B')
-        end += 2;
-    else if (shift && toupper((unsigned char)*end) == 'B')
-        end++;
-    if (*end != '\0')
+    if (*p != '\0' || whole + part == 0)
         return -1;
-    if (shift && n > (UINT64_MAX >> shift))
+    char *end;
+    errno = 0;
+    double d = strtod(s, &end);
+    /* end short of p: a locale whose decimal point is not '.'. ERANGE: a
+     * run of digits past a double (overflow, or a fraction of hundreds of
+     * zeros, underflow), a typo. */
+    if (end != p || errno == ERANGE || !isfinite(d))
         return -1;
-    *out = (uint64_t)n << shift;
+    *out = d;
     return 0;
 }
 
-static int parse_bool(const char *v, spw_opt_bool *out)
+/* spw_parse_bytes, and why a size that looks like one is not (else why is
+ * left alone). */
+static int parse_size(const char *s, uint64_t *out, char *why, size_t whylen)
 {
+    size_t n = digits(s);
+    if (n == 0)
+        return -1;
+    errno = 0;
+    unsigned long long v = strtoull(s, NULL, 10);
+    if (errno == ERANGE)
+        return -1;
+    const char *end = s + n;
+    unsigned shift = 0;
+    switch (toupper((unsigned char)*end)) {
+    case 'K': shift = 10; break;
+    case 'M': shift = 20; break;
+    case 'G': shift = 30; break;
+    case 'T': shift = 40; break;
+    default: break;
+    }
+    if (shift) {
+        end++;
+        /* B or iB, as written: a lowercase b is bits (8Gb is 1 GiB). */
+        if (strcmp(end, "B") == 0 || strcmp(end, "iB") == 0)
+            end += strlen(end);
+        else if ((strcmp(end, "b") == 0 || strcmp(end, "ib") == 0) && why && whylen)
+            snprintf(why, whylen, "a lowercase b means bits: write %.*s%cB for bytes", (int)n, s,
+                     toupper((unsigned char)end[-1]));
+    }
+    if (*end != '\0')
+        return -1;
+    if (shift && v > (UINT64_MAX >> shift))
+        return -1;
+    *out = (uint64_t)v << shift;
+    return 0;
+}
+
+int spw_parse_bytes(const char *s, uint64_t *out)
+{
+    return parse_size(s, out, NULL, 0);
+}
+
+/* The parsers of the option types, one signature for options.def's
+ * X-macro: 0, or -1 with why (when it can say more than the type's
+ * accepted forms) holding what is wrong, for the error line. */
+#define NO_WHY (void)why, (void)whylen
+
+static int parse_bool(const char *v, spw_opt_bool *out, char *why, size_t whylen)
+{
+    NO_WHY;
     static const char *const yes[] = {"1", "true", "yes", "on"};
     static const char *const no[] = {"0", "false", "no", "off"};
     for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++) {
@@ -72,16 +122,13 @@ static int parse_bool(const char *v, spw_opt_bool *out)
     return -1;
 }
 
-static int parse_fraction(const char *v, spw_opt_fraction *out)
+static int parse_fraction(const char *v, spw_opt_fraction *out, char *why, size_t whylen)
 {
-    if (!isdigit((unsigned char)*v) && *v != '.')
-        return -1;
-    char *end;
-    errno = 0;
-    double d = strtod(v, &end);
-    /* Below SPW_MIN_FRACTION no device has a page's worth: a typo (1e-300,
-     * a missing digit), not a setting. strtod's ERANGE (underflow) is one. */
-    if (errno || *end != '\0' || !isfinite(d) || d < SPW_MIN_FRACTION || d > 1.0)
+    NO_WHY;
+    double d;
+    /* Below SPW_MIN_FRACTION no device has a page's worth: a typo (a
+     * missing digit), not a setting. */
+    if (spw_parse_decimal(v, &d) || d < SPW_MIN_FRACTION || d > 1.0)
         return -1;
     *out = d;
     return 0;
@@ -89,46 +136,47 @@ static int parse_fraction(const char *v, spw_opt_fraction *out)
 
 /* A factor: 1 (the default: nothing oversubscribed) or more; past
  * SPW_MAX_FACTOR a typo. */
-static int parse_factor(const char *v, spw_opt_factor *out)
+static int parse_factor(const char *v, spw_opt_factor *out, char *why, size_t whylen)
 {
-    if (!isdigit((unsigned char)*v) && *v != '.')
-        return -1;
-    char *end;
-    errno = 0;
-    double d = strtod(v, &end);
-    if (errno || *end != '\0' || !isfinite(d) || d < 1.0 || d > SPW_MAX_FACTOR)
+    NO_WHY;
+    double d;
+    if (spw_parse_decimal(v, &d) || d < 1.0 || d > SPW_MAX_FACTOR)
         return -1;
     *out = d;
     return 0;
 }
 
 /* One "<index>=<bytes>" item of a per-device list, in place. */
-static int parse_devlimit_item(char *item, spw_opt_devlimit *out)
+static int parse_devlimit_item(char *item, spw_opt_devlimit *out, char *why, size_t whylen)
 {
     char *eq = strchr(item, '=');
     if (!eq || eq == item)
         return -1;
     *eq = '\0';
-    for (const char *p = item; *p; p++)
-        if (!isdigit((unsigned char)*p))
-            return -1;
+    size_t n = digits(item);
+    if (item[n] != '\0' || n > 2)
+        return -1;
     unsigned long idx = strtoul(item, NULL, 10);
     uint64_t bytes;
-    if (idx >= SW_MAX_DEVICES || strlen(item) > 2 || spw_parse_bytes(eq + 1, &bytes) || bytes == 0)
+    if (idx >= SW_MAX_DEVICES || parse_size(eq + 1, &bytes, why, whylen) || bytes == 0)
         return -1;
-    if (out->dev[idx])
-        return -1; /* the same device twice is a mistake, not an override */
+    /* The same device twice is a mistake, not an override: which one was
+     * meant? */
+    if (out->dev[idx]) {
+        snprintf(why, whylen, "device %lu is named twice", idx);
+        return -1;
+    }
     out->dev[idx] = bytes;
     return 0;
 }
 
-static int parse_devlimit(const char *v, spw_opt_devlimit *out)
+static int parse_devlimit(const char *v, spw_opt_devlimit *out, char *why, size_t whylen)
 {
     memset(out, 0, sizeof *out);
     if (*v == '\0')
         return 0;
     if (!strchr(v, '='))
-        return spw_parse_bytes(v, &out->all) || out->all == 0 ? -1 : 0;
+        return parse_size(v, &out->all, why, whylen) || out->all == 0 ? -1 : 0;
     char buf[1024];
     if (strlen(v) >= sizeof buf)
         return -1;
@@ -136,7 +184,7 @@ static int parse_devlimit(const char *v, spw_opt_devlimit *out)
     char *save = NULL;
     int n = 0;
     for (char *item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save), n++)
-        if (parse_devlimit_item(item, out))
+        if (parse_devlimit_item(item, out, why, whylen))
             return -1;
     /* strtok_r skips empty items: "0=1G,,1=2G" or a trailing comma are typos. */
     size_t commas = 0;
@@ -145,7 +193,7 @@ static int parse_devlimit(const char *v, spw_opt_devlimit *out)
     return n > 0 && commas + 1 == (size_t)n ? 0 : -1;
 }
 
-static int parse_bytes(const char *v, spw_opt_bytes *out)
+static int parse_bytes(const char *v, spw_opt_bytes *out, char *why, size_t whylen)
 {
     if (strcasecmp(v, "unlimited") == 0) {
         *out = UINT64_MAX;
@@ -155,7 +203,7 @@ static int parse_bytes(const char *v, spw_opt_bytes *out)
         *out = SPW_BYTES_AUTO;
         return 0;
     }
-    int r = spw_parse_bytes(v, out);
+    int r = parse_size(v, out, why, whylen);
     return r == 0 && *out >= SPW_BYTES_AUTO ? -1 : r; /* the keywords' values */
 }
 
@@ -163,15 +211,16 @@ static int parse_bytes(const char *v, spw_opt_bytes *out)
  * bytes type takes: a reserve is pinned ahead of need, and an unlimited
  * one pinned the whole host limit (with SPILLWAY_HOST_LIMIT=unlimited,
  * host memory until the driver refused). */
-static int parse_reserve(const char *v, spw_opt_reserve *out)
+static int parse_reserve(const char *v, spw_opt_reserve *out, char *why, size_t whylen)
 {
     if (strcasecmp(v, "unlimited") == 0)
         return -1;
-    return parse_bytes(v, out);
+    return parse_bytes(v, out, why, whylen);
 }
 
-static int parse_loglevel(const char *v, spw_opt_loglevel *out)
+static int parse_loglevel(const char *v, spw_opt_loglevel *out, char *why, size_t whylen)
 {
+    NO_WHY;
     for (size_t i = 0; i < sizeof level_names / sizeof level_names[0]; i++)
         if (strcasecmp(v, level_names[i]) == 0) {
             *out = (enum spw_log_level)i;
@@ -180,8 +229,9 @@ static int parse_loglevel(const char *v, spw_opt_loglevel *out)
     return -1;
 }
 
-static int parse_string(const char *v, spw_opt_string *out)
+static int parse_string(const char *v, spw_opt_string *out, char *why, size_t whylen)
 {
+    NO_WHY;
     size_t n = strlen(v);
     if (n >= sizeof *out)
         return -1;
@@ -203,13 +253,15 @@ const char *spw_options_quote(const char *v, char *buf, size_t len)
     return buf;
 }
 
+/* why: what is wrong, when the parser could say more than the accepted
+ * forms ("" otherwise). */
 static void set_error(char *err, size_t errlen, const char *name, const char *value,
-                      const char *accepted)
+                      const char *why, const char *accepted)
 {
     char q[128];
     if (err && errlen)
-        snprintf(err, errlen, "invalid %s='%s': accepted: %s", name, spw_options_quote(value, q, sizeof q),
-                 accepted);
+        snprintf(err, errlen, "invalid %s='%s': %s%saccepted: %s", name,
+                 spw_options_quote(value, q, sizeof q), why, *why ? "; " : "", accepted);
 }
 
 /* An empty value is refused rather than read as unset: `VAR=` is what a
@@ -229,6 +281,7 @@ int spw_options_load(struct spw_options *out, char *(*get)(const char *name), ch
 {
     memset(out, 0, sizeof *out);
     const char *v;
+    char why[128];
 #define SPW_OPTION(name, field, type, def, doc)                                   \
     v = get ? get(#name) : NULL;                                                  \
     if (v && !*v) {                                                               \
@@ -237,8 +290,9 @@ int spw_options_load(struct spw_options *out, char *(*get)(const char *name), ch
     }                                                                             \
     if (!v)                                                                       \
         v = def;                                                                  \
-    if (parse_##type(v, &out->field)) {                                           \
-        set_error(err, errlen, #name, v, accepted_##type);                        \
+    why[0] = '\0';                                                                \
+    if (parse_##type(v, &out->field, why, sizeof why)) {                          \
+        set_error(err, errlen, #name, v, why, accepted_##type);                   \
         return -1;                                                                \
     }
 #include "shim/options.def"
@@ -263,13 +317,16 @@ void spw_options_print_table(FILE *f)
 
 /* Formatters: the inverse of the parsers, one value per call. */
 static int format_bool(char *b, size_t n, const spw_opt_bool *v) { return snprintf(b, n, "%d", *v); }
-/* The fewest digits (six or more) that parse back to v: %g's six alone
- * published 0.1234567 as 0.123457, and a factor of 1.0000001 as 1. */
+/* The fewest decimals that parse back to v, in the grammar the parser
+ * reads (no exponent: %g wrote the smallest fraction as 1e-06, which a
+ * user could not give back). %g's six digits alone had published
+ * 0.1234567 as 0.123457, and a factor of 1.0000001 as 1. Fractions and
+ * factors (1e-6 to 1000) need at most 23 places. */
 static int format_number(char *b, size_t n, double v)
 {
-    char t[32];
-    for (int digits = 6; digits <= 17; digits++) {
-        snprintf(t, sizeof t, "%.*g", digits, v);
+    char t[64];
+    for (int places = 0; places <= 40; places++) {
+        snprintf(t, sizeof t, "%.*f", places, v);
         if (strtod(t, NULL) == v)
             break;
     }
@@ -375,9 +432,11 @@ static uint64_t asked_limit(const struct spw_options *o, int dev, uint64_t total
      * double, past what a uint64_t holds (an undefined conversion). */
     double share = (double)total * o->mem_fraction;
     uint64_t limit = share >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)share;
+    char f[64];
+    format_number(f, sizeof f, o->mem_fraction);
     format_human(v, sizeof v, limit);
     format_human(t, sizeof t, total);
-    snprintf(what, len, "SPILLWAY_MEM_FRACTION=%g of %s (%s)", o->mem_fraction, t, v);
+    snprintf(what, len, "SPILLWAY_MEM_FRACTION=%s of %s (%s)", f, t, v);
     return limit;
 }
 
@@ -472,6 +531,36 @@ uint64_t spw_options_host_limit(const struct spw_options *o, int ndev, uint64_t 
     if (o->host_limit != SPW_BYTES_AUTO)
         return o->host_limit;
     return phys / 2 / (uint64_t)(ndev > 0 ? ndev : 1);
+}
+
+uint64_t spw_options_host_reserve(const struct spw_options *o, int dev, uint64_t limit,
+                                  uint64_t host_limit, char *note, size_t len)
+{
+    if (note && len)
+        note[0] = '\0';
+    if (o->host_reserve == SPW_BYTES_AUTO) {
+        uint64_t r = limit / 32;
+        r = r < (128ull << 20) ? 128ull << 20 : r > (4ull << 30) ? 4ull << 30 : r;
+        return r < host_limit ? r : host_limit; /* as documented: no word */
+    }
+    if (o->host_reserve <= host_limit)
+        return o->host_reserve;
+    /* Asked for, and cut: said, as a limit above the device is. Not
+     * without spill, which pins nothing ahead. */
+    if (o->spill && note && len) {
+        char r[48], h[64], used[48];
+        format_written(r, sizeof r, o->host_reserve);
+        format_human(used, sizeof used, host_limit);
+        if (o->host_limit == SPW_BYTES_AUTO)
+            snprintf(h, sizeof h, "auto (%s)", used);
+        else
+            format_written(h, sizeof h, o->host_limit);
+        snprintf(note, len,
+                 "device %d: SPILLWAY_HOST_RESERVE=%s is more than the host limit, "
+                 "SPILLWAY_HOST_LIMIT=%s: using %s",
+                 dev, r, h, used);
+    }
+    return host_limit;
 }
 
 uint64_t spw_options_phys_memory(void)

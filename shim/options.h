@@ -106,6 +106,15 @@ uint64_t spw_options_told(const struct spw_options *o, uint64_t limit);
  * gives 0 (no spill rather than a guess). UINT64_MAX: unlimited. */
 uint64_t spw_options_host_limit(const struct spw_options *o, int ndev, uint64_t phys);
 
+/* SPILLWAY_HOST_RESERVE for device dev, whose limit is limit and host
+ * limit host_limit: auto is 1/32 of the limit, from 128 MiB to 4 GiB (one
+ * spill event's worth and more, not a share of the machine); never more
+ * than host_limit. When a reserve in bytes is cut to it (and spill is on:
+ * else none is pinned), note gets one line naming both values and what is
+ * used (for a warning); else it is left empty. */
+uint64_t spw_options_host_reserve(const struct spw_options *o, int dev, uint64_t limit,
+                                  uint64_t host_limit, char *note, size_t len);
+
 /* The machine's memory in bytes (0: unknown), for spw_host_memory. */
 uint64_t spw_options_phys_memory(void);
 
@@ -126,8 +135,19 @@ int spw_options_missing_devices(const struct spw_options *o, int count, char *no
  * stats segment publishes). Returns the length it needed, as snprintf. */
 int spw_options_format(const struct spw_options *o, char *buf, size_t len);
 
-/* Parses a byte count with an optional K/M/G/T suffix (powers of 1024,
- * optionally followed by B or iB). Returns 0, or -1 if s is not one. */
+/* The number grammar of every value spillway reads, variables and the
+ * tools' flags alike (README, "Configuration"): decimal digits only, no
+ * sign, space, exponent, hex, inf or nan.
+ *
+ * A decimal number: digits with an optional fraction, a digit on at least
+ * one side of the point (2, 0.5, .5, 2.). Returns 0, or -1 if s is not
+ * one (or is past a double). */
+int spw_parse_decimal(const char *s, double *out);
+
+/* A byte count: digits, optionally followed by K, M, G or T (either case;
+ * powers of 1024), itself optionally followed by B or iB as written (a
+ * lowercase b is bits: 8Gb is refused). Returns 0, or -1 if s is not one
+ * or is past 2^64. */
 int spw_parse_bytes(const char *s, uint64_t *out);
 
 const char *spw_log_level_name(enum spw_log_level level);

@@ -64,22 +64,6 @@ static void apply_early_peers(sw_policy *p, int dev)
     }
 }
 
-/* SPILLWAY_HOST_RESERVE for one device: auto is 1/32 of the limit, from
- * 128 MiB to 4 GiB (one spill event's worth and more, not a share of the
- * machine), never more than the host limit. Bytes or auto: the parser
- * refuses unlimited (options.c, parse_reserve). */
-static size_t host_reserve_of(uint64_t opt, size_t limit, size_t host_limit)
-{
-    size_t r;
-    if (opt == SPW_BYTES_AUTO) {
-        r = limit / 32;
-        r = r < ((size_t)128 << 20) ? (size_t)128 << 20 : r > ((size_t)4 << 30) ? (size_t)4 << 30 : r;
-    } else {
-        r = (size_t)opt;
-    }
-    return r < host_limit ? r : host_limit;
-}
-
 /* How long a move waits for the device to quiesce before the allocation
  * takes host pages: the policy's default (0), or, for the test suites only,
  * $SPW_TEST_PATIENCE_MS. Suites whose kernels sleep a few hundred
@@ -122,7 +106,9 @@ static int set_up(int dev)
         .host_limit = (size_t)spw_limit_host(dev),
         .spill = o->spill,
     };
-    cfg.host_reserve = host_reserve_of(o->host_reserve, cfg.limit, cfg.host_limit);
+    char note[256];
+    cfg.host_reserve = (size_t)spw_options_host_reserve(o, dev, cfg.limit, cfg.host_limit, note,
+                                                        sizeof note);
     CUresult r = sw_device_init(p, dev, &cfg);
     if (r != CUDA_SUCCESS) {
         /* A driver that refused once may not refuse again (memory other
@@ -146,6 +132,8 @@ static int set_up(int dev)
         return DEV_PASS;
     }
     apply_early_peers(p, dev);
+    if (note[0]) /* once the pool that pins it exists: a retried set-up says it once */
+        spw_warn("%s", note);
     if (o->spill) {
         atomic_store(&spills[dev], true);
         /* Before any allocation of this pool exists: a submission that

@@ -202,11 +202,25 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
     build_getopt(longs, shorts);
     opterr = 0;
     optind = 1;
-    int c, rc = 0;
-    while (rc == 0 && (c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
+    int c, rc = 0, li = -1;
+    while (rc == 0 && (c = getopt_long(argc, argv, shorts, longs, &li)) != -1) {
         if (c == ':' || c == '?')
             return -option_error(c, argv[optind - 1]);
-        rc = apply_flag((size_t)spw_run_flag_find(c), optarg, o);
+        size_t i = (size_t)spw_run_flag_find(c);
+        /* An empty value is what a script leaves when the variable it
+         * meant to expand is missing (--limit "$LIMIT"): refused as the
+         * flag the user typed, not as the variable it would have set
+         * (whose line says to unset it). */
+        if (optarg && !*optarg) {
+            char name[64];
+            if (li >= 0)
+                snprintf(name, sizeof name, "--%s", spw_run_flags[i].name);
+            else
+                snprintf(name, sizeof name, "-%c", c);
+            return -fail(2, "option '%s' needs a value, got an empty one%s", name, "");
+        }
+        li = -1;
+        rc = apply_flag(i, optarg, o);
     }
     if (rc == -1)
         return -0x100;

@@ -11,7 +11,6 @@
 
 #include <errno.h>
 #include <getopt.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,12 +86,12 @@ static int bad_usage(const char *fmt, const char *arg)
     return 2;
 }
 
+/* Seconds, in the number grammar of spillway's variables (shim/options.h:
+ * decimal digits and a point; no hex, exponent, sign, inf or nan). */
 static int parse_interval(const char *s, double *out)
 {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !isfinite(v) || v < 0.1 || v > 3600)
+    double v;
+    if (spw_parse_decimal(s, &v) != 0 || v < 0.1 || v > 3600)
         return -1;
     *out = v;
     return 0;
@@ -131,15 +130,27 @@ static int parse_args(int argc, char **argv, struct args *a)
         {"hostname", required_argument, NULL, OPT_HOSTNAME},
         {"version", no_argument, NULL, 'V'},       {NULL, 0, NULL, 0}};
     opterr = 0;
-    int c, rc = -1;
-    while ((c = getopt_long(argc, argv, ":1jpd:s:rf:ahV", longs, NULL)) != -1) {
+    int c, rc = -1, li = -1;
+    while ((c = getopt_long(argc, argv, ":1jpd:s:rf:ahV", longs, &li)) != -1) {
+        /* An empty value is what a script leaves when the variable it meant
+         * to expand is missing (--dir "$DIR"): refused, as the library
+         * refuses SPILLWAY_STATS_DIR=, rather than read as a value. */
+        if (optarg && !*optarg) {
+            char name[32];
+            if (li >= 0)
+                snprintf(name, sizeof name, "--%s", longs[li].name);
+            else
+                snprintf(name, sizeof name, "-%c", c);
+            return bad_usage("option '%s' needs a value, got an empty one", name);
+        }
+        li = -1;
         switch (c) {
         case '1': rc = set_mode(a, MODE_ONCE); break;
         case 'j': rc = set_mode(a, MODE_JSON); break;
         case 'p': rc = set_mode(a, MODE_PROMETHEUS); break;
         case 'd':
             if (parse_interval(optarg, &a->ui.interval) != 0)
-                return bad_usage("invalid interval '%s': expected seconds from 0.1 to 3600", optarg);
+                return bad_usage("invalid interval '%s': expected a decimal number of seconds from 0.1 to 3600", optarg);
             a->interval_given = true;
             break;
         case 's':

@@ -37,11 +37,16 @@ refused spillway_mem_limit=8G "did you mean SPILLWAY_MEM_LIMIT?"
 refused SPILLWAY_VERBOSE=1 "spillway's variables are SPILLWAY_MEM_FRACTION, SPILLWAY_MEM_LIMIT,"
 refused SPILLWAY_MEM_LIMIT= "invalid SPILLWAY_MEM_LIMIT='': empty; unset it for the default (none)"
 refused SPILLWAY_LOG= "invalid SPILLWAY_LOG='': empty; unset it for the default (warn)"
-refused SPILLWAY_MEM_FRACTION=1e-300 "invalid SPILLWAY_MEM_FRACTION='1e-300': accepted: a number from 0.000001 to 1"
+refused SPILLWAY_MEM_FRACTION=1e-300 "invalid SPILLWAY_MEM_FRACTION='1e-300': accepted: a decimal number from 0.000001 to 1"
 # The launcher's own options go through the same check.
 out=$(SPILLWAY_LIB=$LIB "$SPW" run --fraction 1e-300 -- "$PROBE" info 2>&1); rc=$?
-[ $rc = 2 ] && [ "$out" = "spillway: invalid SPILLWAY_MEM_FRACTION='1e-300': accepted: a number from 0.000001 to 1, e.g. 0.5" ]
+[ $rc = 2 ] && [ "$out" = "spillway: invalid SPILLWAY_MEM_FRACTION='1e-300': accepted: a decimal number from 0.000001 to 1, e.g. 0.5" ]
 check "--fraction 1e-300 refused" $?
+# One number grammar: hex (strtod's 0x0.8) and a lowercase b (bits) refused
+# the same by the library, the launcher and its -v.
+refused SPILLWAY_MEM_FRACTION=0x0.8 "invalid SPILLWAY_MEM_FRACTION='0x0.8': accepted: a decimal number from 0.000001 to 1"
+refused SPILLWAY_MEM_LIMIT=8Gb "invalid SPILLWAY_MEM_LIMIT='8Gb': a lowercase b means bits: write 8GB for bytes; accepted:"
+refused SPILLWAY_MEM_LIMIT=0=8G,0=4G "invalid SPILLWAY_MEM_LIMIT='0=8G,0=4G': device 0 is named twice; accepted:"
 
 # warned ARGS -- WANT...: spillway run ARGS -- probe alloc 0 1M succeeds,
 # and its stderr has each WANT exactly once.

@@ -315,6 +315,17 @@ START_TEST(limit_above_the_device_is_the_device)
 }
 END_TEST
 
+/* SPILLWAY_HOST_RESERVE=99T was cut to the host limit silently: said once,
+ * as a limit above the device is. With spill (these cases run without:
+ * child_env), which is what pins a reserve. */
+START_TEST(host_reserve_above_the_host_limit_is_the_host_limit)
+{
+    expect_warning(ENV("SPILLWAY_SPILL=1", "SPILLWAY_HOST_RESERVE=99T", "SPILLWAY_HOST_LIMIT=64M"),
+                   "spillway: device 0: SPILLWAY_HOST_RESERVE=99T is more than the host limit, "
+                   "SPILLWAY_HOST_LIMIT=64M: using 64 MiB\n");
+}
+END_TEST
+
 /* Issue 11: SPILLWAY_MEM_LIMIT=1 (spillway run --limit 1) failed at run
  * time ("cannot set up the page pool for 1 bytes"); now one page, said so. */
 START_TEST(limit_below_a_page_is_a_page)
@@ -324,7 +335,7 @@ START_TEST(limit_below_a_page_is_a_page)
     expect_warning(ENV("SPILLWAY_MEM_LIMIT=1"),
                    "spillway: device 0: SPILLWAY_MEM_LIMIT=1 is below one page (2 MiB): using 2 MiB\n");
     expect_warning(ENV("SPILLWAY_MEM_FRACTION=0.000001"),
-                   "spillway: device 0: SPILLWAY_MEM_FRACTION=1e-06 of 256 MiB (268 bytes) is "
+                   "spillway: device 0: SPILLWAY_MEM_FRACTION=0.000001 of 256 MiB (268 bytes) is "
                    "below one page (2 MiB): using 2 MiB\n");
     struct run r;
     run_probe(&r, 1, ENV("SPILLWAY_MEM_LIMIT=1"), ARGS("alloc", "0", "1048576"));
@@ -531,6 +542,7 @@ Suite *test_suite(void)
     tcase_add_test(limits, per_device);
     tcase_add_test(limits, per_device_others_get_the_fraction);
     tcase_add_test(limits, limit_above_the_device_is_the_device);
+    tcase_add_test(limits, host_reserve_above_the_host_limit_is_the_host_limit);
     tcase_add_test(limits, limit_below_a_page_is_a_page);
     tcase_add_test(limits, missing_device_is_reported);
     suite_add_tcase(s, limits);

@@ -16,6 +16,12 @@ static const struct {
     {"SPILLWAY_MEM_FRACTION", "0.5x", "number"},
     {"SPILLWAY_MEM_FRACTION", "nan", "number"},
     {"SPILLWAY_MEM_FRACTION", "inf", "number"},
+    /* The number grammar: decimal digits and a point, none of what strtod
+     * also takes (hex, exponents, a sign). */
+    {"SPILLWAY_MEM_FRACTION", "0x0.8", "a decimal number from 0.000001 to 1"},
+    {"SPILLWAY_MEM_FRACTION", "5e-1", "a decimal number"},
+    {"SPILLWAY_MEM_FRACTION", "+0.5", "a decimal number"},
+    {"SPILLWAY_MEM_FRACTION", " 0.5", "a decimal number"},
     {"SPILLWAY_MEM_LIMIT", "0", "each > 0"},
     {"SPILLWAY_MEM_LIMIT", "", "empty"}, /* issue 11: ran with the default */
     {"SPILLWAY_MEM_LIMIT", "lots", "K/M/G/T"},
@@ -28,7 +34,12 @@ static const struct {
     {"SPILLWAY_MEM_LIMIT", "0=0", "per device"},
     {"SPILLWAY_MEM_LIMIT", "64=1G", "index < 64"},
     {"SPILLWAY_MEM_LIMIT", "a=1G", "per device"},
-    {"SPILLWAY_MEM_LIMIT", "0=1G,0=2G", "per device"},
+    {"SPILLWAY_MEM_LIMIT", "0=1G,0=2G", "': device 0 is named twice; accepted: bytes"},
+    {"SPILLWAY_MEM_LIMIT", "0=8G,1=1G,01=4G", "device 1 is named twice"},
+    /* A lowercase b is bits: 8Gb would be 1 GiB. */
+    {"SPILLWAY_MEM_LIMIT", "8Gb", "a lowercase b means bits: write 8GB for bytes; accepted:"},
+    {"SPILLWAY_MEM_LIMIT", "0=8gb", "write 8GB for bytes"},
+    {"SPILLWAY_MEM_LIMIT", "0x10", "K/M/G/T"},
     {"SPILLWAY_MEM_LIMIT", "0=1G;1=2G", "per device"},
     {"SPILLWAY_PREALLOCATE", "maybe", "true, false"},
     {"SPILLWAY_PREALLOCATE", "2", "true, false"},
@@ -47,6 +58,10 @@ static const struct {
     {"SPILLWAY_OVERSUBSCRIBE", "2x", "from 1 to 1000"},
     {"SPILLWAY_OVERSUBSCRIBE", "1001", "from 1 to 1000"},
     {"SPILLWAY_OVERSUBSCRIBE", "nan", "from 1 to 1000"},
+    {"SPILLWAY_OVERSUBSCRIBE", "0x2", "a decimal number from 1 to 1000"},
+    {"SPILLWAY_OVERSUBSCRIBE", "1E1", "a decimal number"},
+    {"SPILLWAY_HOST_LIMIT", "64gb", "a lowercase b means bits"},
+    {"SPILLWAY_HOST_RESERVE", "1Gb", "a lowercase b means bits"},
     {"SPILLWAY_OVERSUBSCRIBE", "", "empty"},
     {"SPILLWAY_STATS", "y", "true, false"},
     {"SPILLWAY_LOG", "verbose", "error, warn, info or debug"},

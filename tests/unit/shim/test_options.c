@@ -55,10 +55,14 @@ START_TEST(bytes_forms)
     static const struct { const char *s; uint64_t v; } ok[] = {
         {"0", 0}, {"1", 1}, {"1073741824", 1073741824ull}, {"1K", 1024}, {"512m", 512ull << 20},
         {"8G", 8ull << 30}, {"2T", 2ull << 40}, {"8GB", 8ull << 30}, {"8GiB", 8ull << 30},
-        {"16383T", 16383ull << 40},
+        {"16383T", 16383ull << 40}, {"8g", 8ull << 30}, {"4kiB", 4096}, {"007", 7},
     };
+    /* A lowercase b is bits (8Gb is 1 GiB): refused, as are a sign, hex
+     * and spaces (README, "Configuration"). */
     static const char *const bad[] = {"", "G", "-1", "1.5G", "8X", "8 G", "8GBB", "0x10",
-                                      "99999999999999999999", "16777216T", "8iB", " 8G"};
+                                      "99999999999999999999", "16777216T", "8iB", " 8G",
+                                      "8Gb", "8gb", "8Gib", "8GIB", "8Kb", "8b", "8B", "+8G",
+                                      "8G ", "0x1G", "1e3"};
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         uint64_t v = 12345;
         ck_assert_msg(spw_parse_bytes(ok[i].s, &v) == 0, "rejected %s", ok[i].s);
@@ -71,13 +75,44 @@ START_TEST(bytes_forms)
 }
 END_TEST
 
+/* The grammar of every number spillway reads (its variables, the tools'
+ * flags): decimal digits and a point, nothing strtod also takes. */
+START_TEST(decimal_forms)
+{
+    static const struct { const char *s; double v; } ok[] = {
+        {"0", 0}, {"1", 1}, {"0.5", 0.5}, {".5", 0.5}, {"2.", 2}, {"007.250", 7.25},
+        {"1000", 1000}, {"0.000001", 1e-6}, {"0.1234567", 0.1234567},
+    };
+    static const char *const bad[] = {"", ".", "+0.5", "-0.5", "0x0.8", "0x2", "1e-1", "1E1",
+                                      "inf", "nan", "INF", " 1", "1 ", "1..2", "1.2.3", "1,5",
+                                      "0.5x", "1e", "0b1", "\t1"};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        double v = -1;
+        ck_assert_msg(spw_parse_decimal(ok[i].s, &v) == 0, "rejected %s", ok[i].s);
+        ck_assert_msg(v == ok[i].v, "%s read as %g", ok[i].s, v);
+    }
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        double v = -1;
+        ck_assert_msg(spw_parse_decimal(bad[i], &v) == -1, "accepted '%s' as %g", bad[i], v);
+    }
+    /* Digits past a double: refused, not read as inf. */
+    char big[400];
+    memset(big, '9', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    double v;
+    ck_assert_int_eq(spw_parse_decimal(big, &v), -1);
+}
+END_TEST
+
 /* Every option's accepted values. */
 START_TEST(accepted_values)
 {
     static const struct { const char *name, *value; } ok[] = {
         {"SPILLWAY_MEM_FRACTION", "1"},    {"SPILLWAY_MEM_FRACTION", "0.001"},
         {"SPILLWAY_MEM_FRACTION", ".5"},   {"SPILLWAY_MEM_FRACTION", "0.000001"},
-        {"SPILLWAY_MEM_FRACTION", "1e-6"}, {"SPILLWAY_MEM_LIMIT", "8G"},
+        {"SPILLWAY_MEM_FRACTION", "1."},   {"SPILLWAY_MEM_LIMIT", "8G"},
+        {"SPILLWAY_MEM_LIMIT", "8GiB"},    {"SPILLWAY_MEM_LIMIT", "0=8g,1=4GB"},
+        {"SPILLWAY_OVERSUBSCRIBE", "2."},  {"SPILLWAY_OVERSUBSCRIBE", "1.25"},
         {"SPILLWAY_MEM_LIMIT", "0=8G"},    {"SPILLWAY_MEM_LIMIT", "0=8G,1=4G"},
         {"SPILLWAY_MEM_LIMIT", "63=1M"},   {"SPILLWAY_PREALLOCATE", "no"},
         {"SPILLWAY_PREALLOCATE", "TRUE"},  {"SPILLWAY_SPILL", "off"},
@@ -205,6 +240,9 @@ START_TEST(format_round_trips)
         /* More digits than %g's six: published, they read as another
          * value (1.0000001 as 1, not oversubscribed at all). */
         {"SPILLWAY_MEM_FRACTION", "0.1234567"}, {"SPILLWAY_OVERSUBSCRIBE", "1.0000001"},
+        /* %g wrote 1e-06, which the parser refuses (no exponents). */
+        {"SPILLWAY_MEM_FRACTION", "0.000001"}, {"SPILLWAY_MEM_FRACTION", "0.0000123456789"},
+        {"SPILLWAY_OVERSUBSCRIBE", "999.999999999"},
     };
     for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++) {
         struct spw_options a, b;
@@ -365,7 +403,8 @@ START_TEST(limit_below_a_page_or_above_the_device_is_noted)
     ck_assert_uint_eq(resolve("SPILLWAY_MEM_LIMIT", "0=8G,5=1K", 5, total, note, sizeof note), 2 * MiB);
     ck_assert_str_eq(note, "device 5: SPILLWAY_MEM_LIMIT (5=1K) is below one page (2 MiB): using 2 MiB");
     ck_assert_uint_eq(resolve("SPILLWAY_MEM_FRACTION", "0.000001", 1, total, note, sizeof note), 2 * MiB);
-    ck_assert_str_eq(note, "device 1: SPILLWAY_MEM_FRACTION=1e-06 of 256 MiB (268 bytes) is below "
+    /* As a user writes it: 1e-06, as %g put it, is no value the parser takes. */
+    ck_assert_str_eq(note, "device 1: SPILLWAY_MEM_FRACTION=0.000001 of 256 MiB (268 bytes) is below "
                            "one page (2 MiB): using 2 MiB");
     ck_assert_uint_eq(resolve("SPILLWAY_MEM_LIMIT", "99999T", 0, total, note, sizeof note), total);
     ck_assert_str_eq(note, "device 0: SPILLWAY_MEM_LIMIT=99999T is more than the device has "
@@ -523,6 +562,46 @@ START_TEST(told_and_host_limit)
 }
 END_TEST
 
+/* A reserve above the host limit was cut to it without a word (99T
+ * accepted): said as a limit above the device is, naming both values and
+ * what is used. auto is documented to stay within the host limit: silent. */
+START_TEST(host_reserve_above_the_host_limit_is_noted)
+{
+    struct spw_options o;
+    char err[256], note[256];
+    const uint64_t GiB = 1ull << 30;
+    const char *const big[] = {"SPILLWAY_HOST_RESERVE=99T", "SPILLWAY_HOST_LIMIT=8G", NULL};
+    ck_assert_int_eq(load_list(big, &o, err, sizeof err), 0);
+    ck_assert_uint_eq(spw_options_host_reserve(&o, 1, 16 * GiB, 8 * GiB, note, sizeof note), 8 * GiB);
+    ck_assert_str_eq(note, "device 1: SPILLWAY_HOST_RESERVE=99T is more than the host limit, "
+                           "SPILLWAY_HOST_LIMIT=8G: using 8 GiB");
+    /* The host limit auto: the figure it came to. */
+    const char *const auto_host[] = {"SPILLWAY_HOST_RESERVE=99T", NULL};
+    ck_assert_int_eq(load_list(auto_host, &o, err, sizeof err), 0);
+    ck_assert_uint_eq(spw_options_host_reserve(&o, 0, 16 * GiB, 3 * GiB, note, sizeof note), 3 * GiB);
+    ck_assert_str_eq(note, "device 0: SPILLWAY_HOST_RESERVE=99T is more than the host limit, "
+                           "SPILLWAY_HOST_LIMIT=auto (3 GiB): using 3 GiB");
+    /* Within it, or equal: as asked, no word. */
+    ck_assert_uint_eq(spw_options_host_reserve(&o, 0, 16 * GiB, 99ull << 40, note, sizeof note),
+                      99ull << 40);
+    ck_assert_str_eq(note, "");
+    /* Without spill none is pinned: cut, but nothing to say. */
+    const char *const nospill[] = {"SPILLWAY_HOST_RESERVE=99T", "SPILLWAY_SPILL=0", NULL};
+    ck_assert_int_eq(load_list(nospill, &o, err, sizeof err), 0);
+    ck_assert_uint_eq(spw_options_host_reserve(&o, 0, 16 * GiB, GiB, note, sizeof note), GiB);
+    ck_assert_str_eq(note, "");
+    /* auto: 1/32 of the limit, from 128 MiB to 4 GiB, within the host
+     * limit, silently. */
+    const char *const none[] = {NULL};
+    ck_assert_int_eq(load_list(none, &o, err, sizeof err), 0);
+    ck_assert_uint_eq(spw_options_host_reserve(&o, 0, 16 * GiB, 64 * GiB, note, sizeof note), GiB / 2);
+    ck_assert_uint_eq(spw_options_host_reserve(&o, 0, GiB, 64 * GiB, note, sizeof note), 128ull << 20);
+    ck_assert_uint_eq(spw_options_host_reserve(&o, 0, 1024 * GiB, 64 * GiB, note, sizeof note), 4 * GiB);
+    ck_assert_uint_eq(spw_options_host_reserve(&o, 0, 16 * GiB, 64ull << 20, note, sizeof note), 64ull << 20);
+    ck_assert_str_eq(note, "");
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("shim_options");
@@ -530,6 +609,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, defaults);
     tcase_add_test(tc, getenv_is_accepted);
     tcase_add_test(tc, bytes_forms);
+    tcase_add_test(tc, decimal_forms);
     tcase_add_test(tc, accepted_values);
     tcase_add_loop_test(tc, rejected_values, 0, (int)SPW_BAD_OPTIONS);
     tcase_add_test(tc, long_and_odd_values_stay_one_line);
@@ -546,6 +626,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, missing_devices_are_named);
     tcase_add_test(tc, oversubscribe_rules);
     tcase_add_test(tc, told_and_host_limit);
+    tcase_add_test(tc, host_reserve_above_the_host_limit_is_noted);
     suite_add_tcase(s, tc);
     return s;
 }

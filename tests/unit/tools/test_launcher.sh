@@ -74,10 +74,21 @@ check "value given to a flag without one" refused "option '--no-spill' takes no 
 check "no command" refused "no command to run" "$SPW" run --limit 1G
 check "unknown subcommand" refused "unknown command 'walk'" "$SPW" walk
 check "missing library" refused "library '/nonexistent/lib.so' (from SPILLWAY_LIB)" env SPILLWAY_LIB=/nonexistent/lib.so "$SPW" run true
-# An empty --lib is what a script leaves when the variable it meant to
-# expand is missing: refused like an empty SPILLWAY_LIB, not taken as unset.
-check "empty --lib is refused" refused "library '' (from --lib): empty" "$SPW" run --lib "" true
-check "empty --lib= is refused" refused "library '' (from --lib): empty" "$SPW" run --lib= true
+# An empty value is what a script leaves when the variable it meant to
+# expand is missing: refused (exit 2) as the flag typed, for every flag
+# that takes a value, not taken as unset nor named as the variable.
+check "empty --lib is refused" refused "option '--lib' needs a value, got an empty one" "$SPW" run --lib "" true
+check "empty --lib= is refused" refused "option '--lib' needs a value, got an empty one" "$SPW" run --lib= true
+check "empty --limit is refused" refused "option '--limit' needs a value, got an empty one" "$SPW" run --limit "" true
+check "empty -l is refused" refused "option '-l' needs a value, got an empty one" "$SPW" run -l "" true
+check "empty --log= is refused" refused "option '--log' needs a value, got an empty one" "$SPW" run --log= true
+check "empty --fraction is refused" refused "option '--fraction' needs a value" "$SPW" run --fraction "" true
+check "empty --host-limit is refused" refused "option '--host-limit' needs a value" "$SPW" run --host-limit "" true
+check "empty --oversubscribe is refused" refused "option '--oversubscribe' needs a value" "$SPW" run --oversubscribe "" true
+# The variables' number grammar (shim/options.h): no hex, no exponent.
+check "--fraction 0x0.8 refused" refused "SPILLWAY_MEM_FRACTION='0x0.8'" "$SPW" run --fraction 0x0.8 true
+check "--oversubscribe 0x2 refused" refused "SPILLWAY_OVERSUBSCRIBE='0x2'" "$SPW" run --oversubscribe 0x2 true
+check "--limit 8Gb refused: bits" refused "SPILLWAY_MEM_LIMIT='8Gb': a lowercase b means bits: write 8GB" "$SPW" run --limit 8Gb true
 # A library the loader would skip ("cannot be preloaded ... ignored") ran
 # the program without spillway, unlimited: refused before exec instead.
 printf 'not a library\n' >"$STATS_DIR/text.so"

@@ -120,6 +120,22 @@ bad() {
 check "--interval 0 refused" bad "invalid interval '0'" --once --interval 0
 check "--interval abc refused" bad "invalid interval 'abc'" --once --interval abc
 check "--sort bogus refused" bad "invalid sort key 'bogus'" --once --sort bogus
+# The number grammar of spillway's variables (shim/options.h): strtod took
+# hex and exponents.
+check "--interval 0x1 refused" bad "invalid interval '0x1'" --once --interval 0x1
+check "--interval 1e0 refused" bad "invalid interval '1e0'" --once --interval 1e0
+check "--interval inf refused" bad "invalid interval 'inf'" --once --interval inf
+check "--interval .5 accepted" grep -q 'no processes running' <<<"$("$TOP" --once --interval .5)"
+# An empty value is an invalid option (exit 2, as the man page says), not
+# a directory that cannot be read (exit 1): every flag that takes one.
+check "--dir '' refused" bad "option '--dir' needs a value, got an empty one" --once --dir ""
+check "--dir= refused" bad "option '--dir' needs a value, got an empty one" --once --dir=
+check "-f '' refused" bad "option '-f' needs a value, got an empty one" --once -f ""
+check "--filter '' refused" bad "option '--filter' needs a value" --once --filter ""
+check "--hostname '' refused" bad "option '--hostname' needs a value" --once --hostname ""
+check "-d '' refused" bad "option '-d' needs a value" --once -d ""
+check "--sort '' refused" bad "option '--sort' needs a value" --once --sort ""
+check "--serve '' refused" bad "option '--serve' needs a value" --serve ""
 check "unknown option refused" bad "unknown option '--frobnicate'" --frobnicate
 check "missing value refused" bad "needs a value" --once --sort
 check "no terminal refused" bad "not a terminal" </dev/null
