@@ -63,9 +63,7 @@ int spw_parse_decimal(const char *s, double *out)
     return 0;
 }
 
-/* spw_parse_bytes, and why a size that looks like one is not (else why is
- * left alone). */
-static int parse_size(const char *s, uint64_t *out, char *why, size_t whylen)
+int spw_parse_bytes(const char *s, uint64_t *out)
 {
     size_t n = digits(s);
     if (n == 0)
@@ -83,14 +81,14 @@ static int parse_size(const char *s, uint64_t *out, char *why, size_t whylen)
     case 'T': shift = 40; break;
     default: break;
     }
+    /* Then i, B or iB in either case (8Gi as Kubernetes writes it, 8gb as
+     * Docker takes it): no memory size is given in bits. */
     if (shift) {
         end++;
-        /* B or iB, as written: a lowercase b is bits (8Gb is 1 GiB). */
-        if (strcmp(end, "B") == 0 || strcmp(end, "iB") == 0)
-            end += strlen(end);
-        else if ((strcmp(end, "b") == 0 || strcmp(end, "ib") == 0) && why && whylen)
-            snprintf(why, whylen, "a lowercase b means bits: write %.*s%cB for bytes", (int)n, s,
-                     toupper((unsigned char)end[-1]));
+        if (*end == 'i' || *end == 'I')
+            end++;
+        if (*end == 'b' || *end == 'B')
+            end++;
     }
     if (*end != '\0')
         return -1;
@@ -100,10 +98,6 @@ static int parse_size(const char *s, uint64_t *out, char *why, size_t whylen)
     return 0;
 }
 
-int spw_parse_bytes(const char *s, uint64_t *out)
-{
-    return parse_size(s, out, NULL, 0);
-}
 
 /* The parsers of the option types, one signature for options.def's
  * X-macro: 0, or -1 with why (when it can say more than the type's
@@ -158,7 +152,7 @@ static int parse_devlimit_item(char *item, spw_opt_devlimit *out, char *why, siz
         return -1;
     unsigned long idx = strtoul(item, NULL, 10);
     uint64_t bytes;
-    if (idx >= SW_MAX_DEVICES || parse_size(eq + 1, &bytes, why, whylen) || bytes == 0)
+    if (idx >= SW_MAX_DEVICES || spw_parse_bytes(eq + 1, &bytes) || bytes == 0)
         return -1;
     /* The same device twice is a mistake, not an override: which one was
      * meant? */
@@ -176,7 +170,7 @@ static int parse_devlimit(const char *v, spw_opt_devlimit *out, char *why, size_
     if (*v == '\0')
         return 0;
     if (!strchr(v, '='))
-        return parse_size(v, &out->all, why, whylen) || out->all == 0 ? -1 : 0;
+        return spw_parse_bytes(v, &out->all) || out->all == 0 ? -1 : 0;
     char buf[1024];
     if (strlen(v) >= sizeof buf)
         return -1;
@@ -195,6 +189,7 @@ static int parse_devlimit(const char *v, spw_opt_devlimit *out, char *why, size_
 
 static int parse_bytes(const char *v, spw_opt_bytes *out, char *why, size_t whylen)
 {
+    NO_WHY;
     if (strcasecmp(v, "unlimited") == 0) {
         *out = UINT64_MAX;
         return 0;
@@ -203,7 +198,7 @@ static int parse_bytes(const char *v, spw_opt_bytes *out, char *why, size_t whyl
         *out = SPW_BYTES_AUTO;
         return 0;
     }
-    int r = parse_size(v, out, why, whylen);
+    int r = spw_parse_bytes(v, out);
     return r == 0 && *out >= SPW_BYTES_AUTO ? -1 : r; /* the keywords' values */
 }
 

@@ -144,10 +144,9 @@ int spw_options_format(const struct spw_options *o, char *buf, size_t len);
  * one (or is past a double). */
 int spw_parse_decimal(const char *s, double *out);
 
-/* A byte count: digits, optionally followed by K, M, G or T (either case;
- * powers of 1024), itself optionally followed by B or iB as written (a
- * lowercase b is bits: 8Gb is refused). Returns 0, or -1 if s is not one
- * or is past 2^64. */
+/* A byte count: digits, optionally followed by K, M, G or T (powers of
+ * 1024), itself optionally followed by i, B or iB, all in either case (8G,
+ * 8Gi, 8GB, 8GiB, 8gb). Returns 0, or -1 if s is not one or is past 2^64. */
 int spw_parse_bytes(const char *s, uint64_t *out);
 
 const char *spw_log_level_name(enum spw_log_level level);

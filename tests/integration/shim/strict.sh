@@ -42,10 +42,10 @@ refused SPILLWAY_MEM_FRACTION=1e-300 "invalid SPILLWAY_MEM_FRACTION='1e-300': ac
 out=$(SPILLWAY_LIB=$LIB "$SPW" run --fraction 1e-300 -- "$PROBE" info 2>&1); rc=$?
 [ $rc = 2 ] && [ "$out" = "spillway: invalid SPILLWAY_MEM_FRACTION='1e-300': accepted: a decimal number from 0.000001 to 1, e.g. 0.5" ]
 check "--fraction 1e-300 refused" $?
-# One number grammar: hex (strtod's 0x0.8) and a lowercase b (bits) refused
-# the same by the library, the launcher and its -v.
+# One number grammar: hex (strtod's 0x0.8) and an exponent refused the
+# same by the library, the launcher and its -v.
 refused SPILLWAY_MEM_FRACTION=0x0.8 "invalid SPILLWAY_MEM_FRACTION='0x0.8': accepted: a decimal number from 0.000001 to 1"
-refused SPILLWAY_MEM_LIMIT=8Gb "invalid SPILLWAY_MEM_LIMIT='8Gb': a lowercase b means bits: write 8GB for bytes; accepted:"
+refused SPILLWAY_MEM_LIMIT=8e9 "invalid SPILLWAY_MEM_LIMIT='8e9': accepted:"
 refused SPILLWAY_MEM_LIMIT=0=8G,0=4G "invalid SPILLWAY_MEM_LIMIT='0=8G,0=4G': device 0 is named twice; accepted:"
 
 # warned ARGS -- WANT...: spillway run ARGS -- probe alloc 0 1M succeeds,

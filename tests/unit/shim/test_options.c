@@ -56,12 +56,14 @@ START_TEST(bytes_forms)
         {"0", 0}, {"1", 1}, {"1073741824", 1073741824ull}, {"1K", 1024}, {"512m", 512ull << 20},
         {"8G", 8ull << 30}, {"2T", 2ull << 40}, {"8GB", 8ull << 30}, {"8GiB", 8ull << 30},
         {"16383T", 16383ull << 40}, {"8g", 8ull << 30}, {"4kiB", 4096}, {"007", 7},
+        {"8Gi", 8ull << 30}, {"8gb", 8ull << 30}, {"8Gb", 8ull << 30}, {"8GIB", 8ull << 30},
+        {"2ti", 2ull << 40},
     };
-    /* A lowercase b is bits (8Gb is 1 GiB): refused, as are a sign, hex
-     * and spaces (README, "Configuration"). */
+    /* A sign, hex, an exponent and spaces are refused (README,
+     * "Configuration"), and a suffix without its unit. */
     static const char *const bad[] = {"", "G", "-1", "1.5G", "8X", "8 G", "8GBB", "0x10",
                                       "99999999999999999999", "16777216T", "8iB", " 8G",
-                                      "8Gb", "8gb", "8Gib", "8GIB", "8Kb", "8b", "8B", "+8G",
+                                      "8Gii", "8GBi", "8b", "8B", "+8G", "8i",
                                       "8G ", "0x1G", "1e3"};
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         uint64_t v = 12345;

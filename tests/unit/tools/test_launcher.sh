@@ -88,7 +88,7 @@ check "empty --oversubscribe is refused" refused "option '--oversubscribe' needs
 # The variables' number grammar (shim/options.h): no hex, no exponent.
 check "--fraction 0x0.8 refused" refused "SPILLWAY_MEM_FRACTION='0x0.8'" "$SPW" run --fraction 0x0.8 true
 check "--oversubscribe 0x2 refused" refused "SPILLWAY_OVERSUBSCRIBE='0x2'" "$SPW" run --oversubscribe 0x2 true
-check "--limit 8Gb refused: bits" refused "SPILLWAY_MEM_LIMIT='8Gb': a lowercase b means bits: write 8GB" "$SPW" run --limit 8Gb true
+check "--limit 0x8G refused: hex" refused "SPILLWAY_MEM_LIMIT='0x8G': accepted:" "$SPW" run --limit 0x8G true
 # A library the loader would skip ("cannot be preloaded ... ignored") ran
 # the program without spillway, unlimited: refused before exec instead.
 printf 'not a library\n' >"$STATS_DIR/text.so"
