@@ -1,36 +1,15 @@
 #include "tools/launch_paths.h"
 
-#include <elf.h>
+#include "tools/launch_elf.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-/* The ELF identity of this build, which the library shares. */
-#if __SIZEOF_POINTER__ == 8
-#define SPW_ELF_CLASS ELFCLASS64
-#else
-#define SPW_ELF_CLASS ELFCLASS32
-#endif
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#define SPW_ELF_DATA ELFDATA2LSB
-#else
-#define SPW_ELF_DATA ELFDATA2MSB
-#endif
-#if defined(__x86_64__)
-#define SPW_ELF_MACHINE EM_X86_64
-#elif defined(__aarch64__)
-#define SPW_ELF_MACHINE EM_AARCH64
-#elif defined(__powerpc64__)
-#define SPW_ELF_MACHINE EM_PPC64
-#else
-#define SPW_ELF_MACHINE EM_NONE /* not checked: the class, order and type still are */
-#endif
 
 int spw_exe_dir(char *dir, size_t len)
 {
@@ -46,34 +25,22 @@ int spw_exe_dir(char *dir, size_t len)
     return 0;
 }
 
-/* Whether path is a shared object the loader can map into a process like
- * this one: a regular file with an ELF header of our class, byte order and
- * machine, of type ET_DYN. The loader skips any other preload with an error
- * line ("cannot be preloaded ... ignored") and runs the program without
- * spillway: unlimited. */
-static int loadable(const char *path)
-{
-    ElfW(Ehdr) h;
-    struct stat st;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    int ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && read(fd, &h, sizeof h) == (ssize_t)sizeof h;
-    close(fd);
-    return ok && memcmp(h.e_ident, ELFMAG, SELFMAG) == 0 && h.e_ident[EI_CLASS] == SPW_ELF_CLASS &&
-           h.e_ident[EI_DATA] == SPW_ELF_DATA && (SPW_ELF_MACHINE == EM_NONE || h.e_machine == SPW_ELF_MACHINE) && h.e_type == ET_DYN;
-}
-
-/* Resolves path to an absolute, readable shared object and checks
- * LD_PRELOAD can carry it. 0, or -1 with errno (EINVAL: unusable
- * characters; ENOEXEC: not a shared object). */
+/* Resolves path to an absolute, readable shared object that is spillway's
+ * and checks LD_PRELOAD can carry it. 0, or -1 with errno (EINVAL: unusable
+ * characters; ENOEXEC: not a shared object; ENOENT... as realpath; EPROTO:
+ * a shared object, not spillway's: preloading another library, libcuda.so
+ * say, ran the program with no limit and exit 0). */
 static int usable(const char *path, char *out, size_t len)
 {
     char abs[PATH_MAX];
     if (!realpath(path, abs) || access(abs, R_OK) != 0)
         return -1;
-    if (!loadable(abs)) {
+    if (!spw_elf_loadable(abs)) {
         errno = ENOEXEC;
+        return -1;
+    }
+    if (!spw_elf_defines(abs, SPW_LIB_MARK_SYMBOL)) {
+        errno = EPROTO;
         return -1;
     }
     if (strpbrk(abs, " :\t\n")) {
@@ -95,6 +62,7 @@ static int explicit_library(const char *path, const char *source, char *out, siz
     snprintf(err, errlen, "library '%s' (from %s): %s", path, source,
              errno == EINVAL    ? "its path has a space or colon, which LD_PRELOAD cannot carry"
              : errno == ENOEXEC ? "not a shared library for this machine (the loader would skip it)"
+             : errno == EPROTO  ? "not spillway's library (it does not export " SPW_LIB_MARK_SYMBOL ")"
                                 : strerror(errno));
     return -1;
 }

@@ -19,7 +19,9 @@ int spw_exe_dir(char *dir, size_t len);
  *   <exe dir>/libspillway.so
  * 0, or -1 with err saying what was tried. A path LD_PRELOAD cannot carry
  * (with a space or a colon) is refused, and so is a file the loader would
- * skip (not an ELF shared object of this machine). */
+ * skip (not an ELF shared object of this machine), and so is a shared
+ * object that is not spillway's (no SPW_LIB_MARK_SYMBOL in its dynamic
+ * symbols): the program would run with no limit. */
 int spw_find_library(const char *override, char *out, size_t len, char *err, size_t errlen);
 
 /* <exe dir>/<name> if it is executable, else name alone (for a PATH search). */

@@ -94,6 +94,12 @@ check "--limit 0x8G refused: hex" refused "SPILLWAY_MEM_LIMIT='0x8G': accepted:"
 printf 'not a library\n' >"$STATS_DIR/text.so"
 check "a directory as --lib is refused" refused "library '$STATS_DIR' (from --lib): not a shared library" "$SPW" run --lib "$STATS_DIR" true
 check "a text file as SPILLWAY_LIB is refused" refused "(from SPILLWAY_LIB): not a shared library" env SPILLWAY_LIB="$STATS_DIR/text.so" "$SPW" run true
+# Any other shared library (libcuda.so, a neighbour of the right one) is
+# loadable, so the loader preloaded it and the program ran with no limit,
+# exit 0: refused by its dynamic symbols, never by loading it.
+check "a shared library that is not spillway's is refused" refused "library '$B/fakecuda/libcuda.so.1' (from --lib): not spillway's library" "$SPW" run --lib "$B/fakecuda/libcuda.so.1" true
+check "another library as SPILLWAY_LIB is refused" refused "not spillway's library" env SPILLWAY_LIB="$B/fakecuda/libcuda.so.1" "$SPW" run true
+check "the real library is taken" bash -c '[ "$("$1" run --lib "$2" sh -c "echo \$LD_PRELOAD" 2>/dev/null)" = "$(realpath "$2")" ]' _ "$SPW" "$B/libspillway.so"
 check "refused library: command not run" bash -c '! "$1" run --lib "$2" -- touch "$3/ran-lib" 2>/dev/null; [ ! -e "$3/ran-lib" ]' _ "$SPW" "$STATS_DIR/text.so" "$STATS_DIR"
 check "--lib wins over SPILLWAY_LIB" bash -c '[ "$(SPILLWAY_LIB=/nonexistent "$1" run --lib "$2" sh -c "echo \$LD_PRELOAD")" = "$2" ]' _ "$SPW" "$lib"
 SPILLWAY_LIB=$lib "$SPW" run /nonexistent/program 2>/dev/null
