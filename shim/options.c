@@ -360,21 +360,37 @@ static int format_devlimit(char *b, size_t n, const spw_opt_devlimit *v)
     return used;
 }
 
+/* Strings (paths, names) last: they are long where the others are a few
+ * bytes, and a reader whose space runs out (the stats segment's config
+ * field) keeps the short ones, the limits among them. */
+#define SPW_OPT_LAST_string 1
+#define SPW_OPT_LAST_bool 0
+#define SPW_OPT_LAST_fraction 0
+#define SPW_OPT_LAST_factor 0
+#define SPW_OPT_LAST_devlimit 0
+#define SPW_OPT_LAST_bytes 0
+#define SPW_OPT_LAST_reserve 0
+#define SPW_OPT_LAST_loglevel 0
+
 int spw_options_format(const struct spw_options *o, char *buf, size_t len)
 {
     int used = 0;
     size_t off;
     if (len)
         buf[0] = '\0';
+    for (int last = 0; last < 2; last++) {
 #define SPW_OPTION(name, field, type, def, doc)                                       \
-    off = (size_t)used < len ? (size_t)used : len;                                    \
-    used += snprintf(buf + off, len - off, "%s=", #name);                             \
-    off = (size_t)used < len ? (size_t)used : len;                                    \
-    used += format_##type(buf + off, len - off, &o->field);                           \
-    off = (size_t)used < len ? (size_t)used : len;                                    \
-    used += snprintf(buf + off, len - off, "\n");
+    if (SPW_OPT_LAST_##type == last) {                                                \
+        off = (size_t)used < len ? (size_t)used : len;                                \
+        used += snprintf(buf + off, len - off, "%s=", #name);                         \
+        off = (size_t)used < len ? (size_t)used : len;                                \
+        used += format_##type(buf + off, len - off, &o->field);                       \
+        off = (size_t)used < len ? (size_t)used : len;                                \
+        used += snprintf(buf + off, len - off, "\n");                                 \
+    }
 #include "shim/options.def"
 #undef SPW_OPTION
+    }
     return used;
 }
 

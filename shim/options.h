@@ -132,7 +132,8 @@ int spw_options_check_host_room(const struct spw_options *o, const char *who, ui
 int spw_options_missing_devices(const struct spw_options *o, int count, char *note, size_t len);
 
 /* Writes the effective configuration as "NAME=value\n" lines (what the
- * stats segment publishes). Returns the length it needed, as snprintf. */
+ * stats segment publishes): the table's order, the string options (paths,
+ * names: the long ones) last. Returns the length it needed, as snprintf. */
 int spw_options_format(const struct spw_options *o, char *buf, size_t len);
 
 /* The number grammar of every value spillway reads, variables and the

@@ -11,19 +11,30 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static pthread_mutex_t publish_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic int publish_done;
 static struct spw_stats_writer *writer;
 
-/* The options, then each device's effective limit. */
-static void format_config(const struct spw_options *o, int devices, char *buf, size_t len)
+/* Each device's effective limit, then the options: the limits first, so
+ * that a text too long for the segment (long string options: the writer
+ * cuts it and marks the cut) loses the least. A malloc'd text, or NULL
+ * out of memory. */
+static char *format_config(const struct spw_options *o, int devices)
 {
-    size_t used = (size_t)spw_options_format(o, buf, len);
-    for (int d = 0; d < devices && used < len; d++)
+    char probe[1];
+    size_t opts = (size_t)spw_options_format(o, probe, sizeof probe);
+    size_t len = opts + (size_t)devices * 48 + 1, used = 0;
+    char *buf = malloc(len);
+    if (!buf)
+        return NULL;
+    for (int d = 0; d < devices; d++)
         used += (size_t)snprintf(buf + used, len - used, "device.%d.limit=%llu\n", d,
                                  (unsigned long long)spw_limit(d));
+    spw_options_format(o, buf + used, len - used);
+    return buf;
 }
 
 /* Returns 1 when done (published, disabled or failed for good), 0 to try
@@ -38,12 +49,17 @@ static int open_segment(void)
         return 0;
     if (n > (int)SPW_STATS_MAX_DEVICES)
         n = (int)SPW_STATS_MAX_DEVICES;
-    static char config[SPW_STATS_CONFIG_LEN];
-    format_config(o, n, config, sizeof config);
+    char *config = format_config(o, n);
+    if (!config) {
+        spw_warn("stats: out of memory for the config text; running without stats");
+        return 1;
+    }
     struct spw_stats_params p = {
         .dir = o->stats_dir, .device_count = (uint32_t)n, .cmdline = NULL, .config = config};
     char err[256];
-    if (spw_stats_open(&writer, &p, err, sizeof err)) {
+    int rc = spw_stats_open(&writer, &p, err, sizeof err);
+    free(config);
+    if (rc) {
         spw_warn("stats: %s; running without stats", err);
         return 1;
     }

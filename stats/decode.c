@@ -38,17 +38,66 @@ static uint32_t get_u32(const unsigned char *b, size_t off)
 
 #define HOFF(field) offsetof(struct spw_stats_header, field)
 
-/* Copies a NUL-terminated text field, replacing anything a terminal could
- * interpret (controls, DEL, bytes >= 0x80) by '?'; keep_newlines for config. */
+/* Code points a terminal or a viewer would act on rather than show: the C1
+ * controls (U+0080..U+009F: CSI is U+009B), and the line separators and
+ * bidirectional controls (U+2028, U+2029, U+200E, U+200F, U+202A..U+202E,
+ * U+2066..U+2069: text that reorders what follows it on screen). */
+static int acts_on_display(uint32_t cp)
+{
+    return (cp >= 0x80 && cp <= 0x9f) || cp == 0x200e || cp == 0x200f || (cp >= 0x2028 && cp <= 0x202e) ||
+           (cp >= 0x2066 && cp <= 0x2069);
+}
+
+size_t spw_stats_utf8_char(const char *str, size_t n)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    if (n == 0)
+        return 0;
+    if (s[0] < 0x80)
+        return s[0] >= 0x20 && s[0] < 0x7f;
+    /* Lead byte: length, the bits it carries, and the range its first
+     * continuation byte must be in (no overlong form, no surrogate, nothing
+     * past U+10FFFF). */
+    size_t len;
+    uint32_t cp;
+    unsigned char lo = 0x80, hi = 0xbf;
+    if (s[0] >= 0xc2 && s[0] <= 0xdf)
+        len = 2, cp = s[0] & 0x1fu;
+    else if (s[0] >= 0xe0 && s[0] <= 0xef)
+        len = 3, cp = s[0] & 0x0fu, lo = s[0] == 0xe0 ? 0xa0 : 0x80, hi = s[0] == 0xed ? 0x9f : 0xbf;
+    else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+        len = 4, cp = s[0] & 0x07u, lo = s[0] == 0xf0 ? 0x90 : 0x80, hi = s[0] == 0xf4 ? 0x8f : 0xbf;
+    else
+        return 0;
+    if (n < len || s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        cp = cp << 6 | (s[i] & 0x3fu);
+    }
+    return acts_on_display(cp) ? 0 : len;
+}
+
+/* Copies a NUL-terminated text field, passing printable ASCII and valid
+ * UTF-8 through and replacing anything else a terminal could interpret
+ * (controls, DEL, invalid UTF-8 byte by byte) by '?'; keep_newlines for
+ * config. */
 static int copy_text(char *dst, const unsigned char *src, size_t cap, int keep_newlines)
 {
     const unsigned char *nul = memchr(src, '\0', cap);
     if (!nul)
         return -1;
     size_t n = (size_t)(nul - src);
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = src[i];
-        dst[i] = (ch >= 0x20 && ch < 0x7f) || (keep_newlines && ch == '\n') ? (char)ch : '?';
+    for (size_t i = 0; i < n;) {
+        size_t len = spw_stats_utf8_char((const char *)src + i, n - i);
+        if (len) {
+            memcpy(dst + i, src + i, len);
+            i += len;
+        } else {
+            dst[i] = keep_newlines && src[i] == '\n' ? '\n' : '?';
+            i++;
+        }
     }
     dst[n] = '\0';
     return 0;
@@ -157,6 +206,7 @@ int spw_stats_decode_owner(const void *buf, size_t len, uint32_t file_uid,
     if (check_geometry(b, len, why, whylen) != 0)
         return -1;
     out->cmdline[0] = out->config[0] = '\0';
+    out->config_truncated = false;
     return check_identity(b, file_uid, out, why, whylen);
 }
 
@@ -178,6 +228,8 @@ int spw_stats_decode(const void *buf, size_t len, uint32_t file_uid,
         return reject(why, whylen, "command line not terminated");
     if (copy_text(out->config, b + HOFF(config), SPW_STATS_CONFIG_LEN, 1) != 0)
         return reject(why, whylen, "config not terminated");
+    size_t clen = strlen(out->config), mark = sizeof SPW_STATS_CONFIG_CUT - 1;
+    out->config_truncated = clen >= mark && strcmp(out->config + clen - mark, SPW_STATS_CONFIG_CUT) == 0;
     /* check_geometry made len exactly the header and device_count devices. */
     for (uint32_t d = 0; d < out->device_count; d++)
         for (unsigned k = 0; k < SPW_C_COUNT; k++)

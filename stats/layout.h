@@ -13,6 +13,17 @@
  * native byte order (readers on the same host). The writer stores `magic`
  * last (release), so a file whose magic is still zero is being initialised.
  *
+ * Config that does not fit: config holds what fits of the writer's text,
+ * cut after a whole "key=value\n" entry, and then the line
+ * SPW_STATS_CONFIG_CUT, so that a reader can tell (and say) that entries
+ * are missing; writers put the limits first so that a cut loses the least.
+ * The text is all that marks it: the layout, and so abi_version, is the
+ * same, and a reader without the rule shows the line as it is. (The field
+ * is not made to hold everything the options can: 14 values of up to 4095
+ * bytes each, and 64 devices' limits, would take ~60 KiB per segment, and
+ * a new size would make every reader of this version reject every running
+ * program's segment.)
+ *
  * Consistency: the text fields (cmdline, config) are guarded by
  * text_generation, a seqlock (odd while they are rewritten). Each counter is
  * a 64-bit atomic on its own cache line (no false sharing between counters
@@ -38,6 +49,7 @@
 #define SPW_STATS_MAX_DEVICES  64u
 #define SPW_STATS_CMDLINE_LEN  1024u
 #define SPW_STATS_CONFIG_LEN   2048u
+#define SPW_STATS_CONFIG_CUT   "...(truncated)\n" /* last line of a config that did not fit */
 #define SPW_STATS_CACHELINE    64u
 #define SPW_STATS_LANES        16u /* per laned counter; a power of two */
 #define SPW_STATS_NAME_PREFIX  "spillway."

@@ -10,6 +10,7 @@
 #include "stats/layout.h"
 #include "stats/procinfo.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -25,10 +26,12 @@ struct spw_stats_snapshot {
     uint64_t created_unix_ns;
     enum spw_liveness liveness;
     uint32_t device_count;
-    /* Text, NUL-terminated, sanitised: control and non-ASCII bytes are '?'
-     * (config keeps its '\n'), so it is safe to print on a terminal. */
+    /* Text, NUL-terminated, sanitised: printable ASCII and valid UTF-8
+     * (spw_stats_utf8_char) pass, any other byte is '?' (config keeps its
+     * '\n'), so it is safe to print on a terminal. */
     char cmdline[SPW_STATS_CMDLINE_LEN];
     char config[SPW_STATS_CONFIG_LEN];
+    bool config_truncated;         /* config ends with SPW_STATS_CONFIG_CUT: entries are missing */
     uint64_t c[SPW_STATS_MAX_DEVICES][SPW_C_COUNT];
 };
 
@@ -90,6 +93,12 @@ struct spw_stats_list {
 int spw_stats_scan(const char *dir, unsigned flags, struct spw_stats_list *list,
                    spw_stats_note_fn note, void *ctx, char *why, size_t whylen);
 void spw_stats_list_free(struct spw_stats_list *list);
+
+/* The length in bytes of the character at s (n bytes readable) if it is
+ * one to show as it is: printable ASCII (1), or a valid UTF-8 sequence
+ * (2 to 4: shortest form, no surrogate, at most U+10FFFF) that is no C1
+ * control, line separator nor bidirectional control. 0 otherwise. */
+size_t spw_stats_utf8_char(const char *s, size_t n);
 
 /* Exported names and kinds of the counters (from SPW_STATS_COUNTERS). */
 const char *spw_stats_counter_name(enum spw_counter k);

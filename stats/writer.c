@@ -243,6 +243,23 @@ static void copy_text(char *dst, size_t cap, const char *src)
     memset(dst + n, 0, cap - n);
 }
 
+/* The config as it fits (layout.h): whole, or cut after the last whole
+ * entry that leaves room for SPW_STATS_CONFIG_CUT. */
+static void copy_config(char *dst, size_t cap, const char *src)
+{
+    size_t n = src ? strlen(src) : 0, mark = sizeof SPW_STATS_CONFIG_CUT - 1;
+    if (n < cap) {
+        copy_text(dst, cap, src);
+        return;
+    }
+    size_t keep = cap - 1 - mark;
+    while (keep > 0 && src[keep - 1] != '\n')
+        keep--;
+    memcpy(dst, src, keep);
+    memcpy(dst + keep, SPW_STATS_CONFIG_CUT, mark);
+    memset(dst + keep + mark, 0, cap - keep - mark);
+}
+
 static void fill_header(struct spw_stats_writer *w, const struct spw_stats_params *p)
 {
     struct spw_stats_header *h = w->hdr;
@@ -266,7 +283,7 @@ static void fill_header(struct spw_stats_writer *w, const struct spw_stats_param
         copy_text(h->cmdline, sizeof h->cmdline, p->cmdline);
     else
         spw_proc_self_cmdline(h->cmdline, sizeof h->cmdline);
-    copy_text(h->config, sizeof h->config, p->config);
+    copy_config(h->config, sizeof h->config, p->config);
 }
 
 static int map_segment(struct spw_stats_writer *w, int fd, char *err, size_t errlen)
@@ -361,7 +378,7 @@ void spw_stats_set_config(struct spw_stats_writer *w, const char *config)
     uint64_t g = atomic_load_explicit(&h->text_generation, memory_order_relaxed);
     atomic_store_explicit(&h->text_generation, g + 1, memory_order_relaxed);
     atomic_thread_fence(memory_order_release);
-    copy_text(h->config, sizeof h->config, config);
+    copy_config(h->config, sizeof h->config, config);
     atomic_store_explicit(&h->text_generation, g + 2, memory_order_release);
 }
 

@@ -39,7 +39,9 @@ struct spw_stats_params {
     const char *dir;       /* the segment's directory (SPILLWAY_STATS_DIR's value) */
     uint32_t device_count; /* 1..SPW_STATS_MAX_DEVICES */
     const char *cmdline;   /* NULL: read /proc/self/cmdline */
-    const char *config;    /* effective config as "key=value\n" lines; NULL: empty */
+    const char *config;    /* effective config as "key=value\n" lines, the limits first
+                            * (what does not fit is cut, with SPW_STATS_CONFIG_CUT);
+                            * NULL: empty */
 };
 
 /* Fields are read by the inline updaters below; only writer.c changes them. */
@@ -62,7 +64,8 @@ int spw_stats_open(struct spw_stats_writer **out, const struct spw_stats_params 
                    char *err, size_t errlen);
 
 /* Replaces the config text (seqlock-guarded; call from one thread at a time).
- * Text longer than the field is truncated. */
+ * Text longer than the field is cut after a whole line and marked
+ * (SPW_STATS_CONFIG_CUT, layout.h). */
 void spw_stats_set_config(struct spw_stats_writer *w, const char *config);
 
 /* Unlinks the segment, unmaps it and frees w. No other thread may update w

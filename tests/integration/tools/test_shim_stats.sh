@@ -36,6 +36,20 @@ check "--once row: command" grep -q "cuda_hold" <<<"$row"
 kill -TERM "$H"; wait "$H"
 check "program exits 0" [ $? -eq 0 ]
 check "its segment is removed at exit" [ ! -e "$STATS_DIR/spillway.$(id -u).$H" ]
+# A config longer than the segment's field (a SPILLWAY_STATS_DIR of ~2800
+# bytes; options take 4095) ended inside the path with the later entries
+# gone, unmarked: now the limits come first and the cut is marked.
+long=$STATS_DIR
+for i in $(seq 14); do long=$long/$(printf 'd%.0s' $(seq 200)); done
+mkdir -p "$long"
+SPILLWAY_STATS_DIR=$long "$SPW" run --lib "$LIB" --limit 64M --no-spill -- "$HOLD" $((8 * MiB)) >"$out" &
+H=$!
+writers+=("$H")
+check "long dir: program starts" poll 10 grep -qs '^ready' "$out"
+proc=$(SPILLWAY_STATS_DIR=$long "$TOP" --json | grep "\"pid\":$H,")
+check "long dir: the limits come first" grep -q '"config":"device.0.limit=67108864\\nSPILLWAY_MEM_FRACTION=[^"]*\\nSPILLWAY_MEM_LIMIT=67108864\\n' <<<"$proc"
+check "long dir: the cut is marked" grep -q '\\n\.\.\.(truncated)\\n","config_truncated":true' <<<"$proc"
+kill -TERM "$H"; wait "$H"
 # SPILLWAY_STATS_DIR unset: the library and spillway-top both take the
 # option table's default (the stats layer has none of its own).
 if [ -d /dev/shm ] && [ -w /dev/shm ]; then

@@ -439,6 +439,24 @@ START_TEST(terminal_escapes_are_neutralised)
 }
 END_TEST
 
+/* Valid UTF-8 (a user's /home/josé, a €) is text to show; what a terminal
+ * would act on (C1 controls, even well formed, bidi controls) and what is
+ * not UTF-8 (overlong, surrogate, cut short, stray continuation) is not. */
+START_TEST(valid_utf8_passes_invalid_is_replaced)
+{
+    const char text[] = "/home/jos\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80|\xc2\x9b|\xc0\xaf|\xed\xa0\x80|"
+                        "\xe2\x80\xae|\x80|\xf4\x90\x80\x80|\xe2\x82";
+    memcpy(img + OFF(cmdline), text, sizeof text);
+    char why[256] = "";
+    plant_file(own_name(), img, img_len, 0600);
+    ck_assert_int_eq(read_planted(why, sizeof why), SPW_READ_OK);
+    ck_assert_str_eq(snap.cmdline, "/home/jos\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80|??|??|???|???|?|????|??");
+    ck_assert_uint_eq(spw_stats_utf8_char("\xe2\x82\xac", 3), 3);
+    ck_assert_uint_eq(spw_stats_utf8_char("\xe2\x82\xac", 2), 0);
+    ck_assert_uint_eq(spw_stats_utf8_char("\x1b", 1), 0);
+}
+END_TEST
+
 START_TEST(names_are_parsed_strictly)
 {
     uint32_t uid;
@@ -556,6 +574,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, directory_and_fifo_are_refused);
     tcase_add_test(tc, other_users_segment);
     tcase_add_test(tc, terminal_escapes_are_neutralised);
+    tcase_add_test(tc, valid_utf8_passes_invalid_is_replaced);
     tcase_add_test(tc, names_are_parsed_strictly);
     tcase_add_test(tc, scan_skips_bad_ones_with_a_note);
     tcase_add_test(tc, reused_pid_counts_as_dead);

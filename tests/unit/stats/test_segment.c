@@ -122,6 +122,44 @@ START_TEST(reader_sees_exactly_the_updates)
 }
 END_TEST
 
+/* A config longer than the field (options take 4095-byte values: one long
+ * SPILLWAY_STATS_DIR does it) is cut after a whole entry and marked, so a
+ * reader says entries are missing instead of ending inside a path; one
+ * that fits is neither cut nor marked. */
+START_TEST(config_too_long_is_cut_at_an_entry_and_marked)
+{
+    static char config[3 * SPW_STATS_CONFIG_LEN];
+    size_t n = (size_t)snprintf(config, sizeof config, "device.0.limit=8589934592\nSPILLWAY_STATS_DIR=");
+    memset(config + n, 'd', 3000);
+    snprintf(config + n + 3000, sizeof config - n - 3000, "\nSPILLWAY_LOG=warn\n");
+    struct spw_stats_writer *w = open_writer(1, config);
+    struct spw_stats_snapshot *s = malloc(sizeof *s);
+    read_own(s);
+    ck_assert(s->config_truncated);
+    ck_assert_str_eq(s->config, "device.0.limit=8589934592\n" SPW_STATS_CONFIG_CUT);
+    /* Cut at the last whole entry that leaves room for the mark. */
+    memset(config, 'a', SPW_STATS_CONFIG_LEN - 20);
+    memcpy(config, "k=", 2);
+    config[SPW_STATS_CONFIG_LEN - 20] = '\n';
+    snprintf(config + SPW_STATS_CONFIG_LEN - 19, 64, "short=1\nlonger=123456789\n");
+    spw_stats_set_config(w, config);
+    read_own(s);
+    ck_assert(s->config_truncated);
+    ck_assert_uint_eq(strlen(s->config), SPW_STATS_CONFIG_LEN - 19 + strlen(SPW_STATS_CONFIG_CUT));
+    ck_assert_int_eq(memcmp(s->config, config, SPW_STATS_CONFIG_LEN - 19), 0);
+    /* The longest that fits: whole, unmarked. */
+    memset(config, 'b', SPW_STATS_CONFIG_LEN - 2);
+    config[SPW_STATS_CONFIG_LEN - 2] = '\n';
+    config[SPW_STATS_CONFIG_LEN - 1] = '\0';
+    spw_stats_set_config(w, config);
+    read_own(s);
+    ck_assert(!s->config_truncated);
+    ck_assert_str_eq(s->config, config);
+    free(s);
+    spw_stats_close(w);
+}
+END_TEST
+
 /* A gauge the writer subtracts from never goes below zero: an underflow is
  * counted instead. For a laned counter the floor is its value (base and
  * lanes), not its base. (spw_stats_free cannot tell: the shim's own count
@@ -920,6 +958,7 @@ Suite *test_suite(void)
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, creates_private_file_named_for_uid_and_pid);
     tcase_add_test(tc, reader_sees_exactly_the_updates);
+    tcase_add_test(tc, config_too_long_is_cut_at_an_entry_and_marked);
     tcase_add_test(tc, sub_clamps_at_zero_and_counts_underflow);
     tcase_add_test(tc, null_writer_and_bad_params);
     tcase_add_test(tc, threads_in_lanes_sum_exactly);
