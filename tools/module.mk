@@ -6,7 +6,18 @@
 TOOLS_BIN   := $(BUILD)/tools
 TOP_OBJS    := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tools/top_*.c))
 LAUNCH_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tools/launch*.c))
-CURSES_LIBS := $(shell pkg-config --libs ncurses 2>/dev/null || echo -lncurses)
+# The wide ncurses (ncursesw) draws UTF-8 text (a command with /home/josé
+# or €) as it is under a UTF-8 locale; the narrow one would draw its bytes
+# as M- escapes, so a build with it shows '?' for each such character
+# (SPW_CURSES_WIDE unset; spillway-top(1) says so). The stamp rebuilds the
+# drawing when the choice changes.
+CURSES_WIDE := $(shell pkg-config --exists ncursesw 2>/dev/null && echo with)
+CURSES_LIBS := $(if $(CURSES_WIDE),$(shell pkg-config --libs ncursesw),$(shell pkg-config --libs ncurses 2>/dev/null || echo -lncurses))
+CURSES_STAMP := $(call state_stamp,$(BUILD)/tools/.curses-wide,$(if $(CURSES_WIDE),wide,narrow))
+ifneq ($(CURSES_WIDE),)
+$(BUILD)/tools/top_draw.o: CFLAGS += -DSPW_CURSES_WIDE
+endif
+$(BUILD)/tools/top_draw.o: $(CURSES_STAMP)
 
 # --serve needs libmicrohttpd; without it (the GPU host may lack it)
 # spillway-top still builds and says so in --help. The stamp records which

@@ -3,24 +3,101 @@
 #include "tools/top_layout.h"
 
 #include <curses.h>
+#include <langinfo.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
-/* Prints at (y, x), cut at the right edge: ncurses would wrap otherwise. */
+/* The rows put() draws into. The detail view scrolls: a row it draws at y
+ * lands on screen row y - shift, and only rows [top, bottom) take it (the
+ * title and the status line stay). The list and help views draw unshifted
+ * on the whole screen. The screen is drawn by one thread (ncurses is not
+ * thread-safe), so one viewport serves. */
+static struct {
+    int shift, top, bottom; /* bottom 0: LINES */
+} view;
+
+/* Whether the terminal takes UTF-8 text as it is (ui_draw_init). */
+static bool utf8_screen;
+
+void ui_draw_init(void)
+{
+#ifdef SPW_CURSES_WIDE
+    const char *cs = nl_langinfo(CODESET);
+    utf8_screen = cs && strcmp(cs, "UTF-8") == 0;
+#else
+    utf8_screen = false;
+#endif
+}
+
+/* Bytes of the first cols characters of s (at most n bytes): the reader
+ * passes only valid UTF-8, one column a character (a wide one, CJK, takes
+ * two on screen and runs its line past the edge, where ncurses cuts it). */
+static int bytes_of_columns(const char *s, int n, int cols)
+{
+    int i = 0;
+    for (int c = 0; i < n && s[i]; i++)
+        if (((unsigned char)s[i] & 0xc0) != 0x80 && c++ == cols)
+            break;
+    return i;
+}
+
+/* Prints at (y, x), cut at the right edge: ncurses would wrap otherwise.
+ * A character outside ASCII is one '?' on a screen that cannot show it. */
 static void put(int y, int x, attr_t attr, const char *fmt, ...)
 {
-    if (y < 0 || y >= LINES || x >= COLS)
+    int row = y - view.shift;
+    if (row < view.top || row >= (view.bottom ? view.bottom : LINES) || x >= COLS)
         return;
     char buf[1024];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
+    if (!utf8_screen) {
+        size_t o = 0;
+        for (size_t i = 0; buf[i]; i++)
+            if (((unsigned char)buf[i] & 0xc0) != 0x80)
+                buf[o++] = (unsigned char)buf[i] < 0x80 ? buf[i] : '?';
+        buf[o] = '\0';
+    }
     attron(attr);
-    mvaddnstr(y, x, buf, COLS - x);
+    mvaddnstr(row, x, buf, bytes_of_columns(buf, (int)sizeof buf, COLS - x));
     attroff(attr);
+}
+
+/* label, then text over as many rows as it needs from row y: where seps
+ * holds a character, text is entries separated by it, shown joined by a
+ * space, and a row breaks between entries (an entry wider than a row is
+ * cut wherever the row ends); seps "" cuts wherever the row ends.
+ * Continuation rows start at column indent. Returns the row after. */
+static int put_wrapped(int y, attr_t attr, const char *label, const char *text, const char *seps, int indent)
+{
+    int width = COLS, col = (int)strlen(label);
+    if (width <= indent)
+        return y + 1;
+    put(y, 0, attr, "%s", label);
+    for (const char *s = text; *s;) {
+        int bytes = (int)strcspn(s, seps), room = width - col;
+        int n = 0; /* its columns */
+        for (int i = 0; i < bytes; i++)
+            n += ((unsigned char)s[i] & 0xc0) != 0x80;
+        if (room <= 0 || (*seps && n > room && col > indent)) {
+            y++; /* the entry starts on a row of its own */
+            col = indent;
+            continue;
+        }
+        int take = n < room ? n : room, take_bytes = bytes_of_columns(s, bytes, take);
+        put(y, col, attr, "%.*s", take_bytes, s);
+        col += take;
+        s += take_bytes;
+        if (take_bytes == bytes && *s && strchr(seps, *s)) {
+            s++; /* the separator: a space, or a new row if none fits */
+            col += *s ? 1 : 0;
+        }
+    }
+    return y + 1;
 }
 
 static attr_t color(const struct ui *u, enum ui_color c)
@@ -218,7 +295,11 @@ void ui_draw_list(struct ui *u)
         u->first = u->selected - visible + 1;
     for (int i = 0; i < visible && (size_t)(u->first + i) < m->nrows; i++)
         process_row(u, y + i, &m->rows[u->first + i], &c, u->first + i == u->selected);
-    if (m->nrows == 0)
+    /* While the directory cannot be read there are no rows, and the reason
+     * stands where they would be. */
+    if (m->error[0])
+        put(y + 1, 2, A_BOLD | color(u, UI_RED), "%s", m->error);
+    else if (m->nrows == 0)
         put(y + 1, 2, A_NORMAL, top_model_empty_note(m));
 }
 
@@ -322,7 +403,7 @@ static int detail_counters(const struct ui *u, const struct top_proc *p, int y)
     const struct spw_stats_snapshot *s = &p->snap;
     put(y++, 0, A_REVERSE | A_BOLD, "%-3s %6s %6s %6s %6s %6s %6s %7s %7s %4s %6s %6s", "GPU", "LIMIT", "POOL",
         "IN USE", "PEAK", "SPILL", "HOST", "ALLOCS", "FREES", "OOM", "OUT", "IN");
-    for (uint32_t d = 0; d < s->device_count && y < LINES / 2; d++) {
+    for (uint32_t d = 0; d < s->device_count; d++) {
         const uint64_t *c = s->c[d];
         char b[8][8];
         enum spw_counter ks[8] = {SPW_C_LIMIT, SPW_C_POOL, SPW_C_IN_USE, SPW_C_PEAK, SPW_C_SPILLED, SPW_C_HOST,
@@ -387,13 +468,9 @@ static void detail_title(const struct ui *u, const struct top_proc *p)
     title_line(u, parts, (int)(sizeof parts / sizeof parts[0]), steps, (int)(sizeof steps / sizeof steps[0]));
 }
 
-void ui_draw_detail(struct ui *u)
+static int detail_body(struct ui *u, const struct top_proc *p)
 {
-    const struct top_proc *p = ui_detail_proc(u);
-    if (!p)
-        return;
     const struct spw_stats_snapshot *s = &p->snap;
-    detail_title(u, p);
     char when[32];
     time_t t = (time_t)(s->created_unix_ns / 1000000000u);
     struct tm tm;
@@ -403,24 +480,22 @@ void ui_draw_detail(struct ui *u)
     if (s->pid != top_proc_pid(p) || s->host_pid != top_proc_pid(p))
         snprintf(pids, sizeof pids, "  pid %d in its namespace, %d outer", s->pid, s->host_pid);
     put(1, 0, A_NORMAL, "user %s (uid %u)  started %s%s", p->user, s->uid, when, pids);
-    put(2, 0, A_BOLD, "command: %s", s->cmdline);
-    /* Config lines joined on one line: a summary, --json has it all. */
-    char cfg[SPW_STATS_CONFIG_LEN];
-    snprintf(cfg, sizeof cfg, "%s", s->config);
-    for (char *c = cfg; *c; c++)
-        if (*c == '\n')
-            *c = ' ';
-    put(3, 0, A_NORMAL, "config: %s", cfg[0] ? cfg : "(none)");
+    /* Whole (README, spillway-top(1)): the command over as many rows as
+     * it needs, the config an entry at a time; the view scrolls. */
+    int y = put_wrapped(2, A_BOLD, "command: ", s->cmdline, "", 0);
+    y = put_wrapped(y, A_NORMAL, "config: ", s->config[0] ? s->config : "(none)", "\n", 2);
     char ctr[256];
     if (container_text(&p->ident, ctr, sizeof ctr))
-        put(4, 0, A_NORMAL, "container: %s", ctr);
-    int y = detail_counters(u, p, 5);
+        put(y, 0, A_NORMAL, "container: %s", ctr);
+    y = detail_counters(u, p, y + 1);
     uint64_t limit = 0, mx_use = hist_max(p, p->hist_in_use), mx_sp = hist_max(p, p->hist_spilled);
     for (uint32_t d = 0; d < s->device_count; d++)
         limit += s->c[d][SPW_C_LIMIT];
+    /* The graphs share what the screen has left, 3 rows each at least:
+     * on a small screen they are scrolled to. */
     int h = (LINES - 1 - y - 2) / 2;
-    if (h < 2)
-        return;
+    if (h < 3)
+        h = 3;
     char now[8], mx[8];
     top_fmt_bytes(now, sizeof now, top_proc_hist(p, p->hist_in_use, p->hist_len - 1));
     top_fmt_bytes(mx, sizeof mx, mx_use);
@@ -431,6 +506,30 @@ void ui_draw_detail(struct ui *u)
     top_fmt_bytes(mx, sizeof mx, mx_sp);
     put(y++, 0, A_BOLD, "Spilled: now %s, max %s", now, mx);
     draw_graph(u, y, h, p, p->hist_spilled, mx_sp, UI_YELLOW);
+    return y + h;
+}
+
+void ui_draw_detail(struct ui *u)
+{
+    const struct top_proc *p = ui_detail_proc(u);
+    if (!p)
+        return;
+    detail_title(u, p);
+    /* Rows 1 .. LINES - 2 scroll; the last scroll keeps the end in view
+     * (the height is the last drawing's: the same process, give or take a
+     * device line). */
+    int rows = LINES - 2, most = u->detail_height - 1 - rows;
+    if (u->detail_scroll > most)
+        u->detail_scroll = most;
+    if (u->detail_scroll < 0)
+        u->detail_scroll = 0;
+    view.shift = u->detail_scroll;
+    view.top = 1;
+    view.bottom = LINES - 1;
+    u->detail_height = detail_body(u, p);
+    view.shift = view.top = view.bottom = 0;
+    if (u->detail_height - 1 - u->detail_scroll > rows)
+        put(LINES - 2, COLS > 12 ? COLS - 12 : 0, A_REVERSE, " more: Down ");
 }
 
 void ui_draw_help(struct ui *u)
@@ -449,7 +548,7 @@ void ui_draw_help(struct ui *u)
     static const char *const lines[] = {
         "q, F10          quit (in the detail view: back to the list)",
         "h, ?, F1        this help",
-        "Up/Down, j/k    select; PgUp/PgDn, Home/End or g/G jump",
+        "Up/Down, j/k    select; PgUp/PgDn, Home/End or g/G jump (details: scroll)",
         "Enter, d, Right details: all counters, history of in use and spilled",
         "Esc, Left       back to the list",
         "s or >, <       next / previous sort column (shown in the title)",

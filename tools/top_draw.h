@@ -20,6 +20,8 @@ struct ui {
     uint32_t sel_dev;
     char detail_name[64];      /* the process the detail view shows */
     uint64_t detail_start;
+    int detail_scroll;         /* rows of the detail view scrolled off the top */
+    int detail_height;         /* rows the detail view took when last drawn */
     bool editing_filter;
     char saved_filter[128];
     bool confirm_kill;
@@ -30,6 +32,9 @@ struct ui {
     char message[160];         /* one-shot status message */
 };
 
+/* After setlocale and initscr: whether text outside ASCII is drawn as it
+ * is (a wide ncurses under a UTF-8 locale) or as '?'. */
+void ui_draw_init(void);
 void ui_draw_list(struct ui *u);
 void ui_draw_detail(struct ui *u);
 void ui_draw_help(struct ui *u);

@@ -205,8 +205,9 @@ void top_print_table(FILE *f, const struct top_model *m, bool with_rates, int wi
         fprintf(f, "%s\n", top_model_empty_note(m));
 }
 
-/* Text is already sanitised to printable ASCII (plus '\n' in config) by the
- * reader; JSON still needs quotes and backslashes escaped. */
+/* Text is already sanitised to printable ASCII and valid UTF-8 (plus '\n'
+ * in config) by the reader, and raw UTF-8 is valid JSON; JSON still needs
+ * quotes, backslashes and controls escaped. */
 static void json_string(FILE *f, const char *s)
 {
     fputc('"', f);
@@ -260,6 +261,7 @@ static void json_process(FILE *f, const struct top_model *m, const struct top_pr
     json_string(f, s->name);
     fputs(",\"config\":", f);
     json_string(f, s->config);
+    fprintf(f, ",\"config_truncated\":%s", s->config_truncated ? "true" : "false");
     json_container(f, &p->ident);
     fputs(",\"devices\":[", f);
     for (uint32_t d = 0; d < s->device_count; d++) {

@@ -225,16 +225,37 @@ static void strip_dirs(char *out, size_t len, const char *cmdline, bool every_wo
     out[pos < len ? pos : len - 1] = '\0';
 }
 
+/* Columns of UTF-8 text (the reader passes only valid UTF-8): one per
+ * character, continuation bytes take none (a wide character, CJK say,
+ * takes two on a terminal: its line then runs that much longer). */
+static size_t columns_of(const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++)
+        n += ((unsigned char)*s & 0xc0) != 0x80;
+    return n;
+}
+
+/* Cuts s after cap columns, never inside a character. */
+static void cut_columns(char *s, size_t cap)
+{
+    size_t i = 0;
+    for (size_t cols = 0; s[i] && cols <= cap; i++)
+        if (((unsigned char)s[i] & 0xc0) != 0x80 && cols++ == cap)
+            break;
+    s[i] = '\0';
+}
+
 void top_fmt_command(char *out, size_t len, const char *cmdline, int width)
 {
     if (len == 0)
         return;
     size_t cap = width > 0 ? (size_t)width : 0;
     snprintf(out, len, "%s", cmdline);
-    if (strlen(out) > cap)
+    if (columns_of(out) > cap)
         strip_dirs(out, len, cmdline, false);
-    if (strlen(out) > cap)
+    if (columns_of(out) > cap)
         strip_dirs(out, len, cmdline, true);
-    if (strlen(out) > cap)
-        out[cap < len ? cap : len - 1] = '\0';
+    if (columns_of(out) > cap)
+        cut_columns(out, cap);
 }

@@ -72,8 +72,9 @@ static void usage(FILE *f)
             "      --no-nvml        do not show the devices' own figures (NVML)\n"
             "  -h, --help           this help\n"
             "  -V, --version        version\n\n"
-            "Keys: q quit, h/? help, arrows/j/k move, Enter details, s/< > sort column,\n"
-            "r reverse, / filter, K kill (asks first), +/- interval. See spillway-top(1).\n",
+            "Keys: q quit, h/? help, arrows/j/k move (in details: scroll), Enter details,\n"
+            "s/< > sort column, r reverse, / filter, K kill (asks first), +/- interval.\n"
+            "See spillway-top(1).\n",
             top_serve_available() ? "" : "\n                       (not available: built without libmicrohttpd)",
             defaults.stats_dir);
 }

@@ -194,8 +194,15 @@ int top_model_sample(struct top_model *m, double mono_now, spw_stats_note_fn not
     clock_gettime(CLOCK_REALTIME, &ts);
     m->time = (double)ts.tv_sec + ts.tv_nsec / 1e9;
     m->error[0] = '\0';
-    if (spw_stats_scan(m->dir, m->scan_flags, &list, relay_note, &relay, m->error, sizeof m->error) != 0)
+    if (spw_stats_scan(m->dir, m->scan_flags, &list, relay_note, &relay, m->error, sizeof m->error) != 0) {
+        /* Nothing is known while the directory cannot be read: rows kept
+         * from the last sample (dead processes among them) would pass for
+         * the present. */
+        for (size_t i = 0; i < m->nprocs; i++)
+            m->procs[i]->seen = false;
+        drop_unseen(m);
         return -1;
+    }
     for (size_t i = 0; i < m->nprocs; i++)
         m->procs[i]->seen = false;
     int rc = 0;

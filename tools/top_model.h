@@ -80,7 +80,8 @@ void top_model_free(struct top_model *m);
 void top_model_use_nvml(struct top_model *m, struct top_nvml *n);
 
 /* Scans the segments and updates rates and history. mono_now is a monotonic
- * time in seconds (for rates). 0, or -1 with m->error set. Notes about
+ * time in seconds (for rates). 0, or -1 with m->error set and no process
+ * left (the directory could not be read: nothing is known). Notes about
  * skipped segments go to note (may be NULL) and m->last_note. */
 int top_model_sample(struct top_model *m, double mono_now, spw_stats_note_fn note, void *ctx);
 

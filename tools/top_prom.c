@@ -1,23 +1,30 @@
 #include "tools/top_prom.h"
 
+#include "stats/reader.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
-/* Label values escape backslash, double quote and newline; anything else
- * unprintable (the reader already sanitises segment text; a host name is
- * not checked) becomes '?'. */
+/* Label values are UTF-8 (the exposition format) and escape backslash,
+ * double quote and newline; anything else unprintable or not valid UTF-8
+ * (the reader already sanitises segment text; a host name is not checked)
+ * becomes '?'. */
 static void label_value(FILE *f, const char *s, size_t max)
 {
-    for (size_t i = 0; i < max && s[i]; i++) {
+    for (size_t i = 0; i < max && s[i];) {
         unsigned char c = (unsigned char)s[i];
+        size_t len = spw_stats_utf8_char(s + i, strnlen(s + i, max - i));
         if (c == '\\' || c == '"')
             fprintf(f, "\\%c", c);
         else if (c == '\n')
             fputs("\\n", f);
+        else if (len)
+            fwrite(s + i, 1, len, f);
         else
-            fputc(c >= 0x20 && c < 0x7f ? c : '?', f);
+            fputc('?', f);
+        i += len ? len : 1;
     }
 }
 

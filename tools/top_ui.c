@@ -6,6 +6,8 @@
 
 #include <curses.h>
 #include <errno.h>
+#include <limits.h>
+#include <locale.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -100,15 +102,24 @@ static void sample(struct ui *u)
     restore_selection(u);
     if (u->view == VIEW_DETAIL && !ui_detail_proc(u)) {
         u->view = VIEW_LIST;
-        snprintf(u->message, sizeof u->message, "process %s has exited", u->detail_name);
+        if (!u->m->error[0]) /* else unknown: the list shows why */
+            snprintf(u->message, sizeof u->message, "process %s has exited", u->detail_name);
     }
 }
 
+/* In the detail view the same keys scroll it (it is taller than the screen
+ * on a small one, or with a long command or config); ui_draw_detail keeps
+ * the scroll within the view. */
 static void move_selection(struct ui *u, int delta)
 {
+    if (u->view == VIEW_DETAIL) {
+        long s = (long)u->detail_scroll + delta;
+        u->detail_scroll = s < 0 ? 0 : s > u->detail_height ? u->detail_height : (int)s;
+        return;
+    }
     int n = (int)u->m->nrows;
-    int s = u->selected + delta;
-    u->selected = n == 0 ? -1 : s < 0 ? 0 : s >= n ? n - 1 : s;
+    long s = (long)u->selected + delta;
+    u->selected = n == 0 ? -1 : s < 0 ? 0 : s >= n ? n - 1 : (int)s;
 }
 
 static void open_detail(struct ui *u)
@@ -118,6 +129,7 @@ static void open_detail(struct ui *u)
     const struct top_row *r = &u->m->rows[u->selected];
     snprintf(u->detail_name, sizeof u->detail_name, "%s", r->p->snap.name);
     u->detail_start = r->p->snap.start_time;
+    u->detail_scroll = 0;
     u->view = VIEW_DETAIL;
 }
 
@@ -228,8 +240,8 @@ static bool handle_key(struct ui *u, int ch)
     case KEY_DOWN: case 'j': move_selection(u, 1); break;
     case KEY_PPAGE: move_selection(u, -(LINES / 2)); break;
     case KEY_NPAGE: move_selection(u, LINES / 2); break;
-    case KEY_HOME: case 'g': move_selection(u, -(int)u->m->nrows); break;
-    case KEY_END: case 'G': move_selection(u, (int)u->m->nrows); break;
+    case KEY_HOME: case 'g': move_selection(u, INT_MIN / 2); break;
+    case KEY_END: case 'G': move_selection(u, INT_MAX / 2); break;
     case '\n': case KEY_ENTER: case KEY_RIGHT: case 'd':
         if (u->view == VIEW_LIST)
             open_detail(u);
@@ -277,6 +289,11 @@ int top_ui_run(struct top_model *m, struct top_settings *s)
     u.s = s;
     u.selected = 0;
     install_signals();
+    /* The user's locale, so that a wide ncurses draws UTF-8 text (a command
+     * with /home/josé) as it is; numbers stay written the one way the docs
+     * show them. */
+    setlocale(LC_ALL, "");
+    setlocale(LC_NUMERIC, "C");
     if (!initscr()) {
         fprintf(stderr, "spillway-top: cannot initialise the terminal\n");
         return 1;
@@ -287,6 +304,7 @@ int top_ui_run(struct top_model *m, struct top_settings *s)
     set_escdelay(25);
     curs_set(0);
     init_colors(&u);
+    ui_draw_init();
     sample(&u);
     double next = mono_now() + s->interval;
     bool running = true;

@@ -2,7 +2,7 @@
  * the writer API, prints "ready <segment path>", then keeps running until
  * SIGTERM/SIGINT (normal exit: the segment is removed) or 120 s pass.
  *
- *   stats_writer [--cmd TEXT] [--inuse BYTES] [--ramp]
+ *   stats_writer [--cmd TEXT] [--config TEXT] [--inuse BYTES] [--ramp]
  *
  * Device 0: limit 8 GiB, pool 8 GiB, three allocations of inuse/2 and one
  * free (in use = inuse, peak = 1.5 x inuse), 512 MiB spilled out in two
@@ -83,7 +83,7 @@ static void ramp_step(struct spw_stats_writer *w, unsigned step)
 
 int main(int argc, char **argv)
 {
-    const char *cmd = NULL;
+    const char *cmd = NULL, *config = "mem_limit=8G\nspill=1\n";
     uint64_t inuse = 2 * GiB;
     int ramp = 0;
     for (int i = 1; i < argc; i++) {
@@ -91,6 +91,8 @@ int main(int argc, char **argv)
             cmd = argv[++i];
         else if (strcmp(argv[i], "--inuse") == 0 && i + 1 < argc)
             inuse = strtoull(argv[++i], NULL, 0);
+        else if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
+            config = argv[++i];
         else if (strcmp(argv[i], "--ramp") == 0)
             ramp = 1;
         else {
@@ -106,7 +108,7 @@ int main(int argc, char **argv)
 
     /* Where the scripts' spillway-top looks (lib.sh sets it). */
     struct spw_stats_params p = {.dir = getenv("SPILLWAY_STATS_DIR"), .device_count = 2, .cmdline = cmd,
-                                 .config = "mem_limit=8G\nspill=1\n"};
+                                 .config = config};
     struct spw_stats_writer *w;
     char err[256];
     if (spw_stats_open(&w, &p, err, sizeof err) != 0) {

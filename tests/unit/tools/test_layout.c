@@ -197,7 +197,10 @@ static void command_is(const char *cmdline, int width, const char *want)
     char out[1024];
     top_fmt_command(out, sizeof out, cmdline, width);
     ck_assert_msg(strcmp(out, want) == 0, "'%s' in %d: '%s', want '%s'", cmdline, width, out, want);
-    ck_assert_int_le((int)strlen(out), width);
+    size_t columns = 0; /* characters: UTF-8 continuation bytes take none */
+    for (const char *p = out; *p; p++)
+        columns += ((unsigned char)*p & 0xc0) != 0x80;
+    ck_assert_int_le((int)columns, width);
 }
 
 START_TEST(command_shows_program_and_arguments)
@@ -218,11 +221,25 @@ START_TEST(command_shows_program_and_arguments)
 }
 END_TEST
 
+/* Widths are characters, not bytes: a command with UTF-8 keeps the
+ * columns a plain one would, and is never cut inside a character. */
+START_TEST(command_width_counts_characters)
+{
+    const char *cmd = "/home/jos\xc3\xa9/bin/tr\xc3\xa4in \xe2\x82\xac" "5 --x";
+    command_is(cmd, 27, cmd);
+    command_is(cmd, 26, "tr\xc3\xa4in \xe2\x82\xac" "5 --x");
+    command_is(cmd, 8, "tr\xc3\xa4in \xe2\x82\xac" "5");
+    command_is(cmd, 7, "tr\xc3\xa4in \xe2\x82\xac");
+    command_is(cmd, 6, "tr\xc3\xa4in ");
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("tools_layout");
     TCase *tc = tcase_create("layout");
     tcase_add_test(tc, title_words_stay_whole_at_every_width);
+    tcase_add_test(tc, command_width_counts_characters);
     tcase_add_test(tc, title_at_80_with_a_filter);
     tcase_add_test(tc, long_filter_is_cut_visibly);
     tcase_add_test(tc, right_group_never_overlaps);

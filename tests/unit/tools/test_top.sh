@@ -46,7 +46,7 @@ for kv in limit_bytes=$((8 * GiB)) pool_bytes=$((8 * GiB)) in_use_bytes=$((2 * G
 done
 check "--json device 1 in_use_bytes" [ "$(field "$dev1" in_use_bytes)" = $((100 * MiB)) ]
 check "--json command" grep -q '"command":"alpha job"' <<<"$proc"
-check "--json config" grep -q '"config":"mem_limit=8G\\nspill=1\\n"' <<<"$proc"
+check "--json config" grep -q '"config":"mem_limit=8G\\nspill=1\\n","config_truncated":false' <<<"$proc"
 check "--json lists both processes" [ "$(grep -c '"pid":' <<<"$json")" = 2 ]
 
 # --prometheus: one sample per process and device, counters typed as such.
@@ -152,4 +152,17 @@ check "an empty SPILLWAY_STATS_DIR refused" \
 err=$("$TOP" --once --dir /nonexistent/spw 2>&1); rc=$?
 check "unreadable directory: exit 1 with reason" bash -c '[ "$1" -eq 1 ] && grep -q "cannot read /nonexistent/spw" <<<"$2"' _ $rc "$err"
 check "--help" grep -q -- '--prometheus' <<<"$("$TOP" --help)"
+# Valid UTF-8 in a command is shown as it is (it was '?' a byte: '€'
+# became '???' in --json); a terminal escape is still replaced. In a
+# directory of its own, so the checks above see their two writers only.
+U_DIR="$STATS_DIR/utf8"; mkdir -p "$U_DIR"
+SPILLWAY_STATS_DIR=$U_DIR start_writer --cmd "/home/josé/bin/träin €5 $(printf '\033')[31m"; U=$WPID
+ujson=$("$TOP" --json --dir "$U_DIR")
+check "UTF-8: --json keeps it" grep -q '"command":"/home/josé/bin/träin €5 ?\[31m"' <<<"$ujson"
+if command -v python3 >/dev/null; then
+    check "UTF-8: --json is valid JSON" python3 -c 'import json,sys; json.load(sys.stdin)' <<<"$ujson"
+fi
+check "UTF-8: --once keeps it" grep -qE "^ +$U .* /home/josé/bin/träin €5 \?\[31m$" <<<"$("$TOP" --once --dir "$U_DIR")"
+check "UTF-8: --prometheus label keeps it" grep -q "command=\"träin\"" <<<"$("$TOP" --prometheus --dir "$U_DIR")"
+kill "$U"; wait "$U" 2>/dev/null
 finish
