@@ -32,7 +32,7 @@ int spw_exe_dir(char *dir, size_t len)
  * say, ran the program with no limit and exit 0). */
 static int usable(const char *path, char *out, size_t len)
 {
-    char abs[PATH_MAX];
+    char abs[PATH_MAX], cwd[PATH_MAX];
     if (!realpath(path, abs) || access(abs, R_OK) != 0)
         return -1;
     if (!spw_elf_loadable(abs)) {
@@ -43,9 +43,18 @@ static int usable(const char *path, char *out, size_t len)
         errno = EPROTO;
         return -1;
     }
+    /* A link from a path LD_PRELOAD can carry to a library installed
+     * under one it cannot (a space in a home directory's name) is the
+     * remedy for the latter: then the path as given, made absolute, links
+     * unresolved. */
     if (strpbrk(abs, " :\t\n")) {
-        errno = EINVAL;
-        return -1;
+        int given = path[0] == '/' ? snprintf(abs, sizeof abs, "%s", path)
+                    : getcwd(cwd, sizeof cwd) ? snprintf(abs, sizeof abs, "%s/%s", cwd, path)
+                                              : -1;
+        if (given < 0 || (size_t)given >= sizeof abs || strpbrk(abs, " :\t\n")) {
+            errno = EINVAL;
+            return -1;
+        }
     }
     if ((size_t)snprintf(out, len, "%s", abs) >= len) {
         errno = ENAMETOOLONG;
@@ -54,16 +63,21 @@ static int usable(const char *path, char *out, size_t len)
     return 0;
 }
 
+/* Why usable() refused a library, from its errno. */
+static const char *unusable_why(int e)
+{
+    return e == EINVAL    ? "its path has a space or colon, which LD_PRELOAD cannot carry"
+           : e == ENOEXEC ? "not a shared library for this machine (the loader would skip it)"
+           : e == EPROTO  ? "not spillway's library (it does not export " SPW_LIB_MARK_SYMBOL ")"
+                          : strerror(e);
+}
+
 static int explicit_library(const char *path, const char *source, char *out, size_t len, char *err,
                             size_t errlen)
 {
     if (usable(path, out, len) == 0)
         return 0;
-    snprintf(err, errlen, "library '%s' (from %s): %s", path, source,
-             errno == EINVAL    ? "its path has a space or colon, which LD_PRELOAD cannot carry"
-             : errno == ENOEXEC ? "not a shared library for this machine (the loader would skip it)"
-             : errno == EPROTO  ? "not spillway's library (it does not export " SPW_LIB_MARK_SYMBOL ")"
-                                : strerror(errno));
+    snprintf(err, errlen, "library '%s' (from %s): %s", path, source, unusable_why(errno));
     return -1;
 }
 
@@ -91,6 +105,14 @@ int spw_find_library(const char *override, char *out, size_t len, char *err, siz
         snprintf(cand, sizeof cand, "%s%s", dir, rel[i]);
         if (usable(cand, out, len) == 0)
             return 0;
+        /* There but unusable (installed under a path with a space): say
+         * why, not "cannot find". */
+        if (errno != ENOENT) {
+            int e = errno;
+            snprintf(err, errlen, "found %s, but %s; use --lib%s or set " SPW_LIB_ENV, cand,
+                     unusable_why(e), e == EINVAL ? " with a link to it from a path without one" : "");
+            return -1;
+        }
     }
     snprintf(err, errlen, "cannot find " SPW_LIB_NAME " (tried %s%s, %s%s, %s%s); use --lib or set " SPW_LIB_ENV,
              dir, rel[0], dir, rel[1], dir, rel[2]);

@@ -118,6 +118,18 @@ out=$(env -u SPILLWAY_LIB "$root/bin/spillway" run sh -c 'echo "$LD_PRELOAD"')
 check "build layout: ../libspillway.so" [ "$out" = "$(realpath "$root/libspillway.so")" ]
 rm "$root/libspillway.so"
 check "no library anywhere: says where it looked" refused "tried $root/bin/../lib/libspillway.so" env -u SPILLWAY_LIB "$root/bin/spillway" run true
+# Installed under a path with a space, which LD_PRELOAD cannot carry: said,
+# not "cannot find" (the file is there); a link to it from a path without
+# one, given as --lib, runs.
+spaced="$STATS_DIR/my prefix"
+mkdir -p "$spaced/bin" "$spaced/lib"
+cp "$SPW" "$spaced/bin/spillway"
+cp "$lib" "$spaced/lib/libspillway.so"
+check "installed under a space: says so" refused "found $spaced/bin/../lib/libspillway.so, but its path has a space or colon, which LD_PRELOAD cannot carry; use --lib with a link to it" env -u SPILLWAY_LIB "$spaced/bin/spillway" run true
+ln -s "$spaced/lib/libspillway.so" "$STATS_DIR/linked.so"
+out=$(env -u SPILLWAY_LIB "$spaced/bin/spillway" run --lib "$STATS_DIR/linked.so" sh -c 'echo "$LD_PRELOAD"')
+check "installed under a space: a link given as --lib runs" [ "$out" = "$STATS_DIR/linked.so" ]
+check "a link inside a spaced path is still refused" refused "its path has a space or colon" env -u SPILLWAY_LIB "$spaced/bin/spillway" run --lib "$spaced/lib/libspillway.so" true
 
 # spillway top runs the spillway-top next to it.
 start_writer --cmd "launched job"
