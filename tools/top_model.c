@@ -226,10 +226,16 @@ int top_model_sample(struct top_model *m, double mono_now, spw_stats_note_fn not
     return rc;
 }
 
+/* Anything but the limit and the figure the program is told: the library
+ * resolves those for every device it can see (they go into the config it
+ * publishes, and JAX asks every device's memory at start), so a process
+ * of eight visible GPUs that used one showed on all eight. */
 bool top_device_in_use(const uint64_t *c)
 {
-    return c[SPW_C_LIMIT] || c[SPW_C_POOL] || c[SPW_C_IN_USE] || c[SPW_C_ALLOCS] || c[SPW_C_HOST] ||
-           c[SPW_C_SPILLED] || c[SPW_C_OOMS];
+    for (unsigned k = 0; k < SPW_C_COUNT; k++)
+        if (k != SPW_C_LIMIT && k != SPW_C_REPORTED && c[k])
+            return true;
+    return false;
 }
 
 const char *top_model_empty_note(const struct top_model *m)

@@ -95,8 +95,9 @@ void top_model_arrange(struct top_model *m, enum top_sort key, bool reverse, con
 /* What an output with no rows says: no process, or none the filter kept. */
 const char *top_model_empty_note(const struct top_model *m);
 
-/* Whether a process's device's counters show it in use (a limit, a pool,
- * memory, an allocation or a refusal): the devices rows and series show. */
+/* Whether a process's device's counters show it in use (any counter but
+ * the limit and the told size: a pool, memory, an allocation, a launch, a
+ * refusal): the devices rows and series show. */
 bool top_device_in_use(const uint64_t *c);
 
 const char *top_sort_name(enum top_sort key);  /* column title */

@@ -137,13 +137,29 @@ static void metric_name(enum spw_counter k, char *out, size_t len, double *per_b
     snprintf(out, len, "spillway_%s%s", name, spw_stats_counter_is_gauge(k) ? "" : "_total");
 }
 
+/* A counter's help; one exported in seconds says seconds where the
+ * layout's help names its own unit ("in nanoseconds"). */
+static void help_text(FILE *f, const char *help, bool in_seconds)
+{
+    static const char *const own[] = {"in nanoseconds", "in microseconds", "in milliseconds"};
+    for (size_t i = 0; in_seconds && i < sizeof own / sizeof own[0]; i++) {
+        const char *at = strstr(help, own[i]);
+        if (at) {
+            fprintf(f, "%.*sin seconds%s", (int)(at - help), help, at + strlen(own[i]));
+            return;
+        }
+    }
+    fputs(help, f);
+}
+
 static void counter_family(FILE *f, const struct top_model *m, enum spw_counter k, const char *host)
 {
     char name[128];
     double per_base;
     metric_name(k, name, sizeof name, &per_base);
-    fprintf(f, "# HELP %s %s%s\n# TYPE %s %s\n", name, spw_stats_counter_help(k),
-            per_base > 0 ? " (exported in seconds)" : "", name, spw_stats_counter_is_gauge(k) ? "gauge" : "counter");
+    fprintf(f, "# HELP %s ", name);
+    help_text(f, spw_stats_counter_help(k), per_base > 0);
+    fprintf(f, "\n# TYPE %s %s\n", name, spw_stats_counter_is_gauge(k) ? "gauge" : "counter");
     for (size_t i = 0; i < m->nprocs; i++) {
         const struct top_proc *p = m->procs[i];
         if (!p->shown || duplicate(m, i))
@@ -193,9 +209,13 @@ void top_print_prometheus(FILE *f, const struct top_model *m)
     for (unsigned k = 0; k < SPW_C_COUNT; k++)
         counter_family(f, m, (enum spw_counter)k, host);
     gpu_info(f, m->nvml, host);
-    fprintf(f, "# HELP spillway_processes processes publishing spillway stats\n"
+    /* The processes exported above: --filter's, once each. */
+    size_t shown = 0;
+    for (size_t i = 0; i < m->nprocs; i++)
+        shown += m->procs[i]->shown && !duplicate(m, i);
+    fprintf(f, "# HELP spillway_processes processes publishing spillway stats (those --filter keeps)\n"
                "# TYPE spillway_processes gauge\nspillway_processes %zu\n",
-            m->nprocs);
+            shown);
     fprintf(f, "# HELP spillway_skipped_segments stats segments skipped as invalid in this scan\n"
                "# TYPE spillway_skipped_segments gauge\nspillway_skipped_segments %zu\n",
             m->skipped);

@@ -112,7 +112,12 @@ START_TEST(rates_rows_and_history)
     spw_stats_set(w, 2, SPW_C_ALLOCS, 0);
     ck_assert_int_eq(top_model_sample(&m, 13.0, NULL, NULL), 0);
     ck_assert_msg(m.procs[0]->alloc_rate[2] == 0.0, "rate %f", m.procs[0]->alloc_rate[2]);
-    /* Only device 2 is in use: one row, and its device header. */
+    /* Only device 2 is in use: one row, and its device header; device 0's
+     * limit and told size alone (the library resolves them for every
+     * device it sees) are no use of it. */
+    spw_stats_set(w, 0, SPW_C_LIMIT, 1000);
+    spw_stats_set(w, 0, SPW_C_REPORTED, 2000);
+    ck_assert_int_eq(top_model_sample(&m, 13.5, NULL, NULL), 0);
     top_model_arrange(&m, TOP_SORT_IN_USE, false, NULL);
     ck_assert_uint_eq(m.nrows, 1);
     ck_assert_uint_eq(m.rows[0].dev, 2);

@@ -81,6 +81,11 @@ check "--json --filter: only the matching process" bash -c '[ "$(grep -c "\"pid\
 prom=$("$TOP" --prometheus --filter beta)
 check "--prometheus --filter: only the matching process's series" bash -c '! grep -E "^spillway_in_use_bytes\{" <<<"$1" | grep -qv "pid=\"$2\""' _ "$prom" "$Bp"
 check "--prometheus --filter: the matching process's series" grep -qE "^spillway_in_use_bytes\{pid=\"$Bp\"" <<<"$prom"
+check "--prometheus --filter: the process count is the filter's" grep -qx 'spillway_processes 1' <<<"$prom"
+check "--prometheus --filter matching none: no process counted" grep -qx 'spillway_processes 0' <<<"$("$TOP" --prometheus --filter no-such-process)"
+# A layout counter in nanoseconds is exported in seconds, and its help says
+# so (it said "in nanoseconds ... (exported in seconds)").
+check "--prometheus help of a seconds counter says seconds" bash -c 'h=$(grep "^# HELP spillway_spill_seconds_total " <<<"$1"); [[ $h == *"in seconds"* && $h != *nanoseconds* ]]' _ "$prom"
 check "--once with --interval shows rates" grep -q 'ALLC/s' <<<"$("$TOP" --once --interval 0.2)"
 
 # kill -9 leaves the segment; the next reader removes it (--keep-dead keeps it).
