@@ -9,7 +9,7 @@
 #   make tsan       the threaded suites under ThreadSanitizer (build-tsan/)
 #   make test-diff  issue 11's differential run alone (tests/integration/diff, also in test)
 #   make soak       10^6 random operations against spillway and the driver alone
-#   make install    PREFIX=/usr/local
+#   make install    PREFIX=/usr/local (make uninstall: the same files removed)
 #   make docs, check-docs, check-layers  generated docs and the layers'
 #                   checks (scripts/module.mk; both checks are in test)
 

@@ -70,11 +70,16 @@ UNIT_TESTS  += tests/integration/tools/test_shim_stats.sh
 
 # make install PREFIX=/usr/local DESTDIR=: bin/, lib/, share/man/man1/. The
 # launcher finds the library as ../lib/libspillway.so from its own path.
+# make uninstall (same PREFIX and DESTDIR) removes exactly those files.
 MANDIR ?= $(PREFIX)/share/man
+INSTALLED := $(PREFIX)/bin/spillway $(PREFIX)/bin/spillway-top $(PREFIX)/lib/libspillway.so \
+             $(MANDIR)/man1/spillway.1 $(MANDIR)/man1/spillway-top.1
 install: install-spillway
 install-spillway: $(TOOLS_BIN)/spillway-top $(TOOLS_BIN)/spillway $(BUILD)/libspillway.so
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(MANDIR)/man1
 	install -m 0755 $(TOOLS_BIN)/spillway $(TOOLS_BIN)/spillway-top $(DESTDIR)$(PREFIX)/bin/
 	install -m 0755 $(BUILD)/libspillway.so $(DESTDIR)$(PREFIX)/lib/
 	install -m 0644 tools/man/spillway.1 tools/man/spillway-top.1 $(DESTDIR)$(MANDIR)/man1/
-.PHONY: install-spillway
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+.PHONY: install-spillway uninstall

@@ -23,4 +23,10 @@ done
 out=$(env -u SPILLWAY_LIB -u LD_PRELOAD "$p/bin/spillway" run -v true 2>&1 | grep '^spillway: LD_PRELOAD=')
 check "installed launcher preloads the installed library" [ "$out" = "spillway: LD_PRELOAD=$(realpath "$p/lib/libspillway.so")" ]
 check "installed spillway top finds the installed monitor" bash -c '"$1" top --version | grep -q "^spillway-top "' _ "$p/bin/spillway"
+# make uninstall removes what install put there, and nothing else.
+touch "$p/lib/other.so"
+env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory -s -C "$root" BUILD="$B" uninstall DESTDIR="$dest" PREFIX="$prefix" >"$STATS_DIR/.make" 2>&1
+check "make uninstall succeeds" [ $? -eq 0 ]
+left=$(cd "$p" && find . -type f | sort | tr '\n' ' ')
+check "make uninstall removes the installed files, nothing else (left: $left)" [ "$left" = "./lib/other.so " ]
 finish
