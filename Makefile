@@ -104,8 +104,8 @@ gpu-test:
 .PHONY: gpu-build
 
 # The programs that take longest (the "slowest" list `make test` ends
-# with), started first: run-tests.sh runs as many programs at once as there
-# are CPUs, and a long one started last would leave the others idle.
+# with), started first: with RUN_TESTS_JOBS=N (run-tests.sh), a long one
+# started last would leave the other N - 1 idle.
 TESTS_FIRST := tests/integration/faults/faults.sh tests/integration/diff/diff.sh \
                tests/gpu/selftest.sh tests/integration/pool/pool.sh \
                tests/integration/shim/spill.sh tests/monitor/test_serve.sh

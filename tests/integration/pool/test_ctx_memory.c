@@ -290,6 +290,10 @@ START_TEST(destroy_leaves_other_contexts_blocks)
     CUdeviceptr others;
     CU_OK(cuMemAlloc(&others, MiB));
     CU_OK(cuMemsetD8(others, 0x77, MiB));
+    /* The set runs on this context's legacy stream, which the primary
+     * context's copies below do not wait for: a memset of device memory
+     * may return before it is done (fakecuda's did, on a loaded machine). */
+    CU_OK(cuCtxSynchronize());
     CUcontext popped;
     CU_OK(cuCtxPopCurrent(&popped));
     ck_assert_ptr_eq(popped, other);
