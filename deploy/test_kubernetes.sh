@@ -6,9 +6,40 @@
 # spillway-top (run on loopback); every SPILLWAY_* variable the workload
 # sets is accepted by spillway's strict parser; the Prometheus
 # configuration passes promtool check config when promtool is there.
+# The Dockerfile, statically (no network, no docker build): its build
+# stage's CUDA is at least the oldest cuda.h spillway builds against
+# (SPW_CUDA_HEADERS_MIN in shim/hooks.h, which refuses older headers with
+# one line), and the exporter's runtime is the build's distribution.
 set -u
 . "$(dirname "$0")/../tests/unit/tools/lib.sh"
 K8S=$(cd "$(dirname "$0")" && pwd)/kubernetes
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+
+# "X.Y[.Z]" as cuda.h's CUDA_VERSION writes it (13.0 -> 13000).
+cuda_number() { local IFS=.; set -- $1; echo $(($1 * 1000 + ${2:-0} * 10)); }
+headers_min=$(sed -n 's/^#define SPW_CUDA_HEADERS_MIN \([0-9][0-9]*\)$/\1/p' "$ROOT/shim/hooks.h")
+build_from=$(sed -n 's/^FROM \([^ ]*\) AS build$/\1/p' "$K8S/Dockerfile")
+build_cuda=$(sed -n 's/^nvidia\/cuda:\([0-9][0-9]*\.[0-9][0-9]*\)\(\.[0-9][0-9]*\)*-devel-.*$/\1/p' <<<"$build_from")
+build_num=$( [ -n "$build_cuda" ] && cuda_number "$build_cuda")
+check "the build stage is an nvidia/cuda devel image ($build_from)" [ -n "$build_cuda" ]
+check "its CUDA ($build_cuda = ${build_num:-?}) is at least the headers spillway needs (${headers_min:-?})" \
+    bash -c '[ -n "$1" ] && [ -n "$2" ] && [ "$1" -ge "$2" ]' _ "$build_num" "$headers_min"
+# The guard that minimum stands for: an older cuda.h stops the build with
+# one line naming the version (a fake header saying 12.4, what the image
+# had).
+old_headers() {
+    local d="$STATS_DIR/old-cuda" err
+    mkdir -p "$d" && printf '#define CUDA_VERSION 12040\n' >"$d/cuda.h"
+    err=$(printf '#include "shim/hooks.h"\n' | ${CC:-cc} -fsyntax-only -x c -I"$d" -I"$ROOT" - 2>&1) &&
+        { echo "  compiled against CUDA 12.4's version"; return 1; }
+    grep -q 'builds against cuda.h of CUDA 13.0 or newer' <<<"$err" || { echo "$err" | head -3; return 1; }
+}
+check "cuda.h older than SPW_CUDA_HEADERS_MIN is refused by name" old_headers
+distro() { sed -n 's/^.*-\(ubuntu\)\([0-9.]*\)$/\1:\2/p; t; s/^\(ubuntu:[0-9.]*\)$/\1/p' <<<"$1"; }
+exporter_from=$(sed -n 's/^FROM \([^ ]*\) AS exporter$/\1/p' "$K8S/Dockerfile")
+check "the exporter runs on the build's distribution ($exporter_from; libmicrohttpd's soname)" \
+    bash -c '[ -n "$1" ] && [ "$1" = "$2" ]' _ "$(distro "$build_from")" "$(distro "$exporter_from")"
+
 PY=""
 for p in python3 /usr/bin/python3; do
     if "$p" -c 'import yaml' 2>/dev/null; then PY=$p; break; fi

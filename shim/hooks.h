@@ -5,6 +5,17 @@
 #define SPILLWAY_SHIM_HOOKS_H
 #include <cuda.h>
 
+/* The oldest cuda.h the hooks build against: handlers are typed with
+ * __typeof__ of CUDA 13.0's declarations (cuMemGetDefaultMemPool, 13.0;
+ * cuMemcpyBatchAsync, 12.8), so an older header fails with a page of
+ * unknown identifiers; say so once instead. Headers only: the library
+ * still runs on older drivers (tests/integration/shim/olddriver.sh).
+ * deploy/test_kubernetes.sh holds the Dockerfile's build image to it. */
+#define SPW_CUDA_HEADERS_MIN 13000
+#if !defined(CUDA_VERSION) || CUDA_VERSION < SPW_CUDA_HEADERS_MIN
+#error "spillway builds against cuda.h of CUDA 13.0 or newer (CUDA_HOME=...); it runs on older drivers"
+#endif
+
 /* cuda.h maps cuGetProcAddress to cuGetProcAddress_v2 and declares the
  * CUDA 11.3 ABI only for its own build; the table needs both. */
 #undef cuGetProcAddress
