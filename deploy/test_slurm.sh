@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The Slurm TaskProlog with a fake Slurm environment (and a fake
 # nvidia-smi): the limit it exports for shards, whole GPUs, GPUs shared by
-# tasks; nothing for a job without GPUs; a note instead of a limit when the
-# GPU's memory cannot be told; and what it exports is accepted by
-# spillway's own strict parser. Run under dash, as Slurm runs it with
-# /bin/sh.
+# tasks (this node's count, from a layout that differs across nodes);
+# nothing for a job without GPUs; a note instead of a limit when the GPU's
+# memory cannot be told; a refused task (exit 1, the reason printed) for a
+# setting or a layout it cannot read; sizes in spillway's own grammar; and
+# what it exports is accepted by spillway's own strict parser. Run under
+# dash, as Slurm runs it with /bin/sh.
 set -u
 . "$(dirname "$0")/../tests/unit/tools/lib.sh"
 PROLOG=$(cd "$(dirname "$0")" && pwd)/slurm/spillway-taskprolog.sh
@@ -42,21 +44,53 @@ check "no GPU: nothing" is "" SLURM_JOB_ID=7 SLURM_TASKS_PER_NODE=4
 check "GPU memory unknown: a note, no limit" \
     is "print spillway: cannot tell the GPU's memory (set SPW_SLURM_GPU_MEMORY in /nonexistent); no GPU memory limit set" \
     SLURM_JOB_GPUS=0 PATH=/usr/bin:/bin
-check "a bad size: a note, no limit" \
-    is "print spillway: SPW_SLURM_GPU_MEMORY='lots' is not a size; no GPU memory limit set" SLURM_JOB_GPUS=0 SPW_SLURM_GPU_MEMORY=lots
-# Sizes as spillway writes them (README: optional B/iB after the unit),
-# and a malformed one answered with the note alone: the shell's own
-# "Illegal number" on stderr went to slurmd's log before.
-same_as_80G() { [ "$(prolog SLURM_JOB_GPUS=0 SPW_SLURM_GPU_MEMORY="$1")" = $'export SPILLWAY_MEM_LIMIT=81920M\nexport SPILLWAY_SPILL=1' ]; }
-check "80GiB is a size" same_as_80G 80GiB
-check "80GB is a size" same_as_80G 80GB
-note_only() {
-    local got; got=$(prolog SLURM_JOB_GPUS=0 SPW_SLURM_GPU_MEMORY="$1" 2>&1)
-    [ "$got" = "print spillway: SPW_SLURM_GPU_MEMORY='$1' is not a size; no GPU memory limit set" ] ||
-        { echo "  got: $got"; return 1; }
+# Tasks per node differ across nodes: each node's own count, found by
+# SLURM_NODEID in the list, compressed repeats ("2(x3),1") expanded.
+check "3 tasks on node 0, 1 on node 1: node 1's task has the whole GPU" \
+    is $'export SPILLWAY_MEM_LIMIT=81920M\nexport SPILLWAY_SPILL=1' SLURM_NODEID=1 SLURM_TASKS_PER_NODE='3,1' SLURM_JOB_GPUS=0 SPW_SLURM_GPU_MEMORY=80G
+check "3 tasks on node 0, 1 on node 1: node 0's a third" \
+    is $'export SPILLWAY_MEM_LIMIT=27306M\nexport SPILLWAY_SPILL=1' SLURM_NODEID=0 SLURM_TASKS_PER_NODE='3,1' SLURM_JOB_GPUS=0 SPW_SLURM_GPU_MEMORY=80G
+check "2(x3),1: node 2 of the repeat has 2 tasks" \
+    is $'export SPILLWAY_MEM_LIMIT=40960M\nexport SPILLWAY_SPILL=1' SLURM_NODEID=2 SLURM_STEP_TASKS_PER_NODE='2(x3),1' SLURM_STEP_GPUS=0 SPW_SLURM_GPU_MEMORY=80G
+check "2(x3),1: node 3, after the repeat, has 1" \
+    is $'export SPILLWAY_MEM_LIMIT=81920M\nexport SPILLWAY_SPILL=1' SLURM_NODEID=3 SLURM_STEP_TASKS_PER_NODE='2(x3),1' SLURM_STEP_GPUS=0 SPW_SLURM_GPU_MEMORY=80G
+check "the step's layout wins over the job's" \
+    is $'export SPILLWAY_MEM_LIMIT=81920M\nexport SPILLWAY_SPILL=1' SLURM_NODEID=1 SLURM_STEP_TASKS_PER_NODE='4,1' SLURM_TASKS_PER_NODE='4,4' SLURM_STEP_GPUS=0 SPW_SLURM_GPU_MEMORY=80G
+# What it cannot read stops the task (exit 1) with the reason in its
+# output, and nothing on stderr: no limit is never the silent outcome of a
+# typo, and the shell's own "Illegal number" went to slurmd's log before.
+refused() {
+    local want=$1; shift
+    local got rc
+    got=$(prolog "$@" 2>&1); rc=$?
+    [ $rc -eq 1 ] && [ "$got" = "print spillway: $want; the task is not started" ] ||
+        { echo "  rc $rc, got: $got"; return 1; }
 }
-for bad in 8GG 8G8 80B G 1.5T 8iB; do
-    check "SPW_SLURM_GPU_MEMORY=$bad: the note only, nothing on stderr" note_only "$bad"
+check "a node past the layout: refused" \
+    refused "cannot tell this node's tasks from tasks per node '2(x3),1' (SLURM_NODEID 4)" \
+    SLURM_NODEID=4 SLURM_TASKS_PER_NODE='2(x3),1' SLURM_JOB_GPUS=0 SPW_SLURM_GPU_MEMORY=80G
+check "nodes that differ and no SLURM_NODEID: refused" \
+    refused "cannot tell this node's tasks from tasks per node '3,1' (SLURM_NODEID not set)" \
+    SLURM_TASKS_PER_NODE='3,1' SLURM_JOB_GPUS=0 SPW_SLURM_GPU_MEMORY=80G
+for bad in '2(x)' '2(x3' '0' '2,,1' '2(x3)(x2)' 'a'; do
+    check "tasks per node '$bad': refused" \
+        refused "cannot tell this node's tasks from tasks per node '$bad' (SLURM_NODEID 0)" \
+        SLURM_NODEID=0 SLURM_TASKS_PER_NODE="$bad" SLURM_JOB_GPUS=0 SPW_SLURM_GPU_MEMORY=80G
+done
+check "a shard count that is not one: refused" \
+    refused "SPW_SLURM_SHARDS_PER_GPU='eight' is not a count" SLURM_SHARDS_ON_NODE=2 SPW_SLURM_SHARDS_PER_GPU=eight SPW_SLURM_GPU_MEMORY=80G
+# Sizes in spillway's grammar (shim/options.c spw_parse_bytes, README
+# "Configuration"): K/M/G/T then an optional i, B or iB in any case, bare
+# digits as bytes; leading zeros are decimal, as spillway reads them.
+same_as_80G() { [ "$(prolog SLURM_JOB_GPUS=0 SPW_SLURM_GPU_MEMORY="$1")" = $'export SPILLWAY_MEM_LIMIT=81920M\nexport SPILLWAY_SPILL=1' ]; }
+for good in 80G 80Gi 80GiB 80GB 80gib 80gI 80Gb 81920M 83886080K 85899345920 080G; do
+    check "$good is 80 GiB" same_as_80G "$good"
+done
+not_size() { refused "SPW_SLURM_GPU_MEMORY='$1' is not a size of at least 1M (80G, 80Gi, 81920M)" SLURM_JOB_GPUS=0 SPW_SLURM_GPU_MEMORY="$1"; }
+# 16777216T is 2^64 bytes, past what spillway takes; 0 and 512K leave no
+# MiB to give.
+for bad in lots 8GG 8G8 80B G 1.5T 8iB 80GBi 80Gii ' 80G' '8*G' -8G 0x10G 16777216T 0 512K; do
+    check "SPW_SLURM_GPU_MEMORY='$bad': refused, nothing on stderr" not_size "$bad"
 done
 check "verbose: says the limit" \
     bash -c '[ "$(env -i PATH=/usr/bin:/bin SPW_SLURM_CONF=/nonexistent SPW_SLURM_LIB= SLURM_JOB_GPUS=0 SPW_SLURM_GPU_MEMORY=80G SPW_SLURM_VERBOSE=1 "$1" "$2" | tail -1)" = "print spillway: GPU memory limit 81920M (a whole GPU of 81920M)" ]' _ "$SH" "$PROLOG"
