@@ -80,19 +80,23 @@ for path in sys.argv[1:]:
                 if val is not None:
                     print(f"env {doc['kind']} {e['name']}={val}")
             for m in c.get("volumeMounts", []):
-                print(f"mount {doc['kind']} {m['name']} {m['mountPath']}")
+                print(f"mount {doc['kind']} {m['name']} {m['mountPath']} {'ro' if m.get('readOnly') else 'rw'}")
 EOF2
 ) || { echo "FAIL: manifests: $facts"; exit 1; }
 check "manifests parse: Namespace, DaemonSet, NetworkPolicy, Job" \
     bash -c 'for k in Namespace DaemonSet NetworkPolicy Job; do grep -q "^doc $k " <<<"$1" || exit 1; done' _ "$facts"
 check "the exporter runs with the host's pids" grep -qx 'hostPID DaemonSet True' <<<"$facts"
-check "the exporter may read other processes' /proc and segments" grep -qx 'caps SYS_PTRACE DAC_READ_SEARCH' <<<"$facts"
+check "the exporter may read other processes' /proc and segments, and remove dead ones" \
+    grep -qx 'caps SYS_PTRACE DAC_READ_SEARCH FOWNER' <<<"$facts"
+# Crashed workloads' segments are removed by the exporter alone (root,
+# --all-users): its mount of the directory must let it.
+check "the exporter mounts the stats directory writable" grep -qx 'mount DaemonSet stats /run/spillway rw' <<<"$facts"
 check "the scrape annotation names the exporter's port" grep -qx 'port 9402 9402' <<<"$facts"
 ds_dir=$(awk '$1 == "hostPath" && $2 == "DaemonSet" {print $4}' <<<"$facts")
 job_dir=$(awk '$1 == "hostPath" && $2 == "Job" {print $4}' <<<"$facts")
 job_stats=$(sed -n 's/^env Job SPILLWAY_STATS_DIR=//p' <<<"$facts")
 check "workload and exporter share the node's stats directory" [ -n "$ds_dir" ] && [ "$ds_dir" = "$job_dir" ]
-check "the workload publishes where it mounts it" grep -qx "mount Job spillway-stats $job_stats" <<<"$facts"
+check "the workload publishes where it mounts it" grep -qx "mount Job spillway-stats $job_stats rw" <<<"$facts"
 check "the workload has a GPU memory limit" grep -q '^env Job SPILLWAY_MEM_LIMIT=[0-9]' <<<"$facts"
 
 # The workload's SPILLWAY_* variables through spillway's own parser.

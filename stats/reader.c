@@ -188,24 +188,42 @@ static enum spw_read_result check_file(int fd, const char *name, unsigned flags,
     return SPW_READ_OK;
 }
 
-/* Unlinks the segment of a dead owner when asked to and it is ours, and
- * only if the name still holds the file that was judged. what: why it is
- * dead, for the note. */
+/* Whose dead segments a scan removes when asked to: its own uid's, and
+ * with SPW_SCAN_ALL_USERS those of every user it reads (root's exporter,
+ * whose node keeps every pod's files). Removal follows the judgment that
+ * hides the segment, so it never takes a live writer's file: SPW_DEAD,
+ * which a writer of another pid namespace gets only from a reader that
+ * sees every process of the machine, or a file never initialised past its
+ * grace. The kernel still decides: another user's file in a sticky
+ * directory needs CAP_FOWNER. */
+static bool may_remove(unsigned flags, const struct stat *st)
+{
+    return (flags & SPW_SCAN_REMOVE_DEAD) && (st->st_uid == geteuid() || (flags & SPW_SCAN_ALL_USERS));
+}
+
+/* Unlinks the segment of a dead owner when it may (may_remove), and only
+ * if the name still holds the file that was judged. what: why it is dead,
+ * for the note. */
 static enum spw_read_result bury(int dirfd, const char *name, unsigned flags, const struct stat *st,
                                  int *removed, const char *what, char *why, size_t whylen)
 {
-    if (!(flags & SPW_SCAN_REMOVE_DEAD) || st->st_uid != geteuid())
+    if (!may_remove(flags, st))
         return say(SPW_READ_DEAD, why, whylen, "%s; left in place", what);
     /* One try: a scan does not wait; the next one buries it. */
     int lock = spw_stats_dir_lock(dirfd, 0);
     if (lock < 0 && errno == EWOULDBLOCK)
         return say(SPW_READ_DEAD, why, whylen, "%s; left in place (directory busy)", what);
-    bool gone = same_file(dirfd, name, st) && unlinkat(dirfd, name, 0) == 0;
+    bool same = same_file(dirfd, name, st);
+    int err = 0;
+    if (same && unlinkat(dirfd, name, 0) != 0)
+        err = errno;
     spw_stats_dir_unlock(lock);
-    if (gone) {
+    if (same && !err) {
         *removed = 1;
         return say(SPW_READ_DEAD, why, whylen, "%s; removed", what);
     }
+    if (err)
+        return say(SPW_READ_DEAD, why, whylen, "%s; left in place (cannot remove: %s)", what, strerror(err));
     return say(SPW_READ_DEAD, why, whylen, "%s; left in place", what);
 }
 

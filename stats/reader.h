@@ -45,7 +45,7 @@ enum spw_read_result {
 };
 
 enum {
-    SPW_SCAN_REMOVE_DEAD = 1u << 0, /* unlink dead owners' segments of our uid */
+    SPW_SCAN_REMOVE_DEAD = 1u << 0, /* unlink dead owners' segments of our uid (every uid's with ALL_USERS) */
     SPW_SCAN_ALL_USERS = 1u << 1,   /* also return other users' (root only can read them) */
 };
 

@@ -411,19 +411,33 @@ START_TEST(other_users_segment)
     put_u64(OFF(pid_ns), 1);
     plant_file(name, img, img_len, 0600);
     ck_assert_int_eq(chown(path, 4242, 4242), 0);
-    ck_assert_int_eq(spw_stats_read_at(dfd, name, SPW_SCAN_ALL_USERS, &snap, &removed, why, sizeof why),
+    ck_assert_int_eq(spw_stats_read_at(dfd, name, SPW_SCAN_ALL_USERS | SPW_SCAN_REMOVE_DEAD, &snap, &removed,
+                                       why, sizeof why),
                      SPW_READ_OK);
     ck_assert_int_eq(snap.liveness, SPW_UNKNOWN);
     ck_assert_int_eq(snap.local_pid, 0);
+    /* Unknown is not dead: kept, even by a reader that removes the dead. */
+    ck_assert_int_eq(removed, 0);
+    ck_assert_int_eq(access(path, F_OK), 0);
     put_u64(OFF(pid_ns), own_ns);
-    /* Dead and another user's: never removed, even when asked. */
+    /* Dead and another user's: left to its owner's readers by default... */
     put_u64(OFF(start_time), 1);
     plant_file(name, img, img_len, 0600);
     ck_assert_int_eq(chown(path, 4242, 4242), 0);
-    ck_assert_int_eq(spw_stats_read_at(dfd, name, SPW_SCAN_ALL_USERS | SPW_SCAN_REMOVE_DEAD, &snap,
-                                       &removed, why, sizeof why), SPW_READ_DEAD);
+    ck_assert_int_eq(spw_stats_read_at(dfd, name, SPW_SCAN_REMOVE_DEAD, &snap, &removed, why, sizeof why),
+                     SPW_READ_OTHER_USER);
+    ck_assert_int_eq(spw_stats_read_at(dfd, name, SPW_SCAN_ALL_USERS, &snap, &removed, why, sizeof why),
+                     SPW_READ_DEAD);
     ck_assert_int_eq(removed, 0);
     ck_assert_int_eq(access(path, F_OK), 0);
+    /* ...and removed by root's reader of every user (the node's exporter:
+     * a crashed pod's file is no one else's to remove), on the judgment
+     * that hid it. */
+    ck_assert_int_eq(spw_stats_read_at(dfd, name, SPW_SCAN_ALL_USERS | SPW_SCAN_REMOVE_DEAD, &snap,
+                                       &removed, why, sizeof why), SPW_READ_DEAD);
+    ck_assert_int_eq(removed, 1);
+    ck_assert_msg(strstr(why, "removed") != NULL, "%s", why);
+    ck_assert_int_eq(access(path, F_OK), -1);
     close(dfd);
 }
 END_TEST
