@@ -10,7 +10,7 @@
 NVCC ?= $(CUDA_HOME)/bin/nvcc
 BENCH_PROGS  := alloc_lat alloc_random prealloc alloc_threads
 # util.o parses sizes with the product's parser (shim/options.o, pure libc).
-BENCH_UTIL   := $(BUILD)/bench/util.o $(BUILD)/shim/options.o $(BUILD)/shim/options_names.o
+BENCH_UTIL   := $(BUILD)/bench/util.o $(OPTIONS_OBJS)
 BENCH_COMMON := $(BENCH_UTIL) $(BUILD)/bench/selfstats.o
 BENCH_DRV    := $(addprefix $(BUILD)/bench/drv/,$(BENCH_PROGS))
 BENCH_RT     := $(addprefix $(BUILD)/bench/rt-static/,$(BENCH_PROGS)) \

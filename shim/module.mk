@@ -1,7 +1,7 @@
 # shim/: build/libspillway.so, the LD_PRELOAD library (issue 3), and
 # build/shim/options.o, which the launcher links on its own. hostmem.o
 # (pure libc as well) is what the automatic host limit is half of.
-SHIM_OPTIONS_OBJ := $(BUILD)/shim/options.o $(BUILD)/shim/options_names.o $(BUILD)/shim/hostmem.o
+SHIM_OPTIONS_OBJ := $(OPTIONS_OBJS) $(BUILD)/shim/hostmem.o
 # The stats writer.
 SHIM_STATS_OBJS := $(STATS_WRITER_OBJS)
 # The page pool (policy/), served through shim/backend.c.

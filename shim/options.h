@@ -136,6 +136,10 @@ int spw_options_missing_devices(const struct spw_options *o, int count, char *no
  * names: the long ones) last. Returns the length it needed, as snprintf. */
 int spw_options_format(const struct spw_options *o, char *buf, size_t len);
 
+/* v in the fewest decimals that parse back to it, in the grammar
+ * spw_parse_decimal reads (no exponent); returns what snprintf returns. */
+int spw_options_format_decimal(char *b, size_t n, double v);
+
 /* The number grammar of every value spillway reads, variables and the
  * tools' flags alike (README, "Configuration"): decimal digits only, no
  * sign, space, exponent, hex, inf or nan.

@@ -1,6 +1,6 @@
 # tools/: spillway-top (the monitor) and spillway (the launcher), their man
 # pages and the install rules. Tools link the stats reader, never the shim;
-# both link shim/options.o and options_names.o (pure libc) to validate
+# both link the option layer (OPTIONS_OBJS, pure libc) to validate
 # SPILLWAY_* as the library does: the launcher before exec, the monitor
 # before it reads the directory SPILLWAY_STATS_DIR names.
 TOOLS_BIN   := $(BUILD)/tools
@@ -30,10 +30,10 @@ $(BUILD)/tools/top_serve.o: CFLAGS += -DSPW_HAVE_MHD $(shell pkg-config --cflags
 endif
 $(BUILD)/tools/top_serve.o: $(MHD_STAMP)
 
-$(TOOLS_BIN)/spillway-top: $(TOP_OBJS) $(STATS_READER_OBJS) $(BUILD)/shim/options.o $(BUILD)/shim/options_names.o
+$(TOOLS_BIN)/spillway-top: $(TOP_OBJS) $(STATS_READER_OBJS) $(OPTIONS_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $^ -o $@ $(CURSES_LIBS) $(MHD_LIBS) -lm $(LDLIBS)
-$(TOOLS_BIN)/spillway: $(LAUNCH_OBJS) $(BUILD)/shim/options.o $(BUILD)/shim/options_names.o
+$(TOOLS_BIN)/spillway: $(LAUNCH_OBJS) $(OPTIONS_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $^ -o $@ -lm $(LDLIBS)
 ALL_TARGETS += $(TOOLS_BIN)/spillway-top $(TOOLS_BIN)/spillway

@@ -55,8 +55,7 @@ NVCC_ARCH     ?= -gencode arch=compute_75,code=compute_75 -gencode arch=compute_
 # call): scripts/gpu-check.sh empties this on the GPU host, whose gcc may
 # warn where ours does not (EXTRA_CFLAGS=-Wno-error does not reach nvcc).
 NVCC_WERROR   ?= -Werror all-warnings
-GPU_LC_OBJS   := $(BUILD)/tests/gpu/launch_count.o $(BUILD)/bench/selfstats.o $(BUILD)/shim/options.o \
-                 $(BUILD)/shim/options_names.o
+GPU_LC_OBJS   := $(BUILD)/tests/gpu/launch_count.o $(BUILD)/bench/selfstats.o $(OPTIONS_OBJS)
 GPU_LC_RT_OBJ := $(BUILD)/tests/gpu/launch_count_rt.o
 GPU_LC_DRV    := $(BUILD)/tests/gpu/drv/launch_count
 GPU_LC_RT     := $(BUILD)/tests/gpu/rt-static/launch_count $(BUILD)/tests/gpu/rt-shared/launch_count
