@@ -15,9 +15,9 @@ CURSES_WIDE := $(shell pkg-config --exists ncursesw 2>/dev/null && echo with)
 CURSES_LIBS := $(if $(CURSES_WIDE),$(shell pkg-config --libs ncursesw),$(shell pkg-config --libs ncurses 2>/dev/null || echo -lncurses))
 CURSES_STAMP := $(call state_stamp,$(BUILD)/tools/.curses-wide,$(if $(CURSES_WIDE),wide,narrow))
 ifneq ($(CURSES_WIDE),)
-$(BUILD)/tools/top_draw.o: CFLAGS += -DSPW_CURSES_WIDE
+$(BUILD)/tools/top_text.o: CFLAGS += -DSPW_CURSES_WIDE
 endif
-$(BUILD)/tools/top_draw.o: $(CURSES_STAMP)
+$(BUILD)/tools/top_text.o: $(CURSES_STAMP)
 
 # --serve needs libmicrohttpd; without it (the GPU host may lack it)
 # spillway-top still builds and says so in --help. The stamp records which

@@ -1,104 +1,12 @@
 #include "tools/top_draw.h"
 #include "tools/top_format.h"
 #include "tools/top_layout.h"
+#include "tools/top_text.h"
 
 #include <curses.h>
-#include <langinfo.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
-
-/* The rows put() draws into. The detail view scrolls: a row it draws at y
- * lands on screen row y - shift, and only rows [top, bottom) take it (the
- * title and the status line stay). The list and help views draw unshifted
- * on the whole screen. The screen is drawn by one thread (ncurses is not
- * thread-safe), so one viewport serves. */
-static struct {
-    int shift, top, bottom; /* bottom 0: LINES */
-} view;
-
-/* Whether the terminal takes UTF-8 text as it is (ui_draw_init). */
-static bool utf8_screen;
-
-void ui_draw_init(void)
-{
-#ifdef SPW_CURSES_WIDE
-    const char *cs = nl_langinfo(CODESET);
-    utf8_screen = cs && strcmp(cs, "UTF-8") == 0;
-#else
-    utf8_screen = false;
-#endif
-}
-
-/* Bytes of the first cols characters of s (at most n bytes): the reader
- * passes only valid UTF-8, one column a character (a wide one, CJK, takes
- * two on screen and runs its line past the edge, where ncurses cuts it). */
-static int bytes_of_columns(const char *s, int n, int cols)
-{
-    int i = 0;
-    for (int c = 0; i < n && s[i]; i++)
-        if (((unsigned char)s[i] & 0xc0) != 0x80 && c++ == cols)
-            break;
-    return i;
-}
-
-/* Prints at (y, x), cut at the right edge: ncurses would wrap otherwise.
- * A character outside ASCII is one '?' on a screen that cannot show it. */
-static void put(int y, int x, attr_t attr, const char *fmt, ...)
-{
-    int row = y - view.shift;
-    if (row < view.top || row >= (view.bottom ? view.bottom : LINES) || x >= COLS)
-        return;
-    char buf[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    if (!utf8_screen) {
-        size_t o = 0;
-        for (size_t i = 0; buf[i]; i++)
-            if (((unsigned char)buf[i] & 0xc0) != 0x80)
-                buf[o++] = (unsigned char)buf[i] < 0x80 ? buf[i] : '?';
-        buf[o] = '\0';
-    }
-    attron(attr);
-    mvaddnstr(row, x, buf, bytes_of_columns(buf, (int)sizeof buf, COLS - x));
-    attroff(attr);
-}
-
-/* label, then text over as many rows as it needs from row y: where seps
- * holds a character, text is entries separated by it, shown joined by a
- * space, and a row breaks between entries (an entry wider than a row is
- * cut wherever the row ends); seps "" cuts wherever the row ends.
- * Continuation rows start at column indent. Returns the row after. */
-static int put_wrapped(int y, attr_t attr, const char *label, const char *text, const char *seps, int indent)
-{
-    int width = COLS, col = (int)strlen(label);
-    if (width <= indent)
-        return y + 1;
-    put(y, 0, attr, "%s", label);
-    for (const char *s = text; *s;) {
-        int bytes = (int)strcspn(s, seps), room = width - col;
-        int n = 0; /* its columns */
-        for (int i = 0; i < bytes; i++)
-            n += ((unsigned char)s[i] & 0xc0) != 0x80;
-        if (room <= 0 || (*seps && n > room && col > indent)) {
-            y++; /* the entry starts on a row of its own */
-            col = indent;
-            continue;
-        }
-        int take = n < room ? n : room, take_bytes = bytes_of_columns(s, bytes, take);
-        put(y, col, attr, "%.*s", take_bytes, s);
-        col += take;
-        s += take_bytes;
-        if (take_bytes == bytes && *s && strchr(seps, *s)) {
-            s++; /* the separator: a space, or a new row if none fits */
-            col += *s ? 1 : 0;
-        }
-    }
-    return y + 1;
-}
 
 static attr_t color(const struct ui *u, enum ui_color c)
 {
@@ -131,10 +39,10 @@ static void draw_bar(const struct ui *u, int y, int x, int w, uint64_t used, uin
     for (int i = 0; i < inner && i < (int)sizeof bar - 1; i++)
         bar[i] = i < fill ? '|' : ' ';
     bar[inner] = '\0';
-    put(y, x, A_BOLD, "[");
-    put(y, x + 1, level_color(u, used, limit) | A_BOLD, "%.*s", inner - vlen, bar);
-    put(y, x + 1 + inner - vlen, A_NORMAL, "%s", val);
-    put(y, x + w - 1, A_BOLD, "]");
+    ui_put(y, x, A_BOLD, "[");
+    ui_put(y, x + 1, level_color(u, used, limit) | A_BOLD, "%.*s", inner - vlen, bar);
+    ui_put(y, x + 1 + inner - vlen, A_NORMAL, "%s", val);
+    ui_put(y, x + w - 1, A_BOLD, "]");
 }
 
 static void clock_text(const struct ui *u, char *out, size_t len)
@@ -151,7 +59,7 @@ static void title_bar(const struct ui *u, const char *line)
     attron(a);
     mvhline(0, 0, ' ', COLS);
     attroff(a);
-    put(0, 0, a | A_BOLD, "%s", line);
+    ui_put(0, 0, a | A_BOLD, "%s", line);
 }
 
 /* The title bar of the other views: parts shrink in the order of steps (see
@@ -176,25 +84,25 @@ static int draw_devices(const struct ui *u, int y)
         top_fmt_bytes(pool, sizeof pool, d->pool);
         top_fmt_bytes(sp, sizeof sp, d->spilled);
         top_fmt_bytes(host, sizeof host, d->host);
-        put(y, 0, color(u, UI_CYAN) | A_BOLD, "GPU%-2u", d->index);
+        ui_put(y, 0, color(u, UI_CYAN) | A_BOLD, "GPU%-2u", d->index);
         int x = 6;
         if (barw >= 8) {
             draw_bar(u, y, x, barw, d->in_use, d->limit);
             x += barw + 1;
         }
-        put(y, x, A_NORMAL, "lim %-5s pool %-5s spill %-5s host %-5s %2up", lim, pool, sp, host, d->procs);
+        ui_put(y, x, A_NORMAL, "lim %-5s pool %-5s spill %-5s host %-5s %2up", lim, pool, sp, host, d->procs);
         /* Oversubscribed: what the processes are told, where their bytes
          * are and how fast they move, under the figures they are told of. */
         if (d->told > d->limit && y + 1 < LINES - 4) {
             char line[256];
             top_fmt_oversub(line, sizeof line, COLS - 6, d, true);
-            put(++y, 6, A_NORMAL, "%s", line);
+            ui_put(++y, 6, A_NORMAL, "%s", line);
         }
         /* The device's own view under spillway's, as nvitop shows it. */
         if (d->hw && y + 1 < LINES - 4) {
             char line[256];
             top_fmt_gpu_hw(line, sizeof line, COLS - 6, d->hw);
-            put(++y, 6, color(u, UI_CYAN), "%s", line);
+            ui_put(++y, 6, color(u, UI_CYAN), "%s", line);
         }
     }
     return y;
@@ -214,7 +122,7 @@ static void header_row(const struct ui *u, int y, const struct top_columns *c)
             continue;
         attr_t at = ci->sort == u->s->sort ? (u->color ? color(u, UI_TITLE) | A_BOLD : A_BOLD) : a;
         int w = k == TOP_COL_COMMAND ? (int)strlen(ci->title) : c->width[k];
-        put(y, x, at, ci->left ? "%-*s" : "%*s", w, ci->title);
+        ui_put(y, x, at, ci->left ? "%-*s" : "%*s", w, ci->title);
         x += c->width[k] + 1;
     }
 }
@@ -259,11 +167,11 @@ static void process_row(const struct ui *u, int y, const struct top_row *r, cons
             draw_bar(u, y, x, c->width[k], v[SPW_C_IN_USE], v[SPW_C_LIMIT]);
         } else if (k == TOP_COL_COMMAND) {
             top_fmt_command(text, sizeof text, r->p->snap.cmdline, c->width[k]);
-            put(y, x, a, "%s", text);
+            ui_put(y, x, a, "%s", text);
         } else {
             cell_text(text, sizeof text, (enum top_col)k, r);
             attr_t oom = k == TOP_COL_OOM && v[SPW_C_OOMS] ? color(u, UI_RED) | A_BOLD : A_NORMAL;
-            put(y, x, a | oom, ci->left ? "%-*s" : "%*s", c->width[k], text);
+            ui_put(y, x, a | oom, ci->left ? "%-*s" : "%*s", c->width[k], text);
         }
         x += c->width[k] + 1;
     }
@@ -298,9 +206,9 @@ void ui_draw_list(struct ui *u)
     /* While the directory cannot be read there are no rows, and the reason
      * stands where they would be. */
     if (m->error[0])
-        put(y + 1, 2, A_BOLD | color(u, UI_RED), "%s", m->error);
+        ui_put(y + 1, 2, A_BOLD | color(u, UI_RED), "%s", m->error);
     else if (m->nrows == 0)
-        put(y + 1, 2, A_NORMAL, top_model_empty_note(m));
+        ui_put(y + 1, 2, A_NORMAL, top_model_empty_note(m));
 }
 
 const struct top_proc *ui_detail_proc(const struct ui *u)
@@ -323,10 +231,10 @@ static void draw_graph(const struct ui *u, int y, int h, const struct top_proc *
     char top[8], mid[8];
     top_fmt_bytes(top, sizeof top, scale);
     top_fmt_bytes(mid, sizeof mid, scale / 2);
-    put(y, 0, A_NORMAL, "%6s", top);
+    ui_put(y, 0, A_NORMAL, "%6s", top);
     if (h > 2)
-        put(y + h / 2, 0, A_NORMAL, "%6s", mid);
-    put(y + h - 1, 0, A_NORMAL, "%6s", "0");
+        ui_put(y + h / 2, 0, A_NORMAL, "%6s", mid);
+    ui_put(y + h - 1, 0, A_NORMAL, "%6s", "0");
     size_t n = p->hist_len;
     size_t first = n > (size_t)w ? n - (size_t)w : 0;
     int x0 = 7 + w - (int)(n - first);
@@ -338,7 +246,7 @@ static void draw_graph(const struct ui *u, int y, int h, const struct top_proc *
         if (v > 0 && filled == 0)
             filled = 1; /* a non-zero value is always visible */
         for (int r = 0; r < filled; r++)
-            put(y + h - 1 - r, x0 + (int)(i - first), color(u, col) | (u->color ? A_REVERSE : A_NORMAL),
+            ui_put(y + h - 1 - r, x0 + (int)(i - first), color(u, col) | (u->color ? A_REVERSE : A_NORMAL),
                 u->color ? " " : "#");
     }
 }
@@ -361,13 +269,13 @@ static int detail_spill(const uint64_t *c, int y)
     char per[16] = "-";
     if (ev)
         snprintf(per, sizeof per, "%.1f", (double)pg / (double)ev);
-    put(y++, 4, A_DIM,
+    ui_put(y++, 4, A_DIM,
         "spill events %llu (%s pages each)  fills %llu  syncs %llu  stalled %.3f s  host-page waits %llu",
         (unsigned long long)ev, per, (unsigned long long)c[SPW_C_FILL_EVENTS],
         (unsigned long long)c[SPW_C_SYNCS], (double)c[SPW_C_STALL_NS] * 1e-9,
         (unsigned long long)c[SPW_C_HOST_WAITS]);
     if (c[SPW_C_OOMS])
-        put(y++, 4, A_DIM, "refused: limit %llu  host limit %llu  address space %llu  too large %llu  driver %llu",
+        ui_put(y++, 4, A_DIM, "refused: limit %llu  host limit %llu  address space %llu  too large %llu  driver %llu",
             (unsigned long long)c[SPW_C_OOM_LIMIT], (unsigned long long)c[SPW_C_OOM_HOST_LIMIT],
             (unsigned long long)c[SPW_C_OOM_ADDRESS], (unsigned long long)c[SPW_C_OOM_TOO_LARGE],
             (unsigned long long)c[SPW_C_OOM_DRIVER]);
@@ -376,7 +284,7 @@ static int detail_spill(const uint64_t *c, int y)
     if (c[SPW_C_WAIT_TIMEOUTS] || c[SPW_C_BACKOFFS] || c[SPW_C_SPILL_FAULTS] || c[SPW_C_FAULTED]) {
         char kept[16];
         top_fmt_bytes(kept, sizeof kept, c[SPW_C_FAULTED]);
-        put(y++, 4, A_DIM, "waits timed out %llu  backed off %llu  spills refused %llu  kept out by faults %s",
+        ui_put(y++, 4, A_DIM, "waits timed out %llu  backed off %llu  spills refused %llu  kept out by faults %s",
             (unsigned long long)c[SPW_C_WAIT_TIMEOUTS], (unsigned long long)c[SPW_C_BACKOFFS],
             (unsigned long long)c[SPW_C_SPILL_FAULTS], kept);
     }
@@ -393,7 +301,7 @@ static int detail_oversub(const struct top_proc *p, uint32_t d, int y)
     top_fmt_bytes(dev, sizeof dev, top_on_device(c));
     top_fmt_bytes(host, sizeof host, c[SPW_C_SPILLED]);
     top_fmt_byte_rate(moves, sizeof moves, top_proc_moves(p, d));
-    put(y++, 4, A_DIM, "told %s (x%.3g the limit)  on device %s  on host %s  moves %s/s", told,
+    ui_put(y++, 4, A_DIM, "told %s (x%.3g the limit)  on device %s  on host %s  moves %s/s", told,
         top_oversubscribe(c), dev, host, moves);
     return y;
 }
@@ -401,7 +309,7 @@ static int detail_oversub(const struct top_proc *p, uint32_t d, int y)
 static int detail_counters(const struct ui *u, const struct top_proc *p, int y)
 {
     const struct spw_stats_snapshot *s = &p->snap;
-    put(y++, 0, A_REVERSE | A_BOLD, "%-3s %6s %6s %6s %6s %6s %6s %7s %7s %4s %6s %6s", "GPU", "LIMIT", "POOL",
+    ui_put(y++, 0, A_REVERSE | A_BOLD, "%-3s %6s %6s %6s %6s %6s %6s %7s %7s %4s %6s %6s", "GPU", "LIMIT", "POOL",
         "IN USE", "PEAK", "SPILL", "HOST", "ALLOCS", "FREES", "OOM", "OUT", "IN");
     for (uint32_t d = 0; d < s->device_count; d++) {
         const uint64_t *c = s->c[d];
@@ -413,7 +321,7 @@ static int detail_counters(const struct ui *u, const struct top_proc *p, int y)
         char al[8], fr[8];
         top_fmt_count(al, sizeof al, c[SPW_C_ALLOCS]);
         top_fmt_count(fr, sizeof fr, c[SPW_C_FREES]);
-        put(y++, 0, A_NORMAL, "%-3u %6s %6s %6s %6s %6s %6s %7s %7s %4llu %6s %6s", top_proc_gpu(u->m, p, d, NULL), b[0], b[1], b[2], b[3], b[4],
+        ui_put(y++, 0, A_NORMAL, "%-3u %6s %6s %6s %6s %6s %6s %7s %7s %4llu %6s %6s", top_proc_gpu(u->m, p, d, NULL), b[0], b[1], b[2], b[3], b[4],
             b[5], al, fr, (unsigned long long)(c[SPW_C_OOMS] > 9999 ? 9999 : c[SPW_C_OOMS]), b[6], b[7]);
         char h2d[8], d2h[8], d2d[8], ipc[8], man[8], cap[8], oth[8];
         top_fmt_bytes(h2d, sizeof h2d, c[SPW_C_COPY_HTOD]);
@@ -423,13 +331,13 @@ static int detail_counters(const struct ui *u, const struct top_proc *p, int y)
         top_fmt_bytes(man, sizeof man, c[SPW_C_PASS_MANAGED]);
         top_fmt_bytes(cap, sizeof cap, c[SPW_C_PASS_CAPTURE]);
         top_fmt_bytes(oth, sizeof oth, c[SPW_C_PASS_OTHER]);
-        put(y++, 4, A_DIM, "copy H2D %s D2H %s D2D %s  passthru ipc %s mgd %s capt %s other %s", h2d, d2h, d2d,
+        ui_put(y++, 4, A_DIM, "copy H2D %s D2H %s D2D %s  passthru ipc %s mgd %s capt %s other %s", h2d, d2h, d2d,
             ipc, man, cap, oth);
         char kl[8], gl[8], lr[12];
         top_fmt_count(kl, sizeof kl, c[SPW_C_LAUNCHES]);
         top_fmt_count(gl, sizeof gl, c[SPW_C_GRAPH_LAUNCHES]);
         top_fmt_count_rate(lr, sizeof lr, p->launch_rate[d]);
-        put(y++, 4, A_DIM, "launches %s  graph launches %s  %s/s", kl, gl, lr);
+        ui_put(y++, 4, A_DIM, "launches %s  graph launches %s  %s/s", kl, gl, lr);
         y = detail_oversub(p, d, y);
         y = detail_spill(c, y);
     }
@@ -479,14 +387,14 @@ static int detail_body(struct ui *u, const struct top_proc *p)
     char pids[64] = "";
     if (s->pid != top_proc_pid(p) || s->host_pid != top_proc_pid(p))
         snprintf(pids, sizeof pids, "  pid %d in its namespace, %d outer", s->pid, s->host_pid);
-    put(1, 0, A_NORMAL, "user %s (uid %u)  started %s%s", p->user, s->uid, when, pids);
+    ui_put(1, 0, A_NORMAL, "user %s (uid %u)  started %s%s", p->user, s->uid, when, pids);
     /* Whole (README, spillway-top(1)): the command over as many rows as
      * it needs, the config an entry at a time; the view scrolls. */
-    int y = put_wrapped(2, A_BOLD, "command: ", s->cmdline, "", 0);
-    y = put_wrapped(y, A_NORMAL, "config: ", s->config[0] ? s->config : "(none)", "\n", 2);
+    int y = ui_put_wrapped(2, A_BOLD, "command: ", s->cmdline, "", 0);
+    y = ui_put_wrapped(y, A_NORMAL, "config: ", s->config[0] ? s->config : "(none)", "\n", 2);
     char ctr[256];
     if (container_text(&p->ident, ctr, sizeof ctr))
-        put(y, 0, A_NORMAL, "container: %s", ctr);
+        ui_put(y, 0, A_NORMAL, "container: %s", ctr);
     y = detail_counters(u, p, y + 1);
     uint64_t limit = 0, mx_use = hist_max(p, p->hist_in_use), mx_sp = hist_max(p, p->hist_spilled);
     for (uint32_t d = 0; d < s->device_count; d++)
@@ -499,12 +407,12 @@ static int detail_body(struct ui *u, const struct top_proc *p)
     char now[8], mx[8];
     top_fmt_bytes(now, sizeof now, top_proc_hist(p, p->hist_in_use, p->hist_len - 1));
     top_fmt_bytes(mx, sizeof mx, mx_use);
-    put(y++, 0, A_BOLD, "In use: now %s, max %s over %zu samples", now, mx, p->hist_len);
+    ui_put(y++, 0, A_BOLD, "In use: now %s, max %s over %zu samples", now, mx, p->hist_len);
     draw_graph(u, y, h, p, p->hist_in_use, limit > mx_use ? limit : mx_use, UI_GREEN);
     y += h;
     top_fmt_bytes(now, sizeof now, top_proc_hist(p, p->hist_spilled, p->hist_len - 1));
     top_fmt_bytes(mx, sizeof mx, mx_sp);
-    put(y++, 0, A_BOLD, "Spilled: now %s, max %s", now, mx);
+    ui_put(y++, 0, A_BOLD, "Spilled: now %s, max %s", now, mx);
     draw_graph(u, y, h, p, p->hist_spilled, mx_sp, UI_YELLOW);
     return y + h;
 }
@@ -523,13 +431,11 @@ void ui_draw_detail(struct ui *u)
         u->detail_scroll = most;
     if (u->detail_scroll < 0)
         u->detail_scroll = 0;
-    view.shift = u->detail_scroll;
-    view.top = 1;
-    view.bottom = LINES - 1;
+    ui_viewport(u->detail_scroll, 1, LINES - 1);
     u->detail_height = detail_body(u, p);
-    view.shift = view.top = view.bottom = 0;
+    ui_viewport(0, 0, 0);
     if (u->detail_height - 1 - u->detail_scroll > rows)
-        put(LINES - 2, COLS > 12 ? COLS - 12 : 0, A_REVERSE, " more: Down ");
+        ui_put(LINES - 2, COLS > 12 ? COLS - 12 : 0, A_REVERSE, " more: Down ");
 }
 
 void ui_draw_help(struct ui *u)
@@ -569,7 +475,7 @@ void ui_draw_help(struct ui *u)
         "memory of all processes, temperature and power (host GPU numbers).",
     };
     for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
-        put(2 + (int)i, 2, A_NORMAL, "%s", lines[i]);
+        ui_put(2 + (int)i, 2, A_NORMAL, "%s", lines[i]);
 }
 
 /* The bottom line's key hints: help and quit stay, the others go first. */
@@ -584,7 +490,7 @@ static void key_hints(int y)
     static const int steps[] = {DETAILS, KILL, SORT, FILTER};
     char line[128];
     top_fit_line(line, sizeof line, COLS, parts, 6, steps, 4);
-    put(y, 0, A_DIM, "%s", line);
+    ui_put(y, 0, A_DIM, "%s", line);
 }
 
 void ui_draw_status(struct ui *u)
@@ -592,15 +498,15 @@ void ui_draw_status(struct ui *u)
     int y = LINES - 1;
     struct top_model *m = u->m;
     if (u->confirm_kill)
-        put(y, 0, A_BOLD | color(u, UI_RED), "Send SIGTERM to pid %d? [y/N]", (int)u->kill_pid);
+        ui_put(y, 0, A_BOLD | color(u, UI_RED), "Send SIGTERM to pid %d? [y/N]", (int)u->kill_pid);
     else if (u->editing_filter)
-        put(y, 0, A_BOLD, "Filter: %s_", u->s->filter);
+        ui_put(y, 0, A_BOLD, "Filter: %s_", u->s->filter);
     else if (u->message[0])
-        put(y, 0, A_BOLD, "%s", u->message);
+        ui_put(y, 0, A_BOLD, "%s", u->message);
     else if (m->error[0])
-        put(y, 0, color(u, UI_RED), "%s", m->error);
+        ui_put(y, 0, color(u, UI_RED), "%s", m->error);
     else if (m->skipped)
-        put(y, 0, color(u, UI_YELLOW), "%zu invalid segment%s skipped (last: %s)", m->skipped,
+        ui_put(y, 0, color(u, UI_YELLOW), "%zu invalid segment%s skipped (last: %s)", m->skipped,
             m->skipped == 1 ? "" : "s", m->last_note);
     else
         key_hints(y);
