@@ -29,6 +29,19 @@ FC_EXPORT CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type)
     return known ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
+/* The end of a list the driver fills for a caller's array of num
+ * entries, k of them wanted: the entries past k are NULL (b's too, when
+ * two arrays are filled side by side), and the count is what fitted. */
+static size_t list_end(CUgraphNode *a, CUgraphNode *b, size_t k, size_t num)
+{
+    for (size_t i = k; i < num; i++) {
+        a[i] = NULL;
+        if (b)
+            b[i] = NULL;
+    }
+    return k < num ? k : num;
+}
+
 /* Fills nodes (all of g, or its roots) up to *num, the rest of the array
  * NULL, *num the count obtained; nodes NULL: *num is the count. */
 static CUresult list_nodes(CUgraph g, CUgraphNode *nodes, size_t *num, bool roots)
@@ -51,13 +64,7 @@ static CUresult list_nodes(CUgraph g, CUgraphNode *nodes, size_t *num, bool root
             nodes[k] = x;
         k++;
     }
-    if (nodes) {
-        for (size_t i = k; i < *num; i++)
-            nodes[i] = NULL;
-        if (k > *num)
-            k = *num;
-    }
-    *num = k;
+    *num = nodes ? list_end(nodes, NULL, k, *num) : k;
     fc_graph_unlock();
     return CUDA_SUCCESS;
 }
@@ -96,13 +103,7 @@ static CUresult get_edges(CUgraph g, CUgraphNode *from, CUgraphNode *to, CUgraph
                 if (edata)
                     memset(&edata[k], 0, sizeof edata[k]);
             }
-    if (from) {
-        for (size_t i = k; i < *num; i++)
-            from[i] = to[i] = NULL;
-        if (k > *num)
-            k = *num;
-    }
-    *num = k;
+    *num = from ? list_end(from, to, k, *num) : k;
     fc_graph_unlock();
     return CUDA_SUCCESS;
 }
@@ -150,15 +151,9 @@ static CUresult neighbours(CUgraphNode n, CUgraphNode *nodes, CUgraphEdgeData *e
             if (nodes && k < *num)
                 nodes[k] = n->deps[j];
     }
-    if (nodes) {
-        for (size_t i = 0; i < *num && edata; i++)
-            memset(&edata[i], 0, sizeof edata[i]);
-        for (size_t i = k; i < *num; i++)
-            nodes[i] = NULL;
-        if (k > *num)
-            k = *num;
-    }
-    *num = k;
+    for (size_t i = 0; nodes && edata && i < *num; i++)
+        memset(&edata[i], 0, sizeof edata[i]);
+    *num = nodes ? list_end(nodes, NULL, k, *num) : k;
     fc_graph_unlock();
     return CUDA_SUCCESS;
 }
