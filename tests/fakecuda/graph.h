@@ -151,6 +151,8 @@ CUresult fc_node_copy(CUgraphNode hNode, CUgraphNodeType type, size_t off, void 
      fc_node_copy(h, type, offsetof(struct CUgraphNode_st, member), (void *)(in), sizeof *(in), true))
 /* Replaces a kernel node's parameters (a graph's node or an executable
  * graph's copy of one), under the lock (graph_types.c). */
+/* The CUDA 10.0 kernel node parameters (no kern, no ctx) as today's. */
+CUDA_KERNEL_NODE_PARAMS fc_kernel_params_from_v1(const CUDA_KERNEL_NODE_PARAMS_v1 *p);
 CUresult fc_kernel_node_set(struct CUgraphNode_st *n, const CUDA_KERNEL_NODE_PARAMS *p);
 
 struct CUgraphExec_st {

@@ -44,18 +44,7 @@ FC_EXPORT CUresult cuGraphExecKernelNodeSetParams(CUgraphExec x, CUgraphNode n, 
     FC_FAULT(cuGraphExecKernelNodeSetParams);
     if (!p)
         return CUDA_ERROR_INVALID_VALUE;
-    CUDA_KERNEL_NODE_PARAMS q;
-    memset(&q, 0, sizeof q);
-    q.func = p->func;
-    q.gridDimX = p->gridDimX;
-    q.gridDimY = p->gridDimY;
-    q.gridDimZ = p->gridDimZ;
-    q.blockDimX = p->blockDimX;
-    q.blockDimY = p->blockDimY;
-    q.blockDimZ = p->blockDimZ;
-    q.sharedMemBytes = p->sharedMemBytes;
-    q.kernelParams = p->kernelParams;
-    q.extra = p->extra;
+    CUDA_KERNEL_NODE_PARAMS q = fc_kernel_params_from_v1(p);
     return exec_kernel_set(x, n, &q);
 }
 

@@ -34,7 +34,7 @@ static CUresult kernel_node(struct CUgraphNode_st **out, const CUDA_KERNEL_NODE_
     return CUDA_SUCCESS;
 }
 
-static CUDA_KERNEL_NODE_PARAMS from_v1(const CUDA_KERNEL_NODE_PARAMS_v1 *p)
+CUDA_KERNEL_NODE_PARAMS fc_kernel_params_from_v1(const CUDA_KERNEL_NODE_PARAMS_v1 *p)
 {
     CUDA_KERNEL_NODE_PARAMS q;
     memset(&q, 0, sizeof q);
@@ -80,7 +80,7 @@ FC_EXPORT CUresult cuGraphAddKernelNode(CUgraphNode *out, CUgraph g, const CUgra
     FC_FAULT(cuGraphAddKernelNode);
     if (!p)
         return CUDA_ERROR_INVALID_VALUE;
-    CUDA_KERNEL_NODE_PARAMS q = from_v1(p);
+    CUDA_KERNEL_NODE_PARAMS q = fc_kernel_params_from_v1(p);
     return add_kernel_node(out, g, deps, ndeps, &q);
 }
 
@@ -206,7 +206,7 @@ FC_EXPORT CUresult cuGraphKernelNodeSetParams(CUgraphNode n, const CUDA_KERNEL_N
     FC_FAULT(cuGraphKernelNodeSetParams);
     if (!p)
         return CUDA_ERROR_INVALID_VALUE;
-    CUDA_KERNEL_NODE_PARAMS q = from_v1(p);
+    CUDA_KERNEL_NODE_PARAMS q = fc_kernel_params_from_v1(p);
     return kernel_set(n, &q);
 }
 
