@@ -206,7 +206,7 @@ int spw_stats_decode_owner(const void *buf, size_t len, uint32_t file_uid,
     if (check_geometry(b, len, why, whylen) != 0)
         return -1;
     out->cmdline[0] = out->config[0] = '\0';
-    out->config_truncated = false;
+    out->cmdline_truncated = out->config_truncated = false;
     return check_identity(b, file_uid, out, why, whylen);
 }
 
@@ -228,6 +228,10 @@ int spw_stats_decode(const void *buf, size_t len, uint32_t file_uid,
         return reject(why, whylen, "command line not terminated");
     if (copy_text(out->config, b + HOFF(config), SPW_STATS_CONFIG_LEN, 1) != 0)
         return reject(why, whylen, "config not terminated");
+    /* The marks of a cut (layout.h); the copy kept every byte's place. */
+    size_t len_cmd = strlen(out->cmdline), mark_cmd = sizeof SPW_STATS_CMDLINE_CUT - 1;
+    out->cmdline_truncated = len_cmd >= SPW_STATS_CMDLINE_LEN - SPW_STATS_CMDLINE_CUT_SLACK &&
+                             strcmp(out->cmdline + len_cmd - mark_cmd, SPW_STATS_CMDLINE_CUT) == 0;
     size_t clen = strlen(out->config), mark = sizeof SPW_STATS_CONFIG_CUT - 1;
     out->config_truncated = clen >= mark && strcmp(out->config + clen - mark, SPW_STATS_CONFIG_CUT) == 0;
     /* check_geometry made len exactly the header and device_count devices. */

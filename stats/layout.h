@@ -24,6 +24,15 @@
  * a new size would make every reader of this version reject every running
  * program's segment.)
  *
+ * A command line that does not fit is cut the same way: cmdline holds what
+ * fits of it, cut before a character (never inside a UTF-8 sequence, so at
+ * most 3 bytes short of what the field holds), then SPW_STATS_CMDLINE_CUT
+ * right after the last byte kept. A cut text is therefore at least
+ * SPW_STATS_CMDLINE_LEN - SPW_STATS_CMDLINE_CUT_SLACK bytes long: a reader
+ * takes one that ends with the mark and is that long for a cut one (a
+ * short command whose last argument is the mark was not cut), and a
+ * reader without the rule shows the mark as it is.
+ *
  * Consistency: the text fields (cmdline, config) are guarded by
  * text_generation, a seqlock (odd while they are rewritten). Each counter is
  * a 64-bit atomic on its own cache line (no false sharing between counters
@@ -50,6 +59,8 @@
 #define SPW_STATS_CMDLINE_LEN  1024u
 #define SPW_STATS_CONFIG_LEN   2048u
 #define SPW_STATS_CONFIG_CUT   "...(truncated)\n" /* last line of a config that did not fit */
+#define SPW_STATS_CMDLINE_CUT  "...(truncated)"   /* end of a command line that did not fit */
+#define SPW_STATS_CMDLINE_CUT_SLACK 4u /* a cut cmdline is at least SPW_STATS_CMDLINE_LEN - this long */
 #define SPW_STATS_CACHELINE    64u
 #define SPW_STATS_LANES        16u /* per laned counter; a power of two */
 #define SPW_STATS_NAME_PREFIX  "spillway."

@@ -31,6 +31,7 @@ struct spw_stats_snapshot {
      * '\n'), so it is safe to print on a terminal. */
     char cmdline[SPW_STATS_CMDLINE_LEN];
     char config[SPW_STATS_CONFIG_LEN];
+    bool cmdline_truncated;        /* cmdline was cut and ends with SPW_STATS_CMDLINE_CUT (layout.h) */
     bool config_truncated;         /* config ends with SPW_STATS_CONFIG_CUT: entries are missing */
     uint64_t c[SPW_STATS_MAX_DEVICES][SPW_C_COUNT];
 };

@@ -260,6 +260,27 @@ static void copy_config(char *dst, size_t cap, const char *src)
     memset(dst + keep + mark, 0, cap - keep - mark);
 }
 
+/* The command line as it fits (layout.h): whole, or cut before the
+ * character that would not leave room for SPW_STATS_CMDLINE_CUT, and
+ * marked. */
+static void copy_cmdline(char *dst, size_t cap, const char *src)
+{
+    size_t n = strlen(src), mark = sizeof SPW_STATS_CMDLINE_CUT - 1;
+    if (n < cap) {
+        copy_text(dst, cap, src);
+        return;
+    }
+    size_t keep = cap - 1 - mark;
+    /* A UTF-8 continuation byte (10xxxxxx) where the cut falls belongs to
+     * a character that began before it: cut before that one instead (a
+     * character has 3 such bytes at most; more are no UTF-8, cut anywhere). */
+    for (int i = 0; i < 3 && keep > 0 && ((unsigned char)src[keep] & 0xc0) == 0x80; i++)
+        keep--;
+    memcpy(dst, src, keep);
+    memcpy(dst + keep, SPW_STATS_CMDLINE_CUT, mark);
+    memset(dst + keep + mark, 0, cap - keep - mark);
+}
+
 static void fill_header(struct spw_stats_writer *w, const struct spw_stats_params *p)
 {
     struct spw_stats_header *h = w->hdr;
@@ -279,10 +300,11 @@ static void fill_header(struct spw_stats_writer *w, const struct spw_stats_param
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     h->created_unix_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-    if (p->cmdline)
-        copy_text(h->cmdline, sizeof h->cmdline, p->cmdline);
-    else
-        spw_proc_self_cmdline(h->cmdline, sizeof h->cmdline);
+    /* A byte more than the field holds: a longer command shows as one. */
+    char joined[SPW_STATS_CMDLINE_LEN + 1];
+    if (!p->cmdline)
+        spw_proc_self_cmdline(joined, sizeof joined);
+    copy_cmdline(h->cmdline, sizeof h->cmdline, p->cmdline ? p->cmdline : joined);
     copy_config(h->config, sizeof h->config, p->config);
 }
 

@@ -38,7 +38,8 @@
 struct spw_stats_params {
     const char *dir;       /* the segment's directory (SPILLWAY_STATS_DIR's value) */
     uint32_t device_count; /* 1..SPW_STATS_MAX_DEVICES */
-    const char *cmdline;   /* NULL: read /proc/self/cmdline */
+    const char *cmdline;   /* arguments joined by spaces (what does not fit is cut between
+                            * characters, with SPW_STATS_CMDLINE_CUT); NULL: /proc/self/cmdline's */
     const char *config;    /* effective config as "key=value\n" lines, the limits first
                             * (what does not fit is cut, with SPW_STATS_CONFIG_CUT);
                             * NULL: empty */

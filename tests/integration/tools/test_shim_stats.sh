@@ -33,6 +33,7 @@ check "config published" grep -qi '"config":"[^"]*limit' <<<"$proc"
 row=$("$TOP" --once | awk -v p="$H" '$1 == p && $3 == 0')
 check "--once row: 16M of 64M" grep -qE " 16M +64M +24M " <<<"$row"
 check "--once row: command" grep -q "cuda_hold" <<<"$row"
+check "--json: the command whole" grep -q '"command":"[^"]*cuda_hold [0-9]*","cmdline_truncated":false' <<<"$proc"
 kill -TERM "$H"; wait "$H"
 check "program exits 0" [ $? -eq 0 ]
 check "its segment is removed at exit" [ ! -e "$STATS_DIR/spillway.$(id -u).$H" ]
@@ -49,6 +50,19 @@ check "long dir: program starts" poll 10 grep -qs '^ready' "$out"
 proc=$(SPILLWAY_STATS_DIR=$long "$TOP" --json | grep "\"pid\":$H,")
 check "long dir: the limits come first" grep -q '"config":"device.0.limit=67108864\\nSPILLWAY_MEM_FRACTION=[^"]*\\nSPILLWAY_MEM_LIMIT=67108864\\n' <<<"$proc"
 check "long dir: the cut is marked" grep -q '\\n\.\.\.(truncated)\\n","config_truncated":true' <<<"$proc"
+kill -TERM "$H"; wait "$H"
+# A command line longer than the segment's 1023 bytes (an argument of 600
+# two-byte characters) was cut at the 1023rd byte, inside a character (the
+# reader showed its half as '?'), with nothing to say so: now it is cut
+# between characters, marked, and --json says so.
+arg=x$(printf '\xc3\xa9%.0s' $(seq 600))
+"$SPW" run --lib "$LIB" --limit 64M --no-spill -- "$HOLD" $((8 * MiB)) "$arg" >"$out" &
+H=$!
+writers+=("$H")
+check "long command: program starts" poll 10 grep -qs '^ready' "$out"
+proc=$("$TOP" --json | grep "\"pid\":$H,")
+check "long command: the cut is marked and said" grep -q "\"command\":\"[^\"]*cuda_hold $((8 * MiB)) xé\(é\)*\.\.\.(truncated)\",\"cmdline_truncated\":true" <<<"$proc"
+check "long command: no character cut in two" bash -c '! grep -o "\"command\":\"[^\"]*\"" <<<"$1" | grep -q "?"' _ "$proc"
 kill -TERM "$H"; wait "$H"
 # SPILLWAY_STATS_DIR unset: the library and spillway-top both take the
 # option table's default (the stats layer has none of its own).

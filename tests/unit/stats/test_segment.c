@@ -30,15 +30,19 @@ int unlinkat(int dirfd, const char *name, int flags)
     return rc;
 }
 
-static struct spw_stats_writer *open_writer(uint32_t ndev, const char *config)
+static struct spw_stats_writer *open_writer_cmd(uint32_t ndev, const char *cmdline, const char *config)
 {
-    struct spw_stats_params p = {.dir = segdir, .device_count = ndev, .cmdline = "python3 train.py --big",
-                                 .config = config};
+    struct spw_stats_params p = {.dir = segdir, .device_count = ndev, .cmdline = cmdline, .config = config};
     struct spw_stats_writer *w = NULL;
     char err[256] = "";
     int rc = spw_stats_open(&w, &p, err, sizeof err);
     ck_assert_msg(rc == 0, "open failed: %s", err);
     return w;
+}
+
+static struct spw_stats_writer *open_writer(uint32_t ndev, const char *config)
+{
+    return open_writer_cmd(ndev, "python3 train.py --big", config);
 }
 
 static void read_own(struct spw_stats_snapshot *s)
@@ -157,6 +161,72 @@ START_TEST(config_too_long_is_cut_at_an_entry_and_marked)
     ck_assert_str_eq(s->config, config);
     free(s);
     spw_stats_close(w);
+}
+END_TEST
+
+/* The segment's command line as the reader gives it, for a writer given
+ * cmdline. */
+static void read_cmdline(const char *cmdline, struct spw_stats_snapshot *s)
+{
+    struct spw_stats_writer *w = open_writer_cmd(1, cmdline, NULL);
+    read_own(s);
+    spw_stats_close(w);
+}
+
+/* A command line longer than the field (a long argument; /proc/self/cmdline
+ * has no limit of ours) was cut at its 1023rd byte, inside a character as
+ * often as not, with nothing to say so: it is cut before a character and
+ * marked, and the reader says so; one that fits, or a short one that ends
+ * with the mark's text, is neither cut nor taken for cut. */
+START_TEST(cmdline_too_long_is_cut_between_characters_and_marked)
+{
+    static char cmd[4 * SPW_STATS_CMDLINE_LEN];
+    const size_t mark = strlen(SPW_STATS_CMDLINE_CUT), room = SPW_STATS_CMDLINE_LEN - 1 - mark;
+    struct spw_stats_snapshot *s = malloc(sizeof *s);
+    /* ASCII: as much as leaves room for the mark. */
+    memset(cmd, 'a', 2000);
+    cmd[2000] = '\0';
+    read_cmdline(cmd, s);
+    ck_assert(s->cmdline_truncated);
+    ck_assert_uint_eq(strlen(s->cmdline), SPW_STATS_CMDLINE_LEN - 1);
+    ck_assert_int_eq(memcmp(s->cmdline, cmd, room), 0);
+    ck_assert_str_eq(s->cmdline + room, SPW_STATS_CMDLINE_CUT);
+    /* Two-byte characters (é), the cut falling on the second byte of one:
+     * the whole character goes. */
+    size_t n = 0;
+    while (n < 1200)
+        n += (size_t)snprintf(cmd + n, sizeof cmd - n, "\xc3\xa9");
+    ck_assert_uint_eq(room % 2, 1);
+    read_cmdline(cmd, s);
+    ck_assert(s->cmdline_truncated);
+    ck_assert_msg(!strchr(s->cmdline, '?'), "cut inside a character (the reader shows its bytes as ?): %s",
+                  s->cmdline);
+    ck_assert_uint_eq(strlen(s->cmdline), room - 1 + mark);
+    ck_assert_int_eq(memcmp(s->cmdline, cmd, room - 1), 0);
+    /* Four-byte characters (U+1F600) after two ASCII bytes, the cut on the
+     * last byte of one: 3 bytes go, the most there can be. */
+    n = (size_t)snprintf(cmd, sizeof cmd, "ab");
+    while (n < 1200)
+        n += (size_t)snprintf(cmd + n, sizeof cmd - n, "\xf0\x9f\x98\x80");
+    ck_assert_uint_eq((room - 2) % 4, 3);
+    read_cmdline(cmd, s);
+    ck_assert(s->cmdline_truncated);
+    ck_assert_msg(!strchr(s->cmdline, '?'), "cut inside a character (the reader shows its bytes as ?): %s",
+                  s->cmdline);
+    ck_assert_uint_eq(strlen(s->cmdline), SPW_STATS_CMDLINE_LEN - SPW_STATS_CMDLINE_CUT_SLACK);
+    ck_assert_int_eq(memcmp(s->cmdline, cmd, room - 3), 0);
+    ck_assert_str_eq(s->cmdline + room - 3, SPW_STATS_CMDLINE_CUT);
+    /* The longest that fits: whole, unmarked. */
+    memset(cmd, 'b', SPW_STATS_CMDLINE_LEN - 1);
+    cmd[SPW_STATS_CMDLINE_LEN - 1] = '\0';
+    read_cmdline(cmd, s);
+    ck_assert(!s->cmdline_truncated);
+    ck_assert_str_eq(s->cmdline, cmd);
+    /* A short command that ends with the mark's text was not cut. */
+    read_cmdline("echo " SPW_STATS_CMDLINE_CUT, s);
+    ck_assert(!s->cmdline_truncated);
+    ck_assert_str_eq(s->cmdline, "echo " SPW_STATS_CMDLINE_CUT);
+    free(s);
 }
 END_TEST
 
@@ -959,6 +1029,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, creates_private_file_named_for_uid_and_pid);
     tcase_add_test(tc, reader_sees_exactly_the_updates);
     tcase_add_test(tc, config_too_long_is_cut_at_an_entry_and_marked);
+    tcase_add_test(tc, cmdline_too_long_is_cut_between_characters_and_marked);
     tcase_add_test(tc, sub_clamps_at_zero_and_counts_underflow);
     tcase_add_test(tc, null_writer_and_bad_params);
     tcase_add_test(tc, threads_in_lanes_sum_exactly);
