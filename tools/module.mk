@@ -51,14 +51,23 @@ $(BUILD)/tests/unit/tools/stats_writer: $(BUILD)/tests/unit/tools/stats_writer.o
 $(BUILD)/tests/unit/tools/libempty.so: $(BUILD)/tests/unit/tools/empty.o
 	$(CC) $(CFLAGS) -shared $^ -o $@
 ALL_TARGETS += $(BUILD)/tests/unit/tools/stats_writer $(BUILD)/tests/unit/tools/libempty.so
-TOP_MODEL_OBJS := $(patsubst %,$(BUILD)/tools/top_%.o,model format layout ident container environ gpumap nvml prom)
+TOP_MODEL_OBJS := $(patsubst %,$(BUILD)/tools/top_%.o,model format layout width ident container environ gpumap nvml prom)
 $(BUILD)/tests/unit/tools_model: $(BUILD)/tests/unit/tools/test_model.o $(UNIT_MAIN) $(TOP_MODEL_OBJS) $(STATS_OBJS)
 	$(CC) $(CFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
 $(BUILD)/tests/unit/tools_layout: $(BUILD)/tests/unit/tools/test_layout.o $(UNIT_MAIN) $(TOP_MODEL_OBJS) $(STATS_OBJS)
 	$(CC) $(CFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
 $(BUILD)/tests/unit/tools_ident: $(BUILD)/tests/unit/tools/test_ident.o $(UNIT_MAIN) $(TOP_MODEL_OBJS) $(BUILD)/tools/top_listen.o $(STATS_OBJS)
 	$(CC) $(CFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
-UNIT_TESTS  += $(BUILD)/tests/unit/tools_model $(BUILD)/tests/unit/tools_layout $(BUILD)/tests/unit/tools_ident
+# The screen's text (top_text.c, and top_width.c under it) on a screen
+# ncurses keeps but never draws; the test knows which ncurses it has.
+$(BUILD)/tests/unit/tools_text: $(BUILD)/tests/unit/tools/test_text.o $(UNIT_MAIN) $(BUILD)/tools/top_text.o $(BUILD)/tools/top_width.o
+	$(CC) $(CFLAGS) $^ -o $@ $(CHECK_LIBS) $(CURSES_LIBS) $(LDLIBS)
+ifneq ($(CURSES_WIDE),)
+$(BUILD)/tests/unit/tools/test_text.o: CFLAGS += -DSPW_CURSES_WIDE
+endif
+$(BUILD)/tests/unit/tools/test_text.o: $(CURSES_STAMP)
+UNIT_TESTS  += $(BUILD)/tests/unit/tools_model $(BUILD)/tests/unit/tools_layout $(BUILD)/tests/unit/tools_ident \
+               $(BUILD)/tests/unit/tools_text
 UNIT_TESTS  += tests/unit/tools/test_top.sh tests/unit/tools/test_top_tmux.sh tests/unit/tools/test_top_nvml.sh tests/unit/tools/test_pidns.sh tests/unit/tools/test_launcher.sh tests/unit/tools/test_install.sh
 
 # End to end through the shim and fakecuda (skips until the shim links the

@@ -1,4 +1,5 @@
 #include "tools/top_layout.h"
+#include "tools/top_width.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -225,25 +226,17 @@ static void strip_dirs(char *out, size_t len, const char *cmdline, bool every_wo
     out[pos < len ? pos : len - 1] = '\0';
 }
 
-/* Columns of UTF-8 text (the reader passes only valid UTF-8): one per
- * character, continuation bytes take none (a wide character, CJK say,
- * takes two on a terminal: its line then runs that much longer). */
-static size_t columns_of(const char *s)
-{
-    size_t n = 0;
-    for (; *s; s++)
-        n += ((unsigned char)*s & 0xc0) != 0x80;
-    return n;
-}
-
 /* Cuts s after cap columns, never inside a character. */
 static void cut_columns(char *s, size_t cap)
 {
-    size_t i = 0;
-    for (size_t cols = 0; s[i] && cols <= cap; i++)
-        if (((unsigned char)s[i] & 0xc0) != 0x80 && cols++ == cap)
-            break;
-    s[i] = '\0';
+    s[top_width_fit(s, strlen(s), cap, NULL)] = '\0';
+}
+
+/* Columns of s on a terminal (top_width.h: a wide character, CJK say,
+ * takes two). */
+static size_t columns_of(const char *s)
+{
+    return top_width_of(s, strlen(s));
 }
 
 void top_fmt_command(char *out, size_t len, const char *cmdline, int width)

@@ -75,8 +75,10 @@ struct top_columns {
  * column is always shown). Columns are separated by one space. */
 void top_list_columns(int width, enum top_sort sort, struct top_columns *c);
 
-/* The command as a column of width characters shows it (out: len bytes):
+/* The command as a column width columns wide shows it (out: len bytes):
  * whole when it fits; else the program without its directory; else also
- * path arguments without theirs; then cut at the edge. */
+ * path arguments without theirs; then cut at the edge, never inside a
+ * character. Columns as a terminal gives them (top_width.h): a wide
+ * character takes two under a UTF-8 LC_CTYPE. */
 void top_fmt_command(char *out, size_t len, const char *cmdline, int width);
 #endif

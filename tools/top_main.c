@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <locale.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -227,8 +228,14 @@ static int run_batch(struct top_model *m, const struct args *a)
         }
     }
     top_model_arrange(m, a->ui.sort, a->ui.reverse, a->ui.filter);
-    if (a->mode == MODE_ONCE)
+    if (a->mode == MODE_ONCE) {
+        /* The user's character set, so that the command's cut at the
+         * terminal's edge counts a wide character (CJK) as the two columns
+         * the terminal gives it (top_width.h). Only LC_CTYPE: numbers are
+         * written the one way the docs show them. */
+        setlocale(LC_CTYPE, "");
         top_print_table(stdout, m, rates, terminal_width());
+    }
     else if (a->mode == MODE_JSON)
         top_print_json(stdout, m);
     else

@@ -5,8 +5,11 @@
 #include "tests/unit/check_compat.h"
 #include "tools/top_layout.h"
 
+#include <locale.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <wchar.h>
 
 static const char *const vocabulary[] = {"spillway-top", "12:34:56", "2", "procs", "2p", "every", "0.5s",
                                          "sort", "SPILLED", "v", "filter", "h", "help", "q", "quit"};
@@ -197,10 +200,15 @@ static void command_is(const char *cmdline, int width, const char *want)
     char out[1024];
     top_fmt_command(out, sizeof out, cmdline, width);
     ck_assert_msg(strcmp(out, want) == 0, "'%s' in %d: '%s', want '%s'", cmdline, width, out, want);
-    size_t columns = 0; /* characters: UTF-8 continuation bytes take none */
-    for (const char *p = out; *p; p++)
-        columns += ((unsigned char)*p & 0xc0) != 0x80;
-    ck_assert_int_le((int)columns, width);
+    /* Columns as libc gives them under a UTF-8 locale; else characters
+     * (UTF-8 continuation bytes take none). */
+    wchar_t w[1024];
+    size_t n = mbstowcs(w, out, sizeof w / sizeof w[0]);
+    int columns = n != (size_t)-1 ? wcswidth(w, n) : 0;
+    if (n == (size_t)-1)
+        for (const char *p = out; *p; p++)
+            columns += ((unsigned char)*p & 0xc0) != 0x80;
+    ck_assert_int_le(columns, width);
 }
 
 START_TEST(command_shows_program_and_arguments)
@@ -234,12 +242,32 @@ START_TEST(command_width_counts_characters)
 }
 END_TEST
 
+/* Under a UTF-8 locale a wide character (CJK) takes the two columns a
+ * terminal gives it: counted as one, the command ran past its column and
+ * the screen's edge. None is cut in half. */
+START_TEST(command_width_counts_wide_characters_as_two)
+{
+    ck_assert_ptr_nonnull(setlocale(LC_CTYPE, "C.UTF-8"));
+    /* 训练, 数据, 图像: two characters of two columns each. */
+    const char *cmd = "/opt/bin/\xe8\xae\xad\xe7\xbb\x83 --\xe6\x95\xb0\xe6\x8d\xae "
+                      "/data/\xe5\x9b\xbe\xe5\x83\x8f/train";
+    command_is(cmd, 37, cmd);
+    command_is(cmd, 36, "\xe8\xae\xad\xe7\xbb\x83 --\xe6\x95\xb0\xe6\x8d\xae /data/\xe5\x9b\xbe\xe5\x83\x8f/train");
+    command_is(cmd, 27, "\xe8\xae\xad\xe7\xbb\x83 --\xe6\x95\xb0\xe6\x8d\xae train");
+    command_is(cmd, 16, "\xe8\xae\xad\xe7\xbb\x83 --\xe6\x95\xb0\xe6\x8d\xae trai");
+    /* 10 columns: the 据 would end on the 11th, so the cut ends at the 9th. */
+    command_is(cmd, 10, "\xe8\xae\xad\xe7\xbb\x83 --\xe6\x95\xb0");
+    setlocale(LC_CTYPE, "C");
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("tools_layout");
     TCase *tc = tcase_create("layout");
     tcase_add_test(tc, title_words_stay_whole_at_every_width);
     tcase_add_test(tc, command_width_counts_characters);
+    tcase_add_test(tc, command_width_counts_wide_characters_as_two);
     tcase_add_test(tc, title_at_80_with_a_filter);
     tcase_add_test(tc, long_filter_is_cut_visibly);
     tcase_add_test(tc, right_group_never_overlaps);

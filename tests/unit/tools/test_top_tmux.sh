@@ -248,6 +248,29 @@ if ldd "$TOP" | grep -q ncursesw && locale -a 2>/dev/null | grep -qiE '^c\.utf-?
     key Enter
     check "UTF-8: the detail view shows it" poll 5 shows "^command: /home/josé/bin/träin €5$"
     kill "$Up"
+    # A wide character (CJK) takes two columns: counted as one, a row ran
+    # past the edge and ncurses wrapped the rest over the start of the next
+    # row, in the list, in the detail view and in --once's table (80
+    # columns: its fixed columns take 63).
+    WIDE_CMD="/opt/bin/训练程序 --数据集 图像网络训练集合第一部分第二部分第三部分 --输出 结果目录一二三四五六七八九十 --end END"
+    SPILLWAY_STATS_DIR=$U_DIR start_writer --cmd "$WIDE_CMD"; Wd=$WPID
+    me=$(id -un | cut -c1-8)
+    prev=$S; S=wide_chars
+    T new-session -d -s "$S" -x 60 -y 30 \
+        "env LC_ALL=C.UTF-8 SPILLWAY_STATS_DIR='$U_DIR' '$TOP' --interval 0.2 --no-color"
+    T kill-session -t "$prev" 2>/dev/null
+    rows_whole() { shows "^ +$Wd +$me +0 .*训练程序" && shows "^ +$Wd +$me +1 " && hides '^[^ -~]'; }
+    check "wide: the list's rows stop at the edge" poll 10 rows_whole
+    key Enter
+    check "wide: detail view" poll 5 shows "^command: /opt/bin/训练程序"
+    whole_command() { screen | tr -d '\n ' | grep -qF -- "$(tr -d ' ' <<<"$WIDE_CMD")config:"; }
+    check "wide: the detail view wraps the command whole" poll 5 whole_command
+    S=wide_once
+    T new-session -d -s "$S" -x 80 -y 12 \
+        "env LC_ALL=C.UTF-8 SPILLWAY_STATS_DIR='$U_DIR' '$TOP' --once --no-nvml; sleep 100"
+    T kill-session -t wide_chars 2>/dev/null
+    check "wide: --once's rows stop at the edge" poll 10 rows_whole
+    kill "$Wd"
 else
     echo "ok - UTF-8 on screen: skipped, spillway-top is linked with the narrow ncurses (it shows '?') or no C.UTF-8 locale"
 fi
