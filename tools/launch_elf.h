@@ -3,6 +3,7 @@
  * the launcher, and spillway's would intercept nothing there). */
 #ifndef SPILLWAY_TOOLS_LAUNCH_ELF_H
 #define SPILLWAY_TOOLS_LAUNCH_ELF_H
+#include <stddef.h>
 
 /* A function every libspillway.so exports (spillway.h, exports.map.in): its
  * presence in a library's dynamic symbol table tells spillway from any other
@@ -13,8 +14,12 @@
  * one (a regular file, ELF of our class, byte order and machine, ET_DYN). */
 int spw_elf_loadable(const char *path);
 
-/* 1 if the shared object at path defines symbol in its dynamic symbol table
- * (.dynsym), 0 if not or if the file cannot be read as one. Every offset
- * is checked against the file's size: a corrupt file answers 0. */
-int spw_elf_defines(const char *path, const char *symbol);
+/* 1 if the shared object at path defines the function symbol in its
+ * dynamic symbol table (.dynsym), 0 if not, -1 with a reason in why when
+ * the file cannot be read as one: where it says its parts are lies past
+ * its end (truncated, or corrupt), its tables are malformed, or it ended
+ * or failed while it was read (truncated meanwhile: a reinstall). It is
+ * read with pread, every offset and size checked against the file's size,
+ * never mapped: a file truncated under it never kills the caller (SIGBUS). */
+int spw_elf_defines(const char *path, const char *symbol, char *why, size_t whylen);
 #endif

@@ -25,12 +25,18 @@ int spw_exe_dir(char *dir, size_t len)
     return 0;
 }
 
+/* Why a library could not be read (EBADMSG), from spw_elf_defines. */
+struct unusable {
+    char why[256];
+};
+
 /* Resolves path to an absolute, readable shared object that is spillway's
  * and checks LD_PRELOAD can carry it. 0, or -1 with errno (EINVAL: unusable
  * characters; ENOEXEC: not a shared object; ENOENT... as realpath; EPROTO:
  * a shared object, not spillway's: preloading another library, libcuda.so
- * say, ran the program with no limit and exit 0). */
-static int usable(const char *path, char *out, size_t len)
+ * say, ran the program with no limit and exit 0; EBADMSG: it cannot be
+ * read as one, truncated or corrupt, with the reason in u). */
+static int usable(const char *path, char *out, size_t len, struct unusable *u)
 {
     char abs[PATH_MAX], cwd[PATH_MAX];
     if (!realpath(path, abs) || access(abs, R_OK) != 0)
@@ -39,8 +45,9 @@ static int usable(const char *path, char *out, size_t len)
         errno = ENOEXEC;
         return -1;
     }
-    if (!spw_elf_defines(abs, SPW_LIB_MARK_SYMBOL)) {
-        errno = EPROTO;
+    int defined = spw_elf_defines(abs, SPW_LIB_MARK_SYMBOL, u->why, sizeof u->why);
+    if (defined != 1) {
+        errno = defined == 0 ? EPROTO : EBADMSG;
         return -1;
     }
     /* A link from a path LD_PRELOAD can carry to a library installed
@@ -63,21 +70,25 @@ static int usable(const char *path, char *out, size_t len)
     return 0;
 }
 
-/* Why usable() refused a library, from its errno. */
-static const char *unusable_why(int e)
+/* Why usable() refused a library, from its errno (and u, for EBADMSG). */
+static const char *unusable_why(int e, const struct unusable *u)
 {
     return e == EINVAL    ? "its path has a space or colon, which LD_PRELOAD cannot carry"
            : e == ENOEXEC ? "not a shared library for this machine (the loader would skip it)"
            : e == EPROTO  ? "not spillway's library (it does not export " SPW_LIB_MARK_SYMBOL ")"
+           : e == EBADMSG ? u->why
                           : strerror(e);
 }
 
 static int explicit_library(const char *path, const char *source, char *out, size_t len, char *err,
                             size_t errlen)
 {
-    if (usable(path, out, len) == 0)
+    struct unusable u;
+    if (usable(path, out, len, &u) == 0)
         return 0;
-    snprintf(err, errlen, "library '%s' (from %s): %s", path, source, unusable_why(errno));
+    int e = errno;
+    snprintf(err, errlen, "library '%s' (from %s): %s%s", path, source,
+             e == EBADMSG ? "cannot be read as a shared library: " : "", unusable_why(e, &u));
     return -1;
 }
 
@@ -103,14 +114,16 @@ int spw_find_library(const char *override, char *out, size_t len, char *err, siz
     for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
         char cand[PATH_MAX + 32];
         snprintf(cand, sizeof cand, "%s%s", dir, rel[i]);
-        if (usable(cand, out, len) == 0)
+        struct unusable u;
+        if (usable(cand, out, len, &u) == 0)
             return 0;
         /* There but unusable (installed under a path with a space): say
          * why, not "cannot find". */
         if (errno != ENOENT) {
             int e = errno;
-            snprintf(err, errlen, "found %s, but %s; use --lib%s or set " SPW_LIB_ENV, cand,
-                     unusable_why(e), e == EINVAL ? " with a link to it from a path without one" : "");
+            snprintf(err, errlen, "found %s, but %s%s; use --lib%s or set " SPW_LIB_ENV, cand,
+                     e == EBADMSG ? "it cannot be read as a shared library: " : "", unusable_why(e, &u),
+                     e == EINVAL ? " with a link to it from a path without one" : "");
             return -1;
         }
     }

@@ -50,7 +50,12 @@ $(BUILD)/tests/unit/tools/stats_writer: $(BUILD)/tests/unit/tools/stats_writer.o
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 $(BUILD)/tests/unit/tools/libempty.so: $(BUILD)/tests/unit/tools/empty.o
 	$(CC) $(CFLAGS) -shared $^ -o $@
-ALL_TARGETS += $(BUILD)/tests/unit/tools/stats_writer $(BUILD)/tests/unit/tools/libempty.so
+# A library that shrinks a file under the launcher between its fstat and its
+# reads (a reinstall's truncate, made to happen every time).
+$(BUILD)/tests/unit/tools/libshrink.so: $(BUILD)/tests/unit/tools/shrink_on_stat.o
+	$(CC) $(CFLAGS) -shared $^ -o $@ -ldl
+ALL_TARGETS += $(BUILD)/tests/unit/tools/stats_writer $(BUILD)/tests/unit/tools/libempty.so \
+               $(BUILD)/tests/unit/tools/libshrink.so
 TOP_MODEL_OBJS := $(patsubst %,$(BUILD)/tools/top_%.o,model format layout width ident container environ gpumap nvml prom)
 $(BUILD)/tests/unit/tools_model: $(BUILD)/tests/unit/tools/test_model.o $(UNIT_MAIN) $(TOP_MODEL_OBJS) $(STATS_OBJS)
 	$(CC) $(CFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)

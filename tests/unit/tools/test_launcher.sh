@@ -104,6 +104,43 @@ check "refused library: command not run" bash -c '! "$1" run --lib "$2" -- touch
 check "--lib wins over SPILLWAY_LIB" bash -c '[ "$(SPILLWAY_LIB=/nonexistent "$1" run --lib "$2" sh -c "echo \$LD_PRELOAD")" = "$2" ]' _ "$SPW" "$lib"
 SPILLWAY_LIB=$lib "$SPW" run /nonexistent/program 2>/dev/null
 check "missing command: 127" [ $? -eq 127 ]
+# A library cut short or corrupt (a reinstall under way, a bad copy) is
+# refused with what is wrong, exit 2: the launcher read its symbols from a
+# mapping and died of SIGBUS when the file shrank under it, and took a
+# header that points past the end for a library without spillway's export.
+# It reads with pread now, every offset checked against the file's size.
+cut=$(( $(stat -c %s "$lib") / 2 ))
+head -c "$cut" "$lib" >"$STATS_DIR/half.so"
+check "a library cut in half is refused as such" refused "library '$STATS_DIR/half.so' (from --lib): cannot be read as a shared library: the file ends at byte $cut, before the end of its section headers (byte [0-9]*): truncated or corrupt" "$SPW" run --lib "$STATS_DIR/half.so" true
+# poke FILE OFFSET BYTES: writes the bytes (printf's escapes) at OFFSET.
+poke() { printf "$3" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none; }
+header() { readelf -h "$1" | sed -n "s/^ *$2: *\([0-9]*\).*/\1/p"; }
+if readelf -h "$lib" 2>/dev/null | grep -q 'Class: *ELF64'; then
+    # Elf64_Ehdr: e_shentsize at 58, e_shnum at 60; Elf64_Shdr: 64 bytes,
+    # sh_offset at 24. 0x7f7f... is large in either byte order.
+    cp "$lib" "$STATS_DIR/many.so"; poke "$STATS_DIR/many.so" 60 '\x7f\x7f'
+    check "section headers counted past the end: refused" refused "(from --lib): cannot be read as a shared library: the file ends at byte [0-9]*, before the end of its section headers" "$SPW" run --lib "$STATS_DIR/many.so" true
+    cp "$lib" "$STATS_DIR/entsize.so"; poke "$STATS_DIR/entsize.so" 58 '\x7f\x7f'
+    check "section headers of the wrong size: refused as corrupt" refused "cannot be read as a shared library: section headers of [0-9]* bytes, not 64: corrupt" "$SPW" run --lib "$STATS_DIR/entsize.so" true
+    dynsym=$(readelf -SW "$lib" | sed -n 's/^ *\[ *\([0-9]*\)\] \.dynsym .*/\1/p')
+    shoff=$(header "$lib" 'Start of section headers')
+    cp "$lib" "$STATS_DIR/dynsym.so"; poke "$STATS_DIR/dynsym.so" $((shoff + dynsym * 64 + 24)) '\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f'
+    check "dynamic symbols past the end: refused" refused "cannot be read as a shared library: the file ends at byte [0-9]*, before the end of its dynamic symbols (byte" "$SPW" run --lib "$STATS_DIR/dynsym.so" true
+else
+    echo "ok - corrupt section headers: skipped, not an ELF64 build"
+fi
+# The file shrinks between the launcher's fstat and its reads, every time
+# (libshrink.so: a reinstall's truncate, made to happen then).
+SHRINK=$B/tests/unit/tools/libshrink.so
+cp "$B/libspillway.so" "$STATS_DIR/shrinking.so"
+err=$(LD_PRELOAD=$SHRINK SPW_TEST_SHRINK_PATH="$STATS_DIR/shrinking.so" SPW_TEST_SHRINK_TO=4096 \
+      "$SPW" run --lib "$STATS_DIR/shrinking.so" true 2>&1); rc=$?
+if [ "$(stat -c %s "$STATS_DIR/shrinking.so")" = 4096 ]; then
+    check "a library truncated while read: exit 2, no SIGBUS" [ $rc -eq 2 ]
+    check "... and one line saying so" bash -c '[ "$(wc -l <<<"$1")" = 1 ] && grep -q "cannot be read as a shared library: reading its section headers: the file has 4096 bytes now, [0-9]* when opened: truncated meanwhile (being reinstalled?)" <<<"$1"' _ "$err"
+else
+    echo "ok - truncated while read: skipped, libshrink.so could not stand in for fstat (glibc before 2.33)"
+fi
 
 # Finding the library next to the binary: installed layout, build layout.
 root="$STATS_DIR/prefix"
