@@ -256,7 +256,7 @@ static void json_process(FILE *f, const struct top_model *m, const struct top_pr
     json_string(f, p->user);
     fputs(",\"command\":", f);
     json_string(f, s->cmdline);
-    fprintf(f, ",\"cmdline_truncated\":%s", s->cmdline_truncated ? "true" : "false");
+    fprintf(f, ",\"command_truncated\":%s", s->cmdline_truncated ? "true" : "false");
     fprintf(f, ",\"start_time_ticks\":%" PRIu64 ",\"created_unix\":%.3f,\"liveness\":\"%s\",\"segment\":",
             s->start_time, s->created_unix_ns / 1e9, liveness_name(s->liveness));
     json_string(f, s->name);

@@ -33,7 +33,7 @@ check "config published" grep -qi '"config":"[^"]*limit' <<<"$proc"
 row=$("$TOP" --once | awk -v p="$H" '$1 == p && $3 == 0')
 check "--once row: 16M of 64M" grep -qE " 16M +64M +24M " <<<"$row"
 check "--once row: command" grep -q "cuda_hold" <<<"$row"
-check "--json: the command whole" grep -q '"command":"[^"]*cuda_hold [0-9]*","cmdline_truncated":false' <<<"$proc"
+check "--json: the command whole" grep -q '"command":"[^"]*cuda_hold [0-9]*","command_truncated":false' <<<"$proc"
 kill -TERM "$H"; wait "$H"
 check "program exits 0" [ $? -eq 0 ]
 check "its segment is removed at exit" [ ! -e "$STATS_DIR/spillway.$(id -u).$H" ]
@@ -61,7 +61,7 @@ H=$!
 writers+=("$H")
 check "long command: program starts" poll 10 grep -qs '^ready' "$out"
 proc=$("$TOP" --json | grep "\"pid\":$H,")
-check "long command: the cut is marked and said" grep -q "\"command\":\"[^\"]*cuda_hold $((8 * MiB)) xé\(é\)*\.\.\.(truncated)\",\"cmdline_truncated\":true" <<<"$proc"
+check "long command: the cut is marked and said" grep -q "\"command\":\"[^\"]*cuda_hold $((8 * MiB)) xé\(é\)*\.\.\.(truncated)\",\"command_truncated\":true" <<<"$proc"
 check "long command: no character cut in two" bash -c '! grep -o "\"command\":\"[^\"]*\"" <<<"$1" | grep -q "?"' _ "$proc"
 kill -TERM "$H"; wait "$H"
 # SPILLWAY_STATS_DIR unset: the library and spillway-top both take the

@@ -45,7 +45,7 @@ for kv in limit_bytes=$((8 * GiB)) pool_bytes=$((8 * GiB)) in_use_bytes=$((2 * G
     check "--json device 0 $k = $v" [ "$(field "$dev0" "$k")" = "$v" ]
 done
 check "--json device 1 in_use_bytes" [ "$(field "$dev1" in_use_bytes)" = $((100 * MiB)) ]
-check "--json command" grep -q '"command":"alpha job","cmdline_truncated":false' <<<"$proc"
+check "--json command" grep -q '"command":"alpha job","command_truncated":false' <<<"$proc"
 check "--json config" grep -q '"config":"mem_limit=8G\\nspill=1\\n","config_truncated":false' <<<"$proc"
 check "--json lists both processes" [ "$(grep -c '"pid":' <<<"$json")" = 2 ]
 
