@@ -82,9 +82,11 @@ SHIM_LIB     := $(BUILD)/libspillway.so
 STATS_WRITER_OBJS := $(BUILD)/stats/writer.o $(BUILD)/stats/dirlock.o $(BUILD)/stats/procinfo.o
 STATS_READER_OBJS := $(BUILD)/stats/reader.o $(BUILD)/stats/decode.o $(BUILD)/stats/dirlock.o \
                      $(BUILD)/stats/procinfo.o
-# shim/'s option layer (pure libc): the parser, the names, and what the
-# options mean for a device; the tools, bench and GPU check link it alone.
-OPTIONS_OBJS := $(BUILD)/shim/options.o $(BUILD)/shim/options_names.o $(BUILD)/shim/options_limits.o
+# shim/'s option layer (pure libc): the parser, the names, what the
+# options mean for a device, and sizes as the log shows them
+# (size_text.o); the tools, bench and GPU check link it alone.
+OPTIONS_OBJS := $(BUILD)/shim/options.o $(BUILD)/shim/options_names.o $(BUILD)/shim/options_limits.o \
+                $(BUILD)/shim/size_text.o
 
 MODULES := $(sort $(wildcard */module.mk tests/*/module.mk tests/*/*/module.mk))
 include $(MODULES)

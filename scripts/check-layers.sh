@@ -10,7 +10,8 @@
 #   stats/     writer and reader -> stats/procinfo.o, stats/dirlock.o only
 #   tools/     -> the stats reader, shim/options.o (the launcher's parser)
 #   bench/     -> policy/ (bench-spill), shim/options.o (the size parser)
-#   shim/options.o, options_names.o and options_limits.o, stats/procinfo.o, stats/dirlock.o -> nothing
+#   shim/options.o, options_names.o, options_limits.o and size_text.o (the
+#                 option layer), stats/procinfo.o, stats/dirlock.o -> nothing
 # Circles between files inside shim/ and inside policy/ (A uses a symbol
 # of B and B one of A, or longer loops) are errors too (issue 15: there
 # are none); --warn-circles (make check-layers STRICT_LAYERS=0) lists them
@@ -62,7 +63,8 @@ check() {
     awk -v strict="$1" '
         function layer(o,   d, f) {
             d = o; sub(/\/.*/, "", d); f = o; sub(/.*\//, "", f)
-            if (o == "shim/options.o" || o == "shim/options_names.o" || o == "shim/options_limits.o") return "options"
+            if (o == "shim/options.o" || o == "shim/options_names.o" || o == "shim/options_limits.o" || \
+                o == "shim/size_text.o") return "options"
             if (d == "stats") return f == "writer.o" ? "stats-writer" : \
                                      (f == "reader.o" || f == "decode.o") ? "stats-reader" : "stats-common"
             return d
@@ -185,7 +187,7 @@ expect() {
 
 self_test() {
     # A hidden (internal) function of the shim, to be called from below.
-    shim_sym=$(awk '$1 ~ /^shim\// && $1 !~ /^shim\/options/ && $2 == "D" && $3 == "HIDDEN" { print $4; exit }' "$tmp/tree")
+    shim_sym=$(awk '$1 ~ /^shim\// && $1 !~ /^shim\/(options|size_text)/ && $2 == "D" && $3 == "HIDDEN" { print $4; exit }' "$tmp/tree")
     [ -n "$shim_sym" ] || { echo "check-layers: self-test: no shim symbol found"; exit 1; }
     make_obj policy/selftest_up "extern void $shim_sym(void); void spw_selftest_up(void) { $shim_sym(); }"
     make_obj policy/selftest_drv "extern int cuMemAlloc_v2(void *, unsigned long); int spw_selftest_drv(void *p) { return cuMemAlloc_v2(p, 1); }"

@@ -14,6 +14,9 @@ UNIT_TESTS += $(BUILD)/tests/unit/shim_options
 $(BUILD)/tests/unit/shim_hostmem: $(BUILD)/tests/unit/shim/test_hostmem.o $(UNIT_MAIN) $(SHIM_OPTIONS_OBJ)
 	$(CC) $(CFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
 UNIT_TESTS += $(BUILD)/tests/unit/shim_hostmem
+$(BUILD)/tests/unit/shim_size_text: $(BUILD)/tests/unit/shim/test_size_text.o $(UNIT_MAIN) $(BUILD)/shim/size_text.o
+	$(CC) $(CFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
+UNIT_TESTS += $(BUILD)/tests/unit/shim_size_text
 
 $(BUILD)/tests/unit/shim_ptrmap: $(BUILD)/tests/unit/shim/test_ptrmap.o $(UNIT_MAIN) $(BUILD)/shim/ptrmap.o
 	$(CC) $(CFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
