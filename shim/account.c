@@ -7,6 +7,7 @@
 #include "shim/log.h"
 #include "shim/ptrmap.h"
 #include "shim/refusals.h"
+#include "shim/size_text.h"
 #include "stats/writer.h"
 
 #include <pthread.h>
@@ -349,8 +350,9 @@ static void commit_tagged(enum spw_kind kind, uint64_t key, int dev, uint64_t by
     if (r < 0) {
         /* Untracked memory could never be released: give the bytes back so
          * the counters stay exact, at the price of not counting it. */
-        spw_warn("out of memory for the allocation table: %llu bytes on device %d not counted",
-                 (unsigned long long)bytes, dev);
+        char b[SPW_SIZE_TEXT_MAX];
+        spw_warn("out of memory for the allocation table: %s on device %d not counted",
+                 spw_size_text(b, sizeof b, bytes), dev);
         sub_floor(dev, bytes);
         return;
     }
@@ -483,8 +485,9 @@ void spw_account_restore_pt(enum spw_kind kind, uint64_t key, int dev, uint64_t 
     struct spw_map_entry stale;
     int r = spw_map_insert(map_of(kind), key, pack_dev(dev, reason), bytes, &stale);
     if (r < 0) {
-        spw_warn("out of memory for the allocation table: %llu bytes on device %d forgotten",
-                 (unsigned long long)bytes, dev);
+        char b[SPW_SIZE_TEXT_MAX];
+        spw_warn("out of memory for the allocation table: %s on device %d forgotten",
+                 spw_size_text(b, sizeof b, bytes), dev);
         /* Out of the count for good, with no free: the stats' in_use
          * follows (it counted them at commit), their frees do not. */
         uint64_t gone = sub_floor(dev, bytes);

@@ -11,6 +11,7 @@
 #include "shim/backend.h"
 #include "shim/handler.h"
 #include "shim/log.h"
+#include "shim/size_text.h"
 #include "shim/vmm.h"
 #include "shim/vmm_live.h"
 
@@ -288,16 +289,18 @@ static CUresult promote(sw_policy *p, CUmemGenericAllocationHandle h, const char
     free(maps.va);
     free(maps.size);
     if (r != CUDA_SUCCESS) {
+        char b[SPW_SIZE_TEXT_MAX];
+        spw_size_text(b, sizeof b, size);
         CUresult f = spw_backend_mem_release(real);
         if (f != CUDA_SUCCESS)
-            spw_warn("device %d: the driver refused to release a handle of %zu bytes (error %d)",
-                     dev, size, (int)f);
+            spw_warn("device %d: the driver refused to release a handle of %s (error %d)", dev, b,
+                     (int)f);
         spw_pool_unlend(dev, SW_PT_IPC, size);
         if (sw_vmm_promoted(p, h, NULL))
             return CUDA_SUCCESS; /* another thread's export did it */
-        spw_warn("device %d: %s of a pooled handle of %zu bytes failed: its pages could not "
+        spw_warn("device %d: %s of a pooled handle of %s failed: its pages could not "
                  "be handed to the driver (error %d)",
-                 dev, call, size, (int)r);
+                 dev, call, b, (int)r);
         return r;
     }
     if (spw_live_retag(h, SW_PT_IPC) == 0)

@@ -19,6 +19,7 @@
 #include "shim/hooks.h"
 #include "shim/log.h"
 #include "shim/page_props.h"
+#include "shim/size_text.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -185,9 +186,12 @@ static CUresult create_host_page(int dev, size_t size, CUmemGenericAllocationHan
     prop.location.type = CU_MEM_LOCATION_TYPE_HOST;
     prop.location.id = 0;
     CUresult r = spw_real.spw_h_mem_create(h, size, &prop, 0);
-    if (r != CUDA_SUCCESS && !atomic_exchange_explicit(&reported, 1, memory_order_relaxed))
-        spw_warn("device %d: the driver refused a pinned host page of %zu bytes for spill (NUMA node %d: "
-                 "error %d; any node: error %d)", dev, size, numa, (int)numa_r, (int)r);
+    if (r != CUDA_SUCCESS && !atomic_exchange_explicit(&reported, 1, memory_order_relaxed)) {
+        char b[SPW_SIZE_TEXT_MAX];
+        spw_warn("device %d: the driver refused a pinned host page of %s for spill (NUMA node %d: "
+                 "error %d; any node: error %d)", dev, spw_size_text(b, sizeof b, size), numa,
+                 (int)numa_r, (int)r);
+    }
     return r;
 }
 

@@ -37,6 +37,7 @@
 #include "shim/capture.h"
 #include "shim/handler.h"
 #include "shim/log.h"
+#include "shim/size_text.h"
 #include "policy/limits.h"
 
 #include <pthread.h>
@@ -99,10 +100,11 @@ static void grow_locked(int dev, uint64_t grow, uint64_t in_hand)
     if (extra && spw_hold_passthrough_now(dev, WHY, extra)) { /* under lock: no trim */
         spw_account_add(dev, extra); /* the driver's already: counted, past the limit */
         devs[dev].forced += extra;
+        char b[SPW_SIZE_TEXT_MAX];
         if (!devs[dev].warned)
-            spw_warn("device %d: the driver's graph memory pool reserved %llu bytes more than "
+            spw_warn("device %d: the driver's graph memory pool reserved %s more than "
                      "the limit has room for (counted; cuDeviceGraphMemTrim gives it back)",
-                     dev, (unsigned long long)extra);
+                     dev, spw_size_text(b, sizeof b, extra));
         devs[dev].warned = true;
     }
     spw_account_commit_unkeyed_pt(dev, grow, WHY);

@@ -9,6 +9,7 @@
 #include "shim/hostmem.h"
 
 #include "shim/options.h"
+#include "shim/size_text.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -215,12 +216,13 @@ void spw_host_memory(struct spw_host_memory *m)
 
 const char *spw_host_memory_describe(const struct spw_host_memory *m, char *buf, size_t len)
 {
-    unsigned long long mib = (unsigned long long)(m->bytes >> 20);
+    char size[SPW_SIZE_TEXT_MAX];
+    spw_size_text(size, sizeof size, m->bytes);
     if (!m->bytes)
         snprintf(buf, len, "unknown memory");
     else if (m->bytes == m->cgroup && m->bytes != m->phys)
-        snprintf(buf, len, "the cgroup's memory limit of %llu MiB", mib);
+        snprintf(buf, len, "the cgroup's memory limit of %s", size);
     else
-        snprintf(buf, len, "the machine's %llu MiB", mib);
+        snprintf(buf, len, "the machine's %s", size);
     return buf;
 }

@@ -32,8 +32,8 @@ uint64_t spw_cgroup_memory_limit(const char *root);
  * else /). */
 void spw_host_memory(struct spw_host_memory *m);
 
-/* m->bytes as a message says where it comes from: "the machine's 65536
- * MiB", "the cgroup's memory limit of 8192 MiB" or "unknown memory".
- * Returns buf. */
+/* m->bytes as a message says where it comes from: "the machine's 64 GiB",
+ * "the cgroup's memory limit of 8 GiB" or "unknown memory" (sizes as
+ * size_text.h writes them). Returns buf. */
 const char *spw_host_memory_describe(const struct spw_host_memory *m, char *buf, size_t len);
 #endif

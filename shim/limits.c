@@ -3,6 +3,7 @@
 
 #include "shim/hostmem.h"
 #include "shim/log.h"
+#include "shim/size_text.h"
 #include "shim/spillway.h"
 #include "policy/limits.h"
 
@@ -71,11 +72,12 @@ static uint64_t device_host_limit(const struct spw_options *o, const struct spw_
     if (o->host_limit == SPW_BYTES_AUTO)
         spw_host_memory(&mem);
     uint64_t host = spw_options_host_limit(o, n, mem.bytes);
-    char who[32], how[192] = "", line[512], of[96];
+    char who[32], how[192] = "", line[512], of[96], h[SPW_SIZE_TEXT_MAX];
     if (o->host_limit == SPW_BYTES_AUTO) {
-        snprintf(how, sizeof how, " (auto: half of %s among %d device%s)",
+        snprintf(how, sizeof how, ", half of %s among %d device%s",
                  spw_host_memory_describe(&mem, of, sizeof of), n > 0 ? n : 1, n > 1 ? "s" : "");
-        spw_info("device %d: SPILLWAY_HOST_LIMIT %llu bytes%s", dev, (unsigned long long)host, how);
+        spw_info("device %d: SPILLWAY_HOST_LIMIT=auto is %s%s", dev,
+                 spw_size_text(h, sizeof h, host), how);
     }
     snprintf(who, sizeof who, "device %d", dev);
     if (pool && spw_options_check_host_room(o, who, limit, host, how, line, sizeof line))
@@ -141,9 +143,10 @@ uint64_t spw_limit(int dev)
         spw_warn("%s", note);
     if (nopool[0])
         spw_warn("%s", nopool);
+    char l[SPW_SIZE_TEXT_MAX], d[SPW_SIZE_TEXT_MAX];
     if (t)
-        spw_info("device %d: limit %llu bytes of %llu", dev, (unsigned long long)limit,
-                 (unsigned long long)t);
+        spw_info("device %d: limit %s of %s", dev, spw_size_text(l, sizeof l, limit),
+                 spw_size_text(d, sizeof d, t));
     return limit;
 }
 
@@ -168,8 +171,9 @@ void spw_limit_tell_limit(int dev, const char *why)
     void (*tell)(int, uint64_t, uint64_t) = atomic_load(&resolved);
     if (tell)
         tell(dev, limit, limit);
-    spw_warn("device %d: programs are now told the limit, %llu bytes, not %llu: %s", dev,
-             (unsigned long long)limit, (unsigned long long)told, why);
+    char l[SPW_SIZE_TEXT_MAX], t[SPW_SIZE_TEXT_MAX];
+    spw_warn("device %d: programs are now told the limit, %s, not %s: %s", dev,
+             spw_size_text(l, sizeof l, limit), spw_size_text(t, sizeof t, told), why);
 }
 
 uint64_t spw_limit_host(int dev)

@@ -98,6 +98,11 @@ uint64_t spw_options_resolve_limit(const struct spw_options *o, int dev, uint64_
  * the limit itself at the default factor of 1. */
 uint64_t spw_options_told(const struct spw_options *o, uint64_t limit);
 
+/* Where device dev's limit comes from, as the user wrote it:
+ * "SPILLWAY_MEM_LIMIT (1=8G)", "SPILLWAY_MEM_LIMIT=8G" or
+ * "SPILLWAY_MEM_FRACTION=0.75". */
+void spw_options_limit_source(const struct spw_options *o, int dev, char *buf, size_t len);
+
 /* SPILLWAY_HOST_LIMIT for one of ndev devices (ndev < 1: one) for a process
  * that may have phys bytes of memory (0: unknown; spw_host_memory: the
  * machine's, or its cgroup's limit when lower): auto is half of phys split evenly
@@ -121,8 +126,8 @@ uint64_t spw_options_phys_memory(void);
 /* Whether host_limit holds what SPILLWAY_OVERSUBSCRIBE puts past limit
  * (told - limit; always at a factor of 1). Returns 0, or -1 with err
  * holding one line: who (a device, or the variable the limit came from),
- * the figures, and what to change. how, when not NULL, says where the host
- * limit came from (", auto: ..."). */
+ * the figures, and what to change. how, when not NULL, follows the host
+ * limit's figure and says where auto's came from (", half of ..."). */
 int spw_options_check_host_room(const struct spw_options *o, const char *who, uint64_t limit,
                                 uint64_t host_limit, const char *how, char *err, size_t len);
 

@@ -4,6 +4,7 @@
  * oversubscribed program is told past the limit. Pure libc, as options.c
  * (the parser), with which the launcher links it. */
 #include "shim/options.h"
+#include "shim/size_text.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -23,61 +24,56 @@ static void format_written(char *b, size_t n, uint64_t v)
         snprintf(b, n, "%llu%c", (unsigned long long)(v >> (10 * (u + 1))), units[u]);
 }
 
-/* A byte count for a reader: 2 MiB, 81559 MiB, 268 bytes. */
-static void format_human(char *b, size_t n, uint64_t v)
+void spw_options_limit_source(const struct spw_options *o, int dev, char *buf, size_t len)
 {
-    static const char units[] = "KMGT";
-    for (int i = 3; i >= 0; i--) {
-        if (v && v % (1ull << (10 * (i + 1))) == 0) {
-            snprintf(b, n, "%llu %ciB", (unsigned long long)(v >> (10 * (i + 1))), units[i]);
-            return;
-        }
+    char v[32], f[64];
+    if (!buf || !len)
+        return;
+    if (dev >= 0 && dev < SW_MAX_DEVICES && o->mem_limit.dev[dev]) {
+        format_written(v, sizeof v, o->mem_limit.dev[dev]);
+        snprintf(buf, len, "SPILLWAY_MEM_LIMIT (%d=%s)", dev, v);
+    } else if (o->mem_limit.all) {
+        format_written(v, sizeof v, o->mem_limit.all);
+        snprintf(buf, len, "SPILLWAY_MEM_LIMIT=%s", v);
+    } else {
+        spw_options_format_decimal(f, sizeof f, o->mem_fraction);
+        snprintf(buf, len, "SPILLWAY_MEM_FRACTION=%s", f);
     }
-    if (v >= (1ull << 30))
-        snprintf(b, n, "%llu bytes (%.1f GiB)", (unsigned long long)v, (double)v / (1ull << 30));
-    else
-        snprintf(b, n, "%llu byte%s", (unsigned long long)v, v == 1 ? "" : "s");
 }
 
 /* What the options ask for device dev, and in which words (for a note). */
 static uint64_t asked_limit(const struct spw_options *o, int dev, uint64_t total, char *what,
                             size_t len)
 {
-    char v[32], t[48];
-    if (dev >= 0 && dev < SW_MAX_DEVICES && o->mem_limit.dev[dev]) {
-        format_written(v, sizeof v, o->mem_limit.dev[dev]);
-        snprintf(what, len, "SPILLWAY_MEM_LIMIT (%d=%s)", dev, v);
+    spw_options_limit_source(o, dev, what, len);
+    if (dev >= 0 && dev < SW_MAX_DEVICES && o->mem_limit.dev[dev])
         return o->mem_limit.dev[dev];
-    }
-    if (o->mem_limit.all) {
-        format_written(v, sizeof v, o->mem_limit.all);
-        snprintf(what, len, "SPILLWAY_MEM_LIMIT=%s", v);
+    if (o->mem_limit.all)
         return o->mem_limit.all;
-    }
     /* A total of UINT64_MAX (unknown) at a fraction of 1 is 2^64 as a
      * double, past what a uint64_t holds (an undefined conversion). */
     double share = (double)total * o->mem_fraction;
     uint64_t limit = share >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)share;
-    char f[64];
-    spw_options_format_decimal(f, sizeof f, o->mem_fraction);
-    format_human(v, sizeof v, limit);
-    format_human(t, sizeof t, total);
-    snprintf(what, len, "SPILLWAY_MEM_FRACTION=%s of %s (%s)", f, t, v);
+    char v[SPW_SIZE_TEXT_MAX], t[SPW_SIZE_TEXT_MAX];
+    size_t used = strlen(what);
+    if (used < len)
+        snprintf(what + used, len - used, " of %s, %s,", spw_size_text(t, sizeof t, total),
+                 spw_size_text(v, sizeof v, limit));
     return limit;
 }
 
 uint64_t spw_options_resolve_limit(const struct spw_options *o, int dev, uint64_t total,
                                    uint64_t page, char *note, size_t len)
 {
-    char what[192], a[48], b[48], c[48];
+    char what[192], a[SPW_SIZE_TEXT_MAX], b[SPW_SIZE_TEXT_MAX], c[SPW_SIZE_TEXT_MAX];
     uint64_t limit = asked_limit(o, dev, total, what, sizeof what);
     if (note && len)
         note[0] = '\0';
     /* The pool holds whole pages: less than one would be no pool at all. */
     if (page && limit < page) {
         uint64_t used = total && page > total ? total : page;
-        format_human(a, sizeof a, page);
-        format_human(c, sizeof c, used);
+        spw_size_text(a, sizeof a, page);
+        spw_size_text(c, sizeof c, used);
         if (note && len)
             snprintf(note, len, "device %d: %s is below one page (%s): using %s", dev, what, a, c);
         return used;
@@ -90,16 +86,16 @@ uint64_t spw_options_resolve_limit(const struct spw_options *o, int dev, uint64_
      * free and refused. */
     if (page)
         limit -= limit % page;
-    format_human(c, sizeof c, limit);
+    spw_size_text(c, sizeof c, limit);
     if (total && asked > total) {
-        format_human(b, sizeof b, total);
+        spw_size_text(b, sizeof b, total);
         if (note && len)
-            snprintf(note, len, "device %d: %s is more than the device has (%s): using %s", dev,
+            snprintf(note, len, "device %d: %s is more than the device's %s: using %s", dev,
                      what, b, c);
     } else if (limit != asked && (o->mem_limit.all ||
                                   (dev >= 0 && dev < SW_MAX_DEVICES && o->mem_limit.dev[dev]))) {
         /* A fraction never falls on a page: rounded without a word. */
-        format_human(a, sizeof a, page);
+        spw_size_text(a, sizeof a, page);
         if (note && len)
             snprintf(note, len, "device %d: %s is not a whole number of pages (%s): using %s",
                      dev, what, a, c);
@@ -174,11 +170,12 @@ uint64_t spw_options_host_reserve(const struct spw_options *o, int dev, uint64_t
     /* Asked for, and cut: said, as a limit above the device is. Not
      * without spill, which pins nothing ahead. */
     if (o->spill && note && len) {
-        char r[48], h[64], used[48];
+        char r[48], h[48], used[SPW_SIZE_TEXT_MAX];
         format_written(r, sizeof r, o->host_reserve);
-        format_human(used, sizeof used, host_limit);
+        spw_size_text(used, sizeof used, host_limit);
+        /* auto's figure is the one used: said once. */
         if (o->host_limit == SPW_BYTES_AUTO)
-            snprintf(h, sizeof h, "auto (%s)", used);
+            snprintf(h, sizeof h, "auto");
         else
             format_written(h, sizeof h, o->host_limit);
         snprintf(note, len,
@@ -201,16 +198,17 @@ int spw_options_check_host_room(const struct spw_options *o, const char *who, ui
     uint64_t told = spw_options_told(o, limit);
     if (told - limit <= host_limit)
         return 0;
-    char t[48], past[48], l[48], h[48];
-    format_human(t, sizeof t, told);
-    format_human(past, sizeof past, told - limit);
-    format_human(l, sizeof l, limit);
-    format_human(h, sizeof h, host_limit);
+    char t[SPW_SIZE_TEXT_MAX], past[SPW_SIZE_TEXT_MAX], l[SPW_SIZE_TEXT_MAX], h[SPW_SIZE_TEXT_MAX];
+    spw_size_text(t, sizeof t, told);
+    spw_size_text(past, sizeof past, told - limit);
+    spw_size_text(l, sizeof l, limit);
+    spw_size_text(h, sizeof h, host_limit);
     if (err && len)
         snprintf(err, len,
                  "invalid SPILLWAY_OVERSUBSCRIBE=%g for %s: programs would be told %s, and the "
                  "%s past the limit of %s must fit in pinned host memory, but "
-                 "SPILLWAY_HOST_LIMIT is %s%s: raise SPILLWAY_HOST_LIMIT or lower the factor",
-                 o->oversubscribe, who, t, past, l, h, how ? how : "");
+                 "SPILLWAY_HOST_LIMIT%s is %s%s: raise SPILLWAY_HOST_LIMIT or lower the factor",
+                 o->oversubscribe, who, t, past, l, o->host_limit == SPW_BYTES_AUTO ? "=auto" : "",
+                 h, how ? how : "");
     return -1;
 }

@@ -10,6 +10,7 @@
 #include "shim/limits.h"
 #include "shim/log.h"
 #include "shim/publish.h"
+#include "shim/size_text.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -89,6 +90,7 @@ static int set_up(int dev)
 {
     const struct spw_options *o = spw_config();
     uint64_t limit = spw_limit(dev);
+    char l[SPW_SIZE_TEXT_MAX];
     sw_policy *p = create_policy();
     if (limit == UINT64_MAX)
         return DEV_PASS;
@@ -120,9 +122,9 @@ static int set_up(int dev)
         int tried = ++setup_tries[dev];
         bool never = r == CUDA_ERROR_NOT_SUPPORTED;
         bool again = r != CUDA_ERROR_INVALID_VALUE && !never && tried < SETUP_TRIES;
-        spw_warn("device %d: cannot set up the page pool for %llu bytes (error %d%s): "
+        spw_warn("device %d: cannot set up the page pool for %s (error %d%s): "
                  "allocations pass through to the driver, capped%s",
-                 dev, (unsigned long long)limit, (int)r,
+                 dev, spw_size_text(l, sizeof l, limit), (int)r,
                  never ? ", the driver or device lacks virtual memory management" : "",
                  again ? "; will try again" : "");
         if (again)
@@ -141,7 +143,7 @@ static int set_up(int dev)
         spw_account_set_spilled_source(spw_pool_spilled_bytes);
         atomic_store_explicit(&spw_pool_spilling, p, memory_order_release);
     }
-    spw_info("device %d: page pool of %llu bytes (%s, %s)", dev, (unsigned long long)limit,
+    spw_info("device %d: page pool of %s (%s, %s)", dev, spw_size_text(l, sizeof l, limit),
              o->preallocate ? "preallocated" : "on demand",
              o->spill ? "spills to host memory when full" : "no spill");
     return DEV_POOL;
@@ -269,12 +271,13 @@ int spw_pool_lend(int dev, int reason, uint64_t bytes)
         spw_pool_publish(dev); /* the pages it gave back */
         return 0;
     }
+    char b[SPW_SIZE_TEXT_MAX];
     if (r == CUDA_ERROR_OUT_OF_MEMORY)
         spw_account_note_pool_oom(dev, bytes, (int)SW_OOM_LIMIT);
     else
-        spw_warn("device %d: the pool could not give back pages for %llu bytes outside it "
+        spw_warn("device %d: the pool could not give back pages for %s outside it "
                  "(error %d): refused",
-                 dev, (unsigned long long)bytes, (int)r);
+                 dev, spw_size_text(b, sizeof b, bytes), (int)r);
     return -1;
 }
 

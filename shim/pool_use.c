@@ -40,6 +40,7 @@
 #include "shim/log.h"
 #include "shim/mempools.h" /* SPW_MAX_POOLS */
 #include "shim/ptrmap.h"
+#include "shim/size_text.h"
 
 struct pool_use {
     _Atomic uint64_t used, reserved, used_high, reserved_high;
@@ -89,9 +90,10 @@ void spw_pool_use_add(int slot, CUdeviceptr ptr, uint64_t bytes, uint64_t footpr
     /* A stale entry cannot be there: a block's entry is taken before the
      * policy frees it, and the address is handed out only after. */
     if (spw_map_insert(&owners, (uint64_t)ptr, slot, bytes, NULL) < 0) {
-        spw_warn("out of memory for the pool-usage table: 0x%llx (%llu bytes) is left out of its "
+        char b[SPW_SIZE_TEXT_MAX];
+        spw_warn("out of memory for the pool-usage table: 0x%llx of %s is left out of its "
                  "memory pool's USED/RESERVED attributes", (unsigned long long)ptr,
-                 (unsigned long long)bytes);
+                 spw_size_text(b, sizeof b, bytes));
         return;
     }
     count(slot, bytes, footprint);

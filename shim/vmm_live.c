@@ -14,6 +14,7 @@
 
 #include "shim/handler.h"
 #include "shim/log.h"
+#include "shim/size_text.h"
 #include "policy/policy.h"
 
 struct live {
@@ -104,9 +105,10 @@ void spw_live_mapped(uint64_t key, CUdeviceptr va, size_t size)
         l->maps++;
     } else {
         /* Its count then leaves at cuMemRelease, as with no mapping. */
-        spw_warn("out of memory recording a mapping of %zu bytes: its count may leave before "
+        char b[SPW_SIZE_TEXT_MAX];
+        spw_warn("out of memory recording a mapping of %s: its count may leave before "
                  "its memory does",
-                 size);
+                 spw_size_text(b, sizeof b, size));
         if (made)
             drop(l);
     }

@@ -34,19 +34,50 @@ bool diff_reasons_begin(struct diff_reasons *r)
     return true;
 }
 
-/* The first "<number> bytes" after "out of memory", the requested size in
- * both of today's lines. */
+/* The size at p, as spillway writes one (shim/size_text.h): "4097 bytes",
+ * "1 byte", "32 MiB", "1.5 GiB", or "4.0 KiB (4097 bytes)" (a rounded
+ * figure, the exact count after it); or the plain "<number> bytes" of
+ * lines before size_text.c. false if p starts none. */
+static bool size_at(const char *p, uint64_t *bytes)
+{
+    static const char units[] = "KMGTPE";
+    char *end;
+    unsigned long long whole = strtoull(p, &end, 10), tenths = 0;
+    bool decimal = end[0] == '.' && end[1] >= '0' && end[1] <= '9';
+    if (decimal) {
+        tenths = (unsigned long long)(end[1] - '0');
+        end += 2;
+    }
+    if (!decimal && (strncmp(end, " bytes", 6) == 0 || strncmp(end, " byte", 5) == 0)) {
+        *bytes = whole;
+        return true;
+    }
+    const char *u = end[0] == ' ' && end[1] ? strchr(units, end[1]) : NULL;
+    if (!u || strncmp(end + 2, "iB", 2) != 0)
+        return false;
+    end += 4;
+    if (strncmp(end, " (", 2) == 0) { /* rounded: the exact count follows */
+        char *count_end;
+        unsigned long long exact = strtoull(end + 2, &count_end, 10);
+        if (count_end > end + 2 && strncmp(count_end, " bytes)", 7) == 0) {
+            *bytes = exact;
+            return true;
+        }
+    }
+    unsigned shift = 10 * (unsigned)(u - units + 1);
+    *bytes = (whole << shift) + (tenths << shift) / 10;
+    return true;
+}
+
+/* The first size after "out of memory", the requested size in every
+ * refusal line. */
 static bool bytes_of(const char *s, uint64_t *bytes)
 {
     for (const char *p = s; *p; p++) {
-        if (*p < '0' || *p > '9' || (p > s && p[-1] >= '0' && p[-1] <= '9'))
+        if (*p < '0' || *p > '9' || (p > s && ((p[-1] >= '0' && p[-1] <= '9') || p[-1] == '.')))
             continue;
-        char *end;
-        unsigned long long v = strtoull(p, &end, 10);
-        if (strncmp(end, " bytes", 6) == 0) {
-            *bytes = v;
+        if (size_at(p, bytes))
             return true;
-        }
     }
     return false;
 }

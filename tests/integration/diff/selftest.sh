@@ -27,7 +27,14 @@ reasons() {
     classify "address-space 4194304" "$p 4194304 bytes refused (address-space): the driver refused more virtual address space (1 bytes in use)" &&
     classify "host-limit 2097152" "$p 2097152 bytes refused (host-limit): spill found no pinned host memory left within SPILLWAY_HOST_LIMIT (1 bytes in use)" &&
     classify "driver 2097152" "$p 2097152 bytes refused (driver): the driver has no memory left to give (1 bytes in use)" &&
-    classify "not a refusal" "spillway: device 0: page pool of 67108864 bytes"
+    classify "not a refusal" "spillway: device 0: page pool of 67108864 bytes" &&
+    # Sizes as shim/size_text.c writes them: exact, or rounded with the count.
+    classify "limit 33554432" "$p 32 MiB refused (limit): it would pass the limit of 64 MiB, with 64 MiB in use" &&
+    classify "limit 1610612736" "$p 1.5 GiB refused (limit): it would pass the limit of 64 MiB, with 0 bytes in use" &&
+    classify "host-limit 4097" "$p 4.0 KiB (4097 bytes) refused (host-limit): spill found no pinned host memory left within SPILLWAY_HOST_LIMIT, with 1 byte in use" &&
+    classify "too-large 1099511627776" "$p 1 TiB refused (too-large): one allocation larger than the limit of 64 MiB (with spill: than the limit and SPILLWAY_HOST_LIMIT together), with 2 MiB in use" &&
+    classify "driver 100" "$p 100 bytes refused (driver): the driver has no memory left to give, with 1.5 GiB (1610612737 bytes) in use" &&
+    classify "not a refusal" "spillway: device 0: page pool of 64 MiB (preallocated, no spill)"
 }
 
 determinism() {

@@ -73,7 +73,7 @@ out=$(env SPILLWAY_OVERSUBSCRIBE=2 SPILLWAY_MEM_LIMIT=64M SPILLWAY_HOST_LIMIT=1G
 bad=0
 [[ $out == *"fill 0 bytes $((64 * M)) err 2"* ]] || bad=1
 [[ $out == *"after dev 0 total $((64 * M)) free 0"* ]] || bad=1
-[ "$(printf '%s\n' "$out" | grep -c 'programs are now told the limit, 67108864 bytes, not 134217728')" = 1 ] || bad=1
+[ "$(printf '%s\n' "$out" | grep -c 'programs are now told the limit, 64 MiB, not 128 MiB')" = 1 ] || bad=1
 [ $bad = 0 ] || printf '%s\n' "$out"
 check "F = 2, the pool refused: told the limit once it is known, one warning" $bad
 
@@ -130,7 +130,7 @@ b=$(env "${big[@]}" SPILLWAY_LIB="$LIB" "$SPW" run -- "$PROBE" info 2>&1 >/dev/n
 bad=0
 [ $ra = 2 ] && [ $rb = 2 ] && [ "$a" = "$b" ] || bad=1
 [ "$(printf '%s\n' "$a" | wc -l)" = 1 ] || bad=1
-[[ $a == "spillway: invalid SPILLWAY_OVERSUBSCRIBE=2 for device 0: "*"SPILLWAY_HOST_LIMIT is "*"(auto: "* ]] || bad=1
+[[ $a == "spillway: invalid SPILLWAY_OVERSUBSCRIBE=2 for device 0: "*"SPILLWAY_HOST_LIMIT=auto is "*", half of the "* ]] || bad=1
 [ $bad = 0 ] || printf '  exit %s/%s\n  library:  %s\n  launcher: %s\n' $ra $rb "$a" "$b"
 check "limit in bytes, auto host limit too small for it: refused at the device's first use" $bad
 refused "invalid SPILLWAY_OVERSUBSCRIBE='0.5'" SPILLWAY_OVERSUBSCRIBE=0.5
@@ -147,7 +147,7 @@ echo "0::/job" >"$cg/proc/self/cgroup"
 echo "30 23 0:27 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 cgroup2 rw" \
     >"$cg/proc/self/mountinfo"
 echo $((96 * M)) >"$cg/sys/fs/cgroup/job/memory.max"
-refused "the 64 MiB past the limit of 64 MiB must fit in pinned host memory, but SPILLWAY_HOST_LIMIT is 48 MiB (auto: half of the cgroup's memory limit of 96 MiB" \
+refused "the 64 MiB past the limit of 64 MiB must fit in pinned host memory, but SPILLWAY_HOST_LIMIT=auto is 48 MiB, half of the cgroup's memory limit of 96 MiB among 1 device: raise" \
     SPW_TEST_CGROUP_ROOT="$cg" SPILLWAY_OVERSUBSCRIBE=2 SPILLWAY_MEM_LIMIT=64M
 echo max >"$cg/sys/fs/cgroup/job/memory.max"
 out=$(env SPW_TEST_CGROUP_ROOT="$cg" SPILLWAY_OVERSUBSCRIBE=2 SPILLWAY_MEM_LIMIT=64M \

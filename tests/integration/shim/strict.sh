@@ -62,10 +62,10 @@ warned() {
 }
 
 warned --limit 1 -- "spillway: device 0: SPILLWAY_MEM_LIMIT=1 is below one page (2 MiB): using 2 MiB"
-warned --limit 99999T -- "spillway: device 0: SPILLWAY_MEM_LIMIT=99999T is more than the device has (256 MiB): using 256 MiB"
+warned --limit 99999T -- "spillway: device 0: SPILLWAY_MEM_LIMIT=99999T is more than the device's 256 MiB: using 256 MiB"
 warned --limit 0=8G,5=1G -- \
     "spillway: SPILLWAY_MEM_LIMIT names device 5, but CUDA sees 1 device (0): its limit is unused" \
-    "spillway: device 0: SPILLWAY_MEM_LIMIT (0=8G) is more than the device has (256 MiB): using 256 MiB"
+    "spillway: device 0: SPILLWAY_MEM_LIMIT (0=8G) is more than the device's 256 MiB: using 256 MiB"
 warned --fraction 0.000001 -- "is below one page (2 MiB): using 2 MiB"
 
 # The limit the program sees is what the warning says.

@@ -310,8 +310,8 @@ START_TEST(limit_above_the_device_is_the_device)
     uint64_t limit = DEVICE_MEM;
     expect_limits(ENV("SPILLWAY_MEM_LIMIT=99999T"), &limit, 1);
     expect_warning(ENV("SPILLWAY_MEM_LIMIT=99999T"),
-                   "spillway: device 0: SPILLWAY_MEM_LIMIT=99999T is more than the device has "
-                   "(256 MiB): using 256 MiB\n");
+                   "spillway: device 0: SPILLWAY_MEM_LIMIT=99999T is more than the device's "
+                   "256 MiB: using 256 MiB\n");
 }
 END_TEST
 
@@ -335,7 +335,7 @@ START_TEST(limit_below_a_page_is_a_page)
     expect_warning(ENV("SPILLWAY_MEM_LIMIT=1"),
                    "spillway: device 0: SPILLWAY_MEM_LIMIT=1 is below one page (2 MiB): using 2 MiB\n");
     expect_warning(ENV("SPILLWAY_MEM_FRACTION=0.000001"),
-                   "spillway: device 0: SPILLWAY_MEM_FRACTION=0.000001 of 256 MiB (268 bytes) is "
+                   "spillway: device 0: SPILLWAY_MEM_FRACTION=0.000001 of 256 MiB, 268 bytes, is "
                    "below one page (2 MiB): using 2 MiB\n");
     struct run r;
     run_probe(&r, 1, ENV("SPILLWAY_MEM_LIMIT=1"), ARGS("alloc", "0", "1048576"));

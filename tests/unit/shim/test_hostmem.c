@@ -5,6 +5,7 @@
  * container's mount root, none, and garbage, which is skipped. */
 #include "tests/unit/check_compat.h"
 #include "shim/hostmem.h"
+#include "shim/size_text.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -214,11 +215,17 @@ START_TEST(host_memory_is_the_lower_and_says_which)
     ck_assert_uint_eq(m.cgroup, 96 * MiB);
     ck_assert_uint_eq(m.bytes, 96 * MiB);
     ck_assert_str_eq(spw_host_memory_describe(&m, what, sizeof what), "the cgroup's memory limit of 96 MiB");
+    /* Not a whole number of MiB: said exactly (it was cut to 95 MiB). */
+    put("sys/fs/cgroup/job/memory.max", "100000000\n");
+    spw_host_memory(&m);
+    ck_assert_str_eq(spw_host_memory_describe(&m, what, sizeof what),
+                     "the cgroup's memory limit of 95.4 MiB (100000000 bytes)");
     put("sys/fs/cgroup/job/memory.max", "max\n");
     spw_host_memory(&m);
     ck_assert_uint_eq(m.cgroup, NONE);
     ck_assert_uint_eq(m.bytes, m.phys);
-    snprintf(what, sizeof what, "the machine's %llu MiB", (unsigned long long)(m.phys >> 20));
+    char size[SPW_SIZE_TEXT_MAX];
+    snprintf(what, sizeof what, "the machine's %s", spw_size_text(size, sizeof size, m.phys));
     char said[96];
     ck_assert_str_eq(spw_host_memory_describe(&m, said, sizeof said), what);
     /* A limit above the machine's memory (v1 often has one) changes nothing. */

@@ -406,15 +406,15 @@ START_TEST(limit_below_a_page_or_above_the_device_is_noted)
     ck_assert_str_eq(note, "device 5: SPILLWAY_MEM_LIMIT (5=1K) is below one page (2 MiB): using 2 MiB");
     ck_assert_uint_eq(resolve("SPILLWAY_MEM_FRACTION", "0.000001", 1, total, note, sizeof note), 2 * MiB);
     /* As a user writes it: 1e-06, as %g put it, is no value the parser takes. */
-    ck_assert_str_eq(note, "device 1: SPILLWAY_MEM_FRACTION=0.000001 of 256 MiB (268 bytes) is below "
+    ck_assert_str_eq(note, "device 1: SPILLWAY_MEM_FRACTION=0.000001 of 256 MiB, 268 bytes, is below "
                            "one page (2 MiB): using 2 MiB");
     ck_assert_uint_eq(resolve("SPILLWAY_MEM_LIMIT", "99999T", 0, total, note, sizeof note), total);
-    ck_assert_str_eq(note, "device 0: SPILLWAY_MEM_LIMIT=99999T is more than the device has "
-                           "(256 MiB): using 256 MiB");
+    ck_assert_str_eq(note, "device 0: SPILLWAY_MEM_LIMIT=99999T is more than the device's "
+                           "256 MiB: using 256 MiB");
     /* A device's total is no whole number of pages: its whole pages. */
     ck_assert_uint_eq(resolve("SPILLWAY_MEM_LIMIT", "0=8G", 0, total + 1, note, sizeof note), total);
-    ck_assert_str_eq(note, "device 0: SPILLWAY_MEM_LIMIT (0=8G) is more than the device has "
-                           "(268435457 bytes): using 256 MiB");
+    ck_assert_str_eq(note, "device 0: SPILLWAY_MEM_LIMIT (0=8G) is more than the device's "
+                           "256.0 MiB (268435457 bytes): using 256 MiB");
     /* The pool holds whole pages: the program was told 3M and, spill off,
      * refused the third (strict.sh's "the free bytes reported can be
      * allocated"). */
@@ -556,10 +556,15 @@ START_TEST(told_and_host_limit)
     ck_assert_uint_eq(spw_options_host_limit(&o, 4, 64ull << 30), 5 << 20);
     /* The rule at its edge: (F - 1) x the limit is enough, a byte less is not. */
     ck_assert_int_eq(spw_options_check_host_room(&o, "device 0", 10 << 20, 5 << 20, NULL, err, sizeof err), 0);
-    ck_assert_int_eq(spw_options_check_host_room(&o, "device 0", 10 << 20, (5 << 20) - 1, " (auto: x)", err,
+    ck_assert_int_eq(spw_options_check_host_room(&o, "device 0", 10 << 20, (5 << 20) - 1, NULL, err,
                                                  sizeof err), -1);
     ck_assert_ptr_nonnull(strstr(err, "for device 0: programs would be told 15 MiB"));
-    ck_assert_ptr_nonnull(strstr(err, "(auto: x): raise"));
+    ck_assert_ptr_nonnull(strstr(err, "but SPILLWAY_HOST_LIMIT is 5.0 MiB (5242879 bytes): raise"));
+    /* auto: named, and where its figure came from after it. */
+    o.host_limit = SPW_BYTES_AUTO;
+    ck_assert_int_eq(spw_options_check_host_room(&o, "device 0", 10 << 20, (5 << 20) - 1,
+                                                 ", half of x", err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "but SPILLWAY_HOST_LIMIT=auto is 5.0 MiB (5242879 bytes), half of x: raise"));
     ck_assert_uint_gt(spw_options_phys_memory(), 0);
 }
 END_TEST
@@ -577,12 +582,12 @@ START_TEST(host_reserve_above_the_host_limit_is_noted)
     ck_assert_uint_eq(spw_options_host_reserve(&o, 1, 16 * GiB, 8 * GiB, note, sizeof note), 8 * GiB);
     ck_assert_str_eq(note, "device 1: SPILLWAY_HOST_RESERVE=99T is more than the host limit, "
                            "SPILLWAY_HOST_LIMIT=8G: using 8 GiB");
-    /* The host limit auto: the figure it came to. */
+    /* The host limit auto: the figure it came to, once. */
     const char *const auto_host[] = {"SPILLWAY_HOST_RESERVE=99T", NULL};
     ck_assert_int_eq(load_list(auto_host, &o, err, sizeof err), 0);
     ck_assert_uint_eq(spw_options_host_reserve(&o, 0, 16 * GiB, 3 * GiB, note, sizeof note), 3 * GiB);
     ck_assert_str_eq(note, "device 0: SPILLWAY_HOST_RESERVE=99T is more than the host limit, "
-                           "SPILLWAY_HOST_LIMIT=auto (3 GiB): using 3 GiB");
+                           "SPILLWAY_HOST_LIMIT=auto: using 3 GiB");
     /* Within it, or equal: as asked, no word. */
     ck_assert_uint_eq(spw_options_host_reserve(&o, 0, 16 * GiB, 99ull << 40, note, sizeof note),
                       99ull << 40);

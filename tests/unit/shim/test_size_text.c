@@ -11,11 +11,12 @@
 #define TiB (1ull << 40)
 #define EiB (1ull << 60)
 
-static void expect(uint64_t bytes, const char *want)
-{
-    char b[SPW_SIZE_TEXT_MAX];
-    ck_assert_str_eq(spw_size_text(b, sizeof b, bytes), want);
-}
+/* A macro, so that a failure names the line of the case. */
+#define expect(bytes, want)                                                                  \
+    do {                                                                                     \
+        char b_[SPW_SIZE_TEXT_MAX];                                                          \
+        ck_assert_str_eq(spw_size_text(b_, sizeof b_, (bytes)), (want));                     \
+    } while (0)
 
 START_TEST(exact_sizes_in_their_largest_unit)
 {
