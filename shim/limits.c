@@ -63,9 +63,11 @@ static void refuse_configuration(const char *line)
 
 /* The host limit of device dev once its limit is known; with
  * SPILLWAY_OVERSUBSCRIBE above 1, also that it holds what the factor puts
- * past the limit (else the program stops: see refuse_configuration). */
+ * past the limit (else the program stops: see refuse_configuration).
+ * said gets the info line that names it, for the thread that keeps the
+ * figures to log (empty when there is nothing to say: see below). */
 static uint64_t device_host_limit(const struct spw_options *o, const struct spw_device_query *q,
-                                  int dev, uint64_t limit, bool pool)
+                                  int dev, uint64_t limit, bool pool, char *said, size_t len)
 {
     int n = q->count ? q->count() : -1;
     struct spw_host_memory mem = {0};
@@ -73,15 +75,25 @@ static uint64_t device_host_limit(const struct spw_options *o, const struct spw_
         spw_host_memory(&mem);
     uint64_t host = spw_options_host_limit(o, n, mem.bytes);
     char who[32], how[192] = "", line[512], of[96], h[SPW_SIZE_TEXT_MAX];
-    if (o->host_limit == SPW_BYTES_AUTO) {
+    if (o->host_limit == SPW_BYTES_AUTO)
         snprintf(how, sizeof how, ", half of %s among %d device%s",
                  spw_host_memory_describe(&mem, of, sizeof of), n > 0 ? n : 1, n > 1 ? "s" : "");
-        spw_info("device %d: SPILLWAY_HOST_LIMIT=auto is %s%s", dev,
-                 spw_size_text(h, sizeof h, host), how);
-    }
     snprintf(who, sizeof who, "device %d", dev);
     if (pool && spw_options_check_host_room(o, who, limit, host, how, line, sizeof line))
         refuse_configuration(line);
+    /* Only spill takes host pages (policy/acquire.c: none without it), and
+     * only the pool's: without either the host limit means nothing, and a
+     * line naming it would only mislead. */
+    said[0] = '\0';
+    if (!o->spill || !pool)
+        return host;
+    if (host == UINT64_MAX)
+        snprintf(said, len, "device %d: spill may pin host memory without a limit, by "
+                 "SPILLWAY_HOST_LIMIT=unlimited", dev);
+    else
+        snprintf(said, len, "device %d: spill may pin up to %s of host memory, by "
+                 "SPILLWAY_HOST_LIMIT%s%s", dev, spw_size_text(h, sizeof h, host),
+                 how[0] ? "=auto" : "", how);
     return host;
 }
 
@@ -124,7 +136,9 @@ uint64_t spw_limit(int dev)
                  "the limit",
                  dev, o->oversubscribe);
     /* Racing threads store the same figures. */
-    atomic_store(&c->host_limit, device_host_limit(o, q, dev, limit, pool));
+    char host_line[512];
+    atomic_store(&c->host_limit,
+                 device_host_limit(o, q, dev, limit, pool, host_line, sizeof host_line));
     /* Whole pages, as the limit: the part past it lives in whole host
      * pages, and a host limit of (F - 1) x the limit (what the README
      * asks) holds only the whole ones: a program that took all it was told
@@ -143,10 +157,15 @@ uint64_t spw_limit(int dev)
         spw_warn("%s", note);
     if (nopool[0])
         spw_warn("%s", nopool);
-    char l[SPW_SIZE_TEXT_MAX], d[SPW_SIZE_TEXT_MAX];
-    if (t)
-        spw_info("device %d: limit %s of %s", dev, spw_size_text(l, sizeof l, limit),
-                 spw_size_text(d, sizeof d, t));
+    /* What the program is told and why, then what spill may pin: the
+     * figures an operator compares with what the job did. */
+    if (spw_log_enabled(SPW_LOG_INFO)) {
+        char line[512];
+        spw_options_describe_limit(o, dev, t, limit, atomic_load(&c->told), pool, line, sizeof line);
+        spw_info("%s", line);
+        if (host_line[0])
+            spw_info("%s", host_line);
+    }
     return limit;
 }
 

@@ -103,6 +103,15 @@ uint64_t spw_options_told(const struct spw_options *o, uint64_t limit);
  * "SPILLWAY_MEM_FRACTION=0.75". */
 void spw_options_limit_source(const struct spw_options *o, int dev, char *buf, size_t len);
 
+/* The info line of device dev once its limit is resolved (README, "The
+ * log"): the limit, of the device's total (0: unknown), where it comes
+ * from, what programs are told the device has (told) and why: the limit,
+ * or SPILLWAY_OVERSUBSCRIBE x it in whole pages, the rest in host memory;
+ * pool is 0 where the page pool cannot be made (the factor does not apply
+ * there). Returns what snprintf returns. */
+int spw_options_describe_limit(const struct spw_options *o, int dev, uint64_t total,
+                               uint64_t limit, uint64_t told, int pool, char *buf, size_t len);
+
 /* SPILLWAY_HOST_LIMIT for one of ndev devices (ndev < 1: one) for a process
  * that may have phys bytes of memory (0: unknown; spw_host_memory: the
  * machine's, or its cgroup's limit when lower): auto is half of phys split evenly

@@ -1,5 +1,6 @@
 /* What the options mean for a device once the driver has told its size:
- * the limit and the words a note gives it, the size a program is told,
+ * the limit and the words a note gives it, the size a program is told
+ * (and the info line that says both),
  * the host limit and reserve, and whether the host limit holds what an
  * oversubscribed program is told past the limit. Pure libc, as options.c
  * (the parser), with which the launcher links it. */
@@ -146,6 +147,33 @@ uint64_t spw_options_told(const struct spw_options *o, uint64_t limit)
         return limit;
     double told = o->oversubscribe * (double)limit;
     return told >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)told;
+}
+
+int spw_options_describe_limit(const struct spw_options *o, int dev, uint64_t total,
+                               uint64_t limit, uint64_t told, int pool, char *buf, size_t len)
+{
+    char l[SPW_SIZE_TEXT_MAX], t[SPW_SIZE_TEXT_MAX], tt[SPW_SIZE_TEXT_MAX + 24];
+    char src[96], f[64], why[192];
+    spw_options_limit_source(o, dev, src, sizeof src);
+    spw_options_format_decimal(f, sizeof f, o->oversubscribe);
+    tt[0] = '\0';
+    if (total)
+        snprintf(tt, sizeof tt, " of the device's %s", spw_size_text(t, sizeof t, total));
+    if (told > limit)
+        snprintf(why, sizeof why, "SPILLWAY_OVERSUBSCRIBE=%s x the limit%s: the %s past it live in "
+                 "pinned host memory", f, told != spw_options_told(o, limit) ? " in whole pages" : "",
+                 spw_size_text(t, sizeof t, told - limit));
+    else if (o->oversubscribe <= 1.0 || told < limit)
+        snprintf(why, sizeof why, "the limit");
+    else if (!pool)
+        snprintf(why, sizeof why, "the limit: SPILLWAY_OVERSUBSCRIBE=%s does not apply without "
+                 "the page pool", f);
+    else
+        snprintf(why, sizeof why, "the limit: SPILLWAY_OVERSUBSCRIBE=%s x the limit is less "
+                 "than a page more", f);
+    return snprintf(buf, len, "device %d: limit %s%s, by %s; programs are told the device has %s, %s",
+                    dev, spw_size_text(l, sizeof l, limit), tt, src,
+                    spw_size_text(t, sizeof t, told), why);
 }
 
 uint64_t spw_options_host_limit(const struct spw_options *o, int ndev, uint64_t phys)

@@ -143,7 +143,7 @@ static int set_up(int dev)
         spw_account_set_spilled_source(spw_pool_spilled_bytes);
         atomic_store_explicit(&spw_pool_spilling, p, memory_order_release);
     }
-    spw_info("device %d: page pool of %s (%s, %s)", dev, spw_size_text(l, sizeof l, limit),
+    spw_info("device %d: page pool of %s: %s, %s", dev, spw_size_text(l, sizeof l, limit),
              o->preallocate ? "preallocated" : "on demand",
              o->spill ? "spills to host memory when full" : "no spill");
     return DEV_POOL;

@@ -34,7 +34,7 @@ reasons() {
     classify "host-limit 4097" "$p 4.0 KiB (4097 bytes) refused (host-limit): spill found no pinned host memory left within SPILLWAY_HOST_LIMIT, with 1 byte in use" &&
     classify "too-large 1099511627776" "$p 1 TiB refused (too-large): one allocation larger than the limit of 64 MiB (with spill: than the limit and SPILLWAY_HOST_LIMIT together), with 2 MiB in use" &&
     classify "driver 100" "$p 100 bytes refused (driver): the driver has no memory left to give, with 1.5 GiB (1610612737 bytes) in use" &&
-    classify "not a refusal" "spillway: device 0: page pool of 64 MiB (preallocated, no spill)"
+    classify "not a refusal" "spillway: device 0: page pool of 64 MiB: preallocated, no spill"
 }
 
 determinism() {

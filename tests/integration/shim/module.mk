@@ -16,6 +16,9 @@ $(BUILD)/tests/integration/shim_oversub: $(BUILD)/tests/integration/shim/test_ov
 ALL_TARGETS += $(BUILD)/tests/integration/shim_oversub
 UNIT_TESTS += tests/integration/shim/oversub.sh
 
+# What the info log says of each device at its first use (startlog.sh).
+UNIT_TESTS += tests/integration/shim/startlog.sh
+
 # Launches counted (issue 10's launch rows rely on it): launches.sh runs
 # test_launches.c.
 $(BUILD)/tests/integration/shim_launches: $(BUILD)/tests/integration/shim/test_launches.o \

@@ -609,6 +609,46 @@ START_TEST(host_reserve_above_the_host_limit_is_noted)
 }
 END_TEST
 
+/* The info line of a device (README, "The log"): the limit, its source,
+ * what programs are told and why. It said "limit 268435456 bytes of
+ * 1073741824", and nothing of what programs were told. */
+START_TEST(limit_line_says_what_programs_are_told)
+{
+    struct spw_options o;
+    char err[256], line[512];
+    const uint64_t GiB = 1ull << 30;
+    const char *const fraction[] = {"SPILLWAY_MEM_FRACTION=0.25", NULL};
+    ck_assert_int_eq(load_list(fraction, &o, err, sizeof err), 0);
+    spw_options_describe_limit(&o, 0, GiB, GiB / 4, GiB / 4, 1, line, sizeof line);
+    ck_assert_str_eq(line, "device 0: limit 256 MiB of the device's 1 GiB, by "
+                           "SPILLWAY_MEM_FRACTION=0.25; programs are told the device has "
+                           "256 MiB, the limit");
+    const char *const over[] = {"SPILLWAY_MEM_LIMIT=0=8G,1=16G", "SPILLWAY_OVERSUBSCRIBE=1.5", NULL};
+    ck_assert_int_eq(load_list(over, &o, err, sizeof err), 0);
+    spw_options_describe_limit(&o, 1, 81559 * (GiB >> 10), 16 * GiB, 24 * GiB, 1, line, sizeof line);
+    ck_assert_str_eq(line, "device 1: limit 16 GiB of the device's 79.6 GiB (85520809984 bytes), by "
+                           "SPILLWAY_MEM_LIMIT (1=16G); programs are told the device has 24 GiB, "
+                           "SPILLWAY_OVERSUBSCRIBE=1.5 x the limit: the 8 GiB past it live in "
+                           "pinned host memory");
+    /* Rounded down to whole pages; an unknown total is not said. */
+    spw_options_describe_limit(&o, 0, 0, 6 << 20, 8 << 20, 1, line, sizeof line);
+    ck_assert_str_eq(line, "device 0: limit 6 MiB, by SPILLWAY_MEM_LIMIT (0=8G); programs are "
+                           "told the device has 8 MiB, SPILLWAY_OVERSUBSCRIBE=1.5 x the limit in "
+                           "whole pages: the 2 MiB past it live in pinned host memory");
+    /* Told the limit all the same: without a pool, and when the factor
+     * adds less than a page. */
+    spw_options_describe_limit(&o, 0, GiB, 8 * GiB, 8 * GiB, 0, line, sizeof line);
+    ck_assert_ptr_nonnull(strstr(line, "; programs are told the device has 8 GiB, the limit: "
+                                       "SPILLWAY_OVERSUBSCRIBE=1.5 does not apply without the page pool"));
+    spw_options_describe_limit(&o, 0, GiB, 2 << 20, 2 << 20, 1, line, sizeof line);
+    ck_assert_ptr_nonnull(strstr(line, "; programs are told the device has 2 MiB, the limit: "
+                                       "SPILLWAY_OVERSUBSCRIBE=1.5 x the limit is less than a page more"));
+    char src[96];
+    spw_options_limit_source(&o, 5, src, sizeof src);
+    ck_assert_str_eq(src, "SPILLWAY_MEM_FRACTION=0.75");
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("shim_options");
@@ -634,6 +674,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, oversubscribe_rules);
     tcase_add_test(tc, told_and_host_limit);
     tcase_add_test(tc, host_reserve_above_the_host_limit_is_noted);
+    tcase_add_test(tc, limit_line_says_what_programs_are_told);
     suite_add_tcase(s, tc);
     return s;
 }
