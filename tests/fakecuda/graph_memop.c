@@ -1,7 +1,8 @@
 /* fakecuda: batch memory operation nodes (CU_GRAPH_NODE_TYPE_BATCH_MEM_OP,
  * CUDA 11.7: cuGraphAddBatchMemOpNode, its getter and setter, and the
  * executable graph's setter; cuGraphAddNode and the generic setters reach
- * them through graph_node.c and graph_exec_update.c). As the reference
+ * them through graph_node.c and graph_exec_update.c; a capture of stream
+ * memory operations makes them too, memops.c). As the reference
  * describes them:
  *
  *  - their operations are cuStreamBatchMemOp's ("See cuStreamBatchMemOp

@@ -7,14 +7,20 @@
  * stream order; a wait holds the stream until the condition (GEQ, cyclic
  * on 32 bits; EQ; AND; NOR) holds on the memory. Flags the driver refuses
  * are refused. The same checks and the same running serve batch memory
- * operation nodes (graph_memop.c). Not captured: on a capturing stream
- * the call fails and invalidates the capture (a capture into a batch
- * memory operation node is not modelled). */
+ * operation nodes (graph_memop.c). On a capturing stream each call
+ * becomes one batch memory operation node (CU_GRAPH_NODE_TYPE_BATCH_MEM_OP)
+ * of its operations as given, in the stream's context, flags 0: its values
+ * are replayed as captured at every launch. The reference says nothing of
+ * it; the real driver's users rely on it (NCCL's CE collectives and RMA,
+ * src/ce_coll.cc and src/rma/rma_ce.cc, issue cuStreamBatchMemOp on the
+ * capturing stream of a graph-captured plan, a reset write after each wait
+ * because the captured values replay; programs count one such node per
+ * call in their captured graphs: tests/gpu/README.md, item 22). */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "tests/fakecuda/internal.h"
+#include "tests/fakecuda/graph.h"
 
 struct memop {
     CUstreamBatchMemOpType type;
@@ -147,6 +153,23 @@ struct fc_use fc_memop_use(const CUstreamBatchMemOpParams *op)
     return (struct fc_use){{named ? (uintptr_t)m.addr : 0, 0}, {named ? m.width : 0, 0}};
 }
 
+/* The node a capture makes of a checked batch on s: its operations copied
+ * (the caller's array is the caller's again when the call returns); NULL
+ * when out of memory. */
+static struct CUgraphNode_st *captured(struct CUstream_st *s, const CUstreamBatchMemOpParams *ops,
+                                       unsigned count)
+{
+    struct fc_memop_node m, in = {(CUstreamBatchMemOpParams *)ops, count, 0, fc_stream_ctx(s)};
+    if (fc_memop_node_copy(&m, &in) != CUDA_SUCCESS)
+        return NULL;
+    struct CUgraphNode_st *n = fc_node_new(CU_GRAPH_NODE_TYPE_BATCH_MEM_OP);
+    if (n)
+        n->u.memop = m;
+    else
+        fc_memop_node_free(&m);
+    return n;
+}
+
 static CUresult batch(CUstream h, unsigned count, const CUstreamBatchMemOpParams *ops,
                       unsigned flags, bool ptsz)
 {
@@ -158,21 +181,17 @@ static CUresult batch(CUstream h, unsigned count, const CUstreamBatchMemOpParams
         return CUDA_ERROR_INVALID_VALUE;
     if ((r = fc_memops_check(ops, count)) != CUDA_SUCCESS)
         return r;
+    bool capturing = false;
+    if ((r = fc_capture_enter(s, &capturing)) != CUDA_SUCCESS)
+        return r;
+    if (capturing)
+        return fc_capture_add(s, captured(s, ops, count));
     struct memop_batch *b = malloc(sizeof *b + count * sizeof b->op[0]);
     if (!b)
         return CUDA_ERROR_OUT_OF_MEMORY;
     b->n = count;
     for (unsigned i = 0; i < count; i++)
         decode(&ops[i], &b->op[i]);
-    bool capturing = false;
-    if ((r = fc_capture_enter(s, &capturing)) != CUDA_SUCCESS) {
-        free(b);
-        return r;
-    }
-    if (capturing) {
-        free(b);
-        return fc_capture_add(s, NULL);
-    }
     uint64_t seq = fc_stream_enqueue(s, run_batch, b, NULL);
     /* b is the worker's now: the addresses again from ops. */
     for (unsigned i = 0; fc_check_unmap && i < count; i++) {

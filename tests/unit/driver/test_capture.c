@@ -688,6 +688,135 @@ START_TEST(stream_ordered_allocation_becomes_memory_nodes)
 }
 END_TEST
 
+/* The batch memory operation node at the end of a capture's chain, read
+ * back: its one operation's type, address and value (the 32-bit value, or
+ * the 64-bit one for a 64-bit operation); returns the node before it. */
+static CUgraphNode expect_memop_node(CUgraphNode n, unsigned count, unsigned i, CUstreamBatchMemOpType op,
+                                     CUdeviceptr at, uint64_t v)
+{
+    CUgraphNodeType type;
+    CU_OK(cuGraphNodeGetType(n, &type));
+    ck_assert_int_eq(type, CU_GRAPH_NODE_TYPE_BATCH_MEM_OP);
+    CUDA_BATCH_MEM_OP_NODE_PARAMS got;
+    memset(&got, 0, sizeof got);
+    CU_OK(cuGraphBatchMemOpNodeGetParams(n, &got));
+    ck_assert_uint_eq(got.count, count);
+    ck_assert_ptr_nonnull(got.paramArray);
+    const CUstreamBatchMemOpParams *o = &got.paramArray[i];
+    ck_assert_int_eq(o->operation, op);
+    bool wait = op == CU_STREAM_MEM_OP_WAIT_VALUE_32 || op == CU_STREAM_MEM_OP_WAIT_VALUE_64;
+    bool wide = op == CU_STREAM_MEM_OP_WAIT_VALUE_64 || op == CU_STREAM_MEM_OP_WRITE_VALUE_64;
+    ck_assert_uint_eq(wait ? o->waitValue.address : o->writeValue.address, at);
+    if (wide)
+        ck_assert_uint_eq(wait ? o->waitValue.value64 : o->writeValue.value64, v);
+    else
+        ck_assert_uint_eq(wait ? o->waitValue.value : o->writeValue.value, (cuuint32_t)v);
+    printf("captured memop node: count %u, flags %u, context %s\n", got.count, got.flags,
+           got.ctx == test_ctx ? "the stream's" : got.ctx ? "another" : "none");
+    CUgraphNode before[2];
+    size_t nd = 2;
+    CU_OK(cuGraphNodeGetDependencies(n, before, NULL, &nd));
+    ck_assert_uint_le(nd, 1);
+    return nd ? before[0] : NULL;
+}
+
+/* Stream memory operations on a capturing stream are captured, not run:
+ * each call (cuStreamWaitValue32, cuStreamWriteValue32, cuStreamBatchMemOp)
+ * becomes one batch memory operation node (CUDA 11.7's type) holding its
+ * operations as given (a batch's array copied), each after the one
+ * before, and the capture stays active; every launch of the graph runs
+ * them in order with the values captured (a wait on a host flag holds the
+ * writes after it). The reference does not say so; NCCL, PyTorch's
+ * torchcomms and others rely on it (tests/gpu/README.md, item 22). The
+ * node's context and flags are printed, not asserted. */
+START_TEST(stream_memory_operations_become_batch_memop_nodes)
+{
+    int wide = 0;
+    CU_OK(cuDeviceGetAttribute(&wide, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, 0));
+    printf("captured memops: 64-bit memory operations %s\n", wide ? "supported" : "not supported: 32-bit only");
+    const uint64_t v64 = wide ? 0x0123456789abcdefull : 0;
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr p;
+    CU_OK(cuMemAlloc(&p, 64));
+    CU_OK(cuMemsetD8(p, 0, 64));
+    CU_OK(cuCtxSynchronize());
+    struct flag f;
+    flag_new(&f);
+    CUstreamBatchMemOpParams ops[2];
+    memset(ops, 0, sizeof ops);
+    ops[0].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+    ops[0].writeValue.address = p + 4;
+    ops[0].writeValue.value = 0xbeef;
+    ops[1].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_64;
+    ops[1].writeValue.address = p + 8;
+    ops[1].writeValue.value64 = v64;
+    const unsigned nbatch = wide ? 2 : 1;
+
+    CU_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CU_OK(cuStreamWaitValue32(s, f.dev, 1, CU_STREAM_WAIT_VALUE_GEQ));
+    CU_OK(cuStreamWriteValue32(s, p, 0x600d, CU_STREAM_WRITE_VALUE_DEFAULT));
+    CU_OK(cuStreamBatchMemOp(s, nbatch, ops, 0));
+    ops[0].writeValue.value = 1; /* the node keeps what it was given */
+    CUstreamCaptureStatus st;
+    cuuint64_t id = 0;
+    CUgraph live = NULL;
+    const CUgraphNode *deps = NULL;
+    size_t ndeps = 0;
+    CU_OK(cuStreamGetCaptureInfo(s, &st, &id, &live, &deps, NULL, &ndeps));
+    ck_assert_int_eq(st, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+    ck_assert(live != NULL && ndeps == 1);
+    CUgraphNode last = deps[0];
+    CUgraph g = NULL;
+    CU_OK(cuStreamEndCapture(s, &g));
+    ck_assert_ptr_eq(g, live);
+    ck_assert_int_eq(__atomic_load_n(f.host, __ATOMIC_SEQ_CST), 0);
+    expect_u32(p, 0, 16); /* nothing ran */
+    size_t n = 0;
+    CU_OK(cuGraphGetNodes(g, NULL, &n));
+    ck_assert_uint_eq(n, 3);
+    CUgraphNode at = expect_memop_node(last, nbatch, 0, CU_STREAM_MEM_OP_WRITE_VALUE_32, p + 4, 0xbeef);
+    if (wide)
+        expect_memop_node(last, nbatch, 1, CU_STREAM_MEM_OP_WRITE_VALUE_64, p + 8, v64);
+    ck_assert_ptr_nonnull(at);
+    at = expect_memop_node(at, 1, 0, CU_STREAM_MEM_OP_WRITE_VALUE_32, p, 0x600d);
+    ck_assert_ptr_nonnull(at);
+    at = expect_memop_node(at, 1, 0, CU_STREAM_MEM_OP_WAIT_VALUE_32, f.dev, 1);
+    ck_assert_ptr_null(at);
+
+    CUgraphExec x;
+    CU_OK(cuGraphInstantiate(&x, g, 0));
+    CU_OK(cuGraphLaunch(x, s));
+    expect_stream_pending(s); /* the wait holds the writes */
+    expect_u32(p, 0, 16);
+    flag_release(&f);
+    CU_OK(cuStreamSynchronize(s));
+    for (int round = 0; round < 2; round++) {
+        if (round) { /* again: the captured values, the flag still set */
+            CU_OK(cuMemsetD8(p, 0, 64));
+            CU_OK(cuCtxSynchronize());
+            CU_OK(cuGraphLaunch(x, s));
+            CU_OK(cuStreamSynchronize(s));
+        }
+        unsigned char back[16];
+        CU_OK(cuMemcpyDtoH(back, p, sizeof back));
+        uint32_t w0, w1;
+        uint64_t w2;
+        memcpy(&w0, back, 4);
+        memcpy(&w1, back + 4, 4);
+        memcpy(&w2, back + 8, 8);
+        ck_assert_uint_eq(w0, 0x600d);
+        ck_assert_uint_eq(w1, 0xbeef);
+        ck_assert_uint_eq(w2, v64);
+    }
+    CU_OK(cuGraphExecDestroy(x));
+    CU_OK(cuGraphDestroy(g));
+    CU_OK(cuMemFreeHost((void *)f.host));
+    CU_OK(cuMemFree(p));
+    CU_OK(cuStreamDestroy(s));
+}
+END_TEST
+
 /* Capture into a graph of the program's, after one of its nodes. */
 START_TEST(capture_into_an_existing_graph)
 {
@@ -766,6 +895,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, a_captured_event_cannot_be_queried);
     tcase_add_test(tc, waiting_for_uncaptured_work_is_isolation);
     tcase_add_test(tc, stream_ordered_allocation_becomes_memory_nodes);
+    tcase_add_test(tc, stream_memory_operations_become_batch_memop_nodes);
     tcase_add_test(tc, capture_into_an_existing_graph);
     tcase_add_test(tc, status_marker_still_answers);
     tcase_add_test(tc, relaxed_thread_may_move_pages_during_a_global_capture);
