@@ -13,7 +13,13 @@
  *  - a valid node launches and writes its values, and a buffer it names
  *    that was squeezed out of the device is filled back before each
  *    launch, named by the graph's node, by the executable graph's setters
- *    or by an update (shim/graphs.c reads the node's operations).
+ *    or by an update (shim/graphs.c reads the node's operations);
+ *  - stream memory operations captured from a stream (a batch memory
+ *    operation node each, as the driver makes them: tests/gpu/README.md,
+ *    item 22) are read the same way: a buffer they name, squeezed out
+ *    before the capture and before every launch, is back on the device
+ *    for each launch, the captured wait sees its content and the writes
+ *    land.
  *
  * Run by graph_memops.sh: one 256 MiB device, a 64 MiB limit. */
 #include "tests/integration/shim/rig.h"
@@ -295,6 +301,56 @@ START_TEST(a_nodes_buffer_is_filled_back_at_launch)
 }
 END_TEST
 
+/* Captured, not added: a wait on a word of buffer c (its own content, EQ:
+ * a launch that read anything else would never finish), a 32-bit write
+ * at its start and a batch of one 64-bit write at its end, on a capturing
+ * stream, with c squeezed out of the device before the capture (the
+ * operations' fills wait for the capture's end: nothing may move during
+ * one) and again before each launch. Every launch finds c on the device
+ * and the captured writes land, the rest of c as it was. */
+START_TEST(captured_operations_fill_their_buffer_back)
+{
+    rig_setup(0);
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr c = rig_filled(BUF, 702);
+    const size_t mid = BUF / 2;
+    const uint32_t seen = rig_pattern(mid / 4, 702);
+    CUstreamBatchMemOpParams end = write_op(c + BUF - 8, 0x0102030405060708ull, true);
+    rig_squeeze(LIMIT - 2 * MiB);
+    ck_assert_msg(rig_resident(c, BUF, 0) < BUF, "nothing spilled before the capture");
+    CU_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CU_OK(cuStreamWaitValue32(s, c + mid, seen, CU_STREAM_WAIT_VALUE_EQ));
+    CU_OK(cuStreamWriteValue32(s, c, 0xa0a0a0a0u, CU_STREAM_WRITE_VALUE_DEFAULT));
+    CU_OK(cuStreamBatchMemOp(s, 1, &end, 0));
+    CUgraph g;
+    CU_OK(cuStreamEndCapture(s, &g));
+    ck_assert_uint_eq(nodes_of(g), 3);
+    CUgraphExec x;
+    CU_OK(cuGraphInstantiateWithFlags(&x, g, 0));
+    for (int r = 0; r < 3; r++) {
+        if (r) {
+            rig_squeeze(LIMIT - 2 * MiB);
+            ck_assert_msg(rig_resident(c, BUF, 0) < BUF, "launch %d: nothing spilled", r);
+        }
+        CU_OK(cuGraphLaunch(x, s));
+        CU_OK(cuStreamSynchronize(s));
+        ck_assert_msg(rig_resident(c, BUF, 0) == BUF, "launch %d: %zu of %zu bytes on the device", r,
+                      rig_resident(c, BUF, 0), (size_t)BUF);
+    }
+    uint32_t *want = rig_expected(BUF, 702);
+    want[0] = 0xa0a0a0a0u;
+    uint64_t last = 0x0102030405060708ull;
+    memcpy(&want[BUF / 4 - 2], &last, sizeof last);
+    rig_expect_words(c, want, BUF, "the buffer the captured operations wrote");
+    free(want);
+    CU_OK(cuGraphExecDestroy(x));
+    CU_OK(cuGraphDestroy(g));
+    CU_OK(cuMemFree(c));
+    CU_OK(cuStreamDestroy(s));
+}
+END_TEST
+
 Suite *test_suite(void)
 {
     Suite *s = suite_create("shim_graph_memops");
@@ -303,6 +359,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, operations_on_freed_pool_memory_are_refused);
     tcase_add_test(tc, operations_past_an_allocation_are_refused);
     tcase_add_test(tc, a_nodes_buffer_is_filled_back_at_launch);
+    tcase_add_test(tc, captured_operations_fill_their_buffer_back);
     suite_add_tcase(s, tc);
     return s;
 }
