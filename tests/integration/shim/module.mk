@@ -50,8 +50,9 @@ ALL_TARGETS += $(BUILD)/tests/integration/shim_params
 UNIT_TESTS += tests/integration/shim/params.sh
 
 # Bad arguments to every hooked function, on the driver alone and under
-# spillway (badargs.sh runs badargs.c).
-$(BUILD)/tests/integration/shim_badargs: $(BUILD)/tests/integration/shim/badargs.o $(FAKECUDA_LIB)
+# spillway (badargs.sh runs badargs.c, its cases in badargs_*.c).
+BADARGS_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/integration/shim/badargs*.c))
+$(BUILD)/tests/integration/shim_badargs: $(BADARGS_OBJS) $(FAKECUDA_LIB)
 	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(LDLIBS)
 ALL_TARGETS += $(BUILD)/tests/integration/shim_badargs
 UNIT_TESTS += tests/integration/shim/badargs.sh
