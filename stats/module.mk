@@ -5,7 +5,10 @@ STATS_OBJS        := $(sort $(STATS_WRITER_OBJS) $(STATS_READER_OBJS))
 
 ALL_TARGETS += $(STATS_OBJS)
 
-$(BUILD)/tests/unit/stats_segment: $(BUILD)/tests/unit/stats/test_segment.o $(UNIT_MAIN) $(STATS_OBJS)
+# The writer's suite: test_segment.c, its tests in segment_*.c beside it.
+STATS_SEGMENT_OBJS := $(patsubst %.c,$(BUILD)/%.o,tests/unit/stats/test_segment.c tests/unit/stats/writer_rig.c \
+                        $(wildcard tests/unit/stats/segment_*.c))
+$(BUILD)/tests/unit/stats_segment: $(STATS_SEGMENT_OBJS) $(UNIT_MAIN) $(STATS_OBJS)
 	$(CC) $(CFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
 $(BUILD)/tests/unit/stats_reader: $(BUILD)/tests/unit/stats/test_reader.o $(UNIT_MAIN) $(STATS_OBJS)
 	$(CC) $(CFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)

@@ -13,7 +13,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* One per file that includes this; a program whose suite spans several
+ * files defines SEGDIR_SHARED before it in each, and segdir in one. */
+#ifdef SEGDIR_SHARED
+extern char segdir[256];
+#else
 static char segdir[256];
+#endif
 
 static inline void segdir_setup(void)
 {
