@@ -132,8 +132,10 @@ $(SHIM_IT)/shim_capture: $(SHIM_IT)/shim/test_capture.o $(BUILD)/tests/unit/driv
 	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(CHECK_LIBS) $(LDLIBS)
 ALL_TARGETS += $(SHIM_IT)/shim_capture
 UNIT_TESTS += tests/integration/shim/capture.sh
-# ... the driver's graph memory pool against the limit (graph_mem.sh).
-$(SHIM_IT)/shim_graph_mem: $(SHIM_IT)/shim/test_graph_mem.o $(SHIM_RIG)
+# ... the driver's graph memory pool against the limit (graph_mem.sh):
+# test_graph_mem.c, its tests in graph_mem_*.c beside it.
+$(SHIM_IT)/shim_graph_mem: $(SHIM_IT)/shim/test_graph_mem.o \
+                           $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/integration/shim/graph_mem_*.c)) $(SHIM_RIG)
 	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(CHECK_LIBS) $(LDLIBS)
 ALL_TARGETS += $(SHIM_IT)/shim_graph_mem
 UNIT_TESTS += tests/integration/shim/graph_mem.sh
