@@ -128,7 +128,10 @@ UNIT_TESTS += tests/integration/shim/spill.sh
 
 # Issue 12 under spillway: captures, graphs (capture.sh).
 SHIM_RIG := $(SHIM_IT)/shim/rig.o $(UNIT_MAIN) $(STATS_READER_OBJS) $(BUILD)/fakecuda/libcuda.so.1
-$(SHIM_IT)/shim_capture: $(SHIM_IT)/shim/test_capture.o $(BUILD)/tests/unit/driver/kernels.o $(SHIM_RIG)
+# test_capture.c, its tests in capture_*.c beside it.
+$(SHIM_IT)/shim_capture: $(SHIM_IT)/shim/test_capture.o \
+                         $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/integration/shim/capture_*.c)) \
+                         $(BUILD)/tests/unit/driver/kernels.o $(SHIM_RIG)
 	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(CHECK_LIBS) $(LDLIBS)
 ALL_TARGETS += $(SHIM_IT)/shim_capture
 UNIT_TESTS += tests/integration/shim/capture.sh

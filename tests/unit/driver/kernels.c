@@ -43,7 +43,7 @@ static void wait_flag(fakecuda_dim3 grid, fakecuda_dim3 block, void **params)
  * device code calling cudaGraphSetConditional would (fakecuda's hook). Not
  * in kernels.cu: a real kernel that sets a conditional needs libcudadevrt,
  * which that module is built without, so the conformance suites use none
- * (tests/integration/shim/test_capture.c does, on fakecuda). */
+ * (tests/integration/shim/capture_conditionals.c does, on fakecuda). */
 static void cond_count(fakecuda_dim3 grid, fakecuda_dim3 block, void **params)
 {
     (void)grid;
