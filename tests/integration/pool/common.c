@@ -46,6 +46,13 @@ struct spillway_pool_counters pool_counters(int dev)
     return c;
 }
 
+uint64_t used_on(int dev)
+{
+    struct spillway_counters c;
+    ck_assert_int_eq(get_counters(dev, &c), 0);
+    return c.used;
+}
+
 void fill_pattern(unsigned char *buf, size_t n, unsigned seed)
 {
     for (size_t i = 0; i < n; i++)

@@ -13,6 +13,7 @@
 
 #include <cuda.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define MiB ((size_t)1 << 20)
 #define PAGE (2 * MiB)
@@ -34,6 +35,8 @@ size_t limit_bytes(void); /* pool.sh's SPILLWAY_MEM_LIMIT */
 /* Device dev's primary context, made current. */
 CUcontext use_device(int dev);
 struct spillway_pool_counters pool_counters(int dev);
+/* What spillway counts against dev's limit (spillway_get_counters' used). */
+uint64_t used_on(int dev);
 
 /* A pattern from seed: written with put, checked with expect. */
 void fill_pattern(unsigned char *buf, size_t n, unsigned seed);

@@ -33,18 +33,11 @@ static uint64_t in_use_published(int dev, uint64_t *underflows, uint64_t *manage
     return snap.c[dev][SPW_C_IN_USE];
 }
 
-static uint64_t used(int dev)
-{
-    struct spillway_counters c;
-    ck_assert_int_eq(get_counters(dev, &c), 0);
-    return c.used;
-}
-
 /* Nothing of it counted any more, anywhere. */
 static void expect_counted(int dev, uint64_t bytes)
 {
     uint64_t underflows, managed;
-    ck_assert_uint_eq(used(dev), bytes);
+    ck_assert_uint_eq(used_on(dev), bytes);
     ck_assert_uint_eq(in_use_published(dev, &underflows, &managed), bytes);
     ck_assert_uint_eq(underflows, 0);
     ck_assert_uint_eq(managed, 0); /* the pass-through gauge */
@@ -92,7 +85,7 @@ START_TEST(destroyed_context_uncounts_its_passthrough_memory)
     CUcontext own = created_context();
     CUdeviceptr m;
     CU_OK(cuMemAllocManaged(&m, n, CU_MEM_ATTACH_GLOBAL));
-    ck_assert_uint_eq(used(0), n);
+    ck_assert_uint_eq(used_on(0), n);
     CU_OK(cuCtxDestroy(own)); /* the primary is current again */
     expect_counted(0, 0);
     ck_assert_int_eq(cuMemFree(m), CUDA_ERROR_INVALID_VALUE); /* the driver's answer */
@@ -113,7 +106,7 @@ START_TEST(primary_reset_uncounts_its_passthrough_memory)
     size_t n = limit_bytes() / 4 * 3;
     CUdeviceptr m;
     CU_OK(cuMemAllocManaged(&m, n, CU_MEM_ATTACH_GLOBAL));
-    ck_assert_uint_eq(used(0), n);
+    ck_assert_uint_eq(used_on(0), n);
     CU_OK(cuDevicePrimaryCtxReset(0));
     use_device(0);
     expect_counted(0, 0);
@@ -138,9 +131,9 @@ START_TEST(refused_destroy_keeps_the_count)
     ck_assert_int_eq(fakecuda_fault_config("cuCtxDestroy:1", NULL, 0), 0);
     ck_assert_int_eq(cuCtxDestroy(own), CUDA_ERROR_UNKNOWN);
     ck_assert_int_eq(fakecuda_fault_config(NULL, NULL, 0), 0);
-    ck_assert_uint_eq(used(0), 4 * MiB);
+    ck_assert_uint_eq(used_on(0), 4 * MiB);
     CU_OK(cuMemFree(m));
-    ck_assert_uint_eq(used(0), 0);
+    ck_assert_uint_eq(used_on(0), 0);
     CU_OK(cuCtxDestroy(own));
 }
 END_TEST
@@ -159,7 +152,7 @@ START_TEST(destroyed_context_uncounts_its_arrays_and_pinned_memory)
     if (!pooled())
         return;
     use_device(0);
-    uint64_t host_before = used(SPILLWAY_HOST);
+    uint64_t host_before = used_on(SPILLWAY_HOST);
     CUcontext own = created_context();
     CUarray a;
     CU_OK(cuArray3DCreate(&a, &four_mib));
@@ -167,16 +160,16 @@ START_TEST(destroyed_context_uncounts_its_arrays_and_pinned_memory)
     CU_OK(cuMipmappedArrayCreate(&mm, &four_mib, 2)); /* 4 + 1 MiB */
     void *h;
     CU_OK(cuMemAllocHost(&h, 2 * MiB));
-    ck_assert_uint_eq(used(0), 9 * MiB);
-    ck_assert_uint_eq(used(SPILLWAY_HOST), host_before + 2 * MiB);
+    ck_assert_uint_eq(used_on(0), 9 * MiB);
+    ck_assert_uint_eq(used_on(SPILLWAY_HOST), host_before + 2 * MiB);
     CU_OK(cuCtxDestroy(own)); /* the primary is current again */
     expect_counted(0, 0);
-    ck_assert_uint_eq(used(SPILLWAY_HOST), host_before);
+    ck_assert_uint_eq(used_on(SPILLWAY_HOST), host_before);
     ck_assert_int_eq(cuArrayDestroy(a), CUDA_ERROR_INVALID_HANDLE); /* fakecuda's answer */
     ck_assert_int_eq(cuMipmappedArrayDestroy(mm), CUDA_ERROR_INVALID_HANDLE);
     ck_assert_int_eq(cuMemFreeHost(h), CUDA_ERROR_INVALID_VALUE);
     expect_counted(0, 0);
-    ck_assert_uint_eq(used(SPILLWAY_HOST), host_before);
+    ck_assert_uint_eq(used_on(SPILLWAY_HOST), host_before);
 }
 END_TEST
 
@@ -187,7 +180,7 @@ START_TEST(primary_reset_uncounts_its_arrays_refused_destroy_keeps_them)
     if (!pooled())
         return;
     use_device(0);
-    uint64_t host_before = used(SPILLWAY_HOST);
+    uint64_t host_before = used_on(SPILLWAY_HOST);
     CUarray a;
     CU_OK(cuArray3DCreate(&a, &four_mib));
     void *h;
@@ -195,7 +188,7 @@ START_TEST(primary_reset_uncounts_its_arrays_refused_destroy_keeps_them)
     CU_OK(cuDevicePrimaryCtxReset(0));
     use_device(0);
     expect_counted(0, 0);
-    ck_assert_uint_eq(used(SPILLWAY_HOST), host_before);
+    ck_assert_uint_eq(used_on(SPILLWAY_HOST), host_before);
 
     CUcontext own = created_context();
     CU_OK(cuArray3DCreate(&a, &four_mib));
@@ -203,11 +196,11 @@ START_TEST(primary_reset_uncounts_its_arrays_refused_destroy_keeps_them)
     ck_assert_int_eq(fakecuda_fault_config("cuCtxDestroy:1", NULL, 0), 0);
     ck_assert_int_eq(cuCtxDestroy(own), CUDA_ERROR_UNKNOWN);
     ck_assert_int_eq(fakecuda_fault_config(NULL, NULL, 0), 0);
-    ck_assert_uint_eq(used(0), 4 * MiB);
-    ck_assert_uint_eq(used(SPILLWAY_HOST), host_before + 2 * MiB);
+    ck_assert_uint_eq(used_on(0), 4 * MiB);
+    ck_assert_uint_eq(used_on(SPILLWAY_HOST), host_before + 2 * MiB);
     CU_OK(cuCtxDestroy(own)); /* the second time goes through: all of it goes */
     expect_counted(0, 0);
-    ck_assert_uint_eq(used(SPILLWAY_HOST), host_before);
+    ck_assert_uint_eq(used_on(SPILLWAY_HOST), host_before);
 }
 END_TEST
 
@@ -219,7 +212,7 @@ START_TEST(destroy_leaves_arrays_of_other_contexts)
     if (!pooled())
         return;
     CUcontext primary = use_device(0);
-    uint64_t host_before = used(SPILLWAY_HOST);
+    uint64_t host_before = used_on(SPILLWAY_HOST);
     CUcontext own = created_context();
     CUarray a, b;
     CU_OK(cuArray3DCreate(&a, &four_mib));
@@ -233,11 +226,11 @@ START_TEST(destroy_leaves_arrays_of_other_contexts)
     CU_OK(cuCtxPopCurrent(NULL));
     CU_OK(cuCtxDestroy(own));
     expect_counted(0, 4 * MiB);
-    ck_assert_uint_eq(used(SPILLWAY_HOST), host_before + 2 * MiB);
+    ck_assert_uint_eq(used_on(SPILLWAY_HOST), host_before + 2 * MiB);
     CU_OK(cuArrayDestroy(b));
     CU_OK(cuMemFreeHost(k));
     expect_counted(0, 0);
-    ck_assert_uint_eq(used(SPILLWAY_HOST), host_before);
+    ck_assert_uint_eq(used_on(SPILLWAY_HOST), host_before);
 }
 END_TEST
 
@@ -256,14 +249,14 @@ START_TEST(destroyed_context_frees_its_pool_blocks)
     size_t pitch;
     CU_OK(cuMemAlloc(&m, n));
     CU_OK(cuMemAllocPitch(&pitched, &pitch, 4096, 64, 4));
-    ck_assert_uint_eq(used(0), n + pitch * 64);
+    ck_assert_uint_eq(used_on(0), n + pitch * 64);
     CU_OK(cuCtxDestroy(own)); /* the primary is current again */
     expect_counted(0, 0);
     ck_assert_int_ne(cuMemFree(m), CUDA_SUCCESS); /* freed with its context */
     expect_counted(0, 0);
     CUdeviceptr again;
     CU_OK(cuMemAlloc(&again, n));
-    ck_assert_uint_eq(used(0), n);
+    ck_assert_uint_eq(used_on(0), n);
     CU_OK(cuMemFree(again));
     expect_counted(0, 0);
 }
@@ -425,7 +418,7 @@ START_TEST(last_primary_release_uncounts_its_arrays_and_pinned_memory)
     if (!pooled())
         return;
     use_device(0);
-    uint64_t host_before = used(SPILLWAY_HOST);
+    uint64_t host_before = used_on(SPILLWAY_HOST);
     CUcontext c1;
     CU_OK(cuDevicePrimaryCtxRetain(&c1, 1));
     CU_OK(cuCtxPushCurrent(c1));
@@ -433,16 +426,16 @@ START_TEST(last_primary_release_uncounts_its_arrays_and_pinned_memory)
     CU_OK(cuArray3DCreate(&a, &four_mib));
     void *h;
     CU_OK(cuMemAllocHost(&h, 2 * MiB));
-    ck_assert_uint_eq(used(1), 4 * MiB);
-    ck_assert_uint_eq(used(SPILLWAY_HOST), host_before + 2 * MiB);
+    ck_assert_uint_eq(used_on(1), 4 * MiB);
+    ck_assert_uint_eq(used_on(SPILLWAY_HOST), host_before + 2 * MiB);
     CU_OK(cuCtxPopCurrent(NULL));
     CU_OK(cuDevicePrimaryCtxRelease(1));
     unsigned flags;
     int active = 1;
     CU_OK(cuDevicePrimaryCtxGetState(1, &flags, &active));
     ck_assert_int_eq(active, 0);
-    ck_assert_uint_eq(used(1), 0);
-    ck_assert_uint_eq(used(SPILLWAY_HOST), host_before);
+    ck_assert_uint_eq(used_on(1), 0);
+    ck_assert_uint_eq(used_on(SPILLWAY_HOST), host_before);
 }
 END_TEST
 
@@ -476,13 +469,13 @@ START_TEST(threads_racing_array_contexts)
     if (!pooled())
         return;
     use_device(0);
-    uint64_t host_before = used(SPILLWAY_HOST);
+    uint64_t host_before = used_on(SPILLWAY_HOST);
     CUarray mine;
     CU_OK(cuArray3DCreate(&mine, &four_mib));
     run_threads(3, array_rounds);
     use_device(0);
     expect_counted(0, 4 * MiB);
-    ck_assert_uint_eq(used(SPILLWAY_HOST), host_before);
+    ck_assert_uint_eq(used_on(SPILLWAY_HOST), host_before);
     CU_OK(cuArrayDestroy(mine));
     expect_counted(0, 0);
 }

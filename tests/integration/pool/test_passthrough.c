@@ -372,13 +372,6 @@ START_TEST(limit_covers_pool_and_passthrough)
 }
 END_TEST
 
-static uint64_t used_on(int dev)
-{
-    struct spillway_counters c;
-    ck_assert_int_eq(get_counters(dev, &c), 0);
-    return c.used;
-}
-
 static CUDA_ARRAY3D_DESCRIPTOR floats(size_t w, size_t h, size_t d, unsigned flags)
 {
     return (CUDA_ARRAY3D_DESCRIPTOR){.Width = w, .Height = h, .Depth = d, .Format = CU_AD_FORMAT_FLOAT,

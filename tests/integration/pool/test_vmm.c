@@ -10,13 +10,6 @@
 #include <stdint.h>
 #include <unistd.h>
 
-static uint64_t used_on(int dev)
-{
-    struct spillway_counters c;
-    ck_assert_int_eq(get_counters(dev, &c), 0);
-    return c.used;
-}
-
 /* Created and mapped at va with read-write access on device 0. */
 static CUmemGenericAllocationHandle mapped(CUdeviceptr va, size_t size,
                                            const CUmemAllocationProp *prop)
