@@ -1,11 +1,16 @@
 /* The pool suites' shared helpers (common.h). */
 #include "tests/integration/pool/common.h"
 
+#include "stats/reader.h"
+
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 int (*get_pool)(int, struct spillway_pool_counters *);
 int (*get_counters)(int, struct spillway_counters *);
@@ -51,6 +56,28 @@ uint64_t used_on(int dev)
     struct spillway_counters c;
     ck_assert_int_eq(get_counters(dev, &c), 0);
     return c.used;
+}
+
+size_t outside_pool(int dev)
+{
+    return fakecuda_device_bytes_used(dev) - pool_counters(dev).pool_bytes;
+}
+
+int read_stats(struct spw_stats_snapshot *snap)
+{
+    const char *dir = getenv("SPILLWAY_STATS_DIR");
+    if (!dir)
+        return -1;
+    char name[64];
+    snprintf(name, sizeof name, "spillway.%u.%d", (unsigned)getuid(), (int)getpid());
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (fd < 0)
+        return -1;
+    char why[256];
+    int removed = 0;
+    enum spw_read_result r = spw_stats_read_at(fd, name, 0, snap, &removed, why, sizeof why);
+    close(fd);
+    return r == SPW_READ_OK ? 0 : -1;
 }
 
 void fill_pattern(unsigned char *buf, size_t n, unsigned seed)

@@ -1,7 +1,7 @@
 /* Shared by the pool suites (test_*.c here): what the run is (spillway
- * serving or not, preallocating), byte patterns written and checked through
- * the driver, a slow fakecuda kernel that keeps work queued, and VMM
- * properties. pool.sh runs every suite under several environments, once
+ * serving or not, preallocating), what spillway counts and publishes,
+ * byte patterns written and checked through the driver, a slow fakecuda
+ * kernel that keeps work queued, and VMM properties. pool.sh runs every suite under several environments, once
  * without spillway: tests in a "both" case must pass there too (same
  * behaviour), those in a "spillway" case return early. */
 #ifndef SPILLWAY_TEST_POOL_COMMON_H
@@ -37,6 +37,14 @@ CUcontext use_device(int dev);
 struct spillway_pool_counters pool_counters(int dev);
 /* What spillway counts against dev's limit (spillway_get_counters' used). */
 uint64_t used_on(int dev);
+/* What the driver holds on dev beyond the pool's pages: pass-through
+ * memory (the pool gives pages back for it, so the driver's total alone
+ * would not show it). */
+size_t outside_pool(int dev);
+/* This process's stats segment in SPILLWAY_STATS_DIR: 0, or -1 when it
+ * cannot be read. */
+struct spw_stats_snapshot;
+int read_stats(struct spw_stats_snapshot *snap);
 
 /* A pattern from seed: written with put, checked with expect. */
 void fill_pattern(unsigned char *buf, size_t n, unsigned seed);

@@ -9,5 +9,9 @@ $(POOL_IT)/pool_%: $(POOL_IT)/pool/test_%.o $(POOL_IT)/pool/common.o $(UNIT_MAIN
 	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ -L$(BUILD)/fakecuda \
 	    -Wl,-rpath,'$$ORIGIN/../../fakecuda' -lcuda $(CHECK_LIBS) $(LDLIBS)
 
+# test_passthrough.c's suite spans passthrough_*.c too (not test_*.c: no
+# suite of their own).
+$(POOL_IT)/pool_passthrough: $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/integration/pool/passthrough_*.c))
+
 ALL_TARGETS += $(POOL_TESTS)
 UNIT_TESTS += tests/integration/pool/pool.sh
