@@ -222,7 +222,8 @@ int fc_mcast_device(const struct fc_handle *h);
 bool fc_mcast_touches(uintptr_t addr, size_t n, CUresult *err);
 void fc_mcast_copy(uintptr_t dst, bool dst_mc, uintptr_t src, bool src_mc, size_t n);
 
-/* ---- streams and events (stream.c) ---- */
+/* ---- streams and events (stream.c; their queues stream_queue.c, events
+ * event.c) ---- */
 
 typedef void (*fc_op_fn)(void *arg);
 
@@ -260,9 +261,9 @@ void fc_dep_wait(const struct fc_dep *d);
 CUresult fc_event_check(CUevent e);
 bool fc_event_dep(CUevent e, struct fc_dep *d);
 void fc_event_set(CUevent e, struct CUstream_st *s, uint64_t seq);
-/* The unmap hazard check (stream.c, FAKECUDA_CHECK_UNMAP=1): copies and
- * sets note the ranges they use; an unmap of one the host has not seen
- * complete stops the process. */
+/* The unmap hazard check (unmap_check.c, FAKECUDA_CHECK_UNMAP=1): copies
+ * and sets note the ranges they use; an unmap of one the host has not
+ * seen complete stops the process. */
 extern bool fc_check_unmap;
 void fc_track_op(struct CUstream_st *s, uint64_t seq, uintptr_t a, size_t an, uintptr_t b,
                  size_t bn);
