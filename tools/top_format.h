@@ -1,4 +1,4 @@
-/* Number formatting and the non-interactive outputs of spillway-top. */
+/* Number formatting and spillway-top --once. */
 #ifndef SPILLWAY_TOOLS_TOP_FORMAT_H
 #define SPILLWAY_TOOLS_TOP_FORMAT_H
 #include "tools/top_model.h"
@@ -33,7 +33,4 @@ int top_fmt_oversub(char *out, size_t len, int width, const struct top_device *d
  * the command to fit this many columns (top_fmt_command; at least 80 is
  * readable), 0 = the whole command. */
 void top_print_table(FILE *f, const struct top_model *m, bool with_rates, int width);
-/* --json: every process with all its counters (and the devices' own
- * figures when NVML is open). */
-void top_print_json(FILE *f, const struct top_model *m);
 #endif

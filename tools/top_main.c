@@ -3,6 +3,7 @@
  * exporter (--serve). */
 #include "shim/options.h"
 #include "tools/top_format.h"
+#include "tools/top_json.h"
 #include "tools/top_listen.h"
 #include "tools/top_model.h"
 #include "tools/top_prom.h"
