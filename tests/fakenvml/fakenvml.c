@@ -11,10 +11,33 @@
  *                     with the defaults below.
  *   FAKENVML_INIT     an NVML error number nvmlInit_v2 returns (e.g. 9, the
  *                     driver is not loaded).
+ *   FAKENVML_PROCS    a file of the processes on the devices, read again at
+ *                     every call (a test may change it while spillway-top
+ *                     runs), one per line: "GPU PID USED [c|g|cg]" (USED in
+ *                     bytes with K/M/G, or "na": NVML_VALUE_NOT_AVAILABLE;
+ *                     c: on the compute list, the default, g: the graphics
+ *                     one, cg: both), or "GPU error N": both lists answer
+ *                     NVML error N (4: no permission). No file: none.
+ *   FAKENVML_LOG      a file each process-list call appends a line to:
+ *                     "FUNCTION dev=I in=N -> RESULT out=M".
+ *
+ * The process lists are those of a driver of FAKENVML_DRIVER (a build
+ * flag; module.mk builds one library each): 0 (the default) a current
+ * one, whose _v3 functions write 24-byte elements and which has
+ * nvmlDeviceGetRunningProcessDetailList; 535 R535's, whose _v3 functions
+ * wrote 32-byte ones (usedGpuCcProtectedMemory); 470 one with _v2 but no
+ * _v3 (R450 to R495); 418 one with only the unversioned functions. Each
+ * keeps NVML's protocol: infoCount in and out, INSUFFICIENT_SIZE with the
+ * count when the array is too small, SUCCESS with none for 0 and NULL.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#ifndef FAKENVML_DRIVER
+#define FAKENVML_DRIVER 0
+#endif
 
 #define EXPORT __attribute__((visibility("default")))
 #define MAX_DEV 16
@@ -142,6 +165,8 @@ EXPORT const char *nvmlErrorString(int r)
     case OK: return "Success";
     case UNINITIALIZED: return "Uninitialized";
     case NOT_SUPPORTED: return "Not Supported";
+    case 4: return "Insufficient Permissions";
+    case INSUFFICIENT_SIZE: return "Insufficient Size";
     case 9: return "Driver Not Loaded";
     default: return "Unknown Error";
     }
@@ -235,3 +260,127 @@ EXPORT int nvmlDeviceGetEnforcedPowerLimit(void *h, unsigned int *mw)
     struct dev *d = dev_of(h);
     return d ? answer(d->plimit, mw) : INVALID_ARGUMENT;
 }
+
+/* ---- processes ---- */
+
+enum { LIST_COMPUTE = 1, LIST_GRAPHICS = 2 };
+#define NOT_AVAILABLE 0xffffffffffffffffull
+#define MAX_PROCS 4096
+
+struct proc {
+    unsigned pid;
+    unsigned long long used;
+};
+
+/* The processes of device dev on list `list` from FAKENVML_PROCS (at most
+ * max); the count, or -N for "GPU error N". */
+static int read_procs(unsigned dev, int list, struct proc *out, int max)
+{
+    const char *path = getenv("FAKENVML_PROCS");
+    FILE *f = path && *path ? fopen(path, "r") : NULL;
+    if (!f)
+        return 0;
+    char line[256];
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned gpu, pid;
+        char second[32], third[32], kind[8] = "c";
+        if (line[0] == '#' || sscanf(line, "%u %31s %31s %7s", &gpu, second, third, kind) < 3 || gpu != dev)
+            continue;
+        if (strcmp(second, "error") == 0) {
+            n = -atoi(third);
+            break;
+        }
+        if (sscanf(second, "%u", &pid) != 1)
+            continue;
+        if (!((strchr(kind, 'c') && list == LIST_COMPUTE) || (strchr(kind, 'g') && list == LIST_GRAPHICS)))
+            continue;
+        if (n < max) {
+            long long v = parse_value(third);
+            out[n].pid = pid;
+            out[n].used = v < 0 ? NOT_AVAILABLE : (unsigned long long)v;
+            n++;
+        }
+    }
+    fclose(f);
+    return n;
+}
+
+static void log_call(const char *fn, void *h, unsigned in, int r, unsigned out)
+{
+    const char *path = getenv("FAKENVML_LOG");
+    FILE *f = path && *path ? fopen(path, "a") : NULL;
+    if (!f)
+        return;
+    fprintf(f, "%s dev=%zu in=%u -> %d out=%u\n", fn, (size_t)h - 1, in, r, out);
+    fclose(f);
+}
+
+/* One element of `size` bytes: pid at 0, usedGpuMemory at 8, and for v2
+ * and later the MIG instance ids (none: 0xFFFFFFFF), for R535's v3 the
+ * protected memory (0: no confidential computing). */
+static void put_element(unsigned char *el, size_t size, const struct proc *p)
+{
+    memset(el, 0, size);
+    memcpy(el, &p->pid, sizeof p->pid);
+    memcpy(el + 8, &p->used, sizeof p->used);
+    if (size >= 24)
+        memset(el + 16, 0xff, 8);
+}
+
+static int list(const char *fn, void *h, unsigned int *count, void *infos, int which, size_t size)
+{
+    struct dev *d = dev_of(h);
+    if (!d || !count)
+        return INVALID_ARGUMENT;
+    static struct proc procs[MAX_PROCS];
+    unsigned in = *count;
+    int n = read_procs((unsigned)((size_t)h - 1), which, procs, MAX_PROCS);
+    int r = OK;
+    if (n < 0)
+        r = -n;
+    else if (*count < (unsigned)n) {
+        *count = (unsigned)n;
+        r = INSUFFICIENT_SIZE;
+    } else if (n > 0 && !infos) {
+        r = INVALID_ARGUMENT;
+    } else {
+        for (int i = 0; i < n; i++)
+            put_element((unsigned char *)infos + (size_t)i * size, size, &procs[i]);
+        *count = (unsigned)n;
+    }
+    log_call(fn, h, in, r, *count);
+    return r;
+}
+
+#define LIST_FN(name, which, size)                                              \
+    EXPORT int name(void *h, unsigned int *count, void *infos)                  \
+    {                                                                           \
+        return list(#name, h, count, infos, which, size);                       \
+    }
+
+LIST_FN(nvmlDeviceGetComputeRunningProcesses, LIST_COMPUTE, 16)
+LIST_FN(nvmlDeviceGetGraphicsRunningProcesses, LIST_GRAPHICS, 16)
+#if FAKENVML_DRIVER != 418
+LIST_FN(nvmlDeviceGetComputeRunningProcesses_v2, LIST_COMPUTE, 24)
+LIST_FN(nvmlDeviceGetGraphicsRunningProcesses_v2, LIST_GRAPHICS, 24)
+#endif
+#if FAKENVML_DRIVER == 0 || FAKENVML_DRIVER == 535
+#define V3_SIZE (FAKENVML_DRIVER == 535 ? 32 : 24)
+LIST_FN(nvmlDeviceGetComputeRunningProcesses_v3, LIST_COMPUTE, V3_SIZE)
+LIST_FN(nvmlDeviceGetGraphicsRunningProcesses_v3, LIST_GRAPHICS, V3_SIZE)
+/* Present from R535 on; what they answer does not matter here: their
+ * presence is what tells which element _v3 writes. */
+EXPORT int nvmlDeviceGetConfComputeMemSizeInfo(void *h, void *info)
+{
+    (void)info;
+    return dev_of(h) ? NOT_SUPPORTED : INVALID_ARGUMENT;
+}
+#endif
+#if FAKENVML_DRIVER == 0
+EXPORT int nvmlDeviceGetRunningProcessDetailList(void *h, void *plist)
+{
+    (void)plist;
+    return dev_of(h) ? NOT_SUPPORTED : INVALID_ARGUMENT;
+}
+#endif
