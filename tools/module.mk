@@ -56,7 +56,7 @@ $(BUILD)/tests/unit/tools/libshrink.so: $(BUILD)/tests/unit/tools/shrink_on_stat
 	$(CC) $(CFLAGS) -shared $^ -o $@ -ldl
 ALL_TARGETS += $(BUILD)/tests/unit/tools/stats_writer $(BUILD)/tests/unit/tools/libempty.so \
                $(BUILD)/tests/unit/tools/libshrink.so
-TOP_MODEL_OBJS := $(patsubst %,$(BUILD)/tools/top_%.o,model format json layout width ident container environ gpumap nvml prom)
+TOP_MODEL_OBJS := $(patsubst %,$(BUILD)/tools/top_%.o,model format json layout width ident container environ gpumap nvml nvml_procs other prom)
 $(BUILD)/tests/unit/tools_model: $(BUILD)/tests/unit/tools/test_model.o $(UNIT_MAIN) $(TOP_MODEL_OBJS) $(STATS_OBJS)
 	$(CC) $(CFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
 $(BUILD)/tests/unit/tools_layout: $(BUILD)/tests/unit/tools/test_layout.o $(UNIT_MAIN) $(TOP_MODEL_OBJS) $(STATS_OBJS)
@@ -73,6 +73,9 @@ endif
 $(BUILD)/tests/unit/tools/test_text.o: $(CURSES_STAMP)
 UNIT_TESTS  += $(BUILD)/tests/unit/tools_model $(BUILD)/tests/unit/tools_layout $(BUILD)/tests/unit/tools_ident \
                $(BUILD)/tests/unit/tools_text
+$(BUILD)/tests/unit/tools_nvml_procs: $(BUILD)/tests/unit/tools/test_nvml_procs.o $(UNIT_MAIN) $(TOP_MODEL_OBJS) $(STATS_OBJS) | $(FAKENVML_LIB) $(FAKENVML_DRIVER_LIBS)
+	$(CC) $(CFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
+UNIT_TESTS  += $(BUILD)/tests/unit/tools_nvml_procs
 UNIT_TESTS  += tests/unit/tools/test_top.sh tests/unit/tools/test_top_tmux.sh tests/unit/tools/test_top_nvml.sh tests/unit/tools/test_pidns.sh tests/unit/tools/test_launcher.sh tests/unit/tools/test_install.sh
 
 # End to end through the shim and fakecuda (skips until the shim links the

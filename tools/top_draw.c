@@ -23,13 +23,14 @@ static attr_t level_color(const struct ui *u, uint64_t used, uint64_t limit)
 
 /* "[|||||    3.2G]" of total width w: the fill shows used/limit, the value
  * sits at the right inside the brackets, as htop does. Without a limit the
- * bar stays empty. */
-static void draw_bar(const struct ui *u, int y, int x, int w, uint64_t used, uint64_t limit)
+ * bar stays empty; unknown (known false) shows "-". */
+static void draw_bar_of(const struct ui *u, int y, int x, int w, uint64_t used, uint64_t limit, bool known)
 {
     if (w < 8)
         return;
-    char val[8];
-    top_fmt_bytes(val, sizeof val, used);
+    char val[8] = "-";
+    if (known)
+        top_fmt_bytes(val, sizeof val, used);
     int inner = w - 2;
     int fill = limit ? (int)((double)inner * ((double)used / (double)limit) + 0.5) : 0;
     if (fill > inner)
@@ -43,6 +44,11 @@ static void draw_bar(const struct ui *u, int y, int x, int w, uint64_t used, uin
     ui_put(y, x + 1, level_color(u, used, limit) | A_BOLD, "%.*s", inner - vlen, bar);
     ui_put(y, x + 1 + inner - vlen, A_NORMAL, "%s", val);
     ui_put(y, x + w - 1, A_BOLD, "]");
+}
+
+static void draw_bar(const struct ui *u, int y, int x, int w, uint64_t used, uint64_t limit)
+{
+    draw_bar_of(u, y, x, w, used, limit, true);
 }
 
 static void clock_text(const struct ui *u, char *out, size_t len)
@@ -77,6 +83,15 @@ static int draw_devices(const struct ui *u, int y)
     int barw = COLS - 58;
     if (barw > 40)
         barw = 40;
+    /* Processes not under spillway on a device: how many, after spillway's
+     * count; every bar makes room for the longest, so that they line up. */
+    int others_w = 0;
+    for (size_t i = 0; i < m->ndevices; i++) {
+        char n[24];
+        int w = m->devices[i].others ? snprintf(n, sizeof n, " +%u other", m->devices[i].others) : 0;
+        others_w = w > others_w ? w : others_w;
+    }
+    barw -= others_w;
     for (size_t i = 0; i < m->ndevices && y < LINES - 4; i++, y++) {
         const struct top_device *d = &m->devices[i];
         char lim[8], pool[8], sp[8], host[8];
@@ -84,13 +99,17 @@ static int draw_devices(const struct ui *u, int y)
         top_fmt_bytes(pool, sizeof pool, d->pool);
         top_fmt_bytes(sp, sizeof sp, d->spilled);
         top_fmt_bytes(host, sizeof host, d->host);
+        char others[24] = "";
+        if (d->others)
+            snprintf(others, sizeof others, " +%u other", d->others);
         ui_put(y, 0, color(u, UI_CYAN) | A_BOLD, "GPU%-2u", d->index);
         int x = 6;
         if (barw >= 8) {
             draw_bar(u, y, x, barw, d->in_use, d->limit);
             x += barw + 1;
         }
-        ui_put(y, x, A_NORMAL, "lim %-5s pool %-5s spill %-5s host %-5s %2up", lim, pool, sp, host, d->procs);
+        ui_put(y, x, A_NORMAL, "lim %-5s pool %-5s spill %-5s host %-5s %2up%s", lim, pool, sp, host, d->procs,
+               others);
         /* Oversubscribed: what the processes are told, where their bytes
          * are and how fast they move, under the figures they are told of. */
         if (d->told > d->limit && y + 1 < LINES - 4) {
@@ -127,14 +146,28 @@ static void header_row(const struct ui *u, int y, const struct top_columns *c)
     }
 }
 
-/* The text of cell k of a row (not IN USE, drawn as a bar, nor COMMAND). */
-static void cell_text(char *out, size_t len, enum top_col k, const struct top_row *r)
+/* The text of cell k of a row (not IN USE, drawn as a bar, nor COMMAND).
+ * A process not under spillway has only pid, user, GPU and NVML's figure. */
+static void cell_text(const struct ui *u, char *out, size_t len, enum top_col k, const struct top_row *r)
 {
+    uint64_t nvml;
+    out[0] = '\0';
+    switch (k) {
+    case TOP_COL_PID: snprintf(out, len, "%d", top_row_pid(r)); return;
+    case TOP_COL_USER: snprintf(out, len, "%.8s", top_row_user(r)); return;
+    case TOP_COL_GPU: snprintf(out, len, "%u", r->gpu); return;
+    case TOP_COL_GPU_MEM:
+        if (top_row_nvml_used(u->m, r, &nvml))
+            top_fmt_bytes(out, len, nvml);
+        else
+            snprintf(out, len, "-");
+        return;
+    default: break;
+    }
+    if (!r->p)
+        return;
     const uint64_t *v = r->p->snap.c[r->dev];
     switch (k) {
-    case TOP_COL_PID: snprintf(out, len, "%d", top_proc_pid(r->p)); break;
-    case TOP_COL_USER: snprintf(out, len, "%.8s", r->p->user); break;
-    case TOP_COL_GPU: snprintf(out, len, "%u", r->gpu); break;
     case TOP_COL_PEAK: top_fmt_bytes(out, len, v[SPW_C_PEAK]); break;
     case TOP_COL_SPILL: top_fmt_bytes(out, len, v[SPW_C_SPILLED]); break;
     case TOP_COL_ALLOC_RATE: top_fmt_count_rate(out, len, r->p->alloc_rate[r->dev]); break;
@@ -143,34 +176,62 @@ static void cell_text(char *out, size_t len, enum top_col k, const struct top_ro
     case TOP_COL_OOM:
         snprintf(out, len, "%llu", (unsigned long long)(v[SPW_C_OOMS] > 999 ? 999 : v[SPW_C_OOMS]));
         break;
-    default: out[0] = '\0';
+    default: break;
     }
+}
+
+/* The columns only spillway has figures for (PEAK to OOM): a process not
+ * under spillway says so across them, in the longest words that fit. */
+static bool spillway_only(int k)
+{
+    return k >= TOP_COL_PEAK && k <= TOP_COL_OOM;
+}
+
+static void other_marker(int y, int x, int w, attr_t a)
+{
+    static const char *const forms[] = {"not under spillway", "no spillway", "-"};
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++)
+        if ((int)strlen(forms[i]) <= w || i + 1 == sizeof forms / sizeof forms[0]) {
+            ui_put(y, x, a | A_DIM, "%-*s", w, forms[i]);
+            return;
+        }
 }
 
 static void process_row(const struct ui *u, int y, const struct top_row *r, const struct top_columns *c,
                         bool selected)
 {
-    const uint64_t *v = r->p->snap.c[r->dev];
     attr_t a = selected ? A_REVERSE : A_NORMAL;
     if (selected) {
         attron(a);
         mvhline(y, 0, ' ', COLS);
         attroff(a);
     }
-    int x = 0;
+    int x = 0, marker_x = -1;
     for (int k = 0; k < TOP_COL_COUNT; k++) {
         const struct top_col_info *ci = top_col_info((enum top_col)k);
         if (!c->shown[k])
             continue;
         char text[SPW_STATS_CMDLINE_LEN];
+        if (!r->p && spillway_only(k)) {
+            if (marker_x < 0)
+                marker_x = x;
+        } else if (marker_x >= 0) {
+            other_marker(y, marker_x, x - 1 - marker_x, a);
+            marker_x = -1;
+        }
         if (k == TOP_COL_IN_USE) {
-            draw_bar(u, y, x, c->width[k], v[SPW_C_IN_USE], v[SPW_C_LIMIT]);
+            /* A process not under spillway: NVML's figure, with no limit
+             * to fill the bar against. */
+            if (r->p)
+                draw_bar(u, y, x, c->width[k], r->p->snap.c[r->dev][SPW_C_IN_USE], r->p->snap.c[r->dev][SPW_C_LIMIT]);
+            else
+                draw_bar_of(u, y, x, c->width[k], r->o->used, 0, r->o->have_used);
         } else if (k == TOP_COL_COMMAND) {
-            top_fmt_command(text, sizeof text, r->p->snap.cmdline, c->width[k]);
+            top_fmt_command(text, sizeof text, top_row_command(r), c->width[k]);
             ui_put(y, x, a, "%s", text);
-        } else {
-            cell_text(text, sizeof text, (enum top_col)k, r);
-            attr_t oom = k == TOP_COL_OOM && v[SPW_C_OOMS] ? color(u, UI_RED) | A_BOLD : A_NORMAL;
+        } else if (r->p || !spillway_only(k)) {
+            cell_text(u, text, sizeof text, (enum top_col)k, r);
+            attr_t oom = k == TOP_COL_OOM && top_row_counter(r, SPW_C_OOMS) ? color(u, UI_RED) | A_BOLD : A_NORMAL;
             ui_put(y, x, a | oom, ci->left ? "%-*s" : "%*s", c->width[k], text);
         }
         x += c->width[k] + 1;
@@ -192,7 +253,7 @@ void ui_draw_list(struct ui *u)
     list_title(u);
     int y = draw_devices(u, 1);
     struct top_columns c;
-    top_list_columns(COLS, u->s->sort, &c);
+    top_list_columns(COLS, u->s->sort, top_model_nvml_procs(m), &c);
     header_row(u, y++, &c);
     int visible = LINES - 1 - y;
     if (visible < 1)
@@ -306,6 +367,27 @@ static int detail_oversub(const struct top_proc *p, uint32_t d, int y)
     return y;
 }
 
+/* What the driver says the process holds on the device (NVML), against
+ * what spillway has in use there (in use less spilled): the difference is
+ * what spillway does not count (the CUDA context, the pool's free part). */
+static int detail_nvml(const struct top_model *m, const struct top_proc *p, uint32_t d, int y)
+{
+    if (!top_model_nvml_procs(m))
+        return y;
+    uint64_t used, on = top_on_device(p->snap.c[d]);
+    if (!top_proc_nvml_used(m, p, d, &used)) {
+        ui_put(y++, 4, A_DIM, "NVML: no figure for this process on this GPU");
+        return y;
+    }
+    char dev[8], in_use[8], diff[8];
+    top_fmt_bytes(dev, sizeof dev, used);
+    top_fmt_bytes(in_use, sizeof in_use, on);
+    top_fmt_bytes(diff, sizeof diff, used >= on ? used - on : on - used);
+    ui_put(y++, 4, A_DIM, "NVML: %s on the device, %s %s than the %s in use there (context, pool)", dev, diff,
+           used >= on ? "more" : "less", in_use);
+    return y;
+}
+
 static int detail_counters(const struct ui *u, const struct top_proc *p, int y)
 {
     const struct spw_stats_snapshot *s = &p->snap;
@@ -339,6 +421,7 @@ static int detail_counters(const struct ui *u, const struct top_proc *p, int y)
         top_fmt_count_rate(lr, sizeof lr, p->launch_rate[d]);
         ui_put(y++, 4, A_DIM, "launches %s  graph launches %s  %s/s", kl, gl, lr);
         y = detail_oversub(p, d, y);
+        y = detail_nvml(u->m, p, d, y);
         y = detail_spill(c, y);
     }
     return y;
@@ -465,14 +548,15 @@ void ui_draw_help(struct ui *u)
         "K               send SIGTERM to the selected process (asks y/N)",
         "+, -, space     double / halve the refresh interval; refresh now",
         "",
-        "IN USE  bar of in use against the process's limit on that GPU",
+        "IN USE  bar of in use against the limit; GPU MEM the driver's (NVML)",
         "PEAK    highest in use      SPILL   bytes now in host memory",
         "ALLC/s  allocations/second  SPL/s, FIL/s  bytes/s spilled, filled",
         "OOM     allocations refused",
         "GPU lines add up every process on the device (p = processes); under",
         "each, oversubscribed: xF, what processes are told (F x lim), bytes on",
         "device and host, moves/s; with NVML: the device's own utilization,",
-        "memory of all processes, temperature and power (host GPU numbers).",
+        "memory of all processes, temperature and power (host GPU numbers),",
+        "and rows and a +N count for the processes not under spillway.",
     };
     for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
         ui_put(2 + (int)i, 2, A_NORMAL, "%s", lines[i]);

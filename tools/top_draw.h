@@ -18,6 +18,8 @@ struct ui {
     char sel_name[64];         /* identity of the selected row across re-sorts */
     uint64_t sel_start;
     uint32_t sel_dev;
+    int sel_other_pid;         /* or of a process not under spillway: pid and GPU */
+    uint32_t sel_gpu;
     char detail_name[64];      /* the process the detail view shows */
     uint64_t detail_start;
     int detail_scroll;         /* rows of the detail view scrolled off the top */

@@ -143,13 +143,56 @@ static void print_device_line(FILE *f, const struct top_device *d)
     top_fmt_bytes(use, sizeof use, d->in_use);
     top_fmt_bytes(sp, sizeof sp, d->spilled);
     top_fmt_bytes(host, sizeof host, d->host);
-    fprintf(f, "GPU %-2u limit %5s  pool %5s  in use %5s  spilled %5s  host %5s  %u proc%s\n", d->index, lim,
+    fprintf(f, "GPU %-2u limit %5s  pool %5s  in use %5s  spilled %5s  host %5s  %u proc%s", d->index, lim,
             pool, use, sp, host, d->procs, d->procs == 1 ? "" : "s");
+    if (d->others) {
+        char used[8];
+        top_fmt_bytes(used, sizeof used, d->others_used);
+        fprintf(f, ", %u not under spillway using %s", d->others, used);
+    }
+    fputc('\n', f);
 }
 
 /* Column layout shared by the header and the rows: 63 characters before
- * the command. */
+ * the command, 70 with GPUMEM (NVML's figure). A process not under
+ * spillway has its LIMIT to OOM columns say so. */
 #define TABLE_FIXED 63
+#define GPUMEM_WIDTH 7
+#define SPILLWAY_ONLY_WIDTH 34
+
+static void print_row(FILE *f, const struct top_model *m, const struct top_row *r, bool with_rates, bool gpu_mem,
+                      int cmd)
+{
+    char use[8] = "-", nvml[8] = "-", command[SPW_STATS_CMDLINE_LEN];
+    uint64_t v;
+    bool known = top_row_nvml_used(m, r, &v);
+    if (known)
+        top_fmt_bytes(nvml, sizeof nvml, v);
+    if (r->p || known) /* a process not under spillway: NVML's figure, if it says */
+        top_fmt_bytes(use, sizeof use, top_row_counter(r, SPW_C_IN_USE));
+    top_fmt_command(command, sizeof command, top_row_command(r), cmd);
+    fprintf(f, "%7d %-8.8s %3u %5s", top_row_pid(r), top_row_user(r), r->gpu, use);
+    if (gpu_mem)
+        fprintf(f, " %6s", nvml);
+    if (!r->p) {
+        fprintf(f, " %-*s %s\n", SPILLWAY_ONLY_WIDTH, "not under spillway", command);
+        return;
+    }
+    const uint64_t *c = r->p->snap.c[r->dev];
+    char lim[8], peak[8], sp[8], a[8], s[8];
+    top_fmt_bytes(lim, sizeof lim, c[SPW_C_LIMIT]);
+    top_fmt_bytes(peak, sizeof peak, c[SPW_C_PEAK]);
+    top_fmt_bytes(sp, sizeof sp, c[SPW_C_SPILLED]);
+    if (with_rates) {
+        top_fmt_count_rate(a, sizeof a, r->p->alloc_rate[r->dev]);
+        top_fmt_byte_rate(s, sizeof s, r->p->spill_rate[r->dev]);
+    } else {
+        top_fmt_count(a, sizeof a, c[SPW_C_ALLOCS]);
+        top_fmt_bytes(s, sizeof s, c[SPW_C_SPILL_BYTES]);
+    }
+    fprintf(f, " %5s %5s %5s %6s %5s %3" PRIu64 " %s\n", lim, peak, sp, a, s,
+            c[SPW_C_OOMS] > 999 ? 999 : c[SPW_C_OOMS], command);
+}
 
 void top_print_table(FILE *f, const struct top_model *m, bool with_rates, int width)
 {
@@ -173,29 +216,16 @@ void top_print_table(FILE *f, const struct top_model *m, bool with_rates, int wi
         if (m->devices[i].hw)
             print_hw_line(f, m->devices[i].hw, width);
     }
-    int cmd = width > 0 ? (width - TABLE_FIXED > 8 ? width - TABLE_FIXED : 8) : (int)SPW_STATS_CMDLINE_LEN;
-    fprintf(f, "\n%7s %-8s %3s %5s %5s %5s %5s %6s %5s %3s %s\n", "PID", "USER", "GPU", "USED", "LIMIT", "PEAK",
-            "SPILL", with_rates ? "ALLC/s" : "ALLOCS", with_rates ? "OUT/s" : "OUT", "OOM", "COMMAND");
-    for (size_t i = 0; i < m->nrows; i++) {
-        const struct top_row *r = &m->rows[i];
-        const uint64_t *c = r->p->snap.c[r->dev];
-        char use[8], lim[8], peak[8], sp[8], a[8], s[8];
-        top_fmt_bytes(use, sizeof use, c[SPW_C_IN_USE]);
-        top_fmt_bytes(lim, sizeof lim, c[SPW_C_LIMIT]);
-        top_fmt_bytes(peak, sizeof peak, c[SPW_C_PEAK]);
-        top_fmt_bytes(sp, sizeof sp, c[SPW_C_SPILLED]);
-        if (with_rates) {
-            top_fmt_count_rate(a, sizeof a, r->p->alloc_rate[r->dev]);
-            top_fmt_byte_rate(s, sizeof s, r->p->spill_rate[r->dev]);
-        } else {
-            top_fmt_count(a, sizeof a, c[SPW_C_ALLOCS]);
-            top_fmt_bytes(s, sizeof s, c[SPW_C_SPILL_BYTES]);
-        }
-        char command[SPW_STATS_CMDLINE_LEN];
-        top_fmt_command(command, sizeof command, r->p->snap.cmdline, cmd);
-        fprintf(f, "%7d %-8.8s %3u %5s %5s %5s %5s %6s %5s %3" PRIu64 " %s\n", top_proc_pid(r->p), r->p->user,
-                r->gpu, use, lim, peak, sp, a, s, c[SPW_C_OOMS] > 999 ? 999 : c[SPW_C_OOMS], command);
-    }
+    bool gpu_mem = top_model_nvml_procs(m);
+    int fixed = TABLE_FIXED + (gpu_mem ? GPUMEM_WIDTH : 0);
+    int cmd = width > 0 ? (width - fixed > 8 ? width - fixed : 8) : (int)SPW_STATS_CMDLINE_LEN;
+    fprintf(f, "\n%7s %-8s %3s %5s", "PID", "USER", "GPU", "USED");
+    if (gpu_mem)
+        fprintf(f, " %6s", "GPUMEM");
+    fprintf(f, " %5s %5s %5s %6s %5s %3s %s\n", "LIMIT", "PEAK", "SPILL", with_rates ? "ALLC/s" : "ALLOCS",
+            with_rates ? "OUT/s" : "OUT", "OOM", "COMMAND");
+    for (size_t i = 0; i < m->nrows; i++)
+        print_row(f, m, &m->rows[i], with_rates, gpu_mem, cmd);
     if (m->nrows == 0)
         fprintf(f, "%s\n", top_model_empty_note(m));
 }

@@ -2,6 +2,7 @@
 #include "tools/top_environ.h"
 
 #include <fcntl.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,16 @@
 #define HAVE_OPENAT2 1
 #endif
 #endif
+
+void top_user_name(uint32_t uid, char *out, size_t len)
+{
+    struct passwd pw, *res = NULL;
+    char buf[1024];
+    if (getpwuid_r((uid_t)uid, &pw, buf, sizeof buf, &res) == 0 && res && res->pw_name)
+        snprintf(out, len, "%s", res->pw_name);
+    else
+        snprintf(out, len, "%u", uid);
+}
 
 /* Kubernetes names are DNS labels; anything else a process put in its
  * environment becomes '_' so that a label cannot carry surprises. */

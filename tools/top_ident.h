@@ -7,6 +7,9 @@
 #include "tools/top_container.h"
 #include "tools/top_gpumap.h"
 
+#include <stddef.h>
+#include <stdint.h>
+
 #define TOP_K8S_NAME 64
 
 struct top_ident {
@@ -19,6 +22,9 @@ struct top_ident {
      * ctr: a label to read, not a proof. */
     char pod[TOP_K8S_NAME], ns[TOP_K8S_NAME], container[TOP_K8S_NAME];
 };
+
+/* uid's user name, else the number (out: len bytes). */
+void top_user_name(uint32_t uid, char *out, size_t len);
 
 /* Fills id from /proc/<pid>; pid <= 0 leaves it unprobed. */
 void top_ident_probe(struct top_ident *id, pid_t pid);

@@ -80,14 +80,58 @@ static void json_process(FILE *f, const struct top_model *m, const struct top_pr
         }
         for (unsigned k = 0; k < SPW_C_COUNT; k++)
             fprintf(f, ",\"%s\":%" PRIu64, spw_stats_counter_name((enum spw_counter)k), s->c[d][k]);
+        /* With NVML, what the driver says the process holds there (null:
+         * it does not say, see top_proc_nvml_used). */
+        uint64_t used;
+        if (m->nvml && m->nvml->lib) {
+            if (top_proc_nvml_used(m, p, d, &used))
+                fprintf(f, ",\"nvml_used_bytes\":%" PRIu64, used);
+            else
+                fputs(",\"nvml_used_bytes\":null", f);
+        }
         fputc('}', f);
     }
     fputs("]}", f);
 }
 
-/* The devices' own figures, when NVML is open; a figure NVML refuses is left out. */
-static void json_gpus(FILE *f, const struct top_nvml *n)
+/* The processes on g not under spillway that the filter keeps,
+ * or why they are not known. */
+static void json_others(FILE *f, const struct top_model *m, const struct top_gpu *g)
 {
+    if (!g->have_procs) {
+        json_opt(f, "processes_error", g->procs_error);
+        return;
+    }
+    fputs(",\"other_processes\":[", f);
+    bool first = true;
+    for (size_t i = 0; i < m->others.n; i++) {
+        const struct top_other *o = &m->others.v[i];
+        if (o->gpu != g->index || !o->shown)
+            continue;
+        fprintf(f, "%s{\"pid\":%d,\"used_bytes\":", first ? "" : ",", o->pid);
+        if (o->have_used)
+            fprintf(f, "%" PRIu64, o->used);
+        else
+            fputs("null", f);
+        fprintf(f, ",\"type\":\"%s%s%s\"", o->compute ? "C" : "", o->compute && o->graphics ? "+" : "",
+                o->graphics ? "G" : "");
+        /* Who it is when /proc says: left out when it cannot be read. */
+        if (o->visible) {
+            fputs(",\"user\":", f);
+            json_string(f, o->user);
+            fputs(",\"command\":", f);
+            json_string(f, o->cmdline);
+        }
+        fputc('}', f);
+        first = false;
+    }
+    fputc(']', f);
+}
+
+/* The devices' own figures, when NVML is open; a figure NVML refuses is left out. */
+static void json_gpus(FILE *f, const struct top_model *m)
+{
+    const struct top_nvml *n = m->nvml;
     if (!n || !n->lib)
         return;
     fputs(",\"gpus\":[", f);
@@ -108,6 +152,7 @@ static void json_gpus(FILE *f, const struct top_nvml *n)
             fprintf(f, ",\"power_watts\":%.3f", g->power_mw / 1000.0);
         if (g->have_power_limit)
             fprintf(f, ",\"power_limit_watts\":%.3f", g->power_limit_mw / 1000.0);
+        json_others(f, m, g);
         fputc('}', f);
     }
     fputs("\n]", f);
@@ -126,6 +171,6 @@ void top_print_json(FILE *f, const struct top_model *m)
         json_process(f, m, m->procs[i]);
     }
     fputs("\n]", f);
-    json_gpus(f, m->nvml);
+    json_gpus(f, m);
     fputs("}\n", f);
 }

@@ -144,6 +144,7 @@ static const struct top_col_info columns[TOP_COL_COUNT] = {
     [TOP_COL_USER] = {"USER", 8, true, TOP_SORT_USER},
     [TOP_COL_GPU] = {"GPU", 3, false, TOP_SORT_DEVICE},
     [TOP_COL_IN_USE] = {"IN USE", TOP_BAR_MIN, true, TOP_SORT_IN_USE},
+    [TOP_COL_GPU_MEM] = {"GPU MEM", 7, false, TOP_SORT_GPU_MEM},
     [TOP_COL_PEAK] = {"PEAK", 5, false, TOP_SORT_PEAK},
     [TOP_COL_SPILL] = {"SPILL", 5, false, TOP_SORT_SPILLED},
     [TOP_COL_ALLOC_RATE] = {"ALLC/s", 6, false, TOP_SORT_ALLOC_RATE},
@@ -160,9 +161,10 @@ const struct top_col_info *top_col_info(enum top_col k)
 
 /* Columns given up, first to last, when the command would get less than
  * TOP_CMD_MIN: the detail view still has every figure, whereas a command
- * cut to a dozen characters no longer tells processes apart. */
-static const enum top_col drop_order[] = {TOP_COL_ALLOC_RATE, TOP_COL_FILL_RATE, TOP_COL_SPILL_RATE,
-                                          TOP_COL_PEAK};
+ * cut to a dozen characters no longer tells processes apart. NVML's
+ * figure goes first: spillway's own come before the driver's. */
+static const enum top_col drop_order[] = {TOP_COL_GPU_MEM, TOP_COL_ALLOC_RATE, TOP_COL_FILL_RATE,
+                                          TOP_COL_SPILL_RATE, TOP_COL_PEAK};
 
 static int command_width(int width, const struct top_columns *c)
 {
@@ -173,12 +175,13 @@ static int command_width(int width, const struct top_columns *c)
     return width - used > 0 ? width - used : 0;
 }
 
-void top_list_columns(int width, enum top_sort sort, struct top_columns *c)
+void top_list_columns(int width, enum top_sort sort, bool gpu_mem, struct top_columns *c)
 {
     for (int k = 0; k < TOP_COL_COUNT; k++) {
         c->shown[k] = true;
         c->width[k] = columns[k].width;
     }
+    c->shown[TOP_COL_GPU_MEM] = gpu_mem;
     for (size_t i = 0; i < sizeof drop_order / sizeof drop_order[0]; i++) {
         if (command_width(width, c) >= TOP_CMD_MIN)
             break;

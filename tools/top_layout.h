@@ -45,7 +45,7 @@ int top_list_title(char *out, size_t len, int width, const struct top_title *t);
 
 /* The columns of the process list, in screen order. */
 enum top_col {
-    TOP_COL_PID, TOP_COL_USER, TOP_COL_GPU, TOP_COL_IN_USE, TOP_COL_PEAK, TOP_COL_SPILL,
+    TOP_COL_PID, TOP_COL_USER, TOP_COL_GPU, TOP_COL_IN_USE, TOP_COL_GPU_MEM, TOP_COL_PEAK, TOP_COL_SPILL,
     TOP_COL_ALLOC_RATE, TOP_COL_SPILL_RATE, TOP_COL_FILL_RATE, TOP_COL_OOM, TOP_COL_COMMAND,
     TOP_COL_COUNT
 };
@@ -72,8 +72,9 @@ struct top_columns {
 };
 
 /* The columns for a terminal width columns wide, sorted by sort (whose
- * column is always shown). Columns are separated by one space. */
-void top_list_columns(int width, enum top_sort sort, struct top_columns *c);
+ * column is always shown). GPU MEM (NVML's figure) only with gpu_mem: NVML
+ * has per-process figures. Columns are separated by one space. */
+void top_list_columns(int width, enum top_sort sort, bool gpu_mem, struct top_columns *c);
 
 /* The command as a column width columns wide shows it (out: len bytes):
  * whole when it fits; else the program without its directory; else also

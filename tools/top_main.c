@@ -51,7 +51,8 @@ static void usage(FILE *f)
         snprintf(defaults.stats_dir, sizeof defaults.stats_dir, "?");
     fprintf(f,
             "Usage: spillway-top [OPTION]...\n"
-            "Show the GPU memory of processes running under spillway.\n\n"
+            "Show the GPU memory of processes running under spillway (and, with NVML,\n"
+            "of the GPUs' other processes).\n\n"
             "  -1, --once           print one table and exit\n"
             "  -j, --json           print every process and counter as JSON and exit\n"
             "  -p, --prometheus     print Prometheus text format and exit (node_exporter\n"
@@ -63,15 +64,16 @@ static void usage(FILE *f)
             "                       this host's name; in a pod, pass the node's name)\n"
             "  -d, --interval SEC   seconds between refreshes (default 1; 0.1 to 3600);\n"
             "                       with --once, sample twice SEC apart and show rates\n"
-            "  -s, --sort KEY       pid, user, gpu, in-use (default), peak, spilled,\n"
-            "                       alloc-rate, spill-rate, fill-rate, ooms, command\n"
+            "  -s, --sort KEY       pid, user, gpu, in-use (default), gpu-mem, peak,\n"
+            "                       spilled, alloc-rate, spill-rate, fill-rate, ooms, command\n"
             "  -r, --reverse        reverse the sort order\n"
             "  -f, --filter TEXT    only processes whose pid, user or command contains TEXT\n"
             "      --dir DIR        segment directory (default $SPILLWAY_STATS_DIR or %s)\n"
             "  -a, --all-users      include other users' processes (needs root)\n"
             "      --keep-dead      do not remove segments left by dead processes\n"
             "      --no-color       no colours (also when NO_COLOR is set)\n"
-            "      --no-nvml        do not show the devices' own figures (NVML)\n"
+            "      --no-nvml        do not show the devices' own figures nor their\n"
+            "                       processes (NVML)\n"
             "  -h, --help           this help\n"
             "  -V, --version        version\n\n"
             "Keys: q quit, h/? help, arrows/j/k move (in details: scroll), Enter details,\n"
@@ -158,8 +160,8 @@ static int parse_args(int argc, char **argv, struct args *a)
             break;
         case 's':
             if (top_sort_parse(optarg, &a->ui.sort) != 0)
-                return bad_usage("invalid sort key '%s': expected pid, user, gpu, in-use, peak, spilled, "
-                                 "alloc-rate, spill-rate, fill-rate, ooms or command", optarg);
+                return bad_usage("invalid sort key '%s': expected pid, user, gpu, in-use, gpu-mem, peak, "
+                                 "spilled, alloc-rate, spill-rate, fill-rate, ooms or command", optarg);
             break;
         case 'r': a->ui.reverse = true; break;
         case 'f': snprintf(a->ui.filter, sizeof a->ui.filter, "%s", optarg); break;

@@ -1,6 +1,5 @@
 #include "tools/top_model.h"
 
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,17 +31,8 @@ void top_model_free(struct top_model *m)
     free(m->procs);
     free(m->rows);
     free(m->devices);
+    top_others_free(&m->others);
     memset(m, 0, sizeof *m);
-}
-
-static void user_name(uint32_t uid, char *out, size_t len)
-{
-    struct passwd pw, *res = NULL;
-    char buf[1024];
-    if (getpwuid_r((uid_t)uid, &pw, buf, sizeof buf, &res) == 0 && res && res->pw_name)
-        snprintf(out, len, "%s", res->pw_name);
-    else
-        snprintf(out, len, "%u", uid);
 }
 
 static struct top_proc *find_proc(struct top_model *m, const struct spw_stats_snapshot *s)
@@ -69,7 +59,7 @@ static struct top_proc *add_proc(struct top_model *m, const struct spw_stats_sna
     struct top_proc *p = calloc(1, sizeof *p);
     if (!p)
         return NULL;
-    user_name(s->uid, p->user, sizeof p->user);
+    top_user_name(s->uid, p->user, sizeof p->user);
     m->procs[m->nprocs++] = p;
     return p;
 }
@@ -151,6 +141,59 @@ int top_proc_pid(const struct top_proc *p)
     return p->snap.local_pid > 0 ? (int)p->snap.local_pid : p->snap.host_pid;
 }
 
+bool top_model_nvml_procs(const struct top_model *m)
+{
+    return top_nvml_have_procs(m->nvml);
+}
+
+bool top_proc_nvml_used(const struct top_model *m, const struct top_proc *p, uint32_t dev, uint64_t *out)
+{
+    bool mapped;
+    /* NVML's pids are those of our pid namespace (the driver translates
+     * them, and leaves out processes not in it; drivers before that
+     * reported the initial namespace's, the same on the host). Only a pid
+     * known to be this process here names it on the list: a segment's own
+     * pid is the writer's word, and could name another. */
+    if (p->snap.local_pid <= 0)
+        return false;
+    uint32_t gpu = top_proc_gpu(m, p, dev, &mapped);
+    const struct top_gpu_proc *e = mapped ? top_gpu_find_proc(top_nvml_gpu(m->nvml, gpu), p->snap.local_pid) : NULL;
+    if (!e || !e->have_used)
+        return false;
+    *out = e->used;
+    return true;
+}
+
+int top_row_pid(const struct top_row *r)
+{
+    return r->p ? top_proc_pid(r->p) : r->o->pid;
+}
+
+const char *top_row_user(const struct top_row *r)
+{
+    return r->p ? r->p->user : r->o->visible ? r->o->user : "?";
+}
+
+const char *top_row_command(const struct top_row *r)
+{
+    return r->p ? r->p->snap.cmdline : r->o->visible ? r->o->cmdline : "?";
+}
+
+uint64_t top_row_counter(const struct top_row *r, enum spw_counter k)
+{
+    if (r->p)
+        return r->p->snap.c[r->dev][k];
+    return k == SPW_C_IN_USE && r->o->have_used ? r->o->used : 0;
+}
+
+bool top_row_nvml_used(const struct top_model *m, const struct top_row *r, uint64_t *out)
+{
+    if (r->p)
+        return top_proc_nvml_used(m, r->p, r->dev, out);
+    *out = r->o->used;
+    return r->o->have_used;
+}
+
 uint32_t top_proc_gpu(const struct top_model *m, const struct top_proc *p, uint32_t dev, bool *mapped)
 {
     const struct top_nvml *n = m->nvml && m->nvml->lib ? m->nvml : NULL;
@@ -186,6 +229,16 @@ static void drop_unseen(struct top_model *m)
     m->nprocs = m->nshown = keep;
 }
 
+/* Whether pid is a process under spillway here (top_others_update). */
+static bool is_ours(void *ctx, int pid)
+{
+    const struct top_model *m = ctx;
+    for (size_t i = 0; i < m->nprocs; i++)
+        if (m->procs[i]->snap.local_pid == pid)
+            return true;
+    return false;
+}
+
 int top_model_sample(struct top_model *m, double mono_now, spw_stats_note_fn note, void *ctx)
 {
     struct spw_stats_list list;
@@ -201,6 +254,8 @@ int top_model_sample(struct top_model *m, double mono_now, spw_stats_note_fn not
         for (size_t i = 0; i < m->nprocs; i++)
             m->procs[i]->seen = false;
         drop_unseen(m);
+        /* Nor which of NVML's processes are spillway's. */
+        top_others_free(&m->others);
         return -1;
     }
     for (size_t i = 0; i < m->nprocs; i++)
@@ -219,10 +274,16 @@ int top_model_sample(struct top_model *m, double mono_now, spw_stats_note_fn not
     }
     m->skipped = list.skipped;
     m->removed = list.removed;
-    if (m->nvml)
-        top_nvml_sample(m->nvml);
     spw_stats_list_free(&list);
     drop_unseen(m);
+    if (m->nvml)
+        top_nvml_sample(m->nvml);
+    /* After the scan: a process is under spillway when this sample's
+     * segments say so. */
+    if (m->nvml && top_others_update(&m->others, m->nvml, is_ours, m) != 0 && rc == 0) {
+        snprintf(m->error, sizeof m->error, "out of memory");
+        rc = -1;
+    }
     return rc;
 }
 
@@ -243,16 +304,18 @@ const char *top_model_empty_note(const struct top_model *m)
     return m->nprocs ? "(no process matches the filter)" : "(no processes running under spillway)";
 }
 
-static bool matches(const struct top_proc *p, const char *filter)
+/* Whether a row's pid, user or command has filter in it (the last two in
+ * any case); no filter keeps all. */
+static bool matches(const struct top_row *r, const char *filter)
 {
     if (!filter || !*filter)
         return true;
     char pid[16];
-    snprintf(pid, sizeof pid, "%d", top_proc_pid(p));
-    return strstr(pid, filter) || strcasestr(p->user, filter) || strcasestr(p->snap.cmdline, filter);
+    snprintf(pid, sizeof pid, "%d", top_row_pid(r));
+    return strstr(pid, filter) || strcasestr(top_row_user(r), filter) || strcasestr(top_row_command(r), filter);
 }
 
-static bool push_row(struct top_model *m, struct top_proc *p, uint32_t dev)
+static bool push_row(struct top_model *m, const struct top_row *r)
 {
     if (m->nrows == m->rows_cap) {
         size_t ncap = m->rows_cap ? m->rows_cap * 2 : 32;
@@ -262,8 +325,13 @@ static bool push_row(struct top_model *m, struct top_proc *p, uint32_t dev)
         m->rows = nr;
         m->rows_cap = ncap;
     }
-    m->rows[m->nrows++] = (struct top_row){p, dev, top_proc_gpu(m, p, dev, NULL)};
+    m->rows[m->nrows++] = *r;
     return true;
+}
+
+static bool push_proc_row(struct top_model *m, struct top_proc *p, uint32_t dev)
+{
+    return push_row(m, &(struct top_row){p, NULL, dev, top_proc_gpu(m, p, dev, NULL)});
 }
 
 /* The device row of GPU index gpu, added if new; NULL out of memory. */
@@ -285,7 +353,6 @@ static struct top_device *device_of(struct top_model *m, uint32_t gpu)
 
 static bool add_to_device(struct top_model *m, const struct top_row *r)
 {
-    const uint64_t *c = r->p->snap.c[r->dev];
     size_t before = m->ndevices;
     struct top_device *d = device_of(m, r->gpu);
     if (!d)
@@ -295,6 +362,12 @@ static bool add_to_device(struct top_model *m, const struct top_row *r)
         d->index = r->gpu;
         d->hw = top_nvml_gpu(m->nvml, r->gpu);
     }
+    if (r->o) {
+        d->others++;
+        d->others_used = sat_add(d->others_used, r->o->have_used ? r->o->used : 0);
+        return true;
+    }
+    const uint64_t *c = r->p->snap.c[r->dev];
     d->procs++;
     d->limit = sat_add(d->limit, c[SPW_C_LIMIT]);
     d->pool = sat_add(d->pool, c[SPW_C_POOL]);
@@ -318,31 +391,51 @@ static int by_index(const void *a, const void *b)
 /* qsort has no context argument: the key lives here for one sort call. */
 static enum top_sort sort_key;
 static int sort_sign;
+static const struct top_model *sort_model;
 
 static int cmp_u64(uint64_t a, uint64_t b) { return a < b ? -1 : a > b; }
 static int cmp_dbl(double a, double b) { return a < b ? -1 : a > b; }
 
+/* A row's rate; processes not under spillway have none. */
+static double row_rate(const struct top_row *r, const double *rates)
+{
+    return r->p ? rates[r->dev] : 0.0;
+}
+
+static uint64_t row_nvml(const struct top_row *r)
+{
+    uint64_t v;
+    return top_row_nvml_used(sort_model, r, &v) ? v : 0;
+}
+
 static int cmp_rows(const void *va, const void *vb)
 {
     const struct top_row *a = va, *b = vb;
-    const uint64_t *ca = a->p->snap.c[a->dev], *cb = b->p->snap.c[b->dev];
+    const struct top_proc *pa = a->p, *pb = b->p;
     int c = 0;
     switch (sort_key) {
-    case TOP_SORT_PID: c = cmp_u64((uint64_t)top_proc_pid(a->p), (uint64_t)top_proc_pid(b->p)); break;
-    case TOP_SORT_USER: c = strcmp(a->p->user, b->p->user); break;
+    case TOP_SORT_PID: c = cmp_u64((uint64_t)top_row_pid(a), (uint64_t)top_row_pid(b)); break;
+    case TOP_SORT_USER: c = strcmp(top_row_user(a), top_row_user(b)); break;
     case TOP_SORT_DEVICE: c = cmp_u64(a->gpu, b->gpu); break;
-    case TOP_SORT_IN_USE: c = -cmp_u64(ca[SPW_C_IN_USE], cb[SPW_C_IN_USE]); break;
-    case TOP_SORT_PEAK: c = -cmp_u64(ca[SPW_C_PEAK], cb[SPW_C_PEAK]); break;
-    case TOP_SORT_SPILLED: c = -cmp_u64(ca[SPW_C_SPILLED], cb[SPW_C_SPILLED]); break;
-    case TOP_SORT_ALLOC_RATE: c = -cmp_dbl(a->p->alloc_rate[a->dev], b->p->alloc_rate[b->dev]); break;
-    case TOP_SORT_SPILL_RATE: c = -cmp_dbl(a->p->spill_rate[a->dev], b->p->spill_rate[b->dev]); break;
-    case TOP_SORT_FILL_RATE: c = -cmp_dbl(a->p->fill_rate[a->dev], b->p->fill_rate[b->dev]); break;
-    case TOP_SORT_OOMS: c = -cmp_u64(ca[SPW_C_OOMS], cb[SPW_C_OOMS]); break;
-    case TOP_SORT_COMMAND: c = strcmp(a->p->snap.cmdline, b->p->snap.cmdline); break;
+    case TOP_SORT_IN_USE: c = -cmp_u64(top_row_counter(a, SPW_C_IN_USE), top_row_counter(b, SPW_C_IN_USE)); break;
+    case TOP_SORT_GPU_MEM: c = -cmp_u64(row_nvml(a), row_nvml(b)); break;
+    case TOP_SORT_PEAK: c = -cmp_u64(top_row_counter(a, SPW_C_PEAK), top_row_counter(b, SPW_C_PEAK)); break;
+    case TOP_SORT_SPILLED: c = -cmp_u64(top_row_counter(a, SPW_C_SPILLED), top_row_counter(b, SPW_C_SPILLED)); break;
+    case TOP_SORT_ALLOC_RATE: c = -cmp_dbl(row_rate(a, pa ? pa->alloc_rate : NULL), row_rate(b, pb ? pb->alloc_rate : NULL)); break;
+    case TOP_SORT_SPILL_RATE: c = -cmp_dbl(row_rate(a, pa ? pa->spill_rate : NULL), row_rate(b, pb ? pb->spill_rate : NULL)); break;
+    case TOP_SORT_FILL_RATE: c = -cmp_dbl(row_rate(a, pa ? pa->fill_rate : NULL), row_rate(b, pb ? pb->fill_rate : NULL)); break;
+    case TOP_SORT_OOMS: c = -cmp_u64(top_row_counter(a, SPW_C_OOMS), top_row_counter(b, SPW_C_OOMS)); break;
+    case TOP_SORT_COMMAND: c = strcmp(top_row_command(a), top_row_command(b)); break;
     default: break;
     }
-    if (c == 0) /* stable, predictable order for ties */
-        c = cmp_u64((uint64_t)top_proc_pid(a->p), (uint64_t)top_proc_pid(b->p)) * 2 + cmp_u64(a->dev, b->dev);
+    /* Ties in a stable, predictable order: pid, spillway's rows first,
+     * then the device. */
+    if (c == 0)
+        c = cmp_u64((uint64_t)top_row_pid(a), (uint64_t)top_row_pid(b));
+    if (c == 0)
+        c = (a->o != NULL) - (b->o != NULL);
+    if (c == 0)
+        c = cmp_u64(a->dev, b->dev) * 2 + cmp_u64(a->gpu, b->gpu);
     return c * sort_sign;
 }
 
@@ -353,14 +446,20 @@ void top_model_arrange(struct top_model *m, enum top_sort key, bool reverse, con
     m->nshown = 0;
     for (size_t i = 0; i < m->nprocs; i++) {
         struct top_proc *p = m->procs[i];
-        if (!(p->shown = matches(p, filter)))
+        if (!(p->shown = matches(&(struct top_row){p, NULL, 0, 0}, filter)))
             continue;
         m->nshown++;
         size_t before = m->nrows;
         for (uint32_t d = 0; d < p->snap.device_count; d++)
-            if (top_device_in_use(p->snap.c[d]) && !push_row(m, p, d))
+            if (top_device_in_use(p->snap.c[d]) && !push_proc_row(m, p, d))
                 return;
-        if (m->nrows == before && !push_row(m, p, 0))
+        if (m->nrows == before && !push_proc_row(m, p, 0))
+            return;
+    }
+    for (size_t i = 0; i < m->others.n; i++) {
+        struct top_other *o = &m->others.v[i];
+        const struct top_row r = {NULL, o, 0, o->gpu};
+        if ((o->shown = matches(&r, filter)) && !push_row(m, &r))
             return;
     }
     for (size_t i = 0; i < m->nrows; i++)
@@ -368,6 +467,7 @@ void top_model_arrange(struct top_model *m, enum top_sort key, bool reverse, con
             break; /* out of memory: the devices seen so far */
     sort_key = key;
     sort_sign = reverse ? -1 : 1;
+    sort_model = m;
     if (m->nrows > 1)
         qsort(m->rows, m->nrows, sizeof *m->rows, cmp_rows);
     if (m->ndevices > 1)
@@ -375,9 +475,10 @@ void top_model_arrange(struct top_model *m, enum top_sort key, bool reverse, con
 }
 
 static const char *const sort_names[TOP_SORT_COUNT] = {
-    "PID", "USER", "GPU", "IN USE", "PEAK", "SPILLED", "ALLOC/s", "SPILL/s", "FILL/s", "OOM", "COMMAND"};
+    "PID", "USER", "GPU", "IN USE", "GPU MEM", "PEAK", "SPILLED", "ALLOC/s", "SPILL/s", "FILL/s", "OOM", "COMMAND"};
 static const char *const sort_args[TOP_SORT_COUNT] = {
-    "pid", "user", "gpu", "in-use", "peak", "spilled", "alloc-rate", "spill-rate", "fill-rate", "ooms", "command"};
+    "pid", "user", "gpu", "in-use", "gpu-mem", "peak", "spilled", "alloc-rate", "spill-rate", "fill-rate", "ooms",
+    "command"};
 
 const char *top_sort_name(enum top_sort key)
 {

@@ -6,6 +6,7 @@
 #include "stats/reader.h"
 #include "tools/top_ident.h"
 #include "tools/top_nvml.h"
+#include "tools/top_other.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -13,7 +14,7 @@
 #define TOP_HISTORY 512 /* samples kept per process for the graphs */
 
 enum top_sort {
-    TOP_SORT_PID, TOP_SORT_USER, TOP_SORT_DEVICE, TOP_SORT_IN_USE, TOP_SORT_PEAK,
+    TOP_SORT_PID, TOP_SORT_USER, TOP_SORT_DEVICE, TOP_SORT_IN_USE, TOP_SORT_GPU_MEM, TOP_SORT_PEAK,
     TOP_SORT_SPILLED, TOP_SORT_ALLOC_RATE, TOP_SORT_SPILL_RATE, TOP_SORT_FILL_RATE,
     TOP_SORT_OOMS, TOP_SORT_COMMAND, TOP_SORT_COUNT
 };
@@ -40,9 +41,12 @@ struct top_proc {
     size_t hist_len, hist_start;
 };
 
+/* A row is a process under spillway on one of its devices (p), or a
+ * process NVML lists that is not under spillway (o: p is then NULL). */
 struct top_row {
     struct top_proc *p;
-    uint32_t dev;         /* the device as the process numbers it (its stats index) */
+    const struct top_other *o;
+    uint32_t dev;         /* the device as the process numbers it (its stats index); 0 for o */
     uint32_t gpu;         /* the host's GPU index when known, else dev (see top_proc_gpu) */
 };
 
@@ -53,6 +57,8 @@ struct top_device {
     uint64_t told;        /* what the processes are told (reported_bytes): > limit when oversubscribed */
     double moves;         /* bytes per second spilled and filled (top_proc_moves) */
     const struct top_gpu *hw; /* NVML's figures for it, or NULL */
+    unsigned others;      /* processes on it not under spillway (rows with o) */
+    uint64_t others_used; /* the device memory NVML says they hold (those it says it of) */
 };
 
 struct top_model {
@@ -70,6 +76,7 @@ struct top_model {
     char error[256];          /* the directory could not be read, or "" */
     double time;              /* of the latest sample (CLOCK_REALTIME, seconds) */
     struct top_nvml *nvml;    /* the device's own figures, or NULL (top_model_use_nvml) */
+    struct top_others others;  /* NVML's processes not under spillway */
     const char *hostname;     /* the exported Hostname label; NULL: gethostname() */
 };
 
@@ -86,10 +93,11 @@ void top_model_use_nvml(struct top_model *m, struct top_nvml *n);
 int top_model_sample(struct top_model *m, double mono_now, spw_stats_note_fn note, void *ctx);
 
 /* Rebuilds m->rows: one per process and device in use (at least one per
- * process), kept if filter (NULL/"" for all) is a substring of the pid, the
- * user or the command, sorted by key (descending for sizes and rates,
- * ascending for names and ids; reverse flips it). Also fills m->devices,
- * and marks the processes kept (shown, nshown): every output shows those. */
+ * process), and one per process not under spillway on a device (m->others),
+ * kept if filter (NULL/"" for all) is a substring of the pid, the user or
+ * the command, sorted by key (descending for sizes and rates, ascending for
+ * names and ids; reverse flips it). Also fills m->devices, and marks the
+ * processes kept (shown, nshown; others' shown): every output shows those. */
 void top_model_arrange(struct top_model *m, enum top_sort key, bool reverse, const char *filter);
 
 /* What an output with no rows says: no process, or none the filter kept. */
@@ -120,6 +128,23 @@ uint64_t top_proc_hist(const struct top_proc *p, const uint64_t *ring, size_t i)
 
 /* pid to show: the pid in our namespace when known, else the host pid. */
 int top_proc_pid(const struct top_proc *p);
+
+/* Whether NVML's per-process figures are there to show: it is open, its
+ * pids are ours, and it could list some device's processes. */
+bool top_model_nvml_procs(const struct top_model *m);
+/* The device memory NVML says p holds on its device dev (CUDA context,
+ * spillway's pool and all): false when unknown (NVML off or unable, the
+ * device's host index not known, the process not on NVML's list, or NVML
+ * does not say). */
+bool top_proc_nvml_used(const struct top_model *m, const struct top_proc *p, uint32_t dev, uint64_t *out);
+
+/* A row's pid, user, command, counter k (others have only IN USE: NVML's
+ * figure, 0 when unknown) and NVML figure, whichever kind it is. */
+int top_row_pid(const struct top_row *r);
+const char *top_row_user(const struct top_row *r);
+const char *top_row_command(const struct top_row *r);
+uint64_t top_row_counter(const struct top_row *r, enum spw_counter k);
+bool top_row_nvml_used(const struct top_model *m, const struct top_row *r, uint64_t *out);
 
 /* The host GPU index of p's device dev (see top_gpumap.h): *mapped tells
  * whether it could be told; when not, dev itself is returned. */

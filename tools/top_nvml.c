@@ -1,18 +1,12 @@
 #include "tools/top_nvml.h"
+#include "tools/top_nvml_abi.h"
+#include "tools/top_nvml_procs.h"
 
 #include <dlfcn.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* NVML's ABI, declared here rather than from nvml.h: the GPU host's CUDA
- * headers may lack it, and these few types have not changed since NVML 1. */
-typedef int nvml_return;                   /* nvmlReturn_t; 0 is NVML_SUCCESS */
-typedef struct nvml_device_st *nvml_device; /* nvmlDevice_t */
-struct nvml_utilization { unsigned int gpu, memory; };
-struct nvml_memory { unsigned long long total, free, used; };
-#define NVML_TEMPERATURE_GPU 0
 
 struct top_nvml_api {
     nvml_return (*init)(void);
@@ -28,6 +22,7 @@ struct top_nvml_api {
     nvml_return (*power)(nvml_device, unsigned int *);
     nvml_return (*power_limit)(nvml_device, unsigned int *);
     nvml_device handles[TOP_NVML_MAX_GPUS];
+    struct top_nvml_procs_api procs; /* optional: a driver without them still has the rest */
 };
 
 static void fail(struct top_nvml *n, const char *fmt, const char *what)
@@ -86,43 +81,6 @@ static void read_identity(struct top_nvml *n, unsigned i)
     clean_text(g->uuid);
 }
 
-int top_nvml_open(struct top_nvml *n, const char *lib)
-{
-    memset(n, 0, sizeof *n);
-    n->lib = dlopen(lib ? lib : "libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!n->lib) {
-        snprintf(n->error, sizeof n->error, "no NVML: %s", dlerror());
-        return -1;
-    }
-    n->api = calloc(1, sizeof *n->api);
-    if (!n->api)
-        return fail(n, "NVML: %s", "out of memory"), -1;
-    const char *missing = resolve(n->lib, n->api);
-    if (missing)
-        return fail(n, "NVML lacks %s", missing), -1;
-    nvml_return r = n->api->init();
-    if (r != 0) {
-        /* Not initialised: nvmlShutdown must not be called. */
-        char why[96];
-        snprintf(why, sizeof why, "%s", n->api->error_string ? n->api->error_string(r) : "error");
-        n->api->shutdown = NULL;
-        return fail(n, "NVML init failed: %s", why), -1;
-    }
-    unsigned count = 0;
-    if (n->api->count(&count) != 0)
-        return fail(n, "NVML: %s", "cannot count devices"), -1;
-    n->count = count > TOP_NVML_MAX_GPUS ? TOP_NVML_MAX_GPUS : count;
-    for (unsigned i = 0; i < n->count; i++) {
-        if (n->api->handle(i, &n->api->handles[i]) != 0) {
-            n->count = i; /* a device NVML cannot open ends the list */
-            break;
-        }
-        read_identity(n, i);
-    }
-    top_nvml_sample(n);
-    return 0;
-}
-
 static void sample_one(const struct top_nvml_api *a, nvml_device h, struct top_gpu *g)
 {
     struct nvml_utilization u;
@@ -142,18 +100,69 @@ static void sample_one(const struct top_nvml_api *a, nvml_device h, struct top_g
     g->have_power_limit = a->power_limit(h, &g->power_limit_mw) == 0 && g->power_limit_mw > 0;
 }
 
+int top_nvml_open(struct top_nvml *n, const char *lib)
+{
+    memset(n, 0, sizeof *n);
+    n->lib = dlopen(lib ? lib : "libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!n->lib) {
+        snprintf(n->error, sizeof n->error, "no NVML: %s", dlerror());
+        return -1;
+    }
+    n->api = calloc(1, sizeof *n->api);
+    if (!n->api)
+        return fail(n, "NVML: %s", "out of memory"), -1;
+    const char *missing = resolve(n->lib, n->api);
+    if (missing)
+        return fail(n, "NVML lacks %s", missing), -1;
+    top_nvml_procs_resolve(n->lib, &n->api->procs, n->procs_api);
+    nvml_return r = n->api->init();
+    if (r != 0) {
+        /* Not initialised: nvmlShutdown must not be called. */
+        char why[96];
+        snprintf(why, sizeof why, "%s", n->api->error_string ? n->api->error_string(r) : "error");
+        n->api->shutdown = NULL;
+        return fail(n, "NVML init failed: %s", why), -1;
+    }
+    unsigned count = 0;
+    if (n->api->count(&count) != 0)
+        return fail(n, "NVML: %s", "cannot count devices"), -1;
+    n->count = count > TOP_NVML_MAX_GPUS ? TOP_NVML_MAX_GPUS : count;
+    for (unsigned i = 0; i < n->count; i++) {
+        if (n->api->handle(i, &n->api->handles[i]) != 0) {
+            n->count = i; /* a device NVML cannot open ends the list */
+            break;
+        }
+        read_identity(n, i);
+        /* The figures now, for whoever shows them before the first sample;
+         * the process lists wait for it (each is a driver call per device,
+         * and a refresh makes one of each). */
+        sample_one(n->api, n->api->handles[i], &n->gpu[i]);
+    }
+    return 0;
+}
+
 void top_nvml_sample(struct top_nvml *n)
 {
     if (!n->lib)
         return;
-    for (unsigned i = 0; i < n->count; i++)
+    for (unsigned i = 0; i < n->count; i++) {
         sample_one(n->api, n->api->handles[i], &n->gpu[i]);
+        top_nvml_procs_sample(&n->api->procs, n->api->handles[i], &n->gpu[i], n->api->error_string);
+    }
 }
 
 void top_nvml_close(struct top_nvml *n)
 {
     if (n->api && n->api->shutdown)
         n->api->shutdown();
+    if (n->api)
+        top_nvml_procs_free(&n->api->procs);
+    for (unsigned i = 0; i < TOP_NVML_MAX_GPUS; i++) {
+        free(n->gpu[i].procs);
+        n->gpu[i].procs = NULL;
+        n->gpu[i].nprocs = n->gpu[i].procs_cap = 0;
+        n->gpu[i].have_procs = false;
+    }
     free(n->api);
     n->api = NULL;
     if (n->lib)
@@ -165,4 +174,20 @@ void top_nvml_close(struct top_nvml *n)
 const struct top_gpu *top_nvml_gpu(const struct top_nvml *n, unsigned index)
 {
     return n && n->lib && index < n->count ? &n->gpu[index] : NULL;
+}
+
+const struct top_gpu_proc *top_gpu_find_proc(const struct top_gpu *g, int pid)
+{
+    for (unsigned i = 0; g && g->have_procs && i < g->nprocs; i++)
+        if (g->procs[i].pid == pid)
+            return &g->procs[i];
+    return NULL;
+}
+
+bool top_nvml_have_procs(const struct top_nvml *n)
+{
+    for (unsigned i = 0; n && n->lib && i < n->count; i++)
+        if (n->gpu[i].have_procs)
+            return true;
+    return false;
 }

@@ -198,6 +198,35 @@ static void gpu_info(FILE *f, const struct top_nvml *n, const char *host)
     }
 }
 
+/* Per GPU whose processes NVML can list, the device memory it says the
+ * ones not under spillway hold (those --filter keeps): "who else is using
+ * this GPU", beside DCGM_FI_DEV_FB_USED and spillway_in_use_bytes. */
+static void gpu_others(FILE *f, const struct top_model *m, const char *host)
+{
+    const struct top_nvml *n = m->nvml;
+    if (!top_model_nvml_procs(m))
+        return;
+    fputs("# HELP spillway_gpu_other_processes_used_bytes device memory NVML reports held by the GPU's processes "
+          "not under spillway (those --filter keeps; one NVML gives no figure for counts 0)\n"
+          "# TYPE spillway_gpu_other_processes_used_bytes gauge\n",
+          f);
+    for (unsigned i = 0; i < n->count; i++) {
+        const struct top_gpu *g = &n->gpu[i];
+        if (!g->have_procs)
+            continue;
+        uint64_t used = 0;
+        for (size_t j = 0; j < m->others.n; j++) {
+            const struct top_other *o = &m->others.v[j];
+            if (o->gpu == g->index && o->shown && o->have_used)
+                used = used + o->used < used ? UINT64_MAX : used + o->used;
+        }
+        fprintf(f, "spillway_gpu_other_processes_used_bytes{gpu=\"%u\"", g->index);
+        label(f, "UUID", g->uuid);
+        label(f, "Hostname", host);
+        fprintf(f, "} %" PRIu64 "\n", used);
+    }
+}
+
 void top_print_prometheus(FILE *f, const struct top_model *m)
 {
     char host[256] = "";
@@ -209,6 +238,7 @@ void top_print_prometheus(FILE *f, const struct top_model *m)
     for (unsigned k = 0; k < SPW_C_COUNT; k++)
         counter_family(f, m, (enum spw_counter)k, host);
     gpu_info(f, m->nvml, host);
+    gpu_others(f, m, host);
     /* The processes exported above: --filter's, once each. */
     size_t shown = 0;
     for (size_t i = 0; i < m->nprocs; i++)

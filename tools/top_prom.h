@@ -16,6 +16,8 @@
  * told, else the process's own device number), cuda_device (the process's
  * own), UUID (with NVML), Hostname, and the container's identity when it
  * has one (container_id, pod_uid; pod, namespace, container from its
- * environment). With NVML, spillway_gpu_info per device. */
+ * environment). With NVML, spillway_gpu_info per device, and where NVML
+ * lists a device's processes, spillway_gpu_other_processes_used_bytes: the
+ * memory of those not under spillway. */
 void top_print_prometheus(FILE *f, const struct top_model *m);
 #endif

@@ -65,18 +65,30 @@ static void remember_selection(struct ui *u)
         return;
     }
     const struct top_row *r = &m->rows[u->selected];
+    u->sel_other_pid = r->o ? r->o->pid : 0;
+    u->sel_gpu = r->gpu;
+    u->sel_name[0] = '\0';
+    if (r->o)
+        return;
     snprintf(u->sel_name, sizeof u->sel_name, "%s", r->p->snap.name);
     u->sel_start = r->p->snap.start_time;
     u->sel_dev = r->dev;
 }
 
+static bool is_selected(const struct ui *u, const struct top_row *r)
+{
+    if (r->o)
+        return u->sel_other_pid && r->o->pid == u->sel_other_pid && r->gpu == u->sel_gpu;
+    return u->sel_name[0] && r->dev == u->sel_dev && r->p->snap.start_time == u->sel_start &&
+           strcmp(r->p->snap.name, u->sel_name) == 0;
+}
+
 static void restore_selection(struct ui *u)
 {
     struct top_model *m = u->m;
-    for (size_t i = 0; i < m->nrows && u->sel_name[0]; i++) {
+    for (size_t i = 0; i < m->nrows && (u->sel_name[0] || u->sel_other_pid); i++) {
         const struct top_row *r = &m->rows[i];
-        if (r->dev == u->sel_dev && r->p->snap.start_time == u->sel_start &&
-            strcmp(r->p->snap.name, u->sel_name) == 0) {
+        if (is_selected(u, r)) {
             u->selected = (int)i;
             return;
         }
@@ -127,6 +139,11 @@ static void open_detail(struct ui *u)
     if (u->selected < 0 || (size_t)u->selected >= u->m->nrows)
         return;
     const struct top_row *r = &u->m->rows[u->selected];
+    if (r->o) {
+        snprintf(u->message, sizeof u->message, "pid %d is not under spillway: NVML's figure is all there is",
+                 r->o->pid);
+        return;
+    }
     snprintf(u->detail_name, sizeof u->detail_name, "%s", r->p->snap.name);
     u->detail_start = r->p->snap.start_time;
     u->detail_scroll = 0;
@@ -135,9 +152,16 @@ static void open_detail(struct ui *u)
 
 static void ask_kill(struct ui *u)
 {
-    const struct top_proc *p = u->view == VIEW_DETAIL ? ui_detail_proc(u)
-                               : u->selected >= 0 && (size_t)u->selected < u->m->nrows
-                                   ? u->m->rows[u->selected].p : NULL;
+    const struct top_row *r = u->view != VIEW_DETAIL && u->selected >= 0 && (size_t)u->selected < u->m->nrows
+                                  ? &u->m->rows[u->selected] : NULL;
+    /* Only a process under spillway: its segment's start time and user
+     * are what make the signal safe against a reused pid. */
+    if (r && r->o) {
+        snprintf(u->message, sizeof u->message, "pid %d is not under spillway: K signals only spillway's processes",
+                 r->o->pid);
+        return;
+    }
+    const struct top_proc *p = u->view == VIEW_DETAIL ? ui_detail_proc(u) : r ? r->p : NULL;
     if (!p)
         return;
     if (p->snap.local_pid <= 0) {

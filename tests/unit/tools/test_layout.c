@@ -154,7 +154,7 @@ START_TEST(command_gets_what_is_left)
 {
     for (int w = 72; w <= 300; w++) {
         struct top_columns c;
-        top_list_columns(w, TOP_SORT_IN_USE, &c);
+        top_list_columns(w, TOP_SORT_IN_USE, w % 2, &c);
         ck_assert_msg(row_width(&c) == w, "width %d: row of %d", w, row_width(&c));
         ck_assert_int_ge(c.width[TOP_COL_COMMAND], TOP_CMD_MIN);
         ck_assert_int_ge(c.width[TOP_COL_IN_USE], TOP_BAR_MIN);
@@ -163,17 +163,38 @@ START_TEST(command_gets_what_is_left)
                   c.shown[TOP_COL_IN_USE] && c.shown[TOP_COL_SPILL] && c.shown[TOP_COL_OOM]);
     }
     struct top_columns c;
-    top_list_columns(80, TOP_SORT_IN_USE, &c);
+    top_list_columns(80, TOP_SORT_IN_USE, false, &c);
+    ck_assert(!c.shown[TOP_COL_GPU_MEM]);
     ck_assert(!c.shown[TOP_COL_ALLOC_RATE]); /* the least telling column makes room */
     ck_assert(c.shown[TOP_COL_SPILL_RATE] && c.shown[TOP_COL_FILL_RATE] && c.shown[TOP_COL_PEAK]);
     ck_assert_int_eq(c.width[TOP_COL_COMMAND], 20);
-    top_list_columns(100, TOP_SORT_IN_USE, &c);
-    ck_assert(c.shown[TOP_COL_ALLOC_RATE]);
+    top_list_columns(100, TOP_SORT_IN_USE, false, &c);
+    ck_assert(c.shown[TOP_COL_ALLOC_RATE] && !c.shown[TOP_COL_GPU_MEM]);
     ck_assert_int_eq(c.width[TOP_COL_IN_USE], TOP_BAR_MIN);
     ck_assert_int_eq(c.width[TOP_COL_COMMAND], 33);
-    top_list_columns(200, TOP_SORT_IN_USE, &c);
+    top_list_columns(200, TOP_SORT_IN_USE, false, &c);
     ck_assert_int_eq(c.width[TOP_COL_IN_USE], TOP_BAR_MAX);
     ck_assert_int_eq(c.width[TOP_COL_COMMAND], 113);
+}
+END_TEST
+
+/* NVML's figure (GPU MEM) shows when NVML has it and the command keeps
+ * its 20 characters beside it; it is the first column given up. */
+START_TEST(gpu_mem_goes_first)
+{
+    struct top_columns c;
+    top_list_columns(95, TOP_SORT_IN_USE, true, &c);
+    ck_assert(c.shown[TOP_COL_GPU_MEM] && c.shown[TOP_COL_ALLOC_RATE]);
+    ck_assert_int_eq(c.width[TOP_COL_GPU_MEM], 7);
+    ck_assert_int_eq(c.width[TOP_COL_COMMAND], TOP_CMD_MIN);
+    top_list_columns(94, TOP_SORT_IN_USE, true, &c);
+    ck_assert(!c.shown[TOP_COL_GPU_MEM] && c.shown[TOP_COL_ALLOC_RATE]);
+    ck_assert_int_eq(c.width[TOP_COL_COMMAND], 27);
+    top_list_columns(80, TOP_SORT_GPU_MEM, true, &c); /* sorted by it: it stays, the rates go */
+    ck_assert(c.shown[TOP_COL_GPU_MEM] && !c.shown[TOP_COL_ALLOC_RATE] && !c.shown[TOP_COL_FILL_RATE]);
+    ck_assert_int_ge(c.width[TOP_COL_COMMAND], TOP_CMD_MIN);
+    top_list_columns(200, TOP_SORT_GPU_MEM, false, &c); /* nothing to show without NVML */
+    ck_assert(!c.shown[TOP_COL_GPU_MEM]);
 }
 END_TEST
 
@@ -184,12 +205,12 @@ START_TEST(sort_column_stays)
         for (int k = 0; k < TOP_COL_COUNT; k++) {
             struct top_columns c;
             enum top_sort key = top_col_info((enum top_col)k)->sort;
-            top_list_columns(w, key, &c);
+            top_list_columns(w, key, true, &c);
             ck_assert_msg(c.shown[k], "width %d: sorted by %s, column hidden", w, top_sort_name(key));
         }
     }
     struct top_columns c;
-    top_list_columns(80, TOP_SORT_ALLOC_RATE, &c);
+    top_list_columns(80, TOP_SORT_ALLOC_RATE, false, &c);
     ck_assert(c.shown[TOP_COL_ALLOC_RATE] && !c.shown[TOP_COL_FILL_RATE]);
     ck_assert_int_ge(c.width[TOP_COL_COMMAND], TOP_CMD_MIN);
 }
@@ -272,6 +293,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, long_filter_is_cut_visibly);
     tcase_add_test(tc, right_group_never_overlaps);
     tcase_add_test(tc, command_gets_what_is_left);
+    tcase_add_test(tc, gpu_mem_goes_first);
     tcase_add_test(tc, sort_column_stays);
     tcase_add_test(tc, command_shows_program_and_arguments);
     suite_add_tcase(s, tc);

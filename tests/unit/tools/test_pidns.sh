@@ -56,6 +56,17 @@ for i in 1 2; do
 done
 check "--prometheus from another pid namespace: no two series with one label set" \
     bash -c '[ -z "$(grep -E "^spillway_[a-z_]+\{" <<<"$1" | sed -E "s/\} .*/}/" | sort | uniq -d)" ]' _ "$prom"
+# An NVML pid that is no process of spillway-top's pid namespace (a
+# driver that reports the host's pids to a container without them) is
+# listed as NVML has it, not under spillway, with '?' for who it is.
+if [ -f "$B/fakenvml/libnvidia-ml.so.1" ]; then
+    echo "0 $$ 1G" >"$STATS_DIR/.procs"
+    nvtop() { LD_LIBRARY_PATH="$B/fakenvml" FAKENVML_PROCS="$STATS_DIR/.procs" "$@"; }
+    check "NVML's pid here: this shell, not under spillway" \
+        grep -qE "^ *$$ +$(id -un) .* not under spillway +.*bash" <<<"$(nvtop "$TOP" --once)"
+    check "from another pid namespace, where it is nobody: '?'" \
+        grep -qE "^ *$$ +\? +0 +1\.0G +1\.0G +not under spillway +\?$" <<<"$(nvtop unshare -p -f --mount-proc "$TOP" --once 2>/dev/null)"
+fi
 for i in 1 2; do
     P=$(pgrep -f "stats_writer --cmd pod job $i" | while read -r p; do [ "$(ps -o comm= -p "$p")" = stats_writer ] && echo "$p"; done | head -1)
     [ -n "$P" ] && kill "$P"
