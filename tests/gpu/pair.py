@@ -11,6 +11,13 @@ JAX's memory_stats() pool_bytes (its BFC arena; bytes_in_use, what its arrays
 use inside it, is shown beside), PyTorch's memory_reserved() (its cached
 segments; memory_allocated beside). Tolerance: --tolerance MiB.
 
+And the driver's own figure: spillway-top --json's nvml_used_bytes of each
+process's device (NVML's usedGpuMemory for its pid) must be there and at
+least what spillway has in use on the device (in use less spilled): the
+driver counts all that and the context and pool besides. With --fake,
+tests/fakenvml stands for NVML, told the processes' own figures plus a
+context (the plumbing: pid matching and the field, not a driver).
+
   pair.py --build build-gpu --out DIR [--top PATH] [--fake] [--dry-run]
   --fake: the JAX and PyTorch stand-ins of tests/gpu/mock on fakecuda
           (self-test of the plumbing and the matching, not of the frameworks)
@@ -72,11 +79,37 @@ def _tool(cmd, env):
         return "", "%s: %s\n" % (cmd[0], e), "n/a"
 
 
-def take_snapshot(top, env, stats_dir, pids, log):
+# What --fake's stand-in driver says a process holds beyond spillway's in
+# use on the device: a CUDA context's worth (SWGPU_PAIR_FAKE_CONTEXT, in
+# bytes, changes it: selftest.sh's negative control gives less than none).
+FAKE_CONTEXT = 8 * MiB
+
+
+def fake_nvml(build, env, stats_dir, segments):
+    """With --fake: the environment in which spillway-top opens
+    tests/fakenvml, listing each process on GPU 0 with its in use on the
+    device plus FAKE_CONTEXT, as a driver would list it."""
+    procs = os.path.join(stats_dir, ".nvml-procs")
+    context = int(os.environ.get("SWGPU_PAIR_FAKE_CONTEXT", FAKE_CONTEXT))
+    with open(procs, "w") as f:
+        for pid, seg in segments.items():
+            if isinstance(seg, dict):
+                d = seg["devices"][0]
+                f.write("0 %d %d\n" % (pid, max(0, d["in_use_bytes"] - d["spilled_bytes"] + context)))
+    lib = os.path.join(build, "fakenvml")
+    return dict(env, LD_LIBRARY_PATH=lib + os.pathsep + env.get("LD_LIBRARY_PATH", ""), FAKENVML_PROCS=procs)
+
+
+def take_snapshot(top, env, stats_dir, pids, log, fake_build=None):
     """spillway-top --once and --json (else the Python reader) and each
     process's segment, while both hold."""
     snap = {"once": None, "json": None, "segments": {}, "top": None}
+    for pid in pids:
+        seg, why = swstats.read_pid(pid, stats_dir)
+        snap["segments"][pid] = seg or why
     topenv = dict(env, SPILLWAY_STATS_DIR=stats_dir, NO_COLOR="1", COLUMNS="100")
+    if fake_build:
+        topenv = fake_nvml(fake_build, topenv, stats_dir, snap["segments"])
     if os.access(top, os.X_OK):
         snap["top"] = top
         for mode, key in (("--once", "once"), ("--json", "json")):
@@ -88,13 +121,10 @@ def take_snapshot(top, env, stats_dir, pids, log):
         # through the Python reader, said so in the table.
         out, err, _ = _tool([harness.python(), os.path.join(HERE, "swstats.py"), "--dir", stats_dir], topenv)
         snap["once"] = "(spillway-top not built here; swstats.py fallback)\n" + out + err
-    for pid in pids:
-        seg, why = swstats.read_pid(pid, stats_dir)
-        snap["segments"][pid] = seg or why
     return snap
 
 
-def run_pair(cmds, procs, env, timeout, log, top, stats_dir):
+def run_pair(cmds, procs, env, timeout, log, top, stats_dir, fake_build=None):
     """Runs both processes at once; returns (runs, pids, snapshot). A
     snapshot with nothing in it when one ended without holding."""
     # Both hold until the snapshot is taken: a barrier of the two hold
@@ -128,13 +158,18 @@ def run_pair(cmds, procs, env, timeout, log, top, stats_dir):
     snap = {"once": None, "json": None, "segments": {}, "top": None}
     try:
         barrier.wait()
-        snap = take_snapshot(top, env, stats_dir, pids, log)
+        snap = take_snapshot(top, env, stats_dir, pids, log, fake_build)
     except threading.BrokenBarrierError:
         pass
     finally:
         released.set()
         for t in threads:
             t.join()
+        try:
+            if fake_build:
+                os.unlink(os.path.join(stats_dir, ".nvml-procs"))
+        except OSError:
+            pass
         try:
             os.rmdir(stats_dir)
         except OSError:
@@ -185,9 +220,33 @@ def judge_proc(name, lim, r, pid, snap, top_procs, tolerance, checks):
     if snap["top"]:
         shown = pid in top_procs and any(l.split()[:1] == [str(pid)] for l in (snap["once"] or "").splitlines())
         checks.append(["%s in spillway-top" % name, shown, "pid %s in --once and --json" % pid])
+        checks.append(nvml_check(name, top_procs.get(pid), snap))
+        entry["nvml_used"] = ((top_procs.get(pid) or {}).get("devices") or [{}])[0].get("nvml_used_bytes")
     else:
         checks.append(["%s in spillway-top" % name, False, "spillway-top not built on this host"])
     return entry
+
+
+def nvml_check(name, proc, snap):
+    """The driver's figure of the process's device (--json nvml_used_bytes):
+    there, and at least spillway's in use on the device (in use less
+    spilled), the CUDA context and the pool's free part coming on top."""
+    label = "%s NVML figure" % name
+    if not proc:
+        return [label, False, "not in spillway-top --json"]
+    d = proc["devices"][0]
+    used, floor = d.get("nvml_used_bytes"), d["in_use_bytes"] - d["spilled_bytes"]
+    if not isinstance(used, int):
+        why = "no NVML in spillway-top" if "nvml_used_bytes" not in d else "NVML gave none"
+        try:
+            gpus = json.loads(snap["json"]).get("gpus") or []
+            errors = [g["processes_error"] for g in gpus if g.get("processes_error")]
+            why += (" (%s)" % "; ".join(errors)) if errors else ""
+        except (ValueError, TypeError, KeyError):
+            pass
+        return [label, False, why]
+    return [label, used >= floor, "NVML %s, in use on the device %s (in use %s, spilled %s)" % (
+        fmt_bytes(used), fmt_bytes(floor), fmt_bytes(d["in_use_bytes"]), fmt_bytes(d["spilled_bytes"]))]
 
 
 def judge(procs, runs, pids, snap, tolerance):
@@ -232,7 +291,7 @@ def main():
         print("RESULT table=pair pass=0 failed=skipped_(time_budget)")
         return 0
     env = pair_env(build, stats_dir, a.fake)
-    runs, pids, snap = run_pair(cmds, procs, env, timeout, log, top, stats_dir)
+    runs, pids, snap = run_pair(cmds, procs, env, timeout, log, top, stats_dir, build if a.fake else None)
     save_snapshot(out, snap)
     rec = judge(procs, runs, pids, snap, a.tolerance)
     results.add(rec)

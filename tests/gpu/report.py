@@ -103,13 +103,16 @@ def pair_section(recs, outdir):
     rows = []
     for p in r.get("procs", []):
         rows.append([p["name"], p.get("pid"), b(p.get("limit")), b(p.get("seg_limit")), b(p.get("in_use")),
-                     "%s %s" % (p.get("fw_figure"), b(p.get("fw_value"))), b(p.get("fw_in_use"))])
+                     "%s %s" % (p.get("fw_figure"), b(p.get("fw_value"))), b(p.get("fw_in_use")),
+                     b(p.get("nvml_used"))])
     text = ("### Two processes at once (issue 5)\n\nJAX (default allocator) and PyTorch (caching allocator), each "
             "through `spillway run --limit`, holding memory at the same time. spillway's in-use is what each holds "
             "from the driver; the framework figure compared with it is JAX's `pool_bytes` (BFC arena) or "
-            "PyTorch's `memory_reserved()`; arrays/tensors in use are shown beside.\n\n"
+            "PyTorch's `memory_reserved()`; arrays/tensors in use are shown beside, and what the driver itself "
+            "says the process holds on the device (NVML, through `spillway-top --json`: context and pool "
+            "included).\n\n"
             + table(["process", "pid", "--limit", "segment limit", "spillway in use", "framework holds",
-                     "arrays/tensors in use"], rows) + "\nResult: " + failed(r) + "\n")
+                     "arrays/tensors in use", "driver (NVML)"], rows) + "\nResult: " + failed(r) + "\n")
     once = os.path.join(outdir, r.get("once_file", "spillway-top-once.txt"))
     if os.path.exists(once):
         with open(once) as f:

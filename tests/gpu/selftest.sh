@@ -18,7 +18,9 @@
 #     A framework the host lacks (MOCK_MISSING) is skipped ("skipped: no
 #     jax"), not failed; a JAX row survives memory_stats() raising;
 #  5. pair.py --fake: two processes under `spillway run`, both in
-#     spillway-top --once with matching in-use figures;
+#     spillway-top --once with matching in-use figures, and each with the
+#     figure tests/fakenvml gives for it in --json (nvml_used_bytes); a
+#     figure under spillway's in use on the device must FAIL that check;
 #  6. issue 12's rows (features.py): the judging on synthetic runs
 #     (--self-test), then the rows on tests/gpu/mock's stand-ins over
 #     fakecuda: the CUDA-graph, command-buffer and while-loop rows must
@@ -180,13 +182,21 @@ fi
 "$PY" "$HERE/pair.py" --build "$B" --out "$OUT" --fake >"$OUT/pair.txt" 2>&1
 if grep -q '^RESULT table=pair pass=1' "$OUT/pair.txt"; then ok "two processes in spillway-top --once with matching in-use"
 else not_ok "pair: $(cat "$OUT/pair.txt")"; fi
+# The driver's figure under spillway's own in use on the device fails it.
+mkdir -p "$OUT/shortnvml.d"
+SWGPU_PAIR_FAKE_CONTEXT=-1048576 "$PY" "$HERE/pair.py" --build "$B" --out "$OUT/shortnvml.d" --fake >"$OUT/shortnvml.txt" 2>&1
+if grep -q '^RESULT table=pair pass=0 failed=jax_NVML_figure,torch_NVML_figure$' "$OUT/shortnvml.txt"; then
+    ok "pair: an NVML figure under in use on the device fails the NVML checks"
+else
+    not_ok "pair: an NVML figure under in use: $(grep '^RESULT' "$OUT/shortnvml.txt")"
+fi
 # A spillway-top that cannot run (here: a missing interpreter) fails the
 # pair's top checks; the pair still records its result.
 printf '#!/nonexistent/interpreter\n' >"$OUT/badtop"
 chmod +x "$OUT/badtop"
 mkdir -p "$OUT/badtop.d"
 "$PY" "$HERE/pair.py" --build "$B" --out "$OUT/badtop.d" --fake --top "$OUT/badtop" >"$OUT/badtop.txt" 2>&1
-if grep -q '^RESULT table=pair pass=0 failed=jax_in_spillway-top,torch_in_spillway-top$' "$OUT/badtop.txt"; then
+if grep -q '^RESULT table=pair pass=0 failed=jax_in_spillway-top,jax_NVML_figure,torch_in_spillway-top,torch_NVML_figure$' "$OUT/badtop.txt"; then
     ok "a spillway-top that cannot run: the pair fails its top checks, its record written"
 else
     not_ok "a spillway-top that cannot run: $(tail -3 "$OUT/badtop.txt")"
