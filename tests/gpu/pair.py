@@ -82,6 +82,9 @@ def _tool(cmd, env):
 # What --fake's stand-in driver says a process holds beyond spillway's in
 # use on the device: a CUDA context's worth (SWGPU_PAIR_FAKE_CONTEXT, in
 # bytes, changes it: selftest.sh's negative control gives less than none).
+# SWGPU_PAIR_FAKE_NVML, selftest.sh's other controls: "others" lists only
+# a process seen here that is not the pair's (the pid matching broken: the
+# checks fail), "error" a driver refusing the list (not judged).
 FAKE_CONTEXT = 8 * MiB
 
 
@@ -91,8 +94,13 @@ def fake_nvml(build, env, stats_dir, segments):
     device plus FAKE_CONTEXT, as a driver would list it."""
     procs = os.path.join(stats_dir, ".nvml-procs")
     context = int(os.environ.get("SWGPU_PAIR_FAKE_CONTEXT", FAKE_CONTEXT))
+    kind = os.environ.get("SWGPU_PAIR_FAKE_NVML", "figures")
     with open(procs, "w") as f:
-        for pid, seg in segments.items():
+        if kind == "error":
+            f.write("0 error 3\n")  # NVML_ERROR_NOT_SUPPORTED
+        elif kind == "others":
+            f.write("0 %d %d\n" % (os.getpid(), 64 * MiB))
+        for pid, seg in segments.items() if kind == "figures" else ():
             if isinstance(seg, dict):
                 d = seg["devices"][0]
                 f.write("0 %d %d\n" % (pid, max(0, d["in_use_bytes"] - d["spilled_bytes"] + context)))
@@ -230,23 +238,40 @@ def judge_proc(name, lim, r, pid, snap, top_procs, tolerance, checks):
 def nvml_check(name, proc, snap):
     """The driver's figure of the process's device (--json nvml_used_bytes):
     there, and at least spillway's in use on the device (in use less
-    spilled), the CUDA context and the pool's free part coming on top."""
+    spilled), the CUDA context and the pool's free part coming on top.
+
+    Not judged (passing, the reason in the table) where the host cannot
+    give it: no NVML in spillway-top, NVML refusing the process list, or a
+    list none of whose pids is a process seen here (a container whose
+    driver reports the host's pids). Judged, and failed, where NVML lists
+    processes seen here but not this one, or a figure below the floor: the
+    pid matching or the field is wrong."""
     label = "%s NVML figure" % name
     if not proc:
         return [label, False, "not in spillway-top --json"]
     d = proc["devices"][0]
     used, floor = d.get("nvml_used_bytes"), d["in_use_bytes"] - d["spilled_bytes"]
-    if not isinstance(used, int):
-        why = "no NVML in spillway-top" if "nvml_used_bytes" not in d else "NVML gave none"
-        try:
-            gpus = json.loads(snap["json"]).get("gpus") or []
-            errors = [g["processes_error"] for g in gpus if g.get("processes_error")]
-            why += (" (%s)" % "; ".join(errors)) if errors else ""
-        except (ValueError, TypeError, KeyError):
-            pass
-        return [label, False, why]
-    return [label, used >= floor, "NVML %s, in use on the device %s (in use %s, spilled %s)" % (
-        fmt_bytes(used), fmt_bytes(floor), fmt_bytes(d["in_use_bytes"]), fmt_bytes(d["spilled_bytes"]))]
+    if isinstance(used, int):
+        return [label, used >= floor, "NVML %s, in use on the device %s (in use %s, spilled %s)" % (
+            fmt_bytes(used), fmt_bytes(floor), fmt_bytes(d["in_use_bytes"]), fmt_bytes(d["spilled_bytes"]))]
+    if "nvml_used_bytes" not in d:
+        return [label, True, "not judged: no NVML in spillway-top on this host"]
+    try:
+        doc = json.loads(snap["json"])
+        gpus = doc.get("gpus") or []
+        errors = [g["processes_error"] for g in gpus if g.get("processes_error")]
+        others = [o for g in gpus for o in (g.get("other_processes") or [])]
+        figured = [p for p in doc.get("processes", [])
+                   if any(isinstance(x.get("nvml_used_bytes"), int) for x in p.get("devices", []))]
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return [label, False, "NVML gave none, and spillway-top --json is unreadable"]
+    if errors:
+        return [label, True, "not judged: NVML lists no processes here (%s)" % "; ".join(errors)]
+    if not figured and others and not any("command" in o for o in others):
+        return [label, True, "not judged: NVML's %d pids are none seen here (the host's pid namespace?)"
+                % len(others)]
+    return [label, False, "NVML gave none (it lists %d other process(es), %d of ours with a figure)"
+            % (len(others), len(figured))]
 
 
 def judge(procs, runs, pids, snap, tolerance):

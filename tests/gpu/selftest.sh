@@ -190,6 +190,22 @@ if grep -q '^RESULT table=pair pass=0 failed=jax_NVML_figure,torch_NVML_figure$'
 else
     not_ok "pair: an NVML figure under in use: $(grep '^RESULT' "$OUT/shortnvml.txt")"
 fi
+# NVML listing a process seen here but neither of the pair: the pid
+# matching is what is wrong, and the checks fail; NVML refusing the list
+# is the host's limit: not judged, said in the table.
+mkdir -p "$OUT/othernvml.d" "$OUT/errnvml.d"
+SWGPU_PAIR_FAKE_NVML=others "$PY" "$HERE/pair.py" --build "$B" --out "$OUT/othernvml.d" --fake >"$OUT/othernvml.txt" 2>&1
+if grep -q '^RESULT table=pair pass=0 failed=jax_NVML_figure,torch_NVML_figure$' "$OUT/othernvml.txt"; then
+    ok "pair: NVML listing others but not the pair fails the NVML checks"
+else
+    not_ok "pair: NVML listing others only: $(grep '^RESULT' "$OUT/othernvml.txt")"
+fi
+SWGPU_PAIR_FAKE_NVML=error "$PY" "$HERE/pair.py" --build "$B" --out "$OUT/errnvml.d" --fake >"$OUT/errnvml.txt" 2>&1
+if grep -q '^RESULT table=pair pass=1' "$OUT/errnvml.txt" && grep -rqs 'not judged: NVML lists no processes here' "$OUT/errnvml.d"; then
+    ok "pair: NVML refusing the process list is not judged, and said"
+else
+    not_ok "pair: NVML refusing the list: $(grep '^RESULT' "$OUT/errnvml.txt")"
+fi
 # A spillway-top that cannot run (here: a missing interpreter) fails the
 # pair's top checks; the pair still records its result.
 printf '#!/nonexistent/interpreter\n' >"$OUT/badtop"
