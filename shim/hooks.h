@@ -50,6 +50,11 @@ CUresult CUDAAPI cuStreamWaitValue64(CUstream stream, CUdeviceptr addr, cuuint64
 CUresult CUDAAPI cuStreamBatchMemOp(CUstream stream, unsigned int count,
                                     CUstreamBatchMemOpParams *paramArray, unsigned int flags);
 
+/* CUDA 8's cuMemPrefetchAsync (a CUdevice, no flags), which cuda.h maps to
+ * CUDA 12.2's _v2 and declares only for its own build. */
+#undef cuMemPrefetchAsync
+CUresult CUDAAPI cuMemPrefetchAsync(CUdeviceptr devPtr, size_t count, CUdevice dstDevice, CUstream hStream);
+
 /* The graph ABIs of runtimes before CUDA 12 (cuGetProcAddress below 12000
  * answers them): instantiate with an error node and a log (10.0, and
  * 11.0's _v2), update with an error node and a result (10.2), a kernel

@@ -1,5 +1,8 @@
 /* Stream memory operations (cuStreamWriteValue32/64, cuStreamWaitValue32/64,
- * cuStreamBatchMemOp), prefetches (cuMemPrefetchAsync), host functions
+ * cuStreamBatchMemOp), prefetches and discards of managed memory
+ * (cuMemPrefetchAsync in CUDA 8's and 12.2's ABIs, CUDA 13.0's
+ * cuMemPrefetchBatchAsync, cuMemDiscardBatchAsync and
+ * cuMemDiscardAndPrefetchBatchAsync), host functions
  * (cuLaunchHostFunc, CUDA 13.2's cuLaunchHostFunc_v2) and decompression
  * batches (cuMemBatchDecompressAsync), each also as its per-thread
  * variant: ordered work, gated like every submission (gate_use.h), so
@@ -34,13 +37,32 @@
 MEMOP_HANDLERS()
 MEMOP_HANDLERS(_v1)
 
-/* Managed memory only (never the pool's), and host functions: ordered work
- * all the same, gated so that a move never runs between their submission
- * and the sync that covers them. */
+/* Managed memory only (never the pool's: the driver refuses other memory,
+ * or takes system-allocated memory, which the pool's VMM ranges are not),
+ * and host functions: ordered work all the same, gated so that a move
+ * never runs between their submission and the sync that covers them.
+ * Prefetches in CUDA 8's ABI (a CUdevice) and 12.2's (a location), and
+ * CUDA 13.0's batches of prefetches, discards, and both. */
+SPW_SIDES_HANDLERS(spw_h_mem_prefetch_async_v1,
+                (CUdeviceptr devPtr, size_t count, CUdevice dstDevice, CUstream hStream),
+                (devPtr, count, dstDevice, hStream), hStream, (void)s)
 SPW_SIDES_HANDLERS(spw_h_mem_prefetch_async,
                 (CUdeviceptr devPtr, size_t count, CUmemLocation location, unsigned int flags,
                  CUstream hStream),
                 (devPtr, count, location, flags, hStream), hStream, (void)s)
+SPW_SIDES_HANDLERS(spw_h_mem_prefetch_batch_async,
+                (CUdeviceptr *dptrs, size_t *sizes, size_t count, CUmemLocation *prefetchLocs,
+                 size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, CUstream hStream),
+                (dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream),
+                hStream, (void)s)
+SPW_SIDES_HANDLERS(spw_h_mem_discard_batch_async,
+                (CUdeviceptr *dptrs, size_t *sizes, size_t count, unsigned long long flags, CUstream hStream),
+                (dptrs, sizes, count, flags, hStream), hStream, (void)s)
+SPW_SIDES_HANDLERS(spw_h_mem_discard_and_prefetch_batch_async,
+                (CUdeviceptr *dptrs, size_t *sizes, size_t count, CUmemLocation *prefetchLocs,
+                 size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, CUstream hStream),
+                (dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream),
+                hStream, (void)s)
 SPW_SIDES_HANDLERS(spw_h_launch_host_func, (CUstream hStream, CUhostFn fn, void *userData),
                 (hStream, fn, userData), hStream, (void)s)
 SPW_SIDES_HANDLERS(spw_h_launch_host_func_v2,

@@ -4,7 +4,10 @@
  * a driver to hand out. spillway can then not tell the ABI by the address
  * and must choose its handler by name, version and flags (shim/hooks.c).
  * Covered: the calls whose counts the shim suites check (allocation,
- * free, the kernel launches and their per-thread variants). And a driver
+ * free, the kernel launches and their per-thread variants), and the
+ * prefetches and discards of managed memory, whose ABIs differ by version
+ * under one name (gates.sh: CUDA 8's cuMemPrefetchAsync up to 12.1, the
+ * _v2 from 12.2). And a driver
  * newer than spillway (FAKECUDA_PROC_FUTURE=1): an ABI of cuMemAlloc
  * from a CUDA version after 13.0, which spillway must leave alone. */
 #include <stdlib.h>
@@ -51,6 +54,56 @@ static CUresult entry_launch_ex_ptsz(const CUlaunchConfig *c, CUfunction f, void
     return fc_x_launch_ex_ptsz(c, f, params, extra);
 }
 
+/* The prefetches and discards (prefetch.c), each ABI and variant, by their
+ * linker names (cuda.h maps cuMemPrefetchAsync to the _v2). */
+typedef CUresult prefetch_v1_t(CUdeviceptr, size_t, CUdevice, CUstream);
+typedef CUresult prefetch_v2_t(CUdeviceptr, size_t, CUmemLocation, unsigned, CUstream);
+typedef CUresult located_batch_t(CUdeviceptr *, size_t *, size_t, CUmemLocation *, size_t *, size_t,
+                                 unsigned long long, CUstream);
+typedef CUresult discard_batch_t(CUdeviceptr *, size_t *, size_t, unsigned long long, CUstream);
+extern prefetch_v1_t fc_x_prefetch_v1 __asm__("cuMemPrefetchAsync");
+extern prefetch_v1_t fc_x_prefetch_v1_ptsz __asm__("cuMemPrefetchAsync_ptsz");
+extern prefetch_v2_t fc_x_prefetch_v2 __asm__("cuMemPrefetchAsync_v2");
+extern prefetch_v2_t fc_x_prefetch_v2_ptsz __asm__("cuMemPrefetchAsync_v2_ptsz");
+extern located_batch_t fc_x_prefetch_batch __asm__("cuMemPrefetchBatchAsync");
+extern located_batch_t fc_x_prefetch_batch_ptsz __asm__("cuMemPrefetchBatchAsync_ptsz");
+extern discard_batch_t fc_x_discard_batch __asm__("cuMemDiscardBatchAsync");
+extern discard_batch_t fc_x_discard_batch_ptsz __asm__("cuMemDiscardBatchAsync_ptsz");
+extern located_batch_t fc_x_both_batch __asm__("cuMemDiscardAndPrefetchBatchAsync");
+extern located_batch_t fc_x_both_batch_ptsz __asm__("cuMemDiscardAndPrefetchBatchAsync_ptsz");
+
+#define ENTRY_PREFETCH_V1(fn)                                                    \
+    static CUresult entry_##fn(CUdeviceptr p, size_t n, CUdevice d, CUstream s) \
+    {                                                                            \
+        return fn(p, n, d, s);                                                   \
+    }
+#define ENTRY_PREFETCH_V2(fn)                                                                      \
+    static CUresult entry_##fn(CUdeviceptr p, size_t n, CUmemLocation l, unsigned f, CUstream s) \
+    {                                                                                              \
+        return fn(p, n, l, f, s);                                                                  \
+    }
+#define ENTRY_LOCATED(fn)                                                                            \
+    static CUresult entry_##fn(CUdeviceptr *p, size_t *n, size_t c, CUmemLocation *l, size_t *i,  \
+                               size_t nl, unsigned long long f, CUstream s)                          \
+    {                                                                                                \
+        return fn(p, n, c, l, i, nl, f, s);                                                          \
+    }
+#define ENTRY_DISCARD(fn)                                                                             \
+    static CUresult entry_##fn(CUdeviceptr *p, size_t *n, size_t c, unsigned long long f, CUstream s) \
+    {                                                                                                 \
+        return fn(p, n, c, f, s);                                                                     \
+    }
+ENTRY_PREFETCH_V1(fc_x_prefetch_v1)
+ENTRY_PREFETCH_V1(fc_x_prefetch_v1_ptsz)
+ENTRY_PREFETCH_V2(fc_x_prefetch_v2)
+ENTRY_PREFETCH_V2(fc_x_prefetch_v2_ptsz)
+ENTRY_LOCATED(fc_x_prefetch_batch)
+ENTRY_LOCATED(fc_x_prefetch_batch_ptsz)
+ENTRY_DISCARD(fc_x_discard_batch)
+ENTRY_DISCARD(fc_x_discard_batch_ptsz)
+ENTRY_LOCATED(fc_x_both_batch)
+ENTRY_LOCATED(fc_x_both_batch_ptsz)
+
 /* A newer ABI of cuMemAlloc than CUDA 13.0 has (FAKECUDA_PROC_FUTURE=1):
  * a third argument, as a driver newer than spillway could bring. */
 static CUresult future_mem_alloc(CUdeviceptr *p, size_t n, unsigned long long flags)
@@ -80,6 +133,12 @@ void *fc_proc_entry(void *exported)
         {(void *)fc_x_launch_ptsz, (void *)entry_launch_ptsz},
         {(void *)cuLaunchKernelEx, (void *)entry_launch_ex},
         {(void *)fc_x_launch_ex_ptsz, (void *)entry_launch_ex_ptsz},
+#define PREFETCH_ENTRY(fn) {(void *)fn, (void *)entry_##fn},
+        PREFETCH_ENTRY(fc_x_prefetch_v1) PREFETCH_ENTRY(fc_x_prefetch_v1_ptsz) PREFETCH_ENTRY(fc_x_prefetch_v2)
+        PREFETCH_ENTRY(fc_x_prefetch_v2_ptsz) PREFETCH_ENTRY(fc_x_prefetch_batch)
+        PREFETCH_ENTRY(fc_x_prefetch_batch_ptsz) PREFETCH_ENTRY(fc_x_discard_batch)
+        PREFETCH_ENTRY(fc_x_discard_batch_ptsz) PREFETCH_ENTRY(fc_x_both_batch) PREFETCH_ENTRY(fc_x_both_batch_ptsz)
+#undef PREFETCH_ENTRY
     };
     for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++)
         if (entries[i].exported == exported)

@@ -1,5 +1,5 @@
 /* Bad arguments (badargs.c) to stream work: captures, memory operations,
- * prefetches, host functions and batched decompression. */
+ * prefetches and discards, host functions and batched decompression. */
 #include "tests/integration/shim/badargs.h"
 
 void captures(void)
@@ -91,6 +91,37 @@ void stream_memops(void)
     TRY_PT(cuMemPrefetchAsync, "bad_location", cuMemPrefetchAsync_v2, dptr, 16, untyped, 0, stream);
     TRY_PT(cuMemPrefetchAsync, "bad_flags", cuMemPrefetchAsync_v2, dptr, 16, here, 0x100, stream);
     TRY_PT(cuMemPrefetchAsync, "bad_stream", cuMemPrefetchAsync_v2, dptr, 16, here, 0, bad_stream);
+    /* CUDA 8's prefetch (a CUdevice), and CUDA 13.0's batches. */
+    TRY_PT(cuMemPrefetchAsync, "bad_pointer", cuMemPrefetchAsync, bad, 16, 0, stream);
+    TRY_PT(cuMemPrefetchAsync, "not_managed", cuMemPrefetchAsync, dptr, 16, 0, stream);
+    TRY_PT(cuMemPrefetchAsync, "device_99", cuMemPrefetchAsync, dptr, 16, 99, stream);
+    TRY_PT(cuMemPrefetchAsync, "device_minus_2", cuMemPrefetchAsync, dptr, 16, -2, stream);
+    TRY_PT(cuMemPrefetchAsync, "bad_stream", cuMemPrefetchAsync, dptr, 16, 0, bad_stream);
+    CUdeviceptr ptrs[1] = {dptr}, bads[1] = {bad};
+    size_t sizes[1] = {16}, idx0[1] = {0}, idx1[1] = {1};
+    CUmemLocation locs[1] = {here}, nowheres[1] = {nowhere};
+#define LOCATED_BATCH(base)                                                                                   \
+    TRY_PT(base, "not_managed", base, ptrs, sizes, 1, locs, idx0, 1, 0, stream);                            \
+    TRY_PT(base, "bad_pointer", base, bads, sizes, 1, locs, idx0, 1, 0, stream);                            \
+    TRY_PT(base, "count_0", base, ptrs, sizes, 0, locs, idx0, 1, 0, stream);                                \
+    TRY_PT(base, "null_ptrs", base, NULL, sizes, 1, locs, idx0, 1, 0, stream);                              \
+    TRY_PT(base, "null_locs", base, ptrs, sizes, 1, NULL, idx0, 1, 0, stream);                              \
+    TRY_PT(base, "no_locs", base, ptrs, sizes, 1, locs, idx0, 0, 0, stream);                                \
+    TRY_PT(base, "first_index_1", base, ptrs, sizes, 1, locs, idx1, 1, 0, stream);                          \
+    TRY_PT(base, "device_99", base, ptrs, sizes, 1, nowheres, idx0, 1, 0, stream);                          \
+    TRY_PT(base, "bad_flags", base, ptrs, sizes, 1, locs, idx0, 1, 1, stream);                              \
+    TRY_PT(base, "legacy_stream", base, ptrs, sizes, 1, locs, idx0, 1, 0, CU_STREAM_LEGACY);                \
+    TRY_PT(base, "bad_stream", base, ptrs, sizes, 1, locs, idx0, 1, 0, bad_stream);
+    LOCATED_BATCH(cuMemPrefetchBatchAsync)
+    LOCATED_BATCH(cuMemDiscardAndPrefetchBatchAsync)
+#undef LOCATED_BATCH
+    TRY_PT(cuMemDiscardBatchAsync, "not_managed", cuMemDiscardBatchAsync, ptrs, sizes, 1, 0, stream);
+    TRY_PT(cuMemDiscardBatchAsync, "bad_pointer", cuMemDiscardBatchAsync, bads, sizes, 1, 0, stream);
+    TRY_PT(cuMemDiscardBatchAsync, "count_0", cuMemDiscardBatchAsync, ptrs, sizes, 0, 0, stream);
+    TRY_PT(cuMemDiscardBatchAsync, "null_ptrs", cuMemDiscardBatchAsync, NULL, sizes, 1, 0, stream);
+    TRY_PT(cuMemDiscardBatchAsync, "bad_flags", cuMemDiscardBatchAsync, ptrs, sizes, 1, 1, stream);
+    TRY_PT(cuMemDiscardBatchAsync, "legacy_stream", cuMemDiscardBatchAsync, ptrs, sizes, 1, 0, CU_STREAM_LEGACY);
+    TRY_PT(cuMemDiscardBatchAsync, "bad_stream", cuMemDiscardBatchAsync, ptrs, sizes, 1, 0, bad_stream);
     TRY_PT(cuLaunchHostFunc, "null_fn", cuLaunchHostFunc, stream, NULL, NULL);
     TRY_PT(cuLaunchHostFunc, "bad_stream", cuLaunchHostFunc, bad_stream, host_fn, NULL);
     TRY_PT(cuLaunchHostFunc_v2, "null_fn", cuLaunchHostFunc_v2, stream, NULL, NULL, 0);

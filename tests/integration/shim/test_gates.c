@@ -8,6 +8,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -676,6 +677,193 @@ START_TEST(a_decompression_batch_passes_the_gate)
 }
 END_TEST
 
+/* ---- prefetches and discards of managed memory ----------------------------- */
+
+/* CUDA 8's prefetch (cuda.h maps the name to the _v2), the _v2's and the
+ * batches' per-thread variants, which cuda.h declares only for its own
+ * build. */
+#undef cuMemPrefetchAsync
+#undef cuMemPrefetchBatchAsync
+#undef cuMemDiscardBatchAsync
+#undef cuMemDiscardAndPrefetchBatchAsync
+CUresult cuMemPrefetchAsync(CUdeviceptr, size_t, CUdevice, CUstream);
+CUresult cuMemPrefetchAsync_ptsz(CUdeviceptr, size_t, CUdevice, CUstream);
+CUresult cuMemPrefetchAsync_v2_ptsz(CUdeviceptr, size_t, CUmemLocation, unsigned int, CUstream);
+CUresult cuMemPrefetchBatchAsync(CUdeviceptr *, size_t *, size_t, CUmemLocation *, size_t *, size_t,
+                                 unsigned long long, CUstream);
+CUresult cuMemPrefetchBatchAsync_ptsz(CUdeviceptr *, size_t *, size_t, CUmemLocation *, size_t *, size_t,
+                                      unsigned long long, CUstream);
+CUresult cuMemDiscardBatchAsync(CUdeviceptr *, size_t *, size_t, unsigned long long, CUstream);
+CUresult cuMemDiscardBatchAsync_ptsz(CUdeviceptr *, size_t *, size_t, unsigned long long, CUstream);
+CUresult cuMemDiscardAndPrefetchBatchAsync(CUdeviceptr *, size_t *, size_t, CUmemLocation *, size_t *, size_t,
+                                           unsigned long long, CUstream);
+CUresult cuMemDiscardAndPrefetchBatchAsync_ptsz(CUdeviceptr *, size_t *, size_t, CUmemLocation *, size_t *,
+                                                size_t, unsigned long long, CUstream);
+
+/* Each entry point of a prefetch or discard, with the cuGetProcAddress
+ * name and version that answer it (CUDA 8's prefetch up to 12.1, the _v2
+ * from 12.2, the batches from 13.0), and whether it is the per-thread
+ * variant. */
+enum managed_way {
+    MW_V1, MW_V1_PT, MW_V2, MW_V2_PT, MW_BATCH, MW_BATCH_PT, MW_DISCARD, MW_DISCARD_PT, MW_BOTH, MW_BOTH_PT,
+    MW_COUNT
+};
+static const struct {
+    const char *symbol, *base;
+    int version, per_thread;
+    void *fn;
+} managed_ways[MW_COUNT] = {
+    {"cuMemPrefetchAsync", "cuMemPrefetchAsync", 8000, 0, (void *)cuMemPrefetchAsync},
+    {"cuMemPrefetchAsync_ptsz", "cuMemPrefetchAsync", 8000, 1, (void *)cuMemPrefetchAsync_ptsz},
+    {"cuMemPrefetchAsync_v2", "cuMemPrefetchAsync", 12020, 0, (void *)cuMemPrefetchAsync_v2},
+    {"cuMemPrefetchAsync_v2_ptsz", "cuMemPrefetchAsync", 12020, 1, (void *)cuMemPrefetchAsync_v2_ptsz},
+    {"cuMemPrefetchBatchAsync", "cuMemPrefetchBatchAsync", 13000, 0, (void *)cuMemPrefetchBatchAsync},
+    {"cuMemPrefetchBatchAsync_ptsz", "cuMemPrefetchBatchAsync", 13000, 1, (void *)cuMemPrefetchBatchAsync_ptsz},
+    {"cuMemDiscardBatchAsync", "cuMemDiscardBatchAsync", 13000, 0, (void *)cuMemDiscardBatchAsync},
+    {"cuMemDiscardBatchAsync_ptsz", "cuMemDiscardBatchAsync", 13000, 1, (void *)cuMemDiscardBatchAsync_ptsz},
+    {"cuMemDiscardAndPrefetchBatchAsync", "cuMemDiscardAndPrefetchBatchAsync", 13000, 0,
+     (void *)cuMemDiscardAndPrefetchBatchAsync},
+    {"cuMemDiscardAndPrefetchBatchAsync_ptsz", "cuMemDiscardAndPrefetchBatchAsync", 13000, 1,
+     (void *)cuMemDiscardAndPrefetchBatchAsync_ptsz},
+};
+
+/* The ways this driver has: the batches are CUDA 13.0's (gates.sh also
+ * runs on a 12.7 driver). */
+static int managed_way_there(int w)
+{
+    return managed_ways[w].version <= 12020 || rig_driver_has(13000);
+}
+
+/* Every way reaches spillway's handler: the exported symbol (a -lcuda
+ * program), dlsym of the driver's handle (XLA, TensorFlow), and
+ * cuGetProcAddress at its version, and at the version before the next
+ * ABI for CUDA 8's prefetch (the CUDA runtime, PyTorch), each the handler
+ * of the same ABI and variant. */
+START_TEST(prefetches_and_discards_reach_spillway)
+{
+    setup(0);
+    void *drv = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    ck_assert_ptr_nonnull(drv);
+    char missed[2048] = "";
+#define MISSED(...) snprintf(missed + strlen(missed), sizeof missed - strlen(missed), __VA_ARGS__)
+    for (int w = 0; w < MW_COUNT; w++) {
+        if (!managed_way_there(w))
+            continue;
+        const char *sym = managed_ways[w].symbol;
+        void *fn = managed_ways[w].fn;
+        if (!in_spillway(fn))
+            MISSED(" %s", sym);
+        if (dlsym(drv, sym) != fn)
+            MISSED(" dlsym(%s)", sym);
+        cuuint64_t flags =
+            managed_ways[w].per_thread ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM : CU_GET_PROC_ADDRESS_DEFAULT;
+        int versions[2] = {managed_ways[w].version, managed_ways[w].version == 8000 ? 12010 : 13000};
+        for (int v = 0; v < 2; v++) {
+            void *pfn = NULL;
+            CUdriverProcAddressQueryResult q;
+            CU_OK(cuGetProcAddress(managed_ways[w].base, &pfn, versions[v], flags, &q));
+            if (pfn != fn)
+                MISSED(" cuGetProcAddress(%s,%d%s)", managed_ways[w].base, versions[v],
+                       managed_ways[w].per_thread ? ",pt" : "");
+        }
+    }
+#undef MISSED
+    dlclose(drv);
+    ck_assert_msg(!missed[0], "not spillway's handler of the same ABI:%s", missed);
+}
+END_TEST
+
+struct managed_call {
+    int way;
+    CUcontext c0;
+    CUstream s;
+    CUdeviceptr m; /* managed memory */
+    CUresult r;
+    uint64_t spilled_after; /* device 0's spill_bytes when the call returned */
+};
+
+static void *call_managed_way(void *arg)
+{
+    struct managed_call *c = arg;
+    CU_OK(cuCtxSetCurrent(c->c0));
+    CUmemLocation dev0 = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0};
+    CUdeviceptr dptrs[1] = {c->m};
+    size_t sizes[1] = {64 * 1024}, idxs[1] = {0};
+    switch (c->way) {
+    case MW_V1: c->r = cuMemPrefetchAsync(c->m, 64 * 1024, 0, c->s); break;
+    case MW_V1_PT: c->r = cuMemPrefetchAsync_ptsz(c->m, 64 * 1024, 0, c->s); break;
+    case MW_V2: c->r = cuMemPrefetchAsync_v2(c->m, 64 * 1024, dev0, 0, c->s); break;
+    case MW_V2_PT: c->r = cuMemPrefetchAsync_v2_ptsz(c->m, 64 * 1024, dev0, 0, c->s); break;
+    case MW_BATCH: c->r = cuMemPrefetchBatchAsync(dptrs, sizes, 1, &dev0, idxs, 1, 0, c->s); break;
+    case MW_BATCH_PT: c->r = cuMemPrefetchBatchAsync_ptsz(dptrs, sizes, 1, &dev0, idxs, 1, 0, c->s); break;
+    case MW_DISCARD: c->r = cuMemDiscardBatchAsync(dptrs, sizes, 1, 0, c->s); break;
+    case MW_DISCARD_PT: c->r = cuMemDiscardBatchAsync_ptsz(dptrs, sizes, 1, 0, c->s); break;
+    case MW_BOTH: c->r = cuMemDiscardAndPrefetchBatchAsync(dptrs, sizes, 1, &dev0, idxs, 1, 0, c->s); break;
+    default: c->r = cuMemDiscardAndPrefetchBatchAsync_ptsz(dptrs, sizes, 1, &dev0, idxs, 1, 0, c->s); break;
+    }
+    c->spilled_after = rig_pool(0).spill_bytes;
+    return NULL;
+}
+
+static void *move_device0(void *arg)
+{
+    spill_device0(*(CUcontext *)arg);
+    return NULL;
+}
+
+/* Each way is gated: called while device 0's gate is closed for a move (its
+ * mover's sync, which waits for a 600 ms kernel, has begun: the gate
+ * closes before it), it returns only once the move is done, its pages
+ * spilled. A way that went around the gate returns during the sync,
+ * before anything spilled. Managed memory is never the pool's, so only
+ * the bracket can show. */
+START_TEST(prefetches_and_discards_wait_for_a_move)
+{
+    CUcontext c0 = setup(0);
+    CUdeviceptr m;
+    CU_OK(cuMemAllocManaged(&m, 64 * 1024, CU_MEM_ATTACH_GLOBAL));
+    CUdeviceptr b = filled(BUF, 5);
+    CUstream s, busy;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CU_OK(cuStreamCreate(&busy, CU_STREAM_NON_BLOCKING));
+    ck_assert_uint_eq(rig_pool(0).spill_bytes, 0);
+    sleep_on(busy, 600);
+    long long syncs = fakecuda_calls("cuCtxSynchronize");
+    pthread_t mover;
+    ck_assert_int_eq(pthread_create(&mover, NULL, move_device0, &c0), 0);
+    while (fakecuda_calls("cuCtxSynchronize") == syncs) {
+        struct timespec ts = {0, 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    ck_assert_msg(rig_pool(0).spill_bytes == 0, "the move ended before the ways were called");
+    struct managed_call calls[MW_COUNT];
+    pthread_t t[MW_COUNT];
+    for (int w = 0; w < MW_COUNT; w++) {
+        calls[w] = (struct managed_call){.way = w, .c0 = c0, .s = s, .m = m, .r = CUDA_ERROR_UNKNOWN};
+        if (managed_way_there(w))
+            ck_assert_int_eq(pthread_create(&t[w], NULL, call_managed_way, &calls[w]), 0);
+    }
+    for (int w = 0; w < MW_COUNT; w++)
+        if (managed_way_there(w))
+            ck_assert_int_eq(pthread_join(t[w], NULL), 0);
+    ck_assert_int_eq(pthread_join(mover, NULL), 0);
+    char ungated[512] = "";
+    for (int w = 0; w < MW_COUNT; w++) {
+        if (!managed_way_there(w))
+            continue;
+        ck_assert_msg(calls[w].r == CUDA_SUCCESS, "%s: %d", managed_ways[w].symbol, (int)calls[w].r);
+        if (!calls[w].spilled_after)
+            snprintf(ungated + strlen(ungated), sizeof ungated - strlen(ungated), " %s", managed_ways[w].symbol);
+    }
+    ck_assert_msg(!ungated[0], "returned during the move (not gated):%s", ungated);
+    CU_OK(cuStreamSynchronize(s));
+    CU_OK(cuStreamDestroy(s));
+    CU_OK(cuStreamDestroy(busy));
+    CU_OK(cuMemFree(m));
+    rig_expect_pattern(b, BUF, 5, "the spilled buffer");
+}
+END_TEST
+
 /* ---- captures begun through CUDA 10.0's ABI -------------------------------- */
 
 #undef cuStreamBeginCapture
@@ -851,9 +1039,16 @@ Suite *test_suite(void)
     tcase_add_test(tc, an_empty_copy_or_set_fills_nothing_back);
     tcase_add_test(tc, memops_of_cuda_8_pass_the_gate);
     tcase_add_test(tc, a_decompression_batch_passes_the_gate);
+    tcase_add_test(tc, prefetches_and_discards_wait_for_a_move);
     tcase_add_test(tc, a_capture_begun_without_a_mode_is_counted);
     tcase_add_test(tc, a_graph_on_another_devices_stream_is_synced_before_a_move);
     tcase_add_test(tc, a_program_mappings_copy_on_another_devices_stream_is_synced_before_a_move);
+    suite_add_tcase(s, tc);
+    /* Also run alone against a driver whose lookups answer entry points it
+     * does not export (gates.sh): the handlers then come by name and
+     * version, hooks.def's. */
+    tc = tcase_create("reach");
+    tcase_add_test(tc, prefetches_and_discards_reach_spillway);
     suite_add_tcase(s, tc);
     return s;
 }
