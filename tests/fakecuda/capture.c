@@ -248,6 +248,14 @@ CUresult fc_capture_add(struct CUstream_st *s, struct CUgraphNode_st *n)
     return r;
 }
 
+CUresult fc_capture_refuse(struct CUstream_st *s)
+{
+    struct member *m = member_of(s);
+    m->cap->invalidated = true;
+    pthread_mutex_unlock(&lock);
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+}
+
 struct CUgraph_st *fc_capture_graph(struct CUstream_st *s)
 {
     struct member *m = member_of(s);

@@ -399,6 +399,9 @@ struct fc_use fc_memop_use(const CUstreamBatchMemOpParams *op);
  * node (NULL when it could not build one), which releases the lock. */
 CUresult fc_capture_enter(struct CUstream_st *s, bool *capturing);
 CUresult fc_capture_add(struct CUstream_st *s, struct CUgraphNode_st *n);
+/* Instead of fc_capture_add, for work that cannot be captured: the capture
+ * invalidated, the lock released, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED. */
+CUresult fc_capture_refuse(struct CUstream_st *s);
 /* The graph s captures into (capture lock held, after fc_capture_enter). */
 struct CUgraph_st *fc_capture_graph(struct CUstream_st *s);
 /* cuStreamSynchronize / cuStreamQuery of s: a capturing stream cannot be

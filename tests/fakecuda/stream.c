@@ -355,6 +355,47 @@ static CUresult launch_host_func(CUstream h, CUhostFn fn, void *data, bool ptds)
     return CUDA_SUCCESS;
 }
 
+/* cuStreamAddCallback (CUDA 5.0): a host function like cuLaunchHostFunc's,
+ * called with the stream as named and the stream's status (always
+ * CUDA_SUCCESS: fakecuda has no device errors). Flags are reserved (0).
+ * "Not supported with cuStreamBeginCapture": on a capturing stream it is
+ * refused with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and the capture
+ * invalidated, as fakecuda refuses what a capture cannot hold (the
+ * reference names neither code nor effect). */
+struct stream_callback {
+    CUstreamCallback fn;
+    CUstream named;
+    void *data;
+};
+
+static void run_callback(void *arg)
+{
+    struct stream_callback *c = arg;
+    c->fn(c->named, CUDA_SUCCESS, c->data);
+    free(c);
+}
+
+static CUresult stream_add_callback(CUstream h, CUstreamCallback fn, void *data, unsigned flags, bool ptsz)
+{
+    struct CUstream_st *s;
+    CUresult r = fc_stream_resolve(h, ptsz, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!fn || flags)
+        return CUDA_ERROR_INVALID_VALUE;
+    bool capturing;
+    if ((r = fc_capture_enter(s, &capturing)) != CUDA_SUCCESS)
+        return r;
+    if (capturing)
+        return fc_capture_refuse(s);
+    struct stream_callback *c = malloc(sizeof *c);
+    if (!c)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *c = (struct stream_callback){fn, h, data};
+    fc_stream_enqueue(s, run_callback, c, NULL);
+    return CUDA_SUCCESS;
+}
+
 /* The checks every stream getter makes: a known stream, somewhere to write. */
 static CUresult resolve_for_query(CUstream h, bool ptds, const void *out, struct CUstream_st **s)
 {
@@ -439,6 +480,8 @@ static CUresult launch_host_func_v2(CUstream h, CUhostFn fn, void *d, unsigned m
 }
 FC_EXPORT CUresult cuLaunchHostFunc_v2(CUstream h, CUhostFn fn, void *d, unsigned m) { FC_FAULT(cuLaunchHostFunc_v2); return launch_host_func_v2(h, fn, d, m, false); }
 FC_EXPORT CUresult cuLaunchHostFunc_v2_ptsz(CUstream h, CUhostFn fn, void *d, unsigned m) { FC_FAULT(cuLaunchHostFunc_v2); return launch_host_func_v2(h, fn, d, m, true); }
+FC_EXPORT CUresult cuStreamAddCallback(CUstream h, CUstreamCallback fn, void *d, unsigned int f) { FC_FAULT(cuStreamAddCallback); return stream_add_callback(h, fn, d, f, false); }
+FC_EXPORT CUresult cuStreamAddCallback_ptsz(CUstream h, CUstreamCallback fn, void *d, unsigned int f) { FC_FAULT(cuStreamAddCallback); return stream_add_callback(h, fn, d, f, true); }
 FC_EXPORT CUresult cuStreamGetFlags(CUstream h, unsigned int *f) { FC_FAULT(cuStreamGetFlags); return stream_get_flags(h, f, false); }
 FC_EXPORT CUresult cuStreamGetFlags_ptsz(CUstream h, unsigned int *f) { FC_FAULT(cuStreamGetFlags); return stream_get_flags(h, f, true); }
 FC_EXPORT CUresult cuStreamGetCtx(CUstream h, CUcontext *c) { FC_FAULT(cuStreamGetCtx); return stream_get_ctx(h, c, false); }

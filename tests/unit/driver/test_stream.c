@@ -3,6 +3,7 @@
  * events order work across streams. A kernel spinning on a host flag keeps a
  * stream busy for exactly as long as a test needs. */
 #include <stdio.h>
+#include <time.h>
 
 #include "tests/unit/driver/common.h"
 
@@ -210,6 +211,133 @@ START_TEST(host_function_runs_in_order)
 }
 END_TEST
 
+/* cuStreamAddCallback: "called on the host after all currently enqueued
+ * items in the stream have completed", "exactly once", given the stream
+ * and userData, and "will block later work in the stream until it is
+ * finished" (a copy queued after it reads what it wrote). Through the
+ * _ptsz entry point NULL is the per-thread stream. Refused, with codes the
+ * reference does not name (printed; fakecuda: INVALID_VALUE, and
+ * STREAM_CAPTURE_UNSUPPORTED for a capture): flags other than 0
+ * ("reserved ... must be 0") and a capturing stream ("not supported with
+ * cuStreamBeginCapture"). */
+struct callback_seen {
+    int calls;
+    CUstream stream;
+    CUresult status;
+    unsigned *word; /* pinned: set to 7 after a 50 ms sleep */
+};
+
+static void CUDA_CB note_callback(CUstream s, CUresult status, void *arg)
+{
+    struct callback_seen *c = arg;
+    struct timespec ts = {0, 50 * 1000000L};
+    nanosleep(&ts, NULL);
+    c->stream = s;
+    c->status = status;
+    __atomic_store_n(c->word, 7u, __ATOMIC_SEQ_CST);
+    __atomic_add_fetch(&c->calls, 1, __ATOMIC_SEQ_CST);
+}
+
+#undef cuStreamAddCallback
+CUresult cuStreamAddCallback_ptsz(CUstream, CUstreamCallback, void *, unsigned int);
+
+START_TEST(stream_callback_runs_in_order)
+{
+    static struct callback_seen seen;
+    CU_OK(cuMemAllocHost((void **)&seen.word, sizeof *seen.word));
+    *seen.word = 0;
+    CUdeviceptr p;
+    CU_OK(cuMemAlloc(&p, 4096));
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    stream_block(&k, &f, s);
+    CU_OK(cuStreamAddCallback(s, note_callback, &seen, 0));
+    CU_OK(cuMemcpyHtoDAsync(p, seen.word, sizeof *seen.word, s));
+    ck_assert_int_eq(__atomic_load_n(&seen.calls, __ATOMIC_SEQ_CST), 0);
+    flag_release(&f);
+    CU_OK(cuStreamSynchronize(s));
+    ck_assert_int_eq(seen.calls, 1);
+    ck_assert_ptr_eq(seen.stream, s);
+    ck_assert_int_eq(seen.status, CUDA_SUCCESS);
+    expect_u32(p, 7, 1);
+    CU_OK(cuStreamAddCallback_ptsz(NULL, note_callback, &seen, 0));
+    CU_OK(cuStreamSynchronize(CU_STREAM_PER_THREAD));
+    ck_assert_int_eq(seen.calls, 2);
+
+    CUresult r = cuStreamAddCallback(s, note_callback, &seen, 1);
+    printf("stream_callback_runs_in_order: flags 1: the driver answers %d\n", (int)r);
+    ck_assert_int_ne(r, CUDA_SUCCESS);
+    CU_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+    r = cuStreamAddCallback(s, note_callback, &seen, 0);
+    CUgraph g = NULL;
+    CUresult end = cuStreamEndCapture(s, &g);
+    printf("stream_callback_runs_in_order: on a capturing stream: the driver answers %d (the end %d)\n", (int)r,
+           (int)end);
+    ck_assert_int_ne(r, CUDA_SUCCESS);
+    if (g)
+        CU_OK(cuGraphDestroy(g));
+    if (fakecuda_present()) {
+        ck_assert_int_eq(cuStreamAddCallback(s, note_callback, &seen, 1), CUDA_ERROR_INVALID_VALUE);
+        ck_assert_int_eq(r, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    }
+    CU_OK(cuStreamSynchronize(s));
+    ck_assert_int_eq(seen.calls, 2);
+    CU_OK(cuStreamDestroy(s));
+    CU_OK(cuMemFree(p));
+    CU_OK(cuMemFreeHost(seen.word));
+}
+END_TEST
+
+/* cuStreamAttachMemAsync: a managed allocation attached, whole (length 0
+ * or its size), globally, to the host, and to one stream, on which a
+ * kernel then writes it and the host reads it after the stream's work
+ * ("the Unified Memory system will allow CPU access to this memory region
+ * so long as all operations in hStream have completed"). Refused, with
+ * codes the reference does not name (printed; fakecuda: INVALID_VALUE):
+ * a single-stream attachment to the NULL stream ("an error will be
+ * returned"), part of an allocation, flags that are none of
+ * CUmemAttach_flags, memory that is not managed. */
+#undef cuStreamAttachMemAsync
+CUresult cuStreamAttachMemAsync_ptsz(CUstream, CUdeviceptr, size_t, unsigned int);
+
+static void attach_refused(CUresult r, const char *what)
+{
+    printf("attach_managed_memory: %s: the driver answers %d\n", what, (int)r);
+    ck_assert_msg(r != CUDA_SUCCESS, "%s accepted", what);
+    if (fakecuda_present())
+        ck_assert_int_eq(r, CUDA_ERROR_INVALID_VALUE);
+}
+
+START_TEST(attach_managed_memory)
+{
+    const size_t n = 64 * 1024;
+    CUdeviceptr m, d;
+    CU_OK(cuMemAllocManaged(&m, n * 4, CU_MEM_ATTACH_GLOBAL));
+    CU_OK(cuMemAlloc(&d, 4096));
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CU_OK(cuStreamAttachMemAsync(s, m, 0, CU_MEM_ATTACH_GLOBAL));
+    CU_OK(cuStreamAttachMemAsync(s, m, n * 4, CU_MEM_ATTACH_HOST));
+    CU_OK(cuStreamAttachMemAsync_ptsz(s, m, 0, CU_MEM_ATTACH_GLOBAL));
+    CU_OK(cuStreamAttachMemAsync(s, m, 0, CU_MEM_ATTACH_SINGLE));
+    CU_OK(launch_u32(k.fill_u32, m, 0x5eed, n, s));
+    CU_OK(cuStreamSynchronize(s));
+    const unsigned *w = (const unsigned *)(uintptr_t)m;
+    ck_assert_uint_eq(w[0], 0x5eed);
+    ck_assert_uint_eq(w[n - 1], 0x5eed);
+    attach_refused(cuStreamAttachMemAsync(NULL, m, 0, CU_MEM_ATTACH_SINGLE), "SINGLE to the NULL stream");
+    attach_refused(cuStreamAttachMemAsync(s, m, n * 2, CU_MEM_ATTACH_GLOBAL), "half of the allocation");
+    attach_refused(cuStreamAttachMemAsync(s, m, 0, 0), "flags 0");
+    attach_refused(cuStreamAttachMemAsync(s, m, 0, 8), "flags 8");
+    attach_refused(cuStreamAttachMemAsync(s, d, 0, CU_MEM_ATTACH_GLOBAL), "cuMemAlloc memory");
+    CU_OK(cuStreamAttachMemAsync(s, m, 0, CU_MEM_ATTACH_GLOBAL));
+    CU_OK(cuStreamSynchronize(s));
+    CU_OK(cuStreamDestroy(s));
+    CU_OK(cuMemFree(m));
+    CU_OK(cuMemFree(d));
+}
+END_TEST
+
 /* CUDA 13.2's cuLaunchHostFunc_v2: a host function with the way the thread
  * that runs host tasks waits for them (0 blocking, 1 spin-wait), in stream
  * order as cuLaunchHostFunc's. Looked up at 13020 as a 13.2 runtime does;
@@ -294,6 +422,8 @@ Suite *test_suite(void)
     tcase_add_test(tc, destroyed_stream_finishes_its_work);
     tcase_add_test(tc, host_function_runs_in_order);
     tcase_add_test(tc, host_function_with_a_sync_mode_runs_in_order);
+    tcase_add_test(tc, stream_callback_runs_in_order);
+    tcase_add_test(tc, attach_managed_memory);
     tcase_add_test(tc, bad_stream_arguments);
     suite_add_tcase(s, tc);
     return s;
