@@ -1,8 +1,9 @@
 /* The work gate (policy.h, "spill, fill and the work gate") as the handlers
  * that submit device work use it: launches and graph launches (launch.c),
  * sets (memset.c), copies (copy.c), 2D/3D, peer and batch copies and 2D
- * sets (copy2d.c), stream memory operations, prefetches, discards and host
- * functions (streamops.c): every one is SPW_GATED_HANDLERS below.
+ * sets (copy2d.c), stream memory operations, prefetches, discards,
+ * attachments, host functions and callbacks (streamops.c): every one is
+ * SPW_GATED_HANDLERS below.
  *
  * A page's residency may change only while no submission is in flight
  * (docs/design.md, "The remap hazard": an unmap racing work kills the

@@ -2,8 +2,9 @@
  * cuStreamBatchMemOp), prefetches and discards of managed memory
  * (cuMemPrefetchAsync in CUDA 8's and 12.2's ABIs, CUDA 13.0's
  * cuMemPrefetchBatchAsync, cuMemDiscardBatchAsync and
- * cuMemDiscardAndPrefetchBatchAsync), host functions
- * (cuLaunchHostFunc, CUDA 13.2's cuLaunchHostFunc_v2) and decompression
+ * cuMemDiscardAndPrefetchBatchAsync) and attachments to a stream
+ * (cuStreamAttachMemAsync), host functions (cuLaunchHostFunc, CUDA 13.2's
+ * cuLaunchHostFunc_v2, CUDA 5.0's cuStreamAddCallback) and decompression
  * batches (cuMemBatchDecompressAsync), each also as its per-thread
  * variant: ordered work, gated like every submission (gate_use.h), so
  * that a move never remaps a page between its submission and the sync
@@ -41,8 +42,9 @@ MEMOP_HANDLERS(_v1)
  * or takes system-allocated memory, which the pool's VMM ranges are not),
  * and host functions: ordered work all the same, gated so that a move
  * never runs between their submission and the sync that covers them.
- * Prefetches in CUDA 8's ABI (a CUdevice) and 12.2's (a location), and
- * CUDA 13.0's batches of prefetches, discards, and both. */
+ * Prefetches in CUDA 8's ABI (a CUdevice) and 12.2's (a location), CUDA
+ * 13.0's batches of prefetches, discards, and both, and attachments; host
+ * functions and callbacks. */
 SPW_SIDES_HANDLERS(spw_h_mem_prefetch_async_v1,
                 (CUdeviceptr devPtr, size_t count, CUdevice dstDevice, CUstream hStream),
                 (devPtr, count, dstDevice, hStream), hStream, (void)s)
@@ -63,8 +65,14 @@ SPW_SIDES_HANDLERS(spw_h_mem_discard_and_prefetch_batch_async,
                  size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, CUstream hStream),
                 (dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream),
                 hStream, (void)s)
+SPW_SIDES_HANDLERS(spw_h_stream_attach_mem_async,
+                (CUstream hStream, CUdeviceptr dptr, size_t length, unsigned int flags),
+                (hStream, dptr, length, flags), hStream, (void)s)
 SPW_SIDES_HANDLERS(spw_h_launch_host_func, (CUstream hStream, CUhostFn fn, void *userData),
                 (hStream, fn, userData), hStream, (void)s)
+SPW_SIDES_HANDLERS(spw_h_stream_add_callback,
+                (CUstream hStream, CUstreamCallback callback, void *userData, unsigned int flags),
+                (hStream, callback, userData, flags), hStream, (void)s)
 SPW_SIDES_HANDLERS(spw_h_launch_host_func_v2,
                 (CUstream hStream, CUhostFn fn, void *userData, unsigned int syncMode),
                 (hStream, fn, userData, syncMode), hStream, (void)s)

@@ -5,9 +5,10 @@
  * and must choose its handler by name, version and flags (shim/hooks.c).
  * Covered: the calls whose counts the shim suites check (allocation,
  * free, the kernel launches and their per-thread variants), and the
- * prefetches and discards of managed memory, whose ABIs differ by version
- * under one name (gates.sh: CUDA 8's cuMemPrefetchAsync up to 12.1, the
- * _v2 from 12.2). And a driver
+ * prefetches, discards and attachments of managed memory and the stream
+ * callbacks (gates.sh: the prefetch's ABIs differ by version under one
+ * name, CUDA 8's cuMemPrefetchAsync up to 12.1, the _v2 from 12.2). And a
+ * driver
  * newer than spillway (FAKECUDA_PROC_FUTURE=1): an ABI of cuMemAlloc
  * from a CUDA version after 13.0, which spillway must leave alone. */
 #include <stdlib.h>
@@ -71,6 +72,14 @@ extern discard_batch_t fc_x_discard_batch __asm__("cuMemDiscardBatchAsync");
 extern discard_batch_t fc_x_discard_batch_ptsz __asm__("cuMemDiscardBatchAsync_ptsz");
 extern located_batch_t fc_x_both_batch __asm__("cuMemDiscardAndPrefetchBatchAsync");
 extern located_batch_t fc_x_both_batch_ptsz __asm__("cuMemDiscardAndPrefetchBatchAsync_ptsz");
+/* And the attachments and callbacks, ordered work that names no pool
+ * memory either (gates.sh). */
+typedef CUresult attach_t(CUstream, CUdeviceptr, size_t, unsigned);
+typedef CUresult callback_t(CUstream, CUstreamCallback, void *, unsigned);
+extern attach_t fc_x_attach __asm__("cuStreamAttachMemAsync");
+extern attach_t fc_x_attach_ptsz __asm__("cuStreamAttachMemAsync_ptsz");
+extern callback_t fc_x_callback __asm__("cuStreamAddCallback");
+extern callback_t fc_x_callback_ptsz __asm__("cuStreamAddCallback_ptsz");
 
 #define ENTRY_PREFETCH_V1(fn)                                                    \
     static CUresult entry_##fn(CUdeviceptr p, size_t n, CUdevice d, CUstream s) \
@@ -103,6 +112,20 @@ ENTRY_DISCARD(fc_x_discard_batch)
 ENTRY_DISCARD(fc_x_discard_batch_ptsz)
 ENTRY_LOCATED(fc_x_both_batch)
 ENTRY_LOCATED(fc_x_both_batch_ptsz)
+#define ENTRY_ATTACH(fn)                                                          \
+    static CUresult entry_##fn(CUstream s, CUdeviceptr p, size_t n, unsigned f) \
+    {                                                                             \
+        return fn(s, p, n, f);                                                    \
+    }
+#define ENTRY_CALLBACK(fn)                                                                   \
+    static CUresult entry_##fn(CUstream s, CUstreamCallback cb, void *data, unsigned f) \
+    {                                                                                        \
+        return fn(s, cb, data, f);                                                           \
+    }
+ENTRY_ATTACH(fc_x_attach)
+ENTRY_ATTACH(fc_x_attach_ptsz)
+ENTRY_CALLBACK(fc_x_callback)
+ENTRY_CALLBACK(fc_x_callback_ptsz)
 
 /* A newer ABI of cuMemAlloc than CUDA 13.0 has (FAKECUDA_PROC_FUTURE=1):
  * a third argument, as a driver newer than spillway could bring. */
@@ -133,12 +156,14 @@ void *fc_proc_entry(void *exported)
         {(void *)fc_x_launch_ptsz, (void *)entry_launch_ptsz},
         {(void *)cuLaunchKernelEx, (void *)entry_launch_ex},
         {(void *)fc_x_launch_ex_ptsz, (void *)entry_launch_ex_ptsz},
-#define PREFETCH_ENTRY(fn) {(void *)fn, (void *)entry_##fn},
-        PREFETCH_ENTRY(fc_x_prefetch_v1) PREFETCH_ENTRY(fc_x_prefetch_v1_ptsz) PREFETCH_ENTRY(fc_x_prefetch_v2)
-        PREFETCH_ENTRY(fc_x_prefetch_v2_ptsz) PREFETCH_ENTRY(fc_x_prefetch_batch)
-        PREFETCH_ENTRY(fc_x_prefetch_batch_ptsz) PREFETCH_ENTRY(fc_x_discard_batch)
-        PREFETCH_ENTRY(fc_x_discard_batch_ptsz) PREFETCH_ENTRY(fc_x_both_batch) PREFETCH_ENTRY(fc_x_both_batch_ptsz)
-#undef PREFETCH_ENTRY
+#define ENTRY_OF(fn) {(void *)fn, (void *)entry_##fn},
+        ENTRY_OF(fc_x_prefetch_v1) ENTRY_OF(fc_x_prefetch_v1_ptsz) ENTRY_OF(fc_x_prefetch_v2)
+        ENTRY_OF(fc_x_prefetch_v2_ptsz) ENTRY_OF(fc_x_prefetch_batch)
+        ENTRY_OF(fc_x_prefetch_batch_ptsz) ENTRY_OF(fc_x_discard_batch)
+        ENTRY_OF(fc_x_discard_batch_ptsz) ENTRY_OF(fc_x_both_batch) ENTRY_OF(fc_x_both_batch_ptsz)
+        ENTRY_OF(fc_x_attach) ENTRY_OF(fc_x_attach_ptsz) ENTRY_OF(fc_x_callback)
+        ENTRY_OF(fc_x_callback_ptsz)
+#undef ENTRY_OF
     };
     for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++)
         if (entries[i].exported == exported)

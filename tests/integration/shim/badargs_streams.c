@@ -1,5 +1,6 @@
 /* Bad arguments (badargs.c) to stream work: captures, memory operations,
- * prefetches and discards, host functions and batched decompression. */
+ * prefetches, discards and attachments of managed memory, host functions
+ * and callbacks, and batched decompression. */
 #include "tests/integration/shim/badargs.h"
 
 void captures(void)
@@ -32,6 +33,13 @@ void captures(void)
 
 static void host_fn(void *data)
 {
+    (void)data;
+}
+
+static void callback_fn(CUstream s, CUresult status, void *data)
+{
+    (void)s;
+    (void)status;
     (void)data;
 }
 
@@ -122,6 +130,15 @@ void stream_memops(void)
     TRY_PT(cuMemDiscardBatchAsync, "bad_flags", cuMemDiscardBatchAsync, ptrs, sizes, 1, 1, stream);
     TRY_PT(cuMemDiscardBatchAsync, "legacy_stream", cuMemDiscardBatchAsync, ptrs, sizes, 1, 0, CU_STREAM_LEGACY);
     TRY_PT(cuMemDiscardBatchAsync, "bad_stream", cuMemDiscardBatchAsync, ptrs, sizes, 1, 0, bad_stream);
+    TRY_PT(cuStreamAttachMemAsync, "not_managed", cuStreamAttachMemAsync, stream, dptr, 0, CU_MEM_ATTACH_GLOBAL);
+    TRY_PT(cuStreamAttachMemAsync, "bad_pointer", cuStreamAttachMemAsync, stream, bad, 0, CU_MEM_ATTACH_GLOBAL);
+    TRY_PT(cuStreamAttachMemAsync, "bad_flags", cuStreamAttachMemAsync, stream, dptr, 0, 8);
+    TRY_PT(cuStreamAttachMemAsync, "single_to_legacy", cuStreamAttachMemAsync, CU_STREAM_LEGACY, dptr, 0,
+           CU_MEM_ATTACH_SINGLE);
+    TRY_PT(cuStreamAttachMemAsync, "bad_stream", cuStreamAttachMemAsync, bad_stream, dptr, 0, CU_MEM_ATTACH_GLOBAL);
+    TRY_PT(cuStreamAddCallback, "null_fn", cuStreamAddCallback, stream, NULL, NULL, 0);
+    TRY_PT(cuStreamAddCallback, "bad_flags", cuStreamAddCallback, stream, callback_fn, NULL, 1);
+    TRY_PT(cuStreamAddCallback, "bad_stream", cuStreamAddCallback, bad_stream, callback_fn, NULL, 0);
     TRY_PT(cuLaunchHostFunc, "null_fn", cuLaunchHostFunc, stream, NULL, NULL);
     TRY_PT(cuLaunchHostFunc, "bad_stream", cuLaunchHostFunc, bad_stream, host_fn, NULL);
     TRY_PT(cuLaunchHostFunc_v2, "null_fn", cuLaunchHostFunc_v2, stream, NULL, NULL, 0);

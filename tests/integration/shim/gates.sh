@@ -24,8 +24,9 @@ suite_run shim_gates FAKECUDA_DEVICES=2 FAKECUDA_MEM=64M SPILLWAY_MEM_LIMIT=16M 
 wait "$old_driver" || rc=$?
 cat "$stats/12.7.out"
 # A driver whose cuGetProcAddress answers entry points it does not export:
-# each prefetch and discard still comes back as spillway's handler of the
-# same ABI, chosen by name and version (hooks.def's versions).
+# each prefetch, discard, attachment and callback still comes back as
+# spillway's handler of the same ABI, chosen by name and version
+# (hooks.def's versions).
 suite_run shim_gates FAKECUDA_DEVICES=2 FAKECUDA_MEM=64M SPILLWAY_MEM_LIMIT=16M FAKECUDA_PROC_ENTRY=internal \
     CK_RUN_CASE=reach || rc=$?
 # A thread that gave up waiting for a sync (a 200 ms patience against a

@@ -677,7 +677,7 @@ START_TEST(a_decompression_batch_passes_the_gate)
 }
 END_TEST
 
-/* ---- prefetches and discards of managed memory ----------------------------- */
+/* ---- managed memory's prefetches, discards and attachments; callbacks ------ */
 
 /* CUDA 8's prefetch (cuda.h maps the name to the _v2), the _v2's and the
  * batches' per-thread variants, which cuda.h declares only for its own
@@ -699,14 +699,19 @@ CUresult cuMemDiscardAndPrefetchBatchAsync(CUdeviceptr *, size_t *, size_t, CUme
                                            unsigned long long, CUstream);
 CUresult cuMemDiscardAndPrefetchBatchAsync_ptsz(CUdeviceptr *, size_t *, size_t, CUmemLocation *, size_t *,
                                                 size_t, unsigned long long, CUstream);
+#undef cuStreamAttachMemAsync
+#undef cuStreamAddCallback
+CUresult cuStreamAttachMemAsync_ptsz(CUstream, CUdeviceptr, size_t, unsigned int);
+CUresult cuStreamAddCallback_ptsz(CUstream, CUstreamCallback, void *, unsigned int);
 
-/* Each entry point of a prefetch or discard, with the cuGetProcAddress
- * name and version that answer it (CUDA 8's prefetch up to 12.1, the _v2
- * from 12.2, the batches from 13.0), and whether it is the per-thread
- * variant. */
+/* Each entry point of a prefetch, discard or attachment of managed
+ * memory, or a stream callback (ordered work that names no pool memory),
+ * with the cuGetProcAddress name and version that answer it (CUDA 8's
+ * prefetch up to 12.1, the _v2 from 12.2, the batches from 13.0), and
+ * whether it is the per-thread variant. */
 enum managed_way {
     MW_V1, MW_V1_PT, MW_V2, MW_V2_PT, MW_BATCH, MW_BATCH_PT, MW_DISCARD, MW_DISCARD_PT, MW_BOTH, MW_BOTH_PT,
-    MW_COUNT
+    MW_ATTACH, MW_ATTACH_PT, MW_CALLBACK, MW_CALLBACK_PT, MW_COUNT
 };
 static const struct {
     const char *symbol, *base;
@@ -725,6 +730,10 @@ static const struct {
      (void *)cuMemDiscardAndPrefetchBatchAsync},
     {"cuMemDiscardAndPrefetchBatchAsync_ptsz", "cuMemDiscardAndPrefetchBatchAsync", 13000, 1,
      (void *)cuMemDiscardAndPrefetchBatchAsync_ptsz},
+    {"cuStreamAttachMemAsync", "cuStreamAttachMemAsync", 6000, 0, (void *)cuStreamAttachMemAsync},
+    {"cuStreamAttachMemAsync_ptsz", "cuStreamAttachMemAsync", 6000, 1, (void *)cuStreamAttachMemAsync_ptsz},
+    {"cuStreamAddCallback", "cuStreamAddCallback", 5000, 0, (void *)cuStreamAddCallback},
+    {"cuStreamAddCallback_ptsz", "cuStreamAddCallback", 5000, 1, (void *)cuStreamAddCallback_ptsz},
 };
 
 /* The ways this driver has: the batches are CUDA 13.0's (gates.sh also
@@ -737,9 +746,9 @@ static int managed_way_there(int w)
 /* Every way reaches spillway's handler: the exported symbol (a -lcuda
  * program), dlsym of the driver's handle (XLA, TensorFlow), and
  * cuGetProcAddress at its version, and at the version before the next
- * ABI for CUDA 8's prefetch (the CUDA runtime, PyTorch), each the handler
- * of the same ABI and variant. */
-START_TEST(prefetches_and_discards_reach_spillway)
+ * ABI for CUDA 8's prefetch, else 13.0's (the CUDA runtime, PyTorch), each
+ * the handler of the same ABI and variant. */
+START_TEST(unpooled_ordered_work_reaches_spillway)
 {
     setup(0);
     void *drv = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
@@ -782,6 +791,13 @@ struct managed_call {
     uint64_t spilled_after; /* device 0's spill_bytes when the call returned */
 };
 
+static void CUDA_CB no_callback(CUstream s, CUresult status, void *arg)
+{
+    (void)s;
+    (void)status;
+    (void)arg;
+}
+
 static void *call_managed_way(void *arg)
 {
     struct managed_call *c = arg;
@@ -799,7 +815,11 @@ static void *call_managed_way(void *arg)
     case MW_DISCARD: c->r = cuMemDiscardBatchAsync(dptrs, sizes, 1, 0, c->s); break;
     case MW_DISCARD_PT: c->r = cuMemDiscardBatchAsync_ptsz(dptrs, sizes, 1, 0, c->s); break;
     case MW_BOTH: c->r = cuMemDiscardAndPrefetchBatchAsync(dptrs, sizes, 1, &dev0, idxs, 1, 0, c->s); break;
-    default: c->r = cuMemDiscardAndPrefetchBatchAsync_ptsz(dptrs, sizes, 1, &dev0, idxs, 1, 0, c->s); break;
+    case MW_BOTH_PT: c->r = cuMemDiscardAndPrefetchBatchAsync_ptsz(dptrs, sizes, 1, &dev0, idxs, 1, 0, c->s); break;
+    case MW_ATTACH: c->r = cuStreamAttachMemAsync(c->s, c->m, 0, CU_MEM_ATTACH_GLOBAL); break;
+    case MW_ATTACH_PT: c->r = cuStreamAttachMemAsync_ptsz(c->s, c->m, 0, CU_MEM_ATTACH_GLOBAL); break;
+    case MW_CALLBACK: c->r = cuStreamAddCallback(c->s, no_callback, NULL, 0); break;
+    default: c->r = cuStreamAddCallback_ptsz(c->s, no_callback, NULL, 0); break;
     }
     c->spilled_after = rig_pool(0).spill_bytes;
     return NULL;
@@ -815,9 +835,9 @@ static void *move_device0(void *arg)
  * mover's sync, which waits for a 600 ms kernel, has begun: the gate
  * closes before it), it returns only once the move is done, its pages
  * spilled. A way that went around the gate returns during the sync,
- * before anything spilled. Managed memory is never the pool's, so only
- * the bracket can show. */
-START_TEST(prefetches_and_discards_wait_for_a_move)
+ * before anything spilled. Managed memory and callbacks are never the
+ * pool's, so only the bracket can show. */
+START_TEST(unpooled_ordered_work_waits_for_a_move)
 {
     CUcontext c0 = setup(0);
     CUdeviceptr m;
@@ -831,10 +851,11 @@ START_TEST(prefetches_and_discards_wait_for_a_move)
     long long syncs = fakecuda_calls("cuCtxSynchronize");
     pthread_t mover;
     ck_assert_int_eq(pthread_create(&mover, NULL, move_device0, &c0), 0);
-    while (fakecuda_calls("cuCtxSynchronize") == syncs) {
+    for (int i = 0; i < 10000 && fakecuda_calls("cuCtxSynchronize") == syncs; i++) {
         struct timespec ts = {0, 1000000L};
         nanosleep(&ts, NULL);
     }
+    ck_assert_msg(fakecuda_calls("cuCtxSynchronize") > syncs, "no move began its sync in 10 s");
     ck_assert_msg(rig_pool(0).spill_bytes == 0, "the move ended before the ways were called");
     struct managed_call calls[MW_COUNT];
     pthread_t t[MW_COUNT];
@@ -1039,7 +1060,7 @@ Suite *test_suite(void)
     tcase_add_test(tc, an_empty_copy_or_set_fills_nothing_back);
     tcase_add_test(tc, memops_of_cuda_8_pass_the_gate);
     tcase_add_test(tc, a_decompression_batch_passes_the_gate);
-    tcase_add_test(tc, prefetches_and_discards_wait_for_a_move);
+    tcase_add_test(tc, unpooled_ordered_work_waits_for_a_move);
     tcase_add_test(tc, a_capture_begun_without_a_mode_is_counted);
     tcase_add_test(tc, a_graph_on_another_devices_stream_is_synced_before_a_move);
     tcase_add_test(tc, a_program_mappings_copy_on_another_devices_stream_is_synced_before_a_move);
@@ -1048,7 +1069,7 @@ Suite *test_suite(void)
      * does not export (gates.sh): the handlers then come by name and
      * version, hooks.def's. */
     tc = tcase_create("reach");
-    tcase_add_test(tc, prefetches_and_discards_reach_spillway);
+    tcase_add_test(tc, unpooled_ordered_work_reaches_spillway);
     suite_add_tcase(s, tc);
     return s;
 }
