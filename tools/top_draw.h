@@ -1,8 +1,13 @@
-/* State of the interactive screen and the drawing of its views. */
+/* State of the interactive screen and the drawing of its views (the
+ * list: top_draw_list.c and top_draw_gpus.c; the detail view:
+ * top_draw_detail.c; the help and the bottom line: top_draw_help.c), and
+ * what they draw with (top_draw.c). */
 #ifndef SPILLWAY_TOOLS_TOP_DRAW_H
 #define SPILLWAY_TOOLS_TOP_DRAW_H
+#include "tools/top_layout.h"
 #include "tools/top_ui.h"
 
+#include <curses.h>
 #include <sys/types.h>
 
 enum ui_view { VIEW_LIST, VIEW_DETAIL, VIEW_HELP };
@@ -44,4 +49,26 @@ void ui_draw_status(struct ui *u);
 
 /* The process the detail view shows, or NULL once it has gone. */
 const struct top_proc *ui_detail_proc(const struct ui *u);
+
+/* ---- shared by the views (top_draw.c) ---- */
+
+/* Colour pair c, or no attribute without colours. */
+attr_t ui_color(const struct ui *u, enum ui_color c);
+/* "[|||||    3.2G]" of total width w at (y, x): the fill shows
+ * used/limit, the value sits at the right inside the brackets, as htop
+ * does. Without a limit the bar stays empty; unknown (known false) shows
+ * "-". Nothing below 8 columns. */
+void ui_draw_bar_of(const struct ui *u, int y, int x, int w, uint64_t used, uint64_t limit, bool known);
+void ui_draw_bar(const struct ui *u, int y, int x, int w, uint64_t used, uint64_t limit);
+/* The latest sample's time as "HH:MM:SS". */
+void ui_clock_text(const struct ui *u, char *out, size_t len);
+/* Row 0 in the title's colours, with line on it. */
+void ui_title_bar(const struct ui *u, const char *line);
+/* The title bar of a view: parts shrink in the order of steps (see
+ * top_fit_line), so that what is shown is whole at any width. */
+void ui_title_line(const struct ui *u, const struct top_part *parts, int n, const int *steps, int nsteps);
+
+/* The list's GPU lines from row y (top_draw_gpus.c); returns the row
+ * after them. */
+int ui_draw_gpus(const struct ui *u, int y);
 #endif

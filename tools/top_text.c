@@ -1,7 +1,7 @@
 /* spillway-top's text on the screen: where a view's rows land (the
  * detail view scrolls), one row cut at the edge, text wrapped over rows,
  * and what a screen that cannot show UTF-8 gets instead. The views are
- * top_draw.c's. */
+ * top_draw*.c's. */
 #include "tools/top_text.h"
 #include "tools/top_draw.h"
 #include "tools/top_width.h"

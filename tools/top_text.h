@@ -1,4 +1,4 @@
-/* spillway-top's text primitives (top_text.c), for the views (top_draw.c). */
+/* spillway-top's text primitives (top_text.c), for the views (top_draw*.c). */
 #ifndef SPILLWAY_TOOLS_TOP_TEXT_H
 #define SPILLWAY_TOOLS_TOP_TEXT_H
 #include <curses.h>

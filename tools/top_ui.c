@@ -1,6 +1,6 @@
 /* The interactive screen: event loop, key handling and the three views
  * (process list, per-process detail with history graphs, help). Drawing of
- * each view lives in top_draw.c. */
+ * each view lives in top_draw*.c. */
 #include "tools/top_ui.h"
 #include "tools/top_draw.h"
 
