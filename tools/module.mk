@@ -56,7 +56,7 @@ $(BUILD)/tests/unit/tools/libshrink.so: $(BUILD)/tests/unit/tools/shrink_on_stat
 	$(CC) $(CFLAGS) -shared $^ -o $@ -ldl
 ALL_TARGETS += $(BUILD)/tests/unit/tools/stats_writer $(BUILD)/tests/unit/tools/libempty.so \
                $(BUILD)/tests/unit/tools/libshrink.so
-TOP_MODEL_OBJS := $(patsubst %,$(BUILD)/tools/top_%.o,model format json layout width ident container environ gpumap nvml nvml_procs other prom)
+TOP_MODEL_OBJS := $(patsubst %,$(BUILD)/tools/top_%.o,model rows format json layout width ident container environ gpumap nvml nvml_procs other prom)
 $(BUILD)/tests/unit/tools_model: $(BUILD)/tests/unit/tools/test_model.o $(UNIT_MAIN) $(TOP_MODEL_OBJS) $(STATS_OBJS)
 	$(CC) $(CFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
 $(BUILD)/tests/unit/tools_layout: $(BUILD)/tests/unit/tools/test_layout.o $(UNIT_MAIN) $(TOP_MODEL_OBJS) $(STATS_OBJS)

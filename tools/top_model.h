@@ -1,6 +1,7 @@
 /* spillway-top's model: the processes seen across samples, their rates and
- * history, and the rows (one per process and device) in display order. No
- * terminal code here, so that every output mode shares it. */
+ * history (top_model.c), and the rows (one per process and device) in
+ * display order (top_rows.c). No terminal code here, so that every output
+ * mode shares it. */
 #ifndef SPILLWAY_TOOLS_TOP_MODEL_H
 #define SPILLWAY_TOOLS_TOP_MODEL_H
 #include "stats/reader.h"
@@ -10,8 +11,15 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define TOP_HISTORY 512 /* samples kept per process for the graphs */
+
+/* Saturating: hostile values must not wrap the totals. */
+static inline uint64_t top_sat_add(uint64_t a, uint64_t b)
+{
+    return a + b < a ? UINT64_MAX : a + b;
+}
 
 enum top_sort {
     TOP_SORT_PID, TOP_SORT_USER, TOP_SORT_DEVICE, TOP_SORT_IN_USE, TOP_SORT_GPU_MEM, TOP_SORT_PEAK,
