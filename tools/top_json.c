@@ -121,6 +121,7 @@ static void json_others(FILE *f, const struct top_model *m, const struct top_gpu
             json_string(f, o->user);
             fputs(",\"command\":", f);
             json_string(f, o->cmdline);
+            fprintf(f, ",\"command_truncated\":%s", o->cmdline_truncated ? "true" : "false");
         }
         fputc('}', f);
         first = false;

@@ -47,11 +47,15 @@ static ssize_t read_proc(int pid, const char *file, char *raw, size_t len)
  * keeps a command: arguments joined by one space, anything not printable
  * ASCII nor valid UTF-8 as '?', so that it is safe on a terminal and in
  * JSON and labels. A process that has ended but holds its memory until it
- * is reaped (a zombie) has no command line: "[name]" then, as ps shows it. */
-static bool read_cmdline(int pid, char *out, size_t clen)
+ * is reaped (a zombie) has no command line: "[name]" then, as ps shows it.
+ * One that does not fit is cut as the stats writer cuts a segment's
+ * (stats/layout.h): between characters, marked SPW_STATS_CMDLINE_CUT, *cut
+ * set; so a long command line reads the same in every row. */
+static bool read_cmdline(int pid, char *out, size_t clen, bool *cut)
 {
-    char raw[SPW_STATS_CMDLINE_LEN];
-    ssize_t n = read_proc(pid, "cmdline", raw, sizeof raw - 1);
+    /* Room for a byte more than fits: it tells a longer command line. */
+    char raw[SPW_STATS_CMDLINE_LEN + 1], text[sizeof raw];
+    ssize_t n = read_proc(pid, "cmdline", raw, sizeof raw);
     if (n == 0 && (n = read_proc(pid, "comm", raw + 1, 32)) > 0) {
         raw[0] = '[';
         n = n - (raw[n] == '\n') + 1; /* the name ends in a newline */
@@ -64,27 +68,38 @@ static bool read_cmdline(int pid, char *out, size_t clen)
     for (ssize_t i = 0; i < n; i++)
         if (raw[i] == '\0')
             raw[i] = ' ';
-    size_t pos = 0;
-    for (size_t i = 0; i < (size_t)n && pos + 1 < clen;) {
+    size_t pos = 0; /* no longer than raw: a character is kept or one '?' */
+    for (size_t i = 0; i < (size_t)n;) {
         size_t len = spw_stats_utf8_char(raw + i, (size_t)n - i);
-        if (len && pos + len < clen) {
-            memcpy(out + pos, raw + i, len);
+        if (len) {
+            memcpy(text + pos, raw + i, len);
             pos += len;
             i += len;
         } else {
-            out[pos++] = '?';
-            i += len ? len : 1;
+            text[pos++] = '?';
+            i++;
         }
     }
-    out[pos] = '\0';
+    *cut = pos >= clen;
+    if (*cut) {
+        size_t mark = sizeof SPW_STATS_CMDLINE_CUT - 1, keep = clen > mark ? clen - 1 - mark : 0;
+        /* Before the character the cut falls in (text is valid UTF-8). */
+        while (keep > 0 && ((unsigned char)text[keep] & 0xc0) == 0x80)
+            keep--;
+        snprintf(out, clen, "%.*s%s", (int)keep, text, SPW_STATS_CMDLINE_CUT);
+    } else {
+        memcpy(out, text, pos);
+        out[pos] = '\0';
+    }
     return true;
 }
 
-bool top_other_identity(int pid, char *user, size_t ulen, char *cmdline, size_t clen)
+bool top_other_identity(int pid, char *user, size_t ulen, char *cmdline, size_t clen, bool *cut)
 {
     uint32_t uid;
     user[0] = cmdline[0] = '\0';
-    if (!effective_uid(pid, &uid) || !read_cmdline(pid, cmdline, clen))
+    *cut = false;
+    if (!effective_uid(pid, &uid) || !read_cmdline(pid, cmdline, clen, cut))
         return false;
     top_user_name(uid, user, ulen);
     return true;
@@ -126,8 +141,10 @@ static bool add(struct top_others *o, const struct top_others *old, uint32_t gpu
         e->visible = true;
         memcpy(e->user, was->user, sizeof e->user);
         memcpy(e->cmdline, was->cmdline, sizeof e->cmdline);
+        e->cmdline_truncated = was->cmdline_truncated;
     } else {
-        e->visible = top_other_identity(e->pid, e->user, sizeof e->user, e->cmdline, sizeof e->cmdline);
+        e->visible = top_other_identity(e->pid, e->user, sizeof e->user, e->cmdline, sizeof e->cmdline,
+                                        &e->cmdline_truncated);
     }
     return true;
 }

@@ -21,6 +21,7 @@ struct top_other {
     uint64_t start;                /* its start time, to keep what /proc said across samples */
     char user[33];                 /* "" when not visible */
     char cmdline[SPW_STATS_CMDLINE_LEN]; /* sanitised as the reader does; "" when not visible */
+    bool cmdline_truncated;        /* cmdline was cut and ends with SPW_STATS_CMDLINE_CUT (layout.h) */
     bool shown;                    /* kept by the latest filter */
 };
 
@@ -41,6 +42,7 @@ void top_others_free(struct top_others *o);
 
 /* pid's effective user (name, else the number) and command line (arguments
  * joined by spaces; printable ASCII and valid UTF-8 kept, any other byte
- * '?'). false when /proc/<pid> cannot be read. */
-bool top_other_identity(int pid, char *user, size_t ulen, char *cmdline, size_t clen);
+ * '?'; one longer than clen - 1 bytes cut between characters and ending in
+ * SPW_STATS_CMDLINE_CUT, *cut set). false when /proc/<pid> cannot be read. */
+bool top_other_identity(int pid, char *user, size_t ulen, char *cmdline, size_t clen, bool *cut);
 #endif

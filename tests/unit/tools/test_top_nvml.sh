@@ -121,7 +121,7 @@ assert [d["nvml_used_bytes"] for d in procs[s]["devices"]] == [1536 << 20, 200 <
 assert o not in procs, "a process not under spillway is none of spillway's processes"
 g0, g1 = doc["gpus"]
 assert g0["other_processes"] == [{"pid": int(o), "used_bytes": 3 << 30, "type": "C+G", "user": me,
-                                  "command": "other-job 120"}], g0
+                                  "command": "other-job 120", "command_truncated": False}], g0
 assert g1["other_processes"] == [{"pid": ghost, "used_bytes": None, "type": "C"}], g1
 PY
     check "--json --filter: other_processes filtered too" python3 - "$(with_nvml "$TOP" --json --filter other-job)" "$O" <<'PY'
@@ -161,6 +161,30 @@ fi
 check "--prometheus: no series for a GPU whose list NVML refuses" \
     bash -c '! grep -q "^spillway_gpu_other_processes_used_bytes{gpu=\"0\"" <<<"$1"' _ "$(with_nvml "$TOP" --prometheus)"
 sed -i '1d' "$FAKENVML_PROCS"
+
+# A process not under spillway whose command line is longer than a
+# segment's: cut as the stats writer cuts one (between two characters,
+# marked "...(truncated)") and said in --json, as for spillway's own.
+long="longjob $(printf '\xc3\xa9%.0s' $(seq 600))"
+bash -c 'exec -a "$1" sleep 120' _ "$long" & L=$!; writers+=("$L")
+poll 5 grep -qa '^longjob' "/proc/$L/cmdline" || echo "  (the long command did not start)"
+echo "0 $L 1G" >>"$FAKENVML_PROCS"
+if command -v python3 >/dev/null; then
+    check "--json: a process not under spillway's long command, cut between characters and marked" \
+        python3 - "$(with_nvml "$TOP" --json)" "$L" <<'PY'
+import json, sys
+doc = json.loads(sys.argv[1])
+o = [p for p in doc["gpus"][0]["other_processes"] if p["pid"] == int(sys.argv[2])][0]
+# 1023 bytes at most, as a segment's: 8 + 2 x 500 + 14 (the cut falls
+# inside the 501st e-acute, which goes whole).
+assert o["command"] == "longjob " + "\u00e9" * 500 + "...(truncated)", o["command"][-40:]
+assert o["command_truncated"] is True, o
+PY
+fi
+check "--once: its row ends as its command is cut" \
+    grep -qE "^ +$L .*not under spillway +longjob .*\.\.\.\(truncated\)$" <<<"$(with_nvml "$TOP" --once)"
+sed -i '$d' "$FAKENVML_PROCS"
+kill "$L" 2>/dev/null
 
 # The screen at 80x24: the device line under GPU0, whole; the process not
 # under spillway a row, marked, and counted on its GPU line; NVML's column
