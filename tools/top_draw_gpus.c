@@ -36,11 +36,19 @@ int ui_draw_gpus(const struct ui *u, int y)
         ui_put(y, 0, ui_color(u, UI_CYAN) | A_BOLD, "GPU%-2u", d->index);
         int x = 6;
         if (barw >= 8) {
-            ui_draw_bar(u, y, x, barw, d->in_use, d->limit);
+            if (d->procs)
+                ui_draw_bar(u, y, x, barw, d->in_use, d->limit);
             x += barw + 1;
         }
-        ui_put(y, x, A_NORMAL, "lim %-5s pool %-5s spill %-5s host %-5s %2up%s", lim, pool, sp, host, d->procs,
-               others);
+        /* A GPU with only processes not under spillway has no sums of
+         * spillway's: a bar and "lim 0B" would read as a limit of nothing.
+         * Its counts stay in the column of the others'. */
+        enum { FIGURES = 44 }; /* "lim %-5s pool %-5s spill %-5s host %-5s " */
+        if (d->procs)
+            ui_put(y, x, A_NORMAL, "lim %-5s pool %-5s spill %-5s host %-5s ", lim, pool, sp, host);
+        else
+            ui_put(y, 6, A_DIM, "no process under spillway");
+        ui_put(y, x + FIGURES, A_NORMAL, "%2up%s", d->procs, others);
         /* Oversubscribed: what the processes are told, where their bytes
          * are and how fast they move, under the figures they are told of. */
         if (d->told > d->limit && y + 1 < LINES - 4) {

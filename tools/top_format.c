@@ -143,8 +143,13 @@ static void print_device_line(FILE *f, const struct top_device *d)
     top_fmt_bytes(use, sizeof use, d->in_use);
     top_fmt_bytes(sp, sizeof sp, d->spilled);
     top_fmt_bytes(host, sizeof host, d->host);
-    fprintf(f, "GPU %-2u limit %5s  pool %5s  in use %5s  spilled %5s  host %5s  %u proc%s", d->index, lim,
-            pool, use, sp, host, d->procs, d->procs == 1 ? "" : "s");
+    /* A GPU with only processes not under spillway: no sums of spillway's
+     * (a limit of 0B would read as a limit). */
+    if (d->procs)
+        fprintf(f, "GPU %-2u limit %5s  pool %5s  in use %5s  spilled %5s  host %5s  %u proc%s", d->index, lim,
+                pool, use, sp, host, d->procs, d->procs == 1 ? "" : "s");
+    else
+        fprintf(f, "GPU %-2u 0 procs", d->index);
     if (d->others) {
         char used[8];
         top_fmt_bytes(used, sizeof used, d->others_used);

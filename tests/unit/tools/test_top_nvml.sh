@@ -102,6 +102,8 @@ filtered=$(with_nvml "$TOP" --once --filter other-job)
 check "--filter keeps a process not under spillway by its command" \
     bash -c '[ "$(grep -cE "^ +[0-9]+ " <<<"$1")" = 1 ] && grep -qE "^ +$2 .*other-job 120$" <<<"$1"' _ "$filtered" "$O"
 check "--filter: and by its pid" grep -qE "^ *$GHOST " <<<"$(with_nvml "$TOP" --once --filter "$GHOST")"
+check "--once: a GPU with only processes not under spillway has no sums of spillway's" \
+    grep -qxE "GPU 0  0 procs, 1 not under spillway using 3\.0G" <<<"$filtered"
 check "--sort gpu-mem: NVML's figures, largest first" \
     [ "$(with_nvml "$TOP" --once --sort gpu-mem | awk '$1 ~ /^[0-9]+$/ {print $1}' | head -3 | tr '\n' ' ')" = "$O $A $S " ]
 # One refresh asks each device once for each list (the cost of a refresh:
@@ -232,7 +234,11 @@ if command -v tmux >/dev/null 2>&1; then
     check "120x30: the detail view has NVML's figure beside in use" poll 5 \
         shows "^    NVML: 2\.5G on the device, 768M more than the 1\.8G in use there \(context, pool\)$"
     check "120x30: for each device" shows "^    NVML: 300M on the device, 200M more than the 100M in use there"
-    T send-keys -t top q q
+    T send-keys -t top q / o t h e r - j o b Enter
+    check "120x30: a GPU with only processes not under spillway says so, with their count" poll 5 \
+        shows '^GPU0  no process under spillway +0p \+1 other$'
+    check "120x30: and no bar nor sums of spillway's (a limit of 0B)" bash -c '! tmux -L "$1" capture-pane -p -t top | grep -qE "^GPU0 .*(\[|lim)"' _ "$SOCK"
+    T send-keys -t top q
     check "120x30: quits with status 0" poll 5 grep -qsx 0 "$EXIT_FILE"
     echo "--- screen at 120x30 with NVML's processes:"
     cat "$STATS_DIR/.screen"
