@@ -135,9 +135,12 @@ static void print_hw_line(FILE *f, const struct top_gpu *g, int width)
     fprintf(f, "       %s\n", line);
 }
 
-static void print_device_line(FILE *f, const struct top_device *d)
+/* A GPU's line of width columns (0: any): spillway's sums, then the
+ * processes not under spillway on it, on a line of their own where the
+ * terminal would wrap them. */
+static void print_device_line(FILE *f, const struct top_device *d, int width)
 {
-    char lim[8], pool[8], use[8], sp[8], host[8];
+    char lim[8], pool[8], use[8], sp[8], host[8], line[160], others[64] = "";
     top_fmt_bytes(lim, sizeof lim, d->limit);
     top_fmt_bytes(pool, sizeof pool, d->pool);
     top_fmt_bytes(use, sizeof use, d->in_use);
@@ -145,17 +148,23 @@ static void print_device_line(FILE *f, const struct top_device *d)
     top_fmt_bytes(host, sizeof host, d->host);
     /* A GPU with only processes not under spillway: no sums of spillway's
      * (a limit of 0B would read as a limit). */
+    int n;
     if (d->procs)
-        fprintf(f, "GPU %-2u limit %5s  pool %5s  in use %5s  spilled %5s  host %5s  %u proc%s", d->index, lim,
-                pool, use, sp, host, d->procs, d->procs == 1 ? "" : "s");
+        n = snprintf(line, sizeof line, "GPU %-2u limit %5s  pool %5s  in use %5s  spilled %5s  host %5s  %u proc%s",
+                     d->index, lim, pool, use, sp, host, d->procs, d->procs == 1 ? "" : "s");
     else
-        fprintf(f, "GPU %-2u 0 procs", d->index);
+        n = snprintf(line, sizeof line, "GPU %-2u 0 procs", d->index);
     if (d->others) {
         char used[8];
         top_fmt_bytes(used, sizeof used, d->others_used);
-        fprintf(f, ", %u not under spillway using %s", d->others, used);
+        snprintf(others, sizeof others, "%u not under spillway using %s", d->others, used);
     }
-    fputc('\n', f);
+    if (!others[0])
+        fprintf(f, "%s\n", line);
+    else if (width <= 0 || n + 2 + (int)strlen(others) <= width)
+        fprintf(f, "%s, %s\n", line, others);
+    else
+        fprintf(f, "%s\n       %s\n", line, others);
 }
 
 /* Column layout shared by the header and the rows: 63 characters before
@@ -212,7 +221,7 @@ void top_print_table(FILE *f, const struct top_model *m, bool with_rates, int wi
     else
         fprintf(f, "spillway-top  %s  %zu process%s\n", when, m->nprocs, m->nprocs == 1 ? "" : "es");
     for (size_t i = 0; i < m->ndevices; i++) {
-        print_device_line(f, &m->devices[i]);
+        print_device_line(f, &m->devices[i], width);
         if (m->devices[i].told > m->devices[i].limit) {
             char line[256];
             top_fmt_oversub(line, sizeof line, width > 0 ? width - 7 : 200, &m->devices[i], with_rates);

@@ -224,6 +224,18 @@ if command -v tmux >/dev/null 2>&1; then
     echo "--- screen at 80x24 with the fake NVML:"
     cat "$STATS_DIR/.screen"
 
+    # --once on an 80-column terminal: a GPU line the terminal would wrap
+    # puts the processes not under spillway on a line of their own.
+    T new-session -d -s once -x 80 -y 40 \
+        "env LD_LIBRARY_PATH='$FAKENVML' FAKENVML_DEVICES='$FAKENVML_DEVICES' FAKENVML_PROCS='$FAKENVML_PROCS' SPILLWAY_STATS_DIR='$STATS_DIR' '$TOP' --once; sleep 100"
+    once_pane() { T capture-pane -p -J -t once; }
+    after_gpu0() { once_pane | grep -A1 "^GPU 0 " | tail -1 | grep -qxE "$1"; }
+    check "--once at 80 columns: GPU 0's processes not under spillway on a line of their own" \
+        poll 10 after_gpu0 ' {7}1 not under spillway using 3\.0G'
+    check "--once at 80 columns: no line wider than the terminal" \
+        bash -c '[ "$(tmux -L "$1" capture-pane -p -J -t once | awk "{ if (length > m) m = length } END { print m }")" -le 80 ]' _ "$SOCK"
+    T kill-session -t once
+
     start_top 120 30
     check "120x30: GPU MEM beside IN USE" poll 10 shows '^ +PID +USER +GPU +IN USE +GPU MEM +PEAK '
     check "120x30: alpha's NVML figure" poll 5 shows "^ +$A +[^ ]+ +0 \[[| ]+2\.0G\] +2\.5G +3\.0G "
