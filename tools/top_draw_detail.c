@@ -107,22 +107,28 @@ static int detail_oversub(const struct top_proc *p, uint32_t d, int y)
 
 /* What the driver says the process holds on the device (NVML), against
  * what spillway has in use there (in use less spilled): the difference is
- * what spillway does not count (the CUDA context, the pool's free part). */
+ * what spillway does not count (the CUDA context, the pool's free part),
+ * said where the line has room for it; or why there is no figure. */
 static int detail_nvml(const struct top_model *m, const struct top_proc *p, uint32_t d, int y)
 {
     if (!top_model_nvml_procs(m))
         return y;
     uint64_t used, on = top_on_device(p->snap.c[d]);
     if (!top_proc_nvml_used(m, p, d, &used)) {
-        ui_put(y++, 4, A_DIM, "NVML: no figure for this process on this GPU");
+        char why[160];
+        top_proc_nvml_why(m, p, d, why, sizeof why);
+        ui_put(y++, 4, A_DIM, "NVML: no figure: %s", why);
         return y;
     }
-    char dev[8], in_use[8], diff[8];
+    char dev[8], in_use[8], diff[8], line[128];
     top_fmt_bytes(dev, sizeof dev, used);
     top_fmt_bytes(in_use, sizeof in_use, on);
     top_fmt_bytes(diff, sizeof diff, used >= on ? used - on : on - used);
-    ui_put(y++, 4, A_DIM, "NVML: %s on the device, %s %s than the %s in use there (context, pool)", dev, diff,
-           used >= on ? "more" : "less", in_use);
+    int n = snprintf(line, sizeof line, "NVML: %s on the device, %s %s than the %s in use there", dev, diff,
+                     used >= on ? "more" : "less", in_use);
+    static const char what[] = " (context, pool)";
+    bool room = n > 0 && 4 + n + (int)sizeof what - 1 <= COLS;
+    ui_put(y++, 4, A_DIM, "%s%s", line, used > on && room ? what : "");
     return y;
 }
 

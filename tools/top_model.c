@@ -142,22 +142,53 @@ bool top_model_nvml_procs(const struct top_model *m)
     return top_nvml_have_procs(m->nvml);
 }
 
-bool top_proc_nvml_used(const struct top_model *m, const struct top_proc *p, uint32_t dev, uint64_t *out)
+/* NVML's figure for p on its device dev, or false with why there is none
+ * written to why (len bytes; why may be NULL). */
+static bool nvml_used(const struct top_model *m, const struct top_proc *p, uint32_t dev, uint64_t *out, char *why,
+                      size_t len)
 {
+    char none[1];
+    if (!why)
+        why = none, len = sizeof none;
     bool mapped;
     /* NVML's pids are those of our pid namespace (the driver translates
      * them, and leaves out processes not in it; drivers before that
      * reported the initial namespace's, the same on the host). Only a pid
      * known to be this process here names it on the list: a segment's own
      * pid is the writer's word, and could name another. */
-    if (p->snap.local_pid <= 0)
+    if (p->snap.local_pid <= 0) {
+        snprintf(why, len, "its pid is not seen here");
         return false;
+    }
     uint32_t gpu = top_proc_gpu(m, p, dev, &mapped);
-    const struct top_gpu_proc *e = mapped ? top_gpu_find_proc(top_nvml_gpu(m->nvml, gpu), p->snap.local_pid) : NULL;
+    const struct top_gpu *g = mapped ? top_nvml_gpu(m->nvml, gpu) : NULL;
+    const struct top_gpu_proc *e = top_gpu_find_proc(g, p->snap.local_pid);
+    if (!mapped)
+        snprintf(why, len, "its host GPU cannot be told");
+    else if (!g)
+        snprintf(why, len, "no GPU %u in NVML", gpu);
+    else if (!g->have_procs)
+        snprintf(why, len, "GPU %u's processes cannot be listed (%s)", gpu, g->procs_error);
+    else if (!e)
+        snprintf(why, len, "not on GPU %u's list", gpu);
+    else if (!e->have_used)
+        snprintf(why, len, "listed on GPU %u without one", gpu);
     if (!e || !e->have_used)
         return false;
     *out = e->used;
     return true;
+}
+
+bool top_proc_nvml_used(const struct top_model *m, const struct top_proc *p, uint32_t dev, uint64_t *out)
+{
+    return nvml_used(m, p, dev, out, NULL, 0);
+}
+
+void top_proc_nvml_why(const struct top_model *m, const struct top_proc *p, uint32_t dev, char *why, size_t len)
+{
+    uint64_t used;
+    if (nvml_used(m, p, dev, &used, why, len) && len)
+        why[0] = '\0';
 }
 
 uint32_t top_proc_gpu(const struct top_model *m, const struct top_proc *p, uint32_t dev, bool *mapped)

@@ -145,6 +145,9 @@ bool top_model_nvml_procs(const struct top_model *m);
  * device's host index not known, the process not on NVML's list, or NVML
  * does not say). */
 bool top_proc_nvml_used(const struct top_model *m, const struct top_proc *p, uint32_t dev, uint64_t *out);
+/* Why that figure is unknown, in a few words for the detail view ("" when
+ * it is known). */
+void top_proc_nvml_why(const struct top_model *m, const struct top_proc *p, uint32_t dev, char *why, size_t len);
 
 /* A row's pid, user, command, counter k (others have only IN USE: NVML's
  * figure, 0 when unknown) and NVML figure, whichever kind it is. */

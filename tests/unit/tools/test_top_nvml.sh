@@ -219,7 +219,10 @@ if command -v tmux >/dev/null 2>&1; then
     T send-keys -t top K
     check "80x24: K does not signal it" poll 5 shows "^pid $O is not under spillway: K signals only"
     check "80x24: it still runs" kill -0 "$O"
-    T send-keys -t top q
+    T send-keys -t top Down Enter # alpha's row on GPU 0
+    check "80x24: the detail view's NVML line whole, without what does not fit" poll 5 \
+        shows "^    NVML: 2\.5G on the device, 768M more than the 1\.8G in use there$"
+    T send-keys -t top q q
     check "80x24: quits with status 0" poll 5 grep -qsx 0 "$EXIT_FILE"
     echo "--- screen at 80x24 with the fake NVML:"
     cat "$STATS_DIR/.screen"
@@ -246,6 +249,20 @@ if command -v tmux >/dev/null 2>&1; then
     check "120x30: the detail view has NVML's figure beside in use" poll 5 \
         shows "^    NVML: 2\.5G on the device, 768M more than the 1\.8G in use there \(context, pool\)$"
     check "120x30: for each device" shows "^    NVML: 300M on the device, 200M more than the 100M in use there"
+    # Where there is no figure, the detail view says why; where NVML's is
+    # the smaller, no context and pool explain the difference.
+    sed -i '1i 0 error 4' "$FAKENVML_PROCS"
+    check "120x30: no figure where NVML refuses the GPU's list, and why" poll 5 \
+        shows "^    NVML: no figure: GPU 0's processes cannot be listed \(compute processes: Insufficient Permissions\)$"
+    sed -i '1d' "$FAKENVML_PROCS"
+    sed -i "s/^1 $A 300M\$/1 $A 50M/" "$FAKENVML_PROCS"
+    check "120x30: NVML's figure below in use: less, and no context nor pool to explain it" poll 5 \
+        shows "^    NVML: 50M on the device, 50M less than the 100M in use there$"
+    sed -i "/^1 $A 50M\$/d" "$FAKENVML_PROCS"
+    check "120x30: no figure where the process is not on the GPU's list" poll 5 \
+        shows "^    NVML: no figure: not on GPU 1's list$"
+    sed -i "1a 1 $A 300M" "$FAKENVML_PROCS"
+    check "120x30: the figure back with the list" poll 5 shows "^    NVML: 300M on the device, 200M more than"
     T send-keys -t top q / o t h e r - j o b Enter
     check "120x30: a GPU with only processes not under spillway says so, with their count" poll 5 \
         shows '^GPU0  no process under spillway +0p \+1 other$'
