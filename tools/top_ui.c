@@ -221,9 +221,16 @@ static void change_interval(struct ui *u, double factor)
     snprintf(u->message, sizeof u->message, "interval %.1fs", u->s->interval);
 }
 
+/* The next or previous column's key. GPU MEM is a column only while NVML
+ * lists processes: without it the rows would be in an order no column
+ * shows, under a title naming one that is not there. */
 static void cycle_sort(struct ui *u, int step)
 {
-    u->s->sort = (enum top_sort)(((int)u->s->sort + step + TOP_SORT_COUNT) % TOP_SORT_COUNT);
+    int k = (int)u->s->sort;
+    do
+        k = (k + step + TOP_SORT_COUNT) % TOP_SORT_COUNT;
+    while (k == TOP_SORT_GPU_MEM && !top_model_nvml_procs(u->m));
+    u->s->sort = (enum top_sort)k;
     rearrange(u);
 }
 

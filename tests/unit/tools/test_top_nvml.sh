@@ -245,6 +245,10 @@ if command -v tmux >/dev/null 2>&1; then
     check "120x30: the other process's" poll 5 shows "^ +$O +$ME +0 \[ +3\.0G\] +3\.0G not under spillway +other-job 120$"
     check "120x30: the unknown one's" poll 5 shows "^ *$GHOST +\? +1 \[ +-\] +- not under spillway +\?$"
     screen > "$STATS_DIR/.screen"
+    T send-keys -t top s
+    check "120x30: s goes from IN USE to GPU MEM, a column here" poll 5 shows 'sort GPU MEM v'
+    T send-keys -t top '<'
+    check "120x30: and < back" poll 5 shows 'sort IN USE v'
     T send-keys -t top Down Enter # alpha's row on GPU 0, after the other's 3.0G
     check "120x30: the detail view has NVML's figure beside in use" poll 5 \
         shows "^    NVML: 2\.5G on the device, 768M more than the 1\.8G in use there \(context, pool\)$"

@@ -56,6 +56,11 @@ key s
 check "s cycles to the next column" poll 5 shows 'sort USER'
 key M r
 check "M sorts by memory again" poll 5 shows 'sort IN USE v'
+# No NVML here: GPU MEM is no column, and s and < pass it by.
+key s
+check "s passes GPU MEM by without NVML's figures" poll 5 shows 'sort PEAK v'
+key '<'
+check "and < too" poll 5 shows 'sort IN USE v'
 
 key / a l p h a
 check "filter prompt" poll 5 shows 'Filter: alpha_'
