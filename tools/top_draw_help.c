@@ -28,7 +28,7 @@ void ui_draw_help(struct ui *u)
         "P, M, S         sort by pid, by memory in use, by spilled memory",
         "/               filter by pid, user or command (Enter keeps, Esc undoes)",
         "c               clear the filter",
-        "K               send SIGTERM to the selected process (asks y/N)",
+        "K               send SIGTERM to the selected process under spillway (asks y/N)",
         "+, -, space     double / halve the refresh interval; refresh now",
         "",
         "IN USE  bar of in use against the limit; GPU MEM the driver's (NVML)",

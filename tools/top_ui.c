@@ -140,7 +140,8 @@ static void open_detail(struct ui *u)
         return;
     const struct top_row *r = &u->m->rows[u->selected];
     if (r->o) {
-        snprintf(u->message, sizeof u->message, "pid %d is not under spillway: NVML's figure is all there is",
+        /* Its row has all NVML says of it (a figure, or "-" for none). */
+        snprintf(u->message, sizeof u->message, "pid %d is not under spillway: its row is all there is",
                  r->o->pid);
         return;
     }

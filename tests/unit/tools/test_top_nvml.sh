@@ -219,6 +219,10 @@ if command -v tmux >/dev/null 2>&1; then
     T send-keys -t top K
     check "80x24: K does not signal it" poll 5 shows "^pid $O is not under spillway: K signals only"
     check "80x24: it still runs" kill -0 "$O"
+    T send-keys -t top G Enter # the last row: the pid nobody has here, no figure
+    check "80x24: Enter on one without a figure does not speak of one" poll 5 \
+        shows "^pid $GHOST is not under spillway: its row is all there is$"
+    T send-keys -t top g
     T send-keys -t top Down Enter # alpha's row on GPU 0
     check "80x24: the detail view's NVML line whole, without what does not fit" poll 5 \
         shows "^    NVML: 2\.5G on the device, 768M more than the 1\.8G in use there$"

@@ -86,6 +86,7 @@ check "Esc returns to the list" poll 5 shows "^ +PID +USER +GPU"
 
 key h
 check "h shows the help" poll 5 shows "this help"
+check "the help says K signals only processes under spillway" shows "K +send SIGTERM to the selected process under spillway \(asks y/N\)$"
 # A resize is no key: the help is drawn again at the new size, not left.
 T resize-window -t "$S" -x 120 -y 30
 check "a resize redraws the help at the new width" poll 5 bash -c "[ \$(tmux -L '$SOCK' -f /dev/null capture-pane -p -t '$S' | head -1 | wc -L) -gt 100 ]"
