@@ -206,9 +206,14 @@ static void edit_filter(struct ui *u, int ch)
         snprintf(f, sizeof u->s->filter, "%s", u->saved_filter);
         u->editing_filter = false;
     } else if (ch == KEY_BACKSPACE || ch == 127 || ch == 8) {
-        if (len)
-            f[len - 1] = '\0';
-    } else if (ch >= 0x20 && ch < 0x7f && len + 1 < sizeof u->s->filter) {
+        /* A character at a time: a UTF-8 one's continuation bytes go
+         * with its first. */
+        while (len && ((unsigned char)f[len - 1] & 0xc0) == 0x80)
+            len--;
+        f[len ? len - 1 : 0] = '\0';
+    } else if (((ch >= 0x20 && ch < 0x7f) || (ch >= 0x80 && ch <= 0xff)) && len + 1 < sizeof u->s->filter) {
+        /* UTF-8 comes a byte at a time (a command with "/home/josé" or
+         * CJK is matched by what it shows). */
         f[len] = (char)ch;
         f[len + 1] = '\0';
     }

@@ -251,6 +251,13 @@ if ldd "$TOP" | grep -q ncursesw && locale -a 2>/dev/null | grep -qiE '^c\.utf-?
         "env LC_ALL=C.UTF-8 SPILLWAY_STATS_DIR='$U_DIR' '$TOP' --interval 0.2 --no-color"
     T kill-session -t "$prev" 2>/dev/null
     check "UTF-8: the list shows it" poll 10 shows "^ +$Up .*/home/josé/bin/träin €5"
+    key / t r ä Enter
+    check "UTF-8: typed into the filter" poll 5 shows "filter trä"
+    check "UTF-8: which keeps the row" poll 5 shows "^ +$Up .*träin"
+    key / BSpace
+    check "UTF-8: backspace takes the character off whole" poll 5 shows "^Filter: tr_$"
+    key Escape c
+    check "UTF-8: the filter cleared" poll 5 hides "filter tr"
     key Enter
     check "UTF-8: the detail view shows it" poll 5 shows "^command: /home/josé/bin/träin €5$"
     kill "$Up"
