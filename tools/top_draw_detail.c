@@ -111,7 +111,9 @@ static int detail_oversub(const struct top_proc *p, uint32_t d, int y)
  * said where the line has room for it; or why there is no figure. */
 static int detail_nvml(const struct top_model *m, const struct top_proc *p, uint32_t d, int y)
 {
-    if (!top_model_nvml_procs(m))
+    /* Wherever NVML is open, as --json's nvml_used_bytes: NVML refusing
+     * every GPU's list is worth saying too (GPU MEM then is no column). */
+    if (!m->nvml || !m->nvml->lib)
         return y;
     uint64_t used, on = top_on_device(p->snap.c[d]);
     if (!top_proc_nvml_used(m, p, d, &used)) {

@@ -262,7 +262,11 @@ if command -v tmux >/dev/null 2>&1; then
     sed -i '1i 0 error 4' "$FAKENVML_PROCS"
     check "120x30: no figure where NVML refuses the GPU's list, and why" poll 5 \
         shows "^    NVML: no figure: GPU 0's processes cannot be listed \(compute processes: Insufficient Permissions\)$"
-    sed -i '1d' "$FAKENVML_PROCS"
+    sed -i '1i 1 error 4' "$FAKENVML_PROCS"
+    check "120x30: and where it refuses every GPU's (GPU MEM is no column then)" poll 5 \
+        shows "^    NVML: no figure: GPU 1's processes cannot be listed \(compute processes: Insufficient Permissions\)$"
+    check "120x30: GPU 0's reason stays" shows "^    NVML: no figure: GPU 0's processes cannot be listed"
+    sed -i '1,2d' "$FAKENVML_PROCS"
     sed -i "s/^1 $A 300M\$/1 $A 50M/" "$FAKENVML_PROCS"
     check "120x30: NVML's figure below in use: less, and no context nor pool to explain it" poll 5 \
         shows "^    NVML: 50M on the device, 50M less than the 100M in use there$"
