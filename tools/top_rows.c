@@ -69,6 +69,17 @@ static bool push_row(struct top_model *m, const struct top_row *r)
     return true;
 }
 
+/* A device of a process is a row when its counters show it in use, or
+ * when NVML says the process holds memory there (a CUDA context on a
+ * device it has not allocated on): else the GPU's memory held by one of
+ * spillway's processes would be nobody's row, and not one of the others
+ * either (top_others_update leaves spillway's pids out). */
+static bool shows_device(const struct top_model *m, const struct top_proc *p, uint32_t d)
+{
+    uint64_t used;
+    return top_device_in_use(p->snap.c[d]) || (top_proc_nvml_used(m, p, d, &used) && used > 0);
+}
+
 static bool push_proc_row(struct top_model *m, struct top_proc *p, uint32_t dev)
 {
     return push_row(m, &(struct top_row){p, NULL, dev, top_proc_gpu(m, p, dev, NULL)});
@@ -191,7 +202,7 @@ void top_model_arrange(struct top_model *m, enum top_sort key, bool reverse, con
         m->nshown++;
         size_t before = m->nrows;
         for (uint32_t d = 0; d < p->snap.device_count; d++)
-            if (top_device_in_use(p->snap.c[d]) && !push_proc_row(m, p, d))
+            if (shows_device(m, p, d) && !push_proc_row(m, p, d))
                 return;
         if (m->nrows == before && !push_proc_row(m, p, 0))
             return;

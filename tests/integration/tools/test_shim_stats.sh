@@ -64,6 +64,28 @@ proc=$("$TOP" --json | grep "\"pid\":$H,")
 check "long command: the cut is marked and said" grep -q "\"command\":\"[^\"]*cuda_hold $((8 * MiB)) xé\(é\)*\.\.\.(truncated)\",\"command_truncated\":true" <<<"$proc"
 check "long command: no character cut in two" bash -c '! grep -o "\"command\":\"[^\"]*\"" <<<"$1" | grep -q "?"' _ "$proc"
 kill -TERM "$H"; wait "$H"
+# A device the program has a CUDA context on but has not allocated on: its
+# counters show nothing, while NVML (tests/fakenvml) says the program holds
+# memory there. That device is a row with NVML's figure: it was nobody's
+# row (nor one of the processes not under spillway, which leaves
+# spillway's pids out), though the GPU's memory was held.
+FAKENVML=$B/fakenvml
+if [ -f "$FAKENVML/libnvidia-ml.so.1" ]; then
+    : >"$out" # the last program's "ready" must not pass for this one's
+    FAKECUDA_DEVICES=2 "$SPW" run --lib "$LIB" --limit 64M --no-spill -- "$HOLD" $((8 * MiB)) >"$out" &
+    H=$!
+    writers+=("$H")
+    check "idle device: program starts" poll 10 grep -qs '^ready' "$out"
+    printf '0 %s 200M\n1 %s 300M\n' "$H" "$H" >"$STATS_DIR/.procs"
+    nv() { LD_LIBRARY_PATH="$FAKENVML:$LD_LIBRARY_PATH" FAKENVML_DEVICES="name=NVIDIA H100,uuid=GPU-a;name=NVIDIA H100,uuid=GPU-b" \
+        FAKENVML_PROCS="$STATS_DIR/.procs" "$@"; }
+    once=$(nv "$TOP" --once)
+    check "idle device: its row on GPU 0 with NVML's figure" grep -qE "^ +$H +[^ ]+ +0 +16M +200M +64M " <<<"$once"
+    check "idle device: a row on GPU 1 too, with NVML's figure" grep -qE "^ +$H +[^ ]+ +1 +0B +300M +64M " <<<"$once"
+    check "idle device: not without NVML's figure" bash -c '! awk -v p="$1" "\$1 == p && \$3 == 1" <<<"$2" | grep -q .' \
+        _ "$H" "$(nv "$TOP" --once --no-nvml)"
+    kill -TERM "$H"; wait "$H"
+fi
 # SPILLWAY_STATS_DIR unset: the library and spillway-top both take the
 # option table's default (the stats layer has none of its own).
 if [ -d /dev/shm ] && [ -w /dev/shm ]; then
