@@ -32,16 +32,17 @@ void ui_draw_help(struct ui *u)
         "+, -, space     double / halve the refresh interval; refresh now",
         "",
         "IN USE  bar of in use against the limit; GPU MEM the driver's (NVML)",
-        "PEAK    highest in use      SPILL   bytes now in host memory",
+        "PEAK    highest in use      SPILL   bytes now in host memory  OOM  refused",
         "ALLC/s  allocations/second  SPL/s, FIL/s  bytes/s spilled, filled",
-        "OOM     allocations refused",
         "GPU lines add up every process on the device (p = processes); under",
         "each, oversubscribed: xF, what processes are told (F x lim), bytes on",
         "device and host, moves/s; with NVML: the device's own utilization,",
         "memory of all processes, temperature and power (host GPU numbers),",
         "and rows and a +N count for the processes not under spillway.",
     };
-    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
+    /* 21 lines: whole at 24 rows, above the bottom line; a shorter
+     * screen loses the last ones rather than have them under it. */
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0] && 2 + (int)i < LINES - 1; i++)
         ui_put(2 + (int)i, 2, A_NORMAL, "%s", lines[i]);
 }
 

@@ -121,6 +121,17 @@ T new-session -d -s top -x 80 -y 24 \
 check "colour: shows alpha's row in 80 columns" poll 10 shows "^ +$A +[^ ]+ +0 .*alpha"
 has_colour() { T capture-pane -e -p -t top | grep -qE $'\e\\[([0-9]+;)*(3[0-7]|4[0-7])m'; }
 check "colour: colours are drawn" poll 5 has_colour
+# The help at 80x24: whole, above the bottom line (its last line was
+# drawn under the key hints, which left its end after them).
+key h
+check "80x24: the help's last line whole" poll 5 shows "^  and rows and a \+N count for the processes not under spillway\.$"
+bottom_is_hints() { [ "$(screen | tail -1)" = "h help  Enter details  s sort  / filter  K kill  q quit" ]; }
+check "80x24: the bottom line only the key hints" bottom_is_hints
+T resize-window -t "$S" -x 80 -y 18
+check "80x18: the help cut above the bottom line, not under it" poll 5 bash -c \
+    '[ "$(tmux -L "$1" -f /dev/null capture-pane -p -t top | wc -l)" = 18 ] && [ "$(tmux -L "$1" -f /dev/null capture-pane -p -t top | tail -1)" = "h help  Enter details  s sort  / filter  K kill  q quit" ]' _ "$SOCK"
+T resize-window -t "$S" -x 80 -y 24
+key x
 key Enter
 check "colour: detail view" poll 5 shows "command: alpha job"
 key q q
