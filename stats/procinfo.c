@@ -1,4 +1,5 @@
 #include "stats/procinfo.h"
+#include "stats/layout.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -154,6 +155,26 @@ pid_t spw_proc_self_outer_pid(void)
     bool ok = end != line && v > 0 && v <= INT32_MAX;
     free(line);
     return ok ? (pid_t)v : getpid();
+}
+
+bool spw_cmdline_fit(char *dst, size_t cap, const char *src, size_t n)
+{
+    if (cap == 0)
+        return n > 0;
+    if (n < cap) {
+        memcpy(dst, src, n);
+        dst[n] = '\0';
+        return false;
+    }
+    size_t mark = sizeof SPW_STATS_CMDLINE_CUT - 1;
+    size_t keep = cap > mark ? cap - 1 - mark : 0;
+    /* A UTF-8 continuation byte (10xxxxxx) where the cut falls belongs to
+     * a character that began before it: cut before that one instead (a
+     * character has 3 such bytes at most; more are no UTF-8, cut anywhere). */
+    for (int i = 0; i < 3 && keep > 0 && ((unsigned char)src[keep] & 0xc0) == 0x80; i++)
+        keep--;
+    snprintf(dst, cap, "%.*s%s", (int)keep, src, SPW_STATS_CMDLINE_CUT);
+    return true;
 }
 
 void spw_proc_self_cmdline(char *buf, size_t len)

@@ -18,6 +18,14 @@ uint64_t spw_proc_self_pid_ns(void);
  * the outermost namespace /proc shows), or getpid() when absent. */
 pid_t spw_proc_self_outer_pid(void);
 
+/* A command line of n bytes (src, arguments joined, no NUL needed) into
+ * dst (cap bytes, NUL-terminated) as a segment holds one (layout.h):
+ * whole when it fits, else cut before the character that would leave no
+ * room for SPW_STATS_CMDLINE_CUT (never inside a UTF-8 sequence) and
+ * marked with it. One rule for the writer and for spillway-top's rows of
+ * processes not under spillway. Returns whether it was cut. */
+bool spw_cmdline_fit(char *dst, size_t cap, const char *src, size_t n);
+
 /* /proc/self/cmdline with arguments joined by single spaces, truncated to
  * fit, always NUL-terminated. Empty string if unreadable. */
 void spw_proc_self_cmdline(char *buf, size_t len);

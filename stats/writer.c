@@ -260,25 +260,12 @@ static void copy_config(char *dst, size_t cap, const char *src)
     memset(dst + keep + mark, 0, cap - keep - mark);
 }
 
-/* The command line as it fits (layout.h): whole, or cut before the
- * character that would not leave room for SPW_STATS_CMDLINE_CUT, and
- * marked. */
+/* The command line as it fits (layout.h, spw_cmdline_fit), the rest of
+ * the field zeroed. */
 static void copy_cmdline(char *dst, size_t cap, const char *src)
 {
-    size_t n = strlen(src), mark = sizeof SPW_STATS_CMDLINE_CUT - 1;
-    if (n < cap) {
-        copy_text(dst, cap, src);
-        return;
-    }
-    size_t keep = cap - 1 - mark;
-    /* A UTF-8 continuation byte (10xxxxxx) where the cut falls belongs to
-     * a character that began before it: cut before that one instead (a
-     * character has 3 such bytes at most; more are no UTF-8, cut anywhere). */
-    for (int i = 0; i < 3 && keep > 0 && ((unsigned char)src[keep] & 0xc0) == 0x80; i++)
-        keep--;
-    memcpy(dst, src, keep);
-    memcpy(dst + keep, SPW_STATS_CMDLINE_CUT, mark);
-    memset(dst + keep + mark, 0, cap - keep - mark);
+    memset(dst, 0, cap);
+    spw_cmdline_fit(dst, cap, src, strlen(src));
 }
 
 static void fill_header(struct spw_stats_writer *w, const struct spw_stats_params *p)

@@ -80,17 +80,7 @@ static bool read_cmdline(int pid, char *out, size_t clen, bool *cut)
             i++;
         }
     }
-    *cut = pos >= clen;
-    if (*cut) {
-        size_t mark = sizeof SPW_STATS_CMDLINE_CUT - 1, keep = clen > mark ? clen - 1 - mark : 0;
-        /* Before the character the cut falls in (text is valid UTF-8). */
-        while (keep > 0 && ((unsigned char)text[keep] & 0xc0) == 0x80)
-            keep--;
-        snprintf(out, clen, "%.*s%s", (int)keep, text, SPW_STATS_CMDLINE_CUT);
-    } else {
-        memcpy(out, text, pos);
-        out[pos] = '\0';
-    }
+    *cut = spw_cmdline_fit(out, clen, text, pos);
     return true;
 }
 
