@@ -43,6 +43,7 @@ check "its segment is removed at exit" [ ! -e "$STATS_DIR/spillway.$(id -u).$H" 
 long=$STATS_DIR
 for i in $(seq 14); do long=$long/$(printf 'd%.0s' $(seq 200)); done
 mkdir -p "$long"
+: >"$out" # the last program's "ready" must not pass for this one's
 SPILLWAY_STATS_DIR=$long "$SPW" run --lib "$LIB" --limit 64M --no-spill -- "$HOLD" $((8 * MiB)) >"$out" &
 H=$!
 writers+=("$H")
@@ -56,6 +57,7 @@ kill -TERM "$H"; wait "$H"
 # reader showed its half as '?'), with nothing to say so: now it is cut
 # between characters, marked, and --json says so.
 arg=x$(printf '\xc3\xa9%.0s' $(seq 600))
+: >"$out" # the last program's "ready" must not pass for this one's
 "$SPW" run --lib "$LIB" --limit 64M --no-spill -- "$HOLD" $((8 * MiB)) "$arg" >"$out" &
 H=$!
 writers+=("$H")
@@ -89,6 +91,7 @@ fi
 # SPILLWAY_STATS_DIR unset: the library and spillway-top both take the
 # option table's default (the stats layer has none of its own).
 if [ -d /dev/shm ] && [ -w /dev/shm ]; then
+    : >"$out" # the last program's "ready" must not pass for this one's
     env -u SPILLWAY_STATS_DIR "$SPW" run --lib "$LIB" --limit 64M --no-spill -- "$HOLD" $((8 * MiB)) >"$out" &
     H=$!
     writers+=("$H")
