@@ -1,6 +1,6 @@
 #!/bin/sh
 # The work-gate suite (test_gates.c) under spillway against fakecuda: two
-# 64 MiB devices, a 16 MiB limit (test_gates.c's sizes are made for it:
+# 64 MiB devices, a 16 MiB limit (gates_rig.h's sizes are made for it:
 # fresh memory is what costs most here), and fakecuda aborting on an unmap under
 # in-flight work (FAKECUDA_CHECK_UNMAP: the context-killing hazard). Then on
 # a CUDA 12.7 driver, whose streams tell their device only through their

@@ -31,8 +31,9 @@ UNIT_TESTS += tests/integration/shim/launches.sh
 
 # The work gate's coverage (every device that can reach a page is synced
 # before it moves; every submission passes the gate): gates.sh runs
-# test_gates.c.
+# test_gates.c, its tests in gates_*.c beside it.
 $(BUILD)/tests/integration/shim_gates: $(BUILD)/tests/integration/shim/test_gates.o \
+                                       $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/integration/shim/gates_*.c)) \
                                        $(BUILD)/tests/integration/shim/rig.o $(UNIT_MAIN) \
                                        $(STATS_READER_OBJS) $(FAKECUDA_LIB)
 	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(CHECK_LIBS) $(LDLIBS)
