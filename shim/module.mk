@@ -119,7 +119,7 @@ ALL_TARGETS += $(SHIM_IT)/shim_scan_bench
 UNIT_TESTS += tests/integration/shim/copies.sh tests/integration/shim/copies_top.sh
 
 # Spill through the shim: data, kernels, fill, a race, the two options (spill.sh).
-$(SHIM_IT)/shim_spill: $(SHIM_IT)/shim/test_spill.o $(UNIT_MAIN) \
+$(SHIM_IT)/shim_spill: $(SHIM_IT)/shim/test_spill.o $(SHIM_IT)/shim/rig.o $(UNIT_MAIN) \
                        $(STATS_READER_OBJS) \
                        $(BUILD)/fakecuda/libcuda.so.1
 	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(CHECK_LIBS) $(LDLIBS)

@@ -10,182 +10,34 @@
  * Run by spill.sh, which sets the environment and runs it again with
  * SPW_SPILL_ONLY=off (SPILLWAY_SPILL=0: the byte cap as before) and
  * SPW_SPILL_ONLY=host_limit (SPILLWAY_HOST_LIMIT=16M). */
-#include "tests/unit/check_compat.h"
-
-#include "shim/spillway.h"
-#include "stats/reader.h"
-#include "tests/fakecuda/fakecuda.h"
-
-#include <cuda.h>
-#include <dlfcn.h>
+#include "tests/integration/shim/rig.h"
 
 /* cuLaunchCooperativeKernelMultiDevice is deprecated; programs may still
  * use it, so it is tested like the other launches. */
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
-#include <stdint.h>
-#include <stdio.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
-#define MiB ((size_t)1 << 20)
 #define LIMIT (64 * MiB)
-
-#define CU_OK(call)                                                            \
-    do {                                                                       \
-        CUresult r_ = (call);                                                  \
-        ck_assert_msg(r_ == CUDA_SUCCESS, "%s: error %d", #call, (int)r_);     \
-    } while (0)
 
 static CUcontext ctx;
 
 static void setup(void)
 {
-    ck_assert_msg(dlsym(RTLD_DEFAULT, "spillway_get_counters") != NULL,
-                  "not running under spillway (LD_PRELOAD)");
-    ck_assert_msg(fakecuda_present(), "needs fakecuda");
-    CU_OK(cuInit(0));
-    CU_OK(cuDevicePrimaryCtxRetain(&ctx, 0));
-    CU_OK(cuCtxSetCurrent(ctx));
+    ctx = rig_setup(0);
 }
 
-/* ---- the stats segment and the counters ---------------------------------- */
-
-static struct spw_stats_snapshot snap;
-
-static const uint64_t *segment(void)
-{
-    const char *dir = getenv("SPILLWAY_STATS_DIR");
-    ck_assert_msg(dir != NULL, "run me through spill.sh");
-    int fd = open(dir, O_RDONLY | O_DIRECTORY);
-    ck_assert_int_ge(fd, 0);
-    char name[64], why[256];
-    snprintf(name, sizeof name, SPW_STATS_NAME_PREFIX "%u.%d", (unsigned)geteuid(), (int)getpid());
-    int removed = 0;
-    enum spw_read_result r = spw_stats_read_at(fd, name, 0, &snap, &removed, why, sizeof why);
-    close(fd);
-    ck_assert_msg(r == SPW_READ_OK, "segment %s: %d %s", name, r, why);
-    return snap.c[0];
-}
-
-static uint64_t stat_of(enum spw_counter k)
-{
-    return segment()[k];
-}
-
-static struct spillway_counters counters(void)
-{
-    int (*get)(int, struct spillway_counters *) =
-        (int (*)(int, struct spillway_counters *))dlsym(RTLD_DEFAULT, "spillway_get_counters");
-    struct spillway_counters c;
-    ck_assert_ptr_nonnull((void *)get);
-    ck_assert_int_eq(get(0, &c), 0);
-    return c;
-}
-
-/* ---- buffers with a known content ------------------------------------------ */
-
-static uint32_t pattern(size_t i, unsigned seed)
-{
-    return (uint32_t)(i * 2654435761u + seed * 40503u + 1u);
-}
-
-static uint32_t *expected(size_t bytes, unsigned seed)
-{
-    uint32_t *w = malloc(bytes);
-    ck_assert_ptr_nonnull(w);
-    for (size_t i = 0; i < bytes / 4; i++)
-        w[i] = pattern(i, seed);
-    return w;
-}
-
-static CUdeviceptr filled(size_t bytes, unsigned seed)
-{
-    CUdeviceptr p = 0;
-    CU_OK(cuMemAlloc(&p, bytes));
-    uint32_t *w = expected(bytes, seed);
-    CU_OK(cuMemcpyHtoD(p, w, bytes));
-    free(w);
-    return p;
-}
-
-/* The device buffer equals want, word for word. */
-static void expect_words(CUdeviceptr p, const uint32_t *want, size_t bytes, const char *what)
-{
-    uint32_t *got = malloc(bytes);
-    ck_assert_ptr_nonnull(got);
-    CU_OK(cuMemcpyDtoH(got, p, bytes));
-    if (memcmp(got, want, bytes) != 0) {
-        size_t i = 0;
-        while (got[i] == want[i])
-            i++;
-        ck_abort_msg("%s: word %zu of %zu is %#x, expected %#x", what, i, bytes / 4, got[i],
-                     want[i]);
-    }
-    free(got);
-}
-
-static void expect_pattern(CUdeviceptr p, size_t bytes, unsigned seed, const char *what)
-{
-    uint32_t *w = expected(bytes, seed);
-    expect_words(p, w, bytes, what);
-    free(w);
-}
-
-/* ---- kernels ----------------------------------------------------------- */
-
-/* sum_u32(words, n, out): *out = the sum of n 32-bit words. */
-static void sum_u32(fakecuda_dim3 g, fakecuda_dim3 b, void **params)
-{
-    (void)g;
-    (void)b;
-    const uint32_t *w = (const uint32_t *)(uintptr_t)(*(CUdeviceptr *)params[0]);
-    size_t n = *(size_t *)params[1];
-    uint64_t *out = (uint64_t *)(uintptr_t)(*(CUdeviceptr *)params[2]);
-    uint64_t s = 0;
-    for (size_t i = 0; i < n; i++)
-        s += w[i];
-    *out = s;
-}
-
-/* step_u32(words, n, k): every word w becomes w * 1664525 + 1013904223 + k. */
-static uint32_t step(uint32_t w, unsigned k)
-{
-    return w * 1664525u + 1013904223u + k;
-}
-
-static void step_u32(fakecuda_dim3 g, fakecuda_dim3 b, void **params)
-{
-    (void)g;
-    (void)b;
-    uint32_t *w = (uint32_t *)(uintptr_t)(*(CUdeviceptr *)params[0]);
-    size_t n = *(size_t *)params[1];
-    unsigned k = *(unsigned *)params[2];
-    for (size_t i = 0; i < n; i++)
-        w[i] = step(w[i], k);
-}
-
-static CUfunction kernel(const char *name)
-{
-    static const size_t sum_sizes[] = {sizeof(CUdeviceptr), sizeof(size_t), sizeof(CUdeviceptr)};
-    static const size_t step_sizes[] = {sizeof(CUdeviceptr), sizeof(size_t), sizeof(unsigned)};
-    ck_assert_int_eq(fakecuda_register_kernel("sum_u32", sum_u32, 3, sum_sizes), 0);
-    ck_assert_int_eq(fakecuda_register_kernel("step_u32", step_u32, 3, step_sizes), 0);
-    CUmodule m;
-    CUfunction f;
-    CU_OK(cuModuleLoadData(&m, "fakecuda"));
-    CU_OK(cuModuleGetFunction(&f, m, name));
-    return f;
-}
-
+/* The sum sum_u32 makes of a buffer of that content. */
 static uint64_t host_sum(size_t bytes, unsigned seed)
 {
     uint64_t s = 0;
     for (size_t i = 0; i < bytes / 4; i++)
-        s += pattern(i, seed);
+        s += rig_pattern(i, seed);
     return s;
 }
 
@@ -238,17 +90,17 @@ static uint64_t result(CUdeviceptr out)
 START_TEST(past_the_limit_through_spill)
 {
     setup();
-    CUdeviceptr a = filled(48 * MiB, 1);
-    CUdeviceptr b = filled(48 * MiB, 2); /* only through spill */
-    ck_assert_uint_eq(counters().used, 96 * MiB);
-    ck_assert_uint_gt(stat_of(SPW_C_SPILLED), 0);
-    ck_assert_uint_gt(stat_of(SPW_C_HOST), 0);
-    ck_assert_uint_gt(stat_of(SPW_C_SPILL_BYTES), 0);
-    ck_assert_uint_gt(stat_of(SPW_C_SPILL_EVENTS), 0);
-    ck_assert_uint_eq(stat_of(SPW_C_IN_USE), 96 * MiB);
-    ck_assert_uint_le(stat_of(SPW_C_POOL), LIMIT); /* device pages never pass the limit */
-    expect_pattern(a, 48 * MiB, 1, "a");
-    expect_pattern(b, 48 * MiB, 2, "b");
+    CUdeviceptr a = rig_filled(48 * MiB, 1);
+    CUdeviceptr b = rig_filled(48 * MiB, 2); /* only through spill */
+    ck_assert_uint_eq(rig_counters(0).used, 96 * MiB);
+    ck_assert_uint_gt(rig_stat(0, SPW_C_SPILLED), 0);
+    ck_assert_uint_gt(rig_stat(0, SPW_C_HOST), 0);
+    ck_assert_uint_gt(rig_stat(0, SPW_C_SPILL_BYTES), 0);
+    ck_assert_uint_gt(rig_stat(0, SPW_C_SPILL_EVENTS), 0);
+    ck_assert_uint_eq(rig_stat(0, SPW_C_IN_USE), 96 * MiB);
+    ck_assert_uint_le(rig_stat(0, SPW_C_POOL), LIMIT); /* device pages never pass the limit */
+    rig_expect_pattern(a, 48 * MiB, 1, "a");
+    rig_expect_pattern(b, 48 * MiB, 2, "b");
     /* What the program sizes itself from: the limit, nothing free. */
     size_t free_ = 1, total = 0;
     CU_OK(cuMemGetInfo(&free_, &total));
@@ -256,13 +108,13 @@ START_TEST(past_the_limit_through_spill)
     ck_assert_uint_eq(free_, 0);
     CU_OK(cuMemFree(a));
     CU_OK(cuMemFree(b));
-    ck_assert_uint_eq(counters().used, 0);
+    ck_assert_uint_eq(rig_counters(0).used, 0);
     CU_OK(cuMemGetInfo(&free_, &total));
     ck_assert_uint_eq(free_, LIMIT);
     /* Freed memory keeps its pages until a sync point covers the free: the
      * program's own sync gives the host pages back. */
     CU_OK(cuCtxSynchronize());
-    ck_assert_uint_eq(stat_of(SPW_C_SPILLED), 0);
+    ck_assert_uint_eq(rig_stat(0, SPW_C_SPILLED), 0);
 }
 END_TEST
 
@@ -271,9 +123,9 @@ END_TEST
 static void spill_then_free_all(void)
 {
     setup();
-    CUdeviceptr a = filled(48 * MiB, 1);
-    CUdeviceptr b = filled(48 * MiB, 2);
-    ck_assert_uint_gt(stat_of(SPW_C_SPILLED), 0);
+    CUdeviceptr a = rig_filled(48 * MiB, 1);
+    CUdeviceptr b = rig_filled(48 * MiB, 2);
+    ck_assert_uint_gt(rig_stat(0, SPW_C_SPILLED), 0);
     CU_OK(cuMemFree(a));
     CU_OK(cuMemFree(b));
 }
@@ -289,7 +141,7 @@ START_TEST(a_sync_point_needs_no_device_query)
     CUresult r = cuCtxSynchronize();
     ck_assert_int_eq(fakecuda_fault_config(NULL, NULL, 0), 0);
     CU_OK(r);
-    ck_assert_uint_eq(stat_of(SPW_C_SPILLED), 0);
+    ck_assert_uint_eq(rig_stat(0, SPW_C_SPILLED), 0);
 }
 END_TEST
 
@@ -297,15 +149,15 @@ END_TEST
 START_TEST(copies_and_sets_on_spilled_memory)
 {
     setup();
-    CUdeviceptr a = filled(48 * MiB, 3);
-    CUdeviceptr b = filled(48 * MiB, 4);
-    ck_assert_uint_gt(stat_of(SPW_C_SPILLED), 0);
-    uint32_t *w = expected(48 * MiB, 3);
+    CUdeviceptr a = rig_filled(48 * MiB, 3);
+    CUdeviceptr b = rig_filled(48 * MiB, 4);
+    ck_assert_uint_gt(rig_stat(0, SPW_C_SPILLED), 0);
+    uint32_t *w = rig_expected(48 * MiB, 3);
     /* DtoD both ways between the two, then sets over what was spilled. */
     CUdeviceptr c = 0;
     CU_OK(cuMemAlloc(&c, 48 * MiB));
     CU_OK(cuMemcpyDtoD(c, a, 48 * MiB));
-    expect_words(c, w, 48 * MiB, "copy of a");
+    rig_expect_words(c, w, 48 * MiB, "copy of a");
     CUstream s;
     CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     CU_OK(cuMemsetD32Async(a, 0x01020304u, 12 * MiB / 4, s));
@@ -319,11 +171,11 @@ START_TEST(copies_and_sets_on_spilled_memory)
         w[6 * MiB + i] = 0x07070707u;
         w[9 * MiB + i] = 0x08090a0bu;
     }
-    expect_words(a, w, 48 * MiB, "a after the sets");
+    rig_expect_words(a, w, 48 * MiB, "a after the sets");
     CU_OK(cuMemcpyDtoDAsync(c, a, 48 * MiB, s));
     CU_OK(cuStreamSynchronize(s));
-    expect_words(c, w, 48 * MiB, "c after an async copy");
-    expect_pattern(b, 48 * MiB, 4, "b");
+    rig_expect_words(c, w, 48 * MiB, "c after an async copy");
+    rig_expect_pattern(b, 48 * MiB, 4, "b");
     CU_OK(cuStreamDestroy(s));
     free(w);
 }
@@ -339,26 +191,26 @@ START_TEST(array_copies_fill_spilled_memory)
                                .NumChannels = 1};
     CUarray arr;
     CU_OK(cuArrayCreate(&arr, &d));
-    CUdeviceptr a = filled(48 * MiB, 7);
-    CUdeviceptr b = filled(48 * MiB, 8);
-    uint64_t spilled = stat_of(SPW_C_SPILLED);
+    CUdeviceptr a = rig_filled(48 * MiB, 7);
+    CUdeviceptr b = rig_filled(48 * MiB, 8);
+    uint64_t spilled = rig_stat(0, SPW_C_SPILLED);
     ck_assert_uint_gt(spilled, 0);
-    uint32_t *w = expected(48 * MiB, 7), *got = malloc(ARRAY_BYTES);
+    uint32_t *w = rig_expected(48 * MiB, 7), *got = malloc(ARRAY_BYTES);
     ck_assert_ptr_nonnull(got);
     CU_OK(cuMemcpyDtoA(arr, 0, a + 40 * MiB, ARRAY_BYTES));
     CU_OK(cuMemcpyAtoH(got, arr, 0, ARRAY_BYTES));
     ck_assert_int_eq(memcmp(got, w + 10 * MiB, ARRAY_BYTES), 0);
-    uint64_t fills = stat_of(SPW_C_FILL_EVENTS);
+    uint64_t fills = rig_stat(0, SPW_C_FILL_EVENTS);
     CU_OK(cuMemFree(b));
     CU_OK(cuMemcpyDtoA(arr, 0, a, ARRAY_BYTES));
-    ck_assert_uint_gt(stat_of(SPW_C_FILL_EVENTS), fills);
-    ck_assert_uint_eq(stat_of(SPW_C_SPILLED), 0);
+    ck_assert_uint_gt(rig_stat(0, SPW_C_FILL_EVENTS), fills);
+    ck_assert_uint_eq(rig_stat(0, SPW_C_SPILLED), 0);
     CU_OK(cuMemcpyAtoH(got, arr, 0, ARRAY_BYTES));
     ck_assert_int_eq(memcmp(got, w, ARRAY_BYTES), 0);
     /* And back: the array into memory that was spilled. */
     CU_OK(cuMemcpyAtoD(a + 44 * MiB, arr, 0, ARRAY_BYTES));
     memcpy(w + 11 * MiB, w, ARRAY_BYTES);
-    expect_words(a, w, 48 * MiB, "a after the array copies");
+    rig_expect_words(a, w, 48 * MiB, "a after the array copies");
     CU_OK(cuArrayDestroy(arr));
     free(got);
     free(w);
@@ -370,26 +222,26 @@ END_TEST
 static void kernel_and_fill(enum how how)
 {
     setup();
-    CUfunction sum = kernel("sum_u32");
+    CUfunction sum = rig_kernel("sum_u32");
     CUdeviceptr out = 0;
     CU_OK(cuMemAlloc(&out, sizeof(uint64_t)));
-    CUdeviceptr a = filled(48 * MiB, 5);
-    CUdeviceptr b = filled(48 * MiB, 6);
-    uint64_t spilled = stat_of(SPW_C_SPILLED);
+    CUdeviceptr a = rig_filled(48 * MiB, 5);
+    CUdeviceptr b = rig_filled(48 * MiB, 6);
+    uint64_t spilled = rig_stat(0, SPW_C_SPILLED);
     ck_assert_uint_gt(spilled, 0);
     /* No room to fill: the kernel reads a where it lives. */
     launch_sum(sum, how, a, 48 * MiB, out);
     ck_assert_uint_eq(result(out), host_sum(48 * MiB, 5));
-    uint64_t fills = stat_of(SPW_C_FILL_EVENTS);
+    uint64_t fills = rig_stat(0, SPW_C_FILL_EVENTS);
     /* Room again: the launch fills a back first. */
     CU_OK(cuMemFree(b));
     launch_sum(sum, how, a, 48 * MiB, out);
     ck_assert_uint_eq(result(out), host_sum(48 * MiB, 5));
-    ck_assert_uint_gt(stat_of(SPW_C_FILL_EVENTS), fills);
-    ck_assert_uint_gt(stat_of(SPW_C_FILL_BYTES), 0);
-    ck_assert_uint_lt(stat_of(SPW_C_SPILLED), spilled);
-    ck_assert_uint_eq(stat_of(SPW_C_SPILLED), 0);
-    expect_pattern(a, 48 * MiB, 5, "a after the fill");
+    ck_assert_uint_gt(rig_stat(0, SPW_C_FILL_EVENTS), fills);
+    ck_assert_uint_gt(rig_stat(0, SPW_C_FILL_BYTES), 0);
+    ck_assert_uint_lt(rig_stat(0, SPW_C_SPILLED), spilled);
+    ck_assert_uint_eq(rig_stat(0, SPW_C_SPILLED), 0);
+    rig_expect_pattern(a, 48 * MiB, 5, "a after the fill");
 }
 
 START_TEST(kernel_params_fill)
@@ -439,13 +291,13 @@ static void importer_writes_are_the_programs(CUdeviceptr b, int fd)
     ck_assert_int_eq(fakecuda_dmabuf_access(fd, 4096, &w, sizeof w, 1), 0);
     CU_OK(cuMemcpyDtoH(&got, b + 4096, sizeof got));
     ck_assert_uint_eq(got, w);
-    CUdeviceptr x = filled(40 * MiB, 4), y = filled(40 * MiB, 5);
+    CUdeviceptr x = rig_filled(40 * MiB, 4), y = rig_filled(40 * MiB, 5);
     w = 0xabcd0002u;
     ck_assert_int_eq(fakecuda_dmabuf_access(fd, 4096, &w, sizeof w, 1), 0);
     CU_OK(cuMemcpyDtoH(&got, b + 4096, sizeof got));
     ck_assert_msg(got == w, "the importer's write after a spill: the program reads %#x, not %#x", got, w);
-    expect_pattern(x, 40 * MiB, 4, "x, after the importer's write");
-    expect_pattern(y, 40 * MiB, 5, "y, after the importer's write");
+    rig_expect_pattern(x, 40 * MiB, 4, "x, after the importer's write");
+    rig_expect_pattern(y, 40 * MiB, 5, "y, after the importer's write");
     CU_OK(cuMemFree(x));
     CU_OK(cuMemFree(y));
 }
@@ -453,7 +305,7 @@ static void importer_writes_are_the_programs(CUdeviceptr b, int fd)
 START_TEST(a_dma_buf_of_pool_memory_is_refused_or_the_programs)
 {
     setup();
-    CUdeviceptr b = filled(1 * MiB, 3);
+    CUdeviceptr b = rig_filled(1 * MiB, 3);
     int fd = -1;
     CUresult r = cuMemGetHandleForAddressRange(&fd, b, 1 * MiB, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
     if (r != CUDA_ERROR_NOT_SUPPORTED) {
@@ -466,7 +318,7 @@ START_TEST(a_dma_buf_of_pool_memory_is_refused_or_the_programs)
 END_TEST
 
 /* A pooled cuMemCreate handle of one granule mapped read-write at *va,
- * holding expected(g, seed); its size is *g. */
+ * holding rig_expected(g, seed); its size is *g. */
 static CUmemGenericAllocationHandle mapped_handle(CUdeviceptr *va, size_t *g, unsigned seed)
 {
     CUmemAllocationProp prop;
@@ -481,7 +333,7 @@ static CUmemGenericAllocationHandle mapped_handle(CUdeviceptr *va, size_t *g, un
     CU_OK(cuMemMap(*va, *g, 0, h, 0));
     CUmemAccessDesc acc = {.location = prop.location, .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
     CU_OK(cuMemSetAccess(*va, *g, &acc, 1));
-    uint32_t *w = expected(*g, seed);
+    uint32_t *w = rig_expected(*g, seed);
     CU_OK(cuMemcpyHtoD(*va, w, *g));
     free(w);
     return h;
@@ -519,12 +371,12 @@ START_TEST(a_dma_buf_of_a_spilled_pooled_handle_is_the_programs)
     CUdeviceptr va;
     size_t g;
     CUmemGenericAllocationHandle h = mapped_handle(&va, &g, 3);
-    CUdeviceptr x = filled(40 * MiB, 6), y = filled(40 * MiB, 7);
+    CUdeviceptr x = rig_filled(40 * MiB, 6), y = rig_filled(40 * MiB, 7);
     ck_assert_msg(fakecuda_mapped_location(va) != 0, "the handle was not spilled");
     int fd = -1;
     CU_OK(cuMemGetHandleForAddressRange(&fd, va, g, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0));
     ck_assert_int_eq(fakecuda_mapped_location(va), 0);
-    expect_pattern(va, g, 3, "the handle, made the driver's");
+    rig_expect_pattern(va, g, 3, "the handle, made the driver's");
     CU_OK(cuMemFree(x));
     CU_OK(cuMemFree(y));
     importer_writes_are_the_programs(va, fd);
@@ -541,24 +393,24 @@ END_TEST
 START_TEST(passthrough_counts_resident_bytes)
 {
     setup();
-    CUdeviceptr a = filled(48 * MiB, 7);
-    CUdeviceptr b = filled(48 * MiB, 8);
+    CUdeviceptr a = rig_filled(48 * MiB, 7);
+    CUdeviceptr b = rig_filled(48 * MiB, 8);
     CUdeviceptr m = 0, m2 = 0;
-    uint64_t spilled = stat_of(SPW_C_SPILLED);
+    uint64_t spilled = rig_stat(0, SPW_C_SPILLED);
     size_t driver = fakecuda_device_bytes_used(0);
     CU_OK(cuMemAllocManaged(&m, 8 * MiB, CU_MEM_ATTACH_GLOBAL));
-    ck_assert_uint_ge(stat_of(SPW_C_SPILLED), spilled + 8 * MiB);
+    ck_assert_uint_ge(rig_stat(0, SPW_C_SPILLED), spilled + 8 * MiB);
     ck_assert_uint_le(fakecuda_device_bytes_used(0), driver);
     ck_assert_int_eq(cuMemAllocManaged(&m2, 60 * MiB, CU_MEM_ATTACH_GLOBAL), CUDA_ERROR_OUT_OF_MEMORY);
-    expect_pattern(b, 48 * MiB, 8, "b");
+    rig_expect_pattern(b, 48 * MiB, 8, "b");
     CU_OK(cuMemFree(m));
     CU_OK(cuMemFree(b));
     /* a still lives partly on the host: its spilled bytes are not held
      * against the limit. */
-    ck_assert_uint_gt(stat_of(SPW_C_SPILLED), 0);
+    ck_assert_uint_gt(rig_stat(0, SPW_C_SPILLED), 0);
     CU_OK(cuMemAllocManaged(&m, 24 * MiB, CU_MEM_ATTACH_GLOBAL));
     CU_OK(cuMemFree(m));
-    expect_pattern(a, 48 * MiB, 7, "a");
+    rig_expect_pattern(a, 48 * MiB, 7, "a");
 }
 END_TEST
 
@@ -612,15 +464,15 @@ static void *churn(void *arg)
 
 static bool raced(struct churn *c)
 {
-    return atomic_load(&c->rounds) > 1 && stat_of(SPW_C_SPILL_EVENTS) > 1 && stat_of(SPW_C_FILL_EVENTS) > 1;
+    return atomic_load(&c->rounds) > 1 && rig_stat(0, SPW_C_SPILL_EVENTS) > 1 && rig_stat(0, SPW_C_FILL_EVENTS) > 1;
 }
 
 START_TEST(launches_race_spill_and_fill)
 {
     setup();
-    CUfunction f = kernel("step_u32");
-    CUdeviceptr a = filled(RACE_BYTES, 9);
-    uint32_t *want = expected(RACE_BYTES, 9);
+    CUfunction f = rig_kernel("step_u32");
+    CUdeviceptr a = rig_filled(RACE_BYTES, 9);
+    uint32_t *want = rig_expected(RACE_BYTES, 9);
     /* A copy from pageable memory may still be in flight when it returns,
      * and a non-blocking stream does not wait for it. */
     CU_OK(cuCtxSynchronize());
@@ -640,7 +492,7 @@ START_TEST(launches_race_spill_and_fill)
         void *args[] = {&a, &n, &k};
         CU_OK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, args, NULL));
         for (size_t i = 0; i < n; i++)
-            want[i] = step(want[i], k);
+            want[i] = rig_step(want[i], k);
         if (k % 16 == 15)
             CU_OK(cuStreamSynchronize(s));
     }
@@ -648,11 +500,11 @@ START_TEST(launches_race_spill_and_fill)
     atomic_store(&c.stop, 1);
     ck_assert_int_eq(pthread_join(t, NULL), 0);
     ck_assert_msg(c.failed == CUDA_SUCCESS, "the churning thread failed: error %d", (int)c.failed);
-    expect_words(a, want, RACE_BYTES, "the raced buffer");
+    rig_expect_words(a, want, RACE_BYTES, "the raced buffer");
     /* It did race: the buffer moved both ways, more than once. */
     ck_assert_msg(raced(&c), "in %u launches: %u churn rounds, %llu spill and %llu fill events (want > 1 each)",
-                  k, atomic_load(&c.rounds), (unsigned long long)stat_of(SPW_C_SPILL_EVENTS),
-                  (unsigned long long)stat_of(SPW_C_FILL_EVENTS));
+                  k, atomic_load(&c.rounds), (unsigned long long)rig_stat(0, SPW_C_SPILL_EVENTS),
+                  (unsigned long long)rig_stat(0, SPW_C_FILL_EVENTS));
     CU_OK(cuStreamDestroy(s));
     free(want);
 }
@@ -672,10 +524,10 @@ START_TEST(a_reset_between_phases)
     CU_OK(cuDevicePrimaryCtxReset(0));
     CU_OK(cuDevicePrimaryCtxRelease(0));
     setup();
-    CUdeviceptr a = filled(48 * MiB, 3);
-    CUdeviceptr b = filled(48 * MiB, 4);
-    expect_pattern(a, 48 * MiB, 3, "a after the reset");
-    expect_pattern(b, 48 * MiB, 4, "b after the reset");
+    CUdeviceptr a = rig_filled(48 * MiB, 3);
+    CUdeviceptr b = rig_filled(48 * MiB, 4);
+    rig_expect_pattern(a, 48 * MiB, 3, "a after the reset");
+    rig_expect_pattern(b, 48 * MiB, 4, "b after the reset");
     CU_OK(cuMemFree(a));
     CU_OK(cuMemFree(b));
 }
@@ -686,15 +538,15 @@ END_TEST
 START_TEST(spill_off_refuses_past_the_limit)
 {
     setup();
-    CUdeviceptr a = filled(48 * MiB, 10);
+    CUdeviceptr a = rig_filled(48 * MiB, 10);
     CUdeviceptr b = 0;
     ck_assert_int_eq(cuMemAlloc(&b, 48 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
-    ck_assert_uint_eq(counters().used, 48 * MiB);
-    ck_assert_uint_eq(stat_of(SPW_C_SPILLED), 0);
-    ck_assert_uint_eq(stat_of(SPW_C_SPILL_EVENTS), 0);
-    expect_pattern(a, 48 * MiB, 10, "a");
+    ck_assert_uint_eq(rig_counters(0).used, 48 * MiB);
+    ck_assert_uint_eq(rig_stat(0, SPW_C_SPILLED), 0);
+    ck_assert_uint_eq(rig_stat(0, SPW_C_SPILL_EVENTS), 0);
+    rig_expect_pattern(a, 48 * MiB, 10, "a");
     /* Launches and sets pass through untouched. */
-    CUfunction sum = kernel("sum_u32");
+    CUfunction sum = rig_kernel("sum_u32");
     CUdeviceptr out = 0;
     CU_OK(cuMemAlloc(&out, sizeof(uint64_t)));
     launch_sum(sum, PARAMS, a, 48 * MiB, out);
@@ -716,19 +568,19 @@ START_TEST(host_limit_bounds_spill)
         r = cuMemAlloc(&p[n], CHUNK);
         if (r != CUDA_SUCCESS)
             break;
-        uint32_t *w = expected(CHUNK, 20 + n);
+        uint32_t *w = rig_expected(CHUNK, 20 + n);
         CU_OK(cuMemcpyHtoD(p[n], w, CHUNK));
         free(w);
     }
     ck_assert_int_eq(r, CUDA_ERROR_OUT_OF_MEMORY);
     ck_assert_uint_gt((size_t)n * CHUNK, LIMIT);            /* it did spill */
     ck_assert_uint_le((size_t)n * CHUNK, LIMIT + 16 * MiB); /* within the host limit */
-    ck_assert_uint_le(stat_of(SPW_C_SPILLED), 16 * MiB);
-    ck_assert_uint_eq(counters().used, (size_t)n * CHUNK);
+    ck_assert_uint_le(rig_stat(0, SPW_C_SPILLED), 16 * MiB);
+    ck_assert_uint_eq(rig_counters(0).used, (size_t)n * CHUNK);
     CUdeviceptr q = 0;
     ck_assert_int_eq(cuMemAlloc(&q, 2 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
     for (unsigned i = 0; i < n; i++)
-        expect_pattern(p[i], CHUNK, 20 + i, "a chunk");
+        rig_expect_pattern(p[i], CHUNK, 20 + i, "a chunk");
 }
 END_TEST
 
@@ -737,12 +589,12 @@ END_TEST
 START_TEST(host_pages_refused)
 {
     setup();
-    CUdeviceptr a = filled(48 * MiB, 3), b = 0;
+    CUdeviceptr a = rig_filled(48 * MiB, 3), b = 0;
     ck_assert_int_eq(cuMemAlloc(&b, 48 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
     ck_assert_int_eq(cuMemAlloc(&b, 48 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
-    ck_assert_uint_eq(stat_of(SPW_C_SPILLED), 0);
-    ck_assert_uint_eq(counters().used, 48 * MiB);
-    expect_pattern(a, 48 * MiB, 3, "a buffer nothing could spill");
+    ck_assert_uint_eq(rig_stat(0, SPW_C_SPILLED), 0);
+    ck_assert_uint_eq(rig_counters(0).used, 48 * MiB);
+    rig_expect_pattern(a, 48 * MiB, 3, "a buffer nothing could spill");
     CU_OK(cuMemFree(a));
 }
 END_TEST
@@ -756,16 +608,16 @@ END_TEST
 START_TEST(spill_moves_refused)
 {
     setup();
-    CUdeviceptr a = filled(48 * MiB, 4);
-    CUdeviceptr b = filled(48 * MiB, 5); /* 16 MiB free on the device, 32 on the host */
-    CUdeviceptr c = filled(8 * MiB, 6);  /* all on the host */
-    ck_assert_uint_eq(stat_of(SPW_C_SPILLED), 40 * MiB);
-    ck_assert_uint_eq(stat_of(SPW_C_SPILL_BYTES), 0);
-    ck_assert_uint_ge(stat_of(SPW_C_SPILL_FAULTS), 1); /* published: spillway-top, the exporter */
-    ck_assert_uint_eq(stat_of(SPW_C_FAULTED), 0);     /* every move undone: nothing lost */
-    expect_pattern(a, 48 * MiB, 4, "a buffer whose spill was refused");
-    expect_pattern(b, 48 * MiB, 5, "b");
-    expect_pattern(c, 8 * MiB, 6, "c");
+    CUdeviceptr a = rig_filled(48 * MiB, 4);
+    CUdeviceptr b = rig_filled(48 * MiB, 5); /* 16 MiB free on the device, 32 on the host */
+    CUdeviceptr c = rig_filled(8 * MiB, 6);  /* all on the host */
+    ck_assert_uint_eq(rig_stat(0, SPW_C_SPILLED), 40 * MiB);
+    ck_assert_uint_eq(rig_stat(0, SPW_C_SPILL_BYTES), 0);
+    ck_assert_uint_ge(rig_stat(0, SPW_C_SPILL_FAULTS), 1); /* published: spillway-top, the exporter */
+    ck_assert_uint_eq(rig_stat(0, SPW_C_FAULTED), 0);     /* every move undone: nothing lost */
+    rig_expect_pattern(a, 48 * MiB, 4, "a buffer whose spill was refused");
+    rig_expect_pattern(b, 48 * MiB, 5, "b");
+    rig_expect_pattern(c, 8 * MiB, 6, "c");
     CU_OK(cuMemFree(c));
     CU_OK(cuMemFree(b));
     CU_OK(cuMemFree(a));
