@@ -118,8 +118,10 @@ $(SHIM_IT)/shim_scan_bench: $(SHIM_IT)/shim/scan_bench.o $(BUILD)/fakecuda/libcu
 ALL_TARGETS += $(SHIM_IT)/shim_scan_bench
 UNIT_TESTS += tests/integration/shim/copies.sh tests/integration/shim/copies_top.sh
 
-# Spill through the shim: data, kernels, fill, a race, the two options (spill.sh).
+# Spill through the shim: data, kernels, fill, a race, the two options (spill.sh):
+# test_spill.c, its tests in spill_*.c beside it.
 $(SHIM_IT)/shim_spill: $(SHIM_IT)/shim/test_spill.o $(SHIM_IT)/shim/rig.o $(UNIT_MAIN) \
+                       $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/integration/shim/spill_*.c)) \
                        $(STATS_READER_OBJS) \
                        $(BUILD)/fakecuda/libcuda.so.1
 	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(CHECK_LIBS) $(LDLIBS)

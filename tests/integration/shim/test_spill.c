@@ -7,30 +7,22 @@
  * (fakecuda runs kernels on worker threads: an unmapped page faults, as on
  * a GPU) nor loses a write. Stats come from the process's segment.
  *
+ * One suite in three files: here spill, copies, sets and launches on
+ * spilled memory, pass-through memory, a reset, and the cases of
+ * spill.sh's other runs; then dma_buf exports (spill_dma_buf.c) and
+ * launches racing spill and fill (spill_race.c), sharing spill_rig.h.
+ *
  * Run by spill.sh, which sets the environment and runs it again with
  * SPW_SPILL_ONLY=off (SPILLWAY_SPILL=0: the byte cap as before) and
  * SPW_SPILL_ONLY=host_limit (SPILLWAY_HOST_LIMIT=16M). */
-#include "tests/integration/shim/rig.h"
+#include "tests/integration/shim/spill_rig.h"
+
 
 /* cuLaunchCooperativeKernelMultiDevice is deprecated; programs may still
  * use it, so it is tested like the other launches. */
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-#include <pthread.h>
-#include <stdatomic.h>
-#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
-
-#define LIMIT (64 * MiB)
-
-static CUcontext ctx;
-
-static void setup(void)
-{
-    ctx = rig_setup(0);
-}
 
 /* The sum sum_u32 makes of a buffer of that content. */
 static uint64_t host_sum(size_t bytes, unsigned seed)
@@ -274,117 +266,6 @@ START_TEST(cooperative_multi_device_kernel_fill)
 }
 END_TEST
 
-/* ---- dma_buf exports: what an importer writes is the program's ---------- */
-
-/* A dma_buf of a device range (cuMemGetHandleForAddressRange: NCCL's and
- * UCX's GPUDirect RDMA registration, ibv_reg_dmabuf_mr) reaches the
- * physical pages behind the range when it was taken. Spill moves pool data
- * to other pages and gives its old ones to other data: an importer (a NIC;
- * fakecuda_dmabuf_access) writing afterwards would miss the program's
- * buffer and write into another. So a dma_buf of pool memory is either
- * refused, or what the importer writes is what the program reads, spilled
- * or not, and no other buffer changes. 40 + 40 MiB past 64 MiB spill the
- * exported buffer (the coldest) and give its page to y. */
-static void importer_writes_are_the_programs(CUdeviceptr b, int fd)
-{
-    uint32_t w = 0xabcd0001u, got = 0;
-    ck_assert_int_eq(fakecuda_dmabuf_access(fd, 4096, &w, sizeof w, 1), 0);
-    CU_OK(cuMemcpyDtoH(&got, b + 4096, sizeof got));
-    ck_assert_uint_eq(got, w);
-    CUdeviceptr x = rig_filled(40 * MiB, 4), y = rig_filled(40 * MiB, 5);
-    w = 0xabcd0002u;
-    ck_assert_int_eq(fakecuda_dmabuf_access(fd, 4096, &w, sizeof w, 1), 0);
-    CU_OK(cuMemcpyDtoH(&got, b + 4096, sizeof got));
-    ck_assert_msg(got == w, "the importer's write after a spill: the program reads %#x, not %#x", got, w);
-    rig_expect_pattern(x, 40 * MiB, 4, "x, after the importer's write");
-    rig_expect_pattern(y, 40 * MiB, 5, "y, after the importer's write");
-    CU_OK(cuMemFree(x));
-    CU_OK(cuMemFree(y));
-}
-
-START_TEST(a_dma_buf_of_pool_memory_is_refused_or_the_programs)
-{
-    setup();
-    CUdeviceptr b = rig_filled(1 * MiB, 3);
-    int fd = -1;
-    CUresult r = cuMemGetHandleForAddressRange(&fd, b, 1 * MiB, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
-    if (r != CUDA_ERROR_NOT_SUPPORTED) {
-        CU_OK(r);
-        importer_writes_are_the_programs(b, fd);
-        close(fd);
-    }
-    CU_OK(cuMemFree(b));
-}
-END_TEST
-
-/* A pooled cuMemCreate handle of one granule mapped read-write at *va,
- * holding rig_expected(g, seed); its size is *g. */
-static CUmemGenericAllocationHandle mapped_handle(CUdeviceptr *va, size_t *g, unsigned seed)
-{
-    CUmemAllocationProp prop;
-    memset(&prop, 0, sizeof prop);
-    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    prop.location.id = 0;
-    CU_OK(cuMemGetAllocationGranularity(g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
-    CUmemGenericAllocationHandle h;
-    CU_OK(cuMemAddressReserve(va, *g, 0, 0, 0));
-    CU_OK(cuMemCreate(&h, *g, &prop, 0));
-    CU_OK(cuMemMap(*va, *g, 0, h, 0));
-    CUmemAccessDesc acc = {.location = prop.location, .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
-    CU_OK(cuMemSetAccess(*va, *g, &acc, 1));
-    uint32_t *w = rig_expected(*g, seed);
-    CU_OK(cuMemcpyHtoD(*va, w, *g));
-    free(w);
-    return h;
-}
-
-static void unmapped_handle(CUdeviceptr va, size_t g, CUmemGenericAllocationHandle h)
-{
-    CU_OK(cuMemUnmap(va, g));
-    CU_OK(cuMemRelease(h));
-    CU_OK(cuMemAddressFree(va, g));
-}
-
-/* A pooled cuMemCreate handle the program mapped (JAX's arena) exports as
- * with the driver alone: made the driver's first, it no longer spills. */
-START_TEST(a_dma_buf_of_a_pooled_handle_is_the_programs)
-{
-    setup();
-    CUdeviceptr va;
-    size_t g;
-    CUmemGenericAllocationHandle h = mapped_handle(&va, &g, 3);
-    int fd = -1;
-    CU_OK(cuMemGetHandleForAddressRange(&fd, va, g, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0));
-    importer_writes_are_the_programs(va, fd);
-    close(fd);
-    unmapped_handle(va, g, h);
-}
-END_TEST
-
-/* The same handle spilled before its export: a dma_buf takes device memory
- * only, so the export brings it back (its promotion) and then succeeds, as
- * with the driver alone; the importer's writes are the program's. */
-START_TEST(a_dma_buf_of_a_spilled_pooled_handle_is_the_programs)
-{
-    setup();
-    CUdeviceptr va;
-    size_t g;
-    CUmemGenericAllocationHandle h = mapped_handle(&va, &g, 3);
-    CUdeviceptr x = rig_filled(40 * MiB, 6), y = rig_filled(40 * MiB, 7);
-    ck_assert_msg(fakecuda_mapped_location(va) != 0, "the handle was not spilled");
-    int fd = -1;
-    CU_OK(cuMemGetHandleForAddressRange(&fd, va, g, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0));
-    ck_assert_int_eq(fakecuda_mapped_location(va), 0);
-    rig_expect_pattern(va, g, 3, "the handle, made the driver's");
-    CU_OK(cuMemFree(x));
-    CU_OK(cuMemFree(y));
-    importer_writes_are_the_programs(va, fd);
-    close(fd);
-    unmapped_handle(va, g, h);
-}
-END_TEST
-
 /* Pass-through memory is capped by what is resident, not by what is held,
  * and takes its room from the pool: with 96 MiB of pool data on a 64 MiB
  * limit, managed memory still fits, the pool moving as much more of its
@@ -411,102 +292,6 @@ START_TEST(passthrough_counts_resident_bytes)
     CU_OK(cuMemAllocManaged(&m, 24 * MiB, CU_MEM_ATTACH_GLOBAL));
     CU_OK(cuMemFree(m));
     rig_expect_pattern(a, 48 * MiB, 7, "a");
-}
-END_TEST
-
-/* ---- (e) launches racing spill and fill ----------------------------------- */
-
-#define RACE_BYTES (8 * MiB)
-#define RACE_LAUNCHES 400u
-#define RACE_MAX_LAUNCHES 4000u
-
-struct churn {
-    _Atomic int stop;
-    _Atomic unsigned rounds;
-    CUresult failed;
-    CUdeviceptr raced; /* the launches' buffer */
-};
-
-/* Allocates what leaves no room for the racing buffer, writes it, frees
- * it: the buffer spills at each allocation, and the next launch fills it.
- * A sync point covers each free, so its pages are free for that fill (a
- * buffer used as seldom as this one comes back only into free pages,
- * policy/fill.c), and the next round waits a little for it: else the
- * buffer could stay on the host for good, where the frees fell between
- * launches as a loaded machine has them (2 spills and 1 fill in 4,000
- * launches). */
-static void *churn(void *arg)
-{
-    struct churn *c = arg;
-    if ((c->failed = cuCtxSetCurrent(ctx)) != CUDA_SUCCESS)
-        return NULL;
-    while (!atomic_load(&c->stop)) {
-        CUdeviceptr x = 0;
-        CUresult r = cuMemAlloc(&x, LIMIT - 4 * MiB);
-        if (r == CUDA_SUCCESS)
-            r = cuMemsetD32(x, 0xdeadbeefu, (LIMIT - 4 * MiB) / 4);
-        if (r == CUDA_SUCCESS)
-            r = cuMemFree(x);
-        if (r == CUDA_SUCCESS)
-            r = cuCtxSynchronize();
-        if (r != CUDA_SUCCESS) {
-            c->failed = r;
-            return NULL;
-        }
-        c->rounds++;
-        for (int i = 0; i < 50 && fakecuda_mapped_location(c->raced) != 0 && !atomic_load(&c->stop); i++) {
-            struct timespec ms = {0, 1000000L};
-            nanosleep(&ms, NULL);
-        }
-    }
-    return NULL;
-}
-
-static bool raced(struct churn *c)
-{
-    return atomic_load(&c->rounds) > 1 && rig_stat(0, SPW_C_SPILL_EVENTS) > 1 && rig_stat(0, SPW_C_FILL_EVENTS) > 1;
-}
-
-START_TEST(launches_race_spill_and_fill)
-{
-    setup();
-    CUfunction f = rig_kernel("step_u32");
-    CUdeviceptr a = rig_filled(RACE_BYTES, 9);
-    uint32_t *want = rig_expected(RACE_BYTES, 9);
-    /* A copy from pageable memory may still be in flight when it returns,
-     * and a non-blocking stream does not wait for it. */
-    CU_OK(cuCtxSynchronize());
-    CUstream s;
-    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-    struct churn c = {.raced = a};
-    pthread_t t;
-    ck_assert_int_eq(pthread_create(&t, NULL, churn, &c), 0);
-    size_t n = RACE_BYTES / 4;
-    /* At least RACE_LAUNCHES launches, and on until the race did happen
-     * (the buffer moved both ways, more than once): how many moves so many
-     * launches see depends on how the churn's allocations and frees fall
-     * between them, which a loaded machine changes (RACE_MAX_LAUNCHES:
-     * never alone). */
-    unsigned k = 0;
-    for (; k < RACE_LAUNCHES || (k < RACE_MAX_LAUNCHES && !raced(&c)); k++) {
-        void *args[] = {&a, &n, &k};
-        CU_OK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, args, NULL));
-        for (size_t i = 0; i < n; i++)
-            want[i] = rig_step(want[i], k);
-        if (k % 16 == 15)
-            CU_OK(cuStreamSynchronize(s));
-    }
-    CU_OK(cuStreamSynchronize(s));
-    atomic_store(&c.stop, 1);
-    ck_assert_int_eq(pthread_join(t, NULL), 0);
-    ck_assert_msg(c.failed == CUDA_SUCCESS, "the churning thread failed: error %d", (int)c.failed);
-    rig_expect_words(a, want, RACE_BYTES, "the raced buffer");
-    /* It did race: the buffer moved both ways, more than once. */
-    ck_assert_msg(raced(&c), "in %u launches: %u churn rounds, %llu spill and %llu fill events (want > 1 each)",
-                  k, atomic_load(&c.rounds), (unsigned long long)rig_stat(0, SPW_C_SPILL_EVENTS),
-                  (unsigned long long)rig_stat(0, SPW_C_FILL_EVENTS));
-    CU_OK(cuStreamDestroy(s));
-    free(want);
 }
 END_TEST
 
@@ -641,11 +426,9 @@ Suite *test_suite(void)
         tcase_add_test(tc, kernel_ex_fill);
         tcase_add_test(tc, cooperative_kernel_fill);
         tcase_add_test(tc, cooperative_multi_device_kernel_fill);
-        tcase_add_test(tc, a_dma_buf_of_pool_memory_is_refused_or_the_programs);
-        tcase_add_test(tc, a_dma_buf_of_a_pooled_handle_is_the_programs);
-        tcase_add_test(tc, a_dma_buf_of_a_spilled_pooled_handle_is_the_programs);
+        spill_dma_buf_tests(tc);
         tcase_add_test(tc, passthrough_counts_resident_bytes);
-        tcase_add_test(tc, launches_race_spill_and_fill);
+        spill_race_tests(tc);
         tcase_add_test(tc, a_reset_between_phases);
         suite_add_tcase(s, tc);
     } else if (strcmp(only, "off") == 0) {
