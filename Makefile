@@ -87,6 +87,9 @@ STATS_READER_OBJS := $(BUILD)/stats/reader.o $(BUILD)/stats/decode.o $(BUILD)/st
 # (size_text.o); the tools, bench and GPU check link it alone.
 OPTIONS_OBJS := $(BUILD)/shim/options.o $(BUILD)/shim/options_names.o $(BUILD)/shim/options_limits.o \
                 $(BUILD)/shim/size_text.o
+# The fake policy backend (tests/unit/policy/fakebackend*.c): the policy
+# suites and the policy benchmarks link it.
+POLICY_FAKE := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/unit/policy/fakebackend*.c))
 
 MODULES := $(sort $(wildcard */module.mk tests/*/module.mk tests/*/*/module.mk))
 include $(MODULES)

@@ -51,7 +51,7 @@ bench-smoke: $(BENCH_DRV) $(SHIM_LIB) $(FAKECUDA_LIB)
 # cost per spilled page for pools of 1k, 10k and 40k pages (instructions
 # with callgrind when valgrind is installed), ending with one line a script
 # can check (bench/spill_bench.sh).
-$(BUILD)/bench/spill_bench: $(BUILD)/bench/spill_bench.o $(BUILD)/tests/unit/policy/fakebackend.o \
+$(BUILD)/bench/spill_bench: $(BUILD)/bench/spill_bench.o $(POLICY_FAKE) \
     $(patsubst %.c,$(BUILD)/%.o,$(wildcard policy/*.c))
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 ALL_TARGETS += $(BUILD)/bench/spill_bench
@@ -70,7 +70,7 @@ bench-threads: $(BENCH_DRV) $(SHIM_LIB) $(FAKECUDA_LIB)
 # repeating training step past the limit, at F = 1.5 and 2, with the
 # no-thrash rule and with demand paging (bench/oversub_bench.c): counts.
 $(BUILD)/bench/oversub_bench: $(BUILD)/bench/oversub_bench.o $(BUILD)/tests/unit/policy/stepload.o \
-    $(BUILD)/tests/unit/policy/fakebackend.o $(patsubst %.c,$(BUILD)/%.o,$(wildcard policy/*.c))
+    $(POLICY_FAKE) $(patsubst %.c,$(BUILD)/%.o,$(wildcard policy/*.c))
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 ALL_TARGETS += $(BUILD)/bench/oversub_bench
 bench-oversub: $(BUILD)/bench/oversub_bench

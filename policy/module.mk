@@ -1,8 +1,8 @@
 # policy/: page pool, VA arena, sub-allocator, page table, residency.
 # Its objects go into the shim (the lead links $(POLICY_OBJS) there); the
-# unit suites link them with a fake backend (tests/unit/policy/fakebackend.c).
+# unit suites link them with a fake backend ($(POLICY_FAKE), the top
+# Makefile's: tests/unit/policy/fakebackend*.c).
 POLICY_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(wildcard policy/*.c))
-POLICY_FAKE := $(BUILD)/tests/unit/policy/fakebackend.o
 POLICY_SUITES := alloc free vmm lookup residency spill stress fit wait oversub lend move_faults quiesce spans export
 POLICY_TESTS := $(addprefix $(BUILD)/tests/unit/policy_,$(POLICY_SUITES))
 
