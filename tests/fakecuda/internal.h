@@ -415,9 +415,9 @@ CUresult fc_capture_sync_call(struct CUstream_st *s);
 CUresult fc_capture_unsafe_call(void);
 /* cuCtxSynchronize: no stream of ctx may be capturing. */
 CUresult fc_capture_ctx_sync(struct CUctx_st *ctx);
-/* Events: a record on a capturing stream (*done: it was handled here),
- * a wait (*done likewise), a query or synchronize, a record elsewhere or a
- * destroy (forget what a capture said about it). */
+/* Events (capture_events.c): a record on a capturing stream (*done: it
+ * was handled here), a wait (*done likewise), a query or synchronize, a
+ * record elsewhere or a destroy (forget what a capture said about it). */
 CUresult fc_capture_event_record(CUevent e, struct CUstream_st *s, unsigned flags, bool *done);
 CUresult fc_capture_event_wait(struct CUstream_st *s, CUevent e, unsigned flags, bool *done);
 CUresult fc_capture_event_use(CUevent e);
