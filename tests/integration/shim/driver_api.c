@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 #include <stddef.h>
+#include <string.h>
 
 typedef CUresult (*gpa_v1_fn)(const char *, void **, int, cuuint64_t);
 typedef CUresult (*gpa_v2_fn)(const char *, void **, int, cuuint64_t,
@@ -105,4 +106,10 @@ void *spw_driver_unseen(const char *symbol)
     if (h)
         dlclose(h); /* loaded already: NOLOAD only took a reference */
     return f;
+}
+
+int spw_in_spillway(const void *p)
+{
+    Dl_info info;
+    return p && dladdr(p, &info) && info.dli_fname && strstr(info.dli_fname, "libspillway.so");
 }

@@ -61,6 +61,10 @@ void *spw_driver_api_find(enum spw_path path, const char *base, const char *symb
  * when the driver is not loaded or lacks it. */
 void *spw_driver_unseen(const char *symbol);
 
+/* Whether p is a function of spillway's (libspillway.so's): a handler,
+ * not the driver's own. */
+int spw_in_spillway(const void *p);
+
 /* cuInit, then device dev's primary context made current on this thread. */
 CUresult spw_driver_api_use_device(const struct spw_driver_api *api, int dev);
 #endif

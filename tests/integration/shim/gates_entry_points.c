@@ -3,6 +3,7 @@
  * memory operations of CUDA 8's ABI, decompression batches, managed
  * memory's prefetches, discards and attachments and stream callbacks, and
  * captures begun through CUDA 10.0's ABI reach spillway. */
+#include "tests/integration/shim/driver_api.h"
 #include "tests/integration/shim/gates_rig.h"
 
 #include <dlfcn.h>
@@ -21,12 +22,6 @@ CUresult cuStreamWriteValue32_ptsz(CUstream, CUdeviceptr, cuuint32_t, unsigned i
 CUresult cuStreamWaitValue32(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
 CUresult cuStreamBatchMemOp(CUstream, unsigned int, CUstreamBatchMemOpParams *, unsigned int);
 typedef CUresult (*write32_fn)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
-
-static int in_spillway(const void *p)
-{
-    Dl_info info;
-    return p && dladdr(p, &info) && info.dli_fname && strstr(info.dli_fname, "libspillway.so");
-}
 
 /* The first address of [p, p + bytes) whose page lives on the host. */
 static CUdeviceptr spilled_at(CUdeviceptr p, size_t bytes)
@@ -119,7 +114,7 @@ START_TEST(memops_of_cuda_8_pass_the_gate)
     write32_fn ways[] = {cuStreamWriteValue32, cuStreamWriteValue32_ptsz, (write32_fn)pfn,
                          (write32_fn)ppt};
     for (unsigned i = 0; i < sizeof ways / sizeof ways[0]; i++) {
-        ck_assert_msg(in_spillway((void *)ways[i]), "way %u is the driver's", i);
+        ck_assert_msg(spw_in_spillway((void *)ways[i]), "way %u is the driver's", i);
         CUdeviceptr a = spilled_at(b, BUF);
         CU_OK(ways[i](s, a, 0xc0ffee00u + i, 0));
         CU_OK(cuStreamSynchronize(s));
@@ -129,8 +124,8 @@ START_TEST(memops_of_cuda_8_pass_the_gate)
         ck_assert_uint_eq(got, 0xc0ffee00u + i);
         spill_device0_leaving_room(c0); /* away again for the next way */
     }
-    ck_assert(in_spillway((void *)cuStreamWaitValue32));
-    ck_assert(in_spillway((void *)cuStreamBatchMemOp));
+    ck_assert(spw_in_spillway((void *)cuStreamWaitValue32));
+    ck_assert(spw_in_spillway((void *)cuStreamBatchMemOp));
     CUstreamBatchMemOpParams op[2];
     memset(op, 0, sizeof op);
     op[0].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
@@ -173,7 +168,7 @@ START_TEST(a_decompression_batch_passes_the_gate)
     CU_OK(cuGetProcAddress("cuMemBatchDecompressAsync", &pfn, 12080, CU_GET_PROC_ADDRESS_DEFAULT, &q));
     decompress_fn ways[] = {cuMemBatchDecompressAsync, cuMemBatchDecompressAsync_ptsz, (decompress_fn)pfn};
     for (unsigned i = 0; i < sizeof ways / sizeof ways[0]; i++) {
-        ck_assert_msg(in_spillway((void *)ways[i]), "way %u is the driver's", i);
+        ck_assert_msg(spw_in_spillway((void *)ways[i]), "way %u is the driver's", i);
         CUdeviceptr a = spilled_at(b, BUF);
         CUmemDecompressParams p;
         memset(&p, 0, sizeof p);
@@ -277,7 +272,7 @@ START_TEST(unpooled_ordered_work_reaches_spillway)
             continue;
         const char *sym = managed_ways[w].symbol;
         void *fn = managed_ways[w].fn;
-        if (!in_spillway(fn))
+        if (!spw_in_spillway(fn))
             MISSED(" %s", sym);
         if (dlsym(drv, sym) != fn)
             MISSED(" dlsym(%s)", sym);

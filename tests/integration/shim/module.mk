@@ -34,7 +34,8 @@ UNIT_TESTS += tests/integration/shim/launches.sh
 # test_gates.c, its tests in gates_*.c beside it.
 $(BUILD)/tests/integration/shim_gates: $(BUILD)/tests/integration/shim/test_gates.o \
                                        $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/integration/shim/gates_*.c)) \
-                                       $(BUILD)/tests/integration/shim/rig.o $(UNIT_MAIN) \
+                                       $(BUILD)/tests/integration/shim/rig.o \
+                                       $(BUILD)/tests/integration/shim/driver_api.o $(UNIT_MAIN) \
                                        $(STATS_READER_OBJS) $(FAKECUDA_LIB)
 	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(CHECK_LIBS) $(LDLIBS)
 ALL_TARGETS += $(BUILD)/tests/integration/shim_gates

@@ -68,12 +68,6 @@ static void *driver_handle(void)
     return h;
 }
 
-static int in_spillway(const void *p)
-{
-    Dl_info info;
-    return p && dladdr(p, &info) && info.dli_fname && strstr(info.dli_fname, "libspillway.so");
-}
-
 static void load_copies(enum copy_path path, struct copy_api *api)
 {
     void *h = driver_handle();
@@ -105,7 +99,7 @@ static void load_copies(enum copy_path path, struct copy_api *api)
     }
     /* Every answer is a spillway handler, the per-thread ones distinct. */
 #define IN_SHIM(field, base, symbol, pt)                                                  \
-    ck_assert_msg(in_spillway((void *)api->field), "%s: %s is not spillway's",            \
+    ck_assert_msg(spw_in_spillway((void *)api->field), "%s: %s is not spillway's",            \
                   path_names[path], #symbol);                                             \
     ck_assert_msg((path % 2 == 1) == ((void *)api->field == dlsym(h, #symbol #pt)),       \
                   "%s: %s is not its %s variant", path_names[path], #symbol,             \

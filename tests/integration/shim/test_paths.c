@@ -349,11 +349,6 @@ static const char *object_of(const void *p, const char **sym)
     return info.dli_fname ? info.dli_fname : "";
 }
 
-static int in_spillway(const void *p)
-{
-    return strstr(object_of(p, NULL), "libspillway.so") != NULL;
-}
-
 /* Is p the driver's (fakecuda's) own function called name? */
 static int is_driver_function(const void *p, const char *name)
 {
@@ -387,8 +382,8 @@ START_TEST(self_lookup)
     void *h = driver_handle();
     gpa_v1_fn v1 = (gpa_v1_fn)dlsym(h, "cuGetProcAddress");
     void *v2 = dlsym(h, "cuGetProcAddress_v2");
-    ck_assert(in_spillway((void *)v1));
-    ck_assert(in_spillway(v2));
+    ck_assert(spw_in_spillway((void *)v1));
+    ck_assert(spw_in_spillway(v2));
     ck_assert_ptr_eq(v2, (void *)&cuGetProcAddress_v2); /* the program's own reference */
     void *p = NULL;
     ck_assert_int_eq(v1("cuGetProcAddress", &p, 12000, 0), CUDA_SUCCESS);
@@ -416,7 +411,7 @@ START_TEST(base_name_maps_to_versioned_handler)
     for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
         void *by_base = gpa(pairs[i][0], 12000, CU_GET_PROC_ADDRESS_DEFAULT);
         void *by_name = dlsym(h, pairs[i][1]);
-        ck_assert_msg(by_base == by_name && in_spillway(by_base), "%s -> %p, %s -> %p",
+        ck_assert_msg(by_base == by_name && spw_in_spillway(by_base), "%s -> %p, %s -> %p",
                       pairs[i][0], by_base, pairs[i][1], by_name);
     }
     ck_assert_ptr_eq(gpa("cuMemAlloc", 12000, 0), (void *)&cuMemAlloc_v2);
@@ -433,7 +428,7 @@ START_TEST(per_thread_variants)
         snprintf(ptsz, sizeof ptsz, "%s_ptsz", names[i]);
         void *pt = gpa(names[i], 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
         void *legacy = gpa(names[i], 12000, CU_GET_PROC_ADDRESS_LEGACY_STREAM);
-        ck_assert_msg(in_spillway(pt) && in_spillway(legacy) && pt != legacy, "%s", names[i]);
+        ck_assert_msg(spw_in_spillway(pt) && spw_in_spillway(legacy) && pt != legacy, "%s", names[i]);
         ck_assert_ptr_eq(pt, dlsym(h, ptsz));
         ck_assert_ptr_eq(legacy, dlsym(h, names[i]));
     }
@@ -446,7 +441,7 @@ START_TEST(per_thread_variants)
                                            "cuLaunchCooperativeKernel_ptsz"}};
     for (size_t i = 0; i < sizeof work / sizeof work[0]; i++) {
         void *pt = gpa(work[i][0], 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
-        ck_assert_msg(in_spillway(pt) && pt == dlsym(h, work[i][1]), "%s", work[i][1]);
+        ck_assert_msg(spw_in_spillway(pt) && pt == dlsym(h, work[i][1]), "%s", work[i][1]);
     }
     /* An unhooked per-thread function is the driver's own variant. */
     ck_assert(is_driver_function(gpa("cuStreamQuery", 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM),
@@ -500,7 +495,7 @@ START_TEST(a_newer_abi_is_the_drivers)
         return;
     setup_path(SPW_PATH_LINKED);
     void *newer = gpa("cuMemAlloc", 13090, 0);
-    ck_assert_msg(newer && !in_spillway(newer), "cuMemAlloc at 13090 -> %p", newer);
+    ck_assert_msg(newer && !spw_in_spillway(newer), "cuMemAlloc at 13090 -> %p", newer);
     CUdeviceptr p;
     ck_assert_int_eq(((CUresult(*)(CUdeviceptr *, size_t, unsigned long long))newer)(&p, MiB, 0), CUDA_SUCCESS);
     ck_assert_int_eq(cuMemFree(p), CUDA_SUCCESS);
@@ -514,7 +509,7 @@ END_TEST
 START_TEST(rtld_next_is_relative_to_the_caller)
 {
     void *next = dlsym(RTLD_NEXT, "cudaMalloc");
-    ck_assert_msg(in_spillway(next), "RTLD_NEXT cudaMalloc is in %s", object_of(next, NULL));
+    ck_assert_msg(spw_in_spillway(next), "RTLD_NEXT cudaMalloc is in %s", object_of(next, NULL));
     ck_assert_ptr_eq(next, (void *)&cudaMalloc);
 }
 END_TEST
