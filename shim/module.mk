@@ -99,8 +99,10 @@ UNIT_TESTS += tests/integration/shim/strict.sh
 UNIT_TESTS += tests/integration/shim/olddriver.sh
 UNIT_TESTS += tests/integration/shim/demo.sh
 
-# The copy family by every path, read back from the stats segment (copies.sh).
+# The copy family by every path, read back from the stats segment (copies.sh):
+# test_copies.c, its tests in copies_*.c beside it.
 $(SHIM_IT)/shim_copies: $(SHIM_IT)/shim/test_copies.o $(SHIM_IT)/shim/driver_api.o $(UNIT_MAIN) \
+                        $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/integration/shim/copies_*.c)) \
                         $(STATS_READER_OBJS) \
                         $(SHIM_FAKE_LIBS)
 	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcudart -lcuda $(CHECK_LIBS) $(LDLIBS)
