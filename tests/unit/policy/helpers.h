@@ -15,8 +15,16 @@
 #define S1 ((CUstream)0x1001)
 #define S2 ((CUstream)0x1002)
 
+/* One pair per file that includes this; a program whose suite spans
+ * several files defines POLICY_HELPERS_SHARED before it in each, and FB
+ * and P in one. */
+#ifdef POLICY_HELPERS_SHARED
+extern fake_backend *FB;
+extern sw_policy *P;
+#else
 static fake_backend *FB;
 static sw_policy *P;
+#endif
 
 /* A policy over a fake device of fake_limit_pages pages of page bytes. */
 static inline void env_up_paged(const sw_device_config *cfg, size_t page, size_t fake_limit_pages)
