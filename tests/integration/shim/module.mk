@@ -2,7 +2,8 @@
 # built by shim/module.mk).
 
 # fork() under spillway (issue 12 item 9): fork.sh runs test_fork.c.
-$(BUILD)/tests/integration/shim_fork: $(BUILD)/tests/integration/shim/test_fork.o $(UNIT_MAIN) \
+$(BUILD)/tests/integration/shim_fork: $(BUILD)/tests/integration/shim/test_fork.o \
+                                      $(BUILD)/tests/integration/shim/rig.o $(UNIT_MAIN) \
                                       $(STATS_READER_OBJS) $(FAKECUDA_LIB)
 	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(CHECK_LIBS) $(LDLIBS)
 ALL_TARGETS += $(BUILD)/tests/integration/shim_fork

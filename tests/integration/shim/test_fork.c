@@ -15,19 +15,15 @@
  * report into the parent's test) and carry an alarm; the parent gives each
  * a deadline and fails the test, killing it, when it is still running: a
  * deadlock. */
-#include "tests/unit/check_compat.h"
+#include "tests/integration/shim/rig.h"
 
-#include "shim/spillway.h"
 #include "stats/reader.h"
-#include "tests/fakecuda/fakecuda.h"
 
-#include <cuda.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,19 +31,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MiB ((size_t)1 << 20)
 #define LIMIT (64 * MiB)
 #define NBUF 5 /* 5 x 16 MiB: past the limit, so some always live on the host */
 #define BUF (16 * MiB)
 #define CHILD_ALARM_S 10 /* a child still running after this dies of SIGALRM */
 #define CHILD_WAIT_S 20  /* the parent's deadline for a child */
 #define CROWD_START_S 30 /* the busy threads' deadline for their first rounds */
-
-#define CU_OK(call)                                                            \
-    do {                                                                       \
-        CUresult r_ = (call);                                                  \
-        ck_assert_msg(r_ == CUDA_SUCCESS, "%s: error %d", #call, (int)r_);     \
-    } while (0)
 
 extern char **environ;
 
@@ -70,45 +59,7 @@ static CUcontext ctx;
 
 static void setup(void)
 {
-    ck_assert_msg(dlsym(RTLD_DEFAULT, "spillway_get_counters") != NULL,
-                  "not running under spillway (LD_PRELOAD)");
-    ck_assert_msg(fakecuda_present(), "needs fakecuda");
-    CU_OK(cuInit(0));
-    CU_OK(cuDevicePrimaryCtxRetain(&ctx, 0));
-    CU_OK(cuCtxSetCurrent(ctx));
-}
-
-static uint32_t pattern(size_t i, unsigned seed)
-{
-    return (uint32_t)(i * 2654435761u + seed * 40503u + 1u);
-}
-
-static uint32_t step(uint32_t w, unsigned k)
-{
-    return w * 1664525u + 1013904223u + k;
-}
-
-/* step_u32(words, n, k): every word w becomes step(w, k). */
-static void step_u32(fakecuda_dim3 g, fakecuda_dim3 b, void **params)
-{
-    (void)g;
-    (void)b;
-    uint32_t *w = (uint32_t *)(uintptr_t)(*(CUdeviceptr *)params[0]);
-    size_t n = *(size_t *)params[1];
-    unsigned k = *(unsigned *)params[2];
-    for (size_t i = 0; i < n; i++)
-        w[i] = step(w[i], k);
-}
-
-static CUfunction step_kernel(void)
-{
-    static const size_t sizes[] = {sizeof(CUdeviceptr), sizeof(size_t), sizeof(unsigned)};
-    ck_assert_int_eq(fakecuda_register_kernel("step_u32", step_u32, 3, sizes), 0);
-    CUmodule m;
-    CUfunction f;
-    CU_OK(cuModuleLoadData(&m, "fakecuda"));
-    CU_OK(cuModuleGetFunction(&f, m, "step_u32"));
-    return f;
+    ctx = rig_setup(0);
 }
 
 static CUresult launch_step(CUfunction f, CUdeviceptr p, size_t bytes, unsigned k, CUstream s)
@@ -128,36 +79,24 @@ struct data {
 
 static void data_new(struct data *d)
 {
-    d->step = step_kernel();
+    d->step = rig_kernel("step_u32");
     CU_OK(cuStreamCreate(&d->s, CU_STREAM_NON_BLOCKING));
     for (unsigned b = 0; b < NBUF; b++) {
         d->want[b] = malloc(BUF);
         ck_assert_ptr_nonnull(d->want[b]);
         for (size_t i = 0; i < BUF / 4; i++)
-            d->want[b][i] = pattern(i, b);
+            d->want[b][i] = rig_pattern(i, b);
         CU_OK(cuMemAlloc(&d->buf[b], BUF));
         CU_OK(cuMemcpyHtoD(d->buf[b], d->want[b], BUF));
     }
     CU_OK(cuCtxSynchronize());
 }
 
-static void expect_buffer(CUdeviceptr p, const uint32_t *want, size_t bytes, const char *what)
-{
-    uint32_t *got = malloc(bytes);
-    ck_assert_ptr_nonnull(got);
-    CU_OK(cuMemcpyDtoH(got, p, bytes));
-    size_t i = 0;
-    while (i < bytes / 4 && got[i] == want[i])
-        i++;
-    ck_assert_msg(i == bytes / 4, "%s: word %zu is %#x, expected %#x", what, i, got[i], want[i]);
-    free(got);
-}
-
 static void data_check(const struct data *d)
 {
     CU_OK(cuStreamSynchronize(d->s));
     for (unsigned b = 0; b < NBUF; b++)
-        expect_buffer(d->buf[b], d->want[b], BUF, "a parent buffer");
+        rig_expect_words(d->buf[b], d->want[b], BUF, "a parent buffer");
 }
 
 /* One round of the parent's own work: a launch on a buffer that may live
@@ -168,14 +107,14 @@ static void parent_round(struct data *d, unsigned round)
     unsigned b = round % NBUF;
     CU_OK(launch_step(d->step, d->buf[b], BUF, round, d->s));
     for (size_t i = 0; i < BUF / 4; i++)
-        d->want[b][i] = step(d->want[b][i], round);
+        d->want[b][i] = rig_step(d->want[b][i], round);
     CUdeviceptr t;
     uint32_t words[256];
     for (unsigned i = 0; i < 256; i++)
-        words[i] = pattern(i, 1000 + round);
+        words[i] = rig_pattern(i, 1000 + round);
     CU_OK(cuMemAlloc(&t, 8 * MiB));
     CU_OK(cuMemcpyHtoD(t + 4 * MiB, words, sizeof words));
-    expect_buffer(t + 4 * MiB, words, sizeof words, "a temporary buffer");
+    rig_expect_words(t + 4 * MiB, words, sizeof words, "a temporary buffer");
     CU_OK(cuMemFree(t));
     if (round % 4 == 3)
         CU_OK(cuCtxSynchronize());
@@ -199,16 +138,6 @@ static void segment_name(pid_t pid, char *name, size_t len)
     snprintf(name, len, SPW_STATS_NAME_PREFIX "%u.%d", (unsigned)geteuid(), (int)pid);
 }
 
-static struct spillway_counters counters(void)
-{
-    int (*get)(int, struct spillway_counters *) =
-        (int (*)(int, struct spillway_counters *))dlsym(RTLD_DEFAULT, "spillway_get_counters");
-    struct spillway_counters c;
-    ck_assert_ptr_nonnull((void *)get);
-    ck_assert_int_eq(get(0, &c), 0);
-    return c;
-}
-
 /* The parent's segment, read now: it must still be there and be ours. */
 static struct spw_stats_snapshot *segment(void)
 {
@@ -228,7 +157,7 @@ static struct spw_stats_snapshot *segment(void)
  * (a forked child publishes nothing; an exec'd one removes its own). */
 static void expect_stats_intact(const pid_t *children, unsigned n)
 {
-    struct spillway_counters c = counters();
+    struct spillway_counters c = rig_counters(0);
     const uint64_t *s = segment()->c[0];
     ck_assert_uint_eq(s[SPW_C_LIMIT], LIMIT);
     ck_assert_uint_eq(s[SPW_C_IN_USE], c.used);
@@ -266,13 +195,13 @@ static int fresh_cuda_program(void)
         return 61;
     for (unsigned b = 0; b < NBUF; b++) {
         for (size_t i = 0; i < BUF / 4; i++)
-            w[i] = pattern(i, 50 + b);
+            w[i] = rig_pattern(i, 50 + b);
         if (cuMemAlloc(&p[b], BUF) || cuMemcpyHtoD(p[b], w, BUF))
             return 62;
     }
     for (unsigned b = 0; b < NBUF; b++) {
         for (size_t i = 0; i < BUF / 4; i++)
-            w[i] = pattern(i, 50 + b);
+            w[i] = rig_pattern(i, 50 + b);
         if (cuMemcpyDtoH(back, p[b], BUF) || memcmp(w, back, BUF) != 0)
             return 63;
     }
@@ -521,7 +450,7 @@ static void *small_main(void *arg)
         size_t n = 64u << (k % 10);
         uint32_t w[64], back[64];
         for (unsigned i = 0; i < 64; i++)
-            w[i] = pattern(i, k);
+            w[i] = rig_pattern(i, k);
         CUdeviceptr x = 0;
         CUresult r = cuMemAlloc(&x, n < sizeof w ? sizeof w : n);
         if (r == CUDA_SUCCESS && (r = cuMemcpyHtoD(x, w, sizeof w)) == CUDA_SUCCESS &&
@@ -551,7 +480,7 @@ static void *launch_main(void *arg)
     for (unsigned k = 0; r == CUDA_SUCCESS && !atomic_load(&b->stop); k++) {
         r = launch_step(d->step, d->buf[0], BUF, k, s);
         for (size_t i = 0; r == CUDA_SUCCESS && i < BUF / 4; i++)
-            d->want[0][i] = step(d->want[0][i], k);
+            d->want[0][i] = rig_step(d->want[0][i], k);
         if (r == CUDA_SUCCESS && k % 16 == 15) {
             pid_t pid = fork_child(CHILD_CUDA, d);
             if (pid < 0 || reap(pid, CHILD_WAIT_S, b->child_failed, sizeof b->child_failed))
@@ -635,7 +564,7 @@ START_TEST(child_calls_cuda_and_gets_an_error)
     data_new(&d);
     CU_OK(launch_step(d.step, d.buf[2], BUF, 5, d.s)); /* in flight at the fork */
     for (size_t i = 0; i < BUF / 4; i++)
-        d.want[2][i] = step(d.want[2][i], 5);
+        d.want[2][i] = rig_step(d.want[2][i], 5);
     pid_t pid = fork_child(CHILD_CUDA, &d);
     for (unsigned round = 0; round < 8; round++)
         parent_round(&d, round);
