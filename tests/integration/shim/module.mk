@@ -1,8 +1,10 @@
 # tests/integration/shim/: suites of their own here (the older ones are
 # built by shim/module.mk).
 
-# fork() under spillway (issue 12 item 9): fork.sh runs test_fork.c.
+# fork() under spillway (issue 12 item 9): fork.sh runs test_fork.c, its
+# parent, children and busy threads in fork_*.c beside it.
 $(BUILD)/tests/integration/shim_fork: $(BUILD)/tests/integration/shim/test_fork.o \
+                                      $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/integration/shim/fork_*.c)) \
                                       $(BUILD)/tests/integration/shim/rig.o $(UNIT_MAIN) \
                                       $(STATS_READER_OBJS) $(FAKECUDA_LIB)
 	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcuda $(CHECK_LIBS) $(LDLIBS)
