@@ -353,7 +353,7 @@ void fc_kernel_call_rebase(struct fc_kernel_call *k);
 void fc_kernel_call_free(struct fc_kernel_call *k);
 void fc_kernel_call_run(const struct fc_kernel_call *k);
 
-/* ---- 2D/3D copies and sets (copy2d.c), shared with graph nodes ---- */
+/* ---- 2D/3D copies and sets (copy2d.c, memset2d.c), shared with graph nodes ---- */
 
 /* Where an address is, for the driver's host synchronisation rules. */
 enum fc_side { FC_SIDE_PAGEABLE, FC_SIDE_PINNED, FC_SIDE_DEVICE };
