@@ -13,8 +13,10 @@ $(BUILD)/tests/unit/policy_%: $(BUILD)/tests/unit/policy/test_%.o $(POLICY_FAKE)
 $(BUILD)/policy_bench: $(BUILD)/tests/unit/policy/bench.o $(POLICY_FAKE) $(POLICY_OBJS)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
-# A suite's checks in files beside its test_X.c: spill_*.c for test_spill.c.
+# A suite's checks in files beside its test_X.c: spill_*.c for test_spill.c,
+# move_faults_*.c for test_move_faults.c.
 $(BUILD)/tests/unit/policy_spill: $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/unit/policy/spill_*.c))
+$(BUILD)/tests/unit/policy_move_faults: $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/unit/policy/move_faults_*.c))
 # The repeating step of issue 13 (also bench/oversub_bench.c).
 POLICY_STEPLOAD := $(BUILD)/tests/unit/policy/stepload.o
 $(BUILD)/tests/unit/policy_oversub: $(POLICY_STEPLOAD)
