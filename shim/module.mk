@@ -8,7 +8,9 @@ SHIM_STATS_OBJS := $(STATS_WRITER_OBJS)
 SHIM_POLICY_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(wildcard policy/*.c))
 ALL_TARGETS += $(SHIM_OPTIONS_OBJ)
 
-$(BUILD)/tests/unit/shim_options: $(BUILD)/tests/unit/shim/test_options.o $(UNIT_MAIN) $(SHIM_OPTIONS_OBJ)
+# test_options.c, its tests in options_*.c beside it.
+$(BUILD)/tests/unit/shim_options: $(BUILD)/tests/unit/shim/test_options.o \
+    $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/unit/shim/options_*.c)) $(UNIT_MAIN) $(SHIM_OPTIONS_OBJ)
 	$(CC) $(CFLAGS) $^ -o $@ $(CHECK_LIBS) $(LDLIBS)
 UNIT_TESTS += $(BUILD)/tests/unit/shim_options
 $(BUILD)/tests/unit/shim_hostmem: $(BUILD)/tests/unit/shim/test_hostmem.o $(UNIT_MAIN) $(SHIM_OPTIONS_OBJ)
