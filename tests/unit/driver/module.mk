@@ -9,9 +9,12 @@ DRIVER_TEST_COMMON := $(BUILD)/tests/unit/driver/common.o $(BUILD)/tests/unit/dr
 $(BUILD)/tests/unit/driver_%: $(BUILD)/tests/unit/driver/test_%.o $(DRIVER_TEST_COMMON) $(UNIT_MAIN) | $(FAKECUDA_LIB)
 	$(CC) $(CFLAGS) $^ -o $@ -L$(BUILD)/fakecuda -l:libcuda.so.1 $(CHECK_LIBS) $(LDLIBS)
 
-# A suite's checks in files beside its test_X.c: capture_*.c for
-# test_capture.c (not test_*.c, each of which is a suite of its own).
+# A suite's checks in files beside its test_X.c (not test_*.c: each of
+# those is a suite): capture_*.c for test_capture.c; graph_rig.c,
+# graph_executable.c and graph_children.c for test_graph.c, named one by
+# one, as the files of a test_graph_X.c would be graph_X_*.c.
 $(BUILD)/tests/unit/driver_capture: $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/unit/driver/capture_*.c))
+$(BUILD)/tests/unit/driver_graph: $(addprefix $(BUILD)/tests/unit/driver/,graph_rig.o graph_executable.o graph_children.o)
 
 # What spillway charges an array, checked against the driver's own needs.
 $(BUILD)/tests/unit/driver_array: $(BUILD)/shim/array_size.o

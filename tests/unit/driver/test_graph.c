@@ -5,54 +5,21 @@
  * the same shape, and a child graph node another child graph;
  * cuGraphKernelNodeGetParams hands back the arguments as given, the
  * pointer values a library (spillway) reads, also inside the graph a child
- * graph node embeds. */
+ * graph node embeds.
+ *
+ * One suite in three files: here a graph built by hand, bad nodes and
+ * edges, an event record node and a long captured chain; an executable
+ * graph's launch, arguments and updates (graph_executable.c) and child
+ * graphs (graph_children.c), sharing graph_rig.h. */
 #include <string.h>
 
 #include <stdio.h>
 
-#include "tests/unit/driver/common.h"
-
-static struct test_kernels k;
-static struct flag f;
-
-static void setup(void)
-{
-    driver_setup();
-    kernels_load(&k);
-    flag_new(&f);
-}
+#include "tests/unit/driver/graph_rig.h"
 
 static void CUDA_CB count_call(void *arg)
 {
     __atomic_add_fetch((int *)arg, 1, __ATOMIC_SEQ_CST);
-}
-
-/* A kernel node's parameters for fill/add over n words. */
-struct kargs {
-    CUdeviceptr p;
-    unsigned v;
-    unsigned long long n;
-    void *args[3];
-};
-
-static CUDA_KERNEL_NODE_PARAMS kernel_params(CUfunction fn, struct kargs *a, CUdeviceptr p, unsigned v,
-                                             unsigned long long n)
-{
-    a->p = p;
-    a->v = v;
-    a->n = n;
-    a->args[0] = &a->p;
-    a->args[1] = &a->v;
-    a->args[2] = &a->n;
-    CUDA_KERNEL_NODE_PARAMS kp;
-    memset(&kp, 0, sizeof kp);
-    kp.func = fn;
-    kp.gridDimX = 16;
-    kp.gridDimY = kp.gridDimZ = 1;
-    kp.blockDimX = 128;
-    kp.blockDimY = kp.blockDimZ = 1;
-    kp.kernelParams = a->args;
-    return kp;
 }
 
 static CUDA_MEMCPY3D linear_copy(void *dst_host, CUdeviceptr dst_dev, const void *src_host,
@@ -291,280 +258,6 @@ START_TEST(bad_nodes_and_edges)
 }
 END_TEST
 
-/* A launch waits for earlier work on its stream, and later work for it. */
-START_TEST(a_launch_is_one_operation_in_stream_order)
-{
-    CUstream s;
-    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-    CUdeviceptr p;
-    CU_OK(cuMemAlloc(&p, 4096));
-    CU_OK(cuMemsetD32(p, 0, 1024));
-    CU_OK(cuCtxSynchronize());
-    CUgraph g;
-    CU_OK(cuGraphCreate(&g, 0));
-    struct kargs a;
-    CUDA_KERNEL_NODE_PARAMS kp = kernel_params(k.add_u32, &a, p, 2, 1024);
-    CUgraphNode node;
-    CU_OK(cuGraphAddKernelNode(&node, g, NULL, 0, &kp));
-    CUgraphExec x;
-    CU_OK(cuGraphInstantiate(&x, g, 0));
-    CU_OK(cuGraphDestroy(g)); /* the executable graph does not need it */
-    CUevent e;
-    CU_OK(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
-    stream_block(&k, &f, s);
-    CU_OK(cuGraphLaunch(x, s));
-    CU_OK(launch_u32(k.add_u32, p, 10, 1024, s));
-    CU_OK(cuGraphLaunch(x, s));
-    CU_OK(cuEventRecord(e, s));
-    CU_OK(cuGraphExecDestroy(x)); /* launches already made still run */
-    expect_event_pending(e);
-    flag_release(&f);
-    CU_OK(cuEventSynchronize(e));
-    expect_u32(p, 14, 1024);
-    CU_OK(cuEventDestroy(e));
-    CU_OK(cuMemFree(p));
-    CU_OK(cuStreamDestroy(s));
-}
-END_TEST
-
-START_TEST(executable_graph_takes_new_kernel_arguments)
-{
-    CUstream s;
-    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-    CUdeviceptr p, q;
-    CU_OK(cuMemAlloc(&p, 4096));
-    CU_OK(cuMemAlloc(&q, 4096));
-    CUgraph g;
-    CU_OK(cuGraphCreate(&g, 0));
-    struct kargs a;
-    CUDA_KERNEL_NODE_PARAMS kp = kernel_params(k.fill_u32, &a, p, 1, 1024);
-    CUgraphNode node;
-    CU_OK(cuGraphAddKernelNode(&node, g, NULL, 0, &kp));
-    CUgraphExec x;
-    CU_OK(cuGraphInstantiate(&x, g, 0));
-    struct kargs b;
-    CUDA_KERNEL_NODE_PARAMS kq = kernel_params(k.fill_u32, &b, q, 2, 1024);
-    CU_OK(cuGraphExecKernelNodeSetParams(x, node, &kq));
-    CU_OK(cuGraphLaunch(x, s));
-    CU_OK(cuStreamSynchronize(s));
-    expect_u32(q, 2, 1024);
-    /* the graph itself keeps what it had */
-    CUDA_KERNEL_NODE_PARAMS got;
-    CU_OK(cuGraphKernelNodeGetParams(node, &got));
-    ck_assert_uint_eq(*(CUdeviceptr *)got.kernelParams[0], p);
-    /* a node the executable graph does not have */
-    CUgraphNode later;
-    CU_OK(cuGraphAddKernelNode(&later, g, NULL, 0, &kp));
-    CU_ERR(cuGraphExecKernelNodeSetParams(x, later, &kq), CUDA_ERROR_INVALID_VALUE);
-    CU_OK(cuGraphExecDestroy(x));
-    CU_OK(cuGraphDestroy(g));
-    CU_OK(cuMemFree(p));
-    CU_OK(cuMemFree(q));
-    CU_OK(cuStreamDestroy(s));
-}
-END_TEST
-
-/* Captures fill(v) then add(1) on s. */
-static CUgraph capture_fill_add(CUstream s, CUdeviceptr p, unsigned v)
-{
-    CU_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-    CU_OK(launch_u32(k.fill_u32, p, v, 1024, s));
-    CU_OK(launch_u32(k.add_u32, p, 1, 1024, s));
-    CUgraph g;
-    CU_OK(cuStreamEndCapture(s, &g));
-    return g;
-}
-
-START_TEST(exec_update_from_a_graph_of_the_same_shape)
-{
-    CUstream s;
-    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-    CUdeviceptr p, q;
-    CU_OK(cuMemAlloc(&p, 4096));
-    CU_OK(cuMemAlloc(&q, 4096));
-    CUgraph g1 = capture_fill_add(s, p, 10), g2 = capture_fill_add(s, q, 20);
-    CUgraphExec x;
-    CU_OK(cuGraphInstantiate(&x, g1, 0));
-    CUgraphExecUpdateResultInfo info;
-    memset(&info, 0xff, sizeof info);
-    CU_OK(cuGraphExecUpdate(x, g2, &info));
-    ck_assert_int_eq(info.result, CU_GRAPH_EXEC_UPDATE_SUCCESS);
-    CU_OK(cuGraphLaunch(x, s));
-    CU_OK(cuStreamSynchronize(s));
-    expect_u32(q, 21, 1024);
-
-    /* Another shape: one node more. */
-    CUgraph g3;
-    CU_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-    CU_OK(launch_u32(k.fill_u32, p, 1, 1024, s));
-    CU_OK(launch_u32(k.add_u32, p, 1, 1024, s));
-    CU_OK(launch_u32(k.add_u32, p, 1, 1024, s));
-    CU_OK(cuStreamEndCapture(s, &g3));
-    CU_ERR(cuGraphExecUpdate(x, g3, &info), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
-    ck_assert_int_eq(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED);
-    ck_assert_ptr_null(info.errorNode);
-    /* Same count, another kind of node. */
-    CUgraph g4;
-    CU_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-    CU_OK(launch_u32(k.fill_u32, p, 1, 1024, s));
-    CU_OK(cuMemsetD32Async(p, 1, 1024, s));
-    CU_OK(cuStreamEndCapture(s, &g4));
-    CU_ERR(cuGraphExecUpdate(x, g4, &info), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
-    ck_assert_int_eq(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED);
-    ck_assert_ptr_nonnull(info.errorNode);
-    /* a failed update changed nothing */
-    CU_OK(cuGraphLaunch(x, s));
-    CU_OK(cuStreamSynchronize(s));
-    expect_u32(q, 21, 1024);
-    CU_OK(cuGraphExecDestroy(x));
-    CU_OK(cuGraphDestroy(g1));
-    CU_OK(cuGraphDestroy(g2));
-    CU_OK(cuGraphDestroy(g3));
-    CU_OK(cuGraphDestroy(g4));
-    CU_OK(cuMemFree(p));
-    CU_OK(cuMemFree(q));
-    CU_OK(cuStreamDestroy(s));
-}
-END_TEST
-
-START_TEST(child_graphs_clones_and_launch_into_a_capture)
-{
-    CUstream s;
-    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-    CUdeviceptr p;
-    CU_OK(cuMemAlloc(&p, 4096));
-    CUgraph child = capture_fill_add(s, p, 4), parent, clone;
-    CU_OK(cuGraphCreate(&parent, 0));
-    CUgraphNode node, found;
-    CU_OK(cuGraphAddChildGraphNode(&node, parent, NULL, 0, child));
-    CU_OK(cuGraphClone(&clone, parent));
-    CU_OK(cuGraphNodeFindInClone(&found, node, clone));
-    ck_assert_ptr_ne(found, node);
-    CUgraphNodeType type;
-    CU_OK(cuGraphNodeGetType(found, &type));
-    ck_assert_int_eq(type, CU_GRAPH_NODE_TYPE_GRAPH);
-    CU_OK(cuGraphDestroy(child)); /* the node has a copy of its own */
-    CUgraphExec x;
-    CU_OK(cuGraphInstantiate(&x, clone, 0));
-    CU_OK(cuGraphLaunch(x, s));
-    CU_OK(cuStreamSynchronize(s));
-    expect_u32(p, 5, 1024);
-    /* Launched into a capture, a graph becomes a node of the captured one. */
-    CU_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-    CU_OK(cuGraphLaunch(x, s));
-    CU_OK(launch_u32(k.add_u32, p, 100, 1024, s));
-    CUgraph outer;
-    CU_OK(cuStreamEndCapture(s, &outer));
-    CUgraphNode nodes[2];
-    size_t n = 2;
-    CU_OK(cuGraphGetNodes(outer, nodes, &n));
-    ck_assert_uint_eq(n, 2);
-    /* A child graph node and a kernel node, in no order cuda.h promises. */
-    CUgraphNodeType t1;
-    CU_OK(cuGraphNodeGetType(nodes[0], &type));
-    CU_OK(cuGraphNodeGetType(nodes[1], &t1));
-    ck_assert((type == CU_GRAPH_NODE_TYPE_GRAPH && t1 == CU_GRAPH_NODE_TYPE_KERNEL) ||
-              (t1 == CU_GRAPH_NODE_TYPE_GRAPH && type == CU_GRAPH_NODE_TYPE_KERNEL));
-    expect_u32(p, 5, 1024); /* not run by the capture */
-    CUgraphExec y;
-    CU_OK(cuGraphInstantiate(&y, outer, 0));
-    CU_OK(cuGraphLaunch(y, s));
-    CU_OK(cuStreamSynchronize(s));
-    expect_u32(p, 105, 1024);
-    CU_OK(cuGraphExecDestroy(x));
-    CU_OK(cuGraphExecDestroy(y));
-    CU_OK(cuGraphDestroy(parent));
-    CU_OK(cuGraphDestroy(clone));
-    CU_OK(cuGraphDestroy(outer));
-    CU_OK(cuMemFree(p));
-    CU_OK(cuStreamDestroy(s));
-}
-END_TEST
-
-/* The graph a child graph node embeds is the node's own (a copy of the
- * one given), read back like any graph: its nodes and their parameters,
- * what a library (spillway) reads of an executable graph's children. An
- * executable graph's copy of the node takes another child graph of the
- * same shape, by its own call or by cuGraphExecNodeSetParams; the
- * program's node keeps its graph. */
-START_TEST(child_graph_read_back_and_set_in_an_executable_graph)
-{
-    CUstream s;
-    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-    CUdeviceptr p, q;
-    CU_OK(cuMemAlloc(&p, 4096));
-    CU_OK(cuMemAlloc(&q, 4096));
-    CUgraph c1 = capture_fill_add(s, p, 10), c2 = capture_fill_add(s, q, 20), parent, embedded;
-    CU_OK(cuGraphCreate(&parent, 0));
-    CUgraphNode node, nodes[2];
-    CU_OK(cuGraphAddChildGraphNode(&node, parent, NULL, 0, c1));
-    CU_OK(cuGraphChildGraphNodeGetGraph(node, &embedded));
-    ck_assert_ptr_ne(embedded, c1);
-    size_t n = 0;
-    CU_OK(cuGraphGetNodes(embedded, NULL, &n));
-    ck_assert_uint_eq(n, 2);
-    CU_OK(cuGraphGetNodes(embedded, nodes, &n));
-    CUgraphNodeType type;
-    CU_OK(cuGraphNodeGetType(nodes[0], &type));
-    ck_assert_int_eq(type, CU_GRAPH_NODE_TYPE_KERNEL);
-    CUDA_KERNEL_NODE_PARAMS got;
-    CU_OK(cuGraphKernelNodeGetParams(nodes[0], &got));
-    ck_assert_uint_eq(*(CUdeviceptr *)got.kernelParams[0], p);
-    CU_ERR(cuGraphChildGraphNodeGetGraph(nodes[0], &embedded), CUDA_ERROR_INVALID_VALUE);
-
-    CUgraphExec x;
-    CU_OK(cuGraphInstantiate(&x, parent, 0));
-    CU_OK(cuGraphExecChildGraphNodeSetParams(x, node, c2));
-    CU_OK(cuMemsetD32Async(p, 0, 1024, s));
-    CU_OK(cuGraphLaunch(x, s));
-    CU_OK(cuStreamSynchronize(s));
-    expect_u32(q, 21, 1024);
-    expect_u32(p, 0, 1024);
-    CU_OK(cuGraphChildGraphNodeGetGraph(node, &embedded));
-    CU_OK(cuGraphGetNodes(embedded, nodes, &n));
-    CU_OK(cuGraphKernelNodeGetParams(nodes[0], &got));
-    ck_assert_uint_eq(*(CUdeviceptr *)got.kernelParams[0], p);
-
-    CUgraphNodeParams np;
-    memset(&np, 0, sizeof np);
-    np.type = CU_GRAPH_NODE_TYPE_GRAPH;
-    np.graph.graph = c1;
-    CU_OK(cuGraphExecNodeSetParams(x, node, &np));
-    CU_OK(cuGraphLaunch(x, s));
-    CU_OK(cuStreamSynchronize(s));
-    expect_u32(p, 11, 1024);
-
-    /* Another shape (one node more), or the parameters of another type. */
-    CUgraph c3;
-    CU_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-    CU_OK(launch_u32(k.fill_u32, q, 1, 1024, s));
-    CU_OK(launch_u32(k.add_u32, q, 1, 1024, s));
-    CU_OK(launch_u32(k.add_u32, q, 1, 1024, s));
-    CU_OK(cuStreamEndCapture(s, &c3));
-    CU_ERR(cuGraphExecChildGraphNodeSetParams(x, node, c3), CUDA_ERROR_INVALID_VALUE);
-    memset(&np, 0, sizeof np);
-    np.type = CU_GRAPH_NODE_TYPE_MEMSET;
-    np.memset.dst = q;
-    np.memset.value = 3;
-    np.memset.elementSize = 4;
-    np.memset.width = 1024;
-    np.memset.height = 1;
-    ck_assert_int_ne(cuGraphExecNodeSetParams(x, node, &np), CUDA_SUCCESS);
-    CU_OK(cuMemsetD32Async(p, 0, 1024, s));
-    CU_OK(cuGraphLaunch(x, s));
-    CU_OK(cuStreamSynchronize(s));
-    expect_u32(p, 11, 1024);
-    CU_OK(cuGraphExecDestroy(x));
-    CU_OK(cuGraphDestroy(parent));
-    CU_OK(cuGraphDestroy(c1));
-    CU_OK(cuGraphDestroy(c2));
-    CU_OK(cuGraphDestroy(c3));
-    CU_OK(cuMemFree(p));
-    CU_OK(cuMemFree(q));
-    CU_OK(cuStreamDestroy(s));
-}
-END_TEST
-
 /* An event record node: the event completes with the launch. */
 START_TEST(event_record_node)
 {
@@ -638,11 +331,8 @@ Suite *test_suite(void)
     tcase_set_timeout(tc, 20);
     tcase_add_test(tc, a_graph_built_by_hand);
     tcase_add_test(tc, bad_nodes_and_edges);
-    tcase_add_test(tc, a_launch_is_one_operation_in_stream_order);
-    tcase_add_test(tc, executable_graph_takes_new_kernel_arguments);
-    tcase_add_test(tc, exec_update_from_a_graph_of_the_same_shape);
-    tcase_add_test(tc, child_graphs_clones_and_launch_into_a_capture);
-    tcase_add_test(tc, child_graph_read_back_and_set_in_an_executable_graph);
+    graph_executable_tests(tc);
+    graph_children_tests(tc);
     tcase_add_test(tc, event_record_node);
     tcase_add_test(tc, a_long_captured_chain);
     suite_add_tcase(s, tc);
