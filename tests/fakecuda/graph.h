@@ -1,6 +1,6 @@
 /* fakecuda internals: graphs, their nodes and executable graphs, shared by
  * the graph files (graph*.c) and the calls that make a node for a capture
- * (capture.c, copy.c, kernel.c, ...). */
+ * (capture.c, copy.c, launch.c, ...). */
 #ifndef FAKECUDA_GRAPH_H
 #define FAKECUDA_GRAPH_H
 #include "tests/fakecuda/internal.h"

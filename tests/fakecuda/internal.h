@@ -321,6 +321,8 @@ struct CUfunc_st *fc_func_resolve(CUfunction f);
 bool fc_func_valid(CUfunction f); /* a function only, not a cast CUkernel */
 struct CUfunc_st *fc_kernel_func(CUkernel k); /* library.c; NULL: not a live kernel */
 
+/* ---- launches (launch.c) ---- */
+
 /* A kernel launch as data: what a launch runs, and a kernel node's
  * parameters. The arguments are copied in (the driver reads them at the
  * call); params[] (or extra[], when they came as one buffer) point into
