@@ -74,7 +74,9 @@ SHIM_FAKE_LINK := -L$(BUILD)/fakecuda -L$(BUILD)/fakecudart \
                   -Wl,-rpath,'$$ORIGIN/../../fakecuda:$$ORIGIN/../../fakecudart'
 SHIM_IT := $(BUILD)/tests/integration
 
+# test_paths.c, its tests in paths_*.c beside it.
 $(SHIM_IT)/shim_paths: $(SHIM_IT)/shim/test_paths.o $(SHIM_IT)/shim/driver_api.o $(UNIT_MAIN) \
+                       $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/integration/shim/paths_*.c)) \
                        $(SHIM_OPTIONS_OBJ) $(SHIM_FAKE_LIBS)
 	$(CC) $(CFLAGS) $(filter %.o,$^) -o $@ $(SHIM_FAKE_LINK) -lcudart -lcuda $(CHECK_LIBS) $(LDLIBS)
 
