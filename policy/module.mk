@@ -14,9 +14,10 @@ $(BUILD)/policy_bench: $(BUILD)/tests/unit/policy/bench.o $(POLICY_FAKE) $(POLIC
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
 # A suite's checks in files beside its test_X.c: spill_*.c for test_spill.c,
-# move_faults_*.c for test_move_faults.c.
+# move_faults_*.c for test_move_faults.c, wait_*.c for test_wait.c.
 $(BUILD)/tests/unit/policy_spill: $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/unit/policy/spill_*.c))
 $(BUILD)/tests/unit/policy_move_faults: $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/unit/policy/move_faults_*.c))
+$(BUILD)/tests/unit/policy_wait: $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/unit/policy/wait_*.c))
 # The repeating step of issue 13 (also bench/oversub_bench.c).
 POLICY_STEPLOAD := $(BUILD)/tests/unit/policy/stepload.o
 $(BUILD)/tests/unit/policy_oversub: $(POLICY_STEPLOAD)
