@@ -12,9 +12,11 @@ $(BUILD)/tests/unit/driver_%: $(BUILD)/tests/unit/driver/test_%.o $(DRIVER_TEST_
 # A suite's checks in files beside its test_X.c (not test_*.c: each of
 # those is a suite): capture_*.c for test_capture.c; graph_rig.c,
 # graph_executable.c and graph_children.c for test_graph.c, named one by
-# one, as the files of a test_graph_X.c would be graph_X_*.c.
+# one, as the files of a test_graph_X.c would be graph_X_*.c; vmm_rig.c
+# and vmm_mappings.c for test_vmm.c, likewise.
 $(BUILD)/tests/unit/driver_capture: $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/unit/driver/capture_*.c))
 $(BUILD)/tests/unit/driver_graph: $(addprefix $(BUILD)/tests/unit/driver/,graph_rig.o graph_executable.o graph_children.o)
+$(BUILD)/tests/unit/driver_vmm: $(addprefix $(BUILD)/tests/unit/driver/,vmm_rig.o vmm_mappings.o)
 
 # What spillway charges an array, checked against the driver's own needs.
 $(BUILD)/tests/unit/driver_array: $(BUILD)/shim/array_size.o
