@@ -1,6 +1,7 @@
 #include "tests/unit/driver/common.h"
 
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "tests/unit/driver/kernels_ptx.h"
@@ -89,4 +90,24 @@ void expect_stream_pending(CUstream s)
         CU_ERR(cuStreamQuery(s), CUDA_ERROR_NOT_READY);
         pause_1ms();
     }
+}
+
+CUmemAllocationProp prop_device(int dev)
+{
+    CUmemAllocationProp p;
+    memset(&p, 0, sizeof p);
+    p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    p.location.id = dev;
+    return p;
+}
+
+void set_rw(CUdeviceptr va, size_t size)
+{
+    CUmemAccessDesc d;
+    memset(&d, 0, sizeof d);
+    d.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    d.location.id = 0;
+    d.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    CU_OK(cuMemSetAccess(va, size, &d, 1));
 }

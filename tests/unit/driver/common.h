@@ -51,4 +51,9 @@ void expect_stream_pending(CUstream s);
 /* Reads n words of device memory back (synchronously) and checks each is v. */
 void expect_u32(CUdeviceptr p, unsigned v, size_t n);
 
+/* VMM: a pinned page of device dev, as cuMemCreate takes it; read-write
+ * access for device 0 to [va, va + size). */
+CUmemAllocationProp prop_device(int dev);
+void set_rw(CUdeviceptr va, size_t size);
+
 #endif

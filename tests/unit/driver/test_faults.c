@@ -31,26 +31,6 @@ static void no_faults(void)
     ck_assert_int_eq(fakecuda_fault_config(NULL, NULL, 0), 0);
 }
 
-static CUmemAllocationProp prop_device(void)
-{
-    CUmemAllocationProp p;
-    memset(&p, 0, sizeof p);
-    p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    p.location.id = 0;
-    return p;
-}
-
-static void set_rw(CUdeviceptr va, size_t size)
-{
-    CUmemAccessDesc d;
-    memset(&d, 0, sizeof d);
-    d.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    d.location.id = 0;
-    d.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    CU_OK(cuMemSetAccess(va, size, &d, 1));
-}
-
 /* A reservation of 4 pages with one handle mapped (read-write) at its start. */
 struct vmm {
     CUdeviceptr va;
@@ -59,7 +39,7 @@ struct vmm {
 
 static void vmm_new(struct vmm *v)
 {
-    CUmemAllocationProp p = prop_device();
+    CUmemAllocationProp p = prop_device(0);
     CU_OK(cuMemAddressReserve(&v->va, 8 * MiB, 0, 0, 0));
     CU_OK(cuMemCreate(&v->h, 2 * MiB, &p, 0));
     CU_OK(cuMemMap(v->va, 2 * MiB, 0, v->h, 0));
@@ -132,7 +112,7 @@ START_TEST(error_by_name_or_number)
 {
     if (!injectable())
         return;
-    CUmemAllocationProp p = prop_device();
+    CUmemAllocationProp p = prop_device(0);
     CUmemGenericAllocationHandle h;
     size_t handles = fakecuda_live_handles();
     inject("cuMemCreate:1:CUDA_ERROR_NOT_PERMITTED,cuMemCreate:2:999");
@@ -210,7 +190,7 @@ START_TEST(vmm_faults_leave_no_trace)
     CU_OK(cuMemsetD32(v.va, 0x5a5a5a5a, 2 * MiB / 4));
     size_t maps = fakecuda_live_mappings(), handles = fakecuda_live_handles();
     size_t res = fakecuda_live_reservations(), rbytes = fakecuda_reserved_bytes();
-    CUmemAllocationProp p = prop_device();
+    CUmemAllocationProp p = prop_device(0);
     CUmemGenericAllocationHandle h2;
     CUdeviceptr va2 = 0;
     inject("cuMemUnmap:1,cuMemRelease:1,cuMemMap:1,cuMemAddressFree:1,cuMemAddressReserve:1,"
