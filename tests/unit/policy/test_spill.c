@@ -177,8 +177,6 @@ START_TEST(host_limit_bounds_spill_and_loses_nothing)
 }
 END_TEST
 
-/* CPU time of n touches of ptr (this thread's: other processes' load does
- * not count), the least of five tries. */
 /* Inside one big mapping (spans), a touch tells whether the buffer's own
  * pages are on the host, whichever other page of the mapping lives there.
  * What it costs (the same for a buffer of 4,096 pages as for one of 16:
