@@ -123,7 +123,7 @@ static void list_title(const struct ui *u)
 {
     char when[16], line[512];
     ui_clock_text(u, when, sizeof when);
-    const struct top_title t = {when, u->m->nprocs, u->s->interval, u->s->sort, u->s->reverse, u->s->filter};
+    const struct top_title t = {when, u->m->nprocs, u->m->nshown, u->s->interval, u->s->sort, u->s->reverse, u->s->filter};
     top_list_title(line, sizeof line, COLS, &t);
     ui_title_bar(u, line);
 }

@@ -115,8 +115,13 @@ int top_fit_line(char *out, size_t len, int width, const struct top_part *parts,
 int top_list_title(char *out, size_t len, int width, const struct top_title *t)
 {
     char procs[32], procs_short[24], every[32], every_short[24], sort[48], filter[160] = "";
-    snprintf(procs, sizeof procs, "%zu proc%s", t->nprocs, t->nprocs == 1 ? "" : "s");
-    snprintf(procs_short, sizeof procs_short, "%zup", t->nprocs);
+    if (t->nshown != t->nprocs) {
+        snprintf(procs, sizeof procs, "%zu of %zu proc%s", t->nshown, t->nprocs, t->nprocs == 1 ? "" : "s");
+        snprintf(procs_short, sizeof procs_short, "%zu/%zup", t->nshown, t->nprocs);
+    } else {
+        snprintf(procs, sizeof procs, "%zu proc%s", t->nprocs, t->nprocs == 1 ? "" : "s");
+        snprintf(procs_short, sizeof procs_short, "%zup", t->nprocs);
+    }
     snprintf(every, sizeof every, "every %.1fs", t->interval);
     snprintf(every_short, sizeof every_short, "%.1fs", t->interval);
     snprintf(sort, sizeof sort, "sort %s %s", top_sort_name(t->sort), t->reverse ? "^" : "v");

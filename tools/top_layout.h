@@ -31,6 +31,7 @@ int top_fit_line(char *out, size_t len, int width, const struct top_part *parts,
 struct top_title {
     const char *clock;  /* "HH:MM:SS" */
     size_t nprocs;
+    size_t nshown;      /* of them, kept by the filter: "1 of 4 procs" when fewer */
     double interval;    /* seconds */
     enum top_sort sort;
     bool reverse;
@@ -39,7 +40,8 @@ struct top_title {
 
 /* The list's title line for width columns (see top_fit_line): the key
  * hints go first (the bottom line has them too), then the interval, the
- * clock, the long form of the process count; the sort and the filter stay,
+ * clock, the long form of the process count (with a filter that keeps
+ * fewer, "1 of 4 procs", as --once says it); the sort and the filter stay,
  * a filter too long for the line is cut visibly. Returns the length. */
 int top_list_title(char *out, size_t len, int width, const struct top_title *t);
 

@@ -12,7 +12,8 @@
 #include <wchar.h>
 
 static const char *const vocabulary[] = {"spillway-top", "12:34:56", "2", "procs", "2p", "every", "0.5s",
-                                         "sort", "SPILLED", "v", "filter", "h", "help", "q", "quit"};
+                                         "sort", "SPILLED", "v", "filter", "h", "help", "q", "quit",
+                                         "1", "of", "1/2p"};
 
 /* Every space-separated word of line is one of the title's own words, or
  * (when filter_word is set) a word of the filter: no part was cut in half
@@ -59,7 +60,7 @@ static void check_filter_shown(char *line, int w, const char *filter)
 
 static struct top_title title_with(const char *filter)
 {
-    return (struct top_title){"12:34:56", 2, 0.5, TOP_SORT_SPILLED, false, filter};
+    return (struct top_title){"12:34:56", 2, 2, 0.5, TOP_SORT_SPILLED, false, filter};
 }
 
 START_TEST(title_words_stay_whole_at_every_width)
@@ -67,6 +68,7 @@ START_TEST(title_words_stay_whole_at_every_width)
     const char *filters[] = {"", "beta", "trainer --epochs 10"};
     for (size_t f = 0; f < sizeof filters / sizeof filters[0]; f++) {
         struct top_title t = title_with(filters[f]);
+        t.nshown = filters[f][0] ? 1 : 2; /* a filter keeps one of the two */
         for (int w = 0; w <= 250; w++) {
             char line[512];
             int n = top_list_title(line, sizeof line, w, &t);
@@ -97,6 +99,13 @@ START_TEST(title_at_80_with_a_filter)
     t.filter = "";
     top_list_title(line, sizeof line, 80, &t);
     ck_assert_str_eq(line, " spillway-top  12:34:56  2 procs  every 0.5s  sort SPILLED v     h help  q quit ");
+    /* What the filter keeps, of all, as --once says it. */
+    t.filter = "beta";
+    t.nshown = 1;
+    top_list_title(line, sizeof line, 80, &t);
+    ck_assert_str_eq(line, " spillway-top  12:34:56  1 of 2 procs  every 0.5s  sort SPILLED v  filter beta");
+    top_list_title(line, sizeof line, 50, &t);
+    ck_assert_str_eq(line, " spillway-top  1/2p  sort SPILLED v  filter beta");
 }
 END_TEST
 

@@ -148,8 +148,8 @@ title_words_whole() {
     read -ra words <<<"$(screen | head -1)"
     for w in "${words[@]}"; do
         case $w in
-        spillway-top|proc|procs|every|sort|SPILLED|v|filter|trainer|h|help|q|quit) ;;
-        *) [[ $w =~ ^([0-9]+|[0-9]+p|[0-9.]+s|[0-9]{2}:[0-9]{2}:[0-9]{2})$ ]] || {
+        spillway-top|proc|procs|of|every|sort|SPILLED|v|filter|trainer|h|help|q|quit) ;;
+        *) [[ $w =~ ^([0-9]+|[0-9]+p|[0-9]+/[0-9]+p|[0-9.]+s|[0-9]{2}:[0-9]{2}:[0-9]{2})$ ]] || {
                echo "  title word '$w' in: $(screen | head -1)"; return 1; } ;;
         esac
     done
@@ -193,6 +193,7 @@ for W in 80 100 132 200; do
     check "$W cols: title shows the sort" poll 5 shows '^ spillway-top .* sort SPILLED v'
     check "$W cols: title shows the whole filter" poll 5 shows '  filter trainer( {2,}|$)'
     check "$W cols: filter hides alpha" poll 5 hides 'alpha job'
+    check "$W cols: title counts what the filter keeps, of all" poll 5 shows '^ spillway-top .* (1 of [0-9]+ procs|1/[0-9]+p) '
     check "$W cols: every title word whole" title_words_whole
     check "$W cols: every header word whole" header_words_whole
     check "$W cols: command column" command_shows "$(expect_cmd "$W")"
