@@ -251,6 +251,26 @@ int spw_proc_has_uid(pid_t pid, uint32_t uid)
     return seen ? found : -1;
 }
 
+int spw_proc_effective_uid(pid_t pid, uint32_t *uid)
+{
+    char path[64];
+    status_path(path, sizeof path, pid);
+    char *line = status_line(path, "Uid:");
+    unsigned real, eff;
+    int r = line && sscanf(line, "%u %u", &real, &eff) == 2 ? 0 : -1;
+    if (r == 0)
+        *uid = eff;
+    free(line);
+    return r;
+}
+
+ssize_t spw_proc_read(pid_t pid, const char *file, char *buf, size_t len)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, file);
+    return read_small(path, buf, len);
+}
+
 /* Whether process p is in the pid namespace with inode pid_ns, as far as
  * can be told: reading another process's namespace needs ptrace access
  * (a container without CAP_SYS_PTRACE lacks it), and then the start time

@@ -46,6 +46,14 @@ enum spw_liveness spw_proc_liveness(pid_t pid, uint64_t start_time);
  * uid is what a segment of another user cannot fake. */
 int spw_proc_has_uid(pid_t pid, uint32_t uid);
 
+/* The effective uid of pid (the second of /proc/<pid>/status's Uid: line,
+ * the one ps and top show as USER): 0 and *uid set, or -1. */
+int spw_proc_effective_uid(pid_t pid, uint32_t *uid);
+
+/* /proc/<pid>/<file> into buf (at most len - 1 bytes, NUL-terminated):
+ * the bytes read, or -1 with errno. */
+ssize_t spw_proc_read(pid_t pid, const char *file, char *buf, size_t len);
+
 /* The start time of every process, made once for a whole scan of segments
  * (spw_stats_scan) so that each segment of another pid namespace costs a
  * lookup, not a pass over /proc. Zero it before first use. */

@@ -4,44 +4,9 @@
 #include "stats/procinfo.h"
 #include "stats/reader.h"
 
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-
-/* The second uid of the "Uid:" line of /proc/<pid>/status (real,
- * effective, saved, filesystem): the one ps and top show as USER. */
-static bool effective_uid(int pid, uint32_t *uid)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/status", pid);
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return false;
-    bool found = false;
-    while (!found && fgets(line, sizeof line, f)) {
-        unsigned real, eff;
-        found = sscanf(line, "Uid: %u %u", &real, &eff) == 2;
-        if (found)
-            *uid = eff;
-    }
-    fclose(f);
-    return found;
-}
-
-/* /proc/<pid>/<file> into raw (len bytes); -1 when it cannot be read. */
-static ssize_t read_proc(int pid, const char *file, char *raw, size_t len)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/%s", pid, file);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    ssize_t n = read(fd, raw, len);
-    close(fd);
-    return n;
-}
 
 /* /proc/<pid>/cmdline, NUL-separated, into clen bytes as the stats reader
  * keeps a command: arguments joined by one space, anything not printable
@@ -53,10 +18,11 @@ static ssize_t read_proc(int pid, const char *file, char *raw, size_t len)
  * set; so a long command line reads the same in every row. */
 static bool read_cmdline(int pid, char *out, size_t clen, bool *cut)
 {
-    /* Room for a byte more than fits: it tells a longer command line. */
-    char raw[SPW_STATS_CMDLINE_LEN + 1], text[sizeof raw];
-    ssize_t n = read_proc(pid, "cmdline", raw, sizeof raw);
-    if (n == 0 && (n = read_proc(pid, "comm", raw + 1, 32)) > 0) {
+    /* Room for a byte more than fits (it tells a longer command line),
+     * and the NUL spw_proc_read ends with. */
+    char raw[SPW_STATS_CMDLINE_LEN + 2], text[SPW_STATS_CMDLINE_LEN + 1];
+    ssize_t n = spw_proc_read(pid, "cmdline", raw, sizeof raw);
+    if (n == 0 && (n = spw_proc_read(pid, "comm", raw + 1, 33)) > 0) {
         raw[0] = '[';
         n = n - (raw[n] == '\n') + 1; /* the name ends in a newline */
         raw[n++] = ']';
@@ -89,7 +55,7 @@ bool top_other_identity(int pid, char *user, size_t ulen, char *cmdline, size_t 
     uint32_t uid;
     user[0] = cmdline[0] = '\0';
     *cut = false;
-    if (!effective_uid(pid, &uid) || !read_cmdline(pid, cmdline, clen, cut))
+    if (spw_proc_effective_uid(pid, &uid) != 0 || !read_cmdline(pid, cmdline, clen, cut))
         return false;
     top_user_name(uid, user, ulen);
     return true;
