@@ -79,6 +79,12 @@ size_t spw_stats_utf8_char(const char *str, size_t n)
     return acts_on_display(cp) ? 0 : len;
 }
 
+static bool ends_with(const char *s, const char *mark)
+{
+    size_t n = strlen(s), m = strlen(mark);
+    return n >= m && strcmp(s + n - m, mark) == 0;
+}
+
 /* Copies a NUL-terminated text field, passing printable ASCII and valid
  * UTF-8 through and replacing anything else a terminal could interpret
  * (controls, DEL, invalid UTF-8 byte by byte) by '?'; keep_newlines for
@@ -229,11 +235,9 @@ int spw_stats_decode(const void *buf, size_t len, uint32_t file_uid,
     if (copy_text(out->config, b + HOFF(config), SPW_STATS_CONFIG_LEN, 1) != 0)
         return reject(why, whylen, "config not terminated");
     /* The marks of a cut (layout.h); the copy kept every byte's place. */
-    size_t len_cmd = strlen(out->cmdline), mark_cmd = sizeof SPW_STATS_CMDLINE_CUT - 1;
-    out->cmdline_truncated = len_cmd >= SPW_STATS_CMDLINE_LEN - SPW_STATS_CMDLINE_CUT_SLACK &&
-                             strcmp(out->cmdline + len_cmd - mark_cmd, SPW_STATS_CMDLINE_CUT) == 0;
-    size_t clen = strlen(out->config), mark = sizeof SPW_STATS_CONFIG_CUT - 1;
-    out->config_truncated = clen >= mark && strcmp(out->config + clen - mark, SPW_STATS_CONFIG_CUT) == 0;
+    out->cmdline_truncated = strlen(out->cmdline) >= SPW_STATS_CMDLINE_LEN - SPW_STATS_CMDLINE_CUT_SLACK &&
+                             ends_with(out->cmdline, SPW_STATS_CMDLINE_CUT);
+    out->config_truncated = ends_with(out->config, SPW_STATS_CONFIG_CUT);
     /* check_geometry made len exactly the header and device_count devices. */
     for (uint32_t d = 0; d < out->device_count; d++)
         for (unsigned k = 0; k < SPW_C_COUNT; k++)

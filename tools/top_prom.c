@@ -218,7 +218,7 @@ static void gpu_others(FILE *f, const struct top_model *m, const char *host)
         for (size_t j = 0; j < m->others.n; j++) {
             const struct top_other *o = &m->others.v[j];
             if (o->gpu == g->index && o->shown && o->have_used)
-                used = used + o->used < used ? UINT64_MAX : used + o->used;
+                used = top_sat_add(used, o->used);
         }
         fprintf(f, "spillway_gpu_other_processes_used_bytes{gpu=\"%u\"", g->index);
         label(f, "UUID", g->uuid);
